@@ -1,0 +1,15 @@
+//! Privacy accounting for tally: guarantees, calibration and the analyses behind them.
+//!
+//! This crate does no I/O and draws no randomness. Every function that returns a privacy
+//! parameter rounds in the safe direction: a `δ` is an upper bound on the true value, and a
+//! solved sampling rate or threshold never exceeds (respectively undercuts) what the analysis
+//! allows.
+#![forbid(unsafe_code)]
+
+mod error;
+mod guarantee;
+pub mod numeric;
+pub mod sample_threshold;
+
+pub use error::Error;
+pub use guarantee::{Guarantee, Neighbours};

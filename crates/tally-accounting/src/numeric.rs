@@ -1,0 +1,121 @@
+//! Numerical primitives shared by the analyses (ALGORITHMS.md §0).
+
+/// Relative safety margin added to every `δ` computed in floating point.
+///
+/// The binomial sums behind the analyses are evaluated in log space from `lgamma`, whose
+/// absolute error is a few ulps of `ln(k!)`; for the `k ≤` [`MAX_SCAN`] scanned here that is
+/// below `1e-7` in relative terms. Inflating every `δ` by `1e-6` keeps the reported value an
+/// upper bound on the true one.
+pub const DELTA_MARGIN: f64 = 1e-6;
+
+/// The largest group size `k` the sup-over-`k` analyses scan before giving up.
+pub const MAX_SCAN: u64 = 10_000_000;
+
+/// Inflates a floating-point `δ` so that it upper-bounds the exact value.
+pub fn delta_upper(delta: f64) -> f64 {
+    (delta * (1.0 + DELTA_MARGIN)).min(1.0)
+}
+
+/// The Bernoulli Kullback–Leibler divergence `D(q‖p) = q ln(q/p) + (1−q) ln((1−q)/(1−p))`.
+///
+/// Defined for `p ∈ (0, 1)` and `q ∈ [0, 1]`.
+pub fn kl_bernoulli(q: f64, p: f64) -> f64 {
+    let term = |a: f64, b: f64| if a == 0.0 { 0.0 } else { a * (a / b).ln() };
+    term(q, p) + term(1.0 - q, 1.0 - p)
+}
+
+/// `ln C(k, v)`, the log binomial coefficient, for `v ≤ k`.
+pub fn ln_choose(k: u64, v: u64) -> f64 {
+    debug_assert!(v <= k);
+    let lf = |x: u64| libm::lgamma(x as f64 + 1.0);
+    lf(k) - lf(v) - lf(k - v)
+}
+
+/// `ln b(v; k, p)`, the log of the binomial pmf `Pr[Bin(k, p) = v]`, for `v ≤ k`, `p ∈ (0,1)`.
+pub fn ln_binomial_pmf(v: u64, k: u64, p: f64) -> f64 {
+    ln_choose(k, v) + v as f64 * p.ln() + (k - v) as f64 * (-p).ln_1p()
+}
+
+/// `ln Σ_{v ≥ start} b(v; k, p)·weight(v)` for a non-negative weight, summed upward from
+/// `start` by the pmf recurrence until the terms stop mattering.
+///
+/// Requires `start ≥ k·p` so that the terms are decreasing in `v` (up to the weight, which
+/// must grow at most polynomially). Returns `-∞` for an empty sum.
+pub fn ln_upper_tail_weighted(
+    start: u64,
+    k: u64,
+    p: f64,
+    weight: impl Fn(u64) -> f64,
+) -> f64 {
+    if start > k {
+        return f64::NEG_INFINITY;
+    }
+    let ln_first = ln_binomial_pmf(start, k, p);
+    let odds = p / (1.0 - p);
+    // Sum the pmf relative to its value at `start` to stay in range.
+    let mut relative = 1.0;
+    let mut sum = 0.0;
+    for v in start..=k {
+        let term = relative * weight(v);
+        sum += term;
+        if v > start && term <= sum * 1e-18 && relative <= 1e-18 {
+            break;
+        }
+        relative *= (k - v) as f64 / (v + 1) as f64 * odds;
+    }
+    ln_first + sum.ln()
+}
+
+/// The principal branch of the Lambert W function, `W0(x)` for `x ≥ −1/e`.
+pub fn lambert_w0(x: f64) -> f64 {
+    lambert_w::lambert_w0(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_rel(actual: f64, expected: f64, tol: f64) {
+        assert!(
+            ((actual - expected) / expected).abs() <= tol,
+            "{actual} vs {expected}"
+        );
+    }
+
+    #[test]
+    fn binomial_pmf_matches_direct_computation() {
+        // b(3; 10, 0.2) = C(10,3) 0.2^3 0.8^7 = 120 * 0.008 * 0.2097152
+        assert_rel(
+            ln_binomial_pmf(3, 10, 0.2).exp(),
+            120.0 * 0.008 * 0.209_715_2,
+            1e-13,
+        );
+    }
+
+    #[test]
+    fn upper_tail_sums_the_pmf() {
+        // Pr[Bin(10, 0.2) >= 5] = 0.032793497599999995 (scipy.stats.binom.sf(4, 10, 0.2))
+        assert_rel(
+            ln_upper_tail_weighted(5, 10, 0.2, |_| 1.0).exp(),
+            0.032_793_497_6,
+            1e-12,
+        );
+        assert_eq!(ln_upper_tail_weighted(11, 10, 0.2, |_| 1.0), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn kl_bernoulli_known_value() {
+        // Appendix A item 1: D(q‖p_s) = 0.912852 for ε = 1, α = 1/6.
+        let p = 0.105_353_426_471_426_27;
+        let q = 0.670_877_918_484_362_6;
+        assert!((kl_bernoulli(q, p) - 0.912_852).abs() < 1e-6);
+    }
+
+    #[test]
+    fn lambert_w0_inverts_x_exp_x() {
+        for x in [0.0, 0.5, 1.0, 3.0, 100.0] {
+            let w = lambert_w0(x);
+            assert!((w * w.exp() - x).abs() <= 1e-12 * x.max(1.0));
+        }
+    }
+}

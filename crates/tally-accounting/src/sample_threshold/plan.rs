@@ -1,0 +1,354 @@
+//! Calibration: solving for the S&T parameters that meet a target `(ε, δ)`.
+
+use super::analysis::{Analysis, SampleThresholdParams, delta};
+use super::{check_delta, check_epsilon, max_sampling_rate_cap};
+use crate::{Error, Neighbours};
+
+/// The largest threshold the solvers consider.
+const MAX_THRESHOLD: u64 = 1 << 40;
+
+/// What the caller fixed besides `(ε, δ)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PlanTarget {
+    /// The sampling rate is `α` times its cap (`1 − e^{−ε}` for add/remove); solve for `τ`.
+    Alpha(f64),
+    /// The sampling rate is given; solve for the smallest `τ`.
+    SamplingRate(f64),
+    /// The threshold is given; solve for the largest sampling rate.
+    Threshold(u64),
+    /// Nothing else is given: choose the pair with the smallest `τ/p_s`, the smallest
+    /// population count a release can show.
+    MinReleasedCount,
+}
+
+/// Calibrated S&T parameters with the guarantee they achieve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The target ε.
+    pub epsilon: f64,
+    /// The target δ.
+    pub delta: f64,
+    /// The δ the chosen parameters achieve (an upper bound, at most the target).
+    pub achieved_delta: f64,
+    /// The chosen sampling rate and threshold.
+    pub params: SampleThresholdParams,
+    /// The analysis used.
+    pub analysis: Analysis,
+    /// The neighbour relation.
+    pub neighbours: Neighbours,
+    /// What the caller fixed.
+    pub target: PlanTarget,
+}
+
+impl Plan {
+    /// `p_s / cap`, the sampling rate as a fraction of the largest one the analyses accept.
+    pub fn alpha(&self) -> f64 {
+        self.params.sampling_rate() / max_sampling_rate_cap(self.epsilon, self.neighbours)
+    }
+
+    /// `τ / p_s`: the smallest population count whose estimate a release can show.
+    pub fn min_released_count(&self) -> f64 {
+        self.params.threshold() as f64 / self.params.sampling_rate()
+    }
+}
+
+/// Solves for the parameters missing from `target` so that one release is `(ε, δ)`-DP for
+/// `neighbours` by `analysis`.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] for out-of-range inputs, [`Error::Infeasible`] when no
+/// parameter meets the target.
+pub fn plan(
+    epsilon: f64,
+    delta_target: f64,
+    target: PlanTarget,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<Plan, Error> {
+    check_epsilon(epsilon)?;
+    check_delta(delta_target)?;
+    let params = match target {
+        PlanTarget::Alpha(alpha) => {
+            if !(alpha > 0.0 && alpha <= 1.0) {
+                return Err(Error::invalid("alpha", alpha, "a number in (0, 1]"));
+            }
+            let rate = round_down_product(alpha, max_sampling_rate_cap(epsilon, neighbours));
+            let tau = min_threshold(epsilon, delta_target, rate, analysis, neighbours)?;
+            SampleThresholdParams::new(rate, tau)?
+        }
+        PlanTarget::SamplingRate(rate) => {
+            let tau = min_threshold(epsilon, delta_target, rate, analysis, neighbours)?;
+            SampleThresholdParams::new(rate, tau)?
+        }
+        PlanTarget::Threshold(tau) => {
+            let rate = max_sampling_rate(epsilon, delta_target, tau, analysis, neighbours)?;
+            SampleThresholdParams::new(rate, tau)?
+        }
+        PlanTarget::MinReleasedCount => {
+            min_released_count_params(epsilon, delta_target, analysis, neighbours)?
+        }
+    };
+    let achieved_delta = delta(epsilon, &params, analysis, neighbours)?;
+    debug_assert!(achieved_delta <= delta_target);
+    Ok(Plan {
+        epsilon,
+        delta: delta_target,
+        achieved_delta,
+        params,
+        analysis,
+        neighbours,
+        target,
+    })
+}
+
+/// `a·b` rounded down.
+fn round_down_product(a: f64, b: f64) -> f64 {
+    let product = a * b;
+    // The product is within half an ulp of the exact one; stepping down one ulp is safe.
+    if product > 0.0 {
+        product.next_down()
+    } else {
+        product
+    }
+}
+
+/// Whether `(rate, tau)` meets `δ ≤ target`; parameters an analysis rejects do not.
+fn meets(
+    epsilon: f64,
+    delta_target: f64,
+    rate: f64,
+    tau: u64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<bool, Error> {
+    let params = SampleThresholdParams::new(rate, tau)?;
+    match delta(epsilon, &params, analysis, neighbours) {
+        Ok(d) => Ok(d <= delta_target),
+        Err(Error::InvalidParameter { .. }) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The smallest threshold `τ` for which sampling at `rate` is `(ε, δ)`-DP. `δ` decreases in
+/// `τ` for every analysis, so an exponential then binary search finds it.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] for out-of-range inputs (including a rate above the cap, or the
+/// closed form's limits), [`Error::Infeasible`] if no `τ ≤ 2^40` suffices.
+pub fn min_threshold(
+    epsilon: f64,
+    delta_target: f64,
+    rate: f64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<u64, Error> {
+    check_epsilon(epsilon)?;
+    check_delta(delta_target)?;
+    // Surface parameter errors (bad rate, closed-form limits) instead of searching.
+    delta(
+        epsilon,
+        &SampleThresholdParams::new(rate, 1)?,
+        analysis,
+        neighbours,
+    )?;
+    let ok = |tau| meets(epsilon, delta_target, rate, tau, analysis, neighbours);
+    let mut hi = 1;
+    while !ok(hi)? {
+        if hi >= MAX_THRESHOLD {
+            return Err(Error::infeasible(
+                "threshold",
+                format!("none up to {MAX_THRESHOLD} at sampling rate {rate}"),
+            ));
+        }
+        hi *= 2;
+    }
+    let mut lo = hi / 2; // fails (or is 0)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if ok(mid)? {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Ok(hi)
+}
+
+/// The largest sampling rate at which threshold `tau` is `(ε, δ)`-DP, capped at
+/// [`max_sampling_rate_cap`]. The search runs over the ordered bit patterns of positive
+/// `f64`s and returns a rate whose `δ` was checked to meet the target.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] for out-of-range inputs, [`Error::Infeasible`] if even tiny
+/// rates fail (which happens only for `τ = 1` with a tiny `δ`).
+pub fn max_sampling_rate(
+    epsilon: f64,
+    delta_target: f64,
+    tau: u64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<f64, Error> {
+    check_epsilon(epsilon)?;
+    check_delta(delta_target)?;
+    if tau == 0 {
+        return Err(Error::invalid("threshold", 0, "an integer ≥ 1"));
+    }
+    let cap = max_sampling_rate_cap(epsilon, neighbours);
+    let ok = |rate| meets(epsilon, delta_target, rate, tau, analysis, neighbours);
+    if ok(cap)? {
+        return Ok(cap);
+    }
+    let mut lo = cap / 2.0;
+    while !ok(lo)? {
+        lo /= 2.0;
+        if lo < 1e-300 {
+            return Err(Error::infeasible(
+                "sampling rate",
+                format!("even tiny rates exceed δ = {delta_target} at threshold {tau}"),
+            ));
+        }
+    }
+    // Positive f64s are ordered like their bit patterns.
+    let (mut lo_bits, mut hi_bits) = (lo.to_bits(), cap.to_bits());
+    while hi_bits - lo_bits > 1 {
+        let mid = lo_bits + (hi_bits - lo_bits) / 2;
+        if ok(f64::from_bits(mid))? {
+            lo_bits = mid;
+        } else {
+            hi_bits = mid;
+        }
+    }
+    Ok(f64::from_bits(lo_bits))
+}
+
+/// The pair minimising `τ / p_s`. The largest rate grows with `τ` but never passes the cap, so
+/// once `τ / cap` reaches the best ratio no larger `τ` can win.
+fn min_released_count_params(
+    epsilon: f64,
+    delta_target: f64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<SampleThresholdParams, Error> {
+    let cap = max_sampling_rate_cap(epsilon, neighbours);
+    let mut best: Option<SampleThresholdParams> = None;
+    let mut tau = 1;
+    loop {
+        if let Some(b) = best {
+            if tau as f64 / cap >= b.threshold() as f64 / b.sampling_rate() {
+                return Ok(b);
+            }
+        }
+        if tau > 1_000_000 {
+            return Err(Error::infeasible(
+                "threshold",
+                "no pair with a threshold up to 10^6 meets the target",
+            ));
+        }
+        match max_sampling_rate(epsilon, delta_target, tau, analysis, neighbours) {
+            Ok(rate) => {
+                let candidate = SampleThresholdParams::new(rate, tau)?;
+                let better = best.is_none_or(|b| {
+                    (tau as f64 / rate) < b.threshold() as f64 / b.sampling_rate()
+                });
+                if better {
+                    best = Some(candidate);
+                }
+            }
+            Err(Error::Infeasible { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        tau += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acceptance_alpha_closed_form() {
+        let plan = plan(
+            1.0,
+            1e-8,
+            PlanTarget::Alpha(1.0 / 6.0),
+            Analysis::ClosedForm,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        assert!((plan.params.sampling_rate() - 0.105_353_426_471_426_27).abs() < 1e-15);
+        assert_eq!(plan.params.threshold(), 20);
+    }
+
+    #[test]
+    fn acceptance_tight_threshold_at_paper_rate() {
+        let tau = min_threshold(
+            1.0,
+            1e-8,
+            0.105_353_426_47,
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        assert_eq!(tau, 11);
+    }
+
+    #[test]
+    fn max_rate_is_the_boundary() {
+        let rate =
+            max_sampling_rate(1.0, 1e-8, 20, Analysis::Tight, Neighbours::AddRemove).unwrap();
+        assert!((0.24..0.26).contains(&rate), "{rate}");
+        let at = |r: f64| {
+            delta(
+                1.0,
+                &SampleThresholdParams::new(r, 20).unwrap(),
+                Analysis::Tight,
+                Neighbours::AddRemove,
+            )
+            .unwrap()
+        };
+        assert!(at(rate) <= 1e-8);
+        assert!(at(rate.next_up()) > 1e-8);
+    }
+
+    #[test]
+    fn min_table_of_section_1_4() {
+        // ALGORITHMS.md §1.4, α = 1/6: (ε, δ) → τ for closed-form, theorem1, exact, tight.
+        let table = [
+            (0.1, 1e-6, [15, 13, 11, 7]),
+            (0.1, 1e-8, [20, 17, 15, 11]),
+            (0.5, 1e-6, [15, 12, 10, 8]),
+            (0.5, 1e-8, [20, 15, 14, 11]),
+            (1.0, 1e-6, [15, 11, 9, 8]),
+            (1.0, 1e-8, [20, 14, 12, 11]),
+        ];
+        for (eps, del, taus) in table {
+            for (analysis, expected) in Analysis::ALL.into_iter().zip(taus) {
+                let rate = -(-eps as f64).exp_m1() / 6.0;
+                let tau = min_threshold(eps, del, rate, analysis, Neighbours::AddRemove).unwrap();
+                assert_eq!(tau, expected, "ε = {eps}, δ = {del}, {analysis}");
+            }
+        }
+    }
+
+    #[test]
+    fn min_released_count_beats_neighbouring_thresholds() {
+        let plan = plan(
+            1.0,
+            1e-8,
+            PlanTarget::MinReleasedCount,
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        let tau = plan.params.threshold();
+        for other in [tau - 1, tau + 1] {
+            let rate =
+                max_sampling_rate(1.0, 1e-8, other, Analysis::Tight, Neighbours::AddRemove)
+                    .unwrap();
+            assert!(other as f64 / rate >= plan.min_released_count());
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Private histograms.
+
+mod sample_and_threshold;
+
+pub use sample_and_threshold::{
+    ReleasedCount, SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery,
+    SampleThresholdRelease,
+};

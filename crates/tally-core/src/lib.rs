@@ -1,0 +1,11 @@
+//! Mechanisms, exact samplers and round protocols of tally.
+//!
+//! This crate does no I/O, holds no global random number generator and never logs: every
+//! function that samples takes `rng: &mut R`. Privacy guarantees come from `tally-accounting`.
+#![forbid(unsafe_code)]
+
+mod error;
+pub mod histogram;
+pub mod sampling;
+
+pub use error::Error;
