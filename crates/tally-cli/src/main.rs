@@ -1,1 +1,37 @@
-fn main() {}
+//! `tally`: differentially private federated analytics from the command line.
+
+mod bench;
+mod cli;
+mod histogram;
+mod output;
+mod plan;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{BenchCommand, Cli, Command, PlanCommand};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
+        Command::Histogram(args) => histogram::run(&args),
+        Command::Bench(BenchCommand::SampleThreshold(args)) => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`tally ... | head`) is not an error.
+        Err(error)
+            if error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

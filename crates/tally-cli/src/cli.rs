@@ -1,0 +1,201 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Differentially private federated analytics: private histograms, heavy hitters and
+/// quantiles over data that stays on users' devices.
+#[derive(Debug, Parser)]
+#[command(name = "tally", version, about, long_about = None)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Calibrate a mechanism's parameters for a target (ε, δ) and explain them.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+    /// Release a sample-and-threshold histogram of the input.
+    Histogram(HistogramArgs),
+    /// Time a mechanism's kernel on generated data.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PlanCommand {
+    /// Sample-and-threshold: solve for the sampling rate and threshold, or report δ.
+    SampleThreshold(PlanArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum BenchCommand {
+    /// Time sampling, counting and thresholding on Geometric(1/√B) items.
+    SampleThreshold(BenchArgs),
+}
+
+/// The analysis that turns (ε, p_s, τ) into δ.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Method {
+    /// Lemma 3.2 of the paper: δ = exp(−C_α τ); needs ε ≤ 1.
+    ClosedForm,
+    /// Theorem 1 of the paper (Chernoff–KL bound).
+    Theorem1,
+    /// The exact probability of Theorem 1's bad event.
+    Exact,
+    /// The exact hockey-stick divergence (the tightest; default).
+    Tight,
+}
+
+impl From<Method> for tally_accounting::sample_threshold::Analysis {
+    fn from(method: Method) -> Self {
+        match method {
+            Method::ClosedForm => Self::ClosedForm,
+            Method::Theorem1 => Self::Theorem1,
+            Method::Exact => Self::Exact,
+            Method::Tight => Self::Tight,
+        }
+    }
+}
+
+/// Which datasets count as neighbours.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum NeighboursArg {
+    /// One client present or absent (the S&T theorem's relation; default).
+    AddRemove,
+    /// One client's data replaced.
+    ReplaceOne,
+}
+
+impl From<NeighboursArg> for tally_accounting::Neighbours {
+    fn from(n: NeighboursArg) -> Self {
+        match n {
+            NeighboursArg::AddRemove => Self::AddRemove,
+            NeighboursArg::ReplaceOne => Self::ReplaceOne,
+        }
+    }
+}
+
+/// The privacy target and the analysis, shared by every sample-and-threshold command.
+#[derive(Debug, Args)]
+pub(crate) struct PrivacyArgs {
+    /// Privacy-loss bound ε (> 0).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) epsilon: f64,
+    /// The analysis used to compute δ.
+    #[arg(long, value_enum, default_value = "tight")]
+    pub(crate) method: Method,
+    /// The neighbour relation the guarantee holds for.
+    #[arg(long, value_enum, default_value = "add-remove")]
+    pub(crate) neighbours: NeighboursArg,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanArgs {
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1). Without it, give both --sampling-rate and --threshold to get δ.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: Option<f64>,
+    /// Sampling rate as a fraction α of its largest allowed value 1 − e^(−ε).
+    #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["sampling_rate", "threshold"])]
+    pub(crate) alpha: Option<f64>,
+    /// Sampling rate p_s in (0, 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Threshold τ (≥ 1).
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+}
+
+/// Input file formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Format {
+    /// One item per line; each line is one client.
+    Lines,
+    /// `client_id<TAB>item`, several rows per client allowed.
+    Tsv,
+}
+
+/// Where the population comes from: exactly one of a file, a shipped dataset or a generator.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct InputArgs {
+    /// A file of items (`.gz` is decompressed).
+    #[arg(long)]
+    pub(crate) input: Option<PathBuf>,
+    /// A shipped dataset: `shakespeare` (one client per spoken word).
+    #[arg(long)]
+    pub(crate) dataset: Option<String>,
+    /// A generator, e.g. `geometric:n=1000000,domain=16384`, `binomial:n=1000000,domain=1024`,
+    /// `zipf:n=1000000,domain=100000,s=1.1`, `uniform:n=1000,domain=10`.
+    #[arg(long)]
+    pub(crate) synthetic: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HistogramArgs {
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// With --format tsv: make every row its own client instead of one uniformly chosen row
+    /// per client.
+    #[arg(long)]
+    pub(crate) rows_as_clients: bool,
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Sampling rate p_s; the threshold is then the smallest that meets (ε, δ).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Threshold τ; the sampling rate is then the largest that meets (ε, δ).
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// Seed for a reproducible simulation. Without it the run draws from the operating
+    /// system's randomness and prints no seed: a release is private only while its sampling
+    /// randomness stays secret.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Show only the K items with the largest counts.
+    #[arg(long)]
+    pub(crate) top: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// Number of clients n.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) clients: u64,
+    /// Domain size B; items are Geometric(1/√B), redrawn when ≥ B.
+    #[arg(long, default_value_t = 16_384)]
+    pub(crate) domain: u64,
+    /// Sampling rate p_s.
+    #[arg(long, default_value_t = 0.01)]
+    pub(crate) sampling_rate: f64,
+    /// Threshold τ.
+    #[arg(long, default_value_t = 20)]
+    pub(crate) threshold: u64,
+    /// ε at which the mechanism's guarantee is computed (the sampling rate must not exceed
+    /// 1 − e^(−ε)).
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) epsilon: f64,
+    /// Number of timed repetitions.
+    #[arg(long, default_value_t = 11)]
+    pub(crate) repeats: usize,
+    /// Seed of the generated data and of the sampling.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,154 @@
+//! `tally histogram`: release a sample-and-threshold histogram.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rand::Rng;
+use serde_json::json;
+use tally_accounting::Neighbours;
+use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
+use tally_core::histogram::SampleThreshold;
+use tally_sim::{ClientMode, ExecutionPath, Population, SyntheticSpec, run_sample_threshold};
+
+use crate::cli::{Format, HistogramArgs, InputArgs};
+use crate::output::{guarantee_json, guarantee_line, print_fields, print_json};
+
+/// Rows shown in the human-readable table when `--top` is not given.
+const DEFAULT_TABLE_ROWS: usize = 20;
+
+pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
+    let epsilon = args.privacy.epsilon;
+    let analysis = Analysis::from(args.privacy.method);
+    let neighbours = Neighbours::from(args.privacy.neighbours);
+    // Validate the privacy target before reading any data.
+    let target = match (args.sampling_rate, args.threshold) {
+        (Some(rate), _) => PlanTarget::SamplingRate(rate),
+        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+        (None, None) => PlanTarget::MinReleasedCount,
+    };
+    let plan = plan(epsilon, args.delta, target, analysis, neighbours)?;
+    let mechanism = SampleThreshold::new(plan.params, epsilon, analysis, neighbours)?;
+
+    // Without --seed the run draws its seed from the operating system and never prints it.
+    let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let path = ExecutionPath::default();
+    let release = run_sample_threshold(&population, &mechanism, path, seed);
+
+    let shown = args.top.unwrap_or(if args.privacy.json {
+        usize::MAX
+    } else {
+        DEFAULT_TABLE_ROWS
+    });
+    let name = |id: u32| {
+        population
+            .item_name(id)
+            .map(|n| n.into_owned())
+            .unwrap_or_else(|| id.to_string())
+    };
+    let guarantee = mechanism.guarantee();
+    let params = mechanism.params();
+    if args.privacy.json {
+        let items: Vec<_> = release
+            .items
+            .iter()
+            .take(shown)
+            .map(|cell| json!({"item": name(cell.item), "count": cell.count, "estimate": cell.estimate}))
+            .collect();
+        print_json(&json!({
+            "mechanism": "sample-and-threshold",
+            "parameters": {
+                "sampling_rate": params.sampling_rate(),
+                "threshold": params.threshold(),
+                "population": population.len(),
+                "expected_sample_size": population.len() as f64 * params.sampling_rate(),
+            },
+            "guarantee": guarantee_json(guarantee),
+            "target_delta": args.delta,
+            "input": population.description(),
+            "execution": path.name(),
+            "released_items": release.items.len(),
+            "items": items,
+            "seed": args.seed,
+        }))?;
+        return Ok(());
+    }
+    print_fields(
+        "sample-and-threshold histogram",
+        &[
+            ("input", population.description().to_owned()),
+            ("guarantee", guarantee_line(guarantee)),
+            (
+                "parameters",
+                format!(
+                    "sampling rate {:.6}, threshold {} (smallest count shown ≈ {:.0})",
+                    params.sampling_rate(),
+                    params.threshold(),
+                    plan.min_released_count()
+                ),
+            ),
+            ("released items", release.items.len().to_string()),
+            (
+                "seed",
+                args.seed
+                    .map_or_else(|| "none (operating-system randomness)".to_owned(), |s| s.to_string()),
+            ),
+        ],
+    )?;
+    let mut out = io::stdout().lock();
+    writeln!(out)?;
+    writeln!(out, "  {:>5}  {:<24} {:>10} {:>14}", "rank", "item", "count", "estimate")?;
+    for (rank, cell) in release.items.iter().take(shown).enumerate() {
+        writeln!(
+            out,
+            "  {:>5}  {:<24} {:>10} {:>14.1}",
+            rank + 1,
+            name(cell.item),
+            cell.count,
+            cell.estimate
+        )?;
+    }
+    if release.items.len() > shown {
+        writeln!(out, "  ... {} more (use --top or --json)", release.items.len() - shown)?;
+    }
+    Ok(())
+}
+
+/// Reads the population named by the input arguments.
+fn load_population(
+    input: &InputArgs,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    seed: u64,
+) -> Result<Population> {
+    let mode = if rows_as_clients {
+        ClientMode::RowsAsClients
+    } else {
+        ClientMode::ClientLevel { seed }
+    };
+    if let Some(file) = &input.input {
+        let format = format.unwrap_or_else(|| guess_format(file));
+        return Ok(match format {
+            Format::Lines => Population::from_lines_file(file)?,
+            Format::Tsv => Population::from_tsv_file(file, mode)?,
+        });
+    }
+    if let Some(name) = &input.dataset {
+        return Ok(Population::dataset(name)?);
+    }
+    // Unwrap safety: clap requires exactly one of the three inputs.
+    let spec = input.synthetic.as_deref().expect("one input is required");
+    let spec: SyntheticSpec = spec.parse().context("bad --synthetic")?;
+    Ok(Population::synthetic(&spec, seed))
+}
+
+/// `tsv` for `.tsv` and `.tsv.gz` files, `lines` otherwise.
+fn guess_format(file: &Path) -> Format {
+    let name = file.to_string_lossy();
+    if name.ends_with(".tsv") || name.ends_with(".tsv.gz") {
+        Format::Tsv
+    } else {
+        Format::Lines
+    }
+}

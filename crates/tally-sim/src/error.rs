@@ -1,0 +1,140 @@
+//! The error type of `tally-sim`.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why a population could not be loaded or generated, or a simulation could not run.
+///
+/// Messages say what was wrong, where (file and line) and, where it helps, what would be valid.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input file does not exist.
+    #[error("cannot open {}: file not found", path.display())]
+    NotFound {
+        /// The path as given.
+        path: PathBuf,
+    },
+    /// The input file exists but could not be opened (permissions, a directory, …).
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The path as given.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Reading failed part way through (for example a corrupt or truncated gzip stream).
+    #[error("{file}:{line}: read error: {source}")]
+    Read {
+        /// The input's name (its path, or the dataset's file name).
+        file: String,
+        /// The 1-based number of the line being read.
+        line: u64,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A line is not valid UTF-8.
+    #[error("{file}:{line}: line is not valid UTF-8")]
+    NotUtf8 {
+        /// The input's name.
+        file: String,
+        /// The 1-based line number.
+        line: u64,
+    },
+    /// A TSV row is not `client_id<TAB>item`.
+    #[error("{file}:{line}: expected client_id<TAB>item, found {found}")]
+    MalformedRow {
+        /// The input's name.
+        file: String,
+        /// The 1-based line number.
+        line: u64,
+        /// What the row held instead, in words (for example `a line with no tab`).
+        found: &'static str,
+    },
+    /// The input holds no client.
+    #[error("{file}: no clients: the input is empty{what}")]
+    Empty {
+        /// The input's name.
+        file: String,
+        /// What was skipped, for example ` or holds only blank lines`.
+        what: &'static str,
+    },
+    /// More distinct items (or clients) than 32-bit ids can name.
+    #[error("{file}: more than {max} distinct {what}", max = u32::MAX)]
+    TooMany {
+        /// The input's name.
+        file: String,
+        /// `items` or `clients`.
+        what: &'static str,
+    },
+    /// No shipped dataset has this name.
+    #[error("unknown dataset {name:?}: known datasets are {known}")]
+    UnknownDataset {
+        /// The requested name.
+        name: String,
+        /// The known names, comma separated.
+        known: String,
+    },
+    /// A synthetic specification names no known generator.
+    #[error("unknown synthetic generator {name:?} in {spec:?}: expected one of {known}")]
+    UnknownGenerator {
+        /// The whole specification.
+        spec: String,
+        /// The generator name found.
+        name: String,
+        /// The known generators with their keys.
+        known: &'static str,
+    },
+    /// A synthetic specification has a key its generator does not take, or a key twice.
+    #[error("{spec:?}: unexpected key {key:?}: {generator} takes {expected}")]
+    UnknownKey {
+        /// The whole specification.
+        spec: String,
+        /// The generator.
+        generator: &'static str,
+        /// The rejected key.
+        key: String,
+        /// The keys the generator takes, each once.
+        expected: &'static str,
+    },
+    /// A synthetic specification lacks a required key.
+    #[error("{spec:?}: missing key {key:?}: {generator} takes {expected}")]
+    MissingKey {
+        /// The whole specification.
+        spec: String,
+        /// The generator.
+        generator: &'static str,
+        /// The missing key.
+        key: &'static str,
+        /// The keys the generator takes.
+        expected: &'static str,
+    },
+    /// A synthetic specification has a value out of range or not a number.
+    #[error("{spec:?}: invalid {key} = {value:?}: expected {expected}")]
+    InvalidValue {
+        /// The whole specification.
+        spec: String,
+        /// The key.
+        key: &'static str,
+        /// The rejected value as written.
+        value: String,
+        /// What would be valid.
+        expected: &'static str,
+    },
+    /// A population built from ids has an id outside its vocabulary.
+    #[error("item id {id} is not below the vocabulary size {size}")]
+    ItemOutOfRange {
+        /// The offending id.
+        id: u32,
+        /// The vocabulary size.
+        size: usize,
+    },
+    /// An executor path name is not known.
+    #[error(
+        "unknown execution path {name:?}: expected per-client, gap-skipping or binomial-thinning"
+    )]
+    UnknownPath {
+        /// The rejected name.
+        name: String,
+    },
+}
