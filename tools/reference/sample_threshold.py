@@ -391,15 +391,16 @@ def decimal_to_double(n: int, decimals: int) -> float:
 
 
 def max_sampling_rate(method: str, eps: mpf, tau: int, delta: mpf):
-    """Largest p in (0, 1-e^-eps] with delta_method(eps, p, tau) <= delta, by bisection on p.
+    """Largest p in (0, 1-e^-eps] with delta_method(eps, p, tau) <= delta, for a method whose delta
+    is continuous and non-decreasing in p (closed_form, theorem1, tight), by bracketed root finding.
 
-    Returns (p_boundary, capped) with p_boundary accurate to ~1e-16 absolute, or None when the
+    Returns (p_boundary, capped) with p_boundary accurate to ~1e-17 relative, or None when the
     method is undefined for this eps (closed_form with eps > 1).
 
-    Bisection presumes delta_method is non-decreasing in p. That holds for closed_form (C_alpha is
-    decreasing in alpha) and is checked numerically for the other methods on a grid above the
-    answer (see check_monotone_above()); the (b) sup can in principle jump DOWN when floor(kq)
-    increments, so this check matters.
+    closed_form is provably monotone (C_alpha is decreasing in alpha). For theorem1 and tight the
+    monotonicity is only checked numerically (check_monotone()). The exact (b) delta is NOT
+    monotone in p (it jumps down whenever floor(kq) increments for the maximising k), so it has
+    its own solver, exact_sampling_rate_crossings().
     """
     cap = cap_of(eps)
     if method == "closed_form" and eps > 1:
@@ -428,7 +429,7 @@ def max_sampling_rate(method: str, eps: mpf, tau: int, delta: mpf):
     # Bracketed root finding on g(p) = ln delta(p) - ln delta: Illinois-modified regula falsi, with
     # a plain bisection step whenever the bracket failed to halve over the last two steps. This
     # keeps the bracket invariant of bisection (g(lo) <= 0 < g(hi)) but needs ~10-15 evaluations
-    # instead of ~55 on the smooth methods; for the (b) method it degrades gracefully to bisection.
+    # instead of ~55 on these smooth methods.
     log_target = mp.log(delta)
 
     def g(x):
@@ -437,7 +438,7 @@ def max_sampling_rate(method: str, eps: mpf, tau: int, delta: mpf):
     g_lo, g_hi = g(lo), g(hi)
     side = 0
     widths = [hi - lo]
-    while hi - lo > mpf("1e-17"):
+    while hi - lo > lo * mpf("1e-20"):
         if mp.isinf(g_hi) or (len(widths) >= 3 and widths[-1] > widths[-3] / 2):
             mid = (lo + hi) / 2
         else:
@@ -460,20 +461,135 @@ def max_sampling_rate(method: str, eps: mpf, tau: int, delta: mpf):
     return lo, False
 
 
-def check_monotone_above(method, eps, tau, delta, p_from, label, n_grid=24):
-    """Warn if delta_method drops back to <= delta anywhere on a grid in [p_from, cap]."""
+def check_monotone(method, eps, tau, delta, p_star, label, n_grid=24):
+    """Numerical check that p_star is the only crossing: delta_method <= delta on a grid in
+    (0, p_star - 1e-9] and > delta on a grid in [p_star + 1e-9, cap]. Findings go to WARNINGS."""
     cap = cap_of(eps)
-    if p_from >= cap:
-        return
-    for i in range(n_grid + 1):
-        pp = min(cap, p_from + (cap - p_from) * i / n_grid)
+    h = mpf("1e-9")
+    below = [p_star * i / n_grid for i in range(1, n_grid + 1)]
+    below = [min(x, p_star - h) for x in below if x > 0]
+    above = [] if p_star + h >= cap else [min(cap, p_star + h + (cap - p_star - h) * i / n_grid) for i in range(n_grid + 1)]
+    for pp in below:
+        d = delta_method(method, eps, pp, tau)
+        if d is None or d > delta:
+            WARNINGS.append(f"{label}: delta_{method} > target at p={mpmath.nstr(pp, 17)} BELOW the answer (non-monotone in p)")
+            return
+    for pp in above:
         d = delta_method(method, eps, pp, tau)
         if d is not None and d <= delta:
-            WARNINGS.append(
-                f"{label}: delta_{method} <= target again at p={mpmath.nstr(pp, 17)} above the "
-                f"bisection answer {mpmath.nstr(p_from, 17)} (non-monotone in p)"
-            )
+            WARNINGS.append(f"{label}: delta_{method} <= target at p={mpmath.nstr(pp, 17)} ABOVE the answer (non-monotone in p)")
             return
+
+
+def _exact_sup_exceeds(p_pmf: mpf, q_m: mpf, tau: int, target: mpf, k_limit: int = 20_000):
+    """Decide whether  S = sup_k Pr[Bin(k, p_pmf) >= max(tau, floor(k q_m) + 1)]  exceeds target.
+
+    Returns True / False, or None when this cannot be decided cheaply (q_m <= p_pmf, so the
+    Chernoff stop is unavailable, or the k scan would exceed k_limit). Same summation and stopping
+    argument as exact_and_tight(): for k q_m >= tau every term is <= exp(-k D(q_m||p_pmf)), which
+    decreases in k, so once it is <= target no later k can exceed target.
+    """
+    if p_pmf <= 0:
+        return False
+    if not q_m > p_pmf:
+        return None
+    d_kl = kl_bernoulli(q_m, p_pmf)
+    odds = p_pmf / (1 - p_pmf)
+    k = tau
+    while True:
+        kq = k * q_m
+        if kq >= tau and mp.exp(-k * d_kl) <= target:
+            return False
+        if k > k_limit:
+            return None
+        m = max(tau, int(mp.floor(kq)) + 1)
+        if m <= k:
+            term = binom_pmf(m, k, p_pmf)
+            total = mpf(0)
+            v = m
+            while True:
+                total += term
+                if total > target:
+                    return True
+                if v == k:
+                    break
+                r = (k - v) * odds / (v + 1)
+                if term * r / (1 - r) <= TAIL_REL_TOL * total:
+                    break
+                term *= r
+                v += 1
+        k += 1
+
+
+def exact_sampling_rate_crossings(eps: mpf, tau: int, delta: mpf):
+    """(p_first, p_last, capped) for the exact (b) delta, which is NOT monotone in p.
+
+    Structure: delta_b(p) = max_k f_k(p), f_k(p) = T(k, p, m_k(p)) with T(k,p,m) = Pr[Bin(k,p) >= m]
+    (continuous and increasing in p) and m_k(p) = max(tau, floor(k q(p)) + 1) a non-decreasing step
+    function of p. So delta_b rises continuously and can only jump DOWN (when m_k increments for the
+    maximising k). Consequently {p : delta_b(p) <= delta} can be a union of several intervals
+    (e.g. eps = 1, tau = 20, delta = 1e-6: delta_b first exceeds 1e-6 at p = 0.28179..., falls back
+    below it at p = 0.29526... when 27q crosses 20, and exceeds it for good at p = 0.29734...).
+
+      p_first = inf{p : delta_b(p) > delta}   (every p <= p_first is admissible)
+      p_last  = sup{p <= cap : delta_b(p) <= delta}   (the literal "largest admissible p")
+
+    Rigorous interval bounds for p in [a, b] (m_k non-decreasing in p, T decreasing in m):
+      f_k(p) >= T(k, a, m_k(b))  =>  min_[a,b] delta_b >= LB(a,b) = sup_k T(k, a, m_k(b))
+      f_k(p) <= T(k, b, m_k(a))  =>  max_[a,b] delta_b <= UB(a,b) = sup_k T(k, b, m_k(a))
+    Branch and bound: p_first is found by descending left-first and discarding intervals with
+    UB <= delta; p_last by descending right-first and discarding intervals with LB > delta; leaves
+    have relative width 1e-18 and the left end of the leaf is returned.
+    """
+    cap = cap_of(eps)
+
+    def q(x):
+        return q_of(eps, x)
+
+    def wmin(b):
+        return b * mpf("1e-18")
+
+    def find_first(a, b):
+        res = _exact_sup_exceeds(b, q(a), tau, delta)
+        if res is False:
+            return None
+        if b - a <= wmin(b):
+            return a
+        mid = (a + b) / 2
+        r = find_first(a, mid)
+        return r if r is not None else find_first(mid, b)
+
+    def find_last(a, b):
+        res = _exact_sup_exceeds(a, q(b), tau, delta)
+        if res is True:
+            return None
+        if b - a <= wmin(b):
+            return a
+        mid = (a + b) / 2
+        r = find_last(mid, b)
+        return r if r is not None else find_last(a, mid)
+
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 5000))
+    try:
+        capped = delta_exact(eps, cap, tau) <= delta
+        p_first = find_first(mpf(0), cap)
+        if p_first is None:
+            p_first = cap
+        p_last = cap if capped else find_last(mpf(0), cap)
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if p_last is None or p_first is None:
+        raise RuntimeError("no admissible sampling rate found")
+    # Sanity: the branch and bound must agree with direct evaluation.
+    if p_first < cap:
+        assert delta_exact(eps, p_first, tau) <= delta * (1 + mpf("1e-12"))
+        assert delta_exact(eps, p_first * (1 + mpf("1e-12")), tau) > delta
+    if not capped:
+        assert delta_exact(eps, p_last, tau) <= delta * (1 + mpf("1e-12"))
+        assert delta_exact(eps, p_last * (1 + mpf("1e-12")), tau) > delta
+    assert p_first <= p_last
+    return p_first, p_last, capped
 
 
 # ----------------------------------------------------------------------------------------------
@@ -659,7 +775,7 @@ def build_delta_json(log) -> tuple[dict, int]:
         cases.append(delta_case(eps_d, p_d, tau, label))
     # Random cases.
     rng = random.Random(SEED)
-    n_random, rejected = 0, 0
+    n_random, rejected, n_brute = 0, 0, 0
     while n_random < 60:
         eps_d = rng.uniform(0.05, 3.0)
         alpha = 10 ** rng.uniform(-3.0, 0.0)  # log-uniform alpha = p / (1 - e^-eps) in [1e-3, 1)
@@ -669,9 +785,9 @@ def build_delta_json(log) -> tuple[dict, int]:
             rejected += 1
             continue
         # Keep every delta a normal double (> 1e-300) so float consumers can compare relatively.
-        # theorem1 >= exact >= tight, and tight is what would underflow first; theorem1 is cheap, so
-        # pre-screen with the crude bound tight >= b(tau; ceil(tau/q), p) * (tiny factor) is not
-        # needed: just compute and reject.
+        # tight is the smallest and would underflow first. theorem1 (an upper bound on tight) is a
+        # cheap pre-screen that skips the expensive sup for hopeless draws; it also drops a few
+        # draws whose tight delta would still be representable, which only biases the sampling.
         t1 = delta_theorem1(M(eps_d), M(p_d), tau)
         if t1 < mpf("1e-250"):
             rejected += 1
@@ -680,9 +796,14 @@ def build_delta_json(log) -> tuple[dict, int]:
         if case["tight"] < 1e-300:
             rejected += 1
             continue
+        if n_brute < 4 and case["tight_argmax_k"] <= 60 and case["exact_argmax_k"] <= 60:
+            # Independent slow cross-check (betainc and the literal hockey-stick difference).
+            brute_force_check(M(eps_d), M(p_d), tau, 2 * max(case["tight_argmax_k"], case["exact_argmax_k"]) + 40)
+            n_brute += 1
         cases.append(case)
         n_random += 1
-    log(f"delta.json: {len(cases)} cases ({rejected} random draws rejected)")
+    assert n_brute == 4
+    log(f"delta.json: {len(cases)} cases ({rejected} random draws rejected, {n_brute} brute-force cross-checked)")
     for c in cases:
         del c["_label"]
     doc = {
@@ -832,24 +953,11 @@ def build_min_threshold_json(log) -> tuple[dict, int]:
     return doc, n
 
 
-def rate_row(method, eps_d, delta_d, tau, label, log) -> dict:
-    eps, delta = M(eps_d), M(delta_d)
-    res = max_sampling_rate(method, eps, tau, delta)
-    row = {"epsilon": eps_d, "delta": delta_d, "threshold": tau, "method": method}
-    if res is None:
-        row.update(
-            {
-                "sampling_rate": None,
-                "sampling_rate_boundary": None,
-                "capped": None,
-                "delta_at_sampling_rate": None,
-                "sampling_rate_above": None,
-                "delta_at_sampling_rate_above": None,
-            }
-        )
-        return row
-    p_star, capped = res
-    # Round DOWN to 12 decimals with integer arithmetic: p_rep = n_rep * 1e-12.
+def _round_and_bracket(method, eps, tau, delta, p_star, capped, label):
+    """Round p_star DOWN to 12 decimals (integer arithmetic) and pair it with the value 1e-9 above.
+
+    Returns (p_rep, delta(p_rep), p_above, delta(p_above)); p_rep must satisfy the target and p_above
+    (when not capped and still <= the cap) must violate it."""
     n_rep = int(mp.floor(p_star * 10**12))
     p_rep_d = decimal_to_double(n_rep, 12)
     if delta_method(method, eps, M(p_rep_d), tau) > delta:
@@ -858,9 +966,8 @@ def rate_row(method, eps_d, delta_d, tau, label, log) -> dict:
         p_rep_d = decimal_to_double(n_rep, 12)
         WARNINGS.append(f"{label}: 12-decimal rounding landed on the boundary; stepped down 1e-12")
     d_rep = delta_method(method, eps, M(p_rep_d), tau)
-    assert d_rep <= delta, label
-    p_above_d = None
-    d_above = None
+    assert d_rep is not None and d_rep <= delta, label
+    p_above_d = d_above = None
     if not capped:
         p_above_d = decimal_to_double(n_rep + 1000, 12)  # + 1e-9
         if M(p_above_d) <= cap_of(eps):
@@ -869,15 +976,57 @@ def rate_row(method, eps_d, delta_d, tau, label, log) -> dict:
                 raise AssertionError(f"{label}: p + 1e-9 = {p_above_d} does not violate delta")
         else:
             p_above_d = None
-        check_monotone_above(method, eps, tau, delta, p_star + mpf("1e-9"), label)
+    return p_rep_d, d_rep, p_above_d, d_above
+
+
+def rate_row(method, eps_d, delta_d, tau, label, log) -> dict:
+    eps, delta = M(eps_d), M(delta_d)
+    row = {"epsilon": eps_d, "delta": delta_d, "threshold": tau, "method": method}
+    keys = (
+        "capped",
+        "unique_crossing",
+        "sampling_rate",
+        "sampling_rate_boundary",
+        "delta_at_sampling_rate",
+        "sampling_rate_above",
+        "delta_at_sampling_rate_above",
+        "first_crossing_sampling_rate",
+        "first_crossing_boundary",
+        "first_crossing_above",
+    )
+    if method == "exact":
+        p_first, p_last, capped = exact_sampling_rate_crossings(eps, tau, delta)
+    else:
+        res = max_sampling_rate(method, eps, tau, delta)
+        if res is None:
+            row.update({k: None for k in keys})
+            return row
+        p_last, capped = res
+        p_first = p_last
+        check_monotone(method, eps, tau, delta, p_last, label)
+    unique = p_last - p_first <= p_last * mpf("1e-15")
+    if not unique:
+        WARNINGS.append(
+            f"{label}: delta_exact is non-monotone in p here; admissible set is not an interval: first "
+            f"crossing {mpmath.nstr(p_first, 15)}, largest admissible p {mpmath.nstr(p_last, 15)}"
+        )
+    p_rep, d_rep, p_above, d_above = _round_and_bracket(method, eps, tau, delta, p_last, capped, label)
+    if unique:
+        f_rep, f_above = p_rep, p_above
+    else:
+        f_rep, _, f_above, _ = _round_and_bracket(method, eps, tau, delta, p_first, False, label + " (first crossing)")
     row.update(
         {
-            "sampling_rate": p_rep_d,
-            "sampling_rate_boundary": to_double(p_star),
             "capped": capped,
+            "unique_crossing": unique,
+            "sampling_rate": p_rep,
+            "sampling_rate_boundary": to_double(p_last),
             "delta_at_sampling_rate": to_double(d_rep),
-            "sampling_rate_above": p_above_d,
+            "sampling_rate_above": p_above,
             "delta_at_sampling_rate_above": to_double(d_above),
+            "first_crossing_sampling_rate": f_rep,
+            "first_crossing_boundary": to_double(p_first),
+            "first_crossing_above": f_above,
         }
     )
     return row
@@ -912,15 +1061,26 @@ def build_max_rate_json(log) -> tuple[dict, int]:
         "generated_by": GENERATED_BY,
         "description": (
             "Largest sampling rate p in (0, 1-e^-epsilon] with delta_method(epsilon, p, threshold) <= delta "
-            "(add/remove; methods as in delta.json), found by bisection at 50 digits. "
-            "sampling_rate_boundary: the boundary p* (to ~1e-16). sampling_rate: p* rounded DOWN to 12 "
-            "decimals (it satisfies the target; delta_at_sampling_rate is its delta). "
-            "sampling_rate_above: sampling_rate + 1e-9, which must VIOLATE the target "
+            "(add/remove; methods as in delta.json), computed at 50 digits. "
+            "sampling_rate_boundary: that largest admissible p (to ~1e-17 relative). sampling_rate: it "
+            "rounded DOWN to 12 decimals (it satisfies the target; delta_at_sampling_rate is its delta; like "
+            "every float it is written with 17 significant digits, e.g. 0.18064339606300001 is the double "
+            "nearest to 0.180643396063). "
+            "sampling_rate_above: sampling_rate + 1e-9, which VIOLATES the target "
             "(delta_at_sampling_rate_above > delta); null when capped or above the cap. "
-            "capped: true when p = 1-e^-epsilon already satisfies the target (then p* is the cap). "
-            "All fields null for closed_form with epsilon > 1. A solver agrees if its answer is within "
-            "1e-11 of sampling_rate_boundary, or satisfies at sampling_rate and violates at "
-            "sampling_rate_above. The last 16 cases are random (Python random.Random(20261124))."
+            "capped: true when p = 1-e^-epsilon already satisfies the target. "
+            "All solver fields are null for closed_form with epsilon > 1. "
+            "closed_form, theorem1 and tight are non-decreasing in p (closed_form provably; theorem1 "
+            "and tight checked on a grid), so the admissible set is an interval and bisection finds it. "
+            "The exact (b) delta is NOT monotone in p: it jumps down whenever floor(kq) increments for "
+            "the maximising k, so the admissible set can be a union of intervals. first_crossing_boundary "
+            "is inf{p : delta(p) > target} (every p below it is admissible), first_crossing_sampling_rate "
+            "its 12-decimal round-down and first_crossing_above that + 1e-9 (violates). unique_crossing is "
+            "false when the first crossing is below the largest admissible p; then a plain bisection "
+            "may return either crossing (or another one). For the other methods first_crossing_* equal "
+            "the main fields. The exact-method crossings are found by branch and bound with rigorous "
+            "interval bounds (see exact_sampling_rate_crossings in the script). "
+            "The last 16 cases are random (Python random.Random(20261124))."
         ),
         "neighbouring": "add_remove",
         "mpmath_dps": 50,

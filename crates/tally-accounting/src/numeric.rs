@@ -41,12 +41,7 @@ pub fn ln_binomial_pmf(v: u64, k: u64, p: f64) -> f64 {
 ///
 /// Requires `start ≥ k·p` so that the terms are decreasing in `v` (up to the weight, which
 /// must grow at most polynomially). Returns `-∞` for an empty sum.
-pub fn ln_upper_tail_weighted(
-    start: u64,
-    k: u64,
-    p: f64,
-    weight: impl Fn(u64) -> f64,
-) -> f64 {
+pub fn ln_upper_tail_weighted(start: u64, k: u64, p: f64, weight: impl Fn(u64) -> f64) -> f64 {
     if start > k {
         return f64::NEG_INFINITY;
     }
@@ -100,7 +95,10 @@ mod tests {
             0.032_793_497_6,
             1e-12,
         );
-        assert_eq!(ln_upper_tail_weighted(11, 10, 0.2, |_| 1.0), f64::NEG_INFINITY);
+        assert_eq!(
+            ln_upper_tail_weighted(11, 10, 0.2, |_| 1.0),
+            f64::NEG_INFINITY
+        );
     }
 
     #[test]

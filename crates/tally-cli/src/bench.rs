@@ -34,7 +34,8 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     let mut released = 0;
     for repeat in 0..args.repeats {
         let start = Instant::now();
-        let release = run_sample_threshold(&population, &mechanism, path, args.seed + repeat as u64);
+        let release =
+            run_sample_threshold(&population, &mechanism, path, args.seed + repeat as u64);
         seconds.push(start.elapsed().as_secs_f64());
         released = release.items.len();
     }
@@ -65,7 +66,10 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
             ("domain", format!("{} (Geometric(1/√B) items)", args.domain)),
             (
                 "parameters",
-                format!("sampling rate {}, threshold {}", args.sampling_rate, args.threshold),
+                format!(
+                    "sampling rate {}, threshold {}",
+                    args.sampling_rate, args.threshold
+                ),
             ),
             ("execution", format!("{} on {threads} threads", path.name())),
             (

@@ -91,14 +91,20 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             ("released items", release.items.len().to_string()),
             (
                 "seed",
-                args.seed
-                    .map_or_else(|| "none (operating-system randomness)".to_owned(), |s| s.to_string()),
+                args.seed.map_or_else(
+                    || "none (operating-system randomness)".to_owned(),
+                    |s| s.to_string(),
+                ),
             ),
         ],
     )?;
     let mut out = io::stdout().lock();
     writeln!(out)?;
-    writeln!(out, "  {:>5}  {:<24} {:>10} {:>14}", "rank", "item", "count", "estimate")?;
+    writeln!(
+        out,
+        "  {:>5}  {:<24} {:>10} {:>14}",
+        "rank", "item", "count", "estimate"
+    )?;
     for (rank, cell) in release.items.iter().take(shown).enumerate() {
         writeln!(
             out,
@@ -110,7 +116,11 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         )?;
     }
     if release.items.len() > shown {
-        writeln!(out, "  ... {} more (use --top or --json)", release.items.len() - shown)?;
+        writeln!(
+            out,
+            "  ... {} more (use --top or --json)",
+            release.items.len() - shown
+        )?;
     }
     Ok(())
 }

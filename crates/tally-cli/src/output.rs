@@ -16,7 +16,11 @@ pub(crate) fn print_json(value: &Value) -> io::Result<()> {
 pub(crate) fn print_fields(title: &str, rows: &[(&str, String)]) -> io::Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out, "{title}")?;
-    let width = rows.iter().map(|(label, _)| label.chars().count()).max().unwrap_or(0);
+    let width = rows
+        .iter()
+        .map(|(label, _)| label.chars().count())
+        .max()
+        .unwrap_or(0);
     for (label, value) in rows {
         writeln!(out, "  {label:<width$}  {value}")?;
     }

@@ -100,7 +100,10 @@ fn report_plan(plan: &Plan, as_json: bool) -> io::Result<()> {
             ),
             (
                 "smallest count shown",
-                format!("{:.1} clients (threshold / rate)", plan.min_released_count()),
+                format!(
+                    "{:.1} clients (threshold / rate)",
+                    plan.min_released_count()
+                ),
             ),
             ("solved for", why.to_owned()),
         ],

@@ -21,7 +21,11 @@ pub enum Error {
 
 impl Error {
     /// Builds [`Error::InvalidParameter`].
-    pub(crate) fn invalid(name: &'static str, value: impl ToString, expected: &'static str) -> Self {
+    pub(crate) fn invalid(
+        name: &'static str,
+        value: impl ToString,
+        expected: &'static str,
+    ) -> Self {
         Self::InvalidParameter {
             name,
             value: value.to_string(),

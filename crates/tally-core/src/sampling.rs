@@ -54,7 +54,11 @@ pub(crate) fn check_probability(name: &'static str, p: f64) -> Result<f64, crate
     if p.is_finite() && (0.0..=1.0).contains(&p) {
         Ok(p)
     } else {
-        Err(crate::Error::invalid(name, p, "a finite probability in [0, 1]"))
+        Err(crate::Error::invalid(
+            name,
+            p,
+            "a finite probability in [0, 1]",
+        ))
     }
 }
 
@@ -86,11 +90,6 @@ pub(crate) mod testing {
     impl Script {
         pub(crate) fn new(words: Vec<u64>) -> Self {
             Self { words, next: 0 }
-        }
-
-        /// How many words were drawn.
-        pub(crate) fn used(&self) -> usize {
-            self.next
         }
     }
 

@@ -164,7 +164,7 @@ pub fn delta(
             sup_over_group_size(add_epsilon, p, params.threshold, move |v, k| {
                 // 1 − e^ε (k−v)/(k(1−p)) rewritten as e^ε (v − kq)/(k(1−p)) to avoid
                 // cancellation.
-                (scale * (v as f64 - k as f64 * q) / k as f64).max(0.0)
+                (scale * (v as f64 - k as f64 * q) / k as f64).clamp(0.0, 1.0)
             })?
         }
     };
@@ -256,8 +256,16 @@ mod tests {
 
     #[test]
     fn test_vec_appendix_a_item_1() {
-        assert_upper(delta_at(P, 20, Analysis::ClosedForm), 7.621_198_152_832_148e-9, 1e-12);
-        assert_upper(delta_at(P, 20, Analysis::Theorem1), 1.517_970_173_675_118_3e-12, 1e-10);
+        assert_upper(
+            delta_at(P, 20, Analysis::ClosedForm),
+            7.621_198_152_832_148e-9,
+            1e-12,
+        );
+        assert_upper(
+            delta_at(P, 20, Analysis::Theorem1),
+            1.517_970_173_675_118_3e-12,
+            1e-10,
+        );
         assert_upper(delta_at(P, 20, Analysis::Exact), 1.0985e-13, 1e-4);
         assert_upper(delta_at(P, 20, Analysis::Tight), 6.8688e-15, 1e-4);
         assert!((closed_form_constant(1.0 / 6.0) - 0.934_616_612_085_197_9).abs() < 1e-15);

@@ -50,12 +50,21 @@ mod tests {
     #[test]
     fn test_vec_appendix_a_item_4() {
         assert!(close(legacy_theta_standard(1e-6), 16.815_510_557_964_274));
-        assert!(close(legacy_failure_probability(16.815_510_557_964_274), 7.988_968_375_953_293e-7));
+        assert!(close(
+            legacy_failure_probability(16.815_510_557_964_274),
+            7.988_968_375_953_293e-7
+        ));
         assert!(close(legacy_theta_standard(1e-8), 21.420_680_743_952_367));
-        assert!(close(legacy_failure_probability(21.420_680_743_952_367), 8.366_020_956_486_915e-9));
+        assert!(close(
+            legacy_failure_probability(21.420_680_743_952_367),
+            8.366_020_956_486_915e-9
+        ));
         assert!(close(legacy_theta_lambert(1e-6), 9.908_467_850_620_543));
         assert!(close(legacy_theta_lambert(1e-8), 11.839_318_041_833_272));
-        assert!(close(legacy_failure_probability(20.0), 3.421_929_432_264_753e-8));
+        assert!(close(
+            legacy_failure_probability(20.0),
+            3.421_929_432_264_753e-8
+        ));
     }
 
     #[test]

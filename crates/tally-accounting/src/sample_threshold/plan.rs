@@ -180,6 +180,11 @@ pub fn min_threshold(
 /// [`max_sampling_rate_cap`]. The search runs over the ordered bit patterns of positive
 /// `f64`s and returns a rate whose `δ` was checked to meet the target.
 ///
+/// `δ` increases with the rate for `closed-form`, `theorem1` and `tight`, so the result is the
+/// largest admissible rate. The `exact` bad-event probability is not monotone (it drops each
+/// time `⌊kq⌋` steps up), so for it the result is an admissible rate at a crossing of the
+/// target that may lie below a larger admissible one; it is never above the largest.
+///
 /// # Errors
 ///
 /// [`Error::InvalidParameter`] for out-of-range inputs, [`Error::Infeasible`] if even tiny
@@ -250,9 +255,8 @@ fn min_released_count_params(
         match max_sampling_rate(epsilon, delta_target, tau, analysis, neighbours) {
             Ok(rate) => {
                 let candidate = SampleThresholdParams::new(rate, tau)?;
-                let better = best.is_none_or(|b| {
-                    (tau as f64 / rate) < b.threshold() as f64 / b.sampling_rate()
-                });
+                let better = best
+                    .is_none_or(|b| (tau as f64 / rate) < b.threshold() as f64 / b.sampling_rate());
                 if better {
                     best = Some(candidate);
                 }
@@ -345,9 +349,8 @@ mod tests {
         .unwrap();
         let tau = plan.params.threshold();
         for other in [tau - 1, tau + 1] {
-            let rate =
-                max_sampling_rate(1.0, 1e-8, other, Analysis::Tight, Neighbours::AddRemove)
-                    .unwrap();
+            let rate = max_sampling_rate(1.0, 1e-8, other, Analysis::Tight, Neighbours::AddRemove)
+                .unwrap();
             assert!(other as f64 / rate >= plan.min_released_count());
         }
     }

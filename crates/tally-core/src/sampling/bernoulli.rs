@@ -88,7 +88,7 @@ impl Distribution<bool> for ExactBernoulli {
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> bool {
         if self.mant == 0 {
             // p = 0 or p = 1.
-            return self.p == 1.0;
+            return self.p > 0.0;
         }
         let u = rng.next_u64();
         if u != self.first_word {
@@ -117,9 +117,18 @@ mod tests {
 
     #[test]
     fn rejects_invalid_probabilities() {
-        for p in [-0.1, 1.0 + 1e-15, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+        for p in [
+            -0.1,
+            1.0 + 1e-15,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
             assert!(
-                matches!(ExactBernoulli::new(p), Err(Error::InvalidParameter { name: "p", .. })),
+                matches!(
+                    ExactBernoulli::new(p),
+                    Err(Error::InvalidParameter { name: "p", .. })
+                ),
                 "{p}"
             );
         }

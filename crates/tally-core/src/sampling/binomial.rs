@@ -107,7 +107,10 @@ mod tests {
     fn rejects_invalid_p() {
         for p in [-0.1, 1.1, f64::NAN, f64::NEG_INFINITY] {
             assert!(
-                matches!(ExactBinomial::new(10, p), Err(Error::InvalidParameter { name: "p", .. })),
+                matches!(
+                    ExactBinomial::new(10, p),
+                    Err(Error::InvalidParameter { name: "p", .. })
+                ),
                 "{p}"
             );
         }

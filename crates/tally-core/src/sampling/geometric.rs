@@ -7,82 +7,95 @@ use rand_distr::Distribution;
 use super::decompose;
 use crate::Error;
 
-/// `2^-64`.
+/// `2^-53`.
+const TWO_POW_M53: f64 = 1.0 / 9_007_199_254_740_992.0;
+/// `2^-64` (used by the tests).
+#[cfg(test)]
 const TWO_POW_M64: f64 = 1.0 / 18_446_744_073_709_551_616.0;
+/// `2^63`.
+const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
 /// `2^64`.
 const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
 /// Relative error margin on the floating-point `x = ln U / ln(1 − p)`: `2^-46`.
 ///
-/// The rounding errors it must cover add up to less than `3.5·2^-52` (see the type's docs), so
-/// the margin is about 18 times larger than needed; it also absorbs the rounding of the margin
+/// The rounding errors it must cover add up to at most `3·2^-52` (see [`ExactGeometric`]), so
+/// the margin is about 20 times larger than needed; it also absorbs the rounding of the margin
 /// arithmetic itself (at most `2^-52` relative).
 const REL: f64 = 1.0 / 70_368_744_177_664.0;
-/// Absolute error margin on `ln a` from rounding the 64-bit integer `k` to an `f64`
-/// (`≤ 2^-53·(1 + 2^-52)` is needed): `2^-49`.
-const ABS_LN: f64 = 1.0 / 562_949_953_421_312.0;
-/// Inflation of `1/|ln(1 − p)|` that absorbs its rounding (`≤ 2^-51` is needed): `1 + 2^-40`.
+/// Inflation of `1/|fl(ln(1 − p))|` so that it bounds `1/|ln(1 − p)|` from above and absorbs
+/// the roundings of the gap test (`≤ 2^-50` is needed): `1 + 2^-40`.
 const INFLATE: f64 = 1.0 + 1.0 / 1_099_511_627_776.0;
-/// Extra bits of working precision of the exact path beyond the bits of `U` drawn so far.
+/// Extra bits of working precision of the big-integer path beyond the bits of `U` drawn so far.
 const GUARD_BITS: u64 = 128;
 
 /// The number of failures before the first success in independent `Ber(p)` trials, drawn
 /// exactly for the real number `p` the `f64` denotes: `Pr[G ≥ g] = (1 − p)^g` for every `g`.
 ///
 /// The draw saturates: it returns `min(G, u64::MAX)`, so `u64::MAX` means "`G ≥ 2^64 − 1`" and
-/// is returned only when the true value is at least that (possible only for `p` below about
-/// `2^-60`). `p = 1` always gives `0` without drawing.
+/// is returned only when the true value is at least that (which has non-negligible probability
+/// only for `p` below about `2^-60`). `p = 1` always gives `0` without drawing.
+///
+/// Cost: one [`Rng::next_u64`], one logarithm and a few flops per draw (about 20 ns with
+/// ChaCha20), except with probability about `2^-45·E[G]` (`≈ 3·10^-12` for `p = 0.01`), when
+/// the exact path decides. That path becomes common only when `1/p` approaches `2^45` (about 3%
+/// of draws for `p = 10^-12`, most draws below about `p = 10^-14`); it costs about a
+/// microsecond (128-bit fixed point), rarely more (big integers).
 ///
 /// # Exactness
 ///
 /// Let `q = 1 − p`, a dyadic rational like `p`, and let `U` be uniform on `[0, 1)`. Define
 /// `G(U) = max{g : U < q^g}`; then `Pr[G ≥ g] = Pr[U < q^g] = q^g` exactly. Equivalently
 /// `G = ⌈x⌉ − 1` with `x(U) = ln U / ln q`, a strictly decreasing function of `U`. The sampler
-/// always returns `G(U)` for one uniform `U` whose binary expansion is drawn lazily, 64 bits at a
-/// time; the first word `k` places `U` in `[a, b) = [k·2^-64, (k + 1)·2^-64)`.
+/// always returns `G(U)` for one uniform `U` whose binary expansion is drawn lazily, 64 bits at
+/// a time; the top 53 bits `j` of the first word place `U` in
+/// `[a, b) = [j·2^-53, (j + 1)·2^-53)`, where `a` is exactly an `f64`.
 ///
-/// *Fast path* (one logarithm). Compute `x̂ = fl(log(fl(k)·2^-64) · fl(1/log1p(−p)))` with the
-/// `libm` crate (ports of the FreeBSD/musl `log` and `log1p`, documented errors below 1 ulp).
-/// Rounding `k` costs at most `2^-53(1+2^-52)` absolutely in `ln a`; the two logarithms cost
-/// at most `2^-52` relatively each; the reciprocal and the product `2^-53` each. So
-/// `|x(a) − x̂| ≤ 3.5·2^-52·|x̂| + 2^-52.9/|ln q|`, and the margins used, `err = 2^-46·|x̂| +
-/// 2^-49·(1 + 2^-40)/|fl(ln q)|`, are larger by a factor of 15 or more (which also covers the
-/// rounding of the margin arithmetic). With `hi = x̂ + err ≥ x(a)`, `lo = x̂ − err ≤ x(a)`
-/// and `g = ⌊hi⌋`: every `U ∈ [a, b)` has `x(U) ≤ x(a) < g + 1`, hence `G(U) ≤ g`; and
-/// `x(U) > x(b) = x(a) − ln(1 + 1/k)/|ln q| ≥ lo − 1/(k·|ln q|)`, so if
-/// `(lo − g)·k ≥ (1 + 2^-40)/|fl(ln q)|` (checked in floating point; `lo − g` is exact by
-/// Sterbenz's lemma and the inflation covers the other roundings) then `x(U) > g`, hence
-/// `G(U) ≥ g`. In that case every `U` in the interval has `G(U) = g`, and `g` is returned.
-/// (`g = 0` needs only the first half, because `x(U) > 0` for every `U < 1`.) The same argument
-/// with `g` replaced by `2^64` proves `G ≥ 2^64 − 1` and returns `u64::MAX`.
+/// *Fast path* (one logarithm). Compute `x̂ = fl(log(a) · fl(1/log1p(−p)))` with the `libm`
+/// crate (pure-Rust ports of the FreeBSD `log` and `log1p`, whose documented error is below
+/// 1 ulp; being pure Rust, they give the same bits on every platform). The two logarithms cost
+/// at most `2^-52` relative error each, the reciprocal and the product `2^-53` each, so
+/// `|x(a) − x̂| ≤ 3·2^-52·|x̂|` (to first order), and the margin `err = 2^-46·|x̂|` is about 20
+/// times larger. With `hi = x̂ + err ≥ x(a)`, `lo = x̂ − err ≤ x(a)` and `g = ⌊hi⌋`, every
+/// `U ∈ [a, b)` has `x(U) ≤ x(a) < g + 1`, hence `G(U) ≤ g`; and
+/// `x(U) > x(b) = x(a) − ln(1 + 1/j)/|ln q| ≥ lo − 1/(j·|ln q|)`, so if
+/// `(lo − g)·j ≥ (1 + 2^-40)/|fl(ln q)|` (checked in floating point: `lo − g` is exact by
+/// Sterbenz's lemma when `lo ≥ g/2` and negative otherwise, `j` is exact, and the inflation
+/// covers the other roundings) then
+/// `x(U) > g`, hence `G(U) ≥ g`. Then every `U` in the interval has `G(U) = g`, and `g` is
+/// returned. (`g = 0` needs only the first half, because `x(U) > 0` for every `U < 1`.) The
+/// same argument with `g` replaced by `2^64` proves `G ≥ 2^64 − 1` and returns `u64::MAX`.
 ///
-/// *Exact path* (probability about `10^-12` per draw for `p = 0.01`, always taken when the
-/// floating-point margins cannot separate integers, e.g. `p < 10^-14`): decide `G ≥ g ⟺
-/// U < q^g` with big integers. With `U ∈ [A·2^-L, (A+1)·2^-L)` known from the `L` bits drawn so
-/// far, compute `q^g` by square-and-multiply at precision `P = L + 128` bits, rounding down for
+/// *Exact path* (when the test fails, when `j = 0`, or for subnormal `p`): the same bounds give
+/// a window `G ∈ [⌈lo_b⌉ − 1, ⌊hi⌋]` (`lo_b` bounding `x(b)` from below, likewise), usually of
+/// two or three values, or `[0, 2^64)` when they are not finite (the window rests on the same
+/// error bound as the fast path; debug builds check its ends with the exact test where the bits drawn decide it, and
+/// `u64::MAX` is tested when it is the upper end); `G` is found by binary search
+/// over it with the exact test `G ≥ g ⟺ U < q^g`. That test knows `U ∈ [A·2^-L, (A+1)·2^-L)`
+/// from the `L` bits drawn so far and computes `q^g` by square-and-multiply, rounding down for
 /// a lower bound and up for an upper bound (all quantities are non-negative, so these are
-/// rigorous bounds `lo ≤ q^g ≤ hi`). If `(A+1)·2^-L ≤ lo` then `U < q^g`; if `A·2^-L ≥ hi`
-/// then `U ≥ q^g`; otherwise draw 64 more bits of `U` (and raise `P`) and repeat. When `P`
-/// reaches the number of bits of `q^g`, `lo = hi = q^g` and the comparison is always decided
-/// once `L` does too, so the loop ends (in practice after one or two rounds). `G` is then found
-/// by binary search over `g` between floating-point hints that are themselves verified with the
-/// exact test, falling back to `[0, 2^64)`.
+/// rigorous bounds `lo ≤ q^g ≤ hi`): first in 128-bit fixed point, then with big integers at
+/// precision `P = L + 128` bits. If `(A+1)·2^-L ≤ lo` then `U < q^g`; if `A·2^-L ≥ hi` then
+/// `U ≥ q^g`; otherwise it draws 64 more bits of `U`, raises `P`, and repeats. Once `P`
+/// reaches the number of bits of the dyadic `q^g`, `lo = hi = q^g` and the comparison is
+/// decided as soon as `L` does too, so the loop ends (in practice after one or two rounds).
 ///
 /// Both paths return `G(U)` for the same `U`, so the output is distributed exactly as claimed.
-/// Because the result never depends on rounding, the output for a seeded portable generator is
-/// the same on every platform.
+/// The one assumption is the documented accuracy (< 1 ulp) of `libm`'s `log` and `log1p`,
+/// used with a 20-fold margin; the unit tests check the fast path against exact rational
+/// arithmetic, including at interval ends where it must refuse.
+/// Because the result never depends on how the floating-point test came out, the output for a
+/// seeded portable generator is the same on every platform.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ExactGeometric {
     p: f64,
-    /// `p = p_mant·2^-p_shift` (`p_mant` odd), when `p < 1`.
+    /// `p = p_mant·2^-p_shift` (`p_mant` odd).
     p_mant: u64,
     p_shift: u32,
     /// `1/fl(ln(1 − p))` (negative).
     inv_ln_q: f64,
-    /// `2^-49·(1 + 2^-40)/|fl(ln(1 − p))|`: the absolute error margin on `x`.
-    abs_err: f64,
     /// `(1 + 2^-40)/|fl(ln(1 − p))|`: bounds `1/|ln(1 − p)|` from above.
     inv_abs_ln_q_up: f64,
-    /// Whether the floating-point constants are finite (false for subnormal `p`).
+    /// Whether the floating-point constants are finite (false for subnormal `p`) and `p < 1`.
     fast: bool,
 }
 
@@ -98,17 +111,14 @@ impl ExactGeometric {
         }
         let (p_mant, exp) = decompose(p);
         let p_shift = exp.unsigned_abs(); // p ≤ 1 ⇒ exp ≤ 0
-        let ln_q = libm::log1p(-p); // −∞ for p = 1
-        let inv_ln_q = 1.0 / ln_q;
+        let inv_ln_q = 1.0 / libm::log1p(-p); // −0 for p = 1
         let inv_abs_ln_q_up = inv_ln_q.abs() * INFLATE;
-        let abs_err = ABS_LN * inv_abs_ln_q_up;
-        let fast = p < 1.0 && inv_ln_q.is_finite() && abs_err.is_finite();
+        let fast = p < 1.0 && inv_abs_ln_q_up.is_finite();
         Ok(Self {
             p,
             p_mant,
             p_shift,
             inv_ln_q,
-            abs_err,
             inv_abs_ln_q_up,
             fast,
         })
@@ -119,54 +129,67 @@ impl ExactGeometric {
         self.p
     }
 
-    /// Tries to decide `G` from the first 64 bits `k` of `U` with floating point.
+    /// Floating-point bounds on `x(U) = ln U / ln q` at `U = j·2^-53` (`j ≥ 1`): `(lo, hi)`
+    /// with `lo ≤ x ≤ hi` (see the type's docs).
+    #[inline]
+    fn x_bounds(&self, j: u64) -> (f64, f64) {
+        let x = libm::log(j as i64 as f64 * TWO_POW_M53) * self.inv_ln_q;
+        let err = x * REL;
+        (x - err, x + err)
+    }
+
+    /// Tries to decide `G` from the top 53 bits of the first word `k` of `U`.
     #[inline]
     fn fast_path(&self, k: u64) -> Option<u64> {
-        if k == 0 || !self.fast {
+        let j = k >> 11;
+        if j == 0 || !self.fast {
             return None;
         }
-        let kf = k as f64;
-        let x = libm::log(kf * TWO_POW_M64) * self.inv_ln_q;
-        let err = x * REL + self.abs_err;
-        let hi = x + err;
-        let lo = x - err;
-        if hi < TWO_POW_64 {
-            let g = hi as u64; // hi ≥ 0: truncation is the floor
-            if g == 0 || (lo - g as f64) * kf >= self.inv_abs_ln_q_up {
-                return Some(g);
+        let (lo, hi) = self.x_bounds(j);
+        let jf = j as i64 as f64; // exact: j < 2^53
+        if hi < TWO_POW_63 {
+            // hi ≥ 0: truncation is the floor. (For hi ≥ 2^53 the test below always fails.)
+            let g = hi as i64;
+            if (g == 0) | ((lo - g as f64) * jf >= self.inv_abs_ln_q_up) {
+                return Some(g as u64);
             }
-        } else if (lo - TWO_POW_64) * kf >= self.inv_abs_ln_q_up {
+        } else if (lo - TWO_POW_64) * jf >= self.inv_abs_ln_q_up {
             return Some(u64::MAX);
         }
         None
     }
 
-    /// Floating-point hints `(g_lo, g_hi)` with, barring floating-point surprises,
-    /// `g_lo ≤ G < g_hi` for `U ∈ [k·2^-64, (k+1)·2^-64)`. The exact path verifies them.
-    fn hints(&self, k: u64) -> (u64, Option<u64>) {
+    /// A window `(g_lo, g_hi)` with `g_lo ≤ G < g_hi` for every `U` whose first word is `k`,
+    /// from the floating-point bounds (`(0, u64::MAX)` when they are not usable: then
+    /// `u64::MAX` itself must be tested).
+    fn window(&self, k: u64) -> (u64, u64) {
         if !self.fast {
-            return (0, None);
+            return (0, u64::MAX);
         }
-        let x_of = |u: f64| libm::log(u) * self.inv_ln_q;
-        let g_hi = if k == 0 {
-            None
+        let j = k >> 11;
+        // G ≤ ⌈x(a)⌉ − 1 ≤ ⌊hi_a⌋.
+        let g_hi = if j == 0 {
+            u64::MAX
         } else {
-            let x = x_of(k as f64 * TWO_POW_M64);
-            let hi = x + x * REL + self.abs_err;
+            let (_, hi) = self.x_bounds(j);
             if hi < TWO_POW_64 / 2.0 {
-                Some(hi as u64 + 1)
+                hi as u64 + 1
             } else {
-                None
+                u64::MAX
             }
         };
-        let xb = x_of((k as f64 + 1.0) * TWO_POW_M64);
-        let lo = xb - xb * REL - self.abs_err;
-        let g_lo = if lo >= 2.0 && lo < TWO_POW_64 / 2.0 {
-            lo as u64 - 1
+        // G ≥ ⌈x(b)⌉ − 1 ≥ ⌈lo_b⌉ − 1, where b = (j + 1)·2^-53 ≤ 1.
+        let g_lo = if j + 1 < 1 << 53 {
+            let (lo, _) = self.x_bounds(j + 1);
+            if (1.0..TWO_POW_64 / 2.0).contains(&lo) {
+                lo.ceil() as u64 - 1
+            } else {
+                0
+            }
         } else {
             0
         };
-        (g_lo, g_hi)
+        (g_lo, g_hi.max(g_lo + 1))
     }
 
     /// The exact path: `G(U)` where `U`'s first word is `k` and further words come from `rng`.
@@ -175,22 +198,17 @@ impl ExactGeometric {
     fn slow_path<R: Rng + ?Sized>(&self, k: u64, rng: &mut R) -> u64 {
         let mut u = LazyUniform { words: vec![k] };
         let q = ExactQ::new(self.p_mant, self.p_shift);
-        let (hint_lo, hint_hi) = self.hints(k);
-        // Invariant: G ≥ lo, and G < hi.
-        let mut lo = 0;
-        if hint_lo > 0 && q.below_power(hint_lo, &mut u, rng) {
-            lo = hint_lo;
+        // Invariant: G ≥ lo and G < hi.
+        let (mut lo, mut hi) = self.window(k);
+        // (The checks draw no randomness, so debug and release builds consume the same words.)
+        debug_assert!(q.try_below_power(lo, &u) != Some(false), "window too high");
+        debug_assert!(
+            hi == u64::MAX || q.try_below_power(hi, &u) != Some(true),
+            "window too low"
+        );
+        if hi == u64::MAX && q.below_power(u64::MAX, &mut u, rng) {
+            return u64::MAX;
         }
-        let hi = match hint_hi {
-            Some(h) if h > lo && !q.below_power(h, &mut u, rng) => h,
-            _ => {
-                if q.below_power(u64::MAX, &mut u, rng) {
-                    return u64::MAX;
-                }
-                u64::MAX
-            }
-        };
-        let mut hi = hi;
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
             if q.below_power(mid, &mut u, rng) {
@@ -238,21 +256,64 @@ impl LazyUniform {
         }
         BigUint::new(digits)
     }
+
+    /// `U ∈ [A·2^-128, (A+1)·2^-128)` from the first two words, or from the first word only
+    /// (`A = k·2^64`, width `2^64·2^-128`): `(A, width)`.
+    fn fixed_interval(&self) -> (u128, u128) {
+        match self.words[..] {
+            [k] => (u128::from(k) << 64, 1 << 64),
+            [k, w, ..] => ((u128::from(k) << 64) | u128::from(w), 1),
+            [] => unreachable!("U always has its first word"),
+        }
+    }
 }
 
 /// `q = 1 − p = num·2^-shift` exactly, for `p = mant·2^-shift < 1`.
 struct ExactQ {
     num: BigUint,
     shift: u64,
+    /// `(⌊q·2^128⌋, ⌈q·2^128⌉)` when the latter is below `2^128`.
+    fixed: Option<(u128, u128)>,
 }
 
 impl ExactQ {
     fn new(p_mant: u64, p_shift: u32) -> Self {
         let shift = u64::from(p_shift);
+        // p·2^128 = p_mant·2^(128 − shift); q·2^128 = 2^128 − p·2^128.
+        let fixed = if shift <= 128 {
+            let p_fixed = u128::from(p_mant) << (128 - shift); // < 2^128 as p < 1
+            let q_fixed = p_fixed.wrapping_neg();
+            Some((q_fixed, q_fixed))
+        } else if shift - 128 < 64 {
+            let floor = u128::from(p_mant >> (shift - 128));
+            let exact = (floor << (shift - 128)) == u128::from(p_mant);
+            let ceil = if exact { floor } else { floor + 1 };
+            // ⌊q·2^128⌋ = 2^128 − ⌈p·2^128⌉ and ⌈q·2^128⌉ = 2^128 − ⌊p·2^128⌋.
+            (floor > 0).then(|| (ceil.wrapping_neg(), floor.wrapping_neg()))
+        } else {
+            None
+        };
         Self {
             num: (BigUint::from(1u32) << shift) - BigUint::from(p_mant),
             shift,
+            fixed,
         }
+    }
+
+    /// Rigorous bounds `lo·2^-128 ≤ q^g ≤ hi·2^-128` in fixed point, for `g ≥ 1`.
+    fn fixed_power_bounds(&self, g: u64) -> Option<(u128, u128)> {
+        let (q_lo, q_hi) = self.fixed?;
+        let (mut lo, mut hi) = (q_lo, q_hi);
+        // Left-to-right binary exponentiation from the top bit of g.
+        for bit in (0..u64::BITS - 1 - g.leading_zeros()).rev() {
+            lo = mul_floor(lo, lo);
+            hi = mul_ceil(hi, hi);
+            if (g >> bit) & 1 == 1 {
+                lo = mul_floor(lo, q_lo);
+                hi = mul_ceil(hi, q_hi);
+            }
+        }
+        Some((lo, hi))
     }
 
     /// Rigorous bounds `lo·2^-prec ≤ q^g ≤ hi·2^-prec`.
@@ -283,24 +344,74 @@ impl ExactQ {
 
     /// Decides `U < q^g` exactly, drawing more bits of `U` from `rng` while undecided.
     fn below_power<R: Rng + ?Sized>(&self, g: u64, u: &mut LazyUniform, rng: &mut R) -> bool {
-        if g == 0 {
-            return true; // U < 1
-        }
         loop {
-            let prec = u.bits() + GUARD_BITS;
-            let (lo, hi) = self.power_bounds(g, prec);
-            let a = u.numerator();
-            // U < (A+1)·2^-L ≤ lo·2^-P ≤ q^g
-            if ((&a + 1u32) << GUARD_BITS) <= lo {
-                return true;
-            }
-            // U ≥ A·2^-L ≥ hi·2^-P ≥ q^g
-            if (a << GUARD_BITS) >= hi {
-                return false;
+            if let Some(below) = self.try_below_power(g, u) {
+                return below;
             }
             u.words.push(rng.next_u64());
         }
     }
+
+    /// Decides `U < q^g` from the bits of `U` drawn so far, if they suffice.
+    fn try_below_power(&self, g: u64, u: &LazyUniform) -> Option<bool> {
+        if g == 0 {
+            return Some(true); // U < 1
+        }
+        // First in 128-bit fixed point, with the bits of U drawn so far (up to 128).
+        if let Some((lo, hi)) = self.fixed_power_bounds(g) {
+            let (a, width) = u.fixed_interval();
+            // U < A + width ≤ lo ≤ q^g (in units of 2^-128).
+            if a.checked_add(width).is_some_and(|end| end <= lo) {
+                return Some(true);
+            }
+            // U ≥ A ≥ hi ≥ q^g.
+            if a >= hi {
+                return Some(false);
+            }
+            if width > 1 {
+                return None; // draw the second word first
+            }
+        }
+        // Then with big integers at precision P = L + 128.
+        let prec = u.bits() + GUARD_BITS;
+        let (lo, hi) = self.power_bounds(g, prec);
+        let a = u.numerator();
+        // U < (A+1)·2^-L ≤ lo·2^-P ≤ q^g
+        if ((&a + 1u32) << GUARD_BITS) <= lo {
+            return Some(true);
+        }
+        // U ≥ A·2^-L ≥ hi·2^-P ≥ q^g
+        if (a << GUARD_BITS) >= hi {
+            return Some(false);
+        }
+        None
+    }
+}
+
+/// The 256-bit product `a·b` as `(high, low)` 128-bit halves.
+fn mul_wide(a: u128, b: u128) -> (u128, u128) {
+    const MASK: u128 = u64::MAX as u128;
+    let (a1, a0) = (a >> 64, a & MASK);
+    let (b1, b0) = (b >> 64, b & MASK);
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 64) + (p01 & MASK) + (p10 & MASK); // < 3·2^64
+    let low = (p00 & MASK) | (mid << 64);
+    let high = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
+    (high, low)
+}
+
+/// `⌊a·b / 2^128⌋`.
+fn mul_floor(a: u128, b: u128) -> u128 {
+    mul_wide(a, b).0
+}
+
+/// `⌈a·b / 2^128⌉` (below `2^128` when `a, b < 2^128`).
+fn mul_ceil(a: u128, b: u128) -> u128 {
+    let (high, low) = mul_wide(a, b);
+    high + u128::from(low != 0)
 }
 
 /// `⌈x / 2^s⌉`.
@@ -389,7 +500,7 @@ mod tests {
     #[test]
     fn fast_path_agrees_with_exact_reference() {
         let mut rng = ChaCha20Rng::seed_from_u64(11);
-        for p in [0.3, 0.01, 0.5, 0.9, 1e-6, 2f64.powi(-20), 0.999_999] {
+        for p in [0.3, 0.01, 0.5, 0.9, 1.0 / 3.0, 0.05, 0.999_999] {
             let geo = ExactGeometric::new(p).unwrap();
             for _ in 0..300 {
                 let w = [rng.next_u64(), rng.next_u64()];
@@ -442,6 +553,8 @@ mod tests {
                 &num << (192 - bits)
             };
             let k = to_words(&t, 3)[0];
+            // Whether q^g is a multiple of 2^-64 (then the first word alone decides).
+            let on_grid = bits <= 64 || (&num >> (bits - 64)) << (bits - 64) == num;
             assert_eq!(geo.fast_path(k), None, "p = {p}, g = {g}");
             // U ∈ [t − 1, t)·2^-192 lies below q^g (G = g, as q^(g+1) is far below), and
             // U ∈ [t + 1, t + 2)·2^-192 lies above it (G = g − 1).
@@ -458,11 +571,58 @@ mod tests {
                 let mut u = LazyUniform { words: vec![k] };
                 let more: Vec<u64> = (0..4).map(|_| rng.next_u64()).collect();
                 let below = q.below_power(g, &mut u, &mut Script::new(more));
-                assert!(u.words.len() >= 2, "one word cannot decide at the boundary");
+                if !on_grid {
+                    assert!(u.words.len() >= 2, "one word cannot decide at the boundary");
+                }
                 let decided = compare(&u.numerator(), u.bits(), &num, bits);
                 assert_eq!(decided, Some(below), "p = {p}, g = {g}");
             }
         }
+    }
+
+    #[test]
+    fn wide_multiplication_matches_big_integers() {
+        let mut rng = ChaCha20Rng::seed_from_u64(12);
+        for _ in 0..1000 {
+            let a = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
+            let b = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64() >> 7);
+            let (high, low) = mul_wide(a, b);
+            let exact = BigUint::from(a) * BigUint::from(b);
+            assert_eq!((BigUint::from(high) << 128u32) + BigUint::from(low), exact);
+        }
+        assert_eq!(mul_ceil(u128::MAX, u128::MAX), u128::MAX);
+        assert_eq!(mul_floor(u128::MAX, u128::MAX), u128::MAX - 1);
+    }
+
+    #[test]
+    fn fixed_point_bounds_bracket_the_exact_power() {
+        for p in [
+            0.3,
+            0.01,
+            1e-9,
+            0.75,
+            2f64.powi(-100) * 3.0,
+            2f64.powi(-120) * (1.0 + 2f64.powi(-50)),
+        ] {
+            let (m, e) = decompose(p);
+            let q = ExactQ::new(m, e.unsigned_abs());
+            let (q_lo, q_hi) = q.fixed.expect("p ≥ 2^-128 has a fixed-point q");
+            assert_eq!(q_lo == q_hi, e.unsigned_abs() <= 128, "p = {p}");
+            for g in [1u64, 2, 3, 17, 1000] {
+                let (num, bits) = exact_power(p, g);
+                let (lo, hi) = q.fixed_power_bounds(g).unwrap();
+                assert!(
+                    (BigUint::from(lo) << bits) <= (&num << 128u32),
+                    "p = {p}, g = {g}"
+                );
+                assert!(
+                    (BigUint::from(hi) << bits) >= (&num << 128u32),
+                    "p = {p}, g = {g}"
+                );
+                assert!(hi - lo <= u128::from(4 * g + 4), "p = {p}, g = {g}");
+            }
+        }
+        assert!(ExactQ::new(1, 130).fixed.is_none()); // p = 2^-130
     }
 
     #[test]
@@ -476,7 +636,10 @@ mod tests {
                     let (lo, hi) = q.power_bounds(g, prec);
                     assert!((&lo << bits) <= (&num << prec), "p = {p}, g = {g}");
                     assert!((&hi << bits) >= (&num << prec), "p = {p}, g = {g}");
-                    assert!(&hi - &lo <= BigUint::from(4 * g + 4), "p={p} g={g} prec={prec}");
+                    assert!(
+                        &hi - &lo <= BigUint::from(4 * g + 4),
+                        "p={p} g={g} prec={prec}"
+                    );
                 }
             }
         }
@@ -506,7 +669,9 @@ mod tests {
         assert!((0..5).all(|_| geo.sample(&mut rng) == u64::MAX));
         // p = 2^-62: G ≥ 2^64 − 1 with probability (1 − 2^-62)^(2^64 − 1) ≈ e^-4.
         let geo = ExactGeometric::new(2f64.powi(-62)).unwrap();
-        let saturated = (0..2000).filter(|_| geo.sample(&mut rng) == u64::MAX).count();
+        let saturated = (0..2000)
+            .filter(|_| geo.sample(&mut rng) == u64::MAX)
+            .count();
         assert!((10..80).contains(&saturated), "{saturated}");
     }
 
