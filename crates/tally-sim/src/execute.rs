@@ -20,6 +20,9 @@ const PER_CLIENT_CHUNK: usize = 1 << 16;
 /// Clients per chunk on the gap-skipping path.
 const GAP_SKIPPING_CHUNK: usize = 1 << 20;
 
+/// Sampled indices drawn before their items are read, on the gap-skipping path.
+const GATHER_BATCH: usize = 256;
+
 /// Domains up to this size aggregate into one aggregator per parallel task, merged at the end.
 /// Larger domains collect each chunk's reports and absorb them into a single aggregator, so
 /// that no more than one domain-sized count array is allocated.
@@ -28,7 +31,7 @@ const MERGE_DOMAIN_LIMIT: usize = 1 << 20;
 /// How the simulator executes a sample-and-threshold round.
 ///
 /// Three execution paths, all deterministic for a seed and independent of the number of
-/// threads (work is split into fixed-size chunks, chunk `i` drawing from its own ChaCha20
+/// threads (work is split into fixed-size chunks, chunk `i` drawing from its own ChaCha12
 /// stream of the seed, and partial aggregates are merged by addition):
 ///
 /// | path | what runs | cost |
@@ -95,7 +98,7 @@ impl FromStr for ExecutionPath {
 }
 
 /// Runs one S&T histogram round of `mechanism` over `population` along `path`, with all
-/// randomness drawn from ChaCha20 streams of `seed`, and releases the result.
+/// randomness drawn from ChaCha12 streams of `seed`, and releases the result.
 ///
 /// The release is a function of `(population, mechanism, path, seed)` only. Different paths
 /// use different streams, so the same seed gives different (equally distributed) releases
@@ -153,9 +156,27 @@ fn gap_skipping(
         |index, report| {
             let chunk = chunk(items, GAP_SKIPPING_CHUNK, index);
             let mut rng = stream(seed, Purpose::GapSkipping, index as u64);
-            for i in sampler.indices(chunk.len() as u64, &mut rng) {
+            let mut indices = sampler.indices(chunk.len() as u64, &mut rng);
+            // Draw a batch of indices, then read their items in a tight loop: the reads are
+            // then independent of each other and their cache misses overlap.
+            let mut batch = Vec::with_capacity(GATHER_BATCH);
+            let mut gathered = Vec::with_capacity(GATHER_BATCH);
+            loop {
+                batch.clear();
+                batch.extend(indices.by_ref().take(GATHER_BATCH));
+                if batch.is_empty() {
+                    break;
+                }
+                gathered.clear();
                 // Unwrap safety: sampled indices are below the chunk length.
-                report(chunk[usize::try_from(i).expect("index below chunk length")]);
+                gathered.extend(
+                    batch
+                        .iter()
+                        .map(|&i| chunk[usize::try_from(i).expect("index below chunk length")]),
+                );
+                for &item in &gathered {
+                    report(item);
+                }
             }
         },
     )

@@ -33,7 +33,7 @@
 //!
 //! # Randomness
 //!
-//! Every draw comes from a ChaCha20 generator seeded with `seed_from_u64(seed)`; each job (and
+//! Every draw comes from a ChaCha12 generator seeded with `seed_from_u64(seed)`; each job (and
 //! each fixed-size chunk of a parallel job) uses its own ChaCha stream, so results depend only
 //! on the inputs and the seed, never on the number of threads.
 //!

@@ -14,7 +14,7 @@ use crate::synthetic::SyntheticSpec;
 pub enum ClientMode {
     /// Client level: each distinct `client_id` is one client, holding ONE item chosen uniformly
     /// at random among its rows. Clients are taken in order of first appearance and the draws
-    /// come from a ChaCha20 stream of `seed`, so the choice is deterministic.
+    /// come from a ChaCha12 stream of `seed`, so the choice is deterministic.
     ClientLevel {
         /// The seed of the draws.
         seed: u64,

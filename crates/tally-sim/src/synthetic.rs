@@ -86,7 +86,7 @@ impl Generator {
 /// `N ≥ 1` clients, domain `1 ≤ D ≤ 2^32`; items are named by their decimal ids. Numbers may be
 /// written as integers (`1000000`, `1_000_000`) or in exponent form when that is an exact
 /// integer (`1e6`). Generation is parallel over chunks of 2^16 clients, each drawing from its
-/// own ChaCha20 stream of the seed, so the items depend only on the spec and the seed, not on
+/// own ChaCha12 stream of the seed, so the items depend only on the spec and the seed, not on
 /// the number of threads. The geometric, binomial and Zipf samplers are `rand_distr`'s, which
 /// use floating point: fine for synthetic data, which carries no privacy requirement.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -186,7 +186,7 @@ impl SyntheticSpec {
 /// Fills `items` chunk by chunk in parallel, chunk `i` drawing from its own stream.
 fn fill<F>(items: &mut [u32], seed: u64, draw: F)
 where
-    F: Fn(&mut rand_chacha::ChaCha20Rng) -> u32 + Sync,
+    F: Fn(&mut rand_chacha::ChaCha12Rng) -> u32 + Sync,
 {
     items
         .par_chunks_mut(CHUNK)

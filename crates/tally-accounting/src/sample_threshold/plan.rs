@@ -241,10 +241,10 @@ fn min_released_count_params(
     let mut best: Option<SampleThresholdParams> = None;
     let mut tau = 1;
     loop {
-        if let Some(b) = best {
-            if tau as f64 / cap >= b.threshold() as f64 / b.sampling_rate() {
-                return Ok(b);
-            }
+        if let Some(b) = best
+            && tau as f64 / cap >= b.threshold() as f64 / b.sampling_rate()
+        {
+            return Ok(b);
         }
         if tau > 1_000_000 {
             return Err(Error::infeasible(
@@ -321,7 +321,7 @@ mod tests {
     fn min_table_of_section_1_4() {
         // ALGORITHMS.md §1.4, α = 1/6: (ε, δ) → τ for closed-form, theorem1, exact, tight.
         let table = [
-            (0.1, 1e-6, [15, 13, 11, 7]),
+            (0.1_f64, 1e-6, [15, 13, 11, 7]),
             (0.1, 1e-8, [20, 17, 15, 11]),
             (0.5, 1e-6, [15, 12, 10, 8]),
             (0.5, 1e-8, [20, 15, 14, 11]),
@@ -330,7 +330,7 @@ mod tests {
         ];
         for (eps, del, taus) in table {
             for (analysis, expected) in Analysis::ALL.into_iter().zip(taus) {
-                let rate = -(-eps as f64).exp_m1() / 6.0;
+                let rate = -(-eps).exp_m1() / 6.0;
                 let tau = min_threshold(eps, del, rate, analysis, Neighbours::AddRemove).unwrap();
                 assert_eq!(tau, expected, "ε = {eps}, δ = {del}, {analysis}");
             }
