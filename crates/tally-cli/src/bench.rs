@@ -11,7 +11,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, Generator, Population, SyntheticSpec, run_sample_threshold};
 
 use crate::cli::BenchArgs;
-use crate::output::{print_fields, print_json};
+use crate::output::{Stage, print_fields, print_json};
 
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     anyhow::ensure!(args.repeats > 0, "--repeats must be at least 1");
@@ -24,10 +24,9 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
             domain: args.domain,
         },
     )?;
-    if !args.json {
-        eprintln!("generating {} clients ...", args.clients);
-    }
+    let stage = Stage::start(format!("generating {} clients", args.clients));
     let population = Population::synthetic(&spec, args.seed);
+    stage.next(format!("timing {} runs", args.repeats));
     let path = ExecutionPath::GapSkipping;
 
     let mut seconds = Vec::with_capacity(args.repeats);
@@ -39,6 +38,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
         seconds.push(start.elapsed().as_secs_f64());
         released = release.items.len();
     }
+    drop(stage);
     seconds.sort_by(f64::total_cmp);
     let median = seconds[seconds.len() / 2];
     let threads = rayon::current_num_threads();

@@ -12,7 +12,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_sim::{ClientMode, ExecutionPath, Population, SyntheticSpec, run_sample_threshold};
 
 use crate::cli::{Format, HistogramArgs, InputArgs};
-use crate::output::{guarantee_json, guarantee_line, print_fields, print_json};
+use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -32,9 +32,12 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let stage = Stage::start("loading the population");
     let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    stage.next(format!("sampling {} clients", population.len()));
     let path = ExecutionPath::default();
     let release = run_sample_threshold(&population, &mechanism, path, seed);
+    drop(stage);
 
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX

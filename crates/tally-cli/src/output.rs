@@ -2,6 +2,9 @@
 
 use std::io::{self, Write};
 
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tally_accounting::Guarantee;
 
@@ -43,4 +46,34 @@ pub(crate) fn guarantee_line(guarantee: &Guarantee) -> String {
         "(ε = {}, δ = {:.3e})-DP, {} neighbours, {} analysis",
         guarantee.epsilon, guarantee.delta, guarantee.neighbours, guarantee.analysis
     )
+}
+
+/// A spinner on stderr naming the stage a long run is in; drawn only when stderr is a
+/// terminal, so pipes and JSON consumers see nothing.
+pub(crate) struct Stage(ProgressBar);
+
+impl Stage {
+    /// Starts a spinner with `message`.
+    pub(crate) fn start(message: impl Into<String>) -> Self {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                // Unwrap safety: the template is a constant that parses.
+                .expect("valid template"),
+        );
+        bar.set_message(message.into());
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Self(bar)
+    }
+
+    /// Moves on to the next stage.
+    pub(crate) fn next(&self, message: impl Into<String>) {
+        self.0.set_message(message.into());
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
 }

@@ -5,8 +5,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rand_distr::{Binomial, Distribution, Geometric, Zipf};
+use rand_distr::{Binomial, Distribution, Zipf};
 use rayon::prelude::*;
+use tally_core::sampling::ExactGeometric;
 
 use crate::Error;
 use crate::population::{Population, Source};
@@ -87,8 +88,9 @@ impl Generator {
 /// written as integers (`1000000`, `1_000_000`) or in exponent form when that is an exact
 /// integer (`1e6`). Generation is parallel over chunks of 2^16 clients, each drawing from its
 /// own ChaCha12 stream of the seed, so the items depend only on the spec and the seed, not on
-/// the number of threads. The geometric, binomial and Zipf samplers are `rand_distr`'s, which
-/// use floating point: fine for synthetic data, which carries no privacy requirement.
+/// the number of threads. The geometric sampler is tally's exact one (also the fastest at
+/// hand); the binomial and Zipf samplers are `rand_distr`'s, which use floating point: fine for
+/// synthetic data, which carries no privacy requirement.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SyntheticSpec {
     n: u64,
@@ -148,7 +150,8 @@ impl SyntheticSpec {
         // rand_distr constructors cannot fail.
         match self.generator {
             Generator::Geometric { domain } => {
-                let geometric = Geometric::new(1.0 / (domain as f64).sqrt()).expect("p in (0, 1]");
+                let geometric =
+                    ExactGeometric::new(1.0 / (domain as f64).sqrt()).expect("p in (0, 1]");
                 fill(&mut items, seed, |rng| {
                     loop {
                         let x = geometric.sample(rng);

@@ -64,7 +64,7 @@ fn value_stability() {
     let first = |text: &str| spec(text).generate(1)[..8].to_vec();
     assert_eq!(
         first("geometric:n=8,domain=16384"),
-        [577, 9, 78, 140, 40, 97, 346, 297]
+        [134, 229, 184, 135, 78, 652, 96, 0]
     );
     assert_eq!(
         first("binomial:n=8,domain=1024"),

@@ -1,0 +1,318 @@
+//! The `tally` binary end to end: the foundation issue's acceptance commands and error exits.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tally(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(args)
+        .output()
+        .expect("tally runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let output = tally(args);
+    assert!(
+        output.status.success(),
+        "tally {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+/// Runs a command that must fail and returns its one-line error message.
+fn failure(args: &[&str]) -> String {
+    let output = tally(args);
+    assert!(!output.status.success(), "tally {args:?} succeeded");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
+    stderr
+}
+
+fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("tally-cli-test-{}-{name}", std::process::id()));
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn plan_closed_form_from_alpha_reproduces_the_paper() {
+    let out = json(&[
+        "plan",
+        "sample-threshold",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--alpha",
+        "0.16666666666666666",
+        "--method",
+        "closed-form",
+        "--json",
+    ]);
+    let rate = out["sampling_rate"].as_f64().unwrap();
+    assert!((rate - 0.10535).abs() < 5e-5, "{rate}");
+    assert_eq!(out["threshold"], 20);
+    assert_eq!(out["method"], "closed-form");
+    assert_eq!(out["neighbours"], "add-remove");
+    assert_eq!(out["epsilon"], 1.0);
+    assert_eq!(out["delta"], 1e-8);
+}
+
+#[test]
+fn plan_tight_threshold_at_the_papers_rate() {
+    let out = json(&[
+        "plan",
+        "sample-threshold",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--sampling-rate",
+        "0.10535342647",
+        "--method",
+        "tight",
+        "--json",
+    ]);
+    assert_eq!(out["threshold"], 11);
+}
+
+#[test]
+fn plan_tight_largest_rate_at_threshold_20() {
+    let out = json(&[
+        "plan",
+        "sample-threshold",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--threshold",
+        "20",
+        "--method",
+        "tight",
+        "--json",
+    ]);
+    let rate = out["sampling_rate"].as_f64().unwrap();
+    // The reference boundary is 0.251424102... (tools/reference max_sampling_rate.json).
+    assert!((0.2514..0.251_424_11).contains(&rate), "{rate}");
+    assert!(out["achieved_delta"].as_f64().unwrap() <= 1e-8);
+}
+
+#[test]
+fn plan_reports_delta_without_a_target() {
+    let out = json(&[
+        "plan",
+        "sample-threshold",
+        "--epsilon",
+        "1",
+        "--sampling-rate",
+        "0.10535342647142627",
+        "--threshold",
+        "20",
+        "--method",
+        "theorem1",
+        "--json",
+    ]);
+    let delta = out["delta"].as_f64().unwrap();
+    assert!(
+        (delta / 1.517_970_173_675_118e-12 - 1.0).abs() < 2e-6,
+        "{delta}"
+    );
+}
+
+#[test]
+fn plan_without_anything_minimises_the_smallest_released_count() {
+    let out = json(&[
+        "plan",
+        "sample-threshold",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--json",
+    ]);
+    assert_eq!(out["solved_for"], "sampling_rate,threshold");
+    let shown = out["min_released_count"].as_f64().unwrap();
+    let (rate, threshold) = (
+        out["sampling_rate"].as_f64().unwrap(),
+        out["threshold"].as_f64().unwrap(),
+    );
+    assert!((shown - threshold / rate).abs() < 1e-9);
+}
+
+#[test]
+fn histogram_of_shakespeare_meets_the_acceptance_criteria() {
+    let out = json(&[
+        "histogram",
+        "--dataset",
+        "shakespeare",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--seed",
+        "1",
+        "--json",
+    ]);
+    let truth: HashMap<String, u64> =
+        include_str!("../../../data/shakespeare/shakespeare_word_counts_dialogue.tsv")
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let (word, count) = line.split_once('\t').unwrap();
+                (word.to_owned(), count.parse().unwrap())
+            })
+            .collect();
+    assert_eq!(out["mechanism"], "sample-and-threshold");
+    assert_eq!(out["seed"], 1);
+    assert_eq!(out["parameters"]["population"], 835_229);
+    assert_eq!(out["guarantee"]["epsilon"], 1.0);
+    assert!(out["guarantee"]["delta"].as_f64().unwrap() <= 1e-8);
+    assert_eq!(out["guarantee"]["neighbours"], "add-remove");
+    assert_eq!(out["guarantee"]["method"], "tight");
+    let threshold = out["parameters"]["threshold"].as_u64().unwrap();
+    let items = out["items"].as_array().unwrap();
+    assert!(items.len() > 100);
+    for item in items {
+        let word = item["item"].as_str().unwrap();
+        assert!(truth.contains_key(word), "{word} is not in the data");
+        assert!(item["count"].as_u64().unwrap() >= threshold);
+    }
+    let the = items.iter().find(|i| i["item"] == "the").unwrap();
+    let estimate = the["estimate"].as_f64().unwrap();
+    let true_count = truth["the"] as f64;
+    assert!(
+        (estimate / true_count - 1.0).abs() < 0.05,
+        "{estimate} vs {true_count}"
+    );
+}
+
+#[test]
+fn histogram_reads_lines_and_tsv_files() {
+    let mut lines = String::new();
+    for (word, copies) in [("apple", 400), ("pear", 300), ("fig", 2)] {
+        for _ in 0..copies {
+            lines.push_str(word);
+            lines.push('\n');
+        }
+    }
+    let path = temp_file("fruit.txt", lines.as_bytes());
+    let out = json(&[
+        "histogram",
+        "--input",
+        path.to_str().unwrap(),
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--threshold",
+        "10",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    let words: Vec<&str> = out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item"].as_str().unwrap())
+        .collect();
+    assert_eq!(words, ["apple", "pear"]);
+
+    let path = temp_file(
+        "fruit.tsv",
+        b"client_id\titem\nu1\tapple\nu1\tpear\nu2\tapple\n",
+    );
+    let out = json(&[
+        "histogram",
+        "--input",
+        path.to_str().unwrap(),
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--seed",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(out["parameters"]["population"], 2);
+    assert!(
+        out["input"].as_str().unwrap().contains("client"),
+        "{}",
+        out["input"]
+    );
+}
+
+#[test]
+fn bad_input_exits_with_a_one_line_message() {
+    fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut args = vec!["histogram", "--epsilon", "1", "--delta", "1e-8"];
+        args.extend_from_slice(extra);
+        args
+    }
+    let missing = failure(&with(&["--input", "/no/such/file.txt"]));
+    assert!(missing.contains("/no/such/file.txt"), "{missing}");
+    let bad = temp_file("bad.txt", b"fine\n\xff\xfe\n");
+    let not_utf8 = failure(&with(&["--input", bad.to_str().unwrap()]));
+    assert!(
+        not_utf8.contains(":2:") && not_utf8.contains("UTF-8"),
+        "{not_utf8}"
+    );
+    let epsilon = failure(&[
+        "histogram",
+        "--dataset",
+        "shakespeare",
+        "--epsilon",
+        "-1",
+        "--delta",
+        "1e-8",
+    ]);
+    assert!(epsilon.contains("epsilon"), "{epsilon}");
+    let delta = failure(&[
+        "histogram",
+        "--dataset",
+        "shakespeare",
+        "--epsilon",
+        "1",
+        "--delta",
+        "2",
+    ]);
+    assert!(delta.contains("delta"), "{delta}");
+    let plan_delta = failure(&["plan", "sample-threshold", "--epsilon", "1", "--delta", "2"]);
+    assert!(plan_delta.contains("delta"), "{plan_delta}");
+    let rate = failure(&[
+        "plan",
+        "sample-threshold",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-8",
+        "--sampling-rate",
+        "0.9",
+    ]);
+    assert!(rate.contains("sampling rate"), "{rate}");
+    let unknown = failure(&with(&["--dataset", "hamlet"]));
+    assert!(unknown.contains("shakespeare"), "{unknown}");
+    let spec = failure(&with(&["--synthetic", "geometric:n=0,domain=10"]));
+    assert!(spec.contains('n'), "{spec}");
+}
+
+#[test]
+fn bench_reports_a_median() {
+    let out = json(&[
+        "bench",
+        "sample-threshold",
+        "--clients",
+        "100000",
+        "--domain",
+        "1024",
+        "--repeats",
+        "3",
+        "--json",
+    ]);
+    assert!(out["median_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(out["clients"], 100_000);
+}
