@@ -6,27 +6,28 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn tally(args: &[&str]) -> Output {
+/// Runs `tally` with a command line split on whitespace.
+fn tally(command_line: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(args)
+        .args(command_line.split_whitespace())
         .output()
         .expect("tally runs")
 }
 
-fn json(args: &[&str]) -> Value {
+fn json(args: &str) -> Value {
     let output = tally(args);
     assert!(
         output.status.success(),
-        "tally {args:?} failed: {}",
+        "tally {args} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("JSON output")
 }
 
 /// Runs a command that must fail and returns its one-line error message.
-fn failure(args: &[&str]) -> String {
+fn failure(args: &str) -> String {
     let output = tally(args);
-    assert!(!output.status.success(), "tally {args:?} succeeded");
+    assert!(!output.status.success(), "tally {args} succeeded");
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
     stderr
@@ -40,19 +41,9 @@ fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
 
 #[test]
 fn plan_closed_form_from_alpha_reproduces_the_paper() {
-    let out = json(&[
-        "plan",
-        "sample-threshold",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-8",
-        "--alpha",
-        "0.16666666666666666",
-        "--method",
-        "closed-form",
-        "--json",
-    ]);
+    let out = json(
+        "plan sample-threshold --epsilon 1 --delta 1e-8 --alpha 0.16666666666666666 --method closed-form --json",
+    );
     let rate = out["sampling_rate"].as_f64().unwrap();
     assert!((rate - 0.10535).abs() < 5e-5, "{rate}");
     assert_eq!(out["threshold"], 20);
@@ -64,37 +55,16 @@ fn plan_closed_form_from_alpha_reproduces_the_paper() {
 
 #[test]
 fn plan_tight_threshold_at_the_papers_rate() {
-    let out = json(&[
-        "plan",
-        "sample-threshold",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-8",
-        "--sampling-rate",
-        "0.10535342647",
-        "--method",
-        "tight",
-        "--json",
-    ]);
+    let out = json(
+        "plan sample-threshold --epsilon 1 --delta 1e-8 --sampling-rate 0.10535342647 --method tight --json",
+    );
     assert_eq!(out["threshold"], 11);
 }
 
 #[test]
 fn plan_tight_largest_rate_at_threshold_20() {
-    let out = json(&[
-        "plan",
-        "sample-threshold",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-8",
-        "--threshold",
-        "20",
-        "--method",
-        "tight",
-        "--json",
-    ]);
+    let out =
+        json("plan sample-threshold --epsilon 1 --delta 1e-8 --threshold 20 --method tight --json");
     let rate = out["sampling_rate"].as_f64().unwrap();
     // The reference boundary is 0.251424102... (tools/reference max_sampling_rate.json).
     assert!((0.2514..0.251_424_11).contains(&rate), "{rate}");
@@ -103,19 +73,9 @@ fn plan_tight_largest_rate_at_threshold_20() {
 
 #[test]
 fn plan_reports_delta_without_a_target() {
-    let out = json(&[
-        "plan",
-        "sample-threshold",
-        "--epsilon",
-        "1",
-        "--sampling-rate",
-        "0.10535342647142627",
-        "--threshold",
-        "20",
-        "--method",
-        "theorem1",
-        "--json",
-    ]);
+    let out = json(
+        "plan sample-threshold --epsilon 1 --sampling-rate 0.10535342647142627 --threshold 20 --method theorem1 --json",
+    );
     let delta = out["delta"].as_f64().unwrap();
     assert!(
         (delta / 1.517_970_173_675_118e-12 - 1.0).abs() < 2e-6,
@@ -125,15 +85,7 @@ fn plan_reports_delta_without_a_target() {
 
 #[test]
 fn plan_without_anything_minimises_the_smallest_released_count() {
-    let out = json(&[
-        "plan",
-        "sample-threshold",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-8",
-        "--json",
-    ]);
+    let out = json("plan sample-threshold --epsilon 1 --delta 1e-8 --json");
     assert_eq!(out["solved_for"], "sampling_rate,threshold");
     let shown = out["min_released_count"].as_f64().unwrap();
     let (rate, threshold) = (
@@ -145,18 +97,7 @@ fn plan_without_anything_minimises_the_smallest_released_count() {
 
 #[test]
 fn histogram_of_shakespeare_meets_the_acceptance_criteria() {
-    let out = json(&[
-        "histogram",
-        "--dataset",
-        "shakespeare",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-8",
-        "--seed",
-        "1",
-        "--json",
-    ]);
+    let out = json("histogram --dataset shakespeare --epsilon 1 --delta 1e-8 --seed 1 --json");
     let truth: HashMap<String, u64> =
         include_str!("../../../data/shakespeare/shakespeare_word_counts_dialogue.tsv")
             .lines()
@@ -200,20 +141,10 @@ fn histogram_reads_lines_and_tsv_files() {
         }
     }
     let path = temp_file("fruit.txt", lines.as_bytes());
-    let out = json(&[
-        "histogram",
-        "--input",
-        path.to_str().unwrap(),
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--threshold",
-        "10",
-        "--seed",
-        "3",
-        "--json",
-    ]);
+    let out = json(&format!(
+        "histogram --input {} --epsilon 1 --delta 1e-6 --threshold 10 --seed 3 --json",
+        path.display()
+    ));
     let words: Vec<&str> = out["items"]
         .as_array()
         .unwrap()
@@ -226,18 +157,10 @@ fn histogram_reads_lines_and_tsv_files() {
         "fruit.tsv",
         b"client_id\titem\nu1\tapple\nu1\tpear\nu2\tapple\n",
     );
-    let out = json(&[
-        "histogram",
-        "--input",
-        path.to_str().unwrap(),
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-6",
-        "--seed",
-        "3",
-        "--json",
-    ]);
+    let out = json(&format!(
+        "histogram --input {} --epsilon 1 --delta 1e-6 --seed 3 --json",
+        path.display()
+    ));
     assert_eq!(out["parameters"]["population"], 2);
     assert!(
         out["input"].as_str().unwrap().contains("client"),
@@ -248,71 +171,32 @@ fn histogram_reads_lines_and_tsv_files() {
 
 #[test]
 fn bad_input_exits_with_a_one_line_message() {
-    fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
-        let mut args = vec!["histogram", "--epsilon", "1", "--delta", "1e-8"];
-        args.extend_from_slice(extra);
-        args
-    }
-    let missing = failure(&with(&["--input", "/no/such/file.txt"]));
+    let with = |extra: &str| format!("histogram --epsilon 1 --delta 1e-8 {extra}");
+    let missing = failure(&with("--input /no/such/file.txt"));
     assert!(missing.contains("/no/such/file.txt"), "{missing}");
     let bad = temp_file("bad.txt", b"fine\n\xff\xfe\n");
-    let not_utf8 = failure(&with(&["--input", bad.to_str().unwrap()]));
+    let not_utf8 = failure(&with(&format!("--input {}", bad.display())));
     assert!(
         not_utf8.contains(":2:") && not_utf8.contains("UTF-8"),
         "{not_utf8}"
     );
-    let epsilon = failure(&[
-        "histogram",
-        "--dataset",
-        "shakespeare",
-        "--epsilon",
-        "-1",
-        "--delta",
-        "1e-8",
-    ]);
+    let epsilon = failure("histogram --dataset shakespeare --epsilon -1 --delta 1e-8");
     assert!(epsilon.contains("epsilon"), "{epsilon}");
-    let delta = failure(&[
-        "histogram",
-        "--dataset",
-        "shakespeare",
-        "--epsilon",
-        "1",
-        "--delta",
-        "2",
-    ]);
+    let delta = failure("histogram --dataset shakespeare --epsilon 1 --delta 2");
     assert!(delta.contains("delta"), "{delta}");
-    let plan_delta = failure(&["plan", "sample-threshold", "--epsilon", "1", "--delta", "2"]);
+    let plan_delta = failure("plan sample-threshold --epsilon 1 --delta 2");
     assert!(plan_delta.contains("delta"), "{plan_delta}");
-    let rate = failure(&[
-        "plan",
-        "sample-threshold",
-        "--epsilon",
-        "1",
-        "--delta",
-        "1e-8",
-        "--sampling-rate",
-        "0.9",
-    ]);
+    let rate = failure("plan sample-threshold --epsilon 1 --delta 1e-8 --sampling-rate 0.9");
     assert!(rate.contains("sampling rate"), "{rate}");
-    let unknown = failure(&with(&["--dataset", "hamlet"]));
+    let unknown = failure(&with("--dataset hamlet"));
     assert!(unknown.contains("shakespeare"), "{unknown}");
-    let spec = failure(&with(&["--synthetic", "geometric:n=0,domain=10"]));
+    let spec = failure(&with("--synthetic geometric:n=0,domain=10"));
     assert!(spec.contains('n'), "{spec}");
 }
 
 #[test]
 fn bench_reports_a_median() {
-    let out = json(&[
-        "bench",
-        "sample-threshold",
-        "--clients",
-        "100000",
-        "--domain",
-        "1024",
-        "--repeats",
-        "3",
-        "--json",
-    ]);
+    let out = json("bench sample-threshold --clients 100000 --domain 1024 --repeats 3 --json");
     assert!(out["median_seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(out["clients"], 100_000);
 }

@@ -99,6 +99,17 @@ fn exact_delta_at(k: u64) -> f64 {
         .sum()
 }
 
+/// The accountant's tight δ for the audited parameters.
+fn claimed_delta() -> f64 {
+    delta(
+        EPSILON,
+        &SampleThresholdParams::new(RATE, THRESHOLD).unwrap(),
+        Analysis::Tight,
+        Neighbours::AddRemove,
+    )
+    .unwrap()
+}
+
 #[derive(Debug, Default)]
 struct Verdict {
     /// Group sizes where the divergence provably exceeds the claimed δ.
@@ -108,13 +119,7 @@ struct Verdict {
 }
 
 fn audit(mechanism: &Mechanism, seed: u64) -> Verdict {
-    let claimed = delta(
-        EPSILON,
-        &SampleThresholdParams::new(RATE, THRESHOLD).unwrap(),
-        Analysis::Tight,
-        Neighbours::AddRemove,
-    )
-    .unwrap();
+    let claimed = claimed_delta();
     let mut verdict = Verdict::default();
     for k in 1..=K_MAX {
         let (d, d_prime) = (population(k), population(k - 1));
@@ -141,13 +146,7 @@ fn audit(mechanism: &Mechanism, seed: u64) -> Verdict {
 
 #[test]
 fn dp_audit_exact_deltas_peak_at_the_accountants_tight_delta() {
-    let claimed = delta(
-        EPSILON,
-        &SampleThresholdParams::new(RATE, THRESHOLD).unwrap(),
-        Analysis::Tight,
-        Neighbours::AddRemove,
-    )
-    .unwrap();
+    let claimed = claimed_delta();
     let peak = (1..=40).map(exact_delta_at).fold(0.0, f64::max);
     // p_s^τ = 1/8 at k = τ: every copy sampled.
     assert!((peak - 0.125).abs() < 1e-12, "{peak}");
