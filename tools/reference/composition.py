@@ -90,13 +90,16 @@ def frac_down(x: Fraction) -> float:
 
 
 def fmt_float(d: float) -> str:
+    """A double as a JSON *string* holding its shortest round-trip decimal (Python's repr).
+
+    Strings, not JSON numbers: serde_json's default float parser (without its
+    `float_roundtrip` feature) may land one ulp off, and the Rust tests compare to the ulp.
+    """
     if not math.isfinite(d):
         raise ValueError(f"non-finite float {d!r} cannot go into JSON")
-    s = "%.17g" % d
-    if "." not in s and "e" not in s and "n" not in s:
-        s += ".0"
+    s = repr(d)
     assert float(s) == d
-    return s
+    return json.dumps(s)
 
 
 def fmt_scalar(x) -> str:
@@ -287,7 +290,9 @@ def split_optimal_epsilon(eps_total: float, delta_total: float, k: int) -> mpf:
     hi = lo * 2
     while excess(hi) <= 0:
         lo, hi = hi, hi * 2
-    return mp.findroot(excess, (lo, hi), solver="anderson", tol=mpf(10) ** -45)
+    # The excess is piecewise smooth with kinks where (k-2j) eps' crosses E; bisection is robust.
+    # hi <= 2 lo, so 125 halvings leave a relative width below 2^-124 (about 5e-38).
+    return bisect_increasing(excess, lo, hi, 125)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -311,7 +316,8 @@ def product(P, k: int):
 
 
 def close(a: mpf, b: mpf, tol: str = "1e-40") -> bool:
-    return abs(a - b) <= mpf(tol) * max(abs(a), abs(b), mpf("1e-300"))
+    """Relative agreement, with an absolute floor of 1e-45 for rounding residues of exact zeros."""
+    return abs(a - b) <= mpf(tol) * max(abs(a), abs(b)) + mpf("1e-45")
 
 
 def verify(log) -> dict:

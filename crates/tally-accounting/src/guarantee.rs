@@ -4,6 +4,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::Error;
+use crate::composition::{
+    Composition, compose_advanced, compose_basic, compose_optimal_homogeneous,
+};
 
 /// Which pairs of datasets a guarantee protects against telling apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,4 +61,60 @@ pub struct Guarantee {
     pub neighbours: Neighbours,
     /// The analysis that gives the guarantee, by name (for example `tight`).
     pub analysis: String,
+}
+
+/// The guarantee of running a mechanism with guarantee `per_round` in each of `rounds` rounds
+/// over the same clients, by the `composition` rule, within the total `δ` budget `total_delta`.
+///
+/// * `Basic`: `(k ε', k δ')`; `total_delta` must cover `k δ'`.
+/// * `Advanced`: `δ' k` plus the slack `δ̃ = total_delta − k δ'`, and the matching `ε`.
+/// * `Optimal`: the smallest `ε` at which the `k`-fold composition is `(ε, total_delta)`-DP.
+///
+/// # Errors
+///
+/// [`Error::Infeasible`] if `k δ'` already exceeds `total_delta`; otherwise whatever the
+/// composition rule rejects.
+pub fn compose_rounds(
+    per_round: &Guarantee,
+    rounds: usize,
+    composition: Composition,
+    total_delta: f64,
+) -> Result<Guarantee, Error> {
+    let k = rounds as u64;
+    let (basic_epsilon, basic_delta) =
+        compose_basic(&vec![(per_round.epsilon, per_round.delta); rounds])?;
+    if basic_delta > total_delta {
+        return Err(Error::infeasible(
+            "composition",
+            format!(
+                "{rounds} rounds of δ = {} need δ ≥ {basic_delta}, above the budget {total_delta}",
+                per_round.delta
+            ),
+        ));
+    }
+    let (epsilon, delta) = match composition {
+        Composition::Basic => (basic_epsilon, basic_delta),
+        Composition::Advanced => {
+            let slack = total_delta - basic_delta;
+            if slack <= 0.0 {
+                return Err(Error::infeasible(
+                    "composition",
+                    "no δ left for the advanced composition's slack",
+                ));
+            }
+            compose_advanced(per_round.epsilon, per_round.delta, k, slack)?
+        }
+        Composition::Optimal => {
+            compose_optimal_homogeneous(per_round.epsilon, per_round.delta, k, total_delta)?
+        }
+    };
+    Ok(Guarantee {
+        epsilon,
+        delta,
+        neighbours: per_round.neighbours,
+        analysis: format!(
+            "{} per round, {} composition over {rounds} rounds",
+            per_round.analysis, composition
+        ),
+    })
 }

@@ -6,10 +6,12 @@
 //! allows.
 #![forbid(unsafe_code)]
 
+pub mod composition;
 mod error;
 mod guarantee;
 pub mod numeric;
 pub mod sample_threshold;
+pub mod triehh;
 
 pub use error::Error;
-pub use guarantee::{Guarantee, Neighbours};
+pub use guarantee::{Guarantee, Neighbours, compose_rounds};

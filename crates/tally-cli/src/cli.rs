@@ -20,6 +20,8 @@ pub(crate) enum Command {
     Plan(PlanCommand),
     /// Release a sample-and-threshold histogram of the input.
     Histogram(HistogramArgs),
+    /// Find the frequent items (TrieHH, TrieHH++ or one S&T round over whole items).
+    HeavyHitters(HeavyHittersArgs),
     /// Time a mechanism's kernel on generated data.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -198,4 +200,83 @@ pub(crate) struct BenchArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// Heavy-hitter algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Algorithm {
+    /// TrieHH++: a prefix tree, one S&T histogram per level, with counts on every node.
+    #[value(name = "triehh++")]
+    TrieHhPlus,
+    /// One S&T histogram over whole items (no factor L in the privacy cost).
+    SingleRound,
+}
+
+/// Composition rules for multi-round tasks.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum CompositionArg {
+    /// (Σ ε, Σ δ).
+    Basic,
+    /// Dwork–Rothblum–Vadhan advanced composition.
+    Advanced,
+    /// Kairouz–Oh–Viswanath optimal composition of identical rounds.
+    Optimal,
+}
+
+impl From<CompositionArg> for tally_accounting::composition::Composition {
+    fn from(c: CompositionArg) -> Self {
+        match c {
+            CompositionArg::Basic => Self::Basic,
+            CompositionArg::Advanced => Self::Advanced,
+            CompositionArg::Optimal => Self::Optimal,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HeavyHittersArgs {
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// With --format tsv: make every row its own client.
+    #[arg(long)]
+    pub(crate) rows_as_clients: bool,
+    /// The algorithm.
+    #[arg(long, value_enum)]
+    pub(crate) algorithm: Algorithm,
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1) for the whole run.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Prefix-tree levels L; words of L·G characters or more are not found.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) levels: usize,
+    /// Characters added per level G.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) segment: usize,
+    /// TrieHH++: every client reports at every level, not only below surviving prefixes.
+    #[arg(long)]
+    pub(crate) unrestricted: bool,
+    /// How the levels' guarantees compose.
+    #[arg(long, value_enum, default_value = "basic")]
+    pub(crate) composition: CompositionArg,
+    /// Per-round sampling rate; the threshold is then the smallest that meets the round's
+    /// budget.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Per-round threshold; the sampling rate is then the largest that meets the budget.
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// Seed for a reproducible simulation (see `tally histogram --help`).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Show only the K most frequent items found (and score against the true top K).
+    #[arg(long)]
+    pub(crate) top: Option<usize>,
+    /// Score the result against the input's true top items: precision, recall, F1.
+    #[arg(long)]
+    pub(crate) truth: bool,
 }

@@ -1,17 +1,17 @@
 //! `tally histogram`: release a sample-and-threshold histogram.
 
 use std::io::{self, Write};
-use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rand::Rng;
 use serde_json::json;
 use tally_accounting::Neighbours;
-use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
+use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::histogram::SampleThreshold;
-use tally_sim::{ClientMode, ExecutionPath, Population, SyntheticSpec, run_sample_threshold};
+use tally_sim::{ExecutionPath, run_sample_threshold};
 
-use crate::cli::{Format, HistogramArgs, InputArgs};
+use crate::cli::HistogramArgs;
+use crate::input::load_population;
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -27,8 +27,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         (None, Some(threshold)) => PlanTarget::Threshold(threshold),
         (None, None) => PlanTarget::MinReleasedCount,
     };
-    let plan = plan(epsilon, args.delta, target, analysis, neighbours)?;
-    let mechanism = SampleThreshold::new(plan.params, epsilon, analysis, neighbours)?;
+    let mechanism = SampleThreshold::calibrate(epsilon, args.delta, target, analysis, neighbours)?;
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
@@ -88,7 +87,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
                     "sampling rate {:.6}, threshold {} (smallest count shown ≈ {:.0})",
                     params.sampling_rate(),
                     params.threshold(),
-                    plan.min_released_count()
+                    params.threshold() as f64 / params.sampling_rate()
                 ),
             ),
             ("released items", release.items.len().to_string()),
@@ -126,42 +125,4 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         )?;
     }
     Ok(())
-}
-
-/// Reads the population named by the input arguments.
-fn load_population(
-    input: &InputArgs,
-    format: Option<Format>,
-    rows_as_clients: bool,
-    seed: u64,
-) -> Result<Population> {
-    let mode = if rows_as_clients {
-        ClientMode::RowsAsClients
-    } else {
-        ClientMode::ClientLevel { seed }
-    };
-    if let Some(file) = &input.input {
-        let format = format.unwrap_or_else(|| guess_format(file));
-        return Ok(match format {
-            Format::Lines => Population::from_lines_file(file)?,
-            Format::Tsv => Population::from_tsv_file(file, mode)?,
-        });
-    }
-    if let Some(name) = &input.dataset {
-        return Ok(Population::dataset(name)?);
-    }
-    // Unwrap safety: clap requires exactly one of the three inputs.
-    let spec = input.synthetic.as_deref().expect("one input is required");
-    let spec: SyntheticSpec = spec.parse().context("bad --synthetic")?;
-    Ok(Population::synthetic(&spec, seed))
-}
-
-/// `tsv` for `.tsv` and `.tsv.gz` files, `lines` otherwise.
-fn guess_format(file: &Path) -> Format {
-    let name = file.to_string_lossy();
-    if name.ends_with(".tsv") || name.ends_with(".tsv.gz") {
-        Format::Tsv
-    } else {
-        Format::Lines
-    }
 }

@@ -2,7 +2,9 @@
 
 mod bench;
 mod cli;
+mod heavy_hitters;
 mod histogram;
+mod input;
 mod output;
 mod plan;
 
@@ -17,6 +19,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
         Command::Histogram(args) => histogram::run(&args),
+        Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Bench(BenchCommand::SampleThreshold(args)) => bench::run(&args),
     };
     match result {

@@ -5,7 +5,9 @@
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod heavy_hitters;
 pub mod histogram;
 pub mod sampling;
+pub mod task;
 
 pub use error::Error;

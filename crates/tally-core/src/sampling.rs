@@ -13,6 +13,7 @@
 //! - [`exact_binomial`] / [`ExactBinomial`]: `Bin(n, p)` by counting geometric gaps.
 //! - [`PaperCohort`] and [`ExactPoissonCohort`]: the fixed-size cohort emulations of
 //!   ALGORITHMS.md §1.3.
+//! - [`uniform_subset`]: a uniform `s`-subset of `0..n` (sampling without replacement).
 //!
 //! All samplers take the random number generator as a parameter (`rng: &mut R`) and consume it
 //! through [`rand::Rng::next_u64`] only, so their output for a seeded portable generator is
@@ -26,7 +27,7 @@ mod poisson;
 
 pub use bernoulli::ExactBernoulli;
 pub use binomial::{ExactBinomial, exact_binomial};
-pub use cohort::{Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort};
+pub use cohort::{Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort, uniform_subset};
 pub use geometric::ExactGeometric;
 pub use poisson::{PoissonIndices, PoissonSampler};
 

@@ -61,7 +61,9 @@
 mod dataset;
 mod error;
 mod execute;
+mod heavy_hitters;
 mod load;
+mod metrics;
 mod population;
 mod rng;
 mod synthetic;
@@ -69,5 +71,7 @@ mod synthetic;
 pub use dataset::DATASETS;
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
+pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
+pub use metrics::{RetrievalScores, retrieval_scores, top_k};
 pub use population::{ClientMode, Population, Source};
 pub use synthetic::{Generator, SyntheticSpec};

@@ -30,6 +30,8 @@ pub(crate) enum Purpose {
     GapSkipping = 4,
     /// Binomial thinning of the S&T executor.
     BinomialThinning = 5,
+    /// The seeds of the rounds of a multi-round task.
+    Round = 6,
 }
 
 /// The largest chunk index a purpose can hold.
@@ -41,6 +43,12 @@ pub(crate) fn stream(seed: u64, purpose: Purpose, index: u64) -> ChaCha12Rng {
     let mut rng = ChaCha12Rng::seed_from_u64(seed);
     rng.set_stream(((purpose as u64) << 48) | (index & MAX_INDEX));
     rng
+}
+
+/// The seed of round `round` of a multi-round task run with `seed`: rounds draw from
+/// unrelated streams.
+pub(crate) fn round_seed(seed: u64, round: usize) -> u64 {
+    stream(seed, Purpose::Round, round as u64).next_u64()
 }
 
 /// An exactly uniform integer in `0..bound` (`bound ≥ 1`): Lemire's multiply-and-reject

@@ -22,7 +22,7 @@ use rand::Rng;
 use rand_distr::Distribution;
 use rustc_hash::FxHashMap;
 use tally_accounting::Guarantee;
-use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
+use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams, plan};
 
 use crate::Error;
 use crate::sampling::ExactBernoulli;
@@ -54,6 +54,24 @@ impl SampleThreshold {
     ) -> Result<Self, Error> {
         let guarantee = params.guarantee(epsilon, analysis, neighbours)?;
         Ok(Self { params, guarantee })
+    }
+
+    /// Calibrates the mechanism for a target `(ε, δ)`: solves for the parameters `target`
+    /// leaves open with [`tally_accounting::sample_threshold::plan`] and builds the mechanism
+    /// from them.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the planner rejects: invalid targets, or no parameters that meet them.
+    pub fn calibrate(
+        epsilon: f64,
+        delta: f64,
+        target: PlanTarget,
+        analysis: Analysis,
+        neighbours: tally_accounting::Neighbours,
+    ) -> Result<Self, Error> {
+        let plan = plan(epsilon, delta, target, analysis, neighbours)?;
+        Self::new(plan.params, epsilon, analysis, neighbours)
     }
 
     /// The sampling rate and the threshold.

@@ -15,14 +15,15 @@
 //!
 //! Uniform subsets are drawn with Floyd's algorithm on an exactly uniform integer sampler
 //! (multiply-and-reject without the bias of `rand`'s default `random_range`), and returned
-//! sorted.
+//! sorted; [`uniform_subset`] exposes that sampler on its own (TrieHH's fixed-size sampling
+//! without replacement).
 
-use std::collections::HashSet;
 use std::fmt;
 
 use num_bigint::BigUint;
 use rand::Rng;
 use rand_distr::Distribution;
+use rustc_hash::FxHashSet;
 
 use super::{ExactBernoulli, ExactBinomial, decompose, uniform_below};
 use crate::Error;
@@ -403,6 +404,26 @@ fn product_exceeds(r: f64, s: u64, m: f64) -> bool {
     (lhs << (re - e) as u64) > (rhs << (me - e) as u64)
 }
 
+/// A uniformly random `s`-subset of the indices `0..n`, sorted: every one of the `C(n, s)`
+/// subsets has probability exactly `1 / C(n, s)`. This is sampling `s` clients out of `n`
+/// without replacement, as TrieHH's rounds do.
+///
+/// Floyd's algorithm on an exactly uniform integer sampler (multiply-and-reject): `s` draws
+/// when `s ≤ n/2`, else the complement is drawn. The set is kept in a bitset over `0..n` when
+/// that is small next to the sample (`n/64 ≤ 4s` words), else in a hash set; both give the
+/// same subset for the same generator state.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] if `s > n`, or if `s` indices would not fit in memory.
+pub fn uniform_subset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Result<Vec<u64>, Error> {
+    if s > n {
+        return Err(Error::invalid("s", s, "a subset size at most n"));
+    }
+    check_fits("s", s as f64, s)?;
+    Ok(sample_distinct(n, s, rng))
+}
+
 /// A uniform random `s`-subset of `0..n` (`s ≤ n`), sorted.
 ///
 /// Floyd's algorithm: for `j = n−s, …, n−1`, draw `t` uniform in `0..=j` and insert `t`, or `j`
@@ -426,7 +447,16 @@ fn sample_distinct<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
         }
         return out;
     }
-    let mut set = HashSet::with_capacity(s as usize);
+    if n / 64 <= s.saturating_mul(4) {
+        floyd_bitset(n, s, rng)
+    } else {
+        floyd_hash(n, s, rng)
+    }
+}
+
+/// Floyd's algorithm with the set held in a hash set (for sparse samples of large `n`).
+fn floyd_hash<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
+    let mut set = FxHashSet::with_capacity_and_hasher(s as usize, Default::default());
     for j in (n - s)..n {
         let t = uniform_below(j + 1, rng);
         if !set.insert(t) {
@@ -435,6 +465,31 @@ fn sample_distinct<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
     }
     let mut out: Vec<u64> = set.into_iter().collect();
     out.sort_unstable();
+    out
+}
+
+/// Floyd's algorithm with the set held in a bitset over `0..n` (for dense samples, where the
+/// `n/64` words cost no more than the hash set); the set bits are read out in order.
+fn floyd_bitset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
+    // Unwrap safety: the caller's `n/64 ≤ 4s` and `s` indices fit in memory.
+    let mut bits = vec![0u64; usize::try_from(n.div_ceil(64)).expect("bitset fits")];
+    for j in (n - s)..n {
+        let t = uniform_below(j + 1, rng);
+        let (word, bit) = ((t >> 6) as usize, 1u64 << (t & 63));
+        if bits[word] & bit == 0 {
+            bits[word] |= bit;
+        } else {
+            bits[(j >> 6) as usize] |= 1u64 << (j & 63);
+        }
+    }
+    let mut out = Vec::with_capacity(s as usize);
+    for (word, &set) in bits.iter().enumerate() {
+        let mut rest = set;
+        while rest != 0 {
+            out.push(((word as u64) << 6) | u64::from(rest.trailing_zeros()));
+            rest &= rest - 1;
+        }
+    }
     out
 }
 
@@ -574,6 +629,21 @@ mod tests {
         let expect = (-(1001.0f64 * 1001.0) / 21_001.0).exp();
         assert!(b >= expect && b <= expect * (1.0 + 1e-9), "{b} vs {expect}");
         assert!(b <= (-100.0f64 / 3.0).exp());
+    }
+
+    #[test]
+    fn floyd_bitset_and_hash_agree() {
+        for (n, s) in [(1u64, 1u64), (64, 3), (65, 30), (1000, 7), (100_000, 2000)] {
+            for seed in 0..5 {
+                let a = floyd_bitset(n, s, &mut ChaCha20Rng::seed_from_u64(seed));
+                let b = floyd_hash(n, s, &mut ChaCha20Rng::seed_from_u64(seed));
+                assert_eq!(a, b, "n = {n}, s = {s}, seed = {seed}");
+                assert_eq!(a.len() as u64, s);
+            }
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        assert!(uniform_subset(5, 6, &mut rng).is_err());
+        assert_eq!(uniform_subset(5, 5, &mut rng).unwrap(), [0, 1, 2, 3, 4]);
     }
 
     #[test]

@@ -1,0 +1,277 @@
+//! `tally heavy-hitters`: the frequent items of the input.
+
+use std::collections::HashSet;
+use std::io::{self, Write};
+
+use anyhow::Result;
+use rand::Rng;
+use serde_json::{Value, json};
+use tally_accounting::composition::{Composition, split_budget};
+use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::{Guarantee, Neighbours};
+use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig};
+use tally_core::histogram::SampleThreshold;
+use tally_sim::{
+    ExecutionPath, Population, retrieval_scores, run_sample_threshold, run_triehh_plus, top_k,
+};
+
+use crate::cli::{Algorithm, HeavyHittersArgs};
+use crate::input::load_population;
+use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
+
+/// Items scored against the truth when `--top` is not given.
+const DEFAULT_TRUTH_K: usize = 20;
+/// Rows shown in the human-readable table when `--top` is not given.
+const DEFAULT_TABLE_ROWS: usize = 20;
+
+/// One found item.
+struct Found {
+    item: String,
+    count: u64,
+    estimate: f64,
+}
+
+/// What a heavy-hitter run produced, ready to print.
+struct Report {
+    mechanism: &'static str,
+    parameters: Value,
+    guarantee: Guarantee,
+    items: Vec<Found>,
+    trie: Option<Value>,
+}
+
+pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
+    let analysis = Analysis::from(args.privacy.method);
+    let neighbours = Neighbours::from(args.privacy.neighbours);
+    let target = match (args.sampling_rate, args.threshold) {
+        (Some(rate), _) => PlanTarget::SamplingRate(rate),
+        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+        (None, None) => PlanTarget::MinReleasedCount,
+    };
+    let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let path = ExecutionPath::default();
+    let report = match args.algorithm {
+        Algorithm::SingleRound => {
+            let mechanism = SampleThreshold::calibrate(
+                args.privacy.epsilon,
+                args.delta,
+                target,
+                analysis,
+                neighbours,
+            )?;
+            let stage = Stage::start("loading the population");
+            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            stage.next("sampling");
+            let release = run_sample_threshold(&population, &mechanism, path, seed);
+            drop(stage);
+            let items = release
+                .items
+                .iter()
+                .map(|cell| Found {
+                    item: name(&population, cell.item),
+                    count: cell.count,
+                    estimate: cell.estimate,
+                })
+                .collect();
+            let params = mechanism.params();
+            (
+                population,
+                Report {
+                    mechanism: "single-round heavy hitters (sample-and-threshold)",
+                    parameters: json!({
+                        "sampling_rate": params.sampling_rate(),
+                        "threshold": params.threshold(),
+                    }),
+                    guarantee: mechanism.guarantee().clone(),
+                    items,
+                    trie: None,
+                },
+            )
+        }
+        Algorithm::TrieHhPlus => {
+            let composition = Composition::from(args.composition);
+            let (level_epsilon, level_delta) = split_budget(
+                args.privacy.epsilon,
+                args.delta,
+                args.levels as u64,
+                composition,
+            )?;
+            let per_level = SampleThreshold::calibrate(
+                level_epsilon,
+                level_delta,
+                target,
+                analysis,
+                neighbours,
+            )?;
+            let params = *per_level.params();
+            let level_guarantee = per_level.guarantee().clone();
+            let task = TrieHhPlus::new(TrieHhPlusConfig {
+                levels: args.levels,
+                segment: args.segment,
+                restricted: !args.unrestricted,
+                per_level,
+                composition,
+                total_delta: args.delta,
+            })?;
+            let stage = Stage::start("loading the population");
+            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            stage.next(format!(
+                "growing the prefix tree over {} levels",
+                args.levels
+            ));
+            let output = run_triehh_plus(&population, task, path, seed);
+            drop(stage);
+            let items = output
+                .heavy_hitters()
+                .into_iter()
+                .map(|node| Found {
+                    // Unwrap safety: heavy hitters are complete words.
+                    item: node.word().expect("complete word").to_owned(),
+                    count: node.count,
+                    estimate: node.estimate,
+                })
+                .collect();
+            let trie: Vec<Value> = output
+                .nodes
+                .iter()
+                .map(|n| {
+                    json!({"prefix": n.prefix, "level": n.level, "count": n.count, "estimate": n.estimate})
+                })
+                .collect();
+            (
+                population,
+                Report {
+                    mechanism: "triehh++",
+                    parameters: json!({
+                        "levels": args.levels,
+                        "levels_run": output.levels_run,
+                        "segment": args.segment,
+                        "restricted": !args.unrestricted,
+                        "composition": composition.name(),
+                        "sampling_rate": params.sampling_rate(),
+                        "threshold": params.threshold(),
+                        "per_level_guarantee": guarantee_json(&level_guarantee),
+                    }),
+                    guarantee: output.guarantee,
+                    items,
+                    trie: Some(Value::Array(trie)),
+                },
+            )
+        }
+    };
+    let (population, report) = report;
+    print_report(args, &population, report)
+}
+
+fn name(population: &Population, id: u32) -> String {
+    population
+        .item_name(id)
+        .map_or_else(|| id.to_string(), |n| n.into_owned())
+}
+
+fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report) -> Result<()> {
+    let shown = args.top.unwrap_or(if args.privacy.json {
+        usize::MAX
+    } else {
+        DEFAULT_TABLE_ROWS
+    });
+    let truth = args
+        .truth
+        .then(|| truth_scores(population, &report.items, args.top));
+    if args.privacy.json {
+        let items: Vec<Value> = report
+            .items
+            .iter()
+            .take(shown)
+            .map(|f| json!({"item": f.item, "count": f.count, "estimate": f.estimate}))
+            .collect();
+        let mut parameters = report.parameters;
+        parameters["population"] = json!(population.len());
+        let mut out = json!({
+            "mechanism": report.mechanism,
+            "parameters": parameters,
+            "guarantee": guarantee_json(&report.guarantee),
+            "input": population.description(),
+            "found_items": report.items.len(),
+            "items": items,
+        });
+        if let Some(trie) = report.trie {
+            out["trie"] = trie;
+        }
+        if let Some(truth) = truth {
+            out["truth"] = truth;
+        }
+        out["seed"] = json!(args.seed);
+        print_json(&out)?;
+        return Ok(());
+    }
+    let mut rows = vec![
+        ("input", population.description().to_owned()),
+        ("guarantee", guarantee_line(&report.guarantee)),
+        ("parameters", report.parameters.to_string()),
+        ("found items", report.items.len().to_string()),
+    ];
+    if let Some(truth) = &truth {
+        rows.push((
+            "against the truth",
+            format!(
+                "top {}: recall {:.3}, precision {:.3}, F1 {:.3}",
+                truth["k"], truth["recall"], truth["precision"], truth["f1"]
+            ),
+        ));
+    }
+    print_fields(report.mechanism, &rows)?;
+    let mut out = io::stdout().lock();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  {:>5}  {:<24} {:>10} {:>14}",
+        "rank", "item", "count", "estimate"
+    )?;
+    for (rank, f) in report.items.iter().take(shown).enumerate() {
+        writeln!(
+            out,
+            "  {:>5}  {:<24} {:>10} {:>14.1}",
+            rank + 1,
+            f.item,
+            f.count,
+            f.estimate
+        )?;
+    }
+    Ok(())
+}
+
+/// Scores the found items against the population's true top `k`: recall is the share of the
+/// true top `k` found at all; precision the share of the `k` largest found items that are in
+/// the true top `k`.
+fn truth_scores(population: &Population, items: &[Found], top: Option<usize>) -> Value {
+    let k = top.unwrap_or(DEFAULT_TRUTH_K);
+    let truth = top_k(population, k);
+    let truth_names: Vec<&str> = truth.iter().map(|(name, _)| name.as_str()).collect();
+    let found_top: Vec<&str> = items.iter().take(k).map(|f| f.item.as_str()).collect();
+    let ranked = retrieval_scores(found_top, truth_names.iter().copied());
+    let all_found: HashSet<&str> = items.iter().map(|f| f.item.as_str()).collect();
+    let hits = truth_names
+        .iter()
+        .filter(|n| all_found.contains(*n))
+        .count();
+    let recall = hits as f64 / truth_names.len().max(1) as f64;
+    let f1 = if ranked.precision + recall > 0.0 {
+        2.0 * ranked.precision * recall / (ranked.precision + recall)
+    } else {
+        0.0
+    };
+    let in_data = items
+        .iter()
+        .filter(|f| population.item_id(&f.item).is_some())
+        .count();
+    json!({
+        "k": k,
+        "true_top_k_found": hits,
+        "recall": recall,
+        "precision": ranked.precision,
+        "f1": f1,
+        "found_items_in_data": in_data,
+        "true_top_k": truth.iter().map(|(name, count)| json!({"item": name, "count": count})).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,46 @@
+//! Reading the population a command runs on.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use tally_sim::{ClientMode, Population, SyntheticSpec};
+
+use crate::cli::{Format, InputArgs};
+
+/// Reads the population named by the input arguments.
+pub(crate) fn load_population(
+    input: &InputArgs,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    seed: u64,
+) -> Result<Population> {
+    let mode = if rows_as_clients {
+        ClientMode::RowsAsClients
+    } else {
+        ClientMode::ClientLevel { seed }
+    };
+    if let Some(file) = &input.input {
+        let format = format.unwrap_or_else(|| guess_format(file));
+        return Ok(match format {
+            Format::Lines => Population::from_lines_file(file)?,
+            Format::Tsv => Population::from_tsv_file(file, mode)?,
+        });
+    }
+    if let Some(name) = &input.dataset {
+        return Ok(Population::dataset(name)?);
+    }
+    // Unwrap safety: clap requires exactly one of the three inputs.
+    let spec = input.synthetic.as_deref().expect("one input is required");
+    let spec: SyntheticSpec = spec.parse().context("bad --synthetic")?;
+    Ok(Population::synthetic(&spec, seed))
+}
+
+/// `tsv` for `.tsv` and `.tsv.gz` files, `lines` otherwise.
+fn guess_format(file: &Path) -> Format {
+    let name = file.to_string_lossy();
+    if name.ends_with(".tsv") || name.ends_with(".tsv.gz") {
+        Format::Tsv
+    } else {
+        Format::Lines
+    }
+}
