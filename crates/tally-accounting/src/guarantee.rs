@@ -95,7 +95,8 @@ pub fn compose_rounds(
     let (epsilon, delta) = match composition {
         Composition::Basic => (basic_epsilon, basic_delta),
         Composition::Advanced => {
-            let slack = total_delta - basic_delta;
+            // One ulp down, so that k·δ' + slack cannot round above the budget.
+            let slack = (total_delta - basic_delta).next_down();
             if slack <= 0.0 {
                 return Err(Error::infeasible(
                     "composition",

@@ -37,6 +37,8 @@ pub(crate) enum PlanCommand {
 pub(crate) enum BenchCommand {
     /// Time sampling, counting and thresholding on Geometric(1/√B) items.
     SampleThreshold(BenchArgs),
+    /// Time a whole TrieHH run (fixed-size batches, votes, threshold) on Geometric(1/√B) items.
+    Triehh(BenchTrieHhArgs),
 }
 
 /// The analysis that turns (ε, p_s, τ) into δ.
@@ -279,4 +281,44 @@ pub(crate) struct HeavyHittersArgs {
     /// Score the result against the input's true top items: precision, recall, F1.
     #[arg(long)]
     pub(crate) truth: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchTrieHhArgs {
+    /// Number of clients n.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) clients: u64,
+    /// Domain size B; items are Geometric(1/√B), redrawn when ≥ B, named in decimal.
+    #[arg(long, default_value_t = 16_384)]
+    pub(crate) domain: u64,
+    /// Rounds L.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) rounds: usize,
+    /// Total ε from which Corollary 1 sets the threshold θ and the batch size m.
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub(crate) epsilon: f64,
+    /// Total δ from which Corollary 1 sets θ (1e-8 gives θ = 12).
+    #[arg(long, default_value_t = 1e-8, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Vote threshold θ instead of Corollary 1's (give --batch-size too).
+    #[arg(long, requires = "batch_size")]
+    pub(crate) threshold: Option<u64>,
+    /// Batch size m instead of Corollary 1's (give --threshold too).
+    #[arg(long, requires = "threshold")]
+    pub(crate) batch_size: Option<u64>,
+    /// Characters per round g.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) segment: usize,
+    /// Keep at most this many non-terminal prefixes per round.
+    #[arg(long)]
+    pub(crate) beam: Option<usize>,
+    /// Number of timed repetitions.
+    #[arg(long, default_value_t = 11)]
+    pub(crate) repeats: usize,
+    /// Seed of the generated data and of the sampling.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }

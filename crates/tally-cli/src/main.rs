@@ -1,6 +1,7 @@
 //! `tally`: differentially private federated analytics from the command line.
 
 mod bench;
+mod bench_triehh;
 mod cli;
 mod heavy_hitters;
 mod histogram;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Bench(BenchCommand::SampleThreshold(args)) => bench::run(&args),
+        Command::Bench(BenchCommand::Triehh(args)) => bench_triehh::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

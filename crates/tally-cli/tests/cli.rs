@@ -33,6 +33,18 @@ fn failure(args: &str) -> String {
     stderr
 }
 
+/// The shipped word counts of the Shakespeare dialogue.
+fn shakespeare_counts() -> HashMap<String, u64> {
+    include_str!("../../../data/shakespeare/shakespeare_word_counts_dialogue.tsv")
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let (word, count) = line.split_once('\t').unwrap();
+            (word.to_owned(), count.parse().unwrap())
+        })
+        .collect()
+}
+
 fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
     let path = std::env::temp_dir().join(format!("tally-cli-test-{}-{name}", std::process::id()));
     std::fs::write(&path, contents).unwrap();
@@ -98,15 +110,7 @@ fn plan_without_anything_minimises_the_smallest_released_count() {
 #[test]
 fn histogram_of_shakespeare_meets_the_acceptance_criteria() {
     let out = json("histogram --dataset shakespeare --epsilon 1 --delta 1e-8 --seed 1 --json");
-    let truth: HashMap<String, u64> =
-        include_str!("../../../data/shakespeare/shakespeare_word_counts_dialogue.tsv")
-            .lines()
-            .skip(1)
-            .map(|line| {
-                let (word, count) = line.split_once('\t').unwrap();
-                (word.to_owned(), count.parse().unwrap())
-            })
-            .collect();
+    let truth = shakespeare_counts();
     assert_eq!(out["mechanism"], "sample-and-threshold");
     assert_eq!(out["seed"], 1);
     assert_eq!(out["parameters"]["population"], 835_229);
@@ -199,4 +203,37 @@ fn bench_reports_a_median() {
     let out = json("bench sample-threshold --clients 100000 --domain 1024 --repeats 3 --json");
     assert!(out["median_seconds"].as_f64().unwrap() > 0.0);
     assert_eq!(out["clients"], 100_000);
+}
+
+#[test]
+fn heavy_hitters_triehh_plus_finds_the_true_top_20_words() {
+    let out = json(
+        "heavy-hitters --dataset shakespeare --algorithm triehh++ --epsilon 4 --delta 1e-8 \
+         --seed 1 --json --truth",
+    );
+    assert_eq!(out["mechanism"], "triehh++");
+    assert_eq!(out["guarantee"]["epsilon"], 4.0);
+    assert!(out["guarantee"]["delta"].as_f64().unwrap() <= 1e-8);
+    assert!(out["truth"]["true_top_k_found"].as_u64().unwrap() >= 20);
+    let truth = shakespeare_counts();
+    let threshold = out["parameters"]["threshold"].as_u64().unwrap();
+    for node in out["trie"].as_array().unwrap() {
+        assert!(node["count"].as_u64().unwrap() >= threshold, "{node}");
+    }
+    for item in out["items"].as_array().unwrap() {
+        let word = item["item"].as_str().unwrap();
+        assert!(truth.contains_key(word), "{word} is not in the data");
+        assert!(item["count"].as_u64().unwrap() >= threshold);
+    }
+}
+
+#[test]
+fn heavy_hitters_single_round_releases_whole_words() {
+    let out = json(
+        "heavy-hitters --dataset shakespeare --algorithm single-round --epsilon 1 --delta 1e-8 \
+         --seed 2 --top 10 --json --truth",
+    );
+    assert_eq!(out["items"].as_array().unwrap().len(), 10);
+    assert_eq!(out["items"][0]["item"], "the");
+    assert!(out["truth"]["recall"].as_f64().unwrap() > 0.99);
 }

@@ -2,7 +2,9 @@
 //! segment per round, or in a single round.
 
 mod prefix;
+mod triehh;
 mod triehh_plus;
 
 pub use prefix::{PrefixRound, TERMINATOR, prefix_count};
+pub use triehh::{TrieHh, TrieHhAggregator, TrieHhConfig, TrieHhOutput, TrieHhQuery, tff};
 pub use triehh_plus::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieNode, TrieOutput};

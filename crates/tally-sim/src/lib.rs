@@ -67,6 +67,7 @@ mod metrics;
 mod population;
 mod rng;
 mod synthetic;
+mod triehh;
 
 pub use dataset::DATASETS;
 pub use error::Error;
@@ -75,3 +76,4 @@ pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
 pub use metrics::{RetrievalScores, retrieval_scores, top_k};
 pub use population::{ClientMode, Population, Source};
 pub use synthetic::{Generator, SyntheticSpec};
+pub use triehh::run_triehh;

@@ -12,11 +12,15 @@
 //!   standard error, to check that the code reproduces an analytic `δ` (in both directions).
 #![forbid(unsafe_code)]
 
+mod cell_audit;
+
 use std::hash::Hash;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
+
+pub use cell_audit::{CellAudit, Mechanism, Verdict};
 
 /// The z-score of the audits' confidence bounds: one-sided `α ≈ 2.9e-7`.
 pub const Z: f64 = 5.0;

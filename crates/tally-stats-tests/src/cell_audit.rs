@@ -1,0 +1,165 @@
+//! The audit of one sample-and-threshold cell, shared by every mechanism built on S&T rounds.
+//!
+//! Neighbouring datasets: `D` has `k` clients whose report lands in the audited cell (an item,
+//! a prefix, a bucket), `D'` has one fewer; everything else is equal. The outcome of a run is
+//! the cell's released count (0 when suppressed). For each `k ≤ k_max` the audit checks
+//!
+//! 1. *no violation*: a lower confidence bound on the hockey-stick divergence stays below the
+//!    accountant's `δ` (which is a sup over all `k`);
+//! 2. *conformance*: the statistic `P̂(S) − e^ε Q̂(S)` over the analysis' bad set
+//!    `S = {v ≥ max(τ, ⌊kq⌋+1)}` matches the exact `δ_k` computed from the binomial pmf.
+//!
+//! [`CellAudit::mutant`] builds known-bad mechanisms (another release rule or sampling rate) that
+//! an audit must catch.
+
+use rand_chacha::ChaCha20Rng;
+use tally_accounting::Neighbours;
+use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams, delta};
+use tally_core::sampling::PoissonSampler;
+
+use crate::{Outcomes, set_statistic, violation_lower_bound};
+
+/// A mechanism under audit: given `k`, the number of audited clients in the dataset, and a
+/// generator, the audited cell's released count (0 when suppressed).
+pub type Mechanism<'a> = dyn Fn(u64, &mut ChaCha20Rng) -> u64 + 'a;
+
+/// The parameters of an audit.
+#[derive(Clone, Copy, Debug)]
+pub struct CellAudit {
+    /// The claimed sampling rate.
+    pub rate: f64,
+    /// The claimed threshold.
+    pub threshold: u64,
+    /// The ε at which δ is audited.
+    pub epsilon: f64,
+    /// The largest group size audited.
+    pub k_max: u64,
+    /// Runs per dataset and sample half.
+    pub runs: u64,
+}
+
+/// What an audit found.
+#[derive(Debug, Default)]
+pub struct Verdict {
+    /// Group sizes where the divergence provably exceeds the claimed δ.
+    pub violations: Vec<u64>,
+    /// Group sizes where the measured δ_k disagrees with the exact one.
+    pub mismatches: Vec<u64>,
+}
+
+impl Verdict {
+    /// Whether the audit found nothing wrong.
+    pub fn passed(&self) -> bool {
+        self.violations.is_empty() && self.mismatches.is_empty()
+    }
+}
+
+impl CellAudit {
+    /// The accountant's tight add/remove δ for the claimed parameters.
+    ///
+    /// # Panics
+    ///
+    /// If the accountant rejects the parameters.
+    pub fn claimed_delta(&self) -> f64 {
+        let params = SampleThresholdParams::new(self.rate, self.threshold).expect("valid");
+        delta(
+            self.epsilon,
+            &params,
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .expect("valid")
+    }
+
+    /// The analysis' bad set at group size `k`: released counts above `k·q`.
+    pub fn bad_set(&self, k: u64) -> impl Fn(&u64) -> bool + use<> {
+        let q = 1.0 - (-self.epsilon).exp() * (1.0 - self.rate);
+        let threshold = self.threshold;
+        move |&v| v >= threshold && v as f64 > k as f64 * q
+    }
+
+    /// The exact hockey-stick divergence at group size `k`, from the binomial pmf.
+    pub fn exact_delta_at(&self, k: u64) -> f64 {
+        let in_set = self.bad_set(k);
+        (self.threshold..=k)
+            .filter(|v| in_set(v))
+            .map(|v| {
+                binomial_pmf(v, k, self.rate)
+                    - self.epsilon.exp() * binomial_pmf(v, k - 1, self.rate)
+            })
+            .sum()
+    }
+
+    /// Audits `mechanism` at `k = 1..=k_max`, with runs seeded from `seed`.
+    pub fn run(&self, mechanism: &Mechanism<'_>, seed: u64) -> Verdict {
+        let claimed = self.claimed_delta();
+        let mut verdict = Verdict::default();
+        for k in 1..=self.k_max {
+            let seed = seed + 16 * k;
+            let sample = |k: u64, s: u64| Outcomes::sample(self.runs, s, |rng| mechanism(k, rng));
+            let select = (sample(k, seed), sample(k - 1, seed + 1));
+            let evaluate = (sample(k, seed + 2), sample(k - 1, seed + 3));
+            let bound = violation_lower_bound(
+                (&select.0, &select.1),
+                (&evaluate.0, &evaluate.1),
+                self.epsilon,
+            );
+            if bound > claimed {
+                verdict.violations.push(k);
+            }
+            let measured = set_statistic(&evaluate.0, &evaluate.1, self.epsilon, self.bad_set(k));
+            if !measured.agrees_with(self.exact_delta_at(k), 0.0) {
+                verdict.mismatches.push(k);
+            }
+        }
+        verdict
+    }
+
+    /// A hand-written cell that samples each of the `k` clients at `rate` and releases the
+    /// count when `released(count)`: with the claimed rate and `count ≥ threshold` it is the
+    /// correct mechanism, otherwise a known-bad mutant.
+    pub fn mutant(
+        rate: f64,
+        released: impl Fn(u64) -> bool,
+    ) -> impl Fn(u64, &mut ChaCha20Rng) -> u64 {
+        let sampler = PoissonSampler::new(rate).expect("valid rate");
+        move |k, rng| {
+            let count = sampler.indices(k, rng).count() as u64;
+            if released(count) { count } else { 0 }
+        }
+    }
+
+    /// Checks that the audit catches the three standard mutants (a strict threshold, no
+    /// threshold, a sampling rate 20% too high and one 20% too low) and passes the correct
+    /// hand-written cell. Returns the description of the first failure.
+    pub fn check_mutants_are_caught(&self, seed: u64) -> Result<(), String> {
+        let tau = self.threshold;
+        let correct = self.run(&Self::mutant(self.rate, |c| c >= tau), seed);
+        if !correct.passed() {
+            return Err(format!("the correct hand-written cell failed: {correct:?}"));
+        }
+        let strict = self.run(&Self::mutant(self.rate, |c| c > tau), seed + 1000);
+        if strict.passed() {
+            return Err("strict threshold not caught".into());
+        }
+        let none = self.run(&Self::mutant(self.rate, |c| c > 0), seed + 2000);
+        if none.violations.is_empty() {
+            return Err(format!("missing threshold not caught: {none:?}"));
+        }
+        for factor in [1.2, 0.8] {
+            let wrong = self.run(&Self::mutant(self.rate * factor, |c| c >= tau), seed + 3000);
+            if wrong.passed() {
+                return Err(format!("sampling rate × {factor} not caught"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn binomial_pmf(v: u64, k: u64, p: f64) -> f64 {
+    if v > k {
+        return 0.0;
+    }
+    let choose: f64 = (0..v).map(|i| (k - i) as f64 / (i + 1) as f64).product();
+    choose * p.powi(v as i32) * (1.0 - p).powi((k - v) as i32)
+}
