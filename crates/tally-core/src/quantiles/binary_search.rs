@@ -1,0 +1,274 @@
+//! One quantile by interactive binary search over `[0, 1]` (Bharadwaj and Cormode, AISTATS
+//! 2022, Lemma 4.2; ALGORITHMS.md §4.1): `h` rounds, each a sample-and-threshold histogram
+//! with two buckets.
+//!
+//! ```text
+//! lo ← 0, hi ← 1
+//! for r = 1..h:
+//!     t ← (lo + hi)/2
+//!     run S&T on bucket(x) = 0 if x ≤ t else 1      (fresh Poisson sample; counts ≥ τ released)
+//!     φ̂ ← the estimated fraction of values ≤ t     (a suppressed bucket counts 0)
+//!     if φ̂ < φ: lo ← t else: hi ← t
+//! return hi
+//! ```
+//!
+//! The paper gives the guarantee (`t ± 2^{−h}` is a `φ ± O(m^{−1/2})` quantile) and says that
+//! the search starts at 1/2 and "recursively tries different split points"; the procedure
+//! above is ALGORITHMS.md's reconstruction, with these choices made here:
+//!
+//! * **The estimated fraction.** [`Normalisation::Released`] (the default) uses the round's
+//!   own release, `φ̂ = c_0/(c_0 + c_1)` (0 when both buckets are suppressed): a
+//!   post-processing of the release, so the guarantee covers it under add/remove neighbours,
+//!   and a ratio estimator with variance about `φ(1−φ)/m` instead of `φ(1−p_s)/m`.
+//!   [`Normalisation::PopulationSize`] is ALGORITHMS.md's literal `φ̂ = c_0/m` with the
+//!   expected sample size `m = n·p_s` taken as public; under add/remove neighbours the
+//!   number of clients `n` is itself not protected, so this is private only where `n` is
+//!   public anyway.
+//! * **The output.** `hi`, the smallest split point of the search whose estimated fraction
+//!   reached `φ` (the same rule as the hierarchical quantile), together with the final
+//!   interval `[lo, hi]` of width `2^{−h}`. The true `φ`-quantile lies in it unless a round's
+//!   estimate erred across `φ`.
+//!
+//! # Privacy
+//!
+//! Each round is an S&T histogram over two buckets with its own fresh Poisson sample,
+//! `(ε', δ')`-DP for the neighbour relation of its [`SampleThreshold`] (add/remove by the S&T
+//! theorem): a client added or removed changes one bucket's count, exactly the one-cell case of
+//! the theorem. The split point of a round depends on earlier releases only, so the `h` rounds
+//! compose adaptively; [`compose_rounds`] gives the total with the caller's rule. Several
+//! quantiles are several searches over the same clients: their guarantee is the composition of
+//! all their rounds ([`BinarySearchConfig::guarantee_of`]).
+
+use tally_accounting::Guarantee;
+use tally_accounting::composition::{Composition, compose_rounds};
+
+use crate::Error;
+use crate::histogram::{SampleThreshold, SampleThresholdRelease};
+use crate::task::Task;
+
+/// The most rounds a search may run: past 52 halvings the split points near 1 stop being
+/// distinct doubles.
+pub const MAX_SEARCH_ROUNDS: usize = 52;
+
+/// How a round turns its two released counts into the estimated fraction of values at or
+/// below the split point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Normalisation {
+    /// `c_0/(c_0 + c_1)` from the round's own release (0 if both are suppressed).
+    #[default]
+    Released,
+    /// `c_0/(n·p_s)` with the population size `n` taken as public (ALGORITHMS.md §4.1).
+    PopulationSize(u64),
+}
+
+/// The parameters of one binary search.
+#[derive(Clone, Debug)]
+pub struct BinarySearchConfig {
+    /// The target quantile `φ ∈ [0, 1]`.
+    pub quantile: f64,
+    /// The number of rounds `h`, `1..=`[`MAX_SEARCH_ROUNDS`]; the final interval has width
+    /// `2^{−h}`.
+    pub rounds: usize,
+    /// The S&T mechanism every round runs.
+    pub per_round: SampleThreshold,
+    /// How the rounds' guarantees compose.
+    pub composition: Composition,
+    /// How a round's release becomes an estimated fraction.
+    pub normalisation: Normalisation,
+}
+
+impl BinarySearchConfig {
+    /// The guarantee of `searches` searches with this configuration over the same clients
+    /// (for example one per quantile): the composition of all `searches·h` rounds.
+    ///
+    /// # Errors
+    ///
+    /// If `searches` is 0 or the composition cannot be computed.
+    pub fn guarantee_of(&self, searches: usize) -> Result<Guarantee, Error> {
+        if searches == 0 {
+            return Err(Error::invalid("searches", 0, "at least 1"));
+        }
+        let rounds = searches
+            .checked_mul(self.rounds)
+            .ok_or_else(|| Error::invalid("searches", searches, "fewer rounds in total"))?;
+        Ok(compose_rounds(
+            self.per_round.guarantee(),
+            rounds,
+            self.composition,
+        )?)
+    }
+}
+
+/// The query of one round: is your value at most `threshold`?
+#[derive(Clone, Debug)]
+pub struct ThresholdQuery {
+    /// The round, from 1.
+    pub round: usize,
+    /// The split point `t`.
+    pub threshold: f64,
+    /// The round's sample-and-threshold mechanism.
+    pub mechanism: SampleThreshold,
+}
+
+impl ThresholdQuery {
+    /// The bucket of values `x ≤ t`.
+    pub const AT_OR_BELOW: u32 = 0;
+    /// The bucket of values `x > t` (and NaN).
+    pub const ABOVE: u32 = 1;
+    /// The S&T domain size: two buckets.
+    pub const BUCKETS: usize = 2;
+
+    /// The client's report for its value `x`: [`ThresholdQuery::AT_OR_BELOW`] if `x ≤ t`,
+    /// else [`ThresholdQuery::ABOVE`]; the client then sends it through the S&T round with
+    /// probability `p_s`.
+    pub fn report(&self, x: f64) -> u32 {
+        if x <= self.threshold {
+            Self::AT_OR_BELOW
+        } else {
+            Self::ABOVE
+        }
+    }
+}
+
+/// The result of one binary search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuantileSearch {
+    /// The target quantile `φ`.
+    pub quantile: f64,
+    /// The estimate: the upper end of the final interval.
+    pub value: f64,
+    /// The lower end of the final interval.
+    pub lo: f64,
+    /// The upper end of the final interval (equal to `value`).
+    pub hi: f64,
+    /// The rounds run.
+    pub rounds: usize,
+    /// The guarantee of this search alone.
+    pub guarantee: Guarantee,
+}
+
+/// The binary-search task for one quantile. Build it with [`BinarySearchQuantile::new`] and
+/// drive it with [`Task`].
+#[derive(Clone, Debug)]
+pub struct BinarySearchQuantile {
+    config: BinarySearchConfig,
+    lo: f64,
+    hi: f64,
+    round: usize,
+    pending: Option<f64>,
+    guarantee: Guarantee,
+}
+
+impl BinarySearchQuantile {
+    /// Validates the configuration and computes the guarantee of the `h` rounds.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `φ ∈ [0, 1]`, `1 ≤ h ≤` [`MAX_SEARCH_ROUNDS`] and a
+    /// public population size is positive; or if the composition cannot be computed.
+    pub fn new(config: BinarySearchConfig) -> Result<Self, Error> {
+        if !(0.0..=1.0).contains(&config.quantile) {
+            return Err(Error::invalid(
+                "quantile",
+                config.quantile,
+                "a number in [0, 1]",
+            ));
+        }
+        if !(1..=MAX_SEARCH_ROUNDS).contains(&config.rounds) {
+            return Err(Error::invalid(
+                "rounds",
+                config.rounds,
+                "an integer in 1..=52",
+            ));
+        }
+        if config.normalisation == Normalisation::PopulationSize(0) {
+            return Err(Error::invalid("population size", 0, "at least 1"));
+        }
+        let guarantee = config.guarantee_of(1)?;
+        Ok(Self {
+            config,
+            lo: 0.0,
+            hi: 1.0,
+            round: 0,
+            pending: None,
+            guarantee,
+        })
+    }
+
+    /// The current interval `[lo, hi]`.
+    pub fn interval(&self) -> (f64, f64) {
+        (self.lo, self.hi)
+    }
+
+    /// The estimated fraction of values at or below the split point from a round's counts.
+    fn fraction(&self, below: u64, above: u64) -> f64 {
+        match self.config.normalisation {
+            Normalisation::Released if below + above == 0 => 0.0,
+            Normalisation::Released => below as f64 / (below + above) as f64,
+            Normalisation::PopulationSize(n) => {
+                below as f64 / (n as f64 * self.config.per_round.params().sampling_rate())
+            }
+        }
+    }
+}
+
+impl Task for BinarySearchQuantile {
+    type Query = ThresholdQuery;
+    type Release = SampleThresholdRelease;
+    type Output = QuantileSearch;
+
+    fn next_query(&mut self) -> Option<ThresholdQuery> {
+        if self.round == self.config.rounds {
+            return None;
+        }
+        self.round += 1;
+        // Dyadic intervals of width ≥ 2^-51: the midpoint is exact.
+        let threshold = self.lo + (self.hi - self.lo) / 2.0;
+        self.pending = Some(threshold);
+        Some(ThresholdQuery {
+            round: self.round,
+            threshold,
+            mechanism: self.config.per_round.clone(),
+        })
+    }
+
+    /// Takes the round's release: the released counts of the two buckets.
+    ///
+    /// # Panics
+    ///
+    /// If no query is pending.
+    fn observe(&mut self, release: SampleThresholdRelease) {
+        let threshold = self.pending.take().expect("observe follows next_query");
+        let count = |bucket| {
+            release
+                .items
+                .iter()
+                .find(|cell| cell.item == bucket)
+                .map_or(0, |cell| cell.count)
+        };
+        let fraction = self.fraction(
+            count(ThresholdQuery::AT_OR_BELOW),
+            count(ThresholdQuery::ABOVE),
+        );
+        if fraction < self.config.quantile {
+            self.lo = threshold;
+        } else {
+            self.hi = threshold;
+        }
+    }
+
+    fn finish(self) -> QuantileSearch {
+        QuantileSearch {
+            quantile: self.config.quantile,
+            value: self.hi,
+            lo: self.lo,
+            hi: self.hi,
+            rounds: self.round,
+            guarantee: self.guarantee,
+        }
+    }
+
+    fn guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+}
