@@ -131,11 +131,11 @@ fn per_client(
         |index, report| {
             let chunk = chunk(items, PER_CLIENT_CHUNK, index);
             let mut rng = stream(seed, Purpose::PerClient, index as u64);
-            for &item in chunk {
-                if let Some(item) = query.respond(item, &mut rng) {
-                    report(item);
-                }
-            }
+            let reports: Vec<u32> = chunk
+                .iter()
+                .filter_map(|&item| query.respond(item, &mut rng))
+                .collect();
+            report(&reports);
         },
     )
 }
@@ -174,9 +174,7 @@ fn gap_skipping(
                         .iter()
                         .map(|&i| chunk[usize::try_from(i).expect("index below chunk length")]),
                 );
-                for &item in &gathered {
-                    report(item);
-                }
+                report(&gathered);
             }
         },
     )
@@ -208,8 +206,8 @@ fn chunk(items: &[u32], size: usize, index: usize) -> &[u32] {
     &items[start..items.len().min(start + size)]
 }
 
-/// Runs `reports(index, report)` for every chunk index in parallel and aggregates the items
-/// passed to `report`. Addition commutes, so the result does not depend on the scheduling.
+/// Runs `reports(index, report)` for every chunk index in parallel and aggregates the batches
+/// of items passed to `report`. Addition commutes, so the result does not depend on the scheduling.
 fn aggregate_chunks<F>(
     mechanism: &SampleThreshold,
     domain: usize,
@@ -217,7 +215,7 @@ fn aggregate_chunks<F>(
     reports: F,
 ) -> SampleThresholdAggregator
 where
-    F: Fn(usize, &mut dyn FnMut(u32)) + Sync,
+    F: Fn(usize, &mut dyn FnMut(&[u32])) + Sync,
 {
     if domain <= MERGE_DOMAIN_LIMIT {
         (0..chunks)
@@ -225,7 +223,7 @@ where
             .fold(
                 || mechanism.aggregator(domain),
                 |mut aggregator, index| {
-                    reports(index, &mut |item| aggregator.absorb(item));
+                    reports(index, &mut |items| aggregator.absorb_all(items));
                     aggregator
                 },
             )
@@ -239,13 +237,13 @@ where
             .into_par_iter()
             .map(|index| {
                 let mut sampled = Vec::new();
-                reports(index, &mut |item| sampled.push(item));
+                reports(index, &mut |items| sampled.extend_from_slice(items));
                 sampled
             })
             .collect();
         let mut aggregator = mechanism.aggregator(domain);
-        for item in per_chunk.into_iter().flatten() {
-            aggregator.absorb(item);
+        for sampled in &per_chunk {
+            aggregator.absorb_all(sampled);
         }
         aggregator
     }

@@ -132,6 +132,21 @@ impl Counts {
         }
     }
 
+    fn add_each(&mut self, items: &[u32]) {
+        match self {
+            Self::Dense(counts) => {
+                for &item in items {
+                    counts[item as usize] += 1;
+                }
+            }
+            Self::Sparse(counts) => {
+                for &item in items {
+                    *counts.entry(item).or_insert(0) += 1;
+                }
+            }
+        }
+    }
+
     fn add(&mut self, item: u32, count: u64) {
         match self {
             Self::Dense(counts) => counts[item as usize] += count,
@@ -176,6 +191,15 @@ impl SampleThresholdAggregator {
     /// If `item` is not below the domain size given to [`SampleThreshold::aggregator`].
     pub fn absorb(&mut self, item: u32) {
         self.counts.add(item, 1);
+    }
+
+    /// Absorbs a batch of clients' reports.
+    ///
+    /// # Panics
+    ///
+    /// If an item is not below the domain size given to [`SampleThreshold::aggregator`].
+    pub fn absorb_all(&mut self, items: &[u32]) {
+        self.counts.add_each(items);
     }
 
     /// Absorbs `count` reports of `item` at once: the simulator's aggregate-level path, which
