@@ -357,7 +357,7 @@ def verify(log) -> dict:
     for eps_d in (0.3, 1.0):
         eps = mpf(eps_d)
         p = mp.exp(eps) / (1 + mp.exp(eps))
-        for k in (8, 12):
+        for k in range(1, 13):
             Pk, Qk = product([p, 1 - p], k), product([1 - p, p], k)
             for i in range(k // 2 + 1):
                 e = (k - 2 * i) * eps

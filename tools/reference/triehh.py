@@ -19,14 +19,15 @@ Definitions (n clients, L rounds, threshold theta, batch size m, s = m/n)
 * theta, CODE A: the smallest theta >= theta0 with ((theta-3)/(theta-2)) theta! >= 1/delta,
   i.e. delta(theta) <= delta.
 * theta, CODE B: ceil(max{10, exp(W0(C)+1) - 1/2}), C = e^-1 ln(8/(7 sqrt(2 pi) delta)).
-* Corollary 1: theta = max(rule, ceil(e^{eps/L} - 1)), raised further (only ever needed for the
-  CODE B rule, see below) until delta(theta) <= delta; infeasible if theta > sqrt(n);
+* Corollary 1: theta = max(rule, ceil(e^{eps/L} - 1)); infeasible if theta > sqrt(n); raised
+  further (only ever needed for the CODE B rule, see below) until delta(theta) <= delta, and
+  checked against sqrt(n) again;
   m = floor(n (1 - e^{-eps/L})/theta); infeasible if m < theta.
 
 Finding (checked on every run): CODE B's closed form is NOT always sufficient for the factorial
 condition. Its Stirling step is short by about 1/(8 theta) in ln(theta!), which the slack of the
 other steps covers for theta >= 11 but not at theta = 10: for delta in
-[8/(7 sqrt(2 pi)) e^{-(10.5 ln 10.5 - 10.5)}, 8/(7 * 10!)) ~ [3.1400e-7, 3.1494e-7) it returns
+[8/(7 sqrt(2 pi)) e^{-(10.5 ln 10.5 - 10.5)}, 8/(7 * 10!)) ~ [3.1369e-7, 3.1494e-7) it returns
 10 while delta(10) = 8/(7 * 10!) > delta. The Rust corollary raises theta there.
 """
 
@@ -190,6 +191,8 @@ def corollary1(eps: float, delta: float, rounds: int, n: int, rule: str, theta0:
     else:
         theta_rule = theta_closed_form(delta)
     theta = max(theta_rule, theta_eps)
+    if theta * theta > n:
+        return {"error": "infeasible", "why": "theta > sqrt(n)", "theta": theta}
     raised = False
     while delta_of_theta(theta) > Fraction(delta):
         theta += 1
@@ -197,9 +200,10 @@ def corollary1(eps: float, delta: float, rounds: int, n: int, rule: str, theta0:
     assert not (raised and rule == "factorial")
     if theta * theta > n:
         return {"error": "infeasible", "why": "theta > sqrt(n)", "theta": theta}
-    x = n * (-mp.expm1(-per_round)) / theta
-    m = int(mp.floor(x))
-    frac = x - m
+    m = int(mp.floor(n * (-mp.expm1(-per_round)) / theta))
+    # The batch a computation that inflates eps by a relative 2e-12 (safety margin plus float
+    # error) would still accept: the largest m with eps(m) (1 + 2e-12) <= eps.
+    m_lower = int(mp.floor(n * (-mp.expm1(-per_round / (1 + mpf("2e-12")))) / theta))
     if m < theta:
         return {"error": "infeasible", "why": "m < theta", "theta": theta, "batch_size": m}
     assert m * (theta + 1) <= n  # theta >= e^{eps/L} - 1 implies s <= 1/(theta+1)
@@ -210,9 +214,7 @@ def corollary1(eps: float, delta: float, rounds: int, n: int, rule: str, theta0:
         "theta_rule": theta_rule,
         "raised_for_delta": raised,
         "batch_size": m,
-        # m/n would change by a relative 1e-10 if frac were 1e-10 m smaller: below that, a
-        # computation with a relative safety margin may legitimately return m - 1.
-        "batch_near_boundary": bool(frac < max(mpf("1e-6"), mpf("1e-10") * m)),
+        "batch_size_lower": m_lower,
         "epsilon_achieved": to_double(e),
         "delta_achieved": to_double(delta_of_theta(theta)),
     }
@@ -327,7 +329,7 @@ def build_theta(log, stats):
         row["closed_form_w"] = to_double(w)
         row["closed_form_value"] = to_double(v)
         row["theta_closed_form"] = tb
-        row["closed_form_near_integer"] = bool(v > 10 and (mp.ceil(v) - v) < mpf("1e-9") * v)
+        row["closed_form_near_integer"] = bool(v > 9 and (mp.ceil(v) - v) < mpf("1e-9") * v)
         row["closed_form_sufficient"] = bool(delta_of_theta(tb) <= Fraction(delta))
         cases.append(row)
     log(f"theta.json: {len(cases)} cases")
@@ -339,7 +341,7 @@ def build_theta(log, stats):
             "delta(theta)/delta > 1 - 1e-5 for t0 = 4 (a computation with a relative safety margin on delta may "
             "then return theta + 1). closed_form_*: CODE B at 50 digits, C = e^-1 ln(8/(7 sqrt(2 pi) delta)), "
             "w = W0(C), value = exp(w+1) - 1/2, theta = ceil(max(10, value)); closed_form_near_integer: value "
-            "within a relative 1e-9 below an integer; closed_form_sufficient: delta(theta_closed_form) <= delta "
+            "above 9 and within a relative 1e-9 below an integer (a relative safety margin may then give one more); closed_form_sufficient: delta(theta_closed_form) <= delta "
             "(false only on the band closed_form_band_low <= delta < closed_form_band_high). "
             f"Random deltas use random.Random({SEED})."
         ),
@@ -383,8 +385,9 @@ def build_corollary(log):
             "CODE B closed form): theta = max(rule, ceil(e^{eps/L} - 1)), raised while delta(theta) > delta "
             "(raised_for_delta; only the CODE B band needs it); error 'infeasible' if theta^2 > n or if "
             "m = floor(n (1 - e^{-eps/L})/theta) < theta. epsilon_achieved = -L ln(1 - theta m/n) and "
-            "delta_achieved = (theta-2)/((theta-3) theta!) rounded to nearest. batch_near_boundary: the exact "
-            "n (1 - e^{-eps/L})/theta is within max(1e-6, 1e-10 m) above the integer m. "
+            "delta_achieved = (theta-2)/((theta-3) theta!) rounded to nearest. batch_size_lower: the largest m with "
+            "eps(m) (1 + 2e-12) <= eps, the smallest batch an implementation that inflates eps by a relative "
+            "safety margin of up to 2e-12 (and so keeps the reported eps within the target) may return. "
             f"Random cases use random.Random({SEED + 1})."
         ),
         "cases": cases,
