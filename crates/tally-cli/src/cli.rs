@@ -22,6 +22,12 @@ pub(crate) enum Command {
     Histogram(HistogramArgs),
     /// Find the frequent items (TrieHH, TrieHH++ or one S&T round over whole items).
     HeavyHitters(HeavyHittersArgs),
+    /// Estimate quantiles of numbers (a hierarchical histogram or binary searches).
+    #[command(mut_arg("method", rename_analysis))]
+    Quantiles(QuantilesArgs),
+    /// Estimate the number of values in a range [lo, hi) from a hierarchical histogram.
+    #[command(mut_arg("method", rename_analysis))]
+    Range(RangeArgs),
     /// Time a mechanism's kernel on generated data.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -321,4 +327,109 @@ pub(crate) struct BenchTrieHhArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// In `quantiles` and `range`, `--method` names the quantile algorithm, so the S&T analysis of
+/// [`PrivacyArgs`] is `--analysis` there.
+fn rename_analysis(arg: clap::Arg) -> clap::Arg {
+    arg.long("analysis").value_name("ANALYSIS")
+}
+
+/// Quantile algorithms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum QuantileMethod {
+    /// A β-ary hierarchical histogram: --levels S&T rounds answer every quantile at once.
+    Hierarchical,
+    /// One interactive binary search per quantile, --levels S&T rounds each.
+    BinarySearch,
+}
+
+/// The numbers, the privacy target and the rounds, shared by `quantiles` and `range`.
+#[derive(Debug, Args)]
+pub(crate) struct ValuesArgs {
+    /// A file with one number per line (`.gz` is decompressed); the numbers must lie in
+    /// [0, 1] unless --min and --max are given.
+    #[arg(long)]
+    pub(crate) input: PathBuf,
+    /// Rescale the numbers from [MIN, MAX] to [0, 1] (with --max); results are reported in
+    /// the input's units.
+    #[arg(long, allow_negative_numbers = true, requires = "max")]
+    pub(crate) min: Option<f64>,
+    /// The upper end of the range to rescale from (with --min).
+    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    pub(crate) max: Option<f64>,
+    /// Branching factor β of the hierarchical histogram.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) branching: u32,
+    /// Levels L of the hierarchical histogram (its resolution is β^(−L)); with
+    /// --method binary-search, the rounds h of each search (resolution 2^(−h)).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) levels: u32,
+    /// Post-process the hierarchical histogram so that children sum to their parents
+    /// (weighted least squares) before reading it.
+    #[arg(long)]
+    pub(crate) consistent: bool,
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1) for the whole run.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// How the rounds' guarantees compose.
+    #[arg(long, value_enum, default_value = "basic")]
+    pub(crate) composition: CompositionArg,
+    /// Per-round sampling rate; the threshold is then the smallest that meets the round's
+    /// budget.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Per-round threshold; the sampling rate is then the largest that meets the budget.
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// Seed for a reproducible simulation (see `tally histogram --help`).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct QuantilesArgs {
+    #[command(flatten)]
+    pub(crate) values: ValuesArgs,
+    /// The quantiles to estimate, comma separated, each in [0, 1].
+    #[arg(
+        long,
+        required = true,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
+    pub(crate) quantiles: Vec<f64>,
+    /// The algorithm (binary search spends --levels rounds per quantile).
+    #[arg(
+        long = "method",
+        id = "quantile_method",
+        value_name = "METHOD",
+        value_enum,
+        default_value = "hierarchical"
+    )]
+    pub(crate) method: QuantileMethod,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct RangeArgs {
+    #[command(flatten)]
+    pub(crate) values: ValuesArgs,
+    /// The lower end of the range (included), in the input's units.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) lo: f64,
+    /// The upper end of the range (excluded, except that a range ending at 1, or at --max,
+    /// includes it), in the input's units.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) hi: f64,
+    /// The algorithm; range counts come from the hierarchical histogram only.
+    #[arg(
+        long = "method",
+        id = "quantile_method",
+        value_name = "METHOD",
+        value_enum,
+        default_value = "hierarchical"
+    )]
+    pub(crate) method: QuantileMethod,
 }

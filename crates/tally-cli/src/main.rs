@@ -8,6 +8,7 @@ mod histogram;
 mod input;
 mod output;
 mod plan;
+mod quantiles;
 
 use std::process::ExitCode;
 
@@ -21,6 +22,8 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
+        Command::Quantiles(args) => quantiles::run_quantiles(&args),
+        Command::Range(args) => quantiles::run_range(&args),
         Command::Bench(BenchCommand::SampleThreshold(args)) => bench::run(&args),
         Command::Bench(BenchCommand::Triehh(args)) => bench_triehh::run(&args),
     };

@@ -6,5 +6,8 @@ mod triehh;
 mod triehh_plus;
 
 pub use prefix::{PrefixRound, TERMINATOR, prefix_count};
-pub use triehh::{TrieHh, TrieHhAggregator, TrieHhConfig, TrieHhOutput, TrieHhQuery, tff};
+pub use triehh::{
+    DEFAULT_THETA_RULE, TRIEHH_ANALYSIS, TrieHh, TrieHhAggregator, TrieHhConfig, TrieHhOutput,
+    TrieHhQuery, tff,
+};
 pub use triehh_plus::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieNode, TrieOutput};

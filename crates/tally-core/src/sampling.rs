@@ -67,6 +67,7 @@ pub(crate) fn check_probability(name: &'static str, p: f64) -> Result<f64, crate
 /// method with the rejection step kept, so that there is no bias at all.
 ///
 /// (`rand`'s `random_range` uses Canon's method by default, whose bias is tiny but not zero.)
+#[inline]
 pub(crate) fn uniform_below<R: rand::Rng + ?Sized>(bound: u64, rng: &mut R) -> u64 {
     debug_assert!(bound >= 1);
     let mut m = u128::from(rng.next_u64()) * u128::from(bound);

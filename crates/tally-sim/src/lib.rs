@@ -65,9 +65,11 @@ mod heavy_hitters;
 mod load;
 mod metrics;
 mod population;
+mod quantiles;
 mod rng;
 mod synthetic;
 mod triehh;
+mod values;
 
 pub use dataset::DATASETS;
 pub use error::Error;
@@ -75,5 +77,9 @@ pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
 pub use metrics::{RetrievalScores, retrieval_scores, top_k};
 pub use population::{ClientMode, Population, Source};
+pub use quantiles::{
+    run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
+};
 pub use synthetic::{Generator, SyntheticSpec};
 pub use triehh::run_triehh;
+pub use values::{SortedValues, ValueRange, Values, ValuesError};

@@ -106,7 +106,7 @@ impl Population {
 }
 
 /// Opens `path`, decompressing it if its name ends in `.gz`.
-fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, Error> {
+pub(crate) fn open(path: &Path) -> Result<Box<dyn BufRead + Send>, Error> {
     let file = File::open(path).map_err(|source| match source.kind() {
         io::ErrorKind::NotFound => Error::NotFound {
             path: path.to_owned(),

@@ -32,6 +32,8 @@ pub(crate) enum Purpose {
     BinomialThinning = 5,
     /// The seeds of the rounds of a multi-round task.
     Round = 6,
+    /// Generating synthetic values in [0, 1].
+    Values = 7,
 }
 
 /// The largest chunk index a purpose can hold.

@@ -55,6 +55,16 @@ impl Verdict {
 }
 
 impl CellAudit {
+    /// Weak parameters at which the tight δ (1/8, at `k = τ`) is large enough to measure:
+    /// `p_s = 0.5`, `τ = 3`, `ε = 1`, `k ≤ 5`, 20,000 runs per sample.
+    pub const WEAK: Self = Self {
+        rate: 0.5,
+        threshold: 3,
+        epsilon: 1.0,
+        k_max: 5,
+        runs: 20_000,
+    };
+
     /// The accountant's tight add/remove δ for the claimed parameters.
     ///
     /// # Panics
@@ -92,6 +102,18 @@ impl CellAudit {
 
     /// Audits `mechanism` at `k = 1..=k_max`, with runs seeded from `seed`.
     pub fn run(&self, mechanism: &Mechanism<'_>, seed: u64) -> Verdict {
+        self.run_with(mechanism, |&count| count, seed)
+    }
+
+    /// Audits a mechanism whose outcome `O` holds more than the audited cell (a whole
+    /// release, say): the violation check uses the whole outcome, and the conformance check
+    /// reads the cell's released count with `cell`.
+    pub fn run_with<O: std::hash::Hash + Eq + Clone>(
+        &self,
+        mechanism: &(dyn Fn(u64, &mut ChaCha20Rng) -> O + '_),
+        cell: impl Fn(&O) -> u64,
+        seed: u64,
+    ) -> Verdict {
         let claimed = self.claimed_delta();
         let mut verdict = Verdict::default();
         for k in 1..=self.k_max {
@@ -107,7 +129,8 @@ impl CellAudit {
             if bound > claimed {
                 verdict.violations.push(k);
             }
-            let measured = set_statistic(&evaluate.0, &evaluate.1, self.epsilon, self.bad_set(k));
+            let bad = self.bad_set(k);
+            let measured = set_statistic(&evaluate.0, &evaluate.1, self.epsilon, |o| bad(&cell(o)));
             if !measured.agrees_with(self.exact_delta_at(k), 0.0) {
                 verdict.mismatches.push(k);
             }

@@ -11,13 +11,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, Population, run_sample_threshold};
 use tally_stats_tests::CellAudit;
 
-const AUDIT: CellAudit = CellAudit {
-    rate: 0.5,
-    threshold: 3,
-    epsilon: 1.0,
-    k_max: 5,
-    runs: 20_000,
-};
+const AUDIT: CellAudit = CellAudit::WEAK;
 const FILLER: u32 = 5;
 const AUDITED: u32 = 0;
 

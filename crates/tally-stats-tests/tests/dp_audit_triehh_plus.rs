@@ -13,13 +13,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, Population, run_prefix_round};
 use tally_stats_tests::CellAudit;
 
-const AUDIT: CellAudit = CellAudit {
-    rate: 0.5,
-    threshold: 3,
-    epsilon: 1.0,
-    k_max: 5,
-    runs: 20_000,
-};
+const AUDIT: CellAudit = CellAudit::WEAK;
 
 /// Other words plus `reporters` clients whose level-2 prefix is `"ab"`: one holds `"abc"`
 /// (reporting a prefix of a longer word) and the rest hold `"ab"`.

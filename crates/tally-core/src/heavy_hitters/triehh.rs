@@ -38,12 +38,16 @@
 //! `ε = −L·ln(1 − θm/n)` and `δ = (θ − 2)/((θ − 3)·θ!)` when `4 ≤ θ ≤ √n` and
 //! `m/n ≤ 1/(θ + 1)` (Theorem 1 of [ZKMSL20], reconstructed in ALGORITHMS.md §2.3 from the
 //! authors' code and Facebook's, which agree; the paper's text was not available). The
-//! guarantee, its neighbour relation and the Corollary 1 calibration of `(θ, m)` from
-//! `(ε, δ, L, n)` come from [`tally_accounting::triehh`]. As in both codebases, `δ` is the
-//! total for the run, not per round. Segments (`g > 1`) change what a vote says, not the
-//! sampling or the threshold, so the same guarantee holds with `L` the number of rounds.
-//! Stopping early is post-processing and only spends less.
+//! `(ε, δ)` and the Corollary 1 calibration of `(θ, m)` from `(ε, δ, L, n)` come from
+//! [`tally_accounting::triehh`]. As in both codebases, `δ` is the total for the run, not per
+//! round. Segments (`g > 1`) change what a vote says, not the sampling or the threshold, so
+//! the same guarantee holds with `L` the number of rounds. Stopping early is post-processing
+//! and only spends less.
 //!
+//! - **Neighbour relation** [RECON]: neither codebase records it. tally states the guarantee
+//!   for *replace-one* neighbours (one client's word changed): the batch is a fixed `m` out of
+//!   a known, fixed `n`, and the theorem's `ε` is a function of `m/n`, which only a fixed `n`
+//!   makes well defined. Check the paper's definition before relying on it.
 //! - The theorem assumes each client holds **one** word and votes at most once per round.
 //! - Sampling is exact: every round's batch is an exactly uniform `m`-subset of the `n`
 //!   clients ([`crate::sampling::uniform_subset`]), drawn afresh each round.
@@ -66,11 +70,17 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use tally_accounting::Guarantee;
+use tally_accounting::triehh::{ThetaRule, TrieHhParams, corollary1};
+use tally_accounting::{Guarantee, Neighbours};
 
 use super::prefix::{PrefixRound, TERMINATOR};
 use crate::Error;
 use crate::task::Task;
+
+/// The rule [`TrieHhConfig::calibrate`] sets `θ` with: CODE A's (the AISTATS code's)
+/// smallest `θ ≥ 5` whose theorem `δ` meets the target. CODE B's closed form never goes below
+/// 10 and is never smaller.
+pub const DEFAULT_THETA_RULE: ThetaRule = ThetaRule::Factorial { start: 5 };
 
 /// The parameters of a TrieHH run.
 ///
@@ -94,26 +104,44 @@ pub struct TrieHhConfig {
 }
 
 impl TrieHhConfig {
-    /// Corollary 1 (ALGORITHMS.md §2.3): the threshold `θ` and batch size `m` for a total
-    /// `(ε, δ)` over `rounds` rounds and `population` clients, one character per round and no
-    /// beam. Use [`TrieHhConfig::with_segment`] and [`TrieHhConfig::with_beam`] to change those.
+    /// Corollary 1 (ALGORITHMS.md §2.3) with [`DEFAULT_THETA_RULE`]: the threshold `θ` and
+    /// batch size `m` for a total `(ε, δ)` over `rounds` rounds and `population` clients, one
+    /// character per round and no beam. Use [`TrieHhConfig::with_segment`] and
+    /// [`TrieHhConfig::with_beam`] to change those.
     ///
     /// # Errors
     ///
-    /// Whatever [`tally_accounting::triehh`] rejects (for example a batch smaller than `θ`).
+    /// Whatever [`tally_accounting::triehh::corollary1`] rejects: invalid `(ε, δ, L, n)`, a
+    /// `θ` above `√n`, or a batch smaller than `θ`.
     pub fn calibrate(
         epsilon: f64,
         delta: f64,
         rounds: usize,
         population: u64,
     ) -> Result<Self, Error> {
-        let (threshold, batch_size) = accounting::calibrate(epsilon, delta, rounds, population)?;
+        Self::calibrate_with(epsilon, delta, rounds, population, DEFAULT_THETA_RULE)
+    }
+
+    /// [`TrieHhConfig::calibrate`] with the given rule for `θ` (CODE A's factorial search or
+    /// CODE B's closed form; ALGORITHMS.md §2.3).
+    ///
+    /// # Errors
+    ///
+    /// As [`TrieHhConfig::calibrate`].
+    pub fn calibrate_with(
+        epsilon: f64,
+        delta: f64,
+        rounds: usize,
+        population: u64,
+        rule: ThetaRule,
+    ) -> Result<Self, Error> {
+        let params = corollary1(epsilon, delta, rounds as u64, population, rule)?;
         Ok(Self {
             population,
             rounds,
             segment: 1,
-            threshold,
-            batch_size,
+            threshold: params.theta(),
+            batch_size: params.batch_size(),
             beam: None,
         })
     }
@@ -178,21 +206,15 @@ pub struct TrieHhAggregator {
 
 impl TrieHhAggregator {
     /// Absorbs one client's vote.
-    pub fn absorb(&mut self, prefix: &str) {
+    pub fn absorb(&mut self, prefix: String) {
         self.absorb_many(prefix, 1);
     }
 
     /// Absorbs `count` votes for `prefix` at once (a simulator that counts votes by prefix id
     /// hands them over this way).
-    pub fn absorb_many(&mut self, prefix: &str, count: u64) {
-        if count == 0 {
-            return;
-        }
-        match self.votes.get_mut(prefix) {
-            Some(votes) => *votes += count,
-            None => {
-                self.votes.insert(prefix.to_owned(), count);
-            }
+    pub fn absorb_many(&mut self, prefix: String, count: u64) {
+        if count > 0 {
+            *self.votes.entry(prefix).or_insert(0) += count;
         }
     }
 
@@ -264,7 +286,7 @@ impl TrieHh {
     ///
     /// [`Error::InvalidParameter`] if `rounds`, `segment`, `threshold` or `beam` is 0, or the
     /// batch is empty or larger than the population; [`Error::Accounting`] if the theorem's
-    /// conditions do not hold (`4 ≤ θ ≤ √n`, `m/n ≤ 1/(θ+1)`).
+    /// conditions do not hold (`4 ≤ θ ≤ √n`, `1 ≤ m ≤ n/(θ+1)`, `n ≤ 2^53`).
     pub fn new(config: TrieHhConfig) -> Result<Self, Error> {
         if config.rounds == 0 {
             return Err(Error::invalid("rounds", 0, "at least 1"));
@@ -285,7 +307,7 @@ impl TrieHh {
         if config.beam == Some(0) {
             return Err(Error::invalid("beam", 0, "at least 1 prefix"));
         }
-        let guarantee = accounting::guarantee(&config)?;
+        let guarantee = theorem_guarantee(&config)?;
         Ok(Self {
             config,
             round: 0,
@@ -364,41 +386,24 @@ impl Task for TrieHh {
     }
 }
 
-/// The bridge to [`tally_accounting::triehh`].
-mod accounting {
-    use tally_accounting::Guarantee;
+/// The name of the analysis in [`Guarantee::analysis`].
+pub const TRIEHH_ANALYSIS: &str = "triehh-theorem-1";
 
-    use super::TrieHhConfig;
-    use crate::Error;
-
-    /// `(θ, m)` from Corollary 1.
-    pub(super) fn calibrate(
-        epsilon: f64,
-        delta: f64,
-        rounds: usize,
-        population: u64,
-    ) -> Result<(u64, u64), Error> {
-        // TEMPORARY (perf measurement only): replaced by tally_accounting::triehh.
-        let _ = delta;
-        let e = (epsilon / rounds as f64).exp();
-        let theta = 12u64.max((e - 1.0).ceil() as u64);
-        Ok((
-            theta,
-            (population as f64 * (1.0 - 1.0 / e) / theta as f64) as u64,
-        ))
-    }
-
-    /// The guarantee of Theorem 1 for the configuration.
-    pub(super) fn guarantee(config: &TrieHhConfig) -> Result<Guarantee, Error> {
-        // TEMPORARY (perf measurement only): replaced by tally_accounting::triehh.
-        let _ = config;
-        Ok(Guarantee {
-            epsilon: 0.0,
-            delta: 0.0,
-            neighbours: tally_accounting::Neighbours::ReplaceOne,
-            analysis: "placeholder".into(),
-        })
-    }
+/// The guarantee of Theorem 1 for the configuration, for replace-one neighbours.
+fn theorem_guarantee(config: &TrieHhConfig) -> Result<Guarantee, Error> {
+    let params = TrieHhParams::new(
+        config.threshold,
+        config.batch_size,
+        config.rounds as u64,
+        config.population,
+    )?;
+    let (epsilon, delta) = params.guarantee();
+    Ok(Guarantee {
+        epsilon,
+        delta,
+        neighbours: Neighbours::ReplaceOne,
+        analysis: TRIEHH_ANALYSIS.to_owned(),
+    })
 }
 
 pub mod tff {

@@ -2,45 +2,10 @@
 //! 2022, Lemma 4.2; ALGORITHMS.md §4.1): `h` rounds, each a sample-and-threshold histogram
 //! with two buckets.
 //!
-//! ```text
-//! lo ← 0, hi ← 1
-//! for r = 1..h:
-//!     t ← (lo + hi)/2
-//!     run S&T on bucket(x) = 0 if x ≤ t else 1      (fresh Poisson sample; counts ≥ τ released)
-//!     φ̂ ← the estimated fraction of values ≤ t     (a suppressed bucket counts 0)
-//!     if φ̂ < φ: lo ← t else: hi ← t
-//! return hi
-//! ```
-//!
-//! The paper gives the guarantee (`t ± 2^{−h}` is a `φ ± O(m^{−1/2})` quantile) and says that
-//! the search starts at 1/2 and "recursively tries different split points"; the procedure
-//! above is ALGORITHMS.md's reconstruction, with these choices made here:
-//!
-//! * **The estimated fraction.** [`Normalisation::Released`] (the default) uses the round's
-//!   own release, `φ̂ = c_0/(c_0 + c_1)` (0 when both buckets are suppressed): a
-//!   post-processing of the release, so the guarantee covers it under add/remove neighbours,
-//!   and a ratio estimator with variance about `φ(1−φ)/m` instead of `φ(1−p_s)/m`.
-//!   [`Normalisation::PopulationSize`] is ALGORITHMS.md's literal `φ̂ = c_0/m` with the
-//!   expected sample size `m = n·p_s` taken as public; under add/remove neighbours the
-//!   number of clients `n` is itself not protected, so this is private only where `n` is
-//!   public anyway.
-//! * **The output.** `hi`, the smallest split point of the search whose estimated fraction
-//!   reached `φ` (the same rule as the hierarchical quantile), together with the final
-//!   interval `[lo, hi]` of width `2^{−h}`. The true `φ`-quantile lies in it unless a round's
-//!   estimate erred across `φ`.
-//!
-//! # Privacy
-//!
-//! Each round is an S&T histogram over two buckets with its own fresh Poisson sample,
-//! `(ε', δ')`-DP for the neighbour relation of its [`SampleThreshold`] (add/remove by the S&T
-//! theorem): a client added or removed changes one bucket's count, exactly the one-cell case of
-//! the theorem. The split point of a round depends on earlier releases only, so the `h` rounds
-//! compose adaptively; [`compose_rounds`] gives the total with the caller's rule. Several
-//! quantiles are several searches over the same clients: their guarantee is the composition of
-//! all their rounds ([`BinarySearchConfig::guarantee_of`]).
+//! See [`BinarySearchQuantile`] for the procedure and its privacy.
 
-use tally_accounting::Guarantee;
-use tally_accounting::composition::{Composition, compose_rounds};
+use tally_accounting::composition::Composition;
+use tally_accounting::{Guarantee, compose_rounds};
 
 use crate::Error;
 use crate::histogram::{SampleThreshold, SampleThresholdRelease};
@@ -75,6 +40,9 @@ pub struct BinarySearchConfig {
     pub composition: Composition,
     /// How a round's release becomes an estimated fraction.
     pub normalisation: Normalisation,
+    /// The `δ` budget of all the searches run with this configuration (the advanced and
+    /// optimal rules spend what the rounds leave of it).
+    pub total_delta: f64,
 }
 
 impl BinarySearchConfig {
@@ -95,6 +63,7 @@ impl BinarySearchConfig {
             self.per_round.guarantee(),
             rounds,
             self.composition,
+            self.total_delta,
         )?)
     }
 }
@@ -149,6 +118,43 @@ pub struct QuantileSearch {
 
 /// The binary-search task for one quantile. Build it with [`BinarySearchQuantile::new`] and
 /// drive it with [`Task`].
+///
+/// ```text
+/// lo ← 0, hi ← 1
+/// for r = 1..h:
+///     t ← (lo + hi)/2
+///     run S&T on bucket(x) = 0 if x ≤ t else 1      (fresh Poisson sample; counts ≥ τ released)
+///     φ̂ ← the estimated fraction of values ≤ t     (a suppressed bucket counts 0)
+///     if φ̂ < φ: lo ← t else: hi ← t
+/// return hi
+/// ```
+///
+/// The paper gives the guarantee (`t ± 2^{−h}` is a `φ ± O(m^{−1/2})` quantile) and says that
+/// the search starts at 1/2 and "recursively tries different split points"; the procedure
+/// above is ALGORITHMS.md's reconstruction, with these choices made here:
+///
+/// * **The estimated fraction.** [`Normalisation::Released`] (the default) uses the round's
+///   own release, `φ̂ = c_0/(c_0 + c_1)` (0 when both buckets are suppressed): a
+///   post-processing of the release, so the guarantee covers it under add/remove neighbours,
+///   and a ratio estimator with variance about `φ(1−φ)/m` instead of `φ(1−p_s)/m`.
+///   [`Normalisation::PopulationSize`] is ALGORITHMS.md's literal `φ̂ = c_0/m` with the
+///   expected sample size `m = n·p_s` taken as public; under add/remove neighbours the
+///   number of clients `n` is itself not protected, so this is private only where `n` is
+///   public anyway.
+/// * **The output.** `hi`, the smallest split point of the search whose estimated fraction
+///   reached `φ` (the same rule as the hierarchical quantile), together with the final
+///   interval `[lo, hi]` of width `2^{−h}`. The true `φ`-quantile lies in it unless a round's
+///   estimate erred across `φ`.
+///
+/// # Privacy
+///
+/// Each round is an S&T histogram over two buckets with its own fresh Poisson sample,
+/// `(ε', δ')`-DP for the neighbour relation of its [`SampleThreshold`] (add/remove by the S&T
+/// theorem): a client added or removed changes one bucket's count, exactly the one-cell case of
+/// the theorem. The split point of a round depends on earlier releases only, so the `h` rounds
+/// compose adaptively; [`compose_rounds`] gives the total with the caller's rule. Several
+/// quantiles are several searches over the same clients: their guarantee is the composition of
+/// all their rounds ([`BinarySearchConfig::guarantee_of`]).
 #[derive(Clone, Debug)]
 pub struct BinarySearchQuantile {
     config: BinarySearchConfig,
@@ -270,5 +276,125 @@ impl Task for BinarySearchQuantile {
 
     fn guarantee(&self) -> &Guarantee {
         &self.guarantee
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tally_accounting::Neighbours;
+    use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
+
+    use super::*;
+    use crate::histogram::ReleasedCount;
+
+    const RATE: f64 = 0.1;
+    const THRESHOLD: u64 = 20;
+
+    fn config(quantile: f64, rounds: usize, normalisation: Normalisation) -> BinarySearchConfig {
+        let params = SampleThresholdParams::new(RATE, THRESHOLD).unwrap();
+        BinarySearchConfig {
+            quantile,
+            rounds,
+            per_round: SampleThreshold::new(params, 1.0, Analysis::Tight, Neighbours::AddRemove)
+                .unwrap(),
+            composition: Composition::Basic,
+            normalisation,
+            total_delta: 1e-6,
+        }
+    }
+
+    /// A release of the two buckets with the given sampled counts, suppressing counts below
+    /// the threshold.
+    fn release(config: &BinarySearchConfig, below: u64, above: u64) -> SampleThresholdRelease {
+        let items = [(0, below), (1, above)]
+            .into_iter()
+            .filter(|&(_, count)| count >= THRESHOLD)
+            .map(|(item, count)| ReleasedCount {
+                item,
+                count,
+                estimate: count as f64 / RATE,
+            })
+            .collect();
+        SampleThresholdRelease {
+            items,
+            params: *config.per_round.params(),
+            guarantee: config.per_round.guarantee().clone(),
+        }
+    }
+
+    /// Runs a search whose rounds see the exact sampled fraction `cdf(t)` of `m` clients.
+    fn search(config: BinarySearchConfig, m: u64, cdf: impl Fn(f64) -> f64) -> QuantileSearch {
+        let mut task = BinarySearchQuantile::new(config.clone()).unwrap();
+        let mut thresholds = Vec::new();
+        while let Some(query) = task.next_query() {
+            thresholds.push(query.threshold);
+            let below = (cdf(query.threshold) * m as f64).round() as u64;
+            task.observe(release(&config, below, m - below));
+        }
+        assert_eq!(thresholds[0].to_bits(), 0.5_f64.to_bits());
+        task.finish()
+    }
+
+    #[test]
+    fn finds_the_quantile_of_an_exact_cdf() {
+        // F(t) = t²: the median is 1/√2.
+        for normalisation in [
+            Normalisation::Released,
+            Normalisation::PopulationSize(10_000_000),
+        ] {
+            let out = search(config(0.5, 20, normalisation), 1_000_000, |t| t * t);
+            assert_eq!(out.rounds, 20);
+            assert_eq!(out.value.to_bits(), out.hi.to_bits());
+            assert!((out.hi - out.lo - 2f64.powi(-20)).abs() < 1e-18);
+            assert!(out.lo <= 0.5f64.sqrt() + 1e-6 && 0.5f64.sqrt() <= out.hi + 1e-6);
+        }
+    }
+
+    #[test]
+    fn reports_at_or_below_the_split() {
+        let query = ThresholdQuery {
+            round: 1,
+            threshold: 0.5,
+            mechanism: config(0.5, 1, Normalisation::Released).per_round,
+        };
+        assert_eq!(query.report(0.5), ThresholdQuery::AT_OR_BELOW);
+        assert_eq!(query.report(0.25), ThresholdQuery::AT_OR_BELOW);
+        assert_eq!(query.report(0.5f64.next_up()), ThresholdQuery::ABOVE);
+        assert_eq!(query.report(f64::NAN), ThresholdQuery::ABOVE);
+    }
+
+    #[test]
+    fn suppressed_buckets_count_zero() {
+        // Every value is at 0.9: the upper bucket is suppressed while the split is above it.
+        let out = search(config(0.5, 10, Normalisation::Released), 1000, |t| {
+            if t >= 0.9 { 1.0 } else { 0.0 }
+        });
+        assert!(out.lo < 0.9 && 0.9 <= out.hi, "{out:?}");
+        // Too few clients for either bucket: no information, the search walks up.
+        let out = search(config(0.5, 4, Normalisation::Released), 30, |_| 0.5);
+        assert_eq!(out.value.to_bits(), 1.0_f64.to_bits());
+    }
+
+    #[test]
+    fn guarantees_compose_over_all_rounds() {
+        let c = config(0.5, 10, Normalisation::Released);
+        let one = BinarySearchQuantile::new(c.clone()).unwrap();
+        let per_round = c.per_round.guarantee().clone();
+        assert!((one.guarantee().epsilon - 10.0 * per_round.epsilon).abs() < 1e-12);
+        let three = c.guarantee_of(3).unwrap();
+        assert!((three.epsilon - 30.0 * per_round.epsilon).abs() < 1e-12);
+        assert!(three.delta >= 30.0 * per_round.delta);
+        assert!(c.guarantee_of(0).is_err());
+    }
+
+    #[test]
+    fn configurations_validate() {
+        let bad = |c: BinarySearchConfig| BinarySearchQuantile::new(c).is_err();
+        assert!(bad(config(1.5, 10, Normalisation::Released)));
+        assert!(bad(config(f64::NAN, 10, Normalisation::Released)));
+        assert!(bad(config(0.5, 0, Normalisation::Released)));
+        assert!(bad(config(0.5, 53, Normalisation::Released)));
+        assert!(bad(config(0.5, 10, Normalisation::PopulationSize(0))));
+        assert!(!bad(config(0.5, 52, Normalisation::Released)));
     }
 }

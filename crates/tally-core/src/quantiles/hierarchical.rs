@@ -2,70 +2,13 @@
 //! ALGORITHMS.md §4.2): one sample-and-threshold histogram per level of a [`TreeShape`], from
 //! which range counts, ranks and quantiles are read.
 //!
-//! Level `ℓ = 1..=L` asks every client for the bucket of its value among `β^ℓ` equal buckets
-//! ([`LevelQuery::report`]) and releases the S&T histogram of those bucket ids. A node's
-//! estimate is `count / p_s`; a suppressed (or empty) bucket counts 0.
-//!
-//! * **Range counts** `[a, b)` snap both ends down to the leaf grid (`⌊a·β^L⌋/β^L`) and add the
-//!   estimates of the greedy decomposition into maximal nodes ([`TreeShape::decompose`]).
-//! * **Ranks**: `rank(x)` is the estimated count of `[0, x)`.
-//! * **Quantiles**: the `q`-quantile is a leaf boundary `j/β^L` with `rank(j−1) < q·N̂ ≤
-//!   rank(j)`, found by binary search over the boundaries. `N̂` is the estimated total, the sum
-//!   of the level-1 estimates (equal to `rank(1)`), not the population size: it is a
-//!   post-processing of the release, so the guarantee covers it without assuming that the
-//!   number of clients is public (under add/remove neighbours it is not), and it makes the
-//!   estimated CDF reach 1 at `x = 1`, so every `q ∈ [0, 1]` has a quantile and the
-//!   suppression losses of the deep levels bias ranks and total alike. The raw ranks need not
-//!   be monotone (each level is a fresh sample, and `[0, j)` and `[0, j+1)` decompose into
-//!   different nodes): the search then returns *a* crossing, which is within the same error
-//!   of the true quantile as the smallest one. After [`HierarchicalRelease::consistent`] the
-//!   ranks are monotone and the result is the smallest boundary.
-//!
-//! # Consistency
-//!
-//! [`HierarchicalRelease::consistent`] post-processes the tree so that children sum to their
-//! parent: the two-pass weighted least squares of Hay, Rastogi, Miklau and Suciu, "Boosting
-//! the accuracy of differentially private histograms through consistency" (VLDB 2010),
-//! generalised to per-node variances and to missing observations.
-//!
-//! 1. *Up*: each node's subtree estimate `z_v` combines its own estimate `y_v` (variance
-//!    `V_own`) and the sum of its children's subtree estimates (variance `Σ V_c`) by inverse
-//!    variance; if either is missing the other is used alone.
-//! 2. *Down*: the final estimate of the level-1 nodes is `z`; each node's final value `F_v` is
-//!    split among its children as the least-squares solution `F_c = z_c + V_c·λ` with
-//!    `Σ F_c = F_v` and `F_c ≥ 0` (water-filling: children driven below 0 are set to 0).
-//!
-//! With equal variances and every node observed, these are exactly Hay et al.'s formulas
-//! (`z_v = (k^i − k^{i−1})/(k^i − 1)·y_v + (k^{i−1} − 1)/(k^i − 1)·Σ z_c`, and the residual
-//! split equally among the children); [`ConsistencyWeights::Equal`] does that. The default,
-//! [`ConsistencyWeights::Sampling`], fits the S&T noise instead: under Poisson sampling an
-//! estimate of a node holding `N` clients has variance `N(1 − p_s)/p_s`, so every complete
-//! level below a node estimates its count with the same variance, independently, and the
-//! upward fit of a fully released subtree is the plain average of its level sums. Variances
-//! are tracked relative to the count (the common factor cancels): `V_own` is the children's
-//! sum times 1, a fit's variance is its estimate times its relative factor, so the weights
-//! depend on the estimates only through the children's relative sizes and never favour a low
-//! observation over a high one.
-//!
-//! A suppressed node is treated as *missing*, not as an observation of 0 (which would be
-//! biased: suppression hides exactly the small counts). A node none of whose subtree was
-//! released has no estimate of its own; it receives an equal share of what its parent's
-//! estimate leaves over its known siblings (0 if nothing is left), spread equally over its
-//! descendants, which amounts to linear interpolation across suppressed regions.
-//!
-//! # Privacy
-//!
-//! Each level is an S&T histogram with its own fresh Poisson sample, `(ε', δ')`-DP for the
-//! neighbour relation of its [`SampleThreshold`] (add/remove by the S&T theorem). Every client
-//! takes part in every level, so the release is the `L`-fold composition, computed by
-//! [`tally_accounting::composition::compose_rounds`] with the rule the caller chose. Range
-//! counts, ranks, quantiles and the consistency post-processing read only the release, so they
-//! cost nothing more, however many are asked.
+//! See [`HierarchicalHistogram`] for the rounds and their privacy and
+//! [`HierarchicalRelease`] for what is read from them.
 
 use rustc_hash::{FxHashMap, FxHashSet};
-use tally_accounting::Guarantee;
-use tally_accounting::composition::{Composition, compose_rounds};
+use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::SampleThresholdParams;
+use tally_accounting::{Guarantee, compose_rounds};
 
 use super::QuantileEstimate;
 use super::range::{Node, TreeShape};
@@ -82,6 +25,9 @@ pub struct HierarchicalConfig {
     pub per_level: SampleThreshold,
     /// How the levels' guarantees compose into the total.
     pub composition: Composition,
+    /// The `δ` budget of the whole release (the advanced and optimal rules spend what the
+    /// levels leave of it).
+    pub total_delta: f64,
 }
 
 /// The query of one level: report the bucket of your value at `level`.
@@ -110,6 +56,19 @@ impl LevelQuery {
 
 /// The hierarchical histogram task. Build it with [`HierarchicalHistogram::new`] and drive it
 /// with [`Task`]; every level runs (the queries do not depend on earlier releases).
+///
+/// Level `ℓ = 1..=L` asks every client for the bucket of its value among `β^ℓ` equal buckets
+/// ([`LevelQuery::report`]) and releases the S&T histogram of those bucket ids. A node's
+/// estimate is `count / p_s`; a suppressed (or empty) bucket counts 0.
+///
+/// # Privacy
+///
+/// Each level is an S&T histogram with its own fresh Poisson sample, `(ε', δ')`-DP for the
+/// neighbour relation of its [`SampleThreshold`] (add/remove by the S&T theorem). Every client
+/// takes part in every level, so the release is the `L`-fold composition, computed by
+/// [`tally_accounting::compose_rounds`] with the rule the caller chose. Range
+/// counts, ranks, quantiles and the consistency post-processing read only the release, so they
+/// cost nothing more, however many are asked.
 #[derive(Clone, Debug)]
 pub struct HierarchicalHistogram {
     config: HierarchicalConfig,
@@ -126,7 +85,12 @@ impl HierarchicalHistogram {
     /// If the composition cannot be computed.
     pub fn new(config: HierarchicalConfig) -> Result<Self, Error> {
         let levels = config.shape.levels() as usize;
-        let guarantee = compose_rounds(config.per_level.guarantee(), levels, config.composition)?;
+        let guarantee = compose_rounds(
+            config.per_level.guarantee(),
+            levels,
+            config.composition,
+            config.total_delta,
+        )?;
         Ok(Self {
             config,
             level: 0,
@@ -220,6 +184,58 @@ struct NodeEstimate {
 
 /// The released hierarchical histogram: per-level S&T releases, and range counts, ranks and
 /// quantiles read from them. Build it with the [`HierarchicalHistogram`] task.
+///
+/// * **Range counts** `[a, b)` snap both ends down to the leaf grid (`⌊a·β^L⌋/β^L`) and add the
+///   estimates of the greedy decomposition into maximal nodes ([`TreeShape::decompose`]).
+/// * **Ranks**: `rank(x)` is the estimated count of `[0, x)`.
+/// * **Quantiles**: the `q`-quantile is a leaf boundary `j/β^L` with `rank(j−1) < q·N̂ ≤
+///   rank(j)`, found by binary search over the boundaries. `N̂` is the estimated total, the sum
+///   of the level-1 estimates (equal to `rank(1)`), not the population size: it is a
+///   post-processing of the release, so the guarantee covers it without assuming that the
+///   number of clients is public (under add/remove neighbours it is not), and it makes the
+///   estimated CDF reach 1 at `x = 1`, so every `q ∈ [0, 1]` has a quantile and the
+///   suppression losses of the deep levels bias ranks and total alike. The raw ranks need not
+///   be monotone (each level is a fresh sample, and `[0, j)` and `[0, j+1)` decompose into
+///   different nodes): the search then returns *a* crossing, which is within the same error
+///   of the true quantile as the smallest one. After [`HierarchicalRelease::consistent`] the
+///   ranks are monotone and the result is the smallest boundary.
+///
+/// Without consistency, the deepest levels are often suppressed wholesale (a leaf needs about
+/// `τ/p_s` clients to show), their nodes count 0, and quantiles fall on the boundaries of the
+/// deepest level that was released; the consistency post-processing spreads what a parent's
+/// estimate leaves over its suppressed children, which interpolates inside such regions.
+///
+/// # Consistency
+///
+/// [`HierarchicalRelease::consistent`] post-processes the tree so that children sum to their
+/// parent: the two-pass weighted least squares of Hay, Rastogi, Miklau and Suciu, "Boosting
+/// the accuracy of differentially private histograms through consistency" (VLDB 2010),
+/// generalised to per-node variances and to missing observations.
+///
+/// 1. *Up*: each node's subtree estimate `z_v` combines its own estimate `y_v` (variance
+///    `V_own`) and the sum of its children's subtree estimates (variance `Σ V_c`) by inverse
+///    variance; if either is missing the other is used alone.
+/// 2. *Down*: the final estimate of the level-1 nodes is `z`; each node's final value `F_v` is
+///    split among its children as the least-squares solution `F_c = z_c + V_c·λ` with
+///    `Σ F_c = F_v` and `F_c ≥ 0` (water-filling: children driven below 0 are set to 0).
+///
+/// With equal variances and every node observed, these are exactly Hay et al.'s formulas
+/// (`z_v = (k^i − k^{i−1})/(k^i − 1)·y_v + (k^{i−1} − 1)/(k^i − 1)·Σ z_c`, and the residual
+/// split equally among the children); [`ConsistencyWeights::Equal`] does that. The default,
+/// [`ConsistencyWeights::Sampling`], fits the S&T noise instead: under Poisson sampling an
+/// estimate of a node holding `N` clients has variance `N(1 − p_s)/p_s`, so every complete
+/// level below a node estimates its count with the same variance, independently, and the
+/// upward fit of a fully released subtree is the plain average of its level sums. Variances
+/// are tracked relative to the count (the common factor cancels): `V_own` is the children's
+/// sum times 1, a fit's variance is its estimate times its relative factor, so the weights
+/// depend on the estimates only through the children's relative sizes and never favour a low
+/// observation over a high one.
+///
+/// A suppressed node is treated as *missing*, not as an observation of 0 (which would be
+/// biased: suppression hides exactly the small counts). A node none of whose subtree was
+/// released has no estimate of its own; it receives an equal share of what its parent's
+/// estimate leaves over its known siblings (0 if nothing is left), spread equally over its
+/// descendants, which amounts to linear interpolation across suppressed regions.
 #[derive(Clone, Debug)]
 pub struct HierarchicalRelease {
     shape: TreeShape,
@@ -326,10 +342,7 @@ impl HierarchicalRelease {
         if lo > hi {
             return Err(Error::invalid("hi", hi, "a number ≥ lo"));
         }
-        Ok(self.leaf_range_count(
-            self.shape.boundary_below(lo),
-            self.shape.boundary_below(hi),
-        ))
+        Ok(self.leaf_range_count(self.shape.boundary_below(lo), self.shape.boundary_below(hi)))
     }
 
     /// The estimated count of `[0, x)`, `x` snapped down to the leaf grid (values below 0 give
@@ -339,7 +352,7 @@ impl HierarchicalRelease {
     }
 
     /// The estimated `q`-quantile: a leaf boundary `j/β^L` with `rank(j−1) < q·N̂ ≤ rank(j)`
-    /// (see the [module docs](self)). `q = 0` gives 0; when nothing was released at level 1
+    /// (see [`HierarchicalRelease`]). `q = 0` gives 0; when nothing was released at level 1
     /// (`N̂ = 0`) every quantile is 0.
     ///
     /// # Errors
@@ -389,7 +402,7 @@ impl HierarchicalRelease {
     }
 
     /// The tree post-processed so that every node's estimate is the sum of its children's and
-    /// none is negative (see the [module docs](self#consistency)). It reads only the raw
+    /// none is negative (see [`HierarchicalRelease`]). It reads only the raw
     /// release, so applying it to an already consistent tree starts again from the release.
     pub fn consistent_with(&self, weights: ConsistencyWeights) -> Self {
         let observed: Vec<FxHashMap<u64, f64>> = self
@@ -435,7 +448,7 @@ struct Fit {
     variance: f64,
 }
 
-/// The two-pass least-squares consistency of the module docs. `observed[ℓ−1]` maps the
+/// The two-pass least-squares consistency of [`HierarchicalRelease`]. `observed[ℓ−1]` maps the
 /// released buckets of level `ℓ` to their estimates; the result maps every node of the support
 /// (released nodes and their ancestors) and every child of one to its final value.
 fn least_squares(
@@ -594,13 +607,16 @@ mod tests {
     ) -> Vec<FxHashMap<u64, f64>> {
         (1..=shape.levels())
             .map(|level| {
-                (0..shape.buckets(level))
-                    .filter(|_| (rng.next_u64() as f64 / u64::MAX as f64) < keep)
-                    .map(|node| {
-                        let scale = (shape.leaves() / shape.buckets(level)) as f64;
-                        (node, scale * (0.5 + rng.next_u64() as f64 / u64::MAX as f64))
-                    })
-                    .collect()
+                let scale = (shape.leaves() / shape.buckets(level)) as f64;
+                let mut nodes = FxHashMap::default();
+                for node in 0..shape.buckets(level) {
+                    let kept = (rng.next_u64() as f64 / u64::MAX as f64) < keep;
+                    let value = scale * (0.5 + rng.next_u64() as f64 / u64::MAX as f64);
+                    if kept {
+                        nodes.insert(node, value);
+                    }
+                }
+                nodes
             })
             .collect()
     }
@@ -681,7 +697,8 @@ mod tests {
                     let value = tree.node_estimate(node);
                     assert!(value >= 0.0, "case {case}: {node:?} = {value}");
                     if level < levels {
-                        let children: f64 = (index * u64::from(beta)..(index + 1) * u64::from(beta))
+                        let children: f64 = (index * u64::from(beta)
+                            ..(index + 1) * u64::from(beta))
                             .map(|index| {
                                 tree.node_estimate(Node {
                                     level: level + 1,
@@ -693,7 +710,7 @@ mod tests {
                     }
                 }
             }
-            let mut previous = 0.0;
+            let mut previous = 0.0f64;
             for j in 0..=shape.leaves() {
                 let rank = tree.leaf_range_count(0, j);
                 assert!(rank >= previous - 1e-9 * previous.max(1.0), "case {case}");
@@ -765,7 +782,11 @@ mod tests {
         let fits_root = least_squares(shape, &observed, ConsistencyWeights::Sampling);
         // Level-1 node 0: levels give 100, 40 + 50 = 90 and 10 + 11 + 12 + 13 = 46.
         let want = (100.0 + 90.0 + 46.0) / 3.0;
-        assert!(close(fits_root[0][&0].value, want), "{}", fits_root[0][&0].value);
+        assert!(
+            close(fits_root[0][&0].value, want),
+            "{}",
+            fits_root[0][&0].value
+        );
     }
 
     #[test]
@@ -813,21 +834,18 @@ mod tests {
         assert!(close(tree.range_count(0.2, 0.8).unwrap(), 160.0));
         assert!(tree.range_count(0.6, 0.5).is_err());
         assert!(tree.range_count(-0.1, 0.5).is_err());
-        assert_eq!(tree.quantile(0.0).unwrap(), 0.0);
-        assert_eq!(tree.quantile(0.1).unwrap(), 0.25);
-        assert_eq!(tree.quantile(0.5).unwrap(), 0.5);
-        assert_eq!(tree.quantile(0.51).unwrap(), 0.75);
-        assert_eq!(tree.quantile(1.0).unwrap(), 1.0);
+        assert_eq!(tree.quantile(0.0).unwrap().to_bits(), 0.0_f64.to_bits());
+        assert_eq!(tree.quantile(0.1).unwrap().to_bits(), 0.25_f64.to_bits());
+        assert_eq!(tree.quantile(0.5).unwrap().to_bits(), 0.5_f64.to_bits());
+        assert_eq!(tree.quantile(0.51).unwrap().to_bits(), 0.75_f64.to_bits());
+        assert_eq!(tree.quantile(1.0).unwrap().to_bits(), 1.0_f64.to_bits());
         assert!(tree.quantile(1.5).is_err());
         assert!(tree.quantile(f64::NAN).is_err());
         let estimates = tree.quantiles(&[0.1, 0.9]).unwrap();
-        assert_eq!(estimates[1].value, 1.0);
+        assert_eq!(estimates[1].value.to_bits(), 1.0_f64.to_bits());
         // Appendix A item 12 on the consistent tree: z_4 = total − y_{1,1} − y_{2,3}.
         let consistent = tree.consistent();
         let at = |level, index| consistent.node_estimate(Node { level, index });
-        assert!(close(
-            at(2, 3),
-            consistent.total() - at(1, 0) - at(2, 2)
-        ));
+        assert!(close(at(2, 3), consistent.total() - at(1, 0) - at(2, 2)));
     }
 }

@@ -244,7 +244,7 @@ mod tests {
         assert_eq!(shape.bucket(1, f64::MIN_POSITIVE / 4.0), 0);
         assert_eq!(shape.boundary_below(1.0), 64);
         assert_eq!(shape.boundary_below(0.5), 32);
-        assert_eq!(shape.boundary_point(32), 0.5);
+        assert_eq!(shape.boundary_point(32).to_bits(), 0.5_f64.to_bits());
     }
 
     #[test]
@@ -252,7 +252,7 @@ mod tests {
         // 1/3 rounds to a double just below 1/3, whose product with 3 rounds up to 1.0 in
         // floating point; the exact floor is 0.
         let shape = TreeShape::new(3, 2).unwrap();
-        assert_eq!((1.0f64 / 3.0) * 3.0, 1.0);
+        assert_eq!(((1.0f64 / 3.0) * 3.0).to_bits(), 1.0_f64.to_bits());
         assert_eq!(shape.bucket(1, 1.0 / 3.0), 0);
         assert_eq!(shape.bucket(2, 1.0 / 3.0), 2);
     }
@@ -286,8 +286,13 @@ mod tests {
     #[test]
     fn prefix_decomposition_is_the_digit_rule_of_section_4_2() {
         // d_ℓ = ⌊rβ^ℓ⌋ − β⌊rβ^{ℓ−1}⌋ buckets β⌊rβ^{ℓ−1}⌋ + j at level ℓ, j < d_ℓ.
+        // The rule is for r < 1; r = 1 is the whole of level 1.
         let shape = TreeShape::new(3, 5).unwrap();
-        for r in 0..=shape.leaves() {
+        assert_eq!(
+            shape.decompose(0, shape.leaves()),
+            vec![node(1, 0), node(1, 1), node(1, 2)]
+        );
+        for r in 0..shape.leaves() {
             let mut want = Vec::new();
             for level in 1..=5u32 {
                 let at = r / 3u64.pow(5 - level);

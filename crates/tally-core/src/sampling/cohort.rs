@@ -408,10 +408,10 @@ fn product_exceeds(r: f64, s: u64, m: f64) -> bool {
 /// subsets has probability exactly `1 / C(n, s)`. This is sampling `s` clients out of `n`
 /// without replacement, as TrieHH's rounds do.
 ///
-/// Floyd's algorithm on an exactly uniform integer sampler (multiply-and-reject): `s` draws
-/// when `s ≤ n/2`, else the complement is drawn. The set is kept in a bitset over `0..n` when
-/// that is small next to the sample (`n/64 ≤ 4s` words), else in a hash set; both give the
-/// same subset for the same generator state.
+/// Floyd's algorithm on an exactly uniform integer sampler (multiply-and-reject, on 32-bit
+/// words when `n ≤ 2^32`): `s` draws when `s ≤ n/2`, else the complement is drawn. The set is
+/// kept in a bitset over `0..n` when that is small next to the sample (`n/64 ≤ 4s` words),
+/// else in a hash set; both give the same subset for the same generator state.
 ///
 /// # Errors
 ///
@@ -421,7 +421,26 @@ pub fn uniform_subset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Result<Ve
         return Err(Error::invalid("s", s, "a subset size at most n"));
     }
     check_fits("s", s as f64, s)?;
-    Ok(sample_distinct(n, s, rng))
+    Ok(sample_distinct_with(n, s, rng, uniform_below_narrow))
+}
+
+/// An exactly uniform integer in `0..bound` (`bound ≥ 1`) like [`uniform_below`], but from one
+/// 32-bit word (Lemire's multiply-and-reject on 32 bits) when `bound ≤ 2^32 − 1`: half the
+/// randomness per draw.
+#[inline(always)] // the hot loop of `uniform_subset`; LLVM declines to inline it otherwise
+fn uniform_below_narrow<R: Rng + ?Sized>(bound: u64, rng: &mut R) -> u64 {
+    let Ok(bound32) = u32::try_from(bound) else {
+        return uniform_below(bound, rng);
+    };
+    let mut m = u64::from(rng.next_u32()) * u64::from(bound32);
+    if (m as u32) < bound32 {
+        // (2^32 − bound) mod bound: low words below it would favour some results.
+        let threshold = bound32.wrapping_neg() % bound32;
+        while (m as u32) < threshold {
+            m = u64::from(rng.next_u32()) * u64::from(bound32);
+        }
+    }
+    m >> 32
 }
 
 /// A uniform random `s`-subset of `0..n` (`s ≤ n`), sorted.
@@ -430,12 +449,22 @@ pub fn uniform_subset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Result<Ve
 /// if `t` is already in. Each `s`-subset is equally likely. When `s > n/2` the complement is
 /// drawn instead.
 fn sample_distinct<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
+    sample_distinct_with(n, s, rng, uniform_below)
+}
+
+/// [`sample_distinct`] with `draw(bound, rng)` as the uniform integer sampler.
+fn sample_distinct_with<R: Rng + ?Sized>(
+    n: u64,
+    s: u64,
+    rng: &mut R,
+    draw: impl Fn(u64, &mut R) -> u64 + Copy,
+) -> Vec<u64> {
     debug_assert!(s <= n);
     if s == n {
         return (0..n).collect();
     }
     if s > n / 2 {
-        let excluded = sample_distinct(n, n - s, rng);
+        let excluded = sample_distinct_with(n, n - s, rng, draw);
         let mut out = Vec::with_capacity(s as usize);
         let mut skip = excluded.iter().peekable();
         for i in 0..n {
@@ -448,17 +477,22 @@ fn sample_distinct<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
         return out;
     }
     if n / 64 <= s.saturating_mul(4) {
-        floyd_bitset(n, s, rng)
+        floyd_bitset(n, s, rng, draw)
     } else {
-        floyd_hash(n, s, rng)
+        floyd_hash(n, s, rng, draw)
     }
 }
 
 /// Floyd's algorithm with the set held in a hash set (for sparse samples of large `n`).
-fn floyd_hash<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
+fn floyd_hash<R: Rng + ?Sized>(
+    n: u64,
+    s: u64,
+    rng: &mut R,
+    draw: impl Fn(u64, &mut R) -> u64 + Copy,
+) -> Vec<u64> {
     let mut set = FxHashSet::with_capacity_and_hasher(s as usize, Default::default());
     for j in (n - s)..n {
-        let t = uniform_below(j + 1, rng);
+        let t = draw(j + 1, rng);
         if !set.insert(t) {
             set.insert(j);
         }
@@ -470,11 +504,16 @@ fn floyd_hash<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
 
 /// Floyd's algorithm with the set held in a bitset over `0..n` (for dense samples, where the
 /// `n/64` words cost no more than the hash set); the set bits are read out in order.
-fn floyd_bitset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
+fn floyd_bitset<R: Rng + ?Sized>(
+    n: u64,
+    s: u64,
+    rng: &mut R,
+    draw: impl Fn(u64, &mut R) -> u64 + Copy,
+) -> Vec<u64> {
     // Unwrap safety: the caller's `n/64 ≤ 4s` and `s` indices fit in memory.
     let mut bits = vec![0u64; usize::try_from(n.div_ceil(64)).expect("bitset fits")];
     for j in (n - s)..n {
-        let t = uniform_below(j + 1, rng);
+        let t = draw(j + 1, rng);
         let (word, bit) = ((t >> 6) as usize, 1u64 << (t & 63));
         if bits[word] & bit == 0 {
             bits[word] |= bit;
@@ -482,14 +521,26 @@ fn floyd_bitset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
             bits[(j >> 6) as usize] |= 1u64 << (j & 63);
         }
     }
-    let mut out = Vec::with_capacity(s as usize);
+    // Read the set bits out in order. A word holds about `64·s/n` of them, a number the branch
+    // predictor cannot guess: the first two are written unconditionally (the length advances
+    // only past real ones; one spare slot takes the extra writes), a loop takes the rest.
+    let mut out = vec![0u64; s as usize + 1];
+    let mut len = 0;
     for (word, &set) in bits.iter().enumerate() {
+        let base = (word as u64) << 6;
         let mut rest = set;
+        for _ in 0..2 {
+            out[len] = base | u64::from(rest.trailing_zeros() & 63);
+            len += usize::from(rest != 0);
+            rest &= rest.wrapping_sub(1);
+        }
         while rest != 0 {
-            out.push(((word as u64) << 6) | u64::from(rest.trailing_zeros()));
+            out[len] = base | u64::from(rest.trailing_zeros());
+            len += 1;
             rest &= rest - 1;
         }
     }
+    out.truncate(len);
     out
 }
 
@@ -635,8 +686,8 @@ mod tests {
     fn floyd_bitset_and_hash_agree() {
         for (n, s) in [(1u64, 1u64), (64, 3), (65, 30), (1000, 7), (100_000, 2000)] {
             for seed in 0..5 {
-                let a = floyd_bitset(n, s, &mut ChaCha20Rng::seed_from_u64(seed));
-                let b = floyd_hash(n, s, &mut ChaCha20Rng::seed_from_u64(seed));
+                let a = floyd_bitset(n, s, &mut ChaCha20Rng::seed_from_u64(seed), uniform_below);
+                let b = floyd_hash(n, s, &mut ChaCha20Rng::seed_from_u64(seed), uniform_below);
                 assert_eq!(a, b, "n = {n}, s = {s}, seed = {seed}");
                 assert_eq!(a.len() as u64, s);
             }
@@ -644,6 +695,25 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(4);
         assert!(uniform_subset(5, 6, &mut rng).is_err());
         assert_eq!(uniform_subset(5, 5, &mut rng).unwrap(), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn narrow_draws_are_uniform_and_fall_back_above_32_bits() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        let mut counts = [0u32; 3];
+        for _ in 0..30_000 {
+            counts[uniform_below_narrow(3, &mut rng) as usize] += 1;
+        }
+        for c in counts {
+            assert!((9_400..10_600).contains(&c), "{counts:?}");
+        }
+        assert_eq!(uniform_below_narrow(1, &mut rng), 0);
+        // Bounds of 2^32 and more use the 64-bit sampler, draw for draw.
+        for bound in [1u64 << 32, (1 << 40) + 3] {
+            let a = uniform_below_narrow(bound, &mut ChaCha20Rng::seed_from_u64(6));
+            let b = uniform_below(bound, &mut ChaCha20Rng::seed_from_u64(6));
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

@@ -1,0 +1,388 @@
+//! `tally quantiles` and `tally range`: quantiles and range counts of numbers.
+
+use std::io::{self, Write};
+
+use anyhow::{Result, anyhow, bail};
+use rand::Rng;
+use serde_json::{Value, json};
+use tally_accounting::Neighbours;
+use tally_accounting::composition::Composition;
+use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_core::quantiles::{
+    BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
+    HierarchicalRelease, MAX_SEARCH_ROUNDS, Normalisation, RoundPlan, TreeShape, plan_rounds,
+};
+use tally_sim::{
+    ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
+};
+
+use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs};
+use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
+
+pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
+    let common = &args.values;
+    for &q in &args.quantiles {
+        if !(0.0..=1.0).contains(&q) {
+            bail!("invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9");
+        }
+    }
+    let searches = args.quantiles.len();
+    match args.method {
+        QuantileMethod::Hierarchical => {
+            let run = Hierarchical::prepare(common)?;
+            let values = load_values(common)?;
+            let release = run.execute(&values, common)?;
+            let estimates = release.quantiles(&args.quantiles)?;
+            let quantiles: Vec<Row> = estimates
+                .iter()
+                .map(|e| Row {
+                    quantile: e.quantile,
+                    value: values.to_original(e.value),
+                    interval: None,
+                })
+                .collect();
+            let parameters = run.parameters(&values, &release, common);
+            report_quantiles(
+                common,
+                &values,
+                "hierarchical histogram",
+                parameters,
+                release.guarantee(),
+                &quantiles,
+            )
+        }
+        QuantileMethod::BinarySearch => {
+            if common.consistent {
+                bail!("--consistent applies to --method hierarchical only");
+            }
+            let rounds = common.levels as usize;
+            if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+                bail!(
+                    "invalid --levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} \
+                     rounds"
+                );
+            }
+            let total_rounds = rounds * searches;
+            let plan = plan(common, total_rounds)?;
+            let config = |quantile| BinarySearchConfig {
+                quantile,
+                rounds,
+                per_round: plan.per_round.clone(),
+                composition: plan.composition,
+                normalisation: Normalisation::Released,
+                total_delta: plan.total_delta,
+            };
+            let tasks = args
+                .quantiles
+                .iter()
+                .map(|&q| BinarySearchQuantile::new(config(q)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let guarantee = config(0.5).guarantee_of(searches)?;
+            let values = load_values(common)?;
+            let seed = run_seed(common);
+            let stage = Stage::start(format!(
+                "{searches} binary searches of {rounds} rounds over {} values",
+                values.len()
+            ));
+            let results = run_binary_searches(&values, tasks, ExecutionPath::default(), seed);
+            drop(stage);
+            let quantiles: Vec<Row> = results
+                .iter()
+                .map(|s| {
+                    let interval = (values.to_original(s.lo), values.to_original(s.hi));
+                    Row {
+                        quantile: s.quantile,
+                        value: values.to_original(s.value),
+                        interval: Some(interval),
+                    }
+                })
+                .collect();
+            let parameters = json!({
+                "rounds_per_quantile": rounds,
+                "searches": searches,
+                "rounds": total_rounds,
+                "resolution": resolution(&values, 2f64.powi(-(rounds as i32))),
+                "normalisation": "released",
+                "composition": plan.composition.name(),
+                "sampling_rate": plan.per_round.params().sampling_rate(),
+                "threshold": plan.per_round.params().threshold(),
+                "per_round_guarantee": guarantee_json(plan.per_round.guarantee()),
+                "population": values.len(),
+            });
+            report_quantiles(
+                common,
+                &values,
+                "binary search",
+                parameters,
+                &guarantee,
+                &quantiles,
+            )
+        }
+    }
+}
+
+pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
+    let common = &args.values;
+    if args.method == QuantileMethod::BinarySearch {
+        bail!(
+            "range counts need --method hierarchical: a binary search finds one quantile, not \
+             counts"
+        );
+    }
+    let range = value_range(common)?;
+    let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
+    for (name, x) in [("--lo", args.lo), ("--hi", args.hi)] {
+        if !(min..=max).contains(&x) {
+            bail!("invalid {name} {x}: expected a number in [{min}, {max}]");
+        }
+    }
+    if args.lo > args.hi {
+        bail!("invalid range: --lo {} is above --hi {}", args.lo, args.hi);
+    }
+    let run = Hierarchical::prepare(common)?;
+    let values = load_values(common)?;
+    let release = run.execute(&values, common)?;
+    let (lo, hi) = (values.to_unit(args.lo), values.to_unit(args.hi));
+    let estimate = release.range_count(lo, hi)?;
+    let total = release.total();
+    let shape = release.shape();
+    let grid_lo = values.to_original(shape.boundary_point(shape.boundary_below(lo)));
+    let grid_hi = values.to_original(shape.boundary_point(shape.boundary_below(hi)));
+    let parameters = run.parameters(&values, &release, common);
+    let guarantee = release.guarantee();
+    if common.privacy.json {
+        print_json(&json!({
+            "mechanism": "hierarchical histogram",
+            "parameters": parameters,
+            "guarantee": guarantee_json(guarantee),
+            "target_delta": common.delta,
+            "input": values.description(),
+            "range": {"lo": args.lo, "hi": args.hi, "grid_lo": grid_lo, "grid_hi": grid_hi},
+            "estimate": estimate,
+            "fraction": estimate / total,
+            "estimated_total": total,
+            "seed": common.seed,
+        }))?;
+        return Ok(());
+    }
+    print_fields(
+        "range count (hierarchical histogram)",
+        &[
+            ("input", values.description().to_owned()),
+            ("guarantee", guarantee_line(guarantee)),
+            ("parameters", parameters.to_string()),
+            ("seed", seed_line(common)),
+            (
+                "range",
+                format!(
+                    "[{}, {}) (snapped to the grid: [{grid_lo}, {grid_hi}))",
+                    args.lo, args.hi
+                ),
+            ),
+            (
+                "estimate",
+                format!(
+                    "{estimate:.1} values ({:.4} of the estimated total {total:.1})",
+                    estimate / total
+                ),
+            ),
+        ],
+    )?;
+    Ok(())
+}
+
+/// One estimated quantile, in the input's units.
+struct Row {
+    quantile: f64,
+    value: f64,
+    /// The final interval of a binary search.
+    interval: Option<(f64, f64)>,
+}
+
+/// A planned hierarchical histogram.
+struct Hierarchical {
+    plan: RoundPlan,
+    task: HierarchicalHistogram,
+    shape: TreeShape,
+}
+
+impl Hierarchical {
+    /// Validates the tree and calibrates its levels, before any data is read.
+    fn prepare(common: &ValuesArgs) -> Result<Self> {
+        let shape = TreeShape::new(common.branching, common.levels)?;
+        let plan = plan(common, common.levels as usize)?;
+        let task = HierarchicalHistogram::new(HierarchicalConfig {
+            shape,
+            per_level: plan.per_round.clone(),
+            composition: plan.composition,
+            total_delta: plan.total_delta,
+        })?;
+        Ok(Self { plan, task, shape })
+    }
+
+    /// Runs the levels and post-processes the release as asked.
+    fn execute(&self, values: &Values, common: &ValuesArgs) -> Result<HierarchicalRelease> {
+        let stage = Stage::start(format!(
+            "{} levels over {} values",
+            self.shape.levels(),
+            values.len()
+        ));
+        let seed = run_seed(common);
+        let release = run_hierarchical(values, self.task.clone(), ExecutionPath::default(), seed);
+        drop(stage);
+        if release.total() <= 0.0 {
+            let params = release.params();
+            bail!(
+                "nothing was released at level 1: {} values are too few for threshold {} at \
+                 sampling rate {:.6} (a bucket needs about {:.0} values); use fewer --levels or \
+                 a larger ε",
+                values.len(),
+                params.threshold(),
+                params.sampling_rate(),
+                params.threshold() as f64 / params.sampling_rate()
+            );
+        }
+        Ok(if common.consistent {
+            release.consistent()
+        } else {
+            release
+        })
+    }
+
+    fn parameters(
+        &self,
+        values: &Values,
+        release: &HierarchicalRelease,
+        common: &ValuesArgs,
+    ) -> Value {
+        json!({
+            "branching": self.shape.branching(),
+            "levels": self.shape.levels(),
+            "resolution": resolution(values, 1.0 / self.shape.leaves() as f64),
+            "consistent": common.consistent,
+            "composition": self.plan.composition.name(),
+            "sampling_rate": self.plan.per_round.params().sampling_rate(),
+            "threshold": self.plan.per_round.params().threshold(),
+            "per_round_guarantee": guarantee_json(self.plan.per_round.guarantee()),
+            "population": values.len(),
+            "estimated_total": release.total(),
+        })
+    }
+}
+
+/// Splits the budget over `rounds` and calibrates each round.
+fn plan(common: &ValuesArgs, rounds: usize) -> Result<RoundPlan> {
+    let target = match (common.sampling_rate, common.threshold) {
+        (Some(rate), _) => PlanTarget::SamplingRate(rate),
+        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+        (None, None) => PlanTarget::MinReleasedCount,
+    };
+    Ok(plan_rounds(
+        common.privacy.epsilon,
+        common.delta,
+        rounds,
+        Composition::from(common.composition),
+        target,
+        Analysis::from(common.privacy.method),
+        Neighbours::from(common.privacy.neighbours),
+    )?)
+}
+
+fn value_range(common: &ValuesArgs) -> Result<Option<ValueRange>> {
+    match (common.min, common.max) {
+        (Some(min), Some(max)) => Ok(Some(ValueRange::new(min, max)?)),
+        _ => Ok(None),
+    }
+}
+
+/// Reads `--input`, rescaling with `--min/--max`.
+fn load_values(common: &ValuesArgs) -> Result<Values> {
+    let range = value_range(common)?;
+    let stage = Stage::start("loading the values");
+    let values = Values::from_file(&common.input, range).map_err(|error| match error {
+        ValuesError::OutOfRange {
+            file,
+            line,
+            value,
+            rescaling: false,
+            ..
+        } => anyhow!(
+            "{file}:{line}: value {value} is outside [0, 1]: give --min and --max to rescale \
+             the input"
+        ),
+        error => error.into(),
+    })?;
+    drop(stage);
+    Ok(values)
+}
+
+/// The seed of the run: `--seed`, or one from the operating system that is never printed.
+fn run_seed(common: &ValuesArgs) -> u64 {
+    common.seed.unwrap_or_else(|| rand::rng().next_u64())
+}
+
+fn seed_line(common: &ValuesArgs) -> String {
+    common.seed.map_or_else(
+        || "none (operating-system randomness)".to_owned(),
+        |s| s.to_string(),
+    )
+}
+
+/// The width of a grid cell of `fraction` of `[0, 1]`, in the input's units.
+fn resolution(values: &Values, fraction: f64) -> f64 {
+    values
+        .range()
+        .map_or(fraction, |r| fraction * (r.max() - r.min()))
+}
+
+fn report_quantiles(
+    common: &ValuesArgs,
+    values: &Values,
+    mechanism: &str,
+    parameters: Value,
+    guarantee: &tally_accounting::Guarantee,
+    quantiles: &[Row],
+) -> Result<()> {
+    if common.privacy.json {
+        let list: Vec<Value> = quantiles
+            .iter()
+            .map(|row| {
+                let mut q = json!({"quantile": row.quantile, "value": row.value});
+                if let Some((lo, hi)) = row.interval {
+                    q["interval"] = json!([lo, hi]);
+                }
+                q
+            })
+            .collect();
+        print_json(&json!({
+            "mechanism": mechanism,
+            "parameters": parameters,
+            "guarantee": guarantee_json(guarantee),
+            "target_delta": common.delta,
+            "input": values.description(),
+            "quantiles": list,
+            "seed": common.seed,
+        }))?;
+        return Ok(());
+    }
+    print_fields(
+        &format!("quantiles ({mechanism})"),
+        &[
+            ("input", values.description().to_owned()),
+            ("guarantee", guarantee_line(guarantee)),
+            ("parameters", parameters.to_string()),
+            ("seed", seed_line(common)),
+        ],
+    )?;
+    let mut out = io::stdout().lock();
+    writeln!(out)?;
+    writeln!(out, "  {:>10}  {:>16}", "quantile", "value")?;
+    for row in quantiles {
+        write!(out, "  {:>10}  {:>16.6}", row.quantile, row.value)?;
+        if let Some((lo, hi)) = row.interval {
+            write!(out, "  in [{lo:.6}, {hi:.6}]")?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
