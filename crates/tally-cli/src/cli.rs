@@ -304,7 +304,7 @@ pub(crate) struct BenchTrieHhArgs {
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
     /// Total δ from which Corollary 1 sets θ (1e-8 gives θ = 12).
-    #[arg(long, default_value_t = 1e-8, allow_negative_numbers = true)]
+    #[arg(long, default_value = "1e-8", allow_negative_numbers = true)]
     pub(crate) delta: f64,
     /// Vote threshold θ instead of Corollary 1's (give --batch-size too).
     #[arg(long, requires = "batch_size")]

@@ -13,11 +13,13 @@
 //! - [`exact_binomial`] / [`ExactBinomial`]: `Bin(n, p)` by counting geometric gaps.
 //! - [`PaperCohort`] and [`ExactPoissonCohort`]: the fixed-size cohort emulations of
 //!   ALGORITHMS.md §1.3.
-//! - [`uniform_subset`]: a uniform `s`-subset of `0..n` (sampling without replacement).
+//! - [`uniform_subset`]: a uniform `s`-subset of `0..n` (sampling without replacement), and
+//!   [`uniform_subset_counts`]: how many of its indices fall in each of a list of ranges.
 //!
 //! All samplers take the random number generator as a parameter (`rng: &mut R`) and consume it
-//! through [`rand::Rng::next_u64`] only, so their output for a seeded portable generator is
-//! stable across platforms.
+//! through [`rand::Rng::next_u64`] only ([`uniform_subset`] and [`uniform_subset_counts`] also
+//! [`rand::Rng::next_u32`], for bounds below `2^32`), so their output for a seeded portable
+//! generator is stable across platforms.
 
 mod bernoulli;
 mod binomial;
@@ -27,7 +29,9 @@ mod poisson;
 
 pub use bernoulli::ExactBernoulli;
 pub use binomial::{ExactBinomial, exact_binomial};
-pub use cohort::{Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort, uniform_subset};
+pub use cohort::{
+    Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort, uniform_subset, uniform_subset_counts,
+};
 pub use geometric::ExactGeometric;
 pub use poisson::{PoissonIndices, PoissonSampler};
 

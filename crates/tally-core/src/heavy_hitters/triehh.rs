@@ -210,8 +210,8 @@ impl TrieHhAggregator {
         self.absorb_many(prefix, 1);
     }
 
-    /// Absorbs `count` votes for `prefix` at once (a simulator that counts votes by prefix id
-    /// hands them over this way).
+    /// Absorbs `count` votes for `prefix` at once (a simulator hands over the votes of all the
+    /// sampled holders of a word this way).
     pub fn absorb_many(&mut self, prefix: String, count: u64) {
         if count > 0 {
             *self.votes.entry(prefix).or_insert(0) += count;
@@ -268,6 +268,33 @@ pub struct TrieHhOutput {
 
 /// The TrieHH task. Build it with [`TrieHh::new`] and drive it with [`Task`]: each query's
 /// batch must be sampled from the same `n` clients the configuration names.
+///
+/// # Example
+///
+/// ```
+/// use tally_core::heavy_hitters::{TrieHh, TrieHhConfig};
+/// use tally_core::task::Task;
+///
+/// // Corollary 1 for (ε, δ) = (1, 1e-8), 5 rounds, 10^6 clients: θ = 12, m = 15105.
+/// let config = TrieHhConfig::calibrate(1.0, 1e-8, 5, 1_000_000)?;
+/// assert_eq!((config.threshold, config.batch_size), (12, 15_105));
+/// let mut task = TrieHh::new(config)?;
+/// while let Some(query) = task.next_query() {
+///     // An executor samples `query.batch_size` clients; say 20 of them hold "ok", 3 "no".
+///     let mut aggregator = query.aggregator();
+///     for word in std::iter::repeat_n("ok", 20).chain(std::iter::repeat_n("no", 3)) {
+///         if let Some(vote) = query.respond(word) {
+///             aggregator.absorb(vote);
+///         }
+///     }
+///     task.observe(aggregator.release());
+/// }
+/// let output = task.finish();
+/// assert_eq!(output.words, ["ok"]);
+/// assert_eq!(output.accepted[..3], [["o"], ["ok"], ["ok$"]]);
+/// assert_eq!(output.rounds_run, 4); // the fourth round accepts nothing
+/// # Ok::<(), tally_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct TrieHh {
     config: TrieHhConfig,
@@ -536,7 +563,7 @@ pub mod tff {
             counts[i].1 += 1;
         }
         if counts.len() > max_user_contribution {
-            counts.sort_by(|a, b| b.1.cmp(&a.1)); // stable: ties keep first appearance
+            counts.sort_by_key(|&(_, count)| std::cmp::Reverse(count)); // stable: ties keep order
             counts.truncate(max_user_contribution);
         }
         counts.into_iter().map(|(word, _)| word).collect()
@@ -585,7 +612,7 @@ pub mod tff {
         let mut keep: Vec<bool> = prefix_votes.iter().map(|&v| v >= threshold).collect();
         if candidates.len() > max_num_prefixes {
             let mut order: Vec<usize> = (0..candidates.len()).collect();
-            order.sort_by(|&a, &b| prefix_votes[b].cmp(&prefix_votes[a])); // stable
+            order.sort_by_key(|&i| std::cmp::Reverse(prefix_votes[i])); // stable
             let mut top = vec![false; candidates.len()];
             for &i in &order[..max_num_prefixes] {
                 top[i] = true;
@@ -792,7 +819,7 @@ pub mod tff {
             self.check_shape(sub_round_votes)?;
             self.check_shape(&state.accumulated)?;
             state.accumulated.accumulate(sub_round_votes)?;
-            if (state.round_num + 1) % self.num_sub_rounds == 0 {
+            if (state.round_num + 1).is_multiple_of(self.num_sub_rounds) {
                 let decoded = self.decode(&state.discovered_prefixes, &state.accumulated)?;
                 state.heavy_hitters.extend(decoded.heavy_hitters);
                 state.discovered_prefixes = decoded.new_prefixes;

@@ -16,7 +16,7 @@
 //! Uniform subsets are drawn with Floyd's algorithm on an exactly uniform integer sampler
 //! (multiply-and-reject without the bias of `rand`'s default `random_range`), and returned
 //! sorted; [`uniform_subset`] exposes that sampler on its own (TrieHH's fixed-size sampling
-//! without replacement).
+//! without replacement), and [`uniform_subset_counts`] counts its draw per range of indices.
 
 use std::fmt;
 
@@ -421,13 +421,82 @@ pub fn uniform_subset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Result<Ve
         return Err(Error::invalid("s", s, "a subset size at most n"));
     }
     check_fits("s", s as f64, s)?;
-    Ok(sample_distinct_with(n, s, rng, uniform_below_narrow))
+    Ok(sample_distinct_with(n, s, rng, true))
+}
+
+/// How many indices of a uniformly random `s`-subset of `0..n` fall in each of the
+/// consecutive ranges `0..ends[0]`, `ends[0]..ends[1]`, …, `..ends[k−1] = n`: jointly
+/// multivariate hypergeometric counts. For the same generator state they are exactly the
+/// counts of the subset [`uniform_subset`] returns (the same draws), read off without listing
+/// the subset: on the bitset path each range is counted with popcounts.
+///
+/// A simulator whose clients are numbered item by item draws a fixed-size batch without
+/// replacement this way and gets the number of sampled holders of each item.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] if `s > n`, if `s` indices would not fit in memory, or if
+/// `ends` is not non-decreasing with last entry `n`.
+pub fn uniform_subset_counts<R: Rng + ?Sized>(
+    n: u64,
+    s: u64,
+    ends: &[u64],
+    rng: &mut R,
+) -> Result<Vec<u64>, Error> {
+    if s > n {
+        return Err(Error::invalid("s", s, "a subset size at most n"));
+    }
+    check_fits("s", s as f64, s)?;
+    if ends.last() != Some(&n) || ends.windows(2).any(|w| w[0] > w[1]) {
+        return Err(Error::invalid(
+            "ends",
+            format!("{} range ends", ends.len()),
+            "non-decreasing range ends, the last one equal to n",
+        ));
+    }
+    // The same branch `sample_distinct_with` takes, so that the draws are the same.
+    if s < n && s <= n / 2 && is_dense(n, s) {
+        let (bits, per_word) = floyd_bits(n, s, rng, true);
+        // rank(p), the number of set bits below p: whole words by their counts, then the
+        // bits of p's word below p.
+        let (mut counted, mut below, mut previous) = (0, 0u64, 0u64);
+        Ok(ends
+            .iter()
+            .map(|&end| {
+                let (word, bit) = ((end >> 6) as usize, end & 63);
+                below += per_word[counted..word]
+                    .iter()
+                    .map(|&c| u64::from(c))
+                    .sum::<u64>();
+                counted = word;
+                let partial = bits
+                    .get(word)
+                    .map_or(0, |w| (w & ((1u64 << bit) - 1)).count_ones());
+                let rank = below + u64::from(partial);
+                let count = rank - previous;
+                previous = rank;
+                count
+            })
+            .collect())
+    } else {
+        let subset = sample_distinct_with(n, s, rng, true);
+        let mut first = 0;
+        Ok(ends
+            .iter()
+            .map(|&end| {
+                let next = first + subset[first..].partition_point(|&i| i < end);
+                let count = (next - first) as u64;
+                first = next;
+                count
+            })
+            .collect())
+    }
 }
 
 /// An exactly uniform integer in `0..bound` (`bound ≥ 1`) like [`uniform_below`], but from one
 /// 32-bit word (Lemire's multiply-and-reject on 32 bits) when `bound ≤ 2^32 − 1`: half the
 /// randomness per draw.
-#[inline(always)] // the hot loop of `uniform_subset`; LLVM declines to inline it otherwise
+#[inline(always)] // called by `draw`, in the hot loop
 fn uniform_below_narrow<R: Rng + ?Sized>(bound: u64, rng: &mut R) -> u64 {
     let Ok(bound32) = u32::try_from(bound) else {
         return uniform_below(bound, rng);
@@ -443,28 +512,34 @@ fn uniform_below_narrow<R: Rng + ?Sized>(bound: u64, rng: &mut R) -> u64 {
     m >> 32
 }
 
+/// One Floyd draw, uniform in `0..bound`.
+#[inline(always)] // the hot loop of the Floyd samplers
+fn draw<R: Rng + ?Sized>(bound: u64, narrow: bool, rng: &mut R) -> u64 {
+    if narrow {
+        uniform_below_narrow(bound, rng)
+    } else {
+        uniform_below(bound, rng)
+    }
+}
+
 /// A uniform random `s`-subset of `0..n` (`s ≤ n`), sorted.
 ///
 /// Floyd's algorithm: for `j = n−s, …, n−1`, draw `t` uniform in `0..=j` and insert `t`, or `j`
 /// if `t` is already in. Each `s`-subset is equally likely. When `s > n/2` the complement is
 /// drawn instead.
 fn sample_distinct<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R) -> Vec<u64> {
-    sample_distinct_with(n, s, rng, uniform_below)
+    sample_distinct_with(n, s, rng, false)
 }
 
-/// [`sample_distinct`] with `draw(bound, rng)` as the uniform integer sampler.
-fn sample_distinct_with<R: Rng + ?Sized>(
-    n: u64,
-    s: u64,
-    rng: &mut R,
-    draw: impl Fn(u64, &mut R) -> u64 + Copy,
-) -> Vec<u64> {
+/// [`sample_distinct`], drawing with [`uniform_below_narrow`] when `narrow`, else with
+/// [`uniform_below`].
+fn sample_distinct_with<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R, narrow: bool) -> Vec<u64> {
     debug_assert!(s <= n);
     if s == n {
         return (0..n).collect();
     }
     if s > n / 2 {
-        let excluded = sample_distinct_with(n, n - s, rng, draw);
+        let excluded = sample_distinct_with(n, n - s, rng, narrow);
         let mut out = Vec::with_capacity(s as usize);
         let mut skip = excluded.iter().peekable();
         for i in 0..n {
@@ -476,23 +551,18 @@ fn sample_distinct_with<R: Rng + ?Sized>(
         }
         return out;
     }
-    if n / 64 <= s.saturating_mul(4) {
-        floyd_bitset(n, s, rng, draw)
+    if is_dense(n, s) {
+        floyd_bitset(n, s, rng, narrow)
     } else {
-        floyd_hash(n, s, rng, draw)
+        floyd_hash(n, s, rng, narrow)
     }
 }
 
 /// Floyd's algorithm with the set held in a hash set (for sparse samples of large `n`).
-fn floyd_hash<R: Rng + ?Sized>(
-    n: u64,
-    s: u64,
-    rng: &mut R,
-    draw: impl Fn(u64, &mut R) -> u64 + Copy,
-) -> Vec<u64> {
+fn floyd_hash<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R, narrow: bool) -> Vec<u64> {
     let mut set = FxHashSet::with_capacity_and_hasher(s as usize, Default::default());
     for j in (n - s)..n {
-        let t = draw(j + 1, rng);
+        let t = draw(j + 1, narrow, rng);
         if !set.insert(t) {
             set.insert(j);
         }
@@ -502,25 +572,38 @@ fn floyd_hash<R: Rng + ?Sized>(
     out
 }
 
+/// Whether a bitset over `0..n` is small next to an `s`-sample (`n/64 ≤ 4s` words).
+fn is_dense(n: u64, s: u64) -> bool {
+    n / 64 <= s.saturating_mul(4)
+}
+
 /// Floyd's algorithm with the set held in a bitset over `0..n` (for dense samples, where the
-/// `n/64` words cost no more than the hash set); the set bits are read out in order.
-fn floyd_bitset<R: Rng + ?Sized>(
-    n: u64,
-    s: u64,
-    rng: &mut R,
-    draw: impl Fn(u64, &mut R) -> u64 + Copy,
-) -> Vec<u64> {
-    // Unwrap safety: the caller's `n/64 ≤ 4s` and `s` indices fit in memory.
-    let mut bits = vec![0u64; usize::try_from(n.div_ceil(64)).expect("bitset fits")];
+/// `n/64` words cost no more than the hash set); the bitset.
+///
+/// Also returns the number of set bits of each word (counted as they are set: the build
+/// target may lack a popcount instruction).
+fn floyd_bits<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R, narrow: bool) -> (Vec<u64>, Vec<u8>) {
+    // Unwrap safety: the caller checked `n/64 ≤ 4s`, and `s` indices fit in memory.
+    let words = usize::try_from(n.div_ceil(64)).expect("bitset fits");
+    let mut bits = vec![0u64; words];
+    let mut per_word = vec![0u8; words];
     for j in (n - s)..n {
-        let t = draw(j + 1, rng);
+        let t = draw(j + 1, narrow, rng);
         let (word, bit) = ((t >> 6) as usize, 1u64 << (t & 63));
-        if bits[word] & bit == 0 {
-            bits[word] |= bit;
+        let (word, bit) = if bits[word] & bit == 0 {
+            (word, bit)
         } else {
-            bits[(j >> 6) as usize] |= 1u64 << (j & 63);
-        }
+            ((j >> 6) as usize, 1u64 << (j & 63))
+        };
+        bits[word] |= bit;
+        per_word[word] += 1;
     }
+    (bits, per_word)
+}
+
+/// Floyd's algorithm with the set held in a bitset over `0..n`, read out in order.
+fn floyd_bitset<R: Rng + ?Sized>(n: u64, s: u64, rng: &mut R, narrow: bool) -> Vec<u64> {
+    let (bits, _) = floyd_bits(n, s, rng, narrow);
     // Read the set bits out in order. A word holds about `64·s/n` of them, a number the branch
     // predictor cannot guess: the first two are written unconditionally (the length advances
     // only past real ones; one spare slot takes the extra writes), a loop takes the rest.
@@ -686,8 +769,8 @@ mod tests {
     fn floyd_bitset_and_hash_agree() {
         for (n, s) in [(1u64, 1u64), (64, 3), (65, 30), (1000, 7), (100_000, 2000)] {
             for seed in 0..5 {
-                let a = floyd_bitset(n, s, &mut ChaCha20Rng::seed_from_u64(seed), uniform_below);
-                let b = floyd_hash(n, s, &mut ChaCha20Rng::seed_from_u64(seed), uniform_below);
+                let a = floyd_bitset(n, s, &mut ChaCha20Rng::seed_from_u64(seed), false);
+                let b = floyd_hash(n, s, &mut ChaCha20Rng::seed_from_u64(seed), false);
                 assert_eq!(a, b, "n = {n}, s = {s}, seed = {seed}");
                 assert_eq!(a.len() as u64, s);
             }
@@ -714,6 +797,45 @@ mod tests {
             let b = uniform_below(bound, &mut ChaCha20Rng::seed_from_u64(6));
             assert_eq!(a, b);
         }
+    }
+
+    #[test]
+    fn subset_counts_are_the_counts_of_the_subset() {
+        let mut ends_rng = ChaCha20Rng::seed_from_u64(9);
+        for (n, s) in [
+            (1u64, 0u64),
+            (1, 1),
+            (64, 3),
+            (100, 100),
+            (130, 40),
+            (1000, 700),
+            (10_000, 150),
+            (1 << 40, 20),
+        ] {
+            for seed in 0..4 {
+                let mut ends: Vec<u64> = (0..uniform_below(12, &mut ends_rng))
+                    .map(|_| uniform_below(n + 1, &mut ends_rng))
+                    .collect();
+                ends.extend([0, 63.min(n), 64.min(n), n]);
+                ends.sort_unstable();
+                let subset = uniform_subset(n, s, &mut ChaCha20Rng::seed_from_u64(seed)).unwrap();
+                let counts =
+                    uniform_subset_counts(n, s, &ends, &mut ChaCha20Rng::seed_from_u64(seed))
+                        .unwrap();
+                let mut start = 0;
+                for (&end, &count) in ends.iter().zip(&counts) {
+                    let expected = subset.iter().filter(|&&i| start <= i && i < end).count();
+                    assert_eq!(count, expected as u64, "n = {n}, s = {s}, {start}..{end}");
+                    start = end;
+                }
+            }
+        }
+        let mut rng = ChaCha20Rng::seed_from_u64(10);
+        assert!(uniform_subset_counts(10, 3, &[5, 9], &mut rng).is_err());
+        assert!(uniform_subset_counts(10, 3, &[6, 5, 10], &mut rng).is_err());
+        assert!(uniform_subset_counts(10, 3, &[], &mut rng).is_err());
+        assert!(uniform_subset_counts(10, 11, &[10], &mut rng).is_err());
+        assert_eq!(uniform_subset_counts(10, 4, &[10], &mut rng).unwrap(), [4]);
     }
 
     #[test]
