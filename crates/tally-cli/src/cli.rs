@@ -213,6 +213,9 @@ pub(crate) struct BenchArgs {
 /// Heavy-hitter algorithms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Algorithm {
+    /// TrieHH: a prefix tree over fixed-size batches; releases words without counts.
+    #[value(name = "triehh")]
+    TrieHh,
     /// TrieHH++: a prefix tree, one S&T histogram per level, with counts on every node.
     #[value(name = "triehh++")]
     TrieHhPlus,
@@ -268,6 +271,9 @@ pub(crate) struct HeavyHittersArgs {
     /// TrieHH++: every client reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
+    /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
+    #[arg(long)]
+    pub(crate) beam: Option<usize>,
     /// How the levels' guarantees compose.
     #[arg(long, value_enum, default_value = "basic")]
     pub(crate) composition: CompositionArg,

@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 use tally_accounting::composition::{Composition, split_budget};
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_accounting::{Guarantee, Neighbours};
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig};
+use tally_core::heavy_hitters::{TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig};
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{
-    ExecutionPath, Population, retrieval_scores, run_sample_threshold, run_triehh_plus, top_k,
+    ExecutionPath, Population, retrieval_scores, run_sample_threshold, run_triehh, run_triehh_plus,
+    top_k,
 };
 
 use crate::cli::{Algorithm, HeavyHittersArgs};
@@ -24,11 +25,11 @@ const DEFAULT_TRUTH_K: usize = 20;
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
 
-/// One found item.
+/// One found item; TrieHH releases no counts.
 struct Found {
     item: String,
-    count: u64,
-    estimate: f64,
+    count: Option<u64>,
+    estimate: Option<f64>,
 }
 
 /// What a heavy-hitter run produced, ready to print.
@@ -51,6 +52,64 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
     let path = ExecutionPath::default();
     let report = match args.algorithm {
+        Algorithm::TrieHh => {
+            let stage = Stage::start("loading the population");
+            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            let mut config = TrieHhConfig::calibrate(
+                args.privacy.epsilon,
+                args.delta,
+                args.levels,
+                population.len() as u64,
+            )?
+            .with_segment(args.segment);
+            if let Some(beam) = args.beam {
+                config = config.with_beam(beam);
+            }
+            let task = TrieHh::new(config)?;
+            stage.next(format!(
+                "growing the prefix tree over {} rounds",
+                args.levels
+            ));
+            let output = run_triehh(&population, task, seed);
+            drop(stage);
+            let items = output
+                .words
+                .iter()
+                .map(|word| Found {
+                    item: word.clone(),
+                    count: None,
+                    estimate: None,
+                })
+                .collect();
+            let trie: Vec<Value> = output
+                .accepted
+                .iter()
+                .enumerate()
+                .flat_map(|(round, prefixes)| {
+                    prefixes
+                        .iter()
+                        .map(move |p| json!({"prefix": p, "level": round + 1}))
+                })
+                .collect();
+            let config = &output.config;
+            (
+                population,
+                Report {
+                    mechanism: "triehh",
+                    parameters: json!({
+                        "rounds": config.rounds,
+                        "rounds_run": output.rounds_run,
+                        "segment": config.segment,
+                        "threshold": config.threshold,
+                        "batch_size": config.batch_size,
+                        "beam": config.beam,
+                    }),
+                    guarantee: output.guarantee,
+                    items,
+                    trie: Some(Value::Array(trie)),
+                },
+            )
+        }
         Algorithm::SingleRound => {
             let mechanism = SampleThreshold::calibrate(
                 args.privacy.epsilon,
@@ -69,8 +128,8 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 .iter()
                 .map(|cell| Found {
                     item: name(&population, cell.item),
-                    count: cell.count,
-                    estimate: cell.estimate,
+                    count: Some(cell.count),
+                    estimate: Some(cell.estimate),
                 })
                 .collect();
             let params = mechanism.params();
@@ -127,8 +186,8 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 .map(|node| Found {
                     // Unwrap safety: heavy hitters are complete words.
                     item: node.word().expect("complete word").to_owned(),
-                    count: node.count,
-                    estimate: node.estimate,
+                    count: Some(node.count),
+                    estimate: Some(node.estimate),
                 })
                 .collect();
             let trie: Vec<Value> = output
@@ -229,13 +288,17 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
         "rank", "item", "count", "estimate"
     )?;
     for (rank, f) in report.items.iter().take(shown).enumerate() {
+        let count = f.count.map_or_else(|| "-".to_owned(), |c| c.to_string());
+        let estimate = f
+            .estimate
+            .map_or_else(|| "-".to_owned(), |e| format!("{e:.1}"));
         writeln!(
             out,
-            "  {:>5}  {:<24} {:>10} {:>14.1}",
+            "  {:>5}  {:<24} {:>10} {:>14}",
             rank + 1,
             f.item,
-            f.count,
-            f.estimate
+            count,
+            estimate
         )?;
     }
     Ok(())
@@ -243,13 +306,23 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
 
 /// Scores the found items against the population's true top `k`: recall is the share of the
 /// true top `k` found at all; precision the share of the `k` largest found items that are in
-/// the true top `k`.
+/// the true top `k` (for an algorithm that releases no counts to rank by, the share of all `f`
+/// found items that are in the true top `f`).
 fn truth_scores(population: &Population, items: &[Found], top: Option<usize>) -> Value {
     let k = top.unwrap_or(DEFAULT_TRUTH_K);
     let truth = top_k(population, k);
     let truth_names: Vec<&str> = truth.iter().map(|(name, _)| name.as_str()).collect();
-    let found_top: Vec<&str> = items.iter().take(k).map(|f| f.item.as_str()).collect();
-    let ranked = retrieval_scores(found_top, truth_names.iter().copied());
+    // Without counts there is no top k to pick: score every found item against the true top
+    // as many.
+    let ranked_by_count = items.iter().all(|f| f.count.is_some());
+    let precision_k = if ranked_by_count { k } else { items.len() };
+    let precision_truth = top_k(population, precision_k);
+    let found_top: Vec<&str> = items
+        .iter()
+        .take(precision_k)
+        .map(|f| f.item.as_str())
+        .collect();
+    let ranked = retrieval_scores(found_top, precision_truth.iter().map(|(n, _)| n.as_str()));
     let all_found: HashSet<&str> = items.iter().map(|f| f.item.as_str()).collect();
     let hits = truth_names
         .iter()
@@ -270,6 +343,7 @@ fn truth_scores(population: &Population, items: &[Found], top: Option<usize>) ->
         "true_top_k_found": hits,
         "recall": recall,
         "precision": ranked.precision,
+        "precision_at": precision_k,
         "f1": f1,
         "found_items_in_data": in_data,
         "true_top_k": truth.iter().map(|(name, count)| json!({"item": name, "count": count})).collect::<Vec<_>>(),

@@ -237,3 +237,22 @@ fn heavy_hitters_single_round_releases_whole_words() {
     assert_eq!(out["items"][0]["item"], "the");
     assert!(out["truth"]["recall"].as_f64().unwrap() > 0.99);
 }
+
+#[test]
+fn heavy_hitters_triehh_releases_words_without_counts() {
+    let out = json(
+        "heavy-hitters --dataset shakespeare --algorithm triehh --epsilon 4 --delta 1e-8 --seed 3 \
+         --json --truth",
+    );
+    assert_eq!(out["mechanism"], "triehh");
+    assert_eq!(out["guarantee"]["neighbours"], "replace-one");
+    assert!(out["guarantee"]["epsilon"].as_f64().unwrap() <= 4.0);
+    let truth = shakespeare_counts();
+    let items = out["items"].as_array().unwrap();
+    assert!(items.len() > 20);
+    for item in items {
+        assert!(truth.contains_key(item["item"].as_str().unwrap()));
+        assert!(item["count"].is_null());
+    }
+    assert!(out["truth"]["true_top_k_found"].as_u64().unwrap() >= 20);
+}
