@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rand::Rng;
+use tally_accounting::sample_threshold::PlanTarget;
 
 /// Differentially private federated analytics: private histograms, heavy hitters and
 /// quantiles over data that stays on users' devices.
@@ -124,6 +126,53 @@ pub(crate) struct PlanArgs {
     pub(crate) threshold: Option<u64>,
 }
 
+/// The target δ, the round parameters the user fixes, and the seed: shared by every command
+/// that releases.
+#[derive(Debug, Args)]
+pub(crate) struct ReleaseArgs {
+    /// Target δ in (0, 1) for the whole release.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
+    /// round's share of (ε, δ).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
+    /// round's share of (ε, δ).
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// Seed for a reproducible simulation. Without it the run draws from the operating
+    /// system's randomness and prints no seed: a release is private only while its sampling
+    /// randomness stays secret.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+}
+
+impl ReleaseArgs {
+    /// What the S&T planner solves for: the given rate or threshold, or the pair with the
+    /// smallest count a release can show.
+    pub(crate) fn target(&self) -> PlanTarget {
+        match (self.sampling_rate, self.threshold) {
+            (Some(rate), _) => PlanTarget::SamplingRate(rate),
+            (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+            (None, None) => PlanTarget::MinReleasedCount,
+        }
+    }
+
+    /// The given seed, or one drawn from the operating system (and never printed).
+    pub(crate) fn seed_or_random(&self) -> u64 {
+        self.seed.unwrap_or_else(|| rand::rng().next_u64())
+    }
+
+    /// The seed for a human-readable report.
+    pub(crate) fn seed_description(&self) -> String {
+        self.seed.map_or_else(
+            || "none (operating-system randomness)".to_owned(),
+            |s| s.to_string(),
+        )
+    }
+}
+
 /// Input file formats.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum Format {
@@ -162,20 +211,8 @@ pub(crate) struct HistogramArgs {
     pub(crate) rows_as_clients: bool,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1).
-    #[arg(long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
-    /// Sampling rate p_s; the threshold is then the smallest that meets (ε, δ).
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ; the sampling rate is then the largest that meets (ε, δ).
-    #[arg(long)]
-    pub(crate) threshold: Option<u64>,
-    /// Seed for a reproducible simulation. Without it the run draws from the operating
-    /// system's randomness and prints no seed: a release is private only while its sampling
-    /// randomness stays secret.
-    #[arg(long)]
-    pub(crate) seed: Option<u64>,
+    #[command(flatten)]
+    pub(crate) release: ReleaseArgs,
     /// Show only the K items with the largest counts.
     #[arg(long)]
     pub(crate) top: Option<usize>,
@@ -259,9 +296,8 @@ pub(crate) struct HeavyHittersArgs {
     pub(crate) algorithm: Algorithm,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1) for the whole run.
-    #[arg(long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
+    #[command(flatten)]
+    pub(crate) release: ReleaseArgs,
     /// Prefix-tree levels L; words of L·G characters or more are not found.
     #[arg(long, default_value_t = 10)]
     pub(crate) levels: usize,
@@ -277,16 +313,6 @@ pub(crate) struct HeavyHittersArgs {
     /// How the levels' guarantees compose.
     #[arg(long, value_enum, default_value = "basic")]
     pub(crate) composition: CompositionArg,
-    /// Per-round sampling rate; the threshold is then the smallest that meets the round's
-    /// budget.
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Per-round threshold; the sampling rate is then the largest that meets the budget.
-    #[arg(long)]
-    pub(crate) threshold: Option<u64>,
-    /// Seed for a reproducible simulation (see `tally histogram --help`).
-    #[arg(long)]
-    pub(crate) seed: Option<u64>,
     /// Show only the K most frequent items found (and score against the true top K).
     #[arg(long)]
     pub(crate) top: Option<usize>,
@@ -377,22 +403,11 @@ pub(crate) struct ValuesArgs {
     pub(crate) consistent: bool,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1) for the whole run.
-    #[arg(long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
+    #[command(flatten)]
+    pub(crate) release: ReleaseArgs,
     /// How the rounds' guarantees compose.
     #[arg(long, value_enum, default_value = "basic")]
     pub(crate) composition: CompositionArg,
-    /// Per-round sampling rate; the threshold is then the smallest that meets the round's
-    /// budget.
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Per-round threshold; the sampling rate is then the largest that meets the budget.
-    #[arg(long)]
-    pub(crate) threshold: Option<u64>,
-    /// Seed for a reproducible simulation (see `tally histogram --help`).
-    #[arg(long)]
-    pub(crate) seed: Option<u64>,
 }
 
 #[derive(Debug, Args)]

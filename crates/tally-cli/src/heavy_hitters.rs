@@ -4,10 +4,9 @@ use std::collections::HashSet;
 use std::io::{self, Write};
 
 use anyhow::Result;
-use rand::Rng;
 use serde_json::{Value, json};
 use tally_accounting::composition::{Composition, split_budget};
-use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::{Guarantee, Neighbours};
 use tally_core::heavy_hitters::{TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig};
 use tally_core::histogram::SampleThreshold;
@@ -44,20 +43,21 @@ struct Report {
 pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let analysis = Analysis::from(args.privacy.method);
     let neighbours = Neighbours::from(args.privacy.neighbours);
-    let target = match (args.sampling_rate, args.threshold) {
-        (Some(rate), _) => PlanTarget::SamplingRate(rate),
-        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
-        (None, None) => PlanTarget::MinReleasedCount,
-    };
-    let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let target = args.release.target();
+    let seed = args.release.seed_or_random();
     let path = ExecutionPath::default();
     let report = match args.algorithm {
         Algorithm::TrieHh => {
+            anyhow::ensure!(
+                args.release.sampling_rate.is_none() && args.release.threshold.is_none(),
+                "TrieHH calibrates its own threshold and batch size from (ε, δ); \
+                 --sampling-rate and --threshold apply to triehh++ and single-round"
+            );
             let stage = Stage::start("loading the population");
             let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
             let mut config = TrieHhConfig::calibrate(
                 args.privacy.epsilon,
-                args.delta,
+                args.release.delta,
                 args.levels,
                 population.len() as u64,
             )?
@@ -113,7 +113,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         Algorithm::SingleRound => {
             let mechanism = SampleThreshold::calibrate(
                 args.privacy.epsilon,
-                args.delta,
+                args.release.delta,
                 target,
                 analysis,
                 neighbours,
@@ -151,7 +151,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             let composition = Composition::from(args.composition);
             let (level_epsilon, level_delta) = split_budget(
                 args.privacy.epsilon,
-                args.delta,
+                args.release.delta,
                 args.levels as u64,
                 composition,
             )?;
@@ -170,7 +170,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 restricted: !args.unrestricted,
                 per_level,
                 composition,
-                total_delta: args.delta,
+                total_delta: args.release.delta,
             })?;
             let stage = Stage::start("loading the population");
             let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
@@ -260,7 +260,7 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
         if let Some(truth) = truth {
             out["truth"] = truth;
         }
-        out["seed"] = json!(args.seed);
+        out["seed"] = json!(args.release.seed);
         print_json(&out)?;
         return Ok(());
     }

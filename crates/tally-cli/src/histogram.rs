@@ -3,10 +3,9 @@
 use std::io::{self, Write};
 
 use anyhow::Result;
-use rand::Rng;
 use serde_json::json;
 use tally_accounting::Neighbours;
-use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::sample_threshold::Analysis;
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, run_sample_threshold};
 
@@ -22,15 +21,12 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let analysis = Analysis::from(args.privacy.method);
     let neighbours = Neighbours::from(args.privacy.neighbours);
     // Validate the privacy target before reading any data.
-    let target = match (args.sampling_rate, args.threshold) {
-        (Some(rate), _) => PlanTarget::SamplingRate(rate),
-        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
-        (None, None) => PlanTarget::MinReleasedCount,
-    };
-    let mechanism = SampleThreshold::calibrate(epsilon, args.delta, target, analysis, neighbours)?;
+    let target = args.release.target();
+    let mechanism =
+        SampleThreshold::calibrate(epsilon, args.release.delta, target, analysis, neighbours)?;
 
     // Without --seed the run draws its seed from the operating system and never prints it.
-    let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let seed = args.release.seed_or_random();
     let stage = Stage::start("loading the population");
     let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
     stage.next(format!("sampling {} clients", population.len()));
@@ -67,12 +63,12 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
                 "expected_sample_size": population.len() as f64 * params.sampling_rate(),
             },
             "guarantee": guarantee_json(guarantee),
-            "target_delta": args.delta,
+            "target_delta": args.release.delta,
             "input": population.description(),
             "execution": path.name(),
             "released_items": release.items.len(),
             "items": items,
-            "seed": args.seed,
+            "seed": args.release.seed,
         }))?;
         return Ok(());
     }
@@ -91,13 +87,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
                 ),
             ),
             ("released items", release.items.len().to_string()),
-            (
-                "seed",
-                args.seed.map_or_else(
-                    || "none (operating-system randomness)".to_owned(),
-                    |s| s.to_string(),
-                ),
-            ),
+            ("seed", args.release.seed_description()),
         ],
     )?;
     let mut out = io::stdout().lock();

@@ -3,11 +3,10 @@
 use std::io::{self, Write};
 
 use anyhow::{Result, anyhow, bail};
-use rand::Rng;
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
-use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::sample_threshold::Analysis;
 use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
     HierarchicalRelease, MAX_SEARCH_ROUNDS, Normalisation, RoundPlan, TreeShape, plan_rounds,
@@ -79,7 +78,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
                 .collect::<Result<Vec<_>, _>>()?;
             let guarantee = config(0.5).guarantee_of(searches)?;
             let values = load_values(common)?;
-            let seed = run_seed(common);
+            let seed = common.release.seed_or_random();
             let stage = Stage::start(format!(
                 "{searches} binary searches of {rounds} rounds over {} values",
                 values.len()
@@ -155,13 +154,13 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
             "mechanism": "hierarchical histogram",
             "parameters": parameters,
             "guarantee": guarantee_json(guarantee),
-            "target_delta": common.delta,
+            "target_delta": common.release.delta,
             "input": values.description(),
             "range": {"lo": args.lo, "hi": args.hi, "grid_lo": grid_lo, "grid_hi": grid_hi},
             "estimate": estimate,
             "fraction": estimate / total,
             "estimated_total": total,
-            "seed": common.seed,
+            "seed": common.release.seed,
         }))?;
         return Ok(());
     }
@@ -171,7 +170,7 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
             ("input", values.description().to_owned()),
             ("guarantee", guarantee_line(guarantee)),
             ("parameters", parameters.to_string()),
-            ("seed", seed_line(common)),
+            ("seed", common.release.seed_description()),
             (
                 "range",
                 format!(
@@ -227,7 +226,7 @@ impl Hierarchical {
             self.shape.levels(),
             values.len()
         ));
-        let seed = run_seed(common);
+        let seed = common.release.seed_or_random();
         let release = run_hierarchical(values, self.task.clone(), ExecutionPath::default(), seed);
         drop(stage);
         if release.total() <= 0.0 {
@@ -272,14 +271,10 @@ impl Hierarchical {
 
 /// Splits the budget over `rounds` and calibrates each round.
 fn plan(common: &ValuesArgs, rounds: usize) -> Result<RoundPlan> {
-    let target = match (common.sampling_rate, common.threshold) {
-        (Some(rate), _) => PlanTarget::SamplingRate(rate),
-        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
-        (None, None) => PlanTarget::MinReleasedCount,
-    };
+    let target = common.release.target();
     Ok(plan_rounds(
         common.privacy.epsilon,
-        common.delta,
+        common.release.delta,
         rounds,
         Composition::from(common.composition),
         target,
@@ -316,18 +311,6 @@ fn load_values(common: &ValuesArgs) -> Result<Values> {
     Ok(values)
 }
 
-/// The seed of the run: `--seed`, or one from the operating system that is never printed.
-fn run_seed(common: &ValuesArgs) -> u64 {
-    common.seed.unwrap_or_else(|| rand::rng().next_u64())
-}
-
-fn seed_line(common: &ValuesArgs) -> String {
-    common.seed.map_or_else(
-        || "none (operating-system randomness)".to_owned(),
-        |s| s.to_string(),
-    )
-}
-
 /// The width of a grid cell of `fraction` of `[0, 1]`, in the input's units.
 fn resolution(values: &Values, fraction: f64) -> f64 {
     values
@@ -358,10 +341,10 @@ fn report_quantiles(
             "mechanism": mechanism,
             "parameters": parameters,
             "guarantee": guarantee_json(guarantee),
-            "target_delta": common.delta,
+            "target_delta": common.release.delta,
             "input": values.description(),
             "quantiles": list,
-            "seed": common.seed,
+            "seed": common.release.seed,
         }))?;
         return Ok(());
     }
@@ -371,7 +354,7 @@ fn report_quantiles(
             ("input", values.description().to_owned()),
             ("guarantee", guarantee_line(guarantee)),
             ("parameters", parameters.to_string()),
-            ("seed", seed_line(common)),
+            ("seed", common.release.seed_description()),
         ],
     )?;
     let mut out = io::stdout().lock();
