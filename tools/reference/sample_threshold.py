@@ -33,9 +33,6 @@ Definitions (q = 1 - e^{-eps}(1 - p), D(a||b) the Bernoulli KL divergence, b(v;k
 
 from __future__ import annotations
 
-import argparse
-import difflib
-import json
 import math
 import random
 import sys
@@ -45,6 +42,9 @@ from pathlib import Path
 import mpmath
 from mpmath import mp, mpf
 from mpmath.libmp import to_float
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
+import vectors_io  # noqa: E402  (JSON formatting and command line shared by the three scripts)
 
 mp.dps = 50
 
@@ -85,63 +85,8 @@ def to_double(x):
     return to_float(mpf(x)._mpf_, rnd="n")
 
 
-def fmt_float(d: float) -> str:
-    if not math.isfinite(d):
-        raise ValueError(f"non-finite float {d!r} cannot go into JSON")
-    s = "%.17g" % d
-    if "." not in s and "e" not in s and "n" not in s:
-        s += ".0"
-    assert float(s) == d
-    return s
-
-
-def fmt_scalar(x) -> str:
-    if x is None:
-        return "null"
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        return fmt_float(x)
-    if isinstance(x, mpf):
-        return fmt_float(to_double(x))
-    if isinstance(x, str):
-        return json.dumps(x, ensure_ascii=True)
-    raise TypeError(f"cannot format {type(x)}")
-
-
-def fmt_inline(x) -> str:
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {fmt_inline(v)}" for k, v in x.items()) + "}"
-    if isinstance(x, (list, tuple)):
-        return "[" + ", ".join(fmt_inline(v) for v in x) + "]"
-    return fmt_scalar(x)
-
-
-def fmt_document(doc: dict) -> str:
-    """Deterministic JSON: top-level keys one per line, list-of-objects one object per line."""
-    lines = ["{"]
-    items = list(doc.items())
-    for i, (key, value) in enumerate(items):
-        comma = "," if i + 1 < len(items) else ""
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            lines.append(f"  {json.dumps(key)}: [")
-            for j, v in enumerate(value):
-                lines.append("    " + fmt_inline(v) + ("," if j + 1 < len(value) else ""))
-            lines.append("  ]" + comma)
-        elif isinstance(value, dict):
-            lines.append(f"  {json.dumps(key)}: {{")
-            sub = list(value.items())
-            for j, (k2, v2) in enumerate(sub):
-                lines.append(f"    {json.dumps(k2)}: {fmt_inline(v2)}" + ("," if j + 1 < len(sub) else ""))
-            lines.append("  }" + comma)
-        else:
-            lines.append(f"  {json.dumps(key)}: {fmt_inline(value)}{comma}")
-    lines.append("}")
-    text = "\n".join(lines) + "\n"
-    json.loads(text)  # must be valid JSON
-    return text
+# Deterministic JSON text for the vectors (see vectors_io.JsonFormat).
+JSON = vectors_io.JsonFormat(vectors_io.float_17g, number_types=(mpf,), to_double=to_double, expand_objects=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1255,66 +1200,31 @@ def generate(log) -> dict[str, str]:
         t1 = time.time()
         doc, n = builder(log)
         total += n
-        files[name] = fmt_document(doc)
+        files[name] = JSON.document(doc)
         log(f"  ({time.time() - t1:.1f} s)")
     log(f"total {total} cases in {time.time() - t0:.1f} s")
     return files
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the committed files")
-    ap.add_argument("--out-dir", type=Path, default=OUT_DIR, help=f"output directory (default {OUT_DIR})")
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args()
-
-    def log(msg):
-        if not args.quiet:
-            print(msg, file=sys.stderr)
-
-    files = generate(log)
-    for w in WARNINGS:
-        print(f"warning: {w}", file=sys.stderr)
-    if VIOLATIONS:
-        print("ORDERING VIOLATIONS (closed_form >= theorem1 >= exact >= tight):", file=sys.stderr)
-        for v in VIOLATIONS:
-            print(f"  {v}", file=sys.stderr)
-        return 2
-
-    if args.check:
-        bad = False
-        for name, text in files.items():
-            path = args.out_dir / name
-            if not path.exists():
-                print(f"MISSING: {path}", file=sys.stderr)
-                bad = True
-                continue
-            old = path.read_text(encoding="utf-8")
-            if old != text:
-                bad = True
-                print(f"DIFFERS: {path}", file=sys.stderr)
-                diff = difflib.unified_diff(old.splitlines(), text.splitlines(), "committed", "regenerated", n=0, lineterm="")
-                for i, line in enumerate(diff):
-                    if i >= 40:
-                        print("  ...", file=sys.stderr)
-                        break
-                    print("  " + line[:300], file=sys.stderr)
-        extra = sorted(p.name for p in args.out_dir.glob("*.json") if p.name not in files) if args.out_dir.exists() else []
-        for name in extra:
-            print(f"UNEXPECTED FILE (not generated by this script): {args.out_dir / name}", file=sys.stderr)
-            bad = True
-        if bad:
-            print("test vectors are out of date: run python3 tools/reference/sample_threshold.py", file=sys.stderr)
-            return 1
-        print(f"OK: {len(files)} files in {args.out_dir} match the reference", file=sys.stderr)
+def report_violations() -> int:
+    """Exit code 2 (before any check or write) if an ordering check failed."""
+    if not VIOLATIONS:
         return 0
+    print("ORDERING VIOLATIONS (closed_form >= theorem1 >= exact >= tight):", file=sys.stderr)
+    for v in VIOLATIONS:
+        print(f"  {v}", file=sys.stderr)
+    return 2
 
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (args.out_dir / name).write_text(text, encoding="utf-8")
-        log(f"wrote {args.out_dir / name}")
-    return 0
 
+def main() -> int:
+    return vectors_io.run(
+        description=__doc__.split("\n")[0],
+        default_out_dir=OUT_DIR,
+        script=GENERATED_BY,
+        generate=generate,
+        warnings=WARNINGS,
+        after_generate=report_violations,
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -33,9 +33,6 @@ other steps covers for theta >= 11 but not at theta = 10: for delta in
 
 from __future__ import annotations
 
-import argparse
-import difflib
-import json
 import math
 import random
 import sys
@@ -46,6 +43,9 @@ from pathlib import Path
 import mpmath
 from mpmath import mp, mpf
 from mpmath.libmp import to_float
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
+import vectors_io  # noqa: E402  (JSON formatting and command line shared by the three scripts)
 
 mp.dps = 50
 
@@ -69,59 +69,8 @@ def to_double(x, rnd: str = "n") -> float:
     return to_float(mpf(x)._mpf_, rnd=rnd)
 
 
-def fmt_float(d: float) -> str:
-    """A double as a JSON *string* holding its shortest round-trip decimal (Python's repr).
-
-    Strings, not JSON numbers: serde_json's default float parser (without its
-    `float_roundtrip` feature) may land one ulp off, and the Rust tests compare to the ulp.
-    """
-    if not math.isfinite(d):
-        raise ValueError(f"non-finite float {d!r} cannot go into JSON")
-    s = repr(d)
-    assert float(s) == d
-    return json.dumps(s)
-
-
-def fmt_scalar(x) -> str:
-    if x is None:
-        return "null"
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, float):
-        return fmt_float(x)
-    if isinstance(x, (mpf, Fraction)):
-        return fmt_float(to_double(x))
-    if isinstance(x, str):
-        return json.dumps(x, ensure_ascii=True)
-    raise TypeError(f"cannot format {type(x)}")
-
-
-def fmt_inline(x) -> str:
-    if isinstance(x, dict):
-        return "{" + ", ".join(f"{json.dumps(k)}: {fmt_inline(v)}" for k, v in x.items()) + "}"
-    if isinstance(x, (list, tuple)):
-        return "[" + ", ".join(fmt_inline(v) for v in x) + "]"
-    return fmt_scalar(x)
-
-
-def fmt_document(doc: dict) -> str:
-    lines = ["{"]
-    items = list(doc.items())
-    for i, (key, value) in enumerate(items):
-        comma = "," if i + 1 < len(items) else ""
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            lines.append(f"  {json.dumps(key)}: [")
-            for j, v in enumerate(value):
-                lines.append("    " + fmt_inline(v) + ("," if j + 1 < len(value) else ""))
-            lines.append("  ]" + comma)
-        else:
-            lines.append(f"  {json.dumps(key)}: {fmt_inline(value)}{comma}")
-    lines.append("}")
-    text = "\n".join(lines) + "\n"
-    json.loads(text)
-    return text
+# Deterministic JSON text for the vectors (see vectors_io.JsonFormat).
+JSON = vectors_io.JsonFormat(vectors_io.float_string, number_types=(mpf, Fraction), to_double=to_double)
 
 
 def log_uniform(rng: random.Random, lo: float, hi: float) -> float:
@@ -438,62 +387,22 @@ def generate(log) -> dict[str, str]:
     t0 = time.time()
     stats = verify(log)
     files = {
-        "theta.json": fmt_document(build_theta(log, stats)),
-        "corollary.json": fmt_document(build_corollary(log)),
-        "guarantee.json": fmt_document(build_guarantee(log)),
+        "theta.json": JSON.document(build_theta(log, stats)),
+        "corollary.json": JSON.document(build_corollary(log)),
+        "guarantee.json": JSON.document(build_guarantee(log)),
     }
     log(f"done in {time.time() - t0:.1f} s")
     return files
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--check", action="store_true", help="regenerate in memory and compare with the committed files")
-    ap.add_argument("--out-dir", type=Path, default=OUT_DIR, help=f"output directory (default {OUT_DIR})")
-    ap.add_argument("--quiet", action="store_true")
-    args = ap.parse_args()
-
-    def log(msg):
-        if not args.quiet:
-            print(msg, file=sys.stderr)
-
-    files = generate(log)
-    for w in WARNINGS:
-        print(f"warning: {w}", file=sys.stderr)
-    if args.check:
-        bad = False
-        for name, text in files.items():
-            path = args.out_dir / name
-            if not path.exists():
-                print(f"MISSING: {path}", file=sys.stderr)
-                bad = True
-                continue
-            old = path.read_text(encoding="utf-8")
-            if old != text:
-                bad = True
-                print(f"DIFFERS: {path}", file=sys.stderr)
-                diff = difflib.unified_diff(old.splitlines(), text.splitlines(), "committed", "regenerated", n=0, lineterm="")
-                for i, line in enumerate(diff):
-                    if i >= 40:
-                        print("  ...", file=sys.stderr)
-                        break
-                    print("  " + line[:300], file=sys.stderr)
-        extra = sorted(p.name for p in args.out_dir.glob("*.json") if p.name not in files) if args.out_dir.exists() else []
-        for name in extra:
-            print(f"UNEXPECTED FILE (not generated by this script): {args.out_dir / name}", file=sys.stderr)
-            bad = True
-        if bad:
-            print("test vectors are out of date: run python3 tools/reference/triehh.py", file=sys.stderr)
-            return 1
-        print(f"OK: {len(files)} files in {args.out_dir} match the reference", file=sys.stderr)
-        return 0
-
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (args.out_dir / name).write_text(text, encoding="utf-8")
-        log(f"wrote {args.out_dir / name}")
-    return 0
-
+    return vectors_io.run(
+        description=__doc__.split("\n")[0],
+        default_out_dir=OUT_DIR,
+        script=GENERATED_BY,
+        generate=generate,
+        warnings=WARNINGS,
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

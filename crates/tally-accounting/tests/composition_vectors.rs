@@ -5,24 +5,15 @@
 //! within the documented margins of it; every split budget must be at or below the exact
 //! largest admissible one, and compose back within the totals.
 
-use serde::{Deserialize, Deserializer};
+mod common;
+
+use common::X;
+use serde::Deserialize;
 use tally_accounting::Error;
 use tally_accounting::composition::{
     Composition, compose_advanced, compose_basic, compose_optimal_homogeneous,
     optimal_homogeneous_delta, split_budget,
 };
-
-/// A double, written in the JSON as its shortest decimal string and parsed exactly here
-/// (serde_json's default number parser may land one ulp off; these checks are ulp-exact).
-#[derive(Clone, Copy, Debug)]
-struct X(f64);
-
-impl<'de> Deserialize<'de> for X {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map(X).map_err(serde::de::Error::custom)
-    }
-}
 
 /// `actual` is at least `lower` (a value at or above the exact one) and at most `ulps` doubles
 /// above it.

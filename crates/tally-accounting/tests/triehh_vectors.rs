@@ -7,25 +7,16 @@
 //! cost. Every `ε` and `δ` must be at or above the reference value and
 //! within the documented margin of it.
 
-use serde::{Deserialize, Deserializer};
+mod common;
+
+use common::X;
+use serde::Deserialize;
 use tally_accounting::Error;
 use tally_accounting::numeric::lambert_w0;
 use tally_accounting::triehh::{
     ThetaRule, corollary1, theta_closed_form, theta_closed_form_constant, theta_factorial,
     triehh_delta, triehh_guarantee,
 };
-
-/// A double, written in the JSON as its shortest decimal string and parsed exactly here
-/// (serde_json's default number parser may land one ulp off).
-#[derive(Clone, Copy, Debug)]
-struct X(f64);
-
-impl<'de> Deserialize<'de> for X {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map(X).map_err(serde::de::Error::custom)
-    }
-}
 
 /// `actual` is at or above `reference` and within `rel` of it (or the smallest positive `f64`
 /// when the reference underflows to 0, as `δ` does for large `θ`).

@@ -18,29 +18,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     let params = SampleThresholdParams::new(args.sampling_rate, args.threshold)?;
     let mechanism =
         SampleThreshold::new(params, args.epsilon, Analysis::Tight, Neighbours::AddRemove)?;
-    let spec = SyntheticSpec::new(
-        args.clients,
-        Generator::Geometric {
-            domain: args.domain,
-        },
-    )?;
-    let stage = Stage::start(format!("generating {} clients", args.clients));
-    let population = Population::synthetic(&spec, args.seed);
+    let (population, stage) = geometric_population(args.clients, args.domain, args.seed)?;
     stage.next(format!("timing {} runs", args.repeats));
     let path = ExecutionPath::GapSkipping;
-
-    let mut seconds = Vec::with_capacity(args.repeats);
-    let mut released = 0;
-    for repeat in 0..args.repeats {
-        let start = Instant::now();
-        let release =
-            run_sample_threshold(&population, &mechanism, path, args.seed + repeat as u64);
-        seconds.push(start.elapsed().as_secs_f64());
-        released = release.items.len();
-    }
+    let (timings, release) = Timings::measure(args.repeats, |repeat| {
+        run_sample_threshold(&population, &mechanism, path, args.seed + repeat)
+    });
     drop(stage);
-    seconds.sort_by(f64::total_cmp);
-    let median = seconds[seconds.len() / 2];
+    let released = release.items.len();
     let threads = rayon::current_num_threads();
     if args.json {
         print_json(&json!({
@@ -52,9 +37,9 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
             "execution": path.name(),
             "threads": threads,
             "repeats": args.repeats,
-            "median_seconds": median,
-            "min_seconds": seconds[0],
-            "max_seconds": seconds[seconds.len() - 1],
+            "median_seconds": timings.median(),
+            "min_seconds": timings.min(),
+            "max_seconds": timings.max(),
             "released_items": released,
         }))?;
         return Ok(());
@@ -72,20 +57,72 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
                 ),
             ),
             ("execution", format!("{} on {threads} threads", path.name())),
-            (
-                "time",
-                format!(
-                    "median {} over {} runs (min {}, max {})",
-                    fmt_seconds(median),
-                    args.repeats,
-                    fmt_seconds(seconds[0]),
-                    fmt_seconds(seconds[seconds.len() - 1])
-                ),
-            ),
+            ("time", timings.describe()),
             ("released items", released.to_string()),
         ],
     )
     .map_err(Into::into)
+}
+
+/// Generates `clients` Geometric(1/√domain) items (redrawn when ≥ domain) outside any timed
+/// region, behind a progress spinner that the caller moves on.
+pub(crate) fn geometric_population(
+    clients: u64,
+    domain: u64,
+    seed: u64,
+) -> Result<(Population, Stage)> {
+    let spec = SyntheticSpec::new(clients, Generator::Geometric { domain })?;
+    let stage = Stage::start(format!("generating {clients} clients"));
+    Ok((Population::synthetic(&spec, seed), stage))
+}
+
+/// Wall-clock times of repeated runs.
+pub(crate) struct Timings {
+    /// Sorted, at least one.
+    seconds: Vec<f64>,
+}
+
+impl Timings {
+    /// Runs `run(repeat)` for `repeat = 0..repeats` (at least once), timing each run, and
+    /// returns the timings and the last run's result.
+    pub(crate) fn measure<T>(repeats: usize, mut run: impl FnMut(u64) -> T) -> (Self, T) {
+        let mut seconds = Vec::with_capacity(repeats);
+        let mut last = None;
+        for repeat in 0..repeats.max(1) {
+            let start = Instant::now();
+            last = Some(run(repeat as u64));
+            seconds.push(start.elapsed().as_secs_f64());
+        }
+        seconds.sort_by(f64::total_cmp);
+        // Unwrap safety: the loop ran at least once.
+        (Self { seconds }, last.expect("at least one run"))
+    }
+
+    /// The median run time in seconds.
+    pub(crate) fn median(&self) -> f64 {
+        self.seconds[self.seconds.len() / 2]
+    }
+
+    /// The fastest run in seconds.
+    pub(crate) fn min(&self) -> f64 {
+        self.seconds[0]
+    }
+
+    /// The slowest run in seconds.
+    pub(crate) fn max(&self) -> f64 {
+        self.seconds[self.seconds.len() - 1]
+    }
+
+    /// `median … over N runs (min …, max …)`.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "median {} over {} runs (min {}, max {})",
+            fmt_seconds(self.median()),
+            self.seconds.len(),
+            fmt_seconds(self.min()),
+            fmt_seconds(self.max())
+        )
+    }
 }
 
 fn fmt_seconds(s: f64) -> String {

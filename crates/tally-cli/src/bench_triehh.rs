@@ -2,16 +2,15 @@
 //! vote per sampled client, threshold) on generated Geometric(1/√B) items named in decimal,
 //! with the data made and the task calibrated outside the timed region.
 
-use std::time::Instant;
-
 use anyhow::Result;
 use serde_json::json;
 use tally_core::heavy_hitters::{TrieHh, TrieHhConfig};
 use tally_core::task::Task;
-use tally_sim::{Generator, Population, SyntheticSpec, run_triehh};
+use tally_sim::run_triehh;
 
+use crate::bench::{Timings, geometric_population};
 use crate::cli::BenchTrieHhArgs;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
+use crate::output::{guarantee_json, guarantee_line, print_fields, print_json};
 
 pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
     anyhow::ensure!(args.repeats > 0, "--repeats must be at least 1");
@@ -29,30 +28,12 @@ pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
     config.segment = args.segment;
     config.beam = args.beam;
     let task = TrieHh::new(config.clone())?;
-    let spec = SyntheticSpec::new(
-        args.clients,
-        Generator::Geometric {
-            domain: args.domain,
-        },
-    )?;
-    let stage = Stage::start(format!("generating {} clients", args.clients));
-    let population = Population::synthetic(&spec, args.seed);
+    let (population, stage) = geometric_population(args.clients, args.domain, args.seed)?;
     stage.next(format!("timing {} runs", args.repeats));
-
-    let mut seconds = Vec::with_capacity(args.repeats);
-    let mut last = None;
-    for repeat in 0..args.repeats {
-        let task = task.clone();
-        let start = Instant::now();
-        let output = run_triehh(&population, task, args.seed + repeat as u64);
-        seconds.push(start.elapsed().as_secs_f64());
-        last = Some(output);
-    }
+    let (timings, output) = Timings::measure(args.repeats, |repeat| {
+        run_triehh(&population, task.clone(), args.seed + repeat)
+    });
     drop(stage);
-    // Unwrap safety: at least one repetition ran.
-    let output = last.expect("repeats ≥ 1");
-    seconds.sort_by(f64::total_cmp);
-    let median = seconds[seconds.len() / 2];
     if args.json {
         print_json(&json!({
             "benchmark": "triehh",
@@ -66,9 +47,9 @@ pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
             "guarantee": guarantee_json(task.guarantee()),
             "threads": 1,
             "repeats": args.repeats,
-            "median_seconds": median,
-            "min_seconds": seconds[0],
-            "max_seconds": seconds[seconds.len() - 1],
+            "median_seconds": timings.median(),
+            "min_seconds": timings.min(),
+            "max_seconds": timings.max(),
             "rounds_run": output.rounds_run,
             "heavy_hitters": output.words.len(),
         }))?;
@@ -93,29 +74,10 @@ pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
                 ),
             ),
             ("guarantee", guarantee_line(task.guarantee())),
-            (
-                "time",
-                format!(
-                    "median {} over {} runs (min {}, max {}), one thread",
-                    fmt_seconds(median),
-                    args.repeats,
-                    fmt_seconds(seconds[0]),
-                    fmt_seconds(seconds[seconds.len() - 1])
-                ),
-            ),
+            ("time", format!("{}, one thread", timings.describe())),
             ("rounds run", output.rounds_run.to_string()),
             ("heavy hitters", output.words.len().to_string()),
         ],
     )
     .map_err(Into::into)
-}
-
-fn fmt_seconds(s: f64) -> String {
-    if s < 1e-3 {
-        format!("{:.1} µs", s * 1e6)
-    } else if s < 1.0 {
-        format!("{:.2} ms", s * 1e3)
-    } else {
-        format!("{s:.3} s")
-    }
 }

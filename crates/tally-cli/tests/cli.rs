@@ -1,37 +1,10 @@
 //! The `tally` binary end to end: the foundation issue's acceptance commands and error exits.
 
+mod common;
+
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-/// Runs `tally` with a command line split on whitespace.
-fn tally(command_line: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(command_line.split_whitespace())
-        .output()
-        .expect("tally runs")
-}
-
-fn json(args: &str) -> Value {
-    let output = tally(args);
-    assert!(
-        output.status.success(),
-        "tally {args} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("JSON output")
-}
-
-/// Runs a command that must fail and returns its one-line error message.
-fn failure(args: &str) -> String {
-    let output = tally(args);
-    assert!(!output.status.success(), "tally {args} succeeded");
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
-    stderr
-}
+use common::{failure, json, temp_file};
 
 /// The shipped word counts of the Shakespeare dialogue.
 fn shakespeare_counts() -> HashMap<String, u64> {
@@ -43,12 +16,6 @@ fn shakespeare_counts() -> HashMap<String, u64> {
             (word.to_owned(), count.parse().unwrap())
         })
         .collect()
-}
-
-fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("tally-cli-test-{}-{name}", std::process::id()));
-    std::fs::write(&path, contents).unwrap();
-    path
 }
 
 #[test]

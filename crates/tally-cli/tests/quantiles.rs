@@ -1,47 +1,13 @@
 //! `tally quantiles` and `tally range` end to end: the quantiles issue's acceptance command, the
 //! output formats and the error exits.
 
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use common::{failure, json, tally, temp_file};
 use serde_json::Value;
-
-/// Runs `tally` with a command line split on whitespace.
-fn tally(command_line: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(command_line.split_whitespace())
-        .output()
-        .expect("tally runs")
-}
-
-fn json(args: &str) -> Value {
-    let output = tally(args);
-    assert!(
-        output.status.success(),
-        "tally {args} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).expect("JSON output")
-}
-
-/// Runs a command that must fail and returns its one-line error message.
-fn failure(args: &str) -> String {
-    let output = tally(args);
-    assert!(!output.status.success(), "tally {args} succeeded");
-    let stderr = String::from_utf8(output.stderr).unwrap();
-    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
-    stderr
-}
-
-fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "tally-quantiles-test-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::write(&path, contents).unwrap();
-    path
-}
 
 /// SplitMix64: a small portable generator for the test data.
 fn splitmix64(state: &mut u64) -> u64 {

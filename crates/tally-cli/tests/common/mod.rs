@@ -1,0 +1,41 @@
+//! Helpers shared by the CLI tests: running `tally` and reading what it prints.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `tally` with a command line split on whitespace.
+pub(crate) fn tally(command_line: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(command_line.split_whitespace())
+        .output()
+        .expect("tally runs")
+}
+
+/// Runs a command that must succeed and parses its JSON output.
+pub(crate) fn json(args: &str) -> Value {
+    let output = tally(args);
+    assert!(
+        output.status.success(),
+        "tally {args} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON output")
+}
+
+/// Runs a command that must fail and returns its one-line error message.
+pub(crate) fn failure(args: &str) -> String {
+    let output = tally(args);
+    assert!(!output.status.success(), "tally {args} succeeded");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "not one line: {stderr:?}");
+    stderr
+}
+
+/// Writes `contents` to a file in the temporary directory named after this process.
+pub(crate) fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
+    let path = std::env::temp_dir().join(format!("tally-cli-test-{}-{name}", std::process::id()));
+    std::fs::write(&path, contents).unwrap();
+    path
+}
