@@ -64,7 +64,7 @@ WARNINGS: list[str] = []
 
 
 # ----------------------------------------------------------------------------------------------
-# Number conversion and JSON formatting (same conventions as sample_threshold.py)
+# Number conversion and JSON formatting (the JSON text itself comes from vectors_io.py)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -575,6 +575,7 @@ def main() -> int:
         generate=generate,
         warnings=WARNINGS,
     )
+
 
 if __name__ == "__main__":
     sys.exit(main())

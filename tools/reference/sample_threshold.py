@@ -69,7 +69,7 @@ WARNINGS: list[str] = []  # non-fatal findings, printed at the end
 
 
 # ----------------------------------------------------------------------------------------------
-# Number conversion and JSON formatting
+# Number conversion and JSON formatting (the JSON text itself comes from vectors_io.py)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -1225,6 +1225,7 @@ def main() -> int:
         warnings=WARNINGS,
         after_generate=report_violations,
     )
+
 
 if __name__ == "__main__":
     sys.exit(main())

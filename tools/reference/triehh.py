@@ -59,7 +59,7 @@ WARNINGS: list[str] = []
 
 
 # ----------------------------------------------------------------------------------------------
-# Number conversion and JSON formatting (floats as strings; see fmt_float)
+# Number conversion and JSON formatting (the JSON text itself comes from vectors_io.py)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -403,6 +403,7 @@ def main() -> int:
         generate=generate,
         warnings=WARNINGS,
     )
+
 
 if __name__ == "__main__":
     sys.exit(main())

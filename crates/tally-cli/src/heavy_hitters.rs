@@ -1,7 +1,6 @@
 //! `tally heavy-hitters`: the frequent items of the input.
 
 use std::collections::HashSet;
-use std::io::{self, Write};
 
 use anyhow::Result;
 use serde_json::{Value, json};
@@ -17,7 +16,7 @@ use tally_sim::{
 
 use crate::cli::{Algorithm, HeavyHittersArgs};
 use crate::input::load_population;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
+use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
 
 /// Items scored against the truth when `--top` is not given.
 const DEFAULT_TRUTH_K: usize = 20;
@@ -280,27 +279,12 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
         ));
     }
     print_fields(report.mechanism, &rows)?;
-    let mut out = io::stdout().lock();
-    writeln!(out)?;
-    writeln!(
-        out,
-        "  {:>5}  {:<24} {:>10} {:>14}",
-        "rank", "item", "count", "estimate"
-    )?;
-    for (rank, f) in report.items.iter().take(shown).enumerate() {
-        let count = f.count.map_or_else(|| "-".to_owned(), |c| c.to_string());
-        let estimate = f
-            .estimate
-            .map_or_else(|| "-".to_owned(), |e| format!("{e:.1}"));
-        writeln!(
-            out,
-            "  {:>5}  {:<24} {:>10} {:>14}",
-            rank + 1,
-            f.item,
-            count,
-            estimate
-        )?;
-    }
+    let rows: Vec<_> = report
+        .items
+        .iter()
+        .map(|f| (f.item.clone(), f.count, f.estimate))
+        .collect();
+    print_items(&rows, shown)?;
     Ok(())
 }
 

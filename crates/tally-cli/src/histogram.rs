@@ -1,7 +1,5 @@
 //! `tally histogram`: release a sample-and-threshold histogram.
 
-use std::io::{self, Write};
-
 use anyhow::Result;
 use serde_json::json;
 use tally_accounting::Neighbours;
@@ -11,7 +9,7 @@ use tally_sim::{ExecutionPath, run_sample_threshold};
 
 use crate::cli::HistogramArgs;
 use crate::input::load_population;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
+use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -90,29 +88,11 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             ("seed", args.release.seed_description()),
         ],
     )?;
-    let mut out = io::stdout().lock();
-    writeln!(out)?;
-    writeln!(
-        out,
-        "  {:>5}  {:<24} {:>10} {:>14}",
-        "rank", "item", "count", "estimate"
-    )?;
-    for (rank, cell) in release.items.iter().take(shown).enumerate() {
-        writeln!(
-            out,
-            "  {:>5}  {:<24} {:>10} {:>14.1}",
-            rank + 1,
-            name(cell.item),
-            cell.count,
-            cell.estimate
-        )?;
-    }
-    if release.items.len() > shown {
-        writeln!(
-            out,
-            "  ... {} more (use --top or --json)",
-            release.items.len() - shown
-        )?;
-    }
+    let rows: Vec<_> = release
+        .items
+        .iter()
+        .map(|cell| (name(cell.item), Some(cell.count), Some(cell.estimate)))
+        .collect();
+    print_items(&rows, shown)?;
     Ok(())
 }

@@ -77,3 +77,35 @@ impl Drop for Stage {
         self.0.finish_and_clear();
     }
 }
+
+/// Prints ranked items as a table: the first `shown` of `rows` (item, count, estimate; `None`
+/// where the mechanism releases no count), then how many more there are.
+pub(crate) fn print_items(
+    rows: &[(String, Option<u64>, Option<f64>)],
+    shown: usize,
+) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "  {:>5}  {:<24} {:>10} {:>14}",
+        "rank", "item", "count", "estimate"
+    )?;
+    for (rank, (item, count, estimate)) in rows.iter().take(shown).enumerate() {
+        let count = count.map_or_else(|| "-".to_owned(), |c| c.to_string());
+        let estimate = estimate.map_or_else(|| "-".to_owned(), |e| format!("{e:.1}"));
+        writeln!(
+            out,
+            "  {:>5}  {item:<24} {count:>10} {estimate:>14}",
+            rank + 1
+        )?;
+    }
+    if rows.len() > shown {
+        writeln!(
+            out,
+            "  ... {} more (use --top or --json)",
+            rows.len() - shown
+        )?;
+    }
+    Ok(())
+}
