@@ -1218,12 +1218,8 @@ def report_violations() -> int:
 
 def main() -> int:
     return vectors_io.run(
-        description=__doc__.split("\n")[0],
-        default_out_dir=OUT_DIR,
-        script=GENERATED_BY,
-        generate=generate,
-        warnings=WARNINGS,
-        after_generate=report_violations,
+        description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY,
+        generate=generate, warnings=WARNINGS, after_generate=report_violations,
     )
 
 

@@ -396,13 +396,7 @@ def generate(log) -> dict[str, str]:
 
 
 def main() -> int:
-    return vectors_io.run(
-        description=__doc__.split("\n")[0],
-        default_out_dir=OUT_DIR,
-        script=GENERATED_BY,
-        generate=generate,
-        warnings=WARNINGS,
-    )
+    return vectors_io.run(description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY, generate=generate, warnings=WARNINGS)
 
 
 if __name__ == "__main__":
