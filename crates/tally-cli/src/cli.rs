@@ -431,6 +431,10 @@ pub(crate) struct QuantilesArgs {
         default_value = "hierarchical"
     )]
     pub(crate) method: QuantileMethod,
+    /// Also print each quantile's true value and rank error (the share of values below the
+    /// estimate, minus the quantile): metrics against the input, not a private output.
+    #[arg(long)]
+    pub(crate) truth: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,11 +7,11 @@ use serde_json::{Value, json};
 use tally_accounting::composition::{Composition, split_budget};
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::{Guarantee, Neighbours};
-use tally_core::heavy_hitters::{TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig};
+use tally_core::heavy_hitters::{TERMINATOR, TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig};
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{
-    ExecutionPath, Population, retrieval_scores, run_sample_threshold, run_triehh, run_triehh_plus,
-    top_k,
+    EstimateErrors, ExecutionPath, Population, prefix_estimate_errors, retrieval_scores,
+    run_sample_threshold, run_triehh, run_triehh_plus, top_k,
 };
 
 use crate::cli::{Algorithm, HeavyHittersArgs};
@@ -235,7 +235,7 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
     });
     let truth = args
         .truth
-        .then(|| truth_scores(population, &report.items, args.top));
+        .then(|| truth_scores(population, &report.items, report.trie.as_ref(), args.top));
     if args.privacy.json {
         let items: Vec<Value> = report
             .items
@@ -292,7 +292,12 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
 /// true top `k` found at all; precision the share of the `k` largest found items that are in
 /// the true top `k` (for an algorithm that releases no counts to rank by, the share of all `f`
 /// found items that are in the true top `f`).
-fn truth_scores(population: &Population, items: &[Found], top: Option<usize>) -> Value {
+fn truth_scores(
+    population: &Population,
+    items: &[Found],
+    trie: Option<&Value>,
+    top: Option<usize>,
+) -> Value {
     let k = top.unwrap_or(DEFAULT_TRUTH_K);
     let truth = top_k(population, k);
     let truth_names: Vec<&str> = truth.iter().map(|(name, _)| name.as_str()).collect();
@@ -322,7 +327,30 @@ fn truth_scores(population: &Population, items: &[Found], top: Option<usize>) ->
         .iter()
         .filter(|f| population.item_id(&f.item).is_some())
         .count();
+    let words = items
+        .iter()
+        .filter_map(|f| Some((format!("{}{TERMINATOR}", f.item), f.estimate?)));
+    let words: Vec<(String, f64)> = words.collect();
+    let item_errors =
+        prefix_estimate_errors(population, words.iter().map(|(w, e)| (w.as_str(), *e)));
+    let node_errors = trie.and_then(Value::as_array).map(|nodes| {
+        prefix_estimate_errors(
+            population,
+            nodes
+                .iter()
+                .filter_map(|n| Some((n["prefix"].as_str()?, n["estimate"].as_f64()?))),
+        )
+    });
+    let errors_json = |e: EstimateErrors| {
+        json!({
+            "estimates": e.estimates,
+            "mean_absolute_error": e.mean_absolute_error,
+            "mean_relative_error": e.mean_relative_error,
+        })
+    };
     json!({
+        "item_estimate_errors": errors_json(item_errors),
+        "trie_estimate_errors": node_errors.map(errors_json),
         "k": k,
         "true_top_k_found": hits,
         "recall": recall,

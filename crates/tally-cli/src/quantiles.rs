@@ -43,6 +43,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
             let parameters = run.parameters(&values, &release, common);
             report_quantiles(
                 common,
+                args.truth,
                 &values,
                 "hierarchical histogram",
                 parameters,
@@ -110,6 +111,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
             });
             report_quantiles(
                 common,
+                args.truth,
                 &values,
                 "binary search",
                 parameters,
@@ -320,12 +322,23 @@ fn resolution(values: &Values, fraction: f64) -> f64 {
 
 fn report_quantiles(
     common: &ValuesArgs,
+    truth: bool,
     values: &Values,
     mechanism: &str,
     parameters: Value,
     guarantee: &tally_accounting::Guarantee,
     quantiles: &[Row],
 ) -> Result<()> {
+    // Ground truth for the metrics: (true value, rank error) per row.
+    let sorted = truth.then(|| values.sorted());
+    let truth_of = |row: &Row| {
+        sorted.as_ref().map(|sorted| {
+            (
+                values.to_original(sorted.quantile(row.quantile)),
+                sorted.rank_error(row.quantile, values.to_unit(row.value)),
+            )
+        })
+    };
     if common.privacy.json {
         let list: Vec<Value> = quantiles
             .iter()
@@ -333,6 +346,10 @@ fn report_quantiles(
                 let mut q = json!({"quantile": row.quantile, "value": row.value});
                 if let Some((lo, hi)) = row.interval {
                     q["interval"] = json!([lo, hi]);
+                }
+                if let Some((true_value, rank_error)) = truth_of(row) {
+                    q["true_value"] = json!(true_value);
+                    q["rank_error"] = json!(rank_error);
                 }
                 q
             })
@@ -364,6 +381,9 @@ fn report_quantiles(
         write!(out, "  {:>10}  {:>16.6}", row.quantile, row.value)?;
         if let Some((lo, hi)) = row.interval {
             write!(out, "  in [{lo:.6}, {hi:.6}]")?;
+        }
+        if let Some((true_value, rank_error)) = truth_of(row) {
+            write!(out, "  (true {true_value:.6}, rank error {rank_error:.4})")?;
         }
         writeln!(out)?;
     }

@@ -182,6 +182,15 @@ fn heavy_hitters_triehh_plus_finds_the_true_top_20_words() {
     assert_eq!(out["guarantee"]["epsilon"], 4.0);
     assert!(out["guarantee"]["delta"].as_f64().unwrap() <= 1e-8);
     assert!(out["truth"]["true_top_k_found"].as_u64().unwrap() >= 20);
+    let node_errors = &out["truth"]["trie_estimate_errors"];
+    assert_eq!(
+        node_errors["estimates"],
+        out["trie"].as_array().unwrap().len()
+    );
+    assert!(
+        node_errors["mean_relative_error"].as_f64().unwrap() < 0.5,
+        "{node_errors}"
+    );
     let truth = shakespeare_counts();
     let threshold = out["parameters"]["threshold"].as_u64().unwrap();
     for node in out["trie"].as_array().unwrap() {

@@ -273,3 +273,23 @@ fn bad_options_give_one_line_errors() {
     ));
     assert!(err.contains("sampling"), "{err}");
 }
+
+#[test]
+fn truth_adds_true_values_and_rank_errors() {
+    let values: String = (0..20_000)
+        .map(|i| format!("{}\n", f64::from(i) / 20_000.0))
+        .collect();
+    let path = temp_file("grid.txt", values.as_bytes());
+    let out = json(&format!(
+        "quantiles --input {} --quantiles 0.5 --levels 4 --epsilon 2 --delta 1e-6 --seed 1 \
+         --truth --json",
+        path.display()
+    ));
+    let row = &out["quantiles"][0];
+    assert!(
+        (row["true_value"].as_f64().unwrap() - 0.5).abs() < 1e-3,
+        "{row}"
+    );
+    let rank_error = row["rank_error"].as_f64().unwrap();
+    assert!((0.0..0.05).contains(&rank_error), "{row}");
+}

@@ -75,7 +75,9 @@ pub use dataset::DATASETS;
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
-pub use metrics::{RetrievalScores, retrieval_scores, top_k};
+pub use metrics::{
+    EstimateErrors, RetrievalScores, prefix_estimate_errors, retrieval_scores, top_k,
+};
 pub use population::{ClientMode, Population, Source};
 pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,

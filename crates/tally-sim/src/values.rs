@@ -373,6 +373,12 @@ impl SortedValues {
     pub fn cdf_below(&self, x: f64) -> f64 {
         self.count_below(x) as f64 / self.0.len() as f64
     }
+
+    /// The rank error of a quantile estimate: how far the share of values below `value` is
+    /// from `quantile`.
+    pub fn rank_error(&self, quantile: f64, value: f64) -> f64 {
+        (self.cdf_below(value) - quantile).abs()
+    }
 }
 
 /// Parses one non-blank, trimmed line.
