@@ -82,8 +82,8 @@ const GUARD_BITS: u64 = 128;
 /// decided as soon as `L` does too, so the loop ends (in practice after one or two rounds).
 ///
 /// Both paths return `G(U)` for the same `U`, so the output is distributed exactly as claimed.
-/// The one assumption is the documented accuracy (< 1 ulp) of `libm`'s `log` and `log1p`,
-/// used with a 20-fold margin; the unit tests check the fast path against exact rational
+/// The one assumption is the documented accuracy (< 1 ulp) of the platform's `log` and `libm`'s
+/// `log1p`, used with a 20-fold margin; the unit tests check the fast path against exact rational
 /// arithmetic, including at interval ends where it must refuse.
 /// Because the result never depends on how the floating-point test came out, the output for a
 /// seeded portable generator is the same on every platform.
