@@ -417,9 +417,9 @@ pub(crate) struct QuantilesArgs {
     /// The quantiles to estimate, comma separated, each in [0, 1].
     #[arg(
         long,
-        required = true,
         value_delimiter = ',',
-        allow_negative_numbers = true
+        allow_negative_numbers = true,
+        default_values_t = [0.1, 0.5, 0.9]
     )]
     pub(crate) quantiles: Vec<f64>,
     /// The algorithm (binary search spends --levels rounds per quantile).
