@@ -1,0 +1,229 @@
+//! Standard pure local-DP frequency oracles (ALGORITHMS.md §7.2 and §7.4).
+//!
+//! Each client holds one item, a `u32` id in `0..k`, and sends one randomized report; the server
+//! counts how many reports *support* each item and debiases the counts.
+//!
+//! - [`grr`]: generalized randomized response (k-RR, "direct encoding").
+//! - [`unary`]: symmetric unary encoding (SUE, basic RAPPOR) and optimized unary encoding (OUE).
+//! - [`olh`]: optimized local hashing (OLH).
+//! - [`hadamard`]: basic Hadamard response (HR), decoded with a fast Walsh–Hadamard transform.
+//!
+//! Every oracle is *pure*: an item's report supports it with probability `p*` and supports any
+//! other item with probability `q*` ([`SupportProbabilities`]), independently across clients.
+//! The estimate of the number of clients holding `x` is `ĉ(x) = (S(x) − n q*)/(p* − q*)`, where
+//! `S(x)` counts the reports supporting `x`; it is unbiased and its variance is exactly
+//! `n q*(1 − q*)/(p* − q*)² + c(x)(1 − p* − q*)/(p* − q*)` (§7.4).
+//!
+//! # Privacy
+//!
+//! All four randomizers are ε-LDP in the local model: pure (`δ = 0`) and replace-one over *any*
+//! two inputs, `Pr[R(x) = y] ≤ e^ε Pr[R(x') = y]` for all items `x, x'` and reports `y`.
+//!
+//! The textbook probabilities, such as `e^ε/(e^ε + k − 1)`, are irrational. Each randomizer uses
+//! an `f64` probability (a dyadic rational, sampled exactly by
+//! [`ExactBernoulli`](crate::sampling::ExactBernoulli)) obtained by rounding the textbook value
+//! and then stepping it, one ulp at a time, in the direction that lowers the privacy ratio until
+//! a rigorous upper bound on the ratio of the probabilities *really used* is at most a rigorous
+//! lower bound on `e^ε`. The bounds widen every rounded operation by one ulp and rely only on
+//! the `libm` crate's `exp` being accurate to within one ulp. Hence the requested ε holds
+//! exactly, and the estimators debias with the probabilities really used, so they stay
+//! unbiased. If ε is so small (below about `1e-14`) that no such probability is found within a
+//! few ulps, construction fails.
+
+use tally_accounting::{Guarantee, Neighbours};
+
+use crate::Error;
+
+pub mod grr;
+pub mod hadamard;
+pub mod olh;
+pub mod unary;
+
+pub use grr::{Grr, GrrAggregator};
+pub use hadamard::{HadamardAggregator, HadamardResponse};
+pub use olh::{LocalHash, Olh, OlhAggregator, OlhReport};
+pub use unary::{UnaryAggregator, UnaryRandomizer, UnaryReport, UnaryVariant};
+
+/// The support probabilities of a pure frequency oracle (ALGORITHMS.md §7.4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SupportProbabilities {
+    /// `p*`: the probability that a client's report supports the client's own item.
+    pub p: f64,
+    /// `q*`: the probability that a client's report supports a given other item.
+    pub q: f64,
+}
+
+impl SupportProbabilities {
+    /// The variance of the count estimate `ĉ(x)` for `n` clients of which `count` hold `x`:
+    /// `n q*(1 − q*)/(p* − q*)² + count (1 − p* − q*)/(p* − q*)`.
+    pub fn variance(&self, n: u64, count: u64) -> f64 {
+        let Self { p, q } = *self;
+        let gap = p - q;
+        n as f64 * q * (1.0 - q) / (gap * gap) + count as f64 * (1.0 - p - q) / gap
+    }
+
+    /// The null variance, for an item nobody holds: `n q*(1 − q*)/(p* − q*)²`.
+    pub fn null_variance(&self, n: u64) -> f64 {
+        self.variance(n, 0)
+    }
+
+    /// The unbiased count estimate from `support` supporting reports out of `n`.
+    pub(crate) fn debias(&self, support: f64, n: u64) -> f64 {
+        (support - n as f64 * self.q) / (self.p - self.q)
+    }
+}
+
+/// Validates the domain size `k ≥ 2`.
+pub(crate) fn check_domain(domain: u32) -> Result<u32, Error> {
+    if domain >= 2 {
+        Ok(domain)
+    } else {
+        Err(Error::invalid("domain", domain, "at least 2 items"))
+    }
+}
+
+/// Validates the local ε: finite and positive.
+pub(crate) fn check_epsilon(epsilon: f64) -> Result<f64, Error> {
+    if epsilon.is_finite() && epsilon > 0.0 {
+        Ok(epsilon)
+    } else {
+        Err(Error::invalid(
+            "epsilon",
+            epsilon,
+            "a finite number above 0",
+        ))
+    }
+}
+
+/// The guarantee of an ε-LDP randomizer: pure, replace-one (any two inputs).
+pub(crate) fn ldp_guarantee(epsilon: f64, mechanism: &str) -> Guarantee {
+    Guarantee {
+        epsilon,
+        delta: 0.0,
+        neighbours: Neighbours::ReplaceOne,
+        analysis: format!("local {mechanism} (pure ε-LDP, any two inputs)"),
+    }
+}
+
+/// How many ulps a probability may be stepped before giving up.
+const MAX_NUDGES: usize = 64;
+
+/// A rigorous lower bound on `e^ε` (at least 1): `libm::exp` is within one ulp.
+fn exp_lower(epsilon: f64) -> f64 {
+    libm::exp(epsilon).next_down().next_down().max(1.0)
+}
+
+/// Steps `start` with `step` until `ratio_bounds` (a rigorous enclosure `[lo, hi]` of the
+/// privacy ratio of the probabilities, or `None` if it is unbounded) satisfies
+/// `1 ≤ lo ≤ hi ≤ e^ε`.
+fn calibrate(
+    epsilon: f64,
+    start: f64,
+    step: impl Fn(f64) -> f64,
+    ratio_bounds: impl Fn(f64) -> Option<(f64, f64)>,
+) -> Result<f64, Error> {
+    let e_low = exp_lower(epsilon);
+    let mut x = start;
+    for _ in 0..MAX_NUDGES {
+        if let Some((lo, hi)) = ratio_bounds(x)
+            && lo >= 1.0
+            && hi <= e_low
+        {
+            return Ok(x);
+        }
+        x = step(x);
+    }
+    Err(Error::invalid(
+        "epsilon",
+        epsilon,
+        "large enough that rounded probabilities can keep the ratio within e^epsilon",
+    ))
+}
+
+/// The keep probability of randomized response over `m ≥ 2` values: the largest `f64`
+/// `p ≤ fl(e^ε/(e^ε + m − 1))` (stepped down from the rounded textbook value) whose ratio
+/// `p (m − 1)/(1 − p)` is provably at most `e^ε` (and at least 1).
+pub(crate) fn rr_keep_probability(epsilon: f64, m: u64) -> Result<f64, Error> {
+    debug_assert!(m >= 2);
+    let others = (m - 1) as f64;
+    let e = libm::exp(epsilon);
+    let start = e / (e + others);
+    calibrate(epsilon, start, f64::next_down, |p| {
+        if !(p > 0.0 && p < 1.0) {
+            return None;
+        }
+        let one_minus = 1.0 - p;
+        let hi = ((p * others).next_up() / one_minus.next_down()).next_up();
+        let lo = ((p * others).next_down() / one_minus.next_up()).next_down();
+        Some((lo, hi))
+    })
+}
+
+/// SUE's bit probability `p` (with `q = 1 − p`, exact in `f64` since `p ≥ 1/2`), stepped down
+/// from `fl(e^{ε/2}/(e^{ε/2} + 1))` until the ratio `(p/(1 − p))²` is provably at most `e^ε`.
+pub(crate) fn sue_probability(epsilon: f64) -> Result<f64, Error> {
+    let h = libm::exp(epsilon / 2.0);
+    let start = h / (h + 1.0);
+    calibrate(epsilon, start, f64::next_down, |p| {
+        if !(0.5..1.0).contains(&p) {
+            return None;
+        }
+        let one_minus = 1.0 - p; // exact (Sterbenz)
+        let r_hi = (p / one_minus).next_up();
+        let r_lo = (p / one_minus).next_down();
+        Some(((r_lo * r_lo).next_down(), (r_hi * r_hi).next_up()))
+    })
+}
+
+/// OUE's `q` (with `p = 1/2`), stepped up from `fl(1/(e^ε + 1))` until the ratio `(1 − q)/q` is
+/// provably at most `e^ε`.
+pub(crate) fn oue_probability(epsilon: f64) -> Result<f64, Error> {
+    let start = 1.0 / (libm::exp(epsilon) + 1.0);
+    calibrate(epsilon, start, f64::next_up, |q| {
+        if !(q > 0.0 && q <= 0.5) {
+            return None;
+        }
+        let one_minus = 1.0 - q;
+        let hi = (one_minus.next_up() / q).next_up();
+        let lo = (one_minus.next_down() / q).next_down();
+        Some((lo, hi))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibrated_probabilities_are_close_to_the_textbook_values() {
+        for eps in [1e-6_f64, 0.1, 0.5, 1.0, 3.0, 10.0] {
+            let e = eps.exp();
+            for m in [2u64, 5, 1024] {
+                let p = rr_keep_probability(eps, m).unwrap();
+                let exact = e / (e + (m - 1) as f64);
+                assert!(p <= exact && (exact - p) / exact < 1e-14, "{eps} {m}");
+            }
+            let p = sue_probability(eps).unwrap();
+            assert!(((e.sqrt() / (e.sqrt() + 1.0)) - p).abs() < 1e-14);
+            let q = oue_probability(eps).unwrap();
+            assert!(((1.0 / (e + 1.0)) - q).abs() / q < 1e-14);
+        }
+    }
+
+    #[test]
+    fn tiny_epsilon_is_rejected_not_miscalibrated() {
+        assert!(rr_keep_probability(1e-300, 3).is_err());
+        assert!(check_epsilon(0.0).is_err());
+        assert!(check_epsilon(f64::NAN).is_err());
+        assert!(check_epsilon(f64::INFINITY).is_err());
+        assert!(check_domain(1).is_err());
+    }
+
+    #[test]
+    fn large_epsilon_stays_private() {
+        // e^ε/(e^ε + 1) rounds to 1 here: the calibration must step below 1.
+        let p = rr_keep_probability(60.0, 2).unwrap();
+        assert!(p < 1.0);
+        assert!(p / (1.0 - p) <= 60f64.exp());
+    }
+}

@@ -1,0 +1,181 @@
+//! Generalized randomized response (k-RR, "direct encoding"; ALGORITHMS.md §7.4).
+//!
+//! The client reports its item with probability `p = e^ε/(e^ε + k − 1)` and otherwise an item
+//! drawn uniformly from the `k − 1` others. The report supports exactly the item it names, so
+//! `p* = p` and `q* = (1 − p)/(k − 1)`, and the null variance is `n (e^ε + k − 2)/(e^ε − 1)²`.
+//!
+//! # Privacy
+//!
+//! ε-LDP (pure, local model, replace-one: any two inputs). For items `x ≠ x'` the largest
+//! ratio is `Pr[y = x | x]/Pr[y = x | x'] = p (k − 1)/(1 − p)`, which is `e^ε` for the textbook
+//! `p`; the `f64` `p` really used is rounded down until this ratio is provably at most `e^ε`
+//! (see [the module docs](super)). The keep coin is an [`ExactBernoulli`] of that `f64` and the
+//! other item is exactly uniform, so the stated ratio is the true one.
+
+use rand::Rng;
+use rand_distr::Distribution;
+use tally_accounting::Guarantee;
+
+use super::{
+    SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, rr_keep_probability,
+};
+use crate::Error;
+use crate::sampling::{ExactBernoulli, uniform_below};
+
+/// The k-RR randomizer for items in `0..k`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grr {
+    domain: u32,
+    epsilon: f64,
+    keep: ExactBernoulli,
+}
+
+impl Grr {
+    /// The randomizer for a domain of `domain = k` items at local `epsilon`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `k ≥ 2` and ε is finite and positive (and not so
+    /// small that `f64` probabilities cannot meet it).
+    pub fn new(domain: u32, epsilon: f64) -> Result<Self, Error> {
+        let domain = check_domain(domain)?;
+        let epsilon = check_epsilon(epsilon)?;
+        let p = rr_keep_probability(epsilon, u64::from(domain))?;
+        Ok(Self {
+            domain,
+            epsilon,
+            keep: ExactBernoulli::new(p)?,
+        })
+    }
+
+    /// The domain size `k`.
+    pub fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    /// The local ε the randomizer satisfies.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The guarantee: `(ε, 0)`, replace-one, in the local model.
+    pub fn guarantee(&self) -> Guarantee {
+        ldp_guarantee(self.epsilon, "GRR")
+    }
+
+    /// The probability of reporting the true item.
+    pub fn keep_probability(&self) -> f64 {
+        self.keep.p()
+    }
+
+    /// `p* = p` and `q* = (1 − p)/(k − 1)`.
+    pub fn support_probabilities(&self) -> SupportProbabilities {
+        let p = self.keep.p();
+        SupportProbabilities {
+            p,
+            q: (1.0 - p) / f64::from(self.domain - 1),
+        }
+    }
+
+    /// `Pr[report = y | item = x]` for the probabilities really used (rounded to `f64`).
+    ///
+    /// # Panics
+    ///
+    /// If `x` or `y` is not in the domain.
+    pub fn output_probability(&self, x: u32, y: u32) -> f64 {
+        assert!(
+            x < self.domain && y < self.domain,
+            "item outside the domain"
+        );
+        let SupportProbabilities { p, q } = self.support_probabilities();
+        if x == y { p } else { q }
+    }
+
+    /// The client's report for `item`.
+    ///
+    /// # Panics
+    ///
+    /// If `item` is not in the domain.
+    pub fn randomize<R: Rng + ?Sized>(&self, item: u32, rng: &mut R) -> u32 {
+        assert!(item < self.domain, "item outside the domain");
+        if self.keep.sample(rng) {
+            return item;
+        }
+        // Unwrap safety: the draw is below k − 1 ≤ u32::MAX − 1.
+        let other = u32::try_from(uniform_below(u64::from(self.domain - 1), rng))
+            .expect("below the domain size");
+        if other >= item { other + 1 } else { other }
+    }
+
+    /// The null variance of the count estimate for `n` clients.
+    pub fn variance(&self, n: u64) -> f64 {
+        self.support_probabilities().null_variance(n)
+    }
+
+    /// The variance of the count estimate of an item held by `count` of `n` clients.
+    pub fn variance_at(&self, n: u64, count: u64) -> f64 {
+        self.support_probabilities().variance(n, count)
+    }
+
+    /// An empty aggregator for this randomizer's reports.
+    pub fn aggregator(&self) -> GrrAggregator {
+        GrrAggregator {
+            counts: vec![0; self.domain as usize],
+            reports: 0,
+            probabilities: self.support_probabilities(),
+        }
+    }
+}
+
+/// Counts k-RR reports; mergeable. Its raw counts cannot be read (no `Debug`).
+pub struct GrrAggregator {
+    counts: Vec<u64>,
+    reports: u64,
+    probabilities: SupportProbabilities,
+}
+
+impl GrrAggregator {
+    /// Absorbs one report.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if the report is not in the domain (it is then ignored).
+    pub fn absorb(&mut self, report: u32) -> Result<(), Error> {
+        let cell = self
+            .counts
+            .get_mut(report as usize)
+            .ok_or_else(|| Error::invalid("report", report, "an item in the domain"))?;
+        *cell += 1;
+        self.reports += 1;
+        Ok(())
+    }
+
+    /// Adds another shard's reports to this one.
+    ///
+    /// # Panics
+    ///
+    /// If the two aggregators belong to different randomizers.
+    pub fn merge(&mut self, other: Self) {
+        assert!(
+            self.counts.len() == other.counts.len() && self.probabilities == other.probabilities,
+            "merging aggregators of different randomizers"
+        );
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.reports += other.reports;
+    }
+
+    /// The number of reports absorbed.
+    pub fn reports(&self) -> u64 {
+        self.reports
+    }
+
+    /// The unbiased estimate of the number of clients holding each item.
+    pub fn estimate(&self) -> Vec<f64> {
+        self.counts
+            .iter()
+            .map(|&c| self.probabilities.debias(c as f64, self.reports))
+            .collect()
+    }
+}

@@ -1,0 +1,288 @@
+//! Unary encoding: symmetric (SUE, basic RAPPOR) and optimized (OUE) (ALGORITHMS.md §7.4).
+//!
+//! The client one-hot encodes its item as `k` bits and sends each bit independently: a 1 stays
+//! 1 with probability `p`, a 0 becomes 1 with probability `q`. A report supports the items whose
+//! bit is 1, so `p* = p` and `q* = q`.
+//!
+//! - SUE: `p = e^{ε/2}/(e^{ε/2} + 1)`, `q = 1/(e^{ε/2} + 1) = 1 − p`; null variance
+//!   `n e^{ε/2}/(e^{ε/2} − 1)²`.
+//! - OUE: `p = 1/2`, `q = 1/(e^ε + 1)`; null variance `n 4e^ε/(e^ε − 1)²`.
+//!
+//! # Privacy
+//!
+//! ε-LDP (pure, local model, replace-one: any two inputs). Inputs `x ≠ x'` differ in two bits,
+//! so the largest ratio over reports is `p(1 − q)/(q(1 − p))`: `(e^{ε/2})² = e^ε` for SUE and
+//! `e^ε` for OUE. The `f64` probabilities really used (SUE's `p`, with `q = 1 − p` exact; OUE's
+//! `q`, with `p = 1/2` exact) are stepped from the rounded textbook values until this ratio is
+//! provably at most `e^ε` (see [the module docs](super)); every bit is an [`ExactBernoulli`].
+
+use rand::Rng;
+use rand_distr::Distribution;
+use tally_accounting::Guarantee;
+
+use super::{
+    SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, oue_probability,
+    sue_probability,
+};
+use crate::Error;
+use crate::sampling::ExactBernoulli;
+
+/// Which unary encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum UnaryVariant {
+    /// Symmetric unary encoding (basic RAPPOR): `p = e^{ε/2}/(e^{ε/2} + 1)`, `q = 1 − p`.
+    Symmetric,
+    /// Optimized unary encoding: `p = 1/2`, `q = 1/(e^ε + 1)`.
+    Optimized,
+}
+
+/// A unary-encoded report: `k` bits, packed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UnaryReport {
+    words: Vec<u64>,
+    len: u32,
+}
+
+impl UnaryReport {
+    /// The report whose bit `i` is `bit(i)`, for `i` in `0..len`.
+    pub fn from_fn(len: u32, mut bit: impl FnMut(u32) -> bool) -> Self {
+        let mut words = vec![0u64; (len as usize).div_ceil(64)];
+        for i in 0..len {
+            if bit(i) {
+                words[(i / 64) as usize] |= 1 << (i % 64);
+            }
+        }
+        Self { words, len }
+    }
+
+    /// The number of bits.
+    pub fn len(&self) -> u32 {
+        self.len
+    }
+
+    /// Whether the report has no bits at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bit `i` (`false` past the end).
+    pub fn get(&self, i: u32) -> bool {
+        i < self.len && self.words[(i / 64) as usize] >> (i % 64) & 1 == 1
+    }
+
+    /// The indices of the set bits, increasing.
+    pub fn ones(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            core::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    // Unwrap safety: word indices are below len/64 ≤ 2^26.
+                    u32::try_from(w).expect("u32 word index") * 64 + bit
+                })
+            })
+        })
+    }
+}
+
+/// The SUE or OUE randomizer for items in `0..k`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnaryRandomizer {
+    variant: UnaryVariant,
+    domain: u32,
+    epsilon: f64,
+    /// Bit coin for the client's own item.
+    one: ExactBernoulli,
+    /// Bit coin for every other item.
+    zero: ExactBernoulli,
+}
+
+impl UnaryRandomizer {
+    /// The `variant` randomizer for a domain of `domain = k` items at local `epsilon`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `k ≥ 2` and ε is finite and positive (and not so
+    /// small that `f64` probabilities cannot meet it).
+    pub fn new(variant: UnaryVariant, domain: u32, epsilon: f64) -> Result<Self, Error> {
+        let domain = check_domain(domain)?;
+        let epsilon = check_epsilon(epsilon)?;
+        let (p, q) = match variant {
+            UnaryVariant::Symmetric => {
+                let p = sue_probability(epsilon)?;
+                (p, 1.0 - p)
+            }
+            UnaryVariant::Optimized => (0.5, oue_probability(epsilon)?),
+        };
+        Ok(Self {
+            variant,
+            domain,
+            epsilon,
+            one: ExactBernoulli::new(p)?,
+            zero: ExactBernoulli::new(q)?,
+        })
+    }
+
+    /// SUE (basic RAPPOR) for `domain` items at local `epsilon`; see [`UnaryRandomizer::new`].
+    ///
+    /// # Errors
+    ///
+    /// As [`UnaryRandomizer::new`].
+    pub fn sue(domain: u32, epsilon: f64) -> Result<Self, Error> {
+        Self::new(UnaryVariant::Symmetric, domain, epsilon)
+    }
+
+    /// OUE for `domain` items at local `epsilon`; see [`UnaryRandomizer::new`].
+    ///
+    /// # Errors
+    ///
+    /// As [`UnaryRandomizer::new`].
+    pub fn oue(domain: u32, epsilon: f64) -> Result<Self, Error> {
+        Self::new(UnaryVariant::Optimized, domain, epsilon)
+    }
+
+    /// SUE or OUE.
+    pub fn variant(&self) -> UnaryVariant {
+        self.variant
+    }
+
+    /// The domain size `k`.
+    pub fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    /// The local ε the randomizer satisfies.
+    pub fn epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The guarantee: `(ε, 0)`, replace-one, in the local model.
+    pub fn guarantee(&self) -> Guarantee {
+        let name = match self.variant {
+            UnaryVariant::Symmetric => "SUE",
+            UnaryVariant::Optimized => "OUE",
+        };
+        ldp_guarantee(self.epsilon, name)
+    }
+
+    /// `p* = p` (a 1 stays 1) and `q* = q` (a 0 becomes 1).
+    pub fn support_probabilities(&self) -> SupportProbabilities {
+        SupportProbabilities {
+            p: self.one.p(),
+            q: self.zero.p(),
+        }
+    }
+
+    /// `Pr[report = y | item = x]` for the probabilities really used (rounded to `f64`).
+    ///
+    /// # Panics
+    ///
+    /// If `x` is not in the domain or `y` does not have `k` bits.
+    pub fn output_probability(&self, x: u32, y: &UnaryReport) -> f64 {
+        assert!(
+            x < self.domain && y.len() == self.domain,
+            "outside the domain"
+        );
+        let SupportProbabilities { p, q } = self.support_probabilities();
+        (0..self.domain)
+            .map(|i| {
+                let on = if i == x { p } else { q };
+                if y.get(i) { on } else { 1.0 - on }
+            })
+            .product()
+    }
+
+    /// The client's report for `item`.
+    ///
+    /// # Panics
+    ///
+    /// If `item` is not in the domain.
+    pub fn randomize<R: Rng + ?Sized>(&self, item: u32, rng: &mut R) -> UnaryReport {
+        assert!(item < self.domain, "item outside the domain");
+        UnaryReport::from_fn(self.domain, |i| {
+            if i == item {
+                self.one.sample(rng)
+            } else {
+                self.zero.sample(rng)
+            }
+        })
+    }
+
+    /// The null variance of the count estimate for `n` clients.
+    pub fn variance(&self, n: u64) -> f64 {
+        self.support_probabilities().null_variance(n)
+    }
+
+    /// The variance of the count estimate of an item held by `count` of `n` clients.
+    pub fn variance_at(&self, n: u64, count: u64) -> f64 {
+        self.support_probabilities().variance(n, count)
+    }
+
+    /// An empty aggregator for this randomizer's reports.
+    pub fn aggregator(&self) -> UnaryAggregator {
+        UnaryAggregator {
+            counts: vec![0; self.domain as usize],
+            reports: 0,
+            probabilities: self.support_probabilities(),
+        }
+    }
+}
+
+/// Counts set bits of unary reports; mergeable. Its raw counts cannot be read (no `Debug`).
+pub struct UnaryAggregator {
+    counts: Vec<u64>,
+    reports: u64,
+    probabilities: SupportProbabilities,
+}
+
+impl UnaryAggregator {
+    /// Absorbs one report.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if the report does not have `k` bits (it is then ignored).
+    pub fn absorb(&mut self, report: &UnaryReport) -> Result<(), Error> {
+        if report.len() as usize != self.counts.len() {
+            return Err(Error::invalid(
+                "report length",
+                report.len(),
+                "the domain size",
+            ));
+        }
+        for i in report.ones() {
+            self.counts[i as usize] += 1;
+        }
+        self.reports += 1;
+        Ok(())
+    }
+
+    /// Adds another shard's reports to this one.
+    ///
+    /// # Panics
+    ///
+    /// If the two aggregators belong to different randomizers.
+    pub fn merge(&mut self, other: Self) {
+        assert!(
+            self.counts.len() == other.counts.len() && self.probabilities == other.probabilities,
+            "merging aggregators of different randomizers"
+        );
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.reports += other.reports;
+    }
+
+    /// The number of reports absorbed.
+    pub fn reports(&self) -> u64 {
+        self.reports
+    }
+
+    /// The unbiased estimate of the number of clients holding each item.
+    pub fn estimate(&self) -> Vec<f64> {
+        self.counts
+            .iter()
+            .map(|&c| self.probabilities.debias(c as f64, self.reports))
+            .collect()
+    }
+}
