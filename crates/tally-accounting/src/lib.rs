@@ -11,6 +11,7 @@ mod error;
 mod guarantee;
 pub mod numeric;
 pub mod sample_threshold;
+pub mod shuffle;
 pub mod triehh;
 
 pub use error::Error;
