@@ -39,6 +39,9 @@ pub(crate) enum Command {
 pub(crate) enum PlanCommand {
     /// Sample-and-threshold: solve for the sampling rate and threshold, or report δ.
     SampleThreshold(PlanArgs),
+    /// Amplification by shuffling: the central ε of n shuffled ε₀-LDP reports, or the largest
+    /// ε₀ for a central (ε, δ) (replace-one neighbours).
+    Shuffle(PlanShuffleArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -457,4 +460,41 @@ pub(crate) struct RangeArgs {
         default_value = "hierarchical"
     )]
     pub(crate) method: QuantileMethod,
+}
+
+/// Amplification-by-shuffling analyses (ALGORITHMS.md §8).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum ShuffleBoundArg {
+    /// Feldman–McMillan–Talwar 2021 numerical bound (clone probability e^(−ε₀)); rests on
+    /// FMT21 Thm 3.2 and Apple's reference code: the conservative choice.
+    Fmt21,
+    /// FMT23 "stronger clone" numerical bound (clone probability 2/(e^ε₀+1)); tighter, but
+    /// covering every ε₀-LDP randomizer rests on a monotonicity claim of FMT23 not verified
+    /// here (exact for binary randomized response). Default.
+    Fmt23,
+    /// FMT21 Theorem 3.1 closed form; valid when ε₀ ≤ ln(n/(16 ln(4/δ))), otherwise no
+    /// amplification is claimed.
+    ClosedForm,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanShuffleArgs {
+    /// Local ε₀ of each user's randomizer: report the central ε.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "epsilon")]
+    pub(crate) local_epsilon: Option<f64>,
+    /// Central ε: report the largest local ε₀ that meets it.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) epsilon: Option<f64>,
+    /// Number of users n whose reports are shuffled.
+    #[arg(long)]
+    pub(crate) users: u64,
+    /// Central δ in (0, 1).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// The amplification bound.
+    #[arg(long, value_enum, default_value = "fmt23")]
+    pub(crate) bound: ShuffleBoundArg,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }

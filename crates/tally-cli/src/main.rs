@@ -8,6 +8,7 @@ mod histogram;
 mod input;
 mod output;
 mod plan;
+mod plan_shuffle;
 mod quantiles;
 
 use std::process::ExitCode;
@@ -20,6 +21,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
+        Command::Plan(PlanCommand::Shuffle(args)) => plan_shuffle::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Quantiles(args) => quantiles::run_quantiles(&args),
