@@ -73,6 +73,67 @@ impl SupportProbabilities {
     }
 }
 
+/// Per-item support counts of a frequency oracle and the number of reports: what the GRR,
+/// unary-encoding and OLH aggregators keep. Mergeable; never readable (no `Debug`).
+pub(crate) struct SupportCounts {
+    counts: Vec<u64>,
+    reports: u64,
+    probabilities: SupportProbabilities,
+}
+
+impl SupportCounts {
+    /// Empty counts over `domain` items.
+    pub(crate) fn new(domain: u32, probabilities: SupportProbabilities) -> Self {
+        Self {
+            counts: vec![0; domain as usize],
+            reports: 0,
+            probabilities,
+        }
+    }
+
+    /// The number of items.
+    pub(crate) fn domain(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Records one report, which supports the items `supported`.
+    pub(crate) fn record(&mut self, supported: impl IntoIterator<Item = usize>) {
+        for item in supported {
+            self.counts[item] += 1;
+        }
+        self.reports += 1;
+    }
+
+    /// Adds another shard's counts.
+    ///
+    /// # Panics
+    ///
+    /// If the two belong to different randomizers.
+    pub(crate) fn merge(&mut self, other: Self) {
+        assert!(
+            self.counts.len() == other.counts.len() && self.probabilities == other.probabilities,
+            "merging aggregators of different randomizers"
+        );
+        for (a, b) in self.counts.iter_mut().zip(other.counts) {
+            *a += b;
+        }
+        self.reports += other.reports;
+    }
+
+    /// The number of reports recorded.
+    pub(crate) fn reports(&self) -> u64 {
+        self.reports
+    }
+
+    /// The unbiased estimate of the number of clients holding each item.
+    pub(crate) fn estimate(&self) -> Vec<f64> {
+        self.counts
+            .iter()
+            .map(|&c| self.probabilities.debias(c as f64, self.reports))
+            .collect()
+    }
+}
+
 /// Validates the domain size `k ≥ 2`.
 pub(crate) fn check_domain(domain: u32) -> Result<u32, Error> {
     if domain >= 2 {

@@ -17,7 +17,8 @@ use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
 use super::{
-    SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, rr_keep_probability,
+    SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee,
+    rr_keep_probability,
 };
 use crate::Error;
 use crate::sampling::{ExactBernoulli, uniform_below};
@@ -120,18 +121,14 @@ impl Grr {
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> GrrAggregator {
         GrrAggregator {
-            counts: vec![0; self.domain as usize],
-            reports: 0,
-            probabilities: self.support_probabilities(),
+            support: SupportCounts::new(self.domain, self.support_probabilities()),
         }
     }
 }
 
 /// Counts k-RR reports; mergeable. Its raw counts cannot be read (no `Debug`).
 pub struct GrrAggregator {
-    counts: Vec<u64>,
-    reports: u64,
-    probabilities: SupportProbabilities,
+    support: SupportCounts,
 }
 
 impl GrrAggregator {
@@ -141,12 +138,10 @@ impl GrrAggregator {
     ///
     /// [`Error::InvalidParameter`] if the report is not in the domain (it is then ignored).
     pub fn absorb(&mut self, report: u32) -> Result<(), Error> {
-        let cell = self
-            .counts
-            .get_mut(report as usize)
-            .ok_or_else(|| Error::invalid("report", report, "an item in the domain"))?;
-        *cell += 1;
-        self.reports += 1;
+        if report as usize >= self.support.domain() {
+            return Err(Error::invalid("report", report, "an item in the domain"));
+        }
+        self.support.record([report as usize]);
         Ok(())
     }
 
@@ -156,26 +151,16 @@ impl GrrAggregator {
     ///
     /// If the two aggregators belong to different randomizers.
     pub fn merge(&mut self, other: Self) {
-        assert!(
-            self.counts.len() == other.counts.len() && self.probabilities == other.probabilities,
-            "merging aggregators of different randomizers"
-        );
-        for (a, b) in self.counts.iter_mut().zip(other.counts) {
-            *a += b;
-        }
-        self.reports += other.reports;
+        self.support.merge(other.support);
     }
 
     /// The number of reports absorbed.
     pub fn reports(&self) -> u64 {
-        self.reports
+        self.support.reports()
     }
 
     /// The unbiased estimate of the number of clients holding each item.
     pub fn estimate(&self) -> Vec<f64> {
-        self.counts
-            .iter()
-            .map(|&c| self.probabilities.debias(c as f64, self.reports))
-            .collect()
+        self.support.estimate()
     }
 }

@@ -34,7 +34,8 @@ use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
 use super::{
-    SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, rr_keep_probability,
+    SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee,
+    rr_keep_probability,
 };
 use crate::Error;
 use crate::sampling::{ExactBernoulli, uniform_below};
@@ -245,10 +246,8 @@ impl Olh {
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> OlhAggregator {
         OlhAggregator {
-            counts: vec![0; self.domain as usize],
-            reports: 0,
+            support: SupportCounts::new(self.domain, self.support_probabilities()),
             g: self.g,
-            probabilities: self.support_probabilities(),
         }
     }
 }
@@ -256,10 +255,8 @@ impl Olh {
 /// Counts, for every item, the OLH reports that support it (`O(k)` work per report);
 /// mergeable. Its raw counts cannot be read (no `Debug`).
 pub struct OlhAggregator {
-    counts: Vec<u64>,
-    reports: u64,
+    support: SupportCounts,
     g: u32,
-    probabilities: SupportProbabilities,
 }
 
 impl OlhAggregator {
@@ -272,12 +269,13 @@ impl OlhAggregator {
         if report.value >= self.g {
             return Err(Error::invalid("report value", report.value, "below g"));
         }
-        for (x, count) in (0u32..).zip(self.counts.iter_mut()) {
-            if report.hash.apply(x, self.g) == report.value {
-                *count += 1;
-            }
-        }
-        self.reports += 1;
+        let (hash, value, g) = (&report.hash, report.value, self.g);
+        let domain = self.support.domain() as u32;
+        self.support.record(
+            (0..domain)
+                .filter(|&x| hash.apply(x, g) == value)
+                .map(|x| x as usize),
+        );
         Ok(())
     }
 
@@ -288,28 +286,20 @@ impl OlhAggregator {
     /// If the two aggregators belong to different randomizers.
     pub fn merge(&mut self, other: Self) {
         assert!(
-            self.counts.len() == other.counts.len()
-                && self.g == other.g
-                && self.probabilities == other.probabilities,
+            self.g == other.g,
             "merging aggregators of different randomizers"
         );
-        for (a, b) in self.counts.iter_mut().zip(other.counts) {
-            *a += b;
-        }
-        self.reports += other.reports;
+        self.support.merge(other.support);
     }
 
     /// The number of reports absorbed.
     pub fn reports(&self) -> u64 {
-        self.reports
+        self.support.reports()
     }
 
     /// The unbiased estimate of the number of clients holding each item.
     pub fn estimate(&self) -> Vec<f64> {
-        self.counts
-            .iter()
-            .map(|&c| self.probabilities.debias(c as f64, self.reports))
-            .collect()
+        self.support.estimate()
     }
 }
 

@@ -21,8 +21,8 @@ use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
 use super::{
-    SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, oue_probability,
-    sue_probability,
+    SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee,
+    oue_probability, sue_probability,
 };
 use crate::Error;
 use crate::sampling::ExactBernoulli;
@@ -222,18 +222,14 @@ impl UnaryRandomizer {
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> UnaryAggregator {
         UnaryAggregator {
-            counts: vec![0; self.domain as usize],
-            reports: 0,
-            probabilities: self.support_probabilities(),
+            support: SupportCounts::new(self.domain, self.support_probabilities()),
         }
     }
 }
 
 /// Counts set bits of unary reports; mergeable. Its raw counts cannot be read (no `Debug`).
 pub struct UnaryAggregator {
-    counts: Vec<u64>,
-    reports: u64,
-    probabilities: SupportProbabilities,
+    support: SupportCounts,
 }
 
 impl UnaryAggregator {
@@ -243,17 +239,14 @@ impl UnaryAggregator {
     ///
     /// [`Error::InvalidParameter`] if the report does not have `k` bits (it is then ignored).
     pub fn absorb(&mut self, report: &UnaryReport) -> Result<(), Error> {
-        if report.len() as usize != self.counts.len() {
+        if report.len() as usize != self.support.domain() {
             return Err(Error::invalid(
                 "report length",
                 report.len(),
                 "the domain size",
             ));
         }
-        for i in report.ones() {
-            self.counts[i as usize] += 1;
-        }
-        self.reports += 1;
+        self.support.record(report.ones().map(|i| i as usize));
         Ok(())
     }
 
@@ -263,26 +256,16 @@ impl UnaryAggregator {
     ///
     /// If the two aggregators belong to different randomizers.
     pub fn merge(&mut self, other: Self) {
-        assert!(
-            self.counts.len() == other.counts.len() && self.probabilities == other.probabilities,
-            "merging aggregators of different randomizers"
-        );
-        for (a, b) in self.counts.iter_mut().zip(other.counts) {
-            *a += b;
-        }
-        self.reports += other.reports;
+        self.support.merge(other.support);
     }
 
     /// The number of reports absorbed.
     pub fn reports(&self) -> u64 {
-        self.reports
+        self.support.reports()
     }
 
     /// The unbiased estimate of the number of clients holding each item.
     pub fn estimate(&self) -> Vec<f64> {
-        self.counts
-            .iter()
-            .map(|&c| self.probabilities.debias(c as f64, self.reports))
-            .collect()
+        self.support.estimate()
     }
 }
