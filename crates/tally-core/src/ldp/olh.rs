@@ -30,15 +30,12 @@
 //! down from `e^ε/(e^ε + g − 1)` until provably within `e^ε`; see [the module docs](super)).
 
 use rand::Rng;
-use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
-use super::{
-    SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee,
-    rr_keep_probability,
-};
+use super::grr::Grr;
+use super::{SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee};
 use crate::Error;
-use crate::sampling::{ExactBernoulli, uniform_below};
+use crate::sampling::uniform_below;
 
 /// The Mersenne prime `2^61 − 1` of the hash family.
 pub const HASH_PRIME: u64 = (1 << 61) - 1;
@@ -126,7 +123,8 @@ pub struct Olh {
     domain: u32,
     epsilon: f64,
     g: u32,
-    keep: ExactBernoulli,
+    /// k-RR over the `g` hash values.
+    values: Grr,
 }
 
 impl Olh {
@@ -149,12 +147,11 @@ impl Olh {
             ));
         }
         let g = g as u32;
-        let p = rr_keep_probability(epsilon, u64::from(g))?;
         Ok(Self {
             domain,
             epsilon,
             g,
-            keep: ExactBernoulli::new(p)?,
+            values: Grr::new(g, epsilon)?,
         })
     }
 
@@ -180,13 +177,13 @@ impl Olh {
 
     /// The probability of keeping the hashed item.
     pub fn keep_probability(&self) -> f64 {
-        self.keep.p()
+        self.values.keep_probability()
     }
 
     /// `p* = p` and `q* = p c + (1 − p)(1 − c)/(g − 1)` with `c` the family's collision
     /// probability (`q* ≈ 1/g`).
     pub fn support_probabilities(&self) -> SupportProbabilities {
-        let p = self.keep.p();
+        let p = self.values.keep_probability();
         let c = collision_probability(self.g);
         SupportProbabilities {
             p,
@@ -206,7 +203,7 @@ impl Olh {
             x < self.domain && report.value < self.g,
             "outside the domain"
         );
-        let p = self.keep.p();
+        let p = self.values.keep_probability();
         if report.hash.apply(x, self.g) == report.value {
             p
         } else {
@@ -223,13 +220,7 @@ impl Olh {
         assert!(item < self.domain, "item outside the domain");
         let hash = LocalHash::random(rng);
         let hashed = hash.apply(item, self.g);
-        let value = if self.keep.sample(rng) {
-            hashed
-        } else {
-            // Unwrap safety: the draw is below g − 1.
-            let other = u32::try_from(uniform_below(u64::from(self.g - 1), rng)).expect("below g");
-            if other >= hashed { other + 1 } else { other }
-        };
+        let value = self.values.randomize(hashed, rng);
         OlhReport { hash, value }
     }
 
