@@ -4,11 +4,11 @@ use std::collections::HashSet;
 
 use anyhow::Result;
 use serde_json::{Value, json};
-use tally_accounting::composition::{Composition, split_budget};
+use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::{Guarantee, Neighbours};
 use tally_core::heavy_hitters::{TERMINATOR, TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig};
-use tally_core::histogram::SampleThreshold;
+use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_sim::{
     EstimateErrors, ExecutionPath, Population, prefix_estimate_errors, retrieval_scores,
     run_sample_threshold, run_triehh, run_triehh_plus, top_k,
@@ -148,19 +148,16 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         }
         Algorithm::TrieHhPlus => {
             let composition = Composition::from(args.composition);
-            let (level_epsilon, level_delta) = split_budget(
+            let per_level = plan_rounds(
                 args.privacy.epsilon,
                 args.release.delta,
-                args.levels as u64,
+                args.levels,
                 composition,
-            )?;
-            let per_level = SampleThreshold::calibrate(
-                level_epsilon,
-                level_delta,
                 target,
                 analysis,
                 neighbours,
-            )?;
+            )?
+            .per_round;
             let params = *per_level.params();
             let level_guarantee = per_level.guarantee().clone();
             let task = TrieHhPlus::new(TrieHhPlusConfig {

@@ -7,9 +7,10 @@ use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
+use tally_core::histogram::{RoundPlan, plan_rounds};
 use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
-    HierarchicalRelease, MAX_SEARCH_ROUNDS, Normalisation, RoundPlan, TreeShape, plan_rounds,
+    HierarchicalRelease, MAX_SEARCH_ROUNDS, Normalisation, TreeShape,
 };
 use tally_sim::{
     ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,

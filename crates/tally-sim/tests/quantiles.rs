@@ -4,9 +4,10 @@
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_core::histogram::{RoundPlan, plan_rounds};
 use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
-    HierarchicalRelease, Normalisation, RoundPlan, TreeShape, plan_rounds,
+    HierarchicalRelease, Normalisation, TreeShape,
 };
 use tally_sim::{
     ExecutionPath, SortedValues, Values, run_binary_searches, run_hierarchical, run_level,
