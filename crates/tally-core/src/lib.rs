@@ -8,6 +8,7 @@ mod error;
 pub mod heavy_hitters;
 pub mod histogram;
 pub mod ldp;
+pub mod noise;
 pub mod quantiles;
 pub mod sampling;
 pub mod task;
