@@ -16,16 +16,14 @@
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
-use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
-use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
+use tally_core::histogram::SampleThresholdRelease;
 use tally_core::quantiles::{
-    BinarySearchConfig, BinarySearchQuantile, Normalisation, ThresholdQuery,
+    BinarySearchConfig, BinarySearchQuantile, LevelQuery, Normalisation, ThresholdQuery, TreeShape,
 };
 use tally_core::sampling::PoissonSampler;
 use tally_core::task::Task;
-use tally_sim::{ExecutionPath, Values, run_threshold_round};
+use tally_sim::{ExecutionPath, Values, run_level, run_threshold_round};
 use tally_stats_tests::{CellAudit, Verdict};
 
 const AUDIT: CellAudit = CellAudit::WEAK;
@@ -40,24 +38,13 @@ fn values(k: u64) -> Values {
     Values::from_unit_values(v, format!("audit values with k = {k}")).unwrap()
 }
 
-fn mechanism() -> SampleThreshold {
-    let params = SampleThresholdParams::new(AUDIT.rate, AUDIT.threshold).unwrap();
-    SampleThreshold::new(
-        params,
-        AUDIT.epsilon,
-        Analysis::Tight,
-        Neighbours::AddRemove,
-    )
-    .unwrap()
-}
-
 /// The first query of a binary search for the median: the split point 1/2. (One round: at
 /// these weak audit parameters a round's δ is 1/8, so eight would not fit in a δ below 1.)
 fn first_query() -> ThresholdQuery {
     let mut task = BinarySearchQuantile::new(BinarySearchConfig {
         quantile: 0.5,
         rounds: 1,
-        per_round: mechanism(),
+        per_round: AUDIT.mechanism(),
         composition: Composition::Basic,
         normalisation: Normalisation::Released,
         total_delta: 0.99,
@@ -166,4 +153,32 @@ fn dp_audit_binary_search_round_catches_the_mutants() {
     assert!(!high.violations.is_empty(), "rate 0.6: {high:?}");
     let low = audit_pairs(&round(0.4, |c| c >= 3), 12);
     assert!(!low.mismatches.is_empty(), "rate 0.4: {low:?}");
+}
+
+/// One level of the hierarchical histogram, through the simulator's level runner: the audited
+/// cell is level-1 bucket 0 of a binary tree, which holds the `k` values at 0.25.
+#[test]
+fn dp_audit_hierarchical_level_passes() {
+    let query = LevelQuery {
+        level: 1,
+        shape: TreeShape::new(2, 1).unwrap(),
+        mechanism: AUDIT.mechanism(),
+    };
+    let datasets: Vec<Values> = (0..=AUDIT.k_max).map(values).collect();
+    let verdict = AUDIT.run(
+        &|k, rng| {
+            run_level(
+                &datasets[k as usize],
+                &query,
+                ExecutionPath::GapSkipping,
+                rng.next_u64(),
+            )
+            .items
+            .iter()
+            .find(|cell| cell.item == 0)
+            .map_or(0, |cell| cell.count)
+        },
+        13,
+    );
+    assert!(verdict.passed(), "{verdict:?}");
 }
