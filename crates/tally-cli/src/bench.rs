@@ -10,33 +10,32 @@ use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, Generator, Population, SyntheticSpec, run_sample_threshold};
 
-use crate::cli::BenchArgs;
+use crate::cli::{BenchArgs, BenchDataArgs};
 use crate::output::{Stage, print_fields, print_json};
 
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
-    anyhow::ensure!(args.repeats > 0, "--repeats must be at least 1");
     let params = SampleThresholdParams::new(args.sampling_rate, args.threshold)?;
     let mechanism =
         SampleThreshold::new(params, args.epsilon, Analysis::Tight, Neighbours::AddRemove)?;
-    let (population, stage) = geometric_population(args.clients, args.domain, args.seed)?;
-    stage.next(format!("timing {} runs", args.repeats));
+    let (population, stage) = geometric_population(&args.data)?;
+    stage.next(format!("timing {} runs", args.data.repeats));
     let path = ExecutionPath::GapSkipping;
-    let (timings, release) = Timings::measure(args.repeats, |repeat| {
-        run_sample_threshold(&population, &mechanism, path, args.seed + repeat)
+    let (timings, release) = Timings::measure(args.data.repeats, |repeat| {
+        run_sample_threshold(&population, &mechanism, path, args.data.seed + repeat)
     });
     drop(stage);
     let released = release.items.len();
     let threads = rayon::current_num_threads();
-    if args.json {
+    if args.data.json {
         print_json(&json!({
             "benchmark": "sample-threshold",
-            "clients": args.clients,
-            "domain": args.domain,
+            "clients": args.data.clients,
+            "domain": args.data.domain,
             "sampling_rate": args.sampling_rate,
             "threshold": args.threshold,
             "execution": path.name(),
             "threads": threads,
-            "repeats": args.repeats,
+            "repeats": args.data.repeats,
             "median_seconds": timings.median(),
             "min_seconds": timings.min(),
             "max_seconds": timings.max(),
@@ -47,8 +46,11 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     print_fields(
         "sample-and-threshold kernel (sample, count, threshold)",
         &[
-            ("clients", args.clients.to_string()),
-            ("domain", format!("{} (Geometric(1/√B) items)", args.domain)),
+            ("clients", args.data.clients.to_string()),
+            (
+                "domain",
+                format!("{} (Geometric(1/√B) items)", args.data.domain),
+            ),
             (
                 "parameters",
                 format!(
@@ -66,14 +68,12 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
 
 /// Generates `clients` Geometric(1/√domain) items (redrawn when ≥ domain) outside any timed
 /// region, behind a progress spinner that the caller moves on.
-pub(crate) fn geometric_population(
-    clients: u64,
-    domain: u64,
-    seed: u64,
-) -> Result<(Population, Stage)> {
-    let spec = SyntheticSpec::new(clients, Generator::Geometric { domain })?;
-    let stage = Stage::start(format!("generating {clients} clients"));
-    Ok((Population::synthetic(&spec, seed), stage))
+pub(crate) fn geometric_population(data: &BenchDataArgs) -> Result<(Population, Stage)> {
+    anyhow::ensure!(data.repeats > 0, "--repeats must be at least 1");
+    let domain = data.domain;
+    let spec = SyntheticSpec::new(data.clients, Generator::Geometric { domain })?;
+    let stage = Stage::start(format!("generating {} clients", data.clients));
+    Ok((Population::synthetic(&spec, data.seed), stage))
 }
 
 /// Wall-clock times of repeated runs.

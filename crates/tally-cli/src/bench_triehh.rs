@@ -13,32 +13,31 @@ use crate::cli::BenchTrieHhArgs;
 use crate::output::{guarantee_json, guarantee_line, print_fields, print_json};
 
 pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
-    anyhow::ensure!(args.repeats > 0, "--repeats must be at least 1");
     let mut config = match (args.threshold, args.batch_size) {
         (Some(threshold), Some(batch_size)) => TrieHhConfig {
-            population: args.clients,
+            population: args.data.clients,
             rounds: args.rounds,
             segment: 1,
             threshold,
             batch_size,
             beam: None,
         },
-        _ => TrieHhConfig::calibrate(args.epsilon, args.delta, args.rounds, args.clients)?,
+        _ => TrieHhConfig::calibrate(args.epsilon, args.delta, args.rounds, args.data.clients)?,
     };
     config.segment = args.segment;
     config.beam = args.beam;
     let task = TrieHh::new(config.clone())?;
-    let (population, stage) = geometric_population(args.clients, args.domain, args.seed)?;
-    stage.next(format!("timing {} runs", args.repeats));
-    let (timings, output) = Timings::measure(args.repeats, |repeat| {
-        run_triehh(&population, task.clone(), args.seed + repeat)
+    let (population, stage) = geometric_population(&args.data)?;
+    stage.next(format!("timing {} runs", args.data.repeats));
+    let (timings, output) = Timings::measure(args.data.repeats, |repeat| {
+        run_triehh(&population, task.clone(), args.data.seed + repeat)
     });
     drop(stage);
-    if args.json {
+    if args.data.json {
         print_json(&json!({
             "benchmark": "triehh",
-            "clients": args.clients,
-            "domain": args.domain,
+            "clients": args.data.clients,
+            "domain": args.data.domain,
             "rounds": config.rounds,
             "threshold": config.threshold,
             "batch_size": config.batch_size,
@@ -46,7 +45,7 @@ pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
             "beam": config.beam,
             "guarantee": guarantee_json(task.guarantee()),
             "threads": 1,
-            "repeats": args.repeats,
+            "repeats": args.data.repeats,
             "median_seconds": timings.median(),
             "min_seconds": timings.min(),
             "max_seconds": timings.max(),
@@ -58,8 +57,11 @@ pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
     print_fields(
         "TrieHH (batches without replacement, one vote per sampled client, threshold)",
         &[
-            ("clients", args.clients.to_string()),
-            ("domain", format!("{} (Geometric(1/√B) items)", args.domain)),
+            ("clients", args.data.clients.to_string()),
+            (
+                "domain",
+                format!("{} (Geometric(1/√B) items)", args.data.domain),
+            ),
             (
                 "parameters",
                 format!(

@@ -221,14 +221,30 @@ pub(crate) struct HistogramArgs {
     pub(crate) top: Option<usize>,
 }
 
+/// The generated data and the timing loop, shared by every benchmark.
 #[derive(Debug, Args)]
-pub(crate) struct BenchArgs {
+pub(crate) struct BenchDataArgs {
     /// Number of clients n.
     #[arg(long, default_value_t = 1_000_000)]
     pub(crate) clients: u64,
-    /// Domain size B; items are Geometric(1/√B), redrawn when ≥ B.
+    /// Domain size B; items are Geometric(1/√B), redrawn when ≥ B, named in decimal.
     #[arg(long, default_value_t = 16_384)]
     pub(crate) domain: u64,
+    /// Number of timed repetitions.
+    #[arg(long, default_value_t = 11)]
+    pub(crate) repeats: usize,
+    /// Seed of the generated data and of the sampling.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    #[command(flatten)]
+    pub(crate) data: BenchDataArgs,
     /// Sampling rate p_s.
     #[arg(long, default_value_t = 0.01)]
     pub(crate) sampling_rate: f64,
@@ -239,15 +255,6 @@ pub(crate) struct BenchArgs {
     /// 1 − e^(−ε)).
     #[arg(long, default_value_t = 1.0)]
     pub(crate) epsilon: f64,
-    /// Number of timed repetitions.
-    #[arg(long, default_value_t = 11)]
-    pub(crate) repeats: usize,
-    /// Seed of the generated data and of the sampling.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub(crate) json: bool,
 }
 
 /// Heavy-hitter algorithms.
@@ -326,12 +333,8 @@ pub(crate) struct HeavyHittersArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct BenchTrieHhArgs {
-    /// Number of clients n.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub(crate) clients: u64,
-    /// Domain size B; items are Geometric(1/√B), redrawn when ≥ B, named in decimal.
-    #[arg(long, default_value_t = 16_384)]
-    pub(crate) domain: u64,
+    #[command(flatten)]
+    pub(crate) data: BenchDataArgs,
     /// Rounds L.
     #[arg(long, default_value_t = 5)]
     pub(crate) rounds: usize,
@@ -353,15 +356,6 @@ pub(crate) struct BenchTrieHhArgs {
     /// Keep at most this many non-terminal prefixes per round.
     #[arg(long)]
     pub(crate) beam: Option<usize>,
-    /// Number of timed repetitions.
-    #[arg(long, default_value_t = 11)]
-    pub(crate) repeats: usize,
-    /// Seed of the generated data and of the sampling.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) seed: u64,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub(crate) json: bool,
 }
 
 /// In `quantiles` and `range`, `--method` names the quantile algorithm, so the S&T analysis of

@@ -14,7 +14,8 @@
 
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::Neighbours;
-use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams, delta};
+use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
+use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::PoissonSampler;
 
 use crate::{Outcomes, set_statistic, violation_lower_bound};
@@ -65,20 +66,25 @@ impl CellAudit {
         runs: 20_000,
     };
 
+    /// The real S&T mechanism with the claimed parameters, its guarantee by the tight
+    /// add/remove analysis.
+    ///
+    /// # Panics
+    ///
+    /// If the accountant rejects the parameters.
+    pub fn mechanism(&self) -> SampleThreshold {
+        let params = SampleThresholdParams::new(self.rate, self.threshold).expect("valid");
+        SampleThreshold::new(params, self.epsilon, Analysis::Tight, Neighbours::AddRemove)
+            .expect("valid")
+    }
+
     /// The accountant's tight add/remove δ for the claimed parameters.
     ///
     /// # Panics
     ///
     /// If the accountant rejects the parameters.
     pub fn claimed_delta(&self) -> f64 {
-        let params = SampleThresholdParams::new(self.rate, self.threshold).expect("valid");
-        delta(
-            self.epsilon,
-            &params,
-            Analysis::Tight,
-            Neighbours::AddRemove,
-        )
-        .expect("valid")
+        self.mechanism().guarantee().delta
     }
 
     /// The analysis' bad set at group size `k`: released counts above `k·q`.

@@ -5,9 +5,6 @@
 //! unique items, `D'` holds one audited client fewer.
 
 use rand::Rng;
-use tally_accounting::Neighbours;
-use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
-use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, Population, run_sample_threshold};
 use tally_stats_tests::CellAudit;
 
@@ -40,14 +37,7 @@ fn dp_audit_exact_deltas_peak_at_the_accountants_tight_delta() {
 
 #[test]
 fn dp_audit_sample_threshold_passes() {
-    let params = SampleThresholdParams::new(AUDIT.rate, AUDIT.threshold).unwrap();
-    let mechanism = SampleThreshold::new(
-        params,
-        AUDIT.epsilon,
-        Analysis::Tight,
-        Neighbours::AddRemove,
-    )
-    .unwrap();
+    let mechanism = AUDIT.mechanism();
     for path in [ExecutionPath::GapSkipping, ExecutionPath::PerClient] {
         let verdict = AUDIT.run(
             &|k, rng| {

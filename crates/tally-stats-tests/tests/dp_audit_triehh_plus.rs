@@ -6,10 +6,7 @@
 //! with other words, `D'` holds one of them fewer. The audited cell is the prefix `"ab"`.
 
 use rand::Rng;
-use tally_accounting::Neighbours;
-use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
 use tally_core::heavy_hitters::PrefixRound;
-use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, Population, run_prefix_round};
 use tally_stats_tests::CellAudit;
 
@@ -32,14 +29,7 @@ fn population(reporters: u64) -> Population {
 
 #[test]
 fn dp_audit_triehh_plus_level_passes() {
-    let params = SampleThresholdParams::new(AUDIT.rate, AUDIT.threshold).unwrap();
-    let mechanism = SampleThreshold::new(
-        params,
-        AUDIT.epsilon,
-        Analysis::Tight,
-        Neighbours::AddRemove,
-    )
-    .unwrap();
+    let mechanism = AUDIT.mechanism();
     // Level 2 of the unrestricted variant, whose audited cell is the prefix "ab".
     let round = PrefixRound {
         round: 2,
