@@ -49,8 +49,37 @@ impl FromStr for Neighbours {
     }
 }
 
-/// An approximate differential-privacy guarantee `(ε, δ)` with the neighbour relation it holds
-/// for and the analysis that proved it.
+/// Whom the guarantee protects against: the party that sees the mechanism's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TrustModel {
+    /// The released result: a trusted curator (or a secure aggregator standing in for one) sees
+    /// the raw data, the analyst sees only the release.
+    Central,
+    /// Each client's report: nobody needs to be trusted.
+    Local,
+    /// The anonymous multiset of all clients' messages, as a trusted shuffler outputs it.
+    Shuffle,
+}
+
+impl TrustModel {
+    /// The name used in JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Central => "central",
+            Self::Local => "local",
+            Self::Shuffle => "shuffle",
+        }
+    }
+}
+
+impl fmt::Display for TrustModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An approximate differential-privacy guarantee `(ε, δ)` with the trust model and neighbour
+/// relation it holds for and the analysis that proved it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Guarantee {
     /// The privacy-loss bound ε.
@@ -59,6 +88,8 @@ pub struct Guarantee {
     pub delta: f64,
     /// The neighbour relation.
     pub neighbours: Neighbours,
+    /// Who sees the output the guarantee is about.
+    pub model: TrustModel,
     /// The analysis that gives the guarantee, by name (for example `tight`).
     pub analysis: String,
 }
@@ -113,6 +144,7 @@ pub fn compose_rounds(
         epsilon,
         delta,
         neighbours: per_round.neighbours,
+        model: per_round.model,
         analysis: format!(
             "{} per round, {} composition over {rounds} rounds",
             per_round.analysis, composition

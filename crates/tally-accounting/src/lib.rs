@@ -15,4 +15,4 @@ pub mod shuffle;
 pub mod triehh;
 
 pub use error::Error;
-pub use guarantee::{Guarantee, Neighbours, compose_rounds};
+pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds};

@@ -36,6 +36,7 @@ pub(crate) fn guarantee_json(guarantee: &Guarantee) -> Value {
         "epsilon": guarantee.epsilon,
         "delta": guarantee.delta,
         "neighbours": guarantee.neighbours.name(),
+        "model": guarantee.model.name(),
         "method": guarantee.analysis,
     })
 }
@@ -43,8 +44,12 @@ pub(crate) fn guarantee_json(guarantee: &Guarantee) -> Value {
 /// The guarantee in one line of words.
 pub(crate) fn guarantee_line(guarantee: &Guarantee) -> String {
     format!(
-        "(ε = {}, δ = {:.3e})-DP, {} neighbours, {} analysis",
-        guarantee.epsilon, guarantee.delta, guarantee.neighbours, guarantee.analysis
+        "(ε = {}, δ = {:.3e})-DP in the {} model, {} neighbours, {} analysis",
+        guarantee.epsilon,
+        guarantee.delta,
+        guarantee.model,
+        guarantee.neighbours,
+        guarantee.analysis
     )
 }
 

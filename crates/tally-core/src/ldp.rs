@@ -30,7 +30,7 @@
 //! unbiased. If ε is so small (below about `1e-14`) that no such probability is found within a
 //! few ulps, construction fails.
 
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Guarantee, Neighbours, TrustModel};
 
 use crate::Error;
 
@@ -162,6 +162,7 @@ pub(crate) fn ldp_guarantee(epsilon: f64, mechanism: &str) -> Guarantee {
         epsilon,
         delta: 0.0,
         neighbours: Neighbours::ReplaceOne,
+        model: TrustModel::Local,
         analysis: format!("local {mechanism} (pure ε-LDP, any two inputs)"),
     }
 }

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use super::{check_epsilon, max_sampling_rate_cap};
 use crate::numeric::{MAX_SCAN, delta_upper, kl_bernoulli, ln_upper_tail_weighted};
-use crate::{Error, Guarantee, Neighbours};
+use crate::{Error, Guarantee, Neighbours, TrustModel};
 
 /// Which analysis turns S&T parameters into `δ`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,6 +107,7 @@ impl SampleThresholdParams {
             epsilon,
             delta: delta(epsilon, self, analysis, neighbours)?,
             neighbours,
+            model: TrustModel::Central,
             analysis: analysis.name().to_owned(),
         })
     }

@@ -71,7 +71,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 use tally_accounting::triehh::{ThetaRule, TrieHhParams, corollary1};
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Guarantee, Neighbours, TrustModel};
 
 use super::prefix::{PrefixRound, TERMINATOR};
 use crate::Error;
@@ -429,6 +429,7 @@ fn theorem_guarantee(config: &TrieHhConfig) -> Result<Guarantee, Error> {
         epsilon,
         delta,
         neighbours: Neighbours::ReplaceOne,
+        model: TrustModel::Central,
         analysis: TRIEHH_ANALYSIS.to_owned(),
     })
 }

@@ -665,6 +665,7 @@ mod tests {
                 epsilon: 1.0,
                 delta: 0.0,
                 neighbours: tally_accounting::Neighbours::AddRemove,
+                model: tally_accounting::TrustModel::Central,
                 analysis: "test".into(),
             },
         }
