@@ -6,6 +6,7 @@
 //! | `basic` | `(Σ ε_i, Σ δ_i)`-DP |
 //! | `advanced` | `(ε √(2k ln(1/δ̃)) + k ε (e^ε − 1), k δ + δ̃)`-DP for every `δ̃ > 0` (all `(ε, δ)` equal; Dwork–Rothblum–Vadhan, [Dwork–Roth Thm 3.20][DR14]) |
 //! | `optimal` | `(ε_tot, δ(ε_tot))`-DP with the exact curve of [Kairouz–Oh–Viswanath Thm 3.3][KOV15] (all `(ε, δ)` equal) |
+//! | `pld` | `(ε_tot, δ(ε_tot))`-DP with `δ` from the privacy-loss-distribution accountant of [`crate::pld`] (all `(ε, δ)` equal): the same curve as `optimal`, computed by convolution, rounded up |
 //!
 //! All three hold under adaptive composition and for either neighbour relation, as long as
 //! every release uses the same one.
@@ -50,6 +51,7 @@ use std::str::FromStr;
 
 use crate::Error;
 use crate::numeric::{delta_upper, ln_choose};
+use crate::pld::{check_pld, pld_homogeneous_delta};
 
 /// Relative safety margin added to every `ε` computed through `exp`, `ln` or `sqrt`.
 ///
@@ -71,11 +73,14 @@ pub enum Composition {
     Advanced,
     /// Kairouz–Oh–Viswanath optimal composition of identical `(ε, δ)` releases.
     Optimal,
+    /// The privacy-loss-distribution accountant ([`crate::pld`]) on identical `(ε, δ)`
+    /// releases.
+    Pld,
 }
 
 impl Composition {
     /// Every theorem, loosest first.
-    pub const ALL: [Self; 3] = [Self::Basic, Self::Advanced, Self::Optimal];
+    pub const ALL: [Self; 4] = [Self::Basic, Self::Advanced, Self::Optimal, Self::Pld];
 
     /// The name used on the command line and in JSON output.
     pub fn name(self) -> &'static str {
@@ -83,6 +88,7 @@ impl Composition {
             Self::Basic => "basic",
             Self::Advanced => "advanced",
             Self::Optimal => "optimal",
+            Self::Pld => "pld",
         }
     }
 }
@@ -100,7 +106,7 @@ impl FromStr for Composition {
         Self::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| Error::invalid("composition", s, "basic, advanced or optimal"))
+            .ok_or_else(|| Error::invalid("composition", s, "basic, advanced, optimal or pld"))
     }
 }
 
@@ -263,12 +269,13 @@ pub fn optimal_homogeneous_delta(
 ///   privacy-loss tail; `ε'` is (up to bisection) the largest double with
 ///   [`optimal_homogeneous_delta`]`(ε', δ', k, ε_total) ≤ δ_total`. It is never below the basic
 ///   `ε_total/k`.
+/// * `Pld`: as `Optimal`, with [`crate::pld::pld_homogeneous_delta`] as the check.
 ///
 /// # Errors
 ///
 /// [`Error::InvalidParameter`] unless `ε_total > 0` is finite, `k ≥ 1` (and at most
-/// [`MAX_OPTIMAL_ROUNDS`] for `Optimal`), and `δ_total ∈ [0, 1)` for `Basic` or `(0, 1)` for
-/// the others.
+/// [`MAX_OPTIMAL_ROUNDS`] for `Optimal`, [`crate::pld::MAX_PLD_ROUNDS`] for `Pld`), and
+/// `δ_total ∈ [0, 1)` for `Basic` or `(0, 1)` for the others.
 pub fn split_budget(
     epsilon_total: f64,
     delta_total: f64,
@@ -287,7 +294,9 @@ pub fn split_budget(
     }
     let delta_ok = match method {
         Composition::Basic => (0.0..1.0).contains(&delta_total),
-        Composition::Advanced | Composition::Optimal => delta_total > 0.0 && delta_total < 1.0,
+        Composition::Advanced | Composition::Optimal | Composition::Pld => {
+            delta_total > 0.0 && delta_total < 1.0
+        }
     };
     if !delta_ok {
         let expected = if method == Composition::Basic {
@@ -315,18 +324,27 @@ pub fn split_budget(
             debug_assert!(advanced_delta(delta, k, slack) <= delta_total);
             (eps, delta)
         }
-        Composition::Optimal => {
-            check_optimal(epsilon_total, 0.0, k)?;
+        Composition::Optimal | Composition::Pld => {
             let delta = div_down(delta_total / 2.0, kf);
-            let curve = OptimalCurve::new(k);
-            let ok = |e: f64| curve.delta_at(e, delta, epsilon_total) <= delta_total;
+            let curve_delta: Box<dyn Fn(f64) -> f64> = if method == Composition::Optimal {
+                check_optimal(epsilon_total, 0.0, k)?;
+                let curve = OptimalCurve::new(k);
+                Box::new(move |e| curve.delta_at(e, delta, epsilon_total))
+            } else {
+                check_pld(epsilon_total, 0.0, k)?;
+                // A failed PLD (a grid too fine for ε') counts as not passing.
+                Box::new(move |e| {
+                    pld_homogeneous_delta(e, delta, k, epsilon_total).unwrap_or(f64::INFINITY)
+                })
+            };
+            let ok = |e: f64| curve_delta(e) <= delta_total;
             let lo = div_down(epsilon_total, kf);
             if !ok(lo) {
                 // Unreachable in exact arithmetic: at ε' = ε_total/k the curve is
                 // 1 − (1−δ')^k ≤ δ_total/2.
                 return Err(Error::infeasible(
                     "epsilon",
-                    "the basic split does not pass the optimal-composition check",
+                    format!("the basic split does not pass the {method} check"),
                 ));
             }
             // δ(ε_total) grows with ε' and reaches 1 as ε' → ∞: bracket by doubling.
@@ -338,7 +356,7 @@ pub fn split_budget(
                 if !hi.is_finite() {
                     return Err(Error::infeasible(
                         "epsilon",
-                        "the optimal-composition check passes for every ε'",
+                        format!("the {method} check passes for every ε'"),
                     ));
                 }
             }
@@ -349,7 +367,7 @@ pub fn split_budget(
 }
 
 /// Checks the per-round `(ε, δ, k)` shared by the homogeneous theorems.
-fn check_round(epsilon: f64, delta: f64, k: u64) -> Result<(), Error> {
+pub(crate) fn check_round(epsilon: f64, delta: f64, k: u64) -> Result<(), Error> {
     if !(epsilon.is_finite() && epsilon > 0.0) {
         return Err(Error::invalid("epsilon", epsilon, "a finite number > 0"));
     }
@@ -399,7 +417,7 @@ fn two_sum_error(a: f64, b: f64, s: f64) -> f64 {
 }
 
 /// `a + b` rounded up: the smallest double at or above the exact sum.
-fn add_up(a: f64, b: f64) -> f64 {
+pub(crate) fn add_up(a: f64, b: f64) -> f64 {
     let s = a + b;
     if s.is_finite() && two_sum_error(a, b, s) > 0.0 {
         s.next_up()
@@ -409,7 +427,7 @@ fn add_up(a: f64, b: f64) -> f64 {
 }
 
 /// `a · b` rounded up, exact through a fused multiply-add (no underflow in the inputs here).
-fn mul_up(a: f64, b: f64) -> f64 {
+pub(crate) fn mul_up(a: f64, b: f64) -> f64 {
     let p = a * b;
     if p.is_finite() && a.mul_add(b, -p) > 0.0 {
         p.next_up()
@@ -444,7 +462,7 @@ fn sum_up(values: impl Iterator<Item = f64>) -> f64 {
 
 /// The largest double in `[lo, hi]` passing `ok`, for `ok` monotone (true then false) with
 /// `ok(lo)` true; `lo, hi ≥ 0`.
-fn largest_passing(lo: f64, hi: f64, ok: impl Fn(f64) -> bool) -> f64 {
+pub(crate) fn largest_passing(lo: f64, hi: f64, ok: impl Fn(f64) -> bool) -> f64 {
     if ok(hi) {
         return hi;
     }
@@ -616,8 +634,12 @@ mod tests {
                         assert!(te <= eps && td <= delta);
                         assert!(compose_advanced(e.next_up(), d, k, delta / 2.0).unwrap().0 > eps);
                     }
-                    Composition::Optimal => {
-                        let (te, _) = compose_optimal_homogeneous(e, d, k, delta).unwrap();
+                    Composition::Optimal | Composition::Pld => {
+                        let (te, _) = if method == Composition::Optimal {
+                            compose_optimal_homogeneous(e, d, k, delta).unwrap()
+                        } else {
+                            crate::pld::compose_pld_homogeneous(e, d, k, delta).unwrap()
+                        };
                         assert!(te <= eps);
                         assert!(e >= eps / k as f64 * (1.0 - 1e-15));
                     }

@@ -7,6 +7,7 @@ use crate::Error;
 use crate::composition::{
     Composition, compose_advanced, compose_basic, compose_optimal_homogeneous,
 };
+use crate::pld::compose_pld_homogeneous;
 
 /// Which pairs of datasets a guarantee protects against telling apart.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,6 +101,8 @@ pub struct Guarantee {
 /// * `Basic`: `(k ε', k δ')`; `total_delta` must cover `k δ'`.
 /// * `Advanced`: `δ' k` plus the slack `δ̃ = total_delta − k δ'`, and the matching `ε`.
 /// * `Optimal`: the smallest `ε` at which the `k`-fold composition is `(ε, total_delta)`-DP.
+/// * `Pld`: the same from the privacy-loss-distribution accountant (rounded up, so never below
+///   `Optimal`'s up to rounding).
 ///
 /// # Errors
 ///
@@ -138,6 +141,9 @@ pub fn compose_rounds(
         }
         Composition::Optimal => {
             compose_optimal_homogeneous(per_round.epsilon, per_round.delta, k, total_delta)?
+        }
+        Composition::Pld => {
+            compose_pld_homogeneous(per_round.epsilon, per_round.delta, k, total_delta)?
         }
     };
     Ok(Guarantee {

@@ -6,10 +6,16 @@
 //! allows.
 #![forbid(unsafe_code)]
 
+pub mod balcer_cheu;
+pub mod central;
 pub mod composition;
 mod error;
+pub mod ghazi;
 mod guarantee;
 pub mod numeric;
+pub mod opt_prefix_tree;
+pub mod pld;
+pub mod rdp;
 pub mod sample_threshold;
 pub mod shuffle;
 pub mod triehh;

@@ -33,6 +33,58 @@ pub(crate) enum Command {
     /// Time a mechanism's kernel on generated data.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Reproduce a paper's experiments: CSV, figures and a report with its findings checked.
+    #[command(subcommand)]
+    Repro(ReproCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ReproCommand {
+    /// Seed 000 §5: sample-and-threshold against central Laplace, local Hadamard response and
+    /// the Balcer–Cheu shuffle histogram (Figures 1 and 2).
+    SampleThreshold(ReproSampleThresholdArgs),
+    /// Seed 001: OptPrefixTree's captured mass against ε for adaptive vs fixed segments,
+    /// uniform vs weighted selection, one vs two runs with a deny list, and TrieHH++ and
+    /// single-round S&T as comparators.
+    OptPrefixTree(ReproOptPrefixTreeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReproOptPrefixTreeArgs {
+    /// The directory for runs.csv, summary.csv, the figures and report.md.
+    #[arg(long, default_value = "out/opt-prefix-tree")]
+    pub(crate) out: PathBuf,
+    /// Repetitions per setting [default: 3, or 1 with --quick].
+    #[arg(long)]
+    pub(crate) reps: Option<usize>,
+    /// Users of the reddit-like population [default: 200000, or 20000 with --quick].
+    #[arg(long)]
+    pub(crate) users: Option<u64>,
+    /// The seed of every random draw; results do not depend on the number of threads.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// A reduced grid (20,000 users, ε ∈ {2, 8}, one repetition) for a quick check.
+    #[arg(long)]
+    pub(crate) quick: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ReproSampleThresholdArgs {
+    /// The directory for runs.csv, summary.csv, calibration.csv, the figures and report.md.
+    #[arg(long, default_value = "out/sample-threshold")]
+    pub(crate) out: PathBuf,
+    /// Repetitions per setting [default: 10, or 3 with --quick].
+    #[arg(long)]
+    pub(crate) reps: Option<usize>,
+    /// Clients in each synthetic population (Shakespeare always has 835,229).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) population: u64,
+    /// The seed of every random draw; results do not depend on the number of threads.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// A reduced grid (B ∈ {2^6, 2^10}, ε ∈ {0.1, 0.5, 1}, 3 repetitions) for a quick check.
+    #[arg(long)]
+    pub(crate) quick: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -42,6 +94,8 @@ pub(crate) enum PlanCommand {
     /// Amplification by shuffling: the central ε of n shuffled ε₀-LDP reports, or the largest
     /// ε₀ for a central (ε, δ) (replace-one neighbours).
     Shuffle(PlanShuffleArgs),
+    /// Composition: the total ε (at a total δ) of K rounds that are each (ε, δ)-DP.
+    Compose(PlanComposeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +104,42 @@ pub(crate) enum BenchCommand {
     SampleThreshold(BenchArgs),
     /// Time a whole TrieHH run (fixed-size batches, votes, threshold) on Geometric(1/√B) items.
     Triehh(BenchTrieHhArgs),
+    /// Time a whole domain-histogram mechanism (all clients and the server) on Geometric(1/√B)
+    /// items or on items read from a file.
+    Mechanism(BenchMechanismArgs),
+}
+
+/// The domain-histogram mechanisms `bench mechanism` times.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum BenchMechanism {
+    /// Local model: basic Hadamard response, one report per client, decoded by one fast
+    /// Walsh–Hadamard transform.
+    HadamardResponse,
+    /// Central model: count every item, then add exact discrete Laplace noise to every cell
+    /// (add-remove neighbours, L1 sensitivity 1).
+    Laplace,
+    /// Shuffle model: the Balcer–Cheu histogram, every client's messages drawn (per-client
+    /// path).
+    BalcerCheu,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchMechanismArgs {
+    #[command(flatten)]
+    pub(crate) data: BenchDataArgs,
+    /// The mechanism.
+    #[arg(long, value_enum)]
+    pub(crate) mechanism: BenchMechanism,
+    /// ε of the mechanism's guarantee (the local ε for hadamard-response).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    pub(crate) epsilon: f64,
+    /// δ of the mechanism's guarantee, for mechanisms that have one.
+    #[arg(long, default_value = "1e-8", allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Time on the items of this file (one integer below --domain per line; --clients is then
+    /// ignored) instead of generated ones, so that another implementation can use the same data.
+    #[arg(long)]
+    pub(crate) items: Option<PathBuf>,
 }
 
 /// The analysis that turns (ε, p_s, τ) into δ.
@@ -219,6 +309,77 @@ pub(crate) struct HistogramArgs {
     /// Show only the K items with the largest counts.
     #[arg(long)]
     pub(crate) top: Option<usize>,
+    /// The mechanism. Every mechanism but sample-and-threshold releases an estimate for each
+    /// element of a public domain, given by --domain or --buckets.
+    #[arg(long, value_enum, default_value = "sample-threshold")]
+    pub(crate) mechanism: HistogramMechanism,
+    #[command(flatten)]
+    pub(crate) domain: DomainArgs,
+    /// Replace negative estimates by 0 (a post-processing; it biases small counts upwards).
+    #[arg(long)]
+    pub(crate) clamp: bool,
+    /// Also report the true counts and the mean absolute error against them: metrics against
+    /// the input, not a private output.
+    #[arg(long)]
+    pub(crate) truth: bool,
+}
+
+/// Histogram mechanisms (`--mechanism`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum HistogramMechanism {
+    /// Sample-and-threshold: only items whose sampled count reaches the threshold (central).
+    SampleThreshold,
+    /// Generalized randomized response, k-RR (local).
+    Grr,
+    /// Symmetric unary encoding, basic RAPPOR (local).
+    Sue,
+    /// Optimized unary encoding (local).
+    Oue,
+    /// Optimized local hashing (local).
+    Olh,
+    /// Basic Hadamard response (local).
+    HadamardResponse,
+    /// Laplace noise on every count, exact discrete Laplace (central).
+    Laplace,
+    /// Discrete Gaussian noise on every count (central).
+    Gaussian,
+    /// Balcer–Cheu Bernoulli-noise histogram, 1 + B·p messages per client (shuffle).
+    BalcerCheu,
+    /// k-RR reports amplified by shuffling, one message per client (shuffle).
+    ShuffledGrr,
+    /// Ghazi et al.'s private-coin multi-message Hadamard response (shuffle; B a power of 2).
+    GhaziHadamard,
+    /// Ghazi et al.'s public-coin Count-Min sketch with binomial blanket noise (shuffle).
+    GhaziCountMin,
+}
+
+impl HistogramMechanism {
+    /// The name as written on the command line.
+    pub(crate) fn name(self) -> String {
+        // Unwrap safety: no variant is skipped.
+        self.to_possible_value()
+            .expect("every mechanism has a name")
+            .get_name()
+            .to_owned()
+    }
+}
+
+/// The public domain of the mechanisms that estimate every domain element.
+#[derive(Debug, Args)]
+pub(crate) struct DomainArgs {
+    /// Items are integers in [0, B).
+    #[arg(long, value_name = "B", conflicts_with = "buckets")]
+    pub(crate) domain: Option<u32>,
+    /// Hash every item into one of B buckets (the same bucket on every run).
+    #[arg(long, value_name = "B")]
+    pub(crate) buckets: Option<u32>,
+    /// For --mechanism shuffled-grr: the amplification-by-shuffling analysis.
+    #[arg(long, value_enum, default_value = "fmt23")]
+    pub(crate) bound: ShuffleBoundArg,
+    /// For --mechanism ghazi-count-min: the failure probability β of the accuracy bound,
+    /// which sets the number of hash rows τ = ⌈log2(2B/β)⌉.
+    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    pub(crate) failure_probability: Option<f64>,
 }
 
 /// The generated data and the timing loop, shared by every benchmark.
@@ -268,6 +429,9 @@ pub(crate) enum Algorithm {
     TrieHhPlus,
     /// One S&T histogram over whole items (no factor L in the privacy cost).
     SingleRound,
+    /// OptPrefixTree (Apple): users with many data points, one-hot + randomized-response
+    /// reports summed by secure aggregation, aggregate (ε, δ) by amplification by shuffling.
+    OptPrefixTree,
 }
 
 /// Composition rules for multi-round tasks.
@@ -279,6 +443,9 @@ pub(crate) enum CompositionArg {
     Advanced,
     /// Kairouz–Oh–Viswanath optimal composition of identical rounds.
     Optimal,
+    /// The privacy-loss-distribution accountant on identical rounds (the optimal curve by
+    /// convolution, rounded up).
+    Pld,
 }
 
 impl From<CompositionArg> for tally_accounting::composition::Composition {
@@ -287,6 +454,7 @@ impl From<CompositionArg> for tally_accounting::composition::Composition {
             CompositionArg::Basic => Self::Basic,
             CompositionArg::Advanced => Self::Advanced,
             CompositionArg::Optimal => Self::Optimal,
+            CompositionArg::Pld => Self::Pld,
         }
     }
 }
@@ -311,24 +479,122 @@ pub(crate) struct HeavyHittersArgs {
     /// Prefix-tree levels L; words of L·G characters or more are not found.
     #[arg(long, default_value_t = 10)]
     pub(crate) levels: usize,
-    /// Characters added per level G.
-    #[arg(long, default_value_t = 1)]
-    pub(crate) segment: usize,
+    /// Characters added per level G (default 1); for opt-prefix-tree the segment policy:
+    /// `fixed:S` (S symbols per iteration), `max-under-cap` (default) or `max-mass`.
+    #[arg(long)]
+    pub(crate) segment: Option<SegmentArg>,
     /// TrieHH++: every client reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(long)]
     pub(crate) beam: Option<usize>,
-    /// How the levels' guarantees compose.
-    #[arg(long, value_enum, default_value = "basic")]
-    pub(crate) composition: CompositionArg,
+    /// How the levels' guarantees compose (default basic; for opt-prefix-tree the default is
+    /// whichever of basic, advanced and optimal allows the largest local ε₀).
+    #[arg(long, value_enum)]
+    pub(crate) composition: Option<CompositionArg>,
     /// Show only the K most frequent items found (and score against the true top K).
     #[arg(long)]
     pub(crate) top: Option<usize>,
     /// Score the result against the input's true top items: precision, recall, F1.
     #[arg(long)]
     pub(crate) truth: bool,
+    #[command(flatten)]
+    pub(crate) opt: OptPrefixTreeArgs,
+}
+
+/// `--segment`: a number of characters, or an OptPrefixTree segment policy.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum SegmentArg {
+    /// A plain number.
+    Length(usize),
+    /// `fixed:S` or `max-under-cap`.
+    Policy(tally_core::heavy_hitters::SegmentPolicy),
+}
+
+impl std::str::FromStr for SegmentArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.parse::<usize>() {
+            Ok(0) => Err("the segment must be at least 1".to_owned()),
+            Ok(n) => Ok(Self::Length(n)),
+            Err(_) => s.parse().map(Self::Policy).map_err(|e| e.to_string()),
+        }
+    }
+}
+
+/// The options of `--algorithm opt-prefix-tree`.
+#[derive(Debug, Args)]
+pub(crate) struct OptPrefixTreeArgs {
+    /// OptPrefixTree: iterations T per run.
+    #[arg(long, default_value_t = 5)]
+    pub(crate) iterations: usize,
+    /// OptPrefixTree: runs, each denying the words found by the earlier ones (one shared budget).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) runs: usize,
+    /// OptPrefixTree: domain cap C, the most elements (⊥ included) one iteration may query.
+    #[arg(long, default_value_t = 65_537)]
+    pub(crate) domain_cap: u64,
+    /// OptPrefixTree: target false-positive ratio of the threshold rule, in (0, 1).
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    pub(crate) fpr: f64,
+    /// OptPrefixTree: how a device picks the data point it reports.
+    #[arg(long, value_enum, default_value = "uniform-support")]
+    pub(crate) selection: SelectionArg,
+    /// OptPrefixTree: the one-hot + randomized-response variant.
+    #[arg(long, value_enum, default_value = "oue")]
+    pub(crate) randomizer: RandomizerArg,
+    /// OptPrefixTree: how words become symbols.
+    #[arg(long, value_enum, default_value = "huffman")]
+    pub(crate) encoding: EncodingArg,
+    /// OptPrefixTree: the longest prefix asked for, in symbols (bits for huffman, bytes for
+    /// bytes), end symbol included; default 96 bits or 24 bytes.
+    #[arg(long)]
+    pub(crate) max_length: Option<usize>,
+    /// OptPrefixTree: a file of words (one per line) that devices never report.
+    #[arg(long)]
+    pub(crate) deny: Option<PathBuf>,
+    /// OptPrefixTree: how the simulator sums the reports (both are exact in distribution).
+    #[arg(long, value_enum, default_value = "binomial")]
+    pub(crate) aggregation: AggregationArg,
+}
+
+/// OptPrefixTree data-selection rules.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum SelectionArg {
+    /// Uniformly over the distinct eligible data points (the paper's choice).
+    UniformSupport,
+    /// Proportionally to the data points' multiplicities.
+    Weighted,
+}
+
+/// One-hot + randomized-response variants.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum RandomizerArg {
+    /// Optimized unary encoding: p = 1/2, q = 1/(e^ε₀ + 1).
+    Oue,
+    /// Symmetric unary encoding (basic RAPPOR).
+    Sue,
+}
+
+/// OptPrefixTree encodings.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum EncodingArg {
+    /// A binary Huffman code over characters plus an end symbol, from the shipped English
+    /// word list's character frequencies (public data).
+    Huffman,
+    /// UTF-8 bytes and a zero end byte.
+    Bytes,
+}
+
+/// How the simulator sums OptPrefixTree reports.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum AggregationArg {
+    /// Each element's sum as two exact binomials (fast).
+    Binomial,
+    /// Every device's full report, then the sum (slow; for checking).
+    PerReport,
 }
 
 #[derive(Debug, Args)]
@@ -391,7 +657,8 @@ pub(crate) struct ValuesArgs {
     #[arg(long, default_value_t = 4)]
     pub(crate) branching: u32,
     /// Levels L of the hierarchical histogram (its resolution is β^(−L)); with
-    /// --method binary-search, the rounds h of each search (resolution 2^(−h)).
+    /// --method binary-search, the rounds h of each search (resolution 2^(−h)); with
+    /// --mechanism ghazi-*, the depth of the binary range-query tree (2^L buckets).
     #[arg(long, default_value_t = 10)]
     pub(crate) levels: u32,
     /// Post-process the hierarchical histogram so that children sum to their parents
@@ -405,6 +672,26 @@ pub(crate) struct ValuesArgs {
     /// How the rounds' guarantees compose.
     #[arg(long, value_enum, default_value = "basic")]
     pub(crate) composition: CompositionArg,
+    /// The trust model and mechanism: sample-and-threshold rounds (central), or one round of
+    /// Ghazi et al.'s range-query tree over 2^levels buckets through a multi-message shuffle
+    /// frequency oracle.
+    #[arg(long, value_enum, default_value = "sample-threshold")]
+    pub(crate) mechanism: ValuesMechanism,
+    /// With --mechanism ghazi-count-min: the failure probability β of the sketch's accuracy
+    /// bound, which sets its number of hash rows.
+    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    pub(crate) failure_probability: Option<f64>,
+}
+
+/// Mechanisms for quantiles and range counts (`--mechanism`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ValuesMechanism {
+    /// Sample-and-threshold rounds (--method chooses the algorithm; central model).
+    SampleThreshold,
+    /// Range-query tree over the multi-message Hadamard-response oracle (shuffle model).
+    GhaziHadamard,
+    /// Range-query tree over the Count-Min oracle with binomial blanket noise (shuffle model).
+    GhaziCountMin,
 }
 
 #[derive(Debug, Args)]
@@ -488,6 +775,43 @@ pub(crate) struct PlanShuffleArgs {
     /// The amplification bound.
     #[arg(long, value_enum, default_value = "fmt23")]
     pub(crate) bound: ShuffleBoundArg,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Accountants for `plan compose`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ComposeMethodArg {
+    /// (K·ε, K·δ); ignores --target-delta.
+    Basic,
+    /// Dwork–Rothblum–Vadhan advanced composition, with slack --target-delta − K·δ.
+    Advanced,
+    /// Kairouz–Oh–Viswanath optimal composition (exact, rounded up). Default.
+    Optimal,
+    /// The privacy-loss-distribution accountant (the same curve by convolution, rounded up).
+    Pld,
+    /// Rényi DP of pure ε-DP rounds (needs --delta 0), converted by Canonne–Kamath–Steinke.
+    Rdp,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanComposeArgs {
+    /// ε of each round.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) epsilon: f64,
+    /// δ of each round, in [0, 1).
+    #[arg(long, allow_negative_numbers = true, default_value_t = 0.0)]
+    pub(crate) delta: f64,
+    /// Number of rounds K.
+    #[arg(long)]
+    pub(crate) rounds: u64,
+    /// Total δ at which to report the total ε (all methods but basic).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) target_delta: Option<f64>,
+    /// The accountant.
+    #[arg(long, value_enum, default_value = "optimal")]
+    pub(crate) method: ComposeMethodArg,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

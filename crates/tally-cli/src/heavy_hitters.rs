@@ -2,19 +2,31 @@
 
 use std::collections::HashSet;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
+use tally_accounting::opt_prefix_tree::{
+    DEFAULT_COMPOSITIONS, solve_local_epsilon, solve_local_epsilon_best,
+};
 use tally_accounting::sample_threshold::Analysis;
+use tally_accounting::shuffle::ShuffleBound;
 use tally_accounting::{Guarantee, Neighbours};
-use tally_core::heavy_hitters::{TERMINATOR, TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig};
+use tally_core::heavy_hitters::{
+    AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
+    TERMINATOR, TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig,
+};
 use tally_core::histogram::{SampleThreshold, plan_rounds};
+use tally_core::ldp::UnaryVariant;
 use tally_sim::{
-    EstimateErrors, ExecutionPath, Population, prefix_estimate_errors, retrieval_scores,
-    run_sample_threshold, run_triehh, run_triehh_plus, top_k,
+    EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
+    english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
+    run_triehh, run_triehh_plus, top_k,
 };
 
-use crate::cli::{Algorithm, HeavyHittersArgs};
+use crate::cli::{
+    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
+    SelectionArg,
+};
 use crate::input::load_population;
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
 
@@ -45,7 +57,9 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let target = args.release.target();
     let seed = args.release.seed_or_random();
     let path = ExecutionPath::default();
+    let segment = segment_length(args)?;
     let report = match args.algorithm {
+        Algorithm::OptPrefixTree => return opt_prefix_tree(args, seed),
         Algorithm::TrieHh => {
             anyhow::ensure!(
                 args.release.sampling_rate.is_none() && args.release.threshold.is_none(),
@@ -60,7 +74,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 args.levels,
                 population.len() as u64,
             )?
-            .with_segment(args.segment);
+            .with_segment(segment);
             if let Some(beam) = args.beam {
                 config = config.with_beam(beam);
             }
@@ -147,7 +161,9 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             )
         }
         Algorithm::TrieHhPlus => {
-            let composition = Composition::from(args.composition);
+            let composition = args
+                .composition
+                .map_or(Composition::Basic, Composition::from);
             let per_level = plan_rounds(
                 args.privacy.epsilon,
                 args.release.delta,
@@ -162,7 +178,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             let level_guarantee = per_level.guarantee().clone();
             let task = TrieHhPlus::new(TrieHhPlusConfig {
                 levels: args.levels,
-                segment: args.segment,
+                segment,
                 restricted: !args.unrestricted,
                 per_level,
                 composition,
@@ -200,7 +216,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                     parameters: json!({
                         "levels": args.levels,
                         "levels_run": output.levels_run,
-                        "segment": args.segment,
+                        "segment": segment,
                         "restricted": !args.unrestricted,
                         "composition": composition.name(),
                         "sampling_rate": params.sampling_rate(),
@@ -216,6 +232,21 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     };
     let (population, report) = report;
     print_report(args, &population, report)
+}
+
+/// The prefix-tree segment of TrieHH and TrieHH++: `--segment N` or `fixed:N`, default 1.
+fn segment_length(args: &HeavyHittersArgs) -> Result<usize> {
+    match args.segment {
+        None => Ok(1),
+        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentPolicy::Fixed(n))) => Ok(n),
+        Some(SegmentArg::Policy(policy)) => {
+            anyhow::ensure!(
+                args.algorithm == Algorithm::OptPrefixTree,
+                "--segment {policy} is an opt-prefix-tree policy; give a number of characters"
+            );
+            Ok(1)
+        }
+    }
 }
 
 fn name(population: &Population, id: u32) -> String {
@@ -357,4 +388,261 @@ fn truth_scores(
         "found_items_in_data": in_data,
         "true_top_k": truth.iter().map(|(name, count)| json!({"item": name, "count": count})).collect::<Vec<_>>(),
     })
+}
+
+/// Reads the users of an opt-prefix-tree run: whole multisets per `client_id` for TSV files
+/// and datasets, `reddit-like:…` or a one-item generator for `--synthetic`, one data point
+/// per line for line files.
+fn load_users(args: &HeavyHittersArgs, seed: u64) -> Result<MultiPopulation> {
+    anyhow::ensure!(
+        !args.rows_as_clients,
+        "--rows-as-clients does not apply to opt-prefix-tree: each client keeps all its rows"
+    );
+    if let Some(name) = &args.input.dataset {
+        return Ok(MultiPopulation::dataset(name)?);
+    }
+    if let Some(spec) = &args.input.synthetic
+        && spec.starts_with("reddit-like")
+    {
+        let spec: RedditLikeSpec = spec.parse().context("bad --synthetic")?;
+        return Ok(MultiPopulation::reddit_like(&spec, seed));
+    }
+    if let Some(file) = &args.input.input
+        && (matches!(args.format, Some(Format::Tsv))
+            || (args.format.is_none() && {
+                let name = file.to_string_lossy();
+                name.ends_with(".tsv") || name.ends_with(".tsv.gz")
+            }))
+    {
+        return Ok(MultiPopulation::from_tsv_file(file)?);
+    }
+    let population = load_population(&args.input, args.format, false, seed)?;
+    Ok(MultiPopulation::from_population(&population))
+}
+
+/// `--algorithm opt-prefix-tree`.
+fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
+    anyhow::ensure!(
+        args.release.sampling_rate.is_none() && args.release.threshold.is_none(),
+        "--sampling-rate and --threshold apply to triehh++ and single-round"
+    );
+    let opt = &args.opt;
+    let stage = Stage::start("loading the users");
+    let population = load_users(args, seed)?;
+    let users = population.len() as u64;
+    let encoding = match opt.encoding {
+        EncodingArg::Huffman => Encoding::Huffman(english_huffman_code()),
+        EncodingArg::Bytes => Encoding::Bytes,
+    };
+    let max_length = opt.max_length.unwrap_or(match opt.encoding {
+        EncodingArg::Huffman => 96,
+        EncodingArg::Bytes => 24,
+    });
+    let segment = match args.segment {
+        None => SegmentPolicy::MaxUnderCap,
+        Some(SegmentArg::Length(s)) => SegmentPolicy::Fixed(s),
+        Some(SegmentArg::Policy(policy)) => policy,
+    };
+    let deny: Vec<String> = match &opt.deny {
+        Some(file) => std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read --deny {}", file.display()))?
+            .lines()
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => Vec::new(),
+    };
+    stage.next("solving the local ε₀");
+    let total_iterations = opt.iterations * opt.runs;
+    let (epsilon, delta) = (args.privacy.epsilon, args.release.delta);
+    let bound = ShuffleBound::Fmt23;
+    let plan = match args.composition {
+        Some(c) => solve_local_epsilon(epsilon, delta, total_iterations, users, c.into(), bound)?,
+        None => solve_local_epsilon_best(
+            epsilon,
+            delta,
+            total_iterations,
+            users,
+            &DEFAULT_COMPOSITIONS,
+            bound,
+        )?,
+    };
+    let (selection, randomizer) = (
+        match opt.selection {
+            SelectionArg::UniformSupport => Selection::UniformSupport,
+            SelectionArg::Weighted => Selection::Weighted,
+        },
+        match opt.randomizer {
+            RandomizerArg::Oue => UnaryVariant::Optimized,
+            RandomizerArg::Sue => UnaryVariant::Symmetric,
+        },
+    );
+    let path = match opt.aggregation {
+        AggregationArg::Binomial => AggregationPath::Binomial,
+        AggregationArg::PerReport => AggregationPath::PerReport,
+    };
+    let encoding_name = encoding.name();
+    let task = OptPrefixTree::new(OptPrefixTreeConfig {
+        iterations: opt.iterations,
+        runs: opt.runs,
+        domain_cap: opt.domain_cap,
+        fpr: opt.fpr,
+        selection,
+        randomizer,
+        segment,
+        encoding,
+        max_length,
+        deny: deny.clone(),
+        plan,
+    })?;
+    stage.next(format!(
+        "{total_iterations} iteration(s) over {users} users"
+    ));
+    let output = population.run_opt_prefix_tree(task, path, seed);
+    drop(stage);
+    let words: Vec<&str> = output.words.iter().map(|w| w.word.as_str()).collect();
+    let captured_mass = population.captured_mass(words.iter().copied());
+    let captured_user_mass = population.captured_user_mass(words.iter().copied());
+    let false_positives = population.false_positives(words.iter().copied());
+    let plan = &output.plan;
+    let parameters = json!({
+        "iterations": opt.iterations,
+        "runs": opt.runs,
+        "iterations_run": output.iterations.len(),
+        "domain_cap": opt.domain_cap,
+        "fpr": opt.fpr,
+        "selection": selection.name(),
+        "randomizer": match randomizer {
+            UnaryVariant::Optimized => "oue",
+            UnaryVariant::Symmetric => "sue",
+        },
+        "encoding": encoding_name,
+        "segment": segment.to_string(),
+        "max_length": max_length,
+        "deny": deny.len(),
+        "aggregation": match path {
+            AggregationPath::Binomial => "binomial",
+            AggregationPath::PerReport => "per-report",
+        },
+        "local_epsilon": plan.local_epsilon,
+        "composition": plan.composition.name(),
+        "shuffle_bound": plan.bound.name(),
+        "users_per_iteration": plan.users,
+        "per_iteration_guarantee": guarantee_json(&plan.per_iteration),
+        "population": users,
+        "data_points": population.data_points(),
+    });
+    let shown = args.top.unwrap_or(if args.privacy.json {
+        usize::MAX
+    } else {
+        DEFAULT_TABLE_ROWS
+    });
+    let truth = args.truth.then(|| {
+        // Estimates from different iterations count devices choosing among different eligible
+        // sets, so they do not rank the words: as for TrieHH, precision is the share of all
+        // `f` found words that are in the true top `f`.
+        let k = args.top.unwrap_or(DEFAULT_TRUTH_K);
+        let top = population.top_items(k);
+        let all = retrieval_scores(words.iter().copied(), top.iter().map(|(n, _)| n.as_str()));
+        let top_f = population.top_items(words.len());
+        let ranked = retrieval_scores(words.iter().copied(), top_f.iter().map(|(n, _)| n.as_str()));
+        json!({
+            "k": k,
+            "true_top_k_found": all.hits,
+            "recall": all.recall,
+            "precision": ranked.precision,
+            "precision_at": words.len(),
+            "f1": if ranked.precision + all.recall > 0.0 {
+                2.0 * ranked.precision * all.recall / (ranked.precision + all.recall)
+            } else {
+                0.0
+            },
+            "found_items_in_data": words.len() - false_positives,
+            "true_top_k": top.iter().map(|(name, count)| json!({"item": name, "count": count})).collect::<Vec<_>>(),
+        })
+    });
+    if args.privacy.json {
+        let items: Vec<Value> = output
+            .words
+            .iter()
+            .take(shown)
+            .map(|w| {
+                json!({"item": w.word, "count": null, "estimate": w.estimate, "run": w.run, "iteration": w.iteration})
+            })
+            .collect();
+        let iterations: Vec<Value> = output
+            .iterations
+            .iter()
+            .map(|s| {
+                json!({
+                    "run": s.run,
+                    "iteration": s.iteration,
+                    "prefix_length": s.prefix_length,
+                    "segment": s.segment,
+                    "domain_size": s.domain_size,
+                    "pruned": s.pruned,
+                    "sigma": s.sigma,
+                    "threshold": s.threshold,
+                    "expected_false_positives": s.expected_false_positives,
+                    "completed": s.completed,
+                    "live": s.live,
+                })
+            })
+            .collect();
+        let mut out = json!({
+            "mechanism": "opt-prefix-tree",
+            "parameters": parameters,
+            "guarantee": guarantee_json(&output.guarantee),
+            "local_guarantee": guarantee_json(&output.local_guarantee),
+            "input": population.description(),
+            "found_items": output.words.len(),
+            "items": items,
+            "iterations": iterations,
+            "captured_mass": captured_mass,
+            "captured_user_mass": captured_user_mass,
+            "false_positives": false_positives,
+        });
+        if let Some(truth) = truth {
+            out["truth"] = truth;
+        }
+        out["seed"] = json!(args.release.seed);
+        print_json(&out)?;
+        return Ok(());
+    }
+    let mut rows = vec![
+        ("input", population.description().to_owned()),
+        ("guarantee", guarantee_line(&output.guarantee)),
+        ("local guarantee", guarantee_line(&output.local_guarantee)),
+        ("parameters", parameters.to_string()),
+        ("found items", output.words.len().to_string()),
+        (
+            "captured mass",
+            format!(
+                "{captured_mass:.4} of all data points, {captured_user_mass:.4} by user support; \
+                 {false_positives} false positives"
+            ),
+        ),
+    ];
+    if let Some(truth) = &truth {
+        rows.push((
+            "against the truth",
+            format!(
+                "top {}: recall {:.3}, precision {:.3} (of all {} found), F1 {:.3}",
+                truth["k"],
+                truth["recall"].as_f64().unwrap_or(f64::NAN),
+                truth["precision"].as_f64().unwrap_or(f64::NAN),
+                truth["precision_at"],
+                truth["f1"].as_f64().unwrap_or(f64::NAN)
+            ),
+        ));
+    }
+    print_fields("opt-prefix-tree", &rows)?;
+    let rows: Vec<_> = output
+        .words
+        .iter()
+        .map(|w| (w.word.clone(), None, Some(w.estimate)))
+        .collect();
+    print_items(&rows, shown)?;
+    Ok(())
 }

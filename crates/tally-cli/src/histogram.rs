@@ -7,7 +7,8 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{ExecutionPath, run_sample_threshold};
 
-use crate::cli::HistogramArgs;
+use crate::cli::{HistogramArgs, HistogramMechanism};
+use crate::domain_histogram::{self, domain_map};
 use crate::input::load_population;
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
 
@@ -15,6 +16,9 @@ use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_i
 const DEFAULT_TABLE_ROWS: usize = 20;
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
+    if args.mechanism != HistogramMechanism::SampleThreshold {
+        return domain_histogram::run(args);
+    }
     let epsilon = args.privacy.epsilon;
     let analysis = Analysis::from(args.privacy.method);
     let neighbours = Neighbours::from(args.privacy.neighbours);
@@ -26,7 +30,14 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.release.seed_or_random();
     let stage = Stage::start("loading the population");
-    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let mut population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    if args.domain.domain.is_some() || args.domain.buckets.is_some() {
+        // Sample-and-threshold needs no public domain, but may run on one for comparison.
+        let map = domain_map(&args.domain, args.mechanism)?;
+        population = map
+            .apply(&population)?
+            .into_population(population.description())?;
+    }
     stage.next(format!("sampling {} clients", population.len()));
     let path = ExecutionPath::default();
     let release = run_sample_threshold(&population, &mechanism, path, seed);

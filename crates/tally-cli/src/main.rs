@@ -1,33 +1,42 @@
 //! `tally`: differentially private federated analytics from the command line.
 
 mod bench;
+mod bench_mechanism;
 mod bench_triehh;
 mod cli;
+mod domain_histogram;
 mod heavy_hitters;
 mod histogram;
 mod input;
 mod output;
 mod plan;
+mod plan_compose;
 mod plan_shuffle;
 mod quantiles;
+mod repro;
+mod shuffle_values;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::cli::{BenchCommand, Cli, Command, PlanCommand};
+use crate::cli::{BenchCommand, Cli, Command, PlanCommand, ReproCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
         Command::Plan(PlanCommand::Shuffle(args)) => plan_shuffle::run(&args),
+        Command::Plan(PlanCommand::Compose(args)) => plan_compose::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Quantiles(args) => quantiles::run_quantiles(&args),
         Command::Range(args) => quantiles::run_range(&args),
         Command::Bench(BenchCommand::SampleThreshold(args)) => bench::run(&args),
         Command::Bench(BenchCommand::Triehh(args)) => bench_triehh::run(&args),
+        Command::Bench(BenchCommand::Mechanism(args)) => bench_mechanism::run(&args),
+        Command::Repro(ReproCommand::SampleThreshold(args)) => repro::run_sample_threshold(&args),
+        Command::Repro(ReproCommand::OptPrefixTree(args)) => repro::run_opt_prefix_tree(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -43,13 +43,14 @@ pub(crate) fn guarantee_json(guarantee: &Guarantee) -> Value {
 
 /// The guarantee in one line of words.
 pub(crate) fn guarantee_line(guarantee: &Guarantee) -> String {
+    let privacy = if guarantee.delta == 0.0 {
+        format!("ε = {} (pure)", guarantee.epsilon)
+    } else {
+        format!("(ε = {}, δ = {:.3e})", guarantee.epsilon, guarantee.delta)
+    };
     format!(
-        "(ε = {}, δ = {:.3e})-DP in the {} model, {} neighbours, {} analysis",
-        guarantee.epsilon,
-        guarantee.delta,
-        guarantee.model,
-        guarantee.neighbours,
-        guarantee.analysis
+        "{privacy}-DP in the {} model, {} neighbours; {}",
+        guarantee.model, guarantee.neighbours, guarantee.analysis
     )
 }
 

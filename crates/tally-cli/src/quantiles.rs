@@ -16,8 +16,9 @@ use tally_sim::{
     ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
 };
 
-use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs};
+use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
+use crate::shuffle_values;
 
 pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     let common = &args.values;
@@ -25,6 +26,9 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
         if !(0.0..=1.0).contains(&q) {
             bail!("invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9");
         }
+    }
+    if common.mechanism != ValuesMechanism::SampleThreshold {
+        return shuffle_values::run_quantiles(args);
     }
     let searches = args.quantiles.len();
     match args.method {
@@ -125,21 +129,15 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
 
 pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     let common = &args.values;
+    check_range(args)?;
+    if common.mechanism != ValuesMechanism::SampleThreshold {
+        return shuffle_values::run_range(args);
+    }
     if args.method == QuantileMethod::BinarySearch {
         bail!(
             "range counts need --method hierarchical: a binary search finds one quantile, not \
              counts"
         );
-    }
-    let range = value_range(common)?;
-    let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
-    for (name, x) in [("--lo", args.lo), ("--hi", args.hi)] {
-        if !(min..=max).contains(&x) {
-            bail!("invalid {name} {x}: expected a number in [{min}, {max}]");
-        }
-    }
-    if args.lo > args.hi {
-        bail!("invalid range: --lo {} is above --hi {}", args.lo, args.hi);
     }
     let run = Hierarchical::prepare(common)?;
     let values = load_values(common)?;
@@ -193,12 +191,27 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `[--lo, --hi)` is a range of the input's units.
+fn check_range(args: &RangeArgs) -> Result<()> {
+    let range = value_range(&args.values)?;
+    let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
+    for (name, x) in [("--lo", args.lo), ("--hi", args.hi)] {
+        if !(min..=max).contains(&x) {
+            bail!("invalid {name} {x}: expected a number in [{min}, {max}]");
+        }
+    }
+    if args.lo > args.hi {
+        bail!("invalid range: --lo {} is above --hi {}", args.lo, args.hi);
+    }
+    Ok(())
+}
+
 /// One estimated quantile, in the input's units.
-struct Row {
-    quantile: f64,
-    value: f64,
+pub(crate) struct Row {
+    pub(crate) quantile: f64,
+    pub(crate) value: f64,
     /// The final interval of a binary search.
-    interval: Option<(f64, f64)>,
+    pub(crate) interval: Option<(f64, f64)>,
 }
 
 /// A planned hierarchical histogram.
@@ -294,7 +307,7 @@ fn value_range(common: &ValuesArgs) -> Result<Option<ValueRange>> {
 }
 
 /// Reads `--input`, rescaling with `--min/--max`.
-fn load_values(common: &ValuesArgs) -> Result<Values> {
+pub(crate) fn load_values(common: &ValuesArgs) -> Result<Values> {
     let range = value_range(common)?;
     let stage = Stage::start("loading the values");
     let values = Values::from_file(&common.input, range).map_err(|error| match error {
@@ -315,13 +328,13 @@ fn load_values(common: &ValuesArgs) -> Result<Values> {
 }
 
 /// The width of a grid cell of `fraction` of `[0, 1]`, in the input's units.
-fn resolution(values: &Values, fraction: f64) -> f64 {
+pub(crate) fn resolution(values: &Values, fraction: f64) -> f64 {
     values
         .range()
         .map_or(fraction, |r| fraction * (r.max() - r.min()))
 }
 
-fn report_quantiles(
+pub(crate) fn report_quantiles(
     common: &ValuesArgs,
     truth: bool,
     values: &Values,

@@ -3,7 +3,7 @@
 #[allow(dead_code)] // `temp_file` is not needed here.
 mod common;
 
-use common::{failure, json};
+use common::{failure, json, tally};
 
 const BASE: &str = "plan shuffle --local-epsilon 4 --users 100000 --delta 1e-6 --json";
 
@@ -69,4 +69,33 @@ fn bad_input_is_one_line_naming_the_problem() {
         let message = failure(args);
         assert!(message.contains(needle), "{args}: {message}");
     }
+}
+
+#[test]
+fn both_directions_report_both_epsilons() {
+    let forward = json("plan shuffle --local-epsilon 2 --users 10000 --delta 1e-6 --json");
+    assert_eq!(forward["solved_for"], "epsilon");
+    assert_eq!(forward["local_epsilon"], 2.0);
+    let eps = forward["epsilon"].as_f64().unwrap();
+    assert!(eps > 0.0 && eps < 2.0, "{eps}");
+    // Solving back for ε₀ at that central ε gives (about, and at most) the ε₀ we started from.
+    let backward = json(&format!(
+        "plan shuffle --epsilon {eps} --users 10000 --delta 1e-6 --json"
+    ));
+    assert_eq!(backward["solved_for"], "local_epsilon");
+    assert_eq!(
+        backward["epsilon"].as_f64().unwrap().to_bits(),
+        eps.to_bits()
+    );
+    let eps0 = backward["local_epsilon"].as_f64().unwrap();
+    assert!((eps0 - 2.0).abs() < 1e-3, "{eps0}");
+}
+
+#[test]
+fn local_epsilon_and_epsilon_are_mutually_exclusive() {
+    // A usage error from the argument parser (several lines, with the usage).
+    let output = tally("plan shuffle --local-epsilon 2 --epsilon 0.5 --users 10000 --delta 1e-6");
+    assert!(!output.status.success());
+    let message = String::from_utf8(output.stderr).unwrap();
+    assert!(message.contains("cannot be used with"), "{message}");
 }

@@ -1,10 +1,16 @@
 //! Heavy hitters: the frequent items of a population, found by growing a prefix tree one
 //! segment per round, or in a single round.
 
+mod opt_prefix_tree;
 mod prefix;
 mod triehh;
 mod triehh_plus;
 
+pub use opt_prefix_tree::{
+    AggregationPath, Decoded, Encoding, FoundWord, HuffmanCode, IterationQuery, IterationSummary,
+    IterationSums, OptPrefixTree, OptPrefixTreeConfig, OptPrefixTreeOutput, SegmentPolicy,
+    Selection, ThresholdChoice, Users, run_opt_prefix_tree, select_by_fpr, simulate_iteration,
+};
 pub use prefix::{PrefixRound, TERMINATOR, prefix_count};
 pub use triehh::{
     DEFAULT_THETA_RULE, TRIEHH_ANALYSIS, TrieHh, TrieHhAggregator, TrieHhConfig, TrieHhOutput,

@@ -1,8 +1,14 @@
 //! Private histograms.
 
+mod domain;
+mod gaussian;
+mod laplace;
 mod round_plan;
 mod sample_and_threshold;
 
+pub use domain::{DomainHistogram, MessageCost};
+pub use gaussian::GaussianHistogram;
+pub use laplace::LaplaceHistogram;
 pub use round_plan::{RoundPlan, plan_rounds};
 pub use sample_and_threshold::{
     ReleasedCount, SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery,

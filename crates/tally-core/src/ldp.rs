@@ -34,6 +34,7 @@ use tally_accounting::{Guarantee, Neighbours, TrustModel};
 
 use crate::Error;
 
+mod domain_histogram;
 pub mod grr;
 pub mod hadamard;
 pub mod olh;
@@ -87,6 +88,19 @@ impl SupportCounts {
         Self {
             counts: vec![0; domain as usize],
             reports: 0,
+            probabilities,
+        }
+    }
+
+    /// Counts already tallied: `counts[x]` reports out of `reports` support item `x`.
+    pub(crate) fn from_counts(
+        counts: Vec<u64>,
+        reports: u64,
+        probabilities: SupportProbabilities,
+    ) -> Self {
+        Self {
+            counts,
+            reports,
             probabilities,
         }
     }

@@ -9,8 +9,10 @@ pub mod heavy_hitters;
 pub mod histogram;
 pub mod ldp;
 pub mod noise;
+mod parallel;
 pub mod quantiles;
 pub mod sampling;
+pub mod shuffle;
 pub mod task;
 
 pub use error::Error;

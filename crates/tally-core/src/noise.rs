@@ -73,6 +73,12 @@ fn bernoulli_ratio<R: Rng + ?Sized>(num: &BigUint, den: &BigUint, rng: &mut R) -
     &uniform_below_big(den, rng) < num
 }
 
+/// [`bernoulli_ratio`] for `u64` parts, without allocating; it draws exactly as
+/// [`bernoulli_ratio`] does (one [`uniform_below`] when `0 < num < den`).
+fn bernoulli_ratio_u64<R: Rng + ?Sized>(num: u64, den: u64, rng: &mut R) -> bool {
+    num >= den || (num > 0 && uniform_below(den, rng) < num)
+}
+
 /// A coin that is `true` with probability exactly `1/k` (`k ≥ 1`).
 fn bernoulli_reciprocal<R: Rng + ?Sized>(k: u64, rng: &mut R) -> bool {
     k == 1 || uniform_below(k, rng) == 0
@@ -86,28 +92,49 @@ fn bernoulli_reciprocal<R: Rng + ?Sized>(k: u64, rng: &mut R) -> bool {
 /// `Bernoulli(γ/k)` is the conjunction of independent `Bernoulli(γ)` and `Bernoulli(1/k)`
 /// coins, which keeps denominators small. For `γ > 1`: `⌊γ⌋` coins of `Bernoulli(e^−1)` and one
 /// of `Bernoulli(e^−(γ−⌊γ⌋))`, all of which must be `true`.
+///
+/// Parameters that fit in `u64` take the allocation-free [`bernoulli_exp_u64`], which draws the
+/// same coins from the same generator words.
 fn bernoulli_exp<R: Rng + ?Sized>(num: &BigUint, den: &BigUint, rng: &mut R) -> bool {
     debug_assert!(*den > BigUint::ZERO);
+    if let (Ok(num), Ok(den)) = (u64::try_from(num), u64::try_from(den)) {
+        return bernoulli_exp_u64(num, den, rng);
+    }
     if *num == BigUint::ZERO {
         return true;
     }
     let whole = num / den;
     let frac = num % den;
-    let one = BigUint::from(1u8);
     let mut i = BigUint::ZERO;
     while i < whole {
-        if !bernoulli_exp_unit(&one, &one, rng) {
+        if !exp_unit_loop(|_| true, rng) {
             return false;
         }
         i += 1u8;
     }
-    bernoulli_exp_unit(&frac, den, rng)
+    exp_unit_loop(|rng| bernoulli_ratio(&frac, den, rng), rng)
 }
 
-/// `Bernoulli(exp(−num/den))` for `0 ≤ num ≤ den`: the `γ ∈ [0, 1]` loop of Algorithm 1.
-fn bernoulli_exp_unit<R: Rng + ?Sized>(num: &BigUint, den: &BigUint, rng: &mut R) -> bool {
+/// [`bernoulli_exp`] for `u64` parts (`den ≥ 1`), without allocating.
+fn bernoulli_exp_u64<R: Rng + ?Sized>(num: u64, den: u64, rng: &mut R) -> bool {
+    debug_assert!(den > 0);
+    if num == 0 {
+        return true;
+    }
+    for _ in 0..num / den {
+        if !exp_unit_loop(|_| true, rng) {
+            return false;
+        }
+    }
+    let frac = num % den;
+    exp_unit_loop(|rng| bernoulli_ratio_u64(frac, den, rng), rng)
+}
+
+/// The `γ ∈ [0, 1]` loop of Algorithm 1, given a `Bernoulli(γ)` coin: the parity of the first
+/// `k` whose `Bernoulli(γ)·Bernoulli(1/k)` coin fails.
+fn exp_unit_loop<R: Rng + ?Sized>(mut coin: impl FnMut(&mut R) -> bool, rng: &mut R) -> bool {
     let mut k: u64 = 1;
-    while bernoulli_ratio(num, den, rng) && bernoulli_reciprocal(k, rng) {
+    while coin(rng) && bernoulli_reciprocal(k, rng) {
         k += 1;
     }
     k % 2 == 1

@@ -10,7 +10,8 @@
 //! - [`ExactBernoulli`]: one coin with probability `p`, about one 64-bit word of randomness.
 //! - [`ExactGeometric`]: failures before the first success, `Pr[G ≥ g] = (1 − p)^g`.
 //! - [`PoissonSampler`]: the indices selected by independent `Ber(p)` coins, by gap skipping.
-//! - [`exact_binomial`] / [`ExactBinomial`]: `Bin(n, p)` by counting geometric gaps.
+//! - [`exact_binomial`] / [`ExactBinomial`]: `Bin(n, p)` by counting geometric gaps or by
+//!   bit-sliced exact coins, whichever is cheaper.
 //! - [`PaperCohort`] and [`ExactPoissonCohort`]: the fixed-size cohort emulations of
 //!   ALGORITHMS.md §1.3.
 //! - [`uniform_subset`]: a uniform `s`-subset of `0..n` (sampling without replacement), and
@@ -28,7 +29,7 @@ mod geometric;
 mod poisson;
 
 pub use bernoulli::ExactBernoulli;
-pub use binomial::{ExactBinomial, exact_binomial};
+pub use binomial::{BIT_SLICED_ABOVE, ExactBinomial, exact_binomial};
 pub use cohort::{
     Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort, uniform_subset, uniform_subset_counts,
 };

@@ -482,3 +482,59 @@ fn merged_shards_equal_one_aggregator() {
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|x| x.to_bits()).collect()
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. The unary encodings' aggregate simulation has the law of per-client reports.
+// ---------------------------------------------------------------------------------------------
+
+/// The support count of item 0 recovered from its (affine) estimate.
+fn support_of_item_0(estimate: &[f64], probabilities: SupportProbabilities, n: u64) -> u64 {
+    let SupportProbabilities { p, q } = probabilities;
+    (estimate[0] * (p - q) + n as f64 * q).round() as u64
+}
+
+#[test]
+fn unary_aggregate_simulation_matches_per_client_reports() {
+    use statrs::distribution::{Binomial, Discrete};
+    // Item 0 is held by 5 of 12 clients; its support count is Bin(5, p) + Bin(7, q).
+    let counts = [5u64, 4, 3];
+    let n: u64 = counts.iter().sum();
+    let clients: Vec<u32> = (0u32..3)
+        .flat_map(|x| std::iter::repeat_n(x, counts[x as usize] as usize))
+        .collect();
+    for (i, oracle) in [
+        UnaryRandomizer::sue(3, 1.0).unwrap(),
+        UnaryRandomizer::oue(3, 1.0).unwrap(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let probabilities = oracle.support_probabilities();
+        let own = Binomial::new(probabilities.p, counts[0]).unwrap();
+        let other = Binomial::new(probabilities.q, n - counts[0]).unwrap();
+        let pmf: Vec<f64> = (0..=n)
+            .map(|s| {
+                (0..=s.min(counts[0]))
+                    .map(|a| own.pmf(a) * other.pmf(s - a))
+                    .sum()
+            })
+            .collect();
+        let draws = 50_000;
+        let seed = 700 + i as u64;
+        let mut r = rng(seed);
+        let mut per_client = vec![0u64; n as usize + 1];
+        let mut aggregate = vec![0u64; n as usize + 1];
+        for _ in 0..draws {
+            let mut a = oracle.aggregator();
+            for &x in &clients {
+                a.absorb(&oracle.randomize(x, &mut r)).unwrap();
+            }
+            per_client[support_of_item_0(&a.estimate(), probabilities, n) as usize] += 1;
+            let simulated = oracle.simulate_aggregate(&counts, &mut r);
+            assert_eq!(simulated.reports(), n);
+            aggregate[support_of_item_0(&simulated.estimate(), probabilities, n) as usize] += 1;
+        }
+        assert_fits("unary per-client support", seed, &per_client, &pmf);
+        assert_fits("unary aggregate support", seed, &aggregate, &pmf);
+    }
+}

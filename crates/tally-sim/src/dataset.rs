@@ -19,6 +19,40 @@ pub const DATASETS: &[&str] = &["shakespeare"];
 const SHAKESPEARE_FILE: &str = "shakespeare_speakers.tsv.gz";
 const SHAKESPEARE: &[u8] = include_bytes!("../../../data/shakespeare/shakespeare_speakers.tsv.gz");
 
+/// `rank<TAB>word<TAB>centibels<TAB>frequency`: the 10,000 most frequent English words of
+/// wordfreq 3.1.1 (CC BY-SA 4.0), with a header.
+const WORDFREQ: &str = include_str!("../../../data/wordfreq/wordfreq_en_top10000.tsv");
+
+/// The shipped English word list (`wordfreq_en_top10000.tsv`, CC BY-SA 4.0, see
+/// `data/README.md`): `(word, frequency)` for its entries made only of lowercase ASCII letters
+/// with optional internal apostrophes (9,919 of the 10,000), by decreasing frequency.
+pub fn english_word_frequencies() -> Vec<(&'static str, f64)> {
+    WORDFREQ
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let word = fields.nth(1)?;
+            let frequency: f64 = fields.nth(1)?.parse().ok()?;
+            let is_word = word
+                .split('\'')
+                .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase()));
+            is_word.then_some((word, frequency))
+        })
+        .collect()
+}
+
+/// The name, file name and gzip bytes of a shipped dataset.
+pub(crate) fn shipped(name: &str) -> Result<(&'static str, &'static str, &'static [u8]), Error> {
+    match name {
+        "shakespeare" => Ok((DATASETS[0], SHAKESPEARE_FILE, SHAKESPEARE)),
+        _ => Err(Error::UnknownDataset {
+            name: name.to_owned(),
+            known: DATASETS.join(", "),
+        }),
+    }
+}
+
 impl Population {
     /// Loads a shipped dataset by name with its natural client formation.
     ///
@@ -41,15 +75,7 @@ impl Population {
     ///
     /// [`Error::UnknownDataset`] listing the known names.
     pub fn dataset_with_mode(name: &str, mode: ClientMode) -> Result<Self, Error> {
-        let (name, file, bytes) = match name {
-            "shakespeare" => (DATASETS[0], SHAKESPEARE_FILE, SHAKESPEARE),
-            _ => {
-                return Err(Error::UnknownDataset {
-                    name: name.to_owned(),
-                    known: DATASETS.join(", "),
-                });
-            }
-        };
+        let (name, file, bytes) = shipped(name)?;
         let reader = BufReader::with_capacity(1 << 16, MultiGzDecoder::new(bytes));
         let tsv = read_tsv(reader, file, mode)?;
         let source = Source::Dataset {

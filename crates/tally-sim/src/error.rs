@@ -129,6 +129,16 @@ pub enum Error {
         /// The vocabulary size.
         size: usize,
     },
+    /// An item cannot be placed in the public domain `0..size`.
+    #[error(
+        "item {item:?} is not an integer in [0, {size}): --domain needs integer items below the domain size (use --buckets to hash any item into buckets)"
+    )]
+    NotInDomain {
+        /// The item's name.
+        item: String,
+        /// The domain size.
+        size: u32,
+    },
     /// An executor path name is not known.
     #[error(
         "unknown execution path {name:?}: expected per-client, gap-skipping or binomial-thinning"

@@ -3,9 +3,11 @@
 //! A [`Population`] is a list of clients, each holding one item, with items interned to dense
 //! `u32` ids. It is the ground truth for metrics ([`Population::true_count`]); aggregators never
 //! expose raw counts. Populations come from files, from a dataset shipped inside the binary,
-//! or from a synthetic generator. [`run_sample_threshold`] then runs one sample-and-threshold
-//! histogram round over the population along one of three [`ExecutionPath`]s, deterministically
-//! for a seed.
+//! or from a synthetic generator. A [`MultiPopulation`] holds users with *many* data points
+//! each (multisets of items), for OptPrefixTree: from TSV rows, the shipped Shakespeare
+//! speakers, or the `reddit-like` generator ([`RedditLikeSpec`]). [`run_sample_threshold`]
+//! then runs one sample-and-threshold histogram round over the population along one of three
+//! [`ExecutionPath`]s, deterministically for a seed.
 //!
 //! # Input formats
 //!
@@ -59,11 +61,13 @@
 #![forbid(unsafe_code)]
 
 mod dataset;
+mod domain;
 mod error;
 mod execute;
 mod heavy_hitters;
 mod load;
 mod metrics;
+mod multi_population;
 mod population;
 mod quantiles;
 mod rng;
@@ -71,12 +75,16 @@ mod synthetic;
 mod triehh;
 mod values;
 
-pub use dataset::DATASETS;
+pub use dataset::{DATASETS, english_word_frequencies};
+pub use domain::{DomainItems, DomainMap, bucket, mechanism_rng, run_domain_histogram};
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
 pub use metrics::{
     EstimateErrors, RetrievalScores, prefix_estimate_errors, retrieval_scores, top_k,
+};
+pub use multi_population::{
+    FAVOURITES, MultiPopulation, RedditLikeSpec, TILT, english_huffman_code,
 };
 pub use population::{ClientMode, Population, Source};
 pub use quantiles::{

@@ -34,6 +34,8 @@ pub(crate) enum Purpose {
     Round = 6,
     /// Generating synthetic values in [0, 1].
     Values = 7,
+    /// The randomness of a histogram mechanism over a public domain.
+    DomainMechanism = 8,
 }
 
 /// The largest chunk index a purpose can hold.

@@ -25,7 +25,7 @@ use super::{
     oue_probability, sue_probability,
 };
 use crate::Error;
-use crate::sampling::ExactBernoulli;
+use crate::sampling::{ExactBernoulli, exact_binomial};
 
 /// Which unary encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -223,6 +223,39 @@ impl UnaryRandomizer {
     pub fn aggregator(&self) -> UnaryAggregator {
         UnaryAggregator {
             support: SupportCounts::new(self.domain, self.support_probabilities()),
+        }
+    }
+
+    /// The aggregator after absorbing one report from each of `counts.iter().sum()` clients, of
+    /// which `counts[x]` hold item `x`, simulated without forming the reports.
+    ///
+    /// Every bit of every report is an independent coin, so the number of reports supporting
+    /// `x` is exactly `Bin(counts[x], p) + Bin(n − counts[x], q)`, independently across items:
+    /// this draws those binomials exactly ([`exact_binomial`]), giving the aggregator the same
+    /// law as absorbing `n` randomized reports, in `O(k·n/8)` random words instead of `O(k·n)`
+    /// coins.
+    ///
+    /// # Panics
+    ///
+    /// If `counts` does not have one entry per domain item.
+    pub fn simulate_aggregate<R: Rng + ?Sized>(
+        &self,
+        counts: &[u64],
+        rng: &mut R,
+    ) -> UnaryAggregator {
+        assert_eq!(
+            counts.len(),
+            self.domain as usize,
+            "one count per domain item"
+        );
+        let n: u64 = counts.iter().sum();
+        let (p, q) = (self.one.p(), self.zero.p());
+        let support = counts
+            .iter()
+            .map(|&c| exact_binomial(c, p, rng) + exact_binomial(n - c, q, rng))
+            .collect();
+        UnaryAggregator {
+            support: SupportCounts::from_counts(support, n, self.support_probabilities()),
         }
     }
 }

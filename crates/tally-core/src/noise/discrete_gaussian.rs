@@ -5,7 +5,7 @@ use rand::Rng;
 use rand_distr::Distribution;
 
 use super::discrete_laplace::sample_discrete_laplace;
-use super::{bernoulli_exp, check_rational};
+use super::{bernoulli_exp, bernoulli_exp_u64, check_rational};
 use crate::Error;
 
 /// The discrete Gaussian on the integers with rational parameter `σ² > 0`:
@@ -52,19 +52,39 @@ impl DiscreteGaussian {
 
 impl Distribution<i64> for DiscreteGaussian {
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> i64 {
-        let (a, b) = (BigUint::from(self.sigma2.0), BigUint::from(self.sigma2.1));
-        let t = BigUint::from(self.t);
-        // γ = (|Y| − σ²/t)²/(2σ²) = (|Y|·b·t − a)² / (2·a·b·t²).
-        let den = BigUint::from(2u8) * &a * &b * &t * &t;
-        let bt = &b * &t;
+        let (a, b) = self.sigma2;
         loop {
             let y = sample_discrete_laplace(self.t, 1, rng);
-            let ybt = BigUint::from(y.unsigned_abs()) * &bt;
-            let diff = if ybt >= a { ybt - &a } else { &a - ybt };
-            let num = &diff * &diff;
-            if bernoulli_exp(&num, &den, rng) {
+            if accept(a, b, self.t, y.unsigned_abs(), rng) {
                 return y;
             }
         }
     }
+}
+
+/// The acceptance coin of Algorithm 3 for `|Y| = y`: `Bernoulli(exp(−γ))` with
+/// `γ = (|Y| − σ²/t)²/(2σ²) = (y·b·t − a)² / (2·a·b·t²)` for `σ² = a/b`.
+///
+/// When every quantity fits in `u64` (the common case) it is computed without allocating; the
+/// big-integer path draws the same coins ([`bernoulli_exp`] takes the `u64` path itself when
+/// its parameters fit).
+fn accept<R: Rng + ?Sized>(a: u64, b: u64, t: u64, y: u64, rng: &mut R) -> bool {
+    let small = || {
+        let den = 2u64
+            .checked_mul(a)?
+            .checked_mul(b)?
+            .checked_mul(t)?
+            .checked_mul(t)?;
+        let ybt = y.checked_mul(b)?.checked_mul(t)?;
+        let diff = ybt.abs_diff(a);
+        Some((diff.checked_mul(diff)?, den))
+    };
+    if let Some((num, den)) = small() {
+        return bernoulli_exp_u64(num, den, rng);
+    }
+    let (a, b, t) = (BigUint::from(a), BigUint::from(b), BigUint::from(t));
+    let den = BigUint::from(2u8) * &a * &b * &t * &t;
+    let ybt = BigUint::from(y) * &b * &t;
+    let diff = if ybt >= a { ybt - &a } else { &a - ybt };
+    bernoulli_exp(&(&diff * &diff), &den, rng)
 }

@@ -1,10 +1,9 @@
 //! The discrete Laplace distribution with a rational scale (CKS Algorithm 2).
 
-use num_bigint::BigUint;
 use rand::Rng;
 use rand_distr::Distribution;
 
-use super::{bernoulli_exp, check_rational};
+use super::{bernoulli_exp_u64, check_rational};
 use crate::Error;
 use crate::sampling::{ExactBernoulli, uniform_below};
 
@@ -60,17 +59,15 @@ impl DiscreteLaplace {
 
 /// One draw of the discrete Laplace distribution with scale `n/d` (`n, d ≥ 1`).
 pub(super) fn sample_discrete_laplace<R: Rng + ?Sized>(n: u64, d: u64, rng: &mut R) -> i64 {
-    let n_big = BigUint::from(n);
-    let one = BigUint::from(1u8);
     // 1/2 is a dyadic rational, so this coin is exactly fair (one word per draw).
     let fair = ExactBernoulli::new(0.5).expect("1/2 is a probability");
     loop {
         let u = uniform_below(n, rng);
-        if !bernoulli_exp(&BigUint::from(u), &n_big, rng) {
+        if !bernoulli_exp_u64(u, n, rng) {
             continue;
         }
         let mut v: u128 = 0;
-        while bernoulli_exp(&one, &one, rng) {
+        while bernoulli_exp_u64(1, 1, rng) {
             v += 1;
         }
         let x = u128::from(u).saturating_add(u128::from(n).saturating_mul(v));

@@ -59,7 +59,7 @@ impl ExactBernoulli {
     }
 
     /// Word `j` (0-based) of the binary expansion of `p`: `⌊p·2^(64(j+1))⌋ mod 2^64`.
-    fn word(&self, j: u32) -> u64 {
+    pub(super) fn word(&self, j: u32) -> u64 {
         if self.mant == 0 {
             return 0;
         }
@@ -77,8 +77,9 @@ impl ExactBernoulli {
         }
     }
 
-    /// The number of 64-bit words of `p`'s binary expansion that can be non-zero.
-    fn words(&self) -> u32 {
+    /// The number of 64-bit words of `p`'s binary expansion that can be non-zero (0 for
+    /// `p ∈ {0, 1}`).
+    pub(super) fn words(&self) -> u32 {
         self.shift.div_ceil(64)
     }
 }

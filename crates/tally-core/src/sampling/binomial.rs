@@ -3,19 +3,27 @@
 use rand::Rng;
 use rand_distr::Distribution;
 
-use super::{ExactGeometric, check_probability};
+use super::{ExactBernoulli, ExactGeometric, check_probability};
 use crate::Error;
 
 /// Draws `Bin(n, p)` exactly for the real number `p` the `f64` denotes.
 ///
-/// It counts the successes among `n` independent `Ber(p')` coins by skipping over the failures
-/// with [`ExactGeometric`]`(p')` gaps, where `p' = min(p, 1 − p)`; for `p > 1/2` it returns
-/// `n − Bin(n, 1 − p)`. Both are exact: for `p ∈ [1/2, 1]` the subtraction `1 − p` is exact in
-/// `f64` (Sterbenz's lemma), and gap skipping reproduces the coins' joint law.
+/// Two exact methods, chosen by cost:
 ///
-/// Expected time `O(n·min(p, 1 − p) + 1)`: one geometric draw (about 20 ns) per success of the
-/// rarer outcome. This is meant for the cohort sizes of real rounds (`n·p` up to about `10^7`);
-/// simulations that need many large binomials may use an approximate sampler where they say so.
+/// - **Gap skipping**, when `p' = min(p, 1 − p)` is below [`BIT_SLICED_ABOVE`]: count the
+///   successes among `n` independent `Ber(p')` coins by skipping over the failures with
+///   [`ExactGeometric`]`(p')` gaps; for `p > 1/2` return `n − Bin(n, 1 − p)` (for
+///   `p ∈ [1/2, 1]` the subtraction `1 − p` is exact in `f64`, by Sterbenz's lemma). Expected
+///   time `O(n·p' + 1)`, one geometric draw (about 20 ns) per success of the rarer outcome.
+/// - **Bit-sliced coins** otherwise: 64 coins at a time, each the exact comparison `U < p` of
+///   a lazily drawn uniform `U` with `p`'s binary expansion, done for 64 lanes at once with one
+///   random word per bit position: at a 1 bit of `p`, lanes whose next bit of `U` is 0 are
+///   decided `U < p`; at a 0 bit, lanes whose next bit is 1 are decided `U > p`; the others stay
+///   undecided. Lanes still undecided when `p`'s expansion ends have `U ≥ p`. Each position
+///   halves the undecided lanes on average, so a block of 64 coins costs about 8 words:
+///   `O(n/8)` words in all, whatever `p`.
+///
+/// Both reproduce the law of `n` independent exact coins.
 ///
 /// # Panics
 ///
@@ -27,6 +35,11 @@ pub fn exact_binomial<R: Rng + ?Sized>(n: u64, p: f64, rng: &mut R) -> u64 {
     }
 }
 
+/// The rarer outcome's probability above which [`exact_binomial`] switches from gap skipping
+/// to bit-sliced coins (where one geometric draw per rare success starts to cost more than
+/// about 8 words per 64 coins).
+pub const BIT_SLICED_ABOVE: f64 = 1.0 / 32.0;
+
 /// `Bin(n, p)`, validated once and drawn exactly with [`exact_binomial`]'s method.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ExactBinomial {
@@ -36,6 +49,8 @@ pub struct ExactBinomial {
     complement: bool,
     /// Geometric gaps for `min(p, 1 − p)`, or `None` when that is 0.
     gap: Option<ExactGeometric>,
+    /// The coin whose binary expansion the bit-sliced method compares with, when it is used.
+    sliced: Option<ExactBernoulli>,
 }
 
 impl ExactBinomial {
@@ -48,7 +63,10 @@ impl ExactBinomial {
         let p = check_probability("p", p)?;
         let complement = p > 0.5;
         let rare = if complement { 1.0 - p } else { p }; // exact
-        let gap = if rare > 0.0 {
+        let sliced = (rare >= BIT_SLICED_ABOVE)
+            .then(|| ExactBernoulli::new(p))
+            .transpose()?;
+        let gap = if rare > 0.0 && sliced.is_none() {
             Some(ExactGeometric::new(rare)?)
         } else {
             None
@@ -58,6 +76,7 @@ impl ExactBinomial {
             p,
             complement,
             gap,
+            sliced,
         })
     }
 
@@ -72,8 +91,45 @@ impl ExactBinomial {
     }
 }
 
+/// The number of `true` lanes among the low `lanes` of 64 exact `Ber(p)` coins compared
+/// bit-sliced with `coin`'s binary expansion (see [`exact_binomial`]).
+fn sliced_block<R: Rng + ?Sized>(coin: &ExactBernoulli, lanes: u32, rng: &mut R) -> u32 {
+    let mut undecided = if lanes == 64 {
+        u64::MAX
+    } else {
+        (1u64 << lanes) - 1
+    };
+    let mut below = 0u64;
+    'words: for j in 0..coin.words() {
+        let word = coin.word(j);
+        for bit in (0..64).rev() {
+            let u = rng.next_u64();
+            if word >> bit & 1 == 1 {
+                below |= undecided & !u;
+                undecided &= u;
+            } else {
+                undecided &= !u;
+            }
+            if undecided == 0 {
+                break 'words;
+            }
+        }
+    }
+    below.count_ones()
+}
+
 impl Distribution<u64> for ExactBinomial {
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        if let Some(coin) = &self.sliced {
+            let mut count = 0u64;
+            let mut left = self.n;
+            while left > 0 {
+                let lanes = left.min(64) as u32;
+                count += u64::from(sliced_block(coin, lanes, rng));
+                left -= u64::from(lanes);
+            }
+            return count;
+        }
         let mut count = 0u64;
         if let Some(gap) = &self.gap {
             // `pos` is the first trial not decided yet.

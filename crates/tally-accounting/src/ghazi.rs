@@ -1,0 +1,495 @@
+//! Parameters of the multi-message shuffle protocols of Ghazi, Golowich, Kumar, Pagh and
+//! Velingker, "On the Power of Multiple Anonymous Messages" (arXiv 1908.11358v4;
+//! ALGORITHMS.md §5).
+//!
+//! Each user holds a set `S ⊂ [B]` of at most `k` items and sends several messages; a trusted
+//! shuffler outputs the multiset of all messages. The guarantees are `(ε, δ)`-DP of the
+//! shuffled multiset for replace-one neighbours (Definition 2.2: one user's set changes).
+//!
+//! * [`HadamardParams`]: Algorithm 1 (private-coin Hadamard response). `τ = ⌊log2 n⌋`, and the
+//!   number of blanket tuples is the *conservative* `ρ = ⌈(36k²/ε²)·ln(2e·k/(εδ))⌉`, which also
+//!   covers the factor 2 by which the last line of Lemma 4.4's proof differs from its statement.
+//!   Theorem 4.3's own `ρ` is [`hadamard_rho_theorem`].
+//! * [`CountMinParams`]: Algorithm 2 (public-coin Count-Min with binomial blanket noise), with
+//!   the explicit privacy condition of Lemma 4.10, `γn ≥ 90τ²k² ln(2τk/δ)/ε²` and `γ ≤ 1/2`.
+//! * [`heavy_hitter_levels`]: Appendix D's split of the budget over the prefix levels, by basic
+//!   composition.
+//!
+//! # Rounding
+//!
+//! `ρ` and `γ` are rounded up (more blanket noise), `τ` of Algorithm 1 down (the blanket
+//! probability `2^{−τ}` only grows), and the Count-Min `γ` is computed for the number of rows
+//! `τ` actually used. Every floating-point requirement is inflated by [`MARGIN`] before it is
+//! rounded, which covers the few ulps of error in `ln` and the products.
+
+use std::f64::consts::E;
+
+use crate::composition::{Composition, compose_basic, split_budget};
+use crate::{Error, Guarantee, Neighbours, TrustModel};
+
+/// Relative inflation applied to a floating-point requirement before it is rounded up.
+pub const MARGIN: f64 = 1e-12;
+
+/// The default failure probability `β` of the Count-Min accuracy guarantee, which sets the
+/// number of rows `τ = ⌈log2(2B/β)⌉`.
+pub const DEFAULT_COUNT_MIN_BETA: f64 = 0.01;
+
+/// The largest number of users accepted (`2^40`), so that counts and table sizes stay exact.
+pub const MAX_USERS: u64 = 1 << 40;
+
+/// `x` inflated by [`MARGIN`] and rounded up to an integer.
+fn ceil_up(x: f64) -> u64 {
+    (x * (1.0 + MARGIN)).ceil() as u64
+}
+
+fn check_users(users: u64) -> Result<(), Error> {
+    if (2..=MAX_USERS).contains(&users) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "users",
+            users,
+            format!("an integer in [2, {MAX_USERS}]"),
+        ))
+    }
+}
+
+fn check_delta(delta: f64) -> Result<(), Error> {
+    if delta > 0.0 && delta < 1.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid("delta", delta, "a number in (0, 1)"))
+    }
+}
+
+fn check_set_size(set_size: u64) -> Result<(), Error> {
+    if (1..=1 << 20).contains(&set_size) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "set size",
+            set_size,
+            "an integer in [1, 2^20]",
+        ))
+    }
+}
+
+/// Checks `ε ∈ (0, 1]`, the range of Lemma 4.4 and Theorem 4.3.
+fn check_epsilon_at_most_one(epsilon: f64) -> Result<(), Error> {
+    if epsilon > 0.0 && epsilon <= 1.0 {
+        Ok(())
+    } else {
+        Err(Error::invalid("epsilon", epsilon, "a number in (0, 1]"))
+    }
+}
+
+/// The number of coordinates per tuple of Algorithm 1, `τ = ⌊log2 n⌋` (at least 1).
+///
+/// Rounding `log2 n` down makes `2^{−τ} ≥ 1/n`: the blanket count in `H^τ_{2B,j}`,
+/// `Bin(ρn, 2^{−τ})`, has mean at least `ρ`, as the proof of Lemma 4.4 needs.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `2 ≤ n ≤` [`MAX_USERS`].
+pub fn hadamard_tau(users: u64) -> Result<u32, Error> {
+    check_users(users)?;
+    Ok(users.ilog2())
+}
+
+/// Theorem 4.3's number of blanket tuples, `(36k²/ε²)·ln(e·k/(εδ))`, unrounded.
+///
+/// Kept for comparison with the paper (ALGORITHMS.md §5.1 test vector: 533.36 at `k = 1`,
+/// `ε = 1`, `δ = 10^{−6}`); [`HadamardParams`] uses [`hadamard_rho_conservative`].
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `ε ∈ (0, 1]`, `δ ∈ (0, 1)` and `1 ≤ k ≤ 2^20`.
+pub fn hadamard_rho_theorem(set_size: u64, epsilon: f64, delta: f64) -> Result<f64, Error> {
+    rho(set_size, epsilon, delta, 1.0)
+}
+
+/// The conservative number of blanket tuples, `(36k²/ε²)·ln(2e·k/(εδ))`, unrounded.
+///
+/// Lemma 4.4 with `ε' = ε/k` and `ρ = 36 ln(1/δ')/ε'²` gives, by the last line of its proof,
+/// `(kε', 2δ'e^{kε'}/ε')`-DP. Solving `δ = 2δ'e^{ε}k/ε` for `δ'` and using `e^ε ≤ e` for
+/// `ε ≤ 1` gives this `ρ` (ALGORITHMS.md §5.1, "conservative choice").
+///
+/// # Errors
+///
+/// As [`hadamard_rho_theorem`].
+pub fn hadamard_rho_conservative(set_size: u64, epsilon: f64, delta: f64) -> Result<f64, Error> {
+    rho(set_size, epsilon, delta, 2.0)
+}
+
+fn rho(set_size: u64, epsilon: f64, delta: f64, factor: f64) -> Result<f64, Error> {
+    check_set_size(set_size)?;
+    check_epsilon_at_most_one(epsilon)?;
+    check_delta(delta)?;
+    let k = set_size as f64;
+    Ok(36.0 * k * k / (epsilon * epsilon) * (factor * E * k / (epsilon * delta)).ln())
+}
+
+/// The parameters of Algorithm 1, `P^Had = (R^Had, S, A^Had)`, for `n` users with sets of at
+/// most `k` items from `[B]`.
+///
+/// # Privacy
+///
+/// `(ε, δ)`-DP of the shuffled multiset for replace-one neighbours (one user's set changes),
+/// in the shuffle model, for `ε ≤ 1` (Theorem 4.3 with the conservative `ρ`; see
+/// [`hadamard_rho_conservative`]). The guarantee needs every user to send exactly `k` real
+/// tuples (sets are padded with the ids `B+1, …, 2B−1`) and `ρ` uniform blanket tuples, drawn
+/// with private coins.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HadamardParams {
+    /// The number of users `n`.
+    pub users: u64,
+    /// The domain size `B`, a power of 2.
+    pub domain: u64,
+    /// The largest set size `k < B`.
+    pub set_size: u64,
+    /// The privacy parameter ε.
+    pub epsilon: f64,
+    /// The privacy parameter δ.
+    pub delta: f64,
+    /// Coordinates per tuple, `τ = ⌊log2 n⌋`.
+    pub tau: u32,
+    /// Blanket tuples per user, `ρ = ⌈(36k²/ε²)·ln(2e·k/(εδ))⌉`.
+    pub rho: u64,
+}
+
+impl HadamardParams {
+    /// Chooses `τ` and `ρ` for `n` users, domain `B`, sets of at most `k` items and `(ε, δ)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `2 ≤ n ≤` [`MAX_USERS`], `B` is a power of 2 with
+    /// `2 ≤ B ≤ 2^31`, `1 ≤ k < B`, `ε ∈ (0, 1]` and `δ ∈ (0, 1)`.
+    pub fn new(
+        users: u64,
+        domain: u64,
+        set_size: u64,
+        epsilon: f64,
+        delta: f64,
+    ) -> Result<Self, Error> {
+        if !(domain.is_power_of_two() && (2..=1 << 31).contains(&domain)) {
+            return Err(Error::invalid(
+                "domain",
+                domain,
+                "a power of 2 in [2, 2^31]",
+            ));
+        }
+        check_set_size(set_size)?;
+        if set_size >= domain {
+            return Err(Error::invalid(
+                "set size",
+                set_size,
+                format!("below the domain size {domain}"),
+            ));
+        }
+        let tau = hadamard_tau(users)?;
+        let rho = ceil_up(hadamard_rho_conservative(set_size, epsilon, delta)?);
+        Ok(Self {
+            users,
+            domain,
+            set_size,
+            epsilon,
+            delta,
+            tau,
+            rho,
+        })
+    }
+
+    /// `log2(2B)`, the bits of one coordinate.
+    pub fn coordinate_bits(&self) -> u32 {
+        self.domain.ilog2() + 1
+    }
+
+    /// The bits of one tuple, `τ·log2(2B)`.
+    pub fn tuple_bits(&self) -> u64 {
+        u64::from(self.tau) * u64::from(self.coordinate_bits())
+    }
+
+    /// Tuples per user, `k + ρ`.
+    pub fn tuples_per_user(&self) -> u64 {
+        self.set_size + self.rho
+    }
+
+    /// `2^{−τ}`, the probability that a tuple not generated for `j` lies in `H^τ_{2B,j}`.
+    pub fn collision_probability(&self) -> f64 {
+        (-f64::from(self.tau)).exp2()
+    }
+
+    /// The expected number of tuples not generated for a given `j` that still count for it,
+    /// `(ρ + k)·n·2^{−τ}` (what the analyzer subtracts before dividing by `1 − 2^{−τ}`).
+    pub fn expected_spurious(&self) -> f64 {
+        (self.tuples_per_user() as f64) * (self.users as f64) * self.collision_probability()
+    }
+
+    /// The variance of the de-biased estimate of an item nobody holds,
+    /// `(ρ+k)n·2^{−τ}(1 − 2^{−τ})/(1 − 2^{−τ})²` (the error law of Lemma 4.5 with `ζ_j = 0`).
+    pub fn null_variance(&self) -> f64 {
+        let p = self.collision_probability();
+        self.expected_spurious() * (1.0 - p) / ((1.0 - p) * (1.0 - p))
+    }
+
+    /// Lemma 4.5's bound on the largest error over all `B` items, holding with probability at
+    /// least `1 − β`: `sqrt(3 ln(2B/β)·max{3 ln(2B/β), μ})/(1 − 2^{−τ})`.
+    ///
+    /// The lemma has `μ = ρ + k` for `τ = log2 n` exactly; with `τ = ⌊log2 n⌋` the mean of the
+    /// spurious count is `μ = (ρ + k)·n·2^{−τ}` (at most twice as large), which is used here,
+    /// together with the de-biasing factor `1/(1 − 2^{−τ})` the lemma drops.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `β ∈ (0, 1)`.
+    pub fn error_bound(&self, beta: f64) -> Result<f64, Error> {
+        if !(beta > 0.0 && beta < 1.0) {
+            return Err(Error::invalid("beta", beta, "a number in (0, 1)"));
+        }
+        let l = 3.0 * (2.0 * self.domain as f64 / beta).ln();
+        Ok((l * l.max(self.expected_spurious())).sqrt() / (1.0 - self.collision_probability()))
+    }
+
+    /// The guarantee: `(ε, δ)`, replace-one, shuffle model.
+    pub fn guarantee(&self) -> Guarantee {
+        Guarantee {
+            epsilon: self.epsilon,
+            delta: self.delta,
+            neighbours: Neighbours::ReplaceOne,
+            model: TrustModel::Shuffle,
+            analysis: "ghazi-hadamard (GGKPV Theorem 4.3, conservative ρ)".to_owned(),
+        }
+    }
+}
+
+/// The number of Count-Min rows, `τ = ⌈log2(2B/β)⌉`.
+///
+/// Rounding up only lowers the accuracy failure probability; privacy is then computed for
+/// this `τ` (Lemma 4.10's condition grows with `τ`).
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `1 ≤ B ≤ 2^32` and `β ∈ (0, 1)`.
+pub fn count_min_rows(domain: u64, beta: f64) -> Result<u32, Error> {
+    if !(1..=1 << 32).contains(&domain) {
+        return Err(Error::invalid("domain", domain, "an integer in [1, 2^32]"));
+    }
+    if !(beta > 0.0 && beta < 1.0) {
+        return Err(Error::invalid("beta", beta, "a number in (0, 1)"));
+    }
+    // The smallest t with 2^t ≥ 2B/β, corrected for the rounding of log2 (powers of 2 are
+    // exact in both directions).
+    let x = 2.0 * domain as f64 / beta;
+    let mut rows = x.log2().ceil();
+    while (rows - 1.0).exp2() >= x {
+        rows -= 1.0;
+    }
+    while rows.exp2() < x {
+        rows += 1.0;
+    }
+    Ok(rows as u32)
+}
+
+/// Lemma 4.10's lower bound on the expected blanket count per cell,
+/// `γn ≥ 90·τ²·k²·ln(2τk/δ)/ε²`, unrounded.
+///
+/// ALGORITHMS.md Appendix A item 8: `τ = 28`, `k = 1`, `ε = 1`, `δ = 10^{−6}` gives
+/// 1,258,851.2.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `τ ≥ 1`, `1 ≤ k ≤ 2^20`, `ε ∈ (0, 3τk]` (so that
+/// Lemma 4.12's `α = ε/(3τk)` is at most 1) and `δ ∈ (0, 1)`.
+pub fn count_min_blanket_requirement(
+    rows: u32,
+    set_size: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<f64, Error> {
+    if rows == 0 {
+        return Err(Error::invalid("rows", rows, "an integer ≥ 1"));
+    }
+    check_set_size(set_size)?;
+    check_delta(delta)?;
+    let tk = f64::from(rows) * set_size as f64;
+    if !(epsilon > 0.0 && epsilon <= 3.0 * tk) {
+        return Err(Error::invalid(
+            "epsilon",
+            epsilon,
+            format!("a number in (0, 3τk] = (0, {}]", 3.0 * tk),
+        ));
+    }
+    Ok(90.0 * tk * tk * (2.0 * tk / delta).ln() / (epsilon * epsilon))
+}
+
+/// The parameters of Algorithm 2, `P^CM`, for `n` users with sets of at most `k` items from
+/// `[B]`.
+///
+/// # Privacy
+///
+/// `(ε, δ)`-DP of the shuffled multiset for replace-one neighbours, in the shuffle model, by
+/// Lemma 4.10: `γn ≥ 90τ²k² ln(2τk/δ)/ε²` and `γ ≤ 1/2`. The hash functions are public coins
+/// (known to the adversary); every user flips an independent `Ber(γ)` coin per cell with
+/// private coins.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CountMinParams {
+    /// The number of users `n`.
+    pub users: u64,
+    /// The domain size `B`.
+    pub domain: u64,
+    /// The largest set size `k`.
+    pub set_size: u64,
+    /// The privacy parameter ε.
+    pub epsilon: f64,
+    /// The privacy parameter δ.
+    pub delta: f64,
+    /// The accuracy failure probability `β` the rows were chosen for.
+    pub beta: f64,
+    /// Rows (hash functions), `τ = ⌈log2(2B/β)⌉`.
+    pub rows: u32,
+    /// Columns per row, `s = 2kn`.
+    pub width: u64,
+    /// The blanket probability per user and cell, rounded up.
+    pub gamma: f64,
+}
+
+impl CountMinParams {
+    /// Chooses `τ`, `s` and `γ`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for parameters outside the ranges of [`count_min_rows`] and
+    /// [`count_min_blanket_requirement`], for `n` outside `[2,` [`MAX_USERS`]`]` or for a table
+    /// with `B·s ≥ 2^61`; [`Error::Infeasible`] if `γ` would exceed 1/2, with the smallest `n`
+    /// that works.
+    pub fn new(
+        users: u64,
+        domain: u64,
+        set_size: u64,
+        epsilon: f64,
+        delta: f64,
+        beta: f64,
+    ) -> Result<Self, Error> {
+        check_users(users)?;
+        let rows = count_min_rows(domain, beta)?;
+        let need = count_min_blanket_requirement(rows, set_size, epsilon, delta)?;
+        let width = 2 * set_size * users;
+        if u128::from(domain) * u128::from(width) >= 1 << 61 {
+            return Err(Error::invalid(
+                "users",
+                users,
+                "a table with B·2kn below 2^61",
+            ));
+        }
+        let gamma = (need * (1.0 + MARGIN) / users as f64).next_up();
+        if gamma > 0.5 {
+            return Err(Error::infeasible(
+                "blanket probability",
+                format!(
+                    "Lemma 4.10 needs γn ≥ {need:.1} with γ ≤ 1/2, so at least {} users (got {users})",
+                    count_min_min_users(rows, set_size, epsilon, delta)?
+                ),
+            ));
+        }
+        Ok(Self {
+            users,
+            domain,
+            set_size,
+            epsilon,
+            delta,
+            beta,
+            rows,
+            width,
+            gamma,
+        })
+    }
+
+    /// The expected number of messages per user: at most `k·τ` real ones plus `τ·s·γ` blanket.
+    pub fn expected_messages_per_user(&self) -> f64 {
+        let cells = f64::from(self.rows) * self.width as f64;
+        (self.set_size * u64::from(self.rows)) as f64 + cells * self.gamma
+    }
+
+    /// The bits of one message `(t, ℓ)`, `⌈log2 τ⌉ + ⌈log2 s⌉`.
+    pub fn bits_per_message(&self) -> u64 {
+        u64::from(u64::from(self.rows).next_power_of_two().ilog2())
+            + u64::from(self.width.next_power_of_two().ilog2())
+    }
+
+    /// The expected blanket count of one cell over all users, `γn`, which the query subtracts.
+    pub fn expected_blanket(&self) -> f64 {
+        self.gamma * self.users as f64
+    }
+
+    /// The guarantee: `(ε, δ)`, replace-one, shuffle model.
+    pub fn guarantee(&self) -> Guarantee {
+        Guarantee {
+            epsilon: self.epsilon,
+            delta: self.delta,
+            neighbours: Neighbours::ReplaceOne,
+            model: TrustModel::Shuffle,
+            analysis: "ghazi-count-min (GGKPV Lemma 4.10)".to_owned(),
+        }
+    }
+}
+
+/// The smallest `n` with `γ ≤ 1/2` under Lemma 4.10: `⌈2·90τ²k² ln(2τk/δ)/ε²⌉` (inflated by
+/// [`MARGIN`]).
+///
+/// # Errors
+///
+/// As [`count_min_blanket_requirement`].
+pub fn count_min_min_users(
+    rows: u32,
+    set_size: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<u64, Error> {
+    Ok(ceil_up(
+        2.0 * count_min_blanket_requirement(rows, set_size, epsilon, delta)?,
+    ))
+}
+
+/// Appendix D's budget split over the prefix levels (see [`heavy_hitter_levels`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelBudget {
+    /// `(ε_level, δ_level)`, each level's share, rounded down.
+    pub per_level: (f64, f64),
+    /// `(ε_total, δ_total)` of all levels by basic composition, at most the target.
+    pub total: (f64, f64),
+}
+
+/// Appendix D's budget split: `L` prefix levels, each run at `(ε/L, δ/L)` (rounded down by
+/// [`split_budget`]), and the total by basic composition ([`compose_basic`]), which is at most
+/// `(ε, δ)`.
+///
+/// # Errors
+///
+/// Whatever [`split_budget`] rejects (`ε ≤ 0`, `δ ∉ [0, 1)`, `L = 0`).
+pub fn heavy_hitter_levels(epsilon: f64, delta: f64, levels: u64) -> Result<LevelBudget, Error> {
+    let per_level = split_budget(epsilon, delta, levels, Composition::Basic)?;
+    let total = compose_basic(&vec![per_level; levels as usize])?;
+    Ok(LevelBudget { per_level, total })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_5_1_vector() {
+        let p = HadamardParams::new(1 << 20, 1 << 10, 1, 1.0, 1e-6).unwrap();
+        assert_eq!(p.tau, 20);
+        assert_eq!(p.rho, 559);
+        assert_eq!(p.tuple_bits(), 220);
+        let thm = hadamard_rho_theorem(1, 1.0, 1e-6).unwrap();
+        assert!((thm - 533.36).abs() < 0.005, "{thm}");
+        assert_eq!(ceil_up(thm), 534);
+    }
+
+    #[test]
+    fn appendix_a_item_8() {
+        let need = count_min_blanket_requirement(28, 1, 1.0, 1e-6).unwrap();
+        assert!((need - 1_258_851.2).abs() < 0.05, "{need}");
+    }
+}

@@ -1,0 +1,211 @@
+//! `tally histogram --mechanism M` for the mechanisms over a public domain: central, local and
+//! shuffle histograms that release an estimate for every domain element.
+
+use anyhow::{Result, anyhow, bail};
+use serde_json::{Value, json};
+use tally_accounting::Neighbours;
+use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::shuffle::ShuffleBound;
+use tally_core::histogram::DomainHistogram;
+use tally_core::histogram::{GaussianHistogram, LaplaceHistogram};
+use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+use tally_core::shuffle::{BalcerCheuHistogram, GhaziCountMin, GhaziHadamard, ShuffledGrr};
+use tally_sim::{DomainMap, run_domain_histogram};
+
+use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
+use crate::input::load_population;
+use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
+
+/// Rows shown in the human-readable table when `--top` is not given.
+const DEFAULT_TABLE_ROWS: usize = 20;
+
+/// The public domain from `--domain` or `--buckets`.
+pub(crate) fn domain_map(args: &DomainArgs, mechanism: HistogramMechanism) -> Result<DomainMap> {
+    let map = match (args.domain, args.buckets) {
+        (Some(size), None) => DomainMap::Integers(size),
+        (None, Some(size)) => DomainMap::Buckets(size),
+        _ => bail!(
+            "--mechanism {} needs a public domain: give --domain B (integer items in [0, B)) or \
+             --buckets B (hash items into B buckets); a domain read off the data would reveal \
+             which items occur",
+            mechanism.name()
+        ),
+    };
+    if map.size() < 2 {
+        bail!("invalid domain size {}: expected at least 2", map.size());
+    }
+    Ok(map)
+}
+
+/// The mechanism over `domain` elements for `clients` clients at the requested privacy.
+fn build(args: &HistogramArgs, domain: u32, clients: u64) -> Result<Box<dyn DomainHistogram>> {
+    let epsilon = args.privacy.epsilon;
+    let delta = args.release.delta;
+    let neighbours = Neighbours::from(args.privacy.neighbours);
+    let beta = args
+        .domain
+        .failure_probability
+        .unwrap_or(DEFAULT_COUNT_MIN_BETA);
+    if args.domain.failure_probability.is_some()
+        && args.mechanism != HistogramMechanism::GhaziCountMin
+    {
+        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
+    }
+    Ok(match args.mechanism {
+        HistogramMechanism::SampleThreshold => {
+            unreachable!("sample-and-threshold has its own command path")
+        }
+        HistogramMechanism::Grr => Box::new(Grr::new(domain, epsilon)?),
+        HistogramMechanism::Sue => Box::new(UnaryRandomizer::sue(domain, epsilon)?),
+        HistogramMechanism::Oue => Box::new(UnaryRandomizer::oue(domain, epsilon)?),
+        HistogramMechanism::Olh => Box::new(Olh::new(domain, epsilon)?),
+        HistogramMechanism::HadamardResponse => Box::new(HadamardResponse::new(domain, epsilon)?),
+        HistogramMechanism::Laplace => {
+            Box::new(LaplaceHistogram::new(domain, epsilon, neighbours)?)
+        }
+        HistogramMechanism::Gaussian => {
+            Box::new(GaussianHistogram::new(domain, epsilon, delta, neighbours)?)
+        }
+        HistogramMechanism::BalcerCheu => {
+            Box::new(BalcerCheuHistogram::new(domain, epsilon, delta, clients)?)
+        }
+        HistogramMechanism::ShuffledGrr => Box::new(ShuffledGrr::new(
+            domain,
+            epsilon,
+            delta,
+            clients,
+            ShuffleBound::from(args.domain.bound),
+        )?),
+        HistogramMechanism::GhaziHadamard => {
+            Box::new(GhaziHadamard::new(clients, domain, 1, epsilon, delta)?)
+        }
+        HistogramMechanism::GhaziCountMin => Box::new(
+            GhaziCountMin::new(clients, domain, 1, epsilon, delta, beta).map_err(|e| {
+                anyhow!(
+                    "{e}; fewer hash rows need fewer users: raise --failure-probability (now \
+                     {beta}) or use a smaller domain"
+                )
+            })?,
+        ),
+    })
+}
+
+pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
+    if args.release.sampling_rate.is_some() || args.release.threshold.is_some() {
+        bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
+    }
+    let map = domain_map(&args.domain, args.mechanism)?;
+
+    let seed = args.release.seed_or_random();
+    let stage = Stage::start("loading the population");
+    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let items = map.apply(&population)?;
+    // The shuffle mechanisms are calibrated for the number of clients, which they publish.
+    let mechanism = build(args, map.size(), population.len() as u64)?;
+    stage.next(format!(
+        "running {} over {} clients",
+        mechanism.name(),
+        population.len()
+    ));
+    let mut estimates = run_domain_histogram(mechanism.as_ref(), &items, seed);
+    drop(stage);
+    if args.clamp {
+        for e in &mut estimates {
+            *e = e.max(0.0);
+        }
+    }
+
+    let guarantee = mechanism.guarantee();
+    let local = mechanism.local_guarantee();
+    let cost = mechanism.message_cost();
+    let truth = items.true_counts();
+    let mean_absolute_error = estimates
+        .iter()
+        .zip(truth)
+        .map(|(e, &t)| (e - t as f64).abs())
+        .sum::<f64>()
+        / f64::from(map.size());
+    // The elements by decreasing estimate, for the table and --top.
+    let mut order: Vec<u32> = (0..map.size()).collect();
+    order.sort_by(|&a, &b| estimates[b as usize].total_cmp(&estimates[a as usize]));
+    let shown = args.top.unwrap_or(if args.privacy.json {
+        usize::MAX
+    } else {
+        DEFAULT_TABLE_ROWS
+    });
+
+    if args.privacy.json {
+        let items: Vec<Value> = if args.top.is_some() {
+            order
+                .iter()
+                .take(shown)
+                .map(|&x| element_json(x, &estimates, args.truth.then_some(truth)))
+                .collect()
+        } else {
+            (0..map.size())
+                .map(|x| element_json(x, &estimates, args.truth.then_some(truth)))
+                .collect()
+        };
+        let mut out = json!({
+            "mechanism": mechanism.name(),
+            "model": guarantee.model.name(),
+            "guarantee": guarantee_json(&guarantee),
+            "local_guarantee": local.as_ref().map_or(Value::Null, guarantee_json),
+            "local_epsilon": local.as_ref().map(|g| g.epsilon),
+            "target_delta": args.release.delta,
+            "domain": {"size": map.size(), "mapping": map.to_string()},
+            "messages_per_client": cost.map(|c| c.messages_per_client),
+            "bits_per_message": cost.map(|c| c.bits_per_message),
+            "clamped": args.clamp,
+            "input": population.description(),
+            "clients": population.len(),
+            "items": items,
+            "seed": args.release.seed,
+        });
+        if args.truth {
+            out["mean_absolute_error"] = json!(mean_absolute_error);
+        }
+        print_json(&out)?;
+        return Ok(());
+    }
+    let mut fields = vec![
+        ("input", population.description().to_owned()),
+        ("domain", map.to_string()),
+        ("guarantee", guarantee_line(&guarantee)),
+    ];
+    if let Some(local) = local.as_ref().filter(|local| **local != guarantee) {
+        fields.push(("local guarantee", guarantee_line(local)));
+    }
+    if let Some(cost) = cost {
+        fields.push((
+            "messages",
+            format!(
+                "{:.1} per client, {} bits each",
+                cost.messages_per_client, cost.bits_per_message
+            ),
+        ));
+    }
+    if args.truth {
+        fields.push((
+            "mean absolute error",
+            format!("{mean_absolute_error:.2} per element"),
+        ));
+    }
+    fields.push(("seed", args.release.seed_description()));
+    print_fields(&format!("{} histogram", mechanism.name()), &fields)?;
+    let rows: Vec<_> = order
+        .iter()
+        .map(|&x| (x.to_string(), None, Some(estimates[x as usize])))
+        .collect();
+    print_items(&rows, shown)?;
+    Ok(())
+}
+
+/// One domain element's estimate (and, with `truth`, its true count) in JSON.
+fn element_json(element: u32, estimates: &[f64], truth: Option<&[u64]>) -> Value {
+    let mut value = json!({"item": element, "estimate": estimates[element as usize]});
+    if let Some(truth) = truth {
+        value["true_count"] = json!(truth[element as usize]);
+    }
+    value
+}

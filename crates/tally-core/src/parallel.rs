@@ -1,0 +1,52 @@
+//! Deterministic parallel simulation of many clients.
+//!
+//! A job over many clients is split into fixed-size chunks run in parallel with rayon. Every
+//! chunk draws from its own ChaCha20 stream of one key drawn from the caller's generator, so the
+//! result depends on the caller's generator only, never on the number of threads.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+
+/// Clients per chunk of a parallel job.
+pub(crate) const CLIENTS_PER_CHUNK: usize = 4096;
+
+/// Draws the 256-bit key of a job's chunk streams from the caller's generator.
+pub(crate) fn draw_key(rng: &mut dyn Rng) -> [u8; 32] {
+    let mut key = [0u8; 32];
+    for word in key.chunks_exact_mut(8) {
+        word.copy_from_slice(&rng.next_u64().to_le_bytes());
+    }
+    key
+}
+
+/// The generator of chunk `chunk` of a job keyed by `key`.
+pub(crate) fn chunk_rng(key: [u8; 32], chunk: usize) -> ChaCha20Rng {
+    let mut rng = ChaCha20Rng::from_seed(key);
+    rng.set_stream(chunk as u64);
+    rng
+}
+
+/// Folds every chunk of [`CLIENTS_PER_CHUNK`] items, each with its own stream, into
+/// per-thread accumulators made by `init`, and combines those with `merge`.
+///
+/// Which chunks share an accumulator depends on the scheduling, so `merge` must be exact,
+/// associative and commutative (adding integer counts is) for the result to depend on the
+/// caller's generator only.
+pub(crate) fn fold_chunks<A: Send>(
+    items: &[u32],
+    rng: &mut dyn Rng,
+    init: impl Fn() -> A + Sync + Send,
+    absorb: impl Fn(&mut A, &[u32], &mut ChaCha20Rng) + Sync + Send,
+    merge: impl Fn(A, A) -> A + Sync + Send,
+) -> A {
+    let key = draw_key(rng);
+    items
+        .par_chunks(CLIENTS_PER_CHUNK)
+        .enumerate()
+        .fold(&init, |mut acc, (chunk, clients)| {
+            absorb(&mut acc, clients, &mut chunk_rng(key, chunk));
+            acc
+        })
+        .reduce(&init, merge)
+}

@@ -1,0 +1,26 @@
+//! Histogram mechanisms in the shuffle model: clients send messages to a trusted shuffler,
+//! which forwards their anonymous multiset to the analyst.
+//!
+//! - [`balcer_cheu`]: Balcer–Cheu 2020 Bernoulli-noise multi-message histogram (ALGORITHMS.md
+//!   §7.3).
+//! - [`single_message`]: shuffled generalized randomized response, calibrated with the
+//!   amplification-by-shuffling accountant (ALGORITHMS.md §5.8 and §8).
+//! - [`ghazi_hadamard`], [`ghazi_count_min`]: the multi-message frequency oracles of Ghazi et
+//!   al. (Algorithms 1 and 2, ALGORITHMS.md §5.1–5.2); [`range_tree`] (range counting, §5.4),
+//!   [`heavy_hitters`] (Appendix D, §5.6) and [`quantiles`] (Appendix E, §5.7) built on them.
+
+pub mod balcer_cheu;
+pub mod ghazi_count_min;
+pub mod ghazi_hadamard;
+pub mod heavy_hitters;
+pub mod quantiles;
+pub mod range_tree;
+pub mod single_message;
+
+pub use balcer_cheu::BalcerCheuHistogram;
+pub use ghazi_count_min::{CountMinPath, GhaziCountMin};
+pub use ghazi_hadamard::{GhaziHadamard, HadamardPath};
+pub use heavy_hitters::ShuffleHeavyHitters;
+pub use quantiles::{QuantileSketch, ShuffleQuantiles};
+pub use range_tree::{RangeCounts, RangeOracle, RangeTree};
+pub use single_message::ShuffledGrr;

@@ -1,0 +1,628 @@
+//! Algorithm 1 of Ghazi, Golowich, Kumar, Pagh and Velingker (arXiv 1908.11358v4, §4.1;
+//! ALGORITHMS.md §5.1): private-coin multi-message Hadamard response, `P^Had`.
+//!
+//! # Indexing
+//!
+//! `B` is a power of 2 and coordinates live in `[2B] = {0, …, 2B−1}`. Row `j ∈ {1, …, 2B−1}`
+//! of the Sylvester Hadamard matrix `H_{2B}` (0-indexed; the all-ones row 0 is never used)
+//! defines `H_{2B,j} = {a ∈ [2B] : popcount(j & a) is even}`. The paper's items are
+//! `1, …, B`; here items are 0-indexed, and **item `x ∈ 0..B` uses row `x + 1`**
+//! ([`item_row`]). The padding ids of the paper, `B+1, …, 2B−1`, are used as rows directly,
+//! so they never collide with an item's row.
+//!
+//! # Decoding
+//!
+//! A tuple `(a_1, …, a_τ)` lies in `H^τ_{2B,j}` iff `A·j = 0` over `F_2`, where the rows of
+//! the `τ × log2(2B)` matrix `A` are the bits of the `a_g`. [`kernel_counts`] reduces `A` by
+//! Gaussian elimination, enumerates the `2^{dim ker} − 1` nonzero kernel vectors and counts the
+//! item rows among them (Lemma 4.6); [`brute_force_counts`] tests every row and must agree
+//! exactly. The estimate is de-biased as `x̂_j ← (x̂_j − (ρ+k)·n·2^{−τ})/(1 − 2^{−τ})`.
+//!
+//! # Simulation paths
+//!
+//! [`HadamardPath::PerClient`] runs the randomizer of every client and decodes every tuple.
+//! [`HadamardPath::Fast`] draws the real tuples the same way but the `ρn` blanket tuples only
+//! through what the analyzer sees of them, their kernels, and is equal in distribution:
+//!
+//! * The blanket tuples are i.i.d. uniform `τ × m` matrices over `F_2` (`m = log2(2B)`), and
+//!   the counts depend on the tuples only through the multiset of their kernels.
+//! * The rank of a uniform matrix grows column by column: with rank `r` after some columns,
+//!   the next (uniform) column lies in the span of the previous ones with probability
+//!   `2^{r−τ}` (1 once `r = τ`), independently of everything else. The kernel dimension is the
+//!   number of such dependent columns. The path counts, for each column `i`, how many of the
+//!   still full-rank tuples get their first dependent column there (`Bin(·, 2^{i−τ})`, drawn
+//!   exactly: `2^{i−τ}` is a double), and follows each such tuple's remaining columns with
+//!   exact `Ber(2^{r−τ})` coins. Tuples that stay full rank (most, when `τ > m`) have a trivial
+//!   kernel and count for nothing.
+//! * Given its dimension `d`, the kernel is a uniformly random `d`-dimensional subspace: for
+//!   every invertible `G`, `AG` is again uniform and `ker(AG) = G^{−1} ker(A)`, and invertible
+//!   matrices act transitively on the `d`-dimensional subspaces. The path draws one as the span
+//!   of `d` uniform vectors, redrawn until they are independent (every subspace has the same
+//!   number of ordered bases, so the span is uniform).
+//!
+//! Work is split into chunks of [`CHUNK_CLIENTS`] clients, each with its own ChaCha20 stream
+//! (one 256-bit seed drawn from the caller's generator, stream = chunk index), run in parallel
+//! with rayon; the result does not depend on the number of threads.
+
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+
+use crate::parallel::{chunk_rng, draw_key};
+use rand_distr::Distribution;
+use rayon::prelude::*;
+use tally_accounting::Guarantee;
+use tally_accounting::ghazi::HadamardParams;
+
+use crate::Error;
+use crate::histogram::{DomainHistogram, MessageCost};
+use crate::sampling::{ExactBernoulli, exact_binomial};
+
+/// Clients per chunk (one ChaCha20 stream each).
+pub const CHUNK_CLIENTS: usize = 1024;
+
+/// The Hadamard row of 0-indexed item `x`: `x + 1` (the paper's item `x + 1 ∈ [B]`).
+pub fn item_row(item: u32) -> u32 {
+    item + 1
+}
+
+/// How [`GhaziHadamard::run`] simulates the clients.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum HadamardPath {
+    /// Every client runs `R^Had` and every tuple is decoded.
+    PerClient,
+    /// Real tuples as in `PerClient`; blanket tuples through their kernels only (equal in
+    /// distribution; see the module documentation).
+    #[default]
+    Fast,
+}
+
+/// Tuples of `τ` coordinates of `m` bits each, packed densely (`⌈τm/64⌉` words per tuple).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedTuples {
+    tau: u32,
+    bits: u32,
+    words_per_tuple: usize,
+    words: Vec<u64>,
+}
+
+impl PackedTuples {
+    /// An empty buffer for tuples of `tau` coordinates of `bits ≤ 32` bits.
+    pub fn new(tau: u32, bits: u32) -> Self {
+        assert!((1..=32).contains(&bits), "coordinates have 1 to 32 bits");
+        let words_per_tuple = (tau as usize * bits as usize).div_ceil(64);
+        Self {
+            tau,
+            bits,
+            words_per_tuple,
+            words: Vec::new(),
+        }
+    }
+
+    /// The number of tuples.
+    pub fn len(&self) -> usize {
+        self.words
+            .len()
+            .checked_div(self.words_per_tuple)
+            .unwrap_or(0)
+    }
+
+    /// Whether there are no tuples.
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Appends a tuple.
+    ///
+    /// # Panics
+    ///
+    /// If it does not have `τ` coordinates or a coordinate does not fit in `m` bits.
+    pub fn push(&mut self, tuple: &[u32]) {
+        assert_eq!(tuple.len(), self.tau as usize, "a tuple has τ coordinates");
+        let start = self.words.len();
+        self.words.resize(start + self.words_per_tuple, 0);
+        for (g, &a) in tuple.iter().enumerate() {
+            assert!(u64::from(a) < 1 << self.bits, "coordinate {a} too wide");
+            let bit = g * self.bits as usize;
+            let (w, o) = (start + bit / 64, bit % 64);
+            self.words[w] |= u64::from(a) << o;
+            if o + self.bits as usize > 64 {
+                self.words[w + 1] |= u64::from(a) >> (64 - o);
+            }
+        }
+    }
+
+    /// Writes tuple `i` into `out` (of length `τ`).
+    pub fn get(&self, i: usize, out: &mut [u32]) {
+        let start = i * self.words_per_tuple;
+        let mask = (1u64 << self.bits) - 1;
+        for (g, slot) in out.iter_mut().enumerate().take(self.tau as usize) {
+            let bit = g * self.bits as usize;
+            let (w, o) = (start + bit / 64, bit % 64);
+            let mut v = self.words[w] >> o;
+            if o + self.bits as usize > 64 {
+                v |= self.words[w + 1] << (64 - o);
+            }
+            *slot = (v & mask) as u32;
+        }
+    }
+}
+
+/// A reduced basis of a subspace of `F_2^m`, indexed by leading bit.
+struct XorBasis {
+    rows: [u32; 32],
+    rank: u32,
+    m: u32,
+}
+
+impl XorBasis {
+    fn new(m: u32) -> Self {
+        Self {
+            rows: [0; 32],
+            rank: 0,
+            m,
+        }
+    }
+
+    /// Adds `v` (below `2^m`); returns whether it was independent of the rows so far.
+    ///
+    /// Reduces `v` by the row of every set pivot bit, from the top down (without branches on
+    /// the data: row `p` only touches bits `≤ p`); what is left has no pivot bit, and if it is
+    /// nonzero its leading bit becomes a new pivot.
+    fn insert(&mut self, mut v: u32) -> bool {
+        for p in (0..self.m as usize).rev() {
+            v ^= self.rows[p] & ((v >> p) & 1).wrapping_neg();
+        }
+        if v == 0 {
+            return false;
+        }
+        self.rows[(31 - v.leading_zeros()) as usize] = v;
+        self.rank += 1;
+        true
+    }
+
+    /// A basis of `{j ∈ F_2^m : a·j = 0 for every row a}` (the kernel of the matrix whose rows
+    /// span this space), from the reduced row echelon form.
+    fn orthogonal_complement(mut self, m: u32, out: &mut Vec<u32>) {
+        out.clear();
+        // Reduce: clear every pivot bit from the other rows.
+        for p in 0..m as usize {
+            let r = self.rows[p];
+            if r == 0 {
+                continue;
+            }
+            for q in p + 1..m as usize {
+                // Only rows above p can have bit p set.
+                self.rows[q] ^= r & ((self.rows[q] >> p) & 1).wrapping_neg();
+            }
+        }
+        for f in 0..m {
+            if self.rows[f as usize] != 0 {
+                continue;
+            }
+            // Free column f: set bit f, and each pivot p whose row has bit f.
+            let mut v = 1u32 << f;
+            for p in 0..m as usize {
+                if (self.rows[p] >> f) & 1 == 1 {
+                    v |= 1 << p;
+                }
+            }
+            out.push(v);
+        }
+    }
+}
+
+/// Calls `visit` on every nonzero vector of the span of the independent vectors `basis`
+/// (Gray-code order, `2^d − 1` calls).
+fn for_each_nonzero_in_span(basis: &[u32], mut visit: impl FnMut(u32)) {
+    let d = basis.len();
+    let mut v = 0u32;
+    for i in 1..(1u64 << d) {
+        v ^= basis[i.trailing_zeros() as usize];
+        visit(v);
+    }
+}
+
+/// Adds the tuple's kernel to the item counts: `counts[x] += 1` for every item `x` whose row
+/// `x + 1` is in the kernel.
+fn add_kernel(tuple: &[u32], m: u32, counts: &mut [u64], scratch: &mut Vec<u32>) {
+    let mut basis = XorBasis::new(m);
+    for &a in tuple {
+        basis.insert(a);
+    }
+    if basis.rank == m {
+        return; // full column rank: the kernel is {0}
+    }
+    basis.orthogonal_complement(m, scratch);
+    add_span(scratch, counts);
+}
+
+/// `counts[j − 1] += 1` for every nonzero `j ≤ B` in the span of `basis`.
+fn add_span(basis: &[u32], counts: &mut [u64]) {
+    let b = counts.len() as u32;
+    for_each_nonzero_in_span(basis, |j| {
+        if j <= b {
+            counts[(j - 1) as usize] += 1;
+        }
+    });
+}
+
+/// The analyzer's raw counts by the kernel decoder (Lemma 4.6): entry `x` is the number of
+/// tuples with every coordinate in `H_{2B, x+1}`, for the items `x ∈ 0..B`.
+pub fn kernel_counts(tuples: &PackedTuples, domain: u32) -> Vec<u64> {
+    let mut counts = vec![0u64; domain as usize];
+    let mut tuple = vec![0u32; tuples.tau as usize];
+    let mut scratch = Vec::new();
+    for i in 0..tuples.len() {
+        tuples.get(i, &mut tuple);
+        add_kernel(&tuple, tuples.bits, &mut counts, &mut scratch);
+    }
+    counts
+}
+
+/// The analyzer's raw counts by testing every item row against every tuple (`O(MτB)`; for
+/// tests). Must equal [`kernel_counts`] exactly.
+pub fn brute_force_counts(tuples: &PackedTuples, domain: u32) -> Vec<u64> {
+    let mut tuple = vec![0u32; tuples.tau as usize];
+    let mut counts = vec![0u64; domain as usize];
+    for i in 0..tuples.len() {
+        tuples.get(i, &mut tuple);
+        for (x, c) in counts.iter_mut().enumerate() {
+            let j = item_row(x as u32);
+            if tuple
+                .iter()
+                .all(|&a| (a & j).count_ones().is_multiple_of(2))
+            {
+                *c += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Algorithm 1, `P^Had = (R^Had, S, A^Had)`: each of `n` users holds a set of at most `k`
+/// items of `0..B` and sends `k + ρ` tuples of `τ` coordinates in `[2B]`.
+///
+/// # Privacy
+///
+/// `(ε, δ)`-DP (`ε ≤ 1`) of the shuffled multiset of all tuples, for replace-one neighbours
+/// (one user's set changes), in the shuffle model: Theorem 4.3 with `τ = ⌊log2 n⌋` and the
+/// conservative `ρ` of [`HadamardParams`]. It relies on the shuffler hiding which user sent
+/// which tuple, on every user sending exactly `k` real tuples (padding ids) and `ρ` blanket
+/// tuples drawn with private coins, and on exactly uniform coordinates (drawn here from whole
+/// random bits, `2B` being a power of 2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GhaziHadamard {
+    params: HadamardParams,
+}
+
+impl GhaziHadamard {
+    /// The protocol for `users` users, domain `B` (a power of 2), sets of at most `set_size`
+    /// items and `(ε, δ)`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Accounting`] for parameters [`HadamardParams::new`] rejects.
+    pub fn new(
+        users: u64,
+        domain: u32,
+        set_size: u32,
+        epsilon: f64,
+        delta: f64,
+    ) -> Result<Self, Error> {
+        let params = HadamardParams::new(
+            users,
+            u64::from(domain),
+            u64::from(set_size),
+            epsilon,
+            delta,
+        )?;
+        Ok(Self { params })
+    }
+
+    /// The parameters (`τ`, `ρ`, …).
+    pub fn params(&self) -> &HadamardParams {
+        &self.params
+    }
+
+    fn domain_u32(&self) -> u32 {
+        self.params.domain as u32
+    }
+
+    /// `m = log2(2B)`, the bits of a coordinate.
+    fn m(&self) -> u32 {
+        self.params.coordinate_bits()
+    }
+
+    /// An empty buffer of this protocol's tuple shape.
+    pub fn empty_tuples(&self) -> PackedTuples {
+        PackedTuples::new(self.params.tau, self.m())
+    }
+
+    /// The Hadamard rows a user with `set` reports: its items' rows, padded with
+    /// `B+1, B+2, …` up to `k` rows.
+    ///
+    /// # Panics
+    ///
+    /// If the set has more than `k` items or an item outside the domain.
+    fn padded_rows(&self, set: &[u32], rows: &mut Vec<u32>) {
+        let b = self.domain_u32();
+        assert!(
+            set.len() as u64 <= self.params.set_size,
+            "a set has at most k = {} items",
+            self.params.set_size
+        );
+        rows.clear();
+        for &x in set {
+            assert!(x < b, "item {x} is outside the domain 0..{b}");
+            rows.push(item_row(x));
+        }
+        let mut pad = b + 1;
+        while (rows.len() as u64) < self.params.set_size {
+            rows.push(pad);
+            pad += 1;
+        }
+    }
+
+    /// The randomizer `R^Had` of one user holding `set` (distinct items of `0..B`, at most
+    /// `k`): appends its `k` real and `ρ` blanket tuples to `out`.
+    ///
+    /// # Panics
+    ///
+    /// As described for the set; if `out` has another shape.
+    pub fn randomize(&self, set: &[u32], rng: &mut dyn Rng, out: &mut PackedTuples) {
+        assert_eq!((out.tau, out.bits), (self.params.tau, self.m()));
+        let mut rows = Vec::new();
+        self.padded_rows(set, &mut rows);
+        let mut tuple = vec![0u32; self.params.tau as usize];
+        for &j in &rows {
+            self.real_tuple(j, rng, &mut tuple);
+            out.push(&tuple);
+        }
+        for _ in 0..self.params.rho {
+            self.blanket_tuple(rng, &mut tuple);
+            out.push(&tuple);
+        }
+    }
+
+    /// `τ` i.i.d. uniform elements of `H_{2B,j}`.
+    ///
+    /// Each is a uniform `a ∈ [2B]` with the bit at `j`'s highest set bit `h` flipped when
+    /// `popcount(j & a)` is odd. Flipping bit `h` changes that parity, so `a ↦ a ⊕ 2^h` maps the
+    /// odd elements one-to-one onto the even ones: every even `b` is hit by `a = b` and
+    /// `a = b ⊕ 2^h`, probability `2/(2B) = 1/B = 1/|H_{2B,j}|`.
+    fn real_tuple<R: Rng + ?Sized>(&self, j: u32, rng: &mut R, tuple: &mut [u32]) {
+        let h = 1u32 << (31 - j.leading_zeros());
+        self.blanket_tuple(rng, tuple);
+        for a in tuple.iter_mut() {
+            if (*a & j).count_ones() % 2 == 1 {
+                *a ^= h;
+            }
+        }
+    }
+
+    /// `τ` i.i.d. uniform elements of `[2B]`, `m` random bits each.
+    fn blanket_tuple<R: Rng + ?Sized>(&self, rng: &mut R, tuple: &mut [u32]) {
+        let m = self.m();
+        let mask = (1u64 << m) - 1;
+        let per_word = 64 / m;
+        let mut word = 0u64;
+        let mut left = 0;
+        for a in tuple.iter_mut() {
+            if left == 0 {
+                word = rng.next_u64();
+                left = per_word;
+            }
+            *a = (word & mask) as u32;
+            word >>= m;
+            left -= 1;
+        }
+    }
+
+    /// The analyzer `A^Had` on the shuffled tuples: de-biased estimates of every item's count.
+    pub fn analyze(&self, tuples: &PackedTuples) -> Vec<f64> {
+        self.debias(&kernel_counts(tuples, self.domain_u32()))
+    }
+
+    /// De-biases raw counts: `(c − (ρ+k)·n·2^{−τ})/(1 − 2^{−τ})`.
+    pub fn debias(&self, raw: &[u64]) -> Vec<f64> {
+        let spurious = self.params.expected_spurious();
+        let scale = 1.0 - self.params.collision_probability();
+        raw.iter().map(|&c| (c as f64 - spurious) / scale).collect()
+    }
+
+    /// Runs the protocol on the users' sets (one per user; there must be exactly `n`) and
+    /// returns the raw counts (before de-biasing).
+    ///
+    /// # Panics
+    ///
+    /// If the number of sets is not `n`, or a set is invalid.
+    pub fn run_raw(&self, sets: &[Vec<u32>], path: HadamardPath, rng: &mut dyn Rng) -> Vec<u64> {
+        self.run_raw_with(
+            sets.len(),
+            &|i, out: &mut Vec<u32>| {
+                out.clone_from(&sets[i]);
+            },
+            path,
+            rng,
+        )
+    }
+
+    /// Runs the protocol and returns the de-biased estimates ([`run_raw`](Self::run_raw)
+    /// followed by [`debias`](Self::debias)).
+    ///
+    /// # Panics
+    ///
+    /// As [`run_raw`](Self::run_raw).
+    pub fn run(&self, sets: &[Vec<u32>], path: HadamardPath, rng: &mut dyn Rng) -> Vec<f64> {
+        self.debias(&self.run_raw(sets, path, rng))
+    }
+
+    /// [`run_raw`](Self::run_raw) with user `i`'s set written by `set_of(i, out)`.
+    pub(crate) fn run_raw_with(
+        &self,
+        users: usize,
+        set_of: &(dyn Fn(usize, &mut Vec<u32>) + Sync),
+        path: HadamardPath,
+        rng: &mut dyn Rng,
+    ) -> Vec<u64> {
+        assert_eq!(
+            users as u64, self.params.users,
+            "the protocol was set up for n = {} users",
+            self.params.users
+        );
+        let seed = draw_key(rng);
+        let b = self.params.domain as usize;
+        let chunks = users.div_ceil(CHUNK_CLIENTS);
+        (0..chunks)
+            .into_par_iter()
+            .map(|c| {
+                let mut rng = chunk_rng(seed, c);
+                let mut counts = vec![0u64; b];
+                let lo = c * CHUNK_CLIENTS;
+                let hi = users.min(lo + CHUNK_CLIENTS);
+                self.chunk(lo..hi, set_of, path, &mut rng, &mut counts);
+                counts
+            })
+            .reduce(
+                || vec![0u64; b],
+                |mut a, x| {
+                    a.iter_mut().zip(&x).for_each(|(s, v)| *s += v);
+                    a
+                },
+            )
+    }
+
+    fn chunk(
+        &self,
+        clients: std::ops::Range<usize>,
+        set_of: &(dyn Fn(usize, &mut Vec<u32>) + Sync),
+        path: HadamardPath,
+        rng: &mut ChaCha20Rng,
+        counts: &mut [u64],
+    ) {
+        let m = self.m();
+        let mut set = Vec::new();
+        let mut rows = Vec::new();
+        let mut tuple = vec![0u32; self.params.tau as usize];
+        let mut scratch = Vec::new();
+        let n_clients = clients.len() as u64;
+        for i in clients {
+            set_of(i, &mut set);
+            self.padded_rows(&set, &mut rows);
+            for &j in &rows {
+                self.real_tuple(j, rng, &mut tuple);
+                add_kernel(&tuple, m, counts, &mut scratch);
+            }
+            if path == HadamardPath::PerClient {
+                for _ in 0..self.params.rho {
+                    self.blanket_tuple(rng, &mut tuple);
+                    add_kernel(&tuple, m, counts, &mut scratch);
+                }
+            }
+        }
+        if path == HadamardPath::Fast {
+            self.fast_blanket(self.params.rho * n_clients, rng, counts, &mut scratch);
+        }
+    }
+
+    /// The kernels of `count` uniform blanket tuples, added to `counts` (see the module
+    /// documentation for why this is equal in distribution to decoding the tuples).
+    fn fast_blanket<R: Rng + ?Sized>(
+        &self,
+        count: u64,
+        rng: &mut R,
+        counts: &mut [u64],
+        basis: &mut Vec<u32>,
+    ) {
+        let tau = self.params.tau;
+        let m = self.m();
+        // dependent[r] = Ber(2^{r−τ}), the next column falling in a rank-r span (r < τ).
+        let dependent: Vec<ExactBernoulli> = (0..tau)
+            .map(|r| ExactBernoulli::new((f64::from(r) - f64::from(tau)).exp2()).expect("dyadic"))
+            .collect();
+        let mut full = count;
+        for i in 0..m {
+            if full == 0 {
+                break;
+            }
+            // Tuples of rank i after i columns whose column i is dependent.
+            let first = if i >= tau {
+                full
+            } else {
+                exact_binomial(full, (f64::from(i) - f64::from(tau)).exp2(), rng)
+            };
+            full -= first;
+            for _ in 0..first {
+                let mut rank = i;
+                let mut dim = 1u32;
+                for _ in i + 1..m {
+                    if rank >= tau || dependent[rank as usize].sample(rng) {
+                        dim += 1;
+                    } else {
+                        rank += 1;
+                    }
+                }
+                uniform_subspace(dim, m, rng, basis);
+                add_span(basis, counts);
+            }
+        }
+    }
+}
+
+/// A basis of a uniformly random `dim`-dimensional subspace of `F_2^m`: `dim` uniform vectors,
+/// redrawn together until they are independent.
+fn uniform_subspace<R: Rng + ?Sized>(dim: u32, m: u32, rng: &mut R, out: &mut Vec<u32>) {
+    let mask = (1u64 << m) - 1;
+    'draw: loop {
+        out.clear();
+        let mut basis = XorBasis::new(m);
+        for _ in 0..dim {
+            let v = (rng.next_u64() & mask) as u32;
+            if !basis.insert(v) {
+                continue 'draw;
+            }
+            out.push(v);
+        }
+        return;
+    }
+}
+
+impl DomainHistogram for GhaziHadamard {
+    fn name(&self) -> &'static str {
+        "ghazi-hadamard"
+    }
+
+    fn domain(&self) -> u32 {
+        self.domain_u32()
+    }
+
+    fn guarantee(&self) -> Guarantee {
+        self.params.guarantee()
+    }
+
+    fn message_cost(&self) -> Option<MessageCost> {
+        Some(MessageCost {
+            messages_per_client: self.params.tuples_per_user() as f64,
+            bits_per_message: self.params.tuple_bits(),
+        })
+    }
+
+    /// Runs the protocol with one item per client ([`HadamardPath::Fast`]).
+    ///
+    /// # Panics
+    ///
+    /// If an item is outside the domain, or the number of items is not the `n` the protocol
+    /// was set up for.
+    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
+        let raw = self.run_raw_with(
+            items.len(),
+            &|i, out: &mut Vec<u32>| {
+                out.clear();
+                out.push(items[i]);
+            },
+            HadamardPath::Fast,
+            rng,
+        );
+        self.debias(&raw)
+    }
+}
