@@ -200,18 +200,43 @@ impl GridPlot {
             (FONT, 24).into_font().style(FontStyle::Bold),
         ))
         .map_err(err)?;
-        // Legend entries in one row, each a short coloured line with a dot and its name.
-        let slot = (area.dim_in_pixel().0 as i32 - 24) / self.series.len().max(1) as i32;
+        // Legend entries in one row, each a short coloured line with a dot and its name,
+        // spread evenly but never closer than the names' widths allow; the font shrinks until
+        // the row fits the width.
+        let available = area.dim_in_pixel().0 as i32 - 24;
+        let layout = |size: u32| {
+            let font = TextStyle::from((FONT, size).into_font());
+            let widths: Vec<i32> = self
+                .series
+                .iter()
+                .map(|name| {
+                    let width = area.estimate_text_size(name, &font).map_or(0, |(w, _)| w);
+                    42 + width as i32 + 16
+                })
+                .collect();
+            (font, widths)
+        };
+        let (font, mut widths) = [17, 15, 13, 11]
+            .into_iter()
+            .map(layout)
+            .find(|(_, widths)| widths.iter().sum::<i32>() <= available)
+            .unwrap_or_else(|| layout(11));
+        // Share the room left over equally between the entries.
+        let spare = (available - widths.iter().sum::<i32>()).max(0) / widths.len().max(1) as i32;
+        for width in &mut widths {
+            *width += spare;
+        }
+        let mut x = 12;
         for (i, name) in self.series.iter().enumerate() {
-            let x = 12 + i as i32 * slot;
             let y = 62;
             let style = colour(i).stroke_width(3);
             area.draw(&PathElement::new(vec![(x, y), (x + 34, y)], style))
                 .map_err(err)?;
             area.draw(&Circle::new((x + 17, y), 4, colour(i).filled()))
                 .map_err(err)?;
-            area.draw(&Text::new(name.clone(), (x + 42, y - 9), (FONT, 17)))
+            area.draw(&Text::new(name.clone(), (x + 42, y - 9), font.clone()))
                 .map_err(err)?;
+            x += widths[i];
         }
         Ok(())
     }
