@@ -15,13 +15,13 @@ use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde_json::json;
 use tally_accounting::Neighbours;
-use tally_core::histogram::{DomainHistogram, LaplaceHistogram};
-use tally_core::ldp::HadamardResponse;
-use tally_core::shuffle::BalcerCheuHistogram;
+use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::shuffle::ShuffleBound;
 use tally_sim::{Generator, SyntheticSpec};
 
 use crate::bench::Timings;
-use crate::cli::{BenchMechanism, BenchMechanismArgs};
+use crate::cli::BenchMechanismArgs;
+use crate::domain_histogram::{MechanismSpec, build_mechanism};
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 
 pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
@@ -44,7 +44,16 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
             (spec.generate(data.seed), "Geometric(1/√B) items".to_owned())
         }
     };
-    let mechanism = build(args, domain, items.len() as u64)?;
+    let mechanism = build_mechanism(&MechanismSpec {
+        mechanism: args.mechanism,
+        domain,
+        clients: items.len() as u64,
+        epsilon: args.epsilon,
+        delta: args.delta,
+        neighbours: Neighbours::AddRemove,
+        bound: ShuffleBound::Fmt23,
+        beta: DEFAULT_COUNT_MIN_BETA,
+    })?;
     stage.next(format!("timing {} runs", data.repeats));
     let (timings, estimates) = Timings::measure(data.repeats, |repeat| {
         let mut rng = StdRng::seed_from_u64(data.seed.wrapping_add(repeat));
@@ -102,24 +111,6 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
     }
     rows.push(("estimated total", format!("{estimated_total:.1}")));
     print_fields(&format!("{}: whole runs", mechanism.name()), &rows).map_err(Into::into)
-}
-
-/// The mechanism to time for `clients` clients, at the benchmark's ε (and δ where it has one).
-fn build(args: &BenchMechanismArgs, domain: u32, clients: u64) -> Result<Box<dyn DomainHistogram>> {
-    Ok(match args.mechanism {
-        BenchMechanism::HadamardResponse => Box::new(HadamardResponse::new(domain, args.epsilon)?),
-        BenchMechanism::Laplace => Box::new(LaplaceHistogram::new(
-            domain,
-            args.epsilon,
-            Neighbours::AddRemove,
-        )?),
-        BenchMechanism::BalcerCheu => Box::new(BalcerCheuHistogram::new(
-            domain,
-            args.epsilon,
-            args.delta,
-            clients,
-        )?),
-    })
 }
 
 /// Reads one item per line (blank lines skipped), each an integer below `domain`.

@@ -109,27 +109,14 @@ pub(crate) enum BenchCommand {
     Mechanism(BenchMechanismArgs),
 }
 
-/// The domain-histogram mechanisms `bench mechanism` times.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub(crate) enum BenchMechanism {
-    /// Local model: basic Hadamard response, one report per client, decoded by one fast
-    /// Walsh–Hadamard transform.
-    HadamardResponse,
-    /// Central model: count every item, then add exact discrete Laplace noise to every cell
-    /// (add-remove neighbours, L1 sensitivity 1).
-    Laplace,
-    /// Shuffle model: the Balcer–Cheu histogram, every client's messages drawn (per-client
-    /// path).
-    BalcerCheu,
-}
-
 #[derive(Debug, Args)]
 pub(crate) struct BenchMechanismArgs {
     #[command(flatten)]
     pub(crate) data: BenchDataArgs,
-    /// The mechanism.
+    /// The mechanism: any of `tally histogram`'s mechanisms over a public domain (central ones
+    /// for add-remove neighbours; shuffled-grr with the fmt23 bound).
     #[arg(long, value_enum)]
-    pub(crate) mechanism: BenchMechanism,
+    pub(crate) mechanism: HistogramMechanism,
     /// ε of the mechanism's guarantee (the local ε for hadamard-response).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,

@@ -37,24 +37,39 @@ pub(crate) fn domain_map(args: &DomainArgs, mechanism: HistogramMechanism) -> Re
     Ok(map)
 }
 
-/// The mechanism over `domain` elements for `clients` clients at the requested privacy.
-fn build(args: &HistogramArgs, domain: u32, clients: u64) -> Result<Box<dyn DomainHistogram>> {
-    let epsilon = args.privacy.epsilon;
-    let delta = args.release.delta;
-    let neighbours = Neighbours::from(args.privacy.neighbours);
-    let beta = args
-        .domain
-        .failure_probability
-        .unwrap_or(DEFAULT_COUNT_MIN_BETA);
-    if args.domain.failure_probability.is_some()
-        && args.mechanism != HistogramMechanism::GhaziCountMin
-    {
-        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
-    }
-    Ok(match args.mechanism {
-        HistogramMechanism::SampleThreshold => {
-            unreachable!("sample-and-threshold has its own command path")
-        }
+/// Everything that calibrates a mechanism over a public domain.
+#[derive(Clone, Copy)]
+pub(crate) struct MechanismSpec {
+    pub(crate) mechanism: HistogramMechanism,
+    pub(crate) domain: u32,
+    /// The number of clients, which the shuffle mechanisms are calibrated for (and publish).
+    pub(crate) clients: u64,
+    pub(crate) epsilon: f64,
+    pub(crate) delta: f64,
+    pub(crate) neighbours: Neighbours,
+    /// The amplification bound of `shuffled-grr`.
+    pub(crate) bound: ShuffleBound,
+    /// The accuracy failure probability of `ghazi-count-min`.
+    pub(crate) beta: f64,
+}
+
+/// The mechanism `spec` names, calibrated.
+pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHistogram>> {
+    let MechanismSpec {
+        mechanism,
+        domain,
+        clients,
+        epsilon,
+        delta,
+        neighbours,
+        bound,
+        beta,
+    } = *spec;
+    Ok(match mechanism {
+        HistogramMechanism::SampleThreshold => bail!(
+            "sample-threshold releases only the items that pass its threshold, not an estimate \
+             for every domain element"
+        ),
         HistogramMechanism::Grr => Box::new(Grr::new(domain, epsilon)?),
         HistogramMechanism::Sue => Box::new(UnaryRandomizer::sue(domain, epsilon)?),
         HistogramMechanism::Oue => Box::new(UnaryRandomizer::oue(domain, epsilon)?),
@@ -69,13 +84,9 @@ fn build(args: &HistogramArgs, domain: u32, clients: u64) -> Result<Box<dyn Doma
         HistogramMechanism::BalcerCheu => {
             Box::new(BalcerCheuHistogram::new(domain, epsilon, delta, clients)?)
         }
-        HistogramMechanism::ShuffledGrr => Box::new(ShuffledGrr::new(
-            domain,
-            epsilon,
-            delta,
-            clients,
-            ShuffleBound::from(args.domain.bound),
-        )?),
+        HistogramMechanism::ShuffledGrr => {
+            Box::new(ShuffledGrr::new(domain, epsilon, delta, clients, bound)?)
+        }
         HistogramMechanism::GhaziHadamard => {
             Box::new(GhaziHadamard::new(clients, domain, 1, epsilon, delta)?)
         }
@@ -100,8 +111,24 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let stage = Stage::start("loading the population");
     let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
     let items = map.apply(&population)?;
-    // The shuffle mechanisms are calibrated for the number of clients, which they publish.
-    let mechanism = build(args, map.size(), population.len() as u64)?;
+    if args.domain.failure_probability.is_some()
+        && args.mechanism != HistogramMechanism::GhaziCountMin
+    {
+        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
+    }
+    let mechanism = build_mechanism(&MechanismSpec {
+        mechanism: args.mechanism,
+        domain: map.size(),
+        clients: population.len() as u64,
+        epsilon: args.privacy.epsilon,
+        delta: args.release.delta,
+        neighbours: Neighbours::from(args.privacy.neighbours),
+        bound: ShuffleBound::from(args.domain.bound),
+        beta: args
+            .domain
+            .failure_probability
+            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
+    })?;
     stage.next(format!(
         "running {} over {} clients",
         mechanism.name(),

@@ -29,9 +29,9 @@ fn oracle(common: &ValuesArgs) -> Result<RangeOracle> {
     Ok(oracle)
 }
 
-/// The range-query tree for the values, calibrated for their number (which it publishes).
-fn tree(common: &ValuesArgs, values: &Values) -> Result<RangeTree> {
-    let oracle = oracle(common)?;
+/// The range-query tree over `oracle` for the values, calibrated for their number (which it
+/// publishes).
+fn tree(common: &ValuesArgs, oracle: RangeOracle, values: &Values) -> Result<RangeTree> {
     RangeTree::new(
         common.levels,
         oracle,
@@ -71,9 +71,9 @@ fn name(common: &ValuesArgs) -> &'static str {
 
 pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     let common = &args.values;
-    oracle(common)?;
+    let oracle = oracle(common)?;
     let values = load_values(common)?;
-    let tree = tree(common, &values)?;
+    let tree = tree(common, oracle, &values)?;
     let parameters = parameters(&tree, &values, common);
     let sketch_builder = ShuffleQuantiles::with_tree(tree, values.len() as u64)?;
     let seed = common.release.seed_or_random();
@@ -102,9 +102,9 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
 
 pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     let common = &args.values;
-    oracle(common)?;
+    let oracle = oracle(common)?;
     let values = load_values(common)?;
-    let tree = tree(common, &values)?;
+    let tree = tree(common, oracle, &values)?;
     let buckets = tree.domain();
     // Snap [lo, hi) to bucket boundaries below, as the hierarchical histogram does; a range
     // ending at the top includes it.

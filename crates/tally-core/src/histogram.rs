@@ -6,6 +6,7 @@ mod laplace;
 mod round_plan;
 mod sample_and_threshold;
 
+pub(crate) use domain::count_items;
 pub use domain::{DomainHistogram, MessageCost};
 pub use gaussian::GaussianHistogram;
 pub use laplace::LaplaceHistogram;

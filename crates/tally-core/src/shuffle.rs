@@ -24,3 +24,11 @@ pub use heavy_hitters::ShuffleHeavyHitters;
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeCounts, RangeOracle, RangeTree};
 pub use single_message::ShuffledGrr;
+
+/// The set source of clients holding one item each: client `i`'s set is `{items[i]}`.
+fn one_item_each(items: &[u32]) -> impl Fn(usize, &mut Vec<u32>) + Sync + '_ {
+    move |i, out| {
+        out.clear();
+        out.push(items[i]);
+    }
+}

@@ -55,3 +55,17 @@ pub trait DomainHistogram: Send + Sync {
     /// If an item is outside the domain.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64>;
 }
+
+/// Counts how many of `items` equal each element of `0..domain`.
+///
+/// # Panics
+///
+/// If an item is outside the domain.
+pub(crate) fn count_items(domain: u32, items: &[u32]) -> Vec<u64> {
+    let mut counts = vec![0u64; domain as usize];
+    for &item in items {
+        assert!(item < domain, "item {item} outside the domain 0..{domain}");
+        counts[item as usize] += 1;
+    }
+    counts
+}

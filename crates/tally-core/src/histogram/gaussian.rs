@@ -18,7 +18,8 @@ use rand::Rng;
 use tally_accounting::central::{calibrate_gaussian, gaussian_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
-use super::laplace::{add_noise, count_items};
+use super::domain::count_items;
+use super::laplace::add_noise;
 use crate::Error;
 use crate::histogram::DomainHistogram;
 use crate::ldp::check_domain;

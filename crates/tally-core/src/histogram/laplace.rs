@@ -18,24 +18,11 @@ use rand_distr::Distribution;
 use tally_accounting::central::{calibrate_laplace, laplace_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
+use super::domain::count_items;
 use crate::Error;
 use crate::histogram::DomainHistogram;
 use crate::ldp::check_domain;
 use crate::noise::DiscreteLaplace;
-
-/// Counts how many of `items` equal each element of `0..domain`.
-///
-/// # Panics
-///
-/// If an item is outside the domain.
-pub(super) fn count_items(domain: u32, items: &[u32]) -> Vec<u64> {
-    let mut counts = vec![0u64; domain as usize];
-    for &item in items {
-        assert!(item < domain, "item {item} outside the domain 0..{domain}");
-        counts[item as usize] += 1;
-    }
-    counts
-}
 
 /// `counts[j] + X_j` for independent draws `X_j` of `noise`.
 ///

@@ -6,7 +6,7 @@ use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 
 use super::{Grr, HadamardResponse, Olh, UnaryRandomizer, UnaryVariant};
-use crate::histogram::{DomainHistogram, MessageCost};
+use crate::histogram::{DomainHistogram, MessageCost, count_items};
 use crate::parallel::fold_chunks;
 
 /// The bits needed to name one of `values` values.
@@ -114,10 +114,7 @@ impl DomainHistogram for UnaryRandomizer {
     /// Simulated through [`UnaryRandomizer::simulate_aggregate`], which gives the server's
     /// support counts the same law as `n` randomized reports at a fraction of the cost.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let mut counts = vec![0u64; UnaryRandomizer::domain(self) as usize];
-        for &x in items {
-            counts[x as usize] += 1;
-        }
+        let counts = count_items(UnaryRandomizer::domain(self), items);
         self.simulate_aggregate(&counts, rng).estimate()
     }
 }

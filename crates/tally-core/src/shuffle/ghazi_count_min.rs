@@ -24,6 +24,7 @@ use tally_accounting::Guarantee;
 use tally_accounting::ghazi::CountMinParams;
 
 use super::ghazi_hadamard::CHUNK_CLIENTS;
+use super::one_item_each;
 use crate::Error;
 use crate::histogram::{DomainHistogram, MessageCost};
 use crate::parallel::{chunk_rng, draw_key};
@@ -397,10 +398,7 @@ impl DomainHistogram for GhaziCountMin {
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
         let table = self.run_with(
             items.len(),
-            &|i, out: &mut Vec<u32>| {
-                out.clear();
-                out.push(items[i]);
-            },
+            &one_item_each(items),
             CountMinPath::Queried,
             rng,
         );

@@ -53,6 +53,7 @@ use rayon::prelude::*;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::HadamardParams;
 
+use super::one_item_each;
 use crate::Error;
 use crate::histogram::{DomainHistogram, MessageCost};
 use crate::sampling::{ExactBernoulli, exact_binomial};
@@ -614,15 +615,7 @@ impl DomainHistogram for GhaziHadamard {
     /// If an item is outside the domain, or the number of items is not the `n` the protocol
     /// was set up for.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let raw = self.run_raw_with(
-            items.len(),
-            &|i, out: &mut Vec<u32>| {
-                out.clear();
-                out.push(items[i]);
-            },
-            HadamardPath::Fast,
-            rng,
-        );
+        let raw = self.run_raw_with(items.len(), &one_item_each(items), HadamardPath::Fast, rng);
         self.debias(&raw)
     }
 }
