@@ -19,10 +19,11 @@
 
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::numeric::ln_binomial_pmf;
+use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::DomainHistogram;
 use tally_core::ldp::{Grr, UnaryRandomizer, UnaryReport};
 use tally_core::sampling::exact_binomial;
-use tally_core::shuffle::BalcerCheuHistogram;
+use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
 use tally_stats_tests::{Outcomes, set_statistic, violation_lower_bound};
 
 /// Runs per dataset and sample half for the local oracles.
@@ -354,4 +355,53 @@ fn dp_audit_balcer_cheu_against_its_exact_curve_catches_doubled_epsilon() {
         doubled_bound > claimed,
         "doubled-ε mutant not caught: δ ≥ {doubled_bound} (exact δ(ε) = {exact})"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shuffled GRR
+// ---------------------------------------------------------------------------------------------
+
+/// Clients of the shuffled-GRR audit: small, so that amplification is weak and measurable.
+const SHUFFLED_USERS: u64 = 20;
+const SHUFFLED_DELTA: f64 = 0.1;
+
+/// The shuffled output of binary GRR reports: only the number of reports equal to 1 (the
+/// multiset of reports is determined by it).
+fn shuffled_ones(grr: &Grr, differing: u32) -> impl Fn(&mut ChaCha20Rng) -> u64 + '_ {
+    move |rng| {
+        let others = (0..SHUFFLED_USERS - 1).filter(|_| grr.randomize(0, rng) == 1);
+        others.count() as u64 + u64::from(grr.randomize(differing, rng) == 1)
+    }
+}
+
+#[test]
+fn dp_audit_shuffled_grr_passes_and_catches_the_doubled_local_epsilon() {
+    let mechanism = ShuffledGrr::new(
+        2,
+        EPSILON,
+        SHUFFLED_DELTA,
+        SHUFFLED_USERS,
+        ShuffleBound::Fmt23,
+    )
+    .unwrap();
+    let grr = mechanism.randomizer();
+    let claimed = mechanism.guarantee().delta;
+    let honest = delta_lower_bound(
+        LOCAL_RUNS,
+        900,
+        EPSILON,
+        shuffled_ones(grr, 0),
+        shuffled_ones(grr, 1),
+    );
+    assert!(honest <= claimed, "shuffled GRR leaks: δ ≥ {honest}");
+    // The mutant randomizes at twice the solved local ε₀ but claims the same shuffled ε.
+    let doubled = Grr::new(2, 2.0 * mechanism.local_epsilon()).unwrap();
+    let bound = delta_lower_bound(
+        LOCAL_RUNS,
+        910,
+        EPSILON,
+        shuffled_ones(&doubled, 0),
+        shuffled_ones(&doubled, 1),
+    );
+    assert!(bound > claimed, "doubled-ε₀ mutant not caught: δ ≥ {bound}");
 }
