@@ -55,6 +55,33 @@ impl PrefixRound {
     }
 }
 
+impl PrefixRound {
+    /// Whether `prefix` is a report some word could give this round: the aggregator's check
+    /// before it counts a report. The prefix must be `round·segment` characters long, or
+    /// shorter and ending in the terminator (longer than the previous round's prefixes); it may
+    /// hold the terminator only at its end; and with live parents set, its first
+    /// `(round − 1)·segment` characters must be one of them.
+    pub fn admits(&self, prefix: &str) -> bool {
+        let parent_length = (self.round - 1) * self.segment;
+        let length = prefix.chars().count();
+        let terminal = prefix.ends_with(TERMINATOR);
+        let body = prefix.strip_suffix(TERMINATOR).unwrap_or(prefix);
+        if body.contains(TERMINATOR) || length <= parent_length || length > self.length() {
+            return false;
+        }
+        if !terminal && length != self.length() {
+            return false;
+        }
+        match &self.live_parents {
+            Some(live) if self.round > 1 => {
+                let parent: String = prefix.chars().take(parent_length).collect();
+                live.contains(&parent)
+            }
+            _ => true,
+        }
+    }
+}
+
 /// The number of characters of a prefix, terminator included.
 pub fn prefix_count(prefix: &str) -> usize {
     prefix.chars().count()
@@ -96,6 +123,47 @@ mod tests {
         assert_eq!(round(3, 1, live).report("acb"), None);
         // Round 1 has no parent to check.
         assert_eq!(round(1, 1, Some(&[][..])).report("x").as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn admits_exactly_what_some_word_reports() {
+        let words = ["", "a", "ab", "abc", "abcd", "b", "ba", "é", "éa", "aé"];
+        let live = Some(&["ab", "é"][..]);
+        for (r, segment) in [(1, 1), (2, 1), (3, 1), (2, 2), (3, 2)] {
+            for parents in [None, live] {
+                let query = round(r, segment, parents);
+                let reports: HashSet<String> =
+                    words.iter().filter_map(|w| query.report(w)).collect();
+                let mut candidates: HashSet<String> = reports.clone();
+                for w in words {
+                    for cut in 0..=w.chars().count() + 1 {
+                        let with_end: String = format!("{w}$").chars().take(cut).collect();
+                        candidates.insert(with_end);
+                        candidates.insert(w.chars().take(cut).collect());
+                    }
+                }
+                for candidate in candidates {
+                    let reportable =
+                        reports.contains(&candidate) || words_could_report(&query, &candidate);
+                    assert_eq!(
+                        query.admits(&candidate),
+                        reportable,
+                        "round {r}, segment {segment}, {parents:?}: {candidate:?}"
+                    );
+                }
+            }
+        }
+        assert!(!round(1, 1, None).admits("$$"));
+        assert!(!round(2, 1, None).admits("a$b"));
+    }
+
+    /// Whether the word the candidate spells (without its terminator) reports it.
+    fn words_could_report(query: &PrefixRound, candidate: &str) -> bool {
+        let word = candidate.strip_suffix(TERMINATOR).unwrap_or(candidate);
+        !word.contains(TERMINATOR)
+            && (query.report(word).as_deref() == Some(candidate)
+                || (!candidate.ends_with(TERMINATOR)
+                    && query.report(&format!("{candidate}x")).as_deref() == Some(candidate)))
     }
 
     #[test]

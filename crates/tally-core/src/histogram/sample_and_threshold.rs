@@ -101,6 +101,16 @@ impl SampleThreshold {
             guarantee: self.guarantee.clone(),
         }
     }
+
+    /// An empty aggregator for an open domain: any `u32` id, counted in a hash map (a server
+    /// interning the items it receives, whose domain is not known in advance).
+    pub fn open_domain_aggregator(&self) -> SampleThresholdAggregator {
+        SampleThresholdAggregator {
+            counts: Counts::Sparse(FxHashMap::default()),
+            params: self.params,
+            guarantee: self.guarantee.clone(),
+        }
+    }
 }
 
 /// What the server asks each client: send your item with probability `p_s`.
@@ -110,6 +120,30 @@ pub struct SampleThresholdQuery {
 }
 
 impl SampleThresholdQuery {
+    /// The query for sampling rate `p_s`, as a device rebuilds it from the round's published
+    /// rate.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `0 < p_s < 1`.
+    pub fn new(sampling_rate: f64) -> Result<Self, Error> {
+        if !(sampling_rate > 0.0 && sampling_rate < 1.0) {
+            return Err(Error::invalid(
+                "sampling_rate",
+                sampling_rate,
+                "a probability strictly between 0 and 1",
+            ));
+        }
+        Ok(Self {
+            coin: ExactBernoulli::new(sampling_rate)?,
+        })
+    }
+
+    /// The sampling rate `p_s`.
+    pub fn sampling_rate(&self) -> f64 {
+        self.coin.p()
+    }
+
     /// The client side of the round: flips the client's own exact coin and returns the report
     /// to upload, if any.
     pub fn respond<T, R: Rng + ?Sized>(&self, item: T, rng: &mut R) -> Option<T> {

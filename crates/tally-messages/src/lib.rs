@@ -1,0 +1,469 @@
+//! The wire types of tally's federated protocol: JSON over HTTP, versioned.
+//!
+//! Every path is under [`API_PREFIX`] (`/v1`), and the bodies a device or an analyst sends
+//! carry `"version": 1` ([`PROTOCOL_VERSION`]); a server refuses any other version with
+//! [`ErrorCode::Malformed`]. `docs/federated/protocol.md` documents the schema with examples;
+//! this crate's tests check that every example there parses.
+//!
+//! | method and path | body | answer |
+//! | --- | --- | --- |
+//! | `POST /v1/tasks` | [`TaskSpec`] | [`TaskInfo`] (201) |
+//! | `GET /v1/tasks` | | `[TaskInfo]` |
+//! | `GET /v1/tasks/{id}` | | [`TaskInfo`] |
+//! | `POST /v1/tasks/{id}/cancel` | | [`TaskInfo`] |
+//! | `GET /v1/tasks/{id}/result` | | [`TaskResult`] |
+//! | `GET /v1/rounds` | | `[RoundQuery]`, the open rounds |
+//! | `POST /v1/rounds/{id}/check-in` | [`CheckIn`] | [`CheckInGrant`] |
+//! | `POST /v1/rounds/{id}/uploads` | [`UploadBatch`] | [`UploadReceipt`] |
+//! | `GET /v1/ledger` | | `[LedgerBalance]` |
+//!
+//! Errors are an HTTP status with an [`ErrorBody`].
+//!
+//! This crate depends on `tally-accounting` only (for the names of neighbour relations,
+//! analyses and compositions), never on the mechanisms.
+#![forbid(unsafe_code)]
+
+mod named;
+mod release;
+
+use serde::{Deserialize, Serialize};
+use tally_accounting::Neighbours;
+use tally_accounting::composition::Composition;
+use tally_accounting::sample_threshold::Analysis;
+
+pub use release::{
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleasedItem, TrieNodeBody,
+};
+
+/// The protocol version this crate speaks.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The prefix of every path of this protocol version.
+pub const API_PREFIX: &str = "/v1";
+
+/// What an analyst asks the server to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The population the devices belong to: the privacy-budget ledger is kept per population.
+    pub population: String,
+    /// How many devices the population has (for TrieHH++ and S&T this sets the default cohort
+    /// target; the guarantee does not depend on it).
+    pub expected_population: u64,
+    /// The privacy target of the whole task.
+    pub privacy: PrivacyTarget,
+    /// The mechanism or algorithm and its parameters.
+    pub kind: TaskKind,
+    /// The rounds' schedule and the aggregator's limits.
+    pub rounds: RoundPolicy,
+}
+
+/// The privacy target `(ε, δ)` of a task and how its guarantee is computed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrivacyTarget {
+    /// The total `ε` of the task.
+    pub epsilon: f64,
+    /// The total `δ` of the task.
+    pub delta: f64,
+    /// The neighbour relation the guarantee is stated for.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
+    /// The S&T analysis that turns parameters into `δ`.
+    #[serde(with = "named", default = "tight")]
+    pub analysis: Analysis,
+}
+
+fn add_remove() -> Neighbours {
+    Neighbours::AddRemove
+}
+
+fn tight() -> Analysis {
+    Analysis::Tight
+}
+
+fn basic() -> Composition {
+    Composition::Basic
+}
+
+/// The mechanism (one round) or multi-round algorithm a task runs, with its parameters.
+///
+/// Parameters left out are calibrated from the privacy target, as on the command line: give
+/// at most one of `sampling_rate` and `threshold`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TaskKind {
+    /// One private histogram of the devices' items.
+    Histogram {
+        /// The mechanism.
+        mechanism: HistogramMechanism,
+        /// The sampling rate `p_s`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling_rate: Option<f64>,
+        /// The threshold `τ`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<u64>,
+    },
+    /// Heavy-hitter discovery over several rounds.
+    HeavyHitters {
+        /// The algorithm.
+        algorithm: HeavyHittersAlgorithm,
+        /// Prefix-tree levels `L`.
+        levels: u32,
+        /// Characters added per level `g`.
+        segment: u32,
+        /// Whether devices report only below a surviving prefix.
+        restricted: bool,
+        /// How the levels' guarantees compose.
+        #[serde(with = "named", default = "basic")]
+        composition: Composition,
+        /// The per-level sampling rate `p_s`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling_rate: Option<f64>,
+        /// The per-level threshold `τ`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<u64>,
+    },
+}
+
+/// The histogram mechanisms the federated runtime runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HistogramMechanism {
+    /// Sample-and-threshold: each device's own Poisson coin, a threshold in the aggregator.
+    SampleThreshold,
+}
+
+/// The multi-round heavy-hitter algorithms the federated runtime runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HeavyHittersAlgorithm {
+    /// TrieHH++: one sample-and-threshold histogram of prefixes per level.
+    #[serde(rename = "triehh++")]
+    TrieHhPlus,
+}
+
+/// How a task's rounds are run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoundPolicy {
+    /// No release from a round with fewer uploads (reports and abstentions) than this.
+    pub min_cohort: u64,
+    /// A round closes once this many devices uploaded; the expected population by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cohort_target: Option<u64>,
+    /// A round closes this many seconds after it opened, whatever its cohort.
+    pub deadline_secs: u64,
+    /// How many times a round that closed below the minimum cohort (or was cut short by a
+    /// restart) is run again with a fresh cohort before the task fails.
+    pub max_attempts: u32,
+    /// The largest report a device may upload, in bytes of UTF-8.
+    pub max_report_bytes: u32,
+}
+
+impl Default for RoundPolicy {
+    fn default() -> Self {
+        Self {
+            min_cohort: 100,
+            cohort_target: None,
+            deadline_secs: 600,
+            max_attempts: 3,
+            max_report_bytes: 256,
+        }
+    }
+}
+
+/// Where a task is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    /// Rounds are running.
+    Running,
+    /// The result is released and readable.
+    Finished,
+    /// The analyst cancelled it; nothing more is released.
+    Cancelled,
+    /// A round failed `max_attempts` times; nothing more is released.
+    Failed,
+}
+
+impl TaskState {
+    /// The name used in JSON and in storage.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Cancelled => "cancelled",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// Parses [`TaskState::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Running, Self::Finished, Self::Cancelled, Self::Failed]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
+/// What the server knows of a task.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskInfo {
+    /// The task's id.
+    pub id: String,
+    /// What was asked.
+    pub spec: TaskSpec,
+    /// The guarantee of the whole task, computed by the server.
+    pub guarantee: GuaranteeBody,
+    /// Where the task is.
+    pub state: TaskState,
+    /// Rounds released so far.
+    pub rounds_released: u32,
+    /// The open round, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_round: Option<String>,
+    /// Why the task failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the task was created, in seconds since the Unix epoch.
+    pub created_at: i64,
+}
+
+/// A finished task's release: the same JSON document `tally histogram --json` or
+/// `tally heavy-hitters --json` prints for a simulation with the same parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TaskResult {
+    /// A heavy-hitter task's release.
+    HeavyHitters(HeavyHittersRelease),
+    /// A histogram task's release.
+    Histogram(HistogramRelease),
+}
+
+/// The query of an open round: what every device is asked.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RoundQuery {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The round's id, used to check in and upload.
+    pub round_id: String,
+    /// The task it belongs to.
+    pub task_id: String,
+    /// The population it asks.
+    pub population: String,
+    /// The round of the task, from 1.
+    pub round: u32,
+    /// Which run of this round it is, from 1 (a round is run again after a restart or a
+    /// cohort below the minimum).
+    pub attempt: u32,
+    /// The round closes at this time, in seconds since the Unix epoch, if not earlier.
+    pub deadline: i64,
+    /// The largest report accepted, in bytes.
+    pub max_report_bytes: u32,
+    /// What a device computes from its data.
+    pub ask: Ask,
+}
+
+/// What a device computes for one round.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Ask {
+    /// Report your item with probability `sampling_rate` (your own exact Bernoulli coin).
+    Item {
+        /// The sampling rate `p_s`.
+        sampling_rate: f64,
+    },
+    /// Report the prefix of `word + '$'` that is `round · segment` characters long, with
+    /// probability `sampling_rate`; with `live_parents` set, only when your shorter prefix is
+    /// among them.
+    Prefix {
+        /// The level, from 1.
+        level: u32,
+        /// Characters per level.
+        segment: u32,
+        /// The prefixes that survived the previous level, when the task is restricted.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        live_parents: Option<Vec<String>>,
+        /// The sampling rate `p_s`.
+        sampling_rate: f64,
+    },
+}
+
+/// A request for upload tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckIn {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// How many devices check in (1 for a device; a relay may check in many at once).
+    #[serde(default = "one")]
+    pub devices: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Single-use upload tokens, one per device that checked in.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckInGrant {
+    /// The round's query.
+    pub query: RoundQuery,
+    /// One token per device; each is good for exactly one upload to this round.
+    pub tokens: Vec<String>,
+}
+
+/// One device's upload: its report or its abstention. A device that checked in always uploads
+/// one, so that the number of uploads says nothing about who was sampled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Upload {
+    /// The token from the device's check-in.
+    pub token: String,
+    /// The report, or `null` for an abstention.
+    pub report: Option<String>,
+}
+
+/// Uploads sent together (one for a device; many from a relay).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UploadBatch {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The uploads.
+    pub uploads: Vec<Upload>,
+}
+
+/// What happened to a batch of uploads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UploadReceipt {
+    /// Uploads accepted (reports and abstentions).
+    pub accepted: u32,
+    /// Uploads refused, by their index in the batch.
+    pub rejected: Vec<Rejection>,
+}
+
+/// One refused upload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// Its index in the batch.
+    pub index: u32,
+    /// Why.
+    pub code: ErrorCode,
+}
+
+/// The spent and remaining budget of one population.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerBalance {
+    /// The population.
+    pub population: String,
+    /// Its total budget.
+    pub budget: Budget,
+    /// Debited by released results (basic composition across tasks).
+    pub spent: Budget,
+    /// Held for tasks that are running but have released nothing yet.
+    pub reserved: Budget,
+    /// What a new task may still use: budget − spent − reserved.
+    pub remaining: Budget,
+    /// Every debit, oldest first.
+    pub entries: Vec<LedgerEntry>,
+}
+
+/// An amount of privacy budget.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    /// `ε`.
+    pub epsilon: f64,
+    /// `δ`.
+    pub delta: f64,
+}
+
+/// One debit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LedgerEntry {
+    /// The task that spent it.
+    pub task_id: String,
+    /// The amount, the task's whole guarantee.
+    pub amount: Budget,
+    /// When, in seconds since the Unix epoch.
+    pub at: i64,
+}
+
+/// Why a request was refused. Each has a counter on the server's `/metrics`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The body is not valid JSON of the expected shape, or has the wrong version.
+    Malformed,
+    /// The body or a report is larger than allowed.
+    Oversized,
+    /// No such task.
+    UnknownTask,
+    /// No such round.
+    UnknownRound,
+    /// The round is closed.
+    ClosedRound,
+    /// A prefix report that does not extend a live prefix (or has the wrong length).
+    BadPrefix,
+    /// A token that was already used.
+    ReusedToken,
+    /// A token this round never issued.
+    UnknownToken,
+    /// The task's guarantee exceeds the population's remaining budget.
+    BudgetExceeded,
+    /// The task cannot be calibrated or run as asked.
+    InvalidTask,
+    /// The result is not released (yet, or ever).
+    NoResult,
+    /// The server failed; retry later.
+    Internal,
+}
+
+impl ErrorCode {
+    /// Every code, in the order `/metrics` lists them.
+    pub const ALL: [Self; 12] = [
+        Self::Malformed,
+        Self::Oversized,
+        Self::UnknownTask,
+        Self::UnknownRound,
+        Self::ClosedRound,
+        Self::BadPrefix,
+        Self::ReusedToken,
+        Self::UnknownToken,
+        Self::BudgetExceeded,
+        Self::InvalidTask,
+        Self::NoResult,
+        Self::Internal,
+    ];
+
+    /// The name used in JSON and as the `reason` label on `/metrics`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Malformed => "malformed",
+            Self::Oversized => "oversized",
+            Self::UnknownTask => "unknown_task",
+            Self::UnknownRound => "unknown_round",
+            Self::ClosedRound => "closed_round",
+            Self::BadPrefix => "bad_prefix",
+            Self::ReusedToken => "reused_token",
+            Self::UnknownToken => "unknown_token",
+            Self::BudgetExceeded => "budget_exceeded",
+            Self::InvalidTask => "invalid_task",
+            Self::NoResult => "no_result",
+            Self::Internal => "internal",
+        }
+    }
+}
+
+/// The body of every error answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// What kind of error.
+    pub code: ErrorCode,
+    /// What was wrong and what would be valid.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests;

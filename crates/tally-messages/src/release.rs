@@ -1,0 +1,107 @@
+//! The released result documents: what `tally histogram --json` and
+//! `tally heavy-hitters --json` print, and what a finished federated task returns.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tally_accounting::Guarantee;
+
+/// A guarantee as published next to a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GuaranteeBody {
+    /// `ε`.
+    pub epsilon: f64,
+    /// `δ`, an upper bound.
+    pub delta: f64,
+    /// The neighbour relation, `add-remove` or `replace-one`.
+    pub neighbours: String,
+    /// The trust model, `central`, `local` or `shuffle`.
+    pub model: String,
+    /// The analysis that proved it.
+    pub method: String,
+}
+
+impl From<&Guarantee> for GuaranteeBody {
+    fn from(guarantee: &Guarantee) -> Self {
+        Self {
+            epsilon: guarantee.epsilon,
+            delta: guarantee.delta,
+            neighbours: guarantee.neighbours.name().to_owned(),
+            model: guarantee.model.name().to_owned(),
+            method: guarantee.analysis.clone(),
+        }
+    }
+}
+
+/// One released item.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReleasedItem {
+    /// The item.
+    pub item: String,
+    /// Its sampled count, where the mechanism releases one.
+    pub count: Option<u64>,
+    /// Its estimated number of holders in the population, where the mechanism releases one.
+    pub estimate: Option<f64>,
+}
+
+/// One released node of a prefix tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrieNodeBody {
+    /// The prefix, ending in `'$'` for a complete word.
+    pub prefix: String,
+    /// The level that released it, from 1.
+    pub level: u32,
+    /// Its sampled count, where the algorithm releases one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    /// Its estimated number of holders, where the algorithm releases one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<f64>,
+}
+
+/// A heavy-hitter release.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeavyHittersRelease {
+    /// The algorithm's name.
+    pub mechanism: String,
+    /// Its parameters (their names depend on the algorithm).
+    pub parameters: Value,
+    /// The guarantee of the whole release.
+    pub guarantee: GuaranteeBody,
+    /// What the data was.
+    pub input: String,
+    /// How many items were found.
+    pub found_items: usize,
+    /// The items, by decreasing count.
+    pub items: Vec<ReleasedItem>,
+    /// The released prefix tree, for prefix-tree algorithms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trie: Option<Vec<TrieNodeBody>>,
+    /// Scores against the true top items, when the truth was known (simulations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth: Option<Value>,
+    /// The simulation's seed (none for a federated run or an unseeded one).
+    pub seed: Option<u64>,
+}
+
+/// A histogram release.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistogramRelease {
+    /// The mechanism's name.
+    pub mechanism: String,
+    /// Its parameters.
+    pub parameters: Value,
+    /// The guarantee of the release.
+    pub guarantee: GuaranteeBody,
+    /// The `δ` asked for.
+    pub target_delta: f64,
+    /// What the data was.
+    pub input: String,
+    /// How it was executed: a simulator path, or `federated`.
+    pub execution: String,
+    /// How many items were released.
+    pub released_items: usize,
+    /// The items, by decreasing count.
+    pub items: Vec<ReleasedItem>,
+    /// The simulation's seed (none for a federated run or an unseeded one).
+    pub seed: Option<u64>,
+}

@@ -1,0 +1,250 @@
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::*;
+
+fn round_trip<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) {
+    let text = serde_json::to_string(value).unwrap();
+    let back: T = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, value, "{text}");
+}
+
+fn triehh_plus_spec() -> TaskSpec {
+    TaskSpec {
+        version: PROTOCOL_VERSION,
+        population: "shakespeare".into(),
+        expected_population: 835_229,
+        privacy: PrivacyTarget {
+            epsilon: 1.0,
+            delta: 1e-8,
+            neighbours: Neighbours::AddRemove,
+            analysis: Analysis::Tight,
+        },
+        kind: TaskKind::HeavyHitters {
+            algorithm: HeavyHittersAlgorithm::TrieHhPlus,
+            levels: 10,
+            segment: 1,
+            restricted: true,
+            composition: Composition::Advanced,
+            sampling_rate: None,
+            threshold: Some(28),
+        },
+        rounds: RoundPolicy::default(),
+    }
+}
+
+#[test]
+fn every_message_round_trips() {
+    let spec = triehh_plus_spec();
+    round_trip(&spec);
+    round_trip(&TaskSpec {
+        kind: TaskKind::Histogram {
+            mechanism: HistogramMechanism::SampleThreshold,
+            // Not a short decimal: the exact bits must survive.
+            sampling_rate: Some(0.045_607_666_486_629_03),
+            threshold: None,
+        },
+        ..spec.clone()
+    });
+    let guarantee = GuaranteeBody {
+        epsilon: 0.999_999_999_999_999_9,
+        delta: 9.999_999_999_999_898e-9,
+        neighbours: "add-remove".into(),
+        model: "central".into(),
+        method: "tight".into(),
+    };
+    round_trip(&TaskInfo {
+        id: "t1".into(),
+        spec,
+        guarantee: guarantee.clone(),
+        state: TaskState::Running,
+        rounds_released: 2,
+        open_round: Some("r3".into()),
+        error: None,
+        created_at: 1_700_000_000,
+    });
+    let query = RoundQuery {
+        version: PROTOCOL_VERSION,
+        round_id: "r3".into(),
+        task_id: "t1".into(),
+        population: "shakespeare".into(),
+        round: 3,
+        attempt: 1,
+        deadline: 1_700_000_600,
+        max_report_bytes: 256,
+        ask: Ask::Prefix {
+            level: 3,
+            segment: 1,
+            live_parents: Some(vec!["th".into(), "an".into()]),
+            sampling_rate: 0.1,
+        },
+    };
+    round_trip(&query);
+    round_trip(&CheckIn {
+        version: PROTOCOL_VERSION,
+        devices: 7,
+    });
+    round_trip(&CheckInGrant {
+        query,
+        tokens: vec!["a".into(), "b".into()],
+    });
+    round_trip(&UploadBatch {
+        version: PROTOCOL_VERSION,
+        uploads: vec![
+            Upload {
+                token: "a".into(),
+                report: Some("the".into()),
+            },
+            Upload {
+                token: "b".into(),
+                report: None,
+            },
+        ],
+    });
+    round_trip(&UploadReceipt {
+        accepted: 1,
+        rejected: vec![Rejection {
+            index: 1,
+            code: ErrorCode::ReusedToken,
+        }],
+    });
+    let budget = Budget {
+        epsilon: 1.0,
+        delta: 1e-8,
+    };
+    round_trip(&LedgerBalance {
+        population: "shakespeare".into(),
+        budget,
+        spent: budget,
+        reserved: budget,
+        remaining: budget,
+        entries: vec![LedgerEntry {
+            task_id: "t1".into(),
+            amount: budget,
+            at: 1,
+        }],
+    });
+    for code in ErrorCode::ALL {
+        round_trip(&ErrorBody {
+            code,
+            message: "m".into(),
+        });
+        assert_eq!(serde_json::to_value(code).unwrap(), code.name());
+    }
+    let items = vec![ReleasedItem {
+        item: "the".into(),
+        count: Some(1250),
+        estimate: Some(27_407.672_794_802_32),
+    }];
+    round_trip(&TaskResult::HeavyHitters(HeavyHittersRelease {
+        mechanism: "triehh++".into(),
+        parameters: serde_json::json!({"levels": 10}),
+        guarantee: guarantee.clone(),
+        input: "federated".into(),
+        found_items: 1,
+        items: items.clone(),
+        trie: Some(vec![TrieNodeBody {
+            prefix: "t".into(),
+            level: 1,
+            count: Some(3000),
+            estimate: Some(65_000.5),
+        }]),
+        truth: None,
+        seed: None,
+    }));
+    round_trip(&TaskResult::Histogram(HistogramRelease {
+        mechanism: "sample-and-threshold".into(),
+        parameters: serde_json::json!({"threshold": 28}),
+        guarantee,
+        target_delta: 1e-8,
+        input: "federated".into(),
+        execution: "federated".into(),
+        released_items: 1,
+        items,
+        seed: Some(1),
+    }));
+    for state in [
+        TaskState::Running,
+        TaskState::Finished,
+        TaskState::Cancelled,
+        TaskState::Failed,
+    ] {
+        round_trip(&state);
+        assert_eq!(TaskState::from_name(state.name()), Some(state));
+    }
+}
+
+#[test]
+fn unknown_fields_and_names_are_refused() {
+    let mut value = serde_json::to_value(triehh_plus_spec()).unwrap();
+    value["privacy"]["neighbours"] = "everyone".into();
+    let error = serde_json::from_value::<TaskSpec>(value).unwrap_err();
+    assert!(
+        error.to_string().contains("add-remove or replace-one"),
+        "{error}"
+    );
+    let mut value = serde_json::to_value(triehh_plus_spec()).unwrap();
+    value["colour"] = "blue".into();
+    assert!(serde_json::from_value::<TaskSpec>(value).is_err());
+    assert!(
+        serde_json::from_str::<UploadBatch>(r#"{"version":1,"uploads":[{"token":"a"}]}"#).is_err()
+    );
+}
+
+#[test]
+fn defaults_fill_in_the_optional_fields() {
+    let spec: TaskSpec = serde_json::from_str(
+        r#"{"version":1,"population":"p","expected_population":10,
+            "privacy":{"epsilon":1,"delta":1e-8},
+            "kind":{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":1,"restricted":true},
+            "rounds":{"min_cohort":5,"deadline_secs":60,"max_attempts":2,"max_report_bytes":64}}"#,
+    )
+    .unwrap();
+    assert_eq!(spec.privacy.neighbours, Neighbours::AddRemove);
+    assert_eq!(spec.privacy.analysis, Analysis::Tight);
+    assert!(matches!(
+        spec.kind,
+        TaskKind::HeavyHitters {
+            composition: Composition::Basic,
+            ..
+        }
+    ));
+    let check_in: CheckIn = serde_json::from_str(r#"{"version":1}"#).unwrap();
+    assert_eq!(check_in.devices, 1);
+}
+
+/// Every `json` example in the protocol document parses as the type its fence names.
+#[test]
+fn the_documented_examples_parse() {
+    let doc = include_str!("../../../docs/federated/protocol.md");
+    let mut checked = 0;
+    let mut lines = doc.lines();
+    while let Some(line) = lines.next() {
+        let Some(name) = line.strip_prefix("```json ") else {
+            continue;
+        };
+        let body: String = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let parsed = match name.trim() {
+            "TaskSpec" => serde_json::from_str::<TaskSpec>(&body).map(drop),
+            "TaskInfo" => serde_json::from_str::<TaskInfo>(&body).map(drop),
+            "RoundQuery" => serde_json::from_str::<RoundQuery>(&body).map(drop),
+            "CheckIn" => serde_json::from_str::<CheckIn>(&body).map(drop),
+            "CheckInGrant" => serde_json::from_str::<CheckInGrant>(&body).map(drop),
+            "UploadBatch" => serde_json::from_str::<UploadBatch>(&body).map(drop),
+            "UploadReceipt" => serde_json::from_str::<UploadReceipt>(&body).map(drop),
+            "LedgerBalance" => serde_json::from_str::<LedgerBalance>(&body).map(drop),
+            "ErrorBody" => serde_json::from_str::<ErrorBody>(&body).map(drop),
+            "TaskResult" => serde_json::from_str::<TaskResult>(&body).map(drop),
+            other => panic!("unknown example type {other}"),
+        };
+        if let Err(error) = parsed {
+            panic!("the {name} example does not parse: {error}\n{body}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} examples");
+}

@@ -1,0 +1,271 @@
+//! The released result documents, built from tally-core's outputs.
+//!
+//! A finished federated task returns the same JSON document as `tally heavy-hitters --json`
+//! (TrieHH++) or `tally histogram --json` (sample-and-threshold) prints for a simulation with
+//! the same parameters: both build it here. Item names are strings already (the command line
+//! maps its item ids to names first); the caller says what the input was and how it ran.
+
+use serde_json::json;
+use tally_accounting::composition::Composition;
+use tally_core::heavy_hitters::{TrieNode, TrieOutput};
+use tally_core::histogram::SampleThreshold;
+use tally_messages::{
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleasedItem, TrieNodeBody,
+};
+
+/// The name of the TrieHH++ document's mechanism.
+pub const TRIEHH_PLUS: &str = "triehh++";
+
+/// The name of the sample-and-threshold document's mechanism.
+pub const SAMPLE_THRESHOLD: &str = "sample-and-threshold";
+
+/// The parameters a TrieHH++ run was configured with, as its document lists them.
+#[derive(Clone, Copy, Debug)]
+pub struct TriePlusParameters<'a> {
+    /// Prefix-tree levels `L` asked for.
+    pub levels: usize,
+    /// Characters added per level `g`.
+    pub segment: usize,
+    /// Whether devices reported only below a surviving prefix.
+    pub restricted: bool,
+    /// How the levels' guarantees compose.
+    pub composition: Composition,
+    /// The sample-and-threshold mechanism every level ran.
+    pub per_level: &'a SampleThreshold,
+}
+
+/// The document of a TrieHH++ run over `population` clients: its parameters, its guarantee,
+/// the complete words by decreasing count and every released node of the prefix tree. No
+/// truth scores (the caller adds them when it knows the truth).
+pub fn triehh_plus(
+    output: &TrieOutput,
+    parameters: &TriePlusParameters<'_>,
+    population: u64,
+    input: String,
+    seed: Option<u64>,
+) -> HeavyHittersRelease {
+    let params = parameters.per_level.params();
+    let items: Vec<ReleasedItem> = output
+        .heavy_hitters()
+        .into_iter()
+        .filter_map(|node| {
+            Some(ReleasedItem {
+                item: node.word()?.to_owned(),
+                count: Some(node.count),
+                estimate: Some(node.estimate),
+            })
+        })
+        .collect();
+    HeavyHittersRelease {
+        mechanism: TRIEHH_PLUS.to_owned(),
+        parameters: json!({
+            "levels": parameters.levels,
+            "levels_run": output.levels_run,
+            "segment": parameters.segment,
+            "restricted": parameters.restricted,
+            "composition": parameters.composition.name(),
+            "sampling_rate": params.sampling_rate(),
+            "threshold": params.threshold(),
+            "per_level_guarantee": GuaranteeBody::from(parameters.per_level.guarantee()),
+            "population": population,
+        }),
+        guarantee: GuaranteeBody::from(&output.guarantee),
+        input,
+        found_items: items.len(),
+        items,
+        trie: Some(output.nodes.iter().map(trie_node).collect()),
+        truth: None,
+        seed,
+    }
+}
+
+fn trie_node(node: &TrieNode) -> TrieNodeBody {
+    TrieNodeBody {
+        prefix: node.prefix.clone(),
+        level: u32::try_from(node.level).unwrap_or(u32::MAX),
+        count: Some(node.count),
+        estimate: Some(node.estimate),
+    }
+}
+
+/// The document of a sample-and-threshold histogram over `population` clients: `items` are
+/// the released cells by decreasing count, `target_delta` the `δ` asked for, `execution` how
+/// it ran (a simulator path, or `federated`).
+pub fn sample_threshold(
+    items: Vec<ReleasedItem>,
+    mechanism: &SampleThreshold,
+    population: u64,
+    target_delta: f64,
+    input: String,
+    execution: &str,
+    seed: Option<u64>,
+) -> HistogramRelease {
+    let params = mechanism.params();
+    HistogramRelease {
+        mechanism: SAMPLE_THRESHOLD.to_owned(),
+        parameters: json!({
+            "sampling_rate": params.sampling_rate(),
+            "threshold": params.threshold(),
+            "population": population,
+            "expected_sample_size": population as f64 * params.sampling_rate(),
+        }),
+        guarantee: GuaranteeBody::from(mechanism.guarantee()),
+        target_delta,
+        input,
+        execution: execution.to_owned(),
+        released_items: items.len(),
+        items,
+        seed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tally_accounting::Neighbours;
+    use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+    use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig};
+    use tally_core::task::Task;
+
+    use super::*;
+
+    fn mechanism() -> SampleThreshold {
+        SampleThreshold::calibrate(
+            1.0,
+            1e-8,
+            PlanTarget::Threshold(20),
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_histogram_document_has_its_parameters_and_items() {
+        let mechanism = mechanism();
+        let items = vec![
+            ReleasedItem {
+                item: "the".into(),
+                count: Some(40),
+                estimate: Some(400.0),
+            },
+            ReleasedItem {
+                item: "and".into(),
+                count: Some(21),
+                estimate: Some(210.0),
+            },
+        ];
+        let doc = sample_threshold(
+            items.clone(),
+            &mechanism,
+            1000,
+            1e-8,
+            "data".into(),
+            "federated",
+            None,
+        );
+        assert_eq!(doc.mechanism, SAMPLE_THRESHOLD);
+        assert_eq!(doc.released_items, 2);
+        assert_eq!(doc.items, items);
+        assert_eq!(doc.guarantee, GuaranteeBody::from(mechanism.guarantee()));
+        assert_eq!((doc.target_delta, doc.seed), (1e-8, None));
+        assert_eq!(
+            (doc.input.as_str(), doc.execution.as_str()),
+            ("data", "federated")
+        );
+        let rate = mechanism.params().sampling_rate();
+        assert_eq!(doc.parameters["sampling_rate"], rate);
+        assert_eq!(doc.parameters["threshold"], 20);
+        assert_eq!(doc.parameters["population"], 1000);
+        assert_eq!(doc.parameters["expected_sample_size"], 1000.0 * rate);
+        assert_eq!(doc.parameters.as_object().map(|o| o.len()), Some(4));
+    }
+
+    #[test]
+    fn a_triehh_plus_document_has_the_words_and_the_whole_trie() {
+        let per_level = mechanism();
+        let mut task = TrieHhPlus::new(TrieHhPlusConfig {
+            levels: 5,
+            segment: 1,
+            restricted: true,
+            per_level: per_level.clone(),
+            composition: Composition::Basic,
+            total_delta: 5e-8,
+        })
+        .unwrap();
+        let levels: [&[(&str, u64)]; 3] = [
+            &[("a", 300)],
+            &[("ac", 150), ("ab", 140)],
+            &[("ab$", 140), ("ac$", 150)],
+        ];
+        for cells in levels {
+            assert!(task.next_query().is_some());
+            task.observe(
+                cells
+                    .iter()
+                    .map(|&(prefix, count)| (prefix.to_owned(), count, count as f64 * 10.0))
+                    .collect(),
+            );
+        }
+        // No live prefix is left: the run stops after three of its five levels.
+        assert!(task.next_query().is_none());
+        let output = task.finish();
+        let parameters = TriePlusParameters {
+            levels: 5,
+            segment: 1,
+            restricted: true,
+            composition: Composition::Basic,
+            per_level: &per_level,
+        };
+        let doc = triehh_plus(&output, &parameters, 400, "data".into(), Some(3));
+        assert_eq!(doc.mechanism, TRIEHH_PLUS);
+        assert_eq!(doc.guarantee, GuaranteeBody::from(&output.guarantee));
+        assert_eq!(
+            (doc.input.as_str(), doc.seed, doc.truth),
+            ("data", Some(3), None)
+        );
+        let words: Vec<(&str, Option<u64>, Option<f64>)> = doc
+            .items
+            .iter()
+            .map(|i| (i.item.as_str(), i.count, i.estimate))
+            .collect();
+        assert_eq!(
+            words,
+            [
+                ("ac", Some(150), Some(1500.0)),
+                ("ab", Some(140), Some(1400.0))
+            ]
+        );
+        assert_eq!(doc.found_items, 2);
+        let trie = doc.trie.unwrap();
+        let nodes: Vec<(&str, u32, Option<u64>)> = trie
+            .iter()
+            .map(|n| (n.prefix.as_str(), n.level, n.count))
+            .collect();
+        assert_eq!(
+            nodes,
+            [
+                ("a", 1, Some(300)),
+                ("ac", 2, Some(150)),
+                ("ab", 2, Some(140)),
+                ("ac$", 3, Some(150)),
+                ("ab$", 3, Some(140)),
+            ]
+        );
+        let params = &doc.parameters;
+        assert_eq!(
+            (params["levels"].as_u64(), params["levels_run"].as_u64()),
+            (Some(5), Some(3))
+        );
+        assert_eq!(params["segment"], 1);
+        assert_eq!(params["restricted"], true);
+        assert_eq!(params["composition"], Composition::Basic.name());
+        assert_eq!(params["threshold"], 20);
+        assert_eq!(params["sampling_rate"], per_level.params().sampling_rate());
+        assert_eq!(
+            params["per_level_guarantee"],
+            serde_json::to_value(GuaranteeBody::from(per_level.guarantee())).unwrap()
+        );
+        assert_eq!(params["population"], 400);
+        assert_eq!(params.as_object().map(|o| o.len()), Some(9));
+    }
+}

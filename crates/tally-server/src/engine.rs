@@ -1,0 +1,268 @@
+//! Tasks as the server runs them: a tally-core mechanism or multi-round task, driven round by
+//! round from the releases the aggregator produces. Nothing here re-implements a mechanism:
+//! calibration, the per-round query, the validation rule and the final output all come from
+//! tally-core and tally-accounting.
+
+use tally_accounting::Guarantee;
+use tally_accounting::sample_threshold::PlanTarget;
+use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
+use tally_core::histogram::{SampleThreshold, plan_rounds};
+use tally_core::task::Task;
+use tally_messages::{Ask, ReleasedItem, TaskKind, TaskSpec};
+
+use crate::aggregator::Cell;
+use crate::document;
+use crate::round::Validator;
+
+/// What a finished federated run's document says its input was.
+fn input_description(spec: &TaskSpec) -> String {
+    format!(
+        "federated: population {} ({} devices expected)",
+        spec.population, spec.expected_population
+    )
+}
+
+/// A task in progress: its mechanism, where it is, and what it has released.
+#[derive(Clone)]
+pub(crate) enum Engine {
+    /// One sample-and-threshold histogram round.
+    Histogram {
+        /// The calibrated mechanism.
+        mechanism: SampleThreshold,
+        /// Whether its round was handed out.
+        started: bool,
+        /// The release, once there is one.
+        released: Option<Vec<Cell>>,
+    },
+    /// TrieHH++, one S&T histogram of prefixes per level.
+    TrieHhPlus {
+        /// The tally-core task.
+        task: TrieHhPlus,
+        /// The level being run.
+        query: Option<TrieHhPlusQuery>,
+        /// The per-level mechanism.
+        per_level: SampleThreshold,
+    },
+}
+
+impl Engine {
+    /// Calibrates the task `spec` asks for and computes its guarantee.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the task cannot run as asked.
+    pub(crate) fn build(spec: &TaskSpec) -> Result<(Self, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let target = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
+            (Some(_), Some(_)) => Err("give at most one of sampling_rate and threshold".to_owned()),
+            (Some(rate), None) => Ok(PlanTarget::SamplingRate(rate)),
+            (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
+            (None, None) => Ok(PlanTarget::MinReleasedCount),
+        };
+        match &spec.kind {
+            TaskKind::Histogram {
+                mechanism: _,
+                sampling_rate,
+                threshold,
+            } => {
+                let mechanism = SampleThreshold::calibrate(
+                    privacy.epsilon,
+                    privacy.delta,
+                    target(*sampling_rate, *threshold)?,
+                    privacy.analysis,
+                    privacy.neighbours,
+                )
+                .map_err(|e| e.to_string())?;
+                let guarantee = mechanism.guarantee().clone();
+                Ok((
+                    Self::Histogram {
+                        mechanism,
+                        started: false,
+                        released: None,
+                    },
+                    guarantee,
+                ))
+            }
+            TaskKind::HeavyHitters {
+                algorithm: _,
+                levels,
+                segment,
+                restricted,
+                composition,
+                sampling_rate,
+                threshold,
+            } => {
+                let levels = *levels as usize;
+                let plan = plan_rounds(
+                    privacy.epsilon,
+                    privacy.delta,
+                    levels.max(1),
+                    *composition,
+                    target(*sampling_rate, *threshold)?,
+                    privacy.analysis,
+                    privacy.neighbours,
+                )
+                .map_err(|e| e.to_string())?;
+                let per_level = plan.per_round;
+                let task = TrieHhPlus::new(TrieHhPlusConfig {
+                    levels,
+                    segment: *segment as usize,
+                    restricted: *restricted,
+                    per_level: per_level.clone(),
+                    composition: *composition,
+                    total_delta: privacy.delta,
+                })
+                .map_err(|e| e.to_string())?;
+                let guarantee = task.guarantee().clone();
+                Ok((
+                    Self::TrieHhPlus {
+                        task,
+                        query: None,
+                        per_level,
+                    },
+                    guarantee,
+                ))
+            }
+        }
+    }
+
+    /// Moves to the next round; `false` once the task has nothing more to ask.
+    pub(crate) fn advance(&mut self) -> bool {
+        match self {
+            Self::Histogram { started, .. } => !std::mem::replace(started, true),
+            Self::TrieHhPlus { task, query, .. } => {
+                *query = task.next_query();
+                query.is_some()
+            }
+        }
+    }
+
+    /// The current round's number, from 1.
+    pub(crate) fn round(&self) -> u32 {
+        match self {
+            Self::Histogram { .. } => 1,
+            Self::TrieHhPlus { query, .. } => round_number(current(query).prefixes.round),
+        }
+    }
+
+    /// What the current round asks devices.
+    pub(crate) fn ask(&self) -> Ask {
+        match self {
+            Self::Histogram { mechanism, .. } => Ask::Item {
+                sampling_rate: mechanism.params().sampling_rate(),
+            },
+            Self::TrieHhPlus { query, .. } => {
+                let query = current(query);
+                let prefixes = &query.prefixes;
+                let live_parents = prefixes.live_parents.as_ref().map(|live| {
+                    let mut live: Vec<String> = live.iter().cloned().collect();
+                    live.sort_unstable();
+                    live
+                });
+                Ask::Prefix {
+                    level: round_number(prefixes.round),
+                    segment: round_number(prefixes.segment),
+                    live_parents,
+                    sampling_rate: query.mechanism.params().sampling_rate(),
+                }
+            }
+        }
+    }
+
+    /// How the current round checks reports.
+    pub(crate) fn validator(&self) -> Validator {
+        match self {
+            Self::Histogram { .. } => Validator::Item,
+            Self::TrieHhPlus { query, .. } => Validator::Prefix(current(query).prefixes.clone()),
+        }
+    }
+
+    /// The mechanism whose release rule the current round's aggregator applies.
+    pub(crate) fn mechanism(&self) -> &SampleThreshold {
+        match self {
+            Self::Histogram { mechanism, .. } => mechanism,
+            Self::TrieHhPlus { query, .. } => &current(query).mechanism,
+        }
+    }
+
+    /// Takes the current round's release.
+    pub(crate) fn observe(&mut self, cells: Vec<Cell>) {
+        match self {
+            Self::Histogram { released, .. } => *released = Some(cells),
+            Self::TrieHhPlus { task, .. } => task.observe(cells),
+        }
+    }
+
+    /// The released document of a finished task (call once [`Engine::advance`] returned
+    /// `false`).
+    pub(crate) fn document(self, spec: &TaskSpec) -> String {
+        let input = input_description(spec);
+        let population = spec.expected_population;
+        let value = match self {
+            Self::Histogram {
+                mechanism,
+                released,
+                ..
+            } => {
+                let items = released
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(item, count, estimate)| ReleasedItem {
+                        item,
+                        count: Some(count),
+                        estimate: Some(estimate),
+                    })
+                    .collect();
+                serde_json::to_string_pretty(&document::sample_threshold(
+                    items,
+                    &mechanism,
+                    population,
+                    spec.privacy.delta,
+                    input,
+                    "federated",
+                    None,
+                ))
+            }
+            Self::TrieHhPlus {
+                task, per_level, ..
+            } => {
+                let TaskKind::HeavyHitters {
+                    levels,
+                    segment,
+                    restricted,
+                    composition,
+                    ..
+                } = &spec.kind
+                else {
+                    unreachable!("a TrieHH++ engine comes from a heavy-hitters spec")
+                };
+                let output = task.finish();
+                serde_json::to_string_pretty(&document::triehh_plus(
+                    &output,
+                    &document::TriePlusParameters {
+                        levels: *levels as usize,
+                        segment: *segment as usize,
+                        restricted: *restricted,
+                        composition: *composition,
+                        per_level: &per_level,
+                    },
+                    population,
+                    input,
+                    None,
+                ))
+            }
+        };
+        // Unwrap safety: the documents are plain data that always serialize.
+        value.expect("release documents serialize")
+    }
+}
+
+fn current(query: &Option<TrieHhPlusQuery>) -> &TrieHhPlusQuery {
+    // The runtime only asks for the current round between `advance` returning true and the
+    // next `advance`.
+    query.as_ref().expect("a level is running")
+}
+
+fn round_number(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}

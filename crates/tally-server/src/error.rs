@@ -1,0 +1,78 @@
+//! Errors: what the HTTP API answers, and what stops the server.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use tally_messages::{ErrorBody, ErrorCode};
+
+/// Why the server cannot start or go on.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The database failed.
+    #[error("storage: {0}")]
+    Storage(#[from] sqlx::Error),
+    /// The stored state does not make sense.
+    #[error("stored state is inconsistent: {0}")]
+    Corrupt(String),
+    /// Listening or serving failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// An error answer: a code from the protocol and a message saying what was wrong.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    pub(crate) code: ErrorCode,
+    message: String,
+    conflict: bool,
+}
+
+impl ApiError {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            conflict: false,
+        }
+    }
+
+    /// Answers 409 instead of 404 (a result asked for before the task finished).
+    pub(crate) fn with_conflict(mut self, conflict: bool) -> Self {
+        self.conflict = conflict;
+        self
+    }
+
+    fn status(&self) -> StatusCode {
+        match self.code {
+            ErrorCode::Malformed => StatusCode::BAD_REQUEST,
+            ErrorCode::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::UnknownTask | ErrorCode::UnknownRound => StatusCode::NOT_FOUND,
+            ErrorCode::NoResult if self.conflict => StatusCode::CONFLICT,
+            ErrorCode::NoResult => StatusCode::NOT_FOUND,
+            ErrorCode::ClosedRound | ErrorCode::ReusedToken | ErrorCode::BudgetExceeded => {
+                StatusCode::CONFLICT
+            }
+            ErrorCode::BadPrefix | ErrorCode::InvalidTask => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::UnknownToken => StatusCode::FORBIDDEN,
+            ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<ServerError> for ApiError {
+    fn from(error: ServerError) -> Self {
+        tracing::error!(%error, "request failed");
+        Self::new(ErrorCode::Internal, "the server failed; retry later")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = ErrorBody {
+            code: self.code,
+            message: self.message,
+        };
+        (status, Json(body)).into_response()
+    }
+}

@@ -1,0 +1,159 @@
+//! tally's federated server: tasks, rounds, a secure aggregator and a privacy-budget ledger.
+//!
+//! The server runs tally-core's mechanisms and multi-round tasks over devices that answer
+//! through HTTP (the protocol is tally-messages). It publishes each round's query, hands every
+//! device that checks in a single-use upload token, takes exactly one report or abstention per
+//! token, sums the reports in memory inside the aggregator (raw reports are never written to
+//! disk), and releases a round only through the mechanism's release rule and only with at
+//! least the minimum cohort. Tasks, round states, releases and the ledger are durable (SQLite
+//! or PostgreSQL); the ledger's debit is committed with the first release, before anything of
+//! it can be read, and a stored result is served byte for byte, never recomputed.
+//!
+//! # Privacy
+//!
+//! A task's guarantee is computed from its parameters by tally-accounting when it is created,
+//! and a task whose guarantee does not fit in what the population's budget has left (basic
+//! composition across tasks) is refused. Devices flip their own sampling coins; the server
+//! learns who uploaded, never who was sampled. The guarantee holds against the analyst and
+//! anyone who reads the releases; the server process itself sees the reports it aggregates
+//! (the secure aggregator is a trust boundary, not cryptography).
+#![forbid(unsafe_code)]
+
+mod aggregator;
+pub mod document;
+mod engine;
+mod error;
+mod http;
+mod metrics;
+mod round;
+mod runtime;
+mod store;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tracing::info;
+
+pub use error::ServerError;
+use runtime::Runtime;
+use store::Store;
+
+/// How often the server looks for rounds past their deadline.
+const DEADLINE_TICK: Duration = Duration::from_millis(200);
+
+/// How to run `tally serve`.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// The address to listen on.
+    pub listen: SocketAddr,
+    /// The database URL (`sqlite://FILE` or `postgres://...`); `None` for the SQLite file
+    /// `tally.db` in the working directory, created on first start.
+    pub db: Option<String>,
+    /// The `ε` budget a population gets when its first task arrives.
+    pub budget_epsilon: f64,
+    /// The `δ` budget a population gets when its first task arrives.
+    pub budget_delta: f64,
+}
+
+/// The default database: a SQLite file in the working directory.
+pub const DEFAULT_DB: &str = "sqlite://tally.db";
+
+/// A started server: its state, and the background work closing rounds at their deadlines.
+pub struct Server {
+    runtime: Arc<Runtime>,
+    ticker: JoinHandle<()>,
+}
+
+impl Server {
+    /// Opens the database at `db` (creating a SQLite file if needed), restores its tasks
+    /// (aborting rounds a crash cut short and running them again) and starts closing rounds
+    /// at their deadlines. Must run inside a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database cannot be opened or its state restored.
+    pub async fn start(db: &str, budget: (f64, f64)) -> Result<Self, ServerError> {
+        let store = Store::open(db).await?;
+        let runtime = Runtime::start(store, budget).await?;
+        let ticking = Arc::clone(&runtime);
+        let ticker = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(DEADLINE_TICK);
+            loop {
+                interval.tick().await;
+                ticking.close_due().await;
+            }
+        });
+        Ok(Self { runtime, ticker })
+    }
+
+    /// The HTTP API.
+    pub fn router(&self) -> Router {
+        http::router(Arc::clone(&self.runtime))
+    }
+
+    /// Stops closing rounds, closes the open ones unreleased (they run again after the next
+    /// start) and closes the database.
+    pub async fn shutdown(self) {
+        self.ticker.abort();
+        self.runtime.shutdown().await;
+    }
+}
+
+/// Runs the server until Ctrl-C or SIGTERM, then stops taking requests, lets the ones in
+/// flight finish, and shuts down.
+///
+/// # Errors
+///
+/// [`ServerError`] if the database cannot be opened or the address not bound.
+pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
+    let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
+    let server = Server::start(db, (config.budget_epsilon, config.budget_delta)).await?;
+    let listener = TcpListener::bind(config.listen).await?;
+    info!(address = %listener.local_addr()?, db = %redact(db), "serving");
+    axum::serve(listener, server.router())
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// The database URL without its password, for logs.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            let user = credentials.split(':').next().unwrap_or("");
+            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        // Without a Ctrl-C handler, wait for SIGTERM alone.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+}

@@ -1,0 +1,145 @@
+//! The server's counters, exposed on `/metrics` in the Prometheus (OpenMetrics) text format.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tally_messages::ErrorCode;
+
+/// A `reason` label: why a request or an upload was refused.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reason {
+    reason: &'static str,
+}
+
+/// A `kind` label: what an accepted upload held.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Kind {
+    kind: &'static str,
+}
+
+/// An `outcome` label: how a round ended.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    outcome: &'static str,
+}
+
+/// How a round ended, for the `tally_rounds_total` counter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RoundOutcome {
+    /// Released through the mechanism's release rule.
+    Released,
+    /// Closed below the minimum cohort.
+    Short,
+    /// Cut short by a cancellation or a restart.
+    Aborted,
+}
+
+/// The server's counters.
+pub(crate) struct Metrics {
+    registry: Registry,
+    rejections: Family<Reason, Counter>,
+    uploads: Family<Kind, Counter>,
+    tokens: Counter,
+    rounds: Family<Outcome, Counter>,
+    open_rounds: Gauge,
+}
+
+impl Metrics {
+    /// Registers every counter, each rejection reason at zero.
+    pub(crate) fn new() -> Self {
+        let mut registry = Registry::default();
+        let rejections = Family::<Reason, Counter>::default();
+        let uploads = Family::<Kind, Counter>::default();
+        let tokens = Counter::default();
+        let rounds = Family::<Outcome, Counter>::default();
+        let open_rounds = Gauge::default();
+        registry.register(
+            "tally_rejections",
+            "Requests and uploads refused, by reason",
+            rejections.clone(),
+        );
+        registry.register(
+            "tally_uploads",
+            "Uploads accepted, reports and abstentions",
+            uploads.clone(),
+        );
+        registry.register(
+            "tally_tokens_issued",
+            "Upload tokens issued",
+            tokens.clone(),
+        );
+        registry.register("tally_rounds", "Rounds closed, by outcome", rounds.clone());
+        registry.register(
+            "tally_open_rounds",
+            "Rounds accepting uploads",
+            open_rounds.clone(),
+        );
+        for code in ErrorCode::ALL {
+            drop(rejections.get_or_create(&Reason {
+                reason: code.name(),
+            }));
+        }
+        for kind in ["report", "abstention"] {
+            drop(uploads.get_or_create(&Kind { kind }));
+        }
+        Self {
+            registry,
+            rejections,
+            uploads,
+            tokens,
+            rounds,
+            open_rounds,
+        }
+    }
+
+    /// Counts one refusal.
+    pub(crate) fn reject(&self, code: ErrorCode) {
+        self.rejections
+            .get_or_create(&Reason {
+                reason: code.name(),
+            })
+            .inc();
+    }
+
+    /// Counts accepted uploads.
+    pub(crate) fn accepted(&self, reports: u64, abstentions: u64) {
+        self.uploads
+            .get_or_create(&Kind { kind: "report" })
+            .inc_by(reports);
+        self.uploads
+            .get_or_create(&Kind { kind: "abstention" })
+            .inc_by(abstentions);
+    }
+
+    /// Counts issued tokens.
+    pub(crate) fn issued(&self, tokens: u64) {
+        self.tokens.inc_by(tokens);
+    }
+
+    /// Counts a round opening.
+    pub(crate) fn round_opened(&self) {
+        self.open_rounds.inc();
+    }
+
+    /// Counts a round closing.
+    pub(crate) fn round_closed(&self, outcome: RoundOutcome) {
+        self.open_rounds.dec();
+        let outcome = match outcome {
+            RoundOutcome::Released => "released",
+            RoundOutcome::Short => "short",
+            RoundOutcome::Aborted => "aborted",
+        };
+        self.rounds.get_or_create(&Outcome { outcome }).inc();
+    }
+
+    /// The counters in the text exposition format.
+    pub(crate) fn render(&self) -> String {
+        let mut out = String::new();
+        // Unwrap safety: writing to a String cannot fail.
+        encode(&mut out, &self.registry).expect("encoding into a String");
+        out
+    }
+}

@@ -1,0 +1,177 @@
+//! One open round: its published query, the upload tokens it issued, and its aggregator.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use rand::Rng;
+use rustc_hash::FxHashMap;
+use tally_core::heavy_hitters::PrefixRound;
+use tally_messages::{ErrorCode, Rejection, RoundQuery, Upload};
+
+use crate::aggregator::RoundAggregator;
+
+/// How a round checks a report before counting it.
+#[derive(Clone, Debug)]
+pub(crate) enum Validator {
+    /// Any item within the size cap.
+    Item,
+    /// A prefix this level could receive from some word ([`PrefixRound::admits`]).
+    Prefix(PrefixRound),
+}
+
+/// What one batch of uploads did.
+pub(crate) struct BatchOutcome {
+    /// Reports counted.
+    pub(crate) reports: u64,
+    /// Abstentions counted.
+    pub(crate) abstentions: u64,
+    /// Uploads refused, with why.
+    pub(crate) rejected: Vec<Rejection>,
+    /// Whether this batch brought the round to its cohort target.
+    pub(crate) reached_target: bool,
+}
+
+/// What a closed round hands to its task.
+pub(crate) struct Closed {
+    /// Uploads accepted (reports and abstentions): the cohort.
+    pub(crate) uploads: u64,
+    /// The aggregator, to release or drop.
+    pub(crate) aggregator: RoundAggregator,
+}
+
+/// An open round.
+pub(crate) struct Round {
+    /// What devices are asked.
+    pub(crate) query: RoundQuery,
+    /// When it closes whatever its cohort.
+    pub(crate) deadline: Instant,
+    cohort_target: u64,
+    validator: Validator,
+    state: Mutex<RoundState>,
+}
+
+struct RoundState {
+    /// `None` once closed.
+    aggregator: Option<RoundAggregator>,
+    /// Issued tokens and whether each was used.
+    tokens: FxHashMap<u128, bool>,
+    uploads: u64,
+}
+
+impl Round {
+    /// A round publishing `query`, counting into `aggregator`.
+    pub(crate) fn new(
+        query: RoundQuery,
+        deadline: Instant,
+        cohort_target: u64,
+        validator: Validator,
+        aggregator: RoundAggregator,
+    ) -> Self {
+        Self {
+            query,
+            deadline,
+            cohort_target,
+            validator,
+            state: Mutex::new(RoundState {
+                aggregator: Some(aggregator),
+                tokens: FxHashMap::default(),
+                uploads: 0,
+            }),
+        }
+    }
+
+    /// Issues `devices` fresh single-use tokens, or `None` if the round is closed.
+    pub(crate) fn check_in<R: Rng + ?Sized>(
+        &self,
+        devices: u32,
+        rng: &mut R,
+    ) -> Option<Vec<String>> {
+        let mut state = self.lock();
+        state.aggregator.as_ref()?;
+        let mut tokens = Vec::with_capacity(devices as usize);
+        while tokens.len() < devices as usize {
+            let token: u128 = rng.next_u64() as u128 | (u128::from(rng.next_u64()) << 64);
+            if state.tokens.insert(token, false).is_none() {
+                tokens.push(format!("{token:032x}"));
+            }
+        }
+        Some(tokens)
+    }
+
+    /// Validates and counts a batch, or `None` if the round is closed. Each token is good for
+    /// one upload: it is spent by its first upload, accepted or not.
+    pub(crate) fn upload(&self, uploads: Vec<Upload>) -> Option<BatchOutcome> {
+        let max_bytes = self.query.max_report_bytes as usize;
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let aggregator = state.aggregator.as_mut()?;
+        let mut outcome = BatchOutcome {
+            reports: 0,
+            abstentions: 0,
+            rejected: Vec::new(),
+            reached_target: false,
+        };
+        for (index, upload) in uploads.into_iter().enumerate() {
+            let verdict = match parse_token(&upload.token).and_then(|t| state.tokens.get_mut(&t)) {
+                None => Err(ErrorCode::UnknownToken),
+                Some(used) if *used => Err(ErrorCode::ReusedToken),
+                Some(used) => {
+                    *used = true;
+                    match upload.report {
+                        None => Ok(false),
+                        Some(report) if report.len() > max_bytes => Err(ErrorCode::Oversized),
+                        Some(report) if !self.admits(&report) => Err(ErrorCode::BadPrefix),
+                        Some(report) => {
+                            aggregator.absorb(report);
+                            Ok(true)
+                        }
+                    }
+                }
+            };
+            match verdict {
+                Ok(true) => outcome.reports += 1,
+                Ok(false) => outcome.abstentions += 1,
+                Err(code) => outcome.rejected.push(Rejection {
+                    // Unwrap safety: batches are capped far below 2^32 uploads.
+                    index: u32::try_from(index).expect("batch index fits u32"),
+                    code,
+                }),
+            }
+        }
+        let before = state.uploads;
+        state.uploads += outcome.reports + outcome.abstentions;
+        outcome.reached_target = before < self.cohort_target && state.uploads >= self.cohort_target;
+        Some(outcome)
+    }
+
+    /// Closes the round: no more check-ins or uploads. `None` if it was already closed.
+    pub(crate) fn close(&self) -> Option<Closed> {
+        let mut state = self.lock();
+        let aggregator = state.aggregator.take()?;
+        state.tokens = FxHashMap::default();
+        Some(Closed {
+            uploads: state.uploads,
+            aggregator,
+        })
+    }
+
+    fn admits(&self, report: &str) -> bool {
+        match &self.validator {
+            Validator::Item => true,
+            Validator::Prefix(round) => round.admits(report),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RoundState> {
+        // A panic while holding the lock leaves counts that may be half-updated; refusing
+        // to go on is the only safe answer.
+        self.state.lock().expect("round state lock poisoned")
+    }
+}
+
+fn parse_token(token: &str) -> Option<u128> {
+    if token.len() != 32 {
+        return None;
+    }
+    u128::from_str_radix(token, 16).ok()
+}

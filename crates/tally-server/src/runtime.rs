@@ -1,0 +1,658 @@
+//! The coordinator: tasks, their rounds, the ledger, and recovery after a restart.
+//!
+//! Every change of a task (creation, a round opening or closing, a release, a cancellation)
+//! happens under one lock and is committed to the store before anyone can see it. Uploads
+//! touch only their round's own lock.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rand::Rng;
+use rustc_hash::{FxHashMap, FxHashSet};
+use tally_accounting::Guarantee;
+use tally_messages::{
+    Budget, ErrorCode, GuaranteeBody, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, RoundQuery,
+    TaskInfo, TaskSpec, TaskState,
+};
+use tokio::sync::Mutex;
+use tracing::{error, info, warn};
+
+use crate::ServerError;
+use crate::aggregator::{Cell, RoundAggregator};
+use crate::engine::Engine;
+use crate::error::ApiError;
+use crate::metrics::{Metrics, RoundOutcome};
+use crate::round::Round;
+use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredTask};
+
+/// A task as the coordinator holds it.
+struct LiveTask {
+    id: String,
+    spec: TaskSpec,
+    guarantee: Guarantee,
+    state: TaskState,
+    error: Option<String>,
+    created_at: i64,
+    rounds_released: u32,
+    /// Whether the ledger holds this task's debit.
+    debited: bool,
+    /// `Some` while running.
+    engine: Option<Engine>,
+    /// The open round.
+    round: Option<Arc<Round>>,
+    /// Attempts at the current round so far.
+    attempt: u32,
+    /// Attempts at the current round that closed below the minimum cohort.
+    short: u32,
+}
+
+impl LiveTask {
+    fn info(&self) -> TaskInfo {
+        TaskInfo {
+            id: self.id.clone(),
+            spec: self.spec.clone(),
+            guarantee: GuaranteeBody::from(&self.guarantee),
+            state: self.state,
+            rounds_released: self.rounds_released,
+            open_round: self.round.as_ref().map(|r| r.query.round_id.clone()),
+            error: self.error.clone(),
+            created_at: self.created_at,
+        }
+    }
+
+    /// What the ledger holds back for this task before its first release.
+    fn reserved(&self) -> Option<(f64, f64)> {
+        (self.state == TaskState::Running && !self.debited)
+            .then_some((self.guarantee.epsilon, self.guarantee.delta))
+    }
+}
+
+/// The server's state.
+pub(crate) struct Runtime {
+    store: Store,
+    pub(crate) metrics: Metrics,
+    default_budget: (f64, f64),
+    tasks: Mutex<BTreeMap<String, LiveTask>>,
+    open: RwLock<FxHashMap<String, Arc<Round>>>,
+    closed: RwLock<FxHashSet<String>>,
+}
+
+impl Runtime {
+    /// Loads the stored state: rounds a crash cut short are aborted (nothing released, nothing
+    /// debited), and every running task runs its current round again with a fresh cohort.
+    pub(crate) async fn start(
+        store: Store,
+        default_budget: (f64, f64),
+    ) -> Result<Arc<Self>, ServerError> {
+        let aborted = store.abort_open_rounds().await?;
+        if aborted > 0 {
+            warn!(
+                rounds = aborted,
+                "aborted the rounds a restart cut short; they run again"
+            );
+        }
+        let runtime = Arc::new(Self {
+            store,
+            metrics: Metrics::new(),
+            default_budget,
+            tasks: Mutex::new(BTreeMap::new()),
+            open: RwLock::default(),
+            closed: RwLock::default(),
+        });
+        let debited: FxHashSet<String> = runtime
+            .store
+            .debits()
+            .await?
+            .into_iter()
+            .map(|d| d.task_id)
+            .collect();
+        let mut tasks = runtime.tasks.lock().await;
+        for stored in runtime.store.tasks().await? {
+            let task = runtime.restore(stored, &debited).await?;
+            tasks.insert(task.id.clone(), task);
+        }
+        for task in tasks.values_mut() {
+            if task.state == TaskState::Running {
+                runtime.open_round(task).await?;
+            }
+        }
+        drop(tasks);
+        Ok(runtime)
+    }
+
+    /// Rebuilds a task from storage: recalibrates it from its spec and replays its released
+    /// rounds into it, so it asks exactly what it would have asked next.
+    async fn restore(
+        &self,
+        stored: StoredTask,
+        debited: &FxHashSet<String>,
+    ) -> Result<LiveTask, ServerError> {
+        let spec: TaskSpec = serde_json::from_str(&stored.spec)
+            .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
+        let state = TaskState::from_name(&stored.state)
+            .ok_or_else(|| ServerError::Corrupt(format!("task state {:?}", stored.state)))?;
+        let (mut engine, guarantee) = Engine::build(&spec).map_err(|e| {
+            ServerError::Corrupt(format!("task {} no longer builds: {e}", stored.id))
+        })?;
+        let rounds = self.store.rounds(&stored.id).await?;
+        {
+            let mut closed = self.closed.write().expect("round index lock");
+            closed.extend(rounds.iter().map(|r| r.id.clone()));
+        }
+        let mut task = LiveTask {
+            id: stored.id,
+            spec,
+            guarantee,
+            state,
+            error: stored.error,
+            created_at: stored.created_at,
+            rounds_released: 0,
+            debited: false,
+            engine: None,
+            round: None,
+            attempt: 0,
+            short: 0,
+        };
+        task.debited = debited.contains(&task.id);
+        let released = rounds.iter().filter(|r| r.state == RoundState::Released);
+        if state != TaskState::Running {
+            task.rounds_released = u32::try_from(released.count()).unwrap_or(u32::MAX);
+            return Ok(task);
+        }
+        engine.advance();
+        for round in released {
+            let cells: Vec<Cell> =
+                serde_json::from_str(round.release.as_deref().unwrap_or("[]"))
+                    .map_err(|e| ServerError::Corrupt(format!("round {}: {e}", round.id)))?;
+            engine.observe(cells);
+            task.rounds_released += 1;
+            if !engine.advance() {
+                return Err(ServerError::Corrupt(format!(
+                    "task {} released its last round but is not finished",
+                    task.id
+                )));
+            }
+        }
+        let current = engine.round();
+        let this_round = rounds.iter().filter(|r| r.round == current);
+        task.attempt = this_round.clone().map(|r| r.attempt).max().unwrap_or(0);
+        task.short = u32::try_from(this_round.filter(|r| r.state == RoundState::Short).count())
+            .unwrap_or(u32::MAX);
+        task.engine = Some(engine);
+        Ok(task)
+    }
+
+    /// Creates a task if the population's budget covers its guarantee, and opens its first
+    /// round.
+    pub(crate) async fn create_task(&self, spec: TaskSpec) -> Result<TaskInfo, ApiError> {
+        check_version(spec.version)?;
+        check_spec(&spec)?;
+        let (mut engine, guarantee) =
+            Engine::build(&spec).map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
+        let mut tasks = self.tasks.lock().await;
+        let budget = self
+            .store
+            .budget(&spec.population, self.default_budget)
+            .await?;
+        let spent = self.spent(&spec.population).await?;
+        let reserved = reserved(tasks.values(), &spec.population);
+        let needs = (
+            spent.0 + reserved.0 + guarantee.epsilon,
+            spent.1 + reserved.1 + guarantee.delta,
+        );
+        if needs.0 > budget.0 || needs.1 > budget.1 {
+            return Err(ApiError::new(
+                ErrorCode::BudgetExceeded,
+                format!(
+                    "the task needs (ε = {}, δ = {:e}) but population {:?} has only \
+                     (ε = {}, δ = {:e}) left of its budget (ε = {}, δ = {:e})",
+                    guarantee.epsilon,
+                    guarantee.delta,
+                    spec.population,
+                    budget.0 - spent.0 - reserved.0,
+                    budget.1 - spent.1 - reserved.1,
+                    budget.0,
+                    budget.1
+                ),
+            ));
+        }
+        let id = new_id("t");
+        let created_at = unix_now();
+        let stored = StoredTask {
+            id: id.clone(),
+            population: spec.population.clone(),
+            // Unwrap safety: the spec was just parsed from JSON.
+            spec: serde_json::to_string(&spec).expect("specs serialize"),
+            guarantee: serde_json::to_string(&GuaranteeBody::from(&guarantee))
+                .expect("guarantees serialize"),
+            epsilon: guarantee.epsilon,
+            delta: guarantee.delta,
+            state: TaskState::Running.name().to_owned(),
+            error: None,
+            created_at,
+        };
+        self.store.insert_task(&stored).await?;
+        engine.advance();
+        let mut task = LiveTask {
+            id: id.clone(),
+            spec,
+            guarantee,
+            state: TaskState::Running,
+            error: None,
+            created_at,
+            rounds_released: 0,
+            debited: false,
+            engine: Some(engine),
+            round: None,
+            attempt: 0,
+            short: 0,
+        };
+        info!(task = %id, population = %task.spec.population, epsilon = task.guarantee.epsilon,
+              delta = task.guarantee.delta, "task created");
+        self.open_round(&mut task).await?;
+        let info = task.info();
+        tasks.insert(id, task);
+        Ok(info)
+    }
+
+    /// Every task, oldest first.
+    pub(crate) async fn tasks(&self) -> Vec<TaskInfo> {
+        let tasks = self.tasks.lock().await;
+        let mut infos: Vec<TaskInfo> = tasks.values().map(LiveTask::info).collect();
+        infos.sort_by(|a, b| {
+            a.created_at
+                .cmp(&b.created_at)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        infos
+    }
+
+    /// One task.
+    pub(crate) async fn task(&self, id: &str) -> Result<TaskInfo, ApiError> {
+        let tasks = self.tasks.lock().await;
+        tasks
+            .get(id)
+            .map(LiveTask::info)
+            .ok_or_else(|| unknown_task(id))
+    }
+
+    /// Cancels a running task: its open round is dropped unreleased, and the budget it held
+    /// back (if it released nothing yet) is freed.
+    pub(crate) async fn cancel(&self, id: &str) -> Result<TaskInfo, ApiError> {
+        let mut tasks = self.tasks.lock().await;
+        let task = tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
+        if task.state == TaskState::Running {
+            self.store
+                .set_task_state(id, TaskState::Cancelled.name(), None)
+                .await?;
+            self.drop_round(task).await?;
+            task.state = TaskState::Cancelled;
+            task.engine = None;
+            info!(task = %id, "task cancelled");
+        }
+        Ok(task.info())
+    }
+
+    /// A finished task's document, as stored.
+    pub(crate) async fn result(&self, id: &str) -> Result<String, ApiError> {
+        let state = {
+            let tasks = self.tasks.lock().await;
+            tasks.get(id).ok_or_else(|| unknown_task(id))?.state
+        };
+        if let Some(body) = self.store.result(id).await? {
+            return Ok(body);
+        }
+        Err(ApiError::new(
+            ErrorCode::NoResult,
+            format!("task {id} is {} and has no result", state.name()),
+        )
+        .with_conflict(state == TaskState::Running))
+    }
+
+    /// Every population's budget, spending and what is left.
+    pub(crate) async fn ledger(&self) -> Result<Vec<LedgerBalance>, ApiError> {
+        let tasks = self.tasks.lock().await;
+        let debits = self.store.debits().await?;
+        let mut balances = Vec::new();
+        for (population, epsilon, delta) in self.store.budgets().await? {
+            let entries: Vec<LedgerEntry> = debits
+                .iter()
+                .filter(|d| d.population == population)
+                .map(|d| LedgerEntry {
+                    task_id: d.task_id.clone(),
+                    amount: Budget {
+                        epsilon: d.epsilon,
+                        delta: d.delta,
+                    },
+                    at: d.at,
+                })
+                .collect();
+            let spent = entries.iter().fold((0.0, 0.0), |(e, d), entry| {
+                (e + entry.amount.epsilon, d + entry.amount.delta)
+            });
+            let reserved = reserved(tasks.values(), &population);
+            balances.push(LedgerBalance {
+                population,
+                budget: Budget { epsilon, delta },
+                spent: Budget {
+                    epsilon: spent.0,
+                    delta: spent.1,
+                },
+                reserved: Budget {
+                    epsilon: reserved.0,
+                    delta: reserved.1,
+                },
+                remaining: Budget {
+                    epsilon: epsilon - spent.0 - reserved.0,
+                    delta: delta - spent.1 - reserved.1,
+                },
+                entries,
+            });
+        }
+        Ok(balances)
+    }
+
+    /// The open rounds' queries.
+    pub(crate) fn open_rounds(&self) -> Vec<RoundQuery> {
+        let open = self.open.read().expect("round index lock");
+        let mut queries: Vec<RoundQuery> = open.values().map(|r| r.query.clone()).collect();
+        queries.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+        queries
+    }
+
+    /// The open round `id`.
+    pub(crate) fn round(&self, id: &str) -> Result<Arc<Round>, ApiError> {
+        if let Some(round) = self.open.read().expect("round index lock").get(id) {
+            return Ok(Arc::clone(round));
+        }
+        Err(self.not_open(id))
+    }
+
+    /// Why round `id` takes no uploads.
+    pub(crate) fn not_open(&self, id: &str) -> ApiError {
+        if self.closed.read().expect("round index lock").contains(id) {
+            ApiError::new(ErrorCode::ClosedRound, format!("round {id} is closed"))
+        } else {
+            ApiError::new(ErrorCode::UnknownRound, format!("no round {id}"))
+        }
+    }
+
+    /// Closes every round whose deadline passed.
+    pub(crate) async fn close_due(&self) {
+        let now = Instant::now();
+        let due: Vec<String> = {
+            let open = self.open.read().expect("round index lock");
+            open.values()
+                .filter(|r| r.deadline <= now)
+                .map(|r| r.query.round_id.clone())
+                .collect()
+        };
+        for id in due {
+            self.close_round(&id).await;
+        }
+    }
+
+    /// Closes round `id` (its cohort target reached or its deadline passed) and releases it,
+    /// or, below the minimum cohort, runs it again. Failures are logged: the round stays
+    /// unreleased and nothing is debited.
+    pub(crate) async fn close_round(&self, id: &str) {
+        let mut tasks = self.tasks.lock().await;
+        let Some(round) = self.open.write().expect("round index lock").remove(id) else {
+            return;
+        };
+        self.closed
+            .write()
+            .expect("round index lock")
+            .insert(id.to_owned());
+        let Some(task) = tasks.get_mut(&round.query.task_id) else {
+            return;
+        };
+        if let Err(e) = self.finish_round(task, &round).await {
+            error!(task = %task.id, round = %id, error = %e, "closing a round failed; the task fails");
+            task.round = None;
+            task.engine = None;
+            task.state = TaskState::Failed;
+            task.error = Some(format!("closing round {id} failed: {e}"));
+            if let Err(e) = self
+                .store
+                .set_task_state(&task.id, TaskState::Failed.name(), task.error.as_deref())
+                .await
+            {
+                error!(task = %task.id, error = %e, "could not record the failure");
+            }
+        }
+    }
+
+    async fn finish_round(&self, task: &mut LiveTask, round: &Round) -> Result<(), ServerError> {
+        let Some(closed) = round.close() else {
+            return Ok(());
+        };
+        task.round = None;
+        let round_id = &round.query.round_id;
+        let policy = &task.spec.rounds;
+        if closed.uploads < policy.min_cohort {
+            self.store
+                .close_round(round_id, RoundState::Short, closed.uploads)
+                .await?;
+            self.metrics.round_closed(RoundOutcome::Short);
+            task.short += 1;
+            warn!(task = %task.id, round = %round_id, uploads = closed.uploads,
+                  min_cohort = policy.min_cohort, "round closed below the minimum cohort; nothing released");
+            if task.short >= policy.max_attempts {
+                let message = format!(
+                    "round {} closed below the minimum cohort of {} in {} attempts",
+                    round.query.round, policy.min_cohort, task.short
+                );
+                self.store
+                    .set_task_state(&task.id, TaskState::Failed.name(), Some(&message))
+                    .await?;
+                task.state = TaskState::Failed;
+                task.error = Some(message);
+                task.engine = None;
+                return Ok(());
+            }
+            return self.open_round(task).await;
+        }
+        // The release rule is the only way the counts leave the aggregator.
+        let cells = closed.aggregator.release();
+        // Unwrap safety: cells are strings and numbers.
+        let release = serde_json::to_string(&cells).expect("cells serialize");
+        let mut engine = task.engine.clone().ok_or_else(|| {
+            ServerError::Corrupt(format!("task {} has an open round but no engine", task.id))
+        })?;
+        engine.observe(cells);
+        let more = engine.advance();
+        let document = (!more).then(|| engine.clone().document(&task.spec));
+        let now = unix_now();
+        let debit = (!task.debited).then(|| StoredDebit {
+            task_id: task.id.clone(),
+            population: task.spec.population.clone(),
+            epsilon: task.guarantee.epsilon,
+            delta: task.guarantee.delta,
+            at: now,
+        });
+        self.store
+            .commit_release(ReleaseCommit {
+                round_id,
+                uploads: closed.uploads,
+                release: &release,
+                debit,
+                result: document.as_deref().map(|d| (task.id.as_str(), d)),
+            })
+            .await?;
+        self.metrics.round_closed(RoundOutcome::Released);
+        task.debited = true;
+        task.rounds_released += 1;
+        task.short = 0;
+        task.attempt = 0;
+        info!(task = %task.id, round = %round_id, uploads = closed.uploads, finished = !more,
+              "round released");
+        if more {
+            task.engine = Some(engine);
+            self.open_round(task).await
+        } else {
+            task.engine = None;
+            task.state = TaskState::Finished;
+            Ok(())
+        }
+    }
+
+    /// Opens the task's current round with a fresh cohort.
+    async fn open_round(&self, task: &mut LiveTask) -> Result<(), ServerError> {
+        let Some(engine) = &task.engine else {
+            return Ok(());
+        };
+        task.attempt += 1;
+        let policy = &task.spec.rounds;
+        let id = new_id("r");
+        let opened_at = unix_now();
+        let deadline_secs = policy.deadline_secs.min(i64::MAX as u64 / 2);
+        let query = RoundQuery {
+            version: PROTOCOL_VERSION,
+            round_id: id.clone(),
+            task_id: task.id.clone(),
+            population: task.spec.population.clone(),
+            round: engine.round(),
+            attempt: task.attempt,
+            deadline: opened_at.saturating_add(deadline_secs as i64),
+            max_report_bytes: policy.max_report_bytes,
+            ask: engine.ask(),
+        };
+        self.store
+            .insert_round(&id, &task.id, query.round, query.attempt, opened_at)
+            .await?;
+        let round = Arc::new(Round::new(
+            query,
+            Instant::now() + Duration::from_secs(deadline_secs),
+            policy
+                .cohort_target
+                .unwrap_or(task.spec.expected_population),
+            engine.validator(),
+            RoundAggregator::new(engine.mechanism()),
+        ));
+        info!(task = %task.id, round = %id, level = round.query.round, attempt = task.attempt,
+              "round opened");
+        self.open
+            .write()
+            .expect("round index lock")
+            .insert(id, Arc::clone(&round));
+        self.metrics.round_opened();
+        task.round = Some(round);
+        Ok(())
+    }
+
+    /// Drops the task's open round unreleased.
+    async fn drop_round(&self, task: &mut LiveTask) -> Result<(), ServerError> {
+        let Some(round) = task.round.take() else {
+            return Ok(());
+        };
+        let id = &round.query.round_id;
+        self.open.write().expect("round index lock").remove(id);
+        self.closed
+            .write()
+            .expect("round index lock")
+            .insert(id.clone());
+        if let Some(closed) = round.close() {
+            self.store
+                .close_round(id, RoundState::Aborted, closed.uploads)
+                .await?;
+            self.metrics.round_closed(RoundOutcome::Aborted);
+        }
+        Ok(())
+    }
+
+    /// Closes every open round unreleased, for a graceful shutdown: the rounds run again
+    /// after the next start.
+    pub(crate) async fn shutdown(&self) {
+        let mut tasks = self.tasks.lock().await;
+        for task in tasks.values_mut() {
+            if let Err(e) = self.drop_round(task).await {
+                error!(task = %task.id, error = %e, "could not close a round at shutdown");
+            }
+        }
+        self.store.close().await;
+    }
+
+    async fn spent(&self, population: &str) -> Result<(f64, f64), ServerError> {
+        Ok(self
+            .store
+            .debits()
+            .await?
+            .iter()
+            .filter(|d| d.population == population)
+            .fold((0.0, 0.0), |(e, d), debit| {
+                (e + debit.epsilon, d + debit.delta)
+            }))
+    }
+
+    /// Fresh upload tokens from the operating system's randomness (through a CSPRNG).
+    pub(crate) fn check_in(&self, round: &Round, devices: u32) -> Option<Vec<String>> {
+        let tokens = round.check_in(devices, &mut rand::rng())?;
+        self.metrics.issued(tokens.len() as u64);
+        Some(tokens)
+    }
+}
+
+fn reserved<'a>(tasks: impl Iterator<Item = &'a LiveTask>, population: &str) -> (f64, f64) {
+    tasks
+        .filter(|t| t.spec.population == population)
+        .filter_map(LiveTask::reserved)
+        .fold((0.0, 0.0), |(e, d), (te, td)| (e + te, d + td))
+}
+
+pub(crate) fn check_version(version: u32) -> Result<(), ApiError> {
+    if version == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::Malformed,
+            format!("protocol version {version}; this server speaks version {PROTOCOL_VERSION}"),
+        ))
+    }
+}
+
+/// Limits a task's round policy must respect.
+fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
+    let invalid = |m: String| Err(ApiError::new(ErrorCode::InvalidTask, m));
+    let rounds = &spec.rounds;
+    if spec.population.is_empty() || spec.population.len() > 128 {
+        return invalid("population: a name of 1 to 128 bytes".into());
+    }
+    if spec.expected_population == 0 {
+        return invalid("expected_population: at least 1".into());
+    }
+    if rounds.min_cohort == 0 {
+        return invalid("min_cohort: at least 1 (no release from an empty cohort)".into());
+    }
+    if rounds.cohort_target.is_some_and(|t| t < rounds.min_cohort) {
+        return invalid("cohort_target: at least min_cohort".into());
+    }
+    if rounds.deadline_secs == 0 {
+        return invalid("deadline_secs: at least 1".into());
+    }
+    if rounds.max_attempts == 0 {
+        return invalid("max_attempts: at least 1".into());
+    }
+    if !(1..=MAX_REPORT_BYTES).contains(&rounds.max_report_bytes) {
+        return invalid(format!("max_report_bytes: 1 to {MAX_REPORT_BYTES}"));
+    }
+    Ok(())
+}
+
+/// The largest report size a task may allow.
+pub(crate) const MAX_REPORT_BYTES: u32 = 4096;
+
+fn unknown_task(id: &str) -> ApiError {
+    ApiError::new(ErrorCode::UnknownTask, format!("no task {id}"))
+}
+
+fn new_id(kind: &str) -> String {
+    format!("{kind}-{:016x}", rand::rng().next_u64())
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}

@@ -1,0 +1,438 @@
+//! The storage layer: tasks, round states, released results and the ledger, in SQLite (the
+//! default, a file created on first start) or PostgreSQL, through one set of queries.
+//!
+//! Raw reports never reach this module: it stores only what a round released (already
+//! thresholded) and the bookkeeping around it.
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Row};
+
+use crate::ServerError;
+
+/// The schema, one statement per entry; every statement is idempotent.
+const SCHEMA: [&str; 5] = [
+    "CREATE TABLE IF NOT EXISTS tasks (
+        id TEXT PRIMARY KEY,
+        population TEXT NOT NULL,
+        spec TEXT NOT NULL,
+        guarantee TEXT NOT NULL,
+        epsilon DOUBLE PRECISION NOT NULL,
+        delta DOUBLE PRECISION NOT NULL,
+        state TEXT NOT NULL,
+        error TEXT,
+        created_at BIGINT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS rounds (
+        id TEXT PRIMARY KEY,
+        task_id TEXT NOT NULL,
+        round BIGINT NOT NULL,
+        attempt BIGINT NOT NULL,
+        state TEXT NOT NULL,
+        uploads BIGINT NOT NULL,
+        release TEXT,
+        opened_at BIGINT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS results (
+        task_id TEXT PRIMARY KEY,
+        body TEXT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS ledger (
+        task_id TEXT PRIMARY KEY,
+        population TEXT NOT NULL,
+        epsilon DOUBLE PRECISION NOT NULL,
+        delta DOUBLE PRECISION NOT NULL,
+        at BIGINT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS budgets (
+        population TEXT PRIMARY KEY,
+        epsilon DOUBLE PRECISION NOT NULL,
+        delta DOUBLE PRECISION NOT NULL
+    )",
+];
+
+/// Where a stored round ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RoundState {
+    /// Accepting uploads (in storage after a crash: cut short by the restart).
+    Open,
+    /// Released; the release is stored.
+    Released,
+    /// Closed below the minimum cohort; nothing released.
+    Short,
+    /// Cut short by a restart or a cancellation; nothing released.
+    Aborted,
+}
+
+impl RoundState {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Released => "released",
+            Self::Short => "short",
+            Self::Aborted => "aborted",
+        }
+    }
+
+    fn from_name(name: &str) -> Result<Self, ServerError> {
+        [Self::Open, Self::Released, Self::Short, Self::Aborted]
+            .into_iter()
+            .find(|s| s.name() == name)
+            .ok_or_else(|| ServerError::Corrupt(format!("round state {name:?}")))
+    }
+}
+
+/// A task as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredTask {
+    /// Its id.
+    pub(crate) id: String,
+    /// The population it draws on.
+    pub(crate) population: String,
+    /// The [`tally_messages::TaskSpec`] as JSON.
+    pub(crate) spec: String,
+    /// The [`tally_messages::GuaranteeBody`] as JSON.
+    pub(crate) guarantee: String,
+    /// The guarantee's `ε` (what the ledger debits).
+    pub(crate) epsilon: f64,
+    /// The guarantee's `δ`.
+    pub(crate) delta: f64,
+    /// The [`tally_messages::TaskState`] name.
+    pub(crate) state: String,
+    /// Why it failed, if it did.
+    pub(crate) error: Option<String>,
+    /// Creation time, seconds since the Unix epoch.
+    pub(crate) created_at: i64,
+}
+
+/// A round as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredRound {
+    /// Its id.
+    pub(crate) id: String,
+    /// The round of the task, from 1.
+    pub(crate) round: u32,
+    /// The attempt, from 1.
+    pub(crate) attempt: u32,
+    /// Where it ended.
+    pub(crate) state: RoundState,
+    /// The release (JSON), for a released round.
+    pub(crate) release: Option<String>,
+}
+
+/// One ledger debit as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredDebit {
+    /// The task.
+    pub(crate) task_id: String,
+    /// The population.
+    pub(crate) population: String,
+    /// `ε` debited.
+    pub(crate) epsilon: f64,
+    /// `δ` debited.
+    pub(crate) delta: f64,
+    /// When, seconds since the Unix epoch.
+    pub(crate) at: i64,
+}
+
+/// What a round's release commits, all in one transaction.
+pub(crate) struct ReleaseCommit<'a> {
+    /// The round.
+    pub(crate) round_id: &'a str,
+    /// Uploads it accepted.
+    pub(crate) uploads: u64,
+    /// What it released (JSON).
+    pub(crate) release: &'a str,
+    /// The task's debit, with the first release of the task.
+    pub(crate) debit: Option<StoredDebit>,
+    /// The task's final document, when this round finishes the task.
+    pub(crate) result: Option<(&'a str, &'a str)>,
+}
+
+/// The durable state of a server.
+#[derive(Clone, Debug)]
+pub(crate) struct Store {
+    pool: AnyPool,
+}
+
+impl Store {
+    /// Opens (creating it if needed) the database at `url`: `sqlite://FILE` or
+    /// `postgres://...`. A SQLite file is created on first open.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Storage`] if the database cannot be reached or the schema not created.
+    pub(crate) async fn open(url: &str) -> Result<Self, ServerError> {
+        install_default_drivers();
+        let url = if url.starts_with("sqlite:") && !url.contains('?') {
+            format!("{url}?mode=rwc")
+        } else {
+            url.to_owned()
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(4)
+            .connect(&url)
+            .await?;
+        for statement in SCHEMA {
+            sqlx::query(statement).execute(&pool).await?;
+        }
+        Ok(Self { pool })
+    }
+
+    /// The population's budget, set to `default` (`ε`, `δ`) if it has none yet.
+    pub(crate) async fn budget(
+        &self,
+        population: &str,
+        default: (f64, f64),
+    ) -> Result<(f64, f64), ServerError> {
+        sqlx::query(
+            "INSERT INTO budgets (population, epsilon, delta) VALUES ($1, $2, $3)
+             ON CONFLICT (population) DO NOTHING",
+        )
+        .bind(population)
+        .bind(default.0)
+        .bind(default.1)
+        .execute(&self.pool)
+        .await?;
+        let row = sqlx::query("SELECT epsilon, delta FROM budgets WHERE population = $1")
+            .bind(population)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok((row.try_get("epsilon")?, row.try_get("delta")?))
+    }
+
+    /// Every population's budget.
+    pub(crate) async fn budgets(&self) -> Result<Vec<(String, f64, f64)>, ServerError> {
+        let rows =
+            sqlx::query("SELECT population, epsilon, delta FROM budgets ORDER BY population")
+                .fetch_all(&self.pool)
+                .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("population")?,
+                    r.try_get("epsilon")?,
+                    r.try_get("delta")?,
+                ))
+            })
+            .collect()
+    }
+
+    /// Stores a new task.
+    pub(crate) async fn insert_task(&self, task: &StoredTask) -> Result<(), ServerError> {
+        sqlx::query(
+            "INSERT INTO tasks (id, population, spec, guarantee, epsilon, delta, state, error, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(&task.id)
+        .bind(&task.population)
+        .bind(&task.spec)
+        .bind(&task.guarantee)
+        .bind(task.epsilon)
+        .bind(task.delta)
+        .bind(&task.state)
+        .bind(task.error.as_deref())
+        .bind(task.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Every task, oldest first.
+    pub(crate) async fn tasks(&self) -> Result<Vec<StoredTask>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT id, population, spec, guarantee, epsilon, delta, state, error, created_at
+             FROM tasks ORDER BY created_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredTask {
+                    id: r.try_get("id")?,
+                    population: r.try_get("population")?,
+                    spec: r.try_get("spec")?,
+                    guarantee: r.try_get("guarantee")?,
+                    epsilon: r.try_get("epsilon")?,
+                    delta: r.try_get("delta")?,
+                    state: r.try_get("state")?,
+                    error: r.try_get("error")?,
+                    created_at: r.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Sets a task's state (and its error, for a failed task).
+    pub(crate) async fn set_task_state(
+        &self,
+        id: &str,
+        state: &str,
+        error: Option<&str>,
+    ) -> Result<(), ServerError> {
+        sqlx::query("UPDATE tasks SET state = $1, error = $2 WHERE id = $3")
+            .bind(state)
+            .bind(error)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records a newly opened round.
+    pub(crate) async fn insert_round(
+        &self,
+        id: &str,
+        task_id: &str,
+        round: u32,
+        attempt: u32,
+        opened_at: i64,
+    ) -> Result<(), ServerError> {
+        sqlx::query(
+            "INSERT INTO rounds (id, task_id, round, attempt, state, uploads, release, opened_at)
+             VALUES ($1, $2, $3, $4, $5, 0, NULL, $6)",
+        )
+        .bind(id)
+        .bind(task_id)
+        .bind(i64::from(round))
+        .bind(i64::from(attempt))
+        .bind(RoundState::Open.name())
+        .bind(opened_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Closes a round without a release (`Short` or `Aborted`).
+    pub(crate) async fn close_round(
+        &self,
+        id: &str,
+        state: RoundState,
+        uploads: u64,
+    ) -> Result<(), ServerError> {
+        debug_assert!(matches!(state, RoundState::Short | RoundState::Aborted));
+        sqlx::query("UPDATE rounds SET state = $1, uploads = $2 WHERE id = $3")
+            .bind(state.name())
+            .bind(to_i64(uploads))
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Marks every round still open as aborted (after a restart) and returns how many.
+    pub(crate) async fn abort_open_rounds(&self) -> Result<u64, ServerError> {
+        let done = sqlx::query("UPDATE rounds SET state = $1 WHERE state = $2")
+            .bind(RoundState::Aborted.name())
+            .bind(RoundState::Open.name())
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// A task's rounds, in order.
+    pub(crate) async fn rounds(&self, task_id: &str) -> Result<Vec<StoredRound>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT id, round, attempt, state, release FROM rounds
+             WHERE task_id = $1 ORDER BY round, attempt",
+        )
+        .bind(task_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                let state: String = r.try_get("state")?;
+                Ok(StoredRound {
+                    id: r.try_get("id")?,
+                    round: to_u32(r.try_get("round")?)?,
+                    attempt: to_u32(r.try_get("attempt")?)?,
+                    state: RoundState::from_name(&state)?,
+                    release: r.try_get("release")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Commits a round's release: the round's state and release, the task's debit (with its
+    /// first release), and its final result and state (with its last), atomically. Nothing of
+    /// the release may be shown before this returns.
+    pub(crate) async fn commit_release(
+        &self,
+        commit: ReleaseCommit<'_>,
+    ) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE rounds SET state = $1, uploads = $2, release = $3 WHERE id = $4")
+            .bind(RoundState::Released.name())
+            .bind(to_i64(commit.uploads))
+            .bind(commit.release)
+            .bind(commit.round_id)
+            .execute(&mut *tx)
+            .await?;
+        if let Some(debit) = &commit.debit {
+            sqlx::query(
+                "INSERT INTO ledger (task_id, population, epsilon, delta, at) VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&debit.task_id)
+            .bind(&debit.population)
+            .bind(debit.epsilon)
+            .bind(debit.delta)
+            .bind(debit.at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        if let Some((task_id, body)) = commit.result {
+            sqlx::query("INSERT INTO results (task_id, body) VALUES ($1, $2)")
+                .bind(task_id)
+                .bind(body)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("UPDATE tasks SET state = 'finished' WHERE id = $1")
+                .bind(task_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// A finished task's released document, exactly as stored.
+    pub(crate) async fn result(&self, task_id: &str) -> Result<Option<String>, ServerError> {
+        let row = sqlx::query("SELECT body FROM results WHERE task_id = $1")
+            .bind(task_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.try_get("body")).transpose()?)
+    }
+
+    /// Every debit, oldest first.
+    pub(crate) async fn debits(&self) -> Result<Vec<StoredDebit>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT task_id, population, epsilon, delta, at FROM ledger ORDER BY at, task_id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(StoredDebit {
+                    task_id: r.try_get("task_id")?,
+                    population: r.try_get("population")?,
+                    epsilon: r.try_get("epsilon")?,
+                    delta: r.try_get("delta")?,
+                    at: r.try_get("at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Closes the pool, waiting for connections to finish.
+    pub(crate) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+fn to_u32(n: i64) -> Result<u32, ServerError> {
+    u32::try_from(n).map_err(|_| ServerError::Corrupt(format!("round number {n}")))
+}

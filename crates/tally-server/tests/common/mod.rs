@@ -1,0 +1,186 @@
+//! Shared by the server's tests: fresh databases, requests to the router, metric readings.
+
+#![allow(dead_code, unreachable_pub)]
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use sqlx::Connection;
+use tally_messages::{
+    CheckIn, CheckInGrant, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION,
+    PrivacyTarget, RoundPolicy, RoundQuery, TaskKind, TaskSpec, Upload, UploadBatch,
+};
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+/// A fresh, empty database for one test.
+pub struct TestDb {
+    pub url: String,
+    pub name: &'static str,
+    _dir: Option<TempDir>,
+}
+
+/// The databases every storage test runs against: a SQLite file always, and PostgreSQL when
+/// `TALLY_TEST_POSTGRES_URL` is set (required when `TALLY_REQUIRE_POSTGRES=1`, as in CI).
+pub async fn databases() -> Vec<TestDb> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dbs = vec![TestDb {
+        url: format!("sqlite://{}", dir.path().join("tally.db").display()),
+        name: "sqlite",
+        _dir: Some(dir),
+    }];
+    match std::env::var("TALLY_TEST_POSTGRES_URL") {
+        Ok(base) => dbs.push(postgres(&base).await),
+        Err(_) => assert!(
+            std::env::var("TALLY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "TALLY_REQUIRE_POSTGRES=1 but TALLY_TEST_POSTGRES_URL is not set"
+        ),
+    }
+    dbs
+}
+
+/// A new database on the PostgreSQL server at `base`.
+async fn postgres(base: &str) -> TestDb {
+    let name = format!("tally_test_{:016x}", rand::random::<u64>());
+    let mut admin = sqlx::PgConnection::connect(base).await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let (prefix, _) = base.rsplit_once('/').unwrap();
+    TestDb {
+        url: format!("{prefix}/{name}"),
+        name: "postgres",
+        _dir: None,
+    }
+}
+
+/// Sends one request to the router and returns the status and body.
+pub async fn call(
+    router: &Router,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, String) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(body.map_or_else(Body::empty, Body::from))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A GET that must succeed, parsed.
+pub async fn get<T: DeserializeOwned>(router: &Router, path: &str) -> T {
+    let (status, body) = call(router, Method::GET, path, None).await;
+    assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// A POST of `value` that must succeed, parsed.
+pub async fn post<B: Serialize, T: DeserializeOwned>(router: &Router, path: &str, value: &B) -> T {
+    let (status, body) = call(
+        router,
+        Method::POST,
+        path,
+        Some(serde_json::to_string(value).unwrap()),
+    )
+    .await;
+    assert!(status.is_success(), "{path}: {status} {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+/// A rejection counter's value on `/metrics`.
+pub async fn rejections(router: &Router, reason: &str) -> u64 {
+    let (_, text) = call(router, Method::GET, "/metrics", None).await;
+    let prefix = format!("tally_rejections_total{{reason=\"{reason}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {prefix} in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// A task spec with the given kind and policy.
+pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
+    TaskSpec {
+        version: PROTOCOL_VERSION,
+        population: "test".into(),
+        expected_population: 1000,
+        privacy: PrivacyTarget {
+            epsilon,
+            delta: 1e-6,
+            neighbours: tally_accounting::Neighbours::AddRemove,
+            analysis: tally_accounting::sample_threshold::Analysis::Tight,
+        },
+        kind,
+        rounds,
+    }
+}
+
+/// A sample-and-threshold histogram with a fixed sampling rate.
+pub fn histogram(sampling_rate: f64) -> TaskKind {
+    TaskKind::Histogram {
+        mechanism: HistogramMechanism::SampleThreshold,
+        sampling_rate: Some(sampling_rate),
+        threshold: None,
+    }
+}
+
+/// A restricted TrieHH++ task with a fixed per-level sampling rate.
+pub fn triehh_plus(levels: u32, sampling_rate: f64) -> TaskKind {
+    TaskKind::HeavyHitters {
+        algorithm: HeavyHittersAlgorithm::TrieHhPlus,
+        levels,
+        segment: 1,
+        restricted: true,
+        composition: tally_accounting::composition::Composition::Basic,
+        sampling_rate: Some(sampling_rate),
+        threshold: None,
+    }
+}
+
+/// The open round of `task`.
+pub async fn open_round(router: &Router, task: &str) -> RoundQuery {
+    let rounds: Vec<RoundQuery> = get(router, "/v1/rounds").await;
+    rounds
+        .into_iter()
+        .find(|r| r.task_id == task)
+        .unwrap_or_else(|| panic!("task {task} has no open round"))
+}
+
+/// `devices` tokens for `round`.
+pub async fn tokens(router: &Router, round: &str, devices: u32) -> Vec<String> {
+    let grant: CheckInGrant = post(
+        router,
+        &format!("/v1/rounds/{round}/check-in"),
+        &CheckIn {
+            version: PROTOCOL_VERSION,
+            devices,
+        },
+    )
+    .await;
+    grant.tokens
+}
+
+/// An upload batch.
+pub fn batch(uploads: Vec<(String, Option<&str>)>) -> UploadBatch {
+    UploadBatch {
+        version: PROTOCOL_VERSION,
+        uploads: uploads
+            .into_iter()
+            .map(|(token, report)| Upload {
+                token,
+                report: report.map(str::to_owned),
+            })
+            .collect(),
+    }
+}

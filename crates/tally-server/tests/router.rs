@@ -1,0 +1,362 @@
+//! The HTTP API in process: every rejection reason with its counter, single-use tokens under
+//! concurrency, the budget ledger, the minimum cohort, and durable, byte-stable results, each
+//! against every configured database.
+
+mod common;
+
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use common::*;
+use tally_messages::{
+    ErrorBody, ErrorCode, LedgerBalance, RoundPolicy, TaskInfo, TaskResult, TaskState,
+    UploadReceipt,
+};
+use tally_server::Server;
+
+const BUDGET: (f64, f64) = (2.0, 1e-5);
+
+fn policy(min_cohort: u64, cohort_target: u64) -> RoundPolicy {
+    RoundPolicy {
+        min_cohort,
+        cohort_target: Some(cohort_target),
+        deadline_secs: 600,
+        max_attempts: 3,
+        max_report_bytes: 16,
+    }
+}
+
+async fn error_code(
+    router: &axum::Router,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, ErrorCode) {
+    let (status, text) = call(router, method, path, body).await;
+    let error: ErrorBody = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (status, error.code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_rejection_reason_is_answered_and_counted() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let task: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000)),
+        )
+        .await;
+        let round = open_round(&router, &task.id).await;
+        let uploads = format!("/v1/rounds/{}/uploads", round.round_id);
+        let tokens = tokens(&router, &round.round_id, 4).await;
+
+        // Malformed: not JSON, and the wrong version.
+        let (status, code) =
+            error_code(&router, Method::POST, &uploads, Some("{not json".into())).await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::BAD_REQUEST, ErrorCode::Malformed),
+            "{}",
+            db.name
+        );
+        let mut wrong_version = batch(vec![(tokens[0].clone(), None)]);
+        wrong_version.version = 2;
+        let (_, code) = error_code(
+            &router,
+            Method::POST,
+            &uploads,
+            Some(serde_json::to_string(&wrong_version).unwrap()),
+        )
+        .await;
+        assert_eq!(code, ErrorCode::Malformed);
+        assert_eq!(rejections(&router, "malformed").await, 2, "{}", db.name);
+
+        // Oversized: a body past the limit is refused before it is read, and a report past
+        // the task's cap is refused (its token spent).
+        let huge = "x".repeat(17 << 20);
+        let (status, code) = error_code(&router, Method::POST, &uploads, Some(huge)).await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::Oversized)
+        );
+        let receipt: UploadReceipt = post(
+            &router,
+            &uploads,
+            &batch(vec![(tokens[0].clone(), Some("t".repeat(17).as_str()))]),
+        )
+        .await;
+        assert_eq!(
+            (receipt.accepted, receipt.rejected[0].code),
+            (0, ErrorCode::Oversized)
+        );
+        assert_eq!(rejections(&router, "oversized").await, 2);
+
+        // Bad prefix: level 1 takes one character (or the terminator alone).
+        let receipt: UploadReceipt = post(
+            &router,
+            &uploads,
+            &batch(vec![(tokens[1].clone(), Some("th"))]),
+        )
+        .await;
+        assert_eq!(receipt.rejected[0].code, ErrorCode::BadPrefix);
+        assert_eq!(rejections(&router, "bad_prefix").await, 1);
+
+        // Reused token: the second upload with a token is refused, whatever it holds.
+        let receipt: UploadReceipt = post(
+            &router,
+            &uploads,
+            &batch(vec![
+                (tokens[2].clone(), Some("t")),
+                (tokens[2].clone(), None),
+            ]),
+        )
+        .await;
+        assert_eq!(receipt.accepted, 1);
+        assert_eq!(receipt.rejected[0].code, ErrorCode::ReusedToken);
+        assert_eq!(rejections(&router, "reused_token").await, 1);
+
+        // Unknown token.
+        let receipt: UploadReceipt =
+            post(&router, &uploads, &batch(vec![("0".repeat(32), None)])).await;
+        assert_eq!(receipt.rejected[0].code, ErrorCode::UnknownToken);
+        assert_eq!(rejections(&router, "unknown_token").await, 1);
+
+        // Unknown task and round.
+        let (status, code) = error_code(&router, Method::GET, "/v1/tasks/t-nope", None).await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::NOT_FOUND, ErrorCode::UnknownTask)
+        );
+        assert_eq!(rejections(&router, "unknown_task").await, 1);
+        let (_, code) = error_code(
+            &router,
+            Method::POST,
+            "/v1/rounds/r-nope/uploads",
+            Some(serde_json::to_string(&batch(vec![])).unwrap()),
+        )
+        .await;
+        assert_eq!(code, ErrorCode::UnknownRound);
+
+        // Closed round: after a cancellation the round takes nothing more.
+        let cancelled: TaskInfo =
+            post(&router, &format!("/v1/tasks/{}/cancel", task.id), &()).await;
+        assert_eq!(cancelled.state, TaskState::Cancelled);
+        let (status, code) = error_code(
+            &router,
+            Method::POST,
+            &uploads,
+            Some(serde_json::to_string(&batch(vec![(tokens[3].clone(), None)])).unwrap()),
+        )
+        .await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::CONFLICT, ErrorCode::ClosedRound)
+        );
+        assert_eq!(rejections(&router, "closed_round").await, 1);
+
+        // A cancelled task has no result, and released nothing: no debit.
+        let (_, code) = error_code(
+            &router,
+            Method::GET,
+            &format!("/v1/tasks/{}/result", task.id),
+            None,
+        )
+        .await;
+        assert_eq!(code, ErrorCode::NoResult);
+        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        assert!(ledger[0].entries.is_empty());
+        assert_eq!(ledger[0].reserved.epsilon, 0.0);
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_token_is_accepted_once_among_a_hundred_concurrent_uploads() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let task: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(histogram(0.5), 1.0, policy(1, 1000)),
+        )
+        .await;
+        let round = open_round(&router, &task.id).await;
+        let token = tokens(&router, &round.round_id, 1).await.remove(0);
+        let body = serde_json::to_string(&batch(vec![(token, Some("same"))])).unwrap();
+        let path = format!("/v1/rounds/{}/uploads", round.round_id);
+        let handles: Vec<_> = (0..100)
+            .map(|_| {
+                let (router, path, body) = (router.clone(), path.clone(), body.clone());
+                tokio::spawn(async move { call(&router, Method::POST, &path, Some(body)).await })
+            })
+            .collect();
+        let mut accepted = 0;
+        for handle in handles {
+            let (status, text) = handle.await.unwrap();
+            assert_eq!(status, StatusCode::OK);
+            let receipt: UploadReceipt = serde_json::from_str(&text).unwrap();
+            accepted += receipt.accepted;
+            if receipt.accepted == 0 {
+                assert_eq!(receipt.rejected[0].code, ErrorCode::ReusedToken);
+            }
+        }
+        assert_eq!(accepted, 1, "{}", db.name);
+        assert_eq!(rejections(&router, "reused_token").await, 99);
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ledger_refuses_what_the_budget_cannot_cover() {
+    for db in databases().await {
+        let server = Server::start(&db.url, (1.5, 1e-5)).await.unwrap();
+        let router = server.router();
+        let first: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(histogram(0.5), 1.0, policy(1, 1000)),
+        )
+        .await;
+        let body = serde_json::to_string(&spec(histogram(0.3), 0.8, policy(1, 1000))).unwrap();
+        let (status, code) =
+            error_code(&router, Method::POST, "/v1/tasks", Some(body.clone())).await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::CONFLICT, ErrorCode::BudgetExceeded),
+            "{}",
+            db.name
+        );
+        assert_eq!(rejections(&router, "budget_exceeded").await, 1);
+        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        assert_eq!(ledger[0].reserved.epsilon, first.guarantee.epsilon);
+        // Cancelled before any release, the first task's reservation is freed.
+        let _: TaskInfo = post(&router, &format!("/v1/tasks/{}/cancel", first.id), &()).await;
+        let (status, _) = call(&router, Method::POST, "/v1/tasks", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED);
+        // An impossible calibration is an invalid task, not a budget question.
+        let bad = serde_json::to_string(&spec(histogram(0.99), 0.1, policy(1, 1000))).unwrap();
+        let (status, code) = error_code(&router, Method::POST, "/v1/tasks", Some(bad)).await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::InvalidTask)
+        );
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_below_the_minimum_cohort_releases_nothing_and_runs_again() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let mut rounds = policy(3, 1000);
+        rounds.deadline_secs = 1;
+        rounds.max_attempts = 2;
+        let task: TaskInfo = post(&router, "/v1/tasks", &spec(histogram(0.5), 1.0, rounds)).await;
+        let first = open_round(&router, &task.id).await;
+        let token = tokens(&router, &first.round_id, 1).await.remove(0);
+        let _: UploadReceipt = post(
+            &router,
+            &format!("/v1/rounds/{}/uploads", first.round_id),
+            &batch(vec![(token, Some("a"))]),
+        )
+        .await;
+        // The deadline passes with one upload: the round is run again with a fresh cohort.
+        let second = loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
+            if info
+                .open_round
+                .as_deref()
+                .is_some_and(|r| r != first.round_id)
+            {
+                break open_round(&router, &task.id).await;
+            }
+        };
+        assert_eq!((second.round, second.attempt), (1, 2), "{}", db.name);
+        // The second attempt is short too: the task fails, with no result and no debit.
+        let info = loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
+            if info.state != TaskState::Running {
+                break info;
+            }
+        };
+        assert_eq!(info.state, TaskState::Failed);
+        assert!(info.error.unwrap().contains("minimum cohort"));
+        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        assert!(ledger[0].entries.is_empty());
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_result_is_debited_durable_and_byte_stable() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let task: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(histogram(0.5), 1.0, policy(10, 300)),
+        )
+        .await;
+        let round = open_round(&router, &task.id).await;
+        let tokens = tokens(&router, &round.round_id, 300).await;
+        // 200 devices hold "common", 100 hold "rare-i" each; half of them were sampled.
+        let uploads = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| {
+                (
+                    t,
+                    (i % 2 == 0).then_some(if i < 200 { "common" } else { "rare" }),
+                )
+            })
+            .collect();
+        let receipt: UploadReceipt = post(
+            &router,
+            &format!("/v1/rounds/{}/uploads", round.round_id),
+            &batch(uploads),
+        )
+        .await;
+        assert_eq!(receipt.accepted, 300);
+        let result_path = format!("/v1/tasks/{}/result", task.id);
+        let mut waited = 0;
+        let body = loop {
+            let (status, body) = call(&router, Method::GET, &result_path, None).await;
+            if status == StatusCode::OK {
+                break body;
+            }
+            waited += 1;
+            assert!(waited < 500, "no result: {body}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let TaskResult::Histogram(release) = serde_json::from_str(&body).unwrap() else {
+            panic!("not a histogram: {body}");
+        };
+        assert_eq!(release.execution, "federated");
+        assert_eq!(release.items[0].item, "common");
+        assert_eq!(release.items[0].count, Some(100));
+        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        assert_eq!(ledger[0].entries.len(), 1, "{}", db.name);
+        assert_eq!(ledger[0].entries[0].task_id, task.id);
+        assert_eq!(ledger[0].spent.epsilon, task.guarantee.epsilon);
+        server.shutdown().await;
+
+        // After a restart the same bytes come back, and the task is still finished.
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let (status, again) = call(&router, Method::GET, &result_path, None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(again, body);
+        let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
+        assert_eq!((info.state, info.rounds_released), (TaskState::Finished, 1));
+        let (status, text) = call(&router, Method::GET, "/healthz", None).await;
+        assert_eq!((status, text.as_str()), (StatusCode::OK, "ok\n"));
+        server.shutdown().await;
+    }
+}
