@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use common::*;
 use tally_messages::{
-    ErrorBody, ErrorCode, LedgerBalance, RoundPolicy, TaskInfo, TaskResult, TaskState,
+    ErrorBody, ErrorCode, LedgerBalance, RoundPolicy, RoundQuery, TaskInfo, TaskResult, TaskState,
     UploadReceipt,
 };
 use tally_server::Server;
@@ -37,138 +37,253 @@ async fn error_code(
     (status, error.code)
 }
 
+/// A server with a TrieHH++ task whose first level is open, and four tokens for it.
+struct Open {
+    server: Server,
+    router: axum::Router,
+    task: TaskInfo,
+    uploads: String,
+    tokens: Vec<String>,
+    db: &'static str,
+}
+
+async fn open_task(db: &common::TestDb) -> Open {
+    let server = Server::start(&db.url, BUDGET).await.unwrap();
+    let router = server.router();
+    let task: TaskInfo = post(
+        &router,
+        "/v1/tasks",
+        &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000)),
+    )
+    .await;
+    let round = open_round(&router, &task.id).await;
+    let tokens = tokens(&router, &round.round_id, 4).await;
+    Open {
+        server,
+        router,
+        task,
+        uploads: format!("/v1/rounds/{}/uploads", round.round_id),
+        tokens,
+        db: db.name,
+    }
+}
+
+fn body(uploads: Vec<(String, Option<&str>)>) -> Option<String> {
+    Some(serde_json::to_string(&batch(uploads)).unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_rejection_reason_is_answered_and_counted() {
+async fn malformed_bodies_are_refused_and_counted() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
-        let task: TaskInfo = post(
-            &router,
-            "/v1/tasks",
-            &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000)),
+        let open = open_task(&db).await;
+        let router = &open.router;
+        let (status, code) = error_code(
+            router,
+            Method::POST,
+            &open.uploads,
+            Some("{not json".into()),
         )
         .await;
-        let round = open_round(&router, &task.id).await;
-        let uploads = format!("/v1/rounds/{}/uploads", round.round_id);
-        let tokens = tokens(&router, &round.round_id, 4).await;
-
-        // Malformed: not JSON, and the wrong version.
-        let (status, code) =
-            error_code(&router, Method::POST, &uploads, Some("{not json".into())).await;
         assert_eq!(
             (status, code),
             (StatusCode::BAD_REQUEST, ErrorCode::Malformed),
             "{}",
-            db.name
+            open.db
         );
-        let mut wrong_version = batch(vec![(tokens[0].clone(), None)]);
+        let mut wrong_version = batch(vec![(open.tokens[0].clone(), None)]);
         wrong_version.version = 2;
         let (_, code) = error_code(
-            &router,
+            router,
             Method::POST,
-            &uploads,
+            &open.uploads,
             Some(serde_json::to_string(&wrong_version).unwrap()),
         )
         .await;
         assert_eq!(code, ErrorCode::Malformed);
-        assert_eq!(rejections(&router, "malformed").await, 2, "{}", db.name);
+        let (_, code) = error_code(
+            router,
+            Method::POST,
+            "/v1/tasks",
+            Some(r#"{"version":1}"#.into()),
+        )
+        .await;
+        assert_eq!(code, ErrorCode::Malformed);
+        assert_eq!(rejections(router, "malformed").await, 3);
+        open.server.shutdown().await;
+    }
+}
 
-        // Oversized: a body past the limit is refused before it is read, and a report past
-        // the task's cap is refused (its token spent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oversized_bodies_and_reports_are_refused_and_counted() {
+    for db in databases().await {
+        let open = open_task(&db).await;
+        let router = &open.router;
+        // A body past the limit is refused before it is read.
         let huge = "x".repeat(17 << 20);
-        let (status, code) = error_code(&router, Method::POST, &uploads, Some(huge)).await;
+        let (status, code) = error_code(router, Method::POST, &open.uploads, Some(huge)).await;
         assert_eq!(
             (status, code),
-            (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::Oversized)
+            (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::Oversized),
+            "{}",
+            open.db
         );
+        // A report past the task's cap is refused, and its token spent.
+        let long = "t".repeat(17);
         let receipt: UploadReceipt = post(
-            &router,
-            &uploads,
-            &batch(vec![(tokens[0].clone(), Some("t".repeat(17).as_str()))]),
+            router,
+            &open.uploads,
+            &batch(vec![(open.tokens[0].clone(), Some(long.as_str()))]),
         )
         .await;
         assert_eq!(
             (receipt.accepted, receipt.rejected[0].code),
             (0, ErrorCode::Oversized)
         );
-        assert_eq!(rejections(&router, "oversized").await, 2);
-
-        // Bad prefix: level 1 takes one character (or the terminator alone).
         let receipt: UploadReceipt = post(
-            &router,
-            &uploads,
-            &batch(vec![(tokens[1].clone(), Some("th"))]),
+            router,
+            &open.uploads,
+            &batch(vec![(open.tokens[0].clone(), Some("t"))]),
         )
         .await;
-        assert_eq!(receipt.rejected[0].code, ErrorCode::BadPrefix);
-        assert_eq!(rejections(&router, "bad_prefix").await, 1);
-
-        // Reused token: the second upload with a token is refused, whatever it holds.
-        let receipt: UploadReceipt = post(
-            &router,
-            &uploads,
-            &batch(vec![
-                (tokens[2].clone(), Some("t")),
-                (tokens[2].clone(), None),
-            ]),
-        )
-        .await;
-        assert_eq!(receipt.accepted, 1);
         assert_eq!(receipt.rejected[0].code, ErrorCode::ReusedToken);
-        assert_eq!(rejections(&router, "reused_token").await, 1);
+        assert_eq!(rejections(router, "oversized").await, 2);
+        open.server.shutdown().await;
+    }
+}
 
-        // Unknown token.
-        let receipt: UploadReceipt =
-            post(&router, &uploads, &batch(vec![("0".repeat(32), None)])).await;
-        assert_eq!(receipt.rejected[0].code, ErrorCode::UnknownToken);
-        assert_eq!(rejections(&router, "unknown_token").await, 1);
-
-        // Unknown task and round.
-        let (status, code) = error_code(&router, Method::GET, "/v1/tasks/t-nope", None).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_tasks_and_rounds_are_refused_and_counted() {
+    for db in databases().await {
+        let open = open_task(&db).await;
+        let router = &open.router;
+        let (status, code) = error_code(router, Method::GET, "/v1/tasks/t-nope", None).await;
         assert_eq!(
             (status, code),
-            (StatusCode::NOT_FOUND, ErrorCode::UnknownTask)
+            (StatusCode::NOT_FOUND, ErrorCode::UnknownTask),
+            "{}",
+            open.db
         );
-        assert_eq!(rejections(&router, "unknown_task").await, 1);
-        let (_, code) = error_code(
-            &router,
+        let (_, code) = error_code(router, Method::POST, "/v1/tasks/t-nope/cancel", None).await;
+        assert_eq!(code, ErrorCode::UnknownTask);
+        let (_, code) = error_code(router, Method::GET, "/v1/tasks/t-nope/result", None).await;
+        assert_eq!(code, ErrorCode::UnknownTask);
+        assert_eq!(rejections(router, "unknown_task").await, 3);
+        let (status, code) = error_code(
+            router,
             Method::POST,
             "/v1/rounds/r-nope/uploads",
-            Some(serde_json::to_string(&batch(vec![])).unwrap()),
-        )
-        .await;
-        assert_eq!(code, ErrorCode::UnknownRound);
-
-        // Closed round: after a cancellation the round takes nothing more.
-        let cancelled: TaskInfo =
-            post(&router, &format!("/v1/tasks/{}/cancel", task.id), &()).await;
-        assert_eq!(cancelled.state, TaskState::Cancelled);
-        let (status, code) = error_code(
-            &router,
-            Method::POST,
-            &uploads,
-            Some(serde_json::to_string(&batch(vec![(tokens[3].clone(), None)])).unwrap()),
+            body(vec![]),
         )
         .await;
         assert_eq!(
             (status, code),
-            (StatusCode::CONFLICT, ErrorCode::ClosedRound)
+            (StatusCode::NOT_FOUND, ErrorCode::UnknownRound)
         );
-        assert_eq!(rejections(&router, "closed_round").await, 1);
+        assert_eq!(rejections(router, "unknown_round").await, 1);
+        open.server.shutdown().await;
+    }
+}
 
-        // A cancelled task has no result, and released nothing: no debit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_to_a_closed_round_are_refused_and_counted() {
+    for db in databases().await {
+        let open = open_task(&db).await;
+        let router = &open.router;
+        let cancelled: TaskInfo =
+            post(router, &format!("/v1/tasks/{}/cancel", open.task.id), &()).await;
+        assert_eq!(cancelled.state, TaskState::Cancelled);
+        let (status, code) = error_code(
+            router,
+            Method::POST,
+            &open.uploads,
+            body(vec![(open.tokens[3].clone(), None)]),
+        )
+        .await;
+        assert_eq!(
+            (status, code),
+            (StatusCode::CONFLICT, ErrorCode::ClosedRound),
+            "{}",
+            open.db
+        );
+        assert_eq!(rejections(router, "closed_round").await, 1);
+        // A cancelled task has no result and released nothing: no debit, nothing reserved.
         let (_, code) = error_code(
-            &router,
+            router,
             Method::GET,
-            &format!("/v1/tasks/{}/result", task.id),
+            &format!("/v1/tasks/{}/result", open.task.id),
             None,
         )
         .await;
         assert_eq!(code, ErrorCode::NoResult);
-        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        let ledger: Vec<LedgerBalance> = get(router, "/v1/ledger").await;
         assert!(ledger[0].entries.is_empty());
         assert_eq!(ledger[0].reserved.epsilon, 0.0);
-        server.shutdown().await;
+        open.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefixes_that_extend_no_live_prefix_are_refused_and_counted() {
+    for db in databases().await {
+        let open = open_task(&db).await;
+        let router = &open.router;
+        // Level 1 takes one character, or the terminator alone.
+        for (token, report) in open.tokens.iter().zip(["th", "", "a$b"]) {
+            let receipt: UploadReceipt = post(
+                router,
+                &open.uploads,
+                &batch(vec![(token.clone(), Some(report))]),
+            )
+            .await;
+            assert_eq!(
+                receipt.rejected[0].code,
+                ErrorCode::BadPrefix,
+                "{report:?} on {}",
+                open.db
+            );
+        }
+        let receipt: UploadReceipt = post(
+            router,
+            &open.uploads,
+            &batch(vec![(open.tokens[3].clone(), Some("$"))]),
+        )
+        .await;
+        assert_eq!(receipt.accepted, 1);
+        assert_eq!(rejections(router, "bad_prefix").await, 3);
+        open.server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reused_and_unknown_tokens_are_refused_and_counted() {
+    for db in databases().await {
+        let open = open_task(&db).await;
+        let router = &open.router;
+        let token = open.tokens[2].clone();
+        let receipt: UploadReceipt = post(
+            router,
+            &open.uploads,
+            &batch(vec![(token.clone(), Some("t")), (token, None)]),
+        )
+        .await;
+        assert_eq!(receipt.accepted, 1);
+        assert_eq!(
+            receipt.rejected[0].code,
+            ErrorCode::ReusedToken,
+            "{}",
+            open.db
+        );
+        assert_eq!(rejections(router, "reused_token").await, 1);
+        let receipt: UploadReceipt = post(
+            router,
+            &open.uploads,
+            &batch(vec![("0".repeat(32), None), ("zz".into(), None)]),
+        )
+        .await;
+        assert_eq!(receipt.rejected.len(), 2);
+        assert_eq!(receipt.rejected[1].code, ErrorCode::UnknownToken);
+        assert_eq!(rejections(router, "unknown_token").await, 2);
+        open.server.shutdown().await;
     }
 }
 
@@ -357,6 +472,77 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
         assert_eq!((info.state, info.rounds_released), (TaskState::Finished, 1));
         let (status, text) = call(&router, Method::GET, "/healthz", None).await;
         assert_eq!((status, text.as_str()), (StatusCode::OK, "ok\n"));
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let task: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(triehh_plus(4, 0.2), 1.0, policy(5, 50)),
+        )
+        .await;
+        // Level 1: 50 devices, the 10 sampled ones all report "a" (threshold permitting).
+        let level1 = open_round(&router, &task.id).await;
+        let tokens = tokens(&router, &level1.round_id, 50).await;
+        let uploads = tokens
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| (t, (i < 45).then_some("a")))
+            .collect();
+        let _: UploadReceipt = post(
+            &router,
+            &format!("/v1/rounds/{}/uploads", level1.round_id),
+            &batch(uploads),
+        )
+        .await;
+        let level2 = loop {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let open: Vec<RoundQuery> = get(&router, "/v1/rounds").await;
+            if let Some(query) = open
+                .into_iter()
+                .find(|q| q.task_id == task.id && q.round == 2)
+            {
+                break query;
+            }
+        };
+        let old_tokens = common::tokens(&router, &level2.round_id, 3).await;
+        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        assert_eq!(
+            ledger[0].entries.len(),
+            1,
+            "the first release debits the task"
+        );
+        // A stop mid-round: the round is dropped unreleased.
+        server.shutdown().await;
+
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let again = open_round(&router, &task.id).await;
+        assert_ne!(again.round_id, level2.round_id, "{}", db.name);
+        assert_eq!((again.round, again.attempt), (2, 2));
+        assert_eq!(
+            again.ask, level2.ask,
+            "the same query, rebuilt from the stored release"
+        );
+        // The old round's tokens are worthless: its round is closed.
+        let (_, code) = error_code(
+            &router,
+            Method::POST,
+            &format!("/v1/rounds/{}/uploads", level2.round_id),
+            Some(serde_json::to_string(&batch(vec![(old_tokens[0].clone(), None)])).unwrap()),
+        )
+        .await;
+        assert_eq!(code, ErrorCode::ClosedRound);
+        let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
+        assert_eq!((info.state, info.rounds_released), (TaskState::Running, 1));
+        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
+        assert_eq!(ledger[0].entries.len(), 1, "no second debit");
         server.shutdown().await;
     }
 }
