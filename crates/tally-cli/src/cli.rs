@@ -1,5 +1,6 @@
 //! Command-line arguments.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -36,6 +37,231 @@ pub(crate) enum Command {
     /// Reproduce a paper's experiments: CSV, figures and a report with its findings checked.
     #[command(subcommand)]
     Repro(ReproCommand),
+    /// Run the federated server: tasks, rounds, the secure aggregator and the privacy-budget
+    /// ledger (logs on stderr; RUST_LOG sets the level, default info).
+    Serve(ServeArgs),
+    /// Create, inspect and cancel federated tasks, and read their results.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// The privacy budget of every population: spent, reserved and remaining (ε, δ).
+    Ledger(LedgerArgs),
+    /// Act as one device: answer every open round from the one item in a file, until the
+    /// tasks end.
+    Client(ClientArgs),
+    /// Run simulated devices over HTTP, one per client of a population, until the tasks end;
+    /// report uploads per second and latency percentiles.
+    Fleet(FleetArgs),
+}
+
+/// The server a command talks to.
+#[derive(Debug, Args)]
+pub(crate) struct ServerArgs {
+    /// The server's base URL, e.g. http://127.0.0.1:8080.
+    #[arg(long, value_name = "URL")]
+    pub(crate) server: String,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub(crate) listen: SocketAddr,
+    /// The database: sqlite://FILE or postgres://USER@HOST/DB [default: sqlite://tally.db in
+    /// the working directory, created on first start].
+    #[arg(long, value_name = "URL")]
+    pub(crate) db: Option<String>,
+    /// The ε budget each population gets when its first task arrives.
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
+    pub(crate) budget_epsilon: f64,
+    /// The δ budget each population gets when its first task arrives.
+    #[arg(long, default_value = "1e-5", allow_negative_numbers = true)]
+    pub(crate) budget_delta: f64,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum TaskCommand {
+    /// Create a task: a sample-and-threshold histogram or TrieHH++ heavy hitters over a
+    /// population's devices.
+    Create(TaskCreateArgs),
+    /// List every task.
+    List(TaskListArgs),
+    /// Show one task: its state, guarantee and rounds.
+    Status(TaskIdArgs),
+    /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters`).
+    Result(TaskResultArgs),
+    /// Cancel a task: nothing more is released.
+    Cancel(TaskIdArgs),
+}
+
+/// What a task runs: one mechanism or one multi-round algorithm.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct TaskKindArgs {
+    /// A one-round histogram mechanism (the runtime runs sample-threshold).
+    #[arg(long, value_enum)]
+    pub(crate) mechanism: Option<HistogramMechanism>,
+    /// A multi-round heavy-hitter algorithm (the runtime runs triehh++).
+    #[arg(long, value_enum)]
+    pub(crate) algorithm: Option<Algorithm>,
+}
+
+/// The population a task asks: named with its size, or a shipped dataset.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = true)]
+pub(crate) struct PopulationArgs {
+    /// The population's name: the privacy-budget ledger is kept per population.
+    #[arg(long, requires = "expected_population", conflicts_with = "dataset")]
+    pub(crate) population: Option<String>,
+    /// How many devices the population has (the default cohort target).
+    #[arg(long, requires = "population", conflicts_with = "dataset")]
+    pub(crate) expected_population: Option<u64>,
+    /// A shipped dataset (`shakespeare`): the population takes its name and its number of
+    /// clients.
+    #[arg(long)]
+    pub(crate) dataset: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TaskCreateArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) kind: TaskKindArgs,
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1) for the whole task.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
+    /// round's share of (ε, δ).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
+    /// round's share of (ε, δ).
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// TrieHH++: prefix-tree levels L [default: 10].
+    #[arg(long)]
+    pub(crate) levels: Option<u32>,
+    /// TrieHH++: characters added per level G [default: 1].
+    #[arg(long)]
+    pub(crate) segment: Option<u32>,
+    /// TrieHH++: every device reports at every level, not only below surviving prefixes.
+    #[arg(long)]
+    pub(crate) unrestricted: bool,
+    /// TrieHH++: how the levels' guarantees compose [default: basic].
+    #[arg(long, value_enum)]
+    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) population: PopulationArgs,
+    /// No release from a round with fewer uploads (reports and abstentions) than this.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) min_cohort: u64,
+    /// A round closes once this many devices uploaded [default: the expected population].
+    #[arg(long)]
+    pub(crate) cohort_target: Option<u64>,
+    /// A round closes this many seconds after it opened, whatever its cohort.
+    #[arg(long, default_value_t = 600)]
+    pub(crate) deadline_secs: u64,
+    /// Runs of a round that closed below the minimum cohort before the task fails.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) max_attempts: u32,
+    /// The largest report accepted, in bytes of UTF-8 (devices with longer ones abstain).
+    #[arg(long, default_value_t = 256)]
+    pub(crate) max_report_bytes: u32,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TaskListArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TaskIdArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// The task's id.
+    pub(crate) id: String,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TaskResultArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// The task's id.
+    pub(crate) id: String,
+    /// Print the released JSON document exactly as the server stored it.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// Show only the K first items of the table.
+    #[arg(long)]
+    pub(crate) top: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LedgerArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ClientArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    /// A file holding the device's one item (its first non-empty line).
+    #[arg(long)]
+    pub(crate) input: PathBuf,
+    /// Take part only in this task's rounds.
+    #[arg(long)]
+    pub(crate) task: Option<String>,
+    /// Seed of the device's coins (tests only: a release is private only while the devices'
+    /// coins stay secret).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct FleetArgs {
+    #[command(flatten)]
+    pub(crate) server: ServerArgs,
+    #[command(flatten)]
+    pub(crate) input: InputArgs,
+    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// With --format tsv: make every row its own device instead of one uniformly chosen row
+    /// per client.
+    #[arg(long)]
+    pub(crate) rows_as_clients: bool,
+    /// Requests in flight at most (each checks a batch in, then uploads it).
+    #[arg(long, default_value_t = 8)]
+    pub(crate) concurrency: usize,
+    /// Devices per request (1: every device uploads alone).
+    #[arg(long, default_value_t = 256)]
+    pub(crate) batch: usize,
+    /// Take part only in this task's rounds [default: every task running].
+    #[arg(long)]
+    pub(crate) task: Option<String>,
+    /// Seed of the devices' coins and of the population's sampling (tests only: a release is
+    /// private only while the devices' coins stay secret).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]

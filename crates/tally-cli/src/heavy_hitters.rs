@@ -4,19 +4,21 @@ use std::collections::HashSet;
 
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
+use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::{
     DEFAULT_COMPOSITIONS, solve_local_epsilon, solve_local_epsilon_best,
 };
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_accounting::{Guarantee, Neighbours};
 use tally_core::heavy_hitters::{
     AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
     TERMINATOR, TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig,
 };
 use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::ldp::UnaryVariant;
+use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
+use tally_server::document::{self, TriePlusParameters};
 use tally_sim::{
     EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
     english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
@@ -28,28 +30,15 @@ use crate::cli::{
     SelectionArg,
 };
 use crate::input::load_population;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
+use crate::output::{
+    Stage, guarantee_body_line, guarantee_json, guarantee_line, print_fields, print_items,
+    print_json,
+};
 
 /// Items scored against the truth when `--top` is not given.
 const DEFAULT_TRUTH_K: usize = 20;
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
-
-/// One found item; TrieHH releases no counts.
-struct Found {
-    item: String,
-    count: Option<u64>,
-    estimate: Option<f64>,
-}
-
-/// What a heavy-hitter run produced, ready to print.
-struct Report {
-    mechanism: &'static str,
-    parameters: Value,
-    guarantee: Guarantee,
-    items: Vec<Found>,
-    trie: Option<Value>,
-}
 
 pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let analysis = Analysis::from(args.privacy.method);
@@ -58,7 +47,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let seed = args.release.seed_or_random();
     let path = ExecutionPath::default();
     let segment = segment_length(args)?;
-    let report = match args.algorithm {
+    let (population, release) = match args.algorithm {
         Algorithm::OptPrefixTree => return opt_prefix_tree(args, seed),
         Algorithm::TrieHh => {
             anyhow::ensure!(
@@ -85,43 +74,49 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             ));
             let output = run_triehh(&population, task, seed);
             drop(stage);
-            let items = output
+            let items: Vec<ReleasedItem> = output
                 .words
                 .iter()
-                .map(|word| Found {
+                .map(|word| ReleasedItem {
                     item: word.clone(),
                     count: None,
                     estimate: None,
                 })
                 .collect();
-            let trie: Vec<Value> = output
+            let trie = output
                 .accepted
                 .iter()
-                .enumerate()
-                .flat_map(|(round, prefixes)| {
-                    prefixes
-                        .iter()
-                        .map(move |p| json!({"prefix": p, "level": round + 1}))
+                .zip(1..)
+                .flat_map(|(prefixes, level)| {
+                    prefixes.iter().map(move |p| TrieNodeBody {
+                        prefix: p.clone(),
+                        level,
+                        count: None,
+                        estimate: None,
+                    })
                 })
                 .collect();
             let config = &output.config;
-            (
-                population,
-                Report {
-                    mechanism: "triehh",
-                    parameters: json!({
-                        "rounds": config.rounds,
-                        "rounds_run": output.rounds_run,
-                        "segment": config.segment,
-                        "threshold": config.threshold,
-                        "batch_size": config.batch_size,
-                        "beam": config.beam,
-                    }),
-                    guarantee: output.guarantee,
-                    items,
-                    trie: Some(Value::Array(trie)),
-                },
-            )
+            let release = HeavyHittersRelease {
+                mechanism: "triehh".to_owned(),
+                parameters: json!({
+                    "rounds": config.rounds,
+                    "rounds_run": output.rounds_run,
+                    "segment": config.segment,
+                    "threshold": config.threshold,
+                    "batch_size": config.batch_size,
+                    "beam": config.beam,
+                    "population": population.len(),
+                }),
+                guarantee: GuaranteeBody::from(&output.guarantee),
+                input: population.description().to_owned(),
+                found_items: items.len(),
+                items,
+                trie: Some(trie),
+                truth: None,
+                seed: args.release.seed,
+            };
+            (population, release)
         }
         Algorithm::SingleRound => {
             let mechanism = SampleThreshold::calibrate(
@@ -136,29 +131,32 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             stage.next("sampling");
             let release = run_sample_threshold(&population, &mechanism, path, seed);
             drop(stage);
-            let items = release
+            let items: Vec<ReleasedItem> = release
                 .items
                 .iter()
-                .map(|cell| Found {
+                .map(|cell| ReleasedItem {
                     item: name(&population, cell.item),
                     count: Some(cell.count),
                     estimate: Some(cell.estimate),
                 })
                 .collect();
             let params = mechanism.params();
-            (
-                population,
-                Report {
-                    mechanism: "single-round heavy hitters (sample-and-threshold)",
-                    parameters: json!({
-                        "sampling_rate": params.sampling_rate(),
-                        "threshold": params.threshold(),
-                    }),
-                    guarantee: mechanism.guarantee().clone(),
-                    items,
-                    trie: None,
-                },
-            )
+            let release = HeavyHittersRelease {
+                mechanism: "single-round heavy hitters (sample-and-threshold)".to_owned(),
+                parameters: json!({
+                    "sampling_rate": params.sampling_rate(),
+                    "threshold": params.threshold(),
+                    "population": population.len(),
+                }),
+                guarantee: GuaranteeBody::from(mechanism.guarantee()),
+                input: population.description().to_owned(),
+                found_items: items.len(),
+                items,
+                trie: None,
+                truth: None,
+                seed: args.release.seed,
+            };
+            (population, release)
         }
         Algorithm::TrieHhPlus => {
             let composition = args
@@ -174,13 +172,11 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 neighbours,
             )?
             .per_round;
-            let params = *per_level.params();
-            let level_guarantee = per_level.guarantee().clone();
             let task = TrieHhPlus::new(TrieHhPlusConfig {
                 levels: args.levels,
                 segment,
                 restricted: !args.unrestricted,
-                per_level,
+                per_level: per_level.clone(),
                 composition,
                 total_delta: args.release.delta,
             })?;
@@ -192,46 +188,23 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             ));
             let output = run_triehh_plus(&population, task, path, seed);
             drop(stage);
-            let items = output
-                .heavy_hitters()
-                .into_iter()
-                .map(|node| Found {
-                    // Unwrap safety: heavy hitters are complete words.
-                    item: node.word().expect("complete word").to_owned(),
-                    count: Some(node.count),
-                    estimate: Some(node.estimate),
-                })
-                .collect();
-            let trie: Vec<Value> = output
-                .nodes
-                .iter()
-                .map(|n| {
-                    json!({"prefix": n.prefix, "level": n.level, "count": n.count, "estimate": n.estimate})
-                })
-                .collect();
-            (
-                population,
-                Report {
-                    mechanism: "triehh++",
-                    parameters: json!({
-                        "levels": args.levels,
-                        "levels_run": output.levels_run,
-                        "segment": segment,
-                        "restricted": !args.unrestricted,
-                        "composition": composition.name(),
-                        "sampling_rate": params.sampling_rate(),
-                        "threshold": params.threshold(),
-                        "per_level_guarantee": guarantee_json(&level_guarantee),
-                    }),
-                    guarantee: output.guarantee,
-                    items,
-                    trie: Some(Value::Array(trie)),
+            let release = document::triehh_plus(
+                &output,
+                &TriePlusParameters {
+                    levels: args.levels,
+                    segment,
+                    restricted: !args.unrestricted,
+                    composition,
+                    per_level: &per_level,
                 },
-            )
+                population.len() as u64,
+                population.description().to_owned(),
+                args.release.seed,
+            );
+            (population, release)
         }
     };
-    let (population, report) = report;
-    print_report(args, &population, report)
+    print_report(args, &population, release)
 }
 
 /// The prefix-tree segment of TrieHH and TrieHH++: `--segment N` or `fixed:N`, default 1.
@@ -255,47 +228,37 @@ fn name(population: &Population, id: u32) -> String {
         .map_or_else(|| id.to_string(), |n| n.into_owned())
 }
 
-fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report) -> Result<()> {
+/// Prints a release (all its items found) with its truth scores when asked: the document as
+/// JSON, or a summary and a table.
+fn print_report(
+    args: &HeavyHittersArgs,
+    population: &Population,
+    mut release: HeavyHittersRelease,
+) -> Result<()> {
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let truth = args
-        .truth
-        .then(|| truth_scores(population, &report.items, report.trie.as_ref(), args.top));
+    let truth = args.truth.then(|| {
+        truth_scores(
+            population,
+            &release.items,
+            release.trie.as_deref(),
+            args.top,
+        )
+    });
     if args.privacy.json {
-        let items: Vec<Value> = report
-            .items
-            .iter()
-            .take(shown)
-            .map(|f| json!({"item": f.item, "count": f.count, "estimate": f.estimate}))
-            .collect();
-        let mut parameters = report.parameters;
-        parameters["population"] = json!(population.len());
-        let mut out = json!({
-            "mechanism": report.mechanism,
-            "parameters": parameters,
-            "guarantee": guarantee_json(&report.guarantee),
-            "input": population.description(),
-            "found_items": report.items.len(),
-            "items": items,
-        });
-        if let Some(trie) = report.trie {
-            out["trie"] = trie;
-        }
-        if let Some(truth) = truth {
-            out["truth"] = truth;
-        }
-        out["seed"] = json!(args.release.seed);
-        print_json(&out)?;
+        release.items.truncate(shown);
+        release.truth = truth;
+        print_json(&serde_json::to_value(&release)?)?;
         return Ok(());
     }
     let mut rows = vec![
-        ("input", population.description().to_owned()),
-        ("guarantee", guarantee_line(&report.guarantee)),
-        ("parameters", report.parameters.to_string()),
-        ("found items", report.items.len().to_string()),
+        ("input", release.input.clone()),
+        ("guarantee", guarantee_body_line(&release.guarantee)),
+        ("parameters", release.parameters.to_string()),
+        ("found items", release.found_items.to_string()),
     ];
     if let Some(truth) = &truth {
         rows.push((
@@ -306,8 +269,8 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
             ),
         ));
     }
-    print_fields(report.mechanism, &rows)?;
-    let rows: Vec<_> = report
+    print_fields(&release.mechanism, &rows)?;
+    let rows: Vec<_> = release
         .items
         .iter()
         .map(|f| (f.item.clone(), f.count, f.estimate))
@@ -322,8 +285,8 @@ fn print_report(args: &HeavyHittersArgs, population: &Population, report: Report
 /// found items that are in the true top `f`).
 fn truth_scores(
     population: &Population,
-    items: &[Found],
-    trie: Option<&Value>,
+    items: &[ReleasedItem],
+    trie: Option<&[TrieNodeBody]>,
     top: Option<usize>,
 ) -> Value {
     let k = top.unwrap_or(DEFAULT_TRUTH_K);
@@ -361,12 +324,12 @@ fn truth_scores(
     let words: Vec<(String, f64)> = words.collect();
     let item_errors =
         prefix_estimate_errors(population, words.iter().map(|(w, e)| (w.as_str(), *e)));
-    let node_errors = trie.and_then(Value::as_array).map(|nodes| {
+    let node_errors = trie.map(|nodes| {
         prefix_estimate_errors(
             population,
             nodes
                 .iter()
-                .filter_map(|n| Some((n["prefix"].as_str()?, n["estimate"].as_f64()?))),
+                .filter_map(|n| Some((n.prefix.as_str(), n.estimate?))),
         )
     });
     let errors_json = |e: EstimateErrors| {

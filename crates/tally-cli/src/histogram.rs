@@ -1,16 +1,17 @@
 //! `tally histogram`: release a sample-and-threshold histogram.
 
 use anyhow::Result;
-use serde_json::json;
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
 use tally_core::histogram::SampleThreshold;
+use tally_messages::ReleasedItem;
+use tally_server::document;
 use tally_sim::{ExecutionPath, run_sample_threshold};
 
 use crate::cli::{HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
 use crate::input::load_population;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
+use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -57,28 +58,26 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let guarantee = mechanism.guarantee();
     let params = mechanism.params();
     if args.privacy.json {
-        let items: Vec<_> = release
+        let items = release
             .items
             .iter()
-            .take(shown)
-            .map(|cell| json!({"item": name(cell.item), "count": cell.count, "estimate": cell.estimate}))
+            .map(|cell| ReleasedItem {
+                item: name(cell.item),
+                count: Some(cell.count),
+                estimate: Some(cell.estimate),
+            })
             .collect();
-        print_json(&json!({
-            "mechanism": "sample-and-threshold",
-            "parameters": {
-                "sampling_rate": params.sampling_rate(),
-                "threshold": params.threshold(),
-                "population": population.len(),
-                "expected_sample_size": population.len() as f64 * params.sampling_rate(),
-            },
-            "guarantee": guarantee_json(guarantee),
-            "target_delta": args.release.delta,
-            "input": population.description(),
-            "execution": path.name(),
-            "released_items": release.items.len(),
-            "items": items,
-            "seed": args.release.seed,
-        }))?;
+        let mut document = document::sample_threshold(
+            items,
+            &mechanism,
+            population.len() as u64,
+            args.release.delta,
+            population.description().to_owned(),
+            path.name(),
+            args.release.seed,
+        );
+        document.items.truncate(shown);
+        print_json(&serde_json::to_value(&document)?)?;
         return Ok(());
     }
     print_fields(

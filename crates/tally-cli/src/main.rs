@@ -5,6 +5,8 @@ mod bench_mechanism;
 mod bench_triehh;
 mod cli;
 mod domain_histogram;
+mod federated;
+mod federated_fleet;
 mod heavy_hitters;
 mod histogram;
 mod input;
@@ -37,6 +39,11 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::Mechanism(args)) => bench_mechanism::run(&args),
         Command::Repro(ReproCommand::SampleThreshold(args)) => repro::run_sample_threshold(&args),
         Command::Repro(ReproCommand::OptPrefixTree(args)) => repro::run_opt_prefix_tree(&args),
+        Command::Serve(args) => federated::serve(&args),
+        Command::Task(command) => federated::task(&command),
+        Command::Ledger(args) => federated::ledger(&args),
+        Command::Client(args) => federated_fleet::run_client(&args),
+        Command::Fleet(args) => federated_fleet::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,6 +7,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tally_accounting::Guarantee;
+use tally_messages::GuaranteeBody;
 
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &Value) -> io::Result<()> {
@@ -30,19 +31,19 @@ pub(crate) fn print_fields(title: &str, rows: &[(&str, String)]) -> io::Result<(
     Ok(())
 }
 
-/// The guarantee as a JSON object.
+/// The guarantee as a JSON object: its published form, [`GuaranteeBody`].
 pub(crate) fn guarantee_json(guarantee: &Guarantee) -> Value {
-    serde_json::json!({
-        "epsilon": guarantee.epsilon,
-        "delta": guarantee.delta,
-        "neighbours": guarantee.neighbours.name(),
-        "model": guarantee.model.name(),
-        "method": guarantee.analysis,
-    })
+    // Unwrap safety: a guarantee body is numbers and strings, which always convert.
+    serde_json::to_value(GuaranteeBody::from(guarantee)).expect("a guarantee converts to JSON")
 }
 
 /// The guarantee in one line of words.
 pub(crate) fn guarantee_line(guarantee: &Guarantee) -> String {
+    guarantee_body_line(&GuaranteeBody::from(guarantee))
+}
+
+/// A published guarantee in one line of words.
+pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
     let privacy = if guarantee.delta == 0.0 {
         format!("ε = {} (pure)", guarantee.epsilon)
     } else {
@@ -50,7 +51,7 @@ pub(crate) fn guarantee_line(guarantee: &Guarantee) -> String {
     };
     format!(
         "{privacy}-DP in the {} model, {} neighbours; {}",
-        guarantee.model, guarantee.neighbours, guarantee.analysis
+        guarantee.model, guarantee.neighbours, guarantee.method
     )
 }
 

@@ -321,7 +321,8 @@ pub struct CheckInGrant {
 pub struct Upload {
     /// The token from the device's check-in.
     pub token: String,
-    /// The report, or `null` for an abstention.
+    /// The report, or `null` for an abstention (the field is required either way).
+    #[serde(deserialize_with = "Option::deserialize")]
     pub report: Option<String>,
 }
 

@@ -4,6 +4,7 @@
 //! tally-core and tally-accounting.
 
 use tally_accounting::Guarantee;
+use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
 use tally_core::histogram::{SampleThreshold, plan_rounds};
@@ -37,12 +38,23 @@ pub(crate) enum Engine {
     /// TrieHH++, one S&T histogram of prefixes per level.
     TrieHhPlus {
         /// The tally-core task.
-        task: TrieHhPlus,
+        task: Box<TrieHhPlus>,
         /// The level being run.
         query: Option<TrieHhPlusQuery>,
         /// The per-level mechanism.
         per_level: SampleThreshold,
+        /// The configuration, for the released document.
+        config: TrieSettings,
     },
+}
+
+/// What a TrieHH++ document reports of its configuration.
+#[derive(Clone, Copy)]
+pub(crate) struct TrieSettings {
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Composition,
 }
 
 impl Engine {
@@ -116,9 +128,15 @@ impl Engine {
                 let guarantee = task.guarantee().clone();
                 Ok((
                     Self::TrieHhPlus {
-                        task,
+                        task: Box::new(task),
                         query: None,
                         per_level,
+                        config: TrieSettings {
+                            levels,
+                            segment: *segment as usize,
+                            restricted: *restricted,
+                            composition: *composition,
+                        },
                     },
                     guarantee,
                 ))
@@ -224,26 +242,19 @@ impl Engine {
                 ))
             }
             Self::TrieHhPlus {
-                task, per_level, ..
+                task,
+                per_level,
+                config,
+                ..
             } => {
-                let TaskKind::HeavyHitters {
-                    levels,
-                    segment,
-                    restricted,
-                    composition,
-                    ..
-                } = &spec.kind
-                else {
-                    unreachable!("a TrieHH++ engine comes from a heavy-hitters spec")
-                };
                 let output = task.finish();
                 serde_json::to_string_pretty(&document::triehh_plus(
                     &output,
                     &document::TriePlusParameters {
-                        levels: *levels as usize,
-                        segment: *segment as usize,
-                        restricted: *restricted,
-                        composition: *composition,
+                        levels: config.levels,
+                        segment: config.segment,
+                        restricted: config.restricted,
+                        composition: config.composition,
                         per_level: &per_level,
                     },
                     population,

@@ -217,7 +217,7 @@ async fn uploads_to_a_closed_round_are_refused_and_counted() {
         assert_eq!(code, ErrorCode::NoResult);
         let ledger: Vec<LedgerBalance> = get(router, "/v1/ledger").await;
         assert!(ledger[0].entries.is_empty());
-        assert_eq!(ledger[0].reserved.epsilon, 0.0);
+        assert_eq!(ledger[0].reserved.epsilon.to_bits(), 0.0_f64.to_bits());
         open.server.shutdown().await;
     }
 }
@@ -346,7 +346,10 @@ async fn the_ledger_refuses_what_the_budget_cannot_cover() {
         );
         assert_eq!(rejections(&router, "budget_exceeded").await, 1);
         let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
-        assert_eq!(ledger[0].reserved.epsilon, first.guarantee.epsilon);
+        assert_eq!(
+            ledger[0].reserved.epsilon.to_bits(),
+            first.guarantee.epsilon.to_bits()
+        );
         // Cancelled before any release, the first task's reservation is freed.
         let _: TaskInfo = post(&router, &format!("/v1/tasks/{}/cancel", first.id), &()).await;
         let (status, _) = call(&router, Method::POST, "/v1/tasks", Some(body)).await;
@@ -459,7 +462,10 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
         let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
         assert_eq!(ledger[0].entries.len(), 1, "{}", db.name);
         assert_eq!(ledger[0].entries[0].task_id, task.id);
-        assert_eq!(ledger[0].spent.epsilon, task.guarantee.epsilon);
+        assert_eq!(
+            ledger[0].spent.epsilon.to_bits(),
+            task.guarantee.epsilon.to_bits()
+        );
         server.shutdown().await;
 
         // After a restart the same bytes come back, and the task is still finished.

@@ -1,0 +1,461 @@
+//! The federated runtime from the command line: `serve`, `task`, `ledger`.
+
+use std::io::{self, IsTerminal, Write};
+
+use anyhow::{Context, Result, bail, ensure};
+use serde::Serialize;
+use tally_client::Client;
+use tally_messages::{
+    ErrorCode, GuaranteeBody, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism,
+    LedgerBalance, PROTOCOL_VERSION, PrivacyTarget, ReleasedItem, RoundPolicy, TaskInfo, TaskKind,
+    TaskResult, TaskSpec, TaskState,
+};
+use tally_sim::Population;
+
+use crate::cli::{
+    Algorithm, HistogramMechanism, LedgerArgs, ServeArgs, TaskCommand, TaskCreateArgs, TaskIdArgs,
+    TaskListArgs, TaskResultArgs,
+};
+use crate::output::{print_fields, print_items};
+
+/// Rows shown in a result's table when `--top` is not given.
+const DEFAULT_TABLE_ROWS: usize = 20;
+
+/// A tokio runtime for one command.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// `tally serve`.
+pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
+    ensure!(
+        args.budget_epsilon.is_finite() && args.budget_epsilon > 0.0,
+        "--budget-epsilon {}: expected a positive number",
+        args.budget_epsilon
+    );
+    ensure!(
+        (0.0..1.0).contains(&args.budget_delta),
+        "--budget-delta {}: expected a number in [0, 1)",
+        args.budget_delta
+    );
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
+        .init();
+    let config = tally_server::ServeConfig {
+        listen: args.listen,
+        db: args.db.clone(),
+        budget_epsilon: args.budget_epsilon,
+        budget_delta: args.budget_delta,
+    };
+    runtime()?
+        .block_on(tally_server::serve(config))
+        .with_context(|| format!("the server on {} stopped", args.listen))
+}
+
+/// `tally task ...`.
+pub(crate) fn task(command: &TaskCommand) -> Result<()> {
+    match command {
+        TaskCommand::Create(args) => create(args),
+        TaskCommand::List(args) => list(args),
+        TaskCommand::Status(args) => status(args),
+        TaskCommand::Result(args) => result(args),
+        TaskCommand::Cancel(args) => cancel(args),
+    }
+}
+
+/// A client of `--server`.
+pub(crate) fn client(server: &str) -> Result<Client> {
+    Ok(Client::new(server)?)
+}
+
+fn create(args: &TaskCreateArgs) -> Result<()> {
+    let spec = task_spec(args)?;
+    let client = client(&args.server.server)?;
+    let info = runtime()?.block_on(client.create_task(&spec))?;
+    if args.privacy.json {
+        return print_serialized(&info);
+    }
+    print_task(&info, "task created")
+}
+
+/// The task the arguments describe.
+fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
+    let kind = match (args.kind.mechanism, args.kind.algorithm) {
+        (Some(HistogramMechanism::SampleThreshold), _) => {
+            let triehh_only = [
+                ("--levels", args.levels.is_some()),
+                ("--segment", args.segment.is_some()),
+                ("--unrestricted", args.unrestricted),
+                ("--composition", args.composition.is_some()),
+            ];
+            if let Some((name, _)) = triehh_only.iter().find(|(_, given)| *given) {
+                bail!("{name} applies to --algorithm triehh++, not to a one-round histogram");
+            }
+            TaskKind::Histogram {
+                mechanism: WireMechanism::SampleThreshold,
+                sampling_rate: args.sampling_rate,
+                threshold: args.threshold,
+            }
+        }
+        (Some(other), _) => bail!(
+            "the federated runtime does not run --mechanism {}: it runs --mechanism \
+             sample-threshold (and --algorithm triehh++)",
+            value_name(other)
+        ),
+        (None, Some(Algorithm::TrieHhPlus)) => TaskKind::HeavyHitters {
+            algorithm: HeavyHittersAlgorithm::TrieHhPlus,
+            levels: args.levels.unwrap_or(10),
+            segment: args.segment.unwrap_or(1),
+            restricted: !args.unrestricted,
+            composition: args.composition.map_or(
+                tally_accounting::composition::Composition::Basic,
+                Into::into,
+            ),
+            sampling_rate: args.sampling_rate,
+            threshold: args.threshold,
+        },
+        (None, Some(other)) => bail!(
+            "the federated runtime does not run --algorithm {}: it runs --algorithm triehh++ \
+             (and --mechanism sample-threshold)",
+            value_name(other)
+        ),
+        // Unwrap safety: clap requires exactly one of the two.
+        (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
+    };
+    let (population, expected_population) = match &args.population.dataset {
+        Some(name) => {
+            let data = Population::dataset(name)?;
+            (name.clone(), data.len() as u64)
+        }
+        None => (
+            // Unwrap safety: clap requires --population with --expected-population when
+            // --dataset is absent.
+            args.population.population.clone().expect("--population"),
+            args.population
+                .expected_population
+                .expect("--expected-population"),
+        ),
+    };
+    Ok(TaskSpec {
+        version: PROTOCOL_VERSION,
+        population,
+        expected_population,
+        privacy: PrivacyTarget {
+            epsilon: args.privacy.epsilon,
+            delta: args.delta,
+            neighbours: args.privacy.neighbours.into(),
+            analysis: args.privacy.method.into(),
+        },
+        kind,
+        rounds: RoundPolicy {
+            min_cohort: args.min_cohort,
+            cohort_target: args.cohort_target,
+            deadline_secs: args.deadline_secs,
+            max_attempts: args.max_attempts,
+            max_report_bytes: args.max_report_bytes,
+        },
+    })
+}
+
+/// The command-line spelling of a value.
+fn value_name(value: impl clap::ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_owned())
+}
+
+fn list(args: &TaskListArgs) -> Result<()> {
+    let client = client(&args.server.server)?;
+    let tasks = runtime()?.block_on(client.tasks())?;
+    if args.json {
+        return print_serialized(&tasks);
+    }
+    let mut out = io::stdout().lock();
+    if tasks.is_empty() {
+        writeln!(out, "no tasks")?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<20} {:<10} {:<18} {:<20} {:>7} {:>10} {:>10}",
+        "id", "state", "kind", "population", "rounds", "ε", "δ"
+    )?;
+    for task in &tasks {
+        writeln!(
+            out,
+            "{:<20} {:<10} {:<18} {:<20} {:>7} {:>10.4} {:>10.3e}",
+            task.id,
+            task.state.name(),
+            kind_name(&task.spec.kind),
+            task.spec.population,
+            format!("{}/{}", task.rounds_released, rounds_of(&task.spec.kind)),
+            task.guarantee.epsilon,
+            task.guarantee.delta,
+        )?;
+    }
+    Ok(())
+}
+
+fn status(args: &TaskIdArgs) -> Result<()> {
+    let client = client(&args.server.server)?;
+    let info = runtime()?.block_on(client.task(&args.id))?;
+    if args.json {
+        return print_serialized(&info);
+    }
+    print_task(&info, "task")
+}
+
+fn cancel(args: &TaskIdArgs) -> Result<()> {
+    let client = client(&args.server.server)?;
+    let info = runtime()?.block_on(client.cancel_task(&args.id))?;
+    if args.json {
+        return print_serialized(&info);
+    }
+    print_task(&info, "task cancelled")
+}
+
+fn result(args: &TaskResultArgs) -> Result<()> {
+    let client = client(&args.server.server)?;
+    let rt = runtime()?;
+    let body = match rt.block_on(client.result_text(&args.id)) {
+        Ok(body) => body,
+        Err(error) if error.code() == Some(ErrorCode::NoResult) => {
+            let info = rt.block_on(client.task(&args.id))?;
+            bail!("{}", no_result_message(&info));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if args.json {
+        // The stored document byte for byte, then a newline like every JSON output.
+        let mut out = io::stdout().lock();
+        out.write_all(body.as_bytes())?;
+        if !body.ends_with('\n') {
+            writeln!(out)?;
+        }
+        return Ok(());
+    }
+    let release: TaskResult = serde_json::from_str(&body)
+        .with_context(|| format!("the result of task {} is not a release document", args.id))?;
+    let shown = args.top.unwrap_or(DEFAULT_TABLE_ROWS);
+    match release {
+        TaskResult::Histogram(release) => {
+            print_fields(
+                &format!("{} histogram (task {})", release.mechanism, args.id),
+                &[
+                    ("input", release.input.clone()),
+                    ("guarantee", guarantee_words(&release.guarantee)),
+                    ("parameters", compact(&release.parameters)),
+                    ("execution", release.execution.clone()),
+                    ("released items", release.released_items.to_string()),
+                ],
+            )?;
+            print_items(&rows(&release.items), shown)?;
+        }
+        TaskResult::HeavyHitters(release) => {
+            print_fields(
+                &format!("{} heavy hitters (task {})", release.mechanism, args.id),
+                &[
+                    ("input", release.input.clone()),
+                    ("guarantee", guarantee_words(&release.guarantee)),
+                    ("parameters", compact(&release.parameters)),
+                    ("found items", release.found_items.to_string()),
+                ],
+            )?;
+            print_items(&rows(&release.items), shown)?;
+        }
+    }
+    Ok(())
+}
+
+/// Why a task has no result to show.
+fn no_result_message(info: &TaskInfo) -> String {
+    match info.state {
+        TaskState::Running => format!(
+            "task {} is running ({} of {} rounds released); its result is not released yet",
+            info.id,
+            info.rounds_released,
+            rounds_of(&info.spec.kind)
+        ),
+        TaskState::Finished => format!("task {} is finished but has no stored result", info.id),
+        TaskState::Cancelled => format!("task {} was cancelled; it has no result", info.id),
+        TaskState::Failed => format!(
+            "task {} failed{}; it has no result",
+            info.id,
+            info.error
+                .as_deref()
+                .map_or_else(String::new, |e| format!(": {e}"))
+        ),
+    }
+}
+
+/// `tally ledger`.
+pub(crate) fn ledger(args: &LedgerArgs) -> Result<()> {
+    let client = client(&args.server.server)?;
+    let balances: Vec<LedgerBalance> = runtime()?.block_on(client.ledger())?;
+    if args.json {
+        return print_serialized(&balances);
+    }
+    let mut out = io::stdout().lock();
+    if balances.is_empty() {
+        writeln!(
+            out,
+            "no population has a budget yet (it is set by its first task)"
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<20} {:>24} {:>24} {:>24} {:>24}",
+        "population", "budget (ε, δ)", "spent (ε, δ)", "reserved (ε, δ)", "remaining (ε, δ)"
+    )?;
+    for balance in &balances {
+        let pair = |b: &tally_messages::Budget| format!("({:.4}, {:.3e})", b.epsilon, b.delta);
+        writeln!(
+            out,
+            "{:<20} {:>24} {:>24} {:>24} {:>24}",
+            balance.population,
+            pair(&balance.budget),
+            pair(&balance.spent),
+            pair(&balance.reserved),
+            pair(&balance.remaining),
+        )?;
+    }
+    Ok(())
+}
+
+/// A task's fields, for people.
+fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
+    let spec = &info.spec;
+    let mut rows = vec![
+        ("id", info.id.clone()),
+        ("state", info.state.name().to_owned()),
+        ("kind", kind_description(&spec.kind)),
+        (
+            "population",
+            format!(
+                "{} ({} devices expected)",
+                spec.population, spec.expected_population
+            ),
+        ),
+        ("guarantee", guarantee_words(&info.guarantee)),
+        (
+            "rounds released",
+            format!("{} of {}", info.rounds_released, rounds_of(&spec.kind)),
+        ),
+        (
+            "round policy",
+            format!(
+                "minimum cohort {}, cohort target {}, deadline {} s, {} attempts",
+                spec.rounds.min_cohort,
+                spec.rounds
+                    .cohort_target
+                    .unwrap_or(spec.expected_population),
+                spec.rounds.deadline_secs,
+                spec.rounds.max_attempts
+            ),
+        ),
+    ];
+    if let Some(round) = &info.open_round {
+        rows.push(("open round", round.clone()));
+    }
+    if let Some(error) = &info.error {
+        rows.push(("error", error.clone()));
+    }
+    print_fields(title, &rows)?;
+    Ok(())
+}
+
+/// A guarantee in one line of words, as `guarantee_line` writes it for simulations.
+fn guarantee_words(g: &GuaranteeBody) -> String {
+    let privacy = if g.delta == 0.0 {
+        format!("ε = {} (pure)", g.epsilon)
+    } else {
+        format!("(ε = {}, δ = {:.3e})", g.epsilon, g.delta)
+    };
+    format!(
+        "{privacy}-DP in the {} model, {} neighbours; {}",
+        g.model, g.neighbours, g.method
+    )
+}
+
+fn kind_name(kind: &TaskKind) -> &'static str {
+    match kind {
+        TaskKind::Histogram { .. } => "sample-threshold",
+        TaskKind::HeavyHitters { .. } => "triehh++",
+    }
+}
+
+fn kind_description(kind: &TaskKind) -> String {
+    let fixed = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
+        (Some(rate), _) => format!("sampling rate {rate}"),
+        (None, Some(threshold)) => format!("threshold {threshold}"),
+        (None, None) => "calibrated for the smallest releasable count".to_owned(),
+    };
+    match kind {
+        TaskKind::Histogram {
+            sampling_rate,
+            threshold,
+            ..
+        } => format!(
+            "sample-and-threshold histogram, {}",
+            fixed(*sampling_rate, *threshold)
+        ),
+        TaskKind::HeavyHitters {
+            levels,
+            segment,
+            restricted,
+            composition,
+            sampling_rate,
+            threshold,
+            ..
+        } => format!(
+            "triehh++ heavy hitters, {levels} levels of {segment} character(s), {}, {composition} \
+             composition, {}",
+            if *restricted {
+                "restricted"
+            } else {
+                "unrestricted"
+            },
+            fixed(*sampling_rate, *threshold)
+        ),
+    }
+}
+
+/// The most rounds a task runs.
+fn rounds_of(kind: &TaskKind) -> u32 {
+    match kind {
+        TaskKind::Histogram { .. } => 1,
+        TaskKind::HeavyHitters { levels, .. } => *levels,
+    }
+}
+
+fn rows(items: &[ReleasedItem]) -> Vec<(String, Option<u64>, Option<f64>)> {
+    items
+        .iter()
+        .map(|i| (i.item.clone(), i.count, i.estimate))
+        .collect()
+}
+
+fn compact(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+/// Prints a protocol value as pretty JSON.
+pub(crate) fn print_serialized<T: Serialize>(value: &T) -> Result<()> {
+    crate::output::print_json(&serde_json::to_value(value)?)?;
+    Ok(())
+}

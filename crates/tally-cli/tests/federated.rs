@@ -1,0 +1,224 @@
+//! The federated runtime end to end over loopback: `tally serve`, `tally task create`,
+//! `tally fleet` / `tally client`, `tally task result` and `tally ledger`.
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tally_messages::{HeavyHittersRelease, HistogramRelease, LedgerBalance, TaskInfo};
+
+use common::{failure, json, tally, temp_file};
+
+/// A `tally serve` on a free port with its own SQLite file; killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        // Bind port 0 to find a free port, then let the server take it.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--db",
+                &db,
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the server exited on start"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(value: Value) -> T {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
+    let server = Server::start();
+    let url = &server.url;
+    let info: TaskInfo = parse(json(&format!(
+        "task create --server {url} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population test --expected-population 3000 --min-cohort 100 --deadline-secs 60 --json"
+    )));
+    let id = &info.id;
+    let status =
+        String::from_utf8(tally(&format!("task status --server {url} {id}")).stdout).unwrap();
+    assert!(status.contains("running"), "{status}");
+
+    // Not released yet: a clear message with the task's state.
+    let early = failure(&format!("task result --server {url} {id}"));
+    assert!(
+        early.contains("is running") && early.contains("not released yet"),
+        "{early}"
+    );
+
+    let report = json(&format!(
+        "fleet --server {url} --synthetic uniform:n=3000,domain=5 --task {id} --seed 7 \
+         --concurrency 4 --batch 100 --json"
+    ));
+    let total = &report["total"];
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 1, "{report}");
+    assert_eq!(total["devices"], 3000, "{report}");
+    assert_eq!(total["accepted"], 3000, "{report}");
+    assert_eq!(total["upload_requests"], 30, "{report}");
+    assert!(
+        total["rejected"].as_object().unwrap().is_empty(),
+        "{report}"
+    );
+    let reports = total["reports"].as_u64().unwrap();
+    assert_eq!(reports + total["abstentions"].as_u64().unwrap(), 3000);
+    assert!(
+        total["latency_ms"]["p99"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+
+    let output = tally(&format!("task result --server {url} {id} --json"));
+    assert!(output.status.success());
+    let release: HistogramRelease = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(release.execution, "federated");
+    // About 600 devices hold each item: every one is released, with its sampled count, so
+    // the counts add up to the reports the fleet uploaded.
+    assert_eq!(release.released_items, 5, "{release:?}");
+    let counted: u64 = release.items.iter().map(|i| i.count.unwrap()).sum();
+    assert_eq!(counted, reports);
+    let table =
+        String::from_utf8(tally(&format!("task result --server {url} {id}")).stdout).unwrap();
+    assert!(
+        table.contains("sample-and-threshold") && table.contains("rank"),
+        "{table}"
+    );
+
+    let ledger: Vec<LedgerBalance> = parse(json(&format!("ledger --server {url} --json")));
+    let test = ledger.iter().find(|b| b.population == "test").unwrap();
+    assert_eq!(test.entries.len(), 1);
+    assert_eq!(&test.entries[0].task_id, id);
+    assert!(
+        (test.spent.epsilon - info.guarantee.epsilon).abs() < 1e-12,
+        "{test:?}"
+    );
+    assert!((test.remaining.epsilon - (10.0 - info.guarantee.epsilon)).abs() < 1e-9);
+    let table = String::from_utf8(tally(&format!("ledger --server {url}")).stdout).unwrap();
+    assert!(
+        table.contains("test") && table.contains("remaining"),
+        "{table}"
+    );
+
+    // One device alone: its round closes at its cohort target of one.
+    let created: TaskInfo = parse(json(&format!(
+        "task create --server {url} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population one --expected-population 1 --min-cohort 1 --json"
+    )));
+    let file = temp_file("device.txt", b"\nbanana\n\n");
+    let device = json(&format!(
+        "client --server {url} --input {} --task {} --seed 1 --json",
+        file.display(),
+        created.id
+    ));
+    assert_eq!(device["total"]["accepted"], 1, "{device}");
+    let done: TaskInfo = parse(json(&format!(
+        "task status --server {url} {} --json",
+        created.id
+    )));
+    assert_eq!(done.state.name(), "finished");
+}
+
+#[test]
+fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
+    let server = Server::start();
+    let url = &server.url;
+    let mut words = String::new();
+    for (word, holders) in [("the", 900), ("and", 700), ("to", 500), ("rare", 3)] {
+        for _ in 0..holders {
+            words.push_str(word);
+            words.push('\n');
+        }
+    }
+    let file = temp_file("words.txt", words.as_bytes());
+    let info: TaskInfo = parse(json(&format!(
+        "task create --server {url} --algorithm triehh++ --epsilon 4 --delta 1e-6 \
+         --levels 5 --population words --expected-population 2103 --min-cohort 100 --json"
+    )));
+    let report = json(&format!(
+        "fleet --server {url} --input {} --seed 3 --batch 300 --json",
+        file.display()
+    ));
+    let rounds = report["rounds"].as_array().unwrap();
+    assert!(rounds.len() >= 3, "{report}");
+    assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
+    let output = tally(&format!("task result --server {url} {} --json", info.id));
+    assert!(output.status.success());
+    let release: HeavyHittersRelease = serde_json::from_slice(&output.stdout).unwrap();
+    let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
+    for word in ["the", "and", "to"] {
+        assert!(found.contains(&word), "{word} not in {found:?}");
+    }
+    assert!(!found.contains(&"rare"), "{found:?}");
+}
+
+#[test]
+fn federated_commands_explain_what_is_wrong() {
+    let file = temp_file("two-items.txt", b"apple\npear\n");
+    let error = failure(&format!(
+        "client --server http://127.0.0.1:9 --input {}",
+        file.display()
+    ));
+    assert!(error.contains("a device holds one item"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --mechanism laplace --epsilon 1 --delta 1e-6 \
+         --population p --expected-population 10",
+    );
+    assert!(error.contains("sample-threshold"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm triehh --epsilon 1 --delta 1e-6 \
+         --population p --expected-population 10",
+    );
+    assert!(error.contains("triehh++"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --mechanism sample-threshold --levels 3 \
+         --epsilon 1 --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(error.contains("--levels"), "{error}");
+    let error = failure("ledger --server 127.0.0.1:9");
+    assert!(error.contains("http://"), "{error}");
+}

@@ -1,0 +1,420 @@
+//! The HTTP client: one connection pool, every endpoint of the protocol, and retries with
+//! exponential backoff and jitter in one place.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::{Rng, RngExt};
+use reqwest::Method;
+use reqwest::header::CONTENT_TYPE;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tally_messages::{
+    API_PREFIX, CheckIn, CheckInGrant, ErrorBody, LedgerBalance, PROTOCOL_VERSION, RoundQuery,
+    TaskInfo, TaskResult, TaskSpec, Upload, UploadReceipt,
+};
+
+use crate::error::ClientError;
+
+/// How long one request may take, retries not included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How much of an unexpected body an error quotes.
+const QUOTED_BODY_CHARS: usize = 200;
+
+/// When and how often a failed request is tried again.
+///
+/// A request is retried after a connection error, a timeout, a 5xx status or 429, never after
+/// another 4xx (the request itself is wrong). The wait before retry `k` (from 1) is drawn
+/// uniformly from `[d/2, d]` with `d = min(initial · 2^(k−1), max)`, so that devices that
+/// failed together do not retry together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Tries in all, the first included (0 counts as 1).
+    pub attempts: u32,
+    /// The wait before the first retry, before jitter.
+    pub initial: Duration,
+    /// The longest wait, before jitter.
+    pub max: Duration,
+}
+
+impl Default for RetryPolicy {
+    /// Six tries, waiting 50 ms, doubling up to 2 s.
+    fn default() -> Self {
+        Self {
+            attempts: 6,
+            initial: Duration::from_millis(50),
+            max: Duration::from_secs(2),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// One try, no retry.
+    pub const NONE: Self = Self {
+        attempts: 1,
+        initial: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+
+    /// The wait before retry number `retry` (from 1), jittered with `rng`.
+    pub fn delay<R: Rng + ?Sized>(&self, retry: u32, rng: &mut R) -> Duration {
+        let doubling = 2u32.saturating_pow(retry.saturating_sub(1));
+        let ceiling = self.initial.saturating_mul(doubling).min(self.max);
+        let floor = ceiling / 2;
+        if ceiling.is_zero() {
+            return Duration::ZERO;
+        }
+        floor + ceiling.mul_f64(rng.random::<f64>() / 2.0)
+    }
+}
+
+/// Whether a request may be sent again when its outcome is unknown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Repeat {
+    /// Reading, checking in (a spare token is harmless) or uploading (a token is good for one
+    /// upload, so a repeated upload is refused, never counted twice).
+    Safe,
+    /// Creating a task: retried only when the request cannot have reached the server.
+    OnlyUnsent,
+}
+
+/// A connection to one tally server: a base URL and a shared connection pool. Cheap to clone
+/// (clones share the pool).
+#[derive(Clone, Debug)]
+pub struct Client {
+    base: Arc<str>,
+    http: reqwest::Client,
+    retry: RetryPolicy,
+}
+
+impl Client {
+    /// A client of the server at `base_url` (`http://host:port` or `https://…`, without the
+    /// `/v1` prefix), retrying with [`RetryPolicy::default`].
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidUrl`] if the URL is not an absolute `http` or `https` URL.
+    pub fn new(base_url: &str) -> Result<Self, ClientError> {
+        let invalid = |reason: &str| ClientError::InvalidUrl {
+            url: base_url.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let trimmed = base_url.trim_end_matches('/');
+        let rest = trimmed
+            .strip_prefix("http://")
+            .or_else(|| trimmed.strip_prefix("https://"))
+            .ok_or_else(|| invalid("expected http://HOST:PORT or https://HOST:PORT"))?;
+        if rest.is_empty() || rest.starts_with('/') {
+            return Err(invalid("the host is missing, e.g. http://127.0.0.1:8080"));
+        }
+        if rest.contains(['?', '#']) {
+            return Err(invalid(
+                "give the server's base URL, without a query or fragment",
+            ));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| invalid(&error_chain(&e)))?;
+        Ok(Self {
+            base: Arc::from(trimmed),
+            http,
+            retry: RetryPolicy::default(),
+        })
+    }
+
+    /// The same client with another retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// The server's base URL.
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// `GET /v1/rounds`: the open rounds.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails on every attempt or is refused.
+    pub async fn open_rounds(&self) -> Result<Vec<RoundQuery>, ClientError> {
+        self.json(Method::GET, "/rounds", None, Repeat::Safe).await
+    }
+
+    /// `POST /v1/rounds/{id}/check-in`: single-use upload tokens for `devices` devices.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; [`ClientError::round_is_over`] tells a closed round.
+    pub async fn check_in(
+        &self,
+        round_id: &str,
+        devices: u32,
+    ) -> Result<CheckInGrant, ClientError> {
+        let body = CheckIn {
+            version: PROTOCOL_VERSION,
+            devices,
+        };
+        let path = format!("/rounds/{round_id}/check-in");
+        self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+            .await
+    }
+
+    /// `POST /v1/rounds/{id}/uploads`: one report or abstention per token.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; [`ClientError::round_is_over`] tells a closed round.
+    pub async fn upload(
+        &self,
+        round_id: &str,
+        uploads: &[Upload],
+    ) -> Result<UploadReceipt, ClientError> {
+        /// [`tally_messages::UploadBatch`], borrowing its uploads.
+        #[derive(Serialize)]
+        struct Batch<'a> {
+            version: u32,
+            uploads: &'a [Upload],
+        }
+        let body = Batch {
+            version: PROTOCOL_VERSION,
+            uploads,
+        };
+        let path = format!("/rounds/{round_id}/uploads");
+        self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+            .await
+    }
+
+    /// `POST /v1/tasks`: creates a task.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: the server's `invalid_task` or `budget_exceeded` say why it refused.
+    pub async fn create_task(&self, spec: &TaskSpec) -> Result<TaskInfo, ClientError> {
+        self.json(
+            Method::POST,
+            "/tasks",
+            Some(encode(spec)),
+            Repeat::OnlyUnsent,
+        )
+        .await
+    }
+
+    /// `GET /v1/tasks`: every task.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails on every attempt or is refused.
+    pub async fn tasks(&self) -> Result<Vec<TaskInfo>, ClientError> {
+        self.json(Method::GET, "/tasks", None, Repeat::Safe).await
+    }
+
+    /// `GET /v1/tasks/{id}`: one task.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; the server's `unknown_task` for an id it does not know.
+    pub async fn task(&self, id: &str) -> Result<TaskInfo, ClientError> {
+        self.json(Method::GET, &format!("/tasks/{id}"), None, Repeat::Safe)
+            .await
+    }
+
+    /// `POST /v1/tasks/{id}/cancel`: cancels a task (cancelling twice is harmless).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; the server's `unknown_task` for an id it does not know.
+    pub async fn cancel_task(&self, id: &str) -> Result<TaskInfo, ClientError> {
+        let path = format!("/tasks/{id}/cancel");
+        self.json(Method::POST, &path, None, Repeat::Safe).await
+    }
+
+    /// `GET /v1/tasks/{id}/result`: the released document exactly as the server stored it.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; the server's `no_result` while the task runs or when it ended
+    /// without a release.
+    pub async fn result_text(&self, id: &str) -> Result<String, ClientError> {
+        let path = format!("/tasks/{id}/result");
+        self.text(Method::GET, &path, None, Repeat::Safe).await
+    }
+
+    /// `GET /v1/tasks/{id}/result`, parsed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::result_text`], and [`ClientError::Decode`] if it does not parse.
+    pub async fn result(&self, id: &str) -> Result<TaskResult, ClientError> {
+        let path = format!("/tasks/{id}/result");
+        self.json(Method::GET, &path, None, Repeat::Safe).await
+    }
+
+    /// `GET /v1/ledger`: every population's budget, spending and what is left.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails on every attempt or is refused.
+    pub async fn ledger(&self) -> Result<Vec<LedgerBalance>, ClientError> {
+        self.json(Method::GET, "/ledger", None, Repeat::Safe).await
+    }
+
+    async fn json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        repeat: Repeat,
+    ) -> Result<T, ClientError> {
+        let text = self.text(method.clone(), path, body, repeat).await?;
+        serde_json::from_str(&text).map_err(|source| ClientError::Decode {
+            request: format!("{method} {API_PREFIX}{path}"),
+            source,
+        })
+    }
+
+    /// Sends a request, retrying as the policy says, and returns the body of its success.
+    async fn text(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        repeat: Repeat,
+    ) -> Result<String, ClientError> {
+        let url = format!("{}{API_PREFIX}{path}", self.base);
+        let request = || format!("{method} {API_PREFIX}{path}");
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut builder = self.http.request(method.clone(), &url);
+            if let Some(body) = &body {
+                builder = builder
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            let (error, retryable) = match builder.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    match response.text().await {
+                        Ok(text) if status.is_success() => return Ok(text),
+                        Ok(text) => {
+                            let retryable = status.is_server_error()
+                                || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
+                            (status_error(request(), status.as_u16(), text), retryable)
+                        }
+                        Err(e) => (transport(request(), attempt, &e), repeat == Repeat::Safe),
+                    }
+                }
+                Err(e) => {
+                    let unsent = e.is_connect();
+                    (
+                        transport(request(), attempt, &e),
+                        repeat == Repeat::Safe || unsent,
+                    )
+                }
+            };
+            if !retryable || attempt >= self.retry.attempts {
+                return Err(error);
+            }
+            let delay = self.retry.delay(attempt, &mut rand::rng());
+            tracing::debug!(request = %request(), attempt, ?delay, %error, "retrying");
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+fn encode<T: Serialize + ?Sized>(body: &T) -> Vec<u8> {
+    // Unwrap safety: the protocol's types serialize to JSON infallibly (no maps with
+    // non-string keys, no failing serializers).
+    serde_json::to_vec(body).expect("protocol bodies serialize")
+}
+
+fn status_error(request: String, status: u16, text: String) -> ClientError {
+    match serde_json::from_str::<ErrorBody>(&text) {
+        Ok(body) => ClientError::Server {
+            request,
+            status,
+            body,
+        },
+        Err(_) => ClientError::Status {
+            request,
+            status,
+            text: text.chars().take(QUOTED_BODY_CHARS).collect(),
+        },
+    }
+}
+
+fn transport(request: String, attempts: u32, error: &reqwest::Error) -> ClientError {
+    ClientError::Transport {
+        request,
+        attempts,
+        detail: error_chain(error),
+    }
+}
+
+/// An error and its causes on one line.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_jitter_in_the_upper_half() {
+        let policy = RetryPolicy::default();
+        let mut rng = ChaCha20Rng::seed_from_u64(7);
+        let ceilings = [50, 100, 200, 400, 800, 1600, 2000, 2000];
+        for (retry, ceiling) in (1..).zip(ceilings) {
+            let ceiling = Duration::from_millis(ceiling);
+            for _ in 0..200 {
+                let delay = policy.delay(retry, &mut rng);
+                assert!(
+                    delay >= ceiling / 2 && delay <= ceiling,
+                    "retry {retry}: {delay:?} outside [{:?}, {ceiling:?}]",
+                    ceiling / 2
+                );
+            }
+        }
+        assert_eq!(RetryPolicy::NONE.delay(1, &mut rng), Duration::ZERO);
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        for bad in [
+            "127.0.0.1:8080",
+            "ftp://host",
+            "http://",
+            "http:///v1",
+            "http://h?x=1",
+        ] {
+            let error = Client::new(bad).unwrap_err();
+            assert!(
+                matches!(error, ClientError::InvalidUrl { .. }),
+                "{bad}: {error}"
+            );
+        }
+        let client = Client::new("http://127.0.0.1:8080/").unwrap();
+        assert_eq!(client.base_url(), "http://127.0.0.1:8080");
+    }
+}

@@ -1,0 +1,392 @@
+//! Many simulated devices over real HTTP: for demos, tests and load.
+//!
+//! A [`Fleet`] holds one item per device. It follows tasks (the one asked for, or every task
+//! that runs while it does), and for each open round of a followed task it checks its devices
+//! in by batches, answers for each device with [`Responder`] (the simulator's respond code)
+//! and uploads the batch, with a bounded number of requests in flight. It stops a round's work
+//! when the round closes, and stops when the followed tasks have ended.
+
+mod report;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use tally_messages::{ErrorCode, RoundQuery, TaskState, Upload};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::{JoinError, JoinSet};
+
+use report::RoundTally;
+pub use report::{Counts, FleetReport, LatencySummary, RoundReport, Totals};
+
+use crate::client::Client;
+use crate::error::ClientError;
+use crate::respond::{RespondError, Responder, device_rng};
+
+/// Why a fleet stopped before its tasks ended.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FleetError {
+    /// The configuration cannot run.
+    #[error("invalid fleet: {0}")]
+    Config(String),
+    /// A request failed on every attempt or was refused for a reason other than the round
+    /// closing.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// A round's query cannot be answered.
+    #[error(transparent)]
+    Respond(#[from] RespondError),
+}
+
+/// How a fleet runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetConfig {
+    /// Requests in flight at most (each a check-in then an upload), at least 1.
+    pub concurrency: usize,
+    /// Devices per check-in and upload request, at least 1 (1: every device uploads alone).
+    pub batch: usize,
+    /// Follow only this task; `None` follows every task running while the fleet runs.
+    pub task: Option<String>,
+    /// Seed of the devices' coins, for tests; `None` draws them from a CSPRNG.
+    pub seed: Option<u64>,
+    /// How long to wait before looking again for open rounds when there is none to do.
+    pub poll_interval: Duration,
+}
+
+impl Default for FleetConfig {
+    /// 8 requests in flight, 256 devices per request, every task, fresh randomness, 100 ms polls.
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            batch: 256,
+            task: None,
+            seed: None,
+            poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What a fleet tells its caller while it runs (to draw progress; the library prints nothing).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum FleetEvent<'a> {
+    /// The fleet joined an open round with this many devices.
+    RoundStarted {
+        /// The round's query.
+        query: &'a RoundQuery,
+        /// Devices that will take part unless the round closes first.
+        devices: usize,
+    },
+    /// A batch of devices uploaded (accepted or not).
+    Uploaded {
+        /// The round.
+        round_id: &'a str,
+        /// Devices in the batch.
+        devices: usize,
+    },
+    /// The fleet is done with a round.
+    RoundFinished(&'a RoundReport),
+    /// No round to do: the fleet waits for the next one.
+    Waiting,
+}
+
+/// Simulated devices, one item each.
+#[derive(Debug)]
+pub struct Fleet {
+    client: Client,
+    items: Arc<[String]>,
+    config: FleetConfig,
+}
+
+impl Fleet {
+    /// A fleet of `items.len()` devices (device `i` holds `items[i]`) talking through
+    /// `client`.
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError::Config`] if there are no devices, or the concurrency or batch is 0 or
+    /// the batch exceeds `u32::MAX`.
+    pub fn new(
+        client: Client,
+        items: Vec<String>,
+        config: FleetConfig,
+    ) -> Result<Self, FleetError> {
+        if items.is_empty() {
+            return Err(FleetError::Config(
+                "no devices: give at least one item".into(),
+            ));
+        }
+        if config.concurrency == 0 {
+            return Err(FleetError::Config(
+                "concurrency 0: expected at least 1".into(),
+            ));
+        }
+        if config.batch == 0 || u32::try_from(config.batch).is_err() {
+            return Err(FleetError::Config(format!(
+                "batch {}: expected 1 to {} devices per request",
+                config.batch,
+                u32::MAX
+            )));
+        }
+        Ok(Self {
+            client,
+            items: items.into(),
+            config,
+        })
+    }
+
+    /// Devices in the fleet.
+    pub fn devices(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Takes part in every open round of the followed tasks until they end (finished,
+    /// cancelled or failed), or, following every task, until no task is running. Calls
+    /// `progress` on the way.
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError`] when a request fails on every attempt, the server refuses one for a
+    /// reason other than the round closing (such as an unknown `--task`), or a round's query
+    /// cannot be answered.
+    pub async fn run<F>(&self, mut progress: F) -> Result<FleetReport, FleetError>
+    where
+        F: FnMut(&FleetEvent<'_>),
+    {
+        let started = Instant::now();
+        if let Some(id) = &self.config.task {
+            // Fails early on a task the server does not know.
+            self.client.task(id).await?;
+        }
+        let mut done: HashSet<String> = HashSet::new();
+        let mut rounds = Vec::new();
+        let mut total = RoundTally::new();
+        loop {
+            if !self.followed_running().await? {
+                break;
+            }
+            let open: Vec<RoundQuery> = self
+                .client
+                .open_rounds()
+                .await?
+                .into_iter()
+                .filter(|q| self.config.task.as_ref().is_none_or(|t| *t == q.task_id))
+                .filter(|q| !done.contains(&q.round_id))
+                .collect();
+            if open.is_empty() {
+                progress(&FleetEvent::Waiting);
+                tokio::time::sleep(self.config.poll_interval).await;
+                continue;
+            }
+            for query in open {
+                done.insert(query.round_id.clone());
+                let (report, tally) = self.run_round(&query, &mut progress).await?;
+                progress(&FleetEvent::RoundFinished(&report));
+                total.merge(tally);
+                rounds.push(report);
+            }
+        }
+        Ok(FleetReport::new(
+            self.items.len(),
+            &self.config,
+            rounds,
+            total,
+            started.elapsed(),
+        ))
+    }
+
+    /// Whether the followed task is running, or (following every task) any task is.
+    async fn followed_running(&self) -> Result<bool, FleetError> {
+        let running = |state: TaskState| state == TaskState::Running;
+        Ok(match &self.config.task {
+            Some(id) => running(self.client.task(id).await?.state),
+            None => self.client.tasks().await?.iter().any(|t| running(t.state)),
+        })
+    }
+
+    /// Every device answers one round, a batch per request, until the round closes.
+    async fn run_round<F>(
+        &self,
+        query: &RoundQuery,
+        progress: &mut F,
+    ) -> Result<(RoundReport, RoundTally), FleetError>
+    where
+        F: FnMut(&FleetEvent<'_>),
+    {
+        let responder = Arc::new(Responder::new(query)?);
+        let round_id: Arc<str> = Arc::from(query.round_id.as_str());
+        let closed = Arc::new(AtomicBool::new(false));
+        let semaphore = Arc::new(Semaphore::new(self.config.concurrency));
+        let mut chunks: JoinSet<Result<Chunk, ClientError>> = JoinSet::new();
+        let mut tally = RoundTally::new();
+        progress(&FleetEvent::RoundStarted {
+            query,
+            devices: self.items.len(),
+        });
+        let started = Instant::now();
+        let mut absorb = |done: Result<Result<Chunk, ClientError>, JoinError>,
+                          tally: &mut RoundTally|
+         -> Result<(), FleetError> {
+            let chunk = done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+            if chunk.devices > 0 {
+                progress(&FleetEvent::Uploaded {
+                    round_id: &round_id,
+                    devices: chunk.devices as usize,
+                });
+            }
+            tally.absorb(&chunk);
+            Ok(())
+        };
+        for (index, start) in (0..self.items.len()).step_by(self.config.batch).enumerate() {
+            // Unwrap safety: the semaphore is never closed.
+            let permit = Arc::clone(&semaphore)
+                .acquire_owned()
+                .await
+                .expect("semaphore open");
+            while let Some(done) = chunks.try_join_next() {
+                absorb(done, &mut tally)?;
+            }
+            if closed.load(Ordering::Relaxed) {
+                break;
+            }
+            let end = (start + self.config.batch).min(self.items.len());
+            let work = ChunkWork {
+                client: self.client.clone(),
+                round_id: Arc::clone(&round_id),
+                items: Arc::clone(&self.items),
+                range: start..end,
+                responder: Arc::clone(&responder),
+                closed: Arc::clone(&closed),
+                rng: self.chunk_rng(query, index),
+            };
+            chunks.spawn(work.run(permit));
+        }
+        while let Some(done) = chunks.join_next().await {
+            absorb(done, &mut tally)?;
+        }
+        let report = RoundReport::new(query, &tally, started.elapsed());
+        Ok((report, tally))
+    }
+
+    /// The coins of the devices of batch `index`: from the fleet's seed and the round's
+    /// place in its task, or fresh.
+    fn chunk_rng(&self, query: &RoundQuery, index: usize) -> ChaCha20Rng {
+        match self.config.seed {
+            None => device_rng(None),
+            Some(seed) => {
+                let mut rng = ChaCha20Rng::seed_from_u64(seed);
+                let mut stream = fnv1a(query.task_id.as_bytes());
+                for word in [
+                    u64::from(query.round),
+                    u64::from(query.attempt),
+                    index as u64,
+                ] {
+                    stream = fnv1a_extend(stream, &word.to_le_bytes());
+                }
+                rng.set_stream(stream);
+                rng
+            }
+        }
+    }
+}
+
+/// One batch of devices' work in a round.
+struct ChunkWork {
+    client: Client,
+    round_id: Arc<str>,
+    items: Arc<[String]>,
+    range: std::ops::Range<usize>,
+    responder: Arc<Responder>,
+    closed: Arc<AtomicBool>,
+    rng: ChaCha20Rng,
+}
+
+/// What one batch did.
+#[derive(Debug, Default)]
+pub(crate) struct Chunk {
+    /// Devices that checked in.
+    pub(crate) devices: u64,
+    /// Reports accepted.
+    pub(crate) reports: u64,
+    /// Abstentions accepted.
+    pub(crate) abstentions: u64,
+    /// Uploads refused, by code.
+    pub(crate) rejected: Vec<ErrorCode>,
+    /// How long the upload request took, retries included, if it was answered.
+    pub(crate) latency: Option<Duration>,
+}
+
+impl ChunkWork {
+    /// Checks the batch's devices in, answers for each, and uploads: one request each. A
+    /// closed round ends the work quietly and tells the other batches.
+    async fn run(mut self, _permit: OwnedSemaphorePermit) -> Result<Chunk, ClientError> {
+        let mut chunk = Chunk::default();
+        if self.closed.load(Ordering::Relaxed) {
+            return Ok(chunk);
+        }
+        let over = |error: ClientError, closed: &AtomicBool| {
+            if error.round_is_over() {
+                closed.store(true, Ordering::Relaxed);
+                Ok(())
+            } else {
+                Err(error)
+            }
+        };
+        // Unwrap safety: batches are at most u32::MAX devices (checked by Fleet::new).
+        let wanted = u32::try_from(self.range.len()).expect("batch fits u32");
+        let tokens = match self.client.check_in(&self.round_id, wanted).await {
+            Ok(grant) => grant.tokens,
+            Err(error) => return over(error, &self.closed).map(|()| chunk),
+        };
+        let uploads: Vec<Upload> = tokens
+            .into_iter()
+            .zip(&self.items[self.range.clone()])
+            .map(|(token, item)| Upload {
+                token,
+                report: self.responder.respond_with_rng(item, &mut self.rng),
+            })
+            .collect();
+        chunk.devices = uploads.len() as u64;
+        let sent = Instant::now();
+        let receipt = match self.client.upload(&self.round_id, &uploads).await {
+            Ok(receipt) => receipt,
+            Err(error) => return over(error, &self.closed).map(|()| chunk),
+        };
+        chunk.latency = Some(sent.elapsed());
+        let mut refused = vec![false; uploads.len()];
+        for rejection in &receipt.rejected {
+            if let Some(slot) = refused.get_mut(rejection.index as usize) {
+                *slot = true;
+            }
+            chunk.rejected.push(rejection.code);
+        }
+        for (upload, refused) in uploads.iter().zip(refused) {
+            match (refused, upload.report.is_some()) {
+                (true, _) => {}
+                (false, true) => chunk.reports += 1,
+                (false, false) => chunk.abstentions += 1,
+            }
+        }
+        Ok(chunk)
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// FNV-1a of `bytes`: a stable (toolchain-independent) hash for deriving seeded streams.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    fnv1a_extend(FNV_OFFSET, bytes)
+}
+
+fn fnv1a_extend(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    hash
+}

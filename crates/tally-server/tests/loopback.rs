@@ -1,0 +1,142 @@
+//! End to end over loopback TCP: a fleet of simulated devices (tally-client, the simulator's
+//! respond code, real HTTP) runs a histogram task and a multi-round TrieHH++ task, and the
+//! releases match the devices' data within sampling error.
+
+use std::collections::HashMap;
+
+use tally_client::{Client, Fleet, FleetConfig};
+use tally_messages::{RoundPolicy, TaskInfo, TaskResult, TaskState};
+use tally_server::Server;
+use tokio::net::TcpListener;
+
+mod common;
+
+/// Serves the API on a free loopback port; returns the server and its base URL.
+async fn serve(db: &str) -> (Server, String) {
+    let server = Server::start(db, (10.0, 1e-5)).await.unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = server.router();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (server, url)
+}
+
+/// Runs `items` as a fleet for `task` and returns the task's released document.
+async fn run_fleet(url: &str, task: &TaskInfo, items: Vec<String>) -> TaskResult {
+    let client = Client::new(url).unwrap();
+    let config = FleetConfig {
+        task: Some(task.id.clone()),
+        seed: Some(7),
+        ..FleetConfig::default()
+    };
+    let report = Fleet::new(client.clone(), items, config)
+        .unwrap()
+        .run(|_| {})
+        .await
+        .unwrap();
+    assert!(report.total.counts.rejected.is_empty(), "{report:?}");
+    assert!(report.total.counts.accepted > 0);
+    let info = client.task(&task.id).await.unwrap();
+    assert_eq!(info.state, TaskState::Finished, "{info:?}");
+    client.result(&task.id).await.unwrap()
+}
+
+/// Whether `estimate` is within 6 standard deviations of `truth` under sampling at `rate`.
+fn within_sampling_error(estimate: f64, truth: u64, rate: f64) -> bool {
+    let sd = (truth as f64 * (1.0 - rate) / rate).sqrt();
+    (estimate - truth as f64).abs() <= 6.0 * sd
+}
+
+fn policy() -> RoundPolicy {
+    RoundPolicy {
+        min_cohort: 1000,
+        cohort_target: None,
+        deadline_secs: 600,
+        max_attempts: 1,
+        max_report_bytes: 64,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_of_twenty_thousand_devices_releases_their_histogram() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    // Item k is held by 4000 / k devices; the rest hold items of their own.
+    let mut truth: HashMap<String, u64> = HashMap::new();
+    let mut items = Vec::new();
+    for k in 1..=40u64 {
+        for _ in 0..4000 / k {
+            items.push(format!("item-{k}"));
+        }
+        truth.insert(format!("item-{k}"), 4000 / k);
+    }
+    while items.len() < 20_000 {
+        items.push(format!("own-{}", items.len()));
+    }
+    let mut spec = common::spec(common::histogram(0.5), 1.0, policy());
+    spec.expected_population = items.len() as u64;
+    let client = Client::new(&url).unwrap();
+    let task = client.create_task(&spec).await.unwrap();
+    let TaskResult::Histogram(release) = run_fleet(&url, &task, items).await else {
+        panic!("a histogram task releases a histogram");
+    };
+    let rate = release.parameters["sampling_rate"].as_f64().unwrap();
+    let threshold = release.parameters["threshold"].as_u64().unwrap();
+    assert_eq!(release.execution, "federated");
+    assert!(release.items.len() >= 10, "{release:?}");
+    for item in &release.items {
+        let true_count = truth
+            .get(&item.item)
+            .copied()
+            .unwrap_or_else(|| panic!("{} was released but no two devices hold it", item.item));
+        assert!(item.count.unwrap() >= threshold);
+        assert!(
+            within_sampling_error(item.estimate.unwrap(), true_count, rate),
+            "{item:?} against {true_count}"
+        );
+    }
+    // Every item with many holders is released.
+    for k in 1..=5 {
+        assert!(release.items.iter().any(|i| i.item == format!("item-{k}")));
+    }
+    let ledger = client.ledger().await.unwrap();
+    assert_eq!(ledger[0].entries[0].task_id, task.id);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_of_twelve_thousand_devices_finds_the_heavy_hitters_level_by_level() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let words: [(&str, u64); 4] = [
+        ("apple", 3000),
+        ("apply", 2000),
+        ("banana", 1500),
+        ("band", 1000),
+    ];
+    let mut items: Vec<String> = words
+        .iter()
+        .flat_map(|&(w, n)| std::iter::repeat_n(w.to_owned(), n as usize))
+        .collect();
+    while items.len() < 12_000 {
+        items.push(format!("z{}", items.len()));
+    }
+    let mut spec = common::spec(common::triehh_plus(7, 0.3), 4.0, policy());
+    spec.expected_population = items.len() as u64;
+    let client = Client::new(&url).unwrap();
+    let task = client.create_task(&spec).await.unwrap();
+    let TaskResult::HeavyHitters(release) = run_fleet(&url, &task, items).await else {
+        panic!("a TrieHH++ task releases heavy hitters");
+    };
+    let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
+    assert_eq!(found, ["apple", "apply", "banana", "band"], "{release:?}");
+    for (item, &(_, truth)) in release.items.iter().zip(&words) {
+        assert!(
+            within_sampling_error(item.estimate.unwrap(), truth, 0.3),
+            "{item:?}"
+        );
+    }
+    let info = client.task(&task.id).await.unwrap();
+    assert_eq!(info.rounds_released, 7, "every level up to the terminators");
+    server.shutdown().await;
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The federated demo in one script: a server, a TrieHH++ task on Shakespeare, a fleet of
+# 835,229 simulated devices over HTTP, the release and the ledger, then the simulator on the
+# same data with the same parameters for comparison.
+#
+#   bash tools/demo/federated.sh [PORT]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+port="${1:-8080}"
+server="http://127.0.0.1:$port"
+cargo build --release --quiet -p tally-cli
+tally=target/release/tally
+work="$(mktemp -d)"
+trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+# Terminal 1: the server, with its SQLite database in a scratch directory.
+(cd "$work" && exec "$OLDPWD/$tally" serve --listen "127.0.0.1:$port") 2>"$work/serve.log" &
+serve_pid=$!
+until "$tally" task list --server "$server" >/dev/null 2>&1; do sleep 0.1; done
+
+# Terminal 2: the analyst creates the task.
+"$tally" task create --server "$server" --algorithm triehh++ --dataset shakespeare \
+    --epsilon 1 --delta 1e-8 --json >"$work/task.json"
+task="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/task.json")"
+echo "created task $task"
+
+# Terminal 3: the devices.
+"$tally" fleet --server "$server" --dataset shakespeare --task "$task"
+
+# Terminal 2 again: the release and the ledger.
+"$tally" task result --server "$server" "$task" --top 10
+"$tally" ledger --server "$server"
+
+echo
+echo "The simulator, same data and parameters:"
+"$tally" heavy-hitters --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8 --top 10
