@@ -44,7 +44,7 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Task(TaskCommand),
     /// The privacy budget of every population: spent, reserved and remaining (ε, δ).
-    Ledger(LedgerArgs),
+    Ledger(ServerQueryArgs),
     /// Act as one device: answer every open round from the one item in a file, until the
     /// tasks end.
     Client(ClientArgs),
@@ -84,7 +84,7 @@ pub(crate) enum TaskCommand {
     /// population's devices.
     Create(TaskCreateArgs),
     /// List every task.
-    List(TaskListArgs),
+    List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
     Status(TaskIdArgs),
     /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters`).
@@ -171,8 +171,9 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) max_report_bytes: u32,
 }
 
+/// A server to ask, and how to print its answer (`task list`, `ledger`).
 #[derive(Debug, Args)]
-pub(crate) struct TaskListArgs {
+pub(crate) struct ServerQueryArgs {
     #[command(flatten)]
     pub(crate) server: ServerArgs,
     /// Print JSON instead of a table.
@@ -206,26 +207,24 @@ pub(crate) struct TaskResultArgs {
 }
 
 #[derive(Debug, Args)]
-pub(crate) struct LedgerArgs {
-    #[command(flatten)]
-    pub(crate) server: ServerArgs,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub(crate) json: bool,
-}
-
-#[derive(Debug, Args)]
 pub(crate) struct ClientArgs {
     #[command(flatten)]
     pub(crate) server: ServerArgs,
     /// A file holding the device's one item (its first non-empty line).
     #[arg(long)]
     pub(crate) input: PathBuf,
-    /// Take part only in this task's rounds.
+    #[command(flatten)]
+    pub(crate) devices: DeviceArgs,
+}
+
+/// What `tally client` and `tally fleet` share.
+#[derive(Debug, Args)]
+pub(crate) struct DeviceArgs {
+    /// Take part only in this task's rounds [default: every task running].
     #[arg(long)]
     pub(crate) task: Option<String>,
-    /// Seed of the device's coins (tests only: a release is private only while the devices'
-    /// coins stay secret).
+    /// Seed of the devices' coins (and of a population's sampling), for tests only: a release
+    /// is private only while the devices' coins stay secret.
     #[arg(long)]
     pub(crate) seed: Option<u64>,
     /// Print JSON instead of a table.
@@ -252,16 +251,8 @@ pub(crate) struct FleetArgs {
     /// Devices per request (1: every device uploads alone).
     #[arg(long, default_value_t = 256)]
     pub(crate) batch: usize,
-    /// Take part only in this task's rounds [default: every task running].
-    #[arg(long)]
-    pub(crate) task: Option<String>,
-    /// Seed of the devices' coins and of the population's sampling (tests only: a release is
-    /// private only while the devices' coins stay secret).
-    #[arg(long)]
-    pub(crate) seed: Option<u64>,
-    /// Print JSON instead of a table.
-    #[arg(long)]
-    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) devices: DeviceArgs,
 }
 
 #[derive(Debug, Subcommand)]

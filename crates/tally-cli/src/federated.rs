@@ -6,17 +6,17 @@ use anyhow::{Context, Result, bail, ensure};
 use serde::Serialize;
 use tally_client::Client;
 use tally_messages::{
-    ErrorCode, GuaranteeBody, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism,
-    LedgerBalance, PROTOCOL_VERSION, PrivacyTarget, ReleasedItem, RoundPolicy, TaskInfo, TaskKind,
-    TaskResult, TaskSpec, TaskState,
+    ErrorCode, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism, LedgerBalance,
+    PROTOCOL_VERSION, PrivacyTarget, ReleasedItem, RoundPolicy, TaskInfo, TaskKind, TaskResult,
+    TaskSpec, TaskState,
 };
 use tally_sim::Population;
 
 use crate::cli::{
-    Algorithm, HistogramMechanism, LedgerArgs, ServeArgs, TaskCommand, TaskCreateArgs, TaskIdArgs,
-    TaskListArgs, TaskResultArgs,
+    Algorithm, HistogramMechanism, ServeArgs, ServerQueryArgs, TaskCommand, TaskCreateArgs,
+    TaskIdArgs, TaskResultArgs,
 };
-use crate::output::{print_fields, print_items};
+use crate::output::{guarantee_body_line, print_fields, print_items};
 
 /// Rows shown in a result's table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -171,7 +171,7 @@ fn value_name(value: impl clap::ValueEnum) -> String {
         .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
-fn list(args: &TaskListArgs) -> Result<()> {
+fn list(args: &ServerQueryArgs) -> Result<()> {
     let client = client(&args.server.server)?;
     let tasks = runtime()?.block_on(client.tasks())?;
     if args.json {
@@ -250,7 +250,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 &format!("{} histogram (task {})", release.mechanism, args.id),
                 &[
                     ("input", release.input.clone()),
-                    ("guarantee", guarantee_words(&release.guarantee)),
+                    ("guarantee", guarantee_body_line(&release.guarantee)),
                     ("parameters", compact(&release.parameters)),
                     ("execution", release.execution.clone()),
                     ("released items", release.released_items.to_string()),
@@ -263,7 +263,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 &format!("{} heavy hitters (task {})", release.mechanism, args.id),
                 &[
                     ("input", release.input.clone()),
-                    ("guarantee", guarantee_words(&release.guarantee)),
+                    ("guarantee", guarantee_body_line(&release.guarantee)),
                     ("parameters", compact(&release.parameters)),
                     ("found items", release.found_items.to_string()),
                 ],
@@ -296,7 +296,7 @@ fn no_result_message(info: &TaskInfo) -> String {
 }
 
 /// `tally ledger`.
-pub(crate) fn ledger(args: &LedgerArgs) -> Result<()> {
+pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     let client = client(&args.server.server)?;
     let balances: Vec<LedgerBalance> = runtime()?.block_on(client.ledger())?;
     if args.json {
@@ -344,7 +344,7 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
                 spec.population, spec.expected_population
             ),
         ),
-        ("guarantee", guarantee_words(&info.guarantee)),
+        ("guarantee", guarantee_body_line(&info.guarantee)),
         (
             "rounds released",
             format!("{} of {}", info.rounds_released, rounds_of(&spec.kind)),
@@ -370,19 +370,6 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
     }
     print_fields(title, &rows)?;
     Ok(())
-}
-
-/// A guarantee in one line of words, as `guarantee_line` writes it for simulations.
-fn guarantee_words(g: &GuaranteeBody) -> String {
-    let privacy = if g.delta == 0.0 {
-        format!("ε = {} (pure)", g.epsilon)
-    } else {
-        format!("(ε = {}, δ = {:.3e})", g.epsilon, g.delta)
-    };
-    format!(
-        "{privacy}-DP in the {} model, {} neighbours; {}",
-        g.model, g.neighbours, g.method
-    )
 }
 
 fn kind_name(kind: &TaskKind) -> &'static str {

@@ -23,12 +23,12 @@ pub(crate) fn run_client(args: &ClientArgs) -> Result<()> {
     let config = FleetConfig {
         concurrency: 1,
         batch: 1,
-        task: args.task.clone(),
-        seed: args.seed,
+        task: args.devices.task.clone(),
+        seed: args.devices.seed,
         ..FleetConfig::default()
     };
     let report = run_fleet(&args.server.server, vec![item], config)?;
-    if args.json {
+    if args.devices.json {
         return print_serialized(&report);
     }
     print_fields(
@@ -64,7 +64,7 @@ fn one_item(text: &str) -> Result<String> {
 pub(crate) fn run(args: &FleetArgs) -> Result<()> {
     // The population's sampling (one row per client of a TSV, synthetic data) uses the seed
     // when given; the devices' coins too.
-    let seed = args.seed.unwrap_or_else(|| rand::rng().next_u64());
+    let seed = args.devices.seed.unwrap_or_else(|| rand::rng().next_u64());
     let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
     let items: Vec<String> = population
         .items()
@@ -78,12 +78,12 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
     let config = FleetConfig {
         concurrency: args.concurrency,
         batch: args.batch,
-        task: args.task.clone(),
-        seed: args.seed,
+        task: args.devices.task.clone(),
+        seed: args.devices.seed,
         ..FleetConfig::default()
     };
     let report = run_fleet(&args.server.server, items, config)?;
-    if args.json {
+    if args.devices.json {
         return print_serialized(&report);
     }
     print_report(&report, population.description())

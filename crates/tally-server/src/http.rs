@@ -76,8 +76,14 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         .map_err(|_| oversized())
 }
 
-fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
+/// Reads a JSON body of at most `limit` bytes.
+async fn read_json<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let bytes = read_body(headers, body, limit).await?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
 }
 
 async fn metrics(State(runtime): App) -> Response {
@@ -93,7 +99,7 @@ async fn metrics(State(runtime): App) -> Response {
 
 async fn create_task(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
     let result = async {
-        let spec: TaskSpec = parse(&read_body(&headers, body, BODY_LIMIT).await?)?;
+        let spec: TaskSpec = read_json(&headers, body, BODY_LIMIT).await?;
         Ok((StatusCode::CREATED, runtime.create_task(spec).await?))
     }
     .await;
@@ -138,7 +144,7 @@ async fn check_in(
     body: Body,
 ) -> Response {
     let result = async {
-        let request: CheckIn = parse(&read_body(&headers, body, BODY_LIMIT).await?)?;
+        let request: CheckIn = read_json(&headers, body, BODY_LIMIT).await?;
         check_version(request.version)?;
         if request.devices == 0 || request.devices > MAX_CHECK_IN {
             return Err(ApiError::new(
@@ -169,7 +175,7 @@ async fn upload(
     body: Body,
 ) -> Response {
     let result = async {
-        let batch: UploadBatch = parse(&read_body(&headers, body, UPLOAD_BODY_LIMIT).await?)?;
+        let batch: UploadBatch = read_json(&headers, body, UPLOAD_BODY_LIMIT).await?;
         check_version(batch.version)?;
         if batch.uploads.len() > MAX_BATCH {
             return Err(ApiError::new(
