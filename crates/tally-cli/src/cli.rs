@@ -80,14 +80,15 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TaskCommand {
-    /// Create a task: a sample-and-threshold histogram or TrieHH++ heavy hitters over a
-    /// population's devices.
+    /// Create a task: a sample-and-threshold histogram, TrieHH++ heavy hitters or quantiles
+    /// from a hierarchical histogram, over a population's devices.
     Create(TaskCreateArgs),
     /// List every task.
     List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
     Status(TaskIdArgs),
-    /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters`).
+    /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters` /
+    /// `quantiles`).
     Result(TaskResultArgs),
     /// Cancel a task: nothing more is released.
     Cancel(TaskIdArgs),
@@ -100,9 +101,22 @@ pub(crate) struct TaskKindArgs {
     /// A one-round histogram mechanism (the runtime runs sample-threshold).
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<HistogramMechanism>,
-    /// A multi-round heavy-hitter algorithm (the runtime runs triehh++).
+    /// A multi-round algorithm.
     #[arg(long, value_enum)]
-    pub(crate) algorithm: Option<Algorithm>,
+    pub(crate) algorithm: Option<TaskAlgorithm>,
+}
+
+/// The multi-round algorithms the federated runtime runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TaskAlgorithm {
+    /// TrieHH++ heavy hitters: one S&T histogram of prefixes per level (--levels,
+    /// --segment, --unrestricted, --composition).
+    #[value(name = "triehh++")]
+    TrieHhPlus,
+    /// Quantiles of the devices' numbers from a β-ary hierarchical histogram, one S&T
+    /// histogram of buckets per level (--quantiles, --branching, --levels, --min/--max,
+    /// --consistent, --composition).
+    HierarchicalQuantiles,
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
@@ -140,7 +154,8 @@ pub(crate) struct TaskCreateArgs {
     /// round's share of (ε, δ).
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
-    /// TrieHH++: prefix-tree levels L [default: 10].
+    /// TrieHH++: prefix-tree levels L; quantiles: the tree's levels L (its resolution is
+    /// β^(−L) of the range) [default: 10].
     #[arg(long)]
     pub(crate) levels: Option<u32>,
     /// TrieHH++: characters added per level G [default: 1].
@@ -149,9 +164,26 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
-    /// TrieHH++: how the levels' guarantees compose [default: basic].
+    /// TrieHH++ and quantiles: how the levels' guarantees compose [default: basic].
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
+    /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
+    /// [default: 0.1,0.5,0.9].
+    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    pub(crate) quantiles: Option<Vec<f64>>,
+    /// Quantiles: the tree's branching factor β [default: 4].
+    #[arg(long)]
+    pub(crate) branching: Option<u32>,
+    /// Quantiles: the devices' numbers lie in [MIN, MAX] (with --max) [default: [0, 1]]; a
+    /// number outside counts at the nearer end.
+    #[arg(long, allow_negative_numbers = true, requires = "max")]
+    pub(crate) min: Option<f64>,
+    /// Quantiles: the upper end of the devices' range (with --min).
+    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    pub(crate) max: Option<f64>,
+    /// Quantiles: make children sum to their parents before reading the quantiles.
+    #[arg(long)]
+    pub(crate) consistent: bool,
     #[command(flatten)]
     pub(crate) population: PopulationArgs,
     /// No release from a round with fewer uploads (reports and abstentions) than this.

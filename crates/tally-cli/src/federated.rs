@@ -4,19 +4,21 @@ use std::io::{self, IsTerminal, Write};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde::Serialize;
+use tally_accounting::composition::Composition;
 use tally_client::Client;
 use tally_messages::{
     ErrorCode, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism, LedgerBalance,
-    PROTOCOL_VERSION, PrivacyTarget, ReleasedItem, RoundPolicy, TaskInfo, TaskKind, TaskResult,
-    TaskSpec, TaskState,
+    PROTOCOL_VERSION, PrivacyTarget, QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind,
+    TaskResult, TaskSpec, TaskState,
 };
 use tally_sim::Population;
 
 use crate::cli::{
-    Algorithm, HistogramMechanism, ServeArgs, ServerQueryArgs, TaskCommand, TaskCreateArgs,
+    HistogramMechanism, ServeArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs,
     TaskIdArgs, TaskResultArgs,
 };
 use crate::output::{guarantee_body_line, print_fields, print_items};
+use crate::quantiles::print_quantile_table;
 
 /// Rows shown in a result's table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -87,17 +89,10 @@ fn create(args: &TaskCreateArgs) -> Result<()> {
 
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
+    let composition = args.composition.map_or(Composition::Basic, Into::into);
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
         (Some(HistogramMechanism::SampleThreshold), _) => {
-            let triehh_only = [
-                ("--levels", args.levels.is_some()),
-                ("--segment", args.segment.is_some()),
-                ("--unrestricted", args.unrestricted),
-                ("--composition", args.composition.is_some()),
-            ];
-            if let Some((name, _)) = triehh_only.iter().find(|(_, given)| *given) {
-                bail!("{name} applies to --algorithm triehh++, not to a one-round histogram");
-            }
+            refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
                 mechanism: WireMechanism::SampleThreshold,
                 sampling_rate: args.sampling_rate,
@@ -106,26 +101,44 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         }
         (Some(other), _) => bail!(
             "the federated runtime does not run --mechanism {}: it runs --mechanism \
-             sample-threshold (and --algorithm triehh++)",
+             sample-threshold (and --algorithm triehh++ or hierarchical-quantiles)",
             value_name(other)
         ),
-        (None, Some(Algorithm::TrieHhPlus)) => TaskKind::HeavyHitters {
-            algorithm: HeavyHittersAlgorithm::TrieHhPlus,
-            levels: args.levels.unwrap_or(10),
-            segment: args.segment.unwrap_or(1),
-            restricted: !args.unrestricted,
-            composition: args.composition.map_or(
-                tally_accounting::composition::Composition::Basic,
-                Into::into,
-            ),
-            sampling_rate: args.sampling_rate,
-            threshold: args.threshold,
-        },
-        (None, Some(other)) => bail!(
-            "the federated runtime does not run --algorithm {}: it runs --algorithm triehh++ \
-             (and --mechanism sample-threshold)",
-            value_name(other)
-        ),
+        (None, Some(TaskAlgorithm::TrieHhPlus)) => {
+            refuse_options(args, &QUANTILE_OPTIONS, "--algorithm triehh++")?;
+            TaskKind::HeavyHitters {
+                algorithm: HeavyHittersAlgorithm::TrieHhPlus,
+                levels: args.levels.unwrap_or(DEFAULT_LEVELS),
+                segment: args.segment.unwrap_or(1),
+                restricted: !args.unrestricted,
+                composition,
+                sampling_rate: args.sampling_rate,
+                threshold: args.threshold,
+            }
+        }
+        (None, Some(TaskAlgorithm::HierarchicalQuantiles)) => {
+            refuse_options(args, &PREFIX_OPTIONS, "--algorithm hierarchical-quantiles")?;
+            let quantiles = args
+                .quantiles
+                .clone()
+                .unwrap_or_else(|| DEFAULT_QUANTILES.to_vec());
+            if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+                bail!(
+                    "invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9"
+                );
+            }
+            TaskKind::Quantiles {
+                method: QuantileMethod::Hierarchical,
+                quantiles,
+                branching: args.branching.unwrap_or(DEFAULT_BRANCHING),
+                levels: args.levels.unwrap_or(DEFAULT_LEVELS),
+                consistent: args.consistent,
+                composition,
+                range: args.min.zip(args.max).map(|(min, max)| [min, max]),
+                sampling_rate: args.sampling_rate,
+                threshold: args.threshold,
+            }
+        }
         // Unwrap safety: clap requires exactly one of the two.
         (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
     };
@@ -162,6 +175,54 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             max_report_bytes: args.max_report_bytes,
         },
     })
+}
+
+/// The levels of a multi-round task when `--levels` is not given.
+const DEFAULT_LEVELS: u32 = 10;
+
+/// The tree's branching factor when `--branching` is not given.
+const DEFAULT_BRANCHING: u32 = 4;
+
+/// The quantiles estimated when `--quantiles` is not given.
+const DEFAULT_QUANTILES: [f64; 3] = [0.1, 0.5, 0.9];
+
+/// An option of `task create` and whether it was given.
+type GivenOption = (&'static str, fn(&TaskCreateArgs) -> bool);
+
+/// The options of TrieHH++'s prefix tree.
+const PREFIX_OPTIONS: [GivenOption; 2] = [
+    ("--segment", |a| a.segment.is_some()),
+    ("--unrestricted", |a| a.unrestricted),
+];
+
+/// The options of the quantile tree.
+const QUANTILE_OPTIONS: [GivenOption; 5] = [
+    ("--quantiles", |a| a.quantiles.is_some()),
+    ("--branching", |a| a.branching.is_some()),
+    ("--min", |a| a.min.is_some()),
+    ("--max", |a| a.max.is_some()),
+    ("--consistent", |a| a.consistent),
+];
+
+/// The options of every multi-round task.
+const MULTI_ROUND_OPTIONS: [GivenOption; 9] = [
+    ("--levels", |a| a.levels.is_some()),
+    ("--composition", |a| a.composition.is_some()),
+    PREFIX_OPTIONS[0],
+    PREFIX_OPTIONS[1],
+    QUANTILE_OPTIONS[0],
+    QUANTILE_OPTIONS[1],
+    QUANTILE_OPTIONS[2],
+    QUANTILE_OPTIONS[3],
+    QUANTILE_OPTIONS[4],
+];
+
+/// Refuses the first of `options` that was given: it does not apply to `kind`.
+fn refuse_options(args: &TaskCreateArgs, options: &[GivenOption], kind: &str) -> Result<()> {
+    if let Some((name, _)) = options.iter().find(|(_, given)| given(args)) {
+        bail!("{name} does not apply to {kind}");
+    }
+    Ok(())
 }
 
 /// The command-line spelling of a value.
@@ -270,6 +331,17 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             )?;
             print_items(&rows(&release.items), shown)?;
         }
+        TaskResult::Quantiles(release) => {
+            print_fields(
+                &format!("quantiles ({}, task {})", release.mechanism, args.id),
+                &[
+                    ("input", release.input.clone()),
+                    ("guarantee", guarantee_body_line(&release.guarantee)),
+                    ("parameters", compact(&release.parameters)),
+                ],
+            )?;
+            print_quantile_table(&release.quantiles)?;
+        }
     }
     Ok(())
 }
@@ -376,6 +448,7 @@ fn kind_name(kind: &TaskKind) -> &'static str {
     match kind {
         TaskKind::Histogram { .. } => "sample-threshold",
         TaskKind::HeavyHitters { .. } => "triehh++",
+        TaskKind::Quantiles { .. } => "quantiles",
     }
 }
 
@@ -412,6 +485,27 @@ fn kind_description(kind: &TaskKind) -> String {
             },
             fixed(*sampling_rate, *threshold)
         ),
+        TaskKind::Quantiles {
+            quantiles,
+            branching,
+            levels,
+            consistent,
+            composition,
+            range,
+            sampling_rate,
+            threshold,
+            ..
+        } => {
+            let [min, max] = range.unwrap_or([0.0, 1.0]);
+            let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
+            format!(
+                "quantiles {} of numbers in [{min}, {max}] from a hierarchical histogram, \
+                 {levels} levels of branching {branching}{}, {composition} composition, {}",
+                quantiles.join(", "),
+                if *consistent { ", made consistent" } else { "" },
+                fixed(*sampling_rate, *threshold)
+            )
+        }
     }
 }
 
@@ -419,7 +513,7 @@ fn kind_description(kind: &TaskKind) -> String {
 fn rounds_of(kind: &TaskKind) -> u32 {
     match kind {
         TaskKind::Histogram { .. } => 1,
-        TaskKind::HeavyHitters { levels, .. } => *levels,
+        TaskKind::HeavyHitters { levels, .. } | TaskKind::Quantiles { levels, .. } => *levels,
     }
 }
 

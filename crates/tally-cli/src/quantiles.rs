@@ -16,6 +16,9 @@ use tally_sim::{
     ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
 };
 
+use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease};
+use tally_server::document;
+
 use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 use crate::shuffle_values;
@@ -50,7 +53,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
                 common,
                 args.truth,
                 &values,
-                "hierarchical histogram",
+                document::HIERARCHICAL_HISTOGRAM,
                 parameters,
                 release.guarantee(),
                 &quantiles,
@@ -152,7 +155,7 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     let guarantee = release.guarantee();
     if common.privacy.json {
         print_json(&json!({
-            "mechanism": "hierarchical histogram",
+            "mechanism": document::HIERARCHICAL_HISTOGRAM,
             "parameters": parameters,
             "guarantee": guarantee_json(guarantee),
             "target_delta": common.release.delta,
@@ -270,18 +273,17 @@ impl Hierarchical {
         release: &HierarchicalRelease,
         common: &ValuesArgs,
     ) -> Value {
-        json!({
-            "branching": self.shape.branching(),
-            "levels": self.shape.levels(),
-            "resolution": resolution(values, 1.0 / self.shape.leaves() as f64),
-            "consistent": common.consistent,
-            "composition": self.plan.composition.name(),
-            "sampling_rate": self.plan.per_round.params().sampling_rate(),
-            "threshold": self.plan.per_round.params().threshold(),
-            "per_round_guarantee": guarantee_json(self.plan.per_round.guarantee()),
-            "population": values.len(),
-            "estimated_total": release.total(),
-        })
+        document::hierarchical_parameters(
+            &document::HierarchicalParameters {
+                shape: self.shape,
+                range: values.range(),
+                consistent: common.consistent,
+                composition: self.plan.composition,
+                per_level: &self.plan.per_round,
+                population: values.len() as u64,
+            },
+            release,
+        )
     }
 }
 
@@ -329,9 +331,7 @@ pub(crate) fn load_values(common: &ValuesArgs) -> Result<Values> {
 
 /// The width of a grid cell of `fraction` of `[0, 1]`, in the input's units.
 pub(crate) fn resolution(values: &Values, fraction: f64) -> f64 {
-    values
-        .range()
-        .map_or(fraction, |r| fraction * (r.max() - r.min()))
+    document::resolution(values.range(), fraction)
 }
 
 pub(crate) fn report_quantiles(
@@ -343,60 +343,62 @@ pub(crate) fn report_quantiles(
     guarantee: &tally_accounting::Guarantee,
     quantiles: &[Row],
 ) -> Result<()> {
-    // Ground truth for the metrics: (true value, rank error) per row.
+    // Ground truth for the metrics: the true value and the rank error of each row.
     let sorted = truth.then(|| values.sorted());
-    let truth_of = |row: &Row| {
-        sorted.as_ref().map(|sorted| {
-            (
-                values.to_original(sorted.quantile(row.quantile)),
-                sorted.rank_error(row.quantile, values.to_unit(row.value)),
-            )
+    let rows = quantiles
+        .iter()
+        .map(|row| {
+            let truth = sorted.as_ref().map(|sorted| {
+                (
+                    values.to_original(sorted.quantile(row.quantile)),
+                    sorted.rank_error(row.quantile, values.to_unit(row.value)),
+                )
+            });
+            QuantileRow {
+                quantile: row.quantile,
+                value: row.value,
+                interval: row.interval.map(|(lo, hi)| [lo, hi]),
+                true_value: truth.map(|t| t.0),
+                rank_error: truth.map(|t| t.1),
+            }
         })
+        .collect();
+    let release = QuantilesRelease {
+        mechanism: mechanism.to_owned(),
+        parameters,
+        guarantee: GuaranteeBody::from(guarantee),
+        target_delta: common.release.delta,
+        input: values.description().to_owned(),
+        quantiles: rows,
+        seed: common.release.seed,
     };
     if common.privacy.json {
-        let list: Vec<Value> = quantiles
-            .iter()
-            .map(|row| {
-                let mut q = json!({"quantile": row.quantile, "value": row.value});
-                if let Some((lo, hi)) = row.interval {
-                    q["interval"] = json!([lo, hi]);
-                }
-                if let Some((true_value, rank_error)) = truth_of(row) {
-                    q["true_value"] = json!(true_value);
-                    q["rank_error"] = json!(rank_error);
-                }
-                q
-            })
-            .collect();
-        print_json(&json!({
-            "mechanism": mechanism,
-            "parameters": parameters,
-            "guarantee": guarantee_json(guarantee),
-            "target_delta": common.release.delta,
-            "input": values.description(),
-            "quantiles": list,
-            "seed": common.release.seed,
-        }))?;
+        print_json(&serde_json::to_value(&release)?)?;
         return Ok(());
     }
     print_fields(
         &format!("quantiles ({mechanism})"),
         &[
-            ("input", values.description().to_owned()),
+            ("input", release.input.clone()),
             ("guarantee", guarantee_line(guarantee)),
-            ("parameters", parameters.to_string()),
+            ("parameters", release.parameters.to_string()),
             ("seed", common.release.seed_description()),
         ],
     )?;
+    print_quantile_table(&release.quantiles)
+}
+
+/// The estimated quantiles as a table, with their search intervals and truth when known.
+pub(crate) fn print_quantile_table(rows: &[QuantileRow]) -> Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out)?;
     writeln!(out, "  {:>10}  {:>16}", "quantile", "value")?;
-    for row in quantiles {
+    for row in rows {
         write!(out, "  {:>10}  {:>16.6}", row.quantile, row.value)?;
-        if let Some((lo, hi)) = row.interval {
+        if let Some([lo, hi]) = row.interval {
             write!(out, "  in [{lo:.6}, {hi:.6}]")?;
         }
-        if let Some((true_value, rank_error)) = truth_of(row) {
+        if let (Some(true_value), Some(rank_error)) = (row.true_value, row.rank_error) {
             write!(out, "  (true {true_value:.6}, rank error {rank_error:.4})")?;
         }
         writeln!(out)?;

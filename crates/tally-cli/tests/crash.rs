@@ -200,6 +200,9 @@ fn uploads(
                     }
                     .to_owned(),
                 ),
+                ask @ tally_messages::Ask::Bucket { .. } => {
+                    panic!("the crash test runs no quantile task: {ask:?}")
+                }
             };
             Upload { token, report }
         })

@@ -8,7 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tally_messages::{HeavyHittersRelease, HistogramRelease, LedgerBalance, TaskInfo};
+use tally_messages::{
+    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, TaskInfo,
+};
 
 use common::{failure, json, tally, temp_file};
 
@@ -197,6 +199,86 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
 }
 
 #[test]
+fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters() {
+    let server = Server::start();
+    let url = &server.url;
+    // 16,000 devices; device i holds 100·(i/16000)², so the share below v is sqrt(v/100).
+    let n = 16_000;
+    let mut numbers = String::new();
+    for i in 0..n {
+        let u = f64::from(i) / f64::from(n);
+        numbers.push_str(&format!("{}\n", 100.0 * u * u));
+    }
+    let rank = |v: f64| (v / 100.0).sqrt();
+    let file = temp_file("numbers.txt", numbers.as_bytes());
+    let options = "--epsilon 4 --delta 1e-6 --levels 3 --min 0 --max 100 --quantiles 0.25,0.5,0.75";
+    let info: TaskInfo = parse(json(&format!(
+        "task create --server {url} --algorithm hierarchical-quantiles {options} \
+         --population numbers --expected-population {n} --min-cohort 100 --json"
+    )));
+    let report = json(&format!(
+        "fleet --server {url} --input {} --seed 5 --batch 1000 --json",
+        file.display()
+    ));
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 3, "{report}");
+    let output = tally(&format!("task result --server {url} {} --json", info.id));
+    assert!(output.status.success());
+    let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
+    let simulated: QuantilesRelease = parse(json(&format!(
+        "quantiles --input {} {options} --seed 5 --json",
+        file.display()
+    )));
+    assert_eq!(federated.mechanism, simulated.mechanism);
+    assert_eq!(federated.guarantee, simulated.guarantee);
+    assert_eq!(
+        federated.target_delta.to_bits(),
+        simulated.target_delta.to_bits()
+    );
+    // The same parameters, except the estimated total, which each run samples.
+    let mut parameters = federated.parameters.clone();
+    parameters["estimated_total"] = simulated.parameters["estimated_total"].clone();
+    assert_eq!(parameters, simulated.parameters);
+    // Both within one leaf (64 of width 100/64) of the truth on either side, plus 6 standard
+    // deviations of a rank estimated from a Poisson sample at p_s (rank and total taken as
+    // independent): every leaf holds about 126 devices or more, enough to pass the threshold,
+    // so no suppressed node biases the ranks.
+    let rate = simulated.parameters["sampling_rate"].as_f64().unwrap();
+    let noise = 6.0 * (2.0 * 0.25 * (1.0 - rate) / (rate * f64::from(n))).sqrt();
+    let leaf = 100.0 / 64.0;
+    for (fed, sim) in federated.quantiles.iter().zip(&simulated.quantiles) {
+        assert_eq!(fed.quantile.to_bits(), sim.quantile.to_bits());
+        let truth = 100.0 * fed.quantile * fed.quantile;
+        let grid = rank(truth + leaf) - rank(truth - leaf);
+        for value in [fed.value, sim.value] {
+            let error = (rank(value) - fed.quantile).abs();
+            assert!(error <= grid + noise, "{fed:?} {sim:?}: rank error {error}");
+        }
+    }
+    let table = String::from_utf8(tally(&format!("task result --server {url} {}", info.id)).stdout)
+        .unwrap();
+    assert!(
+        table.contains("hierarchical histogram") && table.contains("quantile"),
+        "{table}"
+    );
+
+    // Words cannot answer a quantile round: the fleet says so instead of abstaining.
+    let info: TaskInfo = parse(json(&format!(
+        "task create --server {url} --algorithm hierarchical-quantiles --epsilon 1 \
+         --delta 1e-6 --levels 2 --population words --expected-population 10 --json"
+    )));
+    let words = temp_file("not-numbers.txt", b"apple\npear\n");
+    let error = failure(&format!(
+        "fleet --server {url} --input {} --task {}",
+        words.display(),
+        info.id
+    ));
+    assert!(
+        error.contains("asks for a number") && error.contains("apple"),
+        "{error}"
+    );
+}
+
+#[test]
 fn federated_commands_explain_what_is_wrong() {
     let file = temp_file("two-items.txt", b"apple\npear\n");
     let error = failure(&format!(
@@ -209,16 +291,37 @@ fn federated_commands_explain_what_is_wrong() {
          --population p --expected-population 10",
     );
     assert!(error.contains("sample-threshold"), "{error}");
-    let error = failure(
+    // An algorithm the runtime does not run: the parser lists the ones it does.
+    let output = tally(
         "task create --server http://127.0.0.1:9 --algorithm triehh --epsilon 1 --delta 1e-6 \
          --population p --expected-population 10",
     );
-    assert!(error.contains("triehh++"), "{error}");
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(!output.status.success());
+    assert!(
+        error.contains("triehh++, hierarchical-quantiles"),
+        "{error}"
+    );
     let error = failure(
         "task create --server http://127.0.0.1:9 --mechanism sample-threshold --levels 3 \
          --epsilon 1 --delta 1e-6 --population p --expected-population 10",
     );
     assert!(error.contains("--levels"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm triehh++ --quantiles 0.5 \
+         --epsilon 1 --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(error.contains("--quantiles does not apply"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm hierarchical-quantiles \
+         --segment 2 --epsilon 1 --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(error.contains("--segment does not apply"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm hierarchical-quantiles \
+         --quantiles 0.5,1.5 --epsilon 1 --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(error.contains("invalid quantile 1.5"), "{error}");
     let error = failure("ledger --server 127.0.0.1:9");
     assert!(error.contains("http://"), "{error}");
 }

@@ -267,7 +267,7 @@ fn bad_options_give_one_line_errors() {
     let err = failure(&format!(
         "quantiles {input} --quantiles 0.5 --min 3 --max 3 --epsilon 1 --delta 1e-8"
     ));
-    assert!(err.contains("invalid value range [3, 3]"), "{err}");
+    assert!(err.contains("invalid value range = [3, 3]"), "{err}");
     let err = failure(&format!(
         "quantiles {input} --quantiles 0.5 --sampling-rate 0.5 --epsilon 1 --delta 1e-8"
     ));

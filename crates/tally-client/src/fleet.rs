@@ -218,6 +218,14 @@ impl Fleet {
         F: FnMut(&FleetEvent<'_>),
     {
         let responder = Arc::new(Responder::new(query)?);
+        // A device that cannot answer would abstain silently: refuse the round instead.
+        if let Some(error) = self
+            .items
+            .iter()
+            .find_map(|item| responder.check(item).err())
+        {
+            return Err(error.into());
+        }
         let round_id: Arc<str> = Arc::from(query.round_id.as_str());
         let closed = Arc::new(AtomicBool::new(false));
         let semaphore = Arc::new(Semaphore::new(self.config.concurrency));

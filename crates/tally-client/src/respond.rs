@@ -16,6 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use tally_core::heavy_hitters::PrefixRound;
 use tally_core::histogram::SampleThresholdQuery;
+use tally_core::quantiles::{TreeShape, ValueRange};
 use tally_messages::{Ask, RoundQuery};
 
 /// Why a round's query cannot be answered.
@@ -39,24 +40,58 @@ pub enum RespondError {
         /// `level` or `segment`.
         name: &'static str,
     },
+    /// A bucket query whose level is not a level of its tree.
+    #[error("round {round_id}: level {level}, expected 1 to {levels}")]
+    Level {
+        /// The round.
+        round_id: String,
+        /// The level asked.
+        level: u32,
+        /// The tree's levels.
+        levels: u32,
+    },
+    /// A device's data cannot answer this kind of round.
+    #[error("round {round_id} asks for a number, but a device holds {item:?}")]
+    NotANumber {
+        /// The round.
+        round_id: String,
+        /// The device's item (shortened if long).
+        item: String,
+    },
+}
+
+/// What a round asks a device to compute before its coin decides whether to send it.
+#[derive(Clone, Debug)]
+enum Form {
+    /// The item itself.
+    Item,
+    /// The item's prefix for this level of the prefix tree.
+    Prefix(PrefixRound),
+    /// The bucket of the device's number at this level of the tree.
+    Bucket {
+        shape: TreeShape,
+        level: u32,
+        range: ValueRange,
+    },
 }
 
 /// A round's query made ready to answer: built once per round, then asked once per device.
 #[derive(Clone, Debug)]
 pub struct Responder {
+    round_id: String,
     coin: SampleThresholdQuery,
-    prefix: Option<PrefixRound>,
+    form: Form,
     max_report_bytes: usize,
 }
 
 impl Responder {
     /// Builds the core query of `round`: the sampling coin, and for a prefix round the
-    /// prefix-tree round with its live parents.
+    /// prefix-tree round with its live parents, for a bucket round the tree and the range.
     ///
     /// # Errors
     ///
-    /// [`RespondError`] if the sampling rate is not strictly between 0 and 1, or a prefix
-    /// round's level or segment is 0.
+    /// [`RespondError`] if the sampling rate is not strictly between 0 and 1, a prefix
+    /// round's level or segment is 0, or a bucket round's tree, level or range is invalid.
     pub fn new(round: &RoundQuery) -> Result<Self, RespondError> {
         let query_error = |source| RespondError::Query {
             round_id: round.round_id.clone(),
@@ -66,8 +101,8 @@ impl Responder {
             round_id: round.round_id.clone(),
             name,
         };
-        let (rate, prefix) = match &round.ask {
-            Ask::Item { sampling_rate } => (*sampling_rate, None),
+        let (rate, form) = match &round.ask {
+            Ask::Item { sampling_rate } => (*sampling_rate, Form::Item),
             Ask::Prefix {
                 level,
                 segment,
@@ -87,22 +122,71 @@ impl Responder {
                         .as_ref()
                         .map(|parents| Arc::new(parents.iter().cloned().collect::<HashSet<_>>())),
                 };
-                (*sampling_rate, Some(prefix))
+                (*sampling_rate, Form::Prefix(prefix))
+            }
+            Ask::Bucket {
+                level,
+                levels,
+                branching,
+                range,
+                sampling_rate,
+            } => {
+                let shape = TreeShape::new(*branching, *levels).map_err(query_error)?;
+                if !(1..=*levels).contains(level) {
+                    return Err(RespondError::Level {
+                        round_id: round.round_id.clone(),
+                        level: *level,
+                        levels: *levels,
+                    });
+                }
+                let [min, max] = range.unwrap_or([0.0, 1.0]);
+                let range = ValueRange::new(min, max).map_err(query_error)?;
+                let form = Form::Bucket {
+                    shape,
+                    level: *level,
+                    range,
+                };
+                (*sampling_rate, form)
             }
         };
         Ok(Self {
+            round_id: round.round_id.clone(),
             coin: SampleThresholdQuery::new(rate).map_err(query_error)?,
-            prefix,
+            form,
             max_report_bytes: round.max_report_bytes as usize,
         })
     }
 
+    /// Whether a device holding `item` can answer this round: a bucket round needs a finite
+    /// number (a device that cannot answer abstains, so a fleet checks its data first).
+    ///
+    /// # Errors
+    ///
+    /// [`RespondError::NotANumber`] for a bucket round and an item that is not one.
+    pub fn check(&self, item: &str) -> Result<(), RespondError> {
+        match self.form {
+            Form::Bucket { .. } if number(item).is_none() => Err(RespondError::NotANumber {
+                round_id: self.round_id.clone(),
+                item: item.chars().take(40).collect(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The device's upload for its `item`: `Some(report)`, or `None` to abstain (not sampled,
-    /// no prefix to report this level, or a report longer than the round accepts).
+    /// no prefix to report this level, no number for a bucket round, or a report longer than
+    /// the round accepts).
     pub fn respond_with_rng<R: Rng + ?Sized>(&self, item: &str, rng: &mut R) -> Option<String> {
-        let report = match &self.prefix {
-            None => item.to_owned(),
-            Some(prefix) => prefix.report(item)?,
+        let report = match &self.form {
+            Form::Item => item.to_owned(),
+            Form::Prefix(prefix) => prefix.report(item)?,
+            Form::Bucket {
+                shape,
+                level,
+                range,
+            } => shape
+                .bucket(*level, range.to_unit(number(item)?))
+                .to_string(),
         };
         // An item the aggregator would refuse as oversized abstains instead: a refusal would
         // tell the server that this device was sampled.
@@ -116,6 +200,11 @@ impl Responder {
     pub fn respond(&self, item: &str) -> Option<String> {
         self.respond_with_rng(item, &mut device_rng(None))
     }
+}
+
+/// A device's number: its item read as a finite `f64` (surrounding whitespace ignored).
+fn number(item: &str) -> Option<f64> {
+    item.trim().parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
 /// A device's randomness: [`ChaCha20Rng`] seeded from the operating system's randomness, or
@@ -277,6 +366,86 @@ mod tests {
             matches!(error, RespondError::Zero { name: "level", .. }),
             "{error}"
         );
+    }
+
+    fn bucket_round(level: u32, range: Option<[f64; 2]>) -> RoundQuery {
+        round(Ask::Bucket {
+            level,
+            levels: 3,
+            branching: 4,
+            range,
+            sampling_rate: 0.999_999,
+        })
+    }
+
+    #[test]
+    fn a_number_reports_its_bucket_of_the_level() {
+        let mut rng = device_rng(Some(12));
+        let answer = |round: &RoundQuery, item: &str, rng: &mut ChaCha20Rng| {
+            Responder::new(round).unwrap().respond_with_rng(item, rng)
+        };
+        // 0.7 lies in [11/16, 12/16) at level 2 and in [44/64, 45/64) at level 3.
+        assert_eq!(
+            answer(&bucket_round(2, None), "0.7", &mut rng).as_deref(),
+            Some("11")
+        );
+        assert_eq!(
+            answer(&bucket_round(3, None), " 0.7\t", &mut rng).as_deref(),
+            Some("44")
+        );
+        // Rescaled from [100, 200], 170 is 0.7; numbers outside count at the nearer end.
+        let scaled = bucket_round(1, Some([100.0, 200.0]));
+        for (item, bucket) in [("170", "2"), ("99", "0"), ("1e9", "3"), ("200", "3")] {
+            assert_eq!(
+                answer(&scaled, item, &mut rng).as_deref(),
+                Some(bucket),
+                "{item}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_bucket_round_needs_a_number() {
+        let responder = Responder::new(&bucket_round(1, None)).unwrap();
+        for item in ["apple", "", "NaN", "inf"] {
+            let error = responder.check(item).unwrap_err();
+            assert!(matches!(error, RespondError::NotANumber { .. }), "{error}");
+            assert_eq!(
+                responder.respond_with_rng(item, &mut device_rng(Some(1))),
+                None
+            );
+        }
+        responder.check("0.25").unwrap();
+        // Item and prefix rounds take any item.
+        let items = Responder::new(&round(Ask::Item { sampling_rate: 0.5 })).unwrap();
+        items.check("apple").unwrap();
+    }
+
+    #[test]
+    fn refuses_a_bucket_round_outside_its_tree() {
+        let error = Responder::new(&bucket_round(4, None)).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                RespondError::Level {
+                    level: 4,
+                    levels: 3,
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        let error = Responder::new(&bucket_round(1, Some([2.0, 1.0]))).unwrap_err();
+        assert!(error.to_string().contains("min < max"), "{error}");
+        let error = Responder::new(&round(Ask::Bucket {
+            level: 1,
+            levels: 3,
+            branching: 1,
+            range: None,
+            sampling_rate: 0.5,
+        }))
+        .unwrap_err();
+        assert!(error.to_string().contains("branching"), "{error}");
     }
 
     #[test]

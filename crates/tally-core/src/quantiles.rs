@@ -26,6 +26,7 @@
 mod binary_search;
 mod hierarchical;
 mod range;
+mod value_range;
 
 pub use binary_search::{
     BinarySearchConfig, BinarySearchQuantile, MAX_SEARCH_ROUNDS, Normalisation, QuantileSearch,
@@ -35,6 +36,7 @@ pub use hierarchical::{
     ConsistencyWeights, HierarchicalConfig, HierarchicalHistogram, HierarchicalRelease, LevelQuery,
 };
 pub use range::{Node, TreeShape};
+pub use value_range::ValueRange;
 
 /// An estimated quantile.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -32,7 +32,8 @@ use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 
 pub use release::{
-    GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleasedItem, TrieNodeBody,
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease,
+    ReleasedItem, TrieNodeBody,
 };
 
 /// The protocol version this crate speaks.
@@ -126,6 +127,33 @@ pub enum TaskKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold: Option<u64>,
     },
+    /// Quantiles of the devices' numbers over several rounds.
+    Quantiles {
+        /// The algorithm.
+        method: QuantileMethod,
+        /// The quantiles to estimate, each in `[0, 1]`.
+        quantiles: Vec<f64>,
+        /// The tree's branching factor `β`.
+        branching: u32,
+        /// The tree's levels `L` (its resolution is `β^(−L)` of the range).
+        levels: u32,
+        /// Whether to make children sum to their parents before reading the quantiles.
+        #[serde(default)]
+        consistent: bool,
+        /// How the levels' guarantees compose.
+        #[serde(with = "named", default = "basic")]
+        composition: Composition,
+        /// The range `[min, max]` of the devices' numbers; `[0, 1]` when left out. A device
+        /// with a number outside it counts at the nearer end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
+        /// The per-level sampling rate `p_s`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling_rate: Option<f64>,
+        /// The per-level threshold `τ`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<u64>,
+    },
 }
 
 /// The histogram mechanisms the federated runtime runs.
@@ -142,6 +170,15 @@ pub enum HeavyHittersAlgorithm {
     /// TrieHH++: one sample-and-threshold histogram of prefixes per level.
     #[serde(rename = "triehh++")]
     TrieHhPlus,
+}
+
+/// The multi-round quantile algorithms the federated runtime runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QuantileMethod {
+    /// A `β`-ary hierarchical histogram: one sample-and-threshold histogram of buckets per
+    /// level answers every quantile at once.
+    Hierarchical,
 }
 
 /// How a task's rounds are run.
@@ -230,8 +267,9 @@ pub struct TaskInfo {
     pub created_at: i64,
 }
 
-/// A finished task's release: the same JSON document `tally histogram --json` or
-/// `tally heavy-hitters --json` prints for a simulation with the same parameters.
+/// A finished task's release: the same JSON document `tally histogram --json`,
+/// `tally heavy-hitters --json` or `tally quantiles --json` prints for a simulation with the
+/// same parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum TaskResult {
@@ -239,6 +277,8 @@ pub enum TaskResult {
     HeavyHitters(HeavyHittersRelease),
     /// A histogram task's release.
     Histogram(HistogramRelease),
+    /// A quantile task's release.
+    Quantiles(QuantilesRelease),
 }
 
 /// The query of an open round: what every device is asked.
@@ -285,6 +325,22 @@ pub enum Ask {
         /// The prefixes that survived the previous level, when the task is restricted.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         live_parents: Option<Vec<String>>,
+        /// The sampling rate `p_s`.
+        sampling_rate: f64,
+    },
+    /// Map your number into `[0, 1]` through `range` (clamping it to the range), and report
+    /// the index of its bucket among the `branching^level` equal buckets of the tree's level,
+    /// in decimal, with probability `sampling_rate`.
+    Bucket {
+        /// The level, from 1.
+        level: u32,
+        /// The tree's levels.
+        levels: u32,
+        /// The tree's branching factor.
+        branching: u32,
+        /// The range of the numbers; `[0, 1]` when left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
         /// The sampling rate `p_s`.
         sampling_rate: f64,
     },
@@ -407,6 +463,8 @@ pub enum ErrorCode {
     ClosedRound,
     /// A prefix report that does not extend a live prefix (or has the wrong length).
     BadPrefix,
+    /// A bucket report that is not the decimal index of a bucket of the round's level.
+    BadBucket,
     /// A token that was already used.
     ReusedToken,
     /// A token this round never issued.
@@ -423,13 +481,14 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in the order `/metrics` lists them.
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::Malformed,
         Self::Oversized,
         Self::UnknownTask,
         Self::UnknownRound,
         Self::ClosedRound,
         Self::BadPrefix,
+        Self::BadBucket,
         Self::ReusedToken,
         Self::UnknownToken,
         Self::BudgetExceeded,
@@ -447,6 +506,7 @@ impl ErrorCode {
             Self::UnknownRound => "unknown_round",
             Self::ClosedRound => "closed_round",
             Self::BadPrefix => "bad_prefix",
+            Self::BadBucket => "bad_bucket",
             Self::ReusedToken => "reused_token",
             Self::UnknownToken => "unknown_token",
             Self::BudgetExceeded => "budget_exceeded",

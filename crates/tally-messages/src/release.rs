@@ -1,5 +1,5 @@
-//! The released result documents: what `tally histogram --json` and
-//! `tally heavy-hitters --json` print, and what a finished federated task returns.
+//! The released result documents: what `tally histogram --json`, `tally heavy-hitters --json`
+//! and `tally quantiles --json` print, and what a finished federated task returns.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -104,4 +104,42 @@ pub struct HistogramRelease {
     pub items: Vec<ReleasedItem>,
     /// The simulation's seed (none for a federated run or an unseeded one).
     pub seed: Option<u64>,
+}
+
+/// A quantile release.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuantilesRelease {
+    /// The algorithm's name.
+    pub mechanism: String,
+    /// Its parameters (their names depend on the algorithm).
+    pub parameters: Value,
+    /// The guarantee of the whole release.
+    pub guarantee: GuaranteeBody,
+    /// The `δ` asked for.
+    pub target_delta: f64,
+    /// What the data was.
+    pub input: String,
+    /// The estimated quantiles, in the order asked.
+    pub quantiles: Vec<QuantileRow>,
+    /// The simulation's seed (none for a federated run or an unseeded one).
+    pub seed: Option<u64>,
+}
+
+/// One estimated quantile, in the input's units.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuantileRow {
+    /// The quantile asked for, in `[0, 1]`.
+    pub quantile: f64,
+    /// Its estimated value.
+    pub value: f64,
+    /// The final interval of a binary search.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval: Option<[f64; 2]>,
+    /// The true value, when the truth was known (simulations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub true_value: Option<f64>,
+    /// The share of values below the estimate minus the quantile, when the truth was known
+    /// (simulations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_error: Option<f64>,
 }

@@ -46,6 +46,20 @@ fn every_message_round_trips() {
         },
         ..spec.clone()
     });
+    round_trip(&TaskSpec {
+        kind: TaskKind::Quantiles {
+            method: QuantileMethod::Hierarchical,
+            quantiles: vec![0.1, 0.5, 0.9],
+            branching: 4,
+            levels: 8,
+            consistent: true,
+            composition: Composition::Optimal,
+            range: Some([0.0, 86_400.0]),
+            sampling_rate: None,
+            threshold: Some(20),
+        },
+        ..spec.clone()
+    });
     let guarantee = GuaranteeBody {
         epsilon: 0.999_999_999_999_999_9,
         delta: 9.999_999_999_999_898e-9,
@@ -80,6 +94,16 @@ fn every_message_round_trips() {
         },
     };
     round_trip(&query);
+    round_trip(&RoundQuery {
+        ask: Ask::Bucket {
+            level: 2,
+            levels: 8,
+            branching: 4,
+            range: Some([-20.5, 130.25]),
+            sampling_rate: 0.1,
+        },
+        ..query.clone()
+    });
     round_trip(&CheckIn {
         version: PROTOCOL_VERSION,
         devices: 7,
@@ -155,13 +179,37 @@ fn every_message_round_trips() {
     round_trip(&TaskResult::Histogram(HistogramRelease {
         mechanism: "sample-and-threshold".into(),
         parameters: serde_json::json!({"threshold": 28}),
-        guarantee,
+        guarantee: guarantee.clone(),
         target_delta: 1e-8,
         input: "federated".into(),
         execution: "federated".into(),
         released_items: 1,
         items,
         seed: Some(1),
+    }));
+    round_trip(&TaskResult::Quantiles(QuantilesRelease {
+        mechanism: "hierarchical histogram".into(),
+        parameters: serde_json::json!({"levels": 8}),
+        guarantee,
+        target_delta: 1e-8,
+        input: "federated".into(),
+        quantiles: vec![
+            QuantileRow {
+                quantile: 0.5,
+                value: 41_234.062_5,
+                interval: None,
+                true_value: None,
+                rank_error: None,
+            },
+            QuantileRow {
+                quantile: 0.9,
+                value: 0.812_5,
+                interval: Some([0.8, 0.825]),
+                true_value: Some(0.81),
+                rank_error: Some(-0.001_2),
+            },
+        ],
+        seed: None,
     }));
     for state in [
         TaskState::Running,
@@ -206,6 +254,21 @@ fn defaults_fill_in_the_optional_fields() {
         spec.kind,
         TaskKind::HeavyHitters {
             composition: Composition::Basic,
+            ..
+        }
+    ));
+    let kind: TaskKind = serde_json::from_str(
+        r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.5],"branching":4,"levels":6}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        kind,
+        TaskKind::Quantiles {
+            consistent: false,
+            composition: Composition::Basic,
+            range: None,
+            sampling_rate: None,
+            threshold: None,
             ..
         }
     ));

@@ -1,14 +1,16 @@
 //! The released result documents, built from tally-core's outputs.
 //!
 //! A finished federated task returns the same JSON document as `tally heavy-hitters --json`
-//! (TrieHH++) or `tally histogram --json` (sample-and-threshold) prints for a simulation with
-//! the same parameters: both build it here. Item names are strings already (the command line
-//! maps its item ids to names first); the caller says what the input was and how it ran.
+//! (TrieHH++), `tally histogram --json` (sample-and-threshold) or `tally quantiles --json`
+//! (hierarchical histogram) prints for a simulation with the same parameters: both build it
+//! here. Item names are strings already (the command line maps its item ids to names first);
+//! the caller says what the input was and how it ran.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
 use tally_core::heavy_hitters::{TrieNode, TrieOutput};
 use tally_core::histogram::SampleThreshold;
+use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
 use tally_messages::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleasedItem, TrieNodeBody,
 };
@@ -18,6 +20,54 @@ pub const TRIEHH_PLUS: &str = "triehh++";
 
 /// The name of the sample-and-threshold document's mechanism.
 pub const SAMPLE_THRESHOLD: &str = "sample-and-threshold";
+
+/// The name of the hierarchical-histogram documents' mechanism.
+pub const HIERARCHICAL_HISTOGRAM: &str = "hierarchical histogram";
+
+/// The parameters a hierarchical histogram was configured with, as its quantile and range
+/// documents list them.
+#[derive(Clone, Copy, Debug)]
+pub struct HierarchicalParameters<'a> {
+    /// The tree.
+    pub shape: TreeShape,
+    /// The range the values were rescaled from, if any.
+    pub range: Option<ValueRange>,
+    /// Whether the tree was made consistent before it was read.
+    pub consistent: bool,
+    /// How the levels' guarantees compose.
+    pub composition: Composition,
+    /// The sample-and-threshold mechanism every level ran.
+    pub per_level: &'a SampleThreshold,
+    /// The number of clients.
+    pub population: u64,
+}
+
+/// The `parameters` object of a hierarchical histogram's documents.
+pub fn hierarchical_parameters(
+    parameters: &HierarchicalParameters<'_>,
+    release: &HierarchicalRelease,
+) -> Value {
+    let shape = parameters.shape;
+    let params = parameters.per_level.params();
+    json!({
+        "branching": shape.branching(),
+        "levels": shape.levels(),
+        "resolution": resolution(parameters.range, 1.0 / shape.leaves() as f64),
+        "consistent": parameters.consistent,
+        "composition": parameters.composition.name(),
+        "sampling_rate": params.sampling_rate(),
+        "threshold": params.threshold(),
+        "per_round_guarantee": GuaranteeBody::from(parameters.per_level.guarantee()),
+        "population": parameters.population,
+        "estimated_total": release.total(),
+    })
+}
+
+/// The width of a grid cell of `fraction` of `[0, 1]`, in the units of the values (rescaled
+/// from `range`, if any).
+pub fn resolution(range: Option<ValueRange>, fraction: f64) -> f64 {
+    range.map_or(fraction, |r| fraction * (r.max() - r.min()))
+}
 
 /// The parameters a TrieHH++ run was configured with, as its document lists them.
 #[derive(Clone, Copy, Debug)]

@@ -7,9 +7,16 @@ use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
-use tally_core::histogram::{SampleThreshold, plan_rounds};
+use tally_core::histogram::{
+    ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
+};
+use tally_core::quantiles::{
+    HierarchicalConfig, HierarchicalHistogram, LevelQuery, TreeShape, ValueRange,
+};
 use tally_core::task::Task;
-use tally_messages::{Ask, ReleasedItem, TaskKind, TaskSpec};
+use tally_messages::{
+    Ask, PrivacyTarget, QuantileRow, QuantilesRelease, ReleasedItem, TaskKind, TaskSpec,
+};
 
 use crate::aggregator::Cell;
 use crate::document;
@@ -46,6 +53,27 @@ pub(crate) enum Engine {
         /// The configuration, for the released document.
         config: TrieSettings,
     },
+    /// Quantiles from a hierarchical histogram, one S&T histogram of buckets per level.
+    Quantiles(Box<QuantileEngine>),
+}
+
+/// A hierarchical histogram read for quantiles.
+#[derive(Clone)]
+pub(crate) struct QuantileEngine {
+    /// The tally-core task.
+    task: HierarchicalHistogram,
+    /// The level being run.
+    query: Option<LevelQuery>,
+    /// The plan of its levels.
+    plan: RoundPlan,
+    /// The tree.
+    shape: TreeShape,
+    /// The range the devices' numbers are rescaled from.
+    range: Option<ValueRange>,
+    /// The quantiles to read.
+    quantiles: Vec<f64>,
+    /// Whether to make the tree consistent before reading it.
+    consistent: bool,
 }
 
 /// What a TrieHH++ document reports of its configuration.
@@ -105,16 +133,12 @@ impl Engine {
                 threshold,
             } => {
                 let levels = *levels as usize;
-                let plan = plan_rounds(
-                    privacy.epsilon,
-                    privacy.delta,
+                let plan = plan(
+                    privacy,
                     levels.max(1),
                     *composition,
                     target(*sampling_rate, *threshold)?,
-                    privacy.analysis,
-                    privacy.neighbours,
-                )
-                .map_err(|e| e.to_string())?;
+                )?;
                 let per_level = plan.per_round;
                 let task = TrieHhPlus::new(TrieHhPlusConfig {
                     levels,
@@ -141,6 +165,53 @@ impl Engine {
                     guarantee,
                 ))
             }
+            TaskKind::Quantiles {
+                method: _,
+                quantiles,
+                branching,
+                levels,
+                consistent,
+                composition,
+                range,
+                sampling_rate,
+                threshold,
+            } => {
+                if quantiles.is_empty() {
+                    return Err("quantiles: give at least one".to_owned());
+                }
+                if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+                    return Err(format!("quantile {q}: expected numbers in [0, 1]"));
+                }
+                let range = range
+                    .map(|[min, max]| ValueRange::new(min, max))
+                    .transpose()
+                    .map_err(|e| e.to_string())?;
+                let shape = TreeShape::new(*branching, *levels).map_err(|e| e.to_string())?;
+                let plan = plan(
+                    privacy,
+                    *levels as usize,
+                    *composition,
+                    target(*sampling_rate, *threshold)?,
+                )?;
+                let task = HierarchicalHistogram::new(HierarchicalConfig {
+                    shape,
+                    per_level: plan.per_round.clone(),
+                    composition: plan.composition,
+                    total_delta: plan.total_delta,
+                })
+                .map_err(|e| e.to_string())?;
+                let guarantee = task.guarantee().clone();
+                let engine = QuantileEngine {
+                    task,
+                    query: None,
+                    plan,
+                    shape,
+                    range,
+                    quantiles: quantiles.clone(),
+                    consistent: *consistent,
+                };
+                Ok((Self::Quantiles(Box::new(engine)), guarantee))
+            }
         }
     }
 
@@ -152,6 +223,10 @@ impl Engine {
                 *query = task.next_query();
                 query.is_some()
             }
+            Self::Quantiles(engine) => {
+                engine.query = engine.task.next_query();
+                engine.query.is_some()
+            }
         }
     }
 
@@ -160,6 +235,7 @@ impl Engine {
         match self {
             Self::Histogram { .. } => 1,
             Self::TrieHhPlus { query, .. } => round_number(current(query).prefixes.round),
+            Self::Quantiles(engine) => engine.level().level,
         }
     }
 
@@ -184,6 +260,16 @@ impl Engine {
                     sampling_rate: query.mechanism.params().sampling_rate(),
                 }
             }
+            Self::Quantiles(engine) => {
+                let query = engine.level();
+                Ask::Bucket {
+                    level: query.level,
+                    levels: engine.shape.levels(),
+                    branching: engine.shape.branching(),
+                    range: engine.range.map(|r| [r.min(), r.max()]),
+                    sampling_rate: query.mechanism.params().sampling_rate(),
+                }
+            }
         }
     }
 
@@ -192,6 +278,9 @@ impl Engine {
         match self {
             Self::Histogram { .. } => Validator::Item,
             Self::TrieHhPlus { query, .. } => Validator::Prefix(current(query).prefixes.clone()),
+            Self::Quantiles(engine) => Validator::Bucket {
+                buckets: engine.level().buckets(),
+            },
         }
     }
 
@@ -200,6 +289,7 @@ impl Engine {
         match self {
             Self::Histogram { mechanism, .. } => mechanism,
             Self::TrieHhPlus { query, .. } => &current(query).mechanism,
+            Self::Quantiles(engine) => &engine.level().mechanism,
         }
     }
 
@@ -208,6 +298,7 @@ impl Engine {
         match self {
             Self::Histogram { released, .. } => *released = Some(cells),
             Self::TrieHhPlus { task, .. } => task.observe(cells),
+            Self::Quantiles(engine) => engine.observe(cells),
         }
     }
 
@@ -262,10 +353,105 @@ impl Engine {
                     None,
                 ))
             }
+            Self::Quantiles(engine) => {
+                serde_json::to_string_pretty(&engine.document(&spec.privacy, population, input))
+            }
         };
         // Unwrap safety: the documents are plain data that always serialize.
         value.expect("release documents serialize")
     }
+}
+
+impl QuantileEngine {
+    fn level(&self) -> &LevelQuery {
+        // The runtime only asks for the current round between `advance` returning true and
+        // the next `advance`.
+        self.query.as_ref().expect("a level is running")
+    }
+
+    /// Takes a level's released buckets. The round's validator admitted only the decimal
+    /// indices of this level's buckets, so every cell names one.
+    fn observe(&mut self, cells: Vec<Cell>) {
+        let query = self.level();
+        let release = SampleThresholdRelease {
+            items: cells
+                .into_iter()
+                .filter_map(|(item, count, estimate)| {
+                    Some(ReleasedCount {
+                        item: item.parse().ok()?,
+                        count,
+                        estimate,
+                    })
+                })
+                .collect(),
+            params: *query.mechanism.params(),
+            guarantee: query.mechanism.guarantee().clone(),
+        };
+        self.task.observe(release);
+    }
+
+    /// The document `tally quantiles --json` prints for the same parameters.
+    fn document(self, privacy: &PrivacyTarget, population: u64, input: String) -> QuantilesRelease {
+        let release = self.task.finish();
+        let release = if self.consistent {
+            release.consistent()
+        } else {
+            release
+        };
+        let to_original = |y: f64| self.range.map_or(y, |r| r.from_unit(y));
+        let quantiles = self
+            .quantiles
+            .iter()
+            .map(|&quantile| QuantileRow {
+                quantile,
+                // Unwrap safety: the quantiles were checked to lie in [0, 1] when the task
+                // was built.
+                value: to_original(release.quantile(quantile).expect("a quantile in [0, 1]")),
+                interval: None,
+                true_value: None,
+                rank_error: None,
+            })
+            .collect();
+        let parameters = document::hierarchical_parameters(
+            &document::HierarchicalParameters {
+                shape: self.shape,
+                range: self.range,
+                consistent: self.consistent,
+                composition: self.plan.composition,
+                per_level: &self.plan.per_round,
+                population,
+            },
+            &release,
+        );
+        QuantilesRelease {
+            mechanism: document::HIERARCHICAL_HISTOGRAM.to_owned(),
+            parameters,
+            guarantee: release.guarantee().into(),
+            target_delta: privacy.delta,
+            input,
+            quantiles,
+            seed: None,
+        }
+    }
+}
+
+/// Splits the task's privacy target over `rounds` S&T rounds and calibrates them.
+fn plan(
+    privacy: &PrivacyTarget,
+    rounds: usize,
+    composition: Composition,
+    target: PlanTarget,
+) -> Result<RoundPlan, String> {
+    plan_rounds(
+        privacy.epsilon,
+        privacy.delta,
+        rounds,
+        composition,
+        target,
+        privacy.analysis,
+        privacy.neighbours,
+    )
+    .map_err(|e| e.to_string())
 }
 
 fn current(query: &Option<TrieHhPlusQuery>) -> &TrieHhPlusQuery {

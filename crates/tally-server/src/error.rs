@@ -52,7 +52,9 @@ impl ApiError {
             ErrorCode::ClosedRound | ErrorCode::ReusedToken | ErrorCode::BudgetExceeded => {
                 StatusCode::CONFLICT
             }
-            ErrorCode::BadPrefix | ErrorCode::InvalidTask => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::BadPrefix | ErrorCode::BadBucket | ErrorCode::InvalidTask => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             ErrorCode::UnknownToken => StatusCode::FORBIDDEN,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }

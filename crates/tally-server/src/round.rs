@@ -17,6 +17,12 @@ pub(crate) enum Validator {
     Item,
     /// A prefix this level could receive from some word ([`PrefixRound::admits`]).
     Prefix(PrefixRound),
+    /// The decimal index of one of this level's buckets, written the one way a device writes
+    /// it (no sign, no leading zero), so that every bucket is one cell.
+    Bucket {
+        /// The level's number of buckets.
+        buckets: u64,
+    },
 }
 
 /// What one batch of uploads did.
@@ -120,11 +126,10 @@ impl Round {
                     match upload.report {
                         None => Ok(false),
                         Some(report) if report.len() > max_bytes => Err(ErrorCode::Oversized),
-                        Some(report) if !self.admits(&report) => Err(ErrorCode::BadPrefix),
-                        Some(report) => {
+                        Some(report) => self.admits(&report).map(|()| {
                             aggregator.absorb(report);
-                            Ok(true)
-                        }
+                            true
+                        }),
                     }
                 }
             };
@@ -155,11 +160,14 @@ impl Round {
         })
     }
 
-    fn admits(&self, report: &str) -> bool {
-        match &self.validator {
-            Validator::Item => true,
-            Validator::Prefix(round) => round.admits(report),
-        }
+    /// Whether the round's validator admits `report`, or the code to refuse it with.
+    fn admits(&self, report: &str) -> Result<(), ErrorCode> {
+        let (admitted, code) = match &self.validator {
+            Validator::Item => (true, ErrorCode::Malformed),
+            Validator::Prefix(round) => (round.admits(report), ErrorCode::BadPrefix),
+            Validator::Bucket { buckets } => (is_bucket(report, *buckets), ErrorCode::BadBucket),
+        };
+        if admitted { Ok(()) } else { Err(code) }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RoundState> {
@@ -169,9 +177,41 @@ impl Round {
     }
 }
 
+/// Whether `report` is the canonical decimal index of one of `buckets` buckets.
+fn is_bucket(report: &str, buckets: u64) -> bool {
+    let canonical =
+        report.bytes().all(|b| b.is_ascii_digit()) && (report == "0" || !report.starts_with('0'));
+    canonical && report.parse::<u64>().is_ok_and(|index| index < buckets)
+}
+
 fn parse_token(token: &str) -> Option<u128> {
     if token.len() != 32 {
         return None;
     }
     u128::from_str_radix(token, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_is_a_canonical_index_below_the_count() {
+        for good in ["0", "7", "15"] {
+            assert!(is_bucket(good, 16), "{good}");
+        }
+        for bad in [
+            "16",
+            "",
+            "01",
+            "+1",
+            "-1",
+            " 1",
+            "1.0",
+            "0x1",
+            "99999999999999999999999",
+        ] {
+            assert!(!is_bucket(bad, 16), "{bad}");
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! End to end over loopback TCP: a fleet of simulated devices (tally-client, the simulator's
-//! respond code, real HTTP) runs a histogram task and a multi-round TrieHH++ task, and the
-//! releases match the devices' data within sampling error.
+//! respond code, real HTTP) runs a histogram task, a multi-round TrieHH++ task and a
+//! multi-round quantile task, and the releases match the devices' data within sampling error.
 
 use std::collections::HashMap;
 
@@ -138,5 +138,56 @@ async fn a_fleet_of_twelve_thousand_devices_finds_the_heavy_hitters_level_by_lev
     }
     let info = client.task(&task.id).await.unwrap();
     assert_eq!(info.rounds_released, 7, "every level up to the terminators");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_of_sixteen_thousand_devices_releases_their_quantiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    // Device i holds 100·(i/n)², so the share of devices below v is sqrt(v/100).
+    let n = 16_000u32;
+    let items: Vec<String> = (0..n)
+        .map(|i| {
+            let u = f64::from(i) / f64::from(n);
+            (100.0 * u * u).to_string()
+        })
+        .collect();
+    let rank = |v: f64| (v / 100.0).sqrt();
+    let mut spec = common::spec(common::quantiles(3, 0.5), 4.0, policy());
+    spec.expected_population = u64::from(n);
+    let client = Client::new(&url).unwrap();
+    let task = client.create_task(&spec).await.unwrap();
+    let TaskResult::Quantiles(release) = run_fleet(&url, &task, items).await else {
+        panic!("a quantile task releases quantiles");
+    };
+    assert_eq!(release.mechanism, "hierarchical histogram");
+    assert_eq!(release.parameters["levels"], 3);
+    // 4^3 = 64 leaves over [0, 100].
+    let leaf = 100.0 / 64.0;
+    assert_eq!(release.parameters["resolution"], leaf);
+    // Every leaf holds at least 100·(1 − sqrt(1 − 1/64)) ≈ 0.79 % of the devices, about 63
+    // sampled ones, above the threshold: no node is suppressed, so the estimated total and
+    // ranks carry sampling error alone.
+    let threshold = release.parameters["threshold"].as_u64().unwrap();
+    assert!(threshold < 40, "{}", release.parameters);
+    let total = release.parameters["estimated_total"].as_f64().unwrap();
+    assert!(within_sampling_error(total, u64::from(n), 0.5), "{total}");
+    assert_eq!(release.quantiles.len(), 3);
+    for row in &release.quantiles {
+        // The estimate is a leaf boundary where the estimated rank crosses q: off by at most
+        // the share of the leaves on either side of the true quantile, plus sampling error
+        // (6 standard deviations of a rank at p_s = 0.5 over 16,000 devices: 6·sqrt(0.25/8000)
+        // ≈ 0.034 at most, counting the rank and the total as independent).
+        let truth = 100.0 * row.quantile * row.quantile;
+        let grid = rank(truth + leaf) - rank((truth - leaf).max(0.0));
+        let error = (rank(row.value) - row.quantile).abs();
+        assert!(
+            error <= grid + 0.034,
+            "{row:?}: rank error {error}, grid {grid}"
+        );
+    }
+    let info = client.task(&task.id).await.unwrap();
+    assert_eq!(info.rounds_released, 3, "one round per level");
     server.shutdown().await;
 }

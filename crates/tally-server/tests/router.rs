@@ -255,6 +255,49 @@ async fn prefixes_that_extend_no_live_prefix_are_refused_and_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reports_that_name_no_bucket_of_the_level_are_refused_and_counted() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let task: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(quantiles(3, 0.2), 1.0, policy(1, 1000)),
+        )
+        .await;
+        let round = open_round(&router, &task.id).await;
+        assert!(
+            matches!(
+                round.ask,
+                tally_messages::Ask::Bucket {
+                    level: 1,
+                    levels: 3,
+                    branching: 4,
+                    range: Some([0.0, 100.0]),
+                    ..
+                }
+            ),
+            "{round:?}"
+        );
+        let uploads = format!("/v1/rounds/{}/uploads", round.round_id);
+        let tokens = tokens(&router, &round.round_id, 6).await;
+        // Level 1 of a 4-ary tree has buckets 0 to 3, each written one way.
+        let reports = ["4", "03", "-1", "0.5", "x", "3"];
+        let uploads_batch = tokens
+            .iter()
+            .cloned()
+            .zip(reports.map(Some))
+            .collect::<Vec<_>>();
+        let receipt: UploadReceipt = post(&router, &uploads, &batch(uploads_batch)).await;
+        assert_eq!(receipt.accepted, 1, "{}", db.name);
+        let codes: Vec<ErrorCode> = receipt.rejected.iter().map(|r| r.code).collect();
+        assert_eq!(codes, [ErrorCode::BadBucket; 5], "{}", db.name);
+        assert_eq!(rejections(&router, "bad_bucket").await, 5);
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reused_and_unknown_tokens_are_refused_and_counted() {
     for db in databases().await {
         let open = open_task(&db).await;

@@ -91,5 +91,6 @@ pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
 };
 pub use synthetic::{Generator, SyntheticSpec};
+pub use tally_core::quantiles::ValueRange;
 pub use triehh::run_triehh;
-pub use values::{SortedValues, ValueRange, Values, ValuesError};
+pub use values::{SortedValues, Values, ValuesError};

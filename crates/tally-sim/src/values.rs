@@ -9,6 +9,8 @@ use std::path::Path;
 use rand::Rng;
 use rayon::prelude::*;
 
+use tally_core::quantiles::ValueRange;
+
 use crate::Error;
 use crate::load::open;
 use crate::rng::{Purpose, stream};
@@ -65,61 +67,6 @@ pub enum ValuesError {
         /// Whether a range to rescale from was given.
         rescaling: bool,
     },
-    /// A range to rescale from is empty or not finite.
-    #[error("invalid value range [{min}, {max}]: expected finite numbers min < max")]
-    InvalidRange {
-        /// The given minimum.
-        min: f64,
-        /// The given maximum.
-        max: f64,
-    },
-}
-
-/// The range `[min, max]` that values are rescaled from into `[0, 1]`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ValueRange {
-    min: f64,
-    max: f64,
-}
-
-impl ValueRange {
-    /// The range `[min, max]`.
-    ///
-    /// # Errors
-    ///
-    /// [`ValuesError::InvalidRange`] unless both are finite and `min < max`.
-    pub fn new(min: f64, max: f64) -> Result<Self, ValuesError> {
-        if min.is_finite() && max.is_finite() && min < max && (max - min).is_finite() {
-            Ok(Self { min, max })
-        } else {
-            Err(ValuesError::InvalidRange { min, max })
-        }
-    }
-
-    /// The lower end.
-    pub fn min(&self) -> f64 {
-        self.min
-    }
-
-    /// The upper end.
-    pub fn max(&self) -> f64 {
-        self.max
-    }
-
-    /// Whether `x` lies in `[min, max]`.
-    pub fn contains(&self, x: f64) -> bool {
-        (self.min..=self.max).contains(&x)
-    }
-
-    /// `(x − min)/(max − min)`, clamped to `[0, 1]` against rounding.
-    pub fn to_unit(&self, x: f64) -> f64 {
-        ((x - self.min) / (self.max - self.min)).clamp(0.0, 1.0)
-    }
-
-    /// `min + y·(max − min)`, clamped to `[min, max]` against rounding.
-    pub fn from_unit(&self, y: f64) -> f64 {
-        (self.min + y * (self.max - self.min)).clamp(self.min, self.max)
-    }
 }
 
 /// A population of clients each holding one number, stored rescaled into `[0, 1]`.
@@ -220,8 +167,8 @@ impl Values {
             Some(r) => format!(
                 "{} values in [{}, {}] rescaled to [0, 1], one per non-blank line of {name}",
                 values.len(),
-                r.min,
-                r.max
+                r.min(),
+                r.max()
             ),
         };
         Ok(Self {
@@ -412,7 +359,7 @@ fn check_value(
             found: quote(text),
         });
     }
-    let (min, max) = range.map_or((0.0, 1.0), |r| (r.min, r.max));
+    let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
     if !(min..=max).contains(&value) {
         return Err(ValuesError::OutOfRange {
             file: file.to_owned(),

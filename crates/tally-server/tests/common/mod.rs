@@ -148,6 +148,22 @@ pub fn triehh_plus(levels: u32, sampling_rate: f64) -> TaskKind {
     }
 }
 
+/// Quantiles 0.1, 0.5 and 0.9 of numbers in `[0, 100]` from a hierarchical histogram with
+/// branching 4, a fixed per-level sampling rate and the given levels.
+pub fn quantiles(levels: u32, sampling_rate: f64) -> TaskKind {
+    TaskKind::Quantiles {
+        method: tally_messages::QuantileMethod::Hierarchical,
+        quantiles: vec![0.1, 0.5, 0.9],
+        branching: 4,
+        levels,
+        consistent: false,
+        composition: tally_accounting::composition::Composition::Basic,
+        range: Some([0.0, 100.0]),
+        sampling_rate: Some(sampling_rate),
+        threshold: None,
+    }
+}
+
 /// The open round of `task`.
 pub async fn open_round(router: &Router, task: &str) -> RoundQuery {
     let rounds: Vec<RoundQuery> = get(router, "/v1/rounds").await;
