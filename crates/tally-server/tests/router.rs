@@ -525,6 +525,94 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
     }
 }
 
+/// Uploads `count` reports of `report` and abstentions up to `devices` to `round`.
+async fn upload_all(
+    router: &axum::Router,
+    round: &RoundQuery,
+    devices: u32,
+    count: usize,
+    report: &str,
+) {
+    let tokens = tokens(router, &round.round_id, devices).await;
+    let uploads = tokens
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| (t, (i < count).then_some(report)))
+        .collect();
+    let receipt: UploadReceipt = post(
+        router,
+        &format!("/v1/rounds/{}/uploads", round.round_id),
+        &batch(uploads),
+    )
+    .await;
+    assert!(receipt.rejected.is_empty(), "{receipt:?}");
+}
+
+/// The open round of `task` at `level`, once the previous one is released.
+async fn round_at(router: &axum::Router, task: &str, level: u32) -> RoundQuery {
+    loop {
+        let open: Vec<RoundQuery> = get(router, "/v1/rounds").await;
+        if let Some(query) = open
+            .into_iter()
+            .find(|q| q.task_id == task && q.round == level)
+        {
+            return query;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
+    for db in databases().await {
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let task: TaskInfo = post(
+            &router,
+            "/v1/tasks",
+            &spec(quantiles(2, 0.2), 1.0, policy(5, 50)),
+        )
+        .await;
+        // Level 1 (4 buckets of [0, 100]): 48 of 50 devices report bucket 2, [50, 75).
+        let level1 = open_round(&router, &task.id).await;
+        upload_all(&router, &level1, 50, 48, "2").await;
+        let level2 = round_at(&router, &task.id, 2).await;
+        server.shutdown().await;
+
+        let server = Server::start(&db.url, BUDGET).await.unwrap();
+        let router = server.router();
+        let again = open_round(&router, &task.id).await;
+        assert_eq!((again.round, again.attempt), (2, 2), "{}", db.name);
+        assert_eq!(again.ask, level2.ask);
+        // Level 2 (16 buckets): the same devices in bucket 9, [56.25, 62.5).
+        upload_all(&router, &again, 50, 48, "9").await;
+        let result = loop {
+            let (status, text) = call(
+                &router,
+                Method::GET,
+                &format!("/v1/tasks/{}/result", task.id),
+                None,
+            )
+            .await;
+            if status == StatusCode::OK {
+                break text;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        let TaskResult::Quantiles(release) = serde_json::from_str(&result).unwrap() else {
+            panic!("a quantile task releases quantiles: {result}");
+        };
+        // All the estimated mass lies in [56.25, 62.5): every quantile is its upper end.
+        for row in &release.quantiles {
+            assert_eq!(row.value.to_bits(), 62.5_f64.to_bits(), "{row:?}");
+        }
+        assert_eq!(release.parameters["estimated_total"], 48.0 / 0.2);
+        let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
+        assert_eq!((info.state, info.rounds_released), (TaskState::Finished, 2));
+        server.shutdown().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort() {
     for db in databases().await {
@@ -536,30 +624,10 @@ async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort()
             &spec(triehh_plus(4, 0.2), 1.0, policy(5, 50)),
         )
         .await;
-        // Level 1: 50 devices, the 10 sampled ones all report "a" (threshold permitting).
+        // Level 1: 50 devices, 45 of them report "a".
         let level1 = open_round(&router, &task.id).await;
-        let tokens = tokens(&router, &level1.round_id, 50).await;
-        let uploads = tokens
-            .into_iter()
-            .enumerate()
-            .map(|(i, t)| (t, (i < 45).then_some("a")))
-            .collect();
-        let _: UploadReceipt = post(
-            &router,
-            &format!("/v1/rounds/{}/uploads", level1.round_id),
-            &batch(uploads),
-        )
-        .await;
-        let level2 = loop {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let open: Vec<RoundQuery> = get(&router, "/v1/rounds").await;
-            if let Some(query) = open
-                .into_iter()
-                .find(|q| q.task_id == task.id && q.round == 2)
-            {
-                break query;
-            }
-        };
+        upload_all(&router, &level1, 50, 45, "a").await;
+        let level2 = round_at(&router, &task.id, 2).await;
         let old_tokens = common::tokens(&router, &level2.round_id, 3).await;
         let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
         assert_eq!(
