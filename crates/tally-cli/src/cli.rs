@@ -80,8 +80,8 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TaskCommand {
-    /// Create a task: a sample-and-threshold histogram, TrieHH++ heavy hitters or quantiles
-    /// from a hierarchical histogram, over a population's devices.
+    /// Create a task: a sample-and-threshold histogram, TrieHH++ heavy hitters, or quantiles
+    /// from a hierarchical histogram or by binary search, over a population's devices.
     Create(TaskCreateArgs),
     /// List every task.
     List(ServerQueryArgs),
@@ -117,6 +117,9 @@ pub(crate) enum TaskAlgorithm {
     /// histogram of buckets per level (--quantiles, --branching, --levels, --min/--max,
     /// --consistent, --composition).
     HierarchicalQuantiles,
+    /// Quantiles of the devices' numbers by one binary search per quantile, --levels S&T
+    /// rounds of two buckets each (--quantiles, --levels, --min/--max, --composition).
+    BinarySearchQuantiles,
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
@@ -154,8 +157,9 @@ pub(crate) struct TaskCreateArgs {
     /// round's share of (ε, δ).
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
-    /// TrieHH++: prefix-tree levels L; quantiles: the tree's levels L (its resolution is
-    /// β^(−L) of the range) [default: 10].
+    /// TrieHH++: prefix-tree levels L; hierarchical quantiles: the tree's levels L (its
+    /// resolution is β^(−L) of the range); binary search: the rounds h of each search
+    /// (resolution 2^(−h)) [default: 10].
     #[arg(long)]
     pub(crate) levels: Option<u32>,
     /// TrieHH++: characters added per level G [default: 1].
@@ -171,7 +175,7 @@ pub(crate) struct TaskCreateArgs {
     /// [default: 0.1,0.5,0.9].
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub(crate) quantiles: Option<Vec<f64>>,
-    /// Quantiles: the tree's branching factor β [default: 4].
+    /// Hierarchical quantiles: the tree's branching factor β [default: 4].
     #[arg(long)]
     pub(crate) branching: Option<u32>,
     /// Quantiles: the devices' numbers lie in [MIN, MAX] (with --max) [default: [0, 1]]; a
@@ -181,7 +185,8 @@ pub(crate) struct TaskCreateArgs {
     /// Quantiles: the upper end of the devices' range (with --min).
     #[arg(long, allow_negative_numbers = true, requires = "min")]
     pub(crate) max: Option<f64>,
-    /// Quantiles: make children sum to their parents before reading the quantiles.
+    /// Hierarchical quantiles: make children sum to their parents before reading the
+    /// quantiles.
     #[arg(long)]
     pub(crate) consistent: bool,
     #[command(flatten)]

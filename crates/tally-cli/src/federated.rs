@@ -101,7 +101,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         }
         (Some(other), _) => bail!(
             "the federated runtime does not run --mechanism {}: it runs --mechanism \
-             sample-threshold (and --algorithm triehh++ or hierarchical-quantiles)",
+             sample-threshold (and the multi-round --algorithm triehh++, \
+             hierarchical-quantiles or binary-search-quantiles)",
             value_name(other)
         ),
         (None, Some(TaskAlgorithm::TrieHhPlus)) => {
@@ -116,28 +117,14 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 threshold: args.threshold,
             }
         }
-        (None, Some(TaskAlgorithm::HierarchicalQuantiles)) => {
+        (None, Some(algorithm @ TaskAlgorithm::HierarchicalQuantiles)) => {
             refuse_options(args, &PREFIX_OPTIONS, "--algorithm hierarchical-quantiles")?;
-            let quantiles = args
-                .quantiles
-                .clone()
-                .unwrap_or_else(|| DEFAULT_QUANTILES.to_vec());
-            if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-                bail!(
-                    "invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9"
-                );
-            }
-            TaskKind::Quantiles {
-                method: QuantileMethod::Hierarchical,
-                quantiles,
-                branching: args.branching.unwrap_or(DEFAULT_BRANCHING),
-                levels: args.levels.unwrap_or(DEFAULT_LEVELS),
-                consistent: args.consistent,
-                composition,
-                range: args.min.zip(args.max).map(|(min, max)| [min, max]),
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
-            }
+            quantile_kind(args, algorithm, composition)?
+        }
+        (None, Some(algorithm @ TaskAlgorithm::BinarySearchQuantiles)) => {
+            refuse_options(args, &PREFIX_OPTIONS, "--algorithm binary-search-quantiles")?;
+            refuse_options(args, &TREE_OPTIONS, "--algorithm binary-search-quantiles")?;
+            quantile_kind(args, algorithm, composition)?
         }
         // Unwrap safety: clap requires exactly one of the two.
         (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
@@ -180,9 +167,6 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
 /// The levels of a multi-round task when `--levels` is not given.
 const DEFAULT_LEVELS: u32 = 10;
 
-/// The tree's branching factor when `--branching` is not given.
-const DEFAULT_BRANCHING: u32 = 4;
-
 /// The quantiles estimated when `--quantiles` is not given.
 const DEFAULT_QUANTILES: [f64; 3] = [0.1, 0.5, 0.9];
 
@@ -195,13 +179,19 @@ const PREFIX_OPTIONS: [GivenOption; 2] = [
     ("--unrestricted", |a| a.unrestricted),
 ];
 
-/// The options of the quantile tree.
+/// The options of the hierarchical quantiles' tree.
+const TREE_OPTIONS: [GivenOption; 2] = [
+    ("--branching", |a| a.branching.is_some()),
+    ("--consistent", |a| a.consistent),
+];
+
+/// The options of every quantile task.
 const QUANTILE_OPTIONS: [GivenOption; 5] = [
     ("--quantiles", |a| a.quantiles.is_some()),
-    ("--branching", |a| a.branching.is_some()),
     ("--min", |a| a.min.is_some()),
     ("--max", |a| a.max.is_some()),
-    ("--consistent", |a| a.consistent),
+    TREE_OPTIONS[0],
+    TREE_OPTIONS[1],
 ];
 
 /// The options of every multi-round task.
@@ -223,6 +213,36 @@ fn refuse_options(args: &TaskCreateArgs, options: &[GivenOption], kind: &str) ->
         bail!("{name} does not apply to {kind}");
     }
     Ok(())
+}
+
+/// A quantile task of `algorithm` from the arguments.
+fn quantile_kind(
+    args: &TaskCreateArgs,
+    algorithm: TaskAlgorithm,
+    composition: Composition,
+) -> Result<TaskKind> {
+    let quantiles = args
+        .quantiles
+        .clone()
+        .unwrap_or_else(|| DEFAULT_QUANTILES.to_vec());
+    if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        bail!("invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9");
+    }
+    let method = match algorithm {
+        TaskAlgorithm::BinarySearchQuantiles => QuantileMethod::BinarySearch,
+        _ => QuantileMethod::Hierarchical,
+    };
+    Ok(TaskKind::Quantiles {
+        method,
+        quantiles,
+        branching: args.branching,
+        levels: args.levels.unwrap_or(DEFAULT_LEVELS),
+        consistent: args.consistent,
+        composition,
+        range: args.min.zip(args.max).map(|(min, max)| [min, max]),
+        sampling_rate: args.sampling_rate,
+        threshold: args.threshold,
+    })
 }
 
 /// The command-line spelling of a value.
@@ -486,6 +506,7 @@ fn kind_description(kind: &TaskKind) -> String {
             fixed(*sampling_rate, *threshold)
         ),
         TaskKind::Quantiles {
+            method,
             quantiles,
             branching,
             levels,
@@ -494,15 +515,23 @@ fn kind_description(kind: &TaskKind) -> String {
             range,
             sampling_rate,
             threshold,
-            ..
         } => {
             let [min, max] = range.unwrap_or([0.0, 1.0]);
             let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
+            let how = match method {
+                QuantileMethod::Hierarchical => format!(
+                    "a hierarchical histogram, {levels} levels of branching {}{}",
+                    branching.map_or_else(|| "4".to_owned(), |b| b.to_string()),
+                    if *consistent { ", made consistent" } else { "" },
+                ),
+                QuantileMethod::BinarySearch => {
+                    format!("binary search, {levels} rounds per quantile")
+                }
+            };
             format!(
-                "quantiles {} of numbers in [{min}, {max}] from a hierarchical histogram, \
-                 {levels} levels of branching {branching}{}, {composition} composition, {}",
+                "quantiles {} of numbers in [{min}, {max}] from {how}, {composition} \
+                 composition, {}",
                 quantiles.join(", "),
-                if *consistent { ", made consistent" } else { "" },
                 fixed(*sampling_rate, *threshold)
             )
         }
@@ -513,7 +542,18 @@ fn kind_description(kind: &TaskKind) -> String {
 fn rounds_of(kind: &TaskKind) -> u32 {
     match kind {
         TaskKind::Histogram { .. } => 1,
-        TaskKind::HeavyHitters { levels, .. } | TaskKind::Quantiles { levels, .. } => *levels,
+        TaskKind::HeavyHitters { levels, .. } => *levels,
+        TaskKind::Quantiles {
+            method: QuantileMethod::Hierarchical,
+            levels,
+            ..
+        } => *levels,
+        TaskKind::Quantiles {
+            method: QuantileMethod::BinarySearch,
+            levels,
+            quantiles,
+            ..
+        } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
     }
 }
 

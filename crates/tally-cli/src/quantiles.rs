@@ -10,7 +10,7 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_core::histogram::{RoundPlan, plan_rounds};
 use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
-    HierarchicalRelease, MAX_SEARCH_ROUNDS, Normalisation, TreeShape,
+    HierarchicalRelease, MAX_SEARCH_ROUNDS, TreeShape,
 };
 use tally_sim::{
     ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
@@ -72,14 +72,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
             }
             let total_rounds = rounds * searches;
             let plan = plan(common, total_rounds)?;
-            let config = |quantile| BinarySearchConfig {
-                quantile,
-                rounds,
-                per_round: plan.per_round.clone(),
-                composition: plan.composition,
-                normalisation: Normalisation::Released,
-                total_delta: plan.total_delta,
-            };
+            let config = |quantile| BinarySearchConfig::planned(quantile, rounds, &plan);
             let tasks = args
                 .quantiles
                 .iter()
@@ -105,23 +98,20 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
                     }
                 })
                 .collect();
-            let parameters = json!({
-                "rounds_per_quantile": rounds,
-                "searches": searches,
-                "rounds": total_rounds,
-                "resolution": resolution(&values, 2f64.powi(-(rounds as i32))),
-                "normalisation": "released",
-                "composition": plan.composition.name(),
-                "sampling_rate": plan.per_round.params().sampling_rate(),
-                "threshold": plan.per_round.params().threshold(),
-                "per_round_guarantee": guarantee_json(plan.per_round.guarantee()),
-                "population": values.len(),
-            });
+            let parameters =
+                document::binary_search_parameters(&document::BinarySearchParameters {
+                    rounds,
+                    searches,
+                    range: values.range(),
+                    composition: plan.composition,
+                    per_round: &plan.per_round,
+                    population: values.len() as u64,
+                });
             report_quantiles(
                 common,
                 args.truth,
                 &values,
-                "binary search",
+                document::BINARY_SEARCH,
                 parameters,
                 &guarantee,
                 &quantiles,
@@ -229,12 +219,7 @@ impl Hierarchical {
     fn prepare(common: &ValuesArgs) -> Result<Self> {
         let shape = TreeShape::new(common.branching, common.levels)?;
         let plan = plan(common, common.levels as usize)?;
-        let task = HierarchicalHistogram::new(HierarchicalConfig {
-            shape,
-            per_level: plan.per_round.clone(),
-            composition: plan.composition,
-            total_delta: plan.total_delta,
-        })?;
+        let task = HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan))?;
         Ok(Self { plan, task, shape })
     }
 

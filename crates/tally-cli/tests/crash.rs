@@ -200,7 +200,7 @@ fn uploads(
                     }
                     .to_owned(),
                 ),
-                ask @ tally_messages::Ask::Bucket { .. } => {
+                ask @ (tally_messages::Ask::Bucket { .. } | tally_messages::Ask::Split { .. }) => {
                     panic!("the crash test runs no quantile task: {ask:?}")
                 }
             };

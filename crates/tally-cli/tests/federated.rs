@@ -261,6 +261,30 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
         "{table}"
     );
 
+    // The same by binary search: the parameters of `tally quantiles --method binary-search`.
+    let options = "--epsilon 4 --delta 1e-6 --levels 5 --min 0 --max 100 --quantiles 0.5";
+    let info: TaskInfo = parse(json(&format!(
+        "task create --server {url} --algorithm binary-search-quantiles {options} \
+         --population numbers --expected-population {n} --min-cohort 100 --json"
+    )));
+    let report = json(&format!(
+        "fleet --server {url} --input {} --task {} --seed 6 --batch 1000 --json",
+        file.display(),
+        info.id
+    ));
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 5, "{report}");
+    let output = tally(&format!("task result --server {url} {} --json", info.id));
+    let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
+    let simulated: QuantilesRelease = parse(json(&format!(
+        "quantiles --input {} {options} --method binary-search --seed 6 --json",
+        file.display()
+    )));
+    assert_eq!(federated.mechanism, "binary search");
+    assert_eq!(federated.parameters, simulated.parameters);
+    assert_eq!(federated.guarantee, simulated.guarantee);
+    let [lo, hi] = federated.quantiles[0].interval.unwrap();
+    assert!((hi - lo - 100.0 / 32.0).abs() < 1e-9, "{federated:?}");
+
     // Words cannot answer a quantile round: the fleet says so instead of abstaining.
     let info: TaskInfo = parse(json(&format!(
         "task create --server {url} --algorithm hierarchical-quantiles --epsilon 1 \
@@ -299,7 +323,7 @@ fn federated_commands_explain_what_is_wrong() {
     let error = String::from_utf8(output.stderr).unwrap();
     assert!(!output.status.success());
     assert!(
-        error.contains("triehh++, hierarchical-quantiles"),
+        error.contains("triehh++, hierarchical-quantiles, binary-search-quantiles"),
         "{error}"
     );
     let error = failure(
@@ -317,6 +341,11 @@ fn federated_commands_explain_what_is_wrong() {
          --segment 2 --epsilon 1 --delta 1e-6 --population p --expected-population 10",
     );
     assert!(error.contains("--segment does not apply"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm binary-search-quantiles \
+         --branching 2 --epsilon 1 --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(error.contains("--branching does not apply"), "{error}");
     let error = failure(
         "task create --server http://127.0.0.1:9 --algorithm hierarchical-quantiles \
          --quantiles 0.5,1.5 --epsilon 1 --delta 1e-6 --population p --expected-population 10",

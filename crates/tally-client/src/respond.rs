@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use tally_core::heavy_hitters::PrefixRound;
 use tally_core::histogram::SampleThresholdQuery;
-use tally_core::quantiles::{TreeShape, ValueRange};
+use tally_core::quantiles::{ThresholdQuery, TreeShape, ValueRange};
 use tally_messages::{Ask, RoundQuery};
 
 /// Why a round's query cannot be answered.
@@ -50,7 +50,8 @@ pub enum RespondError {
         /// The tree's levels.
         levels: u32,
     },
-    /// A device's data cannot answer this kind of round.
+    /// A device's data cannot answer this kind of round (a bucket or split round needs a
+    /// number).
     #[error("round {round_id} asks for a number, but a device holds {item:?}")]
     NotANumber {
         /// The round.
@@ -73,6 +74,8 @@ enum Form {
         level: u32,
         range: ValueRange,
     },
+    /// Whether the device's number is at most the split point.
+    Split { threshold: f64, range: ValueRange },
 }
 
 /// A round's query made ready to answer: built once per round, then asked once per device.
@@ -139,12 +142,21 @@ impl Responder {
                         levels: *levels,
                     });
                 }
-                let [min, max] = range.unwrap_or([0.0, 1.0]);
-                let range = ValueRange::new(min, max).map_err(query_error)?;
                 let form = Form::Bucket {
                     shape,
                     level: *level,
-                    range,
+                    range: value_range(*range).map_err(query_error)?,
+                };
+                (*sampling_rate, form)
+            }
+            Ask::Split {
+                threshold,
+                range,
+                sampling_rate,
+            } => {
+                let form = Form::Split {
+                    threshold: *threshold,
+                    range: value_range(*range).map_err(query_error)?,
                 };
                 (*sampling_rate, form)
             }
@@ -165,10 +177,12 @@ impl Responder {
     /// [`RespondError::NotANumber`] for a bucket round and an item that is not one.
     pub fn check(&self, item: &str) -> Result<(), RespondError> {
         match self.form {
-            Form::Bucket { .. } if number(item).is_none() => Err(RespondError::NotANumber {
-                round_id: self.round_id.clone(),
-                item: item.chars().take(40).collect(),
-            }),
+            Form::Bucket { .. } | Form::Split { .. } if number(item).is_none() => {
+                Err(RespondError::NotANumber {
+                    round_id: self.round_id.clone(),
+                    item: item.chars().take(40).collect(),
+                })
+            }
             _ => Ok(()),
         }
     }
@@ -187,6 +201,9 @@ impl Responder {
             } => shape
                 .bucket(*level, range.to_unit(number(item)?))
                 .to_string(),
+            Form::Split { threshold, range } => {
+                ThresholdQuery::split(*threshold, range.to_unit(number(item)?)).to_string()
+            }
         };
         // An item the aggregator would refuse as oversized abstains instead: a refusal would
         // tell the server that this device was sampled.
@@ -200,6 +217,12 @@ impl Responder {
     pub fn respond(&self, item: &str) -> Option<String> {
         self.respond_with_rng(item, &mut device_rng(None))
     }
+}
+
+/// The range a round's numbers lie in, `[0, 1]` when it gives none.
+fn value_range(range: Option<[f64; 2]>) -> Result<ValueRange, tally_core::Error> {
+    let [min, max] = range.unwrap_or([0.0, 1.0]);
+    ValueRange::new(min, max)
 }
 
 /// A device's number: its item read as a finite `f64` (surrounding whitespace ignored).
@@ -402,6 +425,32 @@ mod tests {
                 "{item}"
             );
         }
+    }
+
+    #[test]
+    fn a_number_reports_which_side_of_the_split_it_lies() {
+        let round = round(Ask::Split {
+            threshold: 0.375,
+            range: Some([0.0, 200.0]),
+            sampling_rate: 0.999_999,
+        });
+        let responder = Responder::new(&round).unwrap();
+        let mut rng = device_rng(Some(13));
+        // 75 is 0.375 of [0, 200]: at or below the split point.
+        for (item, side) in [
+            ("75", "0"),
+            ("74.9", "0"),
+            ("75.1", "1"),
+            ("-3", "0"),
+            ("900", "1"),
+        ] {
+            assert_eq!(
+                responder.respond_with_rng(item, &mut rng).as_deref(),
+                Some(side),
+                "{item}"
+            );
+        }
+        assert!(responder.check("pear").is_err());
     }
 
     #[test]

@@ -133,11 +133,14 @@ pub enum TaskKind {
         method: QuantileMethod,
         /// The quantiles to estimate, each in `[0, 1]`.
         quantiles: Vec<f64>,
-        /// The tree's branching factor `β`.
-        branching: u32,
-        /// The tree's levels `L` (its resolution is `β^(−L)` of the range).
+        /// The tree's branching factor `β` (hierarchical only; 4 when left out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branching: Option<u32>,
+        /// Hierarchical: the tree's levels `L` (its resolution is `β^(−L)` of the range);
+        /// binary search: the rounds `h` of each search (resolution `2^(−h)`).
         levels: u32,
-        /// Whether to make children sum to their parents before reading the quantiles.
+        /// Whether to make children sum to their parents before reading the quantiles
+        /// (hierarchical only).
         #[serde(default)]
         consistent: bool,
         /// How the levels' guarantees compose.
@@ -179,6 +182,9 @@ pub enum QuantileMethod {
     /// A `β`-ary hierarchical histogram: one sample-and-threshold histogram of buckets per
     /// level answers every quantile at once.
     Hierarchical,
+    /// One interactive binary search per quantile, one sample-and-threshold histogram of two
+    /// buckets (at or below the split point, above it) per round.
+    BinarySearch,
 }
 
 /// How a task's rounds are run.
@@ -329,6 +335,17 @@ pub enum Ask {
         sampling_rate: f64,
     },
     /// Map your number into `[0, 1]` through `range` (clamping it to the range), and report
+    /// `"0"` if it is at most `threshold`, `"1"` otherwise, with probability `sampling_rate`.
+    Split {
+        /// The split point, in `[0, 1]`.
+        threshold: f64,
+        /// The range of the numbers; `[0, 1]` when left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
+        /// The sampling rate `p_s`.
+        sampling_rate: f64,
+    },
+    /// Map your number into `[0, 1]` through `range` (clamping it to the range), and report
     /// the index of its bucket among the `branching^level` equal buckets of the tree's level,
     /// in decimal, with probability `sampling_rate`.
     Bucket {
@@ -463,7 +480,8 @@ pub enum ErrorCode {
     ClosedRound,
     /// A prefix report that does not extend a live prefix (or has the wrong length).
     BadPrefix,
-    /// A bucket report that is not the decimal index of a bucket of the round's level.
+    /// A bucket report that is not the decimal index of a bucket of the round's level (or of
+    /// a split round's two buckets).
     BadBucket,
     /// A token that was already used.
     ReusedToken,

@@ -50,13 +50,27 @@ fn every_message_round_trips() {
         kind: TaskKind::Quantiles {
             method: QuantileMethod::Hierarchical,
             quantiles: vec![0.1, 0.5, 0.9],
-            branching: 4,
+            branching: Some(4),
             levels: 8,
             consistent: true,
             composition: Composition::Optimal,
             range: Some([0.0, 86_400.0]),
             sampling_rate: None,
             threshold: Some(20),
+        },
+        ..spec.clone()
+    });
+    round_trip(&TaskSpec {
+        kind: TaskKind::Quantiles {
+            method: QuantileMethod::BinarySearch,
+            quantiles: vec![0.5],
+            branching: None,
+            levels: 12,
+            consistent: false,
+            composition: Composition::Basic,
+            range: None,
+            sampling_rate: Some(0.3),
+            threshold: None,
         },
         ..spec.clone()
     });
@@ -101,6 +115,14 @@ fn every_message_round_trips() {
             branching: 4,
             range: Some([-20.5, 130.25]),
             sampling_rate: 0.1,
+        },
+        ..query.clone()
+    });
+    round_trip(&RoundQuery {
+        ask: Ask::Split {
+            threshold: 0.375,
+            range: None,
+            sampling_rate: 0.3,
         },
         ..query.clone()
     });
@@ -258,12 +280,13 @@ fn defaults_fill_in_the_optional_fields() {
         }
     ));
     let kind: TaskKind = serde_json::from_str(
-        r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.5],"branching":4,"levels":6}"#,
+        r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.5],"levels":6}"#,
     )
     .unwrap();
     assert!(matches!(
         kind,
         TaskKind::Quantiles {
+            branching: None,
             consistent: false,
             composition: Composition::Basic,
             range: None,

@@ -63,6 +63,46 @@ pub fn hierarchical_parameters(
     })
 }
 
+/// The name of the binary-search quantile document's mechanism.
+pub const BINARY_SEARCH: &str = "binary search";
+
+/// The parameters binary searches were configured with, as their quantile document lists
+/// them.
+#[derive(Clone, Copy, Debug)]
+pub struct BinarySearchParameters<'a> {
+    /// The rounds of each search `h`.
+    pub rounds: usize,
+    /// The number of searches (one per quantile).
+    pub searches: usize,
+    /// The range the values were rescaled from, if any.
+    pub range: Option<ValueRange>,
+    /// How the rounds' guarantees compose.
+    pub composition: Composition,
+    /// The sample-and-threshold mechanism every round ran.
+    pub per_round: &'a SampleThreshold,
+    /// The number of clients.
+    pub population: u64,
+}
+
+/// The `parameters` object of the binary searches' quantile document (each round's estimated
+/// fraction is normalised by the round's own release).
+pub fn binary_search_parameters(parameters: &BinarySearchParameters<'_>) -> Value {
+    let params = parameters.per_round.params();
+    let rounds = parameters.rounds;
+    json!({
+        "rounds_per_quantile": rounds,
+        "searches": parameters.searches,
+        "rounds": rounds * parameters.searches,
+        "resolution": resolution(parameters.range, 2f64.powi(-(rounds as i32))),
+        "normalisation": "released",
+        "composition": parameters.composition.name(),
+        "sampling_rate": params.sampling_rate(),
+        "threshold": params.threshold(),
+        "per_round_guarantee": GuaranteeBody::from(parameters.per_round.guarantee()),
+        "population": parameters.population,
+    })
+}
+
 /// The width of a grid cell of `fraction` of `[0, 1]`, in the units of the values (rescaled
 /// from `range`, if any).
 pub fn resolution(range: Option<ValueRange>, fraction: f64) -> f64 {

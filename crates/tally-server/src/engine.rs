@@ -3,6 +3,8 @@
 //! calibration, the per-round query, the validation rule and the final output all come from
 //! tally-core and tally-accounting.
 
+use std::collections::VecDeque;
+
 use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
@@ -11,11 +13,13 @@ use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
 use tally_core::quantiles::{
-    HierarchicalConfig, HierarchicalHistogram, LevelQuery, TreeShape, ValueRange,
+    BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
+    LevelQuery, MAX_SEARCH_ROUNDS, QuantileSearch, ThresholdQuery, TreeShape, ValueRange,
 };
 use tally_core::task::Task;
 use tally_messages::{
-    Ask, PrivacyTarget, QuantileRow, QuantilesRelease, ReleasedItem, TaskKind, TaskSpec,
+    Ask, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem, TaskKind,
+    TaskSpec,
 };
 
 use crate::aggregator::Cell;
@@ -55,6 +59,8 @@ pub(crate) enum Engine {
     },
     /// Quantiles from a hierarchical histogram, one S&T histogram of buckets per level.
     Quantiles(Box<QuantileEngine>),
+    /// Quantiles by binary search, one S&T histogram of two buckets per round.
+    Search(Box<SearchEngine>),
 }
 
 /// A hierarchical histogram read for quantiles.
@@ -166,7 +172,7 @@ impl Engine {
                 ))
             }
             TaskKind::Quantiles {
-                method: _,
+                method,
                 quantiles,
                 branching,
                 levels,
@@ -186,31 +192,45 @@ impl Engine {
                     .map(|[min, max]| ValueRange::new(min, max))
                     .transpose()
                     .map_err(|e| e.to_string())?;
-                let shape = TreeShape::new(*branching, *levels).map_err(|e| e.to_string())?;
-                let plan = plan(
-                    privacy,
-                    *levels as usize,
-                    *composition,
-                    target(*sampling_rate, *threshold)?,
-                )?;
-                let task = HierarchicalHistogram::new(HierarchicalConfig {
-                    shape,
-                    per_level: plan.per_round.clone(),
-                    composition: plan.composition,
-                    total_delta: plan.total_delta,
-                })
-                .map_err(|e| e.to_string())?;
-                let guarantee = task.guarantee().clone();
-                let engine = QuantileEngine {
-                    task,
-                    query: None,
-                    plan,
-                    shape,
-                    range,
-                    quantiles: quantiles.clone(),
-                    consistent: *consistent,
-                };
-                Ok((Self::Quantiles(Box::new(engine)), guarantee))
+                let target = target(*sampling_rate, *threshold)?;
+                match method {
+                    QuantileMethod::Hierarchical => {
+                        let shape = TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
+                            .map_err(|e| e.to_string())?;
+                        let plan = plan(privacy, *levels as usize, *composition, target)?;
+                        let task =
+                            HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan))
+                                .map_err(|e| e.to_string())?;
+                        let guarantee = task.guarantee().clone();
+                        let engine = QuantileEngine {
+                            task,
+                            query: None,
+                            plan,
+                            shape,
+                            range,
+                            quantiles: quantiles.clone(),
+                            consistent: *consistent,
+                        };
+                        Ok((Self::Quantiles(Box::new(engine)), guarantee))
+                    }
+                    QuantileMethod::BinarySearch => {
+                        if branching.is_some() || *consistent {
+                            return Err("branching and consistent apply to the hierarchical \
+                                        method only"
+                                .to_owned());
+                        }
+                        let engine = SearchEngine::new(
+                            privacy,
+                            quantiles,
+                            *levels as usize,
+                            *composition,
+                            target,
+                            range,
+                        )?;
+                        let guarantee = engine.guarantee.clone();
+                        Ok((Self::Search(Box::new(engine)), guarantee))
+                    }
+                }
             }
         }
     }
@@ -227,6 +247,7 @@ impl Engine {
                 engine.query = engine.task.next_query();
                 engine.query.is_some()
             }
+            Self::Search(engine) => engine.advance(),
         }
     }
 
@@ -236,6 +257,7 @@ impl Engine {
             Self::Histogram { .. } => 1,
             Self::TrieHhPlus { query, .. } => round_number(current(query).prefixes.round),
             Self::Quantiles(engine) => engine.level().level,
+            Self::Search(engine) => engine.round,
         }
     }
 
@@ -270,6 +292,14 @@ impl Engine {
                     sampling_rate: query.mechanism.params().sampling_rate(),
                 }
             }
+            Self::Search(engine) => {
+                let query = engine.split();
+                Ask::Split {
+                    threshold: query.threshold,
+                    range: engine.range.map(|r| [r.min(), r.max()]),
+                    sampling_rate: query.mechanism.params().sampling_rate(),
+                }
+            }
         }
     }
 
@@ -281,6 +311,9 @@ impl Engine {
             Self::Quantiles(engine) => Validator::Bucket {
                 buckets: engine.level().buckets(),
             },
+            Self::Search(_) => Validator::Bucket {
+                buckets: ThresholdQuery::BUCKETS as u64,
+            },
         }
     }
 
@@ -290,6 +323,7 @@ impl Engine {
             Self::Histogram { mechanism, .. } => mechanism,
             Self::TrieHhPlus { query, .. } => &current(query).mechanism,
             Self::Quantiles(engine) => &engine.level().mechanism,
+            Self::Search(engine) => &engine.split().mechanism,
         }
     }
 
@@ -298,7 +332,11 @@ impl Engine {
         match self {
             Self::Histogram { released, .. } => *released = Some(cells),
             Self::TrieHhPlus { task, .. } => task.observe(cells),
-            Self::Quantiles(engine) => engine.observe(cells),
+            Self::Quantiles(engine) => {
+                let release = bucket_release(cells, &engine.level().mechanism);
+                engine.task.observe(release);
+            }
+            Self::Search(engine) => engine.observe(cells),
         }
     }
 
@@ -356,6 +394,9 @@ impl Engine {
             Self::Quantiles(engine) => {
                 serde_json::to_string_pretty(&engine.document(&spec.privacy, population, input))
             }
+            Self::Search(engine) => {
+                serde_json::to_string_pretty(&engine.document(&spec.privacy, population, input))
+            }
         };
         // Unwrap safety: the documents are plain data that always serialize.
         value.expect("release documents serialize")
@@ -367,27 +408,6 @@ impl QuantileEngine {
         // The runtime only asks for the current round between `advance` returning true and
         // the next `advance`.
         self.query.as_ref().expect("a level is running")
-    }
-
-    /// Takes a level's released buckets. The round's validator admitted only the decimal
-    /// indices of this level's buckets, so every cell names one.
-    fn observe(&mut self, cells: Vec<Cell>) {
-        let query = self.level();
-        let release = SampleThresholdRelease {
-            items: cells
-                .into_iter()
-                .filter_map(|(item, count, estimate)| {
-                    Some(ReleasedCount {
-                        item: item.parse().ok()?,
-                        count,
-                        estimate,
-                    })
-                })
-                .collect(),
-            params: *query.mechanism.params(),
-            guarantee: query.mechanism.guarantee().clone(),
-        };
-        self.task.observe(release);
     }
 
     /// The document `tally quantiles --json` prints for the same parameters.
@@ -434,6 +454,158 @@ impl QuantileEngine {
         }
     }
 }
+
+/// One binary search per quantile, run one after the other.
+#[derive(Clone)]
+pub(crate) struct SearchEngine {
+    /// The searches not started yet, in the order asked.
+    waiting: VecDeque<BinarySearchQuantile>,
+    /// The search being run.
+    running: Option<BinarySearchQuantile>,
+    /// Its round being run.
+    query: Option<ThresholdQuery>,
+    /// The finished searches, in the order asked.
+    finished: Vec<QuantileSearch>,
+    /// The task's round being run, from 1.
+    round: u32,
+    /// The plan of all the rounds.
+    plan: RoundPlan,
+    /// The rounds of each search.
+    rounds: usize,
+    /// The range the devices' numbers are rescaled from.
+    range: Option<ValueRange>,
+    /// The guarantee of all the searches.
+    guarantee: Guarantee,
+}
+
+impl SearchEngine {
+    /// Calibrates `quantiles.len() · rounds` rounds within the task's privacy target, as
+    /// `tally quantiles --method binary-search` does.
+    fn new(
+        privacy: &PrivacyTarget,
+        quantiles: &[f64],
+        rounds: usize,
+        composition: Composition,
+        target: PlanTarget,
+        range: Option<ValueRange>,
+    ) -> Result<Self, String> {
+        if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+            return Err(format!(
+                "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds"
+            ));
+        }
+        let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
+        let config = |quantile| BinarySearchConfig::planned(quantile, rounds, &plan);
+        let waiting = quantiles
+            .iter()
+            .map(|&q| BinarySearchQuantile::new(config(q)))
+            .collect::<Result<VecDeque<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        let guarantee = config(0.5)
+            .guarantee_of(quantiles.len())
+            .map_err(|e| e.to_string())?;
+        Ok(Self {
+            waiting,
+            running: None,
+            query: None,
+            finished: Vec::new(),
+            round: 0,
+            plan,
+            rounds,
+            range,
+            guarantee,
+        })
+    }
+
+    /// Moves to the next round of the running search, or to the next search.
+    fn advance(&mut self) -> bool {
+        loop {
+            if let Some(search) = &mut self.running {
+                self.query = search.next_query();
+                if self.query.is_some() {
+                    self.round += 1;
+                    return true;
+                }
+                if let Some(done) = self.running.take() {
+                    self.finished.push(done.finish());
+                }
+            }
+            match self.waiting.pop_front() {
+                Some(search) => self.running = Some(search),
+                None => return false,
+            }
+        }
+    }
+
+    fn split(&self) -> &ThresholdQuery {
+        // The runtime only asks for the current round between `advance` returning true and
+        // the next `advance`.
+        self.query.as_ref().expect("a search round is running")
+    }
+
+    fn observe(&mut self, cells: Vec<Cell>) {
+        let release = bucket_release(cells, &self.split().mechanism);
+        if let Some(search) = &mut self.running {
+            search.observe(release);
+        }
+    }
+
+    /// The document `tally quantiles --method binary-search --json` prints for the same
+    /// parameters.
+    fn document(self, privacy: &PrivacyTarget, population: u64, input: String) -> QuantilesRelease {
+        let to_original = |y: f64| self.range.map_or(y, |r| r.from_unit(y));
+        let quantiles = self
+            .finished
+            .iter()
+            .map(|search| QuantileRow {
+                quantile: search.quantile,
+                value: to_original(search.value),
+                interval: Some([to_original(search.lo), to_original(search.hi)]),
+                true_value: None,
+                rank_error: None,
+            })
+            .collect();
+        let parameters = document::binary_search_parameters(&document::BinarySearchParameters {
+            rounds: self.rounds,
+            searches: self.finished.len(),
+            range: self.range,
+            composition: self.plan.composition,
+            per_round: &self.plan.per_round,
+            population,
+        });
+        QuantilesRelease {
+            mechanism: document::BINARY_SEARCH.to_owned(),
+            parameters,
+            guarantee: (&self.guarantee).into(),
+            target_delta: privacy.delta,
+            input,
+            quantiles,
+            seed: None,
+        }
+    }
+}
+
+/// A round's released buckets as tally-core's release of `mechanism`. The round's validator
+/// admitted only the decimal indices of its buckets, so every cell names one.
+fn bucket_release(cells: Vec<Cell>, mechanism: &SampleThreshold) -> SampleThresholdRelease {
+    SampleThresholdRelease {
+        items: cells
+            .into_iter()
+            .filter_map(|(item, count, estimate)| {
+                Some(ReleasedCount {
+                    item: item.parse().ok()?,
+                    count,
+                    estimate,
+                })
+            })
+            .collect(),
+        params: *mechanism.params(),
+        guarantee: mechanism.guarantee().clone(),
+    }
+}
+
+/// The tree's branching factor when a hierarchical task gives none.
+const DEFAULT_BRANCHING: u32 = 4;
 
 /// Splits the task's privacy target over `rounds` S&T rounds and calibrates them.
 fn plan(

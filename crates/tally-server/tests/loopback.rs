@@ -141,19 +141,28 @@ async fn a_fleet_of_twelve_thousand_devices_finds_the_heavy_hitters_level_by_lev
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_of_sixteen_thousand_devices_releases_their_quantiles() {
-    let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
-    // Device i holds 100·(i/n)², so the share of devices below v is sqrt(v/100).
-    let n = 16_000u32;
-    let items: Vec<String> = (0..n)
+/// `n` devices, device `i` holding `100·(i/n)²`: the share of devices below `v` is
+/// [`rank`]`(v)`.
+fn squares(n: u32) -> Vec<String> {
+    (0..n)
         .map(|i| {
             let u = f64::from(i) / f64::from(n);
             (100.0 * u * u).to_string()
         })
-        .collect();
-    let rank = |v: f64| (v / 100.0).sqrt();
+        .collect()
+}
+
+/// The share of [`squares`] devices below `v`.
+fn rank(v: f64) -> f64 {
+    (v / 100.0).sqrt()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_of_sixteen_thousand_devices_releases_their_quantiles() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let n = 16_000u32;
+    let items = squares(n);
     let mut spec = common::spec(common::quantiles(3, 0.5), 4.0, policy());
     spec.expected_population = u64::from(n);
     let client = Client::new(&url).unwrap();
@@ -189,5 +198,55 @@ async fn a_fleet_of_sixteen_thousand_devices_releases_their_quantiles() {
     }
     let info = client.task(&task.id).await.unwrap();
     assert_eq!(info.rounds_released, 3, "one round per level");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_of_sixteen_thousand_devices_finds_quantiles_by_binary_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let n = 16_000u32;
+    let items = squares(n);
+    let kind = tally_messages::TaskKind::Quantiles {
+        method: tally_messages::QuantileMethod::BinarySearch,
+        quantiles: vec![0.25, 0.75],
+        branching: None,
+        levels: 6,
+        consistent: false,
+        composition: tally_accounting::composition::Composition::Basic,
+        range: Some([0.0, 100.0]),
+        sampling_rate: None,
+        threshold: None,
+    };
+    let mut spec = common::spec(kind, 4.0, policy());
+    spec.expected_population = u64::from(n);
+    let client = Client::new(&url).unwrap();
+    let task = client.create_task(&spec).await.unwrap();
+    let TaskResult::Quantiles(release) = run_fleet(&url, &task, items).await else {
+        panic!("a quantile task releases quantiles");
+    };
+    assert_eq!(release.mechanism, "binary search");
+    assert_eq!(release.parameters["rounds"], 12);
+    let rate = release.parameters["sampling_rate"].as_f64().unwrap();
+    // Each round estimates the share at or below its split point as c_0/(c_0 + c_1) over
+    // about n·p_s sampled devices: 6 standard deviations of that ratio, at most
+    // 6·sqrt(0.25/(n·p_s)), bound how far a round can err; the search ends within one
+    // interval (100/64 wide) of a split point whose share is that close to q.
+    let noise = 6.0 * (0.25 / (f64::from(n) * rate)).sqrt();
+    for row in &release.quantiles {
+        let [lo, hi] = row.interval.unwrap();
+        assert_eq!(hi.to_bits(), row.value.to_bits(), "{row:?}");
+        assert!((hi - lo - 100.0 / 64.0).abs() < 1e-9, "{row:?}");
+        let error = (rank(row.value) - row.quantile)
+            .abs()
+            .min((rank(lo) - row.quantile).abs());
+        let width = rank(hi) - rank(lo);
+        assert!(
+            error <= noise + width,
+            "{row:?}: rank error {error}, noise {noise}"
+        );
+    }
+    let info = client.task(&task.id).await.unwrap();
+    assert_eq!(info.rounds_released, 12, "6 rounds per quantile");
     server.shutdown().await;
 }

@@ -404,6 +404,49 @@ async fn the_ledger_refuses_what_the_budget_cannot_cover() {
             (status, code),
             (StatusCode::UNPROCESSABLE_ENTITY, ErrorCode::InvalidTask)
         );
+        // Quantile tasks that cannot run as asked, each refused with its reason.
+        use tally_messages::QuantileMethod::{BinarySearch, Hierarchical};
+        let kind = |method, quantiles: &[f64], branching, levels, range| {
+            tally_messages::TaskKind::Quantiles {
+                method,
+                quantiles: quantiles.to_vec(),
+                branching,
+                levels,
+                consistent: false,
+                composition: tally_accounting::composition::Composition::Basic,
+                range,
+                sampling_rate: Some(0.2),
+                threshold: None,
+            }
+        };
+        let cases = [
+            (
+                "quantile 1.5",
+                kind(Hierarchical, &[0.5, 1.5], None, 3, None),
+            ),
+            (
+                "min < max",
+                kind(Hierarchical, &[0.5], None, 3, Some([5.0, 5.0])),
+            ),
+            ("branching", kind(Hierarchical, &[0.5], Some(1), 3, None)),
+            (
+                "hierarchical method only",
+                kind(BinarySearch, &[0.5], Some(4), 3, None),
+            ),
+            ("1 to 52 rounds", kind(BinarySearch, &[0.5], None, 60, None)),
+        ];
+        for (reason, kind) in cases {
+            let text = serde_json::to_string(&spec(kind, 1.0, policy(1, 1000))).unwrap();
+            let (status, body) = call(&router, Method::POST, "/v1/tasks", Some(text)).await;
+            let error: ErrorBody = serde_json::from_str(&body).unwrap();
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{reason}: {body}");
+            assert_eq!(error.code, ErrorCode::InvalidTask);
+            assert!(
+                error.message.contains(reason),
+                "{reason}: {}",
+                error.message
+            );
+        }
         server.shutdown().await;
     }
 }

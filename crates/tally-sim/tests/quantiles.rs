@@ -7,7 +7,7 @@ use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::histogram::{RoundPlan, plan_rounds};
 use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
-    HierarchicalRelease, Normalisation, TreeShape,
+    HierarchicalRelease, TreeShape,
 };
 use tally_sim::{
     ExecutionPath, SortedValues, Values, run_binary_searches, run_hierarchical, run_level,
@@ -33,12 +33,10 @@ fn hierarchical(
     plan: &RoundPlan,
     seed: u64,
 ) -> HierarchicalRelease {
-    let task = HierarchicalHistogram::new(HierarchicalConfig {
-        shape: TreeShape::new(branching, levels).unwrap(),
-        per_level: plan.per_round.clone(),
-        composition: plan.composition,
-        total_delta: plan.total_delta,
-    })
+    let task = HierarchicalHistogram::new(HierarchicalConfig::planned(
+        TreeShape::new(branching, levels).unwrap(),
+        plan,
+    ))
     .unwrap();
     run_hierarchical(values, task, ExecutionPath::GapSkipping, seed)
 }
@@ -81,14 +79,7 @@ fn binary_search_quantiles_of_uniform_values() {
     let quantiles = [0.1, 0.5, 0.9];
     let rounds = 10;
     let plan = round_plan(1.0, 1e-8, rounds * quantiles.len());
-    let config = |quantile| BinarySearchConfig {
-        quantile,
-        rounds,
-        per_round: plan.per_round.clone(),
-        composition: plan.composition,
-        normalisation: Normalisation::Released,
-        total_delta: plan.total_delta,
-    };
+    let config = |quantile| BinarySearchConfig::planned(quantile, rounds, &plan);
     let tasks = quantiles
         .iter()
         .map(|&q| BinarySearchQuantile::new(config(q)).unwrap())

@@ -8,7 +8,7 @@ use tally_accounting::composition::Composition;
 use tally_accounting::{Guarantee, compose_rounds};
 
 use crate::Error;
-use crate::histogram::{SampleThreshold, SampleThresholdRelease};
+use crate::histogram::{RoundPlan, SampleThreshold, SampleThresholdRelease};
 use crate::task::Task;
 
 /// The most rounds a search may run: past 52 halvings the split points near 1 stop being
@@ -46,6 +46,21 @@ pub struct BinarySearchConfig {
 }
 
 impl BinarySearchConfig {
+    /// One search for `quantile` of `rounds` rounds, each running `plan`'s mechanism and read
+    /// with [`Normalisation::Released`], composed by `plan`'s rule within its `δ` budget
+    /// (`plan` from [`plan_rounds`](crate::histogram::plan_rounds) over the rounds of all the
+    /// searches).
+    pub fn planned(quantile: f64, rounds: usize, plan: &RoundPlan) -> Self {
+        Self {
+            quantile,
+            rounds,
+            per_round: plan.per_round.clone(),
+            composition: plan.composition,
+            normalisation: Normalisation::Released,
+            total_delta: plan.total_delta,
+        }
+    }
+
     /// The guarantee of `searches` searches with this configuration over the same clients
     /// (for example one per quantile): the composition of all `searches·h` rounds.
     ///
@@ -91,7 +106,13 @@ impl ThresholdQuery {
     /// else [`ThresholdQuery::ABOVE`]; the client then sends it through the S&T round with
     /// probability `p_s`.
     pub fn report(&self, x: f64) -> u32 {
-        if x <= self.threshold {
+        Self::split(self.threshold, x)
+    }
+
+    /// The bucket of `x` for the split point `threshold`: what [`ThresholdQuery::report`]
+    /// computes, for a device that knows the split point but not the round's mechanism.
+    pub fn split(threshold: f64, x: f64) -> u32 {
+        if x <= threshold {
             Self::AT_OR_BELOW
         } else {
             Self::ABOVE

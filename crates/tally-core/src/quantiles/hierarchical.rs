@@ -13,7 +13,7 @@ use tally_accounting::{Guarantee, compose_rounds};
 use super::QuantileEstimate;
 use super::range::{Node, TreeShape};
 use crate::Error;
-use crate::histogram::{ReleasedCount, SampleThreshold, SampleThresholdRelease};
+use crate::histogram::{ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease};
 use crate::task::Task;
 
 /// The parameters of a hierarchical histogram.
@@ -28,6 +28,20 @@ pub struct HierarchicalConfig {
     /// The `δ` budget of the whole release (the advanced and optimal rules spend what the
     /// levels leave of it).
     pub total_delta: f64,
+}
+
+impl HierarchicalConfig {
+    /// The tree `shape` with every level running `plan`'s mechanism, composed by its rule
+    /// within its `δ` budget (`plan` from [`plan_rounds`](crate::histogram::plan_rounds) over
+    /// the tree's levels).
+    pub fn planned(shape: TreeShape, plan: &RoundPlan) -> Self {
+        Self {
+            shape,
+            per_level: plan.per_round.clone(),
+            composition: plan.composition,
+            total_delta: plan.total_delta,
+        }
+    }
 }
 
 /// The query of one level: report the bucket of your value at `level`.

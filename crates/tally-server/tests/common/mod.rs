@@ -154,7 +154,7 @@ pub fn quantiles(levels: u32, sampling_rate: f64) -> TaskKind {
     TaskKind::Quantiles {
         method: tally_messages::QuantileMethod::Hierarchical,
         quantiles: vec![0.1, 0.5, 0.9],
-        branching: 4,
+        branching: Some(4),
         levels,
         consistent: false,
         composition: tally_accounting::composition::Composition::Basic,
