@@ -51,7 +51,9 @@ pub struct FleetConfig {
     pub batch: usize,
     /// Follow only this task; `None` follows every task running while the fleet runs.
     pub task: Option<String>,
-    /// Seed of the devices' coins, for tests; `None` draws them from a CSPRNG.
+    /// Seed of the devices' coins, for tests and reproducible demos; `None` draws them from
+    /// a CSPRNG. A seeded fleet draws the same coins for the same rounds of the same task on
+    /// any server.
     pub seed: Option<u64>,
     /// How long to wait before looking again for open rounds when there is none to do.
     pub poll_interval: Duration,
@@ -280,14 +282,19 @@ impl Fleet {
         Ok((report, tally))
     }
 
-    /// The coins of the devices of batch `index`: from the fleet's seed and the round's
-    /// place in its task, or fresh.
+    /// The coins of the devices of batch `index`: fresh, or from the fleet's seed and what
+    /// the round asks (its population, its place in its task, its query), never from the ids
+    /// the server draws, so that a seeded fleet repeats its coins, and so its release, from
+    /// one server to the next.
     fn chunk_rng(&self, query: &RoundQuery, index: usize) -> ChaCha20Rng {
         match self.config.seed {
             None => device_rng(None),
             Some(seed) => {
                 let mut rng = ChaCha20Rng::seed_from_u64(seed);
-                let mut stream = fnv1a(query.task_id.as_bytes());
+                // Unwrap safety: a query is strings and numbers, which always serialize.
+                let ask = serde_json::to_vec(&query.ask).expect("queries serialize");
+                let mut stream = fnv1a(query.population.as_bytes());
+                stream = fnv1a_extend(stream, &ask);
                 for word in [
                     u64::from(query.round),
                     u64::from(query.attempt),
