@@ -137,6 +137,27 @@ pub fn violation_lower_bound<O: Hash + Eq + Clone>(
     set_statistic(evaluate.0, evaluate.1, epsilon, |o| chosen.contains(o)).lower()
 }
 
+/// [`violation_lower_bound`] between the outcomes of `p` (on `D`) and `q` (on `D'`), each run
+/// `runs` times to choose the outcome set and `runs` times again to evaluate it (seeds
+/// `seed..seed + 4`).
+pub fn split_sample_lower_bound<O: Hash + Eq + Clone>(
+    runs: u64,
+    seed: u64,
+    epsilon: f64,
+    p: impl Fn(&mut ChaCha20Rng) -> O,
+    q: impl Fn(&mut ChaCha20Rng) -> O,
+) -> f64 {
+    let select = (
+        Outcomes::sample(runs, seed, &p),
+        Outcomes::sample(runs, seed + 1, &q),
+    );
+    let evaluate = (
+        Outcomes::sample(runs, seed + 2, &p),
+        Outcomes::sample(runs, seed + 3, &q),
+    );
+    violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), epsilon)
+}
+
 #[cfg(test)]
 mod tests {
     use rand::RngExt;

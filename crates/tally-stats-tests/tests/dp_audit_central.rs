@@ -14,11 +14,10 @@
 //! audit is sharp, for the real mechanism at a smaller `ε` (`0.8ε` for Laplace, `0.6ε` for the
 //! Gaussian, where the exact `δ` is about 0.12).
 
-use rand_chacha::ChaCha20Rng;
 use std::hash::Hash;
 use tally_accounting::Neighbours;
 use tally_core::histogram::{DomainHistogram, GaussianHistogram, LaplaceHistogram};
-use tally_stats_tests::{Outcomes, violation_lower_bound};
+use tally_stats_tests::split_sample_lower_bound;
 
 const DOMAIN: u32 = 4;
 const K: usize = 3;
@@ -46,14 +45,13 @@ fn audit<O: Hash + Eq + Clone>(
     epsilon: f64,
     (runs, seed): (u64, u64),
 ) -> f64 {
-    let run = |data: &[u32], s: u64| {
-        Outcomes::sample(runs, s, |rng: &mut ChaCha20Rng| {
-            outcome(mechanism.estimate_counts(data, rng))
-        })
-    };
-    let select = (run(d, seed), run(d_prime, seed + 1));
-    let evaluate = (run(d, seed + 2), run(d_prime, seed + 3));
-    violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), epsilon)
+    split_sample_lower_bound(
+        runs,
+        seed,
+        epsilon,
+        |rng| outcome(mechanism.estimate_counts(d, rng)),
+        |rng| outcome(mechanism.estimate_counts(d_prime, rng)),
+    )
 }
 
 fn cell_0(counts: Vec<f64>) -> i64 {

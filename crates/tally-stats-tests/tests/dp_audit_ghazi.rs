@@ -20,7 +20,7 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_core::shuffle::ghazi_hadamard::kernel_counts;
 use tally_core::shuffle::{GhaziHadamard, HadamardPath};
-use tally_stats_tests::{Outcomes, violation_lower_bound};
+use tally_stats_tests::split_sample_lower_bound;
 
 const USERS: u64 = 4;
 const EPSILON: f64 = 1.0;
@@ -67,30 +67,20 @@ fn no_blanket(protocol: &GhaziHadamard, first: u32) -> impl Fn(&mut ChaCha20Rng)
     }
 }
 
-/// The split-sample lower bound on `δ(ε)` between `p` (on `D`) and `q` (on `D'`).
-fn delta_lower_bound(
-    seed: u64,
-    p: impl Fn(&mut ChaCha20Rng) -> Vec<u64>,
-    q: impl Fn(&mut ChaCha20Rng) -> Vec<u64>,
-) -> f64 {
-    let select = (
-        Outcomes::sample(RUNS, seed, &p),
-        Outcomes::sample(RUNS, seed + 1, &q),
-    );
-    let evaluate = (
-        Outcomes::sample(RUNS, seed + 2, &p),
-        Outcomes::sample(RUNS, seed + 3, &q),
-    );
-    violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), EPSILON)
-}
-
 #[test]
 fn dp_audit_ghazi_hadamard_passes_and_catches_a_missing_blanket() {
     let protocol = protocol();
     let params = protocol.params();
     assert_eq!((params.tau, params.rho), (2, 144));
-    let honest = delta_lower_bound(5000, real(&protocol, 0), real(&protocol, 1));
+    let honest =
+        split_sample_lower_bound(RUNS, 5000, EPSILON, real(&protocol, 0), real(&protocol, 1));
     assert!(honest <= DELTA, "Ghazi Hadamard leaks: δ ≥ {honest}");
-    let mutant = delta_lower_bound(6000, no_blanket(&protocol, 0), no_blanket(&protocol, 1));
+    let mutant = split_sample_lower_bound(
+        RUNS,
+        6000,
+        EPSILON,
+        no_blanket(&protocol, 0),
+        no_blanket(&protocol, 1),
+    );
     assert!(mutant > DELTA, "no-blanket mutant not caught: δ ≥ {mutant}");
 }

@@ -24,32 +24,13 @@ use tally_core::histogram::DomainHistogram;
 use tally_core::ldp::{Grr, UnaryRandomizer, UnaryReport};
 use tally_core::sampling::exact_binomial;
 use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
-use tally_stats_tests::{Outcomes, set_statistic, violation_lower_bound};
+use tally_stats_tests::{Outcomes, set_statistic, split_sample_lower_bound};
 
 /// Runs per dataset and sample half for the local oracles.
 const LOCAL_RUNS: u64 = 40_000;
 /// Runs per dataset and sample half for Balcer–Cheu (each run randomizes 1200 clients).
 const SHUFFLE_RUNS: u64 = 20_000;
 const EPSILON: f64 = 1.0;
-
-/// The split-sample lower bound on `δ(ε)` between `p` (on `D`) and `q` (on `D'`).
-fn delta_lower_bound<O: std::hash::Hash + Eq + Clone>(
-    runs: u64,
-    seed: u64,
-    epsilon: f64,
-    p: impl Fn(&mut ChaCha20Rng) -> O,
-    q: impl Fn(&mut ChaCha20Rng) -> O,
-) -> f64 {
-    let select = (
-        Outcomes::sample(runs, seed, &p),
-        Outcomes::sample(runs, seed + 1, &q),
-    );
-    let evaluate = (
-        Outcomes::sample(runs, seed + 2, &p),
-        Outcomes::sample(runs, seed + 3, &q),
-    );
-    violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), epsilon)
-}
 
 // ---------------------------------------------------------------------------------------------
 // GRR
@@ -70,7 +51,7 @@ fn dp_audit_grr_passes_and_catches_the_doubled_epsilon() {
     let mutant = Grr::new(3, 2.0 * EPSILON).unwrap();
     assert_eq!(real.guarantee().delta.to_bits(), 0f64.to_bits());
     for (grr, seed, is_real) in [(&real, 100, true), (&mutant, 200, false)] {
-        let bound = delta_lower_bound(
+        let bound = split_sample_lower_bound(
             LOCAL_RUNS,
             seed,
             EPSILON,
@@ -108,7 +89,7 @@ fn dp_audit_oue_passes_and_catches_the_doubled_epsilon() {
     let real = UnaryRandomizer::oue(3, EPSILON).unwrap();
     let mutant = UnaryRandomizer::oue(3, 2.0 * EPSILON).unwrap();
     for (oue, seed, is_real) in [(&real, 300, true), (&mutant, 400, false)] {
-        let bound = delta_lower_bound(
+        let bound = split_sample_lower_bound(
             LOCAL_RUNS,
             seed,
             EPSILON,
@@ -246,7 +227,7 @@ fn dp_audit_balcer_cheu_passes() {
     let claimed = mechanism.guarantee().delta;
     assert_eq!(claimed.to_bits(), BC_DELTA.to_bits());
     let (d, d_prime) = (dataset(0), dataset(1));
-    let bound = delta_lower_bound(
+    let bound = split_sample_lower_bound(
         SHUFFLE_RUNS,
         500,
         EPSILON,
@@ -254,7 +235,7 @@ fn dp_audit_balcer_cheu_passes() {
         |rng| pair(mechanism.run_per_client(&d_prime, rng)),
     );
     assert!(bound <= claimed, "per-client path leaks: δ ≥ {bound}");
-    let bound = delta_lower_bound(
+    let bound = split_sample_lower_bound(
         SHUFFLE_RUNS,
         600,
         EPSILON,
@@ -284,7 +265,7 @@ fn dp_audit_balcer_cheu_catches_the_weak_noise_mutant() {
     let p = 1.0 - (1.0 - real.noise_probability()) / 1024.0;
     let exact = balcer_cheu_exact_delta(p, EPSILON);
     assert!((exact - 0.5624).abs() < 1e-3, "{exact}");
-    let bound = delta_lower_bound(
+    let bound = split_sample_lower_bound(
         SHUFFLE_RUNS,
         700,
         EPSILON,
@@ -332,7 +313,7 @@ fn dp_audit_balcer_cheu_against_its_exact_curve_catches_doubled_epsilon() {
     let honest = exact_noise_probability(EPSILON, claimed);
     let doubled = exact_noise_probability(2.0 * EPSILON, claimed);
     assert!(doubled > honest, "less noise (p nearer 1) for the larger ε");
-    let honest_bound = delta_lower_bound(
+    let honest_bound = split_sample_lower_bound(
         SHUFFLE_RUNS,
         800,
         EPSILON,
@@ -344,7 +325,7 @@ fn dp_audit_balcer_cheu_against_its_exact_curve_catches_doubled_epsilon() {
         "exact-(ε, δ) noise leaks: δ ≥ {honest_bound}"
     );
     let exact = balcer_cheu_exact_delta(doubled, EPSILON);
-    let doubled_bound = delta_lower_bound(
+    let doubled_bound = split_sample_lower_bound(
         SHUFFLE_RUNS,
         810,
         EPSILON,
@@ -386,7 +367,7 @@ fn dp_audit_shuffled_grr_passes_and_catches_the_doubled_local_epsilon() {
     .unwrap();
     let grr = mechanism.randomizer();
     let claimed = mechanism.guarantee().delta;
-    let honest = delta_lower_bound(
+    let honest = split_sample_lower_bound(
         LOCAL_RUNS,
         900,
         EPSILON,
@@ -396,7 +377,7 @@ fn dp_audit_shuffled_grr_passes_and_catches_the_doubled_local_epsilon() {
     assert!(honest <= claimed, "shuffled GRR leaks: δ ≥ {honest}");
     // The mutant randomizes at twice the solved local ε₀ but claims the same shuffled ε.
     let doubled = Grr::new(2, 2.0 * mechanism.local_epsilon()).unwrap();
-    let bound = delta_lower_bound(
+    let bound = split_sample_lower_bound(
         LOCAL_RUNS,
         910,
         EPSILON,

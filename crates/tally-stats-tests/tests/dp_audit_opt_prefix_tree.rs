@@ -29,7 +29,7 @@ use tally_core::heavy_hitters::{
 };
 use tally_core::ldp::UnaryVariant;
 use tally_core::task::Task;
-use tally_stats_tests::{Outcomes, set_statistic, violation_lower_bound};
+use tally_stats_tests::{Outcomes, set_statistic, split_sample_lower_bound};
 
 const DEVICES: u64 = 20;
 const EPSILON: f64 = 1.0;
@@ -125,17 +125,13 @@ fn delta_lower_bound(
     drop_bottom: bool,
     seed: u64,
 ) -> f64 {
-    let p = iteration(query, first, drop_bottom);
-    let q = iteration(query, second, drop_bottom);
-    let select = (
-        Outcomes::sample(RUNS, seed, &p),
-        Outcomes::sample(RUNS, seed + 1, &q),
-    );
-    let evaluate = (
-        Outcomes::sample(RUNS, seed + 2, &p),
-        Outcomes::sample(RUNS, seed + 3, &q),
-    );
-    violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), EPSILON)
+    split_sample_lower_bound(
+        RUNS,
+        seed,
+        EPSILON,
+        iteration(query, first, drop_bottom),
+        iteration(query, second, drop_bottom),
+    )
 }
 
 /// The exact law of the projected view when device 0 selects `b` (`holds_b`) or `a`: the two
