@@ -229,6 +229,7 @@ impl Fleet {
             return Err(error.into());
         }
         let round_id: Arc<str> = Arc::from(query.round_id.as_str());
+        let round_stream = self.round_stream(query);
         let closed = Arc::new(AtomicBool::new(false));
         let semaphore = Arc::new(Semaphore::new(self.config.concurrency));
         let mut chunks: JoinSet<Result<Chunk, ClientError>> = JoinSet::new();
@@ -271,7 +272,7 @@ impl Fleet {
                 range: start..end,
                 responder: Arc::clone(&responder),
                 closed: Arc::clone(&closed),
-                rng: self.chunk_rng(query, index),
+                rng: chunk_rng(round_stream, index),
             };
             chunks.spawn(work.run(permit));
         }
@@ -282,29 +283,31 @@ impl Fleet {
         Ok((report, tally))
     }
 
-    /// The coins of the devices of batch `index`: fresh, or from the fleet's seed and what
-    /// the round asks (its population, its place in its task, its query), never from the ids
-    /// the server draws, so that a seeded fleet repeats its coins, and so its release, from
-    /// one server to the next.
-    fn chunk_rng(&self, query: &RoundQuery, index: usize) -> ChaCha20Rng {
-        match self.config.seed {
-            None => device_rng(None),
-            Some(seed) => {
-                let mut rng = ChaCha20Rng::seed_from_u64(seed);
-                // Unwrap safety: a query is strings and numbers, which always serialize.
-                let ask = serde_json::to_vec(&query.ask).expect("queries serialize");
-                let mut stream = fnv1a(query.population.as_bytes());
-                stream = fnv1a_extend(stream, &ask);
-                for word in [
-                    u64::from(query.round),
-                    u64::from(query.attempt),
-                    index as u64,
-                ] {
-                    stream = fnv1a_extend(stream, &word.to_le_bytes());
-                }
-                rng.set_stream(stream);
-                rng
-            }
+    /// What a seeded fleet's coins in the round of `query` start from: the seed and a stream
+    /// id from what the round asks (its population, its query, its place in its task), never
+    /// from the ids the server draws, so that a seeded fleet repeats its coins, and so its
+    /// release, from one server to the next. `None` for fresh coins.
+    fn round_stream(&self, query: &RoundQuery) -> Option<(u64, u64)> {
+        let seed = self.config.seed?;
+        // Unwrap safety: a query is strings and numbers, which always serialize.
+        let ask = serde_json::to_vec(&query.ask).expect("queries serialize");
+        let mut stream = fnv1a_extend(fnv1a(query.population.as_bytes()), &ask);
+        for word in [u64::from(query.round), u64::from(query.attempt)] {
+            stream = fnv1a_extend(stream, &word.to_le_bytes());
+        }
+        Some((seed, stream))
+    }
+}
+
+/// The coins of the devices of batch `index` of a round: fresh, or seeded from the round's
+/// [`Fleet::round_stream`].
+fn chunk_rng(round: Option<(u64, u64)>, index: usize) -> ChaCha20Rng {
+    match round {
+        None => device_rng(None),
+        Some((seed, stream)) => {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed);
+            rng.set_stream(fnv1a_extend(stream, &(index as u64).to_le_bytes()));
+            rng
         }
     }
 }

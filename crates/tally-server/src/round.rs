@@ -162,12 +162,16 @@ impl Round {
 
     /// Whether the round's validator admits `report`, or the code to refuse it with.
     fn admits(&self, report: &str) -> Result<(), ErrorCode> {
-        let (admitted, code) = match &self.validator {
-            Validator::Item => (true, ErrorCode::Malformed),
-            Validator::Prefix(round) => (round.admits(report), ErrorCode::BadPrefix),
-            Validator::Bucket { buckets } => (is_bucket(report, *buckets), ErrorCode::BadBucket),
-        };
-        if admitted { Ok(()) } else { Err(code) }
+        match &self.validator {
+            Validator::Item => Ok(()),
+            Validator::Prefix(round) => round
+                .admits(report)
+                .then_some(())
+                .ok_or(ErrorCode::BadPrefix),
+            Validator::Bucket { buckets } => is_bucket(report, *buckets)
+                .then_some(())
+                .ok_or(ErrorCode::BadBucket),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, RoundState> {
