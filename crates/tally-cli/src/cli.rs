@@ -944,7 +944,7 @@ pub(crate) struct QuantilesArgs {
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
-        default_values_t = [0.1, 0.5, 0.9]
+        default_values_t = crate::quantiles::DEFAULT_QUANTILES
     )]
     pub(crate) quantiles: Vec<f64>,
     /// The algorithm (binary search spends --levels rounds per quantile).

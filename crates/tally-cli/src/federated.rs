@@ -18,7 +18,7 @@ use crate::cli::{
     TaskIdArgs, TaskResultArgs,
 };
 use crate::output::{guarantee_body_line, print_fields, print_items};
-use crate::quantiles::print_quantile_table;
+use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 
 /// Rows shown in a result's table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -167,9 +167,6 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
 /// The levels of a multi-round task when `--levels` is not given.
 const DEFAULT_LEVELS: u32 = 10;
 
-/// The quantiles estimated when `--quantiles` is not given.
-const DEFAULT_QUANTILES: [f64; 3] = [0.1, 0.5, 0.9];
-
 /// An option of `task create` and whether it was given.
 type GivenOption = (&'static str, fn(&TaskCreateArgs) -> bool);
 
@@ -225,9 +222,7 @@ fn quantile_kind(
         .quantiles
         .clone()
         .unwrap_or_else(|| DEFAULT_QUANTILES.to_vec());
-    if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-        bail!("invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9");
-    }
+    check_quantiles(&quantiles)?;
     let method = match algorithm {
         TaskAlgorithm::BinarySearchQuantiles => QuantileMethod::BinarySearch,
         _ => QuantileMethod::Hierarchical,

@@ -25,11 +25,7 @@ use crate::shuffle_values;
 
 pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     let common = &args.values;
-    for &q in &args.quantiles {
-        if !(0.0..=1.0).contains(&q) {
-            bail!("invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9");
-        }
-    }
+    check_quantiles(&args.quantiles)?;
     if common.mechanism != ValuesMechanism::SampleThreshold {
         return shuffle_values::run_quantiles(args);
     }
@@ -118,6 +114,17 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
             )
         }
     }
+}
+
+/// The quantiles estimated when `--quantiles` is not given.
+pub(crate) const DEFAULT_QUANTILES: [f64; 3] = [0.1, 0.5, 0.9];
+
+/// Refuses a `--quantiles` value outside `[0, 1]`.
+pub(crate) fn check_quantiles(quantiles: &[f64]) -> Result<()> {
+    if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        bail!("invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9");
+    }
+    Ok(())
 }
 
 pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
