@@ -9,8 +9,8 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use common::*;
 use tally_messages::{
-    ErrorBody, ErrorCode, LedgerBalance, RoundPolicy, RoundQuery, TaskInfo, TaskResult, TaskState,
-    UploadReceipt,
+    ErrorBody, ErrorCode, LedgerBalance, RoundPolicy, RoundQuery, TaskInfo, TaskResult, TaskSpec,
+    TaskState, UploadReceipt,
 };
 use tally_server::Server;
 
@@ -48,14 +48,8 @@ struct Open {
 }
 
 async fn open_task(db: &common::TestDb) -> Open {
-    let server = Server::start(&db.url, BUDGET).await.unwrap();
-    let router = server.router();
-    let task: TaskInfo = post(
-        &router,
-        "/v1/tasks",
-        &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000)),
-    )
-    .await;
+    let (server, router, task) =
+        start_with_task(db, &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000))).await;
     let round = open_round(&router, &task.id).await;
     let tokens = tokens(&router, &round.round_id, 4).await;
     Open {
@@ -66,6 +60,14 @@ async fn open_task(db: &common::TestDb) -> Open {
         tokens,
         db: db.name,
     }
+}
+
+/// A server on `db` with one task of `spec` created.
+async fn start_with_task(db: &common::TestDb, spec: &TaskSpec) -> (Server, axum::Router, TaskInfo) {
+    let server = Server::start(&db.url, BUDGET).await.unwrap();
+    let router = server.router();
+    let task: TaskInfo = post(&router, "/v1/tasks", spec).await;
+    (server, router, task)
 }
 
 fn body(uploads: Vec<(String, Option<&str>)>) -> Option<String> {
@@ -257,14 +259,8 @@ async fn prefixes_that_extend_no_live_prefix_are_refused_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_that_name_no_bucket_of_the_level_are_refused_and_counted() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
-        let task: TaskInfo = post(
-            &router,
-            "/v1/tasks",
-            &spec(quantiles(3, 0.2), 1.0, policy(1, 1000)),
-        )
-        .await;
+        let (server, router, task) =
+            start_with_task(&db, &spec(quantiles(3, 0.2), 1.0, policy(1, 1000))).await;
         let round = open_round(&router, &task.id).await;
         assert!(
             matches!(
@@ -333,14 +329,8 @@ async fn reused_and_unknown_tokens_are_refused_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_token_is_accepted_once_among_a_hundred_concurrent_uploads() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
-        let task: TaskInfo = post(
-            &router,
-            "/v1/tasks",
-            &spec(histogram(0.5), 1.0, policy(1, 1000)),
-        )
-        .await;
+        let (server, router, task) =
+            start_with_task(&db, &spec(histogram(0.5), 1.0, policy(1, 1000))).await;
         let round = open_round(&router, &task.id).await;
         let token = tokens(&router, &round.round_id, 1).await.remove(0);
         let body = serde_json::to_string(&batch(vec![(token, Some("same"))])).unwrap();
@@ -454,12 +444,10 @@ async fn the_ledger_refuses_what_the_budget_cannot_cover() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_below_the_minimum_cohort_releases_nothing_and_runs_again() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
         let mut rounds = policy(3, 1000);
         rounds.deadline_secs = 1;
         rounds.max_attempts = 2;
-        let task: TaskInfo = post(&router, "/v1/tasks", &spec(histogram(0.5), 1.0, rounds)).await;
+        let (server, router, task) = start_with_task(&db, &spec(histogram(0.5), 1.0, rounds)).await;
         let first = open_round(&router, &task.id).await;
         let token = tokens(&router, &first.round_id, 1).await.remove(0);
         let _: UploadReceipt = post(
@@ -500,14 +488,8 @@ async fn a_round_below_the_minimum_cohort_releases_nothing_and_runs_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_released_result_is_debited_durable_and_byte_stable() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
-        let task: TaskInfo = post(
-            &router,
-            "/v1/tasks",
-            &spec(histogram(0.5), 1.0, policy(10, 300)),
-        )
-        .await;
+        let (server, router, task) =
+            start_with_task(&db, &spec(histogram(0.5), 1.0, policy(10, 300))).await;
         let round = open_round(&router, &task.id).await;
         let tokens = tokens(&router, &round.round_id, 300).await;
         // 200 devices hold "common", 100 hold "rare-i" each; half of them were sampled.
@@ -608,14 +590,8 @@ async fn round_at(router: &axum::Router, task: &str, level: u32) -> RoundQuery {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
-        let task: TaskInfo = post(
-            &router,
-            "/v1/tasks",
-            &spec(quantiles(2, 0.2), 1.0, policy(5, 50)),
-        )
-        .await;
+        let (server, router, task) =
+            start_with_task(&db, &spec(quantiles(2, 0.2), 1.0, policy(5, 50))).await;
         // Level 1 (4 buckets of [0, 100]): 48 of 50 devices report bucket 2, [50, 75).
         let level1 = open_round(&router, &task.id).await;
         upload_all(&router, &level1, 50, 48, "2").await;
@@ -659,14 +635,8 @@ async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort() {
     for db in databases().await {
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
-        let task: TaskInfo = post(
-            &router,
-            "/v1/tasks",
-            &spec(triehh_plus(4, 0.2), 1.0, policy(5, 50)),
-        )
-        .await;
+        let (server, router, task) =
+            start_with_task(&db, &spec(triehh_plus(4, 0.2), 1.0, policy(5, 50))).await;
         // Level 1: 50 devices, 45 of them report "a".
         let level1 = open_round(&router, &task.id).await;
         upload_all(&router, &level1, 50, 45, "a").await;
