@@ -12,20 +12,28 @@ cargo build --release --quiet -p tally-cli
 tally=target/release/tally
 work="$(mktemp -d)"
 trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
+db="sqlite://$work/tally.db"
+
+# The operator's first step, before the server runs: credentials in its database (each
+# token is printed once; the database keeps only its hash).
+"$tally" token create --db "$db" --role operator --name operator >"$work/operator.token"
+analyst="$("$tally" token create --db "$db" --role analyst --population shakespeare --name analyst)"
+devices="$("$tally" token create --db "$db" --role device --population shakespeare --name fleet)"
 
 # Terminal 1: the server, with its SQLite database in a scratch directory.
-(cd "$work" && exec "$OLDPWD/$tally" serve --listen "127.0.0.1:$port") 2>"$work/serve.log" &
+"$tally" serve --listen "127.0.0.1:$port" --db "$db" 2>"$work/serve.log" &
 serve_pid=$!
-until "$tally" task list --server "$server" >/dev/null 2>&1; do sleep 0.1; done
+until "$tally" ledger --server "$server" --token "$analyst" >/dev/null 2>&1; do sleep 0.1; done
 
 # Terminal 2: the analyst creates the task.
+export TALLY_TOKEN="$analyst"
 "$tally" task create --server "$server" --algorithm triehh++ --dataset shakespeare \
     --epsilon 1 --delta 1e-8 --json >"$work/task.json"
 task="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/task.json")"
 echo "created task $task"
 
-# Terminal 3: the devices.
-"$tally" fleet --server "$server" --dataset shakespeare --task "$task"
+# Terminal 3: the devices, with their population's device credential.
+"$tally" fleet --server "$server" --token "$devices" --dataset shakespeare --task "$task"
 
 # Terminal 2 again: the release and the ledger.
 "$tally" task result --server "$server" "$task" --top 10

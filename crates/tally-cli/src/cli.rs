@@ -51,14 +51,114 @@ pub(crate) enum Command {
     /// Run simulated devices over HTTP, one per client of a population, until the tasks end;
     /// report uploads per second and latency percentiles.
     Fleet(FleetArgs),
+    /// Create, list and revoke the federated server's credentials (operator, analyst,
+    /// device), in its database or through a running server.
+    #[command(subcommand)]
+    Token(TokenCommand),
 }
 
-/// The server a command talks to.
+#[derive(Debug, Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Create a credential and print its token (shown this once; the server keeps a hash).
+    Create(TokenCreateArgs),
+    /// List the credentials (never a secret).
+    List(TokenListArgs),
+    /// Revoke a credential: the server refuses it from its next request on.
+    Revoke(TokenRevokeArgs),
+}
+
+/// Where credentials are kept: the database itself, or a running server.
+#[derive(Debug, Args)]
+pub(crate) struct CredentialStoreArgs {
+    /// The server's database (sqlite://FILE or postgres://...): works without a running
+    /// server, and is how the first operator credential is made.
+    #[arg(long, value_name = "URL", required_unless_present = "server")]
+    pub(crate) db: Option<String>,
+    /// A running server's base URL (with --token, an operator's credential).
+    #[arg(long, value_name = "URL", conflicts_with = "db")]
+    pub(crate) server: Option<String>,
+    /// An operator's credential, with --server.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "TALLY_TOKEN",
+        hide_env_values = true,
+        requires = "server"
+    )]
+    pub(crate) token: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TokenCreateArgs {
+    #[command(flatten)]
+    pub(crate) store: CredentialStoreArgs,
+    /// What the credential may do.
+    #[arg(long, value_enum)]
+    pub(crate) role: RoleArg,
+    /// A population it acts on (an analyst: one or more; a device: exactly one).
+    #[arg(long = "population", value_name = "NAME")]
+    pub(crate) populations: Vec<String>,
+    /// Who or what holds it.
+    #[arg(long)]
+    pub(crate) name: String,
+    /// Print the credential and its token as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TokenListArgs {
+    #[command(flatten)]
+    pub(crate) store: CredentialStoreArgs,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TokenRevokeArgs {
+    #[command(flatten)]
+    pub(crate) store: CredentialStoreArgs,
+    /// The credential's id (the 16 hex digits after `tally_` in its token).
+    pub(crate) id: String,
+}
+
+/// A credential's role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RoleArg {
+    /// Populations, budgets and credentials.
+    Operator,
+    /// Creates, reads and cancels its own tasks over its populations.
+    Analyst,
+    /// A device of one population: checks in and uploads.
+    Device,
+}
+
+impl From<RoleArg> for tally_messages::Role {
+    fn from(role: RoleArg) -> Self {
+        match role {
+            RoleArg::Operator => Self::Operator,
+            RoleArg::Analyst => Self::Analyst,
+            RoleArg::Device => Self::Device,
+        }
+    }
+}
+
+/// The server a command talks to, and the credential it shows.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080.
     #[arg(long, value_name = "URL")]
     pub(crate) server: String,
+    /// Your credential: an analyst's for tasks and the ledger, a device's for `client` and
+    /// `fleet`, an operator's for credentials (made by `tally token create`).
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "TALLY_TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) token: Option<String>,
 }
 
 #[derive(Debug, Args)]

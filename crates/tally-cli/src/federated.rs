@@ -14,8 +14,8 @@ use tally_messages::{
 use tally_sim::Population;
 
 use crate::cli::{
-    HistogramMechanism, ServeArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs,
-    TaskIdArgs, TaskResultArgs,
+    HistogramMechanism, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand,
+    TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
 use crate::output::{guarantee_body_line, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
@@ -72,14 +72,18 @@ pub(crate) fn task(command: &TaskCommand) -> Result<()> {
     }
 }
 
-/// A client of `--server`.
-pub(crate) fn client(server: &str) -> Result<Client> {
-    Ok(Client::new(server)?)
+/// A client of `--server`, sending `--token` when given.
+pub(crate) fn client(server: &ServerArgs) -> Result<Client> {
+    let client = Client::new(&server.server)?;
+    Ok(match &server.token {
+        Some(token) => client.with_token(token),
+        None => client,
+    })
 }
 
 fn create(args: &TaskCreateArgs) -> Result<()> {
     let spec = task_spec(args)?;
-    let client = client(&args.server.server)?;
+    let client = client(&args.server)?;
     let info = runtime()?.block_on(client.create_task(&spec))?;
     if args.privacy.json {
         return print_serialized(&info);
@@ -248,7 +252,7 @@ fn value_name(value: impl clap::ValueEnum) -> String {
 }
 
 fn list(args: &ServerQueryArgs) -> Result<()> {
-    let client = client(&args.server.server)?;
+    let client = client(&args.server)?;
     let tasks = runtime()?.block_on(client.tasks())?;
     if args.json {
         return print_serialized(&tasks);
@@ -280,7 +284,7 @@ fn list(args: &ServerQueryArgs) -> Result<()> {
 }
 
 fn status(args: &TaskIdArgs) -> Result<()> {
-    let client = client(&args.server.server)?;
+    let client = client(&args.server)?;
     let info = runtime()?.block_on(client.task(&args.id))?;
     if args.json {
         return print_serialized(&info);
@@ -289,7 +293,7 @@ fn status(args: &TaskIdArgs) -> Result<()> {
 }
 
 fn cancel(args: &TaskIdArgs) -> Result<()> {
-    let client = client(&args.server.server)?;
+    let client = client(&args.server)?;
     let info = runtime()?.block_on(client.cancel_task(&args.id))?;
     if args.json {
         return print_serialized(&info);
@@ -298,7 +302,7 @@ fn cancel(args: &TaskIdArgs) -> Result<()> {
 }
 
 fn result(args: &TaskResultArgs) -> Result<()> {
-    let client = client(&args.server.server)?;
+    let client = client(&args.server)?;
     let rt = runtime()?;
     let body = match rt.block_on(client.result_text(&args.id)) {
         Ok(body) => body,
@@ -384,7 +388,7 @@ fn no_result_message(info: &TaskInfo) -> String {
 
 /// `tally ledger`.
 pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
-    let client = client(&args.server.server)?;
+    let client = client(&args.server)?;
     let balances: Vec<LedgerBalance> = runtime()?.block_on(client.ledger())?;
     if args.json {
         return print_serialized(&balances);

@@ -9,7 +9,7 @@ use rand::Rng;
 use tally_client::fleet::RoundReport;
 use tally_client::{Fleet, FleetConfig, FleetEvent, FleetReport};
 
-use crate::cli::{ClientArgs, FleetArgs};
+use crate::cli::{ClientArgs, FleetArgs, ServerArgs};
 use crate::federated::{client, print_serialized, runtime};
 use crate::input::load_population;
 use crate::output::print_fields;
@@ -27,7 +27,7 @@ pub(crate) fn run_client(args: &ClientArgs) -> Result<()> {
         seed: args.devices.seed,
         ..FleetConfig::default()
     };
-    let report = run_fleet(&args.server.server, vec![item], config)?;
+    let report = run_fleet(&args.server, vec![item], config)?;
     if args.devices.json {
         return print_serialized(&report);
     }
@@ -82,7 +82,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
         seed: args.devices.seed,
         ..FleetConfig::default()
     };
-    let report = run_fleet(&args.server.server, items, config)?;
+    let report = run_fleet(&args.server, items, config)?;
     if args.devices.json {
         return print_serialized(&report);
     }
@@ -90,7 +90,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
 }
 
 /// Runs the devices until their tasks end, with a progress bar on a terminal.
-fn run_fleet(server: &str, items: Vec<String>, config: FleetConfig) -> Result<FleetReport> {
+fn run_fleet(server: &ServerArgs, items: Vec<String>, config: FleetConfig) -> Result<FleetReport> {
     let fleet = Fleet::new(client(server)?, items, config)?;
     let bar = progress_bar();
     let report = runtime()?.block_on(fleet.run(|event| match event {

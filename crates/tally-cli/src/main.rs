@@ -7,6 +7,7 @@ mod cli;
 mod domain_histogram;
 mod federated;
 mod federated_fleet;
+mod federated_token;
 mod heavy_hitters;
 mod histogram;
 mod input;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
         Command::Ledger(args) => federated::ledger(&args),
         Command::Client(args) => federated_fleet::run_client(&args),
         Command::Fleet(args) => federated_fleet::run(&args),
+        Command::Token(command) => federated_token::run(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

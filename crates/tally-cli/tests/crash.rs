@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tally_client::{Client, RetryPolicy};
 use tally_messages::{
-    HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy,
-    TaskKind, TaskSpec, TaskState, Upload,
+    CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION, PrivacyTarget,
+    Role, RoundPolicy, TaskKind, TaskSpec, TaskState, Upload,
 };
 
 /// Kills in all; each of the four kill points is hit six times.
@@ -21,14 +21,42 @@ const KILLS: usize = 24;
 /// Devices per round (the cohort target).
 const COHORT: u32 = 60;
 
-/// A running `tally serve`.
+/// An analyst's and a device's credential for the test's population.
+struct Tokens {
+    analyst: String,
+    device: String,
+}
+
+impl Tokens {
+    async fn create(db: &str) -> Self {
+        let credential = |role| CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role,
+            name: "crash".into(),
+            populations: vec!["crash".into()],
+        };
+        let mut tokens = Vec::new();
+        for role in [Role::Analyst, Role::Device] {
+            let issued = tally_server::create_credential(db, &credential(role))
+                .await
+                .unwrap();
+            tokens.push(issued.token);
+        }
+        let device = tokens.pop().unwrap();
+        let analyst = tokens.pop().unwrap();
+        Self { analyst, device }
+    }
+}
+
+/// A running `tally serve`, an analyst's client and the devices' client.
 struct ServerProcess {
     child: Child,
     client: Client,
+    devices: Client,
 }
 
 impl ServerProcess {
-    fn start(db: &str) -> Self {
+    fn start(db: &str, tokens: &Tokens) -> Self {
         // Bind port 0 to find a free port, then let the server take it.
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -52,7 +80,11 @@ impl ServerProcess {
         let client = Client::new(&format!("http://127.0.0.1:{port}"))
             .unwrap()
             .with_retry(RetryPolicy::NONE);
-        Self { child, client }
+        Self {
+            child,
+            client: client.clone().with_token(&tokens.analyst),
+            devices: client.with_token(&tokens.device),
+        }
     }
 
     async fn wait_ready(&mut self) {
@@ -164,14 +196,21 @@ impl Invariants {
 }
 
 /// Makes sure a task is running and returns its open round, if it has one now.
-async fn ensure_task(client: &Client) -> Option<tally_messages::RoundQuery> {
+async fn ensure_task(server: &ServerProcess) -> Option<tally_messages::RoundQuery> {
+    let client = &server.client;
     let tasks = client.tasks().await.unwrap();
     if !tasks.iter().any(|t| t.state == TaskState::Running) {
         // Histograms and TrieHH++ in turn.
         let kind = task_kind(tasks.len() % 2 == 0);
         client.create_task(&spec(kind)).await.unwrap();
     }
-    client.open_rounds().await.unwrap().into_iter().next()
+    server
+        .devices
+        .open_rounds()
+        .await
+        .unwrap()
+        .into_iter()
+        .next()
 }
 
 /// The uploads of one round: 40 devices hold "ab" (enough to pass the threshold at every
@@ -214,25 +253,26 @@ async fn crash_repeatedly(db: &str, dir: Option<&Path>) {
         results: HashMap::new(),
         secrets: Vec::new(),
     };
+    let tokens = Tokens::create(db).await;
     for iteration in 0..KILLS {
-        let mut server = ServerProcess::start(db);
+        let mut server = ServerProcess::start(db, &tokens);
         server.wait_ready().await;
         invariants.check(&server.client, dir).await;
-        if let Some(round) = ensure_task(&server.client).await {
-            let client = &server.client;
+        if let Some(round) = ensure_task(&server).await {
+            let devices = &server.devices;
             match iteration % 4 {
                 // Killed with the round open and empty.
                 0 => {}
                 // 1: killed mid-round, half the cohort uploaded; 2 and 3: all of it.
                 1..=3 => {
-                    let grant = client.check_in(&round.round_id, COHORT).await.unwrap();
+                    let grant = devices.check_in(&round.round_id, COHORT).await.unwrap();
                     let all = uploads(&round, grant.tokens, &mut invariants.secrets);
                     let cut = if iteration % 4 == 1 {
                         all.len() / 2
                     } else {
                         all.len()
                     };
-                    client.upload(&round.round_id, &all[..cut]).await.unwrap();
+                    devices.upload(&round.round_id, &all[..cut]).await.unwrap();
                     // 2: killed while the round closes; 3: after it had time to release.
                     if iteration % 4 == 3 {
                         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -248,9 +288,10 @@ async fn crash_repeatedly(db: &str, dir: Option<&Path>) {
         "no result was released between kills"
     );
     // Let every task finish without kills, and check what they released.
-    let mut server = ServerProcess::start(db);
+    let mut server = ServerProcess::start(db, &tokens);
     server.wait_ready().await;
     let client = &server.client;
+    let devices = &server.devices;
     let started = Instant::now();
     loop {
         let tasks = client.tasks().await.unwrap();
@@ -261,11 +302,11 @@ async fn crash_repeatedly(db: &str, dir: Option<&Path>) {
             started.elapsed() < Duration::from_secs(60),
             "tasks do not finish"
         );
-        for round in client.open_rounds().await.unwrap() {
-            let grant = client.check_in(&round.round_id, COHORT).await.unwrap();
+        for round in devices.open_rounds().await.unwrap() {
+            let grant = devices.check_in(&round.round_id, COHORT).await.unwrap();
             let all = uploads(&round, grant.tokens, &mut invariants.secrets);
             // The round may close under us: that is fine.
-            let _ = client.upload(&round.round_id, &all).await;
+            let _ = devices.upload(&round.round_id, &all).await;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

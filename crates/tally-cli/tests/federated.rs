@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -17,8 +18,25 @@ use common::{failure, json, tally, temp_file};
 /// A `tally serve` on a free port with its own SQLite file; killed when dropped.
 struct Server {
     child: Child,
-    url: String,
+    /// `--server URL --token T` with an analyst's credential over every test population.
+    analyst: String,
+    /// `--server URL --token T` with a device credential of each test population.
+    devices: HashMap<&'static str, String>,
     _dir: tempfile::TempDir,
+}
+
+/// The populations the tests' tasks ask.
+const POPULATIONS: [&str; 4] = ["test", "one", "words", "numbers"];
+
+/// A credential made with `tally token create --db`: the token alone on stdout.
+fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
+    let mut line = format!("token create --db {db} --role {role} --name {role}");
+    for population in populations {
+        line.push_str(&format!(" --population {population}"));
+    }
+    let output = tally(&line);
+    assert!(output.status.success(), "{line}: {output:?}");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
 impl Server {
@@ -31,6 +49,15 @@ impl Server {
             .unwrap()
             .port();
         let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+        let url = format!("http://127.0.0.1:{port}");
+        let analyst = token_create(&db, "analyst", &POPULATIONS);
+        let devices = POPULATIONS
+            .into_iter()
+            .map(|p| {
+                let token = token_create(&db, "device", &[p]);
+                (p, format!("--server {url} --token {token}"))
+            })
+            .collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
             .args([
                 "serve",
@@ -58,7 +85,8 @@ impl Server {
         }
         Self {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            analyst: format!("--server {url} --token {analyst}"),
+            devices,
             _dir: dir,
         }
     }
@@ -78,25 +106,26 @@ fn parse<T: serde::de::DeserializeOwned>(value: Value) -> T {
 #[test]
 fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
     let server = Server::start();
-    let url = &server.url;
+    let analyst = &server.analyst;
+    let devices = &server.devices;
     let info: TaskInfo = parse(json(&format!(
-        "task create --server {url} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+        "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
          --population test --expected-population 3000 --min-cohort 100 --deadline-secs 60 --json"
     )));
     let id = &info.id;
-    let status =
-        String::from_utf8(tally(&format!("task status --server {url} {id}")).stdout).unwrap();
+    let status = String::from_utf8(tally(&format!("task status {analyst} {id}")).stdout).unwrap();
     assert!(status.contains("running"), "{status}");
 
     // Not released yet: a clear message with the task's state.
-    let early = failure(&format!("task result --server {url} {id}"));
+    let early = failure(&format!("task result {analyst} {id}"));
     assert!(
         early.contains("is running") && early.contains("not released yet"),
         "{early}"
     );
 
+    let test_devices = &devices["test"];
     let report = json(&format!(
-        "fleet --server {url} --synthetic uniform:n=3000,domain=5 --task {id} --seed 7 \
+        "fleet {test_devices} --synthetic uniform:n=3000,domain=5 --task {id} --seed 7 \
          --concurrency 4 --batch 100 --json"
     ));
     let total = &report["total"];
@@ -115,7 +144,7 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
         "{report}"
     );
 
-    let output = tally(&format!("task result --server {url} {id} --json"));
+    let output = tally(&format!("task result {analyst} {id} --json"));
     assert!(output.status.success());
     let release: HistogramRelease = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(release.execution, "federated");
@@ -124,14 +153,13 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
     assert_eq!(release.released_items, 5, "{release:?}");
     let counted: u64 = release.items.iter().map(|i| i.count.unwrap()).sum();
     assert_eq!(counted, reports);
-    let table =
-        String::from_utf8(tally(&format!("task result --server {url} {id}")).stdout).unwrap();
+    let table = String::from_utf8(tally(&format!("task result {analyst} {id}")).stdout).unwrap();
     assert!(
         table.contains("sample-and-threshold") && table.contains("rank"),
         "{table}"
     );
 
-    let ledger: Vec<LedgerBalance> = parse(json(&format!("ledger --server {url} --json")));
+    let ledger: Vec<LedgerBalance> = parse(json(&format!("ledger {analyst} --json")));
     let test = ledger.iter().find(|b| b.population == "test").unwrap();
     assert_eq!(test.entries.len(), 1);
     assert_eq!(&test.entries[0].task_id, id);
@@ -140,7 +168,7 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
         "{test:?}"
     );
     assert!((test.remaining.epsilon - (10.0 - info.guarantee.epsilon)).abs() < 1e-9);
-    let table = String::from_utf8(tally(&format!("ledger --server {url}")).stdout).unwrap();
+    let table = String::from_utf8(tally(&format!("ledger {analyst}")).stdout).unwrap();
     assert!(
         table.contains("test") && table.contains("remaining"),
         "{table}"
@@ -148,18 +176,19 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
 
     // One device alone: its round closes at its cohort target of one.
     let created: TaskInfo = parse(json(&format!(
-        "task create --server {url} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+        "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
          --population one --expected-population 1 --min-cohort 1 --json"
     )));
     let file = temp_file("device.txt", b"\nbanana\n\n");
     let device = json(&format!(
-        "client --server {url} --input {} --task {} --seed 1 --json",
+        "client {} --input {} --task {} --seed 1 --json",
+        devices["one"],
         file.display(),
         created.id
     ));
     assert_eq!(device["total"]["accepted"], 1, "{device}");
     let done: TaskInfo = parse(json(&format!(
-        "task status --server {url} {} --json",
+        "task status {analyst} {} --json",
         created.id
     )));
     assert_eq!(done.state.name(), "finished");
@@ -168,7 +197,8 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
 #[test]
 fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
     let server = Server::start();
-    let url = &server.url;
+    let analyst = &server.analyst;
+    let devices = &server.devices;
     let mut words = String::new();
     for (word, holders) in [("the", 900), ("and", 700), ("to", 500), ("rare", 3)] {
         for _ in 0..holders {
@@ -178,17 +208,18 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
     }
     let file = temp_file("words.txt", words.as_bytes());
     let info: TaskInfo = parse(json(&format!(
-        "task create --server {url} --algorithm triehh++ --epsilon 4 --delta 1e-6 \
+        "task create {analyst} --algorithm triehh++ --epsilon 4 --delta 1e-6 \
          --levels 5 --population words --expected-population 2103 --min-cohort 100 --json"
     )));
     let report = json(&format!(
-        "fleet --server {url} --input {} --seed 3 --batch 300 --json",
+        "fleet {} --input {} --seed 3 --batch 300 --json",
+        devices["words"],
         file.display()
     ));
     let rounds = report["rounds"].as_array().unwrap();
     assert!(rounds.len() >= 3, "{report}");
     assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
-    let output = tally(&format!("task result --server {url} {} --json", info.id));
+    let output = tally(&format!("task result {analyst} {} --json", info.id));
     assert!(output.status.success());
     let release: HeavyHittersRelease = serde_json::from_slice(&output.stdout).unwrap();
     let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
@@ -201,7 +232,8 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
 #[test]
 fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters() {
     let server = Server::start();
-    let url = &server.url;
+    let analyst = &server.analyst;
+    let devices = &server.devices;
     // 16,000 devices; device i holds 100·(i/16000)², so the share below v is sqrt(v/100).
     let n = 16_000;
     let mut numbers = String::new();
@@ -213,15 +245,16 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
     let file = temp_file("numbers.txt", numbers.as_bytes());
     let options = "--epsilon 4 --delta 1e-6 --levels 3 --min 0 --max 100 --quantiles 0.25,0.5,0.75";
     let info: TaskInfo = parse(json(&format!(
-        "task create --server {url} --algorithm hierarchical-quantiles {options} \
+        "task create {analyst} --algorithm hierarchical-quantiles {options} \
          --population numbers --expected-population {n} --min-cohort 100 --json"
     )));
     let report = json(&format!(
-        "fleet --server {url} --input {} --seed 5 --batch 1000 --json",
+        "fleet {} --input {} --seed 5 --batch 1000 --json",
+        devices["numbers"],
         file.display()
     ));
     assert_eq!(report["rounds"].as_array().unwrap().len(), 3, "{report}");
-    let output = tally(&format!("task result --server {url} {} --json", info.id));
+    let output = tally(&format!("task result {analyst} {} --json", info.id));
     assert!(output.status.success());
     let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
     let simulated: QuantilesRelease = parse(json(&format!(
@@ -254,8 +287,8 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
             assert!(error <= grid + noise, "{fed:?} {sim:?}: rank error {error}");
         }
     }
-    let table = String::from_utf8(tally(&format!("task result --server {url} {}", info.id)).stdout)
-        .unwrap();
+    let table =
+        String::from_utf8(tally(&format!("task result {analyst} {}", info.id)).stdout).unwrap();
     assert!(
         table.contains("hierarchical histogram") && table.contains("quantile"),
         "{table}"
@@ -264,16 +297,17 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
     // The same by binary search: the parameters of `tally quantiles --method binary-search`.
     let options = "--epsilon 4 --delta 1e-6 --levels 5 --min 0 --max 100 --quantiles 0.5";
     let info: TaskInfo = parse(json(&format!(
-        "task create --server {url} --algorithm binary-search-quantiles {options} \
+        "task create {analyst} --algorithm binary-search-quantiles {options} \
          --population numbers --expected-population {n} --min-cohort 100 --json"
     )));
     let report = json(&format!(
-        "fleet --server {url} --input {} --task {} --seed 6 --batch 1000 --json",
+        "fleet {} --input {} --task {} --seed 6 --batch 1000 --json",
+        devices["numbers"],
         file.display(),
         info.id
     ));
     assert_eq!(report["rounds"].as_array().unwrap().len(), 5, "{report}");
-    let output = tally(&format!("task result --server {url} {} --json", info.id));
+    let output = tally(&format!("task result {analyst} {} --json", info.id));
     let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
     let simulated: QuantilesRelease = parse(json(&format!(
         "quantiles --input {} {options} --method binary-search --seed 6 --json",
@@ -287,12 +321,13 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
 
     // Words cannot answer a quantile round: the fleet says so instead of abstaining.
     let info: TaskInfo = parse(json(&format!(
-        "task create --server {url} --algorithm hierarchical-quantiles --epsilon 1 \
+        "task create {analyst} --algorithm hierarchical-quantiles --epsilon 1 \
          --delta 1e-6 --levels 2 --population words --expected-population 10 --json"
     )));
     let words = temp_file("not-numbers.txt", b"apple\npear\n");
     let error = failure(&format!(
-        "fleet --server {url} --input {} --task {}",
+        "fleet {} --input {} --task {}",
+        devices["words"],
         words.display(),
         info.id
     ));

@@ -10,8 +10,9 @@ use reqwest::header::CONTENT_TYPE;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tally_messages::{
-    API_PREFIX, CheckIn, CheckInGrant, ErrorBody, LedgerBalance, PROTOCOL_VERSION, RoundQuery,
-    TaskInfo, TaskResult, TaskSpec, Upload, UploadReceipt,
+    API_PREFIX, CheckIn, CheckInGrant, CredentialInfo, CredentialSpec, ErrorBody, IssuedCredential,
+    LedgerBalance, PROTOCOL_VERSION, RoundQuery, TaskInfo, TaskResult, TaskSpec, Upload,
+    UploadReceipt,
 };
 
 use crate::error::ClientError;
@@ -80,13 +81,25 @@ enum Repeat {
     OnlyUnsent,
 }
 
-/// A connection to one tally server: a base URL and a shared connection pool. Cheap to clone
-/// (clones share the pool).
-#[derive(Clone, Debug)]
+/// A connection to one tally server: a base URL, a credential and a shared connection pool.
+/// Cheap to clone (clones share the pool).
+#[derive(Clone)]
 pub struct Client {
     base: Arc<str>,
     http: reqwest::Client,
     retry: RetryPolicy,
+    token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Client {
+    /// Never shows the credential.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.base)
+            .field("retry", &self.retry)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Client {
@@ -124,7 +137,15 @@ impl Client {
             base: Arc::from(trimmed),
             http,
             retry: RetryPolicy::default(),
+            token: None,
         })
+    }
+
+    /// The same client sending `token` (`Authorization: Bearer TOKEN`) with every request:
+    /// an operator's, an analyst's or a device's credential, as the endpoints need.
+    pub fn with_token(mut self, token: &str) -> Self {
+        self.token = Some(Arc::from(token.trim()));
+        self
     }
 
     /// The same client with another retry policy.
@@ -265,6 +286,46 @@ impl Client {
         self.json(Method::GET, "/ledger", None, Repeat::Safe).await
     }
 
+    /// `POST /v1/credentials`: creates a credential (operator only). The answer holds its
+    /// token, shown this once.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: the server's `forbidden` for a credential that is not an operator's.
+    pub async fn create_credential(
+        &self,
+        spec: &CredentialSpec,
+    ) -> Result<IssuedCredential, ClientError> {
+        self.json(
+            Method::POST,
+            "/credentials",
+            Some(encode(spec)),
+            Repeat::OnlyUnsent,
+        )
+        .await
+    }
+
+    /// `GET /v1/credentials`: every credential, never a secret (operator only).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails on every attempt or is refused.
+    pub async fn credentials(&self) -> Result<Vec<CredentialInfo>, ClientError> {
+        self.json(Method::GET, "/credentials", None, Repeat::Safe)
+            .await
+    }
+
+    /// `POST /v1/credentials/{id}/revoke`: revokes a credential (operator only; revoking twice
+    /// is harmless).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; the server's `unknown_credential` for an id it does not know.
+    pub async fn revoke_credential(&self, id: &str) -> Result<CredentialInfo, ClientError> {
+        let path = format!("/credentials/{id}/revoke");
+        self.json(Method::POST, &path, None, Repeat::Safe).await
+    }
+
     async fn json<T: DeserializeOwned>(
         &self,
         method: Method,
@@ -293,6 +354,9 @@ impl Client {
         loop {
             attempt += 1;
             let mut builder = self.http.request(method.clone(), &url);
+            if let Some(token) = &self.token {
+                builder = builder.bearer_auth(token);
+            }
             if let Some(body) = &body {
                 builder = builder
                     .header(CONTENT_TYPE, "application/json")

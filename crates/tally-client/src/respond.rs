@@ -5,7 +5,8 @@
 //! Every device flips its own exact Bernoulli(`p_s`) coin
 //! ([`SampleThresholdQuery::respond`]); the server learns only what the device uploads. A
 //! device that checked in uploads either its report or an abstention, so the number of
-//! uploads says nothing about who was sampled. Randomness comes from a CSPRNG
+//! uploads says nothing about who was sampled (the aggregator itself, which sees each upload,
+//! does learn it: it is inside the trust boundary). Randomness comes from a CSPRNG
 //! ([`ChaCha20Rng`] seeded from the operating system through [`rand::rng`]) unless a test
 //! fixes a seed.
 

@@ -9,7 +9,9 @@ use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
 use tally_client::{Client, ClientError, Fleet, FleetConfig, FleetEvent, RetryPolicy};
-use tally_messages::{ErrorCode, PROTOCOL_VERSION, TaskResult, TaskSpec, TaskState};
+use tally_messages::{
+    CredentialSpec, ErrorCode, PROTOCOL_VERSION, Role, TaskResult, TaskSpec, TaskState,
+};
 use tokio::net::TcpListener;
 
 /// Serves `router` on a free loopback port and returns its base URL.
@@ -108,11 +110,28 @@ fn histogram_task(cohort_target: u64) -> TaskSpec {
 async fn a_fleet_stops_uploading_when_its_round_closes() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+    let credential = |role, name: &str| {
+        let spec = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role,
+            name: name.into(),
+            populations: vec!["fleet".into()],
+        };
+        let db = db.clone();
+        async move {
+            tally_server::create_credential(&db, &spec)
+                .await
+                .unwrap()
+                .token
+        }
+    };
+    let analyst = credential(Role::Analyst, "analyst").await;
+    let device = credential(Role::Device, "devices").await;
     let server = tally_server::Server::start(&db, (10.0, 1e-5))
         .await
         .unwrap();
     let url = serve(server.router()).await;
-    let client = Client::new(&url).unwrap();
+    let client = Client::new(&url).unwrap().with_token(&analyst);
 
     // 500 devices, single-report uploads, a round that closes after 300.
     let task = client.create_task(&histogram_task(300)).await.unwrap();
@@ -124,7 +143,8 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         seed: Some(5),
         poll_interval: Duration::from_millis(20),
     };
-    let fleet = Fleet::new(client.clone(), items, config).unwrap();
+    let devices = Client::new(&url).unwrap().with_token(&device);
+    let fleet = Fleet::new(devices, items, config).unwrap();
     let mut uploaded = 0;
     let mut finished = 0;
     let report = fleet

@@ -16,8 +16,13 @@
 //! | `POST /v1/rounds/{id}/check-in` | [`CheckIn`] | [`CheckInGrant`] |
 //! | `POST /v1/rounds/{id}/uploads` | [`UploadBatch`] | [`UploadReceipt`] |
 //! | `GET /v1/ledger` | | `[LedgerBalance]` |
+//! | `POST /v1/credentials` | [`CredentialSpec`] | [`IssuedCredential`] (201) |
+//! | `GET /v1/credentials` | | `[CredentialInfo]` |
+//! | `POST /v1/credentials/{id}/revoke` | | [`CredentialInfo`] |
 //!
-//! Errors are an HTTP status with an [`ErrorBody`].
+//! Every request but `GET /healthz` carries a bearer credential (`Authorization: Bearer
+//! TOKEN`) of one [`Role`]; every body is `Content-Type: application/json`. Errors are an
+//! HTTP status with an [`ErrorBody`].
 //!
 //! This crate depends on `tally-accounting` only (for the names of neighbour relations,
 //! analyses and compositions), never on the mechanisms.
@@ -464,6 +469,82 @@ pub struct LedgerEntry {
     pub at: i64,
 }
 
+/// What a credential may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Provisions populations, budgets and credentials; reads every task and the whole
+    /// ledger, and may cancel any task; reads no result.
+    Operator,
+    /// Creates tasks over its populations, reads and cancels its own tasks, reads its own
+    /// results and its populations' ledger.
+    Analyst,
+    /// A device of one population: reads that population's open rounds and tasks, checks in
+    /// and uploads.
+    Device,
+}
+
+impl Role {
+    /// The name used in JSON, in storage and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Operator => "operator",
+            Self::Analyst => "analyst",
+            Self::Device => "device",
+        }
+    }
+
+    /// Parses [`Role::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Operator, Self::Analyst, Self::Device]
+            .into_iter()
+            .find(|r| r.name() == name)
+    }
+}
+
+/// What an operator asks for when it creates a credential.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSpec {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// Its role.
+    pub role: Role,
+    /// A name for people (who or what holds it).
+    pub name: String,
+    /// The populations it acts on: one or more for an analyst, exactly one for a device,
+    /// none for an operator.
+    #[serde(default)]
+    pub populations: Vec<String>,
+}
+
+/// A credential as the server shows it: never its secret.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CredentialInfo {
+    /// Its id (the part of the token before the secret).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its role.
+    pub role: Role,
+    /// The populations it acts on.
+    pub populations: Vec<String>,
+    /// When it was created, in seconds since the Unix epoch.
+    pub created_at: i64,
+    /// Whether it was revoked (a revoked credential is refused with 401).
+    pub revoked: bool,
+}
+
+/// A credential just created: the only time its bearer token is shown (the server keeps a
+/// hash of it).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IssuedCredential {
+    /// The credential.
+    pub credential: CredentialInfo,
+    /// The bearer token, `tally_ID_SECRET`.
+    pub token: String,
+}
+
 /// Why a request was refused. Each has a counter on the server's `/metrics`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -493,13 +574,23 @@ pub enum ErrorCode {
     InvalidTask,
     /// The result is not released (yet, or ever).
     NoResult,
+    /// The request carries no credential, or one the server does not know or revoked.
+    Unauthenticated,
+    /// The credential's role or populations do not allow this request, the task is someone
+    /// else's, or the request came from a browser page (an `Origin` header or a foreign
+    /// `Host`).
+    Forbidden,
+    /// The body is not declared `Content-Type: application/json`.
+    UnsupportedMediaType,
+    /// No such credential.
+    UnknownCredential,
     /// The server failed; retry later.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in the order `/metrics` lists them.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 17] = [
         Self::Malformed,
         Self::Oversized,
         Self::UnknownTask,
@@ -512,6 +603,10 @@ impl ErrorCode {
         Self::BudgetExceeded,
         Self::InvalidTask,
         Self::NoResult,
+        Self::Unauthenticated,
+        Self::Forbidden,
+        Self::UnsupportedMediaType,
+        Self::UnknownCredential,
         Self::Internal,
     ];
 
@@ -530,6 +625,10 @@ impl ErrorCode {
             Self::BudgetExceeded => "budget_exceeded",
             Self::InvalidTask => "invalid_task",
             Self::NoResult => "no_result",
+            Self::Unauthenticated => "unauthenticated",
+            Self::Forbidden => "forbidden",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::UnknownCredential => "unknown_credential",
             Self::Internal => "internal",
         }
     }

@@ -170,6 +170,30 @@ fn every_message_round_trips() {
             at: 1,
         }],
     });
+    let credential = CredentialInfo {
+        id: "0123456789abcdef".into(),
+        name: "alice".into(),
+        role: Role::Analyst,
+        populations: vec!["shakespeare".into()],
+        created_at: 1,
+        revoked: false,
+    };
+    round_trip(&CredentialSpec {
+        version: PROTOCOL_VERSION,
+        role: Role::Analyst,
+        name: "alice".into(),
+        populations: vec!["shakespeare".into()],
+    });
+    round_trip(&IssuedCredential {
+        credential: credential.clone(),
+        token: "tally_0123456789abcdef_00".into(),
+    });
+    round_trip(&credential);
+    for role in [Role::Operator, Role::Analyst, Role::Device] {
+        round_trip(&role);
+        assert_eq!(Role::from_name(role.name()), Some(role));
+        assert_eq!(serde_json::to_value(role).unwrap(), role.name());
+    }
     for code in ErrorCode::ALL {
         round_trip(&ErrorBody {
             code,
@@ -324,6 +348,8 @@ fn the_documented_examples_parse() {
             "UploadReceipt" => serde_json::from_str::<UploadReceipt>(&body).map(drop),
             "LedgerBalance" => serde_json::from_str::<LedgerBalance>(&body).map(drop),
             "ErrorBody" => serde_json::from_str::<ErrorBody>(&body).map(drop),
+            "CredentialSpec" => serde_json::from_str::<CredentialSpec>(&body).map(drop),
+            "IssuedCredential" => serde_json::from_str::<IssuedCredential>(&body).map(drop),
             "TaskResult" => serde_json::from_str::<TaskResult>(&body).map(drop),
             other => panic!("unknown example type {other}"),
         };

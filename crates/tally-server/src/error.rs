@@ -14,6 +14,9 @@ pub enum ServerError {
     /// The stored state does not make sense.
     #[error("stored state is inconsistent: {0}")]
     Corrupt(String),
+    /// A request (such as a credential's) is not valid.
+    #[error("{0}")]
+    Invalid(String),
     /// Listening or serving failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -46,7 +49,12 @@ impl ApiError {
         match self.code {
             ErrorCode::Malformed => StatusCode::BAD_REQUEST,
             ErrorCode::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::UnknownTask | ErrorCode::UnknownRound => StatusCode::NOT_FOUND,
+            ErrorCode::UnknownTask | ErrorCode::UnknownRound | ErrorCode::UnknownCredential => {
+                StatusCode::NOT_FOUND
+            }
+            ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
+            ErrorCode::Forbidden => StatusCode::FORBIDDEN,
+            ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorCode::NoResult if self.conflict => StatusCode::CONFLICT,
             ErrorCode::NoResult => StatusCode::NOT_FOUND,
             ErrorCode::ClosedRound | ErrorCode::ReusedToken | ErrorCode::BudgetExceeded => {
@@ -71,10 +79,18 @@ impl From<ServerError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
+        let unauthenticated = self.code == ErrorCode::Unauthenticated;
         let body = ErrorBody {
             code: self.code,
             message: self.message,
         };
-        (status, Json(body)).into_response()
+        let mut response = (status, Json(body)).into_response();
+        if unauthenticated {
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
     }
 }

@@ -1,19 +1,23 @@
-//! The HTTP API (see tally-messages for the protocol): routing, body limits, JSON, and a
-//! counter for every refusal.
+//! The HTTP API (see tally-messages for the protocol): routing, credentials and roles,
+//! browser-request refusal, body limits, JSON, and a counter for every refusal.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::extract::{Path, State};
-use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::extract::{Path, Request, State};
+use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN};
 use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tally_messages::{CheckIn, CheckInGrant, ErrorCode, TaskSpec, UploadBatch, UploadReceipt};
+use tally_messages::{
+    CheckIn, CheckInGrant, CredentialSpec, ErrorCode, Role, TaskSpec, UploadBatch, UploadReceipt,
+};
 
+use crate::auth::Principal;
 use crate::error::ApiError;
 use crate::runtime::{Runtime, check_version};
 
@@ -28,8 +32,28 @@ pub(crate) const MAX_CHECK_IN: u32 = 10_000;
 
 type App = State<Arc<Runtime>>;
 
+/// Which `Host` headers the server answers (a browser page that rebinds a name of its own to
+/// the server's address sends its own name).
+#[derive(Clone, Debug)]
+pub(crate) enum HostPolicy {
+    /// Any `Host` (the server cannot know the names it is reached by).
+    Any,
+    /// Only these hosts (`name:port`, compared without case), or no `Host` at all.
+    Only(Vec<String>),
+}
+
+impl HostPolicy {
+    fn allows(&self, host: Option<&str>) -> bool {
+        match (self, host) {
+            (Self::Any, _) | (Self::Only(_), None) => true,
+            (Self::Only(hosts), Some(host)) => hosts.iter().any(|h| h.eq_ignore_ascii_case(host)),
+        }
+    }
+}
+
 /// The router of the whole API.
-pub(crate) fn router(runtime: Arc<Runtime>) -> Router {
+pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
+    let hosts = Arc::new(hosts);
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/metrics", get(metrics))
@@ -41,7 +65,83 @@ pub(crate) fn router(runtime: Arc<Runtime>) -> Router {
         .route("/v1/rounds/{id}/check-in", post(check_in))
         .route("/v1/rounds/{id}/uploads", post(upload))
         .route("/v1/ledger", get(ledger))
+        .route(
+            "/v1/credentials",
+            post(create_credential).get(list_credentials),
+        )
+        .route("/v1/credentials/{id}/revoke", post(revoke_credential))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&runtime),
+            move |state: App, request: Request, next: Next| {
+                let hosts = Arc::clone(&hosts);
+                async move { refuse_browsers(state, &hosts, request, next).await }
+            },
+        ))
         .with_state(runtime)
+}
+
+/// Refuses every request a browser page could make: one with an `Origin` header (browsers
+/// send it with every cross-origin request and every POST), or one whose `Host` is not the
+/// server's. No endpoint is meant for a browser, and no CORS header is ever sent.
+async fn refuse_browsers(
+    State(runtime): App,
+    hosts: &HostPolicy,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host = headers.get(HOST).map(|h| h.to_str().unwrap_or("\u{fffd}"));
+    let refusal = if headers.contains_key(ORIGIN) {
+        Some("requests from browser pages (with an Origin header) are refused")
+    } else if !hosts.allows(host) {
+        Some("this server does not answer to that Host")
+    } else {
+        None
+    };
+    match refusal {
+        Some(message) => {
+            runtime.metrics.reject(ErrorCode::Forbidden);
+            ApiError::new(ErrorCode::Forbidden, message).into_response()
+        }
+        None => next.run(request).await,
+    }
+}
+
+/// The credential of a request, if its role is among `roles`: 401 without a live
+/// credential, 403 with one of another role.
+async fn authorize(
+    runtime: &Runtime,
+    headers: &HeaderMap,
+    roles: &[Role],
+) -> Result<Principal, ApiError> {
+    let token = headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Unauthenticated,
+                "send a credential: Authorization: Bearer TOKEN",
+            )
+        })?;
+    let who = runtime.authenticate(token.trim()).await?.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::Unauthenticated,
+            "the credential is unknown or revoked",
+        )
+    })?;
+    if !roles.contains(&who.role) {
+        let names: Vec<&str> = roles.iter().map(|r| r.name()).collect();
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "a {} credential cannot do this (it needs: {})",
+                who.role.name(),
+                names.join(" or ")
+            ),
+        ));
+    }
+    Ok(who)
 }
 
 /// Counts a refusal and turns the result into a response.
@@ -76,17 +176,33 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
         .map_err(|_| oversized())
 }
 
-/// Reads a JSON body of at most `limit` bytes.
+/// Reads a JSON body of at most `limit` bytes, declared `Content-Type: application/json` (a
+/// browser can send a `text/plain` body without asking first; it cannot send this one).
 async fn read_json<T: DeserializeOwned>(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
 ) -> Result<T, ApiError> {
+    let json = headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            "the body must be sent with Content-Type: application/json",
+        ));
+    }
     let bytes = read_body(headers, body, limit).await?;
     serde_json::from_slice(&bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
 }
 
-async fn metrics(State(runtime): App) -> Response {
+async fn metrics(State(runtime): App, headers: HeaderMap) -> Response {
+    if let Err(error) = authorize(&runtime, &headers, &[Role::Operator]).await {
+        runtime.metrics.reject(error.code);
+        return error.into_response();
+    }
     (
         [(
             CONTENT_TYPE,
@@ -99,31 +215,52 @@ async fn metrics(State(runtime): App) -> Response {
 
 async fn create_task(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
     let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Analyst]).await?;
         let spec: TaskSpec = read_json(&headers, body, BODY_LIMIT).await?;
-        Ok((StatusCode::CREATED, runtime.create_task(spec).await?))
+        Ok((StatusCode::CREATED, runtime.create_task(spec, &who).await?))
     }
     .await;
     answer(&runtime, result)
 }
 
-async fn list_tasks(State(runtime): App) -> Response {
-    let tasks = runtime.tasks().await;
-    answer(&runtime, Ok((StatusCode::OK, tasks)))
-}
+/// Every role may read tasks: each sees those it may (see `Runtime::tasks`).
+const EVERY_ROLE: [Role; 3] = [Role::Operator, Role::Analyst, Role::Device];
 
-async fn get_task(State(runtime): App, Path(id): Path<String>) -> Response {
-    let result = runtime.task(&id).await.map(|t| (StatusCode::OK, t));
+async fn list_tasks(State(runtime): App, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &EVERY_ROLE).await?;
+        Ok((StatusCode::OK, runtime.tasks(&who).await))
+    }
+    .await;
     answer(&runtime, result)
 }
 
-async fn cancel_task(State(runtime): App, Path(id): Path<String>) -> Response {
-    let result = runtime.cancel(&id).await.map(|t| (StatusCode::OK, t));
+async fn get_task(State(runtime): App, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &EVERY_ROLE).await?;
+        Ok((StatusCode::OK, runtime.task(&id, &who).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn cancel_task(State(runtime): App, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Analyst, Role::Operator]).await?;
+        Ok((StatusCode::OK, runtime.cancel(&id, &who).await?))
+    }
+    .await;
     answer(&runtime, result)
 }
 
 /// The stored document, byte for byte.
-async fn task_result(State(runtime): App, Path(id): Path<String>) -> Response {
-    match runtime.result(&id).await {
+async fn task_result(State(runtime): App, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Analyst]).await?;
+        runtime.result(&id, &who).await
+    }
+    .await;
+    match result {
         Ok(body) => ([(CONTENT_TYPE, "application/json")], body).into_response(),
         Err(error) => {
             runtime.metrics.reject(error.code);
@@ -132,9 +269,13 @@ async fn task_result(State(runtime): App, Path(id): Path<String>) -> Response {
     }
 }
 
-async fn open_rounds(State(runtime): App) -> Response {
-    let rounds = runtime.open_rounds();
-    answer(&runtime, Ok((StatusCode::OK, rounds)))
+async fn open_rounds(State(runtime): App, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Device]).await?;
+        Ok((StatusCode::OK, runtime.open_rounds(&who)))
+    }
+    .await;
+    answer(&runtime, result)
 }
 
 async fn check_in(
@@ -144,6 +285,7 @@ async fn check_in(
     body: Body,
 ) -> Response {
     let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Device]).await?;
         let request: CheckIn = read_json(&headers, body, BODY_LIMIT).await?;
         check_version(request.version)?;
         if request.devices == 0 || request.devices > MAX_CHECK_IN {
@@ -152,7 +294,7 @@ async fn check_in(
                 format!("devices: 1 to {MAX_CHECK_IN} per check-in"),
             ));
         }
-        let round = runtime.round(&id)?;
+        let round = runtime.round(&id, &who)?;
         let tokens = runtime
             .check_in(&round, request.devices)
             .ok_or_else(|| runtime.not_open(&id))?;
@@ -175,6 +317,7 @@ async fn upload(
     body: Body,
 ) -> Response {
     let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Device]).await?;
         let batch: UploadBatch = read_json(&headers, body, UPLOAD_BODY_LIMIT).await?;
         check_version(batch.version)?;
         if batch.uploads.len() > MAX_BATCH {
@@ -186,7 +329,7 @@ async fn upload(
                 ),
             ));
         }
-        let round = runtime.round(&id)?;
+        let round = runtime.round(&id, &who)?;
         let outcome = round
             .upload(batch.uploads)
             .ok_or_else(|| runtime.not_open(&id))?;
@@ -214,7 +357,43 @@ async fn upload(
     answer(&runtime, result)
 }
 
-async fn ledger(State(runtime): App) -> Response {
-    let result = runtime.ledger().await.map(|l| (StatusCode::OK, l));
+async fn ledger(State(runtime): App, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Operator, Role::Analyst]).await?;
+        Ok((StatusCode::OK, runtime.ledger(&who).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn create_credential(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
+    let result = async {
+        authorize(&runtime, &headers, &[Role::Operator]).await?;
+        let spec: CredentialSpec = read_json(&headers, body, BODY_LIMIT).await?;
+        Ok((StatusCode::CREATED, runtime.create_credential(&spec).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn list_credentials(State(runtime): App, headers: HeaderMap) -> Response {
+    let result = async {
+        authorize(&runtime, &headers, &[Role::Operator]).await?;
+        Ok((StatusCode::OK, runtime.credentials().await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn revoke_credential(
+    State(runtime): App,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let result = async {
+        authorize(&runtime, &headers, &[Role::Operator]).await?;
+        Ok((StatusCode::OK, runtime.revoke_credential(&id).await?))
+    }
+    .await;
     answer(&runtime, result)
 }

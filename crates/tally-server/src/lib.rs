@@ -13,13 +13,17 @@
 //!
 //! A task's guarantee is computed from its parameters by tally-accounting when it is created,
 //! and a task whose guarantee does not fit in what the population's budget has left (basic
-//! composition across tasks) is refused. Devices flip their own sampling coins; the server
-//! learns who uploaded, never who was sampled. The guarantee holds against the analyst and
-//! anyone who reads the releases; the server process itself sees the reports it aggregates
-//! (the secure aggregator is a trust boundary, not cryptography).
+//! composition across tasks) is refused. Devices flip their own sampling coins, which assumes
+//! honest devices. The guarantee holds against the analyst and anyone who reads the
+//! releases; the server process itself sees the reports it aggregates, and which upload token
+//! carried a report rather than an abstention, so it learns which checked-in device was
+//! sampled (the secure aggregator is a trust boundary, not cryptography). Every request but
+//! `/healthz` carries a bearer credential of one role (operator, analyst, device) that the
+//! server checks against a SHA-256 hash it stores.
 #![forbid(unsafe_code)]
 
 mod aggregator;
+mod auth;
 pub mod document;
 mod engine;
 mod error;
@@ -39,8 +43,10 @@ use tokio::task::JoinHandle;
 use tracing::info;
 
 pub use error::ServerError;
+use http::HostPolicy;
 use runtime::Runtime;
 use store::Store;
+use tally_messages::{CredentialInfo, CredentialSpec, IssuedCredential};
 
 /// How often the server looks for rounds past their deadline.
 const DEADLINE_TICK: Duration = Duration::from_millis(200);
@@ -90,9 +96,27 @@ impl Server {
         Ok(Self { runtime, ticker })
     }
 
-    /// The HTTP API.
+    /// The HTTP API, answering to any `Host`.
     pub fn router(&self) -> Router {
-        http::router(Arc::clone(&self.runtime))
+        http::router(Arc::clone(&self.runtime), HostPolicy::Any)
+    }
+
+    /// The HTTP API as served on `listen`: on a loopback address it answers only to the
+    /// loopback names of that port, so that a web page whose name was rebound to 127.0.0.1
+    /// reaches nothing.
+    pub fn router_for(&self, listen: SocketAddr) -> Router {
+        let hosts = if listen.ip().is_loopback() {
+            let port = listen.port();
+            HostPolicy::Only(vec![
+                listen.to_string(),
+                format!("localhost:{port}"),
+                format!("127.0.0.1:{port}"),
+                format!("[::1]:{port}"),
+            ])
+        } else {
+            HostPolicy::Any
+        };
+        http::router(Arc::clone(&self.runtime), hosts)
     }
 
     /// Stops closing rounds, closes the open ones unreleased (they run again after the next
@@ -114,12 +138,60 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
     let server = Server::start(db, (config.budget_epsilon, config.budget_delta)).await?;
     let listener = TcpListener::bind(config.listen).await?;
     info!(address = %listener.local_addr()?, db = %redact(db), "serving");
-    axum::serve(listener, server.router())
+    axum::serve(listener, server.router_for(config.listen))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     info!("shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// Creates a credential in the database at `db` (creating the database if needed), without a
+/// running server: this is how the first operator credential is made. The token in the
+/// answer is shown this once; the database keeps only its hash.
+///
+/// # Errors
+///
+/// [`ServerError::Invalid`] for a credential the roles do not allow, [`ServerError`] if the
+/// database fails.
+pub async fn create_credential(
+    db: &str,
+    spec: &CredentialSpec,
+) -> Result<IssuedCredential, ServerError> {
+    auth::check_spec(spec).map_err(ServerError::Invalid)?;
+    let store = Store::open(db).await?;
+    let issued = auth::issue(&store, spec, runtime::unix_now()).await;
+    store.close().await;
+    issued
+}
+
+/// Every credential in the database at `db` (never a secret).
+///
+/// # Errors
+///
+/// [`ServerError`] if the database fails.
+pub async fn credentials(db: &str) -> Result<Vec<CredentialInfo>, ServerError> {
+    let store = Store::open(db).await?;
+    let stored = store.credentials().await;
+    store.close().await;
+    Ok(stored?.iter().filter_map(auth::info).collect())
+}
+
+/// Revokes the credential `id` in the database at `db`: a running server refuses it from its
+/// next request on.
+///
+/// # Errors
+///
+/// [`ServerError::Invalid`] if there is no such credential, [`ServerError`] if the database
+/// fails.
+pub async fn revoke_credential(db: &str, id: &str) -> Result<CredentialInfo, ServerError> {
+    let store = Store::open(db).await?;
+    let stored = store.revoke_credential(id, runtime::unix_now()).await;
+    store.close().await;
+    stored?
+        .as_ref()
+        .and_then(auth::info)
+        .ok_or_else(|| ServerError::Invalid(format!("no credential {id:?}")))
 }
 
 /// The database URL without its password, for logs.

@@ -12,14 +12,15 @@ use rand::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tally_accounting::Guarantee;
 use tally_messages::{
-    Budget, ErrorCode, GuaranteeBody, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, RoundQuery,
-    TaskInfo, TaskSpec, TaskState,
+    Budget, CredentialInfo, CredentialSpec, ErrorCode, GuaranteeBody, IssuedCredential,
+    LedgerBalance, LedgerEntry, PROTOCOL_VERSION, Role, RoundQuery, TaskInfo, TaskSpec, TaskState,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
 
 use crate::ServerError;
 use crate::aggregator::{Cell, RoundAggregator};
+use crate::auth::{self, Principal};
 use crate::engine::Engine;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, RoundOutcome};
@@ -29,6 +30,8 @@ use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredTask};
 /// A task as the coordinator holds it.
 struct LiveTask {
     id: String,
+    /// The id of the analyst credential that created it.
+    owner: String,
     spec: TaskSpec,
     guarantee: Guarantee,
     state: TaskState,
@@ -142,6 +145,7 @@ impl Runtime {
         }
         let mut task = LiveTask {
             id: stored.id,
+            owner: stored.owner,
             spec,
             guarantee,
             state,
@@ -185,9 +189,19 @@ impl Runtime {
 
     /// Creates a task if the population's budget covers its guarantee, and opens its first
     /// round.
-    pub(crate) async fn create_task(&self, spec: TaskSpec) -> Result<TaskInfo, ApiError> {
+    pub(crate) async fn create_task(
+        &self,
+        spec: TaskSpec,
+        who: &Principal,
+    ) -> Result<TaskInfo, ApiError> {
         check_version(spec.version)?;
         check_spec(&spec)?;
+        if !who.covers(&spec.population) {
+            return Err(forbidden(format!(
+                "this credential does not act on population {:?}",
+                spec.population
+            )));
+        }
         let (mut engine, guarantee) =
             Engine::build(&spec).map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
         let mut tasks = self.tasks.lock().await;
@@ -221,6 +235,7 @@ impl Runtime {
         let created_at = unix_now();
         let stored = StoredTask {
             id: id.clone(),
+            owner: who.id.clone(),
             population: spec.population.clone(),
             // Unwrap safety: the spec was just parsed from JSON.
             spec: serde_json::to_string(&spec).expect("specs serialize"),
@@ -236,6 +251,7 @@ impl Runtime {
         engine.advance();
         let mut task = LiveTask {
             id: id.clone(),
+            owner: who.id.clone(),
             spec,
             guarantee,
             state: TaskState::Running,
@@ -256,10 +272,14 @@ impl Runtime {
         Ok(info)
     }
 
-    /// Every task, oldest first.
-    pub(crate) async fn tasks(&self) -> Vec<TaskInfo> {
+    /// Every task `who` may read, oldest first.
+    pub(crate) async fn tasks(&self, who: &Principal) -> Vec<TaskInfo> {
         let tasks = self.tasks.lock().await;
-        let mut infos: Vec<TaskInfo> = tasks.values().map(LiveTask::info).collect();
+        let mut infos: Vec<TaskInfo> = tasks
+            .values()
+            .filter(|t| t.allows(who, Access::Read))
+            .map(LiveTask::info)
+            .collect();
         infos.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)
@@ -269,19 +289,19 @@ impl Runtime {
     }
 
     /// One task.
-    pub(crate) async fn task(&self, id: &str) -> Result<TaskInfo, ApiError> {
+    pub(crate) async fn task(&self, id: &str, who: &Principal) -> Result<TaskInfo, ApiError> {
         let tasks = self.tasks.lock().await;
-        tasks
-            .get(id)
-            .map(LiveTask::info)
-            .ok_or_else(|| unknown_task(id))
+        let task = tasks.get(id).ok_or_else(|| unknown_task(id))?;
+        task.check(who, Access::Read)?;
+        Ok(task.info())
     }
 
     /// Cancels a running task: its open round is dropped unreleased, and the budget it held
     /// back (if it released nothing yet) is freed.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<TaskInfo, ApiError> {
+    pub(crate) async fn cancel(&self, id: &str, who: &Principal) -> Result<TaskInfo, ApiError> {
         let mut tasks = self.tasks.lock().await;
         let task = tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
+        task.check(who, Access::Cancel)?;
         if task.state == TaskState::Running {
             self.store
                 .set_task_state(id, TaskState::Cancelled.name(), None)
@@ -295,10 +315,12 @@ impl Runtime {
     }
 
     /// A finished task's document, as stored.
-    pub(crate) async fn result(&self, id: &str) -> Result<String, ApiError> {
+    pub(crate) async fn result(&self, id: &str, who: &Principal) -> Result<String, ApiError> {
         let state = {
             let tasks = self.tasks.lock().await;
-            tasks.get(id).ok_or_else(|| unknown_task(id))?.state
+            let task = tasks.get(id).ok_or_else(|| unknown_task(id))?;
+            task.check(who, Access::Result)?;
+            task.state
         };
         if let Some(body) = self.store.result(id).await? {
             return Ok(body);
@@ -310,12 +332,16 @@ impl Runtime {
         .with_conflict(state == TaskState::Running))
     }
 
-    /// Every population's budget, spending and what is left.
-    pub(crate) async fn ledger(&self) -> Result<Vec<LedgerBalance>, ApiError> {
+    /// The budget, spending and what is left of every population `who` may read (all for an
+    /// operator, its own for an analyst).
+    pub(crate) async fn ledger(&self, who: &Principal) -> Result<Vec<LedgerBalance>, ApiError> {
         let tasks = self.tasks.lock().await;
         let debits = self.store.debits().await?;
         let mut balances = Vec::new();
         for (population, epsilon, delta) in self.store.budgets().await? {
+            if who.role != Role::Operator && !who.covers(&population) {
+                continue;
+            }
             let entries: Vec<LedgerEntry> = debits
                 .iter()
                 .filter(|d| d.population == population)
@@ -353,17 +379,26 @@ impl Runtime {
         Ok(balances)
     }
 
-    /// The open rounds' queries.
-    pub(crate) fn open_rounds(&self) -> Vec<RoundQuery> {
+    /// The queries of the open rounds of `who`'s population.
+    pub(crate) fn open_rounds(&self, who: &Principal) -> Vec<RoundQuery> {
         let open = self.open.read().expect("round index lock");
-        let mut queries: Vec<RoundQuery> = open.values().map(|r| r.query.clone()).collect();
+        let mut queries: Vec<RoundQuery> = open
+            .values()
+            .filter(|r| who.covers(&r.query.population))
+            .map(|r| r.query.clone())
+            .collect();
         queries.sort_by(|a, b| a.task_id.cmp(&b.task_id));
         queries
     }
 
-    /// The open round `id`.
-    pub(crate) fn round(&self, id: &str) -> Result<Arc<Round>, ApiError> {
+    /// The open round `id`, if it asks `who`'s population.
+    pub(crate) fn round(&self, id: &str, who: &Principal) -> Result<Arc<Round>, ApiError> {
         if let Some(round) = self.open.read().expect("round index lock").get(id) {
+            if !who.covers(&round.query.population) {
+                return Err(forbidden(format!(
+                    "round {id} asks another population than this device's"
+                )));
+            }
             return Ok(Arc::clone(round));
         }
         Err(self.not_open(id))
@@ -574,6 +609,43 @@ impl Runtime {
         self.store.close().await;
     }
 
+    /// The live credential `token` proves, if any.
+    pub(crate) async fn authenticate(&self, token: &str) -> Result<Option<Principal>, ApiError> {
+        Ok(auth::authenticate(&self.store, token).await?)
+    }
+
+    /// Creates a credential; its token is in the answer and nowhere else.
+    pub(crate) async fn create_credential(
+        &self,
+        spec: &CredentialSpec,
+    ) -> Result<IssuedCredential, ApiError> {
+        check_version(spec.version)?;
+        auth::check_spec(spec).map_err(|m| ApiError::new(ErrorCode::Malformed, m))?;
+        let issued = auth::issue(&self.store, spec, unix_now()).await?;
+        info!(credential = %issued.credential.id, role = issued.credential.role.name(),
+              "credential created");
+        Ok(issued)
+    }
+
+    /// Every credential (never a secret).
+    pub(crate) async fn credentials(&self) -> Result<Vec<CredentialInfo>, ApiError> {
+        let stored = self.store.credentials().await?;
+        Ok(stored.iter().filter_map(auth::info).collect())
+    }
+
+    /// Revokes a credential: from now on it is refused.
+    pub(crate) async fn revoke_credential(&self, id: &str) -> Result<CredentialInfo, ApiError> {
+        let stored = self.store.revoke_credential(id, unix_now()).await?;
+        let info = stored.as_ref().and_then(auth::info).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::UnknownCredential,
+                format!("no credential {id:?}"),
+            )
+        })?;
+        info!(credential = %info.id, "credential revoked");
+        Ok(info)
+    }
+
     async fn spent(&self, population: &str) -> Result<(f64, f64), ServerError> {
         Ok(self
             .store
@@ -592,6 +664,50 @@ impl Runtime {
         self.metrics.issued(tokens.len() as u64);
         Some(tokens)
     }
+}
+
+/// What a request does to a task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// Reads its state.
+    Read,
+    /// Cancels it.
+    Cancel,
+    /// Reads its result.
+    Result,
+}
+
+impl LiveTask {
+    /// Whether `who` may do `access` to this task: its owner may do anything; an operator
+    /// may read and cancel any task but read no result; a device may read the state of its
+    /// population's tasks.
+    fn allows(&self, who: &Principal, access: Access) -> bool {
+        match who.role {
+            Role::Analyst => who.id == self.owner,
+            Role::Operator => access != Access::Result,
+            Role::Device => access == Access::Read && who.covers(&self.spec.population),
+        }
+    }
+
+    fn check(&self, who: &Principal, access: Access) -> Result<(), ApiError> {
+        if self.allows(who, access) {
+            Ok(())
+        } else {
+            Err(forbidden(format!(
+                "task {} is not this credential's to {}",
+                self.id,
+                match access {
+                    Access::Read => "read",
+                    Access::Cancel => "cancel",
+                    Access::Result => "read the result of",
+                }
+            )))
+        }
+    }
+}
+
+fn forbidden(message: String) -> ApiError {
+    ApiError::new(ErrorCode::Forbidden, message)
 }
 
 fn reserved<'a>(tasks: impl Iterator<Item = &'a LiveTask>, population: &str) -> (f64, f64) {
@@ -616,9 +732,8 @@ pub(crate) fn check_version(version: u32) -> Result<(), ApiError> {
 fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     let invalid = |m: String| Err(ApiError::new(ErrorCode::InvalidTask, m));
     let rounds = &spec.rounds;
-    if spec.population.is_empty() || spec.population.len() > 128 {
-        return invalid("population: a name of 1 to 128 bytes".into());
-    }
+    auth::check_population_name(&spec.population)
+        .map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
     if spec.expected_population == 0 {
         return invalid("expected_population: at least 1".into());
     }
@@ -651,7 +766,7 @@ fn new_id(kind: &str) -> String {
     format!("{kind}-{:016x}", rand::rng().next_u64())
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))

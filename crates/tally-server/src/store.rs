@@ -10,9 +10,10 @@ use sqlx::{AnyPool, Row};
 use crate::ServerError;
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 5] = [
+const SCHEMA: [&str; 6] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
+        owner TEXT NOT NULL,
         population TEXT NOT NULL,
         spec TEXT NOT NULL,
         guarantee TEXT NOT NULL,
@@ -47,6 +48,15 @@ const SCHEMA: [&str; 5] = [
         population TEXT PRIMARY KEY,
         epsilon DOUBLE PRECISION NOT NULL,
         delta DOUBLE PRECISION NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS credentials (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        role TEXT NOT NULL,
+        populations TEXT NOT NULL,
+        secret_hash TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        revoked_at BIGINT
     )",
 ];
 
@@ -86,6 +96,8 @@ impl RoundState {
 pub(crate) struct StoredTask {
     /// Its id.
     pub(crate) id: String,
+    /// The id of the analyst credential that created it.
+    pub(crate) owner: String,
     /// The population it draws on.
     pub(crate) population: String,
     /// The [`tally_messages::TaskSpec`] as JSON.
@@ -132,6 +144,25 @@ pub(crate) struct StoredDebit {
     pub(crate) delta: f64,
     /// When, seconds since the Unix epoch.
     pub(crate) at: i64,
+}
+
+/// A credential as stored: its secret only as a hash.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredCredential {
+    /// Its id.
+    pub(crate) id: String,
+    /// Its name.
+    pub(crate) name: String,
+    /// The [`tally_messages::Role`] name.
+    pub(crate) role: String,
+    /// Its populations, a JSON list.
+    pub(crate) populations: String,
+    /// `SHA-256` of its secret, in hex.
+    pub(crate) secret_hash: String,
+    /// Creation time, seconds since the Unix epoch.
+    pub(crate) created_at: i64,
+    /// When it was revoked, if it was.
+    pub(crate) revoked_at: Option<i64>,
 }
 
 /// What a round's release commits, all in one transaction.
@@ -220,10 +251,11 @@ impl Store {
     /// Stores a new task.
     pub(crate) async fn insert_task(&self, task: &StoredTask) -> Result<(), ServerError> {
         sqlx::query(
-            "INSERT INTO tasks (id, population, spec, guarantee, epsilon, delta, state, error, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            "INSERT INTO tasks (id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
         )
         .bind(&task.id)
+        .bind(&task.owner)
         .bind(&task.population)
         .bind(&task.spec)
         .bind(&task.guarantee)
@@ -240,7 +272,7 @@ impl Store {
     /// Every task, oldest first.
     pub(crate) async fn tasks(&self) -> Result<Vec<StoredTask>, ServerError> {
         let rows = sqlx::query(
-            "SELECT id, population, spec, guarantee, epsilon, delta, state, error, created_at
+            "SELECT id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at
              FROM tasks ORDER BY created_at, id",
         )
         .fetch_all(&self.pool)
@@ -249,6 +281,7 @@ impl Store {
             .map(|r| {
                 Ok(StoredTask {
                     id: r.try_get("id")?,
+                    owner: r.try_get("owner")?,
                     population: r.try_get("population")?,
                     spec: r.try_get("spec")?,
                     guarantee: r.try_get("guarantee")?,
@@ -423,10 +456,82 @@ impl Store {
             .collect()
     }
 
+    /// Stores a new credential.
+    pub(crate) async fn insert_credential(
+        &self,
+        credential: &StoredCredential,
+    ) -> Result<(), ServerError> {
+        sqlx::query(
+            "INSERT INTO credentials (id, name, role, populations, secret_hash, created_at, revoked_at)
+             VALUES ($1, $2, $3, $4, $5, $6, NULL)",
+        )
+        .bind(&credential.id)
+        .bind(&credential.name)
+        .bind(&credential.role)
+        .bind(&credential.populations)
+        .bind(&credential.secret_hash)
+        .bind(credential.created_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The credential `id`, revoked or not.
+    pub(crate) async fn credential(
+        &self,
+        id: &str,
+    ) -> Result<Option<StoredCredential>, ServerError> {
+        let row = sqlx::query(
+            "SELECT id, name, role, populations, secret_hash, created_at, revoked_at
+             FROM credentials WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(credential_of).transpose()
+    }
+
+    /// Every credential, oldest first.
+    pub(crate) async fn credentials(&self) -> Result<Vec<StoredCredential>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT id, name, role, populations, secret_hash, created_at, revoked_at
+             FROM credentials ORDER BY created_at, id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(credential_of).collect()
+    }
+
+    /// Revokes the credential `id` (at `at`, unless it was revoked before) and returns it.
+    pub(crate) async fn revoke_credential(
+        &self,
+        id: &str,
+        at: i64,
+    ) -> Result<Option<StoredCredential>, ServerError> {
+        sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
+            .bind(at)
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        self.credential(id).await
+    }
+
     /// Closes the pool, waiting for connections to finish.
     pub(crate) async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+fn credential_of(row: &sqlx::any::AnyRow) -> Result<StoredCredential, ServerError> {
+    Ok(StoredCredential {
+        id: row.try_get("id")?,
+        name: row.try_get("name")?,
+        role: row.try_get("role")?,
+        populations: row.try_get("populations")?,
+        secret_hash: row.try_get("secret_hash")?,
+        created_at: row.try_get("created_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
 }
 
 fn to_i64(n: u64) -> i64 {

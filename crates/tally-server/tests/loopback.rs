@@ -11,25 +11,39 @@ use tokio::net::TcpListener;
 
 mod common;
 
-/// Serves the API on a free loopback port; returns the server and its base URL.
-async fn serve(db: &str) -> (Server, String) {
+/// A server on a free loopback port, an analyst's client and the devices' client.
+struct Served {
+    server: Server,
+    analyst: Client,
+    devices: Client,
+}
+
+/// Serves the API on a free loopback port, as `tally serve` does.
+async fn serve(db: &str) -> Served {
+    let credentials = common::credentials(db).await;
     let server = Server::start(db, (10.0, 1e-5)).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = server.router();
+    let address = listener.local_addr().unwrap();
+    let url = format!("http://{address}");
+    let router = server.router_for(address);
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    (server, url)
+    let client = Client::new(&url).unwrap();
+    Served {
+        server,
+        analyst: client.clone().with_token(&credentials.analyst),
+        devices: client.with_token(&credentials.device),
+    }
 }
 
 /// Runs `items` as a fleet for `task` and returns the task's released document.
-async fn run_fleet(url: &str, task: &TaskInfo, items: Vec<String>) -> TaskResult {
-    let client = Client::new(url).unwrap();
+async fn run_fleet(served: &Served, task: &TaskInfo, items: Vec<String>) -> TaskResult {
+    let client = &served.analyst;
     let config = FleetConfig {
         task: Some(task.id.clone()),
         seed: Some(7),
         ..FleetConfig::default()
     };
-    let report = Fleet::new(client.clone(), items, config)
+    let report = Fleet::new(served.devices.clone(), items, config)
         .unwrap()
         .run(|_| {})
         .await
@@ -60,7 +74,7 @@ fn policy() -> RoundPolicy {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_of_twenty_thousand_devices_releases_their_histogram() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let served = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
     // Item k is held by 4000 / k devices; the rest hold items of their own.
     let mut truth: HashMap<String, u64> = HashMap::new();
     let mut items = Vec::new();
@@ -75,9 +89,9 @@ async fn a_fleet_of_twenty_thousand_devices_releases_their_histogram() {
     }
     let mut spec = common::spec(common::histogram(0.5), 1.0, policy());
     spec.expected_population = items.len() as u64;
-    let client = Client::new(&url).unwrap();
+    let client = &served.analyst;
     let task = client.create_task(&spec).await.unwrap();
-    let TaskResult::Histogram(release) = run_fleet(&url, &task, items).await else {
+    let TaskResult::Histogram(release) = run_fleet(&served, &task, items).await else {
         panic!("a histogram task releases a histogram");
     };
     let rate = release.parameters["sampling_rate"].as_f64().unwrap();
@@ -101,13 +115,13 @@ async fn a_fleet_of_twenty_thousand_devices_releases_their_histogram() {
     }
     let ledger = client.ledger().await.unwrap();
     assert_eq!(ledger[0].entries[0].task_id, task.id);
-    server.shutdown().await;
+    served.server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_of_twelve_thousand_devices_finds_the_heavy_hitters_level_by_level() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let served = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
     let words: [(&str, u64); 4] = [
         ("apple", 3000),
         ("apply", 2000),
@@ -123,9 +137,9 @@ async fn a_fleet_of_twelve_thousand_devices_finds_the_heavy_hitters_level_by_lev
     }
     let mut spec = common::spec(common::triehh_plus(7, 0.3), 4.0, policy());
     spec.expected_population = items.len() as u64;
-    let client = Client::new(&url).unwrap();
+    let client = &served.analyst;
     let task = client.create_task(&spec).await.unwrap();
-    let TaskResult::HeavyHitters(release) = run_fleet(&url, &task, items).await else {
+    let TaskResult::HeavyHitters(release) = run_fleet(&served, &task, items).await else {
         panic!("a TrieHH++ task releases heavy hitters");
     };
     let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
@@ -138,7 +152,7 @@ async fn a_fleet_of_twelve_thousand_devices_finds_the_heavy_hitters_level_by_lev
     }
     let info = client.task(&task.id).await.unwrap();
     assert_eq!(info.rounds_released, 7, "every level up to the terminators");
-    server.shutdown().await;
+    served.server.shutdown().await;
 }
 
 /// `n` devices, device `i` holding `100·(i/n)²`: the share of devices below `v` is
@@ -160,14 +174,14 @@ fn rank(v: f64) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_of_sixteen_thousand_devices_releases_their_quantiles() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let served = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
     let n = 16_000u32;
     let items = squares(n);
     let mut spec = common::spec(common::quantiles(3, 0.5), 4.0, policy());
     spec.expected_population = u64::from(n);
-    let client = Client::new(&url).unwrap();
+    let client = &served.analyst;
     let task = client.create_task(&spec).await.unwrap();
-    let TaskResult::Quantiles(release) = run_fleet(&url, &task, items).await else {
+    let TaskResult::Quantiles(release) = run_fleet(&served, &task, items).await else {
         panic!("a quantile task releases quantiles");
     };
     assert_eq!(release.mechanism, "hierarchical histogram");
@@ -198,13 +212,13 @@ async fn a_fleet_of_sixteen_thousand_devices_releases_their_quantiles() {
     }
     let info = client.task(&task.id).await.unwrap();
     assert_eq!(info.rounds_released, 3, "one round per level");
-    server.shutdown().await;
+    served.server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fleet_of_sixteen_thousand_devices_finds_quantiles_by_binary_search() {
     let dir = tempfile::tempdir().unwrap();
-    let (server, url) = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
+    let served = serve(&format!("sqlite://{}", dir.path().join("t.db").display())).await;
     let n = 16_000u32;
     let items = squares(n);
     let kind = tally_messages::TaskKind::Quantiles {
@@ -220,9 +234,9 @@ async fn a_fleet_of_sixteen_thousand_devices_finds_quantiles_by_binary_search() 
     };
     let mut spec = common::spec(kind, 4.0, policy());
     spec.expected_population = u64::from(n);
-    let client = Client::new(&url).unwrap();
+    let client = &served.analyst;
     let task = client.create_task(&spec).await.unwrap();
-    let TaskResult::Quantiles(release) = run_fleet(&url, &task, items).await else {
+    let TaskResult::Quantiles(release) = run_fleet(&served, &task, items).await else {
         panic!("a quantile task releases quantiles");
     };
     assert_eq!(release.mechanism, "binary search");
@@ -248,5 +262,5 @@ async fn a_fleet_of_sixteen_thousand_devices_finds_quantiles_by_binary_search() 
     }
     let info = client.task(&task.id).await.unwrap();
     assert_eq!(info.rounds_released, 12, "6 rounds per quantile");
-    server.shutdown().await;
+    served.server.shutdown().await;
 }

@@ -48,8 +48,12 @@ struct Open {
 }
 
 async fn open_task(db: &common::TestDb) -> Open {
-    let (server, router, task) =
-        start_with_task(db, &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000))).await;
+    let Started {
+        server,
+        router,
+        task,
+        ..
+    } = start_with_task(db, &spec(triehh_plus(3, 0.2), 1.0, policy(1, 1000))).await;
     let round = open_round(&router, &task.id).await;
     let tokens = tokens(&router, &round.round_id, 4).await;
     Open {
@@ -62,12 +66,23 @@ async fn open_task(db: &common::TestDb) -> Open {
     }
 }
 
-/// A server on `db` with one task of `spec` created.
-async fn start_with_task(db: &common::TestDb, spec: &TaskSpec) -> (Server, axum::Router, TaskInfo) {
-    let server = Server::start(&db.url, BUDGET).await.unwrap();
-    let router = server.router();
+/// A server on `db` with one task of `spec` created, and its credentials.
+struct Started {
+    server: Server,
+    router: axum::Router,
+    task: TaskInfo,
+    credentials: Credentials,
+}
+
+async fn start_with_task(db: &common::TestDb, spec: &TaskSpec) -> Started {
+    let (server, router, credentials) = start(&db.url, BUDGET).await;
     let task: TaskInfo = post(&router, "/v1/tasks", spec).await;
-    (server, router, task)
+    Started {
+        server,
+        router,
+        task,
+        credentials,
+    }
 }
 
 fn body(uploads: Vec<(String, Option<&str>)>) -> Option<String> {
@@ -259,8 +274,12 @@ async fn prefixes_that_extend_no_live_prefix_are_refused_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_that_name_no_bucket_of_the_level_are_refused_and_counted() {
     for db in databases().await {
-        let (server, router, task) =
-            start_with_task(&db, &spec(quantiles(3, 0.2), 1.0, policy(1, 1000))).await;
+        let Started {
+            server,
+            router,
+            task,
+            ..
+        } = start_with_task(&db, &spec(quantiles(3, 0.2), 1.0, policy(1, 1000))).await;
         let round = open_round(&router, &task.id).await;
         assert!(
             matches!(
@@ -329,8 +348,12 @@ async fn reused_and_unknown_tokens_are_refused_and_counted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_token_is_accepted_once_among_a_hundred_concurrent_uploads() {
     for db in databases().await {
-        let (server, router, task) =
-            start_with_task(&db, &spec(histogram(0.5), 1.0, policy(1, 1000))).await;
+        let Started {
+            server,
+            router,
+            task,
+            ..
+        } = start_with_task(&db, &spec(histogram(0.5), 1.0, policy(1, 1000))).await;
         let round = open_round(&router, &task.id).await;
         let token = tokens(&router, &round.round_id, 1).await.remove(0);
         let body = serde_json::to_string(&batch(vec![(token, Some("same"))])).unwrap();
@@ -360,8 +383,7 @@ async fn one_token_is_accepted_once_among_a_hundred_concurrent_uploads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_refuses_what_the_budget_cannot_cover() {
     for db in databases().await {
-        let server = Server::start(&db.url, (1.5, 1e-5)).await.unwrap();
-        let router = server.router();
+        let (server, router, _) = start(&db.url, (1.5, 1e-5)).await;
         let first: TaskInfo = post(
             &router,
             "/v1/tasks",
@@ -447,7 +469,12 @@ async fn a_round_below_the_minimum_cohort_releases_nothing_and_runs_again() {
         let mut rounds = policy(3, 1000);
         rounds.deadline_secs = 1;
         rounds.max_attempts = 2;
-        let (server, router, task) = start_with_task(&db, &spec(histogram(0.5), 1.0, rounds)).await;
+        let Started {
+            server,
+            router,
+            task,
+            ..
+        } = start_with_task(&db, &spec(histogram(0.5), 1.0, rounds)).await;
         let first = open_round(&router, &task.id).await;
         let token = tokens(&router, &first.round_id, 1).await.remove(0);
         let _: UploadReceipt = post(
@@ -488,8 +515,12 @@ async fn a_round_below_the_minimum_cohort_releases_nothing_and_runs_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_released_result_is_debited_durable_and_byte_stable() {
     for db in databases().await {
-        let (server, router, task) =
-            start_with_task(&db, &spec(histogram(0.5), 1.0, policy(10, 300))).await;
+        let Started {
+            server,
+            router,
+            task,
+            credentials,
+        } = start_with_task(&db, &spec(histogram(0.5), 1.0, policy(10, 300))).await;
         let round = open_round(&router, &task.id).await;
         let tokens = tokens(&router, &round.round_id, 300).await;
         // 200 devices hold "common", 100 hold "rare-i" each; half of them were sampled.
@@ -537,8 +568,7 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
         server.shutdown().await;
 
         // After a restart the same bytes come back, and the task is still finished.
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
+        let (server, router) = restart(&db.url, BUDGET, &credentials).await;
         let (status, again) = call(&router, Method::GET, &result_path, None).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(again, body);
@@ -590,16 +620,19 @@ async fn round_at(router: &axum::Router, task: &str, level: u32) -> RoundQuery {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
     for db in databases().await {
-        let (server, router, task) =
-            start_with_task(&db, &spec(quantiles(2, 0.2), 1.0, policy(5, 50))).await;
+        let Started {
+            server,
+            router,
+            task,
+            credentials,
+        } = start_with_task(&db, &spec(quantiles(2, 0.2), 1.0, policy(5, 50))).await;
         // Level 1 (4 buckets of [0, 100]): 48 of 50 devices report bucket 2, [50, 75).
         let level1 = open_round(&router, &task.id).await;
         upload_all(&router, &level1, 50, 48, "2").await;
         let level2 = round_at(&router, &task.id, 2).await;
         server.shutdown().await;
 
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
+        let (server, router) = restart(&db.url, BUDGET, &credentials).await;
         let again = open_round(&router, &task.id).await;
         assert_eq!((again.round, again.attempt), (2, 2), "{}", db.name);
         assert_eq!(again.ask, level2.ask);
@@ -635,8 +668,12 @@ async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort() {
     for db in databases().await {
-        let (server, router, task) =
-            start_with_task(&db, &spec(triehh_plus(4, 0.2), 1.0, policy(5, 50))).await;
+        let Started {
+            server,
+            router,
+            task,
+            credentials,
+        } = start_with_task(&db, &spec(triehh_plus(4, 0.2), 1.0, policy(5, 50))).await;
         // Level 1: 50 devices, 45 of them report "a".
         let level1 = open_round(&router, &task.id).await;
         upload_all(&router, &level1, 50, 45, "a").await;
@@ -651,8 +688,7 @@ async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort()
         // A stop mid-round: the round is dropped unreleased.
         server.shutdown().await;
 
-        let server = Server::start(&db.url, BUDGET).await.unwrap();
-        let router = server.router();
+        let (server, router) = restart(&db.url, BUDGET, &credentials).await;
         let again = open_round(&router, &task.id).await;
         assert_ne!(again.round_id, level2.round_id, "{}", db.name);
         assert_eq!((again.round, again.attempt), (2, 2));

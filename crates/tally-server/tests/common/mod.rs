@@ -1,16 +1,21 @@
-//! Shared by the server's tests: fresh databases, requests to the router, metric readings.
+//! Shared by the server's tests: fresh databases, credentials, requests to the router, metric
+//! readings.
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::sync::Arc;
+
 use axum::Router;
 use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderValue, Method, Request, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Connection;
 use tally_messages::{
-    CheckIn, CheckInGrant, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION,
-    PrivacyTarget, RoundPolicy, RoundQuery, TaskKind, TaskSpec, Upload, UploadBatch,
+    CheckIn, CheckInGrant, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism,
+    PROTOCOL_VERSION, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskKind, TaskSpec, Upload,
+    UploadBatch,
 };
 use tempfile::TempDir;
 use tower::ServiceExt;
@@ -55,6 +60,84 @@ async fn postgres(base: &str) -> TestDb {
         name: "postgres",
         _dir: None,
     }
+}
+
+/// The population of the test tasks.
+pub const POPULATION: &str = "test";
+
+/// One credential of each role, for population [`POPULATION`].
+#[derive(Clone, Debug)]
+pub struct Credentials {
+    pub operator: String,
+    pub analyst: String,
+    pub device: String,
+}
+
+/// A credential made in the database at `db`, as `tally token create --db` makes it.
+pub async fn credential(db: &str, role: Role, name: &str, populations: &[&str]) -> String {
+    let spec = CredentialSpec {
+        version: PROTOCOL_VERSION,
+        role,
+        name: name.into(),
+        populations: populations.iter().map(|p| (*p).to_owned()).collect(),
+    };
+    tally_server::create_credential(db, &spec)
+        .await
+        .unwrap()
+        .token
+}
+
+/// One credential of each role in the database at `db`.
+pub async fn credentials(db: &str) -> Credentials {
+    Credentials {
+        operator: credential(db, Role::Operator, "operator", &[]).await,
+        analyst: credential(db, Role::Analyst, "analyst", &[POPULATION]).await,
+        device: credential(db, Role::Device, "devices", &[POPULATION]).await,
+    }
+}
+
+/// `router` with a credential added to every request that has none: a device's for
+/// `/v1/rounds…`, an operator's for `/metrics` and `/v1/credentials…`, the analyst's for the
+/// rest. Tests of the API's behaviour go through it; tests of authentication use the bare
+/// router.
+pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
+    let credentials = Arc::new(credentials.clone());
+    router.layer(axum::middleware::map_request(
+        move |mut request: Request<Body>| {
+            let credentials = Arc::clone(&credentials);
+            async move {
+                let path = request.uri().path();
+                let token = if path.starts_with("/v1/rounds") {
+                    &credentials.device
+                } else if path == "/metrics" || path.starts_with("/v1/credentials") {
+                    &credentials.operator
+                } else {
+                    &credentials.analyst
+                };
+                let value = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
+                request.headers_mut().entry(AUTHORIZATION).or_insert(value);
+                request
+            }
+        },
+    ))
+}
+
+/// A server on `db` with the three credentials, its API signed in (see [`signed_in`]).
+pub async fn start(db: &str, budget: (f64, f64)) -> (tally_server::Server, Router, Credentials) {
+    let credentials = credentials(db).await;
+    let (server, router) = restart(db, budget, &credentials).await;
+    (server, router, credentials)
+}
+
+/// A server on `db` again, its API signed in with the `credentials` made before.
+pub async fn restart(
+    db: &str,
+    budget: (f64, f64),
+    credentials: &Credentials,
+) -> (tally_server::Server, Router) {
+    let server = tally_server::Server::start(db, budget).await.unwrap();
+    let router = signed_in(server.router(), credentials);
+    (server, router)
 }
 
 /// Sends one request to the router and returns the status and body.
@@ -113,7 +196,7 @@ pub async fn rejections(router: &Router, reason: &str) -> u64 {
 pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
     TaskSpec {
         version: PROTOCOL_VERSION,
-        population: "test".into(),
+        population: POPULATION.into(),
         expected_population: 1000,
         privacy: PrivacyTarget {
             epsilon,

@@ -1,0 +1,136 @@
+//! `tally token`: the federated server's credentials, in its database or through a running
+//! server.
+
+use std::io::{self, Write};
+
+use anyhow::{Context, Result};
+use tally_client::Client;
+use tally_messages::{CredentialInfo, CredentialSpec, IssuedCredential, PROTOCOL_VERSION};
+
+use crate::cli::{
+    CredentialStoreArgs, TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
+};
+use crate::federated::{print_serialized, runtime};
+
+/// `tally token ...`.
+pub(crate) fn run(command: &TokenCommand) -> Result<()> {
+    match command {
+        TokenCommand::Create(args) => create(args),
+        TokenCommand::List(args) => list(args),
+        TokenCommand::Revoke(args) => revoke(args),
+    }
+}
+
+/// Where the credentials are: the database, or a server with an operator's credential.
+enum Keeper {
+    Database(String),
+    Server(Client),
+}
+
+impl Keeper {
+    fn of(args: &CredentialStoreArgs) -> Result<Self> {
+        match (&args.db, &args.server) {
+            (Some(db), _) => Ok(Self::Database(db.clone())),
+            (None, Some(server)) => {
+                let client = Client::new(server)?;
+                Ok(Self::Server(match &args.token {
+                    Some(token) => client.with_token(token),
+                    None => client,
+                }))
+            }
+            // Unwrap safety: clap requires --db unless --server is given.
+            (None, None) => unreachable!("clap requires --db or --server"),
+        }
+    }
+}
+
+fn create(args: &TokenCreateArgs) -> Result<()> {
+    let spec = CredentialSpec {
+        version: PROTOCOL_VERSION,
+        role: args.role.into(),
+        name: args.name.clone(),
+        populations: args.populations.clone(),
+    };
+    let issued: IssuedCredential = match Keeper::of(&args.store)? {
+        Keeper::Database(db) => runtime()?
+            .block_on(tally_server::create_credential(&db, &spec))
+            .context("cannot create the credential")?,
+        Keeper::Server(client) => runtime()?.block_on(client.create_credential(&spec))?,
+    };
+    if args.json {
+        return print_serialized(&issued);
+    }
+    // The token alone on stdout, for `TOKEN=$(tally token create ...)`; the rest on stderr.
+    writeln!(io::stdout().lock(), "{}", issued.token)?;
+    let credential = &issued.credential;
+    eprintln!(
+        "created {} credential {} ({}); its token is shown this once: keep it secret",
+        credential.role.name(),
+        credential.id,
+        describe(credential)
+    );
+    Ok(())
+}
+
+fn list(args: &TokenListArgs) -> Result<()> {
+    let credentials: Vec<CredentialInfo> = match Keeper::of(&args.store)? {
+        Keeper::Database(db) => runtime()?
+            .block_on(tally_server::credentials(&db))
+            .context("cannot read the credentials")?,
+        Keeper::Server(client) => runtime()?.block_on(client.credentials())?,
+    };
+    if args.json {
+        return print_serialized(&credentials);
+    }
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "{:<16}  {:<8}  {:<7}  name (populations)",
+        "id", "role", "state"
+    )?;
+    for credential in &credentials {
+        writeln!(
+            out,
+            "{:<16}  {:<8}  {:<7}  {}",
+            credential.id,
+            credential.role.name(),
+            if credential.revoked {
+                "revoked"
+            } else {
+                "live"
+            },
+            describe(credential)
+        )?;
+    }
+    Ok(())
+}
+
+fn revoke(args: &TokenRevokeArgs) -> Result<()> {
+    let credential = match Keeper::of(&args.store)? {
+        Keeper::Database(db) => runtime()?
+            .block_on(tally_server::revoke_credential(&db, &args.id))
+            .context("cannot revoke the credential")?,
+        Keeper::Server(client) => runtime()?.block_on(client.revoke_credential(&args.id))?,
+    };
+    writeln!(
+        io::stdout().lock(),
+        "revoked {} credential {} ({})",
+        credential.role.name(),
+        credential.id,
+        describe(&credential)
+    )?;
+    Ok(())
+}
+
+/// A credential's name and populations, its name quoted so that no name forges a line.
+fn describe(credential: &CredentialInfo) -> String {
+    if credential.populations.is_empty() {
+        format!("{:?}", credential.name)
+    } else {
+        format!(
+            "{:?}, populations {}",
+            credential.name,
+            credential.populations.join(", ")
+        )
+    }
+}
