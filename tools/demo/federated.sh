@@ -14,8 +14,10 @@ work="$(mktemp -d)"
 trap 'kill "$serve_pid" 2>/dev/null || true; rm -rf "$work"' EXIT
 db="sqlite://$work/tally.db"
 
-# The operator's first step, before the server runs: credentials in its database (each
-# token is printed once; the database keeps only its hash).
+# The operator's first step, before the server runs: the population with its budget, and
+# credentials, in its database (each token is printed once; the database keeps only its hash).
+"$tally" population create --db "$db" shakespeare --budget-epsilon 10 --budget-delta 1e-5 \
+    --min-cohort 100
 "$tally" token create --db "$db" --role operator --name operator >"$work/operator.token"
 analyst="$("$tally" token create --db "$db" --role analyst --population shakespeare --name analyst)"
 devices="$("$tally" token create --db "$db" --role device --population shakespeare --name fleet)"

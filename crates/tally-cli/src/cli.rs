@@ -55,6 +55,41 @@ pub(crate) enum Command {
     /// device), in its database or through a running server.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Provision the federated server's populations: a task can only name one that exists.
+    #[command(subcommand)]
+    Population(PopulationCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum PopulationCommand {
+    /// Create a population with its privacy budget, its tasks' minimum-cohort floor and an
+    /// optional cap on one task's ε.
+    Create(PopulationCreateArgs),
+    /// List the populations.
+    List(TokenListArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PopulationCreateArgs {
+    #[command(flatten)]
+    pub(crate) store: ProvisionArgs,
+    /// Its exact name: 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit.
+    pub(crate) name: String,
+    /// Its whole ε budget (tasks over it add up by basic composition).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) budget_epsilon: f64,
+    /// Its whole δ budget.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) budget_delta: f64,
+    /// The smallest minimum cohort a task over it may ask (a task may raise it, not lower it).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) min_cohort: u64,
+    /// The largest ε one task over it may spend.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) max_task_epsilon: Option<f64>,
+    /// Print the population as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,9 +102,10 @@ pub(crate) enum TokenCommand {
     Revoke(TokenRevokeArgs),
 }
 
-/// Where credentials are kept: the database itself, or a running server.
+/// Where the server's credentials and populations are kept: its database, or a running
+/// server.
 #[derive(Debug, Args)]
-pub(crate) struct CredentialStoreArgs {
+pub(crate) struct ProvisionArgs {
     /// The server's database (sqlite://FILE or postgres://...): works without a running
     /// server, and is how the first operator credential is made.
     #[arg(long, value_name = "URL", required_unless_present = "server")]
@@ -77,7 +113,7 @@ pub(crate) struct CredentialStoreArgs {
     /// A running server's base URL (with --token, an operator's credential).
     #[arg(long, value_name = "URL", conflicts_with = "db")]
     pub(crate) server: Option<String>,
-    /// An operator's credential, with --server.
+    /// An operator's credential, with --server [env: TALLY_TOKEN].
     #[arg(
         long,
         value_name = "TOKEN",
@@ -91,7 +127,7 @@ pub(crate) struct CredentialStoreArgs {
 #[derive(Debug, Args)]
 pub(crate) struct TokenCreateArgs {
     #[command(flatten)]
-    pub(crate) store: CredentialStoreArgs,
+    pub(crate) store: ProvisionArgs,
     /// What the credential may do.
     #[arg(long, value_enum)]
     pub(crate) role: RoleArg,
@@ -109,7 +145,7 @@ pub(crate) struct TokenCreateArgs {
 #[derive(Debug, Args)]
 pub(crate) struct TokenListArgs {
     #[command(flatten)]
-    pub(crate) store: CredentialStoreArgs,
+    pub(crate) store: ProvisionArgs,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -118,7 +154,7 @@ pub(crate) struct TokenListArgs {
 #[derive(Debug, Args)]
 pub(crate) struct TokenRevokeArgs {
     #[command(flatten)]
-    pub(crate) store: CredentialStoreArgs,
+    pub(crate) store: ProvisionArgs,
     /// The credential's id (the 16 hex digits after `tally_` in its token).
     pub(crate) id: String,
 }
@@ -170,12 +206,6 @@ pub(crate) struct ServeArgs {
     /// the working directory, created on first start].
     #[arg(long, value_name = "URL")]
     pub(crate) db: Option<String>,
-    /// The ε budget each population gets when its first task arrives.
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
-    pub(crate) budget_epsilon: f64,
-    /// The δ budget each population gets when its first task arrives.
-    #[arg(long, default_value = "1e-5", allow_negative_numbers = true)]
-    pub(crate) budget_delta: f64,
 }
 
 #[derive(Debug, Subcommand)]

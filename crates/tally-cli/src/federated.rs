@@ -2,7 +2,7 @@
 
 use std::io::{self, IsTerminal, Write};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tally_accounting::composition::Composition;
 use tally_client::Client;
@@ -33,16 +33,6 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// `tally serve`.
 pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
-    ensure!(
-        args.budget_epsilon.is_finite() && args.budget_epsilon > 0.0,
-        "--budget-epsilon {}: expected a positive number",
-        args.budget_epsilon
-    );
-    ensure!(
-        (0.0..1.0).contains(&args.budget_delta),
-        "--budget-delta {}: expected a number in [0, 1)",
-        args.budget_delta
-    );
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -53,8 +43,6 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
     let config = tally_server::ServeConfig {
         listen: args.listen,
         db: args.db.clone(),
-        budget_epsilon: args.budget_epsilon,
-        budget_delta: args.budget_delta,
     };
     runtime()?
         .block_on(tally_server::serve(config))
@@ -397,7 +385,7 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     if balances.is_empty() {
         writeln!(
             out,
-            "no population has a budget yet (it is set by its first task)"
+            "no population yet (an operator creates them: tally population create)"
         )?;
         return Ok(());
     }

@@ -1,14 +1,18 @@
-//! `tally token`: the federated server's credentials, in its database or through a running
-//! server.
+//! `tally token` and `tally population`: the federated server's credentials and populations,
+//! in its database or through a running server.
 
 use std::io::{self, Write};
 
 use anyhow::{Context, Result};
 use tally_client::Client;
-use tally_messages::{CredentialInfo, CredentialSpec, IssuedCredential, PROTOCOL_VERSION};
+use tally_messages::{
+    Budget, CredentialInfo, CredentialSpec, IssuedCredential, PROTOCOL_VERSION, PopulationInfo,
+    PopulationSpec,
+};
 
 use crate::cli::{
-    CredentialStoreArgs, TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
+    PopulationCommand, PopulationCreateArgs, ProvisionArgs, TokenCommand, TokenCreateArgs,
+    TokenListArgs, TokenRevokeArgs,
 };
 use crate::federated::{print_serialized, runtime};
 
@@ -28,7 +32,7 @@ enum Keeper {
 }
 
 impl Keeper {
-    fn of(args: &CredentialStoreArgs) -> Result<Self> {
+    fn of(args: &ProvisionArgs) -> Result<Self> {
         match (&args.db, &args.server) {
             (Some(db), _) => Ok(Self::Database(db.clone())),
             (None, Some(server)) => {
@@ -120,6 +124,65 @@ fn revoke(args: &TokenRevokeArgs) -> Result<()> {
         describe(&credential)
     )?;
     Ok(())
+}
+
+/// `tally population ...`.
+pub(crate) fn run_population(command: &PopulationCommand) -> Result<()> {
+    match command {
+        PopulationCommand::Create(args) => create_population(args),
+        PopulationCommand::List(args) => list_populations(args),
+    }
+}
+
+fn create_population(args: &PopulationCreateArgs) -> Result<()> {
+    let spec = PopulationSpec {
+        version: PROTOCOL_VERSION,
+        name: args.name.clone(),
+        budget: Budget {
+            epsilon: args.budget_epsilon,
+            delta: args.budget_delta,
+        },
+        min_cohort: args.min_cohort,
+        max_task_epsilon: args.max_task_epsilon,
+    };
+    let created = match Keeper::of(&args.store)? {
+        Keeper::Database(db) => runtime()?
+            .block_on(tally_server::create_population(&db, &spec))
+            .context("cannot create the population")?,
+        Keeper::Server(client) => runtime()?.block_on(client.create_population(&spec))?,
+    };
+    if args.json {
+        return print_serialized(&created);
+    }
+    writeln!(io::stdout().lock(), "created {}", population_line(&created))?;
+    Ok(())
+}
+
+fn list_populations(args: &TokenListArgs) -> Result<()> {
+    let populations: Vec<PopulationInfo> = match Keeper::of(&args.store)? {
+        Keeper::Database(db) => runtime()?
+            .block_on(tally_server::populations(&db))
+            .context("cannot read the populations")?,
+        Keeper::Server(client) => runtime()?.block_on(client.populations())?,
+    };
+    if args.json {
+        return print_serialized(&populations);
+    }
+    let mut out = io::stdout().lock();
+    for population in &populations {
+        writeln!(out, "{}", population_line(population))?;
+    }
+    Ok(())
+}
+
+fn population_line(population: &PopulationInfo) -> String {
+    let cap = population
+        .max_task_epsilon
+        .map_or_else(String::new, |cap| format!(", at most ε = {cap} per task"));
+    format!(
+        "population {}: budget (ε = {}, δ = {:e}), minimum cohort at least {}{cap}",
+        population.name, population.budget.epsilon, population.budget.delta, population.min_cohort
+    )
 }
 
 /// A credential's name and populations, its name quoted so that no name forges a line.

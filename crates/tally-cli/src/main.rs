@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Command::Client(args) => federated_fleet::run_client(&args),
         Command::Fleet(args) => federated_fleet::run(&args),
         Command::Token(command) => federated_token::run(&command),
+        Command::Population(command) => federated_token::run_population(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use tally_client::{Client, RetryPolicy};
 use tally_messages::{
-    CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION, PrivacyTarget,
-    Role, RoundPolicy, TaskKind, TaskSpec, TaskState, Upload,
+    Budget, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION,
+    PopulationSpec, PrivacyTarget, Role, RoundPolicy, TaskKind, TaskSpec, TaskState, Upload,
 };
 
 /// Kills in all; each of the four kill points is hit six times.
@@ -35,6 +35,19 @@ impl Tokens {
             name: "crash".into(),
             populations: vec!["crash".into()],
         };
+        let population = PopulationSpec {
+            version: PROTOCOL_VERSION,
+            name: "crash".into(),
+            budget: Budget {
+                epsilon: 1000.0,
+                delta: 0.5,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+        };
+        tally_server::create_population(db, &population)
+            .await
+            .unwrap();
         let mut tokens = Vec::new();
         for role in [Role::Analyst, Role::Device] {
             let issued = tally_server::create_credential(db, &credential(role))
@@ -71,7 +84,6 @@ impl ServerProcess {
                 "--db",
                 db,
             ])
-            .args(["--budget-epsilon", "1000", "--budget-delta", "0.5"])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -50,6 +50,12 @@ impl Server {
             .port();
         let db = format!("sqlite://{}", dir.path().join("tally.db").display());
         let url = format!("http://127.0.0.1:{port}");
+        for population in POPULATIONS {
+            let line = format!(
+                "population create --db {db} {population} --budget-epsilon 10 --budget-delta 1e-5"
+            );
+            assert!(tally(&line).status.success(), "{line}");
+        }
         let analyst = token_create(&db, "analyst", &POPULATIONS);
         let devices = POPULATIONS
             .into_iter()

@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tally_messages::{
     API_PREFIX, CheckIn, CheckInGrant, CredentialInfo, CredentialSpec, ErrorBody, IssuedCredential,
-    LedgerBalance, PROTOCOL_VERSION, RoundQuery, TaskInfo, TaskResult, TaskSpec, Upload,
-    UploadReceipt,
+    LedgerBalance, PROTOCOL_VERSION, PopulationInfo, PopulationSpec, RoundQuery, TaskInfo,
+    TaskResult, TaskSpec, Upload, UploadReceipt,
 };
 
 use crate::error::ClientError;
@@ -284,6 +284,34 @@ impl Client {
     /// [`ClientError`] if the request fails on every attempt or is refused.
     pub async fn ledger(&self) -> Result<Vec<LedgerBalance>, ClientError> {
         self.json(Method::GET, "/ledger", None, Repeat::Safe).await
+    }
+
+    /// `POST /v1/populations`: provisions a population (operator only).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: the server's `population_exists` for a name taken.
+    pub async fn create_population(
+        &self,
+        spec: &PopulationSpec,
+    ) -> Result<PopulationInfo, ClientError> {
+        self.json(
+            Method::POST,
+            "/populations",
+            Some(encode(spec)),
+            Repeat::OnlyUnsent,
+        )
+        .await
+    }
+
+    /// `GET /v1/populations`: the populations the credential acts on (all for an operator).
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails on every attempt or is refused.
+    pub async fn populations(&self) -> Result<Vec<PopulationInfo>, ClientError> {
+        self.json(Method::GET, "/populations", None, Repeat::Safe)
+            .await
     }
 
     /// `POST /v1/credentials`: creates a credential (operator only). The answer holds its

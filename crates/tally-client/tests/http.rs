@@ -10,7 +10,8 @@ use axum::http::StatusCode;
 use axum::routing::get;
 use tally_client::{Client, ClientError, Fleet, FleetConfig, FleetEvent, RetryPolicy};
 use tally_messages::{
-    CredentialSpec, ErrorCode, PROTOCOL_VERSION, Role, TaskResult, TaskSpec, TaskState,
+    Budget, CredentialSpec, ErrorCode, PROTOCOL_VERSION, PopulationSpec, Role, TaskResult,
+    TaskSpec, TaskState,
 };
 use tokio::net::TcpListener;
 
@@ -127,9 +128,20 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
     };
     let analyst = credential(Role::Analyst, "analyst").await;
     let device = credential(Role::Device, "devices").await;
-    let server = tally_server::Server::start(&db, (10.0, 1e-5))
+    let population = PopulationSpec {
+        version: PROTOCOL_VERSION,
+        name: "fleet".into(),
+        budget: Budget {
+            epsilon: 10.0,
+            delta: 1e-5,
+        },
+        min_cohort: 1,
+        max_task_epsilon: None,
+    };
+    tally_server::create_population(&db, &population)
         .await
         .unwrap();
+    let server = tally_server::Server::start(&db).await.unwrap();
     let url = serve(server.router()).await;
     let client = Client::new(&url).unwrap().with_token(&analyst);
 

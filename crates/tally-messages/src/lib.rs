@@ -16,6 +16,8 @@
 //! | `POST /v1/rounds/{id}/check-in` | [`CheckIn`] | [`CheckInGrant`] |
 //! | `POST /v1/rounds/{id}/uploads` | [`UploadBatch`] | [`UploadReceipt`] |
 //! | `GET /v1/ledger` | | `[LedgerBalance]` |
+//! | `POST /v1/populations` | [`PopulationSpec`] | [`PopulationInfo`] (201) |
+//! | `GET /v1/populations` | | `[PopulationInfo]` |
 //! | `POST /v1/credentials` | [`CredentialSpec`] | [`IssuedCredential`] (201) |
 //! | `GET /v1/credentials` | | `[CredentialInfo]` |
 //! | `POST /v1/credentials/{id}/revoke` | | [`CredentialInfo`] |
@@ -469,6 +471,45 @@ pub struct LedgerEntry {
     pub at: i64,
 }
 
+/// A population as an operator provisions it: tasks can only name a population that exists.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PopulationSpec {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// Its exact name: 1 to 64 of `a-z`, `0-9`, `.`, `_` and `-`, starting with a letter or
+    /// a digit.
+    pub name: String,
+    /// Its whole privacy budget; tasks over it add up by basic composition.
+    pub budget: Budget,
+    /// The smallest `min_cohort` a task over it may ask (a task may raise it, not lower it).
+    #[serde(default = "one_u64")]
+    pub min_cohort: u64,
+    /// The largest `ε` one task over it may spend, if capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_epsilon: Option<f64>,
+}
+
+fn one_u64() -> u64 {
+    1
+}
+
+/// A provisioned population.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PopulationInfo {
+    /// Its name.
+    pub name: String,
+    /// Its whole privacy budget.
+    pub budget: Budget,
+    /// The floor of its tasks' `min_cohort`.
+    pub min_cohort: u64,
+    /// The cap on one task's `ε`, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_task_epsilon: Option<f64>,
+    /// When it was created, in seconds since the Unix epoch.
+    pub created_at: i64,
+}
+
 /// What a credential may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -584,13 +625,17 @@ pub enum ErrorCode {
     UnsupportedMediaType,
     /// No such credential.
     UnknownCredential,
+    /// No such population: an operator provisions populations before tasks name them.
+    UnknownPopulation,
+    /// A population of that name exists already.
+    PopulationExists,
     /// The server failed; retry later.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in the order `/metrics` lists them.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 19] = [
         Self::Malformed,
         Self::Oversized,
         Self::UnknownTask,
@@ -607,6 +652,8 @@ impl ErrorCode {
         Self::Forbidden,
         Self::UnsupportedMediaType,
         Self::UnknownCredential,
+        Self::UnknownPopulation,
+        Self::PopulationExists,
         Self::Internal,
     ];
 
@@ -629,6 +676,8 @@ impl ErrorCode {
             Self::Forbidden => "forbidden",
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::UnknownCredential => "unknown_credential",
+            Self::UnknownPopulation => "unknown_population",
+            Self::PopulationExists => "population_exists",
             Self::Internal => "internal",
         }
     }

@@ -189,6 +189,20 @@ fn every_message_round_trips() {
         token: "tally_0123456789abcdef_00".into(),
     });
     round_trip(&credential);
+    round_trip(&PopulationSpec {
+        version: PROTOCOL_VERSION,
+        name: "shakespeare".into(),
+        budget,
+        min_cohort: 100,
+        max_task_epsilon: Some(1.0),
+    });
+    round_trip(&PopulationInfo {
+        name: "shakespeare".into(),
+        budget,
+        min_cohort: 100,
+        max_task_epsilon: None,
+        created_at: 1,
+    });
     for role in [Role::Operator, Role::Analyst, Role::Device] {
         round_trip(&role);
         assert_eq!(Role::from_name(role.name()), Some(role));
@@ -348,6 +362,8 @@ fn the_documented_examples_parse() {
             "UploadReceipt" => serde_json::from_str::<UploadReceipt>(&body).map(drop),
             "LedgerBalance" => serde_json::from_str::<LedgerBalance>(&body).map(drop),
             "ErrorBody" => serde_json::from_str::<ErrorBody>(&body).map(drop),
+            "PopulationSpec" => serde_json::from_str::<PopulationSpec>(&body).map(drop),
+            "PopulationInfo" => serde_json::from_str::<PopulationInfo>(&body).map(drop),
             "CredentialSpec" => serde_json::from_str::<CredentialSpec>(&body).map(drop),
             "IssuedCredential" => serde_json::from_str::<IssuedCredential>(&body).map(drop),
             "TaskResult" => serde_json::from_str::<TaskResult>(&body).map(drop),

@@ -49,9 +49,11 @@ impl ApiError {
         match self.code {
             ErrorCode::Malformed => StatusCode::BAD_REQUEST,
             ErrorCode::Oversized => StatusCode::PAYLOAD_TOO_LARGE,
-            ErrorCode::UnknownTask | ErrorCode::UnknownRound | ErrorCode::UnknownCredential => {
-                StatusCode::NOT_FOUND
-            }
+            ErrorCode::UnknownTask
+            | ErrorCode::UnknownRound
+            | ErrorCode::UnknownCredential
+            | ErrorCode::UnknownPopulation => StatusCode::NOT_FOUND,
+            ErrorCode::PopulationExists => StatusCode::CONFLICT,
             ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
             ErrorCode::Forbidden => StatusCode::FORBIDDEN,
             ErrorCode::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -14,7 +14,8 @@ use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tally_messages::{
-    CheckIn, CheckInGrant, CredentialSpec, ErrorCode, Role, TaskSpec, UploadBatch, UploadReceipt,
+    CheckIn, CheckInGrant, CredentialSpec, ErrorCode, PopulationSpec, Role, TaskSpec, UploadBatch,
+    UploadReceipt,
 };
 
 use crate::auth::Principal;
@@ -65,6 +66,10 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
         .route("/v1/rounds/{id}/check-in", post(check_in))
         .route("/v1/rounds/{id}/uploads", post(upload))
         .route("/v1/ledger", get(ledger))
+        .route(
+            "/v1/populations",
+            post(create_population).get(list_populations),
+        )
         .route(
             "/v1/credentials",
             post(create_credential).get(list_credentials),
@@ -361,6 +366,25 @@ async fn ledger(State(runtime): App, headers: HeaderMap) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &[Role::Operator, Role::Analyst]).await?;
         Ok((StatusCode::OK, runtime.ledger(&who).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn create_population(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
+    let result = async {
+        authorize(&runtime, &headers, &[Role::Operator]).await?;
+        let spec: PopulationSpec = read_json(&headers, body, BODY_LIMIT).await?;
+        Ok((StatusCode::CREATED, runtime.create_population(&spec).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn list_populations(State(runtime): App, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &EVERY_ROLE).await?;
+        Ok((StatusCode::OK, runtime.populations(&who).await?))
     }
     .await;
     answer(&runtime, result)

@@ -29,6 +29,7 @@ mod engine;
 mod error;
 mod http;
 mod metrics;
+mod population;
 mod round;
 mod runtime;
 mod store;
@@ -46,7 +47,9 @@ pub use error::ServerError;
 use http::HostPolicy;
 use runtime::Runtime;
 use store::Store;
-use tally_messages::{CredentialInfo, CredentialSpec, IssuedCredential};
+use tally_messages::{
+    CredentialInfo, CredentialSpec, IssuedCredential, PopulationInfo, PopulationSpec,
+};
 
 /// How often the server looks for rounds past their deadline.
 const DEADLINE_TICK: Duration = Duration::from_millis(200);
@@ -59,10 +62,6 @@ pub struct ServeConfig {
     /// The database URL (`sqlite://FILE` or `postgres://...`); `None` for the SQLite file
     /// `tally.db` in the working directory, created on first start.
     pub db: Option<String>,
-    /// The `ε` budget a population gets when its first task arrives.
-    pub budget_epsilon: f64,
-    /// The `δ` budget a population gets when its first task arrives.
-    pub budget_delta: f64,
 }
 
 /// The default database: a SQLite file in the working directory.
@@ -82,9 +81,9 @@ impl Server {
     /// # Errors
     ///
     /// [`ServerError`] if the database cannot be opened or its state restored.
-    pub async fn start(db: &str, budget: (f64, f64)) -> Result<Self, ServerError> {
+    pub async fn start(db: &str) -> Result<Self, ServerError> {
         let store = Store::open(db).await?;
-        let runtime = Runtime::start(store, budget).await?;
+        let runtime = Runtime::start(store).await?;
         let ticking = Arc::clone(&runtime);
         let ticker = tokio::spawn(async move {
             let mut interval = tokio::time::interval(DEADLINE_TICK);
@@ -135,7 +134,7 @@ impl Server {
 /// [`ServerError`] if the database cannot be opened or the address not bound.
 pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
-    let server = Server::start(db, (config.budget_epsilon, config.budget_delta)).await?;
+    let server = Server::start(db).await?;
     let listener = TcpListener::bind(config.listen).await?;
     info!(address = %listener.local_addr()?, db = %redact(db), "serving");
     axum::serve(listener, server.router_for(config.listen))
@@ -163,6 +162,37 @@ pub async fn create_credential(
     let issued = auth::issue(&store, spec, runtime::unix_now()).await;
     store.close().await;
     issued
+}
+
+/// Provisions a population in the database at `db` (creating the database if needed),
+/// without a running server; `tally population create --server` does the same through one.
+///
+/// # Errors
+///
+/// [`ServerError::Invalid`] for an invalid population or one that exists, [`ServerError`] if
+/// the database fails.
+pub async fn create_population(
+    db: &str,
+    spec: &PopulationSpec,
+) -> Result<PopulationInfo, ServerError> {
+    population::check_spec(spec).map_err(ServerError::Invalid)?;
+    let store = Store::open(db).await?;
+    let created = population::provision(&store, spec, runtime::unix_now()).await;
+    store.close().await;
+    created?
+        .ok_or_else(|| ServerError::Invalid(format!("population {:?} exists already", spec.name)))
+}
+
+/// Every population in the database at `db`.
+///
+/// # Errors
+///
+/// [`ServerError`] if the database fails.
+pub async fn populations(db: &str) -> Result<Vec<PopulationInfo>, ServerError> {
+    let store = Store::open(db).await?;
+    let stored = store.populations().await;
+    store.close().await;
+    Ok(stored?.iter().map(population::info).collect())
 }
 
 /// Every credential in the database at `db` (never a secret).

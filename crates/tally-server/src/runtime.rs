@@ -13,7 +13,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tally_accounting::Guarantee;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, ErrorCode, GuaranteeBody, IssuedCredential,
-    LedgerBalance, LedgerEntry, PROTOCOL_VERSION, Role, RoundQuery, TaskInfo, TaskSpec, TaskState,
+    LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo, PopulationSpec, Role, RoundQuery,
+    TaskInfo, TaskSpec, TaskState,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -24,6 +25,7 @@ use crate::auth::{self, Principal};
 use crate::engine::Engine;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, RoundOutcome};
+use crate::population;
 use crate::round::Round;
 use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredTask};
 
@@ -75,7 +77,6 @@ impl LiveTask {
 pub(crate) struct Runtime {
     store: Store,
     pub(crate) metrics: Metrics,
-    default_budget: (f64, f64),
     tasks: Mutex<BTreeMap<String, LiveTask>>,
     open: RwLock<FxHashMap<String, Arc<Round>>>,
     closed: RwLock<FxHashSet<String>>,
@@ -84,10 +85,7 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// Loads the stored state: rounds a crash cut short are aborted (nothing released, nothing
     /// debited), and every running task runs its current round again with a fresh cohort.
-    pub(crate) async fn start(
-        store: Store,
-        default_budget: (f64, f64),
-    ) -> Result<Arc<Self>, ServerError> {
+    pub(crate) async fn start(store: Store) -> Result<Arc<Self>, ServerError> {
         let aborted = store.abort_open_rounds().await?;
         if aborted > 0 {
             warn!(
@@ -98,7 +96,6 @@ impl Runtime {
         let runtime = Arc::new(Self {
             store,
             metrics: Metrics::new(),
-            default_budget,
             tasks: Mutex::new(BTreeMap::new()),
             open: RwLock::default(),
             closed: RwLock::default(),
@@ -204,11 +201,41 @@ impl Runtime {
         }
         let (mut engine, guarantee) =
             Engine::build(&spec).map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
-        let mut tasks = self.tasks.lock().await;
-        let budget = self
+        let population = self
             .store
-            .budget(&spec.population, self.default_budget)
-            .await?;
+            .population(&spec.population)
+            .await?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::UnknownPopulation,
+                    format!(
+                        "no population {:?}: an operator creates it first (tally population create)",
+                        spec.population
+                    ),
+                )
+            })?;
+        if spec.rounds.min_cohort < population.min_cohort {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTask,
+                format!(
+                    "min_cohort {}: population {:?} requires at least {}",
+                    spec.rounds.min_cohort, spec.population, population.min_cohort
+                ),
+            ));
+        }
+        if let Some(cap) = population.max_task_epsilon
+            && guarantee.epsilon > cap
+        {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTask,
+                format!(
+                    "the task's ε = {} exceeds population {:?}'s cap of {cap} per task",
+                    guarantee.epsilon, spec.population
+                ),
+            ));
+        }
+        let budget = (population.epsilon, population.delta);
+        let mut tasks = self.tasks.lock().await;
         let spent = self.spent(&spec.population).await?;
         let reserved = reserved(tasks.values(), &spec.population);
         let needs = (
@@ -338,7 +365,8 @@ impl Runtime {
         let tasks = self.tasks.lock().await;
         let debits = self.store.debits().await?;
         let mut balances = Vec::new();
-        for (population, epsilon, delta) in self.store.budgets().await? {
+        for stored in self.store.populations().await? {
+            let (population, epsilon, delta) = (stored.name, stored.epsilon, stored.delta);
             if who.role != Role::Operator && !who.covers(&population) {
                 continue;
             }
@@ -625,6 +653,39 @@ impl Runtime {
         info!(credential = %issued.credential.id, role = issued.credential.role.name(),
               "credential created");
         Ok(issued)
+    }
+
+    /// Provisions a population.
+    pub(crate) async fn create_population(
+        &self,
+        spec: &PopulationSpec,
+    ) -> Result<PopulationInfo, ApiError> {
+        check_version(spec.version)?;
+        population::check_spec(spec).map_err(|m| ApiError::new(ErrorCode::Malformed, m))?;
+        let info = population::provision(&self.store, spec, unix_now())
+            .await?
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::PopulationExists,
+                    format!("population {:?} exists already", spec.name),
+                )
+            })?;
+        info!(population = %info.name, epsilon = info.budget.epsilon, delta = info.budget.delta,
+              "population created");
+        Ok(info)
+    }
+
+    /// The populations `who` acts on (all for an operator).
+    pub(crate) async fn populations(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<PopulationInfo>, ApiError> {
+        let stored = self.store.populations().await?;
+        Ok(stored
+            .iter()
+            .filter(|p| who.role == Role::Operator || who.covers(&p.name))
+            .map(population::info)
+            .collect())
     }
 
     /// Every credential (never a secret).

@@ -44,10 +44,13 @@ const SCHEMA: [&str; 6] = [
         delta DOUBLE PRECISION NOT NULL,
         at BIGINT NOT NULL
     )",
-    "CREATE TABLE IF NOT EXISTS budgets (
-        population TEXT PRIMARY KEY,
+    "CREATE TABLE IF NOT EXISTS populations (
+        name TEXT PRIMARY KEY,
         epsilon DOUBLE PRECISION NOT NULL,
-        delta DOUBLE PRECISION NOT NULL
+        delta DOUBLE PRECISION NOT NULL,
+        min_cohort BIGINT NOT NULL,
+        max_task_epsilon DOUBLE PRECISION,
+        created_at BIGINT NOT NULL
     )",
     "CREATE TABLE IF NOT EXISTS credentials (
         id TEXT PRIMARY KEY,
@@ -146,6 +149,23 @@ pub(crate) struct StoredDebit {
     pub(crate) at: i64,
 }
 
+/// A provisioned population as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredPopulation {
+    /// Its name.
+    pub(crate) name: String,
+    /// Its `ε` budget.
+    pub(crate) epsilon: f64,
+    /// Its `δ` budget.
+    pub(crate) delta: f64,
+    /// The floor of its tasks' minimum cohort.
+    pub(crate) min_cohort: u64,
+    /// The cap on one task's `ε`.
+    pub(crate) max_task_epsilon: Option<f64>,
+    /// Creation time, seconds since the Unix epoch.
+    pub(crate) created_at: i64,
+}
+
 /// A credential as stored: its secret only as a hash.
 #[derive(Clone, Debug)]
 pub(crate) struct StoredCredential {
@@ -209,43 +229,50 @@ impl Store {
         Ok(Self { pool })
     }
 
-    /// The population's budget, set to `default` (`ε`, `δ`) if it has none yet.
-    pub(crate) async fn budget(
+    /// Stores a new population; `false` if one of that name exists.
+    pub(crate) async fn insert_population(
         &self,
-        population: &str,
-        default: (f64, f64),
-    ) -> Result<(f64, f64), ServerError> {
-        sqlx::query(
-            "INSERT INTO budgets (population, epsilon, delta) VALUES ($1, $2, $3)
-             ON CONFLICT (population) DO NOTHING",
+        population: &StoredPopulation,
+    ) -> Result<bool, ServerError> {
+        let done = sqlx::query(
+            "INSERT INTO populations (name, epsilon, delta, min_cohort, max_task_epsilon, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
         )
-        .bind(population)
-        .bind(default.0)
-        .bind(default.1)
+        .bind(&population.name)
+        .bind(population.epsilon)
+        .bind(population.delta)
+        .bind(to_i64(population.min_cohort))
+        .bind(population.max_task_epsilon)
+        .bind(population.created_at)
         .execute(&self.pool)
         .await?;
-        let row = sqlx::query("SELECT epsilon, delta FROM budgets WHERE population = $1")
-            .bind(population)
-            .fetch_one(&self.pool)
-            .await?;
-        Ok((row.try_get("epsilon")?, row.try_get("delta")?))
+        Ok(done.rows_affected() == 1)
     }
 
-    /// Every population's budget.
-    pub(crate) async fn budgets(&self) -> Result<Vec<(String, f64, f64)>, ServerError> {
-        let rows =
-            sqlx::query("SELECT population, epsilon, delta FROM budgets ORDER BY population")
-                .fetch_all(&self.pool)
-                .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    r.try_get("population")?,
-                    r.try_get("epsilon")?,
-                    r.try_get("delta")?,
-                ))
-            })
-            .collect()
+    /// The population `name`, if provisioned.
+    pub(crate) async fn population(
+        &self,
+        name: &str,
+    ) -> Result<Option<StoredPopulation>, ServerError> {
+        let row = sqlx::query(
+            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
+             FROM populations WHERE name = $1",
+        )
+        .bind(name)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.as_ref().map(population_of).transpose()
+    }
+
+    /// Every population, by name.
+    pub(crate) async fn populations(&self) -> Result<Vec<StoredPopulation>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
+             FROM populations ORDER BY name",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(population_of).collect()
     }
 
     /// Stores a new task.
@@ -520,6 +547,19 @@ impl Store {
     pub(crate) async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerError> {
+    let min_cohort: i64 = row.try_get("min_cohort")?;
+    Ok(StoredPopulation {
+        name: row.try_get("name")?,
+        epsilon: row.try_get("epsilon")?,
+        delta: row.try_get("delta")?,
+        min_cohort: u64::try_from(min_cohort)
+            .map_err(|_| ServerError::Corrupt(format!("min_cohort {min_cohort}")))?,
+        max_task_epsilon: row.try_get("max_task_epsilon")?,
+        created_at: row.try_get("created_at")?,
+    })
 }
 
 fn credential_of(row: &sqlx::any::AnyRow) -> Result<StoredCredential, ServerError> {

@@ -295,7 +295,7 @@ async fn each_role_reaches_only_its_own_endpoints_populations_and_tasks() {
             let (status, text) = send(&world.bare, Method::GET, path, Some(token), &[], None).await;
             assert_eq!((status, text.as_str()), (StatusCode::OK, "[]"), "{path}");
         }
-        // The other analyst's ledger has population "test" only: "other" has no budget yet.
+        // The other analyst's ledger has population "test" only: "other" is not provisioned.
         let (_, text) = send(
             &world.bare,
             Method::GET,

@@ -20,8 +20,9 @@ struct Served {
 
 /// Serves the API on a free loopback port, as `tally serve` does.
 async fn serve(db: &str) -> Served {
+    common::population(db, common::POPULATION, (10.0, 1e-5)).await;
     let credentials = common::credentials(db).await;
-    let server = Server::start(db, (10.0, 1e-5)).await.unwrap();
+    let server = Server::start(db).await.unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let url = format!("http://{address}");

@@ -568,7 +568,7 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
         server.shutdown().await;
 
         // After a restart the same bytes come back, and the task is still finished.
-        let (server, router) = restart(&db.url, BUDGET, &credentials).await;
+        let (server, router) = restart(&db.url, &credentials).await;
         let (status, again) = call(&router, Method::GET, &result_path, None).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(again, body);
@@ -632,7 +632,7 @@ async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
         let level2 = round_at(&router, &task.id, 2).await;
         server.shutdown().await;
 
-        let (server, router) = restart(&db.url, BUDGET, &credentials).await;
+        let (server, router) = restart(&db.url, &credentials).await;
         let again = open_round(&router, &task.id).await;
         assert_eq!((again.round, again.attempt), (2, 2), "{}", db.name);
         assert_eq!(again.ask, level2.ask);
@@ -688,7 +688,7 @@ async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort()
         // A stop mid-round: the round is dropped unreleased.
         server.shutdown().await;
 
-        let (server, router) = restart(&db.url, BUDGET, &credentials).await;
+        let (server, router) = restart(&db.url, &credentials).await;
         let again = open_round(&router, &task.id).await;
         assert_ne!(again.round_id, level2.round_id, "{}", db.name);
         assert_eq!((again.round, again.attempt), (2, 2));

@@ -13,9 +13,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::Connection;
 use tally_messages::{
-    CheckIn, CheckInGrant, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism,
-    PROTOCOL_VERSION, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskKind, TaskSpec, Upload,
-    UploadBatch,
+    Budget, CheckIn, CheckInGrant, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism,
+    PROTOCOL_VERSION, PopulationSpec, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskKind,
+    TaskSpec, Upload, UploadBatch,
 };
 use tempfile::TempDir;
 use tower::ServiceExt;
@@ -97,8 +97,8 @@ pub async fn credentials(db: &str) -> Credentials {
 }
 
 /// `router` with a credential added to every request that has none: a device's for
-/// `/v1/rounds…`, an operator's for `/metrics` and `/v1/credentials…`, the analyst's for the
-/// rest. Tests of the API's behaviour go through it; tests of authentication use the bare
+/// `/v1/rounds…`, an operator's for `/metrics`, `/v1/credentials…` and `/v1/populations`, the
+/// analyst's for the rest. Tests of the API's behaviour go through it; tests of authentication use the bare
 /// router.
 pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
     let credentials = Arc::new(credentials.clone());
@@ -109,7 +109,10 @@ pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
                 let path = request.uri().path();
                 let token = if path.starts_with("/v1/rounds") {
                     &credentials.device
-                } else if path == "/metrics" || path.starts_with("/v1/credentials") {
+                } else if path == "/metrics"
+                    || path == "/v1/populations"
+                    || path.starts_with("/v1/credentials")
+                {
                     &credentials.operator
                 } else {
                     &credentials.analyst
@@ -122,20 +125,34 @@ pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
     ))
 }
 
-/// A server on `db` with the three credentials, its API signed in (see [`signed_in`]).
+/// Provisions `name` with a budget `(ε, δ)` and no floor or cap of its own, as `tally
+/// population create --db` does.
+pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
+    let spec = PopulationSpec {
+        version: PROTOCOL_VERSION,
+        name: name.into(),
+        budget: Budget {
+            epsilon: budget.0,
+            delta: budget.1,
+        },
+        min_cohort: 1,
+        max_task_epsilon: None,
+    };
+    tally_server::create_population(db, &spec).await.unwrap();
+}
+
+/// A server on `db` with population [`POPULATION`] provisioned with `budget` and the three
+/// credentials, its API signed in (see [`signed_in`]).
 pub async fn start(db: &str, budget: (f64, f64)) -> (tally_server::Server, Router, Credentials) {
+    population(db, POPULATION, budget).await;
     let credentials = credentials(db).await;
-    let (server, router) = restart(db, budget, &credentials).await;
+    let (server, router) = restart(db, &credentials).await;
     (server, router, credentials)
 }
 
 /// A server on `db` again, its API signed in with the `credentials` made before.
-pub async fn restart(
-    db: &str,
-    budget: (f64, f64),
-    credentials: &Credentials,
-) -> (tally_server::Server, Router) {
-    let server = tally_server::Server::start(db, budget).await.unwrap();
+pub async fn restart(db: &str, credentials: &Credentials) -> (tally_server::Server, Router) {
+    let server = tally_server::Server::start(db).await.unwrap();
     let router = signed_in(server.router(), credentials);
     (server, router)
 }

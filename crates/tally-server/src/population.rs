@@ -1,0 +1,66 @@
+//! Provisioned populations: an operator creates each one with its budget, the floor of its
+//! tasks' minimum cohort and an optional cap on one task's `ε`; a task can only name a
+//! population that exists, so no spelling of a name gets a budget of its own.
+
+use tally_messages::{Budget, PopulationInfo, PopulationSpec};
+
+use crate::ServerError;
+use crate::auth::check_population_name;
+use crate::store::{Store, StoredPopulation};
+
+/// What a population request must respect, or why it is refused.
+pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<(), String> {
+    check_population_name(&spec.name)?;
+    let Budget { epsilon, delta } = spec.budget;
+    if !(epsilon.is_finite() && epsilon > 0.0) {
+        return Err(format!("budget ε {epsilon}: expected a positive number"));
+    }
+    if !(0.0..1.0).contains(&delta) {
+        return Err(format!("budget δ {delta}: expected a number in [0, 1)"));
+    }
+    if spec.min_cohort == 0 {
+        return Err("min_cohort: at least 1 (no release from an empty cohort)".into());
+    }
+    if let Some(cap) = spec.max_task_epsilon
+        && !(cap.is_finite() && cap > 0.0)
+    {
+        return Err(format!(
+            "max_task_epsilon {cap}: expected a positive number"
+        ));
+    }
+    Ok(())
+}
+
+/// Stores a checked population; `None` if one of that name exists.
+pub(crate) async fn provision(
+    store: &Store,
+    spec: &PopulationSpec,
+    created_at: i64,
+) -> Result<Option<PopulationInfo>, ServerError> {
+    let stored = StoredPopulation {
+        name: spec.name.clone(),
+        epsilon: spec.budget.epsilon,
+        delta: spec.budget.delta,
+        min_cohort: spec.min_cohort,
+        max_task_epsilon: spec.max_task_epsilon,
+        created_at,
+    };
+    Ok(store
+        .insert_population(&stored)
+        .await?
+        .then(|| info(&stored)))
+}
+
+/// A stored population as the API shows it.
+pub(crate) fn info(stored: &StoredPopulation) -> PopulationInfo {
+    PopulationInfo {
+        name: stored.name.clone(),
+        budget: Budget {
+            epsilon: stored.epsilon,
+            delta: stored.delta,
+        },
+        min_cohort: stored.min_cohort,
+        max_task_epsilon: stored.max_task_epsilon,
+        created_at: stored.created_at,
+    }
+}
