@@ -340,7 +340,7 @@ async fn upload(
             .ok_or_else(|| runtime.not_open(&id))?;
         runtime
             .metrics
-            .accepted(outcome.reports, outcome.abstentions);
+            .accepted(outcome.reports + outcome.abstentions);
         for rejection in &outcome.rejected {
             runtime.metrics.reject(rejection.code);
         }

@@ -1,4 +1,10 @@
 //! The server's counters, exposed on `/metrics` in the Prometheus (OpenMetrics) text format.
+//!
+//! # Privacy
+//!
+//! No counter depends on what a device reported: uploads are counted without telling reports
+//! from abstentions, so that subtracting the released counts from the reports accepted cannot
+//! reveal a report the threshold suppressed.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::encoding::text::encode;
@@ -12,12 +18,6 @@ use tally_messages::ErrorCode;
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Reason {
     reason: &'static str,
-}
-
-/// A `kind` label: what an accepted upload held.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Kind {
-    kind: &'static str,
 }
 
 /// An `outcome` label: how a round ended.
@@ -41,7 +41,7 @@ pub(crate) enum RoundOutcome {
 pub(crate) struct Metrics {
     registry: Registry,
     rejections: Family<Reason, Counter>,
-    uploads: Family<Kind, Counter>,
+    uploads: Counter,
     tokens: Counter,
     rounds: Family<Outcome, Counter>,
     open_rounds: Gauge,
@@ -52,7 +52,7 @@ impl Metrics {
     pub(crate) fn new() -> Self {
         let mut registry = Registry::default();
         let rejections = Family::<Reason, Counter>::default();
-        let uploads = Family::<Kind, Counter>::default();
+        let uploads = Counter::default();
         let tokens = Counter::default();
         let rounds = Family::<Outcome, Counter>::default();
         let open_rounds = Gauge::default();
@@ -63,7 +63,7 @@ impl Metrics {
         );
         registry.register(
             "tally_uploads",
-            "Uploads accepted, reports and abstentions",
+            "Uploads accepted (reports and abstentions together)",
             uploads.clone(),
         );
         registry.register(
@@ -81,9 +81,6 @@ impl Metrics {
             drop(rejections.get_or_create(&Reason {
                 reason: code.name(),
             }));
-        }
-        for kind in ["report", "abstention"] {
-            drop(uploads.get_or_create(&Kind { kind }));
         }
         Self {
             registry,
@@ -104,14 +101,9 @@ impl Metrics {
             .inc();
     }
 
-    /// Counts accepted uploads.
-    pub(crate) fn accepted(&self, reports: u64, abstentions: u64) {
-        self.uploads
-            .get_or_create(&Kind { kind: "report" })
-            .inc_by(reports);
-        self.uploads
-            .get_or_create(&Kind { kind: "abstention" })
-            .inc_by(abstentions);
+    /// Counts accepted uploads, reports and abstentions alike.
+    pub(crate) fn accepted(&self, uploads: u64) {
+        self.uploads.inc_by(uploads);
     }
 
     /// Counts issued tokens.
