@@ -14,6 +14,9 @@ pub enum ServerError {
     /// The stored state does not make sense.
     #[error("stored state is inconsistent: {0}")]
     Corrupt(String),
+    /// Another server holds the database (one writer per database).
+    #[error("another tally server holds the database {0}: one server per database (stop it first)")]
+    Locked(String),
     /// A request (such as a credential's) is not valid.
     #[error("{0}")]
     Invalid(String),

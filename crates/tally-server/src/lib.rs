@@ -71,6 +71,8 @@ pub const DEFAULT_DB: &str = "sqlite://tally.db";
 pub struct Server {
     runtime: Arc<Runtime>,
     ticker: JoinHandle<()>,
+    /// Held until the server shuts down.
+    lease: store::WriterLease,
 }
 
 impl Server {
@@ -83,6 +85,7 @@ impl Server {
     /// [`ServerError`] if the database cannot be opened or its state restored.
     pub async fn start(db: &str) -> Result<Self, ServerError> {
         let store = Store::open(db).await?;
+        let lease = store.lease(db).await?;
         let runtime = Runtime::start(store).await?;
         let ticking = Arc::clone(&runtime);
         let ticker = tokio::spawn(async move {
@@ -92,7 +95,11 @@ impl Server {
                 ticking.close_due().await;
             }
         });
-        Ok(Self { runtime, ticker })
+        Ok(Self {
+            runtime,
+            ticker,
+            lease,
+        })
     }
 
     /// The HTTP API, answering to any `Host`.
@@ -122,7 +129,10 @@ impl Server {
     /// start) and closes the database.
     pub async fn shutdown(self) {
         self.ticker.abort();
+        // The lease goes with the last connection: a next server may start.
+        let lease = self.lease;
         self.runtime.shutdown().await;
+        drop(lease);
     }
 }
 
@@ -136,7 +146,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
     let server = Server::start(db).await?;
     let listener = TcpListener::bind(config.listen).await?;
-    info!(address = %listener.local_addr()?, db = %redact(db), "serving");
+    info!(address = %listener.local_addr()?, db = %redacted(db), "serving");
     axum::serve(listener, server.router_for(config.listen))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
@@ -225,7 +235,7 @@ pub async fn revoke_credential(db: &str, id: &str) -> Result<CredentialInfo, Ser
 }
 
 /// The database URL without its password, for logs.
-fn redact(url: &str) -> String {
+pub(crate) fn redacted(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
         (Some(scheme), Some(at)) if at > scheme => {
             let credentials = &url[scheme + 3..at];

@@ -4,10 +4,12 @@
 //! Raw reports never reach this module: it stores only what a round released (already
 //! thresholded) and the bookkeeping around it.
 
+use std::path::Path;
+
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
-use crate::ServerError;
+use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
 const SCHEMA: [&str; 6] = [
@@ -199,6 +201,21 @@ pub(crate) struct ReleaseCommit<'a> {
     pub(crate) result: Option<(&'a str, &'a str)>,
 }
 
+/// The one writer's hold on a database, for the life of a server: a second server on the same
+/// database refuses to start, so that two processes never run the same rounds or spend the
+/// same budget twice.
+/// (An in-memory SQLite database holds neither: no other process can open it.)
+pub(crate) struct WriterLease {
+    /// An exclusive lock on `FILE.lock` beside a SQLite file, released when it closes.
+    _file: Option<std::fs::File>,
+    /// The connection (outside the pool) whose PostgreSQL session holds the advisory lock,
+    /// released when it ends.
+    _session: Option<sqlx::AnyConnection>,
+}
+
+/// The key of the PostgreSQL advisory lock (advisory locks are per database).
+const LEASE_KEY: i64 = 0x7461_6c6c_7900;
+
 /// The durable state of a server.
 #[derive(Clone, Debug)]
 pub(crate) struct Store {
@@ -214,6 +231,9 @@ impl Store {
     /// [`ServerError::Storage`] if the database cannot be reached or the schema not created.
     pub(crate) async fn open(url: &str) -> Result<Self, ServerError> {
         install_default_drivers();
+        if let Some(path) = sqlite_path(url) {
+            create_private(Path::new(path))?;
+        }
         let url = if url.starts_with("sqlite:") && !url.contains('?') {
             format!("{url}?mode=rwc")
         } else {
@@ -227,6 +247,50 @@ impl Store {
             sqlx::query(statement).execute(&pool).await?;
         }
         Ok(Self { pool })
+    }
+
+    /// Takes the database's writer lease, or fails if another server holds it.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Locked`] if another server holds it, [`ServerError`] if the database or
+    /// the lock file fails.
+    pub(crate) async fn lease(&self, url: &str) -> Result<WriterLease, ServerError> {
+        let held = || ServerError::Locked(redacted(url));
+        if url.starts_with("postgres") {
+            let mut connection = self.pool.acquire().await?;
+            let row = sqlx::query("SELECT pg_try_advisory_lock($1) AS locked")
+                .bind(LEASE_KEY)
+                .fetch_one(&mut *connection)
+                .await?;
+            let locked: bool = row.try_get("locked")?;
+            return if locked {
+                Ok(WriterLease {
+                    _file: None,
+                    _session: Some(connection.detach()),
+                })
+            } else {
+                Err(held())
+            };
+        }
+        match sqlite_path(url) {
+            None => Ok(WriterLease {
+                _file: None,
+                _session: None,
+            }),
+            Some(path) => {
+                let lock_path = format!("{path}.lock");
+                let file = create_private(Path::new(&lock_path))?;
+                match file.try_lock() {
+                    Ok(()) => Ok(WriterLease {
+                        _file: Some(file),
+                        _session: None,
+                    }),
+                    Err(std::fs::TryLockError::WouldBlock) => Err(held()),
+                    Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+                }
+            }
+        }
     }
 
     /// Stores a new population; `false` if one of that name exists.
@@ -547,6 +611,25 @@ impl Store {
     pub(crate) async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// The file of a SQLite URL (`sqlite://FILE` or `sqlite:FILE`, without its `?options`), or
+/// `None` for another database or an in-memory one.
+fn sqlite_path(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then_some(path)
+}
+
+/// Opens `path`, creating it readable and writable by its owner only (0600) if it does not
+/// exist: the database holds the ledger and credential hashes, and the lock file sits beside it.
+fn create_private(path: &Path) -> Result<std::fs::File, ServerError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    Ok(options.open(path)?)
 }
 
 fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerError> {

@@ -1,0 +1,40 @@
+//! One writer per database, and a database only its owner can read. Two servers on one
+//! database each ran the open rounds and could each spend the same budget; the SQLite file
+//! was created world-readable.
+
+mod common;
+
+use common::*;
+use tally_server::{Server, ServerError};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_on_the_same_database_refuses_to_start() {
+    for db in databases().await {
+        let (server, _, _) = start(&db.url, (10.0, 1e-5)).await;
+        match Server::start(&db.url).await {
+            Err(ServerError::Locked(_)) => {}
+            Err(other) => panic!("{}: expected a held lease, got {other}", db.name),
+            Ok(_) => panic!("{}: two servers started on one database", db.name),
+        }
+        // Credentials and populations can still be made beside the running server.
+        population(&db.url, "second", (1.0, 1e-6)).await;
+        server.shutdown().await;
+        // Once the first has stopped, the next one starts.
+        let again = Server::start(&db.url).await.unwrap();
+        again.shutdown().await;
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_database_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tally.db");
+    let (server, _, _) = start(&format!("sqlite://{}", path.display()), (10.0, 1e-5)).await;
+    for file in [path.clone(), dir.path().join("tally.db.lock")] {
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}: mode {mode:o}", file.display());
+    }
+    server.shutdown().await;
+}
