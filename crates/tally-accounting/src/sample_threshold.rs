@@ -25,6 +25,7 @@
 mod accuracy;
 mod analysis;
 mod legacy;
+mod loss_distribution;
 mod plan;
 
 pub use accuracy::{min_frequency_for_relative_error, omission_bound, relative_error_failure};
@@ -32,6 +33,7 @@ pub use analysis::{Analysis, SampleThresholdParams, closed_form_constant, delta}
 pub use legacy::{
     legacy_epsilon, legacy_failure_probability, legacy_theta_lambert, legacy_theta_standard,
 };
+pub use loss_distribution::{privacy_profile, total_variation};
 pub use plan::{Plan, PlanTarget, max_sampling_rate, min_threshold, plan};
 
 use crate::{Error, Neighbours};
