@@ -27,6 +27,7 @@ mod analysis;
 mod legacy;
 mod loss_distribution;
 mod plan;
+mod rounds;
 
 pub use accuracy::{min_frequency_for_relative_error, omission_bound, relative_error_failure};
 pub use analysis::{Analysis, SampleThresholdParams, closed_form_constant, delta};
@@ -35,6 +36,10 @@ pub use legacy::{
 };
 pub use loss_distribution::{privacy_profile, total_variation};
 pub use plan::{Plan, PlanTarget, max_sampling_rate, min_threshold, plan};
+pub use rounds::{
+    MAX_TIGHT_ROUNDS, TIGHT_STEP, tight_max_sampling_rate, tight_min_threshold,
+    tight_rounds_epsilon,
+};
 
 use crate::{Error, Neighbours};
 

@@ -166,14 +166,14 @@ pub fn delta(
 
 /// `q = 1 − e^{−ε}(1 − p_s)`: above `k·q` sampled copies the likelihood ratio exceeds `e^ε`.
 /// Computed as `(1 − e^{−ε}) + e^{−ε}p_s`, free of cancellation for tiny `ε` and `p_s`.
-fn ratio_cutoff(epsilon: f64, p: f64) -> f64 {
+pub(crate) fn ratio_cutoff(epsilon: f64, p: f64) -> f64 {
     -(-epsilon).exp_m1() + (-epsilon).exp() * p
 }
 
 /// `D(q‖p_s)` at `q =` [`ratio_cutoff`], lowered by a relative `1e-9` so that the Chernoff
 /// bounds built on it stay upper bounds. As `(1−q)/(1−p_s) = e^{−ε}` exactly,
 /// `D = q ln(q/p_s) − (1−q)ε`, and `q/p_s = 1 + (1−p_s)(1−e^{−ε})/p_s`.
-fn cutoff_divergence(epsilon: f64, p: f64, q: f64) -> f64 {
+pub(crate) fn cutoff_divergence(epsilon: f64, p: f64, q: f64) -> f64 {
     let ln_ratio = ((1.0 - p) * -(-epsilon).exp_m1() / p).ln_1p();
     let divergence = q * ln_ratio - (1.0 - q) * epsilon;
     divergence.max(0.0) * (1.0 - 1e-9)
@@ -226,8 +226,8 @@ pub(crate) enum Charge {
 /// - `exact`: on the groups sharing a start `max(τ, ⌊kq⌋+1) = m`, `Pr[X_k ≥ m]` grows with `k`,
 ///   so the largest such `k`, `⌈m/q⌉ − 1`, is the worst.
 ///
-/// Each cutoff's candidate and its two neighbours (so that rounding cannot miss the peak) are
-/// evaluated as a positive sum. Every value lies between the sup's lower and upper ends, so the
+/// Each cutoff's peak (for `exact`, with its two neighbours, so that rounding cannot miss it)
+/// is evaluated as a positive sum. Every value lies between the sup's lower and upper ends, so the
 /// maximum is the sup. The scan stops once no larger cutoff can win: every charge at a cutoff
 /// `m' > m` is at most `exp(−⌊m/q⌋·D(q‖p_s))` (Chernoff at the group size `⌊m/q⌋`, below which
 /// `Pr[X_k ≥ m']` only shrinks, and above which every group's charge is at most its own Chernoff
@@ -253,7 +253,23 @@ pub(crate) fn sup_over_cutoffs(
             return Err(group_too_large(centre, threshold, p));
         }
         let centre = centre as u64;
-        for k in centre.saturating_sub(1).max(1)..=centre + 1 {
+        let candidates = match charge {
+            // The peak is the first k with k·q ≥ m − 1; a rounding slip there moves to a
+            // neighbour whose charge differs by a term proportional to |kq − (m−1)|, far
+            // below the margin, so the peak alone is evaluated.
+            Charge::HockeyStick => {
+                let mut peak = centre;
+                while peak > 1 && (peak - 1) as f64 * q >= (m - 1) as f64 {
+                    peak -= 1;
+                }
+                while (peak as f64) * q < (m - 1) as f64 {
+                    peak += 1;
+                }
+                peak.max(1)..=peak.max(1)
+            }
+            Charge::BadEvent => centre.saturating_sub(1).max(1)..=centre + 1,
+        };
+        for k in candidates {
             let ln_term = match charge {
                 Charge::HockeyStick => ln_upper_tail_weighted(m, k, p, |v| {
                     // 1 − e^ε (k−v)/(k(1−p)) rewritten as e^ε (v − kq)/(k(1−p)) to avoid

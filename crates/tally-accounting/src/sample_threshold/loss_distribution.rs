@@ -33,7 +33,7 @@
 //! Replace-one is not covered here: its profile is not a single cell's.
 
 use super::SampleThresholdParams;
-use super::analysis::{Charge, group_too_large, sup_over_cutoffs};
+use super::analysis::{Charge, cutoff_divergence, group_too_large, ratio_cutoff, sup_over_cutoffs};
 use crate::Error;
 use crate::numeric::{
     MAX_SCAN, delta_upper, kl_bernoulli, ln_binomial_pmf, ln_lower_tail_weighted,
@@ -95,14 +95,9 @@ fn removal_divergence(epsilon: f64, p: f64, threshold: u64) -> f64 {
         while centre as f64 * q <= (m - 1) as f64 {
             centre += 1;
         }
-        // Below the peak the count m − 1 has a negative term; at m = τ it lies inside ⊥,
-        // where clamping it would overstate the merged cell, so only the peak side is used.
-        let first = if m == threshold {
-            centre
-        } else {
-            centre.saturating_sub(1)
-        };
-        for k in first.max(m)..=centre + 1 {
+        // The peak alone (see `analysis::sup_over_cutoffs` for why a rounding slip is
+        // harmless); at k* every term below m is positive, so ⊥ needs no special care.
+        for k in centre.max(m)..=centre.max(m) {
             let ln_term = ln_lower_tail_weighted(m - 1, k, p, |v| {
                 (scale * (k as f64 * q - v as f64) / k as f64).clamp(0.0, 1.0)
             });
@@ -167,8 +162,13 @@ impl SampleThresholdParams {
         // Below −ε_d the removing divergence is 0 and the curve the line 1 − α.
         let removal_end = -(-p).ln_1p();
         let lowest = -((removal_end / step).ceil() as i64);
+        let near = near_zero_points(p, tv, step).min(-lowest);
         let mut curve = Vec::new();
         for index in lowest..0 {
+            if index > -near {
+                curve.push(f64::NAN);
+                continue;
+            }
             let epsilon = -(index as f64) * step;
             let alpha = (-epsilon).exp();
             let removal = delta_upper(removal_divergence(epsilon, p, tau)).min(tv);
@@ -187,15 +187,60 @@ impl SampleThresholdParams {
                     format!("the curve needs more grid points than allowed at step {step}"),
                 ));
             }
+            if index < near {
+                curve.push(f64::NAN);
+                continue;
+            }
             let epsilon = index as f64 * step;
             let add = delta_upper(sup_over_cutoffs(epsilon, p, tau, Charge::HockeyStick)?);
-            let value = add.min(*curve.last().unwrap_or(&tv));
+            let value = add.min(tv);
             curve.push(value);
             if value <= stop {
                 break;
             }
         }
+        let centre = (-lowest) as usize;
+        chord_fill(&mut curve[..=centre], lowest, step);
+        chord_fill(&mut curve[centre..], 0, step);
         PrivacyLossPair::from_curve(step, lowest, &curve)
+    }
+}
+
+/// The largest number of cutoffs a curve point near `ε = 0` may cost (see
+/// [`near_zero_points`]).
+const CUTOFF_BUDGET: f64 = 2000.0;
+
+/// How many grid points on each side of `ε = 0` are left to the chord between `α = 1` and the
+/// first computed point. A point's scan visits about `q·ln(1/δ)/D(q‖p_s)` cutoffs, which grows
+/// like `1/ε²` as `ε → 0`; the first point whose estimate is within [`CUTOFF_BUDGET`] is
+/// computed, and those before it are interpolated, which keeps the curve an upper bound (a
+/// convex function lies below its chords) at a bounded cost.
+fn near_zero_points(p: f64, tv: f64, step: f64) -> i64 {
+    let log_scale = (1.0 / tv).ln().max(1.0) + 5.0;
+    let mut index = 1;
+    while index < 1_000 {
+        let epsilon = index as f64 * step;
+        let q = ratio_cutoff(epsilon, p);
+        if q * log_scale <= CUTOFF_BUDGET * cutoff_divergence(epsilon, p, q) {
+            break;
+        }
+        index += 1;
+    }
+    index
+}
+
+/// Replaces the `NaN` entries of `points` (grid indices from `first`) by the chord, linear in
+/// `α = e^{index·step}`, between the computed entries on either side, rounded up.
+fn chord_fill(points: &mut [f64], first: i64, step: f64) {
+    let alpha = |i: usize| ((first + i as i64) as f64 * step).exp();
+    let known: Vec<usize> = (0..points.len()).filter(|&i| !points[i].is_nan()).collect();
+    for pair in known.windows(2) {
+        let (a, b) = (pair[0], pair[1]);
+        for i in a + 1..b {
+            let t = (alpha(i) - alpha(a)) / (alpha(b) - alpha(a));
+            let value = points[a] * (1.0 - t) + points[b] * t;
+            points[i] = (value * (1.0 + 8.0 * f64::EPSILON)).min(1.0);
+        }
     }
 }
 
