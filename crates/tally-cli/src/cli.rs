@@ -827,6 +827,12 @@ pub(crate) struct OptPrefixTreeArgs {
     /// OptPrefixTree: how the simulator sums the reports (both are exact in distribution).
     #[arg(long, value_enum, default_value = "binomial")]
     pub(crate) aggregation: AggregationArg,
+    /// OptPrefixTree: solve ε₀ by the FMT23 amplification bound instead of FMT21's. UNPROVEN
+    /// for the OUE/SUE one-hot randomizers: FMT23 needs R(x) ≥ (R(x0) + R(x1))/(e^ε₀ + 1) for
+    /// every report, which a report with both x0's and x1's bits set and x's clear violates
+    /// (the best factor is e^−ε₀, FMT21's). The JSON then says the bound is unproven.
+    #[arg(long)]
+    pub(crate) unproven_fmt23: bool,
 }
 
 /// OptPrefixTree data-selection rules.
