@@ -61,6 +61,29 @@ pub fn ln_upper_tail_weighted(start: u64, k: u64, p: f64, weight: impl Fn(u64) -
     ln_first + sum.ln()
 }
 
+/// `ln Σ_{v ≤ end} b(v; k, p)·weight(v)` for a non-negative weight, summed downward from
+/// `end` by the pmf recurrence until the terms stop mattering.
+///
+/// Requires `end ≤ k·p` so that the terms are decreasing as `v` falls (up to the weight, which
+/// must be at most polynomial). Returns `-∞` for an empty sum.
+pub fn ln_lower_tail_weighted(end: u64, k: u64, p: f64, weight: impl Fn(u64) -> f64) -> f64 {
+    let end = end.min(k);
+    let ln_first = ln_binomial_pmf(end, k, p);
+    let odds = (1.0 - p) / p;
+    let mut relative = 1.0;
+    let mut sum = 0.0;
+    for v in (0..=end).rev() {
+        let term = relative * weight(v);
+        sum += term;
+        if v < end && term <= sum * 1e-18 && relative <= 1e-18 {
+            break;
+        }
+        // b(v−1)/b(v) = v(1−p)/((k−v+1)p).
+        relative *= v as f64 / (k - v + 1) as f64 * odds;
+    }
+    ln_first + sum.ln()
+}
+
 /// The principal branch of the Lambert W function, `W0(x)` for `x ≥ −1/e`.
 pub fn lambert_w0(x: f64) -> f64 {
     lambert_w::lambert_w0(x)
@@ -96,6 +119,16 @@ mod tests {
             1e-12,
         );
         assert!(ln_upper_tail_weighted(11, 10, 0.2, |_| 1.0).is_infinite());
+    }
+
+    #[test]
+    fn lower_tail_sums_the_pmf() {
+        // Pr[Bin(10, 0.2) <= 1] = 0.8^10 + 10·0.2·0.8^9 = 0.3758096384.
+        assert_rel(
+            ln_lower_tail_weighted(1, 10, 0.2, |_| 1.0).exp(),
+            0.375_809_638_4,
+            1e-12,
+        );
     }
 
     #[test]

@@ -25,14 +25,21 @@
 mod accuracy;
 mod analysis;
 mod legacy;
+mod loss_distribution;
 mod plan;
+mod rounds;
 
 pub use accuracy::{min_frequency_for_relative_error, omission_bound, relative_error_failure};
 pub use analysis::{Analysis, SampleThresholdParams, closed_form_constant, delta};
 pub use legacy::{
     legacy_epsilon, legacy_failure_probability, legacy_theta_lambert, legacy_theta_standard,
 };
+pub use loss_distribution::{privacy_profile, total_variation};
 pub use plan::{Plan, PlanTarget, max_sampling_rate, min_threshold, plan};
+pub use rounds::{
+    MAX_TIGHT_ROUNDS, TIGHT_STEP, tight_max_sampling_rate, tight_min_threshold,
+    tight_rounds_epsilon,
+};
 
 use crate::{Error, Neighbours};
 

@@ -480,6 +480,34 @@ pub(crate) enum PlanCommand {
     Shuffle(PlanShuffleArgs),
     /// Composition: the total ε (at a total δ) of K rounds that are each (ε, δ)-DP.
     Compose(PlanComposeArgs),
+    /// TrieHH++: the per-level sampling rate and threshold whose L levels compose tightly
+    /// (S&T privacy-loss distribution, add/remove neighbours) within (ε, δ).
+    #[command(name = "triehh++")]
+    TrieHhPlus(PlanTrieArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanTrieArgs {
+    /// Total privacy-loss bound ε (> 0) of all levels.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) epsilon: f64,
+    /// Total δ in (0, 1) of all levels.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Number of levels L (S&T rounds over the same clients).
+    #[arg(long)]
+    pub(crate) levels: u64,
+    /// Per-level threshold τ; alone, the sampling rate is then the largest that fits [default:
+    /// 26 unless --sampling-rate is given].
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// Per-level sampling rate p_s; alone, the threshold is then the smallest that fits; with
+    /// --threshold, the composed ε at δ is reported.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -929,6 +957,12 @@ pub(crate) struct OptPrefixTreeArgs {
     /// OptPrefixTree: how the simulator sums the reports (both are exact in distribution).
     #[arg(long, value_enum, default_value = "binomial")]
     pub(crate) aggregation: AggregationArg,
+    /// OptPrefixTree: solve ε₀ by the FMT23 amplification bound instead of FMT21's. UNPROVEN
+    /// for the OUE/SUE one-hot randomizers: FMT23 needs R(x) ≥ (R(x0) + R(x1))/(e^ε₀ + 1) for
+    /// every report, which a report with both x0's and x1's bits set and x's clear violates
+    /// (the best factor is e^−ε₀, FMT21's). The JSON then says the bound is unproven.
+    #[arg(long)]
+    pub(crate) unproven_fmt23: bool,
 }
 
 /// OptPrefixTree data-selection rules.

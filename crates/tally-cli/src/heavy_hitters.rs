@@ -419,7 +419,13 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     stage.next("solving the local ε₀");
     let total_iterations = opt.iterations * opt.runs;
     let (epsilon, delta) = (args.privacy.epsilon, args.release.delta);
-    let bound = ShuffleBound::Fmt23;
+    // FMT21's clone factor e^−ε₀ holds for every ε₀-LDP randomizer, OUE and SUE included;
+    // FMT23's premise fails for them (see docs/privacy/opt-prefix-tree.md).
+    let bound = if opt.unproven_fmt23 {
+        ShuffleBound::Fmt23
+    } else {
+        ShuffleBound::Fmt21
+    };
     let plan = match args.composition {
         Some(c) => solve_local_epsilon(epsilon, delta, total_iterations, users, c.into(), bound)?,
         None => solve_local_epsilon_best(
@@ -491,6 +497,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         "local_epsilon": plan.local_epsilon,
         "composition": plan.composition.name(),
         "shuffle_bound": plan.bound.name(),
+        "shuffle_bound_proven_for_randomizer": plan.bound != ShuffleBound::Fmt23,
         "users_per_iteration": plan.users,
         "per_iteration_guarantee": guarantee_json(&plan.per_iteration),
         "population": users,

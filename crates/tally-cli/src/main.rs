@@ -15,6 +15,7 @@ mod output;
 mod plan;
 mod plan_compose;
 mod plan_shuffle;
+mod plan_triehh;
 mod quantiles;
 mod repro;
 mod shuffle_values;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
         Command::Plan(PlanCommand::Shuffle(args)) => plan_shuffle::run(&args),
         Command::Plan(PlanCommand::Compose(args)) => plan_compose::run(&args),
+        Command::Plan(PlanCommand::TrieHhPlus(args)) => plan_triehh::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Quantiles(args) => quantiles::run_quantiles(&args),

@@ -20,6 +20,24 @@ fn shakespeare_counts() -> HashMap<String, u64> {
 }
 
 #[test]
+fn plan_triehh_plus_composes_levels_tightly() {
+    // Issue 14: ten levels at (4, 1e-8) with τ = 26 allow a per-level rate of at least 0.40
+    // (basic composition allows 0.142) ...
+    let out = json("plan triehh++ --epsilon 4 --delta 1e-8 --levels 10 --threshold 26 --json");
+    let rate = out["per_level"]["sampling_rate"].as_f64().unwrap();
+    assert!(rate >= 0.40, "{rate}");
+    assert!(out["composed_epsilon"].as_f64().unwrap() <= 4.0);
+    assert_eq!(out["composition"], "tight");
+    // ... and at basic composition's rate the ten levels cost less than 0.70.
+    let out = json(
+        "plan triehh++ --epsilon 4 --delta 1e-8 --levels 10 --threshold 26 --sampling-rate 0.1420227 --json",
+    );
+    let composed = out["composed_epsilon"].as_f64().unwrap();
+    assert!(composed > 0.4 && composed < 0.70, "{composed}");
+    assert_eq!(out["solved_for"], "epsilon");
+}
+
+#[test]
 fn plan_closed_form_from_alpha_reproduces_the_paper() {
     let out = json(
         "plan sample-threshold --epsilon 1 --delta 1e-8 --alpha 0.16666666666666666 --method closed-form --json",

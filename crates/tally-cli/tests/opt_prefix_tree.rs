@@ -83,6 +83,9 @@ fn options_reach_the_algorithm() {
     assert_eq!(p["composition"], "optimal");
     assert_eq!(p["deny"], 2);
     assert_eq!(p["runs"], 2);
+    // The default amplification bound is FMT21's, proven for every ε₀-LDP randomizer.
+    assert_eq!(p["shuffle_bound"], "fmt21");
+    assert_eq!(p["shuffle_bound_proven_for_randomizer"], true);
     let items: Vec<&str> = out["items"]
         .as_array()
         .unwrap()
@@ -97,6 +100,27 @@ fn options_reach_the_algorithm() {
         assert!(it["domain_size"].as_u64().unwrap() <= 1000);
         assert_eq!(it["segment"], 1);
     }
+}
+
+#[test]
+fn fmt23_is_opt_in_and_labelled_unproven() {
+    let run = |extra: &str| {
+        json(&format!(
+            "heavy-hitters --algorithm opt-prefix-tree --synthetic \
+             reddit-like:users=3000,mean_items=10 --epsilon 8 --delta 1e-6 --seed 2 --json \
+             --iterations 2 --domain-cap 500 {extra}"
+        ))["parameters"]
+            .clone()
+    };
+    let proven = run("");
+    let unproven = run("--unproven-fmt23");
+    assert_eq!(unproven["shuffle_bound"], "fmt23");
+    assert_eq!(unproven["shuffle_bound_proven_for_randomizer"], false);
+    // FMT23's stronger clone probability allows a larger ε₀, which is why it must not be the
+    // default while its premise fails for OUE.
+    assert!(
+        unproven["local_epsilon"].as_f64().unwrap() > proven["local_epsilon"].as_f64().unwrap()
+    );
 }
 
 #[test]

@@ -158,23 +158,25 @@ pub fn delta(
     let raw = match analysis {
         Analysis::ClosedForm => closed_form(add_epsilon, p, params.threshold)?,
         Analysis::Theorem1 => theorem1(add_epsilon, p, params.threshold),
-        Analysis::Exact => sup_over_group_size(add_epsilon, p, params.threshold, |_, _| 1.0)?,
-        Analysis::Tight => {
-            let scale = add_epsilon.exp() / (1.0 - p);
-            let q = ratio_cutoff(add_epsilon, p);
-            sup_over_group_size(add_epsilon, p, params.threshold, move |v, k| {
-                // 1 − e^ε (k−v)/(k(1−p)) rewritten as e^ε (v − kq)/(k(1−p)) to avoid
-                // cancellation.
-                (scale * (v as f64 - k as f64 * q) / k as f64).clamp(0.0, 1.0)
-            })?
-        }
+        Analysis::Exact => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::BadEvent)?,
+        Analysis::Tight => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::HockeyStick)?,
     };
     Ok(delta_upper(raw))
 }
 
 /// `q = 1 − e^{−ε}(1 − p_s)`: above `k·q` sampled copies the likelihood ratio exceeds `e^ε`.
-fn ratio_cutoff(epsilon: f64, p: f64) -> f64 {
-    1.0 - (-epsilon).exp() * (1.0 - p)
+/// Computed as `(1 − e^{−ε}) + e^{−ε}p_s`, free of cancellation for tiny `ε` and `p_s`.
+pub(crate) fn ratio_cutoff(epsilon: f64, p: f64) -> f64 {
+    -(-epsilon).exp_m1() + (-epsilon).exp() * p
+}
+
+/// `D(q‖p_s)` at `q =` [`ratio_cutoff`], lowered by a relative `1e-9` so that the Chernoff
+/// bounds built on it stay upper bounds. As `(1−q)/(1−p_s) = e^{−ε}` exactly,
+/// `D = q ln(q/p_s) − (1−q)ε`, and `q/p_s = 1 + (1−p_s)(1−e^{−ε})/p_s`.
+pub(crate) fn cutoff_divergence(epsilon: f64, p: f64, q: f64) -> f64 {
+    let ln_ratio = ((1.0 - p) * -(-epsilon).exp_m1() / p).ln_1p();
+    let divergence = q * ln_ratio - (1.0 - q) * epsilon;
+    divergence.max(0.0) * (1.0 - 1e-9)
 }
 
 fn closed_form(epsilon: f64, p: f64, threshold: u64) -> Result<f64, Error> {
@@ -202,38 +204,113 @@ fn theorem1(epsilon: f64, p: f64, threshold: u64) -> f64 {
     (-(threshold as f64 / q) * kl_bernoulli(q, p)).exp()
 }
 
-/// `sup_{k ≥ 1} Σ_{v ≥ max(τ, ⌊kq⌋+1)} b(v; k, p)·weight(v, k)` for a weight in `[0, 1]`.
+/// How the group of `k` clients holding the item is charged at cutoff `m`.
+#[derive(Clone, Copy)]
+pub(crate) enum Charge {
+    /// Theorem 1's bad event, `Pr[Bin(k,p_s) ≥ max(τ, ⌊kq⌋+1)]`.
+    BadEvent,
+    /// The hockey-stick divergence `Σ_{v≥m} (b(v;k,p_s) − e^ε b(v;k−1,p_s))_+`.
+    HockeyStick,
+}
+
+/// `sup_{k ≥ 1}` of the per-group charge, computed cutoff by cutoff instead of group by group.
 ///
-/// For `k < τ` the sum is empty. Every term is at most `Pr[Bin(k,p) > kq] ≤ exp(−k D(q‖p))`
-/// (Chernoff, as `q > p`), which decreases in `k`; the scan stops as soon as that bound falls
-/// to the running maximum, so the sup is exact.
-fn sup_over_group_size(
+/// For a group of `k` clients holding the item (`k − 1` besides the one added), the release
+/// differs from the one without the client only on the counts `v ≥ τ`, and the likelihood ratio
+/// `b(v;k)/b(v;k−1)` exceeds `e^ε` exactly when `v > kq`. So
+///
+/// - `tight`: `δ = sup_{m ≥ τ} sup_k g(m, k)` with `g(m,k) = Pr[X_k ≥ m] − e^ε Pr[X_{k−1} ≥ m]`,
+///   `X_k ~ Bin(k, p_s)` (the best set is an upper set). As
+///   `g(m,k+1) − g(m,k) = p_s(b(m−1;k) − e^ε b(m−1;k−1))`, which is positive exactly when
+///   `k < (m−1)/q`, `g(m, ·)` is unimodal with its peak at `k* = ⌊(m−1)/q⌋ + 1`.
+/// - `exact`: on the groups sharing a start `max(τ, ⌊kq⌋+1) = m`, `Pr[X_k ≥ m]` grows with `k`,
+///   so the largest such `k`, `⌈m/q⌉ − 1`, is the worst.
+///
+/// Each cutoff's peak (for `exact`, with its two neighbours, so that rounding cannot miss it)
+/// is evaluated as a positive sum. Every value lies between the sup's lower and upper ends, so the
+/// maximum is the sup. The scan stops once no larger cutoff can win: every charge at a cutoff
+/// `m' > m` is at most `exp(−⌊m/q⌋·D(q‖p_s))` (Chernoff at the group size `⌊m/q⌋`, below which
+/// `Pr[X_k ≥ m']` only shrinks, and above which every group's charge is at most its own Chernoff
+/// bound). The number of cutoffs scanned is about `q·ln(1/δ)/D(q‖p_s)`, which does not grow as
+/// `ε` shrinks, so the cost is bounded.
+pub(crate) fn sup_over_cutoffs(
     epsilon: f64,
     p: f64,
     threshold: u64,
-    weight: impl Fn(u64, u64) -> f64,
+    charge: Charge,
 ) -> Result<f64, Error> {
     let q = ratio_cutoff(epsilon, p);
-    let divergence = kl_bernoulli(q, p);
+    let divergence = cutoff_divergence(epsilon, p, q);
+    let scale = epsilon.exp() / (1.0 - p);
     let mut ln_max = f64::NEG_INFINITY;
-    let mut k = threshold;
+    let mut m = threshold;
     loop {
-        if -(k as f64) * divergence <= ln_max {
+        let centre = match charge {
+            Charge::HockeyStick => ((m - 1) as f64 / q).floor() + 1.0,
+            Charge::BadEvent => (m as f64 / q).ceil() - 1.0,
+        };
+        if centre + 1.0 > MAX_SCAN as f64 {
+            return Err(group_too_large(centre, threshold, p));
+        }
+        let centre = centre as u64;
+        let candidates = match charge {
+            // The peak is the first k with k·q ≥ m − 1; a rounding slip there moves to a
+            // neighbour whose charge differs by a term proportional to |kq − (m−1)|, far
+            // below the margin, so the peak alone is evaluated.
+            Charge::HockeyStick => {
+                let mut peak = centre;
+                while peak > 1 && (peak - 1) as f64 * q >= (m - 1) as f64 {
+                    peak -= 1;
+                }
+                while (peak as f64) * q < (m - 1) as f64 {
+                    peak += 1;
+                }
+                peak.max(1)..=peak.max(1)
+            }
+            Charge::BadEvent => centre.saturating_sub(1).max(1)..=centre + 1,
+        };
+        for k in candidates {
+            let ln_term = match charge {
+                Charge::HockeyStick => ln_upper_tail_weighted(m, k, p, |v| {
+                    // 1 − e^ε (k−v)/(k(1−p)) rewritten as e^ε (v − kq)/(k(1−p)) to avoid
+                    // cancellation.
+                    (scale * (v as f64 - k as f64 * q) / k as f64).clamp(0.0, 1.0)
+                }),
+                Charge::BadEvent => {
+                    // ⌊kq⌋ + 1 computed so that rounding can only add terms (a larger δ).
+                    let cutoff = ((k as f64 * q) * (1.0 - 4.0 * f64::EPSILON)).floor() as u64 + 1;
+                    ln_upper_tail_weighted(cutoff.max(threshold), k, p, |_| 1.0)
+                }
+            };
+            ln_max = ln_max.max(ln_term);
+        }
+        // ⌊m/q⌋ rounded down, so that the bound can only grow.
+        let beyond = ((m as f64 / q) * (1.0 - 4.0 * f64::EPSILON)).floor();
+        if -beyond * divergence <= ln_max {
             return Ok(ln_max.exp());
         }
-        if k > MAX_SCAN {
+        if m - threshold >= MAX_SCAN {
             return Err(Error::infeasible(
                 "delta",
-                format!("the sup over group sizes did not settle by k = {MAX_SCAN}"),
+                format!("the sup over cutoffs did not settle within {MAX_SCAN} cutoffs"),
             ));
         }
-        // ⌊kq⌋ + 1 computed so that rounding can only add terms (a larger δ).
-        let cutoff = ((k as f64 * q) * (1.0 - 4.0 * f64::EPSILON)).floor() as u64 + 1;
-        let start = cutoff.max(threshold);
-        let ln_term = ln_upper_tail_weighted(start, k, p, |v| weight(v, k));
-        ln_max = ln_max.max(ln_term);
-        k += 1;
+        m += 1;
     }
+}
+
+/// The error for a worst-case group beyond [`MAX_SCAN`], where `lgamma` loses the precision
+/// [`crate::numeric::DELTA_MARGIN`] assumes.
+pub(crate) fn group_too_large(group: f64, threshold: u64, p: f64) -> Error {
+    Error::infeasible(
+        "delta",
+        format!(
+            "the worst-case group holds about {group:.3e} clients, beyond the {MAX_SCAN} the \
+             analysis evaluates precisely; such a release could only show counts above \
+             threshold / sampling rate = {:.3e}: raise ε or the sampling rate",
+            threshold as f64 / p
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -271,6 +348,59 @@ mod tests {
         assert_upper(delta_at(P, 20, Analysis::Tight), 6.8688e-15, 1e-4);
         assert!((closed_form_constant(1.0 / 6.0) - 0.934_616_612_085_197_9).abs() < 1e-15);
         assert!((ratio_cutoff(1.0, P) - 0.670_877_918_484_362_6).abs() < 1e-15);
+    }
+
+    /// The definition, group size by group size, up to `k_max`.
+    fn brute_force(epsilon: f64, p: f64, tau: u64, charge: Charge, k_max: u64) -> f64 {
+        let q = ratio_cutoff(epsilon, p);
+        let scale = epsilon.exp() / (1.0 - p);
+        (tau..=k_max)
+            .map(|k| {
+                let cutoff = ((k as f64 * q) * (1.0 - 4.0 * f64::EPSILON)).floor() as u64 + 1;
+                let start = cutoff.max(tau);
+                let ln = match charge {
+                    Charge::BadEvent => ln_upper_tail_weighted(start, k, p, |_| 1.0),
+                    Charge::HockeyStick => ln_upper_tail_weighted(start, k, p, |v| {
+                        (scale * (v as f64 - k as f64 * q) / k as f64).clamp(0.0, 1.0)
+                    }),
+                };
+                ln.exp()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn cutoff_scan_matches_the_group_scan() {
+        for (epsilon, p, tau) in [
+            (1.0, P, 20),
+            (1.0, 0.3, 5),
+            (0.1, 0.05, 11),
+            (0.05, 0.02, 3),
+            (3.0, 0.9, 8),
+            (0.5, 0.1, 1),
+        ] {
+            for charge in [Charge::BadEvent, Charge::HockeyStick] {
+                let fast = sup_over_cutoffs(epsilon, p, tau, charge).unwrap();
+                let slow = brute_force(epsilon, p, tau, charge, 30_000);
+                assert!(
+                    ((fast - slow) / slow).abs() < 1e-9,
+                    "ε = {epsilon}, p = {p}, τ = {tau}: {fast} vs {slow}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tiny_epsilon_answers_or_says_why() {
+        // The scan length does not grow as ε shrinks.
+        let params = SampleThresholdParams::new(5e-4, 20).unwrap();
+        let d = delta(1e-3, &params, Analysis::Tight, Neighbours::AddRemove).unwrap();
+        assert!(d > 0.0 && d < 1e-6, "{d}");
+        let params = SampleThresholdParams::new(5e-10, 20).unwrap();
+        assert!(matches!(
+            delta(1e-9, &params, Analysis::Tight, Neighbours::AddRemove),
+            Err(Error::Infeasible { .. })
+        ));
     }
 
     #[test]

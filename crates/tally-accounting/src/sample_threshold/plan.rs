@@ -177,8 +177,8 @@ pub fn min_threshold(
 }
 
 /// The largest sampling rate at which threshold `tau` is `(ε, δ)`-DP, capped at
-/// [`max_sampling_rate_cap`]. The search runs over the ordered bit patterns of positive
-/// `f64`s and returns a rate whose `δ` was checked to meet the target.
+/// [`max_sampling_rate_cap`], to a relative `1e-12`. The search brackets the boundary and
+/// returns a rate whose `δ` was checked to meet the target.
 ///
 /// `δ` increases with the rate for `closed-form`, `theorem1` and `tight`, so the result is the
 /// largest admissible rate. The `exact` bad-event probability is not monotone (it drops each
@@ -216,17 +216,65 @@ pub fn max_sampling_rate(
             ));
         }
     }
-    // Positive f64s are ordered like their bit patterns.
-    let (mut lo_bits, mut hi_bits) = (lo.to_bits(), cap.to_bits());
-    while hi_bits - lo_bits > 1 {
-        let mid = lo_bits + (hi_bits - lo_bits) / 2;
-        if ok(f64::from_bits(mid))? {
-            lo_bits = mid;
+    let excess = |rate: f64| -> Result<f64, Error> {
+        let params = SampleThresholdParams::new(rate, tau)?;
+        match delta(epsilon, &params, analysis, neighbours) {
+            // The sign follows the exact comparison, which `ln` could blur.
+            Ok(d) if d <= delta_target => Ok((d.ln() - delta_target.ln()).min(0.0)),
+            Ok(d) => Ok((d.ln() - delta_target.ln()).max(f64::MIN_POSITIVE)),
+            Err(Error::InvalidParameter { .. }) => Ok(f64::INFINITY),
+            Err(e) => Err(e),
+        }
+    };
+    bracketed_root(lo, cap, excess)
+}
+
+/// The relative width at which [`bracketed_root`] stops.
+const RATE_TOLERANCE: f64 = 1e-12;
+
+/// The left end of a bracket `[lo, hi]` around the crossing of `excess` from `≤ 0` (at `lo`) to
+/// `> 0` (at `hi`), shrunk until its relative width is [`RATE_TOLERANCE`] by the Illinois
+/// variant of regula falsi on `excess` (the log-ratio of `δ` to its target, smooth in the
+/// rate), with a bisection step whenever the secant leaves the bracket. The result always
+/// satisfies `excess ≤ 0`; it converges superlinearly, in about ten evaluations instead of the
+/// sixty of a bisection over the doubles.
+fn bracketed_root(
+    lo: f64,
+    hi: f64,
+    excess: impl Fn(f64) -> Result<f64, Error>,
+) -> Result<f64, Error> {
+    let (mut lo, mut hi) = (lo, hi);
+    let (mut f_lo, mut f_hi) = (excess(lo)?, excess(hi)?);
+    debug_assert!(f_lo <= 0.0 && f_hi > 0.0);
+    let mut last_side = 0;
+    for _ in 0..200 {
+        if hi - lo <= lo * RATE_TOLERANCE {
+            break;
+        }
+        let secant = hi - f_hi * (hi - lo) / (f_hi - f_lo);
+        let mid = if secant.is_finite() && secant > lo && secant < hi {
+            secant
         } else {
-            hi_bits = mid;
+            lo + (hi - lo) / 2.0
+        };
+        let f = excess(mid)?;
+        if f <= 0.0 {
+            lo = mid;
+            f_lo = f;
+            if last_side == -1 {
+                f_hi /= 2.0;
+            }
+            last_side = -1;
+        } else {
+            hi = mid;
+            f_hi = f;
+            if last_side == 1 {
+                f_lo /= 2.0;
+            }
+            last_side = 1;
         }
     }
-    Ok(f64::from_bits(lo_bits))
+    Ok(lo)
 }
 
 /// The pair minimising `τ / p_s`. The largest rate grows with `τ` but never passes the cap, so
@@ -314,7 +362,7 @@ mod tests {
             .unwrap()
         };
         assert!(at(rate) <= 1e-8);
-        assert!(at(rate.next_up()) > 1e-8);
+        assert!(at(rate * (1.0 + 2.0 * RATE_TOLERANCE)) > 1e-8);
     }
 
     #[test]
