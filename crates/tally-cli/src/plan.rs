@@ -2,41 +2,34 @@
 
 use std::io;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use tally_accounting::sample_threshold::{
-    Analysis, Plan, PlanTarget, SampleThresholdParams, max_sampling_rate_cap, plan,
+    Analysis, Plan, SampleThresholdParams, max_sampling_rate_cap,
 };
 use tally_accounting::{Guarantee, Neighbours};
 
-use tally_cli::plan_document::{self, solved_for};
+use tally_cli::plan_document::{self, Planned, solved_for};
 
 use crate::cli::PlanArgs;
 use crate::output::{print_fields, print_json};
 
 pub(crate) fn run(args: &PlanArgs) -> Result<()> {
-    let epsilon = args.privacy.epsilon;
-    let analysis = Analysis::from(args.privacy.method);
-    let neighbours = Neighbours::from(args.privacy.neighbours);
-    match (args.delta, args.alpha, args.sampling_rate, args.threshold) {
-        (_, None, Some(rate), Some(threshold)) => {
-            let params = SampleThresholdParams::new(rate, threshold)?;
-            let guarantee = params.guarantee(epsilon, analysis, neighbours)?;
-            report_delta(&guarantee, &params, args.delta, args.privacy.json)?;
-        }
-        (None, ..) => bail!(
-            "missing --delta: give a target δ, or both --sampling-rate and --threshold to \
-             compute δ"
-        ),
-        (Some(delta_target), alpha, rate, threshold) => {
-            let target = match (alpha, rate, threshold) {
-                (Some(alpha), ..) => PlanTarget::Alpha(alpha),
-                (None, Some(rate), None) => PlanTarget::SamplingRate(rate),
-                (None, None, Some(threshold)) => PlanTarget::Threshold(threshold),
-                _ => PlanTarget::MinReleasedCount,
-            };
-            let plan = plan(epsilon, delta_target, target, analysis, neighbours)?;
-            report_plan(&plan, args.privacy.json)?;
-        }
+    let planned = plan_document::solve(
+        args.privacy.epsilon,
+        args.delta,
+        args.alpha,
+        args.sampling_rate,
+        args.threshold,
+        Analysis::from(args.privacy.method),
+        Neighbours::from(args.privacy.neighbours),
+    )?;
+    match &planned {
+        Planned::Plan(plan) => report_plan(plan, args.privacy.json)?,
+        Planned::Delta {
+            guarantee,
+            params,
+            target,
+        } => report_delta(guarantee, params, *target, args.privacy.json)?,
     }
     Ok(())
 }

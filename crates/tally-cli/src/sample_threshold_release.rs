@@ -103,6 +103,36 @@ pub fn histogram(
     ))
 }
 
+/// The document of a keyed round whose sampled counts were computed elsewhere (by Spark):
+/// `counts` holds `(item, sampled count)` for at least every item whose count reaches the
+/// threshold; the release keeps exactly those, as the aggregator does.
+pub fn from_counts(
+    counts: Vec<(String, u64)>,
+    mechanism: &SampleThreshold,
+    clients: u64,
+    target_delta: f64,
+    input: String,
+    execution: &str,
+) -> HistogramRelease {
+    let mut aggregator = mechanism.open_domain_aggregator();
+    let mut names = Vec::with_capacity(counts.len());
+    for (id, (name, count)) in (0u32..).zip(counts) {
+        aggregator.absorb_many(id, count);
+        names.push(name);
+    }
+    let release = aggregator.release();
+    let items = named(&release, |id| names.get(id as usize).cloned());
+    document::sample_threshold(
+        items,
+        mechanism,
+        clients,
+        target_delta,
+        input,
+        execution,
+        None,
+    )
+}
+
 /// The released cells with their items' names.
 fn named(
     release: &SampleThresholdRelease,
