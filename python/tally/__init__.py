@@ -12,9 +12,10 @@ from typing import Any
 from . import plan
 from ._input import column
 from ._release import Release
+from ._tally import heavy_hitters as _heavy_hitters
 from ._tally import histogram as _histogram
 
-__all__ = ["Release", "histogram", "plan"]
+__all__ = ["Release", "heavy_hitters", "histogram", "plan"]
 
 
 def histogram(
@@ -59,6 +60,52 @@ def histogram(
         neighbours,
         seed,
         sampling_key,
+        rows_as_clients,
+        description,
+    )
+    return Release._from_json(document)
+
+
+def heavy_hitters(
+    items: Any,
+    clients: Any = None,
+    algorithm: str = "triehh++",
+    *,
+    epsilon: float,
+    delta: float,
+    levels: int = 10,
+    segment: int = 1,
+    restricted: bool = True,
+    composition: str = "basic",
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+    seed: int | None = None,
+    rows_as_clients: bool = False,
+    description: str | None = None,
+) -> Release:
+    """Find the heavy hitters of `items` with TrieHH++ at `(epsilon, delta)` for the whole run:
+    `levels` rounds, each growing the prefix tree by `segment` characters (as `tally
+    heavy-hitters --algorithm triehh++`). Inputs and seeds as in `histogram`; the document
+    also has the accepted prefix tree (`release.document["trie"]`).
+    """
+    if algorithm != "triehh++":
+        raise ValueError(f"algorithm {algorithm!r}: the package runs triehh++ only")
+    document = _heavy_hitters(
+        column(items, "items"),
+        None if clients is None else column(clients, "clients"),
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+        seed,
         rows_as_clients,
         description,
     )

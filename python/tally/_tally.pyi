@@ -25,6 +25,23 @@ def histogram(
     rows_as_clients: bool = False,
     description: str | None = None,
 ) -> str: ...
+def heavy_hitters(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    epsilon: float,
+    delta: float,
+    levels: int = 10,
+    segment: int = 1,
+    restricted: bool = True,
+    composition: str = "basic",
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+    seed: int | None = None,
+    rows_as_clients: bool = False,
+    description: str | None = None,
+) -> str: ...
 def keyed_parameters(
     epsilon: float,
     delta: float,

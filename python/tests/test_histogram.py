@@ -131,3 +131,25 @@ def test_keyed_coin_frequency_matches_the_rate_at_alpha_1e_6():
     assert _tally.keyed_coins("frequency", rate, ["1", "2", "3"]) == _tally.keyed_coins(
         "frequency", rate, ["1", "2", "3"]
     )
+
+
+def found_items(release):
+    return [row["item"] for row in release.items]
+
+
+def test_heavy_hitters_equal_the_cli_for_the_same_file_and_seed(words_txt):
+    release = tally.heavy_hitters(words_txt, epsilon=1.0, delta=1e-6, levels=6, seed=2)
+    expected = cli_json(
+        "heavy-hitters", "--input", str(words_txt), "--algorithm", "triehh++",
+        "--epsilon", "1", "--delta", "1e-6", "--levels", "6", "--seed", "2",
+    )
+    assert release.document == expected
+    words = [row["item"] for row in release.items]
+    assert "apple" in words
+    found = {
+        name: found_items(tally.heavy_hitters(column, epsilon=1.0, delta=1e-6, levels=3, seed=2))
+        for name, column in inputs([v % 3 * 11 for v in range(4000)]).items()
+    }
+    assert found["list"], "something is found"
+    for name, items in found.items():
+        assert items == found["list"], name

@@ -12,9 +12,11 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use rand::Rng as _;
 use tally_accounting::Neighbours;
+use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_sim::{ClientMode, KeyedPopulation, Population};
 
@@ -164,6 +166,62 @@ fn histogram(
         sample_threshold_release::histogram(sampling, &mechanism, delta, seed)
     });
     let document = document.map_err(value_error)?;
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// `tally heavy-hitters --algorithm triehh++ --json`.
+#[pyfunction]
+#[pyo3(signature = (items, clients, epsilon, delta, levels=10, segment=1, restricted=true, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, rows_as_clients=false, description=None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
+fn heavy_hitters(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    clients: Option<&Bound<'_, PyAny>>,
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: &str,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+    seed: Option<u64>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<String> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let settings = TriePlusSettings {
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition: composition.parse::<Composition>().map_err(value_error)?,
+        target: release_target(sampling_rate, threshold),
+        analysis,
+        neighbours,
+    };
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let items = Column::extract(items)?;
+    let clients = clients.map(Column::extract).transpose()?;
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let Input::Seeded(population) = Input::read(
+        py,
+        items,
+        clients,
+        run_seed,
+        rows_as_clients,
+        false,
+        description,
+    )?
+    else {
+        unreachable!("rows are read keyed only with a key")
+    };
+    let document = py
+        .detach(|| triehh_plus(&population, &settings, run_seed, seed))
+        .map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
 
@@ -360,6 +418,7 @@ fn keyed_counts_document(
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;
