@@ -1,6 +1,7 @@
 //! Statistical tests of the keyed coins and the keyed row choice of `tally_core::sampling`, at
 //! significance level 1e-6 each, with fixed keys (so they are deterministic), plus a pin of the
-//! keyed outputs: the command line, the Python package and Spark must agree on them.
+//! keyed outputs and the vectors of the independent reference `tools/reference/keyed.py`: the
+//! command line, the Python package and Spark must agree on them.
 
 #[allow(dead_code)] // shared helpers; this file uses only some of them
 mod common;
@@ -89,4 +90,62 @@ fn keyed_outputs_are_pinned() {
         format!("{bits} {score:016x}"),
         "00001001001001001100110100101110 65fc59d34ad28248"
     );
+}
+
+/// The vectors written by `python3 tools/reference/keyed.py` (a pure-Python BLAKE3).
+fn reference() -> serde_json::Value {
+    serde_json::from_str(include_str!("test_vectors/keyed.json")).expect("valid JSON")
+}
+
+#[test]
+fn coins_match_the_independent_reference() {
+    let vectors = reference();
+    let cases = vectors["coins"].as_array().unwrap();
+    assert_eq!(cases.len(), 20);
+    for case in cases {
+        let secret = case["secret"].as_str().unwrap();
+        let rate: f64 = case["rate"].as_str().unwrap().parse().unwrap();
+        let threshold: u64 = case["threshold"].as_str().unwrap().parse().unwrap();
+        let round = case["round"].as_u64().unwrap();
+        let coin = KeyedCoin::new(key(secret), rate).unwrap();
+        assert_eq!(
+            coin.rate().to_bits(),
+            (threshold as f64 * 2f64.powi(-64)).to_bits(),
+            "{case}"
+        );
+        let bits: String = (0..64u32)
+            .map(|c| {
+                if coin.flip(round, c.to_string().as_bytes()) {
+                    '1'
+                } else {
+                    '0'
+                }
+            })
+            .collect();
+        assert_eq!(bits, case["coins"].as_str().unwrap(), "{case}");
+    }
+}
+
+#[test]
+fn row_choices_match_the_independent_reference() {
+    let vectors = reference();
+    let key = key(vectors["row_secret"].as_str().unwrap());
+    for case in vectors["rows"].as_array().unwrap() {
+        let client = case["client"].as_str().unwrap();
+        let items: Vec<&str> = case["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item.as_str().unwrap())
+            .collect();
+        let first = items.iter().min().unwrap();
+        let score: u64 = case["score_first_row"].as_str().unwrap().parse().unwrap();
+        assert_eq!(
+            row_score(&key, 0, client.as_bytes(), first.as_bytes(), 0),
+            score,
+            "{case}"
+        );
+        let row = choose_row(&key, 0, client.as_bytes(), &items).unwrap();
+        assert_eq!(items[row], case["chosen"].as_str().unwrap(), "{case}");
+    }
 }
