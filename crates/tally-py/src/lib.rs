@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use rand::Rng as _;
+use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
@@ -60,6 +61,21 @@ impl Column {
             "ints" => Ok(Self::Ints(value.extract()?)),
             "strings" => Ok(Self::Strings(value.extract()?)),
             other => Err(value_error(format!("unknown column kind {other:?}"))),
+        }
+    }
+
+    /// The values: strings, or the integers themselves.
+    fn values(self) -> PyResult<Values> {
+        match self {
+            Self::Strings(values) => Ok(Values::Texts(values)),
+            Self::Ints(bytes) => Ok(Values::Ints(
+                bytes
+                    .chunks_exact(8)
+                    // Unwrap safety: chunks_exact yields 8-byte slices.
+                    .map(|word| i64::from_ne_bytes(word.try_into().expect("8 bytes")))
+                    .collect(),
+            )),
+            Self::Path(_) => Err(value_error("expected a column of integers or strings")),
         }
     }
 
@@ -230,6 +246,41 @@ fn random_seed() -> u64 {
     rand::rng().next_u64()
 }
 
+/// A column's values.
+enum Values {
+    Texts(Vec<String>),
+    Ints(Vec<i64>),
+}
+
+impl Values {
+    /// The values as text (integers in decimal).
+    fn texts(self) -> Vec<String> {
+        match self {
+            Self::Texts(values) => values,
+            Self::Ints(values) => values.iter().map(i64::to_string).collect(),
+        }
+    }
+}
+
+/// Integers interned to ids in order of first appearance, named by their decimal form: the
+/// population [`Population::from_names`] builds from the same integers written as text,
+/// without a string per client.
+fn intern_integers(values: &[i64]) -> (Vec<u32>, Vec<String>) {
+    let mut ids: FxHashMap<i64, u32> = FxHashMap::default();
+    let mut names = Vec::new();
+    let items = values
+        .iter()
+        .map(|&value| {
+            *ids.entry(value).or_insert_with(|| {
+                names.push(value.to_string());
+                // Unwrap safety: a vocabulary past 2^32 names would not fit in memory here.
+                u32::try_from(names.len() - 1).expect("fewer than 2^32 distinct items")
+            })
+        })
+        .collect();
+    (items, names)
+}
+
 /// The rows a histogram runs on.
 enum Input {
     Seeded(Population),
@@ -249,22 +300,34 @@ impl Input {
         if let Column::Path(path) = &items {
             return py.detach(|| read_file(path, seed, rows_as_clients, keyed));
         }
-        let items = items.texts(py)?;
         let clients = clients.map(|c| c.texts(py)).transpose()?;
+        let items = if clients.is_some() {
+            Values::Texts(items.texts(py)?)
+        } else {
+            items.values()?
+        };
         py.detach(|| match (clients, keyed) {
-            (Some(clients), true) => KeyedPopulation::from_rows(&clients, &items, &description)
-                .map(Self::Keyed)
-                .map_err(value_error),
+            (Some(clients), true) => {
+                KeyedPopulation::from_rows(&clients, items.texts(), &description)
+                    .map(Self::Keyed)
+                    .map_err(value_error)
+            }
             (Some(clients), false) => {
-                let tsv = tsv_rows(&clients, &items)?;
+                let tsv = tsv_rows(&clients, &items.texts())?;
                 let mode = ClientMode::ClientLevel { seed };
                 Population::from_tsv_reader(Cursor::new(tsv), &description, mode)
                     .map(Self::Seeded)
                     .map_err(value_error)
             }
             (None, keyed) => {
-                let population =
-                    Population::from_names(&items, description).map_err(value_error)?;
+                let population = match items {
+                    Values::Texts(items) => Population::from_names(&items, description),
+                    Values::Ints(items) => {
+                        let (ids, names) = intern_integers(&items);
+                        Population::from_ids(ids, names, description)
+                    }
+                }
+                .map_err(value_error)?;
                 Ok(if keyed {
                     Self::Keyed(KeyedPopulation::from_population(&population))
                 } else {
