@@ -708,6 +708,13 @@ pub(crate) struct HistogramArgs {
     /// Show only the K items with the largest counts.
     #[arg(long)]
     pub(crate) top: Option<usize>,
+    /// A secret key for keyed sampling: each client's coin and its one row become keyed
+    /// functions of its client_id (of its 0-based position when the input has no ids), so
+    /// the same key reproduces the release exactly, here, in Python and on Spark. The rate is
+    /// rounded down to a multiple of 2^-64 and the guarantee computed for it. The release is
+    /// private only while the key stays secret.
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["domain", "buckets"])]
+    pub(crate) sampling_key: Option<String>,
     /// The mechanism. Every mechanism but sample-and-threshold releases an estimate for each
     /// element of a public domain, given by --domain or --buckets.
     #[arg(long, value_enum, default_value = "sample-threshold")]

@@ -11,18 +11,18 @@ use tally_accounting::opt_prefix_tree::{
 };
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
 use tally_core::heavy_hitters::{
     AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
-    TERMINATOR, TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig,
+    TERMINATOR, TrieHh, TrieHhConfig,
 };
-use tally_core::histogram::{SampleThreshold, plan_rounds};
+use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
-use tally_server::document::{self, TriePlusParameters};
 use tally_sim::{
     EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
     english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
-    run_triehh, run_triehh_plus, top_k,
+    run_triehh, top_k,
 };
 
 use crate::cli::{
@@ -159,48 +159,27 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             (population, release)
         }
         Algorithm::TrieHhPlus => {
-            let composition = args
-                .composition
-                .map_or(Composition::Basic, Composition::from);
-            let per_level = plan_rounds(
-                args.privacy.epsilon,
-                args.release.delta,
-                args.levels,
-                composition,
-                target,
-                analysis,
-                neighbours,
-            )?
-            .per_round;
-            let task = TrieHhPlus::new(TrieHhPlusConfig {
+            let settings = TriePlusSettings {
+                epsilon: args.privacy.epsilon,
+                delta: args.release.delta,
                 levels: args.levels,
                 segment,
                 restricted: !args.unrestricted,
-                per_level: per_level.clone(),
-                composition,
-                total_delta: args.release.delta,
-            })?;
+                composition: args
+                    .composition
+                    .map_or(Composition::Basic, Composition::from),
+                target,
+                analysis,
+                neighbours,
+            };
             let stage = Stage::start("loading the population");
             let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
             stage.next(format!(
                 "growing the prefix tree over {} levels",
                 args.levels
             ));
-            let output = run_triehh_plus(&population, task, path, seed);
+            let release = triehh_plus(&population, &settings, seed, args.release.seed)?;
             drop(stage);
-            let release = document::triehh_plus(
-                &output,
-                &TriePlusParameters {
-                    levels: args.levels,
-                    segment,
-                    restricted: !args.unrestricted,
-                    composition,
-                    per_level: &per_level,
-                },
-                population.len() as u64,
-                population.description().to_owned(),
-                args.release.seed,
-            );
             (population, release)
         }
     };

@@ -1,16 +1,15 @@
 //! `tally histogram`: release a sample-and-threshold histogram.
 
-use anyhow::Result;
+use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_core::histogram::SampleThreshold;
-use tally_messages::ReleasedItem;
-use tally_server::document;
-use tally_sim::{ExecutionPath, run_sample_threshold};
+use tally_cli::sample_threshold_release::{self, Sampling};
+use tally_core::sampling::SamplingKey;
+use tally_sim::KeyedPopulation;
 
-use crate::cli::{HistogramArgs, HistogramMechanism};
+use crate::cli::{Format, HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
-use crate::input::load_population;
+use crate::input::{guess_format, load_population};
 use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -18,30 +17,65 @@ const DEFAULT_TABLE_ROWS: usize = 20;
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     if args.mechanism != HistogramMechanism::SampleThreshold {
+        if args.sampling_key.is_some() {
+            bail!("--sampling-key applies to --mechanism sample-threshold only");
+        }
         return domain_histogram::run(args);
     }
     let epsilon = args.privacy.epsilon;
     let analysis = Analysis::from(args.privacy.method);
     let neighbours = Neighbours::from(args.privacy.neighbours);
-    // Validate the privacy target before reading any data.
+    // Validate the privacy target and the key before reading any data.
     let target = args.release.target();
-    let mechanism =
-        SampleThreshold::calibrate(epsilon, args.release.delta, target, analysis, neighbours)?;
+    let key = args
+        .sampling_key
+        .as_deref()
+        .map(|key| SamplingKey::derive(key.as_bytes()))
+        .transpose()?;
+    let delta = args.release.delta;
+    let mechanism = sample_threshold_release::calibrate(
+        epsilon,
+        delta,
+        target,
+        analysis,
+        neighbours,
+        key.is_some(),
+    )?;
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.release.seed_or_random();
     let stage = Stage::start("loading the population");
-    let mut population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-    if args.domain.domain.is_some() || args.domain.buckets.is_some() {
-        // Sample-and-threshold needs no public domain, but may run on one for comparison.
-        let map = domain_map(&args.domain, args.mechanism)?;
-        population = map
-            .apply(&population)?
-            .into_population(population.description())?;
-    }
-    stage.next(format!("sampling {} clients", population.len()));
-    let path = ExecutionPath::default();
-    let release = run_sample_threshold(&population, &mechanism, path, seed);
+    let mut document = match key {
+        Some(key) => {
+            let population = load_keyed_population(args, seed)?;
+            stage.next(format!(
+                "sampling {} clients with the key",
+                population.len()
+            ));
+            let sampling = Sampling::Keyed {
+                population: &population,
+                key,
+            };
+            sample_threshold_release::histogram(sampling, &mechanism, delta, args.release.seed)?
+        }
+        None => {
+            let mut population =
+                load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            if args.domain.domain.is_some() || args.domain.buckets.is_some() {
+                // Sample-and-threshold needs no public domain, but may run on one for comparison.
+                let map = domain_map(&args.domain, args.mechanism)?;
+                population = map
+                    .apply(&population)?
+                    .into_population(population.description())?;
+            }
+            stage.next(format!("sampling {} clients", population.len()));
+            let sampling = Sampling::Seeded {
+                population: &population,
+                seed,
+            };
+            sample_threshold_release::histogram(sampling, &mechanism, delta, args.release.seed)?
+        }
+    };
     drop(stage);
 
     let shown = args.top.unwrap_or(if args.privacy.json {
@@ -49,33 +83,9 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let name = |id: u32| {
-        population
-            .item_name(id)
-            .map(|n| n.into_owned())
-            .unwrap_or_else(|| id.to_string())
-    };
     let guarantee = mechanism.guarantee();
     let params = mechanism.params();
     if args.privacy.json {
-        let items = release
-            .items
-            .iter()
-            .map(|cell| ReleasedItem {
-                item: name(cell.item),
-                count: Some(cell.count),
-                estimate: Some(cell.estimate),
-            })
-            .collect();
-        let mut document = document::sample_threshold(
-            items,
-            &mechanism,
-            population.len() as u64,
-            args.release.delta,
-            population.description().to_owned(),
-            path.name(),
-            args.release.seed,
-        );
         document.items.truncate(shown);
         print_json(&serde_json::to_value(&document)?)?;
         return Ok(());
@@ -83,7 +93,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     print_fields(
         "sample-and-threshold histogram",
         &[
-            ("input", population.description().to_owned()),
+            ("input", document.input),
             ("guarantee", guarantee_line(guarantee)),
             (
                 "parameters",
@@ -94,15 +104,38 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
                     params.threshold() as f64 / params.sampling_rate()
                 ),
             ),
-            ("released items", release.items.len().to_string()),
-            ("seed", args.release.seed_description()),
+            ("released items", document.released_items.to_string()),
+            (
+                "seed",
+                if args.sampling_key.is_some() {
+                    "none (keyed sampling)".to_owned()
+                } else {
+                    args.release.seed_description()
+                },
+            ),
         ],
     )?;
-    let rows: Vec<_> = release
+    let rows: Vec<_> = document
         .items
-        .iter()
-        .map(|cell| (name(cell.item), Some(cell.count), Some(cell.estimate)))
+        .into_iter()
+        .map(|cell| (cell.item, cell.count, cell.estimate))
         .collect();
     print_items(&rows, shown)?;
     Ok(())
+}
+
+/// The rows a keyed round runs on: a TSV file's rows with their client ids (unless
+/// --rows-as-clients), otherwise every client of the population named by its position.
+fn load_keyed_population(args: &HistogramArgs, seed: u64) -> Result<KeyedPopulation> {
+    if let Some(file) = &args.input.input
+        && !args.rows_as_clients
+        && matches!(
+            args.format.unwrap_or_else(|| guess_format(file)),
+            Format::Tsv
+        )
+    {
+        return Ok(KeyedPopulation::from_tsv_file(file)?);
+    }
+    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    Ok(KeyedPopulation::from_population(&population))
 }

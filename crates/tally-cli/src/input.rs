@@ -36,7 +36,7 @@ pub(crate) fn load_population(
 }
 
 /// `tsv` for `.tsv` and `.tsv.gz` files, `lines` otherwise.
-fn guess_format(file: &Path) -> Format {
+pub(crate) fn guess_format(file: &Path) -> Format {
     let name = file.to_string_lossy();
     if name.ends_with(".tsv") || name.ends_with(".tsv.gz") {
         Format::Tsv

@@ -2,82 +2,44 @@
 
 use std::io;
 
-use anyhow::{Result, bail};
-use serde_json::json;
+use anyhow::Result;
 use tally_accounting::sample_threshold::{
-    Analysis, Plan, PlanTarget, SampleThresholdParams, max_sampling_rate_cap, plan,
+    Analysis, Plan, SampleThresholdParams, max_sampling_rate_cap,
 };
 use tally_accounting::{Guarantee, Neighbours};
+
+use tally_cli::plan_document::{self, Planned, solved_for};
 
 use crate::cli::PlanArgs;
 use crate::output::{print_fields, print_json};
 
 pub(crate) fn run(args: &PlanArgs) -> Result<()> {
-    let epsilon = args.privacy.epsilon;
-    let analysis = Analysis::from(args.privacy.method);
-    let neighbours = Neighbours::from(args.privacy.neighbours);
-    match (args.delta, args.alpha, args.sampling_rate, args.threshold) {
-        (_, None, Some(rate), Some(threshold)) => {
-            let params = SampleThresholdParams::new(rate, threshold)?;
-            let guarantee = params.guarantee(epsilon, analysis, neighbours)?;
-            report_delta(&guarantee, &params, args.delta, args.privacy.json)?;
-        }
-        (None, ..) => bail!(
-            "missing --delta: give a target δ, or both --sampling-rate and --threshold to \
-             compute δ"
-        ),
-        (Some(delta_target), alpha, rate, threshold) => {
-            let target = match (alpha, rate, threshold) {
-                (Some(alpha), ..) => PlanTarget::Alpha(alpha),
-                (None, Some(rate), None) => PlanTarget::SamplingRate(rate),
-                (None, None, Some(threshold)) => PlanTarget::Threshold(threshold),
-                _ => PlanTarget::MinReleasedCount,
-            };
-            let plan = plan(epsilon, delta_target, target, analysis, neighbours)?;
-            report_plan(&plan, args.privacy.json)?;
-        }
+    let planned = plan_document::solve(
+        args.privacy.epsilon,
+        args.delta,
+        args.alpha,
+        args.sampling_rate,
+        args.threshold,
+        Analysis::from(args.privacy.method),
+        Neighbours::from(args.privacy.neighbours),
+    )?;
+    match &planned {
+        Planned::Plan(plan) => report_plan(plan, args.privacy.json)?,
+        Planned::Delta {
+            guarantee,
+            params,
+            target,
+        } => report_delta(guarantee, params, *target, args.privacy.json)?,
     }
     Ok(())
 }
 
-fn solved_for(target: PlanTarget) -> (&'static str, &'static str) {
-    match target {
-        PlanTarget::Alpha(_) => (
-            "threshold",
-            "sampling rate = α·(1 − e^(−ε)); the smallest threshold that meets (ε, δ)",
-        ),
-        PlanTarget::SamplingRate(_) => ("threshold", "the smallest threshold that meets (ε, δ)"),
-        PlanTarget::Threshold(_) => (
-            "sampling_rate",
-            "the largest sampling rate that meets (ε, δ) at this threshold",
-        ),
-        PlanTarget::MinReleasedCount => (
-            "sampling_rate,threshold",
-            "the pair minimising threshold / sampling rate, the smallest population count a \
-             release can show",
-        ),
-    }
-}
-
 fn report_plan(plan: &Plan, as_json: bool) -> io::Result<()> {
-    let (solved, why) = solved_for(plan.target);
+    let (_, why) = solved_for(plan.target);
     let rate = plan.params.sampling_rate();
     let threshold = plan.params.threshold();
     if as_json {
-        return print_json(&json!({
-            "mechanism": "sample-and-threshold",
-            "epsilon": plan.epsilon,
-            "delta": plan.delta,
-            "achieved_delta": plan.achieved_delta,
-            "sampling_rate": rate,
-            "threshold": threshold,
-            "alpha": plan.alpha(),
-            "min_released_count": plan.min_released_count(),
-            "method": plan.analysis.name(),
-            "neighbours": plan.neighbours.name(),
-            "solved_for": solved,
-            "explanation": why,
-        }));
+        return print_json(&plan_document::plan(plan));
     }
     print_fields(
         &format!(
@@ -118,18 +80,7 @@ fn report_delta(
 ) -> io::Result<()> {
     let meets = target.map(|t| guarantee.delta <= t);
     if as_json {
-        return print_json(&json!({
-            "mechanism": "sample-and-threshold",
-            "epsilon": guarantee.epsilon,
-            "delta": guarantee.delta,
-            "target_delta": target,
-            "meets_target": meets,
-            "sampling_rate": params.sampling_rate(),
-            "threshold": params.threshold(),
-            "method": guarantee.analysis,
-            "neighbours": guarantee.neighbours.name(),
-            "solved_for": "delta",
-        }));
+        return print_json(&plan_document::delta(guarantee, params, target));
     }
     let mut rows = vec![
         ("epsilon", guarantee.epsilon.to_string()),

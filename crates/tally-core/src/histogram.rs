@@ -2,6 +2,7 @@
 
 mod domain;
 mod gaussian;
+mod keyed_sample_threshold;
 mod laplace;
 mod round_plan;
 mod sample_and_threshold;

@@ -14,18 +14,21 @@
 //!   bit-sliced exact coins, whichever is cheaper.
 //! - [`PaperCohort`] and [`ExactPoissonCohort`]: the fixed-size cohort emulations of
 //!   ALGORITHMS.md §1.3.
+//! - [`KeyedCoin`] and [`choose_row`]: a client's coin and its one row as keyed pseudorandom
+//!   functions of a secret [`SamplingKey`], reproducible wherever the key is known.
 //! - [`uniform_subset`]: a uniform `s`-subset of `0..n` (sampling without replacement), and
 //!   [`uniform_subset_counts`]: how many of its indices fall in each of a list of ranges.
 //!
-//! All samplers take the random number generator as a parameter (`rng: &mut R`) and consume it
-//! through [`rand::Rng::next_u64`] only ([`uniform_subset`] and [`uniform_subset_counts`] also
-//! [`rand::Rng::next_u32`], for bounds below `2^32`), so their output for a seeded portable
-//! generator is stable across platforms.
+//! All samplers but the keyed ones take the random number generator as a parameter
+//! (`rng: &mut R`) and consume it through [`rand::Rng::next_u64`] only ([`uniform_subset`] and
+//! [`uniform_subset_counts`] also [`rand::Rng::next_u32`], for bounds below `2^32`), so their
+//! output for a seeded portable generator is stable across platforms.
 
 mod bernoulli;
 mod binomial;
 mod cohort;
 mod geometric;
+mod keyed;
 mod poisson;
 
 pub use bernoulli::ExactBernoulli;
@@ -34,6 +37,7 @@ pub use cohort::{
     Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort, uniform_subset, uniform_subset_counts,
 };
 pub use geometric::ExactGeometric;
+pub use keyed::{KeyedCoin, SamplingKey, choose_row, keyed_rate, row_score};
 pub use poisson::{PoissonIndices, PoissonSampler};
 
 /// Splits a finite, non-negative `f64` into `(mantissa, exponent)` with `x = mantissa·2^exponent`

@@ -7,7 +7,9 @@
 //! each (multisets of items), for OptPrefixTree: from TSV rows, the shipped Shakespeare
 //! speakers, or the `reddit-like` generator ([`RedditLikeSpec`]). [`run_sample_threshold`]
 //! then runs one sample-and-threshold histogram round over the population along one of three
-//! [`ExecutionPath`]s, deterministically for a seed.
+//! [`ExecutionPath`]s, deterministically for a seed. [`run_keyed_sample_threshold`] runs a
+//! round with keyed coins instead (a secret key, no seed) over a [`KeyedPopulation`], which
+//! keeps the clients' ids.
 //!
 //! # Input formats
 //!
@@ -65,6 +67,7 @@ mod domain;
 mod error;
 mod execute;
 mod heavy_hitters;
+mod keyed;
 mod load;
 mod metrics;
 mod multi_population;
@@ -80,6 +83,7 @@ pub use domain::{DomainItems, DomainMap, bucket, mechanism_rng, run_domain_histo
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
+pub use keyed::{KeyedPopulation, run_keyed_sample_threshold};
 pub use metrics::{
     EstimateErrors, RetrievalScores, prefix_estimate_errors, retrieval_scores, top_k,
 };

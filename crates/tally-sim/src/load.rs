@@ -265,12 +265,12 @@ fn too_many(name: &str, what: &'static str) -> Error {
     }
 }
 
-fn is_blank(line: &str) -> bool {
+pub(crate) fn is_blank(line: &str) -> bool {
     line.chars().all(char::is_whitespace)
 }
 
 /// Reads lines with their 1-based numbers, checking UTF-8 and stripping line endings.
-struct LineReader<'a, R> {
+pub(crate) struct LineReader<'a, R> {
     reader: R,
     name: &'a str,
     buf: Vec<u8>,
@@ -279,7 +279,7 @@ struct LineReader<'a, R> {
 }
 
 impl<'a, R: BufRead> LineReader<'a, R> {
-    fn new(reader: R, name: &'a str) -> Self {
+    pub(crate) fn new(reader: R, name: &'a str) -> Self {
         Self {
             reader,
             name,
@@ -290,7 +290,7 @@ impl<'a, R: BufRead> LineReader<'a, R> {
 
     /// The next line's number and text without its `\n` or `\r\n`, or `None` at the end
     /// of the input.
-    fn next_line(&mut self) -> Result<Option<(u64, &str)>, Error> {
+    pub(crate) fn next_line(&mut self) -> Result<Option<(u64, &str)>, Error> {
         self.buf.clear();
         let read = self
             .reader

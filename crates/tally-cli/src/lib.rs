@@ -1,0 +1,7 @@
+//! The parts of the `tally` commands that other front ends share, so that they print the same
+//! documents for the same inputs: the Python package builds its `to_json()` here.
+#![forbid(unsafe_code)]
+
+pub mod plan_document;
+pub mod sample_threshold_release;
+pub mod triehh_plus_release;

@@ -1,0 +1,80 @@
+//! Running TrieHH++ heavy hitters and building their document, as `tally heavy-hitters
+//! --algorithm triehh++ --json` prints it.
+
+use tally_accounting::Neighbours;
+use tally_accounting::composition::Composition;
+use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig};
+use tally_core::histogram::plan_rounds;
+use tally_messages::HeavyHittersRelease;
+use tally_server::document::{self, TriePlusParameters};
+use tally_sim::{ExecutionPath, Population, run_triehh_plus};
+
+/// How a TrieHH++ run is configured.
+#[derive(Clone, Copy, Debug)]
+pub struct TriePlusSettings {
+    /// Target `ε` of the whole run.
+    pub epsilon: f64,
+    /// Target `δ` of the whole run.
+    pub delta: f64,
+    /// Prefix-tree levels `L`.
+    pub levels: usize,
+    /// Characters added per level `G`.
+    pub segment: usize,
+    /// Whether devices report only below a surviving prefix.
+    pub restricted: bool,
+    /// How the levels' guarantees compose.
+    pub composition: Composition,
+    /// What each level's planner solves for.
+    pub target: PlanTarget,
+    /// The analysis of each level.
+    pub analysis: Analysis,
+    /// The neighbour relation.
+    pub neighbours: Neighbours,
+}
+
+/// Runs TrieHH++ over `population` with randomness from `seed` and builds its document
+/// (`shown_seed` is the seed to show, `None` when the user gave none).
+///
+/// # Errors
+///
+/// Whatever the planner and the task reject.
+pub fn triehh_plus(
+    population: &Population,
+    settings: &TriePlusSettings,
+    seed: u64,
+    shown_seed: Option<u64>,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let per_level = plan_rounds(
+        settings.epsilon,
+        settings.delta,
+        settings.levels,
+        settings.composition,
+        settings.target,
+        settings.analysis,
+        settings.neighbours,
+    )?
+    .per_round;
+    let task = TrieHhPlus::new(TrieHhPlusConfig {
+        levels: settings.levels,
+        segment: settings.segment,
+        restricted: settings.restricted,
+        per_level: per_level.clone(),
+        composition: settings.composition,
+        total_delta: settings.delta,
+    })?;
+    let output = run_triehh_plus(population, task, ExecutionPath::default(), seed);
+    Ok(document::triehh_plus(
+        &output,
+        &TriePlusParameters {
+            levels: settings.levels,
+            segment: settings.segment,
+            restricted: settings.restricted,
+            composition: settings.composition,
+            per_level: &per_level,
+        },
+        population.len() as u64,
+        population.description().to_owned(),
+        shown_seed,
+    ))
+}

@@ -1,0 +1,274 @@
+//! Keyed sampling: each client's coin and its one row are functions of a secret key.
+//!
+//! A keyed coin is a pseudorandom function (BLAKE3 in keyed mode) of `(key, round, client id)`:
+//! its first 64 output bits, read as an integer `h`, select the client when `h < t` with
+//! `t = ⌊p_s·2^64⌋`. The rate is thus rounded *down* to the PRF's resolution `2^-64`, and
+//! [`keyed_rate`] gives the rate actually used, exactly. A client's one row among several is
+//! the row of smallest keyed score, a PRF of `(key, round, client id, item, occurrence)`, where
+//! `occurrence` numbers the client's rows that hold the same item (`0, 1, …`): every row of the
+//! client has its own score, so the choice is uniform over the rows and does not depend on the
+//! order the rows arrive in.
+//!
+//! The same key, round and data give the same sample everywhere: on the command line, in the
+//! Python package and in every Spark task, retried or speculative.
+//!
+//! # Privacy
+//!
+//! Modelling the PRF as a random function, the coins are independent `Ber(t/2^64)` variables,
+//! exactly, and the chosen row is uniform among a client's rows, independently of the coins.
+//! The mechanism's guarantee must be computed for the rounded rate [`keyed_rate`], never for
+//! the requested one. The argument holds only while the key is secret: anyone who knows it
+//! can recompute who was sampled (the same as knowing the seed of an unkeyed run).
+
+use std::fmt;
+
+use crate::Error;
+
+/// The context string of the key derivation: changing it changes every keyed coin.
+const KEY_CONTEXT: &str = "tally 2026-11 keyed sampling key v1";
+
+/// The domain-separation byte of a coin's input.
+const COIN_TAG: u8 = 1;
+
+/// The domain-separation byte of a row score's input.
+const ROW_TAG: u8 = 2;
+
+/// A secret sampling key: 32 bytes derived from the secret the user gave.
+///
+/// Its `Debug` form never shows the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SamplingKey([u8; 32]);
+
+impl SamplingKey {
+    /// Derives the key from a secret of any length (BLAKE3's key derivation with a fixed
+    /// context string).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `secret` is empty.
+    pub fn derive(secret: &[u8]) -> Result<Self, Error> {
+        if secret.is_empty() {
+            return Err(Error::invalid("sampling key", "\"\"", "a non-empty secret"));
+        }
+        Ok(Self(blake3::derive_key(KEY_CONTEXT, secret)))
+    }
+
+    /// The first 64 bits of the keyed hash of `message`, little-endian.
+    fn prf(&self, message: &[u8]) -> u64 {
+        let hash = blake3::keyed_hash(&self.0, message);
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&hash.as_bytes()[..8]);
+        u64::from_le_bytes(word)
+    }
+}
+
+impl fmt::Debug for SamplingKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SamplingKey(<secret>)")
+    }
+}
+
+/// The rate a keyed coin uses for the requested `rate`: `⌊rate·2^64⌋ / 2^64`, exactly (the
+/// result is an `f64` with at most 53 significant bits, so no rounding happens).
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `0 ≤ rate < 1`.
+pub fn keyed_rate(rate: f64) -> Result<f64, Error> {
+    Ok(coin_threshold(rate)? as f64 * 2f64.powi(-64))
+}
+
+/// `⌊rate·2^64⌋` for `0 ≤ rate < 1`, computed exactly from the rate's dyadic form.
+fn coin_threshold(rate: f64) -> Result<u64, Error> {
+    if !(rate.is_finite() && (0.0..1.0).contains(&rate)) {
+        return Err(Error::invalid(
+            "sampling rate",
+            rate,
+            "a probability in [0, 1) for a keyed coin",
+        ));
+    }
+    let (mantissa, exponent) = super::decompose(rate);
+    if mantissa == 0 {
+        return Ok(0);
+    }
+    // rate = mantissa·2^exponent < 1, so rate·2^64 = mantissa·2^(exponent + 64) < 2^64.
+    let shift = exponent + 64;
+    Ok(if shift >= 0 {
+        mantissa << shift
+    } else {
+        mantissa.checked_shr(shift.unsigned_abs()).unwrap_or(0)
+    })
+}
+
+/// A client's keyed coin: heads with probability exactly [`KeyedCoin::rate`] when the PRF is
+/// modelled as a random function.
+#[derive(Clone, Debug)]
+pub struct KeyedCoin {
+    key: SamplingKey,
+    threshold: u64,
+}
+
+impl KeyedCoin {
+    /// The coin of `key` for the requested `rate`, which is rounded down to a multiple of
+    /// `2^-64` ([`keyed_rate`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `0 ≤ rate < 1`.
+    pub fn new(key: SamplingKey, rate: f64) -> Result<Self, Error> {
+        Ok(Self {
+            key,
+            threshold: coin_threshold(rate)?,
+        })
+    }
+
+    /// The rate actually used, `t/2^64`.
+    pub fn rate(&self) -> f64 {
+        self.threshold as f64 * 2f64.powi(-64)
+    }
+
+    /// Whether the client with id `client` (its bytes, for example the UTF-8 of its text id)
+    /// is sampled in `round`.
+    pub fn flip(&self, round: u64, client: &[u8]) -> bool {
+        let mut message = Vec::with_capacity(9 + client.len());
+        message.push(COIN_TAG);
+        message.extend_from_slice(&round.to_le_bytes());
+        message.extend_from_slice(client);
+        self.key.prf(&message) < self.threshold
+    }
+
+    /// The key, for choosing the sampled clients' rows with [`choose_row`].
+    pub fn key(&self) -> &SamplingKey {
+        &self.key
+    }
+}
+
+/// The keyed score of the `occurrence`-th row of `client` holding `item` in `round`.
+pub fn row_score(
+    key: &SamplingKey,
+    round: u64,
+    client: &[u8],
+    item: &[u8],
+    occurrence: u64,
+) -> u64 {
+    let mut message = Vec::with_capacity(25 + client.len() + item.len());
+    message.push(ROW_TAG);
+    message.extend_from_slice(&round.to_le_bytes());
+    message.extend_from_slice(&occurrence.to_le_bytes());
+    message.extend_from_slice(&(client.len() as u64).to_le_bytes());
+    message.extend_from_slice(client);
+    message.extend_from_slice(item);
+    key.prf(&message)
+}
+
+/// The index in `items` of the row `client` contributes in `round`: the row of smallest
+/// [`row_score`], where rows holding equal items are numbered in their order in `items`
+/// (which row of equal items is returned does not matter: they hold the same item). Ties of
+/// the score go to the smaller item. `None` if `items` is empty.
+pub fn choose_row<T: AsRef<[u8]>>(
+    key: &SamplingKey,
+    round: u64,
+    client: &[u8],
+    items: &[T],
+) -> Option<usize> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by(|&a, &b| items[a].as_ref().cmp(items[b].as_ref()));
+    let mut best: Option<(u64, usize)> = None;
+    let mut occurrence = 0u64;
+    for (position, &row) in order.iter().enumerate() {
+        let item = items[row].as_ref();
+        occurrence = match position.checked_sub(1) {
+            Some(previous) if items[order[previous]].as_ref() == item => occurrence + 1,
+            _ => 0,
+        };
+        let score = row_score(key, round, client, item, occurrence);
+        // Rows are visited by increasing item, so keeping the first minimum breaks ties
+        // towards the smaller item.
+        if best.is_none_or(|(lowest, _)| score < lowest) {
+            best = Some((score, row));
+        }
+    }
+    best.map(|(_, row)| row)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> SamplingKey {
+        SamplingKey::derive(b"test key").unwrap()
+    }
+
+    #[test]
+    fn rates_round_down_to_the_prf_resolution() {
+        assert_eq!(keyed_rate(0.5).unwrap().to_bits(), 0.5f64.to_bits());
+        assert_eq!(keyed_rate(0.0).unwrap().to_bits(), 0.0f64.to_bits());
+        // 0.1 = m·2^-56 with a 53-bit m: a multiple of 2^-64, kept exactly.
+        assert_eq!(keyed_rate(0.1).unwrap().to_bits(), 0.1f64.to_bits());
+        // Below 2^-11 the rate's last bits fall under 2^-64 and are dropped.
+        let small = 1e-5;
+        let used = keyed_rate(small).unwrap();
+        assert!(used <= small && small - used < 2f64.powi(-64), "{used}");
+        assert!(used < small);
+        assert_eq!(
+            keyed_rate(2f64.powi(-70)).unwrap().to_bits(),
+            0.0f64.to_bits()
+        );
+        let below_one = 1.0 - f64::EPSILON / 2.0;
+        assert_eq!(
+            keyed_rate(below_one).unwrap().to_bits(),
+            below_one.to_bits()
+        );
+        assert_eq!(
+            coin_threshold(0.25).unwrap(),
+            1u64 << 62,
+            "0.25·2^64 exactly"
+        );
+        for bad in [1.0, -0.1, f64::NAN, f64::INFINITY] {
+            assert!(keyed_rate(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_empty_secret_is_rejected_and_the_key_is_not_shown() {
+        assert!(SamplingKey::derive(b"").is_err());
+        assert_eq!(format!("{:?}", key()), "SamplingKey(<secret>)");
+        assert_ne!(
+            SamplingKey::derive(b"a").unwrap(),
+            SamplingKey::derive(b"b").unwrap()
+        );
+    }
+
+    #[test]
+    fn coins_are_deterministic_and_depend_on_key_round_and_client() {
+        let coin = KeyedCoin::new(key(), 0.5).unwrap();
+        let flips = |coin: &KeyedCoin, round| -> Vec<bool> {
+            (0..256)
+                .map(|c: u32| coin.flip(round, c.to_string().as_bytes()))
+                .collect()
+        };
+        let first = flips(&coin, 0);
+        assert_eq!(first, flips(&coin.clone(), 0));
+        assert_ne!(first, flips(&coin, 1));
+        let other = KeyedCoin::new(SamplingKey::derive(b"other").unwrap(), 0.5).unwrap();
+        assert_ne!(first, flips(&other, 0));
+        // Rate 0 never samples.
+        let never = KeyedCoin::new(key(), 0.0).unwrap();
+        assert!(flips(&never, 0).iter().all(|&heads| !heads));
+    }
+
+    #[test]
+    fn row_choice_ignores_the_order_of_the_rows() {
+        let rows = ["b", "a", "c", "a", "b", "b"];
+        let mut reversed = rows;
+        reversed.reverse();
+        for client in 0..100u32 {
+            let client = client.to_string();
+            let chosen = choose_row(&key(), 3, client.as_bytes(), &rows).unwrap();
+            let again = choose_row(&key(), 3, client.as_bytes(), &reversed).unwrap();
+            assert_eq!(rows[chosen], reversed[again], "client {client}");
+        }
+        assert_eq!(choose_row::<&str>(&key(), 0, b"x", &[]), None);
+        assert_eq!(choose_row(&key(), 0, b"x", &["only"]), Some(0));
+    }
+}

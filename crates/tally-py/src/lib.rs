@@ -1,0 +1,490 @@
+//! The native module `tally._tally` of the Python package `tally-dp`.
+//!
+//! Thin bindings: every function parses its arguments, calls the crates that the `tally`
+//! command runs, and returns the document the command prints with `--json`, as a JSON string
+//! (the Python layer wraps it in typed objects). Errors become `ValueError`s carrying the
+//! command's messages. Long work runs with the GIL released.
+
+use std::io::Cursor;
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use rand::Rng as _;
+use rustc_hash::FxHashMap;
+use tally_accounting::Neighbours;
+use tally_accounting::composition::Composition;
+use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_cli::plan_document;
+use tally_cli::sample_threshold_release::{self, Sampling};
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
+use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
+use tally_sim::{ClientMode, KeyedPopulation, Population};
+
+/// A Rust error as a Python `ValueError` with the command line's message.
+fn value_error(error: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+/// Parses `--method` and `--neighbours` values.
+fn analysis_and_neighbours(method: &str, neighbours: &str) -> PyResult<(Analysis, Neighbours)> {
+    let analysis = method.parse::<Analysis>().map_err(value_error)?;
+    let neighbours = neighbours.parse::<Neighbours>().map_err(value_error)?;
+    Ok((analysis, neighbours))
+}
+
+/// What the planner solves for, from the arguments given (as `tally histogram` reads them).
+fn release_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> PlanTarget {
+    match (sampling_rate, threshold) {
+        (Some(rate), _) => PlanTarget::SamplingRate(rate),
+        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+        (None, None) => PlanTarget::MinReleasedCount,
+    }
+}
+
+/// A column handed over by the Python layer as a `(kind, value)` pair: a file, integers or
+/// strings.
+enum Column {
+    /// `("path", path)`.
+    Path(PathBuf),
+    /// `("ints", bytes)`: native-endian 64-bit integers (NumPy's `int64` array bytes).
+    Ints(Vec<u8>),
+    /// `("strings", list of str)`.
+    Strings(Vec<String>),
+}
+
+impl Column {
+    fn extract(pair: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let (kind, value): (String, Bound<'_, PyAny>) = pair.extract()?;
+        match kind.as_str() {
+            "path" => Ok(Self::Path(value.extract()?)),
+            "ints" => Ok(Self::Ints(value.extract()?)),
+            "strings" => Ok(Self::Strings(value.extract()?)),
+            other => Err(value_error(format!("unknown column kind {other:?}"))),
+        }
+    }
+
+    /// The values: strings, or the integers themselves.
+    fn values(self) -> PyResult<Values> {
+        match self {
+            Self::Strings(values) => Ok(Values::Texts(values)),
+            Self::Ints(bytes) => Ok(Values::Ints(
+                bytes
+                    .chunks_exact(8)
+                    // Unwrap safety: chunks_exact yields 8-byte slices.
+                    .map(|word| i64::from_ne_bytes(word.try_into().expect("8 bytes")))
+                    .collect(),
+            )),
+            Self::Path(_) => Err(value_error("expected a column of integers or strings")),
+        }
+    }
+
+    /// The values as text (integers in decimal, as a file would hold them).
+    fn texts(self, py: Python<'_>) -> PyResult<Vec<String>> {
+        match self {
+            Self::Strings(values) => Ok(values),
+            Self::Ints(bytes) => Ok(py.detach(|| {
+                bytes
+                    .chunks_exact(8)
+                    .map(|word| {
+                        // Unwrap safety: chunks_exact yields 8-byte slices.
+                        i64::from_ne_bytes(word.try_into().expect("8 bytes")).to_string()
+                    })
+                    .collect()
+            })),
+            Self::Path(_) => Err(value_error("expected a column of integers or strings")),
+        }
+    }
+}
+
+/// `tally plan sample-threshold --json`.
+#[pyfunction]
+#[pyo3(signature = (epsilon, delta=None, sampling_rate=None, threshold=None, alpha=None, method="tight", neighbours="add-remove"))]
+fn plan_sample_threshold(
+    epsilon: f64,
+    delta: Option<f64>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    alpha: Option<f64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<String> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let planned = plan_document::solve(
+        epsilon,
+        delta,
+        alpha,
+        sampling_rate,
+        threshold,
+        analysis,
+        neighbours,
+    )
+    .map_err(value_error)?;
+    Ok(planned.document().to_string())
+}
+
+/// `tally histogram --json` with the sample-and-threshold mechanism.
+#[pyfunction]
+#[pyo3(signature = (items, clients, epsilon, delta, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, sampling_key=None, rows_as_clients=false, description=None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
+fn histogram(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    clients: Option<&Bound<'_, PyAny>>,
+    epsilon: f64,
+    delta: f64,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+    seed: Option<u64>,
+    sampling_key: Option<&str>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<String> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let key = sampling_key
+        .map(|key| SamplingKey::derive(key.as_bytes()))
+        .transpose()
+        .map_err(value_error)?;
+    let target = release_target(sampling_rate, threshold);
+    let mechanism = sample_threshold_release::calibrate(
+        epsilon,
+        delta,
+        target,
+        analysis,
+        neighbours,
+        key.is_some(),
+    )
+    .map_err(value_error)?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let items = Column::extract(items)?;
+    let clients = clients.map(Column::extract).transpose()?;
+    let population = Input::read(
+        py,
+        items,
+        clients,
+        run_seed,
+        rows_as_clients,
+        key.is_some(),
+        description,
+    )?;
+    let document = py.detach(|| {
+        let sampling = match (&population, key) {
+            (Input::Keyed(population), Some(key)) => Sampling::Keyed { population, key },
+            (Input::Seeded(population), _) => Sampling::Seeded {
+                population,
+                seed: run_seed,
+            },
+            (Input::Keyed(_), None) => unreachable!("keyed rows are read only with a key"),
+        };
+        sample_threshold_release::histogram(sampling, &mechanism, delta, seed)
+    });
+    let document = document.map_err(value_error)?;
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// `tally heavy-hitters --algorithm triehh++ --json`.
+#[pyfunction]
+#[pyo3(signature = (items, clients, epsilon, delta, levels=10, segment=1, restricted=true, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, rows_as_clients=false, description=None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
+fn heavy_hitters(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    clients: Option<&Bound<'_, PyAny>>,
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: &str,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+    seed: Option<u64>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<String> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let settings = TriePlusSettings {
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition: composition.parse::<Composition>().map_err(value_error)?,
+        target: release_target(sampling_rate, threshold),
+        analysis,
+        neighbours,
+    };
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let items = Column::extract(items)?;
+    let clients = clients.map(Column::extract).transpose()?;
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let Input::Seeded(population) = Input::read(
+        py,
+        items,
+        clients,
+        run_seed,
+        rows_as_clients,
+        false,
+        description,
+    )?
+    else {
+        unreachable!("rows are read keyed only with a key")
+    };
+    let document = py
+        .detach(|| triehh_plus(&population, &settings, run_seed, seed))
+        .map_err(value_error)?;
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// A seed from the operating system, never shown (as `tally` does without `--seed`).
+fn random_seed() -> u64 {
+    rand::rng().next_u64()
+}
+
+/// A column's values.
+enum Values {
+    Texts(Vec<String>),
+    Ints(Vec<i64>),
+}
+
+impl Values {
+    /// The values as text (integers in decimal).
+    fn texts(self) -> Vec<String> {
+        match self {
+            Self::Texts(values) => values,
+            Self::Ints(values) => values.iter().map(i64::to_string).collect(),
+        }
+    }
+}
+
+/// Integers interned to ids in order of first appearance, named by their decimal form: the
+/// population [`Population::from_names`] builds from the same integers written as text,
+/// without a string per client.
+fn intern_integers(values: &[i64]) -> (Vec<u32>, Vec<String>) {
+    let mut ids: FxHashMap<i64, u32> = FxHashMap::default();
+    let mut names = Vec::new();
+    let items = values
+        .iter()
+        .map(|&value| {
+            *ids.entry(value).or_insert_with(|| {
+                names.push(value.to_string());
+                // Unwrap safety: a vocabulary past 2^32 names would not fit in memory here.
+                u32::try_from(names.len() - 1).expect("fewer than 2^32 distinct items")
+            })
+        })
+        .collect();
+    (items, names)
+}
+
+/// The rows a histogram runs on.
+enum Input {
+    Seeded(Population),
+    Keyed(KeyedPopulation),
+}
+
+impl Input {
+    fn read(
+        py: Python<'_>,
+        items: Column,
+        clients: Option<Column>,
+        seed: u64,
+        rows_as_clients: bool,
+        keyed: bool,
+        description: String,
+    ) -> PyResult<Self> {
+        if let Column::Path(path) = &items {
+            return py.detach(|| read_file(path, seed, rows_as_clients, keyed));
+        }
+        let clients = clients.map(|c| c.texts(py)).transpose()?;
+        let items = if clients.is_some() {
+            Values::Texts(items.texts(py)?)
+        } else {
+            items.values()?
+        };
+        py.detach(|| match (clients, keyed) {
+            (Some(clients), true) => {
+                KeyedPopulation::from_rows(&clients, items.texts(), &description)
+                    .map(Self::Keyed)
+                    .map_err(value_error)
+            }
+            (Some(clients), false) => {
+                let tsv = tsv_rows(&clients, &items.texts())?;
+                let mode = ClientMode::ClientLevel { seed };
+                Population::from_tsv_reader(Cursor::new(tsv), &description, mode)
+                    .map(Self::Seeded)
+                    .map_err(value_error)
+            }
+            (None, keyed) => {
+                let population = match items {
+                    Values::Texts(items) => Population::from_names(&items, description),
+                    Values::Ints(items) => {
+                        let (ids, names) = intern_integers(&items);
+                        Population::from_ids(ids, names, description)
+                    }
+                }
+                .map_err(value_error)?;
+                Ok(if keyed {
+                    Self::Keyed(KeyedPopulation::from_population(&population))
+                } else {
+                    Self::Seeded(population)
+                })
+            }
+        })
+    }
+}
+
+/// Reads a file as `tally histogram --input` does (`.tsv` and `.tsv.gz` as TSV, else lines).
+fn read_file(path: &PathBuf, seed: u64, rows_as_clients: bool, keyed: bool) -> PyResult<Input> {
+    let name = path.to_string_lossy();
+    let tsv = name.ends_with(".tsv") || name.ends_with(".tsv.gz");
+    let population = match (tsv, rows_as_clients, keyed) {
+        (true, false, true) => {
+            return KeyedPopulation::from_tsv_file(path)
+                .map(Input::Keyed)
+                .map_err(value_error);
+        }
+        (true, true, _) => Population::from_tsv_file(path, ClientMode::RowsAsClients),
+        (true, false, false) => Population::from_tsv_file(path, ClientMode::ClientLevel { seed }),
+        (false, ..) => Population::from_lines_file(path),
+    }
+    .map_err(|error| match error {
+        tally_sim::Error::NotFound { .. } | tally_sim::Error::Open { .. } => {
+            PyOSError::new_err(error.to_string())
+        }
+        other => value_error(other),
+    })?;
+    Ok(if keyed {
+        Input::Keyed(KeyedPopulation::from_population(&population))
+    } else {
+        Input::Seeded(population)
+    })
+}
+
+/// `client_id<TAB>item` rows of two columns, for the TSV reader's client-level choice.
+fn tsv_rows(clients: &[String], items: &[String]) -> PyResult<Vec<u8>> {
+    if clients.len() != items.len() {
+        return Err(value_error(format!(
+            "clients and items differ in length: {} and {}",
+            clients.len(),
+            items.len()
+        )));
+    }
+    let mut tsv = Vec::new();
+    for (client, item) in clients.iter().zip(items) {
+        if [client, item]
+            .iter()
+            .any(|s| s.contains(['\t', '\n', '\r']))
+        {
+            return Err(value_error(
+                "client ids and items may not contain tabs or line breaks",
+            ));
+        }
+        tsv.extend_from_slice(client.as_bytes());
+        tsv.push(b'\t');
+        tsv.extend_from_slice(item.as_bytes());
+        tsv.push(b'\n');
+    }
+    Ok(tsv)
+}
+
+/// The calibrated keyed rate and threshold of a keyed histogram: what Spark's tasks need.
+#[pyfunction]
+#[pyo3(signature = (epsilon, delta, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
+fn keyed_parameters(
+    epsilon: f64,
+    delta: f64,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<(f64, u64)> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let target = release_target(sampling_rate, threshold);
+    let mechanism =
+        sample_threshold_release::calibrate(epsilon, delta, target, analysis, neighbours, true)
+            .map_err(value_error)?;
+    Ok((
+        mechanism.params().sampling_rate(),
+        mechanism.params().threshold(),
+    ))
+}
+
+/// Which of `clients` the keyed coin of `(key, rate)` samples in round 0.
+#[pyfunction]
+fn keyed_coins(py: Python<'_>, key: &str, rate: f64, clients: Vec<String>) -> PyResult<Vec<bool>> {
+    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
+    let coin = KeyedCoin::new(key, rate).map_err(value_error)?;
+    Ok(py.detach(|| clients.iter().map(|c| coin.flip(0, c.as_bytes())).collect()))
+}
+
+/// For each client and the items of its rows, the item of the row the key chooses (round 0).
+#[pyfunction]
+fn keyed_rows(
+    py: Python<'_>,
+    key: &str,
+    clients: Vec<String>,
+    items: Vec<Vec<String>>,
+) -> PyResult<Vec<String>> {
+    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
+    py.detach(|| {
+        clients
+            .iter()
+            .zip(items)
+            .map(|(client, mut rows)| {
+                let row = choose_row(&key, 0, client.as_bytes(), &rows)
+                    .ok_or_else(|| value_error(format!("client {client:?} has no rows")))?;
+                Ok(rows.swap_remove(row))
+            })
+            .collect()
+    })
+}
+
+/// The document of a keyed histogram counted elsewhere (on Spark): `counts` are the sampled
+/// counts of the items that reached the threshold, `clients` the number of clients.
+#[pyfunction]
+#[pyo3(signature = (counts, clients, epsilon, delta, input, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.histogram`
+fn keyed_counts_document(
+    counts: Vec<(String, u64)>,
+    clients: u64,
+    epsilon: f64,
+    delta: f64,
+    input: String,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<String> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let target = release_target(sampling_rate, threshold);
+    let mechanism =
+        sample_threshold_release::calibrate(epsilon, delta, target, analysis, neighbours, true)
+            .map_err(value_error)?;
+    let document = sample_threshold_release::from_counts(
+        counts,
+        &mechanism,
+        clients,
+        delta,
+        input,
+        "spark (keyed)",
+    );
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// The native module.
+#[pymodule]
+fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_parameters, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_counts_document, module)?)?;
+    Ok(())
+}

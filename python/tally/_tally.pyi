@@ -1,0 +1,65 @@
+"""Type stubs of the native module `tally._tally` (see crates/tally-py)."""
+
+from typing import Any
+
+def plan_sample_threshold(
+    epsilon: float,
+    delta: float | None = None,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    alpha: float | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+) -> str: ...
+def histogram(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    epsilon: float,
+    delta: float,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+    seed: int | None = None,
+    sampling_key: str | None = None,
+    rows_as_clients: bool = False,
+    description: str | None = None,
+) -> str: ...
+def heavy_hitters(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    epsilon: float,
+    delta: float,
+    levels: int = 10,
+    segment: int = 1,
+    restricted: bool = True,
+    composition: str = "basic",
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+    seed: int | None = None,
+    rows_as_clients: bool = False,
+    description: str | None = None,
+) -> str: ...
+def keyed_parameters(
+    epsilon: float,
+    delta: float,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+) -> tuple[float, int]: ...
+def keyed_coins(key: str, rate: float, clients: list[str]) -> list[bool]: ...
+def keyed_rows(key: str, clients: list[str], items: list[list[str]]) -> list[str]: ...
+def keyed_counts_document(
+    counts: list[tuple[str, int]],
+    clients: int,
+    epsilon: float,
+    delta: float,
+    input: str,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+) -> str: ...

@@ -1,0 +1,53 @@
+"""Shared fixtures: the `tally` binary and files of rows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tally_binary() -> Path:
+    """The `tally` command: $TALLY_BIN, or the workspace's debug build."""
+    path = Path(os.environ.get("TALLY_BIN", ROOT / "target" / "debug" / "tally"))
+    if not path.exists():
+        raise RuntimeError(f"{path} not found: build it with `cargo build -p tally-cli`")
+    return path
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(tally_binary()), *args], capture_output=True, text=True)
+
+
+def cli_json(*args: str) -> dict:
+    done = run_cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@pytest.fixture(scope="session")
+def rows_tsv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3000 clients with two or three rows each: client `u{c}` holds `w{c % 6}` and
+    `x{c % 4}`, and every fifth client `w{c % 6}` again."""
+    path = tmp_path_factory.mktemp("rows") / "rows.tsv"
+    lines = ["client_id\titem"]
+    for c in range(3000):
+        lines.append(f"u{c}\tw{c % 6}")
+        lines.append(f"u{c}\tx{c % 4}")
+        if c % 5 == 0:
+            lines.append(f"u{c}\tw{c % 6}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def words_txt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("words") / "words.txt"
+    words = ["apple"] * 700 + ["pear"] * 400 + ["fig"] * 150 + ["kiwi"] * 3
+    path.write_text("\n".join(words) + "\n")
+    return path

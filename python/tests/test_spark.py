@@ -1,0 +1,72 @@
+"""tally.spark on a local[2] session: equal to the command line with the same key, and
+unchanged when a task fails and is retried."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import tally.spark
+
+from conftest import cli_json
+
+SETTINGS = dict(epsilon=1.0, delta=1e-6, threshold=10)
+CLI_SETTINGS = ("--epsilon", "1", "--delta", "1e-6", "--threshold", "10")
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", __import__("sys").executable)
+    # local[2, 4]: two cores, and a failed task is retried up to 4 times.
+    session = (
+        SparkSession.builder.master("local[2, 4]")
+        .appName("tally-tests")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+def rows_frame(spark, rows_tsv):
+    lines = rows_tsv.read_text().splitlines()[1:]
+    pairs = [tuple(line.split("\t")) for line in lines]
+    return spark.createDataFrame(pairs, "client string, item string").repartition(3)
+
+
+def sorted_items(items):
+    return sorted((row["item"], row["count"], row["estimate"]) for row in items)
+
+
+def test_spark_equals_the_cli_with_the_same_key(spark, rows_tsv):
+    df = rows_frame(spark, rows_tsv)
+    release = tally.spark.histogram(df, item="item", client="client", sampling_key="K1", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "K1")
+    assert release.items, "something is released"
+    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert release.parameters == expected["parameters"]
+    assert release.guarantee == expected["guarantee"]
+
+
+def test_a_retried_task_leaves_the_release_unchanged(spark, rows_tsv, tmp_path):
+    df = rows_frame(spark, rows_tsv)
+    before = tally.spark.histogram(df, item="item", client="client", sampling_key="K2", **SETTINGS)
+    marker = str(tmp_path / "failed-once")
+
+    def fail_once(batches):
+        # The first task to get here dies mid-way, after reading part of its input; Spark
+        # retries it (local[2, 4] allows 4 attempts).
+        for index, batch in enumerate(batches):
+            if index == 0 and not os.path.exists(marker):
+                open(marker, "w").close()
+                raise RuntimeError("killed mid-way")
+            yield batch
+
+    flaky = df.mapInArrow(fail_once, df.schema)
+    after = tally.spark.histogram(flaky, item="item", client="client", sampling_key="K2", **SETTINGS)
+    assert os.path.exists(marker), "a task failed and was retried"
+    assert after.items == before.items

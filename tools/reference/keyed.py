@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Independent reference for keyed sampling (docs/privacy/sample-threshold.md, "Keyed sampling").
+
+Written from the BLAKE3 specification (O'Connor, Aumasson, Neves, Wilcox-O'Hearn, 2020) and the
+document above, NOT from the Rust code in `crates/tally-core/src/sampling/keyed.rs`: a pure
+Python BLAKE3 for inputs of one chunk (at most 1024 bytes, all this needs), checked against the
+specification's hash of the empty input, and exact rationals for the coin's threshold.
+
+Usage (from anywhere):
+
+    python3 tools/reference/keyed.py            # (re)write the JSON vectors
+    python3 tools/reference/keyed.py --check    # regenerate in memory, compare, exit 1 on diff
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[2] / "crates/tally-core/tests/test_vectors/keyed.json"
+
+KEY_CONTEXT = "tally 2026-11 keyed sampling key v1"
+
+IV = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19]
+PERMUTATION = [2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8]
+CHUNK_START, CHUNK_END, ROOT = 1, 2, 8
+KEYED_HASH, DERIVE_KEY_CONTEXT, DERIVE_KEY_MATERIAL = 16, 32, 64
+MASK = 0xFFFFFFFF
+
+
+def rotr(x: int, n: int) -> int:
+    return ((x >> n) | (x << (32 - n))) & MASK
+
+
+def g(v: list[int], a: int, b: int, c: int, d: int, x: int, y: int) -> None:
+    v[a] = (v[a] + v[b] + x) & MASK
+    v[d] = rotr(v[d] ^ v[a], 16)
+    v[c] = (v[c] + v[d]) & MASK
+    v[b] = rotr(v[b] ^ v[c], 12)
+    v[a] = (v[a] + v[b] + y) & MASK
+    v[d] = rotr(v[d] ^ v[a], 8)
+    v[c] = (v[c] + v[d]) & MASK
+    v[b] = rotr(v[b] ^ v[c], 7)
+
+
+def compress(cv: list[int], block: bytes, length: int, flags: int) -> list[int]:
+    """The compression function with counter 0; the full 16-word output."""
+    m = list(struct.unpack("<16I", block))
+    v = cv[:] + IV[:4] + [0, 0, length, flags]
+    for round_ in range(7):
+        g(v, 0, 4, 8, 12, m[0], m[1])
+        g(v, 1, 5, 9, 13, m[2], m[3])
+        g(v, 2, 6, 10, 14, m[4], m[5])
+        g(v, 3, 7, 11, 15, m[6], m[7])
+        g(v, 0, 5, 10, 15, m[8], m[9])
+        g(v, 1, 6, 11, 12, m[10], m[11])
+        g(v, 2, 7, 8, 13, m[12], m[13])
+        g(v, 3, 4, 9, 14, m[14], m[15])
+        if round_ < 6:
+            m = [m[PERMUTATION[i]] for i in range(16)]
+    return [v[i] ^ v[i + 8] for i in range(8)] + [v[i + 8] ^ cv[i] for i in range(8)]
+
+
+def blake3_one_chunk(key_words: list[int], data: bytes, mode: int) -> bytes:
+    """The first 32 bytes of BLAKE3 of `data` (one chunk) with key words and mode flags."""
+    assert len(data) <= 1024, "one chunk only"
+    blocks = [data[i : i + 64] for i in range(0, len(data), 64)] or [b""]
+    cv = key_words
+    for index, block in enumerate(blocks):
+        flags = mode
+        if index == 0:
+            flags |= CHUNK_START
+        if index == len(blocks) - 1:
+            flags |= CHUNK_END | ROOT
+        out = compress(cv, block.ljust(64, b"\0"), len(block), flags)
+        cv = out[:8]
+    return struct.pack("<8I", *cv)
+
+
+def derive_key(context: str, material: bytes) -> bytes:
+    context_key = blake3_one_chunk(IV, context.encode(), DERIVE_KEY_CONTEXT)
+    return blake3_one_chunk(list(struct.unpack("<8I", context_key)), material, DERIVE_KEY_MATERIAL)
+
+
+def prf(key: bytes, message: bytes) -> int:
+    """The first 64 bits, little-endian, of the keyed hash."""
+    digest = blake3_one_chunk(list(struct.unpack("<8I", key)), message, KEYED_HASH)
+    return int.from_bytes(digest[:8], "little")
+
+
+def coin_threshold(rate: float) -> int:
+    return int(Fraction(rate) * 2**64)  # floor for a non-negative rational
+
+
+def coin(key: bytes, threshold: int, round_: int, client: str) -> bool:
+    return prf(key, b"\x01" + round_.to_bytes(8, "little") + client.encode()) < threshold
+
+
+def row_score(key: bytes, round_: int, client: str, item: str, occurrence: int) -> int:
+    client_bytes = client.encode()
+    message = (
+        b"\x02"
+        + round_.to_bytes(8, "little")
+        + occurrence.to_bytes(8, "little")
+        + len(client_bytes).to_bytes(8, "little")
+        + client_bytes
+        + item.encode()
+    )
+    return prf(key, message)
+
+
+def chosen_item(key: bytes, round_: int, client: str, items: list[str]) -> str:
+    """The item of the row of smallest score; rows holding equal items are numbered 0, 1, ...
+    and ties of the score go to the smaller item (by UTF-8 bytes)."""
+    scored = []
+    seen: dict[str, int] = {}
+    for item in sorted(items, key=str.encode):
+        occurrence = seen.get(item, 0)
+        seen[item] = occurrence + 1
+        scored.append((row_score(key, round_, client, item, occurrence), item.encode(), item))
+    return min(scored)[2]
+
+
+def vectors() -> dict:
+    # The specification's hash of the empty input checks the BLAKE3 above.
+    empty = blake3_one_chunk(IV, b"", 0).hex()
+    assert empty == "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262", empty
+    cases = []
+    for secret in ["pin", "a longer secret, with spaces and ünïcödé"]:
+        key = derive_key(KEY_CONTEXT, secret.encode())
+        for rate in [0.5, 0.3, 0.01, 1e-5, 2.0**-70]:
+            threshold = coin_threshold(rate)
+            for round_ in [0, 3]:
+                cases.append(
+                    {
+                        "secret": secret,
+                        "rate": repr(rate),
+                        "threshold": str(threshold),
+                        "round": round_,
+                        "coins": "".join("1" if coin(key, threshold, round_, str(c)) else "0" for c in range(64)),
+                    }
+                )
+    rows = []
+    key = derive_key(KEY_CONTEXT, b"rows")
+    for client in ["u1", "u2", "client with a long id", "7"]:
+        for items in [["a"], ["b", "a"], ["a", "b", "a", "c"], ["x", "x", "x"], ["w1", "w2", "w3", "w4", "w5"]]:
+            rows.append(
+                {
+                    "client": client,
+                    "items": items,
+                    "score_first_row": str(row_score(key, 0, client, sorted(items)[0], 0)),
+                    "chosen": chosen_item(key, 0, client, items),
+                }
+            )
+    return {"row_secret": "rows", "coins": cases, "rows": rows}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the committed vectors")
+    args = parser.parse_args()
+    text = json.dumps(vectors(), indent=1, ensure_ascii=False) + "\n"
+    if args.check:
+        if OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT} differs from the reference", file=sys.stderr)
+            return 1
+        print(f"{OUT.name}: ok")
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
