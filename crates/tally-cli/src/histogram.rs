@@ -6,11 +6,11 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_core::histogram::SampleThreshold;
 use tally_messages::ReleasedItem;
 use tally_server::document;
-use tally_sim::{ExecutionPath, run_sample_threshold};
+use tally_sim::{ExecutionPath, PoissonLines, run_sample_threshold, stream_sample_threshold};
 
-use crate::cli::{HistogramArgs, HistogramMechanism};
+use crate::cli::{Format, HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
-use crate::input::load_population;
+use crate::input::{input_format, load_population};
 use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -30,31 +30,60 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.release.seed_or_random();
-    let stage = Stage::start("loading the population");
-    let mut population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-    if args.domain.domain.is_some() || args.domain.buckets.is_some() {
-        // Sample-and-threshold needs no public domain, but may run on one for comparison.
-        let map = domain_map(&args.domain, args.mechanism)?;
-        population = map
-            .apply(&population)?
-            .into_population(population.description())?;
-    }
-    stage.next(format!("sampling {} clients", population.len()));
     let path = ExecutionPath::default();
-    let release = run_sample_threshold(&population, &mechanism, path, seed);
-    drop(stage);
+    let on_domain = args.domain.domain.is_some() || args.domain.buckets.is_some();
+    // The release, the number of clients, where they came from and the items' names.
+    let (release, clients, description, name): (_, _, _, Box<dyn Fn(u32) -> String>) =
+        match &args.input.input {
+            // A file of lines streams: clients are sampled before their lines are parsed.
+            Some(file) if !on_domain && input_format(file, args.format) == Format::Lines => {
+                let stage = Stage::start(format!("sampling the lines of {}", file.display()));
+                let streamed = stream_sample_threshold(
+                    file,
+                    &mechanism,
+                    &PoissonLines::new(&mechanism, seed),
+                    &stage.bytes_read(),
+                )?;
+                drop(stage);
+                let names = streamed.names;
+                (
+                    streamed.release,
+                    streamed.clients,
+                    streamed.description,
+                    Box::new(move |id| names[id as usize].clone()),
+                )
+            }
+            _ => {
+                let stage = Stage::start("loading the population");
+                let mut population =
+                    load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+                if on_domain {
+                    // Sample-and-threshold needs no public domain, but may run on one for
+                    // comparison.
+                    let map = domain_map(&args.domain, args.mechanism)?;
+                    population = map
+                        .apply(&population)?
+                        .into_population(population.description())?;
+                }
+                stage.next(format!("sampling {} clients", population.len()));
+                let release = run_sample_threshold(&population, &mechanism, path, seed);
+                drop(stage);
+                let clients = population.len() as u64;
+                let description = population.description().to_owned();
+                let name = move |id: u32| {
+                    population
+                        .item_name(id)
+                        .map_or_else(|| id.to_string(), |n| n.into_owned())
+                };
+                (release, clients, description, Box::new(name))
+            }
+        };
 
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let name = |id: u32| {
-        population
-            .item_name(id)
-            .map(|n| n.into_owned())
-            .unwrap_or_else(|| id.to_string())
-    };
     let guarantee = mechanism.guarantee();
     let params = mechanism.params();
     if args.privacy.json {
@@ -70,9 +99,9 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         let mut document = document::sample_threshold(
             items,
             &mechanism,
-            population.len() as u64,
+            clients,
             args.release.delta,
-            population.description().to_owned(),
+            description.clone(),
             path.name(),
             args.release.seed,
         );
@@ -83,7 +112,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     print_fields(
         "sample-and-threshold histogram",
         &[
-            ("input", population.description().to_owned()),
+            ("input", description),
             ("guarantee", guarantee_line(guarantee)),
             (
                 "parameters",

@@ -71,6 +71,8 @@ mod multi_population;
 mod population;
 mod quantiles;
 mod rng;
+mod stream;
+mod stream_histogram;
 mod synthetic;
 mod triehh;
 mod values;
@@ -89,6 +91,9 @@ pub use multi_population::{
 pub use population::{ClientMode, Population, Source};
 pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
+};
+pub use stream_histogram::{
+    LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamedRelease, stream_sample_threshold,
 };
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::quantiles::ValueRange;
