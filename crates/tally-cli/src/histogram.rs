@@ -6,7 +6,10 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_core::histogram::SampleThreshold;
 use tally_messages::ReleasedItem;
 use tally_server::document;
-use tally_sim::{ExecutionPath, PoissonLines, run_sample_threshold, stream_sample_threshold};
+use tally_sim::{
+    ClientMode, ExecutionPath, PoissonLines, StreamFormat, run_sample_threshold,
+    stream_sample_threshold,
+};
 
 use crate::cli::{Format, HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
@@ -33,51 +36,59 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let path = ExecutionPath::default();
     let on_domain = args.domain.domain.is_some() || args.domain.buckets.is_some();
     // The release, the number of clients, where they came from and the items' names.
-    let (release, clients, description, name): (_, _, _, Box<dyn Fn(u32) -> String>) =
-        match &args.input.input {
-            // A file of lines streams: clients are sampled before their lines are parsed.
-            Some(file) if !on_domain && input_format(file, args.format) == Format::Lines => {
-                let stage = Stage::start(format!("sampling the lines of {}", file.display()));
-                let streamed = stream_sample_threshold(
-                    file,
-                    &mechanism,
-                    &PoissonLines::new(&mechanism, seed),
-                    &stage.bytes_read(),
-                )?;
-                drop(stage);
-                let names = streamed.names;
-                (
-                    streamed.release,
-                    streamed.clients,
-                    streamed.description,
-                    Box::new(move |id| names[id as usize].clone()),
-                )
+    let (release, clients, description, name): (_, _, _, Box<dyn Fn(u32) -> String>) = match &args
+        .input
+        .input
+    {
+        // A file streams: clients are sampled before their lines are parsed.
+        Some(file) if !on_domain => {
+            let format = match input_format(file, args.format) {
+                Format::Lines => StreamFormat::Lines,
+                Format::Tsv if args.rows_as_clients => StreamFormat::Tsv(ClientMode::RowsAsClients),
+                Format::Tsv => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
+            };
+            let stage = Stage::start(format!("sampling the clients of {}", file.display()));
+            let streamed = stream_sample_threshold(
+                file,
+                format,
+                &mechanism,
+                &PoissonLines::new(&mechanism, seed),
+                &stage.bytes_read(),
+            )?;
+            drop(stage);
+            let names = streamed.names;
+            (
+                streamed.release,
+                streamed.clients,
+                streamed.description,
+                Box::new(move |id| names[id as usize].clone()),
+            )
+        }
+        _ => {
+            let stage = Stage::start("loading the population");
+            let mut population =
+                load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            if on_domain {
+                // Sample-and-threshold needs no public domain, but may run on one for
+                // comparison.
+                let map = domain_map(&args.domain, args.mechanism)?;
+                population = map
+                    .apply(&population)?
+                    .into_population(population.description())?;
             }
-            _ => {
-                let stage = Stage::start("loading the population");
-                let mut population =
-                    load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-                if on_domain {
-                    // Sample-and-threshold needs no public domain, but may run on one for
-                    // comparison.
-                    let map = domain_map(&args.domain, args.mechanism)?;
-                    population = map
-                        .apply(&population)?
-                        .into_population(population.description())?;
-                }
-                stage.next(format!("sampling {} clients", population.len()));
-                let release = run_sample_threshold(&population, &mechanism, path, seed);
-                drop(stage);
-                let clients = population.len() as u64;
-                let description = population.description().to_owned();
-                let name = move |id: u32| {
-                    population
-                        .item_name(id)
-                        .map_or_else(|| id.to_string(), |n| n.into_owned())
-                };
-                (release, clients, description, Box::new(name))
-            }
-        };
+            stage.next(format!("sampling {} clients", population.len()));
+            let release = run_sample_threshold(&population, &mechanism, path, seed);
+            drop(stage);
+            let clients = population.len() as u64;
+            let description = population.description().to_owned();
+            let name = move |id: u32| {
+                population
+                    .item_name(id)
+                    .map_or_else(|| id.to_string(), |n| n.into_owned())
+            };
+            (release, clients, description, Box::new(name))
+        }
+    };
 
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX

@@ -73,7 +73,9 @@ mod quantiles;
 mod rng;
 mod stream;
 mod stream_histogram;
+mod stream_tsv;
 mod synthetic;
+mod text;
 mod triehh;
 mod values;
 
@@ -93,7 +95,8 @@ pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
 };
 pub use stream_histogram::{
-    LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamedRelease, stream_sample_threshold,
+    LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,
+    stream_sample_threshold,
 };
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::quantiles::ValueRange;

@@ -38,6 +38,8 @@ pub(crate) enum Purpose {
     DomainMechanism = 8,
     /// Sampling clients while streaming an input.
     StreamSampling = 9,
+    /// The row priorities of client-level TSV streaming.
+    StreamClientLevel = 10,
 }
 
 /// The largest chunk index a purpose can hold.

@@ -147,6 +147,8 @@ pub(crate) struct ChunkFault {
 pub(crate) enum Fault {
     /// A line is not valid UTF-8.
     NotUtf8,
+    /// A TSV row is not `client_id<TAB>item`; what it holds instead.
+    MalformedRow(&'static str),
 }
 
 /// Runs `process` on every chunk of `reader` in parallel, folding each thread's chunks into an
@@ -251,6 +253,7 @@ where
         let line = lines_before(first.chunk) + first.line + 1;
         return Err(match first.fault {
             Fault::NotUtf8 => Error::NotUtf8 { file, line },
+            Fault::MalformedRow(found) => Error::MalformedRow { file, line, found },
         });
     }
     Ok(accs)

@@ -1,15 +1,16 @@
-//! One sample-and-threshold round read straight from a file of lines, sampling before parsing.
+//! One sample-and-threshold round read straight from a file, sampling before parsing.
 //!
 //! The input is read as a stream of chunks ([`crate::stream`]). In each chunk every line's
 //! boundary is found and blank lines are skipped; a [`LineSampling`] then decides which
-//! clients (non-blank lines) are sampled, and only those are hashed and counted. No per-client
-//! string or id is ever stored: memory holds a few chunks plus one count per distinct sampled
-//! item.
+//! clients (non-blank lines, or TSV rows) are sampled, and only those are hashed and counted.
+//! No per-line string or id is ever stored: memory holds a few chunks plus one count per
+//! distinct sampled item (and, for client-level TSV, one chosen row per distinct client).
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
-use foldhash::fast::FixedState;
+use foldhash::quality::FixedState;
 use rand_chacha::ChaCha12Rng;
 use rand_distr::Distribution;
 use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
@@ -17,9 +18,11 @@ use tally_core::sampling::ExactGeometric;
 
 use crate::Error;
 use crate::load::open;
-use crate::population::{Source, describe};
+use crate::population::{ClientMode, Source, describe};
 use crate::rng::{Purpose, stream};
 use crate::stream::{ChunkFault, Fault, fold_chunks};
+use crate::stream_tsv::tsv_clients;
+use crate::text::{Text, pack};
 
 /// How the streaming path decides which clients are sampled: one [`LineCoins`] per chunk of
 /// the input, asked once for every client (non-blank line) of the chunk, in order.
@@ -38,8 +41,9 @@ pub trait LineSampling: Sync {
 
 /// The coins of one chunk's clients, drawn in order.
 pub trait LineCoins {
-    /// Whether the next client, holding `item`, is sampled.
-    fn sampled(&mut self, item: &str) -> bool;
+    /// Whether the next client is sampled; `client` is its line (lines format) or its
+    /// `client_id` (TSV).
+    fn sampled(&mut self, client: &str) -> bool;
 }
 
 /// Poisson sampling by exact geometric gap skipping: each client is sampled by its own
@@ -87,7 +91,7 @@ pub struct PoissonCoins {
 
 impl LineCoins for PoissonCoins {
     #[inline]
-    fn sampled(&mut self, _item: &str) -> bool {
+    fn sampled(&mut self, _client: &str) -> bool {
         if self.until_next == 0 {
             self.until_next = self.gap.sample(&mut self.rng);
             true
@@ -112,10 +116,10 @@ pub struct StreamedRelease {
 }
 
 /// Counts per distinct sampled item. Items shorter than 16 bytes (most words) are keyed by
-/// their bytes and length packed in a `u128`, so counting them hashes and compares one
-/// integer; longer items are keyed by their text.
+/// their bytes and length packed in a `u128` ([`pack`]), so counting them hashes and compares
+/// one integer; longer items are keyed by their text.
 #[derive(Default)]
-struct ItemCounts {
+pub(crate) struct ItemCounts {
     short: HashMap<u128, u64, FixedState>,
     long: HashMap<Box<str>, u64, FixedState>,
 }
@@ -123,14 +127,9 @@ struct ItemCounts {
 impl ItemCounts {
     /// Counts one more client holding `item`.
     #[inline]
-    fn add(&mut self, item: &str) {
-        let bytes = item.as_bytes();
-        if bytes.len() < 16 {
-            let mut key = [0u8; 16];
-            key[..bytes.len()].copy_from_slice(bytes);
-            // Unwrap safety: the length is below 16.
-            key[15] = u8::try_from(bytes.len()).expect("short item");
-            *self.short.entry(u128::from_le_bytes(key)).or_insert(0) += 1;
+    pub(crate) fn add(&mut self, item: &str) {
+        if let Some(key) = pack(item) {
+            *self.short.entry(key).or_insert(0) += 1;
         } else if let Some(held) = self.long.get_mut(item) {
             *held += 1;
         } else {
@@ -139,7 +138,7 @@ impl ItemCounts {
     }
 
     /// Adds another part's counts.
-    fn merge(&mut self, other: Self) {
+    pub(crate) fn merge(&mut self, other: Self) {
         for (key, count) in other.short {
             *self.short.entry(key).or_insert(0) += count;
         }
@@ -153,12 +152,7 @@ impl ItemCounts {
         let mut items: Vec<(String, u64)> = self
             .short
             .into_iter()
-            .map(|(key, count)| {
-                let key = key.to_le_bytes();
-                let text = key[..usize::from(key[15])].to_vec();
-                // Unwrap safety: the bytes were a whole &str.
-                (String::from_utf8(text).expect("an item is UTF-8"), count)
-            })
+            .map(|(key, count)| (Text::Short(key).into_string(), count))
             .chain(
                 self.long
                     .into_iter()
@@ -181,58 +175,57 @@ struct Tally {
     counts: ItemCounts,
 }
 
-/// Runs one round of `mechanism` over the file at `path`, one client per non-blank line (the
-/// `lines` format of [`crate::Population::from_lines_file`]; `.gz` is decompressed), with the
-/// clients chosen by `sampling`. `progress` is called with the bytes read so far.
+/// The format of a streamed input (see the [crate docs](crate#input-formats)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamFormat {
+    /// One client per non-blank line, the line its item.
+    Lines,
+    /// `client_id<TAB>item` rows, clients formed as the mode says.
+    Tsv(ClientMode),
+}
+
+/// Runs one round of `mechanism` over the file at `path` (`.gz` is decompressed), in the
+/// format of [`crate::Population::from_lines_file`] or [`crate::Population::from_tsv_file`],
+/// with the clients chosen by `sampling`. `progress` is called with the bytes read so far.
 ///
-/// With [`PoissonLines`] at the mechanism's sampling rate the release is distributed exactly as
-/// [`crate::run_sample_threshold`]'s over the loaded population; it is a function of the file's
-/// bytes, the mechanism and the seed only.
+/// With [`PoissonLines`] at the mechanism's sampling rate the release is distributed exactly
+/// as [`crate::run_sample_threshold`]'s over the loaded population; it is a function of the
+/// file's bytes, the format, the mechanism and the seeds only. Lines and rows as clients draw
+/// the coins of chunk `i` of the input from `sampling.coins(i)`; client-level TSV first
+/// chooses every client's row (exactly uniformly, seeded by the mode's seed), then draws the
+/// coins of the clients, in the file order of their chosen rows, from `sampling.coins(0)`.
 ///
 /// # Errors
 ///
-/// As [`crate::Population::from_lines_file`].
+/// As [`crate::Population::from_lines_file`] or [`crate::Population::from_tsv_file`].
 pub fn stream_sample_threshold(
     path: &Path,
+    format: StreamFormat,
     mechanism: &SampleThreshold,
     sampling: &impl LineSampling,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<StreamedRelease, Error> {
     let name = path.display().to_string();
-    let tallies = fold_chunks(
-        open(path)?,
-        &name,
-        progress,
-        Tally::default,
-        |tally, chunk| {
-            let lines = chunk.lines().map_err(|line| ChunkFault {
-                chunk: chunk.index,
-                line,
-                fault: Fault::NotUtf8,
-            })?;
-            let mut coins = sampling.coins(chunk.index);
-            let mut count = 0;
-            for (_, line) in lines {
-                count += 1;
-                if is_blank(line) {
-                    continue;
-                }
-                tally.clients += 1;
-                if coins.sampled(line) {
-                    tally.counts.add(line);
-                }
-            }
-            Ok(count)
-        },
-    )?;
-    let clients = tallies.iter().map(|tally| tally.clients).sum();
+    let reader = open(path)?;
+    let (clients, counts, source, blank) = match format {
+        StreamFormat::Lines => {
+            let (clients, counts) = line_clients(reader, &name, sampling, progress)?;
+            let source = Source::Lines { file: name.clone() };
+            (clients, counts, source, " or holds only blank lines")
+        }
+        StreamFormat::Tsv(mode) => {
+            let tsv = tsv_clients(reader, &name, mode, sampling, progress)?;
+            let blank = " or holds only a header or blank lines";
+            (tsv.clients, tsv.counts, tsv.source, blank)
+        }
+    };
     if clients == 0 {
         return Err(Error::Empty {
             file: name,
-            what: " or holds only blank lines",
+            what: blank,
         });
     }
-    let counted = merge(tallies.into_iter().map(|tally| tally.counts)).into_sorted();
+    let counted = counts.into_sorted();
     if u32::try_from(counted.len()).is_err() {
         return Err(Error::TooMany {
             file: name,
@@ -252,8 +245,43 @@ pub fn stream_sample_threshold(
         release: aggregator.release(),
         names,
         clients,
-        description: describe(&Source::Lines { file: name }, described),
+        description: describe(&source, described),
     })
+}
+
+/// The number of clients (non-blank lines) of a lines stream, and the counts of the items of
+/// those `sampling` samples.
+fn line_clients(
+    reader: Box<dyn Read + Send>,
+    name: &str,
+    sampling: &impl LineSampling,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(u64, ItemCounts), Error> {
+    let tallies = fold_chunks(reader, name, progress, Tally::default, |tally, chunk| {
+        let lines = chunk.lines().map_err(|line| ChunkFault {
+            chunk: chunk.index,
+            line,
+            fault: Fault::NotUtf8,
+        })?;
+        let mut coins = sampling.coins(chunk.index);
+        let mut count = 0;
+        for (_, line) in lines {
+            count += 1;
+            if is_blank(line) {
+                continue;
+            }
+            tally.clients += 1;
+            if coins.sampled(line) {
+                tally.counts.add(line);
+            }
+        }
+        Ok(count)
+    })?;
+    let clients = tallies.iter().map(|tally| tally.clients).sum();
+    Ok((
+        clients,
+        merge(tallies.into_iter().map(|tally| tally.counts)),
+    ))
 }
 
 /// The sum of the per-thread counts.

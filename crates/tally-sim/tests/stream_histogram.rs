@@ -13,7 +13,8 @@ use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{
-    ExecutionPath, PoissonLines, Population, run_sample_threshold, stream_sample_threshold,
+    ClientMode, ExecutionPath, PoissonLines, Population, StreamFormat, run_sample_threshold,
+    stream_sample_threshold,
 };
 
 fn mechanism(rate: f64, threshold: u64) -> SampleThreshold {
@@ -64,6 +65,7 @@ fn stat_streaming_has_the_law_of_gap_skipping() {
     for seed in 0..runs {
         let streamed = stream_sample_threshold(
             file.path(),
+            StreamFormat::Lines,
             &st,
             &PoissonLines::new(&st, seed),
             &no_progress,
@@ -118,8 +120,14 @@ fn streaming_is_deterministic_and_reads_gzip() {
     encoder.finish().unwrap();
     let st = mechanism(0.5, 5);
     let run = |path: &std::path::Path| {
-        let streamed =
-            stream_sample_threshold(path, &st, &PoissonLines::new(&st, 9), &no_progress).unwrap();
+        let streamed = stream_sample_threshold(
+            path,
+            StreamFormat::Lines,
+            &st,
+            &PoissonLines::new(&st, 9),
+            &no_progress,
+        )
+        .unwrap();
         let cells: Vec<(String, u64)> = streamed
             .release
             .items
@@ -147,22 +155,176 @@ fn streaming_errors_name_the_file_and_line() {
     let sampling = PoissonLines::new(&st, 1);
     let mut bad = tempfile::NamedTempFile::new().unwrap();
     bad.write_all(b"a\nb\n\nc\xff\n").unwrap();
-    let err = stream_sample_threshold(bad.path(), &st, &sampling, &no_progress).unwrap_err();
+    let err = stream_sample_threshold(
+        bad.path(),
+        StreamFormat::Lines,
+        &st,
+        &sampling,
+        &no_progress,
+    )
+    .unwrap_err();
     assert_eq!(
         err.to_string(),
         format!("{}:4: line is not valid UTF-8", bad.path().display())
     );
     let mut blank = tempfile::NamedTempFile::new().unwrap();
     blank.write_all(b"\n \r\n\t\n").unwrap();
-    let err = stream_sample_threshold(blank.path(), &st, &sampling, &no_progress).unwrap_err();
+    let err = stream_sample_threshold(
+        blank.path(),
+        StreamFormat::Lines,
+        &st,
+        &sampling,
+        &no_progress,
+    )
+    .unwrap_err();
     assert!(
         err.to_string()
             .ends_with("no clients: the input is empty or holds only blank lines")
     );
     let missing = std::path::Path::new("/nonexistent/tally-input.txt");
-    let err = stream_sample_threshold(missing, &st, &sampling, &no_progress).unwrap_err();
+    let err = stream_sample_threshold(missing, StreamFormat::Lines, &st, &sampling, &no_progress)
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "cannot open /nonexistent/tally-input.txt: file not found"
     );
+}
+
+/// A TSV file: client `u{k}` has rows holding `rows[k]`, the clients' rows interleaved, with
+/// a header and a blank line.
+fn write_tsv(rows: &[&[&str]]) -> tempfile::NamedTempFile {
+    let mut text = String::from("client_id\titem\n");
+    let longest = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    for i in 0..longest {
+        for (client, items) in rows.iter().enumerate() {
+            if let Some(item) = items.get(i) {
+                text.push_str(&format!("u{client}\t{item}\n"));
+            }
+        }
+        text.push('\n');
+    }
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    file
+}
+
+#[test]
+fn stat_client_level_streaming_has_the_law_of_loading() {
+    // 24 clients: 12 hold only x; 8 hold x, y, y (x with probability 1/3); 4 hold y, z, z, z
+    // (y with probability 1/4). Streaming and loading must agree on the law of the released
+    // counts of x and y.
+    let mut rows: Vec<&[&str]> = vec![&["x"]; 12];
+    rows.extend(vec![&["x", "y", "y"][..]; 8]);
+    rows.extend(vec![&["y", "z", "z", "z"][..]; 4]);
+    let file = write_tsv(&rows);
+    let st = mechanism(0.5, 2);
+    let runs = 2_000u64;
+    // observed[0] streaming, observed[1] loading; [x or y][count].
+    let mut observed = vec![vec![vec![0u64; 25]; 2]; 2];
+    for seed in 0..runs {
+        let mode = ClientMode::ClientLevel { seed };
+        let streamed = stream_sample_threshold(
+            file.path(),
+            StreamFormat::Tsv(mode),
+            &st,
+            &PoissonLines::new(&st, seed),
+            &no_progress,
+        )
+        .unwrap();
+        assert_eq!(streamed.clients, 24);
+        for cell in &streamed.release.items {
+            match streamed.names[cell.item as usize].as_str() {
+                "x" => observed[0][0][cell.count as usize] += 1,
+                "y" => observed[0][1][cell.count as usize] += 1,
+                _ => {}
+            }
+        }
+        let population = Population::from_tsv_file(file.path(), mode).unwrap();
+        let release = run_sample_threshold(&population, &st, ExecutionPath::GapSkipping, seed);
+        for cell in &release.items {
+            match population.item_name(cell.item).unwrap().as_ref() {
+                "x" => observed[1][0][cell.count as usize] += 1,
+                "y" => observed[1][1][cell.count as usize] += 1,
+                _ => {}
+            }
+        }
+    }
+    for values in observed.iter_mut().flatten() {
+        values[0] = runs - values.iter().sum::<u64>();
+    }
+    for (i, item) in ["x", "y"].iter().enumerate() {
+        stats::assert_same_distribution(
+            &format!("client-level streaming vs loading, item {item}"),
+            &observed[0][i],
+            &observed[1][i],
+        );
+    }
+}
+
+#[test]
+fn rows_as_clients_streaming_samples_each_row() {
+    let rows: Vec<&[&str]> = vec![&["a", "a", "b"], &["a"], &["a", "c"]];
+    let file = write_tsv(&rows);
+    // Each row is a client sampled at rate 0.6: over 200 seeds a, held by 4 rows, shows at
+    // most 4 and (but with probability about 1e-12) exactly 4 at least once.
+    let st = mechanism(0.6, 1);
+    let mut most = [0u64; 3];
+    for seed in 0..200 {
+        let streamed = stream_sample_threshold(
+            file.path(),
+            StreamFormat::Tsv(ClientMode::RowsAsClients),
+            &st,
+            &PoissonLines::new(&st, seed),
+            &no_progress,
+        )
+        .unwrap();
+        assert_eq!(streamed.clients, 6);
+        assert!(
+            streamed
+                .description
+                .contains("(rows as clients; 3 client_ids)")
+        );
+        for cell in &streamed.release.items {
+            let item = ["a", "b", "c"]
+                .iter()
+                .position(|&name| name == streamed.names[cell.item as usize])
+                .unwrap();
+            most[item] = most[item].max(cell.count);
+        }
+    }
+    assert_eq!(most, [4, 1, 1]);
+}
+
+#[test]
+fn malformed_rows_are_named_by_line() {
+    let st = mechanism(0.5, 5);
+    let sampling = PoissonLines::new(&st, 1);
+    for (text, found) in [
+        ("client_id\titem\nu1\ta\n\nu2 b\n", "a line with no tab"),
+        ("u1\ta\nu1\ta\nu2\t\n\n", "an empty item"),
+        ("u1\ta\n\n\tb\nx\n", "an empty client_id"),
+        (
+            "u1\ta\nu2\tb\nu3\tc\td\n",
+            "a row with more than two fields",
+        ),
+    ] {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        for mode in [
+            ClientMode::RowsAsClients,
+            ClientMode::ClientLevel { seed: 1 },
+        ] {
+            let err = stream_sample_threshold(
+                file.path(),
+                StreamFormat::Tsv(mode),
+                &st,
+                &sampling,
+                &no_progress,
+            )
+            .unwrap_err();
+            let loaded = Population::from_tsv_file(file.path(), mode).unwrap_err();
+            assert_eq!(err.to_string(), loaded.to_string());
+            assert!(err.to_string().ends_with(found), "{err}");
+        }
+    }
 }
