@@ -11,8 +11,15 @@
 //! choice depends only on the file and the seed; memory holds one entry per distinct client,
 //! not per row. The chosen clients are then put in file order (of their chosen rows) and
 //! sampled.
+//!
+//! Clients live in [`PARTITIONS`] maps by their hash, shared by the threads: a chunk's rows
+//! are first bucketed by partition, then each bucket is merged into its map under the map's
+//! lock. Each merge touches one small map, which stays in cache, rather than one map of every
+//! client per thread.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::Mutex;
 
 use foldhash::quality::FixedState;
 use rand::Rng;
@@ -42,14 +49,38 @@ struct Choice {
     item: Text,
 }
 
+/// The number of client maps.
+const PARTITIONS: usize = 256;
+
+/// Each client's chosen row (client level), or nothing (rows as clients, where the map only
+/// counts the distinct clients).
+type Clients = HashMap<Text, Option<Choice>, FixedState>;
+
 /// One thread's part of the stream.
-#[derive(Default)]
 struct Part {
     rows: u64,
-    /// Client level: each client's chosen row. Rows as clients: every client, holding nothing.
-    choices: HashMap<Text, Option<Choice>, FixedState>,
     /// Rows as clients: the sampled rows' items.
     counts: ItemCounts,
+    /// The current chunk's rows by partition.
+    buckets: Vec<Vec<(Text, Option<Choice>)>>,
+}
+
+impl Default for Part {
+    fn default() -> Self {
+        Self {
+            rows: 0,
+            counts: ItemCounts::default(),
+            buckets: (0..PARTITIONS).map(|_| Vec::new()).collect(),
+        }
+    }
+}
+
+/// The partition of a client: bits of its hash that the maps use neither for their bucket
+/// index (low bits) nor for their tags (top bits).
+fn partition(client: &Text) -> usize {
+    let hash = FixedState::default().hash_one(client);
+    // Unwrap safety: the value is masked to below 256.
+    usize::try_from((hash >> 40) & (PARTITIONS as u64 - 1)).expect("small partition")
 }
 
 /// Splits a data row into `(client_id, item)`, or says what is wrong with it.
@@ -121,50 +152,66 @@ pub(crate) fn tsv_clients(
         ClientMode::ClientLevel { seed } => seed,
         ClientMode::RowsAsClients => 0,
     };
-    let mut parts = fold_chunks(reader, name, progress, Part::default, |part, chunk| {
-        if mode == ClientMode::RowsAsClients {
+    let maps: Vec<Mutex<Clients>> = (0..PARTITIONS).map(|_| Mutex::default()).collect();
+    let parts = fold_chunks(reader, name, progress, Part::default, |part, chunk| {
+        let Part {
+            rows,
+            counts,
+            buckets,
+        } = part;
+        let lines = if mode == ClientMode::RowsAsClients {
             let mut coins = sampling.coins(chunk.index);
-            return for_each_row(chunk, |_, client, item| {
-                part.rows += 1;
-                part.choices.entry(Text::new(client)).or_insert(None);
+            for_each_row(chunk, |_, client, item| {
+                *rows += 1;
                 if coins.sampled(client) {
-                    part.counts.add(item);
+                    counts.add(item);
                 }
-            });
+                let client = Text::new(client);
+                buckets[partition(&client)].push((client, None));
+            })?
+        } else {
+            let mut priorities = stream(seed, Purpose::StreamClientLevel, chunk.index);
+            for_each_row(chunk, |row, client, item| {
+                *rows += 1;
+                let choice = Choice {
+                    priority: priorities.next_u64(),
+                    chunk: chunk.index,
+                    row,
+                    item: Text::new(item),
+                };
+                let client = Text::new(client);
+                buckets[partition(&client)].push((client, Some(choice)));
+            })?
+        };
+        for (bucket, map) in buckets.iter_mut().zip(&maps) {
+            // Unwrap safety: a thread holding the lock only panics by a bug; pass that on.
+            let mut map = map.lock().expect("a client map's lock");
+            for (client, choice) in bucket.drain(..) {
+                let kept = map.entry(client).or_insert(None);
+                if let Some(choice) = choice {
+                    keep_least(kept, choice, seed);
+                }
+            }
         }
-        let mut priorities = stream(seed, Purpose::StreamClientLevel, chunk.index);
-        for_each_row(chunk, |row, client, item| {
-            part.rows += 1;
-            let choice = Choice {
-                priority: priorities.next_u64(),
-                chunk: chunk.index,
-                row,
-                item: Text::new(item),
-            };
-            let kept = part.choices.entry(Text::new(client)).or_insert(None);
-            keep_least(kept, choice, seed);
-        })
+        Ok(lines)
     })?;
-    parts.sort_unstable_by_key(|part| std::cmp::Reverse(part.choices.len()));
-    let mut parts = parts.into_iter();
-    let mut total = parts.next().unwrap_or_default();
+    let mut total = Part::default();
     for part in parts {
         total.rows += part.rows;
         total.counts.merge(part.counts);
-        for (client, choice) in part.choices {
-            let kept = total.choices.entry(client).or_insert(None);
-            if let Some(choice) = choice {
-                keep_least(kept, choice, seed);
-            }
-        }
     }
-    let client_ids = total.choices.len() as u64;
+    let maps: Vec<Clients> = maps
+        .into_iter()
+        // Unwrap safety: as above.
+        .map(|map| map.into_inner().expect("a client map's lock"))
+        .collect();
+    let client_ids = maps.iter().map(|map| map.len() as u64).sum();
     let clients = match mode {
         ClientMode::RowsAsClients => total.rows,
         ClientMode::ClientLevel { .. } => {
-            let mut chosen: Vec<(Text, Choice)> = total
-                .choices
+            let mut chosen: Vec<(Text, Choice)> = maps
                 .into_iter()
+                .flatten()
                 .filter_map(|(client, choice)| Some((client, choice?)))
                 .collect();
             chosen.sort_unstable_by_key(|(_, choice)| (choice.chunk, choice.row));
