@@ -37,14 +37,37 @@ impl Text {
 
 /// `text`'s bytes, zero padded, with its length in the last byte, if it is shorter than 16
 /// bytes (the length keeps `a` and `a\0` apart).
+///
+/// The bytes are read as (possibly overlapping) whole words rather than copied into a buffer
+/// and read back, which would stall the load on the byte-wise stores.
 #[inline]
 pub(crate) fn pack(text: &str) -> Option<u128> {
     let bytes = text.as_bytes();
-    let len = u8::try_from(bytes.len()).ok().filter(|&len| len < 16)?;
-    let mut key = [0u8; 16];
-    key[..bytes.len()].copy_from_slice(bytes);
-    key[15] = len;
-    Some(u128::from_le_bytes(key))
+    let n = bytes.len();
+    let word = |at: usize| u64::from_le_bytes(*bytes[at..].first_chunk::<8>().expect("8 bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            *bytes[at..].first_chunk::<4>().expect("4 bytes"),
+        ))
+    };
+    let (low, high) = match n {
+        // Unwrap safety (in `word` and `half`): each arm reads only within the text.
+        16.. => return None,
+        8..=15 => {
+            // The last word's top n − 8 bytes are bytes 8..n.
+            let shift = 8 * (16 - n as u32);
+            (word(0), word(n - 8).checked_shr(shift).unwrap_or(0))
+        }
+        4..=7 => (half(0) | (half(n - 4) << (8 * (n as u32 - 4))), 0),
+        _ => (
+            bytes
+                .iter()
+                .enumerate()
+                .fold(0, |key, (i, &b)| key | (u64::from(b) << (8 * i))),
+            0,
+        ),
+    };
+    Some(u128::from(low) | (u128::from(high) << 64) | ((n as u128) << 120))
 }
 
 #[cfg(test)]
@@ -63,5 +86,21 @@ mod tests {
         );
         assert!(matches!(Text::new("sixteen bytes!!!"), Text::Long(_)));
         assert_ne!(Text::new("a"), Text::new("a\0"));
+    }
+
+    #[test]
+    fn pack_places_every_byte_and_the_length() {
+        let text = "abcdefghijklmnopq";
+        for n in 0..=16 {
+            let packed = pack(&text[..n]);
+            if n == 16 {
+                assert_eq!(packed, None);
+                continue;
+            }
+            let mut want = [0u8; 16];
+            want[..n].copy_from_slice(&text.as_bytes()[..n]);
+            want[15] = n as u8;
+            assert_eq!(packed, Some(u128::from_le_bytes(want)), "length {n}");
+        }
     }
 }
