@@ -27,6 +27,12 @@
 //! Errors name the file and line: `data.tsv:3: expected client_id<TAB>item, found a line with
 //! no tab`.
 //!
+//! [`stream_sample_threshold`] runs an S&T round straight from such a file without loading it:
+//! the file is read in chunks cut at line boundaries and processed on all cores, each client's
+//! coin is drawn before its line is parsed (a [`LineSampling`], exact Poisson gap skipping by
+//! [`PoissonLines`]), and only sampled lines are counted. Memory holds a few chunks and one
+//! count per distinct sampled item, plus one chosen row per client for client-level TSV.
+//!
 //! # Datasets and synthetic data
 //!
 //! [`Population::dataset`] loads a shipped dataset by name ([`DATASETS`]); `shakespeare` gives
