@@ -12,6 +12,9 @@ use tally_accounting::sample_threshold::PlanTarget;
 #[derive(Debug, Parser)]
 #[command(name = "tally", version, about, long_about = None)]
 pub(crate) struct Cli {
+    /// Draw no progress on stderr (it is drawn only when stderr is a terminal anyway).
+    #[arg(long, global = true)]
+    pub(crate) quiet: bool,
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -666,7 +669,7 @@ impl ReleaseArgs {
 }
 
 /// Input file formats.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Format {
     /// One item per line; each line is one client.
     Lines,

@@ -3,13 +3,16 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::sample_threshold_release::{self, Sampling};
+use tally_cli::sample_threshold_release::{self, Sampling, named};
 use tally_core::sampling::SamplingKey;
-use tally_sim::KeyedPopulation;
+use tally_server::document;
+use tally_sim::{
+    ClientMode, ExecutionPath, KeyedPopulation, PoissonLines, StreamFormat, stream_sample_threshold,
+};
 
 use crate::cli::{Format, HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
-use crate::input::{guess_format, load_population};
+use crate::input::{input_format, load_population};
 use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -44,9 +47,10 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.release.seed_or_random();
-    let stage = Stage::start("loading the population");
-    let mut document = match key {
-        Some(key) => {
+    let on_domain = args.domain.domain.is_some() || args.domain.buckets.is_some();
+    let mut document = match (key, &args.input.input) {
+        (Some(key), _) => {
+            let stage = Stage::start("loading the population");
             let population = load_keyed_population(args, seed)?;
             stage.next(format!(
                 "sampling {} clients with the key",
@@ -58,10 +62,38 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             };
             sample_threshold_release::histogram(sampling, &mechanism, delta, args.release.seed)?
         }
-        None => {
+        // A file streams: clients are sampled before their lines are parsed.
+        (None, Some(file)) if !on_domain => {
+            let format = match input_format(file, args.format) {
+                Format::Lines => StreamFormat::Lines,
+                Format::Tsv if args.rows_as_clients => StreamFormat::Tsv(ClientMode::RowsAsClients),
+                Format::Tsv => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
+            };
+            let stage = Stage::start(format!("sampling the clients of {}", file.display()));
+            let streamed = stream_sample_threshold(
+                file,
+                format,
+                &mechanism,
+                &PoissonLines::new(&mechanism, seed),
+                &stage.bytes_read(),
+            )?;
+            drop(stage);
+            let names = streamed.names;
+            document::sample_threshold(
+                named(&streamed.release, |id| names.get(id as usize).cloned()),
+                &mechanism,
+                streamed.clients,
+                delta,
+                streamed.description,
+                ExecutionPath::default().name(),
+                args.release.seed,
+            )
+        }
+        (None, _) => {
+            let stage = Stage::start("loading the population");
             let mut population =
                 load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-            if args.domain.domain.is_some() || args.domain.buckets.is_some() {
+            if on_domain {
                 // Sample-and-threshold needs no public domain, but may run on one for comparison.
                 let map = domain_map(&args.domain, args.mechanism)?;
                 population = map
@@ -76,7 +108,6 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             sample_threshold_release::histogram(sampling, &mechanism, delta, args.release.seed)?
         }
     };
-    drop(stage);
 
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
@@ -129,10 +160,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 fn load_keyed_population(args: &HistogramArgs, seed: u64) -> Result<KeyedPopulation> {
     if let Some(file) = &args.input.input
         && !args.rows_as_clients
-        && matches!(
-            args.format.unwrap_or_else(|| guess_format(file)),
-            Format::Tsv
-        )
+        && matches!(input_format(file, args.format), Format::Tsv)
     {
         return Ok(KeyedPopulation::from_tsv_file(file)?);
     }

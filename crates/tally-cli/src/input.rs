@@ -20,8 +20,7 @@ pub(crate) fn load_population(
         ClientMode::ClientLevel { seed }
     };
     if let Some(file) = &input.input {
-        let format = format.unwrap_or_else(|| guess_format(file));
-        return Ok(match format {
+        return Ok(match input_format(file, format) {
             Format::Lines => Population::from_lines_file(file)?,
             Format::Tsv => Population::from_tsv_file(file, mode)?,
         });
@@ -35,8 +34,12 @@ pub(crate) fn load_population(
     Ok(Population::synthetic(&spec, seed))
 }
 
-/// `tsv` for `.tsv` and `.tsv.gz` files, `lines` otherwise.
-pub(crate) fn guess_format(file: &Path) -> Format {
+/// The format of `file`: `format` if given, else `tsv` for `.tsv` and `.tsv.gz` files and
+/// `lines` otherwise.
+pub(crate) fn input_format(file: &Path, format: Option<Format>) -> Format {
+    if let Some(format) = format {
+        return format;
+    }
     let name = file.to_string_lossy();
     if name.ends_with(".tsv") || name.ends_with(".tsv.gz") {
         Format::Tsv

@@ -28,6 +28,9 @@ use crate::cli::{BenchCommand, Cli, Command, PlanCommand, ReproCommand};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.quiet {
+        output::hide_progress();
+    }
     let result = match cli.command {
         Command::Plan(PlanCommand::SampleThreshold(args)) => plan::run(&args),
         Command::Plan(PlanCommand::Shuffle(args)) => plan_shuffle::run(&args),

@@ -1,10 +1,10 @@
 //! Printing results: aligned tables for people, JSON for machines.
 
 use std::io::{self, Write};
-
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tally_accounting::Guarantee;
 use tally_messages::GuaranteeBody;
@@ -55,13 +55,24 @@ pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
     )
 }
 
+/// Whether `--quiet` hid the progress.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Hides all progress (`--quiet`).
+pub(crate) fn hide_progress() {
+    QUIET.store(true, Ordering::Relaxed);
+}
+
 /// A spinner on stderr naming the stage a long run is in; drawn only when stderr is a
-/// terminal, so pipes and JSON consumers see nothing.
+/// terminal and `--quiet` is not given, so pipes and JSON consumers see nothing.
 pub(crate) struct Stage(ProgressBar);
 
 impl Stage {
     /// Starts a spinner with `message`.
     pub(crate) fn start(message: impl Into<String>) -> Self {
+        if QUIET.load(Ordering::Relaxed) {
+            return Self(ProgressBar::hidden());
+        }
         let bar = ProgressBar::new_spinner();
         bar.set_style(
             ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
@@ -76,6 +87,14 @@ impl Stage {
     /// Moves on to the next stage.
     pub(crate) fn next(&self, message: impl Into<String>) {
         self.0.set_message(message.into());
+    }
+
+    /// A callback that shows how many bytes of the input were read, after the stage's
+    /// message.
+    pub(crate) fn bytes_read(&self) -> impl Fn(u64) + Sync + use<> {
+        let bar = self.0.clone();
+        let message = bar.message();
+        move |bytes| bar.set_message(format!("{message}: {} read", HumanBytes(bytes)))
     }
 }
 

@@ -133,8 +133,8 @@ pub fn from_counts(
     )
 }
 
-/// The released cells with their items' names.
-fn named(
+/// The released cells with their items' names (a cell whose item has no name shows its id).
+pub fn named(
     release: &SampleThresholdRelease,
     name: impl Fn(u32) -> Option<String>,
 ) -> Vec<ReleasedItem> {

@@ -29,6 +29,12 @@
 //! Errors name the file and line: `data.tsv:3: expected client_id<TAB>item, found a line with
 //! no tab`.
 //!
+//! [`stream_sample_threshold`] runs an S&T round straight from such a file without loading it:
+//! the file is read in chunks cut at line boundaries and processed on all cores, each client's
+//! coin is drawn before its line is parsed (a [`LineSampling`], exact Poisson gap skipping by
+//! [`PoissonLines`]), and only sampled lines are counted. Memory holds a few chunks and one
+//! count per distinct sampled item, plus one chosen row per client for client-level TSV.
+//!
 //! # Datasets and synthetic data
 //!
 //! [`Population::dataset`] loads a shipped dataset by name ([`DATASETS`]); `shakespeare` gives
@@ -74,7 +80,11 @@ mod multi_population;
 mod population;
 mod quantiles;
 mod rng;
+mod stream;
+mod stream_histogram;
+mod stream_tsv;
 mod synthetic;
+mod text;
 mod triehh;
 mod values;
 
@@ -93,6 +103,10 @@ pub use multi_population::{
 pub use population::{ClientMode, Population, Source};
 pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
+};
+pub use stream_histogram::{
+    LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,
+    stream_sample_threshold,
 };
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::quantiles::ValueRange;

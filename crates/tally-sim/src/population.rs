@@ -350,7 +350,7 @@ impl Vocabulary {
 }
 
 /// The description line of a population of `n` clients from `source`.
-fn describe(source: &Source, n: usize) -> String {
+pub(crate) fn describe(source: &Source, n: usize) -> String {
     match source {
         Source::Lines { file } => format!("{n} clients, one per non-blank line of {file}"),
         Source::Tsv {

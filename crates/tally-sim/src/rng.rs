@@ -36,6 +36,10 @@ pub(crate) enum Purpose {
     Values = 7,
     /// The randomness of a histogram mechanism over a public domain.
     DomainMechanism = 8,
+    /// Sampling clients while streaming an input.
+    StreamSampling = 9,
+    /// The row priorities of client-level TSV streaming.
+    StreamClientLevel = 10,
 }
 
 /// The largest chunk index a purpose can hold.
