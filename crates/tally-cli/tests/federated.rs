@@ -22,6 +22,10 @@ struct Server {
     analyst: String,
     /// `--server URL --token T` with a device credential of each test population.
     devices: HashMap<&'static str, String>,
+    /// The server's base URL.
+    url: String,
+    /// Its database.
+    db: String,
     _dir: tempfile::TempDir,
 }
 
@@ -93,6 +97,8 @@ impl Server {
             child,
             analyst: format!("--server {url} --token {analyst}"),
             devices,
+            url,
+            db,
             _dir: dir,
         }
     }
@@ -340,6 +346,63 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
     assert!(
         error.contains("asks for a number") && error.contains("apple"),
         "{error}"
+    );
+}
+
+#[test]
+fn an_operator_provisions_populations_and_credentials_through_the_server() {
+    let server = Server::start();
+    let url = &server.url;
+    let operator = token_create(&server.db, "operator", &[]);
+    let admin = format!("--server {url} --token {operator}");
+    let created: tally_messages::PopulationInfo = parse(json(&format!(
+        "population create {admin} fresh --budget-epsilon 2 --budget-delta 1e-6 \
+         --min-cohort 10 --max-task-epsilon 1 --json"
+    )));
+    assert_eq!(
+        (created.min_cohort, created.max_task_epsilon),
+        (10, Some(1.0))
+    );
+    let again = failure(&format!(
+        "population create {admin} fresh --budget-epsilon 2 --budget-delta 1e-6"
+    ));
+    assert!(again.contains("exists already"), "{again}");
+    let output = tally(&format!(
+        "token create {admin} --role analyst --population fresh --name bob"
+    ));
+    assert!(output.status.success(), "{output:?}");
+    let bob = String::from_utf8(output.stdout).unwrap().trim().to_owned();
+    let bob_args = format!("--server {url} --token {bob}");
+    // Bob's ledger is his population's only.
+    let ledger: Vec<LedgerBalance> = parse(json(&format!("ledger {bob_args} --json")));
+    let names: Vec<&str> = ledger.iter().map(|b| b.population.as_str()).collect();
+    assert_eq!(names, ["fresh"]);
+    // The list shows him, never a secret; revoked, he is refused.
+    let listed: Vec<tally_messages::CredentialInfo> =
+        parse(json(&format!("token list {admin} --json")));
+    let id = bob.split('_').nth(1).unwrap();
+    assert!(listed.iter().any(|c| c.id == id && c.name == "bob"));
+    let secret = bob.rsplit('_').next().unwrap();
+    let table = String::from_utf8(tally(&format!("token list {admin}")).stdout).unwrap();
+    assert!(table.contains(id) && !table.contains(secret), "{table}");
+    assert!(
+        tally(&format!("token revoke {admin} {id}"))
+            .status
+            .success()
+    );
+    let refused = failure(&format!("ledger {bob_args}"));
+    assert!(
+        refused.contains("401") || refused.contains("revoked"),
+        "{refused}"
+    );
+    // An analyst cannot provision.
+    let refused = failure(&format!(
+        "population create {} other --budget-epsilon 1 --budget-delta 1e-6",
+        server.analyst
+    ));
+    assert!(
+        refused.contains("403") || refused.contains("operator"),
+        "{refused}"
     );
 }
 

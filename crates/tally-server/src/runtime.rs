@@ -10,11 +10,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
-use tally_accounting::Guarantee;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, ErrorCode, GuaranteeBody, IssuedCredential,
     LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo, PopulationSpec, Role, RoundQuery,
-    TaskInfo, TaskSpec, TaskState,
+    TaskInfo, TaskKind, TaskSpec, TaskState,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -35,7 +34,7 @@ struct LiveTask {
     /// The id of the analyst credential that created it.
     owner: String,
     spec: TaskSpec,
-    guarantee: Guarantee,
+    guarantee: GuaranteeBody,
     state: TaskState,
     error: Option<String>,
     created_at: i64,
@@ -57,7 +56,7 @@ impl LiveTask {
         TaskInfo {
             id: self.id.clone(),
             spec: self.spec.clone(),
-            guarantee: GuaranteeBody::from(&self.guarantee),
+            guarantee: self.guarantee.clone(),
             state: self.state,
             rounds_released: self.rounds_released,
             open_round: self.round.as_ref().map(|r| r.query.round_id.clone()),
@@ -121,8 +120,10 @@ impl Runtime {
         Ok(runtime)
     }
 
-    /// Rebuilds a task from storage: recalibrates it from its spec and replays its released
-    /// rounds into it, so it asks exactly what it would have asked next.
+    /// Rebuilds a task from storage. A running task is recalibrated from its spec and its
+    /// released rounds are replayed into it, so that it asks exactly what it would have asked
+    /// next; a task that ended is not recalibrated (its stored guarantee is all it needs), so
+    /// a restart costs little whatever the number of finished tasks.
     async fn restore(
         &self,
         stored: StoredTask,
@@ -132,9 +133,8 @@ impl Runtime {
             .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
         let state = TaskState::from_name(&stored.state)
             .ok_or_else(|| ServerError::Corrupt(format!("task state {:?}", stored.state)))?;
-        let (mut engine, guarantee) = Engine::build(&spec).map_err(|e| {
-            ServerError::Corrupt(format!("task {} no longer builds: {e}", stored.id))
-        })?;
+        let guarantee: GuaranteeBody = serde_json::from_str(&stored.guarantee)
+            .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
         let rounds = self.store.rounds(&stored.id).await?;
         {
             let mut closed = self.closed.write().expect("round index lock");
@@ -161,6 +161,8 @@ impl Runtime {
             task.rounds_released = u32::try_from(released.count()).unwrap_or(u32::MAX);
             return Ok(task);
         }
+        let (mut engine, _) = Engine::build(&task.spec)
+            .map_err(|e| ServerError::Corrupt(format!("task {} no longer builds: {e}", task.id)))?;
         engine.advance();
         for round in released {
             let cells: Vec<Cell> =
@@ -199,8 +201,15 @@ impl Runtime {
                 spec.population
             )));
         }
+        // Calibration can take long: it runs off the async workers, which keep answering.
+        let built = {
+            let spec = spec.clone();
+            tokio::task::spawn_blocking(move || Engine::build(&spec))
+                .await
+                .map_err(|e| ServerError::Corrupt(format!("calibrating a task failed: {e}")))?
+        };
         let (mut engine, guarantee) =
-            Engine::build(&spec).map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
+            built.map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
         let population = self
             .store
             .population(&spec.population)
@@ -280,7 +289,7 @@ impl Runtime {
             id: id.clone(),
             owner: who.id.clone(),
             spec,
-            guarantee,
+            guarantee: GuaranteeBody::from(&guarantee),
             state: TaskState::Running,
             error: None,
             created_at,
@@ -804,17 +813,48 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     if rounds.cohort_target.is_some_and(|t| t < rounds.min_cohort) {
         return invalid("cohort_target: at least min_cohort".into());
     }
-    if rounds.deadline_secs == 0 {
-        return invalid("deadline_secs: at least 1".into());
+    if spec.expected_population > MAX_POPULATION {
+        return invalid(format!("expected_population: at most {MAX_POPULATION}"));
     }
-    if rounds.max_attempts == 0 {
-        return invalid("max_attempts: at least 1".into());
+    if !(1..=MAX_DEADLINE_SECS).contains(&rounds.deadline_secs) {
+        return invalid(format!("deadline_secs: 1 to {MAX_DEADLINE_SECS} (a week)"));
+    }
+    if !(1..=MAX_ATTEMPTS).contains(&rounds.max_attempts) {
+        return invalid(format!("max_attempts: 1 to {MAX_ATTEMPTS}"));
+    }
+    let levels = match &spec.kind {
+        TaskKind::Histogram { .. } => 1,
+        TaskKind::HeavyHitters { levels, .. } => *levels,
+        TaskKind::Quantiles {
+            levels, quantiles, ..
+        } => {
+            if quantiles.len() > MAX_QUANTILES {
+                return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
+            }
+            *levels
+        }
+    };
+    if levels > MAX_LEVELS {
+        return invalid(format!(
+            "levels {levels}: at most {MAX_LEVELS} (each level is a round to calibrate and run)"
+        ));
     }
     if !(1..=MAX_REPORT_BYTES).contains(&rounds.max_report_bytes) {
         return invalid(format!("max_report_bytes: 1 to {MAX_REPORT_BYTES}"));
     }
     Ok(())
 }
+
+/// The most devices a task may expect.
+const MAX_POPULATION: u64 = 1_000_000_000;
+/// The longest a round may stay open, in seconds.
+const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
+/// The most runs of one round.
+const MAX_ATTEMPTS: u32 = 100;
+/// The most levels (rounds per search) of a multi-round task.
+const MAX_LEVELS: u32 = 64;
+/// The most quantiles of one task.
+const MAX_QUANTILES: usize = 100;
 
 /// The largest report size a task may allow.
 pub(crate) const MAX_REPORT_BYTES: u32 = 4096;

@@ -712,3 +712,94 @@ async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort()
         server.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_does_not_recalibrate_finished_tasks() {
+    for db in databases().await {
+        let Started {
+            server,
+            router,
+            task,
+            credentials,
+        } = start_with_task(&db, &spec(histogram(0.5), 1.0, policy(10, 300))).await;
+        let round = open_round(&router, &task.id).await;
+        upload_all(&router, &round, 300, 200, "common").await;
+        let result_path = format!("/v1/tasks/{}/result", task.id);
+        let body = loop {
+            let (status, text) = call(&router, Method::GET, &result_path, None).await;
+            if status == StatusCode::OK {
+                break text;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        server.shutdown().await;
+        // A stored spec that no longer calibrates: only recalibrating would notice.
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&db.url).await.unwrap();
+        sqlx::query("UPDATE tasks SET spec = replace(spec, $1, $2)")
+            .bind("\"sampling_rate\":0.5")
+            .bind("\"sampling_rate\":1.0")
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+
+        let (server, router) = restart(&db.url, &credentials).await;
+        let (status, again) = call(&router, Method::GET, &result_path, None).await;
+        assert_eq!((status, again), (StatusCode::OK, body), "{}", db.name);
+        let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
+        assert_eq!(info.state, TaskState::Finished);
+        assert_eq!(info.guarantee, task.guarantee);
+        assert_eq!(
+            info.spec.kind,
+            histogram(1.0),
+            "the stored spec was changed to one that does not calibrate"
+        );
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
+    for db in databases().await {
+        let (server, router, _) = start(&db.url, BUDGET).await;
+        let base = spec(histogram(0.5), 1.0, policy(1, 1000));
+        let mut too_long = base.clone();
+        too_long.rounds.deadline_secs = 1 << 40;
+        let mut too_many_attempts = base.clone();
+        too_many_attempts.rounds.max_attempts = 1000;
+        let mut too_large = base.clone();
+        too_large.expected_population = 1 << 40;
+        let too_deep = spec(triehh_plus(300, 0.2), 1.0, policy(1, 1000));
+        let mut too_many_quantiles = spec(quantiles(3, 0.2), 1.0, policy(1, 1000));
+        if let tally_messages::TaskKind::Quantiles { quantiles, .. } = &mut too_many_quantiles.kind
+        {
+            *quantiles = (0..=200).map(|i| f64::from(i) / 200.0).collect();
+        }
+        for (spec, says) in [
+            (too_long, "deadline_secs: 1 to"),
+            (too_many_attempts, "max_attempts: 1 to"),
+            (too_large, "expected_population: at most"),
+            (too_deep, "levels 300: at most 64"),
+            (too_many_quantiles, "quantiles: at most"),
+        ] {
+            let (status, text) = call(
+                &router,
+                Method::POST,
+                "/v1/tasks",
+                Some(serde_json::to_string(&spec).unwrap()),
+            )
+            .await;
+            assert_eq!(
+                status,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "{}: {text}",
+                db.name
+            );
+            assert!(text.contains(says), "{text}");
+        }
+        let tasks: Vec<TaskInfo> = get(&router, "/v1/tasks").await;
+        assert!(tasks.is_empty());
+        server.shutdown().await;
+    }
+}
