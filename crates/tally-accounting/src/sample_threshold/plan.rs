@@ -309,6 +309,8 @@ fn min_released_count_params(
                     best = Some(candidate);
                 }
             }
+            // The worst-case group only grows with τ: no larger threshold can be evaluated.
+            Err(e @ Error::Infeasible { what: "delta", .. }) => return Err(e),
             Err(Error::Infeasible { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -383,6 +385,21 @@ mod tests {
                 assert_eq!(tau, expected, "ε = {eps}, δ = {del}, {analysis}");
             }
         }
+    }
+
+    #[test]
+    fn tiny_epsilon_is_refused_with_the_reason() {
+        let refused = plan(
+            1e-9,
+            1e-8,
+            PlanTarget::MinReleasedCount,
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        );
+        assert!(
+            matches!(refused, Err(Error::Infeasible { what: "delta", .. })),
+            "{refused:?}"
+        );
     }
 
     #[test]
