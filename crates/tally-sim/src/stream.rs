@@ -70,6 +70,38 @@ impl<'a> Iterator for Lines<'a> {
 }
 
 impl<'a> Lines<'a> {
+    /// Passes over up to `most` of the next lines, stopping before the first line that might
+    /// be blank or start with a byte-order mark (one not starting with a visible ASCII
+    /// character); returns how many it passed. Every line passed holds an item. Much cheaper
+    /// per line than [`Iterator::next`], for lines the caller need not read.
+    #[inline]
+    pub(crate) fn skip_items(&mut self, most: u64) -> u64 {
+        let bytes = self.text.as_bytes();
+        let mut skipped = 0;
+        while skipped < most {
+            if self.mask == 0 {
+                if self.next_block >= bytes.len() {
+                    break;
+                }
+                self.block = self.next_block;
+                self.next_block = bytes.len().min(self.block + 64);
+                self.mask = newline_mask(&bytes[self.block..self.next_block]);
+                continue;
+            }
+            // A `\n` lies ahead, so the line has a first byte.
+            if !bytes[self.start].is_ascii_graphic() {
+                break;
+            }
+            let end = self.block + self.mask.trailing_zeros() as usize;
+            self.mask &= self.mask - 1;
+            self.start = end + 1;
+            self.first = false;
+            skipped += 1;
+        }
+        self.number += skipped;
+        skipped
+    }
+
     /// Strips a line's `\r` (and the input's byte-order mark) and numbers it.
     #[inline]
     fn finish(&mut self, mut line: &'a str) -> (u64, &'a str) {
@@ -381,6 +413,40 @@ mod tests {
             let lines = read_lines(text.as_bytes(), chunk_bytes).unwrap();
             let got: Vec<String> = lines.iter().map(|(_, line)| line.clone()).collect();
             assert_eq!(got, want, "chunks of {chunk_bytes}");
+        }
+    }
+
+    #[test]
+    fn skipping_passes_only_lines_with_items() {
+        let text = "ab\ncd\nef\n\ngh\n é\n\u{feff}x\nlong line that spans more than one block of \
+                    sixty-four bytes, to be sure\nij\nkl";
+        let chunk = Chunk {
+            index: 1,
+            bytes: text.as_bytes().to_vec(),
+        };
+        // Alternate skipping up to `most` lines and reading one, and compare with reading all.
+        for most in [1, 2, 3, 100] {
+            let mut lines = chunk.lines().unwrap();
+            let mut read = Vec::new();
+            loop {
+                let before = lines.number;
+                let skipped = lines.skip_items(most);
+                assert!(skipped <= most);
+                assert_eq!(lines.number, before + skipped);
+                let Some(next) = lines.next() else { break };
+                read.push(next);
+            }
+            let all: Vec<_> = chunk.lines().unwrap().collect();
+            // Every line read is in place, and every line skipped holds an item.
+            for (number, line) in &read {
+                assert_eq!(all[*number as usize].1, *line);
+            }
+            for (number, line) in &all {
+                if !read.iter().any(|(n, _)| n == number) {
+                    assert!(line.as_bytes()[0].is_ascii_graphic(), "skipped {line:?}");
+                }
+            }
+            assert_eq!(read.last().map(|&(n, _)| n), Some(all.len() as u64 - 1));
         }
     }
 

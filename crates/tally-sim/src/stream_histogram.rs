@@ -44,6 +44,18 @@ pub trait LineCoins {
     /// Whether the next client is sampled; `client` is its line (lines format) or its
     /// `client_id` (TSV).
     fn sampled(&mut self, client: &str) -> bool;
+
+    /// How many of the next clients are certainly not sampled, whatever they hold: the stream
+    /// may then pass over them without reading them, and calls [`LineCoins::skip`]. The
+    /// default, 0, has every client read.
+    fn unsampled_ahead(&self) -> u64 {
+        0
+    }
+
+    /// Passes over the next `n` clients, `n` at most [`LineCoins::unsampled_ahead`].
+    fn skip(&mut self, n: u64) {
+        debug_assert!(n <= self.unsampled_ahead());
+    }
 }
 
 /// Poisson sampling by exact geometric gap skipping: each client is sampled by its own
@@ -99,6 +111,14 @@ impl LineCoins for PoissonCoins {
             self.until_next -= 1;
             false
         }
+    }
+
+    fn unsampled_ahead(&self) -> u64 {
+        self.until_next
+    }
+
+    fn skip(&mut self, n: u64) {
+        self.until_next -= n;
     }
 }
 
@@ -258,14 +278,25 @@ fn line_clients(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(u64, ItemCounts), Error> {
     let tallies = fold_chunks(reader, name, progress, Tally::default, |tally, chunk| {
-        let lines = chunk.lines().map_err(|line| ChunkFault {
+        let mut lines = chunk.lines().map_err(|line| ChunkFault {
             chunk: chunk.index,
             line,
             fault: Fault::NotUtf8,
         })?;
         let mut coins = sampling.coins(chunk.index);
         let mut count = 0;
-        for (_, line) in lines {
+        loop {
+            // Lines the coins will not sample are passed over, not read.
+            let ahead = coins.unsampled_ahead();
+            if ahead > 0 {
+                let skipped = lines.skip_items(ahead);
+                coins.skip(skipped);
+                tally.clients += skipped;
+                count += skipped;
+            }
+            let Some((_, line)) = lines.next() else {
+                break;
+            };
             count += 1;
             if is_blank(line) {
                 continue;
