@@ -5,3 +5,4 @@
 pub mod plan_document;
 pub mod sample_threshold_release;
 pub mod triehh_plus_release;
+pub mod values_release;
