@@ -102,3 +102,17 @@ def range_count(
     seed: int | None = None,
     description: str | None = None,
 ) -> str: ...
+def plan_shuffle(
+    users: int,
+    delta: float,
+    local_epsilon: float | None = None,
+    epsilon: float | None = None,
+    bound: str = "fmt23",
+) -> str: ...
+def plan_compose(
+    epsilon: float,
+    rounds: int,
+    delta: float = 0.0,
+    target_delta: float | None = None,
+    method: str = "optimal",
+) -> str: ...

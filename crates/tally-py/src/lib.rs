@@ -15,8 +15,10 @@ use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_cli::compose_plan::{self, ComposeMethod};
 use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
+use tally_cli::shuffle_plan::ShufflePlan;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
 use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
@@ -122,6 +124,38 @@ fn plan_sample_threshold(
     )
     .map_err(value_error)?;
     Ok(planned.document().to_string())
+}
+
+/// `tally plan shuffle --json`.
+#[pyfunction]
+#[pyo3(signature = (users, delta, local_epsilon=None, epsilon=None, bound="fmt23"))]
+fn plan_shuffle(
+    users: u64,
+    delta: f64,
+    local_epsilon: Option<f64>,
+    epsilon: Option<f64>,
+    bound: &str,
+) -> PyResult<String> {
+    let bound = bound.parse().map_err(value_error)?;
+    let plan =
+        ShufflePlan::solve(local_epsilon, epsilon, users, delta, bound).map_err(value_error)?;
+    Ok(plan.document().to_string())
+}
+
+/// `tally plan compose --json`.
+#[pyfunction]
+#[pyo3(signature = (epsilon, rounds, delta=0.0, target_delta=None, method="optimal"))]
+fn plan_compose(
+    epsilon: f64,
+    rounds: u64,
+    delta: f64,
+    target_delta: Option<f64>,
+    method: &str,
+) -> PyResult<String> {
+    let method = method.parse::<ComposeMethod>().map_err(value_error)?;
+    let (_, _, document) =
+        compose_plan::compose(epsilon, delta, rounds, target_delta, method).map_err(value_error)?;
+    Ok(document.to_string())
 }
 
 /// `tally histogram --json` with the sample-and-threshold mechanism.
@@ -687,6 +721,8 @@ fn keyed_counts_document(
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
     module.add_function(wrap_pyfunction!(quantiles, module)?)?;
