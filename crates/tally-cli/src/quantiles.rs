@@ -27,6 +27,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
         QuantileMethod::Hierarchical => values_release::QuantileMethod::Hierarchical,
         QuantileMethod::BinarySearch => values_release::QuantileMethod::BinarySearch,
     };
+    let mut running = None;
     let Released {
         document,
         guarantee,
@@ -34,11 +35,12 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
         &settings(common),
         &args.quantiles,
         method,
-        || load_values(common),
+        || load_then_run(common, &mut running),
         common.release.seed_or_random(),
         common.release.seed,
         args.truth,
     )?;
+    drop(running);
     print_quantiles(common, &document, &guarantee)
 }
 
@@ -54,6 +56,7 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
              counts"
         );
     }
+    let mut running = None;
     let Released {
         document,
         guarantee,
@@ -61,10 +64,11 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
         &settings(common),
         value_range(common)?,
         (args.lo, args.hi),
-        || load_values(common),
+        || load_then_run(common, &mut running),
         common.release.seed_or_random(),
         common.release.seed,
     )?;
+    drop(running);
     if common.privacy.json {
         print_json(&document)?;
         return Ok(());
@@ -102,6 +106,16 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
         ],
     )?;
     Ok(())
+}
+
+/// Reads `--input` and starts the spinner of the run that follows, left in `running`.
+fn load_then_run(common: &ValuesArgs, running: &mut Option<Stage>) -> Result<Values> {
+    let values = load_values(common)?;
+    *running = Some(Stage::start(format!(
+        "estimating over {} values",
+        values.len()
+    )));
+    Ok(values)
 }
 
 /// The settings of a release over numbers, from the command line.
