@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -122,3 +123,13 @@ def test_table_views_hold_the_rows(values_txt):
     assert (row["lo"], row["hi"]) == (10.0, 35.5)
     assert list(ranged.to_pandas().columns) == ["lo", "hi", "grid_lo", "grid_hi", "estimate", "fraction"]
     assert ranged.to_polars().to_dicts() == [row]
+
+
+def test_values_outside_the_unit_interval_point_at_min_and_max(values_txt):
+    message = "value 79.13460577595684 is outside [0, 1]: give --min and --max to rescale the input"
+    with pytest.raises(ValueError, match=re.escape(f"{values_txt}:2: {message}")):
+        tally.quantiles(values_txt, epsilon=1.0, delta=1e-6, seed=1)
+    done = run_cli("quantiles", "--input", str(values_txt), "--epsilon", "1", "--delta", "1e-6")
+    assert f"{values_txt}:2: {message}" in done.stderr
+    with pytest.raises(ValueError, match=re.escape("values from Python:2: value 7 is outside [0, 1]: give")):
+        tally.range_count([0.5, 7.0], lo=0.1, hi=0.2, epsilon=1.0, delta=1e-6)

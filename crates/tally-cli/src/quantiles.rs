@@ -9,7 +9,7 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_cli::values_release::{self, Released, ValuesSettings};
 use tally_messages::{QuantileRow, QuantilesRelease};
 use tally_server::document;
-use tally_sim::{ValueRange, Values, ValuesError};
+use tally_sim::{ValueRange, Values};
 
 use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_line, print_fields, print_json};
@@ -144,18 +144,11 @@ fn value_range(common: &ValuesArgs) -> Result<Option<ValueRange>> {
 pub(crate) fn load_values(common: &ValuesArgs) -> Result<Values> {
     let range = value_range(common)?;
     let stage = Stage::start("loading the values");
-    let values = Values::from_file(&common.input, range).map_err(|error| match error {
-        ValuesError::OutOfRange {
-            file,
-            line,
-            value,
-            rescaling: false,
-            ..
-        } => anyhow!(
-            "{file}:{line}: value {value} is outside [0, 1]: give --min and --max to rescale \
-             the input"
-        ),
-        error => error.into(),
+    let values = Values::from_file(&common.input, range).map_err(|error| {
+        match values_release::rescaling_hint(&error) {
+            Some(message) => anyhow!(message),
+            None => error.into(),
+        }
     })?;
     drop(stage);
     Ok(values)

@@ -12,7 +12,9 @@ use tally_core::quantiles::{
 };
 use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease};
 use tally_server::document;
-use tally_sim::{ExecutionPath, ValueRange, Values, run_binary_searches, run_hierarchical};
+use tally_sim::{
+    ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
+};
 
 /// Why a quantile or range release was refused.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +81,24 @@ pub struct Released<D> {
     pub document: D,
     /// The guarantee of the release.
     pub guarantee: Guarantee,
+}
+
+/// The message for a value outside `[0, 1]` read without a range to rescale from, which
+/// points at `--min` and `--max`; `None` for any other error.
+pub fn rescaling_hint(error: &ValuesError) -> Option<String> {
+    match error {
+        ValuesError::OutOfRange {
+            file,
+            line,
+            value,
+            rescaling: false,
+            ..
+        } => Some(format!(
+            "{file}:{line}: value {value} is outside [0, 1]: give --min and --max to rescale \
+             the input"
+        )),
+        _ => None,
+    }
 }
 
 /// Refuses a quantile outside `[0, 1]`.

@@ -333,7 +333,9 @@ fn load_numbers(
             | tally_sim::ValuesError::Input(tally_sim::Error::Open { .. }) => {
                 PyOSError::new_err(error.to_string())
             }
-            other => value_error(other),
+            other => {
+                value_error(values_release::rescaling_hint(&other).unwrap_or(other.to_string()))
+            }
         }),
         Err(bytes) => {
             // One number per line in Rust's shortest round-trip form, as a file would hold
@@ -345,8 +347,11 @@ fn load_numbers(
                 text.push_str(&number.to_string());
                 text.push('\n');
             }
-            tally_sim::Values::from_reader(Cursor::new(text), &description, range)
-                .map_err(value_error)
+            tally_sim::Values::from_reader(Cursor::new(text), &description, range).map_err(
+                |error| {
+                    value_error(values_release::rescaling_hint(&error).unwrap_or(error.to_string()))
+                },
+            )
         }
     })
 }
