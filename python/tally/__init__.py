@@ -1,21 +1,27 @@
 """tally: differentially private histograms by sample-and-threshold, from Python and Spark.
 
 Thin bindings over the Rust crates of the `tally` command: the same inputs and seed give the
-same release, and `Release.to_json()` is the document `tally histogram --json` prints.
+same release, and `Release.to_json()` is the document `tally histogram --json` (or
+`heavy-hitters`, `quantiles`, `range`) prints.
 Errors raise `ValueError` (or `OSError` for files) with the command line's messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from . import plan
-from ._input import column
+from ._input import column, numbers
 from ._release import Release
 from ._tally import heavy_hitters as _heavy_hitters
 from ._tally import histogram as _histogram
+from ._tally import quantiles as _quantiles
+from ._tally import range_count as _range_count
 
-__all__ = ["Release", "heavy_hitters", "histogram", "plan"]
+__all__ = ["Release", "heavy_hitters", "histogram", "plan", "quantiles", "range_count"]
+
+DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
 
 def histogram(
@@ -107,6 +113,109 @@ def heavy_hitters(
         neighbours,
         seed,
         rows_as_clients,
+        description,
+    )
+    return Release._from_json(document)
+
+
+def quantiles(
+    values: Any,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+    *,
+    epsilon: float,
+    delta: float,
+    min: float | None = None,
+    max: float | None = None,
+    method: str = "hierarchical",
+    branching: int = 4,
+    levels: int = 10,
+    consistent: bool = False,
+    composition: str = "basic",
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    analysis: str = "tight",
+    neighbours: str = "add-remove",
+    seed: int | None = None,
+    truth: bool = False,
+    description: str | None = None,
+) -> Release:
+    """Estimate `quantiles` of numeric `values` by sample-and-threshold at `(epsilon, delta)`
+    for the whole run, as `tally quantiles --mechanism sample-threshold`.
+
+    `values` is a file path (one number per line, read as `tally quantiles --input` reads it)
+    or a column of numbers (list, NumPy, pandas, Polars, Arrow). Values must lie in `[0, 1]`
+    unless `min` and `max` are given, which rescale `[min, max]` to `[0, 1]`. `method` is
+    `"hierarchical"` (one `branching`-ary histogram of `levels` levels, read at every quantile)
+    or `"binary-search"` (one search of `levels` rounds per quantile). `analysis` is the
+    command line's `--analysis` (the privacy analysis).
+    `truth=True` adds each row's true value and rank error (not private: for evaluation).
+    Seeds as in `histogram`. The document's rows are in `release.document["quantiles"]`.
+    """
+    document = _quantiles(
+        numbers(values),
+        [float(q) for q in quantiles],
+        epsilon,
+        delta,
+        min,
+        max,
+        method,
+        branching,
+        levels,
+        consistent,
+        composition,
+        sampling_rate,
+        threshold,
+        analysis,
+        neighbours,
+        seed,
+        truth,
+        description,
+    )
+    return Release._from_json(document)
+
+
+def range_count(
+    values: Any,
+    *,
+    lo: float,
+    hi: float,
+    epsilon: float,
+    delta: float,
+    min: float | None = None,
+    max: float | None = None,
+    branching: int = 4,
+    levels: int = 10,
+    consistent: bool = False,
+    composition: str = "basic",
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    analysis: str = "tight",
+    neighbours: str = "add-remove",
+    seed: int | None = None,
+    description: str | None = None,
+) -> Release:
+    """Estimate how many of `values` lie in `[lo, hi)` with a hierarchical histogram at
+    `(epsilon, delta)`, as `tally range --mechanism sample-threshold`. Inputs, rescaling and
+    options as in `quantiles`; the estimate is `release.document["estimate"]`, the range
+    snapped to the histogram's grid `release.document["range"]`.
+    """
+    document = _range_count(
+        numbers(values),
+        lo,
+        hi,
+        epsilon,
+        delta,
+        min,
+        max,
+        branching,
+        levels,
+        consistent,
+        composition,
+        sampling_rate,
+        threshold,
+        analysis,
+        neighbours,
+        seed,
         description,
     )
     return Release._from_json(document)

@@ -53,3 +53,25 @@ def _as_numpy(values: Any) -> Any:
 
         return np.asarray(array.to_pylist(), dtype=object)
     return None
+
+
+def numbers(values: Any) -> tuple[str, Any]:
+    """A `(kind, value)` pair of numbers: `("path", str)` or `("floats", bytes)` of float64.
+
+    Accepts a file path (one number per line), Python sequences of numbers, NumPy arrays,
+    pandas and Polars Series, and Arrow arrays.
+    """
+    import numpy as np
+
+    if isinstance(values, (str, os.PathLike)):
+        return ("path", os.fspath(values))
+    array = _as_numpy(values)
+    if array is None:
+        array = list(values)
+        if any(value is None for value in array):
+            raise ValueError("values: missing values (None) are not allowed")
+    try:
+        floats = np.ascontiguousarray(array, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"values: expected numbers ({error})") from None
+    return ("floats", floats.tobytes())

@@ -12,8 +12,9 @@ class Release:
     """A private release.
 
     `document` is the JSON document the command line prints with `--json` for the same input
-    and seed; `guarantee` and `parameters` are its fields of those names, and `items` its
-    released items (`item`, `count`, `estimate`).
+    and seed; `guarantee` and `parameters` are its fields of those names, `items` the released
+    items of a histogram or heavy hitters (`item`, `count`, `estimate`), and `rows` any
+    release as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold).
     """
 
     document: dict[str, Any]
@@ -42,30 +43,49 @@ class Release:
         """The document exactly as `tally ... --json` prints it (without the final newline)."""
         return self._text
 
-    def _columns(self) -> dict[str, list[Any]]:
-        return {
-            "item": [row["item"] for row in self.items],
-            "count": [row["count"] for row in self.items],
-            "estimate": [row["estimate"] for row in self.items],
-        }
+    def rows(self) -> list[dict[str, Any]]:
+        """The release as table rows: the released items (`item`, `count`, `estimate`), the
+        estimated quantiles (`quantile`, `value`, and `interval_lo`/`interval_hi` of a binary
+        search, `true_value`/`rank_error` with `truth`), or the one range count (`lo`, `hi`,
+        `grid_lo`, `grid_hi`, `estimate`, `fraction`)."""
+        if "items" in self.document:
+            return self.items
+        if "quantiles" in self.document:
+            rows = []
+            for row in self.document["quantiles"]:
+                row = dict(row)
+                interval = row.pop("interval", None)
+                if interval is not None:
+                    row["interval_lo"], row["interval_hi"] = interval
+                rows.append(row)
+            return rows
+        ranged = self.document["range"]
+        return [dict(ranged, estimate=self.document["estimate"], fraction=self.document["fraction"])]
 
     def to_pandas(self) -> Any:
-        """The released items as a pandas DataFrame (`item`, `count`, `estimate`)."""
+        """The rows (see `rows`) as a pandas DataFrame."""
         import pandas as pd
 
-        return pd.DataFrame(self._columns())
+        if "items" in self.document:
+            return pd.DataFrame(self._item_columns())
+        return pd.DataFrame(self.rows())
 
     def to_polars(self) -> Any:
-        """The released items as a Polars DataFrame (`item`, `count`, `estimate`)."""
+        """The rows (see `rows`) as a Polars DataFrame."""
         import polars as pl
 
-        return pl.DataFrame(self._columns(), schema={"item": pl.String, "count": pl.UInt64, "estimate": pl.Float64})
+        if "items" in self.document:
+            schema = {"item": pl.String, "count": pl.UInt64, "estimate": pl.Float64}
+            return pl.DataFrame(self._item_columns(), schema=schema)
+        return pl.DataFrame(self.rows())
 
     def to_arrow(self) -> Any:
-        """The released items as a pyarrow Table (`item`, `count`, `estimate`)."""
+        """The rows (see `rows`) as a pyarrow Table."""
         import pyarrow as pa
 
-        columns = self._columns()
+        if "items" not in self.document:
+            return pa.Table.from_pylist(self.rows())
+        columns = self._item_columns()
         return pa.table(
             {
                 "item": pa.array(columns["item"], pa.string()),
@@ -73,3 +93,10 @@ class Release:
                 "estimate": pa.array(columns["estimate"], pa.float64()),
             }
         )
+
+    def _item_columns(self) -> dict[str, list[Any]]:
+        return {
+            "item": [row["item"] for row in self.items],
+            "count": [row["count"] for row in self.items],
+            "estimate": [row["estimate"] for row in self.items],
+        }

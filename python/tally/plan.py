@@ -6,9 +6,18 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ._tally import plan_compose as _plan_compose
 from ._tally import plan_sample_threshold as _plan_sample_threshold
+from ._tally import plan_shuffle as _plan_shuffle
 
-__all__ = ["SampleThresholdPlan", "sample_threshold"]
+__all__ = [
+    "CompositionPlan",
+    "SampleThresholdPlan",
+    "ShufflePlan",
+    "compose",
+    "sample_threshold",
+    "shuffle",
+]
 
 
 @dataclass(frozen=True)
@@ -53,3 +62,62 @@ def sample_threshold(
         epsilon, delta, sampling_rate, threshold, alpha, method, neighbours
     )
     return SampleThresholdPlan._from_document(json.loads(document))
+
+
+@dataclass(frozen=True)
+class ShufflePlan:
+    """The fields of `tally plan shuffle --json`: amplification by shuffling (replace-one
+    neighbours)."""
+
+    mechanism: str
+    epsilon: float
+    delta: float
+    local_epsilon: float
+    users: int
+    bound: str
+    neighbours: str
+    solved_for: str
+
+
+def shuffle(
+    users: int,
+    delta: float,
+    *,
+    local_epsilon: float | None = None,
+    epsilon: float | None = None,
+    bound: str = "fmt23",
+) -> ShufflePlan:
+    """`tally plan shuffle`: the central `epsilon` (rounded up) that `users` shuffled reports
+    of `local_epsilon` give at `delta`, or the largest `local_epsilon` (rounded down) that
+    meets `epsilon`. Give exactly one of the two; `bound` is `fmt23`, `fmt21` or
+    `closed-form`."""
+    document = _plan_shuffle(users, delta, local_epsilon, epsilon, bound)
+    return ShufflePlan(**json.loads(document))
+
+
+@dataclass(frozen=True)
+class CompositionPlan:
+    """The fields of `tally plan compose --json`; `per_round` holds the `epsilon` and `delta`
+    of each round."""
+
+    epsilon: float
+    delta: float
+    method: str
+    rounds: int
+    per_round: dict[str, float]
+    target_delta: float | None
+
+
+def compose(
+    epsilon: float,
+    rounds: int,
+    delta: float = 0.0,
+    *,
+    target_delta: float | None = None,
+    method: str = "optimal",
+) -> CompositionPlan:
+    """`tally plan compose`: the total `(epsilon, delta)` of `rounds` rounds that are each
+    `(epsilon, delta)`-DP, by `method` (`basic`, `advanced`, `optimal`, `pld`, or `rdp` for
+    pure rounds); every method but `basic` reports the total ε at `target_delta`."""
+    document = _plan_compose(epsilon, rounds, delta, target_delta, method)
+    return CompositionPlan(**json.loads(document))

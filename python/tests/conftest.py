@@ -51,3 +51,11 @@ def words_txt(tmp_path_factory: pytest.TempPathFactory) -> Path:
     words = ["apple"] * 700 + ["pear"] * 400 + ["fig"] * 150 + ["kiwi"] * 3
     path.write_text("\n".join(words) + "\n")
     return path
+
+
+@pytest.fixture(scope="session")
+def values_txt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20000 numbers in [0, 100], spread evenly, one per line."""
+    path = tmp_path_factory.mktemp("values") / "values.txt"
+    path.write_text("".join(f"{(i * 7919) % 10007 / 100.07!r}\n" for i in range(20000)))
+    return path

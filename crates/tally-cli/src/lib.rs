@@ -2,6 +2,9 @@
 //! documents for the same inputs: the Python package builds its `to_json()` here.
 #![forbid(unsafe_code)]
 
+pub mod compose_plan;
 pub mod plan_document;
 pub mod sample_threshold_release;
+pub mod shuffle_plan;
 pub mod triehh_plus_release;
+pub mod values_release;

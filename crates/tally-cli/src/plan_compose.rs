@@ -1,66 +1,39 @@
 //! `tally plan compose`: the total `(ε, δ)` of `K` rounds that are each `(ε, δ)`-DP.
 
-use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
-use serde_json::json;
-use tally_accounting::composition::{Composition, compose_basic};
-use tally_accounting::rdp::compose_rdp_homogeneous;
-use tally_accounting::{Guarantee, Neighbours, TrustModel, compose_rounds};
+use anyhow::Result;
+use tally_accounting::composition::Composition;
+use tally_cli::compose_plan::{ComposeMethod, compose};
 
 use crate::cli::{ComposeMethodArg, PlanComposeArgs};
 use crate::output::{print_fields, print_json};
 
-pub(crate) fn run(args: &PlanComposeArgs) -> Result<()> {
-    let rounds = usize::try_from(args.rounds).context("--rounds does not fit in memory")?;
-    let target = || {
-        args.target_delta
-            .context("missing --target-delta: the total δ at which to report ε")
-    };
-    // The neighbour relation and trust model carry through composition unchanged.
-    let per_round = Guarantee {
-        epsilon: args.epsilon,
-        delta: args.delta,
-        neighbours: Neighbours::AddRemove,
-        model: TrustModel::Central,
-        analysis: String::new(),
-    };
-    let by_rule = |composition| -> Result<(f64, f64)> {
-        let total = compose_rounds(&per_round, rounds, composition, target()?)?;
-        Ok((total.epsilon, total.delta))
-    };
-    let (epsilon, delta) = match args.method {
-        ComposeMethodArg::Basic => compose_basic(&vec![(args.epsilon, args.delta); rounds])?,
-        ComposeMethodArg::Rdp => {
-            if args.delta != 0.0 {
-                bail!(
-                    "--method rdp composes pure ε-DP rounds only: give --delta 0, or use pld or \
-                     optimal"
-                );
-            }
-            compose_rdp_homogeneous(args.epsilon, args.rounds, target()?)?
+impl From<ComposeMethodArg> for ComposeMethod {
+    fn from(method: ComposeMethodArg) -> Self {
+        match method {
+            ComposeMethodArg::Basic => Self::Rule(Composition::Basic),
+            ComposeMethodArg::Advanced => Self::Rule(Composition::Advanced),
+            ComposeMethodArg::Optimal => Self::Rule(Composition::Optimal),
+            ComposeMethodArg::Pld => Self::Rule(Composition::Pld),
+            ComposeMethodArg::Rdp => Self::Rdp,
         }
-        ComposeMethodArg::Advanced => by_rule(Composition::Advanced)?,
-        ComposeMethodArg::Optimal => by_rule(Composition::Optimal)?,
-        ComposeMethodArg::Pld => by_rule(Composition::Pld)?,
-    };
-    let method = args
-        .method
-        .to_possible_value()
-        .map(|v| v.get_name().to_owned());
-    let method = method.unwrap_or_default();
+    }
+}
+
+pub(crate) fn run(args: &PlanComposeArgs) -> Result<()> {
+    let method = ComposeMethod::from(args.method);
+    let (epsilon, delta, document) = compose(
+        args.epsilon,
+        args.delta,
+        args.rounds,
+        args.target_delta,
+        method,
+    )?;
     if args.json {
-        print_json(&json!({
-            "epsilon": epsilon,
-            "delta": delta,
-            "method": method,
-            "rounds": args.rounds,
-            "per_round": {"epsilon": args.epsilon, "delta": args.delta},
-            "target_delta": args.target_delta,
-        }))?;
+        print_json(&document)?;
         return Ok(());
     }
     print_fields(
-        &format!("composition of {} rounds ({method})", args.rounds),
+        &format!("composition of {} rounds ({})", args.rounds, method.name()),
         &[
             ("per-round epsilon", format!("{}", args.epsilon)),
             ("per-round delta", format!("{:e}", args.delta)),

@@ -1,8 +1,8 @@
 //! `tally plan shuffle`: amplification by shuffling (ALGORITHMS.md §8).
 
-use anyhow::{Result, bail};
-use serde_json::json;
-use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon, shuffle_epsilon};
+use anyhow::Result;
+use tally_accounting::shuffle::ShuffleBound;
+use tally_cli::shuffle_plan::ShufflePlan;
 
 use crate::cli::{PlanShuffleArgs, ShuffleBoundArg};
 use crate::output::{print_fields, print_json};
@@ -19,35 +19,18 @@ impl From<ShuffleBoundArg> for ShuffleBound {
 
 pub(crate) fn run(args: &PlanShuffleArgs) -> Result<()> {
     let bound = ShuffleBound::from(args.bound);
-    let (local_epsilon, epsilon, solved_for) = match (args.local_epsilon, args.epsilon) {
-        (Some(eps0), None) => (
-            eps0,
-            shuffle_epsilon(eps0, args.users, args.delta, bound)?,
-            "epsilon",
-        ),
-        (None, Some(eps)) => (
-            max_local_epsilon(eps, args.users, args.delta, bound)?,
-            eps,
-            "local_epsilon",
-        ),
-        _ => bail!(
-            "give exactly one of --local-epsilon (to get the central ε) and --epsilon (to get the largest local ε₀)"
-        ),
-    };
+    let plan = ShufflePlan::solve(
+        args.local_epsilon,
+        args.epsilon,
+        args.users,
+        args.delta,
+        bound,
+    )?;
     if args.json {
-        print_json(&json!({
-            "mechanism": "shuffle",
-            "epsilon": epsilon,
-            "delta": args.delta,
-            "local_epsilon": local_epsilon,
-            "users": args.users,
-            "bound": bound.name(),
-            "neighbours": "replace-one",
-            "solved_for": solved_for,
-        }))?;
+        print_json(&plan.document())?;
         return Ok(());
     }
-    let (central, local) = if solved_for == "epsilon" {
+    let (central, local) = if plan.solved_for_epsilon {
         ("epsilon (solved, rounded up)", "local epsilon")
     } else {
         ("epsilon", "local epsilon (solved, rounded down)")
@@ -56,8 +39,8 @@ pub(crate) fn run(args: &PlanShuffleArgs) -> Result<()> {
         &format!("amplification by shuffling ({bound} bound, replace-one neighbours)"),
         &[
             ("users", args.users.to_string()),
-            (local, format!("{local_epsilon:.6}")),
-            (central, format!("{epsilon:.6}")),
+            (local, format!("{:.6}", plan.local_epsilon)),
+            (central, format!("{:.6}", plan.epsilon)),
             ("delta", format!("{:e}", args.delta)),
         ],
     )?;

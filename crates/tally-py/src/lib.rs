@@ -15,11 +15,14 @@ use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_cli::compose_plan::{self, ComposeMethod};
 use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
+use tally_cli::shuffle_plan::ShufflePlan;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
+use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
-use tally_sim::{ClientMode, KeyedPopulation, Population};
+use tally_sim::{ClientMode, KeyedPopulation, Population, ValueRange};
 
 /// A Rust error as a Python `ValueError` with the command line's message.
 fn value_error(error: impl std::fmt::Display) -> PyErr {
@@ -121,6 +124,38 @@ fn plan_sample_threshold(
     )
     .map_err(value_error)?;
     Ok(planned.document().to_string())
+}
+
+/// `tally plan shuffle --json`.
+#[pyfunction]
+#[pyo3(signature = (users, delta, local_epsilon=None, epsilon=None, bound="fmt23"))]
+fn plan_shuffle(
+    users: u64,
+    delta: f64,
+    local_epsilon: Option<f64>,
+    epsilon: Option<f64>,
+    bound: &str,
+) -> PyResult<String> {
+    let bound = bound.parse().map_err(value_error)?;
+    let plan =
+        ShufflePlan::solve(local_epsilon, epsilon, users, delta, bound).map_err(value_error)?;
+    Ok(plan.document().to_string())
+}
+
+/// `tally plan compose --json`.
+#[pyfunction]
+#[pyo3(signature = (epsilon, rounds, delta=0.0, target_delta=None, method="optimal"))]
+fn plan_compose(
+    epsilon: f64,
+    rounds: u64,
+    delta: f64,
+    target_delta: Option<f64>,
+    method: &str,
+) -> PyResult<String> {
+    let method = method.parse::<ComposeMethod>().map_err(value_error)?;
+    let (_, _, document) =
+        compose_plan::compose(epsilon, delta, rounds, target_delta, method).map_err(value_error)?;
+    Ok(document.to_string())
 }
 
 /// `tally histogram --json` with the sample-and-threshold mechanism.
@@ -239,6 +274,217 @@ fn heavy_hitters(
         .detach(|| triehh_plus(&population, &settings, run_seed, seed))
         .map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// The options `tally quantiles` and `tally range` share, from keyword arguments.
+#[allow(clippy::too_many_arguments)] // the shared keyword arguments
+fn values_settings(
+    epsilon: f64,
+    delta: f64,
+    branching: u32,
+    levels: u32,
+    consistent: bool,
+    composition: &str,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<ValuesSettings> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    Ok(ValuesSettings {
+        epsilon,
+        delta,
+        target: release_target(sampling_rate, threshold),
+        analysis,
+        neighbours,
+        composition: composition.parse::<Composition>().map_err(value_error)?,
+        branching,
+        levels,
+        consistent,
+    })
+}
+
+/// `--min` and `--max`: both or neither.
+fn value_range(min: Option<f64>, max: Option<f64>) -> PyResult<Option<ValueRange>> {
+    match (min, max) {
+        (Some(min), Some(max)) => Ok(Some(ValueRange::new(min, max).map_err(value_error)?)),
+        (None, None) => Ok(None),
+        _ => Err(value_error("give both min and max, or neither")),
+    }
+}
+
+/// Numbers handed over by the Python layer: `("path", path)` or `("floats", bytes)` of
+/// native-endian 64-bit floats, read as `tally quantiles --input` reads a file of them.
+fn load_numbers(
+    numbers: &Bound<'_, PyAny>,
+    range: Option<ValueRange>,
+    description: Option<String>,
+) -> PyResult<impl FnOnce() -> PyResult<tally_sim::Values> + Send> {
+    let (kind, value): (String, Bound<'_, PyAny>) = numbers.extract()?;
+    let source = match kind.as_str() {
+        "path" => Ok(value.extract::<PathBuf>()?),
+        "floats" => Err(value.extract::<Vec<u8>>()?),
+        other => return Err(value_error(format!("unknown column kind {other:?}"))),
+    };
+    let description = description.unwrap_or_else(|| "values from Python".to_owned());
+    Ok(move || match source {
+        Ok(path) => tally_sim::Values::from_file(&path, range).map_err(|error| match error {
+            tally_sim::ValuesError::Input(tally_sim::Error::NotFound { .. })
+            | tally_sim::ValuesError::Input(tally_sim::Error::Open { .. }) => {
+                PyOSError::new_err(error.to_string())
+            }
+            other => {
+                value_error(values_release::rescaling_hint(&other).unwrap_or(other.to_string()))
+            }
+        }),
+        Err(bytes) => {
+            // One number per line in Rust's shortest round-trip form, as a file would hold
+            // them: the values and the messages are those of the same numbers in a file.
+            let mut text = String::with_capacity(bytes.len() * 3);
+            for word in bytes.chunks_exact(8) {
+                // Unwrap safety: chunks_exact yields 8-byte slices.
+                let number = f64::from_ne_bytes(word.try_into().expect("8 bytes"));
+                text.push_str(&number.to_string());
+                text.push('\n');
+            }
+            tally_sim::Values::from_reader(Cursor::new(text), &description, range).map_err(
+                |error| {
+                    value_error(values_release::rescaling_hint(&error).unwrap_or(error.to_string()))
+                },
+            )
+        }
+    })
+}
+
+/// A refused quantile or range release as a `ValueError`.
+struct Refused(PyErr);
+
+impl From<values_release::ValuesReleaseError> for Refused {
+    fn from(error: values_release::ValuesReleaseError) -> Self {
+        Self(value_error(error))
+    }
+}
+
+impl From<PyErr> for Refused {
+    fn from(error: PyErr) -> Self {
+        Self(error)
+    }
+}
+
+/// `tally quantiles --json` with the sample-and-threshold mechanism.
+#[pyfunction]
+#[pyo3(signature = (values, quantiles, epsilon, delta, min=None, max=None, quantile_method="hierarchical", branching=4, levels=10, consistent=false, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, truth=false, description=None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.quantiles`
+fn quantiles(
+    py: Python<'_>,
+    values: &Bound<'_, PyAny>,
+    quantiles: Vec<f64>,
+    epsilon: f64,
+    delta: f64,
+    min: Option<f64>,
+    max: Option<f64>,
+    quantile_method: &str,
+    branching: u32,
+    levels: u32,
+    consistent: bool,
+    composition: &str,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+    seed: Option<u64>,
+    truth: bool,
+    description: Option<String>,
+) -> PyResult<String> {
+    let quantile_method = match quantile_method {
+        "hierarchical" => QuantileMethod::Hierarchical,
+        "binary-search" => QuantileMethod::BinarySearch,
+        other => {
+            return Err(value_error(format!(
+                "invalid method {other:?}: expected \"hierarchical\" or \"binary-search\""
+            )));
+        }
+    };
+    let settings = values_settings(
+        epsilon,
+        delta,
+        branching,
+        levels,
+        consistent,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+    )?;
+    let load = load_numbers(values, value_range(min, max)?, description)?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let released = py.detach(|| {
+        values_release::quantiles::<Refused>(
+            &settings,
+            &quantiles,
+            quantile_method,
+            || Ok(load()?),
+            run_seed,
+            seed,
+            truth,
+        )
+    });
+    let released = released.map_err(|refused| refused.0)?;
+    serde_json::to_string_pretty(&released.document).map_err(value_error)
+}
+
+/// `tally range --json` with the sample-and-threshold mechanism.
+#[pyfunction]
+#[pyo3(signature = (values, lo, hi, epsilon, delta, min=None, max=None, branching=4, levels=10, consistent=false, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, description=None))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.range_count`
+fn range_count(
+    py: Python<'_>,
+    values: &Bound<'_, PyAny>,
+    lo: f64,
+    hi: f64,
+    epsilon: f64,
+    delta: f64,
+    min: Option<f64>,
+    max: Option<f64>,
+    branching: u32,
+    levels: u32,
+    consistent: bool,
+    composition: &str,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+    seed: Option<u64>,
+    description: Option<String>,
+) -> PyResult<String> {
+    let settings = values_settings(
+        epsilon,
+        delta,
+        branching,
+        levels,
+        consistent,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+    )?;
+    let range = value_range(min, max)?;
+    let load = load_numbers(values, range, description)?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let released = py.detach(|| {
+        values_release::range_count::<Refused>(
+            &settings,
+            range,
+            (lo, hi),
+            || Ok(load()?),
+            run_seed,
+            seed,
+        )
+    });
+    let released = released.map_err(|refused| refused.0)?;
+    serde_json::to_string_pretty(&released.document).map_err(value_error)
 }
 
 /// A seed from the operating system, never shown (as `tally` does without `--seed`).
@@ -480,8 +726,12 @@ fn keyed_counts_document(
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
+    module.add_function(wrap_pyfunction!(quantiles, module)?)?;
+    module.add_function(wrap_pyfunction!(range_count, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;

@@ -1,0 +1,418 @@
+//! Quantiles and range counts of numbers by sample-and-threshold, and their documents, as
+//! `tally quantiles --json` and `tally range --json` print them.
+
+use serde_json::{Value, json};
+use tally_accounting::composition::Composition;
+use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::{Guarantee, Neighbours};
+use tally_core::histogram::{RoundPlan, plan_rounds};
+use tally_core::quantiles::{
+    BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
+    HierarchicalRelease, MAX_SEARCH_ROUNDS, TreeShape,
+};
+use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease};
+use tally_server::document;
+use tally_sim::{
+    ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
+};
+
+/// Why a quantile or range release was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ValuesReleaseError {
+    /// An argument out of its domain, or a release with nothing in it.
+    #[error("{0}")]
+    Invalid(String),
+    /// Whatever the planner, the accountant or the mechanism reject.
+    #[error(transparent)]
+    Core(#[from] tally_core::Error),
+}
+
+/// How the quantiles are estimated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuantileMethod {
+    /// One hierarchical histogram, read at every quantile.
+    Hierarchical,
+    /// One binary search per quantile.
+    BinarySearch,
+}
+
+/// How a release over numbers is configured (the options `tally quantiles` and `tally range`
+/// share).
+#[derive(Clone, Copy, Debug)]
+pub struct ValuesSettings {
+    /// Target `ε` of the whole run.
+    pub epsilon: f64,
+    /// Target `δ` of the whole run.
+    pub delta: f64,
+    /// What each round's planner solves for.
+    pub target: PlanTarget,
+    /// The analysis of each round.
+    pub analysis: Analysis,
+    /// The neighbour relation.
+    pub neighbours: Neighbours,
+    /// How the rounds' guarantees compose.
+    pub composition: Composition,
+    /// Branching factor of the hierarchical histogram.
+    pub branching: u32,
+    /// Levels of the tree, or rounds of each binary search.
+    pub levels: u32,
+    /// Whether the hierarchical release is made consistent.
+    pub consistent: bool,
+}
+
+/// The quantiles estimated when none are given.
+pub const DEFAULT_QUANTILES: [f64; 3] = [0.1, 0.5, 0.9];
+
+/// One estimated quantile, in the input's units.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    /// The quantile.
+    pub quantile: f64,
+    /// Its estimate.
+    pub value: f64,
+    /// The final interval of a binary search.
+    pub interval: Option<(f64, f64)>,
+}
+
+/// A release and its guarantee.
+#[derive(Debug)]
+pub struct Released<D> {
+    /// The document `--json` prints.
+    pub document: D,
+    /// The guarantee of the release.
+    pub guarantee: Guarantee,
+}
+
+/// The message for a value outside `[0, 1]` read without a range to rescale from, which
+/// points at `--min` and `--max`; `None` for any other error.
+pub fn rescaling_hint(error: &ValuesError) -> Option<String> {
+    match error {
+        ValuesError::OutOfRange {
+            file,
+            line,
+            value,
+            rescaling: false,
+            ..
+        } => Some(format!(
+            "{file}:{line}: value {value} is outside [0, 1]: give --min and --max to rescale \
+             the input"
+        )),
+        _ => None,
+    }
+}
+
+/// Refuses a quantile outside `[0, 1]`.
+///
+/// # Errors
+///
+/// [`ValuesReleaseError::Invalid`] naming the first such quantile.
+pub fn check_quantiles(quantiles: &[f64]) -> Result<(), ValuesReleaseError> {
+    if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        return Err(ValuesReleaseError::Invalid(format!(
+            "invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that `[lo, hi)` is a range of the input's units (`range`, else `[0, 1]`).
+///
+/// # Errors
+///
+/// [`ValuesReleaseError::Invalid`] for a bound outside the units or `lo > hi`.
+pub fn check_range(range: Option<ValueRange>, lo: f64, hi: f64) -> Result<(), ValuesReleaseError> {
+    let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
+    for (name, x) in [("--lo", lo), ("--hi", hi)] {
+        if !(min..=max).contains(&x) {
+            return Err(ValuesReleaseError::Invalid(format!(
+                "invalid {name} {x}: expected a number in [{min}, {max}]"
+            )));
+        }
+    }
+    if lo > hi {
+        return Err(ValuesReleaseError::Invalid(format!(
+            "invalid range: --lo {lo} is above --hi {hi}"
+        )));
+    }
+    Ok(())
+}
+
+/// Estimates `quantiles` of the values `load` reads (after the run is planned, so that bad
+/// settings are refused before any data is read) with randomness from `seed`, and builds the
+/// document (`shown_seed` is the seed to show; with `truth`, each row also has its true value
+/// and rank error).
+///
+/// # Errors
+///
+/// Whatever `load`, the planner and the mechanism reject.
+#[allow(clippy::too_many_arguments)] // the options of `tally quantiles`
+pub fn quantiles<E: From<ValuesReleaseError>>(
+    settings: &ValuesSettings,
+    quantiles: &[f64],
+    method: QuantileMethod,
+    load: impl FnOnce() -> Result<Values, E>,
+    seed: u64,
+    shown_seed: Option<u64>,
+    truth: bool,
+) -> Result<Released<QuantilesRelease>, E> {
+    check_quantiles(quantiles)?;
+    match method {
+        QuantileMethod::Hierarchical => {
+            let run = Hierarchical::prepare(settings)?;
+            let values = load()?;
+            let release = run.execute(&values, seed)?;
+            let estimates = release
+                .quantiles(quantiles)
+                .map_err(ValuesReleaseError::from)?;
+            let rows: Vec<Row> = estimates
+                .iter()
+                .map(|e| Row {
+                    quantile: e.quantile,
+                    value: values.to_original(e.value),
+                    interval: None,
+                })
+                .collect();
+            let parameters = run.parameters(&values, &release);
+            let document = quantiles_document(
+                &values,
+                truth,
+                document::HIERARCHICAL_HISTOGRAM,
+                parameters,
+                release.guarantee(),
+                &rows,
+                settings.delta,
+                shown_seed,
+            );
+            Ok(Released {
+                document,
+                guarantee: release.guarantee().clone(),
+            })
+        }
+        QuantileMethod::BinarySearch => {
+            if settings.consistent {
+                return Err(ValuesReleaseError::Invalid(
+                    "--consistent applies to --method hierarchical only".to_owned(),
+                )
+                .into());
+            }
+            let searches = quantiles.len();
+            let rounds = settings.levels as usize;
+            if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+                return Err(ValuesReleaseError::Invalid(format!(
+                    "invalid --levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} \
+                     rounds"
+                ))
+                .into());
+            }
+            let plan = plan(settings, rounds * searches)?;
+            let config = |quantile| BinarySearchConfig::planned(quantile, rounds, &plan);
+            let tasks = quantiles
+                .iter()
+                .map(|&q| BinarySearchQuantile::new(config(q)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(ValuesReleaseError::from)?;
+            let guarantee = config(0.5)
+                .guarantee_of(searches)
+                .map_err(ValuesReleaseError::from)?;
+            let values = load()?;
+            let results = run_binary_searches(&values, tasks, ExecutionPath::default(), seed);
+            let rows: Vec<Row> = results
+                .iter()
+                .map(|s| Row {
+                    quantile: s.quantile,
+                    value: values.to_original(s.value),
+                    interval: Some((values.to_original(s.lo), values.to_original(s.hi))),
+                })
+                .collect();
+            let parameters =
+                document::binary_search_parameters(&document::BinarySearchParameters {
+                    rounds,
+                    searches,
+                    range: values.range(),
+                    composition: plan.composition,
+                    per_round: &plan.per_round,
+                    population: values.len() as u64,
+                });
+            let document = quantiles_document(
+                &values,
+                truth,
+                document::BINARY_SEARCH,
+                parameters,
+                &guarantee,
+                &rows,
+                settings.delta,
+                shown_seed,
+            );
+            Ok(Released {
+                document,
+                guarantee,
+            })
+        }
+    }
+}
+
+/// Estimates the number of values in `[lo, hi)` of the values `load` reads, with a
+/// hierarchical histogram, and builds the document.
+///
+/// # Errors
+///
+/// Whatever `load`, the planner and the mechanism reject, and a range outside the input's
+/// units (checked before `load`).
+pub fn range_count<E: From<ValuesReleaseError>>(
+    settings: &ValuesSettings,
+    range: Option<ValueRange>,
+    (lo, hi): (f64, f64),
+    load: impl FnOnce() -> Result<Values, E>,
+    seed: u64,
+    shown_seed: Option<u64>,
+) -> Result<Released<Value>, E> {
+    check_range(range, lo, hi)?;
+    let run = Hierarchical::prepare(settings)?;
+    let values = load()?;
+    let release = run.execute(&values, seed)?;
+    let (unit_lo, unit_hi) = (values.to_unit(lo), values.to_unit(hi));
+    let estimate = release
+        .range_count(unit_lo, unit_hi)
+        .map_err(ValuesReleaseError::from)?;
+    let total = release.total();
+    let shape = release.shape();
+    let grid_lo = values.to_original(shape.boundary_point(shape.boundary_below(unit_lo)));
+    let grid_hi = values.to_original(shape.boundary_point(shape.boundary_below(unit_hi)));
+    let parameters = run.parameters(&values, &release);
+    let guarantee = release.guarantee();
+    let document = json!({
+        "mechanism": document::HIERARCHICAL_HISTOGRAM,
+        "parameters": parameters,
+        "guarantee": GuaranteeBody::from(guarantee),
+        "target_delta": settings.delta,
+        "input": values.description(),
+        "range": {"lo": lo, "hi": hi, "grid_lo": grid_lo, "grid_hi": grid_hi},
+        "estimate": estimate,
+        "fraction": estimate / total,
+        "estimated_total": total,
+        "seed": shown_seed,
+    });
+    Ok(Released {
+        document,
+        guarantee: guarantee.clone(),
+    })
+}
+
+/// The document of estimated quantiles, with the truth of each row when `truth` is set.
+#[allow(clippy::too_many_arguments)] // the fields of the document
+pub fn quantiles_document(
+    values: &Values,
+    truth: bool,
+    mechanism: &str,
+    parameters: Value,
+    guarantee: &Guarantee,
+    quantiles: &[Row],
+    target_delta: f64,
+    seed: Option<u64>,
+) -> QuantilesRelease {
+    // Ground truth for the metrics: the true value and the rank error of each row.
+    let sorted = truth.then(|| values.sorted());
+    let rows = quantiles
+        .iter()
+        .map(|row| {
+            let truth = sorted.as_ref().map(|sorted| {
+                (
+                    values.to_original(sorted.quantile(row.quantile)),
+                    sorted.rank_error(row.quantile, values.to_unit(row.value)),
+                )
+            });
+            QuantileRow {
+                quantile: row.quantile,
+                value: row.value,
+                interval: row.interval.map(|(lo, hi)| [lo, hi]),
+                true_value: truth.map(|t| t.0),
+                rank_error: truth.map(|t| t.1),
+            }
+        })
+        .collect();
+    QuantilesRelease {
+        mechanism: mechanism.to_owned(),
+        parameters,
+        guarantee: GuaranteeBody::from(guarantee),
+        target_delta,
+        input: values.description().to_owned(),
+        quantiles: rows,
+        seed,
+    }
+}
+
+/// A planned hierarchical histogram.
+struct Hierarchical {
+    plan: RoundPlan,
+    task: HierarchicalHistogram,
+    shape: TreeShape,
+    consistent: bool,
+}
+
+impl Hierarchical {
+    /// Validates the tree and calibrates its levels, before any data is read.
+    fn prepare(settings: &ValuesSettings) -> Result<Self, ValuesReleaseError> {
+        let shape = TreeShape::new(settings.branching, settings.levels)?;
+        let plan = plan(settings, settings.levels as usize)?;
+        let task = HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan))?;
+        Ok(Self {
+            plan,
+            task,
+            shape,
+            consistent: settings.consistent,
+        })
+    }
+
+    /// Runs the levels and post-processes the release as asked.
+    fn execute(
+        &self,
+        values: &Values,
+        seed: u64,
+    ) -> Result<HierarchicalRelease, ValuesReleaseError> {
+        let release = run_hierarchical(values, self.task.clone(), ExecutionPath::default(), seed);
+        if release.total() <= 0.0 {
+            let params = release.params();
+            return Err(ValuesReleaseError::Invalid(format!(
+                "nothing was released at level 1: {} values are too few for threshold {} at \
+                 sampling rate {:.6} (a bucket needs about {:.0} values); use fewer --levels or \
+                 a larger ε",
+                values.len(),
+                params.threshold(),
+                params.sampling_rate(),
+                params.threshold() as f64 / params.sampling_rate()
+            )));
+        }
+        Ok(if self.consistent {
+            release.consistent()
+        } else {
+            release
+        })
+    }
+
+    fn parameters(&self, values: &Values, release: &HierarchicalRelease) -> Value {
+        document::hierarchical_parameters(
+            &document::HierarchicalParameters {
+                shape: self.shape,
+                range: values.range(),
+                consistent: self.consistent,
+                composition: self.plan.composition,
+                per_level: &self.plan.per_round,
+                population: values.len() as u64,
+            },
+            release,
+        )
+    }
+}
+
+/// Splits the budget over `rounds` and calibrates each round.
+fn plan(settings: &ValuesSettings, rounds: usize) -> Result<RoundPlan, ValuesReleaseError> {
+    Ok(plan_rounds(
+        settings.epsilon,
+        settings.delta,
+        rounds,
+        settings.composition,
+        settings.target,
+        settings.analysis,
+        settings.neighbours,
+    )?)
+}
