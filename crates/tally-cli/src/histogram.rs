@@ -3,12 +3,9 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::sample_threshold_release::{self, Sampling, named};
+use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_core::sampling::SamplingKey;
-use tally_server::document;
-use tally_sim::{
-    ClientMode, ExecutionPath, KeyedPopulation, PoissonLines, StreamFormat, stream_sample_threshold,
-};
+use tally_sim::{ClientMode, KeyedPopulation, StreamFormat};
 
 use crate::cli::{Format, HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
@@ -70,24 +67,17 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
                 Format::Tsv => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
             };
             let stage = Stage::start(format!("sampling the clients of {}", file.display()));
-            let streamed = stream_sample_threshold(
+            let document = sample_threshold_release::streamed_histogram(
                 file,
                 format,
                 &mechanism,
-                &PoissonLines::new(&mechanism, seed),
+                delta,
+                seed,
+                args.release.seed,
                 &stage.bytes_read(),
             )?;
             drop(stage);
-            let names = streamed.names;
-            document::sample_threshold(
-                named(&streamed.release, |id| names.get(id as usize).cloned()),
-                &mechanism,
-                streamed.clients,
-                delta,
-                streamed.description,
-                ExecutionPath::default().name(),
-                args.release.seed,
-            )
+            document
         }
         (None, _) => {
             let stage = Stage::start("loading the population");

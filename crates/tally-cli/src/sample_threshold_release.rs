@@ -1,6 +1,8 @@
 //! Running a sample-and-threshold histogram and building its document, as `tally histogram
 //! --json` prints it.
 
+use std::path::Path;
+
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
@@ -8,7 +10,8 @@ use tally_core::sampling::SamplingKey;
 use tally_messages::{HistogramRelease, ReleasedItem};
 use tally_server::document;
 use tally_sim::{
-    ExecutionPath, KeyedPopulation, Population, run_keyed_sample_threshold, run_sample_threshold,
+    ExecutionPath, KeyedPopulation, PoissonLines, Population, StreamFormat,
+    run_keyed_sample_threshold, run_sample_threshold, stream_sample_threshold,
 };
 
 /// The execution name of a keyed run in the document.
@@ -100,6 +103,38 @@ pub fn histogram(
         input.to_owned(),
         execution,
         seed,
+    ))
+}
+
+/// Streams the file at `file` through one round of `mechanism`, each client's exact Poisson
+/// coin drawn from the streams of `seed` before its line is parsed, and builds the release's
+/// document, as `tally histogram --input FILE` does: `target_delta` is the `δ` asked for,
+/// `shown_seed` the seed to show (`None` when the user gave none) and `progress` is called
+/// with the bytes read so far.
+///
+/// # Errors
+///
+/// As [`stream_sample_threshold`].
+pub fn streamed_histogram(
+    file: &Path,
+    format: StreamFormat,
+    mechanism: &SampleThreshold,
+    target_delta: f64,
+    seed: u64,
+    shown_seed: Option<u64>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<HistogramRelease, tally_sim::Error> {
+    let sampling = PoissonLines::new(mechanism, seed);
+    let streamed = stream_sample_threshold(file, format, mechanism, &sampling, progress)?;
+    let names = streamed.names;
+    Ok(document::sample_threshold(
+        named(&streamed.release, |id| names.get(id as usize).cloned()),
+        mechanism,
+        streamed.clients,
+        target_delta,
+        streamed.description,
+        ExecutionPath::default().name(),
+        shown_seed,
     ))
 }
 

@@ -6,7 +6,7 @@
 //! command's messages. Long work runs with the GIL released.
 
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
@@ -22,7 +22,7 @@ use tally_cli::shuffle_plan::ShufflePlan;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
 use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
-use tally_sim::{ClientMode, KeyedPopulation, Population, ValueRange};
+use tally_sim::{ClientMode, KeyedPopulation, Population, StreamFormat, ValueRange};
 
 /// A Rust error as a Python `ValueError` with the command line's message.
 fn value_error(error: impl std::fmt::Display) -> PyErr {
@@ -195,6 +195,27 @@ fn histogram(
     let run_seed = seed.unwrap_or_else(random_seed);
     let description = description.unwrap_or_else(|| "items from Python".to_owned());
     let items = Column::extract(items)?;
+    if let (Column::Path(path), None) = (&items, &key) {
+        // A file streams, exactly as `tally histogram --input FILE` reads it.
+        let format = match (is_tsv(path), rows_as_clients) {
+            (false, _) => StreamFormat::Lines,
+            (true, true) => StreamFormat::Tsv(ClientMode::RowsAsClients),
+            (true, false) => StreamFormat::Tsv(ClientMode::ClientLevel { seed: run_seed }),
+        };
+        let document = py.detach(|| {
+            sample_threshold_release::streamed_histogram(
+                path,
+                format,
+                &mechanism,
+                delta,
+                run_seed,
+                seed,
+                &|_| {},
+            )
+        });
+        let document = document.map_err(file_error)?;
+        return serde_json::to_string_pretty(&document).map_err(value_error);
+    }
     let clients = clients.map(Column::extract).transpose()?;
     let population = Input::read(
         py,
@@ -584,11 +605,26 @@ impl Input {
     }
 }
 
+/// Whether `tally histogram --input` reads `path` as TSV (`.tsv` and `.tsv.gz`).
+fn is_tsv(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    name.ends_with(".tsv") || name.ends_with(".tsv.gz")
+}
+
+/// A file that cannot be found or opened is an `OSError`, anything wrong inside it a
+/// `ValueError`.
+fn file_error(error: tally_sim::Error) -> PyErr {
+    match error {
+        tally_sim::Error::NotFound { .. } | tally_sim::Error::Open { .. } => {
+            PyOSError::new_err(error.to_string())
+        }
+        other => value_error(other),
+    }
+}
+
 /// Reads a file as `tally histogram --input` does (`.tsv` and `.tsv.gz` as TSV, else lines).
 fn read_file(path: &PathBuf, seed: u64, rows_as_clients: bool, keyed: bool) -> PyResult<Input> {
-    let name = path.to_string_lossy();
-    let tsv = name.ends_with(".tsv") || name.ends_with(".tsv.gz");
-    let population = match (tsv, rows_as_clients, keyed) {
+    let population = match (is_tsv(path), rows_as_clients, keyed) {
         (true, false, true) => {
             return KeyedPopulation::from_tsv_file(path)
                 .map(Input::Keyed)
@@ -598,12 +634,7 @@ fn read_file(path: &PathBuf, seed: u64, rows_as_clients: bool, keyed: bool) -> P
         (true, false, false) => Population::from_tsv_file(path, ClientMode::ClientLevel { seed }),
         (false, ..) => Population::from_lines_file(path),
     }
-    .map_err(|error| match error {
-        tally_sim::Error::NotFound { .. } | tally_sim::Error::Open { .. } => {
-            PyOSError::new_err(error.to_string())
-        }
-        other => value_error(other),
-    })?;
+    .map_err(file_error)?;
     Ok(if keyed {
         Input::Keyed(KeyedPopulation::from_population(&population))
     } else {
