@@ -16,7 +16,7 @@ use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 
 use crate::Error;
-use crate::load::{LineReader, is_blank, open};
+use crate::load::{LineReader, open, tsv_row};
 use crate::population::{Interner, Population};
 
 /// Clients per parallel task when flipping the coins.
@@ -129,29 +129,9 @@ impl KeyedPopulation {
         let mut rows = Rows::new(name);
         let mut first = true;
         while let Some((number, line)) = lines.next_line()? {
-            if is_blank(line) {
+            let Some((client, item)) = tsv_row(line, name, number, &mut first)? else {
                 continue;
-            }
-            let malformed = |found| Error::MalformedRow {
-                file: name.to_owned(),
-                line: number,
-                found,
             };
-            let (client, item) = line
-                .split_once('\t')
-                .ok_or_else(|| malformed("a line with no tab"))?;
-            if std::mem::take(&mut first) && client == "client_id" {
-                continue;
-            }
-            if item.contains('\t') {
-                return Err(malformed("a row with more than two fields"));
-            }
-            if client.is_empty() {
-                return Err(malformed("an empty client_id"));
-            }
-            if item.is_empty() {
-                return Err(malformed("an empty item"));
-            }
             rows.push(client, item)?;
         }
         let description = format!(

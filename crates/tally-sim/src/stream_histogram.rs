@@ -17,7 +17,7 @@ use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
 use tally_core::sampling::ExactGeometric;
 
 use crate::Error;
-use crate::load::open;
+use crate::load::{is_blank, open};
 use crate::population::{ClientMode, Source, describe};
 use crate::rng::{Purpose, stream};
 use crate::stream::{ChunkFault, Fault, fold_chunks};
@@ -325,16 +325,6 @@ fn merge(parts: impl Iterator<Item = ItemCounts>) -> ItemCounts {
         total.merge(part);
     }
     total
-}
-
-/// Whether a line is empty or holds only whitespace (such lines hold no client).
-#[inline]
-pub(crate) fn is_blank(line: &str) -> bool {
-    match line.as_bytes().first() {
-        None => true,
-        Some(byte) if byte.is_ascii_graphic() => false,
-        Some(_) => line.chars().all(char::is_whitespace),
-    }
 }
 
 #[cfg(test)]

@@ -25,10 +25,11 @@ use foldhash::quality::FixedState;
 use rand::Rng;
 
 use crate::Error;
+use crate::load::is_blank;
 use crate::population::{ClientMode, Source};
 use crate::rng::{Purpose, stream};
 use crate::stream::{Chunk, ChunkFault, Fault, fold_chunks};
-use crate::stream_histogram::{ItemCounts, LineCoins, LineSampling, is_blank};
+use crate::stream_histogram::{ItemCounts, LineCoins, LineSampling};
 use crate::text::Text;
 
 /// The clients of a TSV stream: how many, their sampled items' counts and the source.
