@@ -33,9 +33,12 @@ pub(crate) fn failure(args: &str) -> String {
     stderr
 }
 
-/// Writes `contents` to a file in the temporary directory named after this process.
+/// Writes `contents` to `name` in Cargo's scratch directory for integration tests, prefixed with
+/// this test binary's name: each run overwrites the last run's files instead of leaving new ones
+/// in the system's temporary directory.
 pub(crate) fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
-    let path = std::env::temp_dir().join(format!("tally-cli-test-{}-{name}", std::process::id()));
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{}-{name}", env!("CARGO_CRATE_NAME")));
     std::fs::write(&path, contents).unwrap();
     path
 }
