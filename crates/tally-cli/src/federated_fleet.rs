@@ -1,6 +1,7 @@
 //! `tally client` (one device) and `tally fleet` (many): devices over HTTP.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -27,7 +28,11 @@ pub(crate) fn run_client(args: &ClientArgs) -> Result<()> {
         seed: args.devices.seed,
         ..FleetConfig::default()
     };
-    let report = run_fleet(&args.server, vec![item], config)?;
+    let credentials = read_credentials(args.devices.credentials.as_deref())?;
+    if credentials.as_ref().is_some_and(|c| c.len() != 1) {
+        bail!("--credentials: a device has one credential, on one line");
+    }
+    let report = run_fleet(&args.server, vec![item], credentials, config)?;
     if args.devices.json {
         return print_serialized(&report);
     }
@@ -82,16 +87,44 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
         seed: args.devices.seed,
         ..FleetConfig::default()
     };
-    let report = run_fleet(&args.server, items, config)?;
+    let credentials = read_credentials(args.devices.credentials.as_deref())?;
+    let report = run_fleet(&args.server, items, credentials, config)?;
     if args.devices.json {
         return print_serialized(&report);
     }
     print_report(&report, population.description())
 }
 
-/// Runs the devices until their tasks end, with a progress bar on a terminal.
-fn run_fleet(server: &ServerArgs, items: Vec<String>, config: FleetConfig) -> Result<FleetReport> {
-    let fleet = Fleet::new(client(server)?, items, config)?;
+/// The device credentials of a file, one per non-empty line.
+fn read_credentials(path: Option<&Path>) -> Result<Option<Vec<String>>> {
+    let Some(path) = path else { return Ok(None) };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let credentials: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if credentials.is_empty() {
+        bail!("{} holds no credential", path.display());
+    }
+    Ok(Some(credentials))
+}
+
+/// Runs the devices until their tasks end, with a progress bar on a terminal: each with its
+/// own credential when `credentials` are given, else through the server credential relaying
+/// for all of them.
+fn run_fleet(
+    server: &ServerArgs,
+    items: Vec<String>,
+    credentials: Option<Vec<String>>,
+    config: FleetConfig,
+) -> Result<FleetReport> {
+    let mut fleet = Fleet::new(client(server)?, items, config)?;
+    if let Some(credentials) = credentials {
+        fleet = fleet.with_credentials(credentials)?;
+    }
     let bar = progress_bar();
     let report = runtime()?.block_on(fleet.run(|event| match event {
         FleetEvent::RoundStarted { query, devices } => {

@@ -97,11 +97,25 @@ pub enum FleetEvent<'a> {
 }
 
 /// Simulated devices, one item each.
-#[derive(Debug)]
 pub struct Fleet {
     client: Client,
     items: Arc<[String]>,
+    /// One enrolled device credential per device, or `None` when the client's own credential
+    /// (an operator's) relays for all of them.
+    credentials: Option<Arc<[String]>>,
     config: FleetConfig,
+}
+
+impl std::fmt::Debug for Fleet {
+    /// Never shows a credential.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("client", &self.client)
+            .field("devices", &self.items.len())
+            .field("enrolled", &self.credentials.is_some())
+            .field("config", &self.config)
+            .finish()
+    }
 }
 
 impl Fleet {
@@ -137,8 +151,31 @@ impl Fleet {
         Ok(Self {
             client,
             items: items.into(),
+            credentials: None,
             config,
         })
+    }
+
+    /// The same fleet with device `i` checking in with `credentials[i]`, its own enrolled
+    /// device credential (`tally device enroll`), rather than through the client's
+    /// credential relaying for all of them. Each device then holds one token per round; a
+    /// batch's uploads go in one request, sent with the batch's first device's credential,
+    /// and the fleet reads the open rounds and the tasks' states with device 0's.
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError::Config`] if there are fewer credentials than devices.
+    pub fn with_credentials(mut self, credentials: Vec<String>) -> Result<Self, FleetError> {
+        if credentials.len() < self.items.len() {
+            return Err(FleetError::Config(format!(
+                "{} credentials for {} devices: enroll one per device (tally device enroll)",
+                credentials.len(),
+                self.items.len()
+            )));
+        }
+        self.client = self.client.with_token(&credentials[0]);
+        self.credentials = Some(credentials.into());
+        Ok(self)
     }
 
     /// Devices in the fleet.
@@ -267,6 +304,7 @@ impl Fleet {
             let end = (start + self.config.batch).min(self.items.len());
             let work = ChunkWork {
                 client: self.client.clone(),
+                credentials: self.credentials.clone(),
                 round_id: Arc::clone(&round_id),
                 items: Arc::clone(&self.items),
                 range: start..end,
@@ -315,6 +353,7 @@ fn chunk_rng(round: Option<(u64, u64)>, index: usize) -> ChaCha20Rng {
 /// One batch of devices' work in a round.
 struct ChunkWork {
     client: Client,
+    credentials: Option<Arc<[String]>>,
     round_id: Arc<str>,
     items: Arc<[String]>,
     range: std::ops::Range<usize>,
@@ -354,10 +393,8 @@ impl ChunkWork {
                 Err(error)
             }
         };
-        // Unwrap safety: batches are at most u32::MAX devices (checked by Fleet::new).
-        let wanted = u32::try_from(self.range.len()).expect("batch fits u32");
-        let tokens = match self.client.check_in(&self.round_id, wanted).await {
-            Ok(grant) => grant.tokens,
+        let tokens = match self.check_in().await {
+            Ok(tokens) => tokens,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
         let uploads: Vec<Upload> = tokens
@@ -370,7 +407,7 @@ impl ChunkWork {
             .collect();
         chunk.devices = uploads.len() as u64;
         let sent = Instant::now();
-        let receipt = match self.client.upload(&self.round_id, &uploads).await {
+        let receipt = match self.uploader().upload(&self.round_id, &uploads).await {
             Ok(receipt) => receipt,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
@@ -390,6 +427,35 @@ impl ChunkWork {
             }
         }
         Ok(chunk)
+    }
+}
+
+impl ChunkWork {
+    /// The batch's upload tokens: each enrolled device checks in for itself, or the client's
+    /// credential relays for the whole batch in one request.
+    async fn check_in(&self) -> Result<Vec<String>, ClientError> {
+        let Some(credentials) = &self.credentials else {
+            // Unwrap safety: batches are at most u32::MAX devices (checked by Fleet::new).
+            let wanted = u32::try_from(self.range.len()).expect("batch fits u32");
+            return Ok(self.client.check_in(&self.round_id, wanted).await?.tokens);
+        };
+        let mut tokens = Vec::with_capacity(self.range.len());
+        for credential in &credentials[self.range.clone()] {
+            let device = self.client.clone().with_token(credential);
+            tokens.extend(device.check_in(&self.round_id, 1).await?.tokens);
+        }
+        Ok(tokens)
+    }
+
+    /// The client the batch's uploads go through.
+    fn uploader(&self) -> Client {
+        match &self.credentials {
+            Some(credentials) => self
+                .client
+                .clone()
+                .with_token(&credentials[self.range.start]),
+            None => self.client.clone(),
+        }
     }
 }
 

@@ -127,7 +127,6 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         }
     };
     let analyst = credential(Role::Analyst, "analyst").await;
-    let device = credential(Role::Device, "devices").await;
     let population = PopulationSpec {
         version: PROTOCOL_VERSION,
         name: "fleet".into(),
@@ -139,6 +138,10 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         max_task_epsilon: None,
     };
     tally_server::create_population(&db, &population)
+        .await
+        .unwrap();
+    // Every device checks in with its own enrolled credential.
+    let enrolled = tally_server::enroll_devices(&db, "fleet", 500)
         .await
         .unwrap();
     let server = tally_server::Server::start(&db).await.unwrap();
@@ -155,8 +158,10 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         seed: Some(5),
         poll_interval: Duration::from_millis(20),
     };
-    let devices = Client::new(&url).unwrap().with_token(&device);
-    let fleet = Fleet::new(devices, items, config).unwrap();
+    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(enrolled)
+        .unwrap();
     let mut uploaded = 0;
     let mut finished = 0;
     let report = fleet

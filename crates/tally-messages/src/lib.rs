@@ -376,7 +376,8 @@ pub enum Ask {
 pub struct CheckIn {
     /// The protocol version, [`PROTOCOL_VERSION`].
     pub version: u32,
-    /// How many devices check in (1 for a device; a relay may check in many at once).
+    /// How many devices check in: 1 for a device credential, which checks in for itself
+    /// only; an operator credential may relay for many at once.
     #[serde(default = "one")]
     pub devices: u32,
 }
@@ -557,6 +558,26 @@ pub struct CredentialSpec {
     /// none for an operator.
     #[serde(default)]
     pub populations: Vec<String>,
+}
+
+/// What an operator asks for when it enrolls devices: `count` new device credentials of one
+/// population, one per device (each gets at most one upload token per round).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceEnrollment {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// How many devices to enroll (1 to 10 000 per request).
+    pub count: u32,
+}
+
+/// Devices just enrolled: their bearer tokens, shown this once, one per device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnrolledDevices {
+    /// The population they belong to.
+    pub population: String,
+    /// One device credential's token (`tally_ID_SECRET`) per device.
+    pub tokens: Vec<String>,
 }
 
 /// A credential as the server shows it: never its secret.

@@ -366,6 +366,8 @@ fn the_documented_examples_parse() {
             "PopulationInfo" => serde_json::from_str::<PopulationInfo>(&body).map(drop),
             "CredentialSpec" => serde_json::from_str::<CredentialSpec>(&body).map(drop),
             "IssuedCredential" => serde_json::from_str::<IssuedCredential>(&body).map(drop),
+            "DeviceEnrollment" => serde_json::from_str::<DeviceEnrollment>(&body).map(drop),
+            "EnrolledDevices" => serde_json::from_str::<EnrolledDevices>(&body).map(drop),
             "TaskResult" => serde_json::from_str::<TaskResult>(&body).map(drop),
             other => panic!("unknown example type {other}"),
         };

@@ -155,6 +155,38 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// Enrolls `count` devices of the provisioned population `population` in the database at
+/// `db`, without a running server: one device credential each, returned as their tokens
+/// (shown this once; the database keeps only their hashes). A device credential answers only
+/// its population's rounds and holds at most one upload token per round.
+///
+/// # Errors
+///
+/// [`ServerError::Invalid`] for an unknown population or a count outside 1 to 10 000,
+/// [`ServerError`] if the database fails.
+pub async fn enroll_devices(
+    db: &str,
+    population: &str,
+    count: u32,
+) -> Result<Vec<String>, ServerError> {
+    if !(1..=auth::MAX_ENROLLMENT).contains(&count) {
+        return Err(ServerError::Invalid(format!(
+            "count {count}: 1 to {} devices per enrollment",
+            auth::MAX_ENROLLMENT
+        )));
+    }
+    let store = Store::open(db).await?;
+    let enrolled = match store.population(population).await {
+        Ok(Some(_)) => auth::enroll(&store, population, count, runtime::unix_now()).await,
+        Ok(None) => Err(ServerError::Invalid(format!(
+            "no population {population:?}: create it first (tally population create)"
+        ))),
+        Err(e) => Err(e),
+    };
+    store.close().await;
+    enrolled
+}
+
 /// Creates a credential in the database at `db` (creating the database if needed), without a
 /// running server: this is how the first operator credential is made. The token in the
 /// answer is shown this once; the database keeps only its hash.

@@ -96,9 +96,9 @@ pub async fn credentials(db: &str) -> Credentials {
     }
 }
 
-/// `router` with a credential added to every request that has none: a device's for
-/// `/v1/rounds…`, an operator's for `/metrics`, `/v1/credentials…` and `/v1/populations`, the
-/// analyst's for the rest. Tests of the API's behaviour go through it; tests of authentication use the bare
+/// `router` with a credential added to every request that has none: the operator's for
+/// `/v1/rounds…` (a relay checking in many devices at once), `/metrics`, `/v1/credentials…`
+/// and `/v1/populations…`, the analyst's for the rest. Tests of the API's behaviour go through it; tests of authentication use the bare
 /// router.
 pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
     let credentials = Arc::new(credentials.clone());
@@ -107,10 +107,9 @@ pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
             let credentials = Arc::clone(&credentials);
             async move {
                 let path = request.uri().path();
-                let token = if path.starts_with("/v1/rounds") {
-                    &credentials.device
-                } else if path == "/metrics"
-                    || path == "/v1/populations"
+                let token = if path.starts_with("/v1/rounds")
+                    || path == "/metrics"
+                    || path.starts_with("/v1/populations")
                     || path.starts_with("/v1/credentials")
                 {
                     &credentials.operator
@@ -299,4 +298,43 @@ pub fn batch(uploads: Vec<(String, Option<&str>)>) -> UploadBatch {
             })
             .collect(),
     }
+}
+
+/// Sends one request with `token` as its credential and returns the status and body.
+pub async fn call_with(
+    router: &Router,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, String) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .header(AUTHORIZATION, format!("Bearer {token}"))
+        .body(body.map_or_else(Body::empty, Body::from))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// Enrolls `count` devices of `population` through the API (the router signed in as the
+/// operator) and returns their tokens.
+pub async fn enroll(router: &Router, population: &str, count: u32) -> Vec<String> {
+    let enrolled: tally_messages::EnrolledDevices = post(
+        router,
+        &format!("/v1/populations/{population}/devices"),
+        &tally_messages::DeviceEnrollment {
+            version: PROTOCOL_VERSION,
+            count,
+        },
+    )
+    .await;
+    assert_eq!(enrolled.tokens.len(), count as usize);
+    enrolled.tokens
 }
