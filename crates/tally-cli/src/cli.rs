@@ -422,6 +422,18 @@ pub(crate) struct DeviceArgs {
     /// i checks in with line i. Without it, --token (an operator's) relays for every device.
     #[arg(long, value_name = "FILE")]
     pub(crate) credentials: Option<PathBuf>,
+    /// The devices' own ε budget: they take no part in a task whose guarantee would bring
+    /// the ε of every task they answered (basic composition) past it, whatever the server
+    /// asks. Kept in --device-ledger FILE across runs.
+    #[arg(long, value_name = "E")]
+    pub(crate) device_budget_epsilon: Option<f64>,
+    /// The devices' own δ budget, with --device-budget-epsilon [default: 1, no bound].
+    #[arg(long, value_name = "D", requires = "device_budget_epsilon")]
+    pub(crate) device_budget_delta: Option<f64>,
+    /// The file keeping the devices' ledger between runs (JSON: the tasks answered and their
+    /// guarantees, per server and population), read when it exists and written after the run.
+    #[arg(long, value_name = "FILE", requires = "device_budget_epsilon")]
+    pub(crate) device_ledger: Option<PathBuf>,
     /// Take part only in this task's rounds [default: every task running].
     #[arg(long)]
     pub(crate) task: Option<String>,

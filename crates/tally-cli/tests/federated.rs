@@ -285,6 +285,34 @@ fn enrolled_devices_answer_with_their_own_credentials() {
         out.display()
     ));
     assert!(error.contains("40 credentials for 41 devices"), "{error}");
+    // A device with a budget of its own refuses a task past it, and answers within it.
+    let task: TaskInfo = parse(json(&format!(
+        "task create {} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population one --expected-population 1 --min-cohort 1 --json",
+        server.analyst
+    )));
+    let credentials = enroll(&server, "one", 1, "budget-device.txt");
+    let item = temp_file("budget-item.txt", b"banana\n");
+    let ledger = std::env::temp_dir().join(format!("tally-cli-test-{}-ledger", std::process::id()));
+    let _ = std::fs::remove_file(&ledger);
+    let device = |budget: f64| {
+        json(&format!(
+            "client --server {} --credentials {} --input {} --task {} --seed 1 \
+             --device-budget-epsilon {budget} --device-ledger {} --json",
+            server.url,
+            credentials.display(),
+            item.display(),
+            task.id,
+            ledger.display()
+        ))
+    };
+    let refused = device(0.5);
+    assert_eq!(refused["rounds"].as_array().unwrap().len(), 0, "{refused}");
+    let answered = device(2.0);
+    assert_eq!(answered["total"]["accepted"], 1, "{answered}");
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+    let spent = &kept["spent"][&server.url]["one"][&task.id]["epsilon"];
+    assert_eq!(spent.as_f64(), Some(task.guarantee.epsilon), "{kept}");
 }
 
 #[test]

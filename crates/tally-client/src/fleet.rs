@@ -9,8 +9,8 @@
 mod report;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -24,6 +24,7 @@ pub use report::{Counts, FleetReport, LatencySummary, RoundReport, Totals};
 
 use crate::client::Client;
 use crate::error::ClientError;
+use crate::ledger::{DeviceLedger, LedgerRefusal};
 use crate::respond::{RespondError, Responder, device_rng};
 
 /// Why a fleet stopped before its tasks ended.
@@ -94,6 +95,13 @@ pub enum FleetEvent<'a> {
     RoundFinished(&'a RoundReport),
     /// No round to do: the fleet waits for the next one.
     Waiting,
+    /// The devices' ledger refused the round's task: they take no part in it.
+    Refused {
+        /// The round's query.
+        query: &'a RoundQuery,
+        /// Why.
+        reason: &'a LedgerRefusal,
+    },
 }
 
 /// Simulated devices, one item each.
@@ -103,6 +111,8 @@ pub struct Fleet {
     /// One enrolled device credential per device, or `None` when the client's own credential
     /// (an operator's) relays for all of them.
     credentials: Option<Arc<[String]>>,
+    /// The devices' privacy ledger, if they keep one.
+    ledger: Option<Mutex<DeviceLedger>>,
     config: FleetConfig,
 }
 
@@ -113,6 +123,7 @@ impl std::fmt::Debug for Fleet {
             .field("client", &self.client)
             .field("devices", &self.items.len())
             .field("enrolled", &self.credentials.is_some())
+            .field("ledger", &self.ledger)
             .field("config", &self.config)
             .finish()
     }
@@ -152,8 +163,24 @@ impl Fleet {
             client,
             items: items.into(),
             credentials: None,
+            ledger: None,
             config,
         })
+    }
+
+    /// The same fleet keeping `ledger`: before a round of a task it has not answered yet, the
+    /// fleet reads the task's whole guarantee and takes part only if the ledger admits it
+    /// ([`DeviceLedger::admit`]); every device of a fleet answers the same rounds, so one
+    /// ledger stands for each of them. A refused task's rounds are skipped, and a fleet
+    /// following only that task stops.
+    pub fn with_ledger(mut self, ledger: DeviceLedger) -> Self {
+        self.ledger = Some(Mutex::new(ledger));
+        self
+    }
+
+    /// The devices' ledger as it is now (after [`Fleet::run`], with what they spent).
+    pub fn ledger(&self) -> Option<DeviceLedger> {
+        self.ledger.as_ref().map(|l| lock(l).clone())
     }
 
     /// The same fleet with device `i` checking in with `credentials[i]`, its own enrolled
@@ -202,10 +229,11 @@ impl Fleet {
             self.client.task(id).await?;
         }
         let mut done: HashSet<String> = HashSet::new();
+        let mut refused: HashSet<String> = HashSet::new();
         let mut rounds = Vec::new();
         let mut total = RoundTally::new();
         loop {
-            if !self.followed_running().await? {
+            if !self.followed_running(&refused).await? {
                 break;
             }
             let open: Vec<RoundQuery> = self
@@ -214,7 +242,7 @@ impl Fleet {
                 .await?
                 .into_iter()
                 .filter(|q| self.config.task.as_ref().is_none_or(|t| *t == q.task_id))
-                .filter(|q| !done.contains(&q.round_id))
+                .filter(|q| !done.contains(&q.round_id) && !refused.contains(&q.task_id))
                 .collect();
             if open.is_empty() {
                 progress(&FleetEvent::Waiting);
@@ -223,6 +251,14 @@ impl Fleet {
             }
             for query in open {
                 done.insert(query.round_id.clone());
+                if let Err(reason) = self.admit(&query).await? {
+                    progress(&FleetEvent::Refused {
+                        query: &query,
+                        reason: &reason,
+                    });
+                    refused.insert(query.task_id.clone());
+                    continue;
+                }
                 let (report, tally) = self.run_round(&query, &mut progress).await?;
                 progress(&FleetEvent::RoundFinished(&report));
                 total.merge(tally);
@@ -238,13 +274,34 @@ impl Fleet {
         ))
     }
 
-    /// Whether the followed task is running, or (following every task) any task is.
-    async fn followed_running(&self) -> Result<bool, FleetError> {
-        let running = |state: TaskState| state == TaskState::Running;
+    /// Whether the followed task is running, or (following every task) any task is, leaving
+    /// out the tasks the ledger refused.
+    async fn followed_running(&self, refused: &HashSet<String>) -> Result<bool, FleetError> {
+        let running =
+            |id: &str, state: TaskState| state == TaskState::Running && !refused.contains(id);
         Ok(match &self.config.task {
-            Some(id) => running(self.client.task(id).await?.state),
-            None => self.client.tasks().await?.iter().any(|t| running(t.state)),
+            Some(id) => running(id, self.client.task(id).await?.state),
+            None => self
+                .client
+                .tasks()
+                .await?
+                .iter()
+                .any(|t| running(&t.id, t.state)),
         })
+    }
+
+    /// Whether the devices' ledger admits the task of `query` (always, without a ledger).
+    async fn admit(&self, query: &RoundQuery) -> Result<Result<(), LedgerRefusal>, FleetError> {
+        let Some(ledger) = &self.ledger else {
+            return Ok(Ok(()));
+        };
+        let task = self.client.task(&query.task_id).await?;
+        Ok(lock(ledger).admit(
+            self.client.base_url(),
+            &query.population,
+            &query.task_id,
+            &task.guarantee,
+        ))
     }
 
     /// Every device answers one round, a batch per request, until the round closes.
@@ -457,6 +514,13 @@ impl ChunkWork {
             None => self.client.clone(),
         }
     }
+}
+
+fn lock(ledger: &Mutex<DeviceLedger>) -> std::sync::MutexGuard<'_, DeviceLedger> {
+    // The ledger is only replaced whole under the lock: a poisoned one is still consistent.
+    ledger
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
