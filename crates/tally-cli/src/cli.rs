@@ -367,6 +367,29 @@ pub(crate) struct TaskCreateArgs {
     /// The largest report accepted, in bytes of UTF-8 (devices with longer ones abstain).
     #[arg(long, default_value_t = 256)]
     pub(crate) max_report_bytes: u32,
+    /// Who flips the sample-and-threshold coins: the aggregator, with its own secret
+    /// randomness (every device uploads its report every round), or each device (less
+    /// traffic; private only if every device flips its coin honestly).
+    #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
+    pub(crate) sampling: SamplingArg,
+}
+
+/// Who flips a round's coins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SamplingArg {
+    /// The aggregator samples the reports every device uploads.
+    Aggregator,
+    /// Each device samples itself (assumes honest devices).
+    Device,
+}
+
+impl From<SamplingArg> for tally_messages::Sampling {
+    fn from(sampling: SamplingArg) -> Self {
+        match sampling {
+            SamplingArg::Aggregator => Self::Aggregator,
+            SamplingArg::Device => Self::Device,
+        }
+    }
 }
 
 /// A server to ask, and how to print its answer (`task list`, `ledger`).

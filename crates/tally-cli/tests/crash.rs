@@ -139,6 +139,8 @@ fn spec(kind: TaskKind) -> TaskSpec {
             max_attempts: 3,
             max_report_bytes: 64,
         },
+        // The uploads below stand for sampled devices' reports, counted as they come.
+        sampling: tally_messages::Sampling::Device,
     }
 }
 

@@ -122,7 +122,8 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
     let devices = &server.devices;
     let info: TaskInfo = parse(json(&format!(
         "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
-         --population test --expected-population 3000 --min-cohort 100 --deadline-secs 60 --json"
+         --population test --expected-population 3000 --min-cohort 100 --deadline-secs 60 \
+         --sampling device --json"
     )));
     let id = &info.id;
     let status = String::from_utf8(tally(&format!("task status {analyst} {id}")).stdout).unwrap();

@@ -66,6 +66,41 @@ pub struct TaskSpec {
     pub kind: TaskKind,
     /// The rounds' schedule and the aggregator's limits.
     pub rounds: RoundPolicy,
+    /// Who flips the sample-and-threshold coins: the aggregator (the default), or each
+    /// device.
+    #[serde(default)]
+    pub sampling: Sampling,
+}
+
+/// Who flips a sample-and-threshold round's Poisson coins.
+///
+/// # Privacy
+///
+/// Sample-and-threshold's guarantee tolerates adversarial data from other devices, not
+/// adversarial sampling: devices that always report a value (never flipping their coin) bring
+/// it to the threshold whenever one more holder is sampled. With [`Sampling::Aggregator`]
+/// every device uploads its report every round and the aggregator keeps each with
+/// probability `sampling_rate`, with its own secret randomness, so no device can choose to be
+/// sampled; [`Sampling::Device`] (less traffic: unsampled devices abstain) holds only if every
+/// device flips its own coin honestly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sampling {
+    /// The aggregator samples the reports it receives.
+    #[default]
+    Aggregator,
+    /// Each device samples itself and abstains when its coin says so.
+    Device,
+}
+
+impl Sampling {
+    /// Its name in the protocol: `aggregator` or `device`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Aggregator => "aggregator",
+            Self::Device => "device",
+        }
+    }
 }
 
 /// The privacy target `(ε, δ)` of a task and how its guarantee is computed.
@@ -316,6 +351,11 @@ pub struct RoundQuery {
     pub max_report_bytes: u32,
     /// What a device computes from its data.
     pub ask: Ask,
+    /// Who flips the coins of `ask`'s `sampling_rate`: with `aggregator` a device reports
+    /// every round (the aggregator samples); with `device` it reports with probability
+    /// `sampling_rate` and abstains otherwise.
+    #[serde(default)]
+    pub sampling: Sampling,
 }
 
 /// What a device computes for one round.
@@ -396,7 +436,8 @@ pub struct CheckInGrant {
 }
 
 /// One device's upload: its report or its abstention. A device that checked in always uploads
-/// one, so that the number of uploads says nothing about who was sampled.
+/// one, so that the number of uploads says nothing about who was sampled (under device-side
+/// sampling; under aggregator-side sampling every device reports).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Upload {

@@ -13,10 +13,12 @@
 //!
 //! A task's guarantee is computed from its parameters by tally-accounting when it is created,
 //! and a task whose guarantee does not fit in what the population's budget has left (basic
-//! composition across tasks) is refused. Devices flip their own sampling coins, which assumes
-//! honest devices. The guarantee holds against the analyst and anyone who reads the
-//! releases; the server process itself sees the reports it aggregates, and which upload token
-//! carried a report rather than an abstention, so it learns which checked-in device was
+//! composition across tasks) is refused. By default the aggregator flips the
+//! sample-and-threshold coins itself, with its own secret randomness, over the reports every
+//! enrolled device uploads, so dishonest devices cannot choose to be sampled; a task may ask
+//! its devices to flip them (`sampling: device`), which assumes honest devices. The guarantee
+//! holds against the analyst and anyone who reads the releases; the server process itself
+//! sees the reports it aggregates and which of them it (or, device-side, the devices)
 //! sampled (the secure aggregator is a trust boundary, not cryptography). Every request but
 //! `/healthz` carries a bearer credential of one role (operator, analyst, device) that the
 //! server checks against a SHA-256 hash it stores.

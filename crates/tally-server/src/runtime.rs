@@ -583,6 +583,7 @@ impl Runtime {
             deadline: opened_at.saturating_add(deadline_secs as i64),
             max_report_bytes: policy.max_report_bytes,
             ask: engine.ask(),
+            sampling: task.spec.sampling,
         };
         self.store
             .insert_round(&id, &task.id, query.round, query.attempt, opened_at)
@@ -594,7 +595,7 @@ impl Runtime {
                 .cohort_target
                 .unwrap_or(task.spec.expected_population),
             engine.validator(),
-            RoundAggregator::new(engine.mechanism()),
+            RoundAggregator::new(engine.mechanism(), task.spec.sampling),
         ));
         info!(task = %task.id, round = %id, level = round.query.round, attempt = task.attempt,
               "round opened");

@@ -208,7 +208,7 @@ pub async fn rejections(router: &Router, reason: &str) -> u64 {
         .unwrap()
 }
 
-/// A task spec with the given kind and policy.
+/// A task spec with the given kind and policy, sampled by the devices.
 pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
     TaskSpec {
         version: PROTOCOL_VERSION,
@@ -222,6 +222,8 @@ pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
         },
         kind,
         rounds,
+        // The tests that upload chosen reports count them exactly: devices sample.
+        sampling: tally_messages::Sampling::Device,
     }
 }
 
