@@ -107,45 +107,68 @@ fn histogram_task(cohort_target: u64) -> TaskSpec {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_stops_uploading_when_its_round_closes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("tally.db").display());
-    let credential = |role, name: &str| {
-        let spec = CredentialSpec {
+/// A server in process on a loopback port with population "fleet" (budget (10, 1e-5), no
+/// cohort floor), an analyst's credential and `devices` enrolled devices.
+struct FleetServer {
+    server: tally_server::Server,
+    url: String,
+    analyst: String,
+    enrolled: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl FleetServer {
+    async fn start(devices: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+        let population = PopulationSpec {
             version: PROTOCOL_VERSION,
-            role,
-            name: name.into(),
+            name: "fleet".into(),
+            budget: Budget {
+                epsilon: 10.0,
+                delta: 1e-5,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+        };
+        tally_server::create_population(&db, &population)
+            .await
+            .unwrap();
+        let analyst = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role: Role::Analyst,
+            name: "analyst".into(),
             populations: vec!["fleet".into()],
         };
-        let db = db.clone();
-        async move {
-            tally_server::create_credential(&db, &spec)
-                .await
-                .unwrap()
-                .token
+        let analyst = tally_server::create_credential(&db, &analyst)
+            .await
+            .unwrap()
+            .token;
+        let enrolled = tally_server::enroll_devices(&db, "fleet", devices)
+            .await
+            .unwrap();
+        let server = tally_server::Server::start(&db).await.unwrap();
+        let url = serve(server.router()).await;
+        Self {
+            server,
+            url,
+            analyst,
+            enrolled,
+            _dir: dir,
         }
-    };
-    let analyst = credential(Role::Analyst, "analyst").await;
-    let population = PopulationSpec {
-        version: PROTOCOL_VERSION,
-        name: "fleet".into(),
-        budget: Budget {
-            epsilon: 10.0,
-            delta: 1e-5,
-        },
-        min_cohort: 1,
-        max_task_epsilon: None,
-    };
-    tally_server::create_population(&db, &population)
-        .await
-        .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_stops_uploading_when_its_round_closes() {
     // Every device checks in with its own enrolled credential.
-    let enrolled = tally_server::enroll_devices(&db, "fleet", 500)
-        .await
-        .unwrap();
-    let server = tally_server::Server::start(&db).await.unwrap();
-    let url = serve(server.router()).await;
+    let FleetServer {
+        server,
+        url,
+        analyst,
+        enrolled,
+        _dir,
+    } = FleetServer::start(500).await;
     let client = Client::new(&url).unwrap().with_token(&analyst);
 
     // 500 devices, single-report uploads, a round that closes after 300.
@@ -203,36 +226,13 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devices_refuse_a_task_past_their_own_budget() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("tally.db").display());
-    let population = PopulationSpec {
-        version: PROTOCOL_VERSION,
-        name: "fleet".into(),
-        budget: Budget {
-            epsilon: 10.0,
-            delta: 1e-5,
-        },
-        min_cohort: 1,
-        max_task_epsilon: None,
-    };
-    tally_server::create_population(&db, &population)
-        .await
-        .unwrap();
-    let analyst = CredentialSpec {
-        version: PROTOCOL_VERSION,
-        role: Role::Analyst,
-        name: "analyst".into(),
-        populations: vec!["fleet".into()],
-    };
-    let analyst = tally_server::create_credential(&db, &analyst)
-        .await
-        .unwrap()
-        .token;
-    let enrolled = tally_server::enroll_devices(&db, "fleet", 60)
-        .await
-        .unwrap();
-    let server = tally_server::Server::start(&db).await.unwrap();
-    let url = serve(server.router()).await;
+    let FleetServer {
+        server,
+        url,
+        analyst,
+        enrolled,
+        _dir,
+    } = FleetServer::start(60).await;
     let client = Client::new(&url).unwrap().with_token(&analyst);
     // Two tasks of ε = 1 each, which the server's budget of 10 admits; the devices keep a
     // budget of 1.5 of their own.

@@ -191,18 +191,6 @@ async fn call_as_path<T: serde::Serialize>(
     path: &str,
     body: &T,
 ) -> (StatusCode, String) {
-    use tower::ServiceExt;
-    let request = axum::http::Request::builder()
-        .method(Method::POST)
-        .uri(path)
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {token}"))
-        .body(axum::body::Body::from(serde_json::to_string(body).unwrap()))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
+    let body = Some(serde_json::to_string(body).unwrap());
+    call_with(router, token, Method::POST, path, body).await
 }

@@ -40,19 +40,8 @@ async fn round_of_400(sampling: Option<Sampling>) -> (Sampling, u64) {
     )
     .await;
     assert!(status.is_success(), "{text}");
-    let release = loop {
-        let (status, text) = call(
-            &router,
-            Method::GET,
-            &format!("/v1/tasks/{}/result", task.id),
-            None,
-        )
-        .await;
-        if status.is_success() {
-            break serde_json::from_str::<HistogramRelease>(&text).unwrap();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    };
+    let release: HistogramRelease =
+        serde_json::from_str(&released(&router, &task.id).await).unwrap();
     server.shutdown().await;
     let count = release.items.iter().find(|i| i.item == "a").unwrap().count;
     (round.sampling, count.unwrap())

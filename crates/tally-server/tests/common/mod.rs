@@ -163,10 +163,25 @@ pub async fn call(
     path: &str,
     body: Option<String>,
 ) -> (StatusCode, String) {
-    let request = Request::builder()
+    send(router, None, method, path, body).await
+}
+
+/// Sends one JSON request, with `token` as its credential when given.
+async fn send(
+    router: &Router,
+    token: Option<&str>,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, String) {
+    let mut request = Request::builder()
         .method(method)
         .uri(path)
-        .header("content-type", "application/json")
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
         .body(body.map_or_else(Body::empty, Body::from))
         .unwrap();
     let response = router.clone().oneshot(request).await.unwrap();
@@ -310,19 +325,24 @@ pub async fn call_with(
     path: &str,
     body: Option<String>,
 ) -> (StatusCode, String) {
-    let request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json")
-        .header(AUTHORIZATION, format!("Bearer {token}"))
-        .body(body.map_or_else(Body::empty, Body::from))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
+    send(router, Some(token), method, path, body).await
+}
+
+/// The released document of `task`, waiting for its last round to be released.
+pub async fn released(router: &Router, task: &str) -> String {
+    loop {
+        let (status, text) = call(
+            router,
+            Method::GET,
+            &format!("/v1/tasks/{task}/result"),
+            None,
+        )
+        .await;
+        if status == StatusCode::OK {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }
 
 /// Enrolls `count` devices of `population` through the API (the router signed in as the
