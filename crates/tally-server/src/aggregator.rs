@@ -232,7 +232,8 @@ mod tests {
             .count() as u64;
         let device_side = (0..ROUNDS)
             .filter(|&seed| {
-                let mut devices = ChaCha20Rng::seed_from_u64(seed);
+                // Seeds apart from the aggregator path's, so that the paths draw apart.
+                let mut devices = ChaCha20Rng::seed_from_u64(ROUNDS + seed);
                 let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
                 for _ in 0..HOLDERS {
                     if let Some(report) = coin.respond("x".to_owned(), &mut devices) {
