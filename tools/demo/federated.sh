@@ -20,7 +20,9 @@ db="sqlite://$work/tally.db"
     --min-cohort 100
 "$tally" token create --db "$db" --role operator --name operator >"$work/operator.token"
 analyst="$("$tally" token create --db "$db" --role analyst --population shakespeare --name analyst)"
-devices="$("$tally" token create --db "$db" --role device --population shakespeare --name fleet)"
+# The simulated fleet checks in through the operator's credential, a relay for many devices
+# (real devices each hold their own: `tally device enroll ... --out FILE`, then `--credentials FILE`).
+devices="$(cat "$work/operator.token")"
 
 # Terminal 1: the server, with its SQLite database in a scratch directory.
 "$tally" serve --listen "127.0.0.1:$port" --db "$db" 2>"$work/serve.log" &
@@ -34,7 +36,7 @@ export TALLY_TOKEN="$analyst"
 task="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/task.json")"
 echo "created task $task"
 
-# Terminal 3: the devices, with their population's device credential.
+# Terminal 3: the devices, relayed by the operator's credential.
 "$tally" fleet --server "$server" --token "$devices" --dataset shakespeare --task "$task"
 
 # Terminal 2 again: the release and the ledger.

@@ -61,6 +61,33 @@ pub(crate) enum Command {
     /// Provision the federated server's populations: a task can only name one that exists.
     #[command(subcommand)]
     Population(PopulationCommand),
+    /// Enroll devices of a population: one device credential each.
+    #[command(subcommand)]
+    Device(DeviceCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum DeviceCommand {
+    /// Enroll N devices of a population and write their credentials to a file, one per line
+    /// (shown this once; the server keeps their hashes). A device credential answers only its
+    /// population's rounds and holds at most one upload token per round.
+    Enroll(DeviceEnrollArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DeviceEnrollArgs {
+    #[command(flatten)]
+    pub(crate) store: ProvisionArgs,
+    /// The (provisioned) population the devices belong to.
+    #[arg(long, value_name = "NAME")]
+    pub(crate) population: String,
+    /// How many devices to enroll.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) count: u32,
+    /// The file to write the credentials to (created readable by its owner only; an
+    /// existing file is refused).
+    #[arg(long)]
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -189,8 +216,9 @@ pub(crate) struct ServerArgs {
     /// The server's base URL, e.g. http://127.0.0.1:8080.
     #[arg(long, value_name = "URL")]
     pub(crate) server: String,
-    /// Your credential: an analyst's for tasks and the ledger, a device's for `client` and
-    /// `fleet`, an operator's for credentials (made by `tally token create`).
+    /// Your credential: an analyst's for tasks and the ledger, an operator's for credentials
+    /// and for `client` and `fleet` relaying for devices without --credentials (made by
+    /// `tally token create`).
     #[arg(
         long,
         value_name = "TOKEN",
@@ -339,6 +367,29 @@ pub(crate) struct TaskCreateArgs {
     /// The largest report accepted, in bytes of UTF-8 (devices with longer ones abstain).
     #[arg(long, default_value_t = 256)]
     pub(crate) max_report_bytes: u32,
+    /// Who flips the sample-and-threshold coins: the aggregator, with its own secret
+    /// randomness (every device uploads its report every round), or each device (less
+    /// traffic; private only if every device flips its coin honestly).
+    #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
+    pub(crate) sampling: SamplingArg,
+}
+
+/// Who flips a round's coins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SamplingArg {
+    /// The aggregator samples the reports every device uploads.
+    Aggregator,
+    /// Each device samples itself (assumes honest devices).
+    Device,
+}
+
+impl From<SamplingArg> for tally_messages::Sampling {
+    fn from(sampling: SamplingArg) -> Self {
+        match sampling {
+            SamplingArg::Aggregator => Self::Aggregator,
+            SamplingArg::Device => Self::Device,
+        }
+    }
 }
 
 /// A server to ask, and how to print its answer (`task list`, `ledger`).
@@ -390,6 +441,22 @@ pub(crate) struct ClientArgs {
 /// What `tally client` and `tally fleet` share.
 #[derive(Debug, Args)]
 pub(crate) struct DeviceArgs {
+    /// The devices' own credentials, one per line (`tally device enroll --out FILE`): device
+    /// i checks in with line i. Without it, --token (an operator's) relays for every device.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) credentials: Option<PathBuf>,
+    /// The devices' own ε budget: they take no part in a task whose guarantee would bring
+    /// the ε of every task they answered (basic composition) past it, whatever the server
+    /// asks. Kept in --device-ledger FILE across runs.
+    #[arg(long, value_name = "E")]
+    pub(crate) device_budget_epsilon: Option<f64>,
+    /// The devices' own δ budget, with --device-budget-epsilon [default: 1, no bound].
+    #[arg(long, value_name = "D", requires = "device_budget_epsilon")]
+    pub(crate) device_budget_delta: Option<f64>,
+    /// The file keeping the devices' ledger between runs (JSON: the tasks answered and their
+    /// guarantees, per server and population), read when it exists and written after the run.
+    #[arg(long, value_name = "FILE", requires = "device_budget_epsilon")]
+    pub(crate) device_ledger: Option<PathBuf>,
     /// Take part only in this task's rounds [default: every task running].
     #[arg(long)]
     pub(crate) task: Option<String>,

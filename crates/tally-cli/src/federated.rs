@@ -153,6 +153,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             max_attempts: args.max_attempts,
             max_report_bytes: args.max_report_bytes,
         },
+        sampling: args.sampling.into(),
     })
 }
 
@@ -440,6 +441,7 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
                 spec.rounds.max_attempts
             ),
         ),
+        ("sampling", format!("by the {}", spec.sampling.name())),
     ];
     if let Some(round) = &info.open_round {
         rows.push(("open round", round.clone()));

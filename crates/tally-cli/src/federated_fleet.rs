@@ -1,15 +1,16 @@
 //! `tally client` (one device) and `tally fleet` (many): devices over HTTP.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 use tally_client::fleet::RoundReport;
-use tally_client::{Fleet, FleetConfig, FleetEvent, FleetReport};
+use tally_client::{DeviceLedger, Fleet, FleetConfig, FleetEvent, FleetReport};
 
-use crate::cli::{ClientArgs, FleetArgs, ServerArgs};
+use crate::cli::{ClientArgs, DeviceArgs, FleetArgs, ServerArgs};
 use crate::federated::{client, print_serialized, runtime};
 use crate::input::load_population;
 use crate::output::print_fields;
@@ -27,7 +28,11 @@ pub(crate) fn run_client(args: &ClientArgs) -> Result<()> {
         seed: args.devices.seed,
         ..FleetConfig::default()
     };
-    let report = run_fleet(&args.server, vec![item], config)?;
+    let credentials = read_credentials(args.devices.credentials.as_deref())?;
+    if credentials.as_ref().is_some_and(|c| c.len() != 1) {
+        bail!("--credentials: a device has one credential, on one line");
+    }
+    let report = run_fleet(&args.server, vec![item], credentials, &args.devices, config)?;
     if args.devices.json {
         return print_serialized(&report);
     }
@@ -82,16 +87,48 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
         seed: args.devices.seed,
         ..FleetConfig::default()
     };
-    let report = run_fleet(&args.server, items, config)?;
+    let credentials = read_credentials(args.devices.credentials.as_deref())?;
+    let report = run_fleet(&args.server, items, credentials, &args.devices, config)?;
     if args.devices.json {
         return print_serialized(&report);
     }
     print_report(&report, population.description())
 }
 
-/// Runs the devices until their tasks end, with a progress bar on a terminal.
-fn run_fleet(server: &ServerArgs, items: Vec<String>, config: FleetConfig) -> Result<FleetReport> {
-    let fleet = Fleet::new(client(server)?, items, config)?;
+/// The device credentials of a file, one per non-empty line.
+fn read_credentials(path: Option<&Path>) -> Result<Option<Vec<String>>> {
+    let Some(path) = path else { return Ok(None) };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let credentials: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if credentials.is_empty() {
+        bail!("{} holds no credential", path.display());
+    }
+    Ok(Some(credentials))
+}
+
+/// Runs the devices until their tasks end, with a progress bar on a terminal: each with its
+/// own credential when `credentials` are given, else through the server credential relaying
+/// for all of them.
+fn run_fleet(
+    server: &ServerArgs,
+    items: Vec<String>,
+    credentials: Option<Vec<String>>,
+    devices: &DeviceArgs,
+    config: FleetConfig,
+) -> Result<FleetReport> {
+    let mut fleet = Fleet::new(client(server)?, items, config)?;
+    if let Some(credentials) = credentials {
+        fleet = fleet.with_credentials(credentials)?;
+    }
+    if let Some(ledger) = read_ledger(devices)? {
+        fleet = fleet.with_ledger(ledger);
+    }
     let bar = progress_bar();
     let report = runtime()?.block_on(fleet.run(|event| match event {
         FleetEvent::RoundStarted { query, devices } => {
@@ -105,6 +142,10 @@ fn run_fleet(server: &ServerArgs, items: Vec<String>, config: FleetConfig) -> Re
         }
         FleetEvent::Uploaded { devices, .. } => bar.inc(*devices as u64),
         FleetEvent::RoundFinished(report) => bar.println(round_line(report)),
+        FleetEvent::Refused { query, reason } => bar.println(format!(
+            "refused task {} round {}: {reason}",
+            query.task_id, query.round
+        )),
         FleetEvent::Waiting => {
             bar.set_style(wait_style());
             bar.set_message("waiting for an open round");
@@ -112,7 +153,34 @@ fn run_fleet(server: &ServerArgs, items: Vec<String>, config: FleetConfig) -> Re
         _ => {}
     }));
     bar.finish_and_clear();
+    // What was spent is kept even when the run failed part way.
+    if let (Some(path), Some(ledger)) = (&devices.device_ledger, fleet.ledger()) {
+        let text = serde_json::to_string_pretty(&ledger)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(report?)
+}
+
+/// The devices' ledger: read from --device-ledger when it exists (with the budget given
+/// now), else empty; `None` without --device-budget-epsilon.
+fn read_ledger(devices: &DeviceArgs) -> Result<Option<DeviceLedger>> {
+    let Some(epsilon) = devices.device_budget_epsilon else {
+        return Ok(None);
+    };
+    let delta = devices.device_budget_delta.unwrap_or(1.0);
+    let mut ledger = match &devices.device_ledger {
+        Some(path) if path.exists() => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            serde_json::from_str::<DeviceLedger>(&text)
+                .with_context(|| format!("{} is not a device ledger", path.display()))?
+        }
+        _ => DeviceLedger::new(epsilon, delta),
+    };
+    ledger.budget_epsilon = epsilon;
+    ledger.budget_delta = delta;
+    Ok(Some(ledger))
 }
 
 /// A bar on stderr, drawn only when stderr is a terminal.

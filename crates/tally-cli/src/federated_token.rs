@@ -11,8 +11,8 @@ use tally_messages::{
 };
 
 use crate::cli::{
-    PopulationCommand, PopulationCreateArgs, ProvisionArgs, TokenCommand, TokenCreateArgs,
-    TokenListArgs, TokenRevokeArgs,
+    DeviceCommand, DeviceEnrollArgs, PopulationCommand, PopulationCreateArgs, ProvisionArgs,
+    TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
 };
 use crate::federated::{print_serialized, runtime};
 
@@ -123,6 +123,57 @@ fn revoke(args: &TokenRevokeArgs) -> Result<()> {
         credential.id,
         describe(&credential)
     )?;
+    Ok(())
+}
+
+/// `tally device ...`.
+pub(crate) fn run_device(command: &DeviceCommand) -> Result<()> {
+    match command {
+        DeviceCommand::Enroll(args) => enroll(args),
+    }
+}
+
+/// The most devices one enrollment request makes (the server's limit).
+const ENROLLMENT_CHUNK: u32 = 10_000;
+
+fn enroll(args: &DeviceEnrollArgs) -> Result<()> {
+    let keeper = Keeper::of(&args.store)?;
+    let runtime = runtime()?;
+    // The file first, so that no credential is made that could not be written.
+    let mut file = std::fs::OpenOptions::new();
+    file.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
+    let file = file
+        .open(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let mut out = io::BufWriter::new(file);
+    let mut left = args.count;
+    while left > 0 {
+        let count = left.min(ENROLLMENT_CHUNK);
+        let tokens = match &keeper {
+            Keeper::Database(db) => runtime
+                .block_on(tally_server::enroll_devices(db, &args.population, count))
+                .context("cannot enroll the devices")?,
+            Keeper::Server(client) => {
+                runtime
+                    .block_on(client.enroll_devices(&args.population, count))?
+                    .tokens
+            }
+        };
+        for token in &tokens {
+            writeln!(out, "{token}")?;
+        }
+        left -= count;
+    }
+    out.flush()?;
+    eprintln!(
+        "enrolled {} devices of population {}; their credentials are in {} (shown this \
+         once: keep the file secret)",
+        args.count,
+        args.population,
+        args.out.display()
+    );
     Ok(())
 }
 

@@ -52,6 +52,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => federated_fleet::run(&args),
         Command::Token(command) => federated_token::run(&command),
         Command::Population(command) => federated_token::run_population(&command),
+        Command::Device(command) => federated_token::run_device(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,20 +21,14 @@ const KILLS: usize = 24;
 /// Devices per round (the cohort target).
 const COHORT: u32 = 60;
 
-/// An analyst's and a device's credential for the test's population.
+/// An analyst's credential and the enrolled devices' for the test's population.
 struct Tokens {
     analyst: String,
-    device: String,
+    devices: Vec<String>,
 }
 
 impl Tokens {
     async fn create(db: &str) -> Self {
-        let credential = |role| CredentialSpec {
-            version: PROTOCOL_VERSION,
-            role,
-            name: "crash".into(),
-            populations: vec!["crash".into()],
-        };
         let population = PopulationSpec {
             version: PROTOCOL_VERSION,
             name: "crash".into(),
@@ -48,24 +42,28 @@ impl Tokens {
         tally_server::create_population(db, &population)
             .await
             .unwrap();
-        let mut tokens = Vec::new();
-        for role in [Role::Analyst, Role::Device] {
-            let issued = tally_server::create_credential(db, &credential(role))
-                .await
-                .unwrap();
-            tokens.push(issued.token);
-        }
-        let device = tokens.pop().unwrap();
-        let analyst = tokens.pop().unwrap();
-        Self { analyst, device }
+        let analyst = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role: Role::Analyst,
+            name: "crash".into(),
+            populations: vec!["crash".into()],
+        };
+        let analyst = tally_server::create_credential(db, &analyst)
+            .await
+            .unwrap()
+            .token;
+        let devices = tally_server::enroll_devices(db, "crash", COHORT)
+            .await
+            .unwrap();
+        Self { analyst, devices }
     }
 }
 
-/// A running `tally serve`, an analyst's client and the devices' client.
+/// A running `tally serve`, an analyst's client and one client per enrolled device.
 struct ServerProcess {
     child: Child,
     client: Client,
-    devices: Client,
+    devices: Vec<Client>,
 }
 
 impl ServerProcess {
@@ -95,7 +93,11 @@ impl ServerProcess {
         Self {
             child,
             client: client.clone().with_token(&tokens.analyst),
-            devices: client.with_token(&tokens.device),
+            devices: tokens
+                .devices
+                .iter()
+                .map(|token| client.clone().with_token(token))
+                .collect(),
         }
     }
 
@@ -137,6 +139,8 @@ fn spec(kind: TaskKind) -> TaskSpec {
             max_attempts: 3,
             max_report_bytes: 64,
         },
+        // The uploads below stand for sampled devices' reports, counted as they come.
+        sampling: tally_messages::Sampling::Device,
     }
 }
 
@@ -216,13 +220,21 @@ async fn ensure_task(server: &ServerProcess) -> Option<tally_messages::RoundQuer
         let kind = task_kind(tasks.len() % 2 == 0);
         client.create_task(&spec(kind)).await.unwrap();
     }
-    server
-        .devices
+    server.devices[0]
         .open_rounds()
         .await
         .unwrap()
         .into_iter()
         .next()
+}
+
+/// Every enrolled device checks in for itself: one token each.
+async fn check_in(devices: &[Client], round_id: &str) -> Vec<String> {
+    let mut tokens = Vec::with_capacity(devices.len());
+    for device in devices {
+        tokens.extend(device.check_in(round_id, 1).await.unwrap().tokens);
+    }
+    tokens
 }
 
 /// The uploads of one round: 40 devices hold "ab" (enough to pass the threshold at every
@@ -277,14 +289,17 @@ async fn crash_repeatedly(db: &str, dir: Option<&Path>) {
                 0 => {}
                 // 1: killed mid-round, half the cohort uploaded; 2 and 3: all of it.
                 1..=3 => {
-                    let grant = devices.check_in(&round.round_id, COHORT).await.unwrap();
-                    let all = uploads(&round, grant.tokens, &mut invariants.secrets);
+                    let tokens = check_in(devices, &round.round_id).await;
+                    let all = uploads(&round, tokens, &mut invariants.secrets);
                     let cut = if iteration % 4 == 1 {
                         all.len() / 2
                     } else {
                         all.len()
                     };
-                    devices.upload(&round.round_id, &all[..cut]).await.unwrap();
+                    devices[0]
+                        .upload(&round.round_id, &all[..cut])
+                        .await
+                        .unwrap();
                     // 2: killed while the round closes; 3: after it had time to release.
                     if iteration % 4 == 3 {
                         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -314,11 +329,11 @@ async fn crash_repeatedly(db: &str, dir: Option<&Path>) {
             started.elapsed() < Duration::from_secs(60),
             "tasks do not finish"
         );
-        for round in devices.open_rounds().await.unwrap() {
-            let grant = devices.check_in(&round.round_id, COHORT).await.unwrap();
-            let all = uploads(&round, grant.tokens, &mut invariants.secrets);
+        for round in devices[0].open_rounds().await.unwrap() {
+            let tokens = check_in(devices, &round.round_id).await;
+            let all = uploads(&round, tokens, &mut invariants.secrets);
             // The round may close under us: that is fine.
-            let _ = devices.upload(&round.round_id, &all).await;
+            let _ = devices[0].upload(&round.round_id, &all).await;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -20,7 +20,8 @@ struct Server {
     child: Child,
     /// `--server URL --token T` with an analyst's credential over every test population.
     analyst: String,
-    /// `--server URL --token T` with a device credential of each test population.
+    /// `--server URL --token T` relaying for the devices of each test population (an
+    /// operator's credential).
     devices: HashMap<&'static str, String>,
     /// The server's base URL.
     url: String,
@@ -61,12 +62,11 @@ impl Server {
             assert!(tally(&line).status.success(), "{line}");
         }
         let analyst = token_create(&db, "analyst", &POPULATIONS);
+        // The fleets run through an operator's credential, which relays for many devices.
+        let relay = token_create(&db, "operator", &[]);
         let devices = POPULATIONS
             .into_iter()
-            .map(|p| {
-                let token = token_create(&db, "device", &[p]);
-                (p, format!("--server {url} --token {token}"))
-            })
+            .map(|p| (p, format!("--server {url} --token {relay}")))
             .collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
             .args([
@@ -122,7 +122,8 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
     let devices = &server.devices;
     let info: TaskInfo = parse(json(&format!(
         "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
-         --population test --expected-population 3000 --min-cohort 100 --deadline-secs 60 --json"
+         --population test --expected-population 3000 --min-cohort 100 --deadline-secs 60 \
+         --sampling device --json"
     )));
     let id = &info.id;
     let status = String::from_utf8(tally(&format!("task status {analyst} {id}")).stdout).unwrap();
@@ -192,9 +193,12 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
          --population one --expected-population 1 --min-cohort 1 --json"
     )));
     let file = temp_file("device.txt", b"\nbanana\n\n");
+    // It checks in with its own enrolled credential.
+    let credentials = enroll(&server, "one", 1, "one-device.txt");
     let device = json(&format!(
-        "client {} --input {} --task {} --seed 1 --json",
-        devices["one"],
+        "client --server {} --credentials {} --input {} --task {} --seed 1 --json",
+        server.url,
+        credentials.display(),
         file.display(),
         created.id
     ));
@@ -204,6 +208,112 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
         created.id
     )));
     assert_eq!(done.state.name(), "finished");
+}
+
+/// Enrolls `count` devices of `population` with `tally device enroll --db` into a fresh file
+/// and returns its path.
+fn enroll(server: &Server, population: &str, count: u32, name: &str) -> std::path::PathBuf {
+    let out = std::env::temp_dir().join(format!("tally-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let line = format!(
+        "device enroll --db {} --population {population} --count {count} --out {}",
+        server.db,
+        out.display()
+    );
+    let output = tally(&line);
+    assert!(output.status.success(), "{line}: {output:?}");
+    out
+}
+
+#[test]
+fn enrolled_devices_answer_with_their_own_credentials() {
+    let server = Server::start();
+    let operator = token_create(&server.db, "operator", &[]);
+    let out = std::env::temp_dir().join(format!("tally-cli-test-{}-enrolled", std::process::id()));
+    let _ = std::fs::remove_file(&out);
+    let enroll_line = format!(
+        "device enroll --server {} --token {operator} --population test --count 40 --out {}",
+        server.url,
+        out.display()
+    );
+    let output = tally(&enroll_line);
+    assert!(output.status.success(), "{output:?}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 40);
+    assert!(lines.iter().all(|l| l.starts_with("tally_")), "{text}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
+    // An existing file is never overwritten, and only a provisioned population enrolls.
+    assert!(failure(&enroll_line).contains("cannot create"));
+    let elsewhere =
+        std::env::temp_dir().join(format!("tally-cli-test-{}-none", std::process::id()));
+    let _ = std::fs::remove_file(&elsewhere);
+    let error = failure(&format!(
+        "device enroll --db {} --population nobody --count 1 --out {}",
+        server.db,
+        elsewhere.display()
+    ));
+    assert!(error.contains("no population"), "{error}");
+    let info: TaskInfo = parse(json(&format!(
+        "task create {} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population test --expected-population 40 --min-cohort 40 --json",
+        server.analyst
+    )));
+    // Each device checks in with its line of the file; a batch uploads in one request.
+    let report = json(&format!(
+        "fleet --server {} --credentials {} --synthetic uniform:n=40,domain=2 --task {} \
+         --seed 3 --batch 8 --json",
+        server.url,
+        out.display(),
+        info.id
+    ));
+    assert_eq!(report["total"]["accepted"], 40, "{report}");
+    assert_eq!(report["total"]["upload_requests"], 5, "{report}");
+    let done: TaskInfo = parse(json(&format!(
+        "task status {} {} --json",
+        server.analyst, info.id
+    )));
+    assert_eq!(done.state.name(), "finished");
+    // Fewer credentials than devices: the fleet says so.
+    let error = failure(&format!(
+        "fleet --server {} --credentials {} --synthetic uniform:n=41,domain=2",
+        server.url,
+        out.display()
+    ));
+    assert!(error.contains("40 credentials for 41 devices"), "{error}");
+    // A device with a budget of its own refuses a task past it, and answers within it.
+    let task: TaskInfo = parse(json(&format!(
+        "task create {} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population one --expected-population 1 --min-cohort 1 --json",
+        server.analyst
+    )));
+    let credentials = enroll(&server, "one", 1, "budget-device.txt");
+    let item = temp_file("budget-item.txt", b"banana\n");
+    let ledger = std::env::temp_dir().join(format!("tally-cli-test-{}-ledger", std::process::id()));
+    let _ = std::fs::remove_file(&ledger);
+    let device = |budget: f64| {
+        json(&format!(
+            "client --server {} --credentials {} --input {} --task {} --seed 1 \
+             --device-budget-epsilon {budget} --device-ledger {} --json",
+            server.url,
+            credentials.display(),
+            item.display(),
+            task.id,
+            ledger.display()
+        ))
+    };
+    let refused = device(0.5);
+    assert_eq!(refused["rounds"].as_array().unwrap().len(), 0, "{refused}");
+    let answered = device(2.0);
+    assert_eq!(answered["total"]["accepted"], 1, "{answered}");
+    let kept: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+    let spent = &kept["spent"][&server.url]["one"][&task.id]["epsilon"];
+    assert_eq!(spent.as_f64(), Some(task.guarantee.epsilon), "{kept}");
 }
 
 #[test]

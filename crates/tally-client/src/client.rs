@@ -10,9 +10,9 @@ use reqwest::header::CONTENT_TYPE;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tally_messages::{
-    API_PREFIX, CheckIn, CheckInGrant, CredentialInfo, CredentialSpec, ErrorBody, IssuedCredential,
-    LedgerBalance, PROTOCOL_VERSION, PopulationInfo, PopulationSpec, RoundQuery, TaskInfo,
-    TaskResult, TaskSpec, Upload, UploadReceipt,
+    API_PREFIX, CheckIn, CheckInGrant, CredentialInfo, CredentialSpec, DeviceEnrollment,
+    EnrolledDevices, ErrorBody, IssuedCredential, LedgerBalance, PROTOCOL_VERSION, PopulationInfo,
+    PopulationSpec, RoundQuery, TaskInfo, TaskResult, TaskSpec, Upload, UploadReceipt,
 };
 
 use crate::error::ClientError;
@@ -302,6 +302,28 @@ impl Client {
             Repeat::OnlyUnsent,
         )
         .await
+    }
+
+    /// `POST /v1/populations/{name}/devices`: enrolls `count` devices of `population`
+    /// (operator only, at most 10 000 per request), one device credential each. The answer
+    /// holds their tokens, shown this once.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: the server's `unknown_population` for a population nobody
+    /// provisioned.
+    pub async fn enroll_devices(
+        &self,
+        population: &str,
+        count: u32,
+    ) -> Result<EnrolledDevices, ClientError> {
+        let body = DeviceEnrollment {
+            version: PROTOCOL_VERSION,
+            count,
+        };
+        let path = format!("/populations/{population}/devices");
+        self.json(Method::POST, &path, Some(encode(&body)), Repeat::OnlyUnsent)
+            .await
     }
 
     /// `GET /v1/populations`: the populations the credential acts on (all for an operator).

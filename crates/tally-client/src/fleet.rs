@@ -9,8 +9,8 @@
 mod report;
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -24,6 +24,7 @@ pub use report::{Counts, FleetReport, LatencySummary, RoundReport, Totals};
 
 use crate::client::Client;
 use crate::error::ClientError;
+use crate::ledger::{DeviceLedger, LedgerRefusal};
 use crate::respond::{RespondError, Responder, device_rng};
 
 /// Why a fleet stopped before its tasks ended.
@@ -94,14 +95,38 @@ pub enum FleetEvent<'a> {
     RoundFinished(&'a RoundReport),
     /// No round to do: the fleet waits for the next one.
     Waiting,
+    /// The devices' ledger refused the round's task: they take no part in it.
+    Refused {
+        /// The round's query.
+        query: &'a RoundQuery,
+        /// Why.
+        reason: &'a LedgerRefusal,
+    },
 }
 
 /// Simulated devices, one item each.
-#[derive(Debug)]
 pub struct Fleet {
     client: Client,
     items: Arc<[String]>,
+    /// One enrolled device credential per device, or `None` when the client's own credential
+    /// (an operator's) relays for all of them.
+    credentials: Option<Arc<[String]>>,
+    /// The devices' privacy ledger, if they keep one.
+    ledger: Option<Mutex<DeviceLedger>>,
     config: FleetConfig,
+}
+
+impl std::fmt::Debug for Fleet {
+    /// Never shows a credential.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fleet")
+            .field("client", &self.client)
+            .field("devices", &self.items.len())
+            .field("enrolled", &self.credentials.is_some())
+            .field("ledger", &self.ledger)
+            .field("config", &self.config)
+            .finish()
+    }
 }
 
 impl Fleet {
@@ -137,8 +162,47 @@ impl Fleet {
         Ok(Self {
             client,
             items: items.into(),
+            credentials: None,
+            ledger: None,
             config,
         })
+    }
+
+    /// The same fleet keeping `ledger`: before a round of a task it has not answered yet, the
+    /// fleet reads the task's whole guarantee and takes part only if the ledger admits it
+    /// ([`DeviceLedger::admit`]); every device of a fleet answers the same rounds, so one
+    /// ledger stands for each of them. A refused task's rounds are skipped, and a fleet
+    /// following only that task stops.
+    pub fn with_ledger(mut self, ledger: DeviceLedger) -> Self {
+        self.ledger = Some(Mutex::new(ledger));
+        self
+    }
+
+    /// The devices' ledger as it is now (after [`Fleet::run`], with what they spent).
+    pub fn ledger(&self) -> Option<DeviceLedger> {
+        self.ledger.as_ref().map(|l| lock(l).clone())
+    }
+
+    /// The same fleet with device `i` checking in with `credentials[i]`, its own enrolled
+    /// device credential (`tally device enroll`), rather than through the client's
+    /// credential relaying for all of them. Each device then holds one token per round; a
+    /// batch's uploads go in one request, sent with the batch's first device's credential,
+    /// and the fleet reads the open rounds and the tasks' states with device 0's.
+    ///
+    /// # Errors
+    ///
+    /// [`FleetError::Config`] if there are fewer credentials than devices.
+    pub fn with_credentials(mut self, credentials: Vec<String>) -> Result<Self, FleetError> {
+        if credentials.len() < self.items.len() {
+            return Err(FleetError::Config(format!(
+                "{} credentials for {} devices: enroll one per device (tally device enroll)",
+                credentials.len(),
+                self.items.len()
+            )));
+        }
+        self.client = self.client.with_token(&credentials[0]);
+        self.credentials = Some(credentials.into());
+        Ok(self)
     }
 
     /// Devices in the fleet.
@@ -165,10 +229,11 @@ impl Fleet {
             self.client.task(id).await?;
         }
         let mut done: HashSet<String> = HashSet::new();
+        let mut refused: HashSet<String> = HashSet::new();
         let mut rounds = Vec::new();
         let mut total = RoundTally::new();
         loop {
-            if !self.followed_running().await? {
+            if !self.followed_running(&refused).await? {
                 break;
             }
             let open: Vec<RoundQuery> = self
@@ -177,7 +242,7 @@ impl Fleet {
                 .await?
                 .into_iter()
                 .filter(|q| self.config.task.as_ref().is_none_or(|t| *t == q.task_id))
-                .filter(|q| !done.contains(&q.round_id))
+                .filter(|q| !done.contains(&q.round_id) && !refused.contains(&q.task_id))
                 .collect();
             if open.is_empty() {
                 progress(&FleetEvent::Waiting);
@@ -186,6 +251,14 @@ impl Fleet {
             }
             for query in open {
                 done.insert(query.round_id.clone());
+                if let Err(reason) = self.admit(&query).await? {
+                    progress(&FleetEvent::Refused {
+                        query: &query,
+                        reason: &reason,
+                    });
+                    refused.insert(query.task_id.clone());
+                    continue;
+                }
                 let (report, tally) = self.run_round(&query, &mut progress).await?;
                 progress(&FleetEvent::RoundFinished(&report));
                 total.merge(tally);
@@ -201,13 +274,34 @@ impl Fleet {
         ))
     }
 
-    /// Whether the followed task is running, or (following every task) any task is.
-    async fn followed_running(&self) -> Result<bool, FleetError> {
-        let running = |state: TaskState| state == TaskState::Running;
+    /// Whether the followed task is running, or (following every task) any task is, leaving
+    /// out the tasks the ledger refused.
+    async fn followed_running(&self, refused: &HashSet<String>) -> Result<bool, FleetError> {
+        let running =
+            |id: &str, state: TaskState| state == TaskState::Running && !refused.contains(id);
         Ok(match &self.config.task {
-            Some(id) => running(self.client.task(id).await?.state),
-            None => self.client.tasks().await?.iter().any(|t| running(t.state)),
+            Some(id) => running(id, self.client.task(id).await?.state),
+            None => self
+                .client
+                .tasks()
+                .await?
+                .iter()
+                .any(|t| running(&t.id, t.state)),
         })
+    }
+
+    /// Whether the devices' ledger admits the task of `query` (always, without a ledger).
+    async fn admit(&self, query: &RoundQuery) -> Result<Result<(), LedgerRefusal>, FleetError> {
+        let Some(ledger) = &self.ledger else {
+            return Ok(Ok(()));
+        };
+        let task = self.client.task(&query.task_id).await?;
+        Ok(lock(ledger).admit(
+            self.client.base_url(),
+            &query.population,
+            &query.task_id,
+            &task.guarantee,
+        ))
     }
 
     /// Every device answers one round, a batch per request, until the round closes.
@@ -267,6 +361,7 @@ impl Fleet {
             let end = (start + self.config.batch).min(self.items.len());
             let work = ChunkWork {
                 client: self.client.clone(),
+                credentials: self.credentials.clone(),
                 round_id: Arc::clone(&round_id),
                 items: Arc::clone(&self.items),
                 range: start..end,
@@ -315,6 +410,7 @@ fn chunk_rng(round: Option<(u64, u64)>, index: usize) -> ChaCha20Rng {
 /// One batch of devices' work in a round.
 struct ChunkWork {
     client: Client,
+    credentials: Option<Arc<[String]>>,
     round_id: Arc<str>,
     items: Arc<[String]>,
     range: std::ops::Range<usize>,
@@ -354,10 +450,8 @@ impl ChunkWork {
                 Err(error)
             }
         };
-        // Unwrap safety: batches are at most u32::MAX devices (checked by Fleet::new).
-        let wanted = u32::try_from(self.range.len()).expect("batch fits u32");
-        let tokens = match self.client.check_in(&self.round_id, wanted).await {
-            Ok(grant) => grant.tokens,
+        let tokens = match self.check_in().await {
+            Ok(tokens) => tokens,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
         let uploads: Vec<Upload> = tokens
@@ -370,7 +464,7 @@ impl ChunkWork {
             .collect();
         chunk.devices = uploads.len() as u64;
         let sent = Instant::now();
-        let receipt = match self.client.upload(&self.round_id, &uploads).await {
+        let receipt = match self.uploader().upload(&self.round_id, &uploads).await {
             Ok(receipt) => receipt,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
@@ -391,6 +485,42 @@ impl ChunkWork {
         }
         Ok(chunk)
     }
+}
+
+impl ChunkWork {
+    /// The batch's upload tokens: each enrolled device checks in for itself, or the client's
+    /// credential relays for the whole batch in one request.
+    async fn check_in(&self) -> Result<Vec<String>, ClientError> {
+        let Some(credentials) = &self.credentials else {
+            // Unwrap safety: batches are at most u32::MAX devices (checked by Fleet::new).
+            let wanted = u32::try_from(self.range.len()).expect("batch fits u32");
+            return Ok(self.client.check_in(&self.round_id, wanted).await?.tokens);
+        };
+        let mut tokens = Vec::with_capacity(self.range.len());
+        for credential in &credentials[self.range.clone()] {
+            let device = self.client.clone().with_token(credential);
+            tokens.extend(device.check_in(&self.round_id, 1).await?.tokens);
+        }
+        Ok(tokens)
+    }
+
+    /// The client the batch's uploads go through.
+    fn uploader(&self) -> Client {
+        match &self.credentials {
+            Some(credentials) => self
+                .client
+                .clone()
+                .with_token(&credentials[self.range.start]),
+            None => self.client.clone(),
+        }
+    }
+}
+
+fn lock(ledger: &Mutex<DeviceLedger>) -> std::sync::MutexGuard<'_, DeviceLedger> {
+    // The ledger is only replaced whole under the lock: a poisoned one is still consistent.
+    ledger
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;

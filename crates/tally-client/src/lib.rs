@@ -7,6 +7,8 @@
 //!   except as the report.
 //! * [`Fleet`]: many simulated devices over real HTTP, measuring uploads per second and
 //!   latency percentiles.
+//! * [`DeviceLedger`]: the device's own privacy budget, refusing a task whose guarantee would
+//!   take it past the budget, whatever the server asks.
 //!
 //! # Example
 //!
@@ -40,9 +42,11 @@
 mod client;
 mod error;
 pub mod fleet;
+pub mod ledger;
 pub mod respond;
 
 pub use client::{Client, RetryPolicy};
 pub use error::ClientError;
 pub use fleet::{Fleet, FleetConfig, FleetError, FleetEvent, FleetReport};
+pub use ledger::{DeviceLedger, LedgerRefusal};
 pub use respond::{RespondError, Responder, device_rng};

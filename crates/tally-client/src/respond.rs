@@ -2,13 +2,14 @@
 //!
 //! # Privacy
 //!
-//! Every device flips its own exact Bernoulli(`p_s`) coin
-//! ([`SampleThresholdQuery::respond`]); the server learns only what the device uploads. A
-//! device that checked in uploads either its report or an abstention, so the number of
-//! uploads says nothing about who was sampled (the aggregator itself, which sees each upload,
-//! does learn it: it is inside the trust boundary). Randomness comes from a CSPRNG
-//! ([`ChaCha20Rng`] seeded from the operating system through [`rand::rng`]) unless a test
-//! fixes a seed.
+//! Under aggregator-side sampling (the default, [`Sampling::Aggregator`]) a device reports
+//! every round and the aggregator flips the coins. Under device-side sampling every device
+//! flips its own exact Bernoulli(`p_s`) coin ([`SampleThresholdQuery::respond`]), which holds
+//! only if every device does so honestly; a device that checked in uploads either its report
+//! or an abstention, so the number of uploads says nothing about who was sampled (the
+//! aggregator itself, which sees each upload, does learn it: it is inside the trust
+//! boundary). Randomness comes from a CSPRNG ([`ChaCha20Rng`] seeded from the operating
+//! system through [`rand::rng`]) unless a test fixes a seed.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use rand_chacha::ChaCha20Rng;
 use tally_core::heavy_hitters::PrefixRound;
 use tally_core::histogram::SampleThresholdQuery;
 use tally_core::quantiles::{ThresholdQuery, TreeShape, ValueRange};
-use tally_messages::{Ask, RoundQuery};
+use tally_messages::{Ask, RoundQuery, Sampling};
 
 /// Why a round's query cannot be answered.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +84,9 @@ enum Form {
 #[derive(Clone, Debug)]
 pub struct Responder {
     round_id: String,
-    coin: SampleThresholdQuery,
+    /// The device's own coin under device-side sampling; `None` when the aggregator samples
+    /// (the device then reports every round).
+    coin: Option<SampleThresholdQuery>,
     form: Form,
     max_report_bytes: usize,
 }
@@ -164,7 +167,10 @@ impl Responder {
         };
         Ok(Self {
             round_id: round.round_id.clone(),
-            coin: SampleThresholdQuery::new(rate).map_err(query_error)?,
+            coin: match round.sampling {
+                Sampling::Device => Some(SampleThresholdQuery::new(rate).map_err(query_error)?),
+                Sampling::Aggregator => None,
+            },
             form,
             max_report_bytes: round.max_report_bytes as usize,
         })
@@ -211,7 +217,10 @@ impl Responder {
         if report.len() > self.max_report_bytes {
             return None;
         }
-        self.coin.respond(report, rng)
+        match &self.coin {
+            Some(coin) => coin.respond(report, rng),
+            None => Some(report),
+        }
     }
 
     /// [`Responder::respond_with_rng`] with a fresh CSPRNG.
@@ -258,6 +267,25 @@ mod tests {
             deadline: 0,
             max_report_bytes: 16,
             ask,
+            sampling: Sampling::Device,
+        }
+    }
+
+    #[test]
+    fn under_aggregator_sampling_a_device_reports_every_round() {
+        let query = RoundQuery {
+            sampling: Sampling::Aggregator,
+            ..round(Ask::Item {
+                sampling_rate: 0.01,
+            })
+        };
+        let responder = Responder::new(&query).unwrap();
+        let mut rng = device_rng(Some(1));
+        for _ in 0..1000 {
+            assert_eq!(
+                responder.respond_with_rng("apple", &mut rng).as_deref(),
+                Some("apple")
+            );
         }
     }
 

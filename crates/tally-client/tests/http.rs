@@ -107,42 +107,68 @@ fn histogram_task(cohort_target: u64) -> TaskSpec {
     .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_fleet_stops_uploading_when_its_round_closes() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = format!("sqlite://{}", dir.path().join("tally.db").display());
-    let credential = |role, name: &str| {
-        let spec = CredentialSpec {
+/// A server in process on a loopback port with population "fleet" (budget (10, 1e-5), no
+/// cohort floor), an analyst's credential and `devices` enrolled devices.
+struct FleetServer {
+    server: tally_server::Server,
+    url: String,
+    analyst: String,
+    enrolled: Vec<String>,
+    _dir: tempfile::TempDir,
+}
+
+impl FleetServer {
+    async fn start(devices: u32) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+        let population = PopulationSpec {
             version: PROTOCOL_VERSION,
-            role,
-            name: name.into(),
+            name: "fleet".into(),
+            budget: Budget {
+                epsilon: 10.0,
+                delta: 1e-5,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+        };
+        tally_server::create_population(&db, &population)
+            .await
+            .unwrap();
+        let analyst = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role: Role::Analyst,
+            name: "analyst".into(),
             populations: vec!["fleet".into()],
         };
-        let db = db.clone();
-        async move {
-            tally_server::create_credential(&db, &spec)
-                .await
-                .unwrap()
-                .token
+        let analyst = tally_server::create_credential(&db, &analyst)
+            .await
+            .unwrap()
+            .token;
+        let enrolled = tally_server::enroll_devices(&db, "fleet", devices)
+            .await
+            .unwrap();
+        let server = tally_server::Server::start(&db).await.unwrap();
+        let url = serve(server.router()).await;
+        Self {
+            server,
+            url,
+            analyst,
+            enrolled,
+            _dir: dir,
         }
-    };
-    let analyst = credential(Role::Analyst, "analyst").await;
-    let device = credential(Role::Device, "devices").await;
-    let population = PopulationSpec {
-        version: PROTOCOL_VERSION,
-        name: "fleet".into(),
-        budget: Budget {
-            epsilon: 10.0,
-            delta: 1e-5,
-        },
-        min_cohort: 1,
-        max_task_epsilon: None,
-    };
-    tally_server::create_population(&db, &population)
-        .await
-        .unwrap();
-    let server = tally_server::Server::start(&db).await.unwrap();
-    let url = serve(server.router()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_stops_uploading_when_its_round_closes() {
+    // Every device checks in with its own enrolled credential.
+    let FleetServer {
+        server,
+        url,
+        analyst,
+        enrolled,
+        _dir,
+    } = FleetServer::start(500).await;
     let client = Client::new(&url).unwrap().with_token(&analyst);
 
     // 500 devices, single-report uploads, a round that closes after 300.
@@ -155,8 +181,10 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         seed: Some(5),
         poll_interval: Duration::from_millis(20),
     };
-    let devices = Client::new(&url).unwrap().with_token(&device);
-    let fleet = Fleet::new(devices, items, config).unwrap();
+    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(enrolled)
+        .unwrap();
     let mut uploaded = 0;
     let mut finished = 0;
     let report = fleet
@@ -193,5 +221,68 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         client.result(&task.id).await.unwrap(),
         TaskResult::Histogram(_)
     ));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_refuse_a_task_past_their_own_budget() {
+    let FleetServer {
+        server,
+        url,
+        analyst,
+        enrolled,
+        _dir,
+    } = FleetServer::start(60).await;
+    let client = Client::new(&url).unwrap().with_token(&analyst);
+    // Two tasks of ε = 1 each, which the server's budget of 10 admits; the devices keep a
+    // budget of 1.5 of their own.
+    let first = client.create_task(&histogram_task(60)).await.unwrap();
+    let second = client.create_task(&histogram_task(60)).await.unwrap();
+    let config = FleetConfig {
+        seed: Some(3),
+        poll_interval: Duration::from_millis(20),
+        ..FleetConfig::default()
+    };
+    let items: Vec<String> = (0..60).map(|i| format!("item{}", i % 2)).collect();
+    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(enrolled)
+        .unwrap()
+        .with_ledger(tally_client::DeviceLedger::new(1.5, 1e-5));
+    let mut refused = Vec::new();
+    let report = fleet
+        .run(|event| {
+            if let FleetEvent::Refused { query, reason } = event {
+                refused.push((query.task_id.clone(), reason.to_string()));
+            }
+        })
+        .await
+        .unwrap();
+    // The fleet answers whichever task it meets first and refuses the other.
+    assert_eq!(report.rounds.len(), 1, "{report:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let answered = &report.rounds[0].task_id;
+    let other = if *answered == first.id {
+        &second
+    } else {
+        &first
+    };
+    assert_eq!(refused[0].0, other.id);
+    assert!(refused[0].1.contains("left of its budget"), "{refused:?}");
+    let ledger = fleet.ledger().unwrap();
+    assert_eq!(
+        ledger.total(),
+        (other.guarantee.epsilon, other.guarantee.delta)
+    );
+    assert_eq!(
+        client.task(answered).await.unwrap().state,
+        TaskState::Finished
+    );
+    // The server still asks for the other task; the devices gave it nothing.
+    let waiting = client.task(&other.id).await.unwrap();
+    assert_eq!(
+        (waiting.state, waiting.rounds_released),
+        (TaskState::Running, 0)
+    );
     server.shutdown().await;
 }

@@ -66,6 +66,41 @@ pub struct TaskSpec {
     pub kind: TaskKind,
     /// The rounds' schedule and the aggregator's limits.
     pub rounds: RoundPolicy,
+    /// Who flips the sample-and-threshold coins: the aggregator (the default), or each
+    /// device.
+    #[serde(default)]
+    pub sampling: Sampling,
+}
+
+/// Who flips a sample-and-threshold round's Poisson coins.
+///
+/// # Privacy
+///
+/// Sample-and-threshold's guarantee tolerates adversarial data from other devices, not
+/// adversarial sampling: devices that always report a value (never flipping their coin) bring
+/// it to the threshold whenever one more holder is sampled. With [`Sampling::Aggregator`]
+/// every device uploads its report every round and the aggregator keeps each with
+/// probability `sampling_rate`, with its own secret randomness, so no device can choose to be
+/// sampled; [`Sampling::Device`] (less traffic: unsampled devices abstain) holds only if every
+/// device flips its own coin honestly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sampling {
+    /// The aggregator samples the reports it receives.
+    #[default]
+    Aggregator,
+    /// Each device samples itself and abstains when its coin says so.
+    Device,
+}
+
+impl Sampling {
+    /// Its name in the protocol: `aggregator` or `device`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Aggregator => "aggregator",
+            Self::Device => "device",
+        }
+    }
 }
 
 /// The privacy target `(ε, δ)` of a task and how its guarantee is computed.
@@ -316,6 +351,11 @@ pub struct RoundQuery {
     pub max_report_bytes: u32,
     /// What a device computes from its data.
     pub ask: Ask,
+    /// Who flips the coins of `ask`'s `sampling_rate`: with `aggregator` a device reports
+    /// every round (the aggregator samples); with `device` it reports with probability
+    /// `sampling_rate` and abstains otherwise.
+    #[serde(default)]
+    pub sampling: Sampling,
 }
 
 /// What a device computes for one round.
@@ -376,7 +416,8 @@ pub enum Ask {
 pub struct CheckIn {
     /// The protocol version, [`PROTOCOL_VERSION`].
     pub version: u32,
-    /// How many devices check in (1 for a device; a relay may check in many at once).
+    /// How many devices check in: 1 for a device credential, which checks in for itself
+    /// only; an operator credential may relay for many at once.
     #[serde(default = "one")]
     pub devices: u32,
 }
@@ -395,7 +436,8 @@ pub struct CheckInGrant {
 }
 
 /// One device's upload: its report or its abstention. A device that checked in always uploads
-/// one, so that the number of uploads says nothing about who was sampled.
+/// one, so that the number of uploads says nothing about who was sampled (under device-side
+/// sampling; under aggregator-side sampling every device reports).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Upload {
@@ -557,6 +599,26 @@ pub struct CredentialSpec {
     /// none for an operator.
     #[serde(default)]
     pub populations: Vec<String>,
+}
+
+/// What an operator asks for when it enrolls devices: `count` new device credentials of one
+/// population, one per device (each gets at most one upload token per round).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceEnrollment {
+    /// The protocol version, [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// How many devices to enroll (1 to 10 000 per request).
+    pub count: u32,
+}
+
+/// Devices just enrolled: their bearer tokens, shown this once, one per device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EnrolledDevices {
+    /// The population they belong to.
+    pub population: String,
+    /// One device credential's token (`tally_ID_SECRET`) per device.
+    pub tokens: Vec<String>,
 }
 
 /// A credential as the server shows it: never its secret.

@@ -30,6 +30,7 @@ fn triehh_plus_spec() -> TaskSpec {
             threshold: Some(28),
         },
         rounds: RoundPolicy::default(),
+        sampling: Sampling::Aggregator,
     }
 }
 
@@ -72,6 +73,7 @@ fn every_message_round_trips() {
             sampling_rate: Some(0.3),
             threshold: None,
         },
+        sampling: Sampling::Device,
         ..spec.clone()
     });
     let guarantee = GuaranteeBody {
@@ -106,6 +108,7 @@ fn every_message_round_trips() {
             live_parents: Some(vec!["th".into(), "an".into()]),
             sampling_rate: 0.1,
         },
+        sampling: Sampling::Aggregator,
     };
     round_trip(&query);
     round_trip(&RoundQuery {
@@ -124,6 +127,7 @@ fn every_message_round_trips() {
             range: None,
             sampling_rate: 0.3,
         },
+        sampling: Sampling::Device,
         ..query.clone()
     });
     round_trip(&CheckIn {
@@ -310,6 +314,8 @@ fn defaults_fill_in_the_optional_fields() {
     .unwrap();
     assert_eq!(spec.privacy.neighbours, Neighbours::AddRemove);
     assert_eq!(spec.privacy.analysis, Analysis::Tight);
+    // The aggregator samples unless a task asks its devices to.
+    assert_eq!(spec.sampling, Sampling::Aggregator);
     assert!(matches!(
         spec.kind,
         TaskKind::HeavyHitters {
@@ -366,6 +372,8 @@ fn the_documented_examples_parse() {
             "PopulationInfo" => serde_json::from_str::<PopulationInfo>(&body).map(drop),
             "CredentialSpec" => serde_json::from_str::<CredentialSpec>(&body).map(drop),
             "IssuedCredential" => serde_json::from_str::<IssuedCredential>(&body).map(drop),
+            "DeviceEnrollment" => serde_json::from_str::<DeviceEnrollment>(&body).map(drop),
+            "EnrolledDevices" => serde_json::from_str::<EnrolledDevices>(&body).map(drop),
             "TaskResult" => serde_json::from_str::<TaskResult>(&body).map(drop),
             other => panic!("unknown example type {other}"),
         };

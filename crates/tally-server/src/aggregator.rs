@@ -5,32 +5,81 @@
 //! the only way out is [`RoundAggregator::release`], which applies the mechanism's release
 //! rule (the threshold). Nothing here implements `Debug` or serialization, and nothing here is
 //! ever written to disk.
+//!
+//! # Privacy
+//!
+//! Under aggregator-side sampling ([`Sampling::Aggregator`], the default) every device
+//! uploads its report and the aggregator keeps each with probability `p_s` by tally-core's
+//! exact Bernoulli coin ([`SampleThresholdQuery::respond`], the code devices and the
+//! simulator flip), from its own ChaCha20 stream seeded from the operating system's CSPRNG:
+//! the sample is the Poisson sample S&T's guarantee is proved for, whatever the devices do,
+//! and neither the devices nor anyone outside the process learn which reports were kept.
+//! Under device-side sampling the reports arrive already sampled and are all counted.
 
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
-use tally_core::histogram::{SampleThreshold, SampleThresholdAggregator};
+use tally_core::histogram::{SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery};
+use tally_messages::Sampling;
 
 /// One released cell: the item (or prefix), its sampled count and its estimate.
 pub(crate) type Cell = (String, u64, f64);
+
+/// The aggregator's own Poisson coins: the mechanism's exact Bernoulli(`p_s`) and a secret
+/// stream of randomness.
+struct Coins {
+    coin: SampleThresholdQuery,
+    rng: ChaCha20Rng,
+}
 
 /// The aggregator of one round.
 pub(crate) struct RoundAggregator {
     ids: FxHashMap<String, u32>,
     names: Vec<String>,
     counts: SampleThresholdAggregator,
+    /// `Some` when the aggregator samples the reports.
+    coins: Option<Coins>,
 }
 
 impl RoundAggregator {
-    /// An empty aggregator releasing through `mechanism`.
-    pub(crate) fn new(mechanism: &SampleThreshold) -> Self {
+    /// An empty aggregator releasing through `mechanism`, sampling the reports itself (with
+    /// randomness seeded from the operating system's CSPRNG) when `sampling` says so.
+    pub(crate) fn new(mechanism: &SampleThreshold, sampling: Sampling) -> Self {
+        Self::with_rng(mechanism, sampling, ChaCha20Rng::from_rng(&mut rand::rng()))
+    }
+
+    /// [`RoundAggregator::new`] with a fixed seed: tests only.
+    #[cfg(test)]
+    pub(crate) fn seeded(mechanism: &SampleThreshold, sampling: Sampling, seed: u64) -> Self {
+        Self::with_rng(mechanism, sampling, ChaCha20Rng::seed_from_u64(seed))
+    }
+
+    fn with_rng(mechanism: &SampleThreshold, sampling: Sampling, rng: ChaCha20Rng) -> Self {
+        let coins = match sampling {
+            Sampling::Device => None,
+            Sampling::Aggregator => Some(Coins {
+                coin: mechanism.query(),
+                rng,
+            }),
+        };
         Self {
             ids: FxHashMap::default(),
             names: Vec::new(),
             counts: mechanism.open_domain_aggregator(),
+            coins,
         }
     }
 
-    /// Counts one validated report.
+    /// Takes one validated report: under aggregator-side sampling it is kept with
+    /// probability `p_s` (and otherwise dropped unseen), under device-side sampling always.
     pub(crate) fn absorb(&mut self, report: String) {
+        let report = match &mut self.coins {
+            Some(coins) => match coins.coin.respond(report, &mut coins.rng) {
+                Some(report) => report,
+                None => return,
+            },
+            None => report,
+        };
         let id = match self.ids.get(&report) {
             Some(&id) => id,
             None => {
@@ -61,16 +110,176 @@ impl RoundAggregator {
 #[cfg(test)]
 mod tests {
     use tally_accounting::Neighbours;
-    use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
+    use tally_accounting::numeric::ln_binomial_pmf;
+    use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
 
     use super::*;
+
+    /// The S&T mechanism at `(ε, δ) = (1, 1e-6)` with threshold `tau`, its rate calibrated.
+    fn mechanism(tau: u64) -> SampleThreshold {
+        SampleThreshold::calibrate(
+            1.0,
+            1e-6,
+            PlanTarget::Threshold(tau),
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap()
+    }
+
+    /// One round of the attack: 19 dishonest devices always upload the victim's secret (they
+    /// never flip a coin), 10 honest devices hold items of their own, and the victim, when
+    /// present, holds the secret. Honest devices flip their own coins under device-side
+    /// sampling and report every round under aggregator-side sampling. Returns whether the
+    /// secret was released and whether the victim's coin came up (device-side only).
+    fn attack_round(sampling: Sampling, victim: bool, seed: u64) -> (bool, bool) {
+        let mechanism = mechanism(20);
+        let coin = mechanism.query();
+        let mut devices = ChaCha20Rng::seed_from_u64(seed);
+        let mut aggregator = RoundAggregator::seeded(&mechanism, sampling, seed ^ 0x5eed);
+        let honest = |item: String, rng: &mut ChaCha20Rng| match sampling {
+            Sampling::Aggregator => Some(item),
+            Sampling::Device => coin.respond(item, rng),
+        };
+        for _ in 0..19 {
+            aggregator.absorb("secret".to_owned());
+        }
+        for i in 0..10 {
+            if let Some(report) = honest(format!("other-{i}"), &mut devices) {
+                aggregator.absorb(report);
+            }
+        }
+        let mut victim_sampled = false;
+        if victim && let Some(report) = honest("secret".to_owned(), &mut devices) {
+            victim_sampled = true;
+            aggregator.absorb(report);
+        }
+        let released = aggregator.release().iter().any(|cell| cell.0 == "secret");
+        (released, victim_sampled)
+    }
+
+    /// The attack on device-side sampling (the secret appears exactly when the victim was
+    /// sampled) finds nothing under aggregator-side sampling, where the 19 dishonest reports
+    /// are sampled like everyone's: the secret needs all 20 holders kept, `p_s^20 ≈ 8e-10`.
+    #[test]
+    fn dishonest_devices_cannot_choose_to_be_sampled() {
+        const TRIALS: u64 = 200;
+        let mut device_side = 0;
+        for seed in 0..TRIALS {
+            let (released, victim_sampled) = attack_round(Sampling::Device, true, seed);
+            assert_eq!(released, victim_sampled, "seed {seed}");
+            device_side += u64::from(released);
+            assert!(!attack_round(Sampling::Device, false, seed).0);
+        }
+        // The victim is sampled with p_s ≈ 0.35: about 70 releases of its secret, each
+        // telling that it holds the secret.
+        assert!(device_side >= 20, "{device_side} of {TRIALS}");
+        for seed in 0..TRIALS {
+            assert!(
+                !attack_round(Sampling::Aggregator, true, seed).0,
+                "seed {seed}"
+            );
+        }
+    }
+
+    /// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its
+    /// mass, from the exact pmf.
+    fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
+        let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
+        let mut lo = 0;
+        let mut below = 0.0;
+        while below + pmf[lo as usize] <= alpha / 2.0 {
+            below += pmf[lo as usize];
+            lo += 1;
+        }
+        let mut hi = n;
+        let mut above = 0.0;
+        while above + pmf[hi as usize] <= alpha / 2.0 {
+            above += pmf[hi as usize];
+            hi -= 1;
+        }
+        (lo, hi)
+    }
+
+    /// One cell held by 58 devices at threshold 10 (`p_s ≈ 0.172`, so about half the rounds
+    /// release it): its release probability is `Pr[Bin(58, p_s) ≥ 10]` whether the
+    /// aggregator flips the coins, the devices flip them, or the simulator runs the round;
+    /// each path's number of releases over 20,000 rounds lies in the exact binomial interval
+    /// at α = 1e-6, and counting every report unsampled (a mutant) does not.
+    #[test]
+    fn stat_aggregator_and_device_sampling_release_the_simulators_distribution() {
+        const HOLDERS: u64 = 58;
+        const ROUNDS: u64 = 20_000;
+        let mechanism = mechanism(10);
+        let p = mechanism.params().sampling_rate();
+        let release_probability: f64 = (10..=HOLDERS)
+            .map(|v| ln_binomial_pmf(v, HOLDERS, p).exp())
+            .sum();
+        assert!(
+            (0.3..0.7).contains(&release_probability),
+            "{release_probability}"
+        );
+        let (lo, hi) = binomial_interval(ROUNDS, release_probability, 1e-6);
+        let coin = mechanism.query();
+        let released = |aggregator: RoundAggregator| !aggregator.release().is_empty();
+        let aggregator_side = (0..ROUNDS)
+            .filter(|&seed| {
+                let mut aggregator =
+                    RoundAggregator::seeded(&mechanism, Sampling::Aggregator, seed);
+                (0..HOLDERS).for_each(|_| aggregator.absorb("x".to_owned()));
+                released(aggregator)
+            })
+            .count() as u64;
+        let device_side = (0..ROUNDS)
+            .filter(|&seed| {
+                // Seeds apart from the aggregator path's, so that the paths draw apart.
+                let mut devices = ChaCha20Rng::seed_from_u64(ROUNDS + seed);
+                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
+                for _ in 0..HOLDERS {
+                    if let Some(report) = coin.respond("x".to_owned(), &mut devices) {
+                        aggregator.absorb(report);
+                    }
+                }
+                released(aggregator)
+            })
+            .count() as u64;
+        let population =
+            tally_sim::Population::from_ids(vec![0; HOLDERS as usize], vec!["x".into()], "cell")
+                .unwrap();
+        let simulated = (0..ROUNDS)
+            .filter(|&seed| {
+                let path = tally_sim::ExecutionPath::PerClient;
+                !tally_sim::run_sample_threshold(&population, &mechanism, path, seed)
+                    .items
+                    .is_empty()
+            })
+            .count() as u64;
+        for (path, releases) in [
+            ("aggregator", aggregator_side),
+            ("device", device_side),
+            ("simulator", simulated),
+        ] {
+            assert!(
+                (lo..=hi).contains(&releases),
+                "{path}: {releases} releases of {ROUNDS}, expected {lo} to {hi}"
+            );
+        }
+        let unsampled = (0..ROUNDS)
+            .filter(|_| {
+                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
+                (0..HOLDERS).for_each(|_| aggregator.absorb("x".to_owned()));
+                released(aggregator)
+            })
+            .count() as u64;
+        assert!(!(lo..=hi).contains(&unsampled), "the mutant passes");
+    }
 
     #[test]
     fn releases_only_what_reaches_the_threshold() {
         let params = SampleThresholdParams::new(0.5, 3).unwrap();
         let mechanism =
             SampleThreshold::new(params, 2.0, Analysis::Tight, Neighbours::AddRemove).unwrap();
-        let mut aggregator = RoundAggregator::new(&mechanism);
+        let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
         for report in ["a", "b", "a", "c", "a", "b", "b", "b"] {
             aggregator.absorb(report.to_owned());
         }

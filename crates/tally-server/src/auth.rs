@@ -82,13 +82,38 @@ pub(crate) async fn issue(
     created_at: i64,
 ) -> Result<IssuedCredential, ServerError> {
     let minted = mint(spec, created_at);
-    store.insert_credential(&minted.stored).await?;
+    store
+        .insert_credentials(std::slice::from_ref(&minted.stored))
+        .await?;
     let credential = info(&minted.stored)
         .ok_or_else(|| ServerError::Corrupt("a credential just made does not read back".into()))?;
     Ok(IssuedCredential {
         credential,
         token: minted.token,
     })
+}
+
+/// The most devices one enrollment makes.
+pub(crate) const MAX_ENROLLMENT: u32 = 10_000;
+
+/// Enrolls `count` devices of the (provisioned, checked) `population`: one device
+/// credential each, stored in one transaction, their tokens returned in order.
+pub(crate) async fn enroll(
+    store: &Store,
+    population: &str,
+    count: u32,
+    created_at: i64,
+) -> Result<Vec<String>, ServerError> {
+    let spec = CredentialSpec {
+        version: tally_messages::PROTOCOL_VERSION,
+        role: Role::Device,
+        name: format!("enrolled device of {population}"),
+        populations: vec![population.to_owned()],
+    };
+    let minted: Vec<Minted> = (0..count).map(|_| mint(&spec, created_at)).collect();
+    let stored: Vec<StoredCredential> = minted.iter().map(|m| m.stored.clone()).collect();
+    store.insert_credentials(&stored).await?;
+    Ok(minted.into_iter().map(|m| m.token).collect())
 }
 
 /// The live credential `token` proves, if any. An unknown id costs the same hash and

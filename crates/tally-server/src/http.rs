@@ -14,8 +14,8 @@ use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tally_messages::{
-    CheckIn, CheckInGrant, CredentialSpec, ErrorCode, PopulationSpec, Role, TaskSpec, UploadBatch,
-    UploadReceipt,
+    CheckIn, CheckInGrant, CredentialSpec, DeviceEnrollment, ErrorCode, PopulationSpec, Role,
+    TaskSpec, UploadBatch, UploadReceipt,
 };
 
 use crate::auth::Principal;
@@ -75,6 +75,7 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
             post(create_credential).get(list_credentials),
         )
         .route("/v1/credentials/{id}/revoke", post(revoke_credential))
+        .route("/v1/populations/{name}/devices", post(enroll_devices))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&runtime),
             move |state: App, request: Request, next: Next| {
@@ -274,9 +275,12 @@ async fn task_result(State(runtime): App, Path(id): Path<String>, headers: Heade
     }
 }
 
+/// Who takes part in rounds: enrolled devices, and operators relaying for devices.
+const DEVICES_AND_RELAYS: [Role; 2] = [Role::Device, Role::Operator];
+
 async fn open_rounds(State(runtime): App, headers: HeaderMap) -> Response {
     let result = async {
-        let who = authorize(&runtime, &headers, &[Role::Device]).await?;
+        let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
         Ok((StatusCode::OK, runtime.open_rounds(&who)))
     }
     .await;
@@ -290,7 +294,7 @@ async fn check_in(
     body: Body,
 ) -> Response {
     let result = async {
-        let who = authorize(&runtime, &headers, &[Role::Device]).await?;
+        let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
         let request: CheckIn = read_json(&headers, body, BODY_LIMIT).await?;
         check_version(request.version)?;
         if request.devices == 0 || request.devices > MAX_CHECK_IN {
@@ -300,9 +304,7 @@ async fn check_in(
             ));
         }
         let round = runtime.round(&id, &who)?;
-        let tokens = runtime
-            .check_in(&round, request.devices)
-            .ok_or_else(|| runtime.not_open(&id))?;
+        let tokens = runtime.check_in(&round, &who, request.devices)?;
         Ok((
             StatusCode::OK,
             CheckInGrant {
@@ -322,7 +324,7 @@ async fn upload(
     body: Body,
 ) -> Response {
     let result = async {
-        let who = authorize(&runtime, &headers, &[Role::Device]).await?;
+        let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
         let batch: UploadBatch = read_json(&headers, body, UPLOAD_BODY_LIMIT).await?;
         check_version(batch.version)?;
         if batch.uploads.len() > MAX_BATCH {
@@ -376,6 +378,24 @@ async fn create_population(State(runtime): App, headers: HeaderMap, body: Body) 
         authorize(&runtime, &headers, &[Role::Operator]).await?;
         let spec: PopulationSpec = read_json(&headers, body, BODY_LIMIT).await?;
         Ok((StatusCode::CREATED, runtime.create_population(&spec).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+async fn enroll_devices(
+    State(runtime): App,
+    Path(population): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        authorize(&runtime, &headers, &[Role::Operator]).await?;
+        let request: DeviceEnrollment = read_json(&headers, body, BODY_LIMIT).await?;
+        Ok((
+            StatusCode::CREATED,
+            runtime.enroll_devices(&population, &request).await?,
+        ))
     }
     .await;
     answer(&runtime, result)

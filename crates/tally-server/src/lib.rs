@@ -13,10 +13,12 @@
 //!
 //! A task's guarantee is computed from its parameters by tally-accounting when it is created,
 //! and a task whose guarantee does not fit in what the population's budget has left (basic
-//! composition across tasks) is refused. Devices flip their own sampling coins, which assumes
-//! honest devices. The guarantee holds against the analyst and anyone who reads the
-//! releases; the server process itself sees the reports it aggregates, and which upload token
-//! carried a report rather than an abstention, so it learns which checked-in device was
+//! composition across tasks) is refused. By default the aggregator flips the
+//! sample-and-threshold coins itself, with its own secret randomness, over the reports every
+//! enrolled device uploads, so dishonest devices cannot choose to be sampled; a task may ask
+//! its devices to flip them (`sampling: device`), which assumes honest devices. The guarantee
+//! holds against the analyst and anyone who reads the releases; the server process itself
+//! sees the reports it aggregates and which of them it (or, device-side, the devices)
 //! sampled (the secure aggregator is a trust boundary, not cryptography). Every request but
 //! `/healthz` carries a bearer credential of one role (operator, analyst, device) that the
 //! server checks against a SHA-256 hash it stores.
@@ -153,6 +155,38 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
     info!("shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// Enrolls `count` devices of the provisioned population `population` in the database at
+/// `db`, without a running server: one device credential each, returned as their tokens
+/// (shown this once; the database keeps only their hashes). A device credential answers only
+/// its population's rounds and holds at most one upload token per round.
+///
+/// # Errors
+///
+/// [`ServerError::Invalid`] for an unknown population or a count outside 1 to 10 000,
+/// [`ServerError`] if the database fails.
+pub async fn enroll_devices(
+    db: &str,
+    population: &str,
+    count: u32,
+) -> Result<Vec<String>, ServerError> {
+    if !(1..=auth::MAX_ENROLLMENT).contains(&count) {
+        return Err(ServerError::Invalid(format!(
+            "count {count}: 1 to {} devices per enrollment",
+            auth::MAX_ENROLLMENT
+        )));
+    }
+    let store = Store::open(db).await?;
+    let enrolled = match store.population(population).await {
+        Ok(Some(_)) => auth::enroll(&store, population, count, runtime::unix_now()).await,
+        Ok(None) => Err(ServerError::Invalid(format!(
+            "no population {population:?}: create it first (tally population create)"
+        ))),
+        Err(e) => Err(e),
+    };
+    store.close().await;
+    enrolled
 }
 
 /// Creates a credential in the database at `db` (creating the database if needed), without a

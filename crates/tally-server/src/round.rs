@@ -1,5 +1,6 @@
 //! One open round: its published query, the upload tokens it issued, and its aggregator.
 
+use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -61,6 +62,8 @@ struct RoundState {
     aggregator: Option<RoundAggregator>,
     /// Issued tokens and whether each was used.
     tokens: FxHashMap<u128, bool>,
+    /// The token issued to each device credential that checked in.
+    devices: FxHashMap<String, u128>,
     uploads: u64,
 }
 
@@ -81,12 +84,14 @@ impl Round {
             state: Mutex::new(RoundState {
                 aggregator: Some(aggregator),
                 tokens: FxHashMap::default(),
+                devices: FxHashMap::default(),
                 uploads: 0,
             }),
         }
     }
 
-    /// Issues `devices` fresh single-use tokens, or `None` if the round is closed.
+    /// Issues `devices` fresh single-use tokens (a relay's check-in), or `None` if the round
+    /// is closed.
     pub(crate) fn check_in<R: Rng + ?Sized>(
         &self,
         devices: u32,
@@ -94,14 +99,32 @@ impl Round {
     ) -> Option<Vec<String>> {
         let mut state = self.lock();
         state.aggregator.as_ref()?;
-        let mut tokens = Vec::with_capacity(devices as usize);
-        while tokens.len() < devices as usize {
-            let token: u128 = rng.next_u64() as u128 | (u128::from(rng.next_u64()) << 64);
-            if state.tokens.insert(token, false).is_none() {
-                tokens.push(format!("{token:032x}"));
-            }
-        }
+        let tokens = (0..devices)
+            .map(|_| format!("{:032x}", fresh_token(&mut state.tokens, rng)))
+            .collect();
         Some(tokens)
+    }
+
+    /// The one token of the device credential `device` in this round: fresh at its first
+    /// check-in, the same at every later one (spent or not), so that a device never holds
+    /// two. `None` if the round is closed.
+    pub(crate) fn check_in_device<R: Rng + ?Sized>(
+        &self,
+        device: &str,
+        rng: &mut R,
+    ) -> Option<String> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        state.aggregator.as_ref()?;
+        let token = match state.devices.get(device) {
+            Some(&token) => token,
+            None => {
+                let token = fresh_token(&mut state.tokens, rng);
+                state.devices.insert(device.to_owned(), token);
+                token
+            }
+        };
+        Some(format!("{token:032x}"))
     }
 
     /// Validates and counts a batch, or `None` if the round is closed. Each token is good for
@@ -154,6 +177,7 @@ impl Round {
         let mut state = self.lock();
         let aggregator = state.aggregator.take()?;
         state.tokens = FxHashMap::default();
+        state.devices = FxHashMap::default();
         Some(Closed {
             uploads: state.uploads,
             aggregator,
@@ -178,6 +202,17 @@ impl Round {
         // A panic while holding the lock leaves counts that may be half-updated; refusing
         // to go on is the only safe answer.
         self.state.lock().expect("round state lock poisoned")
+    }
+}
+
+/// Draws a token not issued before and records it as unused.
+fn fresh_token<R: Rng + ?Sized>(tokens: &mut FxHashMap<u128, bool>, rng: &mut R) -> u128 {
+    loop {
+        let token: u128 = rng.next_u64() as u128 | (u128::from(rng.next_u64()) << 64);
+        if let Entry::Vacant(slot) = tokens.entry(token) {
+            slot.insert(false);
+            return token;
+        }
     }
 }
 

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use rand::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
 use tally_messages::{
-    Budget, CredentialInfo, CredentialSpec, ErrorCode, GuaranteeBody, IssuedCredential,
-    LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo, PopulationSpec, Role, RoundQuery,
-    TaskInfo, TaskKind, TaskSpec, TaskState,
+    Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
+    GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo,
+    PopulationSpec, Role, RoundQuery, TaskInfo, TaskKind, TaskSpec, TaskState,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -214,15 +214,7 @@ impl Runtime {
             .store
             .population(&spec.population)
             .await?
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::UnknownPopulation,
-                    format!(
-                        "no population {:?}: an operator creates it first (tally population create)",
-                        spec.population
-                    ),
-                )
-            })?;
+            .ok_or_else(|| unknown_population(&spec.population))?;
         if spec.rounds.min_cohort < population.min_cohort {
             return Err(ApiError::new(
                 ErrorCode::InvalidTask,
@@ -416,22 +408,23 @@ impl Runtime {
         Ok(balances)
     }
 
-    /// The queries of the open rounds of `who`'s population.
+    /// The queries of the open rounds of `who`'s population (every round for an operator,
+    /// which may relay for devices).
     pub(crate) fn open_rounds(&self, who: &Principal) -> Vec<RoundQuery> {
         let open = self.open.read().expect("round index lock");
         let mut queries: Vec<RoundQuery> = open
             .values()
-            .filter(|r| who.covers(&r.query.population))
+            .filter(|r| who.role == Role::Operator || who.covers(&r.query.population))
             .map(|r| r.query.clone())
             .collect();
         queries.sort_by(|a, b| a.task_id.cmp(&b.task_id));
         queries
     }
 
-    /// The open round `id`, if it asks `who`'s population.
+    /// The open round `id`, if it asks `who`'s population (or `who` is an operator).
     pub(crate) fn round(&self, id: &str, who: &Principal) -> Result<Arc<Round>, ApiError> {
         if let Some(round) = self.open.read().expect("round index lock").get(id) {
-            if !who.covers(&round.query.population) {
+            if who.role != Role::Operator && !who.covers(&round.query.population) {
                 return Err(forbidden(format!(
                     "round {id} asks another population than this device's"
                 )));
@@ -590,6 +583,7 @@ impl Runtime {
             deadline: opened_at.saturating_add(deadline_secs as i64),
             max_report_bytes: policy.max_report_bytes,
             ask: engine.ask(),
+            sampling: task.spec.sampling,
         };
         self.store
             .insert_round(&id, &task.id, query.round, query.attempt, opened_at)
@@ -601,7 +595,7 @@ impl Runtime {
                 .cohort_target
                 .unwrap_or(task.spec.expected_population),
             engine.validator(),
-            RoundAggregator::new(engine.mechanism()),
+            RoundAggregator::new(engine.mechanism(), task.spec.sampling),
         ));
         info!(task = %task.id, round = %id, level = round.query.round, attempt = task.attempt,
               "round opened");
@@ -728,11 +722,61 @@ impl Runtime {
             }))
     }
 
-    /// Fresh upload tokens from the operating system's randomness (through a CSPRNG).
-    pub(crate) fn check_in(&self, round: &Round, devices: u32) -> Option<Vec<String>> {
-        let tokens = round.check_in(devices, &mut rand::rng())?;
+    /// Upload tokens from the operating system's randomness (through a CSPRNG): a device
+    /// credential checks in for itself alone and holds one token per round (the same at
+    /// every check-in); an operator credential relays for `devices` devices.
+    pub(crate) fn check_in(
+        &self,
+        round: &Round,
+        who: &Principal,
+        devices: u32,
+    ) -> Result<Vec<String>, ApiError> {
+        let not_open = || self.not_open(&round.query.round_id);
+        let tokens = match who.role {
+            Role::Device if devices != 1 => {
+                return Err(forbidden(format!(
+                    "devices {devices}: a device credential checks in for one device, itself"
+                )));
+            }
+            Role::Device => vec![
+                round
+                    .check_in_device(&who.id, &mut rand::rng())
+                    .ok_or_else(not_open)?,
+            ],
+            Role::Operator => round
+                .check_in(devices, &mut rand::rng())
+                .ok_or_else(not_open)?,
+            Role::Analyst => return Err(forbidden("an analyst takes no upload tokens".into())),
+        };
         self.metrics.issued(tokens.len() as u64);
-        Some(tokens)
+        Ok(tokens)
+    }
+
+    /// Enrolls `count` devices of a provisioned population: a device credential each.
+    pub(crate) async fn enroll_devices(
+        &self,
+        population: &str,
+        request: &DeviceEnrollment,
+    ) -> Result<EnrolledDevices, ApiError> {
+        check_version(request.version)?;
+        if !(1..=auth::MAX_ENROLLMENT).contains(&request.count) {
+            return Err(ApiError::new(
+                ErrorCode::Oversized,
+                format!(
+                    "count: 1 to {} devices per enrollment",
+                    auth::MAX_ENROLLMENT
+                ),
+            ));
+        }
+        if self.store.population(population).await?.is_none() {
+            return Err(unknown_population(population));
+        }
+        let tokens = auth::enroll(&self.store, population, request.count, unix_now()).await?;
+        info!(population = %population, devices = request.count, "devices enrolled");
+        Ok(EnrolledDevices {
+            population: population.to_owned(),
+            tokens,
+        })
     }
 }
 
@@ -858,6 +902,13 @@ const MAX_QUANTILES: usize = 100;
 
 /// The largest report size a task may allow.
 pub(crate) const MAX_REPORT_BYTES: u32 = 4096;
+
+fn unknown_population(name: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::UnknownPopulation,
+        format!("no population {name:?}: an operator creates it first (tally population create)"),
+    )
+}
 
 fn unknown_task(id: &str) -> ApiError {
     ApiError::new(ErrorCode::UnknownTask, format!("no task {id}"))

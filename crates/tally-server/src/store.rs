@@ -547,23 +547,27 @@ impl Store {
             .collect()
     }
 
-    /// Stores a new credential.
-    pub(crate) async fn insert_credential(
+    /// Stores new credentials, all or none (one transaction).
+    pub(crate) async fn insert_credentials(
         &self,
-        credential: &StoredCredential,
+        credentials: &[StoredCredential],
     ) -> Result<(), ServerError> {
-        sqlx::query(
-            "INSERT INTO credentials (id, name, role, populations, secret_hash, created_at, revoked_at)
-             VALUES ($1, $2, $3, $4, $5, $6, NULL)",
-        )
-        .bind(&credential.id)
-        .bind(&credential.name)
-        .bind(&credential.role)
-        .bind(&credential.populations)
-        .bind(&credential.secret_hash)
-        .bind(credential.created_at)
-        .execute(&self.pool)
-        .await?;
+        let mut tx = self.pool.begin().await?;
+        for credential in credentials {
+            sqlx::query(
+                "INSERT INTO credentials (id, name, role, populations, secret_hash, created_at, revoked_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, NULL)",
+            )
+            .bind(&credential.id)
+            .bind(&credential.name)
+            .bind(&credential.role)
+            .bind(&credential.populations)
+            .bind(&credential.secret_hash)
+            .bind(credential.created_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use common::*;
 use tally_messages::{RoundPolicy, TaskInfo};
 
@@ -39,19 +39,7 @@ async fn run(victim: Option<&str>) -> Vec<(String, String)> {
             &batch(uploads),
         )
         .await;
-        let result = loop {
-            let (status, text) = call(
-                &router,
-                Method::GET,
-                &format!("/v1/tasks/{}/result", task.id),
-                None,
-            )
-            .await;
-            if status == StatusCode::OK {
-                break text;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        };
+        let result = released(&router, &task.id).await;
         let release: serde_json::Value = serde_json::from_str(&result).unwrap();
         let (_, metrics) = call(&router, Method::GET, "/metrics", None).await;
         // Series of a family come in no fixed order.

@@ -11,7 +11,8 @@ use tokio::net::TcpListener;
 
 mod common;
 
-/// A server on a free loopback port, an analyst's client and the devices' client.
+/// A server on a free loopback port, an analyst's client and the devices' client (an
+/// operator's credential relaying for the whole fleet).
 struct Served {
     server: Server,
     analyst: Client,
@@ -32,7 +33,7 @@ async fn serve(db: &str) -> Served {
     Served {
         server,
         analyst: client.clone().with_token(&credentials.analyst),
-        devices: client.with_token(&credentials.device),
+        devices: client.with_token(&credentials.operator),
     }
 }
 

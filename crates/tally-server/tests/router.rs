@@ -638,19 +638,7 @@ async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
         assert_eq!(again.ask, level2.ask);
         // Level 2 (16 buckets): the same devices in bucket 9, [56.25, 62.5).
         upload_all(&router, &again, 50, 48, "9").await;
-        let result = loop {
-            let (status, text) = call(
-                &router,
-                Method::GET,
-                &format!("/v1/tasks/{}/result", task.id),
-                None,
-            )
-            .await;
-            if status == StatusCode::OK {
-                break text;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        };
+        let result = released(&router, &task.id).await;
         let TaskResult::Quantiles(release) = serde_json::from_str(&result).unwrap() else {
             panic!("a quantile task releases quantiles: {result}");
         };

@@ -96,9 +96,9 @@ pub async fn credentials(db: &str) -> Credentials {
     }
 }
 
-/// `router` with a credential added to every request that has none: a device's for
-/// `/v1/rounds…`, an operator's for `/metrics`, `/v1/credentials…` and `/v1/populations`, the
-/// analyst's for the rest. Tests of the API's behaviour go through it; tests of authentication use the bare
+/// `router` with a credential added to every request that has none: the operator's for
+/// `/v1/rounds…` (a relay checking in many devices at once), `/metrics`, `/v1/credentials…`
+/// and `/v1/populations…`, the analyst's for the rest. Tests of the API's behaviour go through it; tests of authentication use the bare
 /// router.
 pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
     let credentials = Arc::new(credentials.clone());
@@ -107,10 +107,9 @@ pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
             let credentials = Arc::clone(&credentials);
             async move {
                 let path = request.uri().path();
-                let token = if path.starts_with("/v1/rounds") {
-                    &credentials.device
-                } else if path == "/metrics"
-                    || path == "/v1/populations"
+                let token = if path.starts_with("/v1/rounds")
+                    || path == "/metrics"
+                    || path.starts_with("/v1/populations")
                     || path.starts_with("/v1/credentials")
                 {
                     &credentials.operator
@@ -164,10 +163,25 @@ pub async fn call(
     path: &str,
     body: Option<String>,
 ) -> (StatusCode, String) {
-    let request = Request::builder()
+    send(router, None, method, path, body).await
+}
+
+/// Sends one JSON request, with `token` as its credential when given.
+async fn send(
+    router: &Router,
+    token: Option<&str>,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, String) {
+    let mut request = Request::builder()
         .method(method)
         .uri(path)
-        .header("content-type", "application/json")
+        .header("content-type", "application/json");
+    if let Some(token) = token {
+        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request
         .body(body.map_or_else(Body::empty, Body::from))
         .unwrap();
     let response = router.clone().oneshot(request).await.unwrap();
@@ -209,7 +223,7 @@ pub async fn rejections(router: &Router, reason: &str) -> u64 {
         .unwrap()
 }
 
-/// A task spec with the given kind and policy.
+/// A task spec with the given kind and policy, sampled by the devices.
 pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
     TaskSpec {
         version: PROTOCOL_VERSION,
@@ -223,6 +237,8 @@ pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
         },
         kind,
         rounds,
+        // The tests that upload chosen reports count them exactly: devices sample.
+        sampling: tally_messages::Sampling::Device,
     }
 }
 
@@ -299,4 +315,48 @@ pub fn batch(uploads: Vec<(String, Option<&str>)>) -> UploadBatch {
             })
             .collect(),
     }
+}
+
+/// Sends one request with `token` as its credential and returns the status and body.
+pub async fn call_with(
+    router: &Router,
+    token: &str,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> (StatusCode, String) {
+    send(router, Some(token), method, path, body).await
+}
+
+/// The released document of `task`, waiting for its last round to be released.
+pub async fn released(router: &Router, task: &str) -> String {
+    loop {
+        let (status, text) = call(
+            router,
+            Method::GET,
+            &format!("/v1/tasks/{task}/result"),
+            None,
+        )
+        .await;
+        if status == StatusCode::OK {
+            return text;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Enrolls `count` devices of `population` through the API (the router signed in as the
+/// operator) and returns their tokens.
+pub async fn enroll(router: &Router, population: &str, count: u32) -> Vec<String> {
+    let enrolled: tally_messages::EnrolledDevices = post(
+        router,
+        &format!("/v1/populations/{population}/devices"),
+        &tally_messages::DeviceEnrollment {
+            version: PROTOCOL_VERSION,
+            count,
+        },
+    )
+    .await;
+    assert_eq!(enrolled.tokens.len(), count as usize);
+    enrolled.tokens
 }
