@@ -161,6 +161,16 @@ pub fn delta(
         Analysis::Exact => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::BadEvent)?,
         Analysis::Tight => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::HockeyStick)?,
     };
+    // Replace-one: the two-cell analysis, where it is tighter than the one-cell composition.
+    let raw = match (analysis, neighbours) {
+        (Analysis::Tight, Neighbours::ReplaceOne) => {
+            match super::replace_one::two_cell_delta(epsilon, p, params.threshold, raw) {
+                Some(two_cell) => raw.min(two_cell),
+                None => raw,
+            }
+        }
+        _ => raw,
+    };
     Ok(delta_upper(raw))
 }
 
