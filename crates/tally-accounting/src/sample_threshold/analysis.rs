@@ -448,6 +448,19 @@ mod tests {
         let add = delta(1.0, &params, Analysis::Tight, Neighbours::AddRemove).unwrap();
         let replace = delta(1.0, &params, Analysis::Tight, Neighbours::ReplaceOne).unwrap();
         assert!(replace > add);
+        // The two-cell analysis is about 4x below the one-cell bound (add/remove at
+        // ε − ln(1/(1−p_s))) here, and close to add/remove.
+        let one_cell = delta(
+            1.0 + (-0.1_f64).ln_1p(),
+            &params,
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        assert!(
+            replace < one_cell / 3.0 && replace < add * 1.01,
+            "{replace:e}, {one_cell:e}"
+        );
         let too_fast = SampleThresholdParams::new(0.45, 20).unwrap();
         assert!(delta(1.0, &too_fast, Analysis::Tight, Neighbours::ReplaceOne).is_err());
     }

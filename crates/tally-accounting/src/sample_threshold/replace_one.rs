@@ -18,6 +18,8 @@
 //! 1 − e^{−(ε−ε_d)}(1−p_s)`, are charged, and every `k` is charged at most `Pr[Bin(k,p_s) >
 //! k q_r] ≤ exp(−k D(q_r‖p_s))`, which ends the scan over `k`.
 
+use std::cell::OnceCell;
+
 use super::SampleThresholdParams;
 use super::analysis::{Charge, cutoff_divergence, ratio_cutoff, sup_over_cutoffs};
 use super::loss_distribution::{removal_divergence, total_variation};
@@ -32,10 +34,26 @@ const GRID_POINTS: u32 = 12;
 /// cost stays bounded as `ε` shrinks.
 const MAX_GROUPS: u64 = 4_000;
 
+/// How the value of `R` at one grid point is obtained.
+#[derive(Clone, Copy)]
+enum Point {
+    /// A value known in advance.
+    Known(f64),
+    /// `1 − α + α·sup_n H_{e^ε}(P_n‖Q_n)` at `α = e^{−ε}`.
+    Adding(f64),
+    /// `sup_n H_{e^ε}(Q_n‖P_n)` at `α = e^ε`.
+    Removing(f64),
+}
+
 /// The chord upper bound on `R(α) = sup_n H_α(Q_n‖P_n)` through points `(α_i, R_i)`, increasing in
-/// `α`, starting at `(0, 1)` and ending at `(1/(1−p_s), 0)`.
+/// `α`, from `(0, 1)` to `(1/(1−p_s), 0)`. The values are computed when a chord first needs them.
 struct RemovalCurve {
-    points: Vec<(f64, f64)>,
+    p: f64,
+    threshold: u64,
+    tv: f64,
+    alphas: Vec<f64>,
+    points: Vec<Point>,
+    values: Vec<OnceCell<f64>>,
 }
 
 impl RemovalCurve {
@@ -43,47 +61,65 @@ impl RemovalCurve {
         let params = SampleThresholdParams::new(p, threshold)?;
         let tv = total_variation(&params)?;
         let removal_end = -(-p).ln_1p();
-        let mut points = vec![(0.0, 1.0)];
+        // Each α is rounded up: its value R(α) is then at least R there, as R falls with α,
+        // so every chord stays above the curve.
+        let up = |alpha: f64| alpha.next_up().next_up();
+        let mut grid = vec![(0.0, Point::Known(1.0))];
         // Below α = 1: R(α) = 1 − α + α·sup_n H_{1/α}(P_n‖Q_n), the adding divergence at
         // ln(1/α), on a grid of ln(1/α) from 6·ε_d down to ε_d/4.
         let step = removal_end / f64::from(GRID_POINTS);
         for j in (GRID_POINTS / 4..=6 * GRID_POINTS).rev() {
             let epsilon = step * f64::from(j);
-            // α rounded down: the chord then starts further left at a higher value.
-            let alpha = (-epsilon).exp().next_down();
-            let add = delta_upper(sup_over_cutoffs(
-                epsilon,
-                p,
-                threshold,
-                Charge::HockeyStick,
-            )?);
-            let value = (-(-epsilon).exp_m1() + alpha * add.min(tv)) * (1.0 + 4.0 * f64::EPSILON);
-            points.push((alpha, value.min(1.0)));
+            grid.push((up((-epsilon).exp()), Point::Adding(epsilon)));
         }
-        points.push((1.0, tv));
-        let first = GRID_POINTS / 4;
-        for j in first..GRID_POINTS {
-            // Grid values of α rounded down keep each chord above the curve: R falls with α.
-            let epsilon = removal_end * f64::from(j) / f64::from(GRID_POINTS);
-            let alpha = epsilon.exp().next_down();
-            let value = delta_upper(removal_divergence(epsilon, p, threshold)).min(tv);
-            points.push((alpha, value));
+        grid.push((1.0, Point::Known(tv)));
+        for j in GRID_POINTS / 4..GRID_POINTS {
+            let epsilon = step * f64::from(j);
+            grid.push((up(epsilon.exp()), Point::Removing(epsilon)));
         }
-        points.push((1.0 / (1.0 - p), 0.0));
-        Ok(Self { points })
+        grid.push((up(1.0 / (1.0 - p)), Point::Known(0.0)));
+        Ok(Self {
+            p,
+            threshold,
+            tv,
+            values: grid.iter().map(|_| OnceCell::new()).collect(),
+            alphas: grid.iter().map(|&(alpha, _)| alpha).collect(),
+            points: grid.into_iter().map(|(_, point)| point).collect(),
+        })
+    }
+
+    /// The value at grid point `index`, rounded up; a point that cannot be evaluated precisely
+    /// is charged its trivial bound (`1` below `α = 1`, the total variation from it on).
+    fn value(&self, index: usize) -> f64 {
+        *self.values[index].get_or_init(|| match self.points[index] {
+            Point::Known(value) => value,
+            Point::Adding(epsilon) => {
+                match sup_over_cutoffs(epsilon, self.p, self.threshold, Charge::HockeyStick) {
+                    Ok(add) => {
+                        let alpha = (-epsilon).exp();
+                        let add = delta_upper(add).min(self.tv);
+                        ((-(-epsilon).exp_m1() + alpha * add) * (1.0 + 4.0 * f64::EPSILON)).min(1.0)
+                    }
+                    Err(_) => 1.0,
+                }
+            }
+            Point::Removing(epsilon) => {
+                delta_upper(removal_divergence(epsilon, self.p, self.threshold)).min(self.tv)
+            }
+        })
     }
 
     /// An upper bound on `R(α)` for `α ≥ 0`.
     fn at(&self, alpha: f64) -> f64 {
-        let after = self.points.partition_point(|&(a, _)| a <= alpha);
+        let after = self.alphas.partition_point(|&a| a <= alpha);
         if after == 0 {
             return 1.0;
         }
-        if after == self.points.len() {
+        if after == self.alphas.len() {
             return 0.0;
         }
-        let (a0, r0) = self.points[after - 1];
-        let (a1, r1) = self.points[after];
+        let (a0, r0) = (self.alphas[after - 1], self.value(after - 1));
+        let (a1, r1) = (self.alphas[after], self.value(after));
         // The chord, rounded up by a few ulps.
         let t = ((alpha - a0) / (a1 - a0)).clamp(0.0, 1.0);
         ((r0 + (r1 - r0) * t) * (1.0 + 8.0 * f64::EPSILON)).min(r0.max(r1))
