@@ -12,8 +12,8 @@ lower bound on the true supremum: the Rust analysis must never report less, and 
 most 1% more.
 
 Independent of the Rust crate: floating point via math.lgamma, a direct sum over outcome pairs
-(sorted by likelihood ratio with prefix sums, which is the same sum), no cutoff or unimodality
-argument, no convex interpolation.
+(sorted by likelihood ratio with prefix sums, which is the same sum; numpy evaluates it for every k
+at once), no cutoff or unimodality argument, no convex interpolation.
 
     python3 tools/reference/replace_one.py            # write the vectors
     python3 tools/reference/replace_one.py --check    # regenerate in memory, compare
@@ -21,10 +21,11 @@ argument, no convex interpolation.
 
 from __future__ import annotations
 
-import bisect
 import math
 import sys
 from pathlib import Path
+
+import numpy as np  # installed with dp-accounting (requirements.txt)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
 import vectors_io  # noqa: E402  (JSON formatting and command line shared by the scripts)
@@ -65,17 +66,14 @@ class RemovalSide:
     def __init__(self, n: int, p: float, tau: int):
         rows = [(q / pr if pr > 0 else math.inf, q, pr) for pr, q in outcomes(n, p, tau) if q > 0]
         rows.sort(key=lambda r: -r[0])
-        self.neg_ratios = [-r for r, _, _ in rows]
-        self.cum_q = [0.0]
-        self.cum_p = [0.0]
-        for _, q, pr in rows:
-            self.cum_q.append(self.cum_q[-1] + q)
-            self.cum_p.append(self.cum_p[-1] + pr)
+        self.neg_ratios = np.array([-r for r, _, _ in rows])
+        self.cum_q = np.concatenate(([0.0], np.cumsum([q for _, q, _ in rows])))
+        self.cum_p = np.concatenate(([0.0], np.cumsum([pr for _, _, pr in rows])))
 
-    def divergence(self, alpha: float) -> float:
+    def divergence(self, alphas: np.ndarray) -> np.ndarray:
         # The outcomes with ratio > alpha are the first `count`.
-        count = bisect.bisect_left(self.neg_ratios, -alpha)
-        return max(0.0, self.cum_q[count] - alpha * self.cum_p[count])
+        count = np.searchsorted(self.neg_ratios, -alphas, side="left")
+        return np.maximum(0.0, self.cum_q[count] - alphas * self.cum_p[count])
 
 
 def two_cell(eps: float, p: float, tau: int) -> tuple[float, int, int]:
@@ -83,19 +81,23 @@ def two_cell(eps: float, p: float, tau: int) -> tuple[float, int, int]:
     cap = 1.0 / (1.0 - p)
     k_top = int(3 * tau / p) + 10
     n_top = int(6 * tau / p) + 10
-    sides = {n: RemovalSide(n, p, tau) for n in range(1, n_top)}
-    best = (0.0, 0, 0)
+    # A's charged outcomes for every k at once: those whose alpha = e^eps Q_k/P_k is below the
+    # cap (others cost nothing), as flat arrays with the index of their k.
+    ks, probs, alphas = [], [], []
     for k in range(tau, k_top):
-        # A's outcomes whose alpha = e^eps Q_k/P_k is below the cap (others cost nothing).
-        charged = [
-            (pr, scale * q / pr) for pr, q in outcomes(k, p, tau) if pr > 0 and scale * q < cap * pr
-        ]
-        if not charged:
-            continue
-        for n, side in sides.items():
-            value = math.fsum(pr * side.divergence(alpha) for pr, alpha in charged)
-            if value > best[0]:
-                best = (value, k, n)
+        for pr, q in outcomes(k, p, tau):
+            if pr > 0 and scale * q < cap * pr:
+                ks.append(k - tau)
+                probs.append(pr)
+                alphas.append(scale * q / pr)
+    ks, probs, alphas = np.array(ks, dtype=np.int64), np.array(probs), np.array(alphas)
+    best = (0.0, 0, 0)
+    for n in range(1, n_top):
+        # sum_x P_k(x) H_alpha(x)(Q_n || P_n) for every k.
+        values = np.bincount(ks, weights=probs * RemovalSide(n, p, tau).divergence(alphas), minlength=k_top - tau)
+        k = int(np.argmax(values))
+        if values[k] > best[0]:
+            best = (float(values[k]), k + tau, n)
     return best
 
 
