@@ -81,7 +81,7 @@ pub fn plan_rounds(
 /// fixed rate the smallest threshold, at which the `rounds`-fold tight composition meets
 /// `(ε, δ)`; with neither, the threshold of the basic plan ([`PlanTarget::MinReleasedCount`]
 /// at `(ε/L, δ/L)`) gets the largest rate, so the smallest releasable count `τ/p_s` only
-/// falls. The per-round guarantee shown is one round alone at `δ/L`.
+/// falls. The per-round guarantee shown is one round alone at the total `δ`.
 ///
 /// # Errors
 ///
@@ -123,9 +123,10 @@ fn plan_tight_rounds(
             ));
         }
     };
-    let round_delta = delta / rounds as f64;
-    // One round alone: its tight ε at δ/L, at least ln(1/(1 − p_s)) as the analyses need.
-    let alone = tight_rounds_epsilon(&params, 1, round_delta)?;
+    // One round alone: its tight ε at the total δ (at δ/L it may not exist: L rounds' infinite
+    // loss mass 1 − (1 − p_s^τ)^L is below L·p_s^τ), at least ln(1/(1 − p_s)) as the analyses
+    // need.
+    let alone = tight_rounds_epsilon(&params, 1, delta)?;
     let removal = -(-params.sampling_rate()).ln_1p();
     let round_epsilon = alone.max(removal * (1.0 + 1e-12));
     let per_round = SampleThreshold::new(params, round_epsilon, analysis, neighbours)?;
