@@ -522,6 +522,31 @@ pub(crate) enum BenchCommand {
     /// Time a whole domain-histogram mechanism (all clients and the server) on Geometric(1/√B)
     /// items or on items read from a file.
     Mechanism(BenchMechanismArgs),
+    /// Time the tight composition of S&T rounds in process: building one round's loss pair,
+    /// and composing it over the levels with ε at δ.
+    StComposition(BenchStCompositionArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchStCompositionArgs {
+    /// Per-round sampling rate p_s.
+    #[arg(long, default_value_t = 0.1420227)]
+    pub(crate) sampling_rate: f64,
+    /// Per-round threshold τ.
+    #[arg(long, default_value_t = 26)]
+    pub(crate) threshold: u64,
+    /// Number of rounds composed.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) levels: u64,
+    /// The δ at which ε is computed.
+    #[arg(long, default_value_t = 1e-8)]
+    pub(crate) delta: f64,
+    /// Number of timed repetitions.
+    #[arg(long, default_value_t = 11)]
+    pub(crate) repeats: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
