@@ -6,9 +6,10 @@ over the group sizes k (both directions), on the grid 0.01 that tally uses, join
 (connect-the-dots). This script computes that curve itself with numpy (sup over k in
 [tau, 4 tau / p]) outside the timed region and hands it to dp_accounting as a rounded PLD
 (`create_from_rounded_probability`, both directions); the timed part is dp_accounting's K-fold
-composition and eps at delta. tally is timed as a whole process that builds the curve, composes
-it and prints JSON. The two are run alternately; medians and their ratio are reported, with the
-relative difference of the two eps.
+composition and eps at delta. tally is timed twice: the same part in process (`tally bench
+st-composition`, which also times building the curve, reported apart), and as a whole process
+that builds the curve, composes it and prints JSON (`tally plan triehh++`). The three are run
+alternately; medians and the ratios are reported, with the relative difference of the two eps.
 
     cargo build --release -p tally-cli
     python3 tools/bench/compare_st_composition.py
@@ -100,20 +101,32 @@ def main():
         "--levels", str(args.levels), "--threshold", str(args.threshold),
         "--sampling-rate", repr(args.sampling_rate), "--json",
     ]
-    tally_times, dp_times = [], []
+    in_process = [
+        args.tally, "bench", "st-composition", "--sampling-rate", repr(args.sampling_rate),
+        "--threshold", str(args.threshold), "--levels", str(args.levels), "--delta", str(args.delta),
+        "--repeats", "1", "--json",
+    ]
+    tally_times, compose_times, curve_times, dp_times = [], [], [], []
     for _ in range(args.repeats):
         start = time.perf_counter()
         out = json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
         tally_times.append(time.perf_counter() - start)
+        bench = json.loads(subprocess.run(in_process, check=True, capture_output=True, text=True).stdout)
+        compose_times.append(bench["compose_median_seconds"])
+        curve_times.append(bench["loss_pair_median_seconds"])
         start = time.perf_counter()
         dp_eps = base.self_compose(args.levels).get_epsilon_for_delta(args.delta)
         dp_times.append(time.perf_counter() - start)
     tally_eps = out["composed_epsilon"]
-    t, d = statistics.median(tally_times), statistics.median(dp_times)
+    assert bench["composed_epsilon"] == tally_eps
+    t, c, k, d = (statistics.median(x) for x in (tally_times, compose_times, curve_times, dp_times))
     print(f"curve: {len(values)} points from index {lowest}")
-    print(f"tally (whole process)       eps = {tally_eps:.6f}  median {t * 1e3:.1f} ms")
-    print(f"dp_accounting (compose+eps) eps = {dp_eps:.6f}  median {d * 1e3:.1f} ms")
-    print(f"eps relative difference {(tally_eps - dp_eps) / dp_eps:+.4%}; speed ratio {d / t:.1f}x")
+    print(f"tally (compose+eps, in process) eps = {tally_eps:.6f}  median {c * 1e3:.2f} ms")
+    print(f"  tally's curve, in process                   median {k * 1e3:.2f} ms")
+    print(f"tally (whole process)                         median {t * 1e3:.1f} ms")
+    print(f"dp_accounting (compose+eps)     eps = {dp_eps:.6f}  median {d * 1e3:.1f} ms")
+    print(f"eps relative difference {(tally_eps - dp_eps) / dp_eps:+.4%}; speed ratio, compose+eps "
+          f"{d / c:.1f}x, whole process {d / t:.1f}x")
 
 
 if __name__ == "__main__":

@@ -76,11 +76,34 @@ pub enum Composition {
     /// The privacy-loss-distribution accountant ([`crate::pld`]) on identical `(ε, δ)`
     /// releases.
     Pld,
+    /// The tight accountant of S&T rounds: the rounds' own privacy-loss distribution
+    /// ([`crate::sample_threshold::tight_rounds_epsilon`]), composed. It needs the mechanism,
+    /// not only its `(ε, δ)`, so [`split_budget`] and [`crate::compose_rounds`] refuse it;
+    /// multi-round S&T tasks plan and compose with it directly.
+    Tight,
 }
 
 impl Composition {
-    /// Every theorem, loosest first.
-    pub const ALL: [Self; 4] = [Self::Basic, Self::Advanced, Self::Optimal, Self::Pld];
+    /// Every rule, loosest first.
+    pub const ALL: [Self; 5] = [
+        Self::Basic,
+        Self::Advanced,
+        Self::Optimal,
+        Self::Pld,
+        Self::Tight,
+    ];
+
+    /// The default rule of a multi-round S&T task: [`Self::Tight`] for add/remove neighbours
+    /// (its loss pair is add/remove), [`Self::Basic`] for replace-one.
+    pub fn default_for_rounds(neighbours: crate::Neighbours) -> Self {
+        match neighbours {
+            crate::Neighbours::AddRemove => Self::Tight,
+            crate::Neighbours::ReplaceOne => Self::Basic,
+        }
+    }
+
+    /// The rules that compose plain `(ε, δ)` guarantees (all but [`Self::Tight`]).
+    pub const FOR_PAIRS: [Self; 4] = [Self::Basic, Self::Advanced, Self::Optimal, Self::Pld];
 
     /// The name used on the command line and in JSON output.
     pub fn name(self) -> &'static str {
@@ -89,6 +112,7 @@ impl Composition {
             Self::Advanced => "advanced",
             Self::Optimal => "optimal",
             Self::Pld => "pld",
+            Self::Tight => "tight",
         }
     }
 }
@@ -106,7 +130,9 @@ impl FromStr for Composition {
         Self::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| Error::invalid("composition", s, "basic, advanced, optimal or pld"))
+            .ok_or_else(|| {
+                Error::invalid("composition", s, "basic, advanced, optimal, pld or tight")
+            })
     }
 }
 
@@ -254,6 +280,16 @@ pub fn optimal_homogeneous_delta(
     Ok(OptimalCurve::new(k).delta_at(epsilon, delta, epsilon_total))
 }
 
+/// The error of a rule for `(ε, δ)` pairs asked to apply [`Composition::Tight`].
+pub(crate) fn tight_needs_the_mechanism() -> Error {
+    Error::invalid(
+        "composition",
+        "tight",
+        "a rule for plain (ε, δ) guarantees (basic, advanced, optimal or pld); tight composes \
+         S&T rounds' own loss distribution",
+    )
+}
+
 /// A per-round budget `(ε', δ')` such that `k` rounds, each `(ε', δ')`-DP, compose by `method`
 /// to at most `(ε_total, δ_total)`. Both are rounded down and checked by composing forward.
 ///
@@ -275,7 +311,7 @@ pub fn optimal_homogeneous_delta(
 ///
 /// [`Error::InvalidParameter`] unless `ε_total > 0` is finite, `k ≥ 1` (and at most
 /// [`MAX_OPTIMAL_ROUNDS`] for `Optimal`, [`crate::pld::MAX_PLD_ROUNDS`] for `Pld`), and
-/// `δ_total ∈ [0, 1)` for `Basic` or `(0, 1)` for the others.
+/// `δ_total ∈ [0, 1)` for `Basic` or `(0, 1)` for the others; for [`Composition::Tight`].
 pub fn split_budget(
     epsilon_total: f64,
     delta_total: f64,
@@ -297,6 +333,7 @@ pub fn split_budget(
         Composition::Advanced | Composition::Optimal | Composition::Pld => {
             delta_total > 0.0 && delta_total < 1.0
         }
+        Composition::Tight => return Err(tight_needs_the_mechanism()),
     };
     if !delta_ok {
         let expected = if method == Composition::Basic {
@@ -308,6 +345,7 @@ pub fn split_budget(
     }
     let kf = k as f64;
     let split = match method {
+        Composition::Tight => return Err(tight_needs_the_mechanism()),
         Composition::Basic => {
             let eps = div_down(epsilon_total, kf);
             let delta = div_down(delta_total, kf);
@@ -621,7 +659,7 @@ mod tests {
 
     #[test]
     fn split_composes_back_within_the_totals() {
-        for method in Composition::ALL {
+        for method in Composition::FOR_PAIRS {
             for (eps, delta, k) in [(1.0, 1e-6, 10), (4.0, 1e-8, 100), (0.5, 1e-5, 1)] {
                 let (e, d) = split_budget(eps, delta, k, method).unwrap();
                 match method {
@@ -634,6 +672,7 @@ mod tests {
                         assert!(te <= eps && td <= delta);
                         assert!(compose_advanced(e.next_up(), d, k, delta / 2.0).unwrap().0 > eps);
                     }
+                    Composition::Tight => unreachable!("not a rule for pairs"),
                     Composition::Optimal | Composition::Pld => {
                         let (te, _) = if method == Composition::Optimal {
                             compose_optimal_homogeneous(e, d, k, delta).unwrap()
@@ -654,6 +693,8 @@ mod tests {
             assert_eq!(c.name().parse::<Composition>().unwrap(), c);
         }
         assert!("kov".parse::<Composition>().is_err());
+        // Tight needs the mechanism: the rules for plain pairs refuse it.
+        assert!(split_budget(1.0, 1e-6, 10, Composition::Tight).is_err());
     }
 
     #[test]

@@ -107,7 +107,7 @@ pub struct Guarantee {
 /// # Errors
 ///
 /// [`Error::Infeasible`] if `k δ'` already exceeds `total_delta`; otherwise whatever the
-/// composition rule rejects.
+/// composition rule rejects ([`Composition::Tight`] always: it needs the mechanism).
 pub fn compose_rounds(
     per_round: &Guarantee,
     rounds: usize,
@@ -145,6 +145,7 @@ pub fn compose_rounds(
         Composition::Pld => {
             compose_pld_homogeneous(per_round.epsilon, per_round.delta, k, total_delta)?
         }
+        Composition::Tight => return Err(crate::composition::tight_needs_the_mechanism()),
     };
     Ok(Guarantee {
         epsilon,

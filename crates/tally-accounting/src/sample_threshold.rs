@@ -27,6 +27,7 @@ mod analysis;
 mod legacy;
 mod loss_distribution;
 mod plan;
+mod replace_one;
 mod rounds;
 
 pub use accuracy::{min_frequency_for_relative_error, omission_bound, relative_error_failure};

@@ -589,6 +589,31 @@ pub(crate) enum BenchCommand {
     /// Time a whole domain-histogram mechanism (all clients and the server) on Geometric(1/√B)
     /// items or on items read from a file.
     Mechanism(BenchMechanismArgs),
+    /// Time the tight composition of S&T rounds in process: building one round's loss pair,
+    /// and composing it over the levels with ε at δ.
+    StComposition(BenchStCompositionArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BenchStCompositionArgs {
+    /// Per-round sampling rate p_s.
+    #[arg(long, default_value_t = 0.1420227)]
+    pub(crate) sampling_rate: f64,
+    /// Per-round threshold τ.
+    #[arg(long, default_value_t = 26)]
+    pub(crate) threshold: u64,
+    /// Number of rounds composed.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) levels: u64,
+    /// The δ at which ε is computed.
+    #[arg(long, default_value_t = 1e-8)]
+    pub(crate) delta: f64,
+    /// Number of timed repetitions.
+    #[arg(long, default_value_t = 11)]
+    pub(crate) repeats: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -922,6 +947,22 @@ pub(crate) enum CompositionArg {
     /// The privacy-loss-distribution accountant on identical rounds (the optimal curve by
     /// convolution, rounded up).
     Pld,
+    /// The S&T rounds' own privacy-loss distribution, composed (add/remove neighbours; the
+    /// default for TrieHH++ and quantiles there).
+    Tight,
+}
+
+/// The composition of a multi-round S&T task: `composition` if given, else tight for
+/// add/remove neighbours (the tight accountant's loss pair is add/remove) and basic for
+/// replace-one.
+pub(crate) fn round_composition(
+    composition: Option<CompositionArg>,
+    neighbours: tally_accounting::Neighbours,
+) -> tally_accounting::composition::Composition {
+    composition.map_or_else(
+        || tally_accounting::composition::Composition::default_for_rounds(neighbours),
+        Into::into,
+    )
 }
 
 impl From<CompositionArg> for tally_accounting::composition::Composition {
@@ -931,6 +972,7 @@ impl From<CompositionArg> for tally_accounting::composition::Composition {
             CompositionArg::Advanced => Self::Advanced,
             CompositionArg::Optimal => Self::Optimal,
             CompositionArg::Pld => Self::Pld,
+            CompositionArg::Tight => Self::Tight,
         }
     }
 }
@@ -965,8 +1007,9 @@ pub(crate) struct HeavyHittersArgs {
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(long)]
     pub(crate) beam: Option<usize>,
-    /// How the levels' guarantees compose (default basic; for opt-prefix-tree the default is
-    /// whichever of basic, advanced and optimal allows the largest local ε₀).
+    /// How the levels' guarantees compose (TrieHH++: tight for add-remove neighbours, basic
+    /// for replace-one; opt-prefix-tree: whichever of basic, advanced and optimal allows the
+    /// largest local ε₀, and tight is refused).
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Show only the K most frequent items found (and score against the true top K).
@@ -1151,9 +1194,10 @@ pub(crate) struct ValuesArgs {
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
     pub(crate) release: ReleaseArgs,
-    /// How the rounds' guarantees compose.
-    #[arg(long, value_enum, default_value = "basic")]
-    pub(crate) composition: CompositionArg,
+    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
+    /// replace-one].
+    #[arg(long, value_enum)]
+    pub(crate) composition: Option<CompositionArg>,
     /// The trust model and mechanism: sample-and-threshold rounds (central), or one round of
     /// Ghazi et al.'s range-query tree over 2^levels buckets through a multi-message shuffle
     /// frequency oracle.

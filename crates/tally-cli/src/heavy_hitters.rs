@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
-use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::{
     DEFAULT_COMPOSITIONS, solve_local_epsilon, solve_local_epsilon_best,
 };
@@ -26,8 +25,8 @@ use tally_sim::{
 };
 
 use crate::cli::{
-    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
-    SelectionArg,
+    AggregationArg, Algorithm, CompositionArg, EncodingArg, Format, HeavyHittersArgs,
+    RandomizerArg, SegmentArg, SelectionArg, round_composition,
 };
 use crate::input::load_population;
 use crate::output::{
@@ -165,9 +164,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 levels: args.levels,
                 segment,
                 restricted: !args.unrestricted,
-                composition: args
-                    .composition
-                    .map_or(Composition::Basic, Composition::from),
+                composition: round_composition(args.composition, neighbours),
                 target,
                 analysis,
                 neighbours,
@@ -405,6 +402,11 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     } else {
         ShuffleBound::Fmt21
     };
+    anyhow::ensure!(
+        !matches!(args.composition, Some(CompositionArg::Tight)),
+        "--composition tight composes S&T rounds; opt-prefix-tree's iterations are shuffled \
+         local reports: use basic, advanced, optimal or pld"
+    );
     let plan = match args.composition {
         Some(c) => solve_local_epsilon(epsilon, delta, total_iterations, users, c.into(), bound)?,
         None => solve_local_epsilon_best(

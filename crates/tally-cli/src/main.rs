@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_mechanism;
+mod bench_st_composition;
 mod bench_triehh;
 mod cli;
 mod domain_histogram;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::SampleThreshold(args)) => bench::run(&args),
         Command::Bench(BenchCommand::Triehh(args)) => bench_triehh::run(&args),
         Command::Bench(BenchCommand::Mechanism(args)) => bench_mechanism::run(&args),
+        Command::Bench(BenchCommand::StComposition(args)) => bench_st_composition::run(&args),
         Command::Repro(ReproCommand::SampleThreshold(args)) => repro::run_sample_threshold(&args),
         Command::Repro(ReproCommand::OptPrefixTree(args)) => repro::run_opt_prefix_tree(&args),
         Command::Serve(args) => federated::serve(&args),

@@ -4,8 +4,8 @@ use anyhow::Result;
 use serde_json::json;
 use tally_accounting::composition::compose_basic;
 use tally_accounting::sample_threshold::{
-    SampleThresholdParams, TIGHT_STEP, tight_max_sampling_rate, tight_min_threshold,
-    tight_rounds_epsilon,
+    MAX_TIGHT_ROUNDS, SampleThresholdParams, TIGHT_STEP, tight_max_sampling_rate,
+    tight_min_threshold,
 };
 
 use crate::cli::PlanTrieArgs;
@@ -31,10 +31,17 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
             )
         }
     };
-    let composed = tight_rounds_epsilon(&params, levels, delta)?;
+    anyhow::ensure!(
+        (1..=MAX_TIGHT_ROUNDS).contains(&levels),
+        "--levels {levels}: between 1 and {MAX_TIGHT_ROUNDS}"
+    );
+    // One level's loss pair, built once: composed over the levels (as `tight_rounds_epsilon`
+    // does), and alone at δ/L for the same levels by basic composition, each level's own
+    // (ε, δ/L) summed.
+    let pair = params.loss_pair(TIGHT_STEP)?;
+    let composed = pair.self_compose(levels)?.epsilon(delta)?;
     let meets_target = composed <= epsilon;
-    // The same levels by basic composition: each level's own (ε, δ/L) summed.
-    let per_level = tight_rounds_epsilon(&params, 1, delta / levels as f64)?;
+    let per_level = pair.epsilon(delta / levels as f64)?;
     let (basic_epsilon, _) =
         compose_basic(&vec![(per_level, delta / levels as f64); levels as usize])?;
     if args.json {

@@ -4,14 +4,15 @@ use std::io::{self, Write};
 
 use anyhow::{Result, anyhow};
 use tally_accounting::Neighbours;
-use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 use tally_cli::values_release::{self, Released, ValuesSettings};
 use tally_messages::{QuantileRow, QuantilesRelease};
 use tally_server::document;
 use tally_sim::{ValueRange, Values};
 
-use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
+use crate::cli::{
+    QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism, round_composition,
+};
 use crate::output::{Stage, guarantee_line, print_fields, print_json};
 use crate::shuffle_values;
 
@@ -126,7 +127,10 @@ fn settings(common: &ValuesArgs) -> ValuesSettings {
         target: common.release.target(),
         analysis: Analysis::from(common.privacy.method),
         neighbours: Neighbours::from(common.privacy.neighbours),
-        composition: Composition::from(common.composition),
+        composition: round_composition(
+            common.composition,
+            Neighbours::from(common.privacy.neighbours),
+        ),
         branching: common.branching,
         levels: common.levels,
         consistent: common.consistent,

@@ -192,13 +192,30 @@ fn bench_reports_a_median() {
 }
 
 #[test]
+fn bench_st_composition_times_the_plans_composition() {
+    let rounds = "--sampling-rate 0.1420227 --threshold 26 --levels 10 --delta 1e-8";
+    let bench = json(&format!("bench st-composition {rounds} --repeats 2 --json"));
+    let plan = json(&format!("plan triehh++ --epsilon 4 {rounds} --json"));
+    assert_eq!(bench["composed_epsilon"], plan["composed_epsilon"]);
+    for timing in ["loss_pair_median_seconds", "compose_median_seconds"] {
+        assert!(bench[timing].as_f64().unwrap() > 0.0, "{bench}");
+    }
+    let refused = failure("bench st-composition --levels 0");
+    assert!(refused.contains("--levels 0"), "{refused}");
+}
+
+#[test]
 fn heavy_hitters_triehh_plus_finds_the_true_top_20_words() {
     let out = json(
         "heavy-hitters --dataset shakespeare --algorithm triehh++ --epsilon 4 --delta 1e-8 \
          --seed 1 --json --truth",
     );
     assert_eq!(out["mechanism"], "triehh++");
-    assert_eq!(out["guarantee"]["epsilon"], 4.0);
+    // The levels compose tightly by default: the total ε is the composed one, at most the
+    // target (basic composition summed ε/L back to exactly 4).
+    assert_eq!(out["parameters"]["composition"], "tight");
+    let epsilon = out["guarantee"]["epsilon"].as_f64().unwrap();
+    assert!(epsilon <= 4.0 && epsilon > 3.9, "{epsilon}");
     assert!(out["guarantee"]["delta"].as_f64().unwrap() <= 1e-8);
     assert!(out["truth"]["true_top_k_found"].as_u64().unwrap() >= 20);
     let node_errors = &out["truth"]["trie_estimate_errors"];

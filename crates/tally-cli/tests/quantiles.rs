@@ -85,7 +85,7 @@ fn binary_search_composes_over_every_round() {
     let (path, sorted) = uniform_file();
     let out = json(&format!(
         "quantiles --input {} --quantiles 0.25,0.75 --method binary-search --levels 8 \
-         --epsilon 1 --delta 1e-8 --seed 2 --json",
+         --composition basic --epsilon 1 --delta 1e-8 --seed 2 --json",
         path.display()
     ));
     check_guarantee(&out, 1.0, 1e-8);
@@ -94,6 +94,7 @@ fn binary_search_composes_over_every_round() {
     let per_round = out["parameters"]["per_round_guarantee"]["epsilon"]
         .as_f64()
         .unwrap();
+    // Basic composition splits ε evenly over the rounds.
     assert!((per_round - 1.0 / 16.0).abs() < 1e-12);
     for entry in out["quantiles"].as_array().unwrap() {
         let q = entry["quantile"].as_f64().unwrap();
@@ -268,10 +269,17 @@ fn bad_options_give_one_line_errors() {
         "quantiles {input} --quantiles 0.5 --min 3 --max 3 --epsilon 1 --delta 1e-8"
     ));
     assert!(err.contains("invalid value range = [3, 3]"), "{err}");
+    // Basic composition caps each round's rate at 1 − e^(−ε/L); the tight default has no
+    // per-round cap (the composed loss decides), but a rate that cannot meet the target fails.
     let err = failure(&format!(
-        "quantiles {input} --quantiles 0.5 --sampling-rate 0.5 --epsilon 1 --delta 1e-8"
+        "quantiles {input} --quantiles 0.5 --sampling-rate 0.5 --composition basic --epsilon 1 \
+         --delta 1e-8"
     ));
     assert!(err.contains("sampling"), "{err}");
+    let err = failure(&format!(
+        "quantiles {input} --quantiles 0.5 --sampling-rate 0.99 --epsilon 1 --delta 1e-8"
+    ));
+    assert!(err.contains("threshold"), "{err}");
 }
 
 #[test]

@@ -11,7 +11,7 @@ pub(crate) use domain::count_items;
 pub use domain::{DomainHistogram, MessageCost};
 pub use gaussian::GaussianHistogram;
 pub use laplace::LaplaceHistogram;
-pub use round_plan::{RoundPlan, plan_rounds};
+pub use round_plan::{RoundPlan, compose_sample_threshold_rounds, plan_rounds};
 pub use sample_and_threshold::{
     ReleasedCount, SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery,
     SampleThresholdRelease,

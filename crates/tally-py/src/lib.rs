@@ -243,7 +243,7 @@ fn histogram(
 
 /// `tally heavy-hitters --algorithm triehh++ --json`.
 #[pyfunction]
-#[pyo3(signature = (items, clients, epsilon, delta, levels=10, segment=1, restricted=true, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, rows_as_clients=false, description=None))]
+#[pyo3(signature = (items, clients, epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, rows_as_clients=false, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
 fn heavy_hitters(
     py: Python<'_>,
@@ -254,7 +254,7 @@ fn heavy_hitters(
     levels: usize,
     segment: usize,
     restricted: bool,
-    composition: &str,
+    composition: Option<&str>,
     sampling_rate: Option<f64>,
     threshold: Option<u64>,
     method: &str,
@@ -270,7 +270,7 @@ fn heavy_hitters(
         levels,
         segment,
         restricted,
-        composition: composition.parse::<Composition>().map_err(value_error)?,
+        composition: round_composition(composition, neighbours)?,
         target: release_target(sampling_rate, threshold),
         analysis,
         neighbours,
@@ -305,7 +305,7 @@ fn values_settings(
     branching: u32,
     levels: u32,
     consistent: bool,
-    composition: &str,
+    composition: Option<&str>,
     sampling_rate: Option<f64>,
     threshold: Option<u64>,
     method: &str,
@@ -318,10 +318,17 @@ fn values_settings(
         target: release_target(sampling_rate, threshold),
         analysis,
         neighbours,
-        composition: composition.parse::<Composition>().map_err(value_error)?,
+        composition: round_composition(composition, neighbours)?,
         branching,
         levels,
         consistent,
+    })
+}
+
+/// `composition` if given, else the default of multi-round S&T tasks for `neighbours`.
+fn round_composition(composition: Option<&str>, neighbours: Neighbours) -> PyResult<Composition> {
+    composition.map_or(Ok(Composition::default_for_rounds(neighbours)), |c| {
+        c.parse::<Composition>().map_err(value_error)
     })
 }
 
@@ -394,7 +401,7 @@ impl From<PyErr> for Refused {
 
 /// `tally quantiles --json` with the sample-and-threshold mechanism.
 #[pyfunction]
-#[pyo3(signature = (values, quantiles, epsilon, delta, min=None, max=None, quantile_method="hierarchical", branching=4, levels=10, consistent=false, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, truth=false, description=None))]
+#[pyo3(signature = (values, quantiles, epsilon, delta, min=None, max=None, quantile_method="hierarchical", branching=4, levels=10, consistent=false, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, truth=false, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.quantiles`
 fn quantiles(
     py: Python<'_>,
@@ -408,7 +415,7 @@ fn quantiles(
     branching: u32,
     levels: u32,
     consistent: bool,
-    composition: &str,
+    composition: Option<&str>,
     sampling_rate: Option<f64>,
     threshold: Option<u64>,
     method: &str,
@@ -457,7 +464,7 @@ fn quantiles(
 
 /// `tally range --json` with the sample-and-threshold mechanism.
 #[pyfunction]
-#[pyo3(signature = (values, lo, hi, epsilon, delta, min=None, max=None, branching=4, levels=10, consistent=false, composition="basic", sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, description=None))]
+#[pyo3(signature = (values, lo, hi, epsilon, delta, min=None, max=None, branching=4, levels=10, consistent=false, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.range_count`
 fn range_count(
     py: Python<'_>,
@@ -471,7 +478,7 @@ fn range_count(
     branching: u32,
     levels: u32,
     consistent: bool,
-    composition: &str,
+    composition: Option<&str>,
     sampling_rate: Option<f64>,
     threshold: Option<u64>,
     method: &str,

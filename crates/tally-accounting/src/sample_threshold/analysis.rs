@@ -133,6 +133,55 @@ pub fn delta(
     analysis: Analysis,
     neighbours: Neighbours,
 ) -> Result<f64, Error> {
+    let one_cell = one_cell_raw(epsilon, params, analysis, neighbours)?;
+    // Replace-one: the two-cell analysis, where it is tighter than the one-cell composition.
+    let raw = if has_two_cell_analysis(analysis, neighbours) {
+        match super::replace_one::two_cell_delta(
+            epsilon,
+            params.sampling_rate,
+            params.threshold,
+            one_cell,
+        ) {
+            Some(two_cell) => one_cell.min(two_cell),
+            None => one_cell,
+        }
+    } else {
+        one_cell
+    };
+    Ok(delta_upper(raw))
+}
+
+/// Whether [`delta`] refines the one-cell bound by the two-cell analysis of replace-one
+/// neighbours (only `tight` does).
+pub(crate) fn has_two_cell_analysis(analysis: Analysis, neighbours: Neighbours) -> bool {
+    analysis == Analysis::Tight && neighbours == Neighbours::ReplaceOne
+}
+
+/// [`delta`] without the two-cell refinement: for replace-one, the add/remove analysis at
+/// `ε − ln(1/(1−p_s))`, which is never below [`delta`] and costs a fraction of it. The
+/// calibration searches on it (see [`super::plan`]).
+///
+/// # Errors
+///
+/// As [`delta`].
+pub(crate) fn one_cell_delta(
+    epsilon: f64,
+    params: &SampleThresholdParams,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<f64, Error> {
+    Ok(delta_upper(one_cell_raw(
+        epsilon, params, analysis, neighbours,
+    )?))
+}
+
+/// The one-cell bound of [`one_cell_delta`], before rounding.
+fn one_cell_raw(
+    epsilon: f64,
+    params: &SampleThresholdParams,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<f64, Error> {
     check_epsilon(epsilon)?;
     let p = params.sampling_rate;
     let cap = max_sampling_rate_cap(epsilon, neighbours);
@@ -155,13 +204,12 @@ pub fn delta(
         // The cell the client leaves costs ln(1/(1 − p)); round the remainder down.
         Neighbours::ReplaceOne => (epsilon + (-p).ln_1p()).next_down(),
     };
-    let raw = match analysis {
-        Analysis::ClosedForm => closed_form(add_epsilon, p, params.threshold)?,
-        Analysis::Theorem1 => theorem1(add_epsilon, p, params.threshold),
-        Analysis::Exact => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::BadEvent)?,
-        Analysis::Tight => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::HockeyStick)?,
-    };
-    Ok(delta_upper(raw))
+    match analysis {
+        Analysis::ClosedForm => closed_form(add_epsilon, p, params.threshold),
+        Analysis::Theorem1 => Ok(theorem1(add_epsilon, p, params.threshold)),
+        Analysis::Exact => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::BadEvent),
+        Analysis::Tight => sup_over_cutoffs(add_epsilon, p, params.threshold, Charge::HockeyStick),
+    }
 }
 
 /// `q = 1 − e^{−ε}(1 − p_s)`: above `k·q` sampled copies the likelihood ratio exceeds `e^ε`.
@@ -438,6 +486,19 @@ mod tests {
         let add = delta(1.0, &params, Analysis::Tight, Neighbours::AddRemove).unwrap();
         let replace = delta(1.0, &params, Analysis::Tight, Neighbours::ReplaceOne).unwrap();
         assert!(replace > add);
+        // The two-cell analysis is about 4x below the one-cell bound (add/remove at
+        // ε − ln(1/(1−p_s))) here, and close to add/remove.
+        let one_cell = delta(
+            1.0 + (-0.1_f64).ln_1p(),
+            &params,
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        assert!(
+            replace < one_cell / 3.0 && replace < add * 1.01,
+            "{replace:e}, {one_cell:e}"
+        );
         let too_fast = SampleThresholdParams::new(0.45, 20).unwrap();
         assert!(delta(1.0, &too_fast, Analysis::Tight, Neighbours::ReplaceOne).is_err());
     }

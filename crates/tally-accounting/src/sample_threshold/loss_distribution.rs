@@ -62,7 +62,7 @@ pub fn total_variation(params: &SampleThresholdParams) -> Result<f64, Error> {
 
 /// `sup_k H_{e^ε}(Q_k‖P_k)`, the divergence of removing the client (see the module docs),
 /// before rounding.
-fn removal_divergence(epsilon: f64, p: f64, threshold: u64) -> f64 {
+pub(super) fn removal_divergence(epsilon: f64, p: f64, threshold: u64) -> f64 {
     // q' = 1 − e^ε(1 − p) = p e^ε − (e^ε − 1).
     let q = p * epsilon.exp() - epsilon.exp_m1();
     if q <= 0.0 {

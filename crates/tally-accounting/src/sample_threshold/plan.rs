@@ -1,6 +1,8 @@
 //! Calibration: solving for the S&T parameters that meet a target `(ε, δ)`.
 
-use super::analysis::{Analysis, SampleThresholdParams, delta};
+use super::analysis::{
+    Analysis, SampleThresholdParams, delta, has_two_cell_analysis, one_cell_delta,
+};
 use super::{check_delta, check_epsilon, max_sampling_rate_cap};
 use crate::{Error, Neighbours};
 
@@ -113,8 +115,13 @@ fn round_down_product(a: f64, b: f64) -> f64 {
     }
 }
 
-/// Whether `(rate, tau)` meets `δ ≤ target`; parameters an analysis rejects do not.
+/// A bound on the `δ` of one release: [`delta`], or the cheaper [`one_cell_delta`] the searches
+/// run on before the two-cell refinement.
+type DeltaBound = fn(f64, &SampleThresholdParams, Analysis, Neighbours) -> Result<f64, Error>;
+
+/// Whether `(rate, tau)` meets `δ ≤ target` by `bound`; parameters an analysis rejects do not.
 fn meets(
+    bound: DeltaBound,
     epsilon: f64,
     delta_target: f64,
     rate: f64,
@@ -123,7 +130,7 @@ fn meets(
     neighbours: Neighbours,
 ) -> Result<bool, Error> {
     let params = SampleThresholdParams::new(rate, tau)?;
-    match delta(epsilon, &params, analysis, neighbours) {
+    match bound(epsilon, &params, analysis, neighbours) {
         Ok(d) => Ok(d <= delta_target),
         Err(Error::InvalidParameter { .. }) => Ok(false),
         Err(e) => Err(e),
@@ -132,6 +139,10 @@ fn meets(
 
 /// The smallest threshold `τ` for which sampling at `rate` is `(ε, δ)`-DP. `δ` decreases in
 /// `τ` for every analysis, so an exponential then binary search finds it.
+///
+/// For replace-one `tight`, the search runs on the one-cell bound, and a binary search with the
+/// two-cell [`delta`] then lowers its result, down to the add/remove threshold at most (see
+/// [`refined_min_threshold`]); the result always meets the target by [`delta`].
 ///
 /// # Errors
 ///
@@ -153,7 +164,32 @@ pub fn min_threshold(
         analysis,
         neighbours,
     )?;
-    let ok = |tau| meets(epsilon, delta_target, rate, tau, analysis, neighbours);
+    let tau = one_cell_min_threshold(epsilon, delta_target, rate, analysis, neighbours)?;
+    if has_two_cell_analysis(analysis, neighbours) {
+        return refined_min_threshold(epsilon, delta_target, rate, tau);
+    }
+    Ok(tau)
+}
+
+/// [`min_threshold`] by [`one_cell_delta`].
+fn one_cell_min_threshold(
+    epsilon: f64,
+    delta_target: f64,
+    rate: f64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<u64, Error> {
+    let ok = |tau| {
+        meets(
+            one_cell_delta,
+            epsilon,
+            delta_target,
+            rate,
+            tau,
+            analysis,
+            neighbours,
+        )
+    };
     let mut hi = 1;
     while !ok(hi)? {
         if hi >= MAX_THRESHOLD {
@@ -164,7 +200,13 @@ pub fn min_threshold(
         }
         hi *= 2;
     }
-    let mut lo = hi / 2; // fails (or is 0)
+    first_passing(hi / 2, hi, ok)
+}
+
+/// The smallest `τ` in `(lo, hi]` that passes `ok`, by bisection, given that `hi` passes and
+/// assuming `lo` fails (`lo` may be `0`); if `ok` is not monotone, a passing `τ`.
+fn first_passing(lo: u64, hi: u64, ok: impl Fn(u64) -> Result<bool, Error>) -> Result<u64, Error> {
+    let (mut lo, mut hi) = (lo, hi);
     while hi - lo > 1 {
         let mid = lo + (hi - lo) / 2;
         if ok(mid)? {
@@ -176,12 +218,50 @@ pub fn min_threshold(
     Ok(hi)
 }
 
+/// Lowers `one_cell_tau`, the replace-one `tight` threshold found on the one-cell bound, to the
+/// smallest one whose two-cell [`delta`] meets the target. Replace-one `δ` is never below
+/// add/remove `δ` (a client joining an unboundedly large cell tends to a plain removal), so the
+/// add/remove threshold at `rate` bounds the search from below; each step is one evaluation of
+/// [`delta`], about `log₂(one_cell_tau)` in all.
+fn refined_min_threshold(
+    epsilon: f64,
+    delta_target: f64,
+    rate: f64,
+    one_cell_tau: u64,
+) -> Result<u64, Error> {
+    let floor = one_cell_min_threshold(
+        epsilon,
+        delta_target,
+        rate,
+        Analysis::Tight,
+        Neighbours::AddRemove,
+    )?;
+    let ok = |tau| {
+        meets(
+            delta,
+            epsilon,
+            delta_target,
+            rate,
+            tau,
+            Analysis::Tight,
+            Neighbours::ReplaceOne,
+        )
+    };
+    first_passing(
+        floor.saturating_sub(1).min(one_cell_tau - 1),
+        one_cell_tau,
+        ok,
+    )
+}
+
 /// The largest sampling rate at which threshold `tau` is `(ε, δ)`-DP, capped at
 /// [`max_sampling_rate_cap`], to a relative `1e-12`. The search brackets the boundary and
 /// returns a rate whose `δ` was checked to meet the target.
 ///
 /// `δ` increases with the rate for `closed-form`, `theorem1` and `tight`, so the result is the
-/// largest admissible rate. The `exact` bad-event probability is not monotone (it drops each
+/// largest admissible rate. For replace-one `tight`, the search runs on the one-cell bound and
+/// the two-cell [`delta`] then raises the rate, to a relative [`REFINED_RATE_TOLERANCE`] (see
+/// [`refined_max_rate`]). The `exact` bad-event probability is not monotone (it drops each
 /// time `⌊kq⌋` steps up), so for it the result is an admissible rate at a crossing of the
 /// target that may lie below a larger admissible one; it is never above the largest.
 ///
@@ -196,13 +276,38 @@ pub fn max_sampling_rate(
     analysis: Analysis,
     neighbours: Neighbours,
 ) -> Result<f64, Error> {
+    let rate = one_cell_max_rate(epsilon, delta_target, tau, analysis, neighbours)?;
+    if has_two_cell_analysis(analysis, neighbours) {
+        return refined_max_rate(epsilon, delta_target, tau, rate);
+    }
+    Ok(rate)
+}
+
+/// [`max_sampling_rate`] by [`one_cell_delta`].
+fn one_cell_max_rate(
+    epsilon: f64,
+    delta_target: f64,
+    tau: u64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<f64, Error> {
     check_epsilon(epsilon)?;
     check_delta(delta_target)?;
     if tau == 0 {
         return Err(Error::invalid("threshold", 0, "an integer ≥ 1"));
     }
     let cap = max_sampling_rate_cap(epsilon, neighbours);
-    let ok = |rate| meets(epsilon, delta_target, rate, tau, analysis, neighbours);
+    let ok = |rate| {
+        meets(
+            one_cell_delta,
+            epsilon,
+            delta_target,
+            rate,
+            tau,
+            analysis,
+            neighbours,
+        )
+    };
     if ok(cap)? {
         return Ok(cap);
     }
@@ -216,24 +321,90 @@ pub fn max_sampling_rate(
             ));
         }
     }
-    let excess = |rate: f64| -> Result<f64, Error> {
-        let params = SampleThresholdParams::new(rate, tau)?;
-        match delta(epsilon, &params, analysis, neighbours) {
-            // The sign follows the exact comparison, which `ln` could blur.
-            Ok(d) if d <= delta_target => Ok((d.ln() - delta_target.ln()).min(0.0)),
-            Ok(d) => Ok((d.ln() - delta_target.ln()).max(f64::MIN_POSITIVE)),
-            Err(Error::InvalidParameter { .. }) => Ok(f64::INFINITY),
-            Err(e) => Err(e),
-        }
+    let excess = |rate| {
+        log_excess(
+            one_cell_delta,
+            epsilon,
+            delta_target,
+            rate,
+            tau,
+            analysis,
+            neighbours,
+        )
     };
-    bracketed_root(lo, cap, excess)
+    bracketed_root(lo, cap, RATE_TOLERANCE, excess)
 }
 
-/// The relative width at which [`bracketed_root`] stops.
+/// `ln(δ/target)` by `bound` at `(rate, tau)`: `≤ 0` exactly when the target is met, `+∞` for
+/// parameters the analysis rejects.
+fn log_excess(
+    bound: DeltaBound,
+    epsilon: f64,
+    delta_target: f64,
+    rate: f64,
+    tau: u64,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Result<f64, Error> {
+    let params = SampleThresholdParams::new(rate, tau)?;
+    match bound(epsilon, &params, analysis, neighbours) {
+        // The sign follows the exact comparison, which `ln` could blur.
+        Ok(d) if d <= delta_target => Ok((d.ln() - delta_target.ln()).min(0.0)),
+        Ok(d) => Ok((d.ln() - delta_target.ln()).max(f64::MIN_POSITIVE)),
+        Err(Error::InvalidParameter { .. }) => Ok(f64::INFINITY),
+        Err(e) => Err(e),
+    }
+}
+
+/// Raises `one_cell_rate`, the replace-one `tight` rate found on the one-cell bound at `tau`,
+/// towards the largest whose two-cell [`delta`] meets the target. The search is bracketed by
+/// the one-cell rate (which meets it, as the two-cell value is never above the one-cell one)
+/// and the smaller of the replace-one cap and the add/remove rate at `tau` (replace-one `δ` is
+/// never below add/remove `δ`), and stops at a relative [`REFINED_RATE_TOLERANCE`]: each step
+/// is one evaluation of [`delta`], a few milliseconds. The result meets the target by [`delta`].
+fn refined_max_rate(
+    epsilon: f64,
+    delta_target: f64,
+    tau: u64,
+    one_cell_rate: f64,
+) -> Result<f64, Error> {
+    let add_remove = one_cell_max_rate(
+        epsilon,
+        delta_target,
+        tau,
+        Analysis::Tight,
+        Neighbours::AddRemove,
+    )?;
+    let hi = add_remove.min(max_sampling_rate_cap(epsilon, Neighbours::ReplaceOne));
+    let excess = |rate| {
+        log_excess(
+            delta,
+            epsilon,
+            delta_target,
+            rate,
+            tau,
+            Analysis::Tight,
+            Neighbours::ReplaceOne,
+        )
+    };
+    if hi <= one_cell_rate {
+        return Ok(one_cell_rate);
+    }
+    if excess(hi)? <= 0.0 {
+        return Ok(hi);
+    }
+    bracketed_root(one_cell_rate, hi, REFINED_RATE_TOLERANCE, excess)
+}
+
+/// The relative width at which [`bracketed_root`] stops for the one-cell bound.
 const RATE_TOLERANCE: f64 = 1e-12;
 
+/// The relative width at which the two-cell refinement of a replace-one rate stops: it bounds
+/// the number of two-cell evaluations, and costs the rate at most this fraction of itself.
+const REFINED_RATE_TOLERANCE: f64 = 1e-4;
+
 /// The left end of a bracket `[lo, hi]` around the crossing of `excess` from `≤ 0` (at `lo`) to
-/// `> 0` (at `hi`), shrunk until its relative width is [`RATE_TOLERANCE`] by the Illinois
+/// `> 0` (at `hi`), shrunk until its relative width is `tolerance` by the Illinois
 /// variant of regula falsi on `excess` (the log-ratio of `δ` to its target, smooth in the
 /// rate), with a bisection step whenever the secant leaves the bracket. The result always
 /// satisfies `excess ≤ 0`; it converges superlinearly, in about ten evaluations instead of the
@@ -241,6 +412,7 @@ const RATE_TOLERANCE: f64 = 1e-12;
 fn bracketed_root(
     lo: f64,
     hi: f64,
+    tolerance: f64,
     excess: impl Fn(f64) -> Result<f64, Error>,
 ) -> Result<f64, Error> {
     let (mut lo, mut hi) = (lo, hi);
@@ -248,7 +420,7 @@ fn bracketed_root(
     debug_assert!(f_lo <= 0.0 && f_hi > 0.0);
     let mut last_side = 0;
     for _ in 0..200 {
-        if hi - lo <= lo * RATE_TOLERANCE {
+        if hi - lo <= lo * tolerance {
             break;
         }
         let secant = hi - f_hi * (hi - lo) / (f_hi - f_lo);
@@ -278,7 +450,9 @@ fn bracketed_root(
 }
 
 /// The pair minimising `τ / p_s`. The largest rate grows with `τ` but never passes the cap, so
-/// once `τ / cap` reaches the best ratio no larger `τ` can win.
+/// once `τ / cap` reaches the best ratio no larger `τ` can win. For replace-one `tight` the
+/// threshold is chosen on the one-cell bound, and the rate at that threshold is then raised by
+/// the two-cell analysis ([`refined_max_rate`]).
 fn min_released_count_params(
     epsilon: f64,
     delta_target: f64,
@@ -292,6 +466,11 @@ fn min_released_count_params(
         if let Some(b) = best
             && tau as f64 / cap >= b.threshold() as f64 / b.sampling_rate()
         {
+            if has_two_cell_analysis(analysis, neighbours) {
+                let rate =
+                    refined_max_rate(epsilon, delta_target, b.threshold(), b.sampling_rate())?;
+                return SampleThresholdParams::new(rate, b.threshold());
+            }
             return Ok(b);
         }
         if tau > 1_000_000 {
@@ -300,7 +479,7 @@ fn min_released_count_params(
                 "no pair with a threshold up to 10^6 meets the target",
             ));
         }
-        match max_sampling_rate(epsilon, delta_target, tau, analysis, neighbours) {
+        match one_cell_max_rate(epsilon, delta_target, tau, analysis, neighbours) {
             Ok(rate) => {
                 let candidate = SampleThresholdParams::new(rate, tau)?;
                 let better = best
@@ -418,5 +597,46 @@ mod tests {
                 .unwrap();
             assert!(other as f64 / rate >= plan.min_released_count());
         }
+    }
+
+    #[test]
+    fn replace_one_plans_on_the_two_cell_value() {
+        let (tight, replace) = (Analysis::Tight, Neighbours::ReplaceOne);
+        let at = |rate: f64, tau: u64| {
+            delta(
+                1.0,
+                &SampleThresholdParams::new(rate, tau).unwrap(),
+                tight,
+                replace,
+            )
+            .unwrap()
+        };
+        // The two-cell value allows a rate well above the one-cell one (0.250 against 0.210),
+        // and the refined rate sits at the boundary to the refinement's tolerance.
+        let one_cell = one_cell_max_rate(1.0, 1e-8, 20, tight, replace).unwrap();
+        let rate = max_sampling_rate(1.0, 1e-8, 20, tight, replace).unwrap();
+        assert!(rate > 1.15 * one_cell, "{rate} vs {one_cell}");
+        assert!(at(rate, 20) <= 1e-8);
+        assert!(at(rate * (1.0 + 2.0 * REFINED_RATE_TOLERANCE), 20) > 1e-8);
+        // And a threshold one below the one-cell one (12 against 13), the smallest that meets.
+        let tau = min_threshold(0.5, 1e-10, 0.05, tight, replace).unwrap();
+        let one_cell_tau = one_cell_min_threshold(0.5, 1e-10, 0.05, tight, replace).unwrap();
+        assert_eq!((tau, one_cell_tau), (12, 13));
+        let at_half = |tau: u64| {
+            delta(
+                0.5,
+                &SampleThresholdParams::new(0.05, tau).unwrap(),
+                tight,
+                replace,
+            )
+            .unwrap()
+        };
+        assert!(at_half(12) <= 1e-10 && at_half(11) > 1e-10);
+        // The plan with neither given refines the rate at the threshold it chose.
+        let planned = plan(1.0, 1e-8, PlanTarget::MinReleasedCount, tight, replace).unwrap();
+        let threshold = planned.params.threshold();
+        let unrefined = one_cell_max_rate(1.0, 1e-8, threshold, tight, replace).unwrap();
+        assert!(planned.params.sampling_rate() > 1.1 * unrefined);
+        assert!(planned.achieved_delta <= 1e-8);
     }
 }

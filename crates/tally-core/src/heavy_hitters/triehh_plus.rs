@@ -21,12 +21,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use tally_accounting::Guarantee;
-use tally_accounting::compose_rounds;
 use tally_accounting::composition::Composition;
 
 use super::prefix::{PrefixRound, TERMINATOR};
 use crate::Error;
-use crate::histogram::SampleThreshold;
+use crate::histogram::{SampleThreshold, compose_sample_threshold_rounds};
 use crate::task::Task;
 
 /// The parameters of a TrieHH++ run.
@@ -120,8 +119,8 @@ impl TrieHhPlus {
         if config.segment == 0 {
             return Err(Error::invalid("segment", 0, "at least 1 character"));
         }
-        let guarantee = compose_rounds(
-            config.per_level.guarantee(),
+        let guarantee = compose_sample_threshold_rounds(
+            &config.per_level,
             config.levels,
             config.composition,
             config.total_delta,

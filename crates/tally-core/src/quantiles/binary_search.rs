@@ -4,11 +4,13 @@
 //!
 //! See [`BinarySearchQuantile`] for the procedure and its privacy.
 
+use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
-use tally_accounting::{Guarantee, compose_rounds};
 
 use crate::Error;
-use crate::histogram::{RoundPlan, SampleThreshold, SampleThresholdRelease};
+use crate::histogram::{
+    RoundPlan, SampleThreshold, SampleThresholdRelease, compose_sample_threshold_rounds,
+};
 use crate::task::Task;
 
 /// The most rounds a search may run: past 52 halvings the split points near 1 stop being
@@ -74,12 +76,7 @@ impl BinarySearchConfig {
         let rounds = searches
             .checked_mul(self.rounds)
             .ok_or_else(|| Error::invalid("searches", searches, "fewer rounds in total"))?;
-        Ok(compose_rounds(
-            self.per_round.guarantee(),
-            rounds,
-            self.composition,
-            self.total_delta,
-        )?)
+        compose_sample_threshold_rounds(&self.per_round, rounds, self.composition, self.total_delta)
     }
 }
 
@@ -173,7 +170,7 @@ pub struct QuantileSearch {
 /// `(ε', δ')`-DP for the neighbour relation of its [`SampleThreshold`] (add/remove by the S&T
 /// theorem): a client added or removed changes one bucket's count, exactly the one-cell case of
 /// the theorem. The split point of a round depends on earlier releases only, so the `h` rounds
-/// compose adaptively; [`compose_rounds`] gives the total with the caller's rule. Several
+/// compose adaptively; [`compose_sample_threshold_rounds`] gives the total with the caller's rule. Several
 /// quantiles are several searches over the same clients: their guarantee is the composition of
 /// all their rounds ([`BinarySearchConfig::guarantee_of`]).
 #[derive(Clone, Debug)]

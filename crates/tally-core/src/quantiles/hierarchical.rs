@@ -6,14 +6,17 @@
 //! [`HierarchicalRelease`] for what is read from them.
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::SampleThresholdParams;
-use tally_accounting::{Guarantee, compose_rounds};
 
 use super::QuantileEstimate;
 use super::range::{Node, TreeShape};
 use crate::Error;
-use crate::histogram::{ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease};
+use crate::histogram::{
+    ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease,
+    compose_sample_threshold_rounds,
+};
 use crate::task::Task;
 
 /// The parameters of a hierarchical histogram.
@@ -80,7 +83,7 @@ impl LevelQuery {
 /// Each level is an S&T histogram with its own fresh Poisson sample, `(ε', δ')`-DP for the
 /// neighbour relation of its [`SampleThreshold`] (add/remove by the S&T theorem). Every client
 /// takes part in every level, so the release is the `L`-fold composition, computed by
-/// [`tally_accounting::compose_rounds`] with the rule the caller chose. Range
+/// [`compose_sample_threshold_rounds`] with the rule the caller chose. Range
 /// counts, ranks, quantiles and the consistency post-processing read only the release, so they
 /// cost nothing more, however many are asked.
 #[derive(Clone, Debug)]
@@ -99,8 +102,8 @@ impl HierarchicalHistogram {
     /// If the composition cannot be computed.
     pub fn new(config: HierarchicalConfig) -> Result<Self, Error> {
         let levels = config.shape.levels() as usize;
-        let guarantee = compose_rounds(
-            config.per_level.guarantee(),
+        let guarantee = compose_sample_threshold_rounds(
+            &config.per_level,
             levels,
             config.composition,
             config.total_delta,
