@@ -205,6 +205,10 @@ pub(crate) struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: SocketAddr,
+    /// Serve the operator's /metrics (an operator token required) on this address; the API's
+    /// listener never serves it [default: no metrics].
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
     /// The database: sqlite://FILE or postgres://USER@HOST/DB [default: sqlite://tally.db in
     /// the working directory, created on first start].
     #[arg(long, value_name = "URL")]

@@ -42,6 +42,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
         .init();
     let config = tally_server::ServeConfig {
         listen: args.listen,
+        metrics_listen: args.metrics_listen,
         db: args.db.clone(),
     };
     runtime()?

@@ -57,7 +57,6 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
     let hosts = Arc::new(hosts);
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/metrics", get(metrics))
         .route("/v1/tasks", post(create_task).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
@@ -80,6 +79,20 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
             move |state: App, request: Request, next: Next| {
                 let hosts = Arc::clone(&hosts);
                 async move { refuse_browsers(state, &hosts, request, next).await }
+            },
+        ))
+        .with_state(runtime)
+}
+
+/// The operator's router: `/metrics` alone (with an operator credential), served on its own
+/// listener and never on the API's, so that whoever reaches the API cannot read the counters.
+pub(crate) fn metrics_router(runtime: Arc<Runtime>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&runtime),
+            |state: App, request: Request, next: Next| async move {
+                refuse_browsers(state, &HostPolicy::Any, request, next).await
             },
         ))
         .with_state(runtime)

@@ -59,6 +59,9 @@ const DEADLINE_TICK: Duration = Duration::from_millis(200);
 pub struct ServeConfig {
     /// The address to listen on.
     pub listen: SocketAddr,
+    /// The operator's address for `/metrics`, which the API's listener does not serve; `None`
+    /// serves no metrics.
+    pub metrics_listen: Option<SocketAddr>,
     /// The database URL (`sqlite://FILE` or `postgres://...`); `None` for the SQLite file
     /// `tally.db` in the working directory, created on first start.
     pub db: Option<String>,
@@ -107,6 +110,12 @@ impl Server {
         http::router(Arc::clone(&self.runtime), HostPolicy::Any)
     }
 
+    /// The operator's `/metrics` (an operator credential required), for a listener of its
+    /// own: [`Server::router`] does not serve it.
+    pub fn metrics_router(&self) -> Router {
+        http::metrics_router(Arc::clone(&self.runtime))
+    }
+
     /// The HTTP API as served on `listen`: on a loopback address it answers only to the
     /// loopback names of that port, so that a web page whose name was rebound to 127.0.0.1
     /// reaches nothing.
@@ -147,9 +156,36 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
     let server = Server::start(db).await?;
     let listener = TcpListener::bind(config.listen).await?;
     info!(address = %listener.local_addr()?, db = %redacted(db), "serving");
-    axum::serve(listener, server.router_for(config.listen))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let (stop, stopping) = tokio::sync::watch::channel(false);
+    let metrics = match config.metrics_listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address).await?;
+            info!(address = %listener.local_addr()?, "serving /metrics");
+            let router = server.metrics_router();
+            let stopping = stopping.clone();
+            Some(tokio::spawn(async move {
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(stopped(stopping))
+                    .await
+            }))
+        }
+        None => None,
+    };
+    let signal = tokio::spawn(async move {
+        shutdown_signal().await;
+        // Both listeners stop; an error means they stopped already.
+        stop.send(true).ok();
+    });
+    let served = axum::serve(listener, server.router_for(config.listen))
+        .with_graceful_shutdown(stopped(stopping))
+        .await;
+    signal.abort();
+    served?;
+    if let Some(metrics) = metrics {
+        metrics
+            .await
+            .map_err(|e| ServerError::Io(std::io::Error::other(e)))??;
+    }
     info!("shutting down");
     server.shutdown().await;
     Ok(())
@@ -244,6 +280,12 @@ pub(crate) fn redacted(url: &str) -> String {
         }
         _ => url.to_owned(),
     }
+}
+
+/// Resolves once `stop` says to stop.
+async fn stopped(mut stop: tokio::sync::watch::Receiver<bool>) {
+    // An error means the sender is gone: stop as well.
+    let _ = stop.wait_for(|stop| *stop).await;
 }
 
 async fn shutdown_signal() {

@@ -300,7 +300,7 @@ impl Runtime {
             attempt: 0,
             short: 0,
         };
-        info!(task = %id, population = %task.spec.population, epsilon = task.guarantee.epsilon,
+        info!(task = %id, population = ?task.spec.population, epsilon = task.guarantee.epsilon,
               delta = task.guarantee.delta, "task created");
         self.open_round(&mut task).await?;
         let info = task.info();
@@ -679,7 +679,7 @@ impl Runtime {
                     format!("population {:?} exists already", spec.name),
                 )
             })?;
-        info!(population = %info.name, epsilon = info.budget.epsilon, delta = info.budget.delta,
+        info!(population = ?info.name, epsilon = info.budget.epsilon, delta = info.budget.delta,
               "population created");
         Ok(info)
     }
