@@ -6,6 +6,7 @@ mod bench_triehh;
 mod cli;
 mod domain_histogram;
 mod federated;
+mod federated_cert;
 mod federated_fleet;
 mod federated_token;
 mod heavy_hitters;
@@ -52,6 +53,7 @@ fn main() -> ExitCode {
         Command::Fleet(args) => federated_fleet::run(&args),
         Command::Token(command) => federated_token::run(&command),
         Command::Population(command) => federated_token::run_population(&command),
+        Command::Cert(args) => federated_cert::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
