@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The federated demo in one script: a server, a TrieHH++ task on Shakespeare, a fleet of
-# 835,229 simulated devices over HTTP, the release and the ledger, then the simulator on the
-# same data with the same parameters for comparison.
+# The federated demo in one script: a server over TLS (a self-signed certificate the script
+# makes), a TrieHH++ task on Shakespeare, a fleet of 835,229 simulated devices over HTTPS, the
+# release and the ledger, then the simulator on the same data with the same parameters for
+# comparison.
 #
 #   bash tools/demo/federated.sh [PORT]
 set -euo pipefail
