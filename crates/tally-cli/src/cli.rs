@@ -142,8 +142,8 @@ pub(crate) struct ProvisionArgs {
     )]
     pub(crate) token: Option<String>,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --server (a
-    /// self-signed certificate) [env: TALLY_CA_CERT].
-    #[arg(long, value_name = "FILE", env = "TALLY_CA_CERT", requires = "server")]
+    /// self-signed certificate; ignored with --db) [env: TALLY_CA_CERT].
+    #[arg(long, value_name = "FILE", env = "TALLY_CA_CERT")]
     pub(crate) ca_cert: Option<PathBuf>,
 }
 
