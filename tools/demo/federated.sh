@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The federated demo in one script: a server, a TrieHH++ task on Shakespeare, a fleet of
-# 835,229 simulated devices over HTTP, the release and the ledger, then the simulator on the
-# same data with the same parameters for comparison.
+# The federated demo in one script: a server over TLS (a self-signed certificate the script
+# makes), a TrieHH++ task on Shakespeare, a fleet of 835,229 simulated devices over HTTPS, the
+# release and the ledger, then the simulator on the same data with the same parameters for
+# comparison.
 #
 #   bash tools/demo/federated.sh [PORT]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 port="${1:-8080}"
-server="http://127.0.0.1:$port"
+server="https://127.0.0.1:$port"
 cargo build --release --quiet -p tally-cli
 tally=target/release/tally
 work="$(mktemp -d)"
@@ -24,8 +25,14 @@ analyst="$("$tally" token create --db "$db" --role analyst --population shakespe
 # (real devices each hold their own: `tally device enroll ... --out FILE`, then `--credentials FILE`).
 devices="$(cat "$work/operator.token")"
 
-# Terminal 1: the server, with its SQLite database in a scratch directory.
-"$tally" serve --listen "127.0.0.1:$port" --db "$db" 2>"$work/serve.log" &
+# A self-signed certificate for 127.0.0.1; every client below trusts it (TALLY_CA_CERT is
+# --ca-cert).
+"$tally" cert --cert "$work/server.pem" --key "$work/server.key"
+export TALLY_CA_CERT="$work/server.pem"
+
+# Terminal 1: the server over TLS, with its SQLite database in a scratch directory.
+"$tally" serve --listen "127.0.0.1:$port" --db "$db" --tls-cert "$work/server.pem" \
+    --tls-key "$work/server.key" 2>"$work/serve.log" &
 serve_pid=$!
 until "$tally" ledger --server "$server" --token "$analyst" >/dev/null 2>&1; do sleep 0.1; done
 

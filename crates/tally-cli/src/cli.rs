@@ -64,6 +64,9 @@ pub(crate) enum Command {
     /// Enroll devices of a population: one device credential each.
     #[command(subcommand)]
     Device(DeviceCommand),
+    /// Make a self-signed TLS certificate and key for `tally serve --tls-cert --tls-key` (a
+    /// demo or a test; clients trust it with --ca-cert).
+    Cert(CertArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -88,6 +91,19 @@ pub(crate) struct DeviceEnrollArgs {
     /// existing file is refused).
     #[arg(long)]
     pub(crate) out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CertArgs {
+    /// A name (DNS name or IP address) the certificate is valid for.
+    #[arg(long = "name", value_name = "NAME", default_values_t = ["127.0.0.1".to_owned(), "localhost".to_owned()])]
+    pub(crate) names: Vec<String>,
+    /// Where to write the certificate (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) cert: PathBuf,
+    /// Where to write its private key (PEM, readable by its owner only).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) key: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -152,6 +168,10 @@ pub(crate) struct ProvisionArgs {
         requires = "server"
     )]
     pub(crate) token: Option<String>,
+    /// Trust only the CA certificate(s) in this PEM file for an https:// --server (a
+    /// self-signed certificate; ignored with --db) [env: TALLY_CA_CERT].
+    #[arg(long, value_name = "FILE", env = "TALLY_CA_CERT")]
+    pub(crate) ca_cert: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -213,9 +233,13 @@ impl From<RoleArg> for tally_messages::Role {
 /// The server a command talks to, and the credential it shows.
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
-    /// The server's base URL, e.g. http://127.0.0.1:8080.
+    /// The server's base URL, e.g. https://127.0.0.1:8443 or http://127.0.0.1:8080.
     #[arg(long, value_name = "URL")]
     pub(crate) server: String,
+    /// Trust only the CA certificate(s) in this PEM file for an https:// server (a
+    /// self-signed certificate) [env: TALLY_CA_CERT].
+    #[arg(long, value_name = "FILE", env = "TALLY_CA_CERT")]
+    pub(crate) ca_cert: Option<PathBuf>,
     /// Your credential: an analyst's for tasks and the ledger, an operator's for credentials
     /// and for `client` and `fleet` relaying for devices without --credentials (made by
     /// `tally token create`).
@@ -233,6 +257,34 @@ pub(crate) struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: SocketAddr,
+    /// Serve the operator's /metrics (an operator token required) on this address; the API's
+    /// listener never serves it [default: no metrics].
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) metrics_listen: Option<SocketAddr>,
+    /// Seconds a client has to send a request's headers (also how long a connection may stay
+    /// idle between requests).
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub(crate) header_timeout: u64,
+    /// Seconds a client has to send a request's body.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    pub(crate) body_timeout: u64,
+    /// The most connections served at once.
+    #[arg(long, value_name = "N", default_value_t = 4096)]
+    pub(crate) max_connections: usize,
+    /// Requests per second each credential may send (429 with Retry-After beyond) [default:
+    /// no limit].
+    #[arg(long, value_name = "N")]
+    pub(crate) rate_limit: Option<u32>,
+    /// Serve TLS with this PEM certificate chain (with --tls-key).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
+    /// Serve plain HTTP on an address that is not loopback (credentials and reports cross
+    /// the network in clear).
+    #[arg(long, conflicts_with = "tls_cert")]
+    pub(crate) insecure_http: bool,
     /// The database: sqlite://FILE or postgres://USER@HOST/DB [default: sqlite://tally.db in
     /// the working directory, created on first start].
     #[arg(long, value_name = "URL")]

@@ -1,6 +1,8 @@
 //! The federated runtime from the command line: `serve`, `task`, `ledger`.
 
 use std::io::{self, IsTerminal, Write};
+use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
@@ -42,6 +44,19 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
         .init();
     let config = tally_server::ServeConfig {
         listen: args.listen,
+        metrics_listen: args.metrics_listen,
+        limits: tally_server::Limits {
+            header_timeout: Duration::from_secs(args.header_timeout),
+            body_timeout: Duration::from_secs(args.body_timeout),
+            max_connections: args.max_connections,
+            requests_per_second: args.rate_limit,
+            ..tally_server::Limits::default()
+        },
+        tls: match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => Some(tally_server::Tls::from_pem_files(cert, key)?),
+            _ => None,
+        },
+        insecure_http: args.insecure_http,
         db: args.db.clone(),
     };
     runtime()?
@@ -62,8 +77,26 @@ pub(crate) fn task(command: &TaskCommand) -> Result<()> {
 
 /// A client of `--server`, sending `--token` when given.
 pub(crate) fn client(server: &ServerArgs) -> Result<Client> {
-    let client = Client::new(&server.server)?;
-    Ok(match &server.token {
+    connect(
+        &server.server,
+        server.ca_cert.as_deref(),
+        server.token.as_deref(),
+    )
+}
+
+/// A client of the server at `url`, trusting only the CA certificates in `ca_cert` when
+/// given, and sending `token` when given.
+pub(crate) fn connect(url: &str, ca_cert: Option<&Path>, token: Option<&str>) -> Result<Client> {
+    let client = match ca_cert {
+        Some(path) => {
+            let pem = std::fs::read(path)
+                .with_context(|| format!("cannot read the CA certificate {}", path.display()))?;
+            Client::with_ca_cert(url, &pem)
+                .with_context(|| format!("the CA certificate {}", path.display()))?
+        }
+        None => Client::new(url)?,
+    };
+    Ok(match token {
         Some(token) => client.with_token(token),
         None => client,
     })

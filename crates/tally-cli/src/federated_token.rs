@@ -14,7 +14,7 @@ use crate::cli::{
     DeviceCommand, DeviceEnrollArgs, PopulationCommand, PopulationCreateArgs, ProvisionArgs,
     TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
 };
-use crate::federated::{print_serialized, runtime};
+use crate::federated::{connect, print_serialized, runtime};
 
 /// `tally token ...`.
 pub(crate) fn run(command: &TokenCommand) -> Result<()> {
@@ -35,13 +35,11 @@ impl Keeper {
     fn of(args: &ProvisionArgs) -> Result<Self> {
         match (&args.db, &args.server) {
             (Some(db), _) => Ok(Self::Database(db.clone())),
-            (None, Some(server)) => {
-                let client = Client::new(server)?;
-                Ok(Self::Server(match &args.token {
-                    Some(token) => client.with_token(token),
-                    None => client,
-                }))
-            }
+            (None, Some(server)) => Ok(Self::Server(connect(
+                server,
+                args.ca_cert.as_deref(),
+                args.token.as_deref(),
+            )?)),
             // Unwrap safety: clap requires --db unless --server is given.
             (None, None) => unreachable!("clap requires --db or --server"),
         }

@@ -7,6 +7,7 @@ mod bench_triehh;
 mod cli;
 mod domain_histogram;
 mod federated;
+mod federated_cert;
 mod federated_fleet;
 mod federated_token;
 mod heavy_hitters;
@@ -55,6 +56,7 @@ fn main() -> ExitCode {
         Command::Token(command) => federated_token::run(&command),
         Command::Population(command) => federated_token::run_population(&command),
         Command::Device(command) => federated_token::run_device(&command),
+        Command::Cert(args) => federated_cert::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,6 +21,9 @@ use crate::error::ClientError;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long an unused pooled connection is kept: below the server's default idle deadline of
+/// 10 s.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How much of an unexpected body an error quotes.
 const QUOTED_BODY_CHARS: usize = 200;
 
@@ -110,6 +113,22 @@ impl Client {
     ///
     /// [`ClientError::InvalidUrl`] if the URL is not an absolute `http` or `https` URL.
     pub fn new(base_url: &str) -> Result<Self, ClientError> {
+        Self::build(base_url, None)
+    }
+
+    /// A client of the server at `base_url` that trusts only the CA certificates in
+    /// `ca_pem` (PEM, one or more) for `https` URLs: a server with a self-signed or private
+    /// certificate.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError::InvalidUrl`] as [`Client::new`]; [`ClientError::InvalidCertificate`] if
+    /// `ca_pem` holds no PEM certificate.
+    pub fn with_ca_cert(base_url: &str, ca_pem: &[u8]) -> Result<Self, ClientError> {
+        Self::build(base_url, Some(ca_pem))
+    }
+
+    fn build(base_url: &str, ca_pem: Option<&[u8]>) -> Result<Self, ClientError> {
         let invalid = |reason: &str| ClientError::InvalidUrl {
             url: base_url.to_owned(),
             reason: reason.to_owned(),
@@ -127,12 +146,29 @@ impl Client {
                 "give the server's base URL, without a query or fragment",
             ));
         }
-        let http = reqwest::Client::builder()
+        // TLS through rustls with the ring provider; an error means a provider is installed
+        // already, which then serves.
+        rustls::crypto::ring::default_provider()
+            .install_default()
+            .ok();
+        let mut builder = reqwest::Client::builder()
             .timeout(REQUEST_TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
-            .tcp_nodelay(true)
-            .build()
-            .map_err(|e| invalid(&error_chain(&e)))?;
+            // Below the server's idle deadline, so that a pooled connection is not reused
+            // just as the server closes it.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .tcp_nodelay(true);
+        if let Some(pem) = ca_pem {
+            let certificates = reqwest::Certificate::from_pem_bundle(pem)
+                .ok()
+                .filter(|c| !c.is_empty())
+                .ok_or_else(|| ClientError::InvalidCertificate {
+                    reason: "no PEM certificate (-----BEGIN CERTIFICATE-----) in the CA file"
+                        .into(),
+                })?;
+            builder = builder.tls_certs_only(certificates);
+        }
+        let http = builder.build().map_err(|e| invalid(&error_chain(&e)))?;
         Ok(Self {
             base: Arc::from(trimmed),
             http,

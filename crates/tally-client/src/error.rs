@@ -14,6 +14,12 @@ pub enum ClientError {
         /// What is wrong with it and what would be valid.
         reason: String,
     },
+    /// The CA certificate to trust cannot be used.
+    #[error("invalid CA certificate: {reason}")]
+    InvalidCertificate {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The server refused the request with one of the protocol's errors.
     #[error("{request}: the server answered {status} {}: {}", body.code.name(), body.message)]
     Server {

@@ -691,13 +691,18 @@ pub enum ErrorCode {
     UnknownPopulation,
     /// A population of that name exists already.
     PopulationExists,
+    /// The request's body did not arrive in time.
+    Timeout,
+    /// The credential sent more requests than its rate allows; retry after the `Retry-After`
+    /// header's seconds.
+    RateLimited,
     /// The server failed; retry later.
     Internal,
 }
 
 impl ErrorCode {
     /// Every code, in the order `/metrics` lists them.
-    pub const ALL: [Self; 19] = [
+    pub const ALL: [Self; 21] = [
         Self::Malformed,
         Self::Oversized,
         Self::UnknownTask,
@@ -716,6 +721,8 @@ impl ErrorCode {
         Self::UnknownCredential,
         Self::UnknownPopulation,
         Self::PopulationExists,
+        Self::Timeout,
+        Self::RateLimited,
         Self::Internal,
     ];
 
@@ -740,6 +747,8 @@ impl ErrorCode {
             Self::UnknownCredential => "unknown_credential",
             Self::UnknownPopulation => "unknown_population",
             Self::PopulationExists => "population_exists",
+            Self::Timeout => "timeout",
+            Self::RateLimited => "rate_limited",
             Self::Internal => "internal",
         }
     }

@@ -31,6 +31,7 @@ pub(crate) struct ApiError {
     pub(crate) code: ErrorCode,
     message: String,
     conflict: bool,
+    retry_after: Option<std::time::Duration>,
 }
 
 impl ApiError {
@@ -39,12 +40,20 @@ impl ApiError {
             code,
             message: message.into(),
             conflict: false,
+            retry_after: None,
         }
     }
 
     /// Answers 409 instead of 404 (a result asked for before the task finished).
     pub(crate) fn with_conflict(mut self, conflict: bool) -> Self {
         self.conflict = conflict;
+        self
+    }
+
+    /// Tells the client how long to wait before it retries (`Retry-After`, in whole seconds,
+    /// rounded up).
+    pub(crate) fn with_retry_after(mut self, wait: std::time::Duration) -> Self {
+        self.retry_after = Some(wait);
         self
     }
 
@@ -69,6 +78,8 @@ impl ApiError {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             ErrorCode::UnknownToken => StatusCode::FORBIDDEN,
+            ErrorCode::Timeout => StatusCode::REQUEST_TIMEOUT,
+            ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -85,6 +96,10 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let unauthenticated = self.code == ErrorCode::Unauthenticated;
+        let retry_after = self.retry_after.map(|wait| {
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            axum::http::HeaderValue::from(seconds.max(1))
+        });
         let body = ErrorBody {
             code: self.code,
             message: self.message,
@@ -95,6 +110,11 @@ impl IntoResponse for ApiError {
                 axum::http::header::WWW_AUTHENTICATE,
                 axum::http::HeaderValue::from_static("Bearer"),
             );
+        }
+        if let Some(seconds) = retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds);
         }
         response
     }

@@ -2,6 +2,7 @@
 //! browser-request refusal, body limits, JSON, and a counter for every refusal.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -57,7 +58,6 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
     let hosts = Arc::new(hosts);
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
-        .route("/metrics", get(metrics))
         .route("/v1/tasks", post(create_task).get(list_tasks))
         .route("/v1/tasks/{id}", get(get_task))
         .route("/v1/tasks/{id}/cancel", post(cancel_task))
@@ -81,6 +81,20 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
             move |state: App, request: Request, next: Next| {
                 let hosts = Arc::clone(&hosts);
                 async move { refuse_browsers(state, &hosts, request, next).await }
+            },
+        ))
+        .with_state(runtime)
+}
+
+/// The operator's router: `/metrics` alone (with an operator credential), served on its own
+/// listener and never on the API's, so that whoever reaches the API cannot read the counters.
+pub(crate) fn metrics_router(runtime: Arc<Runtime>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&runtime),
+            |state: App, request: Request, next: Next| async move {
+                refuse_browsers(state, &HostPolicy::Any, request, next).await
             },
         ))
         .with_state(runtime)
@@ -136,6 +150,15 @@ async fn authorize(
             "the credential is unknown or revoked",
         )
     })?;
+    if let Some(limit) = &runtime.rate_limit
+        && let Err(wait) = limit.take(&who.id, std::time::Instant::now())
+    {
+        return Err(ApiError::new(
+            ErrorCode::RateLimited,
+            "this credential sent more requests than its rate allows; retry later",
+        )
+        .with_retry_after(wait));
+    }
     if !roles.contains(&who.role) {
         let names: Vec<&str> = roles.iter().map(|r| r.name()).collect();
         return Err(ApiError::new(
@@ -163,7 +186,13 @@ fn answer<T: Serialize>(runtime: &Runtime, result: Result<(StatusCode, T), ApiEr
 
 /// Reads a body of at most `limit` bytes: a declared length above it is refused before
 /// anything is read, and reading stops as soon as the limit is passed.
-async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+/// A body that takes longer than `timeout` to arrive is refused.
+async fn read_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError> {
     let oversized = || {
         ApiError::new(
             ErrorCode::Oversized,
@@ -177,14 +206,21 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Byte
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(oversized());
     }
-    axum::body::to_bytes(body, limit)
+    tokio::time::timeout(timeout, axum::body::to_bytes(body, limit))
         .await
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::Timeout,
+                format!("the body did not arrive within {} s", timeout.as_secs()),
+            )
+        })?
         .map_err(|_| oversized())
 }
 
 /// Reads a JSON body of at most `limit` bytes, declared `Content-Type: application/json` (a
 /// browser can send a `text/plain` body without asking first; it cannot send this one).
 async fn read_json<T: DeserializeOwned>(
+    runtime: &Runtime,
     headers: &HeaderMap,
     body: Body,
     limit: usize,
@@ -200,7 +236,7 @@ async fn read_json<T: DeserializeOwned>(
             "the body must be sent with Content-Type: application/json",
         ));
     }
-    let bytes = read_body(headers, body, limit).await?;
+    let bytes = read_body(headers, body, limit, runtime.body_timeout).await?;
     serde_json::from_slice(&bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
 }
 
@@ -222,7 +258,7 @@ async fn metrics(State(runtime): App, headers: HeaderMap) -> Response {
 async fn create_task(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &[Role::Analyst]).await?;
-        let spec: TaskSpec = read_json(&headers, body, BODY_LIMIT).await?;
+        let spec: TaskSpec = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
         Ok((StatusCode::CREATED, runtime.create_task(spec, &who).await?))
     }
     .await;
@@ -295,7 +331,7 @@ async fn check_in(
 ) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
-        let request: CheckIn = read_json(&headers, body, BODY_LIMIT).await?;
+        let request: CheckIn = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
         check_version(request.version)?;
         if request.devices == 0 || request.devices > MAX_CHECK_IN {
             return Err(ApiError::new(
@@ -325,7 +361,7 @@ async fn upload(
 ) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
-        let batch: UploadBatch = read_json(&headers, body, UPLOAD_BODY_LIMIT).await?;
+        let batch: UploadBatch = read_json(&runtime, &headers, body, UPLOAD_BODY_LIMIT).await?;
         check_version(batch.version)?;
         if batch.uploads.len() > MAX_BATCH {
             return Err(ApiError::new(
@@ -376,7 +412,7 @@ async fn ledger(State(runtime): App, headers: HeaderMap) -> Response {
 async fn create_population(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
     let result = async {
         authorize(&runtime, &headers, &[Role::Operator]).await?;
-        let spec: PopulationSpec = read_json(&headers, body, BODY_LIMIT).await?;
+        let spec: PopulationSpec = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
         Ok((StatusCode::CREATED, runtime.create_population(&spec).await?))
     }
     .await;
@@ -391,7 +427,7 @@ async fn enroll_devices(
 ) -> Response {
     let result = async {
         authorize(&runtime, &headers, &[Role::Operator]).await?;
-        let request: DeviceEnrollment = read_json(&headers, body, BODY_LIMIT).await?;
+        let request: DeviceEnrollment = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
         Ok((
             StatusCode::CREATED,
             runtime.enroll_devices(&population, &request).await?,
@@ -413,7 +449,7 @@ async fn list_populations(State(runtime): App, headers: HeaderMap) -> Response {
 async fn create_credential(State(runtime): App, headers: HeaderMap, body: Body) -> Response {
     let result = async {
         authorize(&runtime, &headers, &[Role::Operator]).await?;
-        let spec: CredentialSpec = read_json(&headers, body, BODY_LIMIT).await?;
+        let spec: CredentialSpec = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
         Ok((StatusCode::CREATED, runtime.create_credential(&spec).await?))
     }
     .await;

@@ -32,9 +32,12 @@ mod error;
 mod http;
 mod metrics;
 mod population;
+mod rate;
 mod round;
 mod runtime;
 mod store;
+mod tls;
+mod transport;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -52,6 +55,8 @@ use store::Store;
 use tally_messages::{
     CredentialInfo, CredentialSpec, IssuedCredential, PopulationInfo, PopulationSpec,
 };
+pub use tls::Tls;
+pub use transport::Limits;
 
 /// How often the server looks for rounds past their deadline.
 const DEADLINE_TICK: Duration = Duration::from_millis(200);
@@ -61,6 +66,16 @@ const DEADLINE_TICK: Duration = Duration::from_millis(200);
 pub struct ServeConfig {
     /// The address to listen on.
     pub listen: SocketAddr,
+    /// The operator's address for `/metrics`, which the API's listener does not serve; `None`
+    /// serves no metrics.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The bounds on connections and requests.
+    pub limits: Limits,
+    /// The certificate and key both listeners serve TLS with; `None` for plain HTTP.
+    pub tls: Option<Tls>,
+    /// Allows plain HTTP on an address other than loopback (reports and credentials then
+    /// cross the network in clear).
+    pub insecure_http: bool,
     /// The database URL (`sqlite://FILE` or `postgres://...`); `None` for the SQLite file
     /// `tally.db` in the working directory, created on first start.
     pub db: Option<String>,
@@ -86,9 +101,18 @@ impl Server {
     ///
     /// [`ServerError`] if the database cannot be opened or its state restored.
     pub async fn start(db: &str) -> Result<Self, ServerError> {
+        Self::start_with(db, &Limits::default()).await
+    }
+
+    /// [`Server::start`] with the given bounds on requests.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database cannot be opened or its state restored.
+    pub async fn start_with(db: &str, limits: &Limits) -> Result<Self, ServerError> {
         let store = Store::open(db).await?;
         let lease = store.lease(db).await?;
-        let runtime = Runtime::start(store).await?;
+        let runtime = Runtime::start(store, limits).await?;
         let ticking = Arc::clone(&runtime);
         let ticker = tokio::spawn(async move {
             let mut interval = tokio::time::interval(DEADLINE_TICK);
@@ -107,6 +131,12 @@ impl Server {
     /// The HTTP API, answering to any `Host`.
     pub fn router(&self) -> Router {
         http::router(Arc::clone(&self.runtime), HostPolicy::Any)
+    }
+
+    /// The operator's `/metrics` (an operator credential required), for a listener of its
+    /// own: [`Server::router`] does not serve it.
+    pub fn metrics_router(&self) -> Router {
+        http::metrics_router(Arc::clone(&self.runtime))
     }
 
     /// The HTTP API as served on `listen`: on a loopback address it answers only to the
@@ -143,14 +173,39 @@ impl Server {
 ///
 /// # Errors
 ///
-/// [`ServerError`] if the database cannot be opened or the address not bound.
+/// [`ServerError`] if the database cannot be opened or an address not bound.
 pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
+    if config.tls.is_none() && !config.insecure_http {
+        let exposed = std::iter::once(config.listen)
+            .chain(config.metrics_listen)
+            .find(|address| !address.ip().is_loopback());
+        if let Some(address) = exposed {
+            return Err(ServerError::Invalid(format!(
+                "refusing to serve plain HTTP on {address}, which is not a loopback address: \
+                 credentials and reports would cross the network in clear; give --tls-cert \
+                 FILE --tls-key FILE, or --insecure-http to accept that"
+            )));
+        }
+    }
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
-    let server = Server::start(db).await?;
-    let listener = TcpListener::bind(config.listen).await?;
-    info!(address = %listener.local_addr()?, db = %redacted(db), "serving");
-    axum::serve(listener, server.router_for(config.listen))
-        .with_graceful_shutdown(shutdown_signal())
+    let server = Server::start_with(db, &config.limits).await?;
+    let api = TcpListener::bind(config.listen).await?;
+    info!(address = %api.local_addr()?, db = %redacted(db), tls = config.tls.is_some(), "serving");
+    let metrics = match config.metrics_listen {
+        Some(address) => {
+            let listener = TcpListener::bind(address).await?;
+            info!(address = %listener.local_addr()?, "serving /metrics");
+            Some(listener)
+        }
+        None => None,
+    };
+    let listeners = Listeners {
+        api,
+        metrics,
+        tls: config.tls,
+    };
+    server
+        .serve(listeners, &config.limits, shutdown_signal())
         .await?;
     info!("shutting down");
     server.shutdown().await;
@@ -187,6 +242,52 @@ pub async fn enroll_devices(
     };
     store.close().await;
     enrolled
+}
+
+/// Where a [`Server`] serves.
+#[derive(Debug)]
+pub struct Listeners {
+    /// The API's listener.
+    pub api: TcpListener,
+    /// The operator's listener for `/metrics`, if any.
+    pub metrics: Option<TcpListener>,
+    /// TLS on both listeners, or plain HTTP.
+    pub tls: Option<Tls>,
+}
+
+impl Server {
+    /// Serves the API and `/metrics` on the `listeners` within `limits` until `shutdown`
+    /// resolves, then stops accepting connections and lets the requests in flight finish
+    /// (for at most the limits' grace period). The server itself keeps running: call
+    /// [`Server::shutdown`] next.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError::Io`] if a listener's address cannot be read.
+    pub async fn serve(
+        &self,
+        listeners: Listeners,
+        limits: &Limits,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<(), ServerError> {
+        let Listeners { api, metrics, tls } = listeners;
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let router = self.router_for(api.local_addr()?);
+        let api = transport::serve(api, router, tls.clone(), limits, stopping.clone());
+        let metrics = async {
+            if let Some(listener) = metrics {
+                let router = self.metrics_router();
+                transport::serve(listener, router, tls, limits, stopping).await;
+            }
+        };
+        let signal = async {
+            shutdown.await;
+            // Both listeners stop; an error means they stopped already.
+            stop.send(true).ok();
+        };
+        tokio::join!(api, metrics, signal);
+        Ok(())
+    }
 }
 
 /// Creates a credential in the database at `db` (creating the database if needed), without a

@@ -25,8 +25,10 @@ use crate::engine::Engine;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
+use crate::rate::RateLimit;
 use crate::round::Round;
 use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredTask};
+use crate::transport::Limits;
 
 /// A task as the coordinator holds it.
 struct LiveTask {
@@ -76,6 +78,10 @@ impl LiveTask {
 pub(crate) struct Runtime {
     store: Store,
     pub(crate) metrics: Metrics,
+    /// How long a request's body may take to arrive.
+    pub(crate) body_timeout: Duration,
+    /// The request-rate limit of each credential, if any.
+    pub(crate) rate_limit: Option<RateLimit>,
     tasks: Mutex<BTreeMap<String, LiveTask>>,
     open: RwLock<FxHashMap<String, Arc<Round>>>,
     closed: RwLock<FxHashSet<String>>,
@@ -84,7 +90,7 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// Loads the stored state: rounds a crash cut short are aborted (nothing released, nothing
     /// debited), and every running task runs its current round again with a fresh cohort.
-    pub(crate) async fn start(store: Store) -> Result<Arc<Self>, ServerError> {
+    pub(crate) async fn start(store: Store, limits: &Limits) -> Result<Arc<Self>, ServerError> {
         let aborted = store.abort_open_rounds().await?;
         if aborted > 0 {
             warn!(
@@ -95,6 +101,8 @@ impl Runtime {
         let runtime = Arc::new(Self {
             store,
             metrics: Metrics::new(),
+            body_timeout: limits.body_timeout,
+            rate_limit: limits.requests_per_second.map(RateLimit::new),
             tasks: Mutex::new(BTreeMap::new()),
             open: RwLock::default(),
             closed: RwLock::default(),
@@ -201,6 +209,8 @@ impl Runtime {
                 spec.population
             )));
         }
+        // Refused before calibrating, and again below under the same lock as the insertion.
+        check_running_tasks(self.tasks.lock().await.values(), who)?;
         // Calibration can take long: it runs off the async workers, which keep answering.
         let built = {
             let spec = spec.clone();
@@ -237,6 +247,7 @@ impl Runtime {
         }
         let budget = (population.epsilon, population.delta);
         let mut tasks = self.tasks.lock().await;
+        check_running_tasks(tasks.values(), who)?;
         let spent = self.spent(&spec.population).await?;
         let reserved = reserved(tasks.values(), &spec.population);
         let needs = (
@@ -292,7 +303,7 @@ impl Runtime {
             attempt: 0,
             short: 0,
         };
-        info!(task = %id, population = %task.spec.population, epsilon = task.guarantee.epsilon,
+        info!(task = %id, population = ?task.spec.population, epsilon = task.guarantee.epsilon,
               delta = task.guarantee.delta, "task created");
         self.open_round(&mut task).await?;
         let info = task.info();
@@ -673,7 +684,7 @@ impl Runtime {
                     format!("population {:?} exists already", spec.name),
                 )
             })?;
-        info!(population = %info.name, epsilon = info.budget.epsilon, delta = info.budget.delta,
+        info!(population = ?info.name, epsilon = info.budget.epsilon, delta = info.budget.delta,
               "population created");
         Ok(info)
     }
@@ -820,6 +831,26 @@ impl LiveTask {
     }
 }
 
+/// Refuses a new task to an analyst that has [`MAX_RUNNING_TASKS`] running already.
+fn check_running_tasks<'a>(
+    tasks: impl Iterator<Item = &'a LiveTask>,
+    who: &Principal,
+) -> Result<(), ApiError> {
+    let running = tasks
+        .filter(|t| t.owner == who.id && t.state == TaskState::Running)
+        .count();
+    if running >= MAX_RUNNING_TASKS {
+        return Err(ApiError::new(
+            ErrorCode::InvalidTask,
+            format!(
+                "this credential runs {running} tasks, the most allowed at once: cancel one or \
+                 wait for one to finish"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn forbidden(message: String) -> ApiError {
     ApiError::new(ErrorCode::Forbidden, message)
 }
@@ -897,6 +928,8 @@ const MAX_DEADLINE_SECS: u64 = 7 * 24 * 3600;
 const MAX_ATTEMPTS: u32 = 100;
 /// The most levels (rounds per search) of a multi-round task.
 const MAX_LEVELS: u32 = 64;
+/// The most tasks one analyst credential may run at once.
+const MAX_RUNNING_TASKS: usize = 100;
 /// The most quantiles of one task.
 const MAX_QUANTILES: usize = 100;
 

@@ -74,7 +74,7 @@ struct World {
 
 async fn world(db: &TestDb) -> World {
     let (server, signed, credentials) = start(&db.url, BUDGET).await;
-    let bare = server.router();
+    let bare = both(&server);
     let task: TaskInfo = post(
         &signed,
         "/v1/tasks",
@@ -406,7 +406,7 @@ async fn credentials_are_shown_once_stored_as_hashes_and_revocable() {
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("tally.db").display());
     let (server, signed, credentials) = start(&db, BUDGET).await;
-    let bare = server.router();
+    let bare = both(&server);
     // An operator makes an analyst through the API.
     let issued: IssuedCredential = post(
         &signed,

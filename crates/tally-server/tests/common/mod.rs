@@ -149,11 +149,17 @@ pub async fn start(db: &str, budget: (f64, f64)) -> (tally_server::Server, Route
     (server, router, credentials)
 }
 
-/// A server on `db` again, its API signed in with the `credentials` made before.
+/// A server on `db` again, its API and the operator's `/metrics` (two listeners when served)
+/// signed in with the `credentials` made before.
 pub async fn restart(db: &str, credentials: &Credentials) -> (tally_server::Server, Router) {
     let server = tally_server::Server::start(db).await.unwrap();
-    let router = signed_in(server.router(), credentials);
+    let router = signed_in(both(&server), credentials);
     (server, router)
+}
+
+/// The API and the operator's `/metrics` in one router, for tests that read both.
+pub fn both(server: &tally_server::Server) -> Router {
+    server.router().merge(server.metrics_router())
 }
 
 /// Sends one request to the router and returns the status and body.
