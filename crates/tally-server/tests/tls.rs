@@ -97,11 +97,11 @@ async fn a_round_runs_over_tls_and_neither_plain_http_nor_another_ca_gets_throug
                 .with_token(&credentials.analyst);
             assert!(analyst.tasks().await.unwrap().is_empty(), "{}", db.name);
 
-            // A fleet of 80 devices runs the round over TLS.
+            // A fleet of 80 devices, relayed by the operator, runs the round over TLS.
             let task = analyst.create_task(&task_spec).await.unwrap();
             let devices = Client::with_ca_cert(&https, ca.as_bytes())
                 .unwrap()
-                .with_token(&credentials.device);
+                .with_token(&credentials.operator);
             let items: Vec<String> = (0..80).map(|i| format!("item{}", i % 2)).collect();
             let config = FleetConfig {
                 concurrency: 8,
