@@ -425,21 +425,38 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<20} {:>24} {:>24} {:>24} {:>24}",
-        "population", "budget (ε, δ)", "spent (ε, δ)", "reserved (ε, δ)", "remaining (ε, δ)"
+        "{:<20} {:>24} {:>24} {:>24} {:>24} {:>24} {:>24}",
+        "population",
+        "budget (ε, δ)",
+        "spent (ε, δ)",
+        "reserved (ε, δ)",
+        "remaining (ε, δ)",
+        "tight ε at budget δ",
+        "tight δ at budget ε",
     )?;
     for balance in &balances {
         let pair = |b: &tally_messages::Budget| format!("({:.4}, {:.3e})", b.epsilon, b.delta);
+        let tight = &balance.tight;
         writeln!(
             out,
-            "{:<20} {:>24} {:>24} {:>24} {:>24}",
+            "{:<20} {:>24} {:>24} {:>24} {:>24} {:>24} {:>24}",
             balance.population,
             pair(&balance.budget),
             pair(&balance.spent),
             pair(&balance.reserved),
             pair(&balance.remaining),
+            tight
+                .epsilon_at_budget_delta
+                .map_or_else(|| "none".to_owned(), |e| format!("{e:.4}")),
+            format!("{:.3e}", tight.delta_at_budget_epsilon),
         )?;
     }
+    writeln!(
+        out,
+        "spent, reserved and remaining add the tasks' (ε, δ) (basic composition); the tight \
+         columns compose their S&T rounds' privacy-loss pairs (the basic sum where a task has \
+         none), and a task is admitted while the tight δ at the budget's ε stays within it"
+    )?;
     Ok(())
 }
 

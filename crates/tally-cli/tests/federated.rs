@@ -181,9 +181,12 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
         "{test:?}"
     );
     assert!((test.remaining.epsilon - (10.0 - info.guarantee.epsilon)).abs() < 1e-9);
+    // One S&T round under add/remove: the tight total is at most its own ε.
+    let tight = test.tight.epsilon_at_budget_delta.unwrap();
+    assert!(tight <= test.spent.epsilon, "{test:?}");
     let table = String::from_utf8(tally(&format!("ledger {analyst}")).stdout).unwrap();
     assert!(
-        table.contains("test") && table.contains("remaining"),
+        table.contains("test") && table.contains("remaining") && table.contains("tight ε"),
         "{table}"
     );
 

@@ -485,12 +485,29 @@ pub struct LedgerBalance {
     pub budget: Budget,
     /// Debited by released results (basic composition across tasks).
     pub spent: Budget,
-    /// Held for tasks that are running but have released nothing yet.
+    /// Held for tasks that are running but have released nothing yet (basic composition).
     pub reserved: Budget,
-    /// What a new task may still use: budget − spent − reserved.
+    /// What is left by basic composition: budget − spent − reserved. The server admits a task
+    /// when either this or the tight accountant ([`Self::tight`]) finds it within the budget,
+    /// so S&T tasks may fit beyond it.
     pub remaining: Budget,
+    /// The spent and reserved tasks together by the tight accountant.
+    pub tight: TightTotal,
     /// Every debit, oldest first.
     pub entries: Vec<LedgerEntry>,
+}
+
+/// The joint guarantee of a population's spent and reserved tasks by the tight accountant: the
+/// composed privacy-loss pairs of their S&T rounds (add/remove neighbours), plus the basic sum
+/// of the tasks that have none, never above the basic sum of all.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TightTotal {
+    /// The smallest `ε` (rounded up) at which they are jointly `(ε, δ)`-DP at the budget's
+    /// `δ`; `None` where no `ε` holds at that `δ`.
+    pub epsilon_at_budget_delta: Option<f64>,
+    /// An upper bound on their joint `δ` at the budget's `ε`; a task is admitted when this,
+    /// with the task added, is at most the budget's `δ`.
+    pub delta_at_budget_epsilon: f64,
 }
 
 /// An amount of privacy budget.

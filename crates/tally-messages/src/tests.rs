@@ -168,6 +168,10 @@ fn every_message_round_trips() {
         spent: budget,
         reserved: budget,
         remaining: budget,
+        tight: TightTotal {
+            epsilon_at_budget_delta: Some(0.5),
+            delta_at_budget_epsilon: 1e-12,
+        },
         entries: vec![LedgerEntry {
             task_id: "t1".into(),
             amount: budget,

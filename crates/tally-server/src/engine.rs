@@ -24,6 +24,7 @@ use tally_messages::{
 
 use crate::aggregator::Cell;
 use crate::document;
+use crate::ledger::LossRounds;
 use crate::round::Validator;
 
 /// What a finished federated run's document says its input was.
@@ -232,6 +233,19 @@ impl Engine {
                     }
                 }
             }
+        }
+    }
+
+    /// The task's S&T rounds as the ledger's tight accountant composes them; `None` where
+    /// they have no loss pair (replace-one neighbours).
+    pub(crate) fn loss_rounds(&self) -> Option<LossRounds> {
+        match self {
+            Self::Histogram { mechanism, .. } => LossRounds::of(mechanism, 1),
+            Self::TrieHhPlus {
+                per_level, config, ..
+            } => LossRounds::of(per_level, config.levels),
+            Self::Quantiles(engine) => LossRounds::of(&engine.plan.per_round, engine.plan.rounds),
+            Self::Search(engine) => LossRounds::of(&engine.plan.per_round, engine.plan.rounds),
         }
     }
 

@@ -30,6 +30,7 @@ pub mod document;
 mod engine;
 mod error;
 mod http;
+mod ledger;
 mod metrics;
 mod population;
 mod rate;

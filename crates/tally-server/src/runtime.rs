@@ -13,7 +13,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo,
-    PopulationSpec, Role, RoundQuery, TaskInfo, TaskKind, TaskSpec, TaskState,
+    PopulationSpec, Role, RoundQuery, TaskInfo, TaskKind, TaskSpec, TaskState, TightTotal,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -23,6 +23,7 @@ use crate::aggregator::{Cell, RoundAggregator};
 use crate::auth::{self, Principal};
 use crate::engine::Engine;
 use crate::error::ApiError;
+use crate::ledger::{Charge, LossRounds, Total};
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
@@ -43,6 +44,8 @@ struct LiveTask {
     rounds_released: u32,
     /// Whether the ledger holds this task's debit.
     debited: bool,
+    /// Its S&T rounds for the ledger's tight accountant, if they have a loss pair.
+    loss: Option<LossRounds>,
     /// `Some` while running.
     engine: Option<Engine>,
     /// The open round.
@@ -158,6 +161,7 @@ impl Runtime {
             created_at: stored.created_at,
             rounds_released: 0,
             debited: false,
+            loss: stored.loss,
             engine: None,
             round: None,
             attempt: 0,
@@ -246,27 +250,36 @@ impl Runtime {
             ));
         }
         let budget = (population.epsilon, population.delta);
+        let loss = engine.loss_rounds();
         let mut tasks = self.tasks.lock().await;
         check_running_tasks(tasks.values(), who)?;
-        let spent = self.spent(&spec.population).await?;
-        let reserved = reserved(tasks.values(), &spec.population);
-        let needs = (
-            spent.0 + reserved.0 + guarantee.epsilon,
-            spent.1 + reserved.1 + guarantee.delta,
-        );
-        if needs.0 > budget.0 || needs.1 > budget.1 {
+        let debits = self.store.debits().await?;
+        let mut charges = charges(&tasks, &debits, &spec.population);
+        let before = Total::of(&charges);
+        charges.push(Charge {
+            epsilon: guarantee.epsilon,
+            delta: guarantee.delta,
+            rounds: loss,
+        });
+        let after = Total::of(&charges);
+        if !after.fits(budget.0, budget.1) {
             return Err(ApiError::new(
                 ErrorCode::BudgetExceeded,
                 format!(
-                    "the task needs (ε = {}, δ = {:e}) but population {:?} has only \
-                     (ε = {}, δ = {:e}) left of its budget (ε = {}, δ = {:e})",
+                    "the task needs (ε = {}, δ = {:e}); with it, population {:?}'s tasks would \
+                     be jointly (ε = {}, δ ≤ {:e}) by the tight accountant (and {:e} without \
+                     it), over its budget (ε = {}, δ = {:e}); by basic composition \
+                     (ε = {}, δ = {:e}) is left",
                     guarantee.epsilon,
                     guarantee.delta,
                     spec.population,
-                    budget.0 - spent.0 - reserved.0,
-                    budget.1 - spent.1 - reserved.1,
                     budget.0,
-                    budget.1
+                    after.delta_at(budget.0),
+                    before.delta_at(budget.0),
+                    budget.0,
+                    budget.1,
+                    budget.0 - before.basic.0,
+                    budget.1 - before.basic.1,
                 ),
             ));
         }
@@ -285,6 +298,7 @@ impl Runtime {
             state: TaskState::Running.name().to_owned(),
             error: None,
             created_at,
+            loss,
         };
         self.store.insert_task(&stored).await?;
         engine.advance();
@@ -298,6 +312,7 @@ impl Runtime {
             created_at,
             rounds_released: 0,
             debited: false,
+            loss,
             engine: Some(engine),
             round: None,
             attempt: 0,
@@ -398,6 +413,7 @@ impl Runtime {
                 (e + entry.amount.epsilon, d + entry.amount.delta)
             });
             let reserved = reserved(tasks.values(), &population);
+            let total = Total::of(&charges(&tasks, &debits, &population));
             balances.push(LedgerBalance {
                 population,
                 budget: Budget { epsilon, delta },
@@ -412,6 +428,10 @@ impl Runtime {
                 remaining: Budget {
                     epsilon: epsilon - spent.0 - reserved.0,
                     delta: delta - spent.1 - reserved.1,
+                },
+                tight: TightTotal {
+                    epsilon_at_budget_delta: total.epsilon_at(delta),
+                    delta_at_budget_epsilon: total.delta_at(epsilon),
                 },
                 entries,
             });
@@ -721,18 +741,6 @@ impl Runtime {
         Ok(info)
     }
 
-    async fn spent(&self, population: &str) -> Result<(f64, f64), ServerError> {
-        Ok(self
-            .store
-            .debits()
-            .await?
-            .iter()
-            .filter(|d| d.population == population)
-            .fold((0.0, 0.0), |(e, d), debit| {
-                (e + debit.epsilon, d + debit.delta)
-            }))
-    }
-
     /// Upload tokens from the operating system's randomness (through a CSPRNG): a device
     /// credential checks in for itself alone and holds one token per round (the same at
     /// every check-in); an operator credential relays for `devices` devices.
@@ -853,6 +861,33 @@ fn check_running_tasks<'a>(
 
 fn forbidden(message: String) -> ApiError {
     ApiError::new(ErrorCode::Forbidden, message)
+}
+
+/// What `population`'s released (debited) and reserved tasks charge to it.
+fn charges(
+    tasks: &BTreeMap<String, LiveTask>,
+    debits: &[StoredDebit],
+    population: &str,
+) -> Vec<Charge> {
+    let spent = debits
+        .iter()
+        .filter(|d| d.population == population)
+        .map(|d| Charge {
+            epsilon: d.epsilon,
+            delta: d.delta,
+            rounds: tasks.get(&d.task_id).and_then(|t| t.loss),
+        });
+    let reserved = tasks
+        .values()
+        .filter(|t| t.spec.population == population)
+        .filter_map(|t| {
+            t.reserved().map(|(epsilon, delta)| Charge {
+                epsilon,
+                delta,
+                rounds: t.loss,
+            })
+        });
+    spent.chain(reserved).collect()
 }
 
 fn reserved<'a>(tasks: impl Iterator<Item = &'a LiveTask>, population: &str) -> (f64, f64) {

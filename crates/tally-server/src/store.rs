@@ -9,10 +9,11 @@ use std::path::Path;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 
+use crate::ledger::LossRounds;
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 6] = [
+const SCHEMA: [&str; 7] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -45,6 +46,12 @@ const SCHEMA: [&str; 6] = [
         epsilon DOUBLE PRECISION NOT NULL,
         delta DOUBLE PRECISION NOT NULL,
         at BIGINT NOT NULL
+    )",
+    "CREATE TABLE IF NOT EXISTS task_losses (
+        task_id TEXT PRIMARY KEY,
+        sampling_rate DOUBLE PRECISION NOT NULL,
+        threshold BIGINT NOT NULL,
+        rounds BIGINT NOT NULL
     )",
     "CREATE TABLE IF NOT EXISTS populations (
         name TEXT PRIMARY KEY,
@@ -119,6 +126,9 @@ pub(crate) struct StoredTask {
     pub(crate) error: Option<String>,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
+    /// Its S&T rounds for the ledger's tight accountant, where they have a loss pair (none
+    /// for tasks stored before the ledger kept them: those are charged basically).
+    pub(crate) loss: Option<LossRounds>,
 }
 
 /// A round as stored.
@@ -341,6 +351,7 @@ impl Store {
 
     /// Stores a new task.
     pub(crate) async fn insert_task(&self, task: &StoredTask) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
         sqlx::query(
             "INSERT INTO tasks (id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
@@ -355,16 +366,31 @@ impl Store {
         .bind(&task.state)
         .bind(task.error.as_deref())
         .bind(task.created_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        if let Some(loss) = &task.loss {
+            sqlx::query(
+                "INSERT INTO task_losses (task_id, sampling_rate, threshold, rounds)
+                 VALUES ($1, $2, $3, $4)",
+            )
+            .bind(&task.id)
+            .bind(loss.sampling_rate)
+            .bind(to_i64(loss.threshold))
+            .bind(to_i64(loss.rounds))
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
     /// Every task, oldest first.
     pub(crate) async fn tasks(&self) -> Result<Vec<StoredTask>, ServerError> {
         let rows = sqlx::query(
-            "SELECT id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at
-             FROM tasks ORDER BY created_at, id",
+            "SELECT id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at,
+                    sampling_rate, threshold, rounds
+             FROM tasks LEFT JOIN task_losses ON task_losses.task_id = tasks.id
+             ORDER BY created_at, id",
         )
         .fetch_all(&self.pool)
         .await?;
@@ -381,6 +407,7 @@ impl Store {
                     state: r.try_get("state")?,
                     error: r.try_get("error")?,
                     created_at: r.try_get("created_at")?,
+                    loss: stored_loss(r)?,
                 })
             })
             .collect()
@@ -647,6 +674,25 @@ fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerErro
         max_task_epsilon: row.try_get("max_task_epsilon")?,
         created_at: row.try_get("created_at")?,
     })
+}
+
+/// A task's [`LossRounds`] from the columns of `task_losses` (all null where it has none).
+fn stored_loss(row: &sqlx::any::AnyRow) -> Result<Option<LossRounds>, ServerError> {
+    let sampling_rate: Option<f64> = row.try_get("sampling_rate")?;
+    let threshold: Option<i64> = row.try_get("threshold")?;
+    let rounds: Option<i64> = row.try_get("rounds")?;
+    let (Some(sampling_rate), Some(threshold), Some(rounds)) = (sampling_rate, threshold, rounds)
+    else {
+        return Ok(None);
+    };
+    let count = |name: &str, n: i64| {
+        u64::try_from(n).map_err(|_| ServerError::Corrupt(format!("task loss {name} {n}")))
+    };
+    Ok(Some(LossRounds {
+        sampling_rate,
+        threshold: count("threshold", threshold)?,
+        rounds: count("rounds", rounds)?,
+    }))
 }
 
 fn credential_of(row: &sqlx::any::AnyRow) -> Result<StoredCredential, ServerError> {

@@ -22,9 +22,10 @@ fn rounds(min_cohort: u64) -> RoundPolicy {
     }
 }
 
-/// A histogram task of `ε` over `population`.
+/// A histogram task of `ε` over `population`, charged to its budget by basic composition
+/// (replace-one neighbours), so that the budget counts tasks plainly.
 fn task(population: &str, epsilon: f64, min_cohort: u64) -> TaskSpec {
-    let mut spec = spec(histogram(0.5), epsilon, rounds(min_cohort));
+    let mut spec = charged_basically(spec(histogram(0.3), epsilon, rounds(min_cohort)));
     spec.population = population.into();
     spec
 }

@@ -383,14 +383,21 @@ async fn one_token_is_accepted_once_among_a_hundred_concurrent_uploads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_refuses_what_the_budget_cannot_cover() {
     for db in databases().await {
+        // Charged by basic composition (replace-one neighbours): the tight accountant would
+        // admit both S&T rounds.
         let (server, router, _) = start(&db.url, (1.5, 1e-5)).await;
         let first: TaskInfo = post(
             &router,
             "/v1/tasks",
-            &spec(histogram(0.5), 1.0, policy(1, 1000)),
+            &charged_basically(spec(histogram(0.3), 1.0, policy(1, 1000))),
         )
         .await;
-        let body = serde_json::to_string(&spec(histogram(0.3), 0.8, policy(1, 1000))).unwrap();
+        let body = serde_json::to_string(&charged_basically(spec(
+            histogram(0.3),
+            0.8,
+            policy(1, 1000),
+        )))
+        .unwrap();
         let (status, code) =
             error_code(&router, Method::POST, "/v1/tasks", Some(body.clone())).await;
         assert_eq!(

@@ -248,6 +248,14 @@ pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
     }
 }
 
+/// `spec` under replace-one neighbours: its rounds have no privacy-loss pair, so the ledger
+/// charges it its own `(ε, δ)` by basic composition (for tests of the ledger's bookkeeping
+/// rather than of its accountant).
+pub fn charged_basically(mut spec: TaskSpec) -> TaskSpec {
+    spec.privacy.neighbours = tally_accounting::Neighbours::ReplaceOne;
+    spec
+}
+
 /// A sample-and-threshold histogram with a fixed sampling rate.
 pub fn histogram(sampling_rate: f64) -> TaskKind {
     TaskKind::Histogram {

@@ -1,0 +1,217 @@
+//! What the tasks of one population spend together: the tight accountant over their S&T rounds,
+//! with basic composition for what has no loss pair and as the floor.
+//!
+//! A task whose every round is a sample-and-threshold histogram under add/remove neighbours
+//! carries its rounds' parameters ([`LossRounds`]); their dominating loss pairs
+//! ([`SampleThresholdParams::loss_pair`]) compose across tasks as they compose across the
+//! levels of one task (the tasks draw on the same devices, adaptively: the pairs' product
+//! dominates that too, see `docs/privacy/composition.md`). Every other task (replace-one
+//! neighbours, or a stored task older than this record) is charged its own `(ε, δ)`, added by
+//! basic composition to the tight group's.
+
+use serde::{Deserialize, Serialize};
+use tally_accounting::composition::compose_basic;
+use tally_accounting::pld::PrivacyLossPair;
+use tally_accounting::sample_threshold::{SampleThresholdParams, TIGHT_STEP};
+use tally_accounting::{Error, Neighbours};
+use tally_core::histogram::SampleThreshold;
+
+/// `rounds` S&T rounds at the same parameters under add/remove neighbours: what the tight
+/// accountant composes for a task.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct LossRounds {
+    /// The rounds' sampling rate `p_s`.
+    pub(crate) sampling_rate: f64,
+    /// The rounds' threshold `τ`.
+    pub(crate) threshold: u64,
+    /// How many rounds the task runs.
+    pub(crate) rounds: u64,
+}
+
+impl LossRounds {
+    /// `rounds` runs of `per_round`, if its rounds have a loss pair (add/remove neighbours).
+    pub(crate) fn of(per_round: &SampleThreshold, rounds: usize) -> Option<Self> {
+        (per_round.guarantee().neighbours == Neighbours::AddRemove).then(|| Self {
+            sampling_rate: per_round.params().sampling_rate(),
+            threshold: per_round.params().threshold(),
+            rounds: rounds as u64,
+        })
+    }
+
+    fn pair(&self) -> Result<PrivacyLossPair, Error> {
+        SampleThresholdParams::new(self.sampling_rate, self.threshold)?
+            .loss_pair(TIGHT_STEP)?
+            .self_compose(self.rounds)
+    }
+}
+
+/// One task's charge to its population.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Charge {
+    /// The task's own guarantee's `ε`.
+    pub(crate) epsilon: f64,
+    /// The task's own guarantee's `δ`.
+    pub(crate) delta: f64,
+    /// Its S&T rounds, when the tight accountant can compose them.
+    pub(crate) rounds: Option<LossRounds>,
+}
+
+/// The joint guarantee of a population's charges.
+pub(crate) struct Total {
+    /// Every charge's `(ε, δ)` by basic composition, rounded up.
+    pub(crate) basic: (f64, f64),
+    /// The composed loss pair of the charges with rounds, if any (and if it could be
+    /// computed; if not, those charges count in `fallback`).
+    tight: Option<PrivacyLossPair>,
+    /// The basic sum of the charges outside `tight`.
+    fallback: (f64, f64),
+}
+
+impl Total {
+    /// Composes `charges`.
+    ///
+    /// # Privacy
+    ///
+    /// Both the basic sum and the tight composition (the tight group's `δ(ε')` plus the basic
+    /// sum of the rest, at `ε' = ε − ε_rest`) are upper bounds on the joint `δ` at `ε`, so
+    /// every query below takes the smaller of the two.
+    pub(crate) fn of(charges: &[Charge]) -> Self {
+        let all: Vec<(f64, f64)> = charges.iter().map(|c| (c.epsilon, c.delta)).collect();
+        let basic = compose_basic(&all).unwrap_or((f64::INFINITY, 1.0));
+        let composed = charges
+            .iter()
+            .filter_map(|c| c.rounds)
+            .map(|r| r.pair())
+            .reduce(|a, b| a?.compose(&b?))
+            .and_then(Result::ok);
+        let rest: Vec<(f64, f64)> = charges
+            .iter()
+            .filter(|c| composed.is_none() || c.rounds.is_none())
+            .map(|c| (c.epsilon, c.delta))
+            .collect();
+        Self {
+            basic,
+            tight: composed,
+            fallback: compose_basic(&rest).unwrap_or((f64::INFINITY, 1.0)),
+        }
+    }
+
+    /// An upper bound on the joint `δ` at `epsilon` (1 where nothing bounds it).
+    pub(crate) fn delta_at(&self, epsilon: f64) -> f64 {
+        let basic = if self.basic.0 <= epsilon {
+            self.basic.1
+        } else {
+            1.0
+        };
+        basic.min(self.tight_delta_at(epsilon).unwrap_or(1.0))
+    }
+
+    /// The smallest `ε` at which the charges are jointly `(ε, delta)`-DP, rounded up; `None`
+    /// where nothing bounds it.
+    pub(crate) fn epsilon_at(&self, delta: f64) -> Option<f64> {
+        let basic = (self.basic.1 <= delta).then_some(self.basic.0);
+        match (basic, self.tight_epsilon_at(delta)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn tight_delta_at(&self, epsilon: f64) -> Option<f64> {
+        let pair = self.tight.as_ref()?;
+        if self.fallback.0 > epsilon {
+            return None;
+        }
+        // ε − ε_rest rounded down, so that it and ε_rest add up to at most ε.
+        let mut left = epsilon - self.fallback.0;
+        if left + self.fallback.0 > epsilon {
+            left = left.next_down();
+        }
+        let delta = pair.delta(left.max(0.0)).ok()?;
+        compose_basic(&[(0.0, delta), (0.0, self.fallback.1)])
+            .ok()
+            .map(|(_, d)| d)
+    }
+
+    fn tight_epsilon_at(&self, delta: f64) -> Option<f64> {
+        let pair = self.tight.as_ref()?;
+        if self.fallback.1 >= delta {
+            return None;
+        }
+        // δ − δ_rest rounded down, so that it and δ_rest add up to at most δ.
+        let mut left = delta - self.fallback.1;
+        if left + self.fallback.1 > delta {
+            left = left.next_down();
+        }
+        let epsilon = pair.epsilon(left).ok()?;
+        compose_basic(&[(epsilon, 0.0), (self.fallback.0, 0.0)])
+            .ok()
+            .map(|(e, _)| e)
+    }
+
+    /// Whether the charges fit a budget `(epsilon, delta)`.
+    pub(crate) fn fits(&self, epsilon: f64, delta: f64) -> bool {
+        self.delta_at(epsilon) <= delta
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEVELS: LossRounds = LossRounds {
+        sampling_rate: 0.1,
+        threshold: 20,
+        rounds: 5,
+    };
+
+    /// A task of [`LEVELS`] at its own tight guarantee at `δ = 1e-10`, as a task composing
+    /// its levels tightly states it.
+    fn charge(rounds: Option<LossRounds>) -> Charge {
+        Charge {
+            epsilon: LEVELS.pair().unwrap().epsilon(1e-10).unwrap(),
+            delta: 1e-10,
+            rounds,
+        }
+    }
+
+    #[test]
+    fn tight_totals_never_exceed_basic_and_fall_below_it_for_s_and_t() {
+        for tasks in 1..=4 {
+            let tight = Total::of(&vec![charge(Some(LEVELS)); tasks]);
+            let plain = Total::of(&vec![charge(None); tasks]);
+            let (sum_epsilon, sum_delta) = plain.basic;
+            assert_eq!(tight.basic, plain.basic);
+            assert_eq!(plain.epsilon_at(sum_delta), Some(sum_epsilon));
+            let composed = tight.epsilon_at(sum_delta).unwrap();
+            assert!(composed <= sum_epsilon, "{tasks} tasks: {composed}");
+            if tasks > 1 {
+                assert!(composed < 0.75 * sum_epsilon, "{tasks} tasks: {composed}");
+            }
+            assert!(tight.delta_at(sum_epsilon) <= sum_delta);
+        }
+    }
+
+    #[test]
+    fn charges_without_rounds_add_basically_to_the_tight_group() {
+        let group = Total::of(&[charge(Some(LEVELS)), charge(Some(LEVELS))]);
+        let mixed = Total::of(&[
+            charge(Some(LEVELS)),
+            charge(Some(LEVELS)),
+            Charge {
+                epsilon: 0.25,
+                delta: 1e-9,
+                rounds: None,
+            },
+        ]);
+        let group_epsilon = group.epsilon_at(1e-8).unwrap();
+        let mixed_epsilon = mixed.epsilon_at(1e-8 + 1e-9).unwrap();
+        assert!(mixed_epsilon >= group_epsilon + 0.25, "{mixed_epsilon}");
+        assert!(
+            mixed_epsilon <= group_epsilon + 0.25 + 1e-9,
+            "{mixed_epsilon}"
+        );
+        assert!(mixed.delta_at(group_epsilon + 0.25) <= 1e-8 + 1e-9);
+        assert!(mixed.fits(10.0, 1e-6));
+        assert!(!mixed.fits(0.2, 1e-6));
+    }
+}
