@@ -29,37 +29,54 @@ const QUOTED_BODY_CHARS: usize = 200;
 
 /// When and how often a failed request is tried again.
 ///
-/// A request is retried after a connection error, a timeout, a 5xx status or 429, never after
-/// another 4xx (the request itself is wrong). The wait before retry `k` (from 1) is drawn
-/// uniformly from `[d/2, d]` with `d = min(initial · 2^(k−1), max)`, so that devices that
+/// A request is retried after a connection error, a timeout or a 5xx status, never after a
+/// 4xx other than 429 (the request itself is wrong). The wait before retry `k` (from 1) is
+/// drawn uniformly from `[d/2, d]` with `d = min(initial · 2^(k−1), max)`, so that devices that
 /// failed together do not retry together.
+///
+/// A 429 (the server's request-rate limit, `tally serve --rate-limit`) is answered before the
+/// request is acted on, so every request, a task's creation included, is sent again after
+/// it: once the `Retry-After` the server named has passed, plus the jittered backoff above.
+/// Those refusals have a budget of their own (`rate_limited_attempts` refusals and
+/// `rate_limited_wait` of waiting in all), after which the request fails with
+/// [`ClientError::RateLimited`](crate::ClientError::RateLimited).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RetryPolicy {
-    /// Tries in all, the first included (0 counts as 1).
+    /// Tries in all after failures other than 429, the first included (0 counts as 1).
     pub attempts: u32,
     /// The wait before the first retry, before jitter.
     pub initial: Duration,
     /// The longest wait, before jitter.
     pub max: Duration,
+    /// The most 429 refusals one request waits out (0 gives up at the first).
+    pub rate_limited_attempts: u32,
+    /// The longest time one request spends waiting out 429 refusals, in all: a refusal whose
+    /// wait would go past it ends the request at once.
+    pub rate_limited_wait: Duration,
 }
 
 impl Default for RetryPolicy {
-    /// Six tries, waiting 50 ms, doubling up to 2 s.
+    /// Six tries, waiting 50 ms, doubling up to 2 s; up to 30 rate-limit refusals waited out
+    /// within 2 minutes.
     fn default() -> Self {
         Self {
             attempts: 6,
             initial: Duration::from_millis(50),
             max: Duration::from_secs(2),
+            rate_limited_attempts: 30,
+            rate_limited_wait: Duration::from_secs(120),
         }
     }
 }
 
 impl RetryPolicy {
-    /// One try, no retry.
+    /// One try, no retry, not even after a 429.
     pub const NONE: Self = Self {
         attempts: 1,
         initial: Duration::ZERO,
         max: Duration::ZERO,
+        rate_limited_attempts: 0,
+        rate_limited_wait: Duration::ZERO,
     };
 
     /// The wait before retry number `retry` (from 1), jittered with `rng`.
@@ -437,6 +454,8 @@ impl Client {
         let url = format!("{}{API_PREFIX}{path}", self.base);
         let request = || format!("{method} {API_PREFIX}{path}");
         let mut attempt = 0;
+        let mut refusals = 0;
+        let mut waited = Duration::ZERO;
         loop {
             attempt += 1;
             let mut builder = self.http.request(method.clone(), &url);
@@ -449,15 +468,36 @@ impl Client {
                     .body(body.clone());
             }
             let (error, retryable) = match builder.send().await {
+                Ok(response) if response.status() == reqwest::StatusCode::TOO_MANY_REQUESTS => {
+                    refusals += 1;
+                    let retry_after = retry_after(&response);
+                    let wait = retry_after.unwrap_or_default()
+                        + self.retry.delay(refusals, &mut rand::rng());
+                    if refusals > self.retry.rate_limited_attempts
+                        || waited + wait > self.retry.rate_limited_wait
+                    {
+                        return Err(ClientError::RateLimited {
+                            request: request(),
+                            refusals,
+                            waited,
+                            retry_after,
+                        });
+                    }
+                    tracing::debug!(request = %request(), refusals, ?wait, "rate limited; waiting");
+                    tokio::time::sleep(wait).await;
+                    waited += wait;
+                    // A refusal does not count against the attempts of other failures.
+                    attempt -= 1;
+                    continue;
+                }
                 Ok(response) => {
                     let status = response.status();
                     match response.text().await {
                         Ok(text) if status.is_success() => return Ok(text),
-                        Ok(text) => {
-                            let retryable = status.is_server_error()
-                                || status == reqwest::StatusCode::TOO_MANY_REQUESTS;
-                            (status_error(request(), status.as_u16(), text), retryable)
-                        }
+                        Ok(text) => (
+                            status_error(request(), status.as_u16(), text),
+                            status.is_server_error(),
+                        ),
                         Err(e) => (transport(request(), attempt, &e), repeat == Repeat::Safe),
                     }
                 }
@@ -477,6 +517,14 @@ impl Client {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// The wait a 429 answer's `Retry-After` asks for, when it gives whole seconds (the form
+/// tally's server sends; an HTTP date is ignored).
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response.headers().get(reqwest::header::RETRY_AFTER)?;
+    let seconds: u64 = value.to_str().ok()?.trim().parse().ok()?;
+    Some(Duration::from_secs(seconds))
 }
 
 fn encode<T: Serialize + ?Sized>(body: &T) -> Vec<u8> {

@@ -51,6 +51,25 @@ pub enum ClientError {
         /// What failed, with its causes.
         detail: String,
     },
+    /// The server's request-rate limit (429) still refused the request once the retry
+    /// policy's budget for such refusals was spent.
+    #[error(
+        "{request}: the server's request-rate limit refused it {refusals} time{} ({waited:?} \
+         spent waiting{}); send fewer requests at once (e.g. a lower --concurrency) or ask the \
+         operator to raise `tally serve --rate-limit`",
+        if *refusals == 1 { "" } else { "s" },
+        match retry_after { Some(wait) => format!(", the last asked to wait {wait:?} more"), None => String::new() }
+    )]
+    RateLimited {
+        /// The request, as `METHOD /path`.
+        request: String,
+        /// How many 429 answers it got.
+        refusals: u32,
+        /// How long it waited them out in all.
+        waited: std::time::Duration,
+        /// The wait the last answer's `Retry-After` asked for, if it named one.
+        retry_after: Option<std::time::Duration>,
+    },
     /// The answer is not the JSON the protocol specifies.
     #[error("{request}: the answer is not valid protocol JSON: {source}")]
     Decode {
@@ -67,6 +86,7 @@ impl ClientError {
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
             Self::Server { body, .. } => Some(body.code),
+            Self::RateLimited { .. } => Some(ErrorCode::RateLimited),
             _ => None,
         }
     }
@@ -75,6 +95,7 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             Self::Server { status, .. } | Self::Status { status, .. } => Some(*status),
+            Self::RateLimited { .. } => Some(429),
             _ => None,
         }
     }

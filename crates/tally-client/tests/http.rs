@@ -28,6 +28,7 @@ fn quick_retries() -> RetryPolicy {
         attempts: 4,
         initial: Duration::from_millis(1),
         max: Duration::from_millis(4),
+        ..RetryPolicy::default()
     }
 }
 
@@ -86,6 +87,95 @@ async fn retries_server_errors_but_not_refusals() {
     }
 }
 
+/// A server that answers `GET /v1/tasks` with 429 and `Retry-After: {retry_after}` to the
+/// first `refusals` requests, then with an empty list; the second value counts the requests.
+async fn rate_limiting(refusals: u32, retry_after: &'static str) -> (String, Arc<AtomicU32>) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&calls);
+    let router = Router::new().route(
+        "/v1/tasks",
+        get(move || async move {
+            if counted.fetch_add(1, Ordering::SeqCst) < refusals {
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [(axum::http::header::RETRY_AFTER, retry_after)],
+                    r#"{"code":"rate_limited","message":"slow down"}"#,
+                )
+            } else {
+                (
+                    StatusCode::OK,
+                    [(axum::http::header::CACHE_CONTROL, "no-store")],
+                    "[]",
+                )
+            }
+        }),
+    );
+    (serve(router).await, calls)
+}
+
+#[tokio::test]
+async fn a_429_is_waited_out_for_its_retry_after_within_the_policys_bounds() {
+    // Two refusals asking for 1 s each are waited out, even by a client that retries no
+    // other failure: a refused request was not acted on.
+    let policy = RetryPolicy {
+        rate_limited_attempts: 2,
+        ..quick_retries()
+    };
+    let (url, calls) = rate_limiting(2, "1").await;
+    let client = Client::new(&url).unwrap().with_retry(RetryPolicy {
+        attempts: 1,
+        ..policy
+    });
+    assert!(client.tasks().await.unwrap().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 3, "two 429s, then success");
+
+    // One refusal more than the policy waits out: a clear error, after 3 requests.
+    let (url, calls) = rate_limiting(3, "1").await;
+    let client = Client::new(&url).unwrap().with_retry(policy);
+    let error = client.tasks().await.unwrap_err();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    match &error {
+        ClientError::RateLimited {
+            refusals, waited, ..
+        } => {
+            assert_eq!(*refusals, 3);
+            assert!(*waited >= Duration::from_secs(2), "{waited:?}");
+        }
+        other => panic!("expected a rate-limit error, got {other}"),
+    }
+    assert_eq!(
+        (error.status(), error.code()),
+        (Some(429), Some(ErrorCode::RateLimited))
+    );
+    assert!(error.to_string().contains("--rate-limit"), "{error}");
+
+    // A wait past the policy's total is not waited at all.
+    let (url, calls) = rate_limiting(1, "3600").await;
+    let client = Client::new(&url).unwrap();
+    match client.tasks().await.unwrap_err() {
+        ClientError::RateLimited {
+            refusals,
+            waited,
+            retry_after,
+            ..
+        } => assert_eq!(
+            (refusals, waited, retry_after),
+            (1, Duration::ZERO, Some(Duration::from_secs(3600)))
+        ),
+        other => panic!("expected a rate-limit error, got {other}"),
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    // A client that retries nothing gives up at the first 429.
+    let (url, calls) = rate_limiting(1, "1").await;
+    let client = Client::new(&url).unwrap().with_retry(RetryPolicy::NONE);
+    assert!(matches!(
+        client.tasks().await.unwrap_err(),
+        ClientError::RateLimited { refusals: 1, .. }
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
 /// A sample-and-threshold task over 500 devices whose round closes at `cohort_target`.
 fn histogram_task(cohort_target: u64) -> TaskSpec {
     // Written as JSON so that the privacy target's defaults (add-remove neighbours, tight
@@ -108,17 +198,24 @@ fn histogram_task(cohort_target: u64) -> TaskSpec {
 }
 
 /// A server in process on a loopback port with population "fleet" (budget (10, 1e-5), no
-/// cohort floor), an analyst's credential and `devices` enrolled devices.
+/// cohort floor), an analyst's and an operator's credential and `devices` enrolled devices.
 struct FleetServer {
     server: tally_server::Server,
     url: String,
     analyst: String,
+    /// An operator's credential, for `/metrics`.
+    operator: String,
     enrolled: Vec<String>,
     _dir: tempfile::TempDir,
 }
 
 impl FleetServer {
     async fn start(devices: u32) -> Self {
+        Self::start_with(devices, &tally_server::Limits::default()).await
+    }
+
+    /// [`FleetServer::start`] with the given bounds on requests.
+    async fn start_with(devices: u32, limits: &tally_server::Limits) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = format!("sqlite://{}", dir.path().join("tally.db").display());
         let population = PopulationSpec {
@@ -144,15 +241,26 @@ impl FleetServer {
             .await
             .unwrap()
             .token;
+        let operator = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role: Role::Operator,
+            name: "operator".into(),
+            populations: Vec::new(),
+        };
+        let operator = tally_server::create_credential(&db, &operator)
+            .await
+            .unwrap()
+            .token;
         let enrolled = tally_server::enroll_devices(&db, "fleet", devices)
             .await
             .unwrap();
-        let server = tally_server::Server::start(&db).await.unwrap();
+        let server = tally_server::Server::start_with(&db, limits).await.unwrap();
         let url = serve(server.router()).await;
         Self {
             server,
             url,
             analyst,
+            operator,
             enrolled,
             _dir: dir,
         }
@@ -166,6 +274,7 @@ async fn a_fleet_stops_uploading_when_its_round_closes() {
         server,
         url,
         analyst,
+        operator: _,
         enrolled,
         _dir,
     } = FleetServer::start(500).await;
@@ -230,6 +339,7 @@ async fn devices_refuse_a_task_past_their_own_budget() {
         server,
         url,
         analyst,
+        operator: _,
         enrolled,
         _dir,
     } = FleetServer::start(60).await;
@@ -284,5 +394,74 @@ async fn devices_refuse_a_task_past_their_own_budget() {
         (waiting.state, waiting.rounds_released),
         (TaskState::Running, 0)
     );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_and_an_analyst_finish_under_a_small_rate_limit() {
+    // One request per second per credential: each device's upload comes right after its
+    // check-in and is refused once, the fleet's polling and the analyst's reads are refused
+    // whenever they come sooner; every one of them is waited out.
+    let limits = tally_server::Limits {
+        requests_per_second: Some(1),
+        ..tally_server::Limits::default()
+    };
+    let FleetServer {
+        server,
+        url,
+        analyst,
+        operator,
+        enrolled,
+        _dir,
+    } = FleetServer::start_with(60, &limits).await;
+    let client = Client::new(&url).unwrap().with_token(&analyst);
+    let task = client.create_task(&histogram_task(60)).await.unwrap();
+    let items: Vec<String> = (0..60).map(|i| format!("item{}", i % 2)).collect();
+    let config = FleetConfig {
+        concurrency: 8,
+        batch: 1,
+        task: Some(task.id.clone()),
+        seed: Some(9),
+        poll_interval: Duration::from_millis(20),
+    };
+    let report = Fleet::new(Client::new(&url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(enrolled)
+        .unwrap()
+        .run(|_| {})
+        .await
+        .unwrap();
+    let total = &report.total.counts;
+    assert_eq!(total.accepted, 60, "{report:?}");
+    assert!(total.rejected.is_empty(), "{:?}", total.rejected);
+    for _ in 0..3 {
+        assert_eq!(
+            client.task(&task.id).await.unwrap().state,
+            TaskState::Finished
+        );
+    }
+    assert!(matches!(
+        client.result(&task.id).await.unwrap(),
+        TaskResult::Histogram(_)
+    ));
+    // The limit did refuse requests (each device's upload at least, sent right after its
+    // check-in): the fleet finished by waiting them out.
+    let metrics = serve(server.metrics_router()).await;
+    let text = reqwest::Client::new()
+        .get(format!("{metrics}/metrics"))
+        .bearer_auth(&operator)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let refused: u64 = text
+        .lines()
+        .find_map(|line| line.strip_prefix(r#"tally_rejections_total{reason="rate_limited"} "#))
+        .unwrap_or_else(|| panic!("no rate_limited count in {text}"))
+        .parse()
+        .unwrap();
+    assert!(refused >= 30, "{refused} requests refused");
     server.shutdown().await;
 }
