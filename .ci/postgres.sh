@@ -2,10 +2,13 @@
 # Sourced by .ci/run: a throwaway PostgreSQL cluster for the storage tests.
 #
 # Installs PostgreSQL from Debian's packages when its server programs are missing, starts a
-# cluster with trust authentication on 127.0.0.1:54329 (as the `postgres` user when run as
-# root, as the current user otherwise), creates the database `tally_test` and exports
-# TALLY_TEST_POSTGRES_URL. Sourcing it again reuses the running cluster, or starts the stopped
-# one, or makes a new one if the old directory is unusable.
+# cluster with trust authentication on 127.0.0.1:54329 (TALLY_POSTGRES_PORT overrides the
+# port; as the `postgres` user when run as root, as the current user otherwise), creates the
+# database `tally_test` and exports TALLY_TEST_POSTGRES_URL. The cluster also accepts TLS with
+# a server certificate for 127.0.0.1 and localhost signed by a CA made here with openssl (the
+# CA's certificate is exported as TALLY_TEST_POSTGRES_CA for the tests' `sslrootcert`).
+# Sourcing it again reuses the running cluster, or starts the stopped one, or makes a new one
+# if the old directory is unusable.
 
 # The first directory holding every program this script runs.
 tally_postgres_bin() {
@@ -40,8 +43,60 @@ tally_postgres_stale_pid() {
     fi
 }
 
+# Makes a CA and a server certificate for 127.0.0.1 and localhost signed by it in data
+# directory $1 (server.crt, server.key, ca.crt), unless they are there, and turns TLS on in
+# the running cluster on port $2 (a reload, no restart). Needs as_owner and $bin.
+tally_postgres_tls() {
+    local dir="$1" port="$2" user="$3" tries=0
+    if ! command -v openssl >/dev/null 2>&1; then
+        echo "installing openssl from Debian's packages" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || return 1
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssl >&2 || return 1
+    fi
+    if [ ! -f "$dir/server.crt" ] || [ ! -f "$dir/ca.crt" ]; then
+        # Made by the cluster's owner in its data directory, the key readable by it alone,
+        # as PostgreSQL requires.
+        as_owner sh -c '
+            set -e
+            cd "$1"
+            umask 077
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+                -days 30 -subj "/CN=tally CI PostgreSQL CA" -keyout ca.key -out ca.crt
+            openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+                -subj "/CN=localhost" -keyout server.key -out server.csr
+            printf "%s\n" "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+                "basicConstraints=critical,CA:FALSE" "extendedKeyUsage=serverAuth" >server.ext
+            openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+                -days 30 -extfile server.ext -out server.crt
+            rm -f ca.key server.csr server.ext ca.srl
+        ' sh "$dir" >"$dir.openssl.log" 2>&1 || {
+            cat "$dir.openssl.log" >&2
+            return 1
+        }
+    fi
+    # The tests read the CA's certificate outside the (owner-only) data directory.
+    cp "$dir/ca.crt" "$dir.ca.crt" || return 1
+    chmod 644 "$dir.ca.crt" || return 1
+    local setting
+    for setting in "ssl_cert_file = 'server.crt'" "ssl_key_file = 'server.key'" "ssl = on"; do
+        "$bin/psql" -h 127.0.0.1 -p "$port" -U "$user" -d postgres -qX \
+            -c "ALTER SYSTEM SET $setting" || return 1
+    done
+    "$bin/psql" -h 127.0.0.1 -p "$port" -U "$user" -d postgres -qtAX \
+        -c "SELECT pg_reload_conf()" >/dev/null || return 1
+    until [ "$("$bin/psql" -h 127.0.0.1 -p "$port" -U "$user" -d postgres -qtAX -c 'SHOW ssl')" = on ]; do
+        tries=$((tries + 1))
+        if [ "$tries" -ge 20 ]; then
+            echo "PostgreSQL on port $port did not turn TLS on; its log:" >&2
+            tail -n 20 "$dir/server.log" >&2
+            return 1
+        fi
+        sleep 0.5
+    done
+}
+
 tally_postgres() {
-    local port=54329 database=tally_test
+    local port="${TALLY_POSTGRES_PORT:-54329}" database=tally_test
     local dir="${TMPDIR:-/tmp}/tally-postgres-$port"
     local user bin action
 
@@ -110,13 +165,17 @@ tally_postgres() {
         "$bin/createdb" -h 127.0.0.1 -p "$port" -U "$user" "$database" || return 1
     fi
 
+    tally_postgres_tls "$dir" "$port" "$user" || return 1
+
     export TALLY_TEST_POSTGRES_URL="postgres://$user@127.0.0.1:$port/$database"
-    echo "PostgreSQL: $action; TALLY_TEST_POSTGRES_URL=$TALLY_TEST_POSTGRES_URL"
+    export TALLY_TEST_POSTGRES_CA="$dir.ca.crt"
+    echo "PostgreSQL: $action; TALLY_TEST_POSTGRES_URL=$TALLY_TEST_POSTGRES_URL;" \
+        "TLS with TALLY_TEST_POSTGRES_CA=$TALLY_TEST_POSTGRES_CA"
 }
 
 if tally_postgres; then
-    unset -f tally_postgres tally_postgres_bin tally_postgres_stale_pid as_owner
+    unset -f tally_postgres tally_postgres_bin tally_postgres_stale_pid tally_postgres_tls as_owner
 else
-    unset -f tally_postgres tally_postgres_bin tally_postgres_stale_pid as_owner
+    unset -f tally_postgres tally_postgres_bin tally_postgres_stale_pid tally_postgres_tls as_owner
     return 1
 fi
