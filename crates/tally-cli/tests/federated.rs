@@ -15,9 +15,10 @@ use tally_messages::{
 
 use common::{failure, json, tally, temp_file};
 
-/// A `tally serve` on a free port with its own SQLite file; killed when dropped.
+/// A `tally serve` on a free port with its own SQLite file (or the same server in this
+/// process, its aggregator's coins seeded); stopped when dropped.
 struct Server {
-    child: Child,
+    running: Running,
     /// `--server URL --token T` with an analyst's credential over every test population.
     analyst: String,
     /// `--server URL --token T` relaying for the devices of each test population (an
@@ -28,6 +29,17 @@ struct Server {
     /// Its database.
     db: String,
     _dir: tempfile::TempDir,
+}
+
+/// How a test's server runs.
+enum Running {
+    /// `tally serve`, the binary a deployment runs.
+    Process(Child),
+    /// [`tally_server::Server::start_seeded`] on a thread of its own, until `stop` is sent.
+    InProcess {
+        stop: Option<tokio::sync::oneshot::Sender<()>>,
+        thread: Option<std::thread::JoinHandle<()>>,
+    },
 }
 
 /// The populations the tests' tasks ask.
@@ -44,7 +56,25 @@ fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
+/// A SQLite file in `dir` with the test populations, and an analyst's and an operator's
+/// credential over them: the database URL and the two tokens.
+fn provision(dir: &std::path::Path) -> (String, String, String) {
+    let db = format!("sqlite://{}", dir.join("tally.db").display());
+    for population in POPULATIONS {
+        let line = format!(
+            "population create --db {db} {population} --budget-epsilon 10 --budget-delta 1e-5"
+        );
+        assert!(tally(&line).status.success(), "{line}");
+    }
+    let analyst = token_create(&db, "analyst", &POPULATIONS);
+    // The fleets run through an operator's credential, which relays for many devices.
+    let relay = token_create(&db, "operator", &[]);
+    (db, analyst, relay)
+}
+
 impl Server {
+    /// `tally serve` as a deployment runs it: its aggregator's coins are the operating
+    /// system's.
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
         // Bind port 0 to find a free port, then let the server take it.
@@ -53,21 +83,7 @@ impl Server {
             .local_addr()
             .unwrap()
             .port();
-        let db = format!("sqlite://{}", dir.path().join("tally.db").display());
-        let url = format!("http://127.0.0.1:{port}");
-        for population in POPULATIONS {
-            let line = format!(
-                "population create --db {db} {population} --budget-epsilon 10 --budget-delta 1e-5"
-            );
-            assert!(tally(&line).status.success(), "{line}");
-        }
-        let analyst = token_create(&db, "analyst", &POPULATIONS);
-        // The fleets run through an operator's credential, which relays for many devices.
-        let relay = token_create(&db, "operator", &[]);
-        let devices = POPULATIONS
-            .into_iter()
-            .map(|p| (p, format!("--server {url} --token {relay}")))
-            .collect();
+        let (db, analyst, relay) = provision(dir.path());
         let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
             .args([
                 "serve",
@@ -93,8 +109,68 @@ impl Server {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        Self::ready(Running::Process(child), port, db, analyst, &relay, dir)
+    }
+
+    /// The same server in this process, its aggregator's coins seeded with `seed`
+    /// ([`tally_server::Server::start_seeded`], which `tally serve` cannot reach), so that a
+    /// fleet sending the same reports in the same order gets the same release.
+    fn start_seeded(seed: u64) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, analyst, relay) = provision(dir.path());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (bound, port) = std::sync::mpsc::channel();
+        let serving = db.clone();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let limits = tally_server::Limits::default();
+                let server = tally_server::Server::start_seeded(&serving, &limits, seed)
+                    .await
+                    .unwrap();
+                let api = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                bound.send(api.local_addr().unwrap().port()).unwrap();
+                let listeners = tally_server::Listeners {
+                    api,
+                    metrics: None,
+                    tls: None,
+                };
+                server
+                    .serve(listeners, &limits, async {
+                        stopped.await.ok();
+                    })
+                    .await
+                    .unwrap();
+                server.shutdown().await;
+            });
+        });
+        let port = port.recv().expect("the server in process did not start");
+        let running = Running::InProcess {
+            stop: Some(stop),
+            thread: Some(thread),
+        };
+        Self::ready(running, port, db, analyst, &relay, dir)
+    }
+
+    fn ready(
+        running: Running,
+        port: u16,
+        db: String,
+        analyst: String,
+        relay: &str,
+        dir: tempfile::TempDir,
+    ) -> Self {
+        let url = format!("http://127.0.0.1:{port}");
+        let devices = POPULATIONS
+            .into_iter()
+            .map(|p| (p, format!("--server {url} --token {relay}")))
+            .collect();
         Self {
-            child,
+            running,
             analyst: format!("--server {url} --token {analyst}"),
             devices,
             url,
@@ -106,8 +182,20 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        match &mut self.running {
+            Running::Process(child) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            Running::InProcess { stop, thread } => {
+                if let Some(stop) = stop.take() {
+                    let _ = stop.send(());
+                }
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
+            }
+        }
     }
 }
 
@@ -319,9 +407,11 @@ fn enrolled_devices_answer_with_their_own_credentials() {
     assert_eq!(spent.as_f64(), Some(task.guarantee.epsilon), "{kept}");
 }
 
-#[test]
-fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
-    let server = Server::start();
+/// A TrieHH++ task over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a
+/// fleet against a server whose aggregator's coins are seeded with `seed`, one request at a
+/// time so that the reports arrive in the same order: its release.
+fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
+    let server = Server::start_seeded(seed);
     let analyst = &server.analyst;
     let devices = &server.devices;
     let mut words = String::new();
@@ -337,7 +427,7 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
          --levels 5 --population words --expected-population 2103 --min-cohort 100 --json"
     )));
     let report = json(&format!(
-        "fleet {} --input {} --seed 3 --batch 300 --json",
+        "fleet {} --input {} --seed 3 --batch 300 --concurrency 1 --json",
         devices["words"],
         file.display()
     ));
@@ -346,12 +436,23 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
     assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
     let output = tally(&format!("task result {analyst} {} --json", info.id));
     assert!(output.status.success());
-    let release: HeavyHittersRelease = serde_json::from_slice(&output.stdout).unwrap();
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
+    let release = triehh_plus_release(2103);
     let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
     for word in ["the", "and", "to"] {
         assert!(found.contains(&word), "{word} not in {found:?}");
     }
     assert!(!found.contains(&"rare"), "{found:?}");
+    // The aggregator's seed fixes the sample: the same run releases the same words, counts
+    // and prefix tree.
+    let again = triehh_plus_release(2103);
+    let released =
+        |r: &HeavyHittersRelease| serde_json::to_value((&r.items, &r.trie, r.found_items)).unwrap();
+    assert_eq!(released(&again), released(&release));
 }
 
 #[test]

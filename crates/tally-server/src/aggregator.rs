@@ -11,7 +11,8 @@
 //! Under aggregator-side sampling ([`Sampling::Aggregator`], the default) every device
 //! uploads its report and the aggregator keeps each with probability `p_s` by tally-core's
 //! exact Bernoulli coin ([`SampleThresholdQuery::respond`], the code devices and the
-//! simulator flip), from its own ChaCha20 stream seeded from the operating system's CSPRNG:
+//! simulator flip), from its own ChaCha20 stream seeded from the operating system's CSPRNG
+//! (tests alone can fix the seed, through [`crate::Server::start_seeded`]):
 //! the sample is the Poisson sample S&T's guarantee is proved for, whatever the devices do,
 //! and neither the devices nor anyone outside the process learn which reports were kept.
 //! Under device-side sampling the reports arrive already sampled and are all counted.
@@ -32,6 +33,36 @@ struct Coins {
     rng: ChaCha20Rng,
 }
 
+/// Where each round's aggregator gets its secret stream of coins.
+pub(crate) enum AggregatorCoins {
+    /// A fresh ChaCha20 stream for each round, seeded from the operating system's CSPRNG: what
+    /// every deployed server uses.
+    Os,
+    /// Each round's stream seeded from one ChaCha20 stream with a known seed, so that a test
+    /// that opens the same rounds in the same order sees the same samples. Only reachable
+    /// through [`crate::Server::start_seeded`], which `tally serve` never calls.
+    Seeded(Box<std::sync::Mutex<ChaCha20Rng>>),
+}
+
+impl AggregatorCoins {
+    /// Coins from a stream seeded with `seed`.
+    pub(crate) fn seeded(seed: u64) -> Self {
+        Self::Seeded(Box::new(std::sync::Mutex::new(ChaCha20Rng::seed_from_u64(
+            seed,
+        ))))
+    }
+
+    /// The stream of the next round's coins.
+    pub(crate) fn round_rng(&self) -> ChaCha20Rng {
+        match self {
+            Self::Os => ChaCha20Rng::from_rng(&mut rand::rng()),
+            Self::Seeded(seeds) => {
+                ChaCha20Rng::from_rng(&mut *seeds.lock().expect("aggregator seed lock"))
+            }
+        }
+    }
+}
+
 /// The aggregator of one round.
 pub(crate) struct RoundAggregator {
     ids: FxHashMap<String, u32>,
@@ -42,19 +73,9 @@ pub(crate) struct RoundAggregator {
 }
 
 impl RoundAggregator {
-    /// An empty aggregator releasing through `mechanism`, sampling the reports itself (with
-    /// randomness seeded from the operating system's CSPRNG) when `sampling` says so.
-    pub(crate) fn new(mechanism: &SampleThreshold, sampling: Sampling) -> Self {
-        Self::with_rng(mechanism, sampling, ChaCha20Rng::from_rng(&mut rand::rng()))
-    }
-
-    /// [`RoundAggregator::new`] with a fixed seed: tests only.
-    #[cfg(test)]
-    pub(crate) fn seeded(mechanism: &SampleThreshold, sampling: Sampling, seed: u64) -> Self {
-        Self::with_rng(mechanism, sampling, ChaCha20Rng::seed_from_u64(seed))
-    }
-
-    fn with_rng(mechanism: &SampleThreshold, sampling: Sampling, rng: ChaCha20Rng) -> Self {
+    /// An empty aggregator releasing through `mechanism`, sampling the reports itself with
+    /// the secret stream `rng` when `sampling` says so ([`AggregatorCoins::round_rng`]).
+    pub(crate) fn new(mechanism: &SampleThreshold, sampling: Sampling, rng: ChaCha20Rng) -> Self {
         let coins = match sampling {
             Sampling::Device => None,
             Sampling::Aggregator => Some(Coins {
@@ -127,6 +148,11 @@ mod tests {
         .unwrap()
     }
 
+    /// A stream of aggregator coins seeded with `seed`.
+    fn seeded(seed: u64) -> ChaCha20Rng {
+        ChaCha20Rng::seed_from_u64(seed)
+    }
+
     /// One round of the attack: 19 dishonest devices always upload the victim's secret (they
     /// never flip a coin), 10 honest devices hold items of their own, and the victim, when
     /// present, holds the secret. Honest devices flip their own coins under device-side
@@ -136,7 +162,7 @@ mod tests {
         let mechanism = mechanism(20);
         let coin = mechanism.query();
         let mut devices = ChaCha20Rng::seed_from_u64(seed);
-        let mut aggregator = RoundAggregator::seeded(&mechanism, sampling, seed ^ 0x5eed);
+        let mut aggregator = RoundAggregator::new(&mechanism, sampling, seeded(seed ^ 0x5eed));
         let honest = |item: String, rng: &mut ChaCha20Rng| match sampling {
             Sampling::Aggregator => Some(item),
             Sampling::Device => coin.respond(item, rng),
@@ -225,7 +251,7 @@ mod tests {
         let aggregator_side = (0..ROUNDS)
             .filter(|&seed| {
                 let mut aggregator =
-                    RoundAggregator::seeded(&mechanism, Sampling::Aggregator, seed);
+                    RoundAggregator::new(&mechanism, Sampling::Aggregator, seeded(seed));
                 (0..HOLDERS).for_each(|_| aggregator.absorb("x".to_owned()));
                 released(aggregator)
             })
@@ -234,7 +260,7 @@ mod tests {
             .filter(|&seed| {
                 // Seeds apart from the aggregator path's, so that the paths draw apart.
                 let mut devices = ChaCha20Rng::seed_from_u64(ROUNDS + seed);
-                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
+                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device, seeded(0));
                 for _ in 0..HOLDERS {
                     if let Some(report) = coin.respond("x".to_owned(), &mut devices) {
                         aggregator.absorb(report);
@@ -266,7 +292,7 @@ mod tests {
         }
         let unsampled = (0..ROUNDS)
             .filter(|_| {
-                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
+                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device, seeded(0));
                 (0..HOLDERS).for_each(|_| aggregator.absorb("x".to_owned()));
                 released(aggregator)
             })
@@ -279,7 +305,7 @@ mod tests {
         let params = SampleThresholdParams::new(0.5, 3).unwrap();
         let mechanism =
             SampleThreshold::new(params, 2.0, Analysis::Tight, Neighbours::AddRemove).unwrap();
-        let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device);
+        let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device, seeded(0));
         for report in ["a", "b", "a", "c", "a", "b", "b", "b"] {
             aggregator.absorb(report.to_owned());
         }

@@ -44,6 +44,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aggregator::AggregatorCoins;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -111,9 +112,36 @@ impl Server {
     ///
     /// [`ServerError`] if the database cannot be opened or its state restored.
     pub async fn start_with(db: &str, limits: &Limits) -> Result<Self, ServerError> {
+        Self::start_coins(db, limits, AggregatorCoins::Os).await
+    }
+
+    /// [`Server::start_with`], for tests: the aggregator's sampling coins come from a
+    /// ChaCha20 stream seeded with `seed` rather than from the operating system, so that a
+    /// test opening the same rounds and absorbing the same reports in the same order gets the
+    /// same releases.
+    ///
+    /// # Privacy
+    ///
+    /// Aggregator-side sampling defends against dishonest devices only while the coins are
+    /// secret: whoever knows the seed knows which reports each round keeps. `tally serve` and
+    /// [`serve`] never call this (a deployment cannot reach it through any option or
+    /// variable); it is for in-process tests alone.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database cannot be opened or its state restored.
+    pub async fn start_seeded(db: &str, limits: &Limits, seed: u64) -> Result<Self, ServerError> {
+        Self::start_coins(db, limits, AggregatorCoins::seeded(seed)).await
+    }
+
+    async fn start_coins(
+        db: &str,
+        limits: &Limits,
+        coins: AggregatorCoins,
+    ) -> Result<Self, ServerError> {
         let store = Store::open(db).await?;
         let lease = store.lease(db).await?;
-        let runtime = Runtime::start(store, limits).await?;
+        let runtime = Runtime::start(store, limits, coins).await?;
         let ticking = Arc::clone(&runtime);
         let ticker = tokio::spawn(async move {
             let mut interval = tokio::time::interval(DEADLINE_TICK);

@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 use tracing::{error, info, warn};
 
 use crate::ServerError;
-use crate::aggregator::{Cell, RoundAggregator};
+use crate::aggregator::{AggregatorCoins, Cell, RoundAggregator};
 use crate::auth::{self, Principal};
 use crate::engine::Engine;
 use crate::error::ApiError;
@@ -85,6 +85,8 @@ pub(crate) struct Runtime {
     pub(crate) body_timeout: Duration,
     /// The request-rate limit of each credential, if any.
     pub(crate) rate_limit: Option<RateLimit>,
+    /// Where each round's aggregator gets its sampling coins.
+    coins: AggregatorCoins,
     tasks: Mutex<BTreeMap<String, LiveTask>>,
     open: RwLock<FxHashMap<String, Arc<Round>>>,
     closed: RwLock<FxHashSet<String>>,
@@ -93,7 +95,11 @@ pub(crate) struct Runtime {
 impl Runtime {
     /// Loads the stored state: rounds a crash cut short are aborted (nothing released, nothing
     /// debited), and every running task runs its current round again with a fresh cohort.
-    pub(crate) async fn start(store: Store, limits: &Limits) -> Result<Arc<Self>, ServerError> {
+    pub(crate) async fn start(
+        store: Store,
+        limits: &Limits,
+        coins: AggregatorCoins,
+    ) -> Result<Arc<Self>, ServerError> {
         let aborted = store.abort_open_rounds().await?;
         if aborted > 0 {
             warn!(
@@ -106,6 +112,7 @@ impl Runtime {
             metrics: Metrics::new(),
             body_timeout: limits.body_timeout,
             rate_limit: limits.requests_per_second.map(RateLimit::new),
+            coins,
             tasks: Mutex::new(BTreeMap::new()),
             open: RwLock::default(),
             closed: RwLock::default(),
@@ -626,7 +633,11 @@ impl Runtime {
                 .cohort_target
                 .unwrap_or(task.spec.expected_population),
             engine.validator(),
-            RoundAggregator::new(engine.mechanism(), task.spec.sampling),
+            RoundAggregator::new(
+                engine.mechanism(),
+                task.spec.sampling,
+                self.coins.round_rng(),
+            ),
         ));
         info!(task = %task.id, round = %id, level = round.query.round, attempt = task.attempt,
               "round opened");

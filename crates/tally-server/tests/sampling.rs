@@ -14,7 +14,7 @@ use tally_messages::{HistogramRelease, RoundPolicy, Sampling, TaskInfo};
 /// round's sampling and the released count of "a".
 async fn round_of_400(sampling: Option<Sampling>) -> (Sampling, u64) {
     let db = databases().await.remove(0);
-    let (server, router, _) = start(&db.url, (10.0, 1e-5)).await;
+    let (server, router, _) = start_seeded(&db.url, (10.0, 1e-5), 400).await;
     let policy = RoundPolicy {
         min_cohort: 1,
         cohort_target: Some(400),
@@ -51,7 +51,8 @@ async fn round_of_400(sampling: Option<Sampling>) -> (Sampling, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_samples_at_the_aggregator_unless_it_asks_its_devices_to() {
     // By default the round tells devices to report every time, and the aggregator keeps
-    // about half the reports (Bin(400, 0.5): all 400 with probability 2^-400).
+    // about half the reports (Bin(400, 0.5), its coins seeded: all 400 with probability
+    // 2^-400).
     let (sampling, count) = round_of_400(None).await;
     assert_eq!(sampling, Sampling::Aggregator);
     assert!((100..300).contains(&count), "{count}");
@@ -138,9 +139,10 @@ async fn attack_round(
     (leaked, victim_reported)
 }
 
-/// The attack through the API with enrolled devices: under `--sampling device` the secret is
-/// released exactly when the victim's own coin came up (and never without the victim); under
-/// aggregator-side sampling, never in 200 rounds (all 20 holders would have to be kept,
+/// The attack through the API with enrolled devices, every coin seeded (the devices' and the
+/// aggregator's): under `--sampling device` the secret is released exactly when the victim's
+/// own coin came up (and never without the victim); under aggregator-side sampling, never in
+/// 200 rounds (all 20 holders would have to be kept,
 /// `p_s^20 ≈ 8e-10` per round at `p_s ≈ 0.35`). The same attack runs 200 rounds each way on
 /// the aggregator itself in `aggregator::tests::dishonest_devices_cannot_choose_to_be_sampled`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -149,7 +151,8 @@ async fn always_reporting_devices_reveal_nothing_under_aggregator_sampling() {
     /// Rounds of the device-side attack, enough to see it.
     const SHOWN: u64 = 30;
     let db = databases().await.remove(0);
-    let (server, router, _) = start(&db.url, (1e4, 0.5)).await;
+    // The aggregator's coins are fixed too, so that every run sees the same rounds.
+    let (server, router, _) = start_seeded(&db.url, (1e4, 0.5), 13).await;
     let devices = enroll(&router, POPULATION, 30).await;
     let mut device_side = 0;
     for seed in 0..SHOWN {

@@ -149,6 +149,23 @@ pub async fn start(db: &str, budget: (f64, f64)) -> (tally_server::Server, Route
     (server, router, credentials)
 }
 
+/// [`start`] with the aggregator's sampling coins seeded with `seed`
+/// ([`tally_server::Server::start_seeded`]): the same rounds release the same samples.
+pub async fn start_seeded(
+    db: &str,
+    budget: (f64, f64),
+    seed: u64,
+) -> (tally_server::Server, Router, Credentials) {
+    population(db, POPULATION, budget).await;
+    let credentials = credentials(db).await;
+    let limits = tally_server::Limits::default();
+    let server = tally_server::Server::start_seeded(db, &limits, seed)
+        .await
+        .unwrap();
+    let router = signed_in(both(&server), &credentials);
+    (server, router, credentials)
+}
+
 /// A server on `db` again, its API and the operator's `/metrics` (two listeners when served)
 /// signed in with the `credentials` made before.
 pub async fn restart(db: &str, credentials: &Credentials) -> (tally_server::Server, Router) {
