@@ -28,7 +28,7 @@ use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
 use crate::round::Round;
-use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredTask};
+use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredTask};
 use crate::transport::Limits;
 
 /// A task as the coordinator holds it.
@@ -256,40 +256,9 @@ impl Runtime {
                 ),
             ));
         }
-        let budget = (population.epsilon, population.delta);
         let loss = engine.loss_rounds();
         let mut tasks = self.tasks.lock().await;
         check_running_tasks(tasks.values(), who)?;
-        let debits = self.store.debits().await?;
-        let mut charges = charges(&tasks, &debits, &spec.population);
-        let before = Total::of(&charges);
-        charges.push(Charge {
-            epsilon: guarantee.epsilon,
-            delta: guarantee.delta,
-            rounds: loss,
-        });
-        let after = Total::of(&charges);
-        if !after.fits(budget.0, budget.1) {
-            return Err(ApiError::new(
-                ErrorCode::BudgetExceeded,
-                format!(
-                    "the task needs (ε = {}, δ = {:e}); with it, population {:?}'s tasks would \
-                     be jointly (ε = {}, δ ≤ {:e}) by the tight accountant (and {:e} without \
-                     it), over its budget (ε = {}, δ = {:e}); by basic composition \
-                     (ε = {}, δ = {:e}) is left",
-                    guarantee.epsilon,
-                    guarantee.delta,
-                    spec.population,
-                    budget.0,
-                    after.delta_at(budget.0),
-                    before.delta_at(budget.0),
-                    budget.0,
-                    budget.1,
-                    budget.0 - before.basic.0,
-                    budget.1 - before.basic.1,
-                ),
-            ));
-        }
         let id = new_id("t");
         let created_at = unix_now();
         let stored = StoredTask {
@@ -307,7 +276,18 @@ impl Runtime {
             created_at,
             loss,
         };
-        self.store.insert_task(&stored).await?;
+        // The budget check and the reservation are one database transaction: what the
+        // population's tasks charge is read from the database, not from this process's tasks.
+        let charge = Charge {
+            epsilon: guarantee.epsilon,
+            delta: guarantee.delta,
+            rounds: loss,
+        };
+        self.store
+            .insert_task_within_budget(&stored, |population, charges| {
+                admit(population, charges, charge)
+            })
+            .await?;
         engine.advance();
         let mut task = LiveTask {
             id: id.clone(),
@@ -874,6 +854,40 @@ fn forbidden(message: String) -> ApiError {
     ApiError::new(ErrorCode::Forbidden, message)
 }
 
+/// Admits a task charging `charge` to `population` if, with what its tasks charge already,
+/// the population's tasks stay jointly within its budget (by the ledger's accountant).
+fn admit(
+    population: &StoredPopulation,
+    mut charges: Vec<Charge>,
+    charge: Charge,
+) -> Result<(), ApiError> {
+    let budget = (population.epsilon, population.delta);
+    let before = Total::of(&charges);
+    charges.push(charge);
+    let after = Total::of(&charges);
+    if after.fits(budget.0, budget.1) {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        ErrorCode::BudgetExceeded,
+        format!(
+            "the task needs (ε = {}, δ = {:e}); with it, population {:?}'s tasks would be \
+             jointly (ε = {}, δ ≤ {:e}) by the tight accountant (and {:e} without it), over its \
+             budget (ε = {}, δ = {:e}); by basic composition (ε = {}, δ = {:e}) is left",
+            charge.epsilon,
+            charge.delta,
+            population.name,
+            budget.0,
+            after.delta_at(budget.0),
+            before.delta_at(budget.0),
+            budget.0,
+            budget.1,
+            budget.0 - before.basic.0,
+            budget.1 - before.basic.1,
+        ),
+    ))
+}
+
 /// What `population`'s released (debited) and reserved tasks charge to it.
 fn charges(
     tasks: &BTreeMap<String, LiveTask>,
@@ -1002,3 +1016,6 @@ pub(crate) fn unix_now() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
+
+#[cfg(test)]
+mod tests;

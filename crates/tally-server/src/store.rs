@@ -8,8 +8,9 @@ use std::path::Path;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
+use tally_messages::TaskState;
 
-use crate::ledger::LossRounds;
+use crate::ledger::{Charge, LossRounds};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
@@ -230,6 +231,8 @@ const LEASE_KEY: i64 = 0x7461_6c6c_7900;
 #[derive(Clone, Debug)]
 pub(crate) struct Store {
     pool: AnyPool,
+    /// Whether the database is PostgreSQL (else SQLite).
+    postgres: bool,
 }
 
 impl Store {
@@ -256,7 +259,10 @@ impl Store {
         for statement in SCHEMA {
             sqlx::query(statement).execute(&pool).await?;
         }
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            postgres: url.starts_with("postgres"),
+        })
     }
 
     /// Takes the database's writer lease, or fails if another server holds it.
@@ -349,38 +355,85 @@ impl Store {
         rows.iter().map(population_of).collect()
     }
 
-    /// Stores a new task.
-    pub(crate) async fn insert_task(&self, task: &StoredTask) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "INSERT INTO tasks (id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(&task.id)
-        .bind(&task.owner)
-        .bind(&task.population)
-        .bind(&task.spec)
-        .bind(&task.guarantee)
-        .bind(task.epsilon)
-        .bind(task.delta)
-        .bind(&task.state)
-        .bind(task.error.as_deref())
-        .bind(task.created_at)
-        .execute(&mut *tx)
-        .await?;
-        if let Some(loss) = &task.loss {
-            sqlx::query(
-                "INSERT INTO task_losses (task_id, sampling_rate, threshold, rounds)
-                 VALUES ($1, $2, $3, $4)",
-            )
-            .bind(&task.id)
-            .bind(loss.sampling_rate)
-            .bind(to_i64(loss.threshold))
-            .bind(to_i64(loss.rounds))
-            .execute(&mut *tx)
-            .await?;
+    /// Stores a new task if `admit` accepts it beside what its population's tasks already
+    /// charge to it (the debits of released tasks and the reservations of running ones),
+    /// all in one transaction that no other writer on the database can interleave with: on
+    /// SQLite it takes the write lock first (`BEGIN IMMEDIATE`), on PostgreSQL it locks the
+    /// population's row. Two handles on one database (two processes) therefore never both
+    /// admit a task the budget covers only once.
+    ///
+    /// # Errors
+    ///
+    /// What `admit` returns (nothing is stored then), or [`ServerError`] (as `E`) if the
+    /// database fails or the population does not exist.
+    pub(crate) async fn insert_task_within_budget<E: From<ServerError>>(
+        &self,
+        task: &StoredTask,
+        admit: impl FnOnce(&StoredPopulation, Vec<Charge>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut tx = if self.postgres {
+            self.pool.begin().await
+        } else {
+            self.pool.begin_with("BEGIN IMMEDIATE").await
         }
-        tx.commit().await?;
+        .map_err(ServerError::from)?;
+        let lock = if self.postgres {
+            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
+             FROM populations WHERE name = $1 FOR UPDATE"
+        } else {
+            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
+             FROM populations WHERE name = $1"
+        };
+        let population = sqlx::query(lock)
+            .bind(&task.population)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(ServerError::from)?
+            .as_ref()
+            .map(population_of)
+            .transpose()?
+            .ok_or_else(|| ServerError::Invalid(format!("no population {:?}", task.population)))?;
+        // What the population's tasks charge: the debits of those that released (oldest
+        // first), then the reservations of those running that did not yet. One statement, so
+        // one snapshot (on PostgreSQL, taken after the row lock): a release committing
+        // meanwhile moves a task from one part to the other, never out of both.
+        let rows = sqlx::query(
+            "SELECT ledger.epsilon AS epsilon, ledger.delta AS delta,
+                    sampling_rate, threshold, rounds,
+                    0 AS reserved, ledger.at AS at, ledger.task_id AS id
+             FROM ledger LEFT JOIN task_losses ON task_losses.task_id = ledger.task_id
+             WHERE ledger.population = $1
+             UNION ALL
+             SELECT tasks.epsilon AS epsilon, tasks.delta AS delta,
+                    sampling_rate, threshold, rounds,
+                    1 AS reserved, 0 AS at, tasks.id AS id
+             FROM tasks LEFT JOIN task_losses ON task_losses.task_id = tasks.id
+             WHERE tasks.population = $2 AND tasks.state = $3
+               AND NOT EXISTS (SELECT 1 FROM ledger WHERE ledger.task_id = tasks.id)
+             ORDER BY reserved, at, id",
+        )
+        .bind(&task.population)
+        .bind(&task.population)
+        .bind(TaskState::Running.name())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(ServerError::from)?;
+        let charges = rows
+            .iter()
+            .map(|r| {
+                Ok(Charge {
+                    epsilon: r.try_get("epsilon")?,
+                    delta: r.try_get("delta")?,
+                    rounds: stored_loss(r)?,
+                })
+            })
+            .collect::<Result<Vec<_>, ServerError>>()?;
+        if let Err(refused) = admit(&population, charges) {
+            tx.rollback().await.map_err(ServerError::from)?;
+            return Err(refused);
+        }
+        insert_task(&mut tx, task).await?;
+        tx.commit().await.map_err(ServerError::from)?;
         Ok(())
     }
 
@@ -642,6 +695,42 @@ impl Store {
     pub(crate) async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Inserts `task` and its loss rounds in `tx`.
+async fn insert_task(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    task: &StoredTask,
+) -> Result<(), ServerError> {
+    sqlx::query(
+        "INSERT INTO tasks (id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(&task.id)
+    .bind(&task.owner)
+    .bind(&task.population)
+    .bind(&task.spec)
+    .bind(&task.guarantee)
+    .bind(task.epsilon)
+    .bind(task.delta)
+    .bind(&task.state)
+    .bind(task.error.as_deref())
+    .bind(task.created_at)
+    .execute(&mut **tx)
+    .await?;
+    if let Some(loss) = &task.loss {
+        sqlx::query(
+            "INSERT INTO task_losses (task_id, sampling_rate, threshold, rounds)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(&task.id)
+        .bind(loss.sampling_rate)
+        .bind(to_i64(loss.threshold))
+        .bind(to_i64(loss.rounds))
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }
 
 /// The file of a SQLite URL (`sqlite://FILE` or `sqlite:FILE`, without its `?options`), or

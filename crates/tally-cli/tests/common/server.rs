@@ -1,0 +1,459 @@
+//! A `tally serve` process that the crash tests (`crash.rs`, `soak.rs`) kill with SIGKILL and
+//! start again: its TLS certificate and credentials, the tasks it runs, the uploads of a round,
+//! and the promises every restart must keep.
+
+use std::collections::{HashMap, HashSet};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tally_client::{Client, ClientError, RetryPolicy};
+use tally_messages::{
+    Ask, Budget, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION,
+    PopulationSpec, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskInfo, TaskKind, TaskSpec,
+    TaskState, Upload,
+};
+
+/// Devices per round (the cohort target).
+pub(crate) const COHORT: u32 = 60;
+
+/// A self-signed certificate for 127.0.0.1, made by `tally cert`.
+pub(crate) struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
+    /// The certificate, which the clients trust.
+    ca: Vec<u8>,
+}
+
+impl Tls {
+    /// Makes the certificate and its key in `dir`.
+    pub(crate) fn create(dir: &Path) -> Self {
+        let (cert, key) = (dir.join("server.pem"), dir.join("server.key"));
+        let made = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .arg("cert")
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "tally cert: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let ca = std::fs::read(&cert).unwrap();
+        Self { cert, key, ca }
+    }
+}
+
+/// A provisioned population, its analyst's credential and its enrolled devices'.
+pub(crate) struct Tokens {
+    pub(crate) population: String,
+    pub(crate) analyst: String,
+    pub(crate) devices: Vec<String>,
+}
+
+impl Tokens {
+    /// Provisions `population` with `budget` in the database `db` (beside a running server, as
+    /// `tally population create --db` may), with an analyst and [`COHORT`] devices.
+    pub(crate) async fn create(db: &str, population: &str, budget: (f64, f64)) -> Self {
+        let spec = PopulationSpec {
+            version: PROTOCOL_VERSION,
+            name: population.into(),
+            budget: Budget {
+                epsilon: budget.0,
+                delta: budget.1,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+        };
+        tally_server::create_population(db, &spec).await.unwrap();
+        let analyst = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role: Role::Analyst,
+            name: format!("{population}-analyst"),
+            populations: vec![population.into()],
+        };
+        let analyst = tally_server::create_credential(db, &analyst)
+            .await
+            .unwrap()
+            .token;
+        let devices = tally_server::enroll_devices(db, population, COHORT)
+            .await
+            .unwrap();
+        Self {
+            population: population.into(),
+            analyst,
+            devices,
+        }
+    }
+}
+
+/// A running `tally serve` over TLS.
+pub(crate) struct ServerProcess {
+    child: Child,
+    /// A client of it without a credential.
+    base: Client,
+}
+
+impl ServerProcess {
+    /// Starts `tally serve` on a free port of 127.0.0.1 with the database `db` and `tls`.
+    pub(crate) fn start(db: &str, tls: &Tls) -> Self {
+        // Bind port 0 to find a free port, then let the server take it.
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args([
+                "serve",
+                "--listen",
+                &format!("127.0.0.1:{port}"),
+                "--db",
+                db,
+            ])
+            .arg("--tls-cert")
+            .arg(&tls.cert)
+            .arg("--tls-key")
+            .arg(&tls.key)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = Client::with_ca_cert(&format!("https://127.0.0.1:{port}"), &tls.ca)
+            .unwrap()
+            .with_retry(RetryPolicy::NONE);
+        Self { child, base }
+    }
+
+    /// A client of the server with `token`.
+    pub(crate) fn client(&self, token: &str) -> Client {
+        self.base.clone().with_token(token)
+    }
+
+    /// One client per enrolled device of `tokens`.
+    pub(crate) fn devices(&self, tokens: &Tokens) -> Vec<Client> {
+        tokens.devices.iter().map(|t| self.client(t)).collect()
+    }
+
+    /// Waits until the server answers `analyst`.
+    pub(crate) async fn wait_ready(&mut self, analyst: &Client) {
+        let started = Instant::now();
+        while analyst.tasks().await.is_err() {
+            assert!(
+                self.child.try_wait().unwrap().is_none(),
+                "the server exited on start"
+            );
+            assert!(started.elapsed() < Duration::from_secs(30), "no server");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub(crate) fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+/// A new database of its own on the PostgreSQL server at `TALLY_TEST_POSTGRES_URL`, named
+/// `{prefix}_{random}`, so that restarts abort no other test's rounds; `None` when the variable
+/// is unset (an error when `TALLY_REQUIRE_POSTGRES=1`).
+pub(crate) fn postgres_database(prefix: &str) -> Option<String> {
+    let Ok(base) = std::env::var("TALLY_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("TALLY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "TALLY_REQUIRE_POSTGRES=1 but TALLY_TEST_POSTGRES_URL is not set"
+        );
+        return None;
+    };
+    let name = format!("{prefix}_{:016x}", rand::random::<u64>());
+    let admin = Command::new("psql")
+        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+        .status()
+        .unwrap();
+    assert!(admin.success());
+    let (server, _) = base.rsplit_once('/').unwrap();
+    Some(format!("{server}/{name}"))
+}
+
+/// A task of `kind` on `population`, planned at `(ε, δ) = (2, 1e-6)`.
+pub(crate) fn spec(population: &str, kind: TaskKind) -> TaskSpec {
+    TaskSpec {
+        version: PROTOCOL_VERSION,
+        population: population.into(),
+        expected_population: u64::from(COHORT),
+        privacy: PrivacyTarget {
+            epsilon: 2.0,
+            delta: 1e-6,
+            neighbours: tally_accounting::Neighbours::AddRemove,
+            analysis: tally_accounting::sample_threshold::Analysis::Tight,
+        },
+        kind,
+        rounds: RoundPolicy {
+            min_cohort: 1,
+            cohort_target: None,
+            deadline_secs: 600,
+            max_attempts: 3,
+            max_report_bytes: 64,
+        },
+        // The uploads below stand for sampled devices' reports, counted as they come.
+        sampling: tally_messages::Sampling::Device,
+    }
+}
+
+/// An S&T histogram, or a three-level TrieHH++ search, both at threshold 5.
+pub(crate) fn task_kind(histogram: bool) -> TaskKind {
+    if histogram {
+        TaskKind::Histogram {
+            mechanism: HistogramMechanism::SampleThreshold,
+            sampling_rate: None,
+            threshold: Some(5),
+        }
+    } else {
+        TaskKind::HeavyHitters {
+            algorithm: HeavyHittersAlgorithm::TrieHhPlus,
+            levels: 3,
+            segment: 1,
+            restricted: true,
+            composition: tally_accounting::composition::Composition::Basic,
+            sampling_rate: None,
+            threshold: Some(5),
+        }
+    }
+}
+
+/// What every restart must find: no result without its debit, no result or debit that
+/// changes or vanishes, no task debited twice, ledger totals that are those of the tasks it
+/// lists and within the budget, and no uploaded report in any file of the database.
+#[derive(Default)]
+pub(crate) struct Invariants {
+    /// Results seen so far, by task.
+    results: HashMap<String, String>,
+    /// Debits seen so far, by task: `(ε, δ, at)`.
+    debits: HashMap<String, (f64, f64, i64)>,
+    /// Reports uploaded that must never reach the disk.
+    pub(crate) secrets: Vec<String>,
+}
+
+impl Invariants {
+    /// How many results were seen.
+    pub(crate) fn results(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Checks what `analyst` (the only analyst of its population) reads, and every file in
+    /// `dir` (a SQLite database's directory).
+    pub(crate) async fn check(&mut self, analyst: &Client, dir: Option<&Path>) {
+        let tasks = analyst.tasks().await.unwrap();
+        let ledger = analyst.ledger().await.unwrap();
+        assert_eq!(ledger.len(), 1, "{ledger:?}");
+        let balance = &ledger[0];
+        let by_id: HashMap<&str, &TaskInfo> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
+        let mut debited = HashSet::new();
+        let mut spent = (0.0, 0.0);
+        for entry in &balance.entries {
+            let id = entry.task_id.as_str();
+            assert!(debited.insert(id), "task {id} is debited twice");
+            let task = by_id
+                .get(id)
+                .unwrap_or_else(|| panic!("a debit for task {id}, which is not listed"));
+            let amount = (entry.amount.epsilon, entry.amount.delta, entry.at);
+            assert!(
+                same(amount.0, task.guarantee.epsilon) && same(amount.1, task.guarantee.delta),
+                "task {id} is debited {amount:?}, not its guarantee {:?}",
+                task.guarantee
+            );
+            let first = self.debits.entry(id.to_owned()).or_insert(amount);
+            assert!(
+                same(first.0, amount.0) && same(first.1, amount.1) && first.2 == amount.2,
+                "the debit of {id} changed: {first:?}, now {amount:?}"
+            );
+            spent = (spent.0 + amount.0, spent.1 + amount.1);
+        }
+        for id in self.debits.keys() {
+            let listed = by_id.get(id.as_str()).map(|t| &t.spec.population);
+            if listed == Some(&balance.population) {
+                assert!(debited.contains(id.as_str()), "the debit of {id} vanished");
+            }
+        }
+        assert!(
+            same(spent.0, balance.spent.epsilon) && same(spent.1, balance.spent.delta),
+            "spent {:?} is not the sum of the debits {spent:?}",
+            balance.spent
+        );
+        let reserved = tasks
+            .iter()
+            .filter(|t| t.state == TaskState::Running && !debited.contains(t.id.as_str()))
+            .fold((0.0, 0.0), |(e, d), t| {
+                (e + t.guarantee.epsilon, d + t.guarantee.delta)
+            });
+        assert!(
+            close(reserved.0, balance.reserved.epsilon)
+                && close(reserved.1, balance.reserved.delta),
+            "reserved {:?}, while the running tasks without a debit hold {reserved:?}",
+            balance.reserved
+        );
+        let (budget, tight) = (&balance.budget, &balance.tight);
+        assert!(
+            tight.delta_at_budget_epsilon <= budget.delta
+                && tight
+                    .epsilon_at_budget_delta
+                    .is_some_and(|e| e <= budget.epsilon),
+            "over the budget {budget:?}: {tight:?}"
+        );
+        for task in &tasks {
+            assert_eq!(
+                debited.contains(task.id.as_str()),
+                task.rounds_released > 0,
+                "task {} released {} rounds; its debit: {}",
+                task.id,
+                task.rounds_released,
+                debited.contains(task.id.as_str())
+            );
+            match analyst.result_text(&task.id).await {
+                Ok(body) => {
+                    assert!(
+                        debited.contains(task.id.as_str()),
+                        "task {} has a result and no debit",
+                        task.id
+                    );
+                    let first = self.results.entry(task.id.clone()).or_insert(body.clone());
+                    assert_eq!(*first, body, "the result of {} changed", task.id);
+                }
+                Err(error) => {
+                    assert_ne!(task.state, TaskState::Finished, "{error}");
+                    assert!(!self.results.contains_key(&task.id), "a result vanished");
+                }
+            }
+        }
+        let Some(dir) = dir else { return };
+        // Every secret report starts with the mark, which nothing else the server stores holds.
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes
+                    .windows(SECRET_MARK.len())
+                    .any(|w| w == SECRET_MARK.as_bytes()),
+                "an uploaded report is in {}",
+                path.display()
+            );
+        }
+    }
+}
+
+/// The start of every report that must never reach the disk.
+const SECRET_MARK: &str = "secret-";
+
+/// Whether two stored amounts are the same number.
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits()
+}
+
+/// Whether two sums of the same amounts (perhaps added in another order) agree.
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * a.abs().max(b.abs()).max(1e-300)
+}
+
+/// Makes sure `analyst` has a task running on `population` (a histogram and a TrieHH++ search
+/// in turn), and returns an open round, if there is one now.
+///
+/// # Errors
+///
+/// The server's refusal to create the task (`budget_exceeded` once the budget is spent).
+pub(crate) async fn ensure_task(
+    analyst: &Client,
+    device: &Client,
+    population: &str,
+) -> Result<Option<RoundQuery>, ClientError> {
+    let tasks = analyst.tasks().await.unwrap();
+    if !tasks.iter().any(|t| t.state == TaskState::Running) {
+        let kind = task_kind(tasks.len() % 2 == 0);
+        analyst.create_task(&spec(population, kind)).await?;
+    }
+    Ok(device.open_rounds().await.unwrap().into_iter().next())
+}
+
+/// Every enrolled device checks in for itself: one token each.
+pub(crate) async fn check_in(devices: &[Client], round_id: &str) -> Vec<String> {
+    let mut tokens = Vec::with_capacity(devices.len());
+    for device in devices {
+        tokens.extend(device.check_in(round_id, 1).await.unwrap().tokens);
+    }
+    tokens
+}
+
+/// The uploads of one round: 40 devices hold "ab" (enough to pass the threshold at every
+/// level), 20 hold a report seen nowhere else (never released, and never to be stored).
+pub(crate) fn uploads(
+    round: &RoundQuery,
+    tokens: Vec<String>,
+    secrets: &mut Vec<String>,
+) -> Vec<Upload> {
+    tokens
+        .into_iter()
+        .enumerate()
+        .map(|(i, token)| {
+            let report = match &round.ask {
+                Ask::Item { .. } if i >= 40 => {
+                    let secret = format!("{SECRET_MARK}{}-{i}", round.round_id);
+                    secrets.push(secret.clone());
+                    Some(secret)
+                }
+                Ask::Item { .. } => Some("ab".to_owned()),
+                Ask::Prefix { level, .. } => Some(
+                    match level {
+                        1 => "a",
+                        2 => "ab",
+                        _ => "ab$",
+                    }
+                    .to_owned(),
+                ),
+                ask @ (Ask::Bucket { .. } | Ask::Split { .. }) => {
+                    panic!("the crash tests run no quantile task: {ask:?}")
+                }
+            };
+            Upload { token, report }
+        })
+        .collect()
+}
+
+/// Lets every task of `analyst` finish without kills, feeding its rounds from `devices`, and
+/// checks what they released.
+pub(crate) async fn finish_tasks(
+    analyst: &Client,
+    devices: &[Client],
+    invariants: &mut Invariants,
+    dir: Option<&Path>,
+) -> Vec<TaskInfo> {
+    let started = Instant::now();
+    loop {
+        let tasks = analyst.tasks().await.unwrap();
+        if tasks.iter().all(|t| t.state != TaskState::Running) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "tasks do not finish"
+        );
+        for round in devices[0].open_rounds().await.unwrap() {
+            let tokens = check_in(devices, &round.round_id).await;
+            let all = uploads(&round, tokens, &mut invariants.secrets);
+            // The round may close under us: that is fine.
+            let _ = devices[0].upload(&round.round_id, &all).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    invariants.check(analyst, dir).await;
+    let tasks = analyst.tasks().await.unwrap();
+    for task in &tasks {
+        let body = analyst.result_text(&task.id).await.unwrap();
+        assert!(body.contains("\"ab\""), "{body}");
+    }
+    tasks
+}

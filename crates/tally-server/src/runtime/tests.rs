@@ -1,0 +1,130 @@
+//! Two coordinators on one database (as two server processes would be, past the writer lease)
+//! race for one population's budget: a reservation is one database transaction, so together
+//! they admit exactly what one would.
+
+use sqlx::Connection;
+use tally_accounting::composition::compose_basic;
+use tally_messages::{HistogramMechanism, PrivacyTarget, RoundPolicy, Sampling};
+
+use super::*;
+use crate::store::StoredPopulation;
+
+/// How many tasks the population's budget admits.
+const ADMITS: usize = 4;
+
+/// How many creations each coordinator attempts.
+const ATTEMPTS: usize = 3 * ADMITS;
+
+const POPULATION: &str = "raced";
+
+/// A fresh database: a SQLite file always, and one on the PostgreSQL server at
+/// `TALLY_TEST_POSTGRES_URL` when it is set (required when `TALLY_REQUIRE_POSTGRES=1`).
+async fn databases(dir: &tempfile::TempDir) -> Vec<(&'static str, String)> {
+    let mut urls = vec![(
+        "sqlite",
+        format!("sqlite://{}", dir.path().join("tally.db").display()),
+    )];
+    match std::env::var("TALLY_TEST_POSTGRES_URL") {
+        Ok(base) => {
+            let name = format!("tally_race_{:016x}", rand::random::<u64>());
+            let mut admin = sqlx::PgConnection::connect(&base).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .execute(&mut admin)
+                .await
+                .unwrap();
+            let (prefix, _) = base.rsplit_once('/').unwrap();
+            urls.push(("postgres", format!("{prefix}/{name}")));
+        }
+        Err(_) => assert!(
+            std::env::var("TALLY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "TALLY_REQUIRE_POSTGRES=1 but TALLY_TEST_POSTGRES_URL is not set"
+        ),
+    }
+    urls
+}
+
+/// A one-round S&T histogram under replace-one neighbours: the ledger charges it its own
+/// `(ε, δ)` by basic composition, so the budget admits a known number of them.
+fn spec() -> TaskSpec {
+    TaskSpec {
+        version: PROTOCOL_VERSION,
+        population: POPULATION.into(),
+        expected_population: 1000,
+        privacy: PrivacyTarget {
+            epsilon: 1.0,
+            delta: 1e-7,
+            neighbours: tally_accounting::Neighbours::ReplaceOne,
+            analysis: tally_accounting::sample_threshold::Analysis::Tight,
+        },
+        kind: TaskKind::Histogram {
+            mechanism: HistogramMechanism::SampleThreshold,
+            sampling_rate: Some(0.2),
+            threshold: None,
+        },
+        rounds: RoundPolicy::default(),
+        sampling: Sampling::Device,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, guarantee) = Engine::build(&spec()).unwrap();
+    let one = (guarantee.epsilon, guarantee.delta);
+    let budget = compose_basic(&[one; ADMITS]).unwrap();
+    // One task more is over the budget by the ledger's basic composition.
+    let over = compose_basic(&[one; ADMITS + 1]).unwrap();
+    assert!(over.0 > budget.0);
+    for (name, url) in databases(&dir).await {
+        let mut coordinators = Vec::new();
+        for _ in 0..2 {
+            // Each its own pool, as each process has.
+            let store = Store::open(&url).await.unwrap();
+            coordinators.push(Runtime::start(store, &Limits::default()).await.unwrap());
+        }
+        let population = StoredPopulation {
+            name: POPULATION.into(),
+            epsilon: budget.0,
+            delta: budget.1,
+            min_cohort: 1,
+            max_task_epsilon: None,
+            created_at: unix_now(),
+        };
+        assert!(
+            Store::open(&url)
+                .await
+                .unwrap()
+                .insert_population(&population)
+                .await
+                .unwrap()
+        );
+        let analyst = Principal {
+            id: "analyst".into(),
+            role: Role::Analyst,
+            populations: vec![POPULATION.into()],
+        };
+        let mut racing = tokio::task::JoinSet::new();
+        for _ in 0..ATTEMPTS {
+            for coordinator in &coordinators {
+                let (coordinator, analyst) = (Arc::clone(coordinator), analyst.clone());
+                racing.spawn(async move { coordinator.create_task(spec(), &analyst).await });
+            }
+        }
+        let mut admitted = 0;
+        while let Some(outcome) = racing.join_next().await {
+            match outcome.unwrap() {
+                Ok(_) => admitted += 1,
+                Err(e) => assert_eq!(e.code, ErrorCode::BudgetExceeded, "{name}: {e:?}"),
+            }
+        }
+        assert_eq!(
+            admitted, ADMITS,
+            "{name}: tasks admitted on a budget for {ADMITS}"
+        );
+        let stored = Store::open(&url).await.unwrap().tasks().await.unwrap();
+        assert_eq!(stored.len(), ADMITS, "{name}");
+        for coordinator in coordinators {
+            coordinator.shutdown().await;
+        }
+    }
+}
