@@ -80,7 +80,11 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
         for _ in 0..2 {
             // Each its own pool, as each process has.
             let store = Store::open(&url).await.unwrap();
-            coordinators.push(Runtime::start(store, &Limits::default()).await.unwrap());
+            coordinators.push(
+                Runtime::start(store, &Limits::default(), AggregatorCoins::Os)
+                    .await
+                    .unwrap(),
+            );
         }
         let population = StoredPopulation {
             name: POPULATION.into(),
