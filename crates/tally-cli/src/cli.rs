@@ -381,7 +381,8 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
-    /// TrieHH++ and quantiles: how the levels' guarantees compose [default: basic].
+    /// TrieHH++ and quantiles: how the levels' guarantees compose [default: tight for
+    /// add-remove neighbours, basic for replace-one].
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
