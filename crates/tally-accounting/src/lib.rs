@@ -18,6 +18,7 @@ pub mod pld;
 pub mod rdp;
 pub mod sample_threshold;
 pub mod shuffle;
+pub mod shuffle_loss;
 pub mod triehh;
 
 pub use error::Error;

@@ -19,6 +19,17 @@
 //! The paper combines advanced composition with Rényi-DP accounting; the exact combination is
 //! unknown (§6.1), so the composition is a parameter and is always reported.
 //!
+//! # Tight composition
+//!
+//! With [`Composition::Tight`] the iterations are composed as what they are: each is dominated
+//! by the shuffle model's clone pair of FMT21 Theorem 3.2 ([`crate::shuffle_loss`]), at every
+//! `ε` and whatever randomizer earlier releases chose, so the `T`-fold composition of that
+//! pair's privacy-loss distribution (pessimistically discretised on a grid of
+//! `ε₀/(`[`TIGHT_GRID_POINTS_PER_EPSILON0`]` · T)`) dominates the whole run. The per-iteration
+//! `(ε', δ')` split disappears: `ε₀` is found by bisection on the composed `ε(δ)` itself
+//! (rounded down, to a relative width of [`TIGHT_TOLERANCE`]) and the guarantee reported is the
+//! forward computation at that `ε₀`.
+//!
 //! # Trust model
 //!
 //! The aggregate guarantee is stated with [`TrustModel::Shuffle`]: the server sees only the sum
@@ -31,6 +42,7 @@
 
 use crate::composition::{Composition, split_budget};
 use crate::shuffle::{ShuffleBound, max_local_epsilon, shuffle_epsilon};
+use crate::shuffle_loss::shuffle_loss_pair;
 use crate::{Error, Guarantee, Neighbours, TrustModel, compose_rounds};
 
 /// A solved local `ε₀` with the guarantees it gives.
@@ -69,6 +81,9 @@ pub fn solve_local_epsilon(
     composition: Composition,
     bound: ShuffleBound,
 ) -> Result<LocalEpsilonPlan, Error> {
+    if composition == Composition::Tight {
+        return solve_local_epsilon_tight(epsilon, delta, iterations, users, bound);
+    }
     let (round_epsilon, round_delta) =
         split_budget(epsilon, delta, iterations as u64, composition)?;
     let mut local_epsilon = max_local_epsilon(round_epsilon, users, round_delta, bound)?;
@@ -149,6 +164,9 @@ pub fn aggregate_guarantee(
     composition: Composition,
     bound: ShuffleBound,
 ) -> Result<LocalEpsilonPlan, Error> {
+    if composition == Composition::Tight {
+        return aggregate_guarantee_tight(local_epsilon, delta, iterations, users, bound);
+    }
     // The per-round δ of the split does not depend on ε.
     let (_, round_delta) = split_budget(1.0, delta, iterations as u64, composition)?;
     let round_epsilon = shuffle_epsilon(local_epsilon, users, round_delta, bound)?;
@@ -175,12 +193,164 @@ pub fn aggregate_guarantee(
             delta: 0.0,
             neighbours: Neighbours::ReplaceOne,
             model: TrustModel::Local,
-            analysis: format!(
-                "per iteration: data selection then one-hot + binary randomized response \
-                 (pure ε₀-LDP, device level); {iterations} iterations compose to \
-                 {} by basic composition",
-                local_epsilon * iterations as f64
-            ),
+            analysis: local_analysis(local_epsilon, iterations),
         },
     })
+}
+
+/// The local guarantee's description.
+fn local_analysis(local_epsilon: f64, iterations: usize) -> String {
+    format!(
+        "per iteration: data selection then one-hot + binary randomized response (pure \
+         ε₀-LDP, device level); {iterations} iterations compose to {} by basic composition",
+        local_epsilon * iterations as f64
+    )
+}
+
+/// Grid points per unit of `ε₀/T` in the tight accountant's discretisation: the grid is
+/// `h = ε₀/(100·T)`, so rounding every iteration's loss up costs at most `T·h = ε₀/100` of
+/// the composed `ε`.
+pub const TIGHT_GRID_POINTS_PER_EPSILON0: f64 = 100.0;
+
+/// The relative width at which the tight solver's bisection on `ε₀` stops.
+pub const TIGHT_TOLERANCE: f64 = 1e-4;
+
+/// The largest `ε₀` the shuffle analyses accept.
+const MAX_LOCAL_EPSILON: f64 = 50.0;
+
+/// [`aggregate_guarantee`] with [`Composition::Tight`]: the `T`-fold composition of one
+/// iteration's clone pair (see the module docs), its `ε` at `delta`, rounded up.
+///
+/// # Errors
+///
+/// As [`shuffle_loss_pair`] and [`crate::pld::PrivacyLossPair::epsilon`]; invalid
+/// `iterations = 0`.
+fn aggregate_guarantee_tight(
+    local_epsilon: f64,
+    delta: f64,
+    iterations: usize,
+    users: u64,
+    bound: ShuffleBound,
+) -> Result<LocalEpsilonPlan, Error> {
+    if iterations == 0 {
+        return Err(Error::invalid("iterations", 0, "an integer ≥ 1"));
+    }
+    let step = local_epsilon / (TIGHT_GRID_POINTS_PER_EPSILON0 * iterations as f64);
+    let pair = shuffle_loss_pair(local_epsilon, users, bound, step)?;
+    let one = pair.epsilon(delta)?;
+    let all = pair.self_compose(iterations as u64)?.epsilon(delta)?;
+    let guarantee = |epsilon: f64, analysis: String| Guarantee {
+        epsilon,
+        delta,
+        neighbours: Neighbours::ReplaceOne,
+        model: TrustModel::Shuffle,
+        analysis,
+    };
+    Ok(LocalEpsilonPlan {
+        local_epsilon,
+        iterations,
+        users,
+        composition: Composition::Tight,
+        bound,
+        per_iteration: guarantee(
+            one,
+            format!(
+                "{users} summed ε₀ = {local_epsilon} reports, the {bound} clone pair's \
+                 privacy-loss distribution"
+            ),
+        ),
+        aggregate: guarantee(
+            all,
+            format!(
+                "tight composition of {iterations} iterations of the {bound} clone pair's \
+                 privacy-loss distribution (pessimistic, grid {step})"
+            ),
+        ),
+        local: Guarantee {
+            epsilon: local_epsilon,
+            delta: 0.0,
+            neighbours: Neighbours::ReplaceOne,
+            model: TrustModel::Local,
+            analysis: local_analysis(local_epsilon, iterations),
+        },
+    })
+}
+
+/// [`solve_local_epsilon`] with [`Composition::Tight`]: bisection on `ε₀` of the composed
+/// `ε(δ)`, keeping the largest `ε₀` seen to meet the target (whose forward guarantee is the one
+/// returned).
+fn solve_local_epsilon_tight(
+    epsilon: f64,
+    delta: f64,
+    iterations: usize,
+    users: u64,
+    bound: ShuffleBound,
+) -> Result<LocalEpsilonPlan, Error> {
+    if !(epsilon.is_finite() && epsilon > 0.0) {
+        return Err(Error::invalid("epsilon", epsilon, "a finite number > 0"));
+    }
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(Error::invalid("delta", delta, "a number in (0, 1)"));
+    }
+    if iterations == 0 {
+        return Err(Error::invalid("iterations", 0, "an integer ≥ 1"));
+    }
+    let meets = |local_epsilon: f64| -> Result<Option<LocalEpsilonPlan>, Error> {
+        let plan = aggregate_guarantee_tight(local_epsilon, delta, iterations, users, bound)?;
+        Ok((plan.aggregate.epsilon <= epsilon && plan.aggregate.delta <= delta).then_some(plan))
+    };
+    // Start from what basic composition of the same bound allows (the tight composition of
+    // its pair is at most that, up to the grid), else from ε/T, which basic composition of
+    // pure ε₀-LDP rounds allows; halve until the computed guarantee agrees.
+    let basic = solve_local_epsilon(epsilon, delta, iterations, users, Composition::Basic, bound)
+        .map(|plan| plan.local_epsilon);
+    let mut best = match basic {
+        Ok(start) => meets(start)?,
+        Err(_) => None,
+    };
+    let mut lo = match (&best, basic) {
+        (Some(_), Ok(start)) => start,
+        _ => (epsilon / iterations as f64).min(MAX_LOCAL_EPSILON),
+    };
+    for _ in 0..64 {
+        if best.is_some() {
+            break;
+        }
+        if let Some(plan) = meets(lo)? {
+            best = Some(plan);
+            break;
+        }
+        lo *= 0.5;
+    }
+    let Some(mut best) = best else {
+        return Err(Error::infeasible(
+            "local epsilon",
+            format!("no ε₀ composes to within ({epsilon}, {delta}) over {iterations} iterations"),
+        ));
+    };
+    let mut hi = lo;
+    loop {
+        if hi >= MAX_LOCAL_EPSILON {
+            return Ok(best);
+        }
+        hi = (2.0 * hi).min(MAX_LOCAL_EPSILON);
+        match meets(hi)? {
+            Some(plan) => {
+                lo = hi;
+                best = plan;
+            }
+            None => break,
+        }
+    }
+    while hi - lo > TIGHT_TOLERANCE * lo {
+        let mid = 0.5 * (lo + hi);
+        match meets(mid)? {
+            Some(plan) => {
+                lo = mid;
+                best = plan;
+            }
+            None => hi = mid,
+        }
+    }
+    Ok(best)
 }

@@ -139,7 +139,7 @@ impl PrivacyLossDistribution {
     }
 
     /// Puts `(loss, probability)` pairs on the grid, every loss rounded up.
-    fn from_losses(
+    pub(crate) fn from_losses(
         losses: &[(f64, f64)],
         infinite: f64,
         step: f64,

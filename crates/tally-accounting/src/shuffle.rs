@@ -127,7 +127,7 @@ fn check_delta(delta: f64) -> Result<(), Error> {
 }
 
 /// The probability that another user is a clone of user 1.
-fn clone_probability(eps0: f64, bound: ShuffleBound) -> f64 {
+pub(crate) fn clone_probability(eps0: f64, bound: ShuffleBound) -> f64 {
     match bound {
         ShuffleBound::Fmt23 => 2.0 / (eps0.exp() + 1.0),
         ShuffleBound::Fmt21 | ShuffleBound::ClosedForm => (-eps0).exp(),

@@ -85,3 +85,73 @@ fn tighter_composition_allows_a_larger_local_epsilon() {
     }
     assert!(best.aggregate.epsilon <= 2.0);
 }
+
+#[test]
+fn tight_composition_meets_the_target_with_the_largest_local_epsilon() {
+    let bound = ShuffleBound::Fmt21;
+    for (epsilon, iterations, users) in [(8.0, 5, 20_000), (2.0, 3, 5_000)] {
+        let tight =
+            solve_local_epsilon(epsilon, 1e-6, iterations, users, Composition::Tight, bound)
+                .unwrap();
+        let label = format!("({epsilon}, 1e-6), T = {iterations}, n = {users}");
+        assert_eq!(tight.composition, Composition::Tight);
+        assert!(
+            tight.aggregate.epsilon <= epsilon && tight.aggregate.delta <= 1e-6,
+            "{label}: {tight:?}"
+        );
+        assert_eq!(tight.aggregate.model, TrustModel::Shuffle);
+        assert_eq!(tight.aggregate.neighbours, Neighbours::ReplaceOne);
+        assert!(tight.per_iteration.epsilon <= tight.aggregate.epsilon);
+        // The reported guarantee is the forward computation at the returned ε₀.
+        let again = aggregate_guarantee(
+            tight.local_epsilon,
+            1e-6,
+            iterations,
+            users,
+            Composition::Tight,
+            bound,
+        )
+        .unwrap();
+        assert_eq!(again.aggregate, tight.aggregate, "{label}");
+        // At least what every (ε, δ) rule of the same bound allows ...
+        let best = solve_local_epsilon_best(
+            epsilon,
+            1e-6,
+            iterations,
+            users,
+            &tally_accounting::opt_prefix_tree::DEFAULT_COMPOSITIONS,
+            bound,
+        )
+        .unwrap();
+        assert!(
+            tight.local_epsilon >= best.local_epsilon,
+            "{label}: tight {} < {} {}",
+            tight.local_epsilon,
+            best.composition,
+            best.local_epsilon
+        );
+        // ... and the largest: 5% more breaks the target (the bisection stops within 1e-4).
+        let over = aggregate_guarantee(
+            tight.local_epsilon * 1.05,
+            1e-6,
+            iterations,
+            users,
+            Composition::Tight,
+            bound,
+        )
+        .unwrap();
+        assert!(over.aggregate.epsilon > epsilon, "{label}: {over:?}");
+    }
+    // The closed form is not a pair.
+    assert!(
+        solve_local_epsilon(
+            8.0,
+            1e-6,
+            5,
+            20_000,
+            Composition::Tight,
+            ShuffleBound::ClosedForm
+        )
+        .is_err()
+    );
+}

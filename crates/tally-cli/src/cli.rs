@@ -381,7 +381,8 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
-    /// TrieHH++ and quantiles: how the levels' guarantees compose [default: basic].
+    /// TrieHH++ and quantiles: how the levels' guarantees compose [default: tight for
+    /// add-remove neighbours, basic for replace-one].
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
@@ -1060,8 +1061,8 @@ pub(crate) struct HeavyHittersArgs {
     #[arg(long)]
     pub(crate) beam: Option<usize>,
     /// How the levels' guarantees compose (TrieHH++: tight for add-remove neighbours, basic
-    /// for replace-one; opt-prefix-tree: whichever of basic, advanced and optimal allows the
-    /// largest local ε₀, and tight is refused).
+    /// for replace-one; opt-prefix-tree: tight, the T-fold composition of the shuffle clone
+    /// pair's privacy-loss distribution).
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Show only the K most frequent items found (and score against the true top K).

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
+use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_client::Client;
 use tally_messages::{
     ErrorCode, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism, LedgerBalance,
     PROTOCOL_VERSION, PrivacyTarget, QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind,
-    TaskResult, TaskSpec, TaskState,
+    TaskResult, TaskSpec, TaskState, round_composition,
 };
 use tally_sim::Population;
 
@@ -114,7 +115,11 @@ fn create(args: &TaskCreateArgs) -> Result<()> {
 
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
-    let composition = args.composition.map_or(Composition::Basic, Into::into);
+    // Named in the spec (and so in `task create --json`), as the command line resolves it.
+    let composition = Some(crate::cli::round_composition(
+        args.composition,
+        args.privacy.neighbours.into(),
+    ));
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
         (Some(HistogramMechanism::SampleThreshold), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
@@ -242,7 +247,7 @@ fn refuse_options(args: &TaskCreateArgs, options: &[GivenOption], kind: &str) ->
 fn quantile_kind(
     args: &TaskCreateArgs,
     algorithm: TaskAlgorithm,
-    composition: Composition,
+    composition: Option<Composition>,
 ) -> Result<TaskKind> {
     let quantiles = args
         .quantiles
@@ -466,7 +471,10 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
     let mut rows = vec![
         ("id", info.id.clone()),
         ("state", info.state.name().to_owned()),
-        ("kind", kind_description(&spec.kind)),
+        (
+            "kind",
+            kind_description(&spec.kind, spec.privacy.neighbours),
+        ),
         (
             "population",
             format!(
@@ -511,7 +519,8 @@ fn kind_name(kind: &TaskKind) -> &'static str {
     }
 }
 
-fn kind_description(kind: &TaskKind) -> String {
+fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
+    let rule = |given: &Option<Composition>| round_composition(*given, neighbours);
     let fixed = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
         (Some(rate), _) => format!("sampling rate {rate}"),
         (None, Some(threshold)) => format!("threshold {threshold}"),
@@ -535,13 +544,14 @@ fn kind_description(kind: &TaskKind) -> String {
             threshold,
             ..
         } => format!(
-            "triehh++ heavy hitters, {levels} levels of {segment} character(s), {}, {composition} \
+            "triehh++ heavy hitters, {levels} levels of {segment} character(s), {}, {} \
              composition, {}",
             if *restricted {
                 "restricted"
             } else {
                 "unrestricted"
             },
+            rule(composition),
             fixed(*sampling_rate, *threshold)
         ),
         TaskKind::Quantiles {
@@ -568,9 +578,9 @@ fn kind_description(kind: &TaskKind) -> String {
                 }
             };
             format!(
-                "quantiles {} of numbers in [{min}, {max}] from {how}, {composition} \
-                 composition, {}",
+                "quantiles {} of numbers in [{min}, {max}] from {how}, {} composition, {}",
                 quantiles.join(", "),
+                rule(composition),
                 fixed(*sampling_rate, *threshold)
             )
         }

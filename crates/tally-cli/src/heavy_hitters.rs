@@ -5,9 +5,8 @@ use std::collections::HashSet;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
-use tally_accounting::opt_prefix_tree::{
-    DEFAULT_COMPOSITIONS, solve_local_epsilon, solve_local_epsilon_best,
-};
+use tally_accounting::composition::Composition;
+use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
@@ -25,8 +24,8 @@ use tally_sim::{
 };
 
 use crate::cli::{
-    AggregationArg, Algorithm, CompositionArg, EncodingArg, Format, HeavyHittersArgs,
-    RandomizerArg, SegmentArg, SelectionArg, round_composition,
+    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
+    SelectionArg, round_composition,
 };
 use crate::input::load_population;
 use crate::output::{
@@ -402,22 +401,10 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     } else {
         ShuffleBound::Fmt21
     };
-    anyhow::ensure!(
-        !matches!(args.composition, Some(CompositionArg::Tight)),
-        "--composition tight composes S&T rounds; opt-prefix-tree's iterations are shuffled \
-         local reports: use basic, advanced, optimal or pld"
-    );
-    let plan = match args.composition {
-        Some(c) => solve_local_epsilon(epsilon, delta, total_iterations, users, c.into(), bound)?,
-        None => solve_local_epsilon_best(
-            epsilon,
-            delta,
-            total_iterations,
-            users,
-            &DEFAULT_COMPOSITIONS,
-            bound,
-        )?,
-    };
+    // By default the iterations compose tightly: the T-fold composition of the clone pair's
+    // privacy-loss distribution (docs/privacy/opt-prefix-tree.md).
+    let composition = args.composition.map_or(Composition::Tight, Into::into);
+    let plan = solve_local_epsilon(epsilon, delta, total_iterations, users, composition, bound)?;
     let (selection, randomizer) = (
         match opt.selection {
             SelectionArg::UniformSupport => Selection::UniformSupport,

@@ -9,8 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tally_accounting::composition::Composition;
 use tally_messages::{
-    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, TaskInfo,
+    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, TaskInfo, TaskKind,
 };
 
 use common::{failure, json, tally, temp_file};
@@ -426,6 +427,23 @@ fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
         "task create {analyst} --algorithm triehh++ --epsilon 4 --delta 1e-6 \
          --levels 5 --population words --expected-population 2103 --min-cohort 100 --json"
     )));
+    // Composed tightly unless told otherwise, and named so in the spec.
+    assert!(
+        matches!(
+            info.spec.kind,
+            TaskKind::HeavyHitters {
+                composition: Some(Composition::Tight),
+                ..
+            }
+        ),
+        "{:?}",
+        info.spec.kind
+    );
+    assert!(
+        info.guarantee.method.contains("tight composition"),
+        "{:?}",
+        info.guarantee
+    );
     let report = json(&format!(
         "fleet {} --input {} --seed 3 --batch 300 --concurrency 1 --json",
         devices["words"],
@@ -436,6 +454,23 @@ fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
     assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
     let output = tally(&format!("task result {analyst} {} --json", info.id));
     assert!(output.status.success());
+    // Under replace-one neighbours (no loss pair) the default is basic composition, as on the
+    // command line (created after the fleet ran, which would have answered it too).
+    let replace_one: TaskInfo = parse(json(&format!(
+        "task create {analyst} --algorithm triehh++ --epsilon 4 --delta 1e-6 --levels 5 \
+         --neighbours replace-one --population words --expected-population 2103 --json"
+    )));
+    assert!(
+        matches!(
+            replace_one.spec.kind,
+            TaskKind::HeavyHitters {
+                composition: Some(Composition::Basic),
+                ..
+            }
+        ),
+        "{:?}",
+        replace_one.spec.kind
+    );
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
@@ -483,10 +518,21 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
     let output = tally(&format!("task result {analyst} {} --json", info.id));
     assert!(output.status.success());
     let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
-    // Federated tasks compose by basic composition unless told otherwise; the simulator's
-    // default for add/remove is tight, so it is given the same rule.
+    // Federated tasks default to the command line's rule (tight composition of the S&T loss
+    // for add/remove neighbours): the task names it, and the simulator's default matches it.
+    assert!(
+        matches!(
+            info.spec.kind,
+            TaskKind::Quantiles {
+                composition: Some(Composition::Tight),
+                ..
+            }
+        ),
+        "{:?}",
+        info.spec.kind
+    );
     let simulated: QuantilesRelease = parse(json(&format!(
-        "quantiles --input {} {options} --composition basic --seed 5 --json",
+        "quantiles --input {} {options} --seed 5 --json",
         file.display()
     )));
     assert_eq!(federated.mechanism, simulated.mechanism);
@@ -538,7 +584,7 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
     let output = tally(&format!("task result {analyst} {} --json", info.id));
     let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
     let simulated: QuantilesRelease = parse(json(&format!(
-        "quantiles --input {} {options} --method binary-search --composition basic --seed 6 --json",
+        "quantiles --input {} {options} --method binary-search --seed 6 --json",
         file.display()
     )));
     assert_eq!(federated.mechanism, "binary search");

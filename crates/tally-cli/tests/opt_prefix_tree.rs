@@ -114,6 +114,13 @@ fn fmt23_is_opt_in_and_labelled_unproven() {
     };
     let proven = run("");
     let unproven = run("--unproven-fmt23");
+    // The iterations compose tightly by default (the clone pair's privacy-loss distribution),
+    // under either bound, and tightly beats the best (ε, δ) rule of the same bound.
+    assert_eq!(proven["composition"], "tight");
+    assert_eq!(unproven["composition"], "tight");
+    let optimal = run("--composition optimal");
+    assert_eq!(optimal["composition"], "optimal");
+    assert!(proven["local_epsilon"].as_f64().unwrap() > optimal["local_epsilon"].as_f64().unwrap());
     assert_eq!(unproven["shuffle_bound"], "fmt23");
     assert_eq!(unproven["shuffle_bound_proven_for_randomizer"], false);
     // FMT23's stronger clone probability allows a larger ε₀, which is why it must not be the

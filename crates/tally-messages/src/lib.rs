@@ -127,8 +127,11 @@ fn tight() -> Analysis {
     Analysis::Tight
 }
 
-fn basic() -> Composition {
-    Composition::Basic
+/// How a multi-round task's levels compose: `given`, else the default for `neighbours` (tight
+/// composition of the S&T loss pair for add/remove, basic for replace-one), as on the command
+/// line.
+pub fn round_composition(given: Option<Composition>, neighbours: Neighbours) -> Composition {
+    given.unwrap_or_else(|| Composition::default_for_rounds(neighbours))
 }
 
 /// The mechanism (one round) or multi-round algorithm a task runs, with its parameters.
@@ -159,9 +162,15 @@ pub enum TaskKind {
         segment: u32,
         /// Whether devices report only below a surviving prefix.
         restricted: bool,
-        /// How the levels' guarantees compose.
-        #[serde(with = "named", default = "basic")]
-        composition: Composition,
+        /// How the levels' guarantees compose; left out, the default of the task's neighbour
+        /// relation ([`Composition::default_for_rounds`]: tight for add/remove, basic for
+        /// replace-one), see [`round_composition`].
+        #[serde(
+            with = "named::optional",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        composition: Option<Composition>,
         /// The per-level sampling rate `p_s`, if fixed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sampling_rate: Option<f64>,
@@ -185,9 +194,15 @@ pub enum TaskKind {
         /// (hierarchical only).
         #[serde(default)]
         consistent: bool,
-        /// How the levels' guarantees compose.
-        #[serde(with = "named", default = "basic")]
-        composition: Composition,
+        /// How the levels' guarantees compose; left out, the default of the task's neighbour
+        /// relation ([`Composition::default_for_rounds`]: tight for add/remove, basic for
+        /// replace-one), see [`round_composition`].
+        #[serde(
+            with = "named::optional",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        composition: Option<Composition>,
         /// The range `[min, max]` of the devices' numbers; `[0, 1]` when left out. A device
         /// with a number outside it counts at the nearer end.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -25,7 +25,7 @@ fn triehh_plus_spec() -> TaskSpec {
             levels: 10,
             segment: 1,
             restricted: true,
-            composition: Composition::Advanced,
+            composition: Some(Composition::Advanced),
             sampling_rate: None,
             threshold: Some(28),
         },
@@ -54,7 +54,7 @@ fn every_message_round_trips() {
             branching: Some(4),
             levels: 8,
             consistent: true,
-            composition: Composition::Optimal,
+            composition: Some(Composition::Optimal),
             range: Some([0.0, 86_400.0]),
             sampling_rate: None,
             threshold: Some(20),
@@ -68,7 +68,7 @@ fn every_message_round_trips() {
             branching: None,
             levels: 12,
             consistent: false,
-            composition: Composition::Basic,
+            composition: Some(Composition::Basic),
             range: None,
             sampling_rate: Some(0.3),
             threshold: None,
@@ -320,13 +320,24 @@ fn defaults_fill_in_the_optional_fields() {
     assert_eq!(spec.privacy.analysis, Analysis::Tight);
     // The aggregator samples unless a task asks its devices to.
     assert_eq!(spec.sampling, Sampling::Aggregator);
-    assert!(matches!(
-        spec.kind,
-        TaskKind::HeavyHitters {
-            composition: Composition::Basic,
-            ..
-        }
-    ));
+    // A left-out composition is the command line's default for the neighbour relation: tight
+    // for add/remove (the S&T loss pair's relation), basic for replace-one.
+    let TaskKind::HeavyHitters { composition, .. } = spec.kind else {
+        panic!("a heavy-hitters task: {:?}", spec.kind);
+    };
+    assert_eq!(composition, None);
+    assert_eq!(
+        round_composition(composition, spec.privacy.neighbours),
+        Composition::Tight
+    );
+    assert_eq!(
+        round_composition(composition, Neighbours::ReplaceOne),
+        Composition::Basic
+    );
+    assert_eq!(
+        round_composition(Some(Composition::Advanced), Neighbours::AddRemove),
+        Composition::Advanced
+    );
     let kind: TaskKind = serde_json::from_str(
         r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.5],"levels":6}"#,
     )
@@ -336,7 +347,7 @@ fn defaults_fill_in_the_optional_fields() {
         TaskKind::Quantiles {
             branching: None,
             consistent: false,
-            composition: Composition::Basic,
+            composition: None,
             range: None,
             sampling_rate: None,
             threshold: None,

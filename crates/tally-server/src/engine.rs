@@ -19,7 +19,7 @@ use tally_core::quantiles::{
 use tally_core::task::Task;
 use tally_messages::{
     Ask, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem, TaskKind,
-    TaskSpec,
+    TaskSpec, round_composition,
 };
 
 use crate::aggregator::Cell;
@@ -139,6 +139,7 @@ impl Engine {
                 sampling_rate,
                 threshold,
             } => {
+                let composition = &round_composition(*composition, privacy.neighbours);
                 let levels = *levels as usize;
                 let plan = plan(
                     privacy,
@@ -183,6 +184,7 @@ impl Engine {
                 sampling_rate,
                 threshold,
             } => {
+                let composition = &round_composition(*composition, privacy.neighbours);
                 if quantiles.is_empty() {
                     return Err("quantiles: give at least one".to_owned());
                 }

@@ -229,7 +229,7 @@ async fn a_fleet_of_sixteen_thousand_devices_finds_quantiles_by_binary_search() 
         branching: None,
         levels: 6,
         consistent: false,
-        composition: tally_accounting::composition::Composition::Basic,
+        composition: Some(tally_accounting::composition::Composition::Basic),
         range: Some([0.0, 100.0]),
         sampling_rate: None,
         threshold: None,

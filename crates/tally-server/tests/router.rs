@@ -432,7 +432,7 @@ async fn the_ledger_refuses_what_the_budget_cannot_cover() {
                 branching,
                 levels,
                 consistent: false,
-                composition: tally_accounting::composition::Composition::Basic,
+                composition: Some(tally_accounting::composition::Composition::Basic),
                 range,
                 sampling_rate: Some(0.2),
                 threshold: None,

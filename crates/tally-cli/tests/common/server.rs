@@ -220,7 +220,7 @@ pub(crate) fn task_kind(histogram: bool) -> TaskKind {
             levels: 3,
             segment: 1,
             restricted: true,
-            composition: tally_accounting::composition::Composition::Basic,
+            composition: Some(tally_accounting::composition::Composition::Basic),
             sampling_rate: None,
             threshold: Some(5),
         }

@@ -289,7 +289,7 @@ pub fn triehh_plus(levels: u32, sampling_rate: f64) -> TaskKind {
         levels,
         segment: 1,
         restricted: true,
-        composition: tally_accounting::composition::Composition::Basic,
+        composition: Some(tally_accounting::composition::Composition::Basic),
         sampling_rate: Some(sampling_rate),
         threshold: None,
     }
@@ -304,7 +304,7 @@ pub fn quantiles(levels: u32, sampling_rate: f64) -> TaskKind {
         branching: Some(4),
         levels,
         consistent: false,
-        composition: tally_accounting::composition::Composition::Basic,
+        composition: Some(tally_accounting::composition::Composition::Basic),
         range: Some([0.0, 100.0]),
         sampling_rate: Some(sampling_rate),
         threshold: None,
