@@ -862,12 +862,13 @@ fn admit(
     charge: Charge,
 ) -> Result<(), ApiError> {
     let budget = (population.epsilon, population.delta);
-    let before = Total::of(&charges);
     charges.push(charge);
     let after = Total::of(&charges);
     if after.fits(budget.0, budget.1) {
         return Ok(());
     }
+    charges.pop();
+    let before = Total::of(&charges);
     Err(ApiError::new(
         ErrorCode::BudgetExceeded,
         format!(
