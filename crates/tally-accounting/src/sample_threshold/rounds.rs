@@ -64,10 +64,7 @@ pub fn tight_max_sampling_rate(
             Err(e) => Err(e),
         }
     };
-    // A lone group of τ all sampled is an infinite loss of probability p_s^τ in every round,
-    // so K·p_s^τ ≤ δ is necessary: rates above twice that bound fail.
-    let mut hi =
-        (2.0 * (delta / rounds as f64).powf(1.0 / threshold as f64)).min(1.0_f64.next_down());
+    let mut hi = necessary_rate_bound(delta, rounds, threshold);
     if meets(hi)? {
         return Ok(hi);
     }
@@ -95,6 +92,19 @@ pub fn tight_max_sampling_rate(
         }
     }
     Ok(lo)
+}
+
+/// A rate above which `rounds` runs at `threshold` cannot be `(ε, delta)`-DP for any `ε`.
+///
+/// A lone group of `τ` all sampled is an infinite loss of probability `p_s^τ` in every round,
+/// so the composed pair's infinite-loss mass is at least `1 − (1 − p_s^τ)^K`, and `δ(ε)` is
+/// never below it: the rates where it exceeds `delta` fail. The bound, where it equals `delta`
+/// (`p_s = (1 − (1 − δ)^{1/K})^{1/τ}`), is rounded up by a relative `1e-9` so that it lies
+/// on the failing side, and kept below 1: near `p_s = 1` the loss pair spans ever more
+/// counts and takes seconds to build, for rates that fail anyway.
+fn necessary_rate_bound(delta: f64, rounds: u64, threshold: u64) -> f64 {
+    let per_round = -((-delta).ln_1p() / rounds as f64).exp_m1();
+    (per_round.powf(1.0 / threshold as f64) * (1.0 + 1e-9)).min(1.0_f64.next_down())
 }
 
 /// The smallest threshold at which `rounds` runs at sampling rate `rate` are jointly
@@ -165,6 +175,29 @@ mod tests {
         // And the threshold solve inverts it.
         let tau = tight_min_threshold(4.0, 1e-8, 10, rate).unwrap();
         assert!(tau <= 26, "{tau}");
+    }
+
+    #[test]
+    fn rates_past_the_infinite_loss_bound_fail_and_are_never_tried() {
+        // δ = 1e-4 over 10 rounds at τ = 26: the bound is about 0.642, where the search used
+        // to start at a rate a hair below 1 (whose loss pair never finished building).
+        for (epsilon, delta, rounds, threshold) in [
+            (1.0, 1e-4, 10, 26),
+            (0.1, 1e-3, 10, 26),
+            (4.0, 1e-3, 3, 8),
+            (1.0, 1e-6, 1, 1),
+        ] {
+            let bound = necessary_rate_bound(delta, rounds, threshold);
+            let params = SampleThresholdParams::new(bound, threshold).unwrap();
+            assert!(
+                tight_rounds_epsilon(&params, rounds, delta).is_err(),
+                "{bound} should fail"
+            );
+            let rate = tight_max_sampling_rate(epsilon, delta, rounds, threshold).unwrap();
+            assert!(rate < bound, "{rate} vs {bound}");
+            let params = SampleThresholdParams::new(rate, threshold).unwrap();
+            assert!(tight_rounds_epsilon(&params, rounds, delta).unwrap() <= epsilon);
+        }
     }
 
     #[test]
