@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Load figures of the federated runtime: `tally serve` and `tally fleet` on one machine.
+
+For each workload, a fresh server (SQLite in a scratch directory) runs one S&T histogram task
+and `tally fleet` uploads every device's report; the fleet's closing summary (uploads per
+second, latency percentiles) is the measurement. Plain HTTP and TLS servers alternate within
+the run (plain, TLS, plain, TLS, ...), so both see the same machine state, and the medians of
+the repeats are printed. Tokens are used in both; the fleet checks in through the operator's
+credential, which relays for many devices.
+
+    cargo build --release -p tally-cli
+    python3 tools/bench/federated_load.py [--repeats 3] [--tally target/release/tally]
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+import urllib.request
+import ssl
+
+WORKLOADS = {
+    "batched": {
+        "devices": 1_000_000,
+        "batch": 256,
+        "concurrency": 8,
+        "describe": "10^6 devices, batches of 256, 8 in flight",
+    },
+    "single": {
+        "devices": 200_000,
+        "batch": 1,
+        "concurrency": 32,
+        "describe": "2*10^5 devices, one device per request, 32 in flight",
+    },
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(cmd, **kwargs):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kwargs).stdout
+
+
+def wait_ready(url, context):
+    for _ in range(300):
+        try:
+            urllib.request.urlopen(url + "/healthz", context=context, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"server at {url} did not start")
+
+
+def measure(tally, workload, tls, work):
+    """One server, one task, one fleet run; returns (uploads/s, p50 ms, p99 ms)."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    db = f"sqlite://{work}/tally.db"
+    devices = workload["devices"]
+    run([tally, "population", "create", "--db", db, "load", "--budget-epsilon", "100",
+         "--budget-delta", "1e-3", "--min-cohort", "100"])
+    operator = run([tally, "token", "create", "--db", db, "--role", "operator", "--name",
+                    "operator"]).strip()
+    analyst = run([tally, "token", "create", "--db", db, "--role", "analyst", "--population",
+                   "load", "--name", "analyst"]).strip()
+    port = free_port()
+    serve = [tally, "serve", "--quiet", "--listen", f"127.0.0.1:{port}", "--db", db]
+    env = dict(os.environ)
+    context = None
+    if tls:
+        cert, key = f"{work}/server.pem", f"{work}/server.key"
+        run([tally, "cert", "--cert", cert, "--key", key])
+        serve += ["--tls-cert", cert, "--tls-key", key]
+        env["TALLY_CA_CERT"] = cert
+        context = ssl.create_default_context(cafile=cert)
+        url = f"https://127.0.0.1:{port}"
+    else:
+        env.pop("TALLY_CA_CERT", None)
+        url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=env)
+    try:
+        wait_ready(url, context)
+        synthetic = f"zipf:n={devices},domain=100000,s=1.1"
+        task = run([tally, "task", "create", "--server", url, "--token", analyst, "--mechanism",
+                    "sample-threshold", "--epsilon", "1", "--delta", "1e-8",
+                    "--sampling-rate", "0.6", "--population", "load",
+                    "--expected-population", str(devices), "--json"], env=env)
+        task_id = re.search(r'"id":\s*"?([^",}]+)', task).group(1)
+        out = run([tally, "fleet", "--quiet", "--server", url, "--token", operator,
+                   "--synthetic", synthetic, "--task", task_id, "--batch",
+                   str(workload["batch"]), "--concurrency", str(workload["concurrency"])],
+                  env=env)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    rate = float(re.search(r"([\d,.]+) uploads/s", out).group(1).replace(",", ""))
+    p50 = float(re.search(r"p50 ([\d.]+) ms", out).group(1))
+    p99 = float(re.search(r"p99 ([\d.]+) ms", out).group(1))
+    return rate, p50, p99
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tally", default="target/release/tally")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="tally-load-")
+    try:
+        for name in args.workload or ["batched", "single"]:
+            workload = WORKLOADS[name]
+            results = {False: [], True: []}
+            for _ in range(args.repeats):
+                for tls in (False, True):
+                    results[tls].append(measure(args.tally, workload, tls, f"{work}/run"))
+            print(f"{workload['describe']}:")
+            for tls in (False, True):
+                rates = [r[0] for r in results[tls]]
+                p50 = statistics.median(r[1] for r in results[tls])
+                p99 = statistics.median(r[2] for r in results[tls])
+                print(f"  {'TLS  ' if tls else 'plain'} median {statistics.median(rates):,.0f} "
+                      f"uploads/s (runs: {', '.join(f'{r:,.0f}' for r in rates)}), "
+                      f"p50 {p50:.2f} ms, p99 {p99:.2f} ms")
+            ratio = statistics.median(r[0] for r in results[True]) / statistics.median(
+                r[0] for r in results[False])
+            print(f"  TLS / plain {ratio:.2f}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
