@@ -41,9 +41,15 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
     let pair = params.loss_pair(TIGHT_STEP)?;
     let composed = pair.self_compose(levels)?.epsilon(delta)?;
     let meets_target = composed <= epsilon;
-    let per_level = pair.epsilon(delta / levels as f64)?;
-    let (basic_epsilon, _) =
-        compose_basic(&vec![(per_level, delta / levels as f64); levels as usize])?;
+    // None where a level alone has no ε at δ/L (its infinite-loss mass exceeds δ/L, while
+    // the levels' joint mass stays within δ): basic composition cannot reach the target.
+    let basic_epsilon = match pair.epsilon(delta / levels as f64) {
+        Ok(per_level) => {
+            Some(compose_basic(&vec![(per_level, delta / levels as f64); levels as usize])?.0)
+        }
+        Err(tally_accounting::Error::Infeasible { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
     if args.json {
         return Ok(print_json(&json!({
             "mechanism": "triehh++",
@@ -76,7 +82,10 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
             ),
             (
                 "basic composition",
-                format!("{basic_epsilon:.6} (each level at delta/L, summed)"),
+                basic_epsilon.map_or_else(
+                    || "none (a level alone has no epsilon at delta/L)".to_owned(),
+                    |e| format!("{e:.6} (each level at delta/L, summed)"),
+                ),
             ),
             ("solved for", solved_for.to_owned()),
         ],

@@ -38,6 +38,22 @@ fn plan_triehh_plus_composes_levels_tightly() {
 }
 
 #[test]
+fn plan_triehh_plus_answers_where_a_level_alone_has_no_epsilon_at_delta_over_l() {
+    // At (10, 1e-4) the largest rate puts each level's infinite-loss mass above δ/L while
+    // the ten levels' joint mass stays within δ: the plan holds, and basic composition, which
+    // needs each level at δ/L, has no ε to offer. (At δ ≥ 1e-6 this plan used not to return.)
+    for delta in ["1e-5", "1e-4"] {
+        let out = json(&format!(
+            "plan triehh++ --epsilon 10 --delta {delta} --levels 10 --json"
+        ));
+        assert_eq!(out["meets_target"], true, "{out}");
+        assert!(out["composed_epsilon"].as_f64().unwrap() <= 10.0, "{out}");
+    }
+    let out = json("plan triehh++ --epsilon 10 --delta 1e-4 --levels 10 --json");
+    assert!(out["basic_composition_epsilon"].is_null(), "{out}");
+}
+
+#[test]
 fn plan_closed_form_from_alpha_reproduces_the_paper() {
     let out = json(
         "plan sample-threshold --epsilon 1 --delta 1e-8 --alpha 0.16666666666666666 --method closed-form --json",

@@ -415,12 +415,27 @@ fn bracketed_root(
     tolerance: f64,
     excess: impl Fn(f64) -> Result<f64, Error>,
 ) -> Result<f64, Error> {
-    let (mut lo, mut hi) = (lo, hi);
-    let (mut f_lo, mut f_hi) = (excess(lo)?, excess(hi)?);
+    let (f_lo, f_hi) = (excess(lo)?, excess(hi)?);
+    bracketed_root_from(
+        (lo, f_lo),
+        (hi, f_hi),
+        |lo, hi| hi - lo <= lo * tolerance,
+        excess,
+    )
+}
+
+/// [`bracketed_root`] from ends whose `excess` is already known (`lo.1 ≤ 0 < hi.1`), stopping
+/// once `narrow(lo, hi)` holds for the bracket.
+pub(super) fn bracketed_root_from(
+    (mut lo, mut f_lo): (f64, f64),
+    (mut hi, mut f_hi): (f64, f64),
+    narrow: impl Fn(f64, f64) -> bool,
+    excess: impl Fn(f64) -> Result<f64, Error>,
+) -> Result<f64, Error> {
     debug_assert!(f_lo <= 0.0 && f_hi > 0.0);
     let mut last_side = 0;
     for _ in 0..200 {
-        if hi - lo <= lo * tolerance {
+        if narrow(lo, hi) {
             break;
         }
         let secant = hi - f_hi * (hi - lo) / (f_hi - f_lo);

@@ -3,6 +3,7 @@
 //! [`SampleThresholdParams::loss_pair`].
 
 use super::SampleThresholdParams;
+use super::plan::bracketed_root_from;
 use crate::Error;
 
 /// The loss grid of the tight accountant. Every loss of the connect-the-dots pair sits on it, so
@@ -41,8 +42,9 @@ pub fn tight_rounds_epsilon(
 /// The largest sampling rate (to a relative `1e-4`, rounded down) at which `rounds` runs at
 /// threshold `threshold` are jointly `(epsilon, delta)`-DP by the tight accountant.
 ///
-/// The composed `ε` grows with the rate, so a bisection on the rate finds it; the returned
-/// rate was checked to meet the target.
+/// The composed `ε` grows with the rate, so a bracketed search finds it (regula falsi, on a
+/// variable in which `ε` is close to linear); the returned rate was checked to meet the
+/// target.
 ///
 /// # Errors
 ///
@@ -56,21 +58,26 @@ pub fn tight_max_sampling_rate(
     super::check_epsilon(epsilon)?;
     super::check_delta(delta)?;
     check_rounds(rounds)?;
-    let meets = |rate: f64| -> Result<bool, Error> {
-        let params = SampleThresholdParams::new(rate, threshold)?;
+    // Every rate from `bound` up fails (its infinite-loss mass alone exceeds δ), and the
+    // composed ε climbs steeply towards it, about linearly in z = −ln(1 − rate/bound): the
+    // search runs on z, where the secant steps of `bracketed_root_from` land close to the
+    // root.
+    let bound = necessary_rate_bound(delta, rounds, threshold);
+    let rate_at = |z: f64| -bound * (-z).exp_m1();
+    let z_at = |rate: f64| -(-rate / bound).ln_1p();
+    let excess = |z: f64| -> Result<f64, Error> {
+        let params = SampleThresholdParams::new(rate_at(z), threshold)?;
         match tight_rounds_epsilon(&params, rounds, delta) {
-            Ok(e) => Ok(e <= epsilon),
-            Err(Error::Infeasible { .. }) => Ok(false),
+            Ok(e) => Ok(e / epsilon - 1.0),
+            Err(Error::Infeasible { .. }) => Ok(INFEASIBLE_EXCESS),
             Err(e) => Err(e),
         }
     };
-    let mut hi = necessary_rate_bound(delta, rounds, threshold);
-    if meets(hi)? {
-        return Ok(hi);
-    }
     // The per-round cap of a single round at ε is a safe start when it meets the target.
-    let mut lo = -(-epsilon / rounds as f64).exp_m1();
-    while !meets(lo)? {
+    let mut lo = (-(-epsilon / rounds as f64).exp_m1()).min(bound / 2.0);
+    let mut hi = bound;
+    let mut f_lo = excess(z_at(lo))?;
+    while f_lo > 0.0 {
         hi = lo;
         lo /= 4.0;
         if lo < 1e-12 {
@@ -82,17 +89,35 @@ pub fn tight_max_sampling_rate(
                 ),
             ));
         }
+        f_lo = excess(z_at(lo))?;
     }
-    while hi - lo > lo * 1e-4 {
-        let mid = lo + (hi - lo) / 2.0;
-        if meets(mid)? {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(lo)
+    // Above the last failing rate, or just below `bound` (a rate that close to it fails or
+    // needs an ε far above any target, so it counts as failing without being evaluated).
+    let top = if hi < bound {
+        (z_at(hi), INFEASIBLE_EXCESS)
+    } else {
+        (MAX_Z, INFEASIBLE_EXCESS)
+    };
+    // The bracket is narrow once its rates are: [z_lo, z_hi] spans the rates
+    // [rate_at(z_lo), rate_at(z_hi)], which near `bound` (large z) are far closer together
+    // than the z themselves.
+    let narrow = |z_lo: f64, z_hi: f64| {
+        let (lo, hi) = (rate_at(z_lo), rate_at(z_hi));
+        hi - lo <= lo * RATE_TOLERANCE
+    };
+    let z = bracketed_root_from((z_at(lo), f_lo), top, narrow, excess)?;
+    Ok(rate_at(z))
 }
+
+/// The relative width in the rate at which the tight rate search stops.
+const RATE_TOLERANCE: f64 = 1e-4;
+
+/// The top of the search in z: a rate within `e^{−30}` (relative) of the bound.
+const MAX_Z: f64 = 30.0;
+
+/// The excess given to a failing end, and to a rate at which no `ε` bounds the rounds: positive,
+/// so the rate counts as failing, and finite, so the secant steps stay defined.
+const INFEASIBLE_EXCESS: f64 = 1.0;
 
 /// A rate above which `rounds` runs at `threshold` cannot be `(ε, delta)`-DP for any `ε`.
 ///
