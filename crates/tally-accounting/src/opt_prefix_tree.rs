@@ -188,13 +188,7 @@ pub fn aggregate_guarantee(
         bound,
         per_iteration,
         aggregate,
-        local: Guarantee {
-            epsilon: local_epsilon,
-            delta: 0.0,
-            neighbours: Neighbours::ReplaceOne,
-            model: TrustModel::Local,
-            analysis: local_analysis(local_epsilon, iterations),
-        },
+        local: local_guarantee(local_epsilon, iterations),
     })
 }
 
@@ -266,14 +260,19 @@ fn aggregate_guarantee_tight(
                  privacy-loss distribution (pessimistic, grid {step})"
             ),
         ),
-        local: Guarantee {
-            epsilon: local_epsilon,
-            delta: 0.0,
-            neighbours: Neighbours::ReplaceOne,
-            model: TrustModel::Local,
-            analysis: local_analysis(local_epsilon, iterations),
-        },
+        local: local_guarantee(local_epsilon, iterations),
     })
+}
+
+/// The local guarantee of one iteration: `(ε₀, 0)`, replace-one, local model.
+fn local_guarantee(local_epsilon: f64, iterations: usize) -> Guarantee {
+    Guarantee {
+        epsilon: local_epsilon,
+        delta: 0.0,
+        neighbours: Neighbours::ReplaceOne,
+        model: TrustModel::Local,
+        analysis: local_analysis(local_epsilon, iterations),
+    }
 }
 
 /// [`solve_local_epsilon`] with [`Composition::Tight`]: bisection on `ε₀` of the composed
