@@ -20,7 +20,7 @@
 //! releases (each is `ε₀`-LDP): the product of the rounds' pairs dominates the composition
 //! ([`crate::pld::PrivacyLossPair`]).
 //!
-//! Given `C = c`, the first coordinate `t` determines the outcome, with
+//! Given `C = c`, the second coordinate `t` determines the outcome (the first is `c + 1 − t`):
 //! `P_c(t) = a·b_c(t) + (1 − a)·b_c(t − 1)` and `Q_c(t) = (1 − a)·b_c(t) + a·b_c(t − 1)`, where
 //! `b_c` is the `Bin(c, 1/2)` pmf and `a = e^{ε₀}/(e^{ε₀} + 1)`. The loss is
 //! `ln(P_c(t)/Q_c(t)) = ln((a + (1 − a)ρ)/((1 − a) + aρ))` with `ρ = t/(c − t + 1)`, between
