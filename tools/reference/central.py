@@ -49,10 +49,9 @@ import vectors_io  # noqa: E402  (JSON formatting and command line shared by the
 
 mp.dps = 40
 
-GENERATED_BY = "tools/reference/central.py"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 SEED = 20261122
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = REPO_ROOT / "crates" / "tally-accounting" / "tests" / "test_vectors" / "central"
 GRID = 2**20
 NEIGHBOURS = {"add-remove": (1, 1), "replace-one": (2, 2)}  # name -> (L1, L2^2)
 
@@ -277,9 +276,5 @@ def generate(log) -> dict[str, str]:
     return files
 
 
-def main() -> int:
-    return vectors_io.run(description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY, generate=generate, warnings=WARNINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate, warnings=WARNINGS)

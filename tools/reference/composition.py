@@ -55,10 +55,9 @@ import vectors_io  # noqa: E402  (JSON formatting and command line shared by the
 
 mp.dps = 50
 
-GENERATED_BY = "tools/reference/composition.py"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 SEED = 20261201
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = REPO_ROOT / "crates" / "tally-accounting" / "tests" / "test_vectors" / "composition"
 
 WARNINGS: list[str] = []
 
@@ -567,9 +566,5 @@ def generate(log) -> dict[str, str]:
     return files
 
 
-def main() -> int:
-    return vectors_io.run(description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY, generate=generate, warnings=WARNINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate, warnings=WARNINGS)

@@ -33,10 +33,9 @@ import vectors_io  # noqa: E402
 
 mp.dps = 50
 
-GENERATED_BY = "tools/reference/ghazi.py"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 SEED = 20261123
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = REPO_ROOT / "crates" / "tally-accounting" / "tests" / "test_vectors" / "ghazi"
 
 JSON = vectors_io.JsonFormat(vectors_io.float_string, number_types=(mpf,), to_double=lambda x: float(x))
 
@@ -143,9 +142,5 @@ def generate(log) -> dict[str, str]:
     return {"hadamard.json": JSON.document(build_hadamard(log)), "count_min.json": JSON.document(build_count_min(log))}
 
 
-def main() -> int:
-    return vectors_io.run(description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY, generate=generate)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate)

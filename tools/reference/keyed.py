@@ -14,14 +14,16 @@ Usage (from anywhere):
 
 from __future__ import annotations
 
-import argparse
 import json
 import struct
 import sys
 from fractions import Fraction
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parents[2] / "crates/tally-core/tests/test_vectors/keyed.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
+import vectors_io  # noqa: E402  (the command line shared by the scripts)
+
+SCRIPT = vectors_io.Script(__file__, "crates/tally-core/tests/test_vectors")
 
 KEY_CONTEXT = "tally 2026-11 keyed sampling key v1"
 
@@ -159,21 +161,9 @@ def vectors() -> dict:
     return {"row_secret": "rows", "coins": cases, "rows": rows}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the committed vectors")
-    args = parser.parse_args()
-    text = json.dumps(vectors(), indent=1, ensure_ascii=False) + "\n"
-    if args.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} differs from the reference", file=sys.stderr)
-            return 1
-        print(f"{OUT.name}: ok")
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
-    return 0
+def generate(log: vectors_io.Log) -> dict[str, str]:
+    return {"keyed.json": json.dumps(vectors(), indent=1, ensure_ascii=False) + "\n"}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate)

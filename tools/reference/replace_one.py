@@ -30,8 +30,8 @@ import numpy as np  # installed with dp-accounting (requirements.txt)
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
 import vectors_io  # noqa: E402  (JSON formatting and command line shared by the scripts)
 
-GENERATED_BY = "tools/reference/replace_one.py"
-OUT_DIR = Path(__file__).resolve().parents[2] / "crates/tally-accounting/tests/test_vectors/replace_one"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 
 # (epsilon, sampling rate, threshold); every p is at most 1 - e^(-eps/2).
 CASES = [
@@ -126,15 +126,5 @@ def generate(log: vectors_io.Log) -> dict[str, str]:
     return {"two_cell.json": vectors_io.JsonFormat(vectors_io.float_17g).document(doc)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    return vectors_io.run(
-        description=__doc__.splitlines()[0],
-        default_out_dir=OUT_DIR,
-        script=GENERATED_BY,
-        generate=generate,
-        argv=argv,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate)

@@ -48,10 +48,9 @@ import vectors_io  # noqa: E402  (JSON formatting and command line shared by the
 
 mp.dps = 50
 
-GENERATED_BY = "tools/reference/sample_threshold.py"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 SEED = 20261122
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = REPO_ROOT / "crates" / "tally-accounting" / "tests" / "test_vectors" / "sample_threshold"
 METHODS = ("closed_form", "theorem1", "exact", "tight")
 
 # Relative truncation tolerance for the upper binomial tail inside one k (see exact_and_tight()).
@@ -1216,12 +1215,5 @@ def report_violations() -> int:
     return 2
 
 
-def main() -> int:
-    return vectors_io.run(
-        description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY,
-        generate=generate, warnings=WARNINGS, after_generate=report_violations,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate, warnings=WARNINGS, after_generate=report_violations)

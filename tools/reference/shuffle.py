@@ -32,10 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
 import vectors_io  # noqa: E402  (JSON formatting and command line shared by the scripts)
 
-GENERATED_BY = "tools/reference/shuffle.py"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 SEED = 20261122
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = REPO_ROOT / "crates" / "tally-accounting" / "tests" / "test_vectors" / "shuffle"
 
 WARNINGS: list[str] = []
 
@@ -143,9 +142,5 @@ def generate(log) -> dict[str, str]:
     return files
 
 
-def main() -> int:
-    return vectors_io.run(description=__doc__.split("\n")[0], default_out_dir=OUT_DIR, script=GENERATED_BY, generate=generate, warnings=WARNINGS)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate, warnings=WARNINGS)

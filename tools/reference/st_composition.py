@@ -35,9 +35,8 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
 import vectors_io  # noqa: E402  (JSON formatting and command line shared by the scripts)
 
-GENERATED_BY = "tools/reference/st_composition.py"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OUT_DIR = REPO_ROOT / "crates" / "tally-accounting" / "tests" / "test_vectors" / "st_composition"
+SCRIPT = vectors_io.Script(__file__)
+GENERATED_BY = SCRIPT.generated_by
 
 # (sampling rate, threshold, rounds, delta): the TrieHH++ level of issue 14 and three others.
 CASES = [
@@ -124,15 +123,5 @@ def generate(log: vectors_io.Log) -> dict[str, str]:
     return {"tight_rounds.json": vectors_io.JsonFormat(vectors_io.float_17g).document(doc)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    return vectors_io.run(
-        description=__doc__.splitlines()[0],
-        default_out_dir=OUT_DIR,
-        script=GENERATED_BY,
-        generate=generate,
-        argv=argv,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    SCRIPT.main(__doc__, generate)

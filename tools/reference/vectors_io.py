@@ -6,7 +6,9 @@ of each other; this module holds only what they share around the mathematics:
 * the deterministic JSON text the vectors are written in (`JsonFormat`, with the two float styles
   `float_17g` and `float_string`), and
 * the command line (`run`): generate the files, print the warnings, then either write the files or,
-  with `--check`, compare them with the committed ones and exit 1 on any difference.
+  with `--check`, compare them with the committed ones and exit 1 on any difference; and
+* a script's identity (`Script`): the path written into its vectors and shown in hints, and the
+  directory its vectors go to, both derived from the script's own file.
 
 Standard library only (the scripts convert their mpmath / Fraction values through the `to_double`
 hook they pass to `JsonFormat`). The scripts import it from their own directory, which Python puts
@@ -207,6 +209,36 @@ def write_files(files: dict[str, str], out_dir: Path, log: Log) -> int:
         (out_dir / name).write_text(text, encoding="utf-8")
         log(f"wrote {out_dir / name}")
     return 0
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+class Script:
+    """A reference script: `Script(__file__)` at its top, `main(...)` at its bottom.
+
+    `generated_by` is the script's path from the repository root (written into its vectors and
+    shown in the "run python3 ..." hint); `out_dir` is where its vectors go, by default
+    `crates/tally-accounting/tests/test_vectors/<the script's name>`.
+    """
+
+    def __init__(self, file: str, out_dir: str | None = None) -> None:
+        path = Path(file).resolve()
+        self.generated_by = path.relative_to(REPO_ROOT).as_posix()
+        default = Path("crates/tally-accounting/tests/test_vectors") / path.stem
+        self.out_dir = REPO_ROOT / (out_dir or default)
+
+    def main(self, doc: str, generate: Callable[[Log], dict[str, str]], **options) -> None:
+        """Runs the script (`run`, described by the first line of `doc`) and exits with its code."""
+        sys.exit(
+            run(
+                description=doc.splitlines()[0],
+                default_out_dir=self.out_dir,
+                script=self.generated_by,
+                generate=generate,
+                **options,
+            )
+        )
 
 
 def run(
