@@ -14,7 +14,7 @@ use crate::ledger::{Charge, LossRounds};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 7] = [
+const SCHEMA: [&str; 9] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -71,7 +71,18 @@ const SCHEMA: [&str; 7] = [
         created_at BIGINT NOT NULL,
         revoked_at BIGINT
     )",
+    // One row: bumped in the transaction of every change to `credentials`, so that a running
+    // server sees a change made beside it (`tally token revoke --db`) by reading one number.
+    "CREATE TABLE IF NOT EXISTS credential_changes (
+        id BIGINT PRIMARY KEY,
+        generation BIGINT NOT NULL
+    )",
+    "INSERT INTO credential_changes (id, generation) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
 ];
+
+/// Counts a change to `credentials`, in the transaction that makes it.
+const BUMP_CREDENTIAL_GENERATION: &str =
+    "UPDATE credential_changes SET generation = generation + 1 WHERE id = 1";
 
 /// Where a stored round ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -647,8 +658,20 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        sqlx::query(BUMP_CREDENTIAL_GENERATION)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// The credentials' generation: it changes whenever a credential is added or revoked, by
+    /// this process or another.
+    pub(crate) async fn credential_generation(&self) -> Result<i64, ServerError> {
+        let row = sqlx::query("SELECT generation FROM credential_changes WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("generation")?)
     }
 
     /// The credential `id`, revoked or not.
@@ -683,11 +706,16 @@ impl Store {
         id: &str,
         at: i64,
     ) -> Result<Option<StoredCredential>, ServerError> {
+        let mut tx = self.pool.begin().await?;
         sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        sqlx::query(BUMP_CREDENTIAL_GENERATION)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         self.credential(id).await
     }
 
