@@ -231,8 +231,9 @@ pub(crate) struct WriterLease {
     /// An exclusive lock on `FILE.lock` beside a SQLite file, released when it closes.
     _file: Option<std::fs::File>,
     /// The connection (outside the pool) whose PostgreSQL session holds the advisory lock,
-    /// released when it ends.
-    _session: Option<sqlx::AnyConnection>,
+    /// released when it ends. Never used, only held: the mutex makes the lease, and so a
+    /// [`crate::Server`], shareable between threads (a test serves it from a task of its own).
+    _session: Option<std::sync::Mutex<sqlx::AnyConnection>>,
 }
 
 /// The key of the PostgreSQL advisory lock (advisory locks are per database).
@@ -294,7 +295,7 @@ impl Store {
             return if locked {
                 Ok(WriterLease {
                     _file: None,
-                    _session: Some(connection.detach()),
+                    _session: Some(std::sync::Mutex::new(connection.detach())),
                 })
             } else {
                 Err(held())
