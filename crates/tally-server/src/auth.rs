@@ -6,6 +6,10 @@
 //! proves it. The server keeps the id and `SHA-256(SECRET)`, never the secret, so a copy of
 //! the database does not let anyone act as a credential; a token is shown once, when made.
 
+use std::collections::HashMap;
+use std::sync::{PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -67,7 +71,7 @@ fn mint(spec: &CredentialSpec, created_at: i64) -> Minted {
             role: spec.role.name().to_owned(),
             // Unwrap safety: a list of strings serializes.
             populations: serde_json::to_string(&spec.populations).expect("names serialize"),
-            secret_hash: hex(&Sha256::digest(secret.as_bytes())),
+            secret_hash: hash_secret(&secret),
             created_at,
             revoked_at: None,
         },
@@ -75,16 +79,28 @@ fn mint(spec: &CredentialSpec, created_at: i64) -> Minted {
     }
 }
 
-/// Stores a new credential for a checked `spec` and returns it with its token.
+/// Stores new credentials, and puts them in the running server's `cache` (if any) at once.
+async fn insert(
+    store: &Store,
+    cache: Option<&CredentialCache>,
+    credentials: &[StoredCredential],
+) -> Result<(), ServerError> {
+    match cache {
+        Some(cache) => cache.insert(store, credentials).await,
+        None => store.insert_credentials(credentials).await,
+    }
+}
+
+/// Stores a new credential for a checked `spec` and returns it with its token; `cache` is
+/// the running server's, `None` beside it.
 pub(crate) async fn issue(
     store: &Store,
+    cache: Option<&CredentialCache>,
     spec: &CredentialSpec,
     created_at: i64,
 ) -> Result<IssuedCredential, ServerError> {
     let minted = mint(spec, created_at);
-    store
-        .insert_credentials(std::slice::from_ref(&minted.stored))
-        .await?;
+    insert(store, cache, std::slice::from_ref(&minted.stored)).await?;
     let credential = info(&minted.stored)
         .ok_or_else(|| ServerError::Corrupt("a credential just made does not read back".into()))?;
     Ok(IssuedCredential {
@@ -97,9 +113,11 @@ pub(crate) async fn issue(
 pub(crate) const MAX_ENROLLMENT: u32 = 10_000;
 
 /// Enrolls `count` devices of the (provisioned, checked) `population`: one device
-/// credential each, stored in one transaction, their tokens returned in order.
+/// credential each, stored in one transaction, their tokens returned in order; `cache` is the
+/// running server's, `None` beside it.
 pub(crate) async fn enroll(
     store: &Store,
+    cache: Option<&CredentialCache>,
     population: &str,
     count: u32,
     created_at: i64,
@@ -112,27 +130,172 @@ pub(crate) async fn enroll(
     };
     let minted: Vec<Minted> = (0..count).map(|_| mint(&spec, created_at)).collect();
     let stored: Vec<StoredCredential> = minted.iter().map(|m| m.stored.clone()).collect();
-    store.insert_credentials(&stored).await?;
+    insert(store, cache, &stored).await?;
     Ok(minted.into_iter().map(|m| m.token).collect())
 }
 
-/// The live credential `token` proves, if any. An unknown id costs the same hash and
-/// comparison as a known one.
-pub(crate) async fn authenticate(
-    store: &Store,
-    token: &str,
-) -> Result<Option<Principal>, ServerError> {
-    let Some((id, secret)) = split(token) else {
-        return Ok(None);
-    };
-    let stored = store.credential(id).await?;
-    let hash = stored
-        .as_ref()
-        .map_or(UNKNOWN_HASH, |c| c.secret_hash.as_str());
-    if !secret_matches(secret, hash) {
-        return Ok(None);
+/// How long the credentials held in memory are trusted after the database last confirmed
+/// them: a credential revoked beside the running server (`tally token revoke --db`) is
+/// refused at most this long after the revocation commits. Past it (the database did not
+/// answer the last polls), every request reads its credential from the database.
+pub(crate) const CREDENTIALS_STALENESS: Duration = Duration::from_secs(1);
+
+/// How often the server asks the database whether its credentials changed.
+pub(crate) const CREDENTIALS_POLL: Duration = Duration::from_millis(250);
+
+/// The credentials in memory, so that a request is authenticated without a database round
+/// trip, kept in step with the database: changes through the API at once, changes made
+/// beside the server (the `--db` commands) within [`CREDENTIALS_STALENESS`], through the
+/// database's credential generation (bumped in the transaction of every change).
+#[derive(Debug, Default)]
+pub(crate) struct CredentialCache {
+    /// The credentials as of the last refresh.
+    state: RwLock<Snapshot>,
+    /// Held by a refresh and by a revocation through the API, so that a refresh that read
+    /// the database before a revocation cannot install its older view after it.
+    writer: tokio::sync::Mutex<()>,
+}
+
+#[derive(Debug, Default)]
+struct Snapshot {
+    /// Every stored credential by id (revoked ones too, without a principal).
+    entries: HashMap<String, Entry>,
+    /// The credential generation they were read at; `None` before the first load.
+    generation: Option<i64>,
+    /// When the database last confirmed them: the time the generation was asked for.
+    confirmed_at: Option<Instant>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    secret_hash: String,
+    /// `None` when the credential is revoked (or its stored role or populations unreadable).
+    principal: Option<Principal>,
+}
+
+/// What the cache says of a credential id.
+enum Lookup {
+    /// The cache is confirmed and holds the id: whether the secret matches, and its principal.
+    Known(bool, Option<Principal>),
+    /// The cache is stale, or does not hold the id (made beside the server since the last
+    /// refresh, or unknown): the database answers.
+    Ask,
+}
+
+impl CredentialCache {
+    /// The live credential `token` proves, if any: from memory while the cache is confirmed
+    /// and holds its id, from the database otherwise. Either way the secret's hash is
+    /// compared in constant time, and an unknown id costs the same hash and comparison as a
+    /// known one.
+    pub(crate) async fn authenticate(
+        &self,
+        store: &Store,
+        token: &str,
+    ) -> Result<Option<Principal>, ServerError> {
+        let Some((id, secret)) = split(token) else {
+            return Ok(None);
+        };
+        let presented = hash_secret(secret);
+        if let Lookup::Known(matches, principal) = self.lookup(id, &presented, Instant::now()) {
+            return Ok(if matches { principal } else { None });
+        }
+        let stored = store.credential(id).await?;
+        let hash = stored
+            .as_ref()
+            .map_or(UNKNOWN_HASH, |c| c.secret_hash.as_str());
+        if !hashes_match(&presented, hash) {
+            return Ok(None);
+        }
+        Ok(stored.as_ref().and_then(principal))
     }
-    Ok(stored.as_ref().and_then(principal))
+
+    fn lookup(&self, id: &str, presented: &str, now: Instant) -> Lookup {
+        let state = self.read();
+        let confirmed = state
+            .confirmed_at
+            .is_some_and(|at| now.saturating_duration_since(at) <= CREDENTIALS_STALENESS);
+        match state.entries.get(id) {
+            Some(entry) if confirmed => Lookup::Known(
+                hashes_match(presented, &entry.secret_hash),
+                entry.principal.clone(),
+            ),
+            _ => Lookup::Ask,
+        }
+    }
+
+    /// Brings the cache in step with the database: reads the credential generation and, when
+    /// it changed since the last load, every credential. Called at start and every
+    /// [`CREDENTIALS_POLL`].
+    pub(crate) async fn refresh(&self, store: &Store) -> Result<(), ServerError> {
+        let _writer = self.writer.lock().await;
+        // Everything committed before this instant is in the generation read next.
+        let asked_at = Instant::now();
+        let generation = store.credential_generation().await?;
+        let known = self.read().generation;
+        if known != Some(generation) {
+            let entries = store
+                .credentials()
+                .await?
+                .iter()
+                .map(|c| {
+                    let entry = Entry {
+                        secret_hash: c.secret_hash.clone(),
+                        principal: principal(c),
+                    };
+                    (c.id.clone(), entry)
+                })
+                .collect();
+            let mut state = self.write();
+            state.entries = entries;
+            state.generation = Some(generation);
+        }
+        self.write().confirmed_at = Some(asked_at);
+        Ok(())
+    }
+
+    /// Stores new credentials in the database and, at once, in memory.
+    async fn insert(
+        &self,
+        store: &Store,
+        credentials: &[StoredCredential],
+    ) -> Result<(), ServerError> {
+        let _writer = self.writer.lock().await;
+        store.insert_credentials(credentials).await?;
+        let mut state = self.write();
+        for c in credentials {
+            let entry = Entry {
+                secret_hash: c.secret_hash.clone(),
+                principal: principal(c),
+            };
+            state.entries.insert(c.id.clone(), entry);
+        }
+        Ok(())
+    }
+
+    /// Revokes the credential `id` in the database and, at once, in memory; returns it.
+    pub(crate) async fn revoke(
+        &self,
+        store: &Store,
+        id: &str,
+        at: i64,
+    ) -> Result<Option<StoredCredential>, ServerError> {
+        let _writer = self.writer.lock().await;
+        let stored = store.revoke_credential(id, at).await?;
+        if let Some(entry) = self.write().entries.get_mut(id) {
+            entry.principal = None;
+        }
+        Ok(stored)
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Snapshot> {
+        // The snapshot is only replaced field by field under the lock: a poisoned one is
+        // still consistent.
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Snapshot> {
+        self.state.write().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 /// Compared against when the id is unknown: no secret hashes to it (not hex).
@@ -146,9 +309,13 @@ fn split(token: &str) -> Option<(&str, &str)> {
     (hex_digits(id, ID_DIGITS) && hex_digits(secret, 2 * SECRET_BYTES)).then_some((id, secret))
 }
 
-/// Whether `secret` hashes to `stored_hash`, compared in constant time.
-fn secret_matches(secret: &str, stored_hash: &str) -> bool {
-    let presented = hex(&Sha256::digest(secret.as_bytes()));
+/// The stored form of a token's secret: `SHA-256(SECRET)` in hex.
+fn hash_secret(secret: &str) -> String {
+    hex(&Sha256::digest(secret.as_bytes()))
+}
+
+/// Whether a presented secret's hash is `stored_hash`, compared in constant time.
+fn hashes_match(presented: &str, stored_hash: &str) -> bool {
     presented.as_bytes().ct_eq(stored_hash.as_bytes()).into()
 }
 
@@ -247,13 +414,61 @@ mod tests {
         let (id, secret) = split(&minted.token).unwrap();
         assert_eq!(id, minted.stored.id);
         assert!(!minted.stored.secret_hash.contains(secret));
-        assert!(secret_matches(secret, &minted.stored.secret_hash));
+        assert!(hashes_match(
+            &hash_secret(secret),
+            &minted.stored.secret_hash
+        ));
         let other = mint(&spec(Role::Analyst, &["a"]), 0);
         let (_, other_secret) = split(&other.token).unwrap();
-        assert!(!secret_matches(other_secret, &minted.stored.secret_hash));
+        assert!(!hashes_match(
+            &hash_secret(other_secret),
+            &minted.stored.secret_hash
+        ));
         for bad in ["", "tally_", "tally_00_11", "bearer", "tally_x_y"] {
             assert!(split(bad).is_none(), "{bad}");
         }
+    }
+
+    #[test]
+    fn credentials_in_memory_are_trusted_only_within_the_staleness_bound() {
+        let minted = mint(&spec(Role::Analyst, &["a"]), 0);
+        let (id, secret) = split(&minted.token).unwrap();
+        let presented = hash_secret(secret);
+        let confirmed_at = Instant::now();
+        let cache = CredentialCache::default();
+        {
+            let mut state = cache.write();
+            state.entries.insert(
+                id.to_owned(),
+                Entry {
+                    secret_hash: minted.stored.secret_hash.clone(),
+                    principal: principal(&minted.stored),
+                },
+            );
+            state.confirmed_at = Some(confirmed_at);
+        }
+        let at_bound = confirmed_at + CREDENTIALS_STALENESS;
+        assert!(matches!(
+            cache.lookup(id, &presented, at_bound),
+            Lookup::Known(true, Some(ref p)) if p.id == id
+        ));
+        assert!(matches!(
+            cache.lookup(id, &hash_secret(&"0".repeat(64)), at_bound),
+            Lookup::Known(false, _)
+        ));
+        // Past the bound, or for an id it does not hold, the database answers.
+        let past = at_bound + Duration::from_nanos(1);
+        assert!(matches!(cache.lookup(id, &presented, past), Lookup::Ask));
+        assert!(matches!(
+            cache.lookup("0123456789abcdef", &presented, at_bound),
+            Lookup::Ask
+        ));
+        // Never confirmed: the database answers.
+        cache.write().confirmed_at = None;
+        assert!(matches!(
+            cache.lookup(id, &presented, at_bound),
+            Lookup::Ask
+        ));
     }
 
     #[test]

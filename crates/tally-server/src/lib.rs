@@ -90,6 +90,8 @@ pub const DEFAULT_DB: &str = "sqlite://tally.db";
 pub struct Server {
     runtime: Arc<Runtime>,
     ticker: JoinHandle<()>,
+    /// Polls the database for credentials changed beside the server.
+    credential_poller: JoinHandle<()>,
     /// Held until the server shuts down.
     lease: store::WriterLease,
 }
@@ -150,9 +152,19 @@ impl Server {
                 ticking.close_due().await;
             }
         });
+        let polling = Arc::clone(&runtime);
+        let credential_poller = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(auth::CREDENTIALS_POLL);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                polling.refresh_credentials().await;
+            }
+        });
         Ok(Self {
             runtime,
             ticker,
+            credential_poller,
             lease,
         })
     }
@@ -190,6 +202,7 @@ impl Server {
     /// start) and closes the database.
     pub async fn shutdown(self) {
         self.ticker.abort();
+        self.credential_poller.abort();
         // The lease goes with the last connection: a next server may start.
         let lease = self.lease;
         self.runtime.shutdown().await;
@@ -263,7 +276,7 @@ pub async fn enroll_devices(
     }
     let store = Store::open(db).await?;
     let enrolled = match store.population(population).await {
-        Ok(Some(_)) => auth::enroll(&store, population, count, runtime::unix_now()).await,
+        Ok(Some(_)) => auth::enroll(&store, None, population, count, runtime::unix_now()).await,
         Ok(None) => Err(ServerError::Invalid(format!(
             "no population {population:?}: create it first (tally population create)"
         ))),
@@ -333,7 +346,7 @@ pub async fn create_credential(
 ) -> Result<IssuedCredential, ServerError> {
     auth::check_spec(spec).map_err(ServerError::Invalid)?;
     let store = Store::open(db).await?;
-    let issued = auth::issue(&store, spec, runtime::unix_now()).await;
+    let issued = auth::issue(&store, None, spec, runtime::unix_now()).await;
     store.close().await;
     issued
 }

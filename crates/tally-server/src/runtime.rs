@@ -20,7 +20,7 @@ use tracing::{error, info, warn};
 
 use crate::ServerError;
 use crate::aggregator::{AggregatorCoins, Cell, RoundAggregator};
-use crate::auth::{self, Principal};
+use crate::auth::{self, CredentialCache, Principal};
 use crate::engine::Engine;
 use crate::error::ApiError;
 use crate::ledger::{Charge, LossRounds, Total};
@@ -80,6 +80,8 @@ impl LiveTask {
 /// The server's state.
 pub(crate) struct Runtime {
     store: Store,
+    /// The credentials, held in memory in step with the database.
+    credentials: CredentialCache,
     pub(crate) metrics: Metrics,
     /// How long a request's body may take to arrive.
     pub(crate) body_timeout: Duration,
@@ -107,8 +109,11 @@ impl Runtime {
                 "aborted the rounds a restart cut short; they run again"
             );
         }
+        let credentials = CredentialCache::default();
+        credentials.refresh(&store).await?;
         let runtime = Arc::new(Self {
             store,
+            credentials,
             metrics: Metrics::new(),
             body_timeout: limits.body_timeout,
             rate_limit: limits.requests_per_second.map(RateLimit::new),
@@ -664,7 +669,16 @@ impl Runtime {
 
     /// The live credential `token` proves, if any.
     pub(crate) async fn authenticate(&self, token: &str) -> Result<Option<Principal>, ApiError> {
-        Ok(auth::authenticate(&self.store, token).await?)
+        Ok(self.credentials.authenticate(&self.store, token).await?)
+    }
+
+    /// Brings the credentials in memory in step with the database (see
+    /// [`CredentialCache::refresh`]); a failure is logged, and requests read their credential
+    /// from the database until a refresh succeeds again.
+    pub(crate) async fn refresh_credentials(&self) {
+        if let Err(e) = self.credentials.refresh(&self.store).await {
+            warn!(error = %e, "could not read the credentials' changes");
+        }
     }
 
     /// Creates a credential; its token is in the answer and nowhere else.
@@ -674,7 +688,7 @@ impl Runtime {
     ) -> Result<IssuedCredential, ApiError> {
         check_version(spec.version)?;
         auth::check_spec(spec).map_err(|m| ApiError::new(ErrorCode::Malformed, m))?;
-        let issued = auth::issue(&self.store, spec, unix_now()).await?;
+        let issued = auth::issue(&self.store, Some(&self.credentials), spec, unix_now()).await?;
         info!(credential = %issued.credential.id, role = issued.credential.role.name(),
               "credential created");
         Ok(issued)
@@ -721,7 +735,7 @@ impl Runtime {
 
     /// Revokes a credential: from now on it is refused.
     pub(crate) async fn revoke_credential(&self, id: &str) -> Result<CredentialInfo, ApiError> {
-        let stored = self.store.revoke_credential(id, unix_now()).await?;
+        let stored = self.credentials.revoke(&self.store, id, unix_now()).await?;
         let info = stored.as_ref().and_then(auth::info).ok_or_else(|| {
             ApiError::new(
                 ErrorCode::UnknownCredential,
@@ -781,7 +795,14 @@ impl Runtime {
         if self.store.population(population).await?.is_none() {
             return Err(unknown_population(population));
         }
-        let tokens = auth::enroll(&self.store, population, request.count, unix_now()).await?;
+        let tokens = auth::enroll(
+            &self.store,
+            Some(&self.credentials),
+            population,
+            request.count,
+            unix_now(),
+        )
+        .await?;
         info!(population = %population, devices = request.count, "devices enrolled");
         Ok(EnrolledDevices {
             population: population.to_owned(),

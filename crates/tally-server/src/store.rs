@@ -14,7 +14,7 @@ use crate::ledger::{Charge, LossRounds};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 7] = [
+const SCHEMA: [&str; 9] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -71,7 +71,18 @@ const SCHEMA: [&str; 7] = [
         created_at BIGINT NOT NULL,
         revoked_at BIGINT
     )",
+    // One row: bumped in the transaction of every change to `credentials`, so that a running
+    // server sees a change made beside it (`tally token revoke --db`) by reading one number.
+    "CREATE TABLE IF NOT EXISTS credential_changes (
+        id BIGINT PRIMARY KEY,
+        generation BIGINT NOT NULL
+    )",
+    "INSERT INTO credential_changes (id, generation) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
 ];
+
+/// Counts a change to `credentials`, in the transaction that makes it.
+const BUMP_CREDENTIAL_GENERATION: &str =
+    "UPDATE credential_changes SET generation = generation + 1 WHERE id = 1";
 
 /// Where a stored round ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,8 +231,9 @@ pub(crate) struct WriterLease {
     /// An exclusive lock on `FILE.lock` beside a SQLite file, released when it closes.
     _file: Option<std::fs::File>,
     /// The connection (outside the pool) whose PostgreSQL session holds the advisory lock,
-    /// released when it ends.
-    _session: Option<sqlx::AnyConnection>,
+    /// released when it ends. Never used, only held: the mutex makes the lease, and so a
+    /// [`crate::Server`], shareable between threads (a test serves it from a task of its own).
+    _session: Option<std::sync::Mutex<sqlx::AnyConnection>>,
 }
 
 /// The key of the PostgreSQL advisory lock (advisory locks are per database).
@@ -283,7 +295,7 @@ impl Store {
             return if locked {
                 Ok(WriterLease {
                     _file: None,
-                    _session: Some(connection.detach()),
+                    _session: Some(std::sync::Mutex::new(connection.detach())),
                 })
             } else {
                 Err(held())
@@ -647,8 +659,20 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
+        sqlx::query(BUMP_CREDENTIAL_GENERATION)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// The credentials' generation: it changes whenever a credential is added or revoked, by
+    /// this process or another.
+    pub(crate) async fn credential_generation(&self) -> Result<i64, ServerError> {
+        let row = sqlx::query("SELECT generation FROM credential_changes WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.try_get("generation")?)
     }
 
     /// The credential `id`, revoked or not.
@@ -683,11 +707,16 @@ impl Store {
         id: &str,
         at: i64,
     ) -> Result<Option<StoredCredential>, ServerError> {
+        let mut tx = self.pool.begin().await?;
         sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        sqlx::query(BUMP_CREDENTIAL_GENERATION)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         self.credential(id).await
     }
 

@@ -1,6 +1,7 @@
-//! The HTTP API in process: every rejection reason with its counter, single-use tokens under
-//! concurrency, the budget ledger, the minimum cohort, and durable, byte-stable results, each
-//! against every configured database.
+//! The HTTP API as deployed, over TLS with bearer credentials: every rejection reason with
+//! its counter (read from the operator's `/metrics` listener), single-use tokens under
+//! concurrency, the budget ledger, the minimum cohort, durable, byte-stable results and
+//! restarts, each against every configured database.
 
 mod common;
 
@@ -12,7 +13,6 @@ use tally_messages::{
     ErrorBody, ErrorCode, LedgerBalance, RoundPolicy, RoundQuery, TaskInfo, TaskResult, TaskSpec,
     TaskState, UploadReceipt,
 };
-use tally_server::Server;
 
 const BUDGET: (f64, f64) = (2.0, 1e-5);
 
@@ -27,7 +27,7 @@ fn policy(min_cohort: u64, cohort_target: u64) -> RoundPolicy {
 }
 
 async fn error_code(
-    router: &axum::Router,
+    router: &TlsApi,
     method: Method,
     path: &str,
     body: Option<String>,
@@ -39,8 +39,8 @@ async fn error_code(
 
 /// A server with a TrieHH++ task whose first level is open, and four tokens for it.
 struct Open {
-    server: Server,
-    router: axum::Router,
+    server: Served,
+    router: TlsApi,
     task: TaskInfo,
     uploads: String,
     tokens: Vec<String>,
@@ -68,14 +68,14 @@ async fn open_task(db: &common::TestDb) -> Open {
 
 /// A server on `db` with one task of `spec` created, and its credentials.
 struct Started {
-    server: Server,
-    router: axum::Router,
+    server: Served,
+    router: TlsApi,
     task: TaskInfo,
     credentials: Credentials,
 }
 
 async fn start_with_task(db: &common::TestDb, spec: &TaskSpec) -> Started {
-    let (server, router, credentials) = start(&db.url, BUDGET).await;
+    let (server, router, credentials) = start_tls(&db.url, BUDGET).await;
     let task: TaskInfo = post(&router, "/v1/tasks", spec).await;
     Started {
         server,
@@ -135,9 +135,12 @@ async fn oversized_bodies_and_reports_are_refused_and_counted() {
     for db in databases().await {
         let open = open_task(&db).await;
         let router = &open.router;
-        // A body past the limit is refused before it is read.
-        let huge = "x".repeat(17 << 20);
-        let (status, code) = error_code(router, Method::POST, &open.uploads, Some(huge)).await;
+        // A body past the limit is refused before it is read: a request that declares 17 MiB
+        // and sends none of it is answered.
+        let (status, text) = router.declare_body(&open.uploads, 17 << 20).await;
+        let code = serde_json::from_str::<ErrorBody>(&text)
+            .unwrap_or_else(|e| panic!("{e}: {text}"))
+            .code;
         assert_eq!(
             (status, code),
             (StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::Oversized),
@@ -385,7 +388,7 @@ async fn the_ledger_refuses_what_the_budget_cannot_cover() {
     for db in databases().await {
         // Charged by basic composition (replace-one neighbours): the tight accountant would
         // admit both S&T rounds.
-        let (server, router, _) = start(&db.url, (1.5, 1e-5)).await;
+        let (server, router, _) = start_tls(&db.url, (1.5, 1e-5)).await;
         let first: TaskInfo = post(
             &router,
             "/v1/tasks",
@@ -575,7 +578,7 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
         server.shutdown().await;
 
         // After a restart the same bytes come back, and the task is still finished.
-        let (server, router) = restart(&db.url, &credentials).await;
+        let (server, router) = restart_tls(&db.url, &credentials).await;
         let (status, again) = call(&router, Method::GET, &result_path, None).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(again, body);
@@ -588,13 +591,7 @@ async fn a_released_result_is_debited_durable_and_byte_stable() {
 }
 
 /// Uploads `count` reports of `report` and abstentions up to `devices` to `round`.
-async fn upload_all(
-    router: &axum::Router,
-    round: &RoundQuery,
-    devices: u32,
-    count: usize,
-    report: &str,
-) {
+async fn upload_all(router: &TlsApi, round: &RoundQuery, devices: u32, count: usize, report: &str) {
     let tokens = tokens(router, &round.round_id, devices).await;
     let uploads = tokens
         .into_iter()
@@ -611,7 +608,7 @@ async fn upload_all(
 }
 
 /// The open round of `task` at `level`, once the previous one is released.
-async fn round_at(router: &axum::Router, task: &str, level: u32) -> RoundQuery {
+async fn round_at(router: &TlsApi, task: &str, level: u32) -> RoundQuery {
     loop {
         let open: Vec<RoundQuery> = get(router, "/v1/rounds").await;
         if let Some(query) = open
@@ -639,7 +636,7 @@ async fn a_quantile_task_resumes_after_a_restart_from_its_stored_levels() {
         let level2 = round_at(&router, &task.id, 2).await;
         server.shutdown().await;
 
-        let (server, router) = restart(&db.url, &credentials).await;
+        let (server, router) = restart_tls(&db.url, &credentials).await;
         let again = open_round(&router, &task.id).await;
         assert_eq!((again.round, again.attempt), (2, 2), "{}", db.name);
         assert_eq!(again.ask, level2.ask);
@@ -683,7 +680,7 @@ async fn a_restart_aborts_the_open_round_and_runs_it_again_with_a_fresh_cohort()
         // A stop mid-round: the round is dropped unreleased.
         server.shutdown().await;
 
-        let (server, router) = restart(&db.url, &credentials).await;
+        let (server, router) = restart_tls(&db.url, &credentials).await;
         let again = open_round(&router, &task.id).await;
         assert_ne!(again.round_id, level2.round_id, "{}", db.name);
         assert_eq!((again.round, again.attempt), (2, 2));
@@ -739,7 +736,7 @@ async fn a_restart_does_not_recalibrate_finished_tasks() {
             .unwrap();
         pool.close().await;
 
-        let (server, router) = restart(&db.url, &credentials).await;
+        let (server, router) = restart_tls(&db.url, &credentials).await;
         let (status, again) = call(&router, Method::GET, &result_path, None).await;
         assert_eq!((status, again), (StatusCode::OK, body), "{}", db.name);
         let info: TaskInfo = get(&router, &format!("/v1/tasks/{}", task.id)).await;
@@ -757,7 +754,7 @@ async fn a_restart_does_not_recalibrate_finished_tasks() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
     for db in databases().await {
-        let (server, router, _) = start(&db.url, BUDGET).await;
+        let (server, router, _) = start_tls(&db.url, BUDGET).await;
         let base = spec(histogram(0.5), 1.0, policy(1, 1000));
         let mut too_long = base.clone();
         too_long.rounds.deadline_secs = 1 << 40;

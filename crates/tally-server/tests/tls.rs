@@ -4,37 +4,13 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::Duration;
 
 use common::*;
 use tally_client::{Client, ClientError, Fleet, FleetConfig, RetryPolicy};
 use tally_messages::{RoundPolicy, TaskState};
-use tally_server::{Listeners, ServeConfig, Tls};
+use tally_server::{Listeners, ServeConfig};
 use tokio::net::TcpListener;
-
-/// A self-signed certificate for `127.0.0.1` and `localhost`, written as `NAME.pem` and
-/// `NAME.key` in `dir`; returns the certificate's PEM.
-fn certificate(dir: &Path, name: &str) -> String {
-    let made =
-        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
-    let pem = made.cert.pem();
-    std::fs::write(dir.join(format!("{name}.pem")), &pem).unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.key")),
-        made.signing_key.serialize_pem(),
-    )
-    .unwrap();
-    pem
-}
-
-fn tls(dir: &Path, name: &str) -> Tls {
-    Tls::from_pem_files(
-        &dir.join(format!("{name}.pem")),
-        &dir.join(format!("{name}.key")),
-    )
-    .unwrap()
-}
 
 /// One attempt, so that a refused connection fails at once.
 fn once() -> RetryPolicy {

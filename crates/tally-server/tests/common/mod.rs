@@ -1,8 +1,10 @@
-//! Shared by the server's tests: fresh databases, credentials, requests to the router, metric
-//! readings.
+//! Shared by the server's tests: fresh databases, credentials, requests to the router in
+//! process or to a server over TLS ([`Api`]), metric readings.
 
 #![allow(dead_code, unreachable_pub)]
 
+use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 
 use axum::Router;
@@ -18,6 +20,8 @@ use tally_messages::{
     TaskSpec, Upload, UploadBatch,
 };
 use tempfile::TempDir;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
 use tower::ServiceExt;
 
 /// A fresh, empty database for one test.
@@ -96,26 +100,30 @@ pub async fn credentials(db: &str) -> Credentials {
     }
 }
 
-/// `router` with a credential added to every request that has none: the operator's for
-/// `/v1/rounds…` (a relay checking in many devices at once), `/metrics`, `/v1/credentials…`
-/// and `/v1/populations…`, the analyst's for the rest. Tests of the API's behaviour go through it; tests of authentication use the bare
-/// router.
+/// The credential a request to `path` carries when it has none of its own: the operator's
+/// for `/v1/rounds…` (a relay checking in many devices at once), `/metrics`,
+/// `/v1/credentials…` and `/v1/populations…`, the analyst's for the rest.
+fn default_token<'a>(credentials: &'a Credentials, path: &str) -> &'a str {
+    if path.starts_with("/v1/rounds")
+        || path == "/metrics"
+        || path.starts_with("/v1/populations")
+        || path.starts_with("/v1/credentials")
+    {
+        &credentials.operator
+    } else {
+        &credentials.analyst
+    }
+}
+
+/// `router` with a credential added to every request that has none (see [`default_token`]).
+/// Tests of the API's behaviour go through it; tests of authentication use the bare router.
 pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
     let credentials = Arc::new(credentials.clone());
     router.layer(axum::middleware::map_request(
         move |mut request: Request<Body>| {
             let credentials = Arc::clone(&credentials);
             async move {
-                let path = request.uri().path();
-                let token = if path.starts_with("/v1/rounds")
-                    || path == "/metrics"
-                    || path.starts_with("/v1/populations")
-                    || path.starts_with("/v1/credentials")
-                {
-                    &credentials.operator
-                } else {
-                    &credentials.analyst
-                };
+                let token = default_token(&credentials, request.uri().path());
                 let value = HeaderValue::from_str(&format!("Bearer {token}")).unwrap();
                 request.headers_mut().entry(AUTHORIZATION).or_insert(value);
                 request
@@ -179,51 +187,71 @@ pub fn both(server: &tally_server::Server) -> Router {
     server.router().merge(server.metrics_router())
 }
 
-/// Sends one request to the router and returns the status and body.
-pub async fn call(
-    router: &Router,
-    method: Method,
-    path: &str,
-    body: Option<String>,
-) -> (StatusCode, String) {
-    send(router, None, method, path, body).await
+/// Where a test's requests go: the router in process, or a server over TLS ([`TlsApi`]). A
+/// request without a token of its own carries the default credential of its path (see
+/// [`signed_in`]).
+pub trait Api: Clone + Send + Sync + 'static {
+    /// Sends one JSON request, with `token` as its credential when given, and returns the
+    /// status and body.
+    fn send(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+    ) -> impl Future<Output = (StatusCode, String)> + Send;
 }
 
-/// Sends one JSON request, with `token` as its credential when given.
-async fn send(
-    router: &Router,
-    token: Option<&str>,
+impl Api for Router {
+    async fn send(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+    ) -> (StatusCode, String) {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json");
+        if let Some(token) = token {
+            request = request.header(AUTHORIZATION, format!("Bearer {token}"));
+        }
+        let request = request
+            .body(body.map_or_else(Body::empty, Body::from))
+            .unwrap();
+        let response = self.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        (status, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+}
+
+/// Sends one request and returns the status and body.
+pub async fn call<A: Api>(
+    api: &A,
     method: Method,
     path: &str,
     body: Option<String>,
 ) -> (StatusCode, String) {
-    let mut request = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("content-type", "application/json");
-    if let Some(token) = token {
-        request = request.header(AUTHORIZATION, format!("Bearer {token}"));
-    }
-    let request = request
-        .body(body.map_or_else(Body::empty, Body::from))
-        .unwrap();
-    let response = router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
+    api.send(None, method, path, body).await
 }
 
 /// A GET that must succeed, parsed.
-pub async fn get<T: DeserializeOwned>(router: &Router, path: &str) -> T {
+pub async fn get<T: DeserializeOwned>(router: &impl Api, path: &str) -> T {
     let (status, body) = call(router, Method::GET, path, None).await;
     assert_eq!(status, StatusCode::OK, "{path}: {body}");
     serde_json::from_str(&body).unwrap()
 }
 
 /// A POST of `value` that must succeed, parsed.
-pub async fn post<B: Serialize, T: DeserializeOwned>(router: &Router, path: &str, value: &B) -> T {
+pub async fn post<B: Serialize, T: DeserializeOwned>(
+    router: &impl Api,
+    path: &str,
+    value: &B,
+) -> T {
     let (status, body) = call(
         router,
         Method::POST,
@@ -236,7 +264,7 @@ pub async fn post<B: Serialize, T: DeserializeOwned>(router: &Router, path: &str
 }
 
 /// A rejection counter's value on `/metrics`.
-pub async fn rejections(router: &Router, reason: &str) -> u64 {
+pub async fn rejections<A: Api>(router: &A, reason: &str) -> u64 {
     let (_, text) = call(router, Method::GET, "/metrics", None).await;
     let prefix = format!("tally_rejections_total{{reason=\"{reason}\"}} ");
     text.lines()
@@ -312,7 +340,7 @@ pub fn quantiles(levels: u32, sampling_rate: f64) -> TaskKind {
 }
 
 /// The open round of `task`.
-pub async fn open_round(router: &Router, task: &str) -> RoundQuery {
+pub async fn open_round<A: Api>(router: &A, task: &str) -> RoundQuery {
     let rounds: Vec<RoundQuery> = get(router, "/v1/rounds").await;
     rounds
         .into_iter()
@@ -321,7 +349,7 @@ pub async fn open_round(router: &Router, task: &str) -> RoundQuery {
 }
 
 /// `devices` tokens for `round`.
-pub async fn tokens(router: &Router, round: &str, devices: u32) -> Vec<String> {
+pub async fn tokens<A: Api>(router: &A, round: &str, devices: u32) -> Vec<String> {
     let grant: CheckInGrant = post(
         router,
         &format!("/v1/rounds/{round}/check-in"),
@@ -349,18 +377,18 @@ pub fn batch(uploads: Vec<(String, Option<&str>)>) -> UploadBatch {
 }
 
 /// Sends one request with `token` as its credential and returns the status and body.
-pub async fn call_with(
-    router: &Router,
+pub async fn call_with<A: Api>(
+    router: &A,
     token: &str,
     method: Method,
     path: &str,
     body: Option<String>,
 ) -> (StatusCode, String) {
-    send(router, Some(token), method, path, body).await
+    router.send(Some(token), method, path, body).await
 }
 
 /// The released document of `task`, waiting for its last round to be released.
-pub async fn released(router: &Router, task: &str) -> String {
+pub async fn released<A: Api>(router: &A, task: &str) -> String {
     loop {
         let (status, text) = call(
             router,
@@ -378,7 +406,7 @@ pub async fn released(router: &Router, task: &str) -> String {
 
 /// Enrolls `count` devices of `population` through the API (the router signed in as the
 /// operator) and returns their tokens.
-pub async fn enroll(router: &Router, population: &str, count: u32) -> Vec<String> {
+pub async fn enroll<A: Api>(router: &A, population: &str, count: u32) -> Vec<String> {
     let enrolled: tally_messages::EnrolledDevices = post(
         router,
         &format!("/v1/populations/{population}/devices"),
@@ -390,4 +418,186 @@ pub async fn enroll(router: &Router, population: &str, count: u32) -> Vec<String
     .await;
     assert_eq!(enrolled.tokens.len(), count as usize);
     enrolled.tokens
+}
+
+/// A self-signed certificate for `127.0.0.1` and `localhost`, written as `NAME.pem` and
+/// `NAME.key` in `dir`; returns the certificate's PEM.
+pub fn certificate(dir: &Path, name: &str) -> String {
+    let made =
+        rcgen::generate_simple_self_signed(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
+    let pem = made.cert.pem();
+    std::fs::write(dir.join(format!("{name}.pem")), &pem).unwrap();
+    std::fs::write(
+        dir.join(format!("{name}.key")),
+        made.signing_key.serialize_pem(),
+    )
+    .unwrap();
+    pem
+}
+
+/// The TLS configuration of the certificate [`certificate`] wrote as `NAME` in `dir`.
+pub fn tls(dir: &Path, name: &str) -> tally_server::Tls {
+    tally_server::Tls::from_pem_files(
+        &dir.join(format!("{name}.pem")),
+        &dir.join(format!("{name}.key")),
+    )
+    .unwrap()
+}
+
+/// A server serving its API and the operator's `/metrics` over TLS on two loopback
+/// listeners, as `tally serve --tls-cert --tls-key --metrics-listen` does.
+pub struct Served {
+    server: Arc<tally_server::Server>,
+    serving: JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    _dir: TempDir,
+}
+
+impl Served {
+    /// Stops serving (the requests in flight finish) and shuts the server down.
+    pub async fn shutdown(self) {
+        self.stop.send(()).unwrap();
+        self.serving.await.unwrap();
+        let server = Arc::try_unwrap(self.server)
+            .unwrap_or_else(|_| panic!("the server is still shared after serving"));
+        server.shutdown().await;
+    }
+}
+
+/// Requests to a [`Served`] server over TLS, trusting its certificate alone, each with a
+/// bearer credential (its own, or the default of its path: see [`default_token`]).
+#[derive(Clone)]
+pub struct TlsApi {
+    http: reqwest::Client,
+    api: String,
+    metrics: String,
+    credentials: Arc<Credentials>,
+    /// The server's certificate, for [`TlsApi::declare_body`]'s own connection.
+    ca_pem: Arc<str>,
+}
+
+impl TlsApi {
+    /// A POST to `path` (the default credential of its path) whose headers declare a body of
+    /// `length` bytes and that sends none of it: the answer shows what the server does before
+    /// it reads a body. (An HTTP client sending a large body may see its connection reset by
+    /// a server that answered early, before it reads the answer.)
+    pub async fn declare_body(&self, path: &str, length: usize) -> (StatusCode, String) {
+        use rustls::pki_types::pem::PemObject;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let address = self.api.strip_prefix("https://").unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls::pki_types::CertificateDer::from_pem_slice(self.ca_pem.as_bytes()).unwrap())
+            .unwrap();
+        let config = rustls::ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+        let tcp = tokio::net::TcpStream::connect(address).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut stream = connector.connect(name, tcp).await.unwrap();
+        let token = default_token(&self.credentials, path);
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {length}\r\n\
+             Connection: close\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.flush().await.unwrap();
+        let mut answer = Vec::new();
+        // The server closes the connection after answering (with or without TLS's
+        // close_notify): what arrived before is the answer.
+        stream.read_to_end(&mut answer).await.ok();
+        let answer = String::from_utf8(answer).unwrap();
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse::<u16>().unwrap();
+        (StatusCode::from_u16(status).unwrap(), body.to_owned())
+    }
+}
+
+impl Api for TlsApi {
+    async fn send(
+        &self,
+        token: Option<&str>,
+        method: Method,
+        path: &str,
+        body: Option<String>,
+    ) -> (StatusCode, String) {
+        let base = if path == "/metrics" {
+            &self.metrics
+        } else {
+            &self.api
+        };
+        let token = token.unwrap_or_else(|| default_token(&self.credentials, path));
+        let method = reqwest::Method::from_bytes(method.as_str().as_bytes()).unwrap();
+        let mut request = self
+            .http
+            .request(method, format!("{base}{path}"))
+            .header("content-type", "application/json")
+            .bearer_auth(token);
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        let response = request.send().await.unwrap();
+        let status = StatusCode::from_u16(response.status().as_u16()).unwrap();
+        (status, response.text().await.unwrap())
+    }
+}
+
+/// [`start`] over TLS: population [`POPULATION`] provisioned with `budget`, the three
+/// credentials, and the server on `db` serving over TLS.
+pub async fn start_tls(db: &str, budget: (f64, f64)) -> (Served, TlsApi, Credentials) {
+    population(db, POPULATION, budget).await;
+    let credentials = credentials(db).await;
+    let (served, api) = restart_tls(db, &credentials).await;
+    (served, api, credentials)
+}
+
+/// A server on `db` again, serving over TLS with a fresh certificate, and a client trusting
+/// it with the `credentials` made before.
+pub async fn restart_tls(db: &str, credentials: &Credentials) -> (Served, TlsApi) {
+    let dir = tempfile::tempdir().unwrap();
+    let pem = certificate(dir.path(), "server");
+    let server = Arc::new(tally_server::Server::start(db).await.unwrap());
+    let api = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let metrics = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (api_address, metrics_address) = (api.local_addr().unwrap(), metrics.local_addr().unwrap());
+    let listeners = tally_server::Listeners {
+        api,
+        metrics: Some(metrics),
+        tls: Some(tls(dir.path(), "server")),
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn({
+        let server = Arc::clone(&server);
+        async move {
+            let limits = tally_server::Limits::default();
+            let shutdown = async {
+                stopped.await.ok();
+            };
+            server.serve(listeners, &limits, shutdown).await.unwrap();
+        }
+    });
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .ok();
+    let http = reqwest::Client::builder()
+        .tls_certs_only(reqwest::Certificate::from_pem_bundle(pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let api = TlsApi {
+        http,
+        api: format!("https://{api_address}"),
+        metrics: format!("https://{metrics_address}"),
+        credentials: Arc::new(credentials.clone()),
+        ca_pem: Arc::from(pem.as_str()),
+    };
+    let served = Served {
+        server,
+        serving,
+        stop,
+        _dir: dir,
+    };
+    (served, api)
 }
