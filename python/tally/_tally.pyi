@@ -50,7 +50,7 @@ def keyed_parameters(
     method: str = "tight",
     neighbours: str = "add-remove",
 ) -> tuple[float, int]: ...
-def keyed_coins(key: str, rate: float, clients: list[str]) -> list[bool]: ...
+def keyed_coins(key: str, rate: float, clients: tuple[str, Any]) -> Any: ...
 def keyed_rows(key: str, clients: list[str], items: list[list[str]]) -> list[str]: ...
 def keyed_counts_document(
     counts: list[tuple[str, int]],
@@ -115,4 +115,11 @@ def plan_compose(
     delta: float = 0.0,
     target_delta: float | None = None,
     method: str = "optimal",
+) -> str: ...
+def plan_triehh_plus(
+    epsilon: float,
+    delta: float,
+    levels: int,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
 ) -> str: ...
