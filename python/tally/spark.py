@@ -83,12 +83,16 @@ def histogram(
             yield batch.filter(pa.array(heads))
 
     def choose(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
         import pyarrow as pa
 
         for batch in batches:
-            ids = batch.column(0).to_pylist()
-            chosen = _keyed_rows(key, [str(i) for i in ids], batch.column(1).to_pylist())
-            yield pa.RecordBatch.from_arrays([pa.array(chosen, pa.string())], names=["item"])
+            lists = batch.column(1)
+            offsets = lists.offsets.to_numpy().astype(np.int64)
+            rows = _keyed_rows(
+                key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
+            )
+            yield pa.RecordBatch.from_arrays([lists.values.take(pa.array(rows))], names=["item"])
 
     sampled = rows.mapInArrow(sample, rows.schema)
     if rows_as_clients:

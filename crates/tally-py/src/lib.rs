@@ -873,26 +873,52 @@ fn keyed_coins<'py>(
     Ok(heads.into_pyarray(py))
 }
 
-/// For each client and the items of its rows, the item of the row the key chooses (round 0).
+/// The row each client contributes in round 0, chosen by the key: client `i` of the column
+/// `clients` holds the rows `offsets[i]..offsets[i + 1]` of the column `items` (an Arrow list
+/// column's offsets and values). Returns the chosen rows' positions in `items`.
 #[pyfunction]
-fn keyed_rows(
-    py: Python<'_>,
+fn keyed_rows<'py>(
+    py: Python<'py>,
     key: &str,
-    clients: Vec<String>,
-    items: Vec<Vec<String>>,
-) -> PyResult<Vec<String>> {
+    clients: &Bound<'py, PyAny>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    items: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
-    py.detach(|| {
+    let collect = |column: &Bound<'py, PyAny>| -> PyResult<Vec<Vec<u8>>> {
+        let mut values = Vec::new();
+        Column::extract(column)?.for_each_bytes(|value| {
+            values.push(value.to_vec());
+            Ok(())
+        })?;
+        Ok(values)
+    };
+    let (clients, items) = (collect(clients)?, collect(items)?);
+    let offsets = offsets.as_slice().map_err(value_error)?;
+    let chosen = py.detach(|| {
+        if offsets.len() != clients.len() + 1 {
+            return Err(value_error("expected one more offset than clients"));
+        }
         clients
             .iter()
-            .zip(items)
-            .map(|(client, mut rows)| {
-                let row = choose_row(&key, 0, client.as_bytes(), &rows)
-                    .ok_or_else(|| value_error(format!("client {client:?} has no rows")))?;
-                Ok(rows.swap_remove(row))
+            .zip(offsets.windows(2))
+            .map(|(client, bounds)| {
+                let rows = usize::try_from(bounds[0])
+                    .ok()
+                    .zip(usize::try_from(bounds[1]).ok())
+                    .and_then(|(start, end)| Some((start, items.get(start..end)?)));
+                let (start, rows) = rows.ok_or_else(|| value_error("offsets past the items"))?;
+                let row = choose_row(&key, 0, client, rows).ok_or_else(|| {
+                    value_error(format!(
+                        "client {:?} has no rows",
+                        String::from_utf8_lossy(client)
+                    ))
+                })?;
+                i64::try_from(start + row).map_err(value_error)
             })
-            .collect()
-    })
+            .collect::<PyResult<Vec<i64>>>()
+    })?;
+    Ok(chosen.into_pyarray(py))
 }
 
 /// The document of a keyed histogram counted elsewhere (on Spark): `counts` are the sampled
