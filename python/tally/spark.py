@@ -59,7 +59,8 @@ def histogram(
         df.schema[client].dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
     )
     ids = F.col(client).cast("long" if integral else "string").alias("client")
-    rows = df.select(ids, F.col(item).cast("string").alias("item"))
+    # Items keep their own type through the coins: only the sample is turned into text.
+    rows = df.select(ids, F.col(item).alias("item"))
     if rows_as_clients:
         summary = rows.agg(
             F.count(F.lit(1)).alias("clients"),
@@ -94,7 +95,9 @@ def histogram(
             )
             yield pa.RecordBatch.from_arrays([lists.values.take(pa.array(rows))], names=["item"])
 
-    sampled = rows.mapInArrow(sample, rows.schema)
+    sampled = rows.mapInArrow(sample, rows.schema).select(
+        "client", F.col("item").cast("string").alias("item")
+    )
     if rows_as_clients:
         chosen = sampled.select("item")
     else:
