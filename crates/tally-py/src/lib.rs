@@ -29,7 +29,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_sim::{
     ClientMode, ExecutionPath, KeyedPopulation, Population, StreamFormat, ValueRange,
-    sample_threshold_values,
+    sample_threshold_integers,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -350,7 +350,7 @@ fn histogram(
         if !values.is_empty() {
             // One integer per client: sampled and counted where the integers lie.
             let document = py.detach(|| {
-                let released = sample_threshold_values(values, &mechanism, run_seed);
+                let released = sample_threshold_integers(values, &mechanism, run_seed);
                 let counts = released
                     .into_iter()
                     .map(|(value, count)| (value.to_string(), count))

@@ -18,6 +18,9 @@ use tally_core::sampling::PoissonSampler;
 use crate::execute::{GAP_SKIPPING_CHUNK, GATHER_BATCH};
 use crate::rng::{Purpose, stream};
 
+/// Integer ranges up to this many values are counted in an array rather than a hash map.
+const DENSE_SPAN: u64 = 1 << 20;
+
 /// Runs one round of `mechanism` over `values` (client `i` holds `values[i]`) with the
 /// randomness of `seed`, and returns the released cells as `(value, sampled count)`, in the
 /// release's order: by decreasing count, ties by the value's first appearance in `values`.
@@ -33,13 +36,122 @@ pub fn sample_threshold_values<T>(
 where
     T: Copy + Eq + Hash + Send + Sync,
 {
+    let cells = sampled_cells(values, mechanism, seed, FxHashMap::<T, u64>::default);
+    release(values, mechanism, cells)
+}
+
+/// [`sample_threshold_values`] for integers: when they span at most `2^20` values, the sample
+/// is counted in an array indexed by value (the same release, faster).
+pub fn sample_threshold_integers(
+    values: &[i64],
+    mechanism: &SampleThreshold,
+    seed: u64,
+) -> Vec<(i64, u64)> {
+    let (Some(&low), Some(&high)) = (values.iter().min(), values.iter().max()) else {
+        return Vec::new();
+    };
+    let span = high.abs_diff(low) + 1;
+    if span > DENSE_SPAN {
+        return sample_threshold_values(values, mechanism, seed);
+    }
+    // Unwrap safety: span is at most 2^20.
+    let span = usize::try_from(span).expect("span below 2^20");
+    let cells = sampled_cells(values, mechanism, seed, || Dense {
+        low,
+        counts: vec![0; span],
+    });
+    release(values, mechanism, cells)
+}
+
+/// Where a round's sampled values are counted.
+trait Counter<T>: Send + Sized {
+    /// Counts one sampled client holding `value`.
+    fn add(&mut self, value: T);
+    /// Both counters' counts.
+    fn merge(self, other: Self) -> Self;
+    /// The values with their counts, each value sampled at least once.
+    fn cells(self) -> Vec<(T, u64)>;
+}
+
+impl<T: Copy + Eq + Hash + Send> Counter<T> for FxHashMap<T, u64> {
+    fn add(&mut self, value: T) {
+        *self.entry(value).or_insert(0) += 1;
+    }
+
+    fn merge(self, other: Self) -> Self {
+        let (mut a, b) = if self.len() >= other.len() {
+            (self, other)
+        } else {
+            (other, self)
+        };
+        for (value, count) in b {
+            *a.entry(value).or_insert(0) += count;
+        }
+        a
+    }
+
+    fn cells(self) -> Vec<(T, u64)> {
+        self.into_iter().collect()
+    }
+}
+
+/// Counts of the integers `low, low + 1, …`, by offset from `low`.
+struct Dense {
+    low: i64,
+    counts: Vec<u64>,
+}
+
+impl Counter<i64> for Dense {
+    fn add(&mut self, value: i64) {
+        // Unwrap safety: every value lies in [low, low + span), span at most 2^20.
+        let offset = usize::try_from(value.abs_diff(self.low)).expect("offset below 2^20");
+        self.counts[offset] += 1;
+    }
+
+    fn merge(mut self, other: Self) -> Self {
+        for (count, more) in self.counts.iter_mut().zip(other.counts) {
+            *count += more;
+        }
+        self
+    }
+
+    fn cells(self) -> Vec<(i64, u64)> {
+        let low = self.low;
+        self.counts
+            .into_iter()
+            .enumerate()
+            .filter(|&(_, count)| count > 0)
+            // Unwrap safety: offsets are below 2^20 and `low + offset` is at most the largest
+            // value.
+            .map(|(offset, count)| {
+                (
+                    low + i64::try_from(offset).expect("offset below 2^20"),
+                    count,
+                )
+            })
+            .collect()
+    }
+}
+
+/// The sampled counts of one round over `values`: the chunks, streams and gaps of the
+/// gap-skipping path, counted in counters made by `counter`.
+fn sampled_cells<T, C>(
+    values: &[T],
+    mechanism: &SampleThreshold,
+    seed: u64,
+    counter: impl Fn() -> C + Send + Sync,
+) -> Vec<(T, u64)>
+where
+    T: Copy + Send + Sync,
+    C: Counter<T>,
+{
     // Unwrap safety: the accountant validated the rate, which lies in (0, 1).
     let sampler =
         PoissonSampler::new(mechanism.params().sampling_rate()).expect("validated sampling rate");
     let chunks = values.len().div_ceil(GAP_SKIPPING_CHUNK);
-    let counts = (0..chunks)
+    (0..chunks)
         .into_par_iter()
-        .fold(FxHashMap::<T, u64>::default, |mut counts, index| {
+        .fold(&counter, |mut counts, index| {
             let start = index * GAP_SKIPPING_CHUNK;
             let chunk = &values[start..values.len().min(start + GAP_SKIPPING_CHUNK)];
             let mut rng = stream(seed, Purpose::GapSkipping, index as u64);
@@ -60,19 +172,22 @@ where
                     break counts;
                 }
                 for &value in &gathered {
-                    *counts.entry(value).or_insert(0) += 1;
+                    counts.add(value);
                 }
             }
         })
-        .reduce(FxHashMap::default, |a, b| {
-            let (mut a, b) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-            for (value, count) in b {
-                *a.entry(value).or_insert(0) += count;
-            }
-            a
-        });
+        .reduce_with(Counter::merge)
+        .map_or_else(Vec::new, Counter::cells)
+}
+
+/// The cells of `cells` that reach the threshold, in the release's order.
+fn release<T: Copy + Eq + Hash>(
+    values: &[T],
+    mechanism: &SampleThreshold,
+    cells: Vec<(T, u64)>,
+) -> Vec<(T, u64)> {
     let threshold = mechanism.params().threshold();
-    let mut released: Vec<(T, u64)> = counts
+    let mut released: Vec<(T, u64)> = cells
         .into_iter()
         .filter(|&(_, count)| count >= threshold)
         .collect();
@@ -183,6 +298,32 @@ mod tests {
     }
 
     #[test]
+    fn integers_too_far_apart_for_an_array_give_the_same_release() {
+        // Values spread over 2^41: counted in a hash map, released as by the general path.
+        let values: Vec<i64> = (0..300_000i64)
+            .map(|i| ((i * 31) % 97 - 48) << 40)
+            .collect();
+        let mechanism = SampleThreshold::calibrate(
+            1.0,
+            1e-8,
+            PlanTarget::Threshold(20),
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        let released = sample_threshold_integers(&values, &mechanism, 5);
+        assert!(released.len() > 50);
+        assert_eq!(released, sample_threshold_values(&values, &mechanism, 5));
+        // A narrow range at either end of i64 is counted in an array without overflow.
+        for edge in [i64::MIN, i64::MAX - 96] {
+            let values: Vec<i64> = (0..300_000i64).map(|i| edge + (i * 31) % 97).collect();
+            let released = sample_threshold_integers(&values, &mechanism, 6);
+            assert!(released.len() > 50);
+            assert_eq!(released, sample_threshold_values(&values, &mechanism, 6));
+        }
+    }
+
+    #[test]
     fn nothing_is_released_from_no_values() {
         let mechanism = SampleThreshold::calibrate(
             1.0,
@@ -193,5 +334,6 @@ mod tests {
         )
         .unwrap();
         assert!(sample_threshold_values::<i64>(&[], &mechanism, 3).is_empty());
+        assert!(sample_threshold_integers(&[], &mechanism, 3).is_empty());
     }
 }
