@@ -237,20 +237,21 @@ mod tests {
     use super::*;
     use crate::{ExecutionPath, Population, run_sample_threshold};
 
-    /// The population the values intern to, ids in order of first appearance.
+    /// The population of the values written as text: ids in order of first appearance.
     fn interned(values: &[i64]) -> Population {
-        let mut ids: FxHashMap<i64, u32> = FxHashMap::default();
-        let mut names = Vec::new();
-        let items = values
-            .iter()
-            .map(|&value| {
-                *ids.entry(value).or_insert_with(|| {
-                    names.push(value.to_string());
-                    u32::try_from(names.len() - 1).unwrap()
-                })
-            })
-            .collect();
-        Population::from_ids(items, names, "values").unwrap()
+        let names: Vec<String> = values.iter().map(i64::to_string).collect();
+        Population::from_names(&names, "values").unwrap()
+    }
+
+    fn mechanism() -> SampleThreshold {
+        SampleThreshold::calibrate(
+            1.0,
+            1e-8,
+            PlanTarget::Threshold(20),
+            Analysis::Tight,
+            Neighbours::AddRemove,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -266,14 +267,7 @@ mod tests {
             })
             .collect();
         let population = interned(&values);
-        let mechanism = SampleThreshold::calibrate(
-            1.0,
-            1e-8,
-            PlanTarget::Threshold(20),
-            Analysis::Tight,
-            Neighbours::AddRemove,
-        )
-        .unwrap();
+        let mechanism = mechanism();
         for seed in [1, 2, 99] {
             let expected =
                 run_sample_threshold(&population, &mechanism, ExecutionPath::GapSkipping, seed);
@@ -303,14 +297,7 @@ mod tests {
         let values: Vec<i64> = (0..300_000i64)
             .map(|i| ((i * 31) % 97 - 48) << 40)
             .collect();
-        let mechanism = SampleThreshold::calibrate(
-            1.0,
-            1e-8,
-            PlanTarget::Threshold(20),
-            Analysis::Tight,
-            Neighbours::AddRemove,
-        )
-        .unwrap();
+        let mechanism = mechanism();
         let released = sample_threshold_integers(&values, &mechanism, 5);
         assert!(released.len() > 50);
         assert_eq!(released, sample_threshold_values(&values, &mechanism, 5));
@@ -325,14 +312,7 @@ mod tests {
 
     #[test]
     fn nothing_is_released_from_no_values() {
-        let mechanism = SampleThreshold::calibrate(
-            1.0,
-            1e-8,
-            PlanTarget::Threshold(20),
-            Analysis::Tight,
-            Neighbours::AddRemove,
-        )
-        .unwrap();
+        let mechanism = mechanism();
         assert!(sample_threshold_values::<i64>(&[], &mechanism, 3).is_empty());
         assert!(sample_threshold_integers(&[], &mechanism, 3).is_empty());
     }
