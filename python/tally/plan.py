@@ -9,14 +9,17 @@ from typing import Any
 from ._tally import plan_compose as _plan_compose
 from ._tally import plan_sample_threshold as _plan_sample_threshold
 from ._tally import plan_shuffle as _plan_shuffle
+from ._tally import plan_triehh_plus as _plan_triehh_plus
 
 __all__ = [
     "CompositionPlan",
     "SampleThresholdPlan",
     "ShufflePlan",
+    "TriePlusPlan",
     "compose",
     "sample_threshold",
     "shuffle",
+    "triehh_plus",
 ]
 
 
@@ -121,3 +124,39 @@ def compose(
     pure rounds); every method but `basic` reports the total ε at `target_delta`."""
     document = _plan_compose(epsilon, rounds, delta, target_delta, method)
     return CompositionPlan(**json.loads(document))
+
+
+@dataclass(frozen=True)
+class TriePlusPlan:
+    """The fields of `tally plan triehh++ --json`; `per_level` holds each level's
+    `sampling_rate` and `threshold`, and `basic_composition_epsilon` is None where a level
+    alone has no ε at δ/levels."""
+
+    mechanism: str
+    composition: str
+    neighbours: str
+    levels: int
+    epsilon: float
+    delta: float
+    per_level: dict[str, float]
+    composed_epsilon: float
+    meets_target: bool
+    basic_composition_epsilon: float | None
+    grid_step: float
+    solved_for: str
+
+
+def triehh_plus(
+    epsilon: float,
+    delta: float,
+    levels: int,
+    *,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+) -> TriePlusPlan:
+    """`tally plan triehh++`: per-level sample-and-threshold parameters whose `levels` rounds
+    compose tightly to `(epsilon, delta)` (add/remove neighbours): the largest rate for
+    `threshold` (26 if neither is given), the smallest threshold for `sampling_rate`, or the
+    composed ε of both."""
+    document = _plan_triehh_plus(epsilon, delta, levels, sampling_rate, threshold)
+    return TriePlusPlan(**json.loads(document))

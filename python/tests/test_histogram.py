@@ -13,6 +13,7 @@ import pytest
 
 import tally
 from tally import _tally
+from tally._input import column
 
 from conftest import cli_json, run_cli
 
@@ -53,7 +54,22 @@ def inputs(values: list[int]) -> dict[str, object]:
         "polars": pl.Series(values),
         "arrow": pa.array(values),
         "arrow str": pa.array([str(v) for v in values]),
+        "arrow large str": pa.array([str(v) for v in values], pa.large_string()),
+        "arrow chunked": pa.chunked_array([values[:100], values[100:]]),
+        "arrow capsule": ArrowCapsule(pa.array(values)),
+        "arrow str capsule": ArrowCapsule(pa.array([str(v) for v in values])),
+        "polars str": pl.Series([str(v) for v in values]),
     }
+
+
+class ArrowCapsule:
+    """An array known only by the Arrow PyCapsule interface."""
+
+    def __init__(self, array: pa.Array) -> None:
+        self._array = array
+
+    def __arrow_c_array__(self, requested_schema: object = None) -> object:
+        return self._array.__arrow_c_array__(requested_schema)
 
 
 @pytest.mark.parametrize("key", [None, "key"])
@@ -124,13 +140,28 @@ def test_plans_equal_the_cli():
 def test_keyed_coin_frequency_matches_the_rate_at_alpha_1e_6():
     # Two-sided normal bound at alpha = 1e-6 (z = 4.8916) around n·p, with p the rate used.
     n, rate = 200_000, 0.05
-    heads = sum(_tally.keyed_coins("frequency", rate, [str(c) for c in range(n)]))
+    ids = [str(c) for c in range(n)]
+    heads = _tally.keyed_coins("frequency", rate, column(ids, "clients"))
+    assert heads.dtype == np.bool_
     mean, sd = n * rate, math.sqrt(n * rate * (1 - rate))
-    assert abs(heads - mean) <= 4.8916 * sd, (heads, mean)
-    # Deterministic: the same key gives the same coins.
-    assert _tally.keyed_coins("frequency", rate, ["1", "2", "3"]) == _tally.keyed_coins(
-        "frequency", rate, ["1", "2", "3"]
-    )
+    assert abs(int(heads.sum()) - mean) <= 4.8916 * sd, (heads.sum(), mean)
+    # Integer ids flip the coins of their decimal form, whatever the column's kind.
+    for form in (np.arange(n, dtype=np.int64), pa.array(ids), pa.array(ids, pa.large_string())):
+        same = _tally.keyed_coins("frequency", rate, column(form, "clients"))
+        assert np.array_equal(same, heads)
+    sliced = pa.array(ids).slice(1000, 500)
+    assert np.array_equal(_tally.keyed_coins("frequency", rate, column(sliced, "clients")), heads[1000:1500])
+    # A different key gives different coins.
+    other = _tally.keyed_coins("another key", rate, column(ids, "clients"))
+    assert not np.array_equal(other, heads)
+
+
+def test_numpy_integers_give_the_document_of_the_same_integers_as_a_list():
+    values = np.random.default_rng(3).zipf(1.5, 300_000).astype(np.int64) % 500
+    fast = tally.histogram(values, seed=8, **SETTINGS).document
+    slow = tally.histogram(values.tolist(), seed=8, **SETTINGS).document
+    assert len(fast["items"]) > 10
+    assert fast == slow
 
 
 def found_items(release):

@@ -73,3 +73,27 @@ def test_errors_carry_the_cli_messages():
         tally.plan.compose(0.5, 10, 1e-7, target_delta=1e-5, method="nope")
     with pytest.raises(ValueError, match="bound"):
         tally.plan.shuffle(1000, 1e-6, local_epsilon=1.0, bound="nope")
+
+
+@pytest.mark.parametrize(
+    "given, flags",
+    [
+        ({}, ()),
+        ({"threshold": 30}, ("--threshold", "30")),
+        ({"sampling_rate": 0.05}, ("--sampling-rate", "0.05")),
+        ({"sampling_rate": 0.05, "threshold": 30}, ("--sampling-rate", "0.05", "--threshold", "30")),
+    ],
+)
+def test_triehh_plus_equals_the_cli(given, flags):
+    plan = tally.plan.triehh_plus(2.0, 1e-6, 8, **given)
+    expected = cli_json(
+        "plan", "triehh++", "--epsilon", "2", "--delta", "1e-6", "--levels", "8", *flags
+    )
+    assert dataclasses.asdict(plan) == expected
+
+
+def test_triehh_plus_errors_carry_the_cli_messages():
+    done = run_cli("plan", "triehh++", "--epsilon", "2", "--delta", "1e-6", "--levels", "0")
+    with pytest.raises(ValueError) as error:
+        tally.plan.triehh_plus(2.0, 1e-6, 0)
+    assert done.stderr.strip() == f"error: {error.value}"

@@ -70,3 +70,28 @@ def test_a_retried_task_leaves_the_release_unchanged(spark, rows_tsv, tmp_path):
     after = tally.spark.histogram(flaky, item="item", client="client", sampling_key="K2", **SETTINGS)
     assert os.path.exists(marker), "a task failed and was retried"
     assert after.items == before.items
+
+
+def test_integer_client_ids_are_those_of_their_decimal_form(spark, tmp_path):
+    pairs = [(c // 3, f"w{(c * 7) % 5}") for c in range(6000)]
+    path = tmp_path / "numbered.tsv"
+    path.write_text("client_id\titem\n" + "".join(f"{c}\t{w}\n" for c, w in pairs))
+    df = spark.createDataFrame(pairs, "client long, item string").repartition(3)
+    release = tally.spark.histogram(df, item="item", client="client", sampling_key="K4", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K4")
+    assert release.items, "something is released"
+    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert release.parameters == expected["parameters"]
+
+
+def test_rows_as_clients_equals_the_cli_on_one_item_per_line(spark, words_txt):
+    words = words_txt.read_text().splitlines()
+    df = spark.createDataFrame(list(enumerate(words)), "client long, item string").repartition(3)
+    release = tally.spark.histogram(
+        df, item="item", client="client", sampling_key="K3", rows_as_clients=True, **SETTINGS
+    )
+    expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "K3")
+    assert release.items, "something is released"
+    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert release.parameters == expected["parameters"]
+    assert release.guarantee == expected["guarantee"]

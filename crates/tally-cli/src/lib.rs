@@ -6,5 +6,6 @@ pub mod compose_plan;
 pub mod plan_document;
 pub mod sample_threshold_release;
 pub mod shuffle_plan;
+pub mod triehh_plus_plan;
 pub mod triehh_plus_release;
 pub mod values_release;

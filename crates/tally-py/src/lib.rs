@@ -5,9 +5,12 @@
 //! (the Python layer wraps it in typed objects). Errors become `ValueError`s carrying the
 //! command's messages. Long work runs with the GIL released.
 
+use std::fmt::Write as _;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
+use numpy::{IntoPyArray as _, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use rand::Rng as _;
@@ -19,10 +22,15 @@ use tally_cli::compose_plan::{self, ComposeMethod};
 use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_cli::shuffle_plan::ShufflePlan;
+use tally_cli::triehh_plus_plan::TriePlusPlan;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
 use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
+use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
-use tally_sim::{ClientMode, KeyedPopulation, Population, StreamFormat, ValueRange};
+use tally_sim::{
+    ClientMode, ExecutionPath, KeyedPopulation, Population, StreamFormat, ValueRange,
+    sample_threshold_integers,
+};
 
 /// A Rust error as a Python `ValueError` with the command line's message.
 fn value_error(error: impl std::fmt::Display) -> PyErr {
@@ -45,24 +53,95 @@ fn release_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> PlanTar
     }
 }
 
-/// A column handed over by the Python layer as a `(kind, value)` pair: a file, integers or
-/// strings.
-enum Column {
-    /// `("path", path)`.
-    Path(PathBuf),
-    /// `("ints", bytes)`: native-endian 64-bit integers (NumPy's `int64` array bytes).
-    Ints(Vec<u8>),
-    /// `("strings", list of str)`.
-    Strings(Vec<String>),
+/// The arguments a sample-and-threshold mechanism is calibrated from, as given (floats by
+/// their bits): the key of [`calibrated`]'s cache.
+type CalibrationKey = (u64, u64, Option<u64>, Option<u64>, String, String, bool);
+
+/// The mechanism `tally histogram` calibrates from these arguments (with `keyed`, for the rate
+/// a keyed coin uses). Calibrations are kept for the life of the process: planning costs
+/// milliseconds, a release over a large NumPy array little more.
+#[allow(clippy::too_many_arguments)] // the calibration arguments of `tally.histogram`
+fn calibrated(
+    epsilon: f64,
+    delta: f64,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+    keyed: bool,
+) -> PyResult<SampleThreshold> {
+    static CACHE: Mutex<Option<FxHashMap<CalibrationKey, SampleThreshold>>> = Mutex::new(None);
+    let key = (
+        epsilon.to_bits(),
+        delta.to_bits(),
+        sampling_rate.map(f64::to_bits),
+        threshold,
+        method.to_owned(),
+        neighbours.to_owned(),
+        keyed,
+    );
+    let cached = |cache: &Option<FxHashMap<_, SampleThreshold>>| {
+        cache.as_ref().and_then(|c| c.get(&key)).cloned()
+    };
+    // A poisoned lock only means another thread panicked mid-insert: the map is still valid.
+    if let Some(mechanism) = cached(&CACHE.lock().unwrap_or_else(PoisonError::into_inner)) {
+        return Ok(mechanism);
+    }
+    let (analysis, parsed_neighbours) = analysis_and_neighbours(method, neighbours)?;
+    let target = release_target(sampling_rate, threshold);
+    let mechanism = sample_threshold_release::calibrate(
+        epsilon,
+        delta,
+        target,
+        analysis,
+        parsed_neighbours,
+        keyed,
+    )
+    .map_err(value_error)?;
+    CACHE
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get_or_insert_with(FxHashMap::default)
+        .insert(key, mechanism.clone());
+    Ok(mechanism)
 }
 
-impl Column {
-    fn extract(pair: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let (kind, value): (String, Bound<'_, PyAny>) = pair.extract()?;
+/// A column handed over by the Python layer as a `(kind, value)` pair, read in place: a file,
+/// integers, Python strings, or the buffers of an Arrow string array.
+enum Column<'py> {
+    /// `("path", path)`.
+    Path(PathBuf),
+    /// `("ints", array)`: a contiguous NumPy `int64` array, read where it lies.
+    Ints(PyReadonlyArray1<'py, i64>),
+    /// `("strings", list of str)`.
+    Strings(Vec<String>),
+    /// `("arrow-strings", (offsets, data))`: the offsets (`int32` or `int64`, one more than
+    /// the rows) and the UTF-8 bytes of an Arrow string array without nulls, as NumPy views of
+    /// Arrow's own buffers.
+    ArrowStrings(Offsets<'py>, PyReadonlyArray1<'py, u8>),
+}
+
+/// The offsets of an Arrow `string` (`int32`) or `large_string` (`int64`) array.
+enum Offsets<'py> {
+    Narrow(PyReadonlyArray1<'py, i32>),
+    Wide(PyReadonlyArray1<'py, i64>),
+}
+
+impl<'py> Column<'py> {
+    fn extract(pair: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let (kind, value): (String, Bound<'py, PyAny>) = pair.extract()?;
         match kind.as_str() {
             "path" => Ok(Self::Path(value.extract()?)),
             "ints" => Ok(Self::Ints(value.extract()?)),
             "strings" => Ok(Self::Strings(value.extract()?)),
+            "arrow-strings" => {
+                let (offsets, data): (Bound<'py, PyAny>, Bound<'py, PyAny>) = value.extract()?;
+                let offsets = match offsets.extract() {
+                    Ok(narrow) => Offsets::Narrow(narrow),
+                    Err(_) => Offsets::Wide(offsets.extract()?),
+                };
+                Ok(Self::ArrowStrings(offsets, data.extract()?))
+            }
             other => Err(value_error(format!("unknown column kind {other:?}"))),
         }
     }
@@ -70,32 +149,68 @@ impl Column {
     /// The values: strings, or the integers themselves.
     fn values(self) -> PyResult<Values> {
         match self {
-            Self::Strings(values) => Ok(Values::Texts(values)),
-            Self::Ints(bytes) => Ok(Values::Ints(
-                bytes
-                    .chunks_exact(8)
-                    // Unwrap safety: chunks_exact yields 8-byte slices.
-                    .map(|word| i64::from_ne_bytes(word.try_into().expect("8 bytes")))
-                    .collect(),
-            )),
-            Self::Path(_) => Err(value_error("expected a column of integers or strings")),
+            Self::Ints(ints) => Ok(Values::Ints(ints.as_slice().map_err(value_error)?.to_vec())),
+            other => Ok(Values::Texts(other.texts()?)),
         }
     }
 
     /// The values as text (integers in decimal, as a file would hold them).
-    fn texts(self, py: Python<'_>) -> PyResult<Vec<String>> {
+    fn texts(self) -> PyResult<Vec<String>> {
+        let mut texts = Vec::new();
+        self.for_each_bytes(|bytes| match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                texts.push(text.to_owned());
+                Ok(())
+            }
+            Err(error) => Err(value_error(format!(
+                "invalid UTF-8 in a string column: {error}"
+            ))),
+        })?;
+        Ok(texts)
+    }
+
+    /// Calls `each` with every value as bytes, in order: a string's UTF-8 bytes, an integer's
+    /// decimal form.
+    fn for_each_bytes(&self, mut each: impl FnMut(&[u8]) -> PyResult<()>) -> PyResult<()> {
         match self {
-            Self::Strings(values) => Ok(values),
-            Self::Ints(bytes) => Ok(py.detach(|| {
-                bytes
-                    .chunks_exact(8)
-                    .map(|word| {
-                        // Unwrap safety: chunks_exact yields 8-byte slices.
-                        i64::from_ne_bytes(word.try_into().expect("8 bytes")).to_string()
-                    })
-                    .collect()
-            })),
             Self::Path(_) => Err(value_error("expected a column of integers or strings")),
+            Self::Strings(values) => values.iter().try_for_each(|v| each(v.as_bytes())),
+            Self::Ints(ints) => {
+                let mut text = String::new();
+                ints.as_slice()
+                    .map_err(value_error)?
+                    .iter()
+                    .try_for_each(|v| {
+                        text.clear();
+                        // Unwrap safety: writing to a String cannot fail.
+                        write!(text, "{v}").expect("write to a String");
+                        each(text.as_bytes())
+                    })
+            }
+            Self::ArrowStrings(offsets, data) => {
+                let data = data.as_slice().map_err(value_error)?;
+                let offsets: Vec<usize> = match offsets {
+                    Offsets::Narrow(o) => o
+                        .as_slice()
+                        .map_err(value_error)?
+                        .iter()
+                        .map(|&o| usize::try_from(o).ok())
+                        .collect::<Option<_>>(),
+                    Offsets::Wide(o) => o
+                        .as_slice()
+                        .map_err(value_error)?
+                        .iter()
+                        .map(|&o| usize::try_from(o).ok())
+                        .collect::<Option<_>>(),
+                }
+                .ok_or_else(|| value_error("negative offset in an Arrow string array"))?;
+                offsets.windows(2).try_for_each(|pair| {
+                    let bytes = data.get(pair[0]..pair[1]).ok_or_else(|| {
+                        value_error("offsets past the data of an Arrow string array")
+                    })?;
+                    each(bytes)
+                })
+            }
         }
     }
 }
@@ -158,6 +273,21 @@ fn plan_compose(
     Ok(document.to_string())
 }
 
+/// `tally plan triehh++ --json`.
+#[pyfunction]
+#[pyo3(signature = (epsilon, delta, levels, sampling_rate=None, threshold=None))]
+fn plan_triehh_plus(
+    epsilon: f64,
+    delta: f64,
+    levels: u64,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+) -> PyResult<String> {
+    let plan = TriePlusPlan::solve(epsilon, delta, levels, sampling_rate, threshold)
+        .map_err(value_error)?;
+    Ok(plan.document().to_string())
+}
+
 /// `tally histogram --json` with the sample-and-threshold mechanism.
 #[pyfunction]
 #[pyo3(signature = (items, clients, epsilon, delta, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, sampling_key=None, rows_as_clients=false, description=None))]
@@ -177,21 +307,19 @@ fn histogram(
     rows_as_clients: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
     let key = sampling_key
         .map(|key| SamplingKey::derive(key.as_bytes()))
         .transpose()
         .map_err(value_error)?;
-    let target = release_target(sampling_rate, threshold);
-    let mechanism = sample_threshold_release::calibrate(
+    let mechanism = calibrated(
         epsilon,
         delta,
-        target,
-        analysis,
+        sampling_rate,
+        threshold,
+        method,
         neighbours,
         key.is_some(),
-    )
-    .map_err(value_error)?;
+    )?;
     let run_seed = seed.unwrap_or_else(random_seed);
     let description = description.unwrap_or_else(|| "items from Python".to_owned());
     let items = Column::extract(items)?;
@@ -217,6 +345,30 @@ fn histogram(
         return serde_json::to_string_pretty(&document).map_err(value_error);
     }
     let clients = clients.map(Column::extract).transpose()?;
+    if let (Column::Ints(ints), None, None) = (&items, &clients, &key) {
+        let values = ints.as_slice().map_err(value_error)?;
+        if !values.is_empty() {
+            // One integer per client: sampled and counted where the integers lie.
+            let document = py.detach(|| {
+                let released = sample_threshold_integers(values, &mechanism, run_seed);
+                let counts = released
+                    .into_iter()
+                    .map(|(value, count)| (value.to_string(), count))
+                    .collect();
+                let mut document = sample_threshold_release::from_counts(
+                    counts,
+                    &mechanism,
+                    values.len() as u64,
+                    delta,
+                    description,
+                    ExecutionPath::default().name(),
+                );
+                document.seed = seed;
+                document
+            });
+            return serde_json::to_string_pretty(&document).map_err(value_error);
+        }
+    }
     let population = Input::read(
         py,
         items,
@@ -564,8 +716,8 @@ enum Input {
 impl Input {
     fn read(
         py: Python<'_>,
-        items: Column,
-        clients: Option<Column>,
+        items: Column<'_>,
+        clients: Option<Column<'_>>,
         seed: u64,
         rows_as_clients: bool,
         keyed: bool,
@@ -574,9 +726,9 @@ impl Input {
         if let Column::Path(path) = &items {
             return py.detach(|| read_file(path, seed, rows_as_clients, keyed));
         }
-        let clients = clients.map(|c| c.texts(py)).transpose()?;
+        let clients = clients.map(Column::texts).transpose()?;
         let items = if clients.is_some() {
-            Values::Texts(items.texts(py)?)
+            Values::Texts(items.texts()?)
         } else {
             items.values()?
         };
@@ -687,45 +839,86 @@ fn keyed_parameters(
     method: &str,
     neighbours: &str,
 ) -> PyResult<(f64, u64)> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
-    let target = release_target(sampling_rate, threshold);
-    let mechanism =
-        sample_threshold_release::calibrate(epsilon, delta, target, analysis, neighbours, true)
-            .map_err(value_error)?;
+    let mechanism = calibrated(
+        epsilon,
+        delta,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+        true,
+    )?;
     Ok((
         mechanism.params().sampling_rate(),
         mechanism.params().threshold(),
     ))
 }
 
-/// Which of `clients` the keyed coin of `(key, rate)` samples in round 0.
+/// Which clients of the column `clients` the keyed coin of `(key, rate)` samples in round 0,
+/// as a NumPy boolean array.
 #[pyfunction]
-fn keyed_coins(py: Python<'_>, key: &str, rate: f64, clients: Vec<String>) -> PyResult<Vec<bool>> {
+fn keyed_coins<'py>(
+    py: Python<'py>,
+    key: &str,
+    rate: f64,
+    clients: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<bool>>> {
     let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
     let coin = KeyedCoin::new(key, rate).map_err(value_error)?;
-    Ok(py.detach(|| clients.iter().map(|c| coin.flip(0, c.as_bytes())).collect()))
+    let mut heads = Vec::new();
+    Column::extract(clients)?.for_each_bytes(|client| {
+        heads.push(coin.flip(0, client));
+        Ok(())
+    })?;
+    Ok(heads.into_pyarray(py))
 }
 
-/// For each client and the items of its rows, the item of the row the key chooses (round 0).
+/// The row each client contributes in round 0, chosen by the key: client `i` of the column
+/// `clients` holds the rows `offsets[i]..offsets[i + 1]` of the column `items` (an Arrow list
+/// column's offsets and values). Returns the chosen rows' positions in `items`.
 #[pyfunction]
-fn keyed_rows(
-    py: Python<'_>,
+fn keyed_rows<'py>(
+    py: Python<'py>,
     key: &str,
-    clients: Vec<String>,
-    items: Vec<Vec<String>>,
-) -> PyResult<Vec<String>> {
+    clients: &Bound<'py, PyAny>,
+    offsets: PyReadonlyArray1<'py, i64>,
+    items: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
     let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
-    py.detach(|| {
+    let collect = |column: &Bound<'py, PyAny>| -> PyResult<Vec<Vec<u8>>> {
+        let mut values = Vec::new();
+        Column::extract(column)?.for_each_bytes(|value| {
+            values.push(value.to_vec());
+            Ok(())
+        })?;
+        Ok(values)
+    };
+    let (clients, items) = (collect(clients)?, collect(items)?);
+    let offsets = offsets.as_slice().map_err(value_error)?;
+    let chosen = py.detach(|| {
+        if offsets.len() != clients.len() + 1 {
+            return Err(value_error("expected one more offset than clients"));
+        }
         clients
             .iter()
-            .zip(items)
-            .map(|(client, mut rows)| {
-                let row = choose_row(&key, 0, client.as_bytes(), &rows)
-                    .ok_or_else(|| value_error(format!("client {client:?} has no rows")))?;
-                Ok(rows.swap_remove(row))
+            .zip(offsets.windows(2))
+            .map(|(client, bounds)| {
+                let rows = usize::try_from(bounds[0])
+                    .ok()
+                    .zip(usize::try_from(bounds[1]).ok())
+                    .and_then(|(start, end)| Some((start, items.get(start..end)?)));
+                let (start, rows) = rows.ok_or_else(|| value_error("offsets past the items"))?;
+                let row = choose_row(&key, 0, client, rows).ok_or_else(|| {
+                    value_error(format!(
+                        "client {:?} has no rows",
+                        String::from_utf8_lossy(client)
+                    ))
+                })?;
+                i64::try_from(start + row).map_err(value_error)
             })
-            .collect()
-    })
+            .collect::<PyResult<Vec<i64>>>()
+    })?;
+    Ok(chosen.into_pyarray(py))
 }
 
 /// The document of a keyed histogram counted elsewhere (on Spark): `counts` are the sampled
@@ -744,11 +937,15 @@ fn keyed_counts_document(
     method: &str,
     neighbours: &str,
 ) -> PyResult<String> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
-    let target = release_target(sampling_rate, threshold);
-    let mechanism =
-        sample_threshold_release::calibrate(epsilon, delta, target, analysis, neighbours, true)
-            .map_err(value_error)?;
+    let mechanism = calibrated(
+        epsilon,
+        delta,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+        true,
+    )?;
     let document = sample_threshold_release::from_counts(
         counts,
         &mechanism,
@@ -766,6 +963,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
     module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_triehh_plus, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
     module.add_function(wrap_pyfunction!(quantiles, module)?)?;

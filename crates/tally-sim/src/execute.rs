@@ -18,10 +18,10 @@ use crate::rng::{Purpose, stream};
 const PER_CLIENT_CHUNK: usize = 1 << 16;
 
 /// Clients per chunk on the gap-skipping path.
-const GAP_SKIPPING_CHUNK: usize = 1 << 20;
+pub(crate) const GAP_SKIPPING_CHUNK: usize = 1 << 20;
 
 /// Sampled indices drawn before their items are read, on the gap-skipping path.
-const GATHER_BATCH: usize = 256;
+pub(crate) const GATHER_BATCH: usize = 256;
 
 /// Domains up to this size aggregate into one aggregator per parallel task, merged at the end.
 /// Larger domains collect each chunk's reports and absorb them into a single aggregator, so

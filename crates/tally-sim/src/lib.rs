@@ -80,6 +80,7 @@ mod multi_population;
 mod population;
 mod quantiles;
 mod rng;
+mod sampled_values;
 mod stream;
 mod stream_histogram;
 mod stream_tsv;
@@ -104,6 +105,7 @@ pub use population::{ClientMode, Population, Source};
 pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
 };
+pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
 pub use stream_histogram::{
     LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,
     stream_sample_threshold,

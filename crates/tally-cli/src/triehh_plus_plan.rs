@@ -1,0 +1,135 @@
+//! The plan `tally plan triehh++ --json` prints: per-level S&T parameters whose levels compose
+//! tightly to a target `(ε, δ)`.
+
+use serde_json::{Value, json};
+use tally_accounting::composition::compose_basic;
+use tally_accounting::sample_threshold::{
+    MAX_TIGHT_ROUNDS, SampleThresholdParams, TIGHT_STEP, tight_max_sampling_rate,
+    tight_min_threshold,
+};
+
+/// The threshold used when neither it nor the sampling rate is given.
+pub const DEFAULT_THRESHOLD: u64 = 26;
+
+/// A TrieHH++ plan: one level's parameters and what `levels` of them compose to.
+#[derive(Clone, Debug)]
+pub struct TriePlusPlan {
+    /// The target ε of all levels.
+    pub epsilon: f64,
+    /// The target δ of all levels.
+    pub delta: f64,
+    /// The number of levels (S&T rounds over the same clients).
+    pub levels: u64,
+    /// Each level's sampling rate and threshold.
+    pub params: SampleThresholdParams,
+    /// The ε the levels compose to at `delta` (tight composition).
+    pub composed_epsilon: f64,
+    /// The ε of basic composition, each level at `δ/L`; `None` where a level alone has no ε
+    /// at `δ/L` (its infinite-loss mass exceeds `δ/L`, while the levels' joint mass stays
+    /// within `δ`).
+    pub basic_epsilon: Option<f64>,
+    /// What was solved for: `"sampling_rate"`, `"threshold"` or `"epsilon"`.
+    pub solved_for: &'static str,
+}
+
+/// Errors of [`TriePlusPlan::solve`].
+#[derive(Debug, thiserror::Error)]
+pub enum TriePlusPlanError {
+    /// The number of levels is out of range.
+    #[error("--levels {levels}: between 1 and {MAX_TIGHT_ROUNDS}")]
+    Levels {
+        /// The levels asked for.
+        levels: u64,
+    },
+    /// The accountant rejected the request.
+    #[error(transparent)]
+    Accounting(#[from] tally_accounting::Error),
+}
+
+impl TriePlusPlan {
+    /// Solves for what is not given: the largest rate for `threshold` (default
+    /// [`DEFAULT_THRESHOLD`]), the smallest threshold for `sampling_rate`, or the composed ε of
+    /// both.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the accountant rejects, and levels outside `1..=MAX_TIGHT_ROUNDS`.
+    pub fn solve(
+        epsilon: f64,
+        delta: f64,
+        levels: u64,
+        sampling_rate: Option<f64>,
+        threshold: Option<u64>,
+    ) -> Result<Self, TriePlusPlanError> {
+        let (params, solved_for) = match (sampling_rate, threshold) {
+            (Some(rate), Some(threshold)) => {
+                (SampleThresholdParams::new(rate, threshold)?, "epsilon")
+            }
+            (Some(rate), None) => (
+                SampleThresholdParams::new(
+                    rate,
+                    tight_min_threshold(epsilon, delta, levels, rate)?,
+                )?,
+                "threshold",
+            ),
+            (None, threshold) => {
+                let threshold = threshold.unwrap_or(DEFAULT_THRESHOLD);
+                let rate = tight_max_sampling_rate(epsilon, delta, levels, threshold)?;
+                (
+                    SampleThresholdParams::new(rate, threshold)?,
+                    "sampling_rate",
+                )
+            }
+        };
+        if !(1..=MAX_TIGHT_ROUNDS).contains(&levels) {
+            return Err(TriePlusPlanError::Levels { levels });
+        }
+        // One level's loss pair, built once: composed over the levels (as
+        // `tight_rounds_epsilon` does), and alone at δ/L for the same levels by basic
+        // composition, each level's own (ε, δ/L) summed.
+        let pair = params.loss_pair(TIGHT_STEP)?;
+        let composed_epsilon = pair.self_compose(levels)?.epsilon(delta)?;
+        let basic_epsilon = match pair.epsilon(delta / levels as f64) {
+            Ok(per_level) => {
+                Some(compose_basic(&vec![(per_level, delta / levels as f64); levels as usize])?.0)
+            }
+            Err(tally_accounting::Error::Infeasible { .. }) => None,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Self {
+            epsilon,
+            delta,
+            levels,
+            params,
+            composed_epsilon,
+            basic_epsilon,
+            solved_for,
+        })
+    }
+
+    /// Whether the levels compose to at most the target ε.
+    pub fn meets_target(&self) -> bool {
+        self.composed_epsilon <= self.epsilon
+    }
+
+    /// The document `tally plan triehh++ --json` prints.
+    pub fn document(&self) -> Value {
+        json!({
+            "mechanism": "triehh++",
+            "composition": "tight",
+            "neighbours": "add-remove",
+            "levels": self.levels,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "per_level": {
+                "sampling_rate": self.params.sampling_rate(),
+                "threshold": self.params.threshold(),
+            },
+            "composed_epsilon": self.composed_epsilon,
+            "meets_target": self.meets_target(),
+            "basic_composition_epsilon": self.basic_epsilon,
+            "grid_step": TIGHT_STEP,
+            "solved_for": self.solved_for,
+        })
+    }
+}

@@ -1,0 +1,56 @@
+"""tally.spark on a Spark Connect session (a local Spark Connect server started by pyspark):
+the DataFrame API alone, so the same release as the command line with the same key."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+import tally.spark
+
+from conftest import cli_json
+
+SETTINGS = dict(epsilon=1.0, delta=1e-6, threshold=10)
+CLI_SETTINGS = ("--epsilon", "1", "--delta", "1e-6", "--threshold", "10")
+
+
+@pytest.fixture(scope="module")
+def connect():
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+def sorted_items(items):
+    return sorted((row["item"], row["count"], row["estimate"]) for row in items)
+
+
+def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words_txt):
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    assert isinstance(connect, ConnectSession)
+    lines = rows_tsv.read_text().splitlines()[1:]
+    df = connect.createDataFrame([tuple(line.split("\t")) for line in lines], "client string, item string")
+    release = tally.spark.histogram(df, item="item", client="client", sampling_key="C1", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "C1")
+    assert release.items, "something is released"
+    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert release.parameters == expected["parameters"]
+
+    words = words_txt.read_text().splitlines()
+    df = connect.createDataFrame(list(enumerate(words)), "client long, item string")
+    release = tally.spark.histogram(
+        df, item="item", client="client", sampling_key="C2", rows_as_clients=True, **SETTINGS
+    )
+    expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "C2")
+    assert sorted_items(release.items) == sorted_items(expected["items"])
