@@ -9,7 +9,7 @@ use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted};
 use tally_core::heavy_hitters::{
     AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
     TERMINATOR, TrieHh, TrieHhConfig,
@@ -18,7 +18,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
 use tally_sim::{
-    EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
+    CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
     english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
     run_triehh, top_k,
 };
@@ -27,7 +27,7 @@ use crate::cli::{
     AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
     SelectionArg, round_composition,
 };
-use crate::input::load_population;
+use crate::input::{load_population, stream_format};
 use crate::output::{
     Stage, guarantee_body_line, guarantee_json, guarantee_line, print_fields, print_items,
     print_json,
@@ -168,18 +168,35 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 analysis,
                 neighbours,
             };
-            let stage = Stage::start("loading the population");
-            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-            stage.next(format!(
+            let (population, counted) = match &args.input.input {
+                // Without --truth a file is read once into its items' counts, never loaded.
+                Some(file) if !args.truth => {
+                    let stage = Stage::start(format!("counting the items of {}", file.display()));
+                    let format = stream_format(file, args.format, args.rows_as_clients, seed);
+                    let counted = CountedPopulation::from_file(file, format, &stage.bytes_read())?;
+                    (None, counted)
+                }
+                _ => {
+                    let _stage = Stage::start("loading the population");
+                    let population =
+                        load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+                    let counted = CountedPopulation::from_population(&population);
+                    (Some(population), counted)
+                }
+            };
+            let stage = Stage::start(format!(
                 "growing the prefix tree over {} levels",
                 args.levels
             ));
-            let release = triehh_plus(&population, &settings, seed, args.release.seed)?;
+            let release = triehh_plus_counted(&counted, &settings, seed, args.release.seed)?;
             drop(stage);
+            let Some(population) = population else {
+                return print_report(args, None, release);
+            };
             (population, release)
         }
     };
-    print_report(args, &population, release)
+    print_report(args, Some(&population), release)
 }
 
 /// The prefix-tree segment of TrieHH and TrieHH++: `--segment N` or `fixed:N`, default 1.
@@ -203,11 +220,11 @@ fn name(population: &Population, id: u32) -> String {
         .map_or_else(|| id.to_string(), |n| n.into_owned())
 }
 
-/// Prints a release (all its items found) with its truth scores when asked: the document as
-/// JSON, or a summary and a table.
+/// Prints a release (all its items found) with its truth scores when asked (`population` is
+/// then the loaded population): the document as JSON, or a summary and a table.
 fn print_report(
     args: &HeavyHittersArgs,
-    population: &Population,
+    population: Option<&Population>,
     mut release: HeavyHittersRelease,
 ) -> Result<()> {
     let shown = args.top.unwrap_or(if args.privacy.json {
@@ -215,7 +232,7 @@ fn print_report(
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let truth = args.truth.then(|| {
+    let truth = population.filter(|_| args.truth).map(|population| {
         truth_scores(
             population,
             &release.items,
