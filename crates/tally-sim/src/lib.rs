@@ -115,5 +115,5 @@ pub use stream_histogram::{
 };
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::quantiles::ValueRange;
-pub use triehh::run_triehh;
+pub use triehh::{run_triehh, run_triehh_counted};
 pub use values::{SortedValues, Values, ValuesError};

@@ -9,11 +9,11 @@ use std::io::Write;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput};
+use tally_core::heavy_hitters::{TrieHh, TrieHhConfig, TrieHhPlus, TrieHhPlusConfig, TrieOutput};
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{
-    ClientMode, CountedPopulation, ExecutionPath, Population, StreamFormat, run_triehh_plus,
-    run_triehh_plus_counted,
+    ClientMode, CountedPopulation, ExecutionPath, Population, StreamFormat, run_triehh,
+    run_triehh_counted, run_triehh_plus, run_triehh_plus_counted,
 };
 
 const WORDS: [(&str, usize); 6] = [
@@ -149,4 +149,74 @@ fn counted_runs_are_deterministic_for_a_seed() {
     let a = run_triehh_plus_counted(&counted, task(), 5);
     assert_eq!(a.nodes, run_triehh_plus_counted(&counted, task(), 5).nodes);
     assert_ne!(a.nodes, run_triehh_plus_counted(&counted, task(), 6).nodes);
+}
+
+/// TrieHH's task for `clients` clients.
+fn triehh_task(clients: u64) -> TrieHh {
+    TrieHh::new(TrieHhConfig::calibrate(4.0, 1e-6, 6, clients).unwrap()).unwrap()
+}
+
+/// The words `WORDS` scaled by `scale`, the clients interleaved round robin.
+fn interleaved(scale: usize) -> Population {
+    let mut left: Vec<usize> = WORDS.iter().map(|&(_, c)| c * scale).collect();
+    let mut names = Vec::new();
+    while left.iter().any(|&c| c > 0) {
+        for (i, c) in left.iter_mut().enumerate() {
+            if *c > 0 {
+                *c -= 1;
+                names.push(WORDS[i].0);
+            }
+        }
+    }
+    Population::from_names(names, "test words").unwrap()
+}
+
+#[test]
+fn counted_triehh_is_the_loaded_run_when_ids_are_in_word_order() {
+    // Ids by first appearance: sorted names give ids in the counted order, so both number
+    // the clients alike and the same draws give the same release.
+    let mut names: Vec<&str> = Vec::new();
+    for (word, copies) in WORDS {
+        names.extend(std::iter::repeat_n(word, copies * 10));
+    }
+    names.sort_unstable();
+    let population = Population::from_names(names, "sorted").unwrap();
+    let counted = CountedPopulation::from_population(&population);
+    let n = counted.clients();
+    for seed in 0..20 {
+        let loaded = run_triehh(&population, triehh_task(n), seed);
+        let from_counts = run_triehh_counted(&counted, triehh_task(n), seed);
+        assert_eq!(loaded.words, from_counts.words);
+        assert_eq!(loaded.accepted, from_counts.accepted);
+    }
+}
+
+#[test]
+fn stat_counted_triehh_has_the_law_of_the_loaded_run() {
+    // Here ids follow the interleaving, not the words' order.
+    let population = interleaved(10);
+    let counted = CountedPopulation::from_population(&population);
+    let n = counted.clients();
+    let runs = 1_000;
+    let mut found = vec![vec![0u64; 1 << WORDS.len()]; 2];
+    for seed in 0..runs {
+        let outputs = [
+            run_triehh_counted(&counted, triehh_task(n), seed),
+            run_triehh(&population, triehh_task(n), seed),
+        ];
+        for (path, output) in outputs.iter().enumerate() {
+            let mask: usize = output
+                .words
+                .iter()
+                .map(|word| 1 << WORDS.iter().position(|(w, _)| w == word).unwrap())
+                .sum();
+            found[path][mask] += 1;
+        }
+    }
+    stats::assert_same_distribution("TrieHH words found", &found[0], &found[1]);
+    assert!(
+        found[0].iter().filter(|&&n| n > 0).count() >= 2,
+        "{:?}",
+        found[0]
+    );
 }
