@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use rand_distr::Distribution;
+use rayon::prelude::*;
 use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieOutput};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::ExactBinomial;
@@ -119,7 +120,8 @@ pub fn run_triehh_plus_counted(
 
 /// One S&T round over the prefixes the clients report for `prefixes`, released as
 /// `(prefix, count, estimate)`: each prefix's sampled holders are `Bin(N, p)`, `N` the number
-/// of clients reporting it, drawn in prefix order from one stream of `seed`.
+/// of clients reporting it; the `k`-th prefix in order draws from stream `k` of `seed`, so the
+/// prefixes are drawn in parallel and the release does not depend on the number of threads.
 fn counted_prefix_round(
     population: &CountedPopulation,
     prefixes: &PrefixRound,
@@ -133,20 +135,26 @@ fn counted_prefix_round(
         }
     }
     let rate = mechanism.params().sampling_rate();
-    let mut rng = stream(seed, Purpose::CountedSampling, 0);
+    let reporters: Vec<(String, u64)> = reporters.into_iter().collect();
+    let sampled: Vec<u64> = reporters
+        .par_iter()
+        .enumerate()
+        .map(|(id, &(_, holders))| {
+            let mut rng = stream(seed, Purpose::CountedSampling, id as u64);
+            // Unwrap safety: the accountant validated the rate, which lies in (0, 1).
+            ExactBinomial::new(holders, rate)
+                .expect("validated sampling rate")
+                .sample(&mut rng)
+        })
+        .collect();
     let mut aggregator = mechanism.aggregator(reporters.len());
-    let mut names = Vec::with_capacity(reporters.len());
-    for (id, (prefix, holders)) in reporters.into_iter().enumerate() {
-        // Unwrap safety: the accountant validated the rate, which lies in (0, 1).
-        let sampled = ExactBinomial::new(holders, rate)
-            .expect("validated sampling rate")
-            .sample(&mut rng);
-        if sampled > 0 {
+    for (id, &count) in sampled.iter().enumerate() {
+        if count > 0 {
             // Unwrap safety: one prefix per distinct word, and words are fewer than 2^32.
-            aggregator.absorb_many(u32::try_from(id).expect("u32 prefix id"), sampled);
+            aggregator.absorb_many(u32::try_from(id).expect("u32 prefix id"), count);
         }
-        names.push(prefix);
     }
+    let names: Vec<String> = reporters.into_iter().map(|(prefix, _)| prefix).collect();
     aggregator
         .release()
         .items

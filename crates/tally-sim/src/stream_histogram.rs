@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use foldhash::quality::FixedState;
+use foldhash::fast::FixedState;
 use rand_chacha::ChaCha12Rng;
 use rand_distr::Distribution;
 use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
