@@ -121,13 +121,24 @@ impl<'a> Lines<'a> {
 }
 
 /// Bit `i` set where `block[i]` is `\n`; `block` holds at most 64 bytes.
+///
+/// A full block is read as eight little-endian words, each turned into its eight bits with
+/// word-wide arithmetic (no carry crosses a byte, so the result is exact): a byte `b` is
+/// `\n` exactly when `x = b ^ 0x0A` is zero, that is when neither the top bit of `x` nor that
+/// of `(x & 0x7F) + 0x7F` is set; the eight flags, one per byte's top bit, are then gathered
+/// into one byte by a multiplication whose partial products never overlap.
 #[inline]
 fn newline_mask(block: &[u8]) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const NEWLINES: u64 = 0x0A0A_0A0A_0A0A_0A0A;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
     match block.first_chunk::<64>() {
-        Some(full) => full
-            .iter()
-            .enumerate()
-            .fold(0, |mask, (i, &b)| mask | (u64::from(b == b'\n') << i)),
+        Some(full) => full.chunks_exact(8).enumerate().fold(0, |mask, (j, word)| {
+            // Unwrap safety: `chunks_exact(8)` yields 8-byte slices.
+            let x = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ NEWLINES;
+            let zero = !(((x & LOW7) + LOW7) | x | LOW7);
+            mask | ((((zero >> 7).wrapping_mul(GATHER)) >> 56) << (8 * j))
+        }),
         None => block
             .iter()
             .enumerate()
@@ -447,6 +458,32 @@ mod tests {
                 }
             }
             assert_eq!(read.last().map(|&(n, _)| n), Some(all.len() as u64 - 1));
+        }
+    }
+
+    #[test]
+    fn newline_masks_mark_exactly_the_newlines() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
+        // Bytes near `\n` and with its low bits under a set top bit, and random ones.
+        let pick = [b'\n', 0x8A, 0x0B, 0x09, 0x00, 0xFF, 0x4A, b'a'];
+        for _ in 0..2_000 {
+            let block: Vec<u8> = (0..64)
+                .map(|_| {
+                    let [coin, index, byte, ..] = rng.next_u64().to_le_bytes();
+                    if coin & 1 == 0 {
+                        pick[usize::from(index) % pick.len()]
+                    } else {
+                        byte
+                    }
+                })
+                .collect();
+            let want = block
+                .iter()
+                .enumerate()
+                .fold(0u64, |mask, (i, &b)| mask | (u64::from(b == b'\n') << i));
+            assert_eq!(newline_mask(&block), want, "{block:?}");
+            assert_eq!(newline_mask(&block[..63]), want & (u64::MAX >> 1));
         }
     }
 
