@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::Error;
 
 /// The size a chunk is read at (a line longer than this makes its chunk longer).
-pub(crate) const CHUNK_BYTES: usize = 4 << 20;
+pub(crate) const CHUNK_BYTES: usize = 1 << 20;
 
 /// Chunks read ahead of the processing.
 const READ_AHEAD: usize = 4;
