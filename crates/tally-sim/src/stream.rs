@@ -1,11 +1,12 @@
 //! Reading an input as a stream of byte chunks that end on line boundaries, processed in
 //! parallel.
 //!
-//! A reader thread fills buffers of [`CHUNK_BYTES`] (decompressing `.gz` inputs on the way, so
-//! decoding runs alongside the processing), cuts each at its last `\n` and hands it on through
-//! a bounded channel; the rayon pool processes the chunks as they come. Buffers are recycled,
-//! so memory holds a handful of chunks whatever the input's size. Chunk `i` is the same bytes
-//! whatever the number of threads, so per-chunk random streams keep results deterministic.
+//! A reader thread fills buffers of [`LINE_CHUNK_BYTES`] or [`ROW_CHUNK_BYTES`] (decompressing
+//! `.gz` inputs on the way, so decoding runs alongside the processing), cuts each at its last
+//! `\n` and hands it on through a bounded channel; the rayon pool processes the chunks as they
+//! come. Buffers are recycled, so memory holds a handful of chunks whatever the input's size.
+//! Chunk `i` is the same bytes whatever the number of threads, so per-chunk random streams
+//! keep results deterministic.
 
 use std::io::{self, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -15,8 +16,13 @@ use rayon::prelude::*;
 
 use crate::Error;
 
-/// The size a chunk is read at (a line longer than this makes its chunk longer).
-pub(crate) const CHUNK_BYTES: usize = 1 << 20;
+/// The size a chunk of lines is read at (a line longer than this makes its chunk longer):
+/// small enough to stay in a core's second-level cache while it is sampled and counted.
+pub(crate) const LINE_CHUNK_BYTES: usize = 1 << 20;
+
+/// The size a chunk of TSV rows is read at: larger, since each chunk's rows are merged into
+/// the shared client maps under one lock per map.
+pub(crate) const ROW_CHUNK_BYTES: usize = 4 << 20;
 
 /// Chunks read ahead of the processing.
 const READ_AHEAD: usize = 4;
@@ -194,7 +200,7 @@ pub(crate) enum Fault {
     MalformedRow(&'static str),
 }
 
-/// Runs `process` on every chunk of `reader` in parallel, folding each thread's chunks into an
+/// Runs `process` on every chunk of `reader`, read at `chunk_bytes`, in parallel, folding each thread's chunks into an
 /// accumulator made by `init`, and returns the accumulators. `process` returns the number of
 /// lines in its chunk, which places faults. `progress` is called with the bytes read so far.
 ///
@@ -204,22 +210,6 @@ pub(crate) enum Fault {
 /// fault in input order that `process` reported, as [`Error::NotUtf8`] or
 /// [`Error::MalformedRow`] with its 1-based line number in the input.
 pub(crate) fn fold_chunks<A, I, P>(
-    reader: Box<dyn Read + Send>,
-    name: &str,
-    progress: &(dyn Fn(u64) + Sync),
-    init: I,
-    process: P,
-) -> Result<Vec<A>, Error>
-where
-    A: Send,
-    I: Fn() -> A + Sync + Send,
-    P: Fn(&mut A, &Chunk) -> Result<u64, ChunkFault> + Sync + Send,
-{
-    fold_chunks_of(CHUNK_BYTES, reader, name, progress, init, process)
-}
-
-/// [`fold_chunks`] with chunks read at `chunk_bytes`.
-fn fold_chunks_of<A, I, P>(
     chunk_bytes: usize,
     reader: Box<dyn Read + Send>,
     name: &str,
@@ -377,7 +367,7 @@ mod tests {
         let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(text.to_vec()));
         let read = AtomicU64::new(0);
         let progress = |bytes| read.store(bytes, Ordering::Relaxed);
-        let parts = fold_chunks_of(
+        let parts = fold_chunks(
             chunk_bytes,
             reader,
             "t",

@@ -20,7 +20,7 @@ use crate::Error;
 use crate::load::{is_blank, open};
 use crate::population::{ClientMode, Source, describe};
 use crate::rng::{Purpose, stream};
-use crate::stream::{ChunkFault, Fault, fold_chunks};
+use crate::stream::{ChunkFault, Fault, LINE_CHUNK_BYTES, fold_chunks};
 use crate::stream_tsv::tsv_clients;
 use crate::text::{Text, pack};
 
@@ -314,37 +314,44 @@ fn line_clients(
     sampling: &impl LineSampling,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(u64, ItemCounts), Error> {
-    let tallies = fold_chunks(reader, name, progress, Tally::default, |tally, chunk| {
-        let mut lines = chunk.lines().map_err(|line| ChunkFault {
-            chunk: chunk.index,
-            line,
-            fault: Fault::NotUtf8,
-        })?;
-        let mut coins = sampling.coins(chunk.index);
-        let mut count = 0;
-        loop {
-            // Lines the coins will not sample are passed over, not read.
-            let ahead = coins.unsampled_ahead();
-            if ahead > 0 {
-                let skipped = lines.skip_items(ahead);
-                coins.skip(skipped);
-                tally.clients += skipped;
-                count += skipped;
+    let tallies = fold_chunks(
+        LINE_CHUNK_BYTES,
+        reader,
+        name,
+        progress,
+        Tally::default,
+        |tally, chunk| {
+            let mut lines = chunk.lines().map_err(|line| ChunkFault {
+                chunk: chunk.index,
+                line,
+                fault: Fault::NotUtf8,
+            })?;
+            let mut coins = sampling.coins(chunk.index);
+            let mut count = 0;
+            loop {
+                // Lines the coins will not sample are passed over, not read.
+                let ahead = coins.unsampled_ahead();
+                if ahead > 0 {
+                    let skipped = lines.skip_items(ahead);
+                    coins.skip(skipped);
+                    tally.clients += skipped;
+                    count += skipped;
+                }
+                let Some((_, line)) = lines.next() else {
+                    break;
+                };
+                count += 1;
+                if is_blank(line) {
+                    continue;
+                }
+                tally.clients += 1;
+                if coins.sampled(line) {
+                    tally.counts.add(line);
+                }
             }
-            let Some((_, line)) = lines.next() else {
-                break;
-            };
-            count += 1;
-            if is_blank(line) {
-                continue;
-            }
-            tally.clients += 1;
-            if coins.sampled(line) {
-                tally.counts.add(line);
-            }
-        }
-        Ok(count)
-    })?;
+            Ok(count)
+        },
+    )?;
     let clients = tallies.iter().map(|tally| tally.clients).sum();
     Ok((
         clients,
