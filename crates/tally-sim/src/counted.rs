@@ -101,9 +101,12 @@ impl CountedPopulation {
 
 /// Runs a TrieHH++ task over `population`; level `ℓ` draws from its own stream of `seed`.
 ///
-/// Equal in law to [`crate::run_triehh_plus`] on the loaded population (every client's
-/// sampling coin exact and independent; see the [module docs](self)), though not draw for
-/// draw: the same seed gives another, equally distributed, release.
+/// Each level's sampled reporters of a prefix are drawn as one exact `Bin(N, p_s)`, `N` the
+/// number of clients whose word reports that prefix: the sum of `N` independent exact
+/// `Ber(p_s)` coins, one per client, independently across prefixes. The run is therefore
+/// equal in law to [`crate::run_triehh_plus`] on the loaded population along
+/// [`crate::ExecutionPath::GapSkipping`], though not draw for draw: the same seed gives
+/// another, equally distributed, release.
 pub fn run_triehh_plus_counted(
     population: &CountedPopulation,
     mut task: TrieHhPlus,
