@@ -9,7 +9,7 @@ use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted};
 use tally_core::heavy_hitters::{
     AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
     TERMINATOR, TrieHh, TrieHhConfig,
@@ -18,16 +18,16 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
 use tally_sim::{
-    EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
+    CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
     english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
-    run_triehh, top_k,
+    run_triehh_counted, top_k,
 };
 
 use crate::cli::{
     AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
     SelectionArg, round_composition,
 };
-use crate::input::load_population;
+use crate::input::{load_population, stream_format};
 use crate::output::{
     Stage, guarantee_body_line, guarantee_json, guarantee_line, print_fields, print_items,
     print_json,
@@ -53,24 +53,23 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 "TrieHH calibrates its own threshold and batch size from (ε, δ); \
                  --sampling-rate and --threshold apply to triehh++ and single-round"
             );
-            let stage = Stage::start("loading the population");
-            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            let (population, counted) = counted_population(args, seed)?;
             let mut config = TrieHhConfig::calibrate(
                 args.privacy.epsilon,
                 args.release.delta,
                 args.levels,
-                population.len() as u64,
+                counted.clients(),
             )?
             .with_segment(segment);
             if let Some(beam) = args.beam {
                 config = config.with_beam(beam);
             }
             let task = TrieHh::new(config)?;
-            stage.next(format!(
+            let stage = Stage::start(format!(
                 "growing the prefix tree over {} rounds",
                 args.levels
             ));
-            let output = run_triehh(&population, task, seed);
+            let output = run_triehh_counted(&counted, task, seed);
             drop(stage);
             let items: Vec<ReleasedItem> = output
                 .words
@@ -104,10 +103,10 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                     "threshold": config.threshold,
                     "batch_size": config.batch_size,
                     "beam": config.beam,
-                    "population": population.len(),
+                    "population": counted.clients(),
                 }),
                 guarantee: GuaranteeBody::from(&output.guarantee),
-                input: population.description().to_owned(),
+                input: counted.description().to_owned(),
                 found_items: items.len(),
                 items,
                 trie: Some(trie),
@@ -154,7 +153,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 truth: None,
                 seed: args.release.seed,
             };
-            (population, release)
+            (Some(population), release)
         }
         Algorithm::TrieHhPlus => {
             let settings = TriePlusSettings {
@@ -168,18 +167,38 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 analysis,
                 neighbours,
             };
-            let stage = Stage::start("loading the population");
-            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-            stage.next(format!(
+            let (population, counted) = counted_population(args, seed)?;
+            let stage = Stage::start(format!(
                 "growing the prefix tree over {} levels",
                 args.levels
             ));
-            let release = triehh_plus(&population, &settings, seed, args.release.seed)?;
+            let release = triehh_plus_counted(&counted, &settings, seed, args.release.seed)?;
             drop(stage);
             (population, release)
         }
     };
-    print_report(args, &population, release)
+    print_report(args, population.as_ref(), release)
+}
+
+/// The population's items and their counts. Without `--truth` a file is read once into its
+/// items' counts and never loaded (`None`); otherwise the population is loaded too, to score
+/// the release against.
+fn counted_population(
+    args: &HeavyHittersArgs,
+    seed: u64,
+) -> Result<(Option<Population>, CountedPopulation)> {
+    if let Some(file) = &args.input.input
+        && !args.truth
+    {
+        let stage = Stage::start(format!("counting the items of {}", file.display()));
+        let format = stream_format(file, args.format, args.rows_as_clients, seed);
+        let counted = CountedPopulation::from_file(file, format, &stage.bytes_read())?;
+        return Ok((None, counted));
+    }
+    let _stage = Stage::start("loading the population");
+    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let counted = CountedPopulation::from_population(&population);
+    Ok((Some(population), counted))
 }
 
 /// The prefix-tree segment of TrieHH and TrieHH++: `--segment N` or `fixed:N`, default 1.
@@ -203,11 +222,11 @@ fn name(population: &Population, id: u32) -> String {
         .map_or_else(|| id.to_string(), |n| n.into_owned())
 }
 
-/// Prints a release (all its items found) with its truth scores when asked: the document as
-/// JSON, or a summary and a table.
+/// Prints a release (all its items found) with its truth scores when asked (`population` is
+/// then the loaded population): the document as JSON, or a summary and a table.
 fn print_report(
     args: &HeavyHittersArgs,
-    population: &Population,
+    population: Option<&Population>,
     mut release: HeavyHittersRelease,
 ) -> Result<()> {
     let shown = args.top.unwrap_or(if args.privacy.json {
@@ -215,7 +234,7 @@ fn print_report(
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let truth = args.truth.then(|| {
+    let truth = population.filter(|_| args.truth).map(|population| {
         truth_scores(
             population,
             &release.items,

@@ -5,11 +5,11 @@ use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
 use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_core::sampling::SamplingKey;
-use tally_sim::{ClientMode, KeyedPopulation, StreamFormat};
+use tally_sim::KeyedPopulation;
 
 use crate::cli::{Format, HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
-use crate::input::{input_format, load_population};
+use crate::input::{input_format, load_population, stream_format};
 use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -61,11 +61,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         }
         // A file streams: clients are sampled before their lines are parsed.
         (None, Some(file)) if !on_domain => {
-            let format = match input_format(file, args.format) {
-                Format::Lines => StreamFormat::Lines,
-                Format::Tsv if args.rows_as_clients => StreamFormat::Tsv(ClientMode::RowsAsClients),
-                Format::Tsv => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
-            };
+            let format = stream_format(file, args.format, args.rows_as_clients, seed);
             let stage = Stage::start(format!("sampling the clients of {}", file.display()));
             let document = sample_threshold_release::streamed_histogram(
                 file,

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use tally_sim::{ClientMode, Population, SyntheticSpec};
+use tally_sim::{ClientMode, Population, StreamFormat, SyntheticSpec};
 
 use crate::cli::{Format, InputArgs};
 
@@ -32,6 +32,21 @@ pub(crate) fn load_population(
     let spec = input.synthetic.as_deref().expect("one input is required");
     let spec: SyntheticSpec = spec.parse().context("bad --synthetic")?;
     Ok(Population::synthetic(&spec, seed))
+}
+
+/// How `file` streams: its format (as [`input_format`] says), with TSV clients formed as
+/// [`load_population`] forms them.
+pub(crate) fn stream_format(
+    file: &Path,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    seed: u64,
+) -> StreamFormat {
+    match input_format(file, format) {
+        Format::Lines => StreamFormat::Lines,
+        Format::Tsv if rows_as_clients => StreamFormat::Tsv(ClientMode::RowsAsClients),
+        Format::Tsv => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
+    }
 }
 
 /// The format of `file`: `format` if given, else `tsv` for `.tsv` and `.tsv.gz` files and

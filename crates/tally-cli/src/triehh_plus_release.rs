@@ -4,11 +4,13 @@
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig};
+use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput};
 use tally_core::histogram::plan_rounds;
 use tally_messages::HeavyHittersRelease;
 use tally_server::document::{self, TriePlusParameters};
-use tally_sim::{ExecutionPath, Population, run_triehh_plus};
+use tally_sim::{
+    CountedPopulation, ExecutionPath, Population, run_triehh_plus, run_triehh_plus_counted,
+};
 
 /// How a TrieHH++ run is configured.
 #[derive(Clone, Copy, Debug)]
@@ -33,8 +35,9 @@ pub struct TriePlusSettings {
     pub neighbours: Neighbours,
 }
 
-/// Runs TrieHH++ over `population` with randomness from `seed` and builds its document
-/// (`shown_seed` is the seed to show, `None` when the user gave none).
+/// Runs TrieHH++ over the loaded `population` (every client's coin drawn by exact gap
+/// skipping) with randomness from `seed` and builds its document (`shown_seed` is the seed to
+/// show, `None` when the user gave none).
 ///
 /// # Errors
 ///
@@ -44,6 +47,48 @@ pub fn triehh_plus(
     settings: &TriePlusSettings,
     seed: u64,
     shown_seed: Option<u64>,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let clients = population.len() as u64;
+    release(
+        settings,
+        shown_seed,
+        clients,
+        population.description(),
+        |task| run_triehh_plus(population, task, ExecutionPath::default(), seed),
+    )
+}
+
+/// Runs TrieHH++ over a counted population (each level one exact binomial per distinct
+/// prefix), as [`triehh_plus`] does over the loaded one and with the same law, and builds its
+/// document.
+///
+/// # Errors
+///
+/// Whatever the planner and the task reject.
+pub fn triehh_plus_counted(
+    population: &CountedPopulation,
+    settings: &TriePlusSettings,
+    seed: u64,
+    shown_seed: Option<u64>,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let clients = population.clients();
+    release(
+        settings,
+        shown_seed,
+        clients,
+        population.description(),
+        |task| run_triehh_plus_counted(population, task, seed),
+    )
+}
+
+/// Plans the levels, runs the task with `run` over `clients` clients described by
+/// `description`, and builds the document.
+fn release(
+    settings: &TriePlusSettings,
+    shown_seed: Option<u64>,
+    clients: u64,
+    description: &str,
+    run: impl FnOnce(TrieHhPlus) -> TrieOutput,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
     let per_level = plan_rounds(
         settings.epsilon,
@@ -63,7 +108,7 @@ pub fn triehh_plus(
         composition: settings.composition,
         total_delta: settings.delta,
     })?;
-    let output = run_triehh_plus(population, task, ExecutionPath::default(), seed);
+    let output = run(task);
     Ok(document::triehh_plus(
         &output,
         &TriePlusParameters {
@@ -73,8 +118,8 @@ pub fn triehh_plus(
             composition: settings.composition,
             per_level: &per_level,
         },
-        population.len() as u64,
-        population.description().to_owned(),
+        clients,
+        description.to_owned(),
         shown_seed,
     ))
 }

@@ -284,3 +284,60 @@ fn heavy_hitters_triehh_releases_words_without_counts() {
     }
     assert!(out["truth"]["true_top_k_found"].as_u64().unwrap() >= 20);
 }
+
+#[test]
+fn heavy_hitters_read_a_file_into_its_items_counts() {
+    // 4,000 clients: three common words and a tail held by one client each.
+    let mut text = String::new();
+    for i in 0..4_000 {
+        match i % 4 {
+            0 | 1 => text.push_str("apple\n"),
+            2 => text.push_str("banana\n"),
+            _ if i % 8 == 3 => text.push_str("cherry\n"),
+            _ => text.push_str(&format!("rare{i}\n")),
+        }
+        if i % 100 == 0 {
+            text.push_str("  \n");
+        }
+    }
+    let file = temp_file("heavy-words.txt", text.as_bytes());
+    for algorithm in ["triehh++", "triehh"] {
+        let out = json(&format!(
+            "heavy-hitters --algorithm {algorithm} --input {} --epsilon 4 --delta 1e-8 --seed 1 \
+             --quiet --json",
+            file.display()
+        ));
+        assert_eq!(out["parameters"]["population"], 4_000, "{algorithm}");
+        let input = out["input"].as_str().unwrap();
+        assert!(
+            input.starts_with("4000 clients, one per non-blank line of "),
+            "{input}"
+        );
+        let found: Vec<&str> = out["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["item"].as_str().unwrap())
+            .collect();
+        // The two commonest words are found, and no word held by one client.
+        assert!(
+            found.contains(&"apple") && found.contains(&"banana"),
+            "{found:?}"
+        );
+        assert!(
+            found
+                .iter()
+                .all(|word| ["apple", "banana", "cherry"].contains(word)),
+            "{found:?}"
+        );
+    }
+    let bad = temp_file("heavy-bad.txt", b"apple\nbanana\n\xff\n");
+    let error = failure(&format!(
+        "heavy-hitters --algorithm triehh++ --input {} --epsilon 4 --delta 1e-8 --quiet",
+        bad.display()
+    ));
+    assert!(
+        error.contains("heavy-bad.txt:3: line is not valid UTF-8"),
+        "{error}"
+    );
+}

@@ -34,6 +34,9 @@
 //! coin is drawn before its line is parsed (a [`LineSampling`], exact Poisson gap skipping by
 //! [`PoissonLines`]), and only sampled lines are counted. Memory holds a few chunks and one
 //! count per distinct sampled item, plus one chosen row per client for client-level TSV.
+//! [`CountedPopulation::from_file`] reads such a file once into its distinct items' counts,
+//! which is all that [`run_triehh_plus_counted`] needs: each level draws one exact binomial
+//! per distinct prefix instead of one coin per client.
 //!
 //! # Datasets and synthetic data
 //!
@@ -68,6 +71,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+mod counted;
 mod dataset;
 mod domain;
 mod error;
@@ -89,6 +93,7 @@ mod text;
 mod triehh;
 mod values;
 
+pub use counted::{CountedPopulation, run_triehh_plus_counted};
 pub use dataset::{DATASETS, english_word_frequencies};
 pub use domain::{DomainItems, DomainMap, bucket, mechanism_rng, run_domain_histogram};
 pub use error::Error;
@@ -112,5 +117,5 @@ pub use stream_histogram::{
 };
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::quantiles::ValueRange;
-pub use triehh::run_triehh;
+pub use triehh::{run_triehh, run_triehh_counted};
 pub use values::{SortedValues, Values, ValuesError};

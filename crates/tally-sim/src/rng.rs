@@ -40,6 +40,8 @@ pub(crate) enum Purpose {
     StreamSampling = 9,
     /// The row priorities of client-level TSV streaming.
     StreamClientLevel = 10,
+    /// Exact binomial sampling of a counted population's rounds.
+    CountedSampling = 11,
 }
 
 /// The largest chunk index a purpose can hold.

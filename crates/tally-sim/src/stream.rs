@@ -1,11 +1,12 @@
 //! Reading an input as a stream of byte chunks that end on line boundaries, processed in
 //! parallel.
 //!
-//! A reader thread fills buffers of [`CHUNK_BYTES`] (decompressing `.gz` inputs on the way, so
-//! decoding runs alongside the processing), cuts each at its last `\n` and hands it on through
-//! a bounded channel; the rayon pool processes the chunks as they come. Buffers are recycled,
-//! so memory holds a handful of chunks whatever the input's size. Chunk `i` is the same bytes
-//! whatever the number of threads, so per-chunk random streams keep results deterministic.
+//! A reader thread fills buffers of [`LINE_CHUNK_BYTES`] or [`ROW_CHUNK_BYTES`] (decompressing
+//! `.gz` inputs on the way, so decoding runs alongside the processing), cuts each at its last
+//! `\n` and hands it on through a bounded channel; the rayon pool processes the chunks as they
+//! come. Buffers are recycled, so memory holds a handful of chunks whatever the input's size.
+//! Chunk `i` is the same bytes whatever the number of threads, so per-chunk random streams
+//! keep results deterministic.
 
 use std::io::{self, Read};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -15,8 +16,13 @@ use rayon::prelude::*;
 
 use crate::Error;
 
-/// The size a chunk is read at (a line longer than this makes its chunk longer).
-pub(crate) const CHUNK_BYTES: usize = 4 << 20;
+/// The size a chunk of lines is read at (a line longer than this makes its chunk longer):
+/// small enough to stay in a core's second-level cache while it is sampled and counted.
+pub(crate) const LINE_CHUNK_BYTES: usize = 1 << 20;
+
+/// The size a chunk of TSV rows is read at: larger, since each chunk's rows are merged into
+/// the shared client maps under one lock per map.
+pub(crate) const ROW_CHUNK_BYTES: usize = 4 << 20;
 
 /// Chunks read ahead of the processing.
 const READ_AHEAD: usize = 4;
@@ -121,13 +127,24 @@ impl<'a> Lines<'a> {
 }
 
 /// Bit `i` set where `block[i]` is `\n`; `block` holds at most 64 bytes.
+///
+/// A full block is read as eight little-endian words, each turned into its eight bits with
+/// word-wide arithmetic (no carry crosses a byte, so the result is exact): a byte `b` is
+/// `\n` exactly when `x = b ^ 0x0A` is zero, that is when neither the top bit of `x` nor that
+/// of `(x & 0x7F) + 0x7F` is set; the eight flags, one per byte's top bit, are then gathered
+/// into one byte by a multiplication whose partial products never overlap.
 #[inline]
 fn newline_mask(block: &[u8]) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const NEWLINES: u64 = 0x0A0A_0A0A_0A0A_0A0A;
+    const GATHER: u64 = 0x0102_0408_1020_4080;
     match block.first_chunk::<64>() {
-        Some(full) => full
-            .iter()
-            .enumerate()
-            .fold(0, |mask, (i, &b)| mask | (u64::from(b == b'\n') << i)),
+        Some(full) => full.chunks_exact(8).enumerate().fold(0, |mask, (j, word)| {
+            // Unwrap safety: `chunks_exact(8)` yields 8-byte slices.
+            let x = u64::from_le_bytes(word.try_into().expect("8 bytes")) ^ NEWLINES;
+            let zero = !(((x & LOW7) + LOW7) | x | LOW7);
+            mask | ((((zero >> 7).wrapping_mul(GATHER)) >> 56) << (8 * j))
+        }),
         None => block
             .iter()
             .enumerate()
@@ -183,7 +200,7 @@ pub(crate) enum Fault {
     MalformedRow(&'static str),
 }
 
-/// Runs `process` on every chunk of `reader` in parallel, folding each thread's chunks into an
+/// Runs `process` on every chunk of `reader`, read at `chunk_bytes`, in parallel, folding each thread's chunks into an
 /// accumulator made by `init`, and returns the accumulators. `process` returns the number of
 /// lines in its chunk, which places faults. `progress` is called with the bytes read so far.
 ///
@@ -193,22 +210,6 @@ pub(crate) enum Fault {
 /// fault in input order that `process` reported, as [`Error::NotUtf8`] or
 /// [`Error::MalformedRow`] with its 1-based line number in the input.
 pub(crate) fn fold_chunks<A, I, P>(
-    reader: Box<dyn Read + Send>,
-    name: &str,
-    progress: &(dyn Fn(u64) + Sync),
-    init: I,
-    process: P,
-) -> Result<Vec<A>, Error>
-where
-    A: Send,
-    I: Fn() -> A + Sync + Send,
-    P: Fn(&mut A, &Chunk) -> Result<u64, ChunkFault> + Sync + Send,
-{
-    fold_chunks_of(CHUNK_BYTES, reader, name, progress, init, process)
-}
-
-/// [`fold_chunks`] with chunks read at `chunk_bytes`.
-fn fold_chunks_of<A, I, P>(
     chunk_bytes: usize,
     reader: Box<dyn Read + Send>,
     name: &str,
@@ -366,7 +367,7 @@ mod tests {
         let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(text.to_vec()));
         let read = AtomicU64::new(0);
         let progress = |bytes| read.store(bytes, Ordering::Relaxed);
-        let parts = fold_chunks_of(
+        let parts = fold_chunks(
             chunk_bytes,
             reader,
             "t",
@@ -447,6 +448,32 @@ mod tests {
                 }
             }
             assert_eq!(read.last().map(|&(n, _)| n), Some(all.len() as u64 - 1));
+        }
+    }
+
+    #[test]
+    fn newline_masks_mark_exactly_the_newlines() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
+        // Bytes near `\n` and with its low bits under a set top bit, and random ones.
+        let pick = [b'\n', 0x8A, 0x0B, 0x09, 0x00, 0xFF, 0x4A, b'a'];
+        for _ in 0..2_000 {
+            let block: Vec<u8> = (0..64)
+                .map(|_| {
+                    let [coin, index, byte, ..] = rng.next_u64().to_le_bytes();
+                    if coin & 1 == 0 {
+                        pick[usize::from(index) % pick.len()]
+                    } else {
+                        byte
+                    }
+                })
+                .collect();
+            let want = block
+                .iter()
+                .enumerate()
+                .fold(0u64, |mask, (i, &b)| mask | (u64::from(b == b'\n') << i));
+            assert_eq!(newline_mask(&block), want, "{block:?}");
+            assert_eq!(newline_mask(&block[..63]), want & (u64::MAX >> 1));
         }
     }
 

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use foldhash::quality::FixedState;
+use foldhash::fast::FixedState;
 use rand_chacha::ChaCha12Rng;
 use rand_distr::Distribution;
 use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
@@ -20,7 +20,7 @@ use crate::Error;
 use crate::load::{is_blank, open};
 use crate::population::{ClientMode, Source, describe};
 use crate::rng::{Purpose, stream};
-use crate::stream::{ChunkFault, Fault, fold_chunks};
+use crate::stream::{ChunkFault, Fault, LINE_CHUNK_BYTES, fold_chunks};
 use crate::stream_tsv::tsv_clients;
 use crate::text::{Text, pack};
 
@@ -168,7 +168,7 @@ impl ItemCounts {
     }
 
     /// The items with their counts, by item.
-    fn into_sorted(self) -> Vec<(String, u64)> {
+    pub(crate) fn into_sorted(self) -> Vec<(String, u64)> {
         let mut items: Vec<(String, u64)> = self
             .short
             .into_iter()
@@ -226,6 +226,44 @@ pub fn stream_sample_threshold(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<StreamedRelease, Error> {
     let name = path.display().to_string();
+    let (clients, counts, description) = stream_counts(path, format, sampling, progress)?;
+    let counted = counts.into_sorted();
+    if u32::try_from(counted.len()).is_err() {
+        return Err(Error::TooMany {
+            file: name,
+            what: "items",
+        });
+    }
+    let mut aggregator = mechanism.aggregator(counted.len());
+    let mut names = Vec::with_capacity(counted.len());
+    for (id, (item, count)) in counted.into_iter().enumerate() {
+        // Unwrap safety: the number of items was checked to fit in u32.
+        aggregator.absorb_many(u32::try_from(id).expect("u32 item id"), count);
+        names.push(item);
+    }
+    Ok(StreamedRelease {
+        release: aggregator.release(),
+        names,
+        clients,
+        description,
+    })
+}
+
+/// Reads the file at `path` in `format` as a stream and returns its number of clients, the
+/// counts of the items of the clients `sampling` samples and the description of the clients
+/// (as [`crate::Population::description`] says it).
+///
+/// # Errors
+///
+/// As [`crate::Population::from_lines_file`] or [`crate::Population::from_tsv_file`],
+/// including [`Error::Empty`] for an input without clients.
+pub(crate) fn stream_counts(
+    path: &Path,
+    format: StreamFormat,
+    sampling: &impl LineSampling,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(u64, ItemCounts, String), Error> {
+    let name = path.display().to_string();
     let reader = open(path)?;
     let (clients, counts, source, blank) = match format {
         StreamFormat::Lines => {
@@ -245,28 +283,27 @@ pub fn stream_sample_threshold(
             what: blank,
         });
     }
-    let counted = counts.into_sorted();
-    if u32::try_from(counted.len()).is_err() {
-        return Err(Error::TooMany {
-            file: name,
-            what: "items",
-        });
-    }
-    let mut aggregator = mechanism.aggregator(counted.len());
-    let mut names = Vec::with_capacity(counted.len());
-    for (id, (item, count)) in counted.into_iter().enumerate() {
-        // Unwrap safety: the number of items was checked to fit in u32.
-        aggregator.absorb_many(u32::try_from(id).expect("u32 item id"), count);
-        names.push(item);
-    }
     // Unwrap safety: a client count fits in usize on 64-bit targets.
     let described = usize::try_from(clients).expect("client count fits in usize");
-    Ok(StreamedRelease {
-        release: aggregator.release(),
-        names,
-        clients,
-        description: describe(&source, described),
-    })
+    Ok((clients, counts, describe(&source, described)))
+}
+
+/// Every client sampled: the streaming path then counts every client's item.
+pub(crate) struct EveryClient;
+
+impl LineSampling for EveryClient {
+    type Coins = Self;
+
+    fn coins(&self, _chunk: u64) -> Self {
+        Self
+    }
+}
+
+impl LineCoins for EveryClient {
+    #[inline]
+    fn sampled(&mut self, _client: &str) -> bool {
+        true
+    }
 }
 
 /// The number of clients (non-blank lines) of a lines stream, and the counts of the items of
@@ -277,37 +314,44 @@ fn line_clients(
     sampling: &impl LineSampling,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(u64, ItemCounts), Error> {
-    let tallies = fold_chunks(reader, name, progress, Tally::default, |tally, chunk| {
-        let mut lines = chunk.lines().map_err(|line| ChunkFault {
-            chunk: chunk.index,
-            line,
-            fault: Fault::NotUtf8,
-        })?;
-        let mut coins = sampling.coins(chunk.index);
-        let mut count = 0;
-        loop {
-            // Lines the coins will not sample are passed over, not read.
-            let ahead = coins.unsampled_ahead();
-            if ahead > 0 {
-                let skipped = lines.skip_items(ahead);
-                coins.skip(skipped);
-                tally.clients += skipped;
-                count += skipped;
+    let tallies = fold_chunks(
+        LINE_CHUNK_BYTES,
+        reader,
+        name,
+        progress,
+        Tally::default,
+        |tally, chunk| {
+            let mut lines = chunk.lines().map_err(|line| ChunkFault {
+                chunk: chunk.index,
+                line,
+                fault: Fault::NotUtf8,
+            })?;
+            let mut coins = sampling.coins(chunk.index);
+            let mut count = 0;
+            loop {
+                // Lines the coins will not sample are passed over, not read.
+                let ahead = coins.unsampled_ahead();
+                if ahead > 0 {
+                    let skipped = lines.skip_items(ahead);
+                    coins.skip(skipped);
+                    tally.clients += skipped;
+                    count += skipped;
+                }
+                let Some((_, line)) = lines.next() else {
+                    break;
+                };
+                count += 1;
+                if is_blank(line) {
+                    continue;
+                }
+                tally.clients += 1;
+                if coins.sampled(line) {
+                    tally.counts.add(line);
+                }
             }
-            let Some((_, line)) = lines.next() else {
-                break;
-            };
-            count += 1;
-            if is_blank(line) {
-                continue;
-            }
-            tally.clients += 1;
-            if coins.sampled(line) {
-                tally.counts.add(line);
-            }
-        }
-        Ok(count)
-    })?;
+            Ok(count)
+        },
+    )?;
     let clients = tallies.iter().map(|tally| tally.clients).sum();
     Ok((
         clients,

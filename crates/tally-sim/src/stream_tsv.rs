@@ -28,7 +28,7 @@ use crate::Error;
 use crate::load::is_blank;
 use crate::population::{ClientMode, Source};
 use crate::rng::{Purpose, stream};
-use crate::stream::{Chunk, ChunkFault, Fault, fold_chunks};
+use crate::stream::{Chunk, ChunkFault, Fault, ROW_CHUNK_BYTES, fold_chunks};
 use crate::stream_histogram::{ItemCounts, LineCoins, LineSampling};
 use crate::text::Text;
 
@@ -154,48 +154,55 @@ pub(crate) fn tsv_clients(
         ClientMode::RowsAsClients => 0,
     };
     let maps: Vec<Mutex<Clients>> = (0..PARTITIONS).map(|_| Mutex::default()).collect();
-    let parts = fold_chunks(reader, name, progress, Part::default, |part, chunk| {
-        let Part {
-            rows,
-            counts,
-            buckets,
-        } = part;
-        let lines = if mode == ClientMode::RowsAsClients {
-            let mut coins = sampling.coins(chunk.index);
-            for_each_row(chunk, |_, client, item| {
-                *rows += 1;
-                if coins.sampled(client) {
-                    counts.add(item);
-                }
-                let client = Text::new(client);
-                buckets[partition(&client)].push((client, None));
-            })?
-        } else {
-            let mut priorities = stream(seed, Purpose::StreamClientLevel, chunk.index);
-            for_each_row(chunk, |row, client, item| {
-                *rows += 1;
-                let choice = Choice {
-                    priority: priorities.next_u64(),
-                    chunk: chunk.index,
-                    row,
-                    item: Text::new(item),
-                };
-                let client = Text::new(client);
-                buckets[partition(&client)].push((client, Some(choice)));
-            })?
-        };
-        for (bucket, map) in buckets.iter_mut().zip(&maps) {
-            // Unwrap safety: a thread holding the lock only panics by a bug; pass that on.
-            let mut map = map.lock().expect("a client map's lock");
-            for (client, choice) in bucket.drain(..) {
-                let kept = map.entry(client).or_insert(None);
-                if let Some(choice) = choice {
-                    keep_least(kept, choice, seed);
+    let parts = fold_chunks(
+        ROW_CHUNK_BYTES,
+        reader,
+        name,
+        progress,
+        Part::default,
+        |part, chunk| {
+            let Part {
+                rows,
+                counts,
+                buckets,
+            } = part;
+            let lines = if mode == ClientMode::RowsAsClients {
+                let mut coins = sampling.coins(chunk.index);
+                for_each_row(chunk, |_, client, item| {
+                    *rows += 1;
+                    if coins.sampled(client) {
+                        counts.add(item);
+                    }
+                    let client = Text::new(client);
+                    buckets[partition(&client)].push((client, None));
+                })?
+            } else {
+                let mut priorities = stream(seed, Purpose::StreamClientLevel, chunk.index);
+                for_each_row(chunk, |row, client, item| {
+                    *rows += 1;
+                    let choice = Choice {
+                        priority: priorities.next_u64(),
+                        chunk: chunk.index,
+                        row,
+                        item: Text::new(item),
+                    };
+                    let client = Text::new(client);
+                    buckets[partition(&client)].push((client, Some(choice)));
+                })?
+            };
+            for (bucket, map) in buckets.iter_mut().zip(&maps) {
+                // Unwrap safety: a thread holding the lock only panics by a bug; pass that on.
+                let mut map = map.lock().expect("a client map's lock");
+                for (client, choice) in bucket.drain(..) {
+                    let kept = map.entry(client).or_insert(None);
+                    if let Some(choice) = choice {
+                        keep_least(kept, choice, seed);
+                    }
                 }
             }
-        }
-        Ok(lines)
-    })?;
+            Ok(lines)
+        },
+    )?;
     let mut total = Part::default();
     for part in parts {
         total.rows += part.rows;

@@ -7,6 +7,7 @@ use tally_core::heavy_hitters::{TrieHh, TrieHhOutput, TrieHhQuery};
 use tally_core::sampling::uniform_subset_counts;
 use tally_core::task::Task;
 
+use crate::counted::CountedPopulation;
 use crate::population::Population;
 use crate::rng::{Purpose, round_seed, stream};
 
@@ -40,38 +41,89 @@ use crate::rng::{Purpose, round_seed, stream};
 ///
 /// If the population does not have the `n` clients the task was configured for (the
 /// guarantee would not hold).
-pub fn run_triehh(population: &Population, mut task: TrieHh, seed: u64) -> TrieHhOutput {
+pub fn run_triehh(population: &Population, task: TrieHh, seed: u64) -> TrieHhOutput {
+    let mut words = Words::new(population);
+    let ends = std::mem::take(&mut words.ends);
+    run_rounds(task, seed, population.len() as u64, &ends, &mut words)
+}
+
+/// Runs a TrieHH task over a counted population, as [`run_triehh`] does over the loaded one:
+/// the clients are numbered in order of their word (the counted items' order), so the same
+/// seed gives another, equally distributed, release.
+///
+/// # Panics
+///
+/// If the population does not have the `n` clients the task was configured for.
+pub fn run_triehh_counted(population: &CountedPopulation, task: TrieHh, seed: u64) -> TrieHhOutput {
+    let items = population.items();
+    let ends: Vec<u64> = items
+        .iter()
+        .scan(0, |end, (_, count)| {
+            *end += count;
+            Some(*end)
+        })
+        .collect();
+    run_rounds(
+        task,
+        seed,
+        population.clients(),
+        &ends,
+        &mut CountedNames(items),
+    )
+}
+
+/// The rounds of `task` over `n` clients numbered by word: the holders of word `k` are the
+/// clients `ends[k − 1]..ends[k]`, and `names` names it.
+fn run_rounds(
+    mut task: TrieHh,
+    seed: u64,
+    clients: u64,
+    ends: &[u64],
+    names: &mut impl WordNames,
+) -> TrieHhOutput {
     let n = task.config().population;
     assert_eq!(
-        population.len() as u64,
-        n,
-        "TrieHH was configured for {n} clients, the population has {}",
-        population.len()
+        clients, n,
+        "TrieHH was configured for {n} clients, the population has {clients}"
     );
-    let mut words = Words::new(population);
     while let Some(query) = task.next_query() {
         let mut rng = stream(round_seed(seed, query.prefixes.round), Purpose::Round, 0);
         // Unwrap safety: `TrieHh::new` checked 1 ≤ m ≤ n, n is the population size, and the
         // word ranges end at n.
-        let holders = uniform_subset_counts(n, query.batch_size, &words.ends, &mut rng)
+        let holders = uniform_subset_counts(n, query.batch_size, ends, &mut rng)
             .expect("m ≤ n and ranges covering 0..n");
-        task.observe(run_round(&query, &holders, &mut words));
+        task.observe(run_round(&query, &holders, names));
     }
     task.finish()
 }
 
 /// One round: the number of sampled holders of each word is `holders[word]`; each distinct
 /// sampled word's vote is computed once and counted that many times, then released.
-fn run_round(query: &TrieHhQuery, holders: &[u64], words: &mut Words<'_>) -> Vec<String> {
+fn run_round(query: &TrieHhQuery, holders: &[u64], names: &mut impl WordNames) -> Vec<String> {
     let mut aggregator = query.aggregator();
     for (word, &count) in holders.iter().enumerate() {
         if count > 0
-            && let Some(prefix) = query.respond(words.name(word))
+            && let Some(prefix) = query.respond(names.name(word))
         {
             aggregator.absorb_many(prefix, count);
         }
     }
     aggregator.release()
+}
+
+/// The texts of the words a round's clients are numbered by.
+trait WordNames {
+    /// The text of the word at `index`.
+    fn name(&mut self, index: usize) -> &str;
+}
+
+/// A counted population's words, in its items' order.
+struct CountedNames<'a>(&'a [(String, u64)]);
+
+impl WordNames for CountedNames<'_> {
+    fn name(&mut self, index: usize) -> &str {
+        &self.0[index].0
+    }
 }
 
 /// The population's distinct words in id order, the client numbers they cover and their
@@ -104,8 +156,9 @@ impl<'a> Words<'a> {
             ends,
         }
     }
+}
 
-    /// The name of the word at `index`.
+impl WordNames for Words<'_> {
     fn name(&mut self, index: usize) -> &str {
         let id = self.ids[index];
         let population = self.population;
