@@ -8,9 +8,7 @@ use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput};
 use tally_core::histogram::plan_rounds;
 use tally_messages::HeavyHittersRelease;
 use tally_server::document::{self, TriePlusParameters};
-use tally_sim::{
-    CountedPopulation, ExecutionPath, Population, run_triehh_plus, run_triehh_plus_counted,
-};
+use tally_sim::{CountedPopulation, run_triehh_plus_counted};
 
 /// How a TrieHH++ run is configured.
 #[derive(Clone, Copy, Debug)]
@@ -35,32 +33,10 @@ pub struct TriePlusSettings {
     pub neighbours: Neighbours,
 }
 
-/// Runs TrieHH++ over the loaded `population` (every client's coin drawn by exact gap
-/// skipping) with randomness from `seed` and builds its document (`shown_seed` is the seed to
-/// show, `None` when the user gave none).
-///
-/// # Errors
-///
-/// Whatever the planner and the task reject.
-pub fn triehh_plus(
-    population: &Population,
-    settings: &TriePlusSettings,
-    seed: u64,
-    shown_seed: Option<u64>,
-) -> Result<HeavyHittersRelease, tally_core::Error> {
-    let clients = population.len() as u64;
-    release(
-        settings,
-        shown_seed,
-        clients,
-        population.description(),
-        |task| run_triehh_plus(population, task, ExecutionPath::default(), seed),
-    )
-}
-
 /// Runs TrieHH++ over a counted population (each level one exact binomial per distinct
-/// prefix), as [`triehh_plus`] does over the loaded one and with the same law, and builds its
-/// document.
+/// prefix, equal in law to one exact coin per client) with randomness from `seed` and builds
+/// its document (`shown_seed` is the seed to show, `None` when the user gave none). A loaded
+/// population is counted with [`CountedPopulation::from_population`].
 ///
 /// # Errors
 ///

@@ -23,13 +23,13 @@ use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_cli::shuffle_plan::ShufflePlan;
 use tally_cli::triehh_plus_plan::TriePlusPlan;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus};
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted};
 use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_sim::{
-    ClientMode, ExecutionPath, KeyedPopulation, Population, StreamFormat, ValueRange,
-    sample_threshold_integers,
+    ClientMode, CountedPopulation, ExecutionPath, KeyedPopulation, Population, StreamFormat,
+    ValueRange, sample_threshold_integers,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -444,7 +444,10 @@ fn heavy_hitters(
         unreachable!("rows are read keyed only with a key")
     };
     let document = py
-        .detach(|| triehh_plus(&population, &settings, run_seed, seed))
+        .detach(|| {
+            let counted = CountedPopulation::from_population(&population);
+            triehh_plus_counted(&counted, &settings, run_seed, seed)
+        })
         .map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
