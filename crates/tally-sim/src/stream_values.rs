@@ -16,6 +16,9 @@ use crate::load::open;
 use crate::stream::{Chunk, LINE_CHUNK_BYTES, fold_chunks};
 use crate::values::{Values, ValuesError, describe_file, parse_value};
 
+/// Leaves counted at a time (see [`add_leaves`]).
+const LEAF_BATCH: usize = 256;
+
 /// A population of numbers kept as the number of clients in each leaf of a [`TreeShape`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct CountedValues {
@@ -195,6 +198,18 @@ fn leaf_index(shape: TreeShape, x: f64) -> usize {
     usize::try_from(shape.leaf(x)).expect("leaf fits in usize")
 }
 
+/// Adds one client to each leaf of `batch`, and empties it.
+///
+/// The leaves of a batch are counted in a loop of their own, whose increments do not wait on
+/// one another, so that the processor overlaps their cache misses (a tree of `4^10` leaves
+/// holds 8 MB of counts) instead of meeting them one parsed line at a time.
+fn add_leaves(leaves: &mut [u64], batch: &mut Vec<usize>) {
+    for &leaf in batch.iter() {
+        leaves[leaf] += 1;
+    }
+    batch.clear();
+}
+
 /// Counts a chunk's values into `tally`, or notes its first bad line; returns its lines.
 fn count_chunk(
     tally: &mut Tally,
@@ -204,6 +219,7 @@ fn count_chunk(
 ) -> u64 {
     let (lines, not_utf8) = chunk.lines_before_fault();
     let mut count = 0;
+    let mut batch = Vec::with_capacity(LEAF_BATCH);
     for (number, line) in lines {
         count += 1;
         let text = line.trim();
@@ -211,7 +227,12 @@ fn count_chunk(
             continue;
         }
         match parse_value(text, "", number, range) {
-            Ok(x) => tally.leaves[leaf_index(shape, x)] += 1,
+            Ok(x) => {
+                batch.push(leaf_index(shape, x));
+                if batch.len() == LEAF_BATCH {
+                    add_leaves(&mut tally.leaves, &mut batch);
+                }
+            }
             Err(_) => {
                 tally
                     .faults
@@ -220,6 +241,7 @@ fn count_chunk(
             }
         }
     }
+    add_leaves(&mut tally.leaves, &mut batch);
     if let Some(line) = not_utf8 {
         tally.faults.push((chunk.index, line, LineFault::NotUtf8));
         return count;
