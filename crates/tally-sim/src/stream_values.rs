@@ -89,17 +89,22 @@ impl CountedValues {
             },
             |tally, chunk| Ok(count_chunk(tally, chunk, shape, range)),
         )?;
-        let mut leaves = vec![0u64; leaf_count];
+        // The first thread's counts become the total, so that memory holds no extra array.
+        let mut total: Option<Vec<u64>> = None;
         let mut line_counts = Vec::new();
         let mut faults = Vec::new();
         for tally in tallies {
-            leaves
-                .par_iter_mut()
-                .zip(tally.leaves.par_iter())
-                .for_each(|(total, count)| *total += count);
+            match &mut total {
+                None => total = Some(tally.leaves),
+                Some(total) => total
+                    .par_iter_mut()
+                    .zip(tally.leaves.par_iter())
+                    .for_each(|(total, count)| *total += count),
+            }
             line_counts.extend(tally.line_counts);
             faults.extend(tally.faults);
         }
+        let leaves = total.unwrap_or_else(|| vec![0; leaf_count]);
         if let Some((chunk, line, fault)) = faults
             .into_iter()
             .min_by_key(|&(chunk, line, _)| (chunk, line))
