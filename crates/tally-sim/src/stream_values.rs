@@ -181,16 +181,6 @@ impl CountedValues {
         self.range
     }
 
-    /// Maps a point of `[0, 1]` back to the input's units, as [`Values::to_original`].
-    pub fn to_original(&self, y: f64) -> f64 {
-        self.range.map_or(y, |range| range.from_unit(y))
-    }
-
-    /// Maps a value in the input's units into `[0, 1]`, as [`Values::to_unit`].
-    pub fn to_unit(&self, x: f64) -> f64 {
-        self.range.map_or(x, |range| range.to_unit(x))
-    }
-
     /// One line saying where the values came from, as [`Values::description`] says it.
     pub fn description(&self) -> &str {
         &self.description
