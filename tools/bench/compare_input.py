@@ -10,6 +10,8 @@ medians. Every command reads the file from the page cache (one untimed warm-up r
     python3 tools/bench/compare_input.py --file /tmp/words_1e7.tsv --format tsv
     python3 tools/bench/compare_input.py --file /tmp/words_1e8.txt --only-tally \\
         --tally-args "heavy-hitters --algorithm triehh++ --epsilon 1 --delta 1e-8"
+    python3 tools/bench/compare_input.py --file /tmp/values_1e8.txt --format numbers \\
+        --only-tally --tally-args "quantiles --method hierarchical --epsilon 1 --delta 1e-8"
 
 DuckDB runs in a Python subprocess (`pip install duckdb`): for `lines`, a group-by count of
 the lines with `HAVING count(*) >= T`; for `tsv`, one row per client chosen uniformly
@@ -66,7 +68,12 @@ def run(command):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--file", type=Path, required=True)
-    parser.add_argument("--format", choices=["lines", "tsv"], default="lines")
+    parser.add_argument(
+        "--format",
+        choices=["lines", "tsv", "numbers"],
+        default="lines",
+        help="the input's format (numbers: a file for quantiles or range, no --format passed)",
+    )
     parser.add_argument("--tally", type=Path, default=ROOT / "target" / "release" / "tally")
     parser.add_argument(
         "--tally-args",
@@ -76,9 +83,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only-tally", action="store_true", help="time tally and wc -l only")
     args = parser.parse_args()
+    if args.format == "numbers" and not args.only_tally:
+        parser.error("--format numbers has no DuckDB counterpart: add --only-tally")
 
     tally = [str(args.tally), *shlex.split(args.tally_args), "--input", str(args.file)]
-    tally += ["--format", args.format, "--quiet", "--json"]
+    if args.format != "numbers":
+        tally += ["--format", args.format]
+    tally += ["--quiet", "--json"]
     commands = {"tally": tally}
     if not args.only_tally:
         params = json.loads(subprocess.run(tally, check=True, capture_output=True).stdout)

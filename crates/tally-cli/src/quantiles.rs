@@ -5,10 +5,11 @@ use std::io::{self, Write};
 use anyhow::{Result, anyhow};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::values_release::{self, Released, ValuesSettings};
+use tally_cli::values_release::{self, HierarchicalValues, Released, ValuesSettings};
+use tally_core::quantiles::TreeShape;
 use tally_messages::{QuantileRow, QuantilesRelease};
 use tally_server::document;
-use tally_sim::{ValueRange, Values};
+use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
 
 use crate::cli::{
     QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism, round_composition,
@@ -24,23 +25,30 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     if common.mechanism != ValuesMechanism::SampleThreshold {
         return shuffle_values::run_quantiles(args);
     }
-    let method = match args.method {
-        QuantileMethod::Hierarchical => values_release::QuantileMethod::Hierarchical,
-        QuantileMethod::BinarySearch => values_release::QuantileMethod::BinarySearch,
-    };
     let mut running = None;
+    let (seed, shown_seed) = (common.release.seed_or_random(), common.release.seed);
     let Released {
         document,
         guarantee,
-    } = values_release::quantiles(
-        &settings(common),
-        &args.quantiles,
-        method,
-        || load_then_run(common, &mut running),
-        common.release.seed_or_random(),
-        common.release.seed,
-        args.truth,
-    )?;
+    } = match args.method {
+        QuantileMethod::Hierarchical => values_release::hierarchical_quantiles(
+            &settings(common),
+            &args.quantiles,
+            |shape| hierarchical_values(common, shape, args.truth, &mut running),
+            seed,
+            shown_seed,
+            args.truth,
+        )?,
+        QuantileMethod::BinarySearch => values_release::quantiles(
+            &settings(common),
+            &args.quantiles,
+            values_release::QuantileMethod::BinarySearch,
+            || load_then_run(common, &mut running),
+            seed,
+            shown_seed,
+            args.truth,
+        )?,
+    };
     drop(running);
     print_quantiles(common, &document, &guarantee)
 }
@@ -61,11 +69,11 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     let Released {
         document,
         guarantee,
-    } = values_release::range_count(
+    } = values_release::hierarchical_range_count(
         &settings(common),
         value_range(common)?,
         (args.lo, args.hi),
-        || load_then_run(common, &mut running),
+        |shape| hierarchical_values(common, shape, false, &mut running),
         common.release.seed_or_random(),
         common.release.seed,
     )?;
@@ -119,6 +127,30 @@ fn load_then_run(common: &ValuesArgs, running: &mut Option<Stage>) -> Result<Val
     Ok(values)
 }
 
+/// The values of `--input` for a hierarchical histogram of `shape`: read once into their
+/// counts per leaf when the tree is small enough and no truth is asked (which needs every
+/// value), loaded otherwise; starts the spinner of the run that follows, left in `running`.
+fn hierarchical_values(
+    common: &ValuesArgs,
+    shape: TreeShape,
+    truth: bool,
+    running: &mut Option<Stage>,
+) -> Result<HierarchicalValues> {
+    if truth || !CountedValues::fits(shape) {
+        return load_then_run(common, running).map(HierarchicalValues::Loaded);
+    }
+    let range = value_range(common)?;
+    let stage = Stage::start(format!("counting the values of {}", common.input.display()));
+    let counted = CountedValues::from_file(&common.input, range, shape, &stage.bytes_read())
+        .map_err(values_error)?;
+    drop(stage);
+    *running = Some(Stage::start(format!(
+        "estimating over {} values",
+        counted.clients()
+    )));
+    Ok(HierarchicalValues::Counted(counted))
+}
+
 /// The settings of a release over numbers, from the command line.
 fn settings(common: &ValuesArgs) -> ValuesSettings {
     ValuesSettings {
@@ -148,14 +180,17 @@ fn value_range(common: &ValuesArgs) -> Result<Option<ValueRange>> {
 pub(crate) fn load_values(common: &ValuesArgs) -> Result<Values> {
     let range = value_range(common)?;
     let stage = Stage::start("loading the values");
-    let values = Values::from_file(&common.input, range).map_err(|error| {
-        match values_release::rescaling_hint(&error) {
-            Some(message) => anyhow!(message),
-            None => error.into(),
-        }
-    })?;
+    let values = Values::from_file(&common.input, range).map_err(values_error)?;
     drop(stage);
     Ok(values)
+}
+
+/// A values error, pointing at `--min` and `--max` when rescaling would help.
+fn values_error(error: ValuesError) -> anyhow::Error {
+    match values_release::rescaling_hint(&error) {
+        Some(message) => anyhow!(message),
+        None => error.into(),
+    }
 }
 
 /// The width of a grid cell of `fraction` of `[0, 1]`, in the input's units.
@@ -172,9 +207,11 @@ pub(crate) fn report_quantiles(
     guarantee: &tally_accounting::Guarantee,
     quantiles: &[Row],
 ) -> Result<()> {
+    let sorted = truth.then(|| values.sorted());
     let release = values_release::quantiles_document(
-        values,
-        truth,
+        values.description(),
+        values.range(),
+        sorted.as_ref(),
         mechanism,
         parameters,
         guarantee,

@@ -13,7 +13,8 @@ use tally_core::quantiles::{
 use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease};
 use tally_server::document;
 use tally_sim::{
-    ExecutionPath, ValueRange, Values, ValuesError, run_binary_searches, run_hierarchical,
+    CountedValues, ExecutionPath, SortedValues, ValueRange, Values, ValuesError,
+    run_binary_searches, run_hierarchical, run_hierarchical_counted,
 };
 
 /// Why a quantile or range release was refused.
@@ -58,6 +59,65 @@ pub struct ValuesSettings {
     pub levels: u32,
     /// Whether the hierarchical release is made consistent.
     pub consistent: bool,
+}
+
+/// The values a hierarchical histogram runs over: loaded one per client, or counted per leaf
+/// of its tree as a file was read ([`CountedValues`]); both give releases equal in law.
+#[derive(Debug)]
+pub enum HierarchicalValues {
+    /// Every client's value.
+    Loaded(Values),
+    /// The number of clients per leaf.
+    Counted(CountedValues),
+}
+
+impl HierarchicalValues {
+    /// The number of clients.
+    pub fn clients(&self) -> u64 {
+        match self {
+            Self::Loaded(values) => values.len() as u64,
+            Self::Counted(values) => values.clients(),
+        }
+    }
+
+    /// The range the values were rescaled from, if any.
+    pub fn range(&self) -> Option<ValueRange> {
+        match self {
+            Self::Loaded(values) => values.range(),
+            Self::Counted(values) => values.range(),
+        }
+    }
+
+    /// One line saying where the values came from.
+    pub fn description(&self) -> &str {
+        match self {
+            Self::Loaded(values) => values.description(),
+            Self::Counted(values) => values.description(),
+        }
+    }
+
+    /// Maps a point of `[0, 1]` back to the input's units.
+    fn to_original(&self, y: f64) -> f64 {
+        to_original(self.range(), y)
+    }
+
+    /// Runs the hierarchical histogram `task`.
+    fn run(&self, task: HierarchicalHistogram, seed: u64) -> HierarchicalRelease {
+        match self {
+            Self::Loaded(values) => run_hierarchical(values, task, ExecutionPath::default(), seed),
+            Self::Counted(values) => run_hierarchical_counted(values, task, seed),
+        }
+    }
+}
+
+/// Maps a point of `[0, 1]` back to the units of values rescaled from `range`.
+fn to_original(range: Option<ValueRange>, y: f64) -> f64 {
+    range.map_or(y, |range| range.from_unit(y))
+}
+
+/// Maps a value in the units of values rescaled from `range` into `[0, 1]`.
+fn to_unit(range: Option<ValueRange>, x: f64) -> f64 {
+    range.map_or(x, |range| range.to_unit(x))
 }
 
 /// The quantiles estimated when none are given.
@@ -157,37 +217,14 @@ pub fn quantiles<E: From<ValuesReleaseError>>(
 ) -> Result<Released<QuantilesRelease>, E> {
     check_quantiles(quantiles)?;
     match method {
-        QuantileMethod::Hierarchical => {
-            let run = Hierarchical::prepare(settings)?;
-            let values = load()?;
-            let release = run.execute(&values, seed)?;
-            let estimates = release
-                .quantiles(quantiles)
-                .map_err(ValuesReleaseError::from)?;
-            let rows: Vec<Row> = estimates
-                .iter()
-                .map(|e| Row {
-                    quantile: e.quantile,
-                    value: values.to_original(e.value),
-                    interval: None,
-                })
-                .collect();
-            let parameters = run.parameters(&values, &release);
-            let document = quantiles_document(
-                &values,
-                truth,
-                document::HIERARCHICAL_HISTOGRAM,
-                parameters,
-                release.guarantee(),
-                &rows,
-                settings.delta,
-                shown_seed,
-            );
-            Ok(Released {
-                document,
-                guarantee: release.guarantee().clone(),
-            })
-        }
+        QuantileMethod::Hierarchical => hierarchical_quantiles(
+            settings,
+            quantiles,
+            |_| load().map(HierarchicalValues::Loaded),
+            seed,
+            shown_seed,
+            truth,
+        ),
         QuantileMethod::BinarySearch => {
             if settings.consistent {
                 return Err(ValuesReleaseError::Invalid(
@@ -233,9 +270,11 @@ pub fn quantiles<E: From<ValuesReleaseError>>(
                     per_round: &plan.per_round,
                     population: values.len() as u64,
                 });
+            let sorted = truth.then(|| values.sorted());
             let document = quantiles_document(
-                &values,
-                truth,
+                values.description(),
+                values.range(),
+                sorted.as_ref(),
                 document::BINARY_SEARCH,
                 parameters,
                 &guarantee,
@@ -249,6 +288,64 @@ pub fn quantiles<E: From<ValuesReleaseError>>(
             })
         }
     }
+}
+
+/// Estimates `quantiles` with a hierarchical histogram over the values `load` reads or counts
+/// in the planned tree it is given (after the run is planned, so that bad settings are refused
+/// before any data is read), as [`quantiles`] does. With `truth`, `load` must load the values.
+///
+/// # Errors
+///
+/// Whatever `load`, the planner and the mechanism reject, and `truth` with counted values.
+pub fn hierarchical_quantiles<E: From<ValuesReleaseError>>(
+    settings: &ValuesSettings,
+    quantiles: &[f64],
+    load: impl FnOnce(TreeShape) -> Result<HierarchicalValues, E>,
+    seed: u64,
+    shown_seed: Option<u64>,
+    truth: bool,
+) -> Result<Released<QuantilesRelease>, E> {
+    check_quantiles(quantiles)?;
+    let run = Hierarchical::prepare(settings)?;
+    let values = load(run.shape)?;
+    let sorted = match (truth, &values) {
+        (false, _) => None,
+        (true, HierarchicalValues::Loaded(values)) => Some(values.sorted()),
+        (true, HierarchicalValues::Counted(_)) => {
+            return Err(ValuesReleaseError::Invalid(
+                "the true quantiles need the values loaded, not counted".to_owned(),
+            )
+            .into());
+        }
+    };
+    let release = run.execute(&values, seed)?;
+    let estimates = release
+        .quantiles(quantiles)
+        .map_err(ValuesReleaseError::from)?;
+    let rows: Vec<Row> = estimates
+        .iter()
+        .map(|e| Row {
+            quantile: e.quantile,
+            value: values.to_original(e.value),
+            interval: None,
+        })
+        .collect();
+    let parameters = run.parameters(&values, &release);
+    let document = quantiles_document(
+        values.description(),
+        values.range(),
+        sorted.as_ref(),
+        document::HIERARCHICAL_HISTOGRAM,
+        parameters,
+        release.guarantee(),
+        &rows,
+        settings.delta,
+        shown_seed,
+    );
+    Ok(Released {
+        document,
+        guarantee: release.guarantee().clone(),
+    })
 }
 
 /// Estimates the number of values in `[lo, hi)` of the values `load` reads, with a
@@ -266,11 +363,35 @@ pub fn range_count<E: From<ValuesReleaseError>>(
     seed: u64,
     shown_seed: Option<u64>,
 ) -> Result<Released<Value>, E> {
+    hierarchical_range_count(
+        settings,
+        range,
+        (lo, hi),
+        |_| load().map(HierarchicalValues::Loaded),
+        seed,
+        shown_seed,
+    )
+}
+
+/// As [`range_count`], over the values `load` reads or counts in the planned tree it is
+/// given.
+///
+/// # Errors
+///
+/// As [`range_count`].
+pub fn hierarchical_range_count<E: From<ValuesReleaseError>>(
+    settings: &ValuesSettings,
+    range: Option<ValueRange>,
+    (lo, hi): (f64, f64),
+    load: impl FnOnce(TreeShape) -> Result<HierarchicalValues, E>,
+    seed: u64,
+    shown_seed: Option<u64>,
+) -> Result<Released<Value>, E> {
     check_range(range, lo, hi)?;
     let run = Hierarchical::prepare(settings)?;
-    let values = load()?;
+    let values = load(run.shape)?;
     let release = run.execute(&values, seed)?;
-    let (unit_lo, unit_hi) = (values.to_unit(lo), values.to_unit(hi));
+    let (unit_lo, unit_hi) = (to_unit(values.range(), lo), to_unit(values.range(), hi));
     let estimate = release
         .range_count(unit_lo, unit_hi)
         .map_err(ValuesReleaseError::from)?;
@@ -298,11 +419,13 @@ pub fn range_count<E: From<ValuesReleaseError>>(
     })
 }
 
-/// The document of estimated quantiles, with the truth of each row when `truth` is set.
+/// The document of estimated quantiles over the values described by `input` (rescaled from
+/// `range`), with the truth of each row when their `sorted` values are given.
 #[allow(clippy::too_many_arguments)] // the fields of the document
 pub fn quantiles_document(
-    values: &Values,
-    truth: bool,
+    input: &str,
+    range: Option<ValueRange>,
+    sorted: Option<&SortedValues>,
     mechanism: &str,
     parameters: Value,
     guarantee: &Guarantee,
@@ -311,14 +434,13 @@ pub fn quantiles_document(
     seed: Option<u64>,
 ) -> QuantilesRelease {
     // Ground truth for the metrics: the true value and the rank error of each row.
-    let sorted = truth.then(|| values.sorted());
     let rows = quantiles
         .iter()
         .map(|row| {
-            let truth = sorted.as_ref().map(|sorted| {
+            let truth = sorted.map(|sorted| {
                 (
-                    values.to_original(sorted.quantile(row.quantile)),
-                    sorted.rank_error(row.quantile, values.to_unit(row.value)),
+                    to_original(range, sorted.quantile(row.quantile)),
+                    sorted.rank_error(row.quantile, to_unit(range, row.value)),
                 )
             });
             QuantileRow {
@@ -335,7 +457,7 @@ pub fn quantiles_document(
         parameters,
         guarantee: GuaranteeBody::from(guarantee),
         target_delta,
-        input: values.description().to_owned(),
+        input: input.to_owned(),
         quantiles: rows,
         seed,
     }
@@ -366,17 +488,17 @@ impl Hierarchical {
     /// Runs the levels and post-processes the release as asked.
     fn execute(
         &self,
-        values: &Values,
+        values: &HierarchicalValues,
         seed: u64,
     ) -> Result<HierarchicalRelease, ValuesReleaseError> {
-        let release = run_hierarchical(values, self.task.clone(), ExecutionPath::default(), seed);
+        let release = values.run(self.task.clone(), seed);
         if release.total() <= 0.0 {
             let params = release.params();
             return Err(ValuesReleaseError::Invalid(format!(
                 "nothing was released at level 1: {} values are too few for threshold {} at \
                  sampling rate {:.6} (a bucket needs about {:.0} values); use fewer --levels or \
                  a larger ε",
-                values.len(),
+                values.clients(),
                 params.threshold(),
                 params.sampling_rate(),
                 params.threshold() as f64 / params.sampling_rate()
@@ -389,7 +511,7 @@ impl Hierarchical {
         })
     }
 
-    fn parameters(&self, values: &Values, release: &HierarchicalRelease) -> Value {
+    fn parameters(&self, values: &HierarchicalValues, release: &HierarchicalRelease) -> Value {
         document::hierarchical_parameters(
             &document::HierarchicalParameters {
                 shape: self.shape,
@@ -397,7 +519,7 @@ impl Hierarchical {
                 consistent: self.consistent,
                 composition: self.plan.composition,
                 per_level: &self.plan.per_round,
-                population: values.len() as u64,
+                population: values.clients(),
             },
             release,
         )

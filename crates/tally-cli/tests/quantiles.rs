@@ -301,3 +301,33 @@ fn truth_adds_true_values_and_rank_errors() {
     let rank_error = row["rank_error"].as_f64().unwrap();
     assert!((0.0..0.05).contains(&rank_error), "{row}");
 }
+
+#[test]
+fn counted_and_loaded_runs_answer_alike() {
+    // β = 4, L = 4 is counted as the file is read; β = 2, L = 25 has too many leaves to count,
+    // so its values are loaded. Both answer the median of an even grid closely.
+    let values: String = (0..20_000)
+        .map(|i| format!("{}\n", f64::from(i) / 20_000.0))
+        .collect();
+    let path = temp_file("grid-counted.txt", values.as_bytes());
+    for (tree, epsilon) in [
+        ("--branching 4 --levels 4", 2),
+        ("--branching 2 --levels 25", 25),
+    ] {
+        let out = json(&format!(
+            "quantiles --input {} --quantiles 0.5 {tree} --epsilon {epsilon} --delta 1e-6 \
+             --seed 1 --quiet --json",
+            path.display()
+        ));
+        let median = out["quantiles"][0]["value"].as_f64().unwrap();
+        assert!((median - 0.5).abs() < 0.05, "{tree}: {out}");
+        assert_eq!(
+            out["input"],
+            format!(
+                "20000 values in [0, 1], one per non-blank line of {}",
+                path.display()
+            ),
+            "{tree}"
+        );
+    }
+}

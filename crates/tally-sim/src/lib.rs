@@ -88,6 +88,7 @@ mod sampled_values;
 mod stream;
 mod stream_histogram;
 mod stream_tsv;
+mod stream_values;
 mod synthetic;
 mod text;
 mod triehh;
@@ -108,13 +109,15 @@ pub use multi_population::{
 };
 pub use population::{ClientMode, Population, Source};
 pub use quantiles::{
-    run_binary_search, run_binary_searches, run_hierarchical, run_level, run_threshold_round,
+    run_binary_search, run_binary_searches, run_hierarchical, run_hierarchical_counted, run_level,
+    run_threshold_round,
 };
 pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
 pub use stream_histogram::{
     LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,
     stream_sample_threshold,
 };
+pub use stream_values::CountedValues;
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::quantiles::ValueRange;
 pub use triehh::{run_triehh, run_triehh_counted};

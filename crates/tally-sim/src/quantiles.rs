@@ -5,17 +5,20 @@
 //! bucket ids and runs the S&T round on it with [`run_sample_threshold`] along the chosen
 //! [`ExecutionPath`]. Every round draws from its own stream of the seed.
 
+use rand_distr::Distribution;
 use rayon::prelude::*;
-use tally_core::histogram::SampleThresholdRelease;
+use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
 use tally_core::quantiles::{
     BinarySearchQuantile, HierarchicalHistogram, HierarchicalRelease, LevelQuery, QuantileSearch,
     ThresholdQuery,
 };
+use tally_core::sampling::ExactBinomial;
 use tally_core::task::Task;
 
 use crate::execute::{ExecutionPath, run_sample_threshold};
 use crate::population::{Population, Source};
-use crate::rng::round_seed;
+use crate::rng::{Purpose, round_seed, stream};
+use crate::stream_values::CountedValues;
 use crate::values::Values;
 
 /// Populations at least this large compute their reports in parallel.
@@ -34,6 +37,65 @@ pub fn run_hierarchical(
         task.observe(run_level(values, &query, path, level_seed));
     }
     task.finish()
+}
+
+/// Runs a hierarchical histogram over values counted per leaf; level `ℓ` draws from its own
+/// stream of `seed`.
+///
+/// A level's sampled clients in bucket `b` are drawn as one exact `Bin(N_b, p_s)`, `N_b` the
+/// number of clients whose value lies in `b` (the sum of its leaves' counts), from stream `b`
+/// of the level's seed: the sum of `N_b` independent exact `Ber(p_s)` coins, independently
+/// across buckets and levels (every level samples every client afresh). The run is therefore
+/// equal in law to [`run_hierarchical`] over the loaded values, though not draw for draw.
+///
+/// # Panics
+///
+/// If the task's tree is not the one `values` are counted in.
+pub fn run_hierarchical_counted(
+    values: &CountedValues,
+    mut task: HierarchicalHistogram,
+    seed: u64,
+) -> HierarchicalRelease {
+    while let Some(query) = task.next_query() {
+        assert_eq!(query.shape, values.shape(), "the values' tree");
+        let level_seed = round_seed(seed, query.level as usize);
+        task.observe(counted_level(values, &query, level_seed));
+    }
+    task.finish()
+}
+
+/// One level over counted values: each bucket's sampled clients are one exact binomial.
+fn counted_level(values: &CountedValues, query: &LevelQuery, seed: u64) -> SampleThresholdRelease {
+    let shape = query.shape;
+    // Unwrap safety: counted trees have fewer than 2^24 leaves.
+    let width = usize::try_from(u64::from(shape.branching()).pow(shape.levels() - query.level))
+        .expect("bucket width fits in usize");
+    let mechanism: &SampleThreshold = &query.mechanism;
+    let rate = mechanism.params().sampling_rate();
+    let sampled: Vec<u64> = values
+        .leaves()
+        .par_chunks(width)
+        .enumerate()
+        .map(|(bucket, leaves)| {
+            let holders: u64 = leaves.iter().sum();
+            if holders == 0 {
+                return 0;
+            }
+            let mut rng = stream(seed, Purpose::CountedSampling, bucket as u64);
+            // Unwrap safety: the accountant validated the rate, which lies in (0, 1).
+            ExactBinomial::new(holders, rate)
+                .expect("validated sampling rate")
+                .sample(&mut rng)
+        })
+        .collect();
+    let mut aggregator = mechanism.aggregator(sampled.len());
+    for (bucket, &count) in sampled.iter().enumerate() {
+        if count > 0 {
+            // Unwrap safety: buckets are fewer than 2^24.
+            aggregator.absorb_many(u32::try_from(bucket).expect("u32 bucket"), count);
+        }
+    }
+    aggregator.release()
 }
 
 /// One level of a hierarchical histogram: the S&T histogram of the clients' bucket ids.

@@ -163,16 +163,35 @@ impl Chunk {
     /// The chunk's lines, or the 0-based number of its first line that is not UTF-8.
     pub(crate) fn lines(&self) -> Result<Lines<'_>, u64> {
         match std::str::from_utf8(&self.bytes) {
-            Ok(text) => Ok(Lines {
-                text,
-                start: 0,
-                block: 0,
-                next_block: 0,
-                mask: 0,
-                number: 0,
-                first: self.index == 0,
-            }),
+            Ok(text) => Ok(self.lines_of(text)),
             Err(error) => Err(count_lines(&self.bytes[..error.valid_up_to()])),
+        }
+    }
+
+    /// The chunk's lines up to its first line that is not UTF-8, and that line's 0-based
+    /// number if there is one, for callers that must also report bad lines before it.
+    pub(crate) fn lines_before_fault(&self) -> (Lines<'_>, Option<u64>) {
+        match std::str::from_utf8(&self.bytes) {
+            Ok(text) => (self.lines_of(text), None),
+            Err(error) => {
+                let valid = &self.bytes[..error.valid_up_to()];
+                let end = memchr::memrchr(b'\n', valid).map_or(0, |last| last + 1);
+                // Unwrap safety: a prefix of the valid part cut after a `\n` is UTF-8.
+                let text = std::str::from_utf8(&valid[..end]).expect("valid UTF-8 prefix");
+                (self.lines_of(text), Some(count_lines(valid)))
+            }
+        }
+    }
+
+    fn lines_of<'a>(&self, text: &'a str) -> Lines<'a> {
+        Lines {
+            text,
+            start: 0,
+            block: 0,
+            next_block: 0,
+            mask: 0,
+            number: 0,
+            first: self.index == 0,
         }
     }
 }

@@ -159,18 +159,7 @@ impl Values {
             }
             .into());
         }
-        let description = match range {
-            None => format!(
-                "{} values in [0, 1], one per non-blank line of {name}",
-                values.len()
-            ),
-            Some(r) => format!(
-                "{} values in [{}, {}] rescaled to [0, 1], one per non-blank line of {name}",
-                values.len(),
-                r.min(),
-                r.max()
-            ),
-        };
+        let description = describe_file(values.len() as u64, name, range);
         Ok(Self {
             values,
             range,
@@ -328,8 +317,20 @@ impl SortedValues {
     }
 }
 
+/// How a file of `clients` values named `name`, read with `range`, is described.
+pub(crate) fn describe_file(clients: u64, name: &str, range: Option<ValueRange>) -> String {
+    match range {
+        None => format!("{clients} values in [0, 1], one per non-blank line of {name}"),
+        Some(r) => format!(
+            "{clients} values in [{}, {}] rescaled to [0, 1], one per non-blank line of {name}",
+            r.min(),
+            r.max()
+        ),
+    }
+}
+
 /// Parses one non-blank, trimmed line.
-fn parse_value(
+pub(crate) fn parse_value(
     text: &str,
     file: &str,
     line: u64,
