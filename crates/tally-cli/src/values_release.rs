@@ -72,6 +72,18 @@ pub enum HierarchicalValues {
 }
 
 impl HierarchicalValues {
+    /// Loaded `values` as a hierarchical run over the tree `shape` takes them: counted per
+    /// leaf, as the command line counts a file, so that the same values and seed give the same
+    /// release whether they came from a file or from memory; kept loaded when the tree is too
+    /// wide to count or when `truth` needs them.
+    fn of(values: Values, shape: TreeShape, truth: bool) -> Self {
+        if truth || !CountedValues::fits(shape) {
+            Self::Loaded(values)
+        } else {
+            Self::Counted(CountedValues::from_values(&values, shape))
+        }
+    }
+
     /// The number of clients.
     pub fn clients(&self) -> u64 {
         match self {
@@ -220,7 +232,7 @@ pub fn quantiles<E: From<ValuesReleaseError>>(
         QuantileMethod::Hierarchical => hierarchical_quantiles(
             settings,
             quantiles,
-            |_| load().map(HierarchicalValues::Loaded),
+            |shape| load().map(|values| HierarchicalValues::of(values, shape, truth)),
             seed,
             shown_seed,
             truth,
@@ -367,7 +379,7 @@ pub fn range_count<E: From<ValuesReleaseError>>(
         settings,
         range,
         (lo, hi),
-        |_| load().map(HierarchicalValues::Loaded),
+        |shape| load().map(|values| HierarchicalValues::of(values, shape, false)),
         seed,
         shown_seed,
     )
