@@ -87,7 +87,7 @@ async fn insert(
 ) -> Result<(), ServerError> {
     match cache {
         Some(cache) => cache.insert(store, credentials).await,
-        None => store.insert_credentials(credentials).await,
+        None => store.insert_credentials(credentials).await.map(drop),
     }
 }
 
@@ -171,6 +171,18 @@ struct Entry {
     secret_hash: String,
     /// `None` when the credential is revoked (or its stored role or populations unreadable).
     principal: Option<Principal>,
+}
+
+impl Snapshot {
+    /// Takes in the server's own change, which made the credentials' `generation` and has
+    /// been applied to the entries: when the entries were those of the generation just
+    /// before it, they are now those of `generation`, and the next poll need not reload them.
+    /// Otherwise (a change was made beside the server in between) the next poll reloads.
+    fn follow(&mut self, generation: i64) {
+        if self.generation == Some(generation - 1) {
+            self.generation = Some(generation);
+        }
+    }
 }
 
 /// What the cache says of a credential id.
@@ -260,7 +272,7 @@ impl CredentialCache {
         credentials: &[StoredCredential],
     ) -> Result<(), ServerError> {
         let _writer = self.writer.lock().await;
-        store.insert_credentials(credentials).await?;
+        let generation = store.insert_credentials(credentials).await?;
         let mut state = self.write();
         for c in credentials {
             let entry = Entry {
@@ -269,6 +281,7 @@ impl CredentialCache {
             };
             state.entries.insert(c.id.clone(), entry);
         }
+        state.follow(generation);
         Ok(())
     }
 
@@ -280,10 +293,12 @@ impl CredentialCache {
         at: i64,
     ) -> Result<Option<StoredCredential>, ServerError> {
         let _writer = self.writer.lock().await;
-        let stored = store.revoke_credential(id, at).await?;
-        if let Some(entry) = self.write().entries.get_mut(id) {
+        let (stored, generation) = store.revoke_credential(id, at).await?;
+        let mut state = self.write();
+        if let Some(entry) = state.entries.get_mut(id) {
             entry.principal = None;
         }
+        state.follow(generation);
         Ok(stored)
     }
 
@@ -406,6 +421,23 @@ mod tests {
             name: "n".into(),
             populations: populations.iter().map(|p| (*p).to_owned()).collect(),
         }
+    }
+
+    #[test]
+    fn the_servers_own_changes_advance_the_generation_only_when_nothing_came_between() {
+        let mut snapshot = Snapshot {
+            generation: Some(5),
+            ..Snapshot::default()
+        };
+        snapshot.follow(6);
+        assert_eq!(snapshot.generation, Some(6));
+        // Generation 7 was a change made beside the server: its entries are not held, so the
+        // next poll must reload them.
+        snapshot.follow(8);
+        assert_eq!(snapshot.generation, Some(6));
+        let mut unloaded = Snapshot::default();
+        unloaded.follow(1);
+        assert_eq!(unloaded.generation, None);
     }
 
     #[test]

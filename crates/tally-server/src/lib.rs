@@ -406,6 +406,7 @@ pub async fn revoke_credential(db: &str, id: &str) -> Result<CredentialInfo, Ser
     let stored = store.revoke_credential(id, runtime::unix_now()).await;
     store.close().await;
     stored?
+        .0
         .as_ref()
         .and_then(auth::info)
         .ok_or_else(|| ServerError::Invalid(format!("no credential {id:?}")))

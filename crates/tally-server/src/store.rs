@@ -82,7 +82,7 @@ const SCHEMA: [&str; 9] = [
 
 /// Counts a change to `credentials`, in the transaction that makes it.
 const BUMP_CREDENTIAL_GENERATION: &str =
-    "UPDATE credential_changes SET generation = generation + 1 WHERE id = 1";
+    "UPDATE credential_changes SET generation = generation + 1 WHERE id = 1 RETURNING generation";
 
 /// Where a stored round ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -643,7 +643,7 @@ impl Store {
     pub(crate) async fn insert_credentials(
         &self,
         credentials: &[StoredCredential],
-    ) -> Result<(), ServerError> {
+    ) -> Result<i64, ServerError> {
         let mut tx = self.pool.begin().await?;
         for credential in credentials {
             sqlx::query(
@@ -659,11 +659,9 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         }
-        sqlx::query(BUMP_CREDENTIAL_GENERATION)
-            .execute(&mut *tx)
-            .await?;
+        let generation = bump_credential_generation(&mut tx).await?;
         tx.commit().await?;
-        Ok(())
+        Ok(generation)
     }
 
     /// The credentials' generation: it changes whenever a credential is added or revoked, by
@@ -706,24 +704,33 @@ impl Store {
         &self,
         id: &str,
         at: i64,
-    ) -> Result<Option<StoredCredential>, ServerError> {
+    ) -> Result<(Option<StoredCredential>, i64), ServerError> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
             .execute(&mut *tx)
             .await?;
-        sqlx::query(BUMP_CREDENTIAL_GENERATION)
-            .execute(&mut *tx)
-            .await?;
+        let generation = bump_credential_generation(&mut tx).await?;
         tx.commit().await?;
-        self.credential(id).await
+        Ok((self.credential(id).await?, generation))
     }
 
     /// Closes the pool, waiting for connections to finish.
     pub(crate) async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// Counts a change to `credentials` in `tx`, the transaction that makes it; returns the
+/// generation the change makes.
+async fn bump_credential_generation(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+) -> Result<i64, ServerError> {
+    let row = sqlx::query(BUMP_CREDENTIAL_GENERATION)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(row.try_get("generation")?)
 }
 
 /// Inserts `task` and its loss rounds in `tx`.
