@@ -23,7 +23,7 @@ use std::path::Path;
 use rand_distr::Distribution;
 use rayon::prelude::*;
 use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieOutput};
-use tally_core::histogram::SampleThreshold;
+use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
 use tally_core::sampling::ExactBinomial;
 use tally_core::task::Task;
 
@@ -137,31 +137,48 @@ fn counted_prefix_round(
             *reporters.entry(prefix).or_insert(0) += count;
         }
     }
-    let rate = mechanism.params().sampling_rate();
     let reporters: Vec<(String, u64)> = reporters.into_iter().collect();
-    let sampled: Vec<u64> = reporters
+    let holders: Vec<u64> = reporters.iter().map(|&(_, holders)| holders).collect();
+    let release = counted_round(&holders, mechanism, seed);
+    let names: Vec<String> = reporters.into_iter().map(|(prefix, _)| prefix).collect();
+    release
+        .items
+        .into_iter()
+        .map(|cell| (names[cell.item as usize].clone(), cell.count, cell.estimate))
+        .collect()
+}
+
+/// One S&T round over cells whose holders are counted, `holders[k]` clients in cell `k`: cell
+/// `k`'s sampled holders are one exact `Bin(holders[k], p_s)` drawn from stream `k` of `seed`
+/// (none for an empty cell), so the cells are drawn in parallel and the release does not
+/// depend on the number of threads. Equal in law to one exact coin per client.
+pub(crate) fn counted_round(
+    holders: &[u64],
+    mechanism: &SampleThreshold,
+    seed: u64,
+) -> SampleThresholdRelease {
+    let rate = mechanism.params().sampling_rate();
+    let sampled: Vec<u64> = holders
         .par_iter()
         .enumerate()
-        .map(|(id, &(_, holders))| {
-            let mut rng = stream(seed, Purpose::CountedSampling, id as u64);
+        .map(|(cell, &holders)| {
+            if holders == 0 {
+                return 0;
+            }
+            let mut rng = stream(seed, Purpose::CountedSampling, cell as u64);
             // Unwrap safety: the accountant validated the rate, which lies in (0, 1).
             ExactBinomial::new(holders, rate)
                 .expect("validated sampling rate")
                 .sample(&mut rng)
         })
         .collect();
-    let mut aggregator = mechanism.aggregator(reporters.len());
-    for (id, &count) in sampled.iter().enumerate() {
+    let mut aggregator = mechanism.aggregator(sampled.len());
+    for (cell, &count) in sampled.iter().enumerate() {
         if count > 0 {
-            // Unwrap safety: one prefix per distinct word, and words are fewer than 2^32.
-            aggregator.absorb_many(u32::try_from(id).expect("u32 prefix id"), count);
+            // Unwrap safety: callers have fewer than 2^32 cells (distinct words, or buckets of
+            // a counted tree).
+            aggregator.absorb_many(u32::try_from(cell).expect("u32 cell id"), count);
         }
     }
-    let names: Vec<String> = reporters.into_iter().map(|(prefix, _)| prefix).collect();
-    aggregator
-        .release()
-        .items
-        .into_iter()
-        .map(|cell| (names[cell.item as usize].clone(), cell.count, cell.estimate))
-        .collect()
+    aggregator.release()
 }

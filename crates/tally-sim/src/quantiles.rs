@@ -5,19 +5,18 @@
 //! bucket ids and runs the S&T round on it with [`run_sample_threshold`] along the chosen
 //! [`ExecutionPath`]. Every round draws from its own stream of the seed.
 
-use rand_distr::Distribution;
 use rayon::prelude::*;
-use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
+use tally_core::histogram::SampleThresholdRelease;
 use tally_core::quantiles::{
     BinarySearchQuantile, HierarchicalHistogram, HierarchicalRelease, LevelQuery, QuantileSearch,
     ThresholdQuery,
 };
-use tally_core::sampling::ExactBinomial;
 use tally_core::task::Task;
 
+use crate::counted::counted_round;
 use crate::execute::{ExecutionPath, run_sample_threshold};
 use crate::population::{Population, Source};
-use crate::rng::{Purpose, round_seed, stream};
+use crate::rng::round_seed;
 use crate::stream_values::CountedValues;
 use crate::values::Values;
 
@@ -70,32 +69,12 @@ fn counted_level(values: &CountedValues, query: &LevelQuery, seed: u64) -> Sampl
     // Unwrap safety: counted trees have fewer than 2^24 leaves.
     let width = usize::try_from(u64::from(shape.branching()).pow(shape.levels() - query.level))
         .expect("bucket width fits in usize");
-    let mechanism: &SampleThreshold = &query.mechanism;
-    let rate = mechanism.params().sampling_rate();
-    let sampled: Vec<u64> = values
+    let holders: Vec<u64> = values
         .leaves()
         .par_chunks(width)
-        .enumerate()
-        .map(|(bucket, leaves)| {
-            let holders: u64 = leaves.iter().sum();
-            if holders == 0 {
-                return 0;
-            }
-            let mut rng = stream(seed, Purpose::CountedSampling, bucket as u64);
-            // Unwrap safety: the accountant validated the rate, which lies in (0, 1).
-            ExactBinomial::new(holders, rate)
-                .expect("validated sampling rate")
-                .sample(&mut rng)
-        })
+        .map(|leaves| leaves.iter().sum())
         .collect();
-    let mut aggregator = mechanism.aggregator(sampled.len());
-    for (bucket, &count) in sampled.iter().enumerate() {
-        if count > 0 {
-            // Unwrap safety: buckets are fewer than 2^24.
-            aggregator.absorb_many(u32::try_from(bucket).expect("u32 bucket"), count);
-        }
-    }
-    aggregator.release()
+    counted_round(&holders, &query.mechanism, seed)
 }
 
 /// One level of a hierarchical histogram: the S&T histogram of the clients' bucket ids.
