@@ -9,6 +9,9 @@
 //! neighbours, or a stored task older than this record) is charged its own `(ε, δ)`, added by
 //! basic composition to the tight group's.
 
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
 use serde::{Deserialize, Serialize};
 use tally_accounting::composition::compose_basic;
 use tally_accounting::pld::PrivacyLossPair;
@@ -43,6 +46,98 @@ impl LossRounds {
             .loss_pair(TIGHT_STEP)?
             .self_compose(self.rounds)
     }
+
+    /// Whether `other` has the same parameters (bit for bit) and rounds.
+    fn same(&self, other: &Self) -> bool {
+        self.same_parameters(other) && self.rounds == other.rounds
+    }
+
+    /// Whether `other` has the same `(p_s, τ)`, bit for bit.
+    fn same_parameters(&self, other: &Self) -> bool {
+        self.sampling_rate.to_bits() == other.sampling_rate.to_bits()
+            && self.threshold == other.threshold
+    }
+}
+
+/// How many composed prefixes a [`CompositionMemo`] keeps.
+const MEMO_ENTRIES: usize = 64;
+
+/// The composed loss pairs of leading runs of S&T groups, kept across ledger queries.
+///
+/// A population's groups appear in the order of their first task, so a new task either joins
+/// a group or starts one at the end. Composing the groups in that order and remembering every
+/// prefix's pair lets a new group cost one composition instead of one per group before it. A
+/// remembered prefix is the very value a fresh left-to-right composition computes (the same
+/// operations in the same order), so the memo changes no answer, only how soon it is found.
+/// The least recently used prefixes are forgotten past [`MEMO_ENTRIES`].
+#[derive(Default)]
+pub(crate) struct CompositionMemo {
+    prefixes: Mutex<VecDeque<(Vec<LossRounds>, Arc<PrivacyLossPair>)>>,
+}
+
+impl CompositionMemo {
+    /// The composition of `groups`' pairs from left to right; `None` if any pair or
+    /// composition could not be computed (nothing is remembered for those).
+    fn compose(&self, groups: &[LossRounds]) -> Option<Arc<PrivacyLossPair>> {
+        let (mut done, mut composed) = self.longest_prefix(groups);
+        while done < groups.len() {
+            let next = groups[done].pair().ok()?;
+            let pair = match composed {
+                Some(acc) => acc.compose(&next).ok()?,
+                None => next,
+            };
+            done += 1;
+            let pair = Arc::new(pair);
+            self.remember(groups[..done].to_vec(), Arc::clone(&pair));
+            composed = Some(pair);
+        }
+        composed
+    }
+
+    /// The longest remembered prefix of `groups` (marked as just used): its length and pair.
+    fn longest_prefix(&self, groups: &[LossRounds]) -> (usize, Option<Arc<PrivacyLossPair>>) {
+        let mut prefixes = self.lock();
+        let best = prefixes
+            .iter()
+            .enumerate()
+            .filter(|(_, (key, _))| is_prefix(key, groups))
+            .max_by_key(|(_, (key, _))| key.len())
+            .map(|(index, _)| index);
+        match best.and_then(|index| prefixes.remove(index)) {
+            Some(entry) => {
+                let found = (entry.0.len(), Some(Arc::clone(&entry.1)));
+                prefixes.push_back(entry);
+                found
+            }
+            None => (0, None),
+        }
+    }
+
+    fn remember(&self, key: Vec<LossRounds>, pair: Arc<PrivacyLossPair>) {
+        let mut prefixes = self.lock();
+        if prefixes
+            .iter()
+            .any(|(known, _)| known.len() == key.len() && is_prefix(known, &key))
+        {
+            return;
+        }
+        if prefixes.len() == MEMO_ENTRIES {
+            prefixes.pop_front();
+        }
+        prefixes.push_back((key, pair));
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, VecDeque<(Vec<LossRounds>, Arc<PrivacyLossPair>)>> {
+        // A panic while holding the lock leaves only complete entries behind.
+        self.prefixes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Whether `key` is a leading run of `groups`.
+fn is_prefix(key: &[LossRounds], groups: &[LossRounds]) -> bool {
+    key.len() <= groups.len() && key.iter().zip(groups).all(|(a, b)| a.same(b))
 }
 
 /// The rounds of `rounds` with the same `(p_s, τ)` counted together, in order of first
@@ -52,9 +147,7 @@ impl LossRounds {
 fn grouped(rounds: impl Iterator<Item = LossRounds>) -> Vec<LossRounds> {
     let mut groups: Vec<LossRounds> = Vec::new();
     for r in rounds {
-        match groups.iter_mut().find(|g| {
-            g.sampling_rate.to_bits() == r.sampling_rate.to_bits() && g.threshold == r.threshold
-        }) {
+        match groups.iter_mut().find(|g| g.same_parameters(&r)) {
             Some(group) => group.rounds += r.rounds,
             None => groups.push(r),
         }
@@ -79,27 +172,23 @@ pub(crate) struct Total {
     pub(crate) basic: (f64, f64),
     /// The composed loss pair of the charges with rounds, if any (and if it could be
     /// computed; if not, those charges count in `fallback`).
-    tight: Option<PrivacyLossPair>,
+    tight: Option<Arc<PrivacyLossPair>>,
     /// The basic sum of the charges outside `tight`.
     fallback: (f64, f64),
 }
 
 impl Total {
-    /// Composes `charges`.
+    /// Composes `charges`, reusing what `memo` remembers of earlier compositions.
     ///
     /// # Privacy
     ///
     /// Both the basic sum and the tight composition (the tight group's `δ(ε')` plus the basic
     /// sum of the rest, at `ε' = ε − ε_rest`) are upper bounds on the joint `δ` at `ε`, so
     /// every query below takes the smaller of the two.
-    pub(crate) fn of(charges: &[Charge]) -> Self {
+    pub(crate) fn of(charges: &[Charge], memo: &CompositionMemo) -> Self {
         let all: Vec<(f64, f64)> = charges.iter().map(|c| (c.epsilon, c.delta)).collect();
         let basic = compose_basic(&all).unwrap_or((f64::INFINITY, 1.0));
-        let composed = grouped(charges.iter().filter_map(|c| c.rounds))
-            .iter()
-            .map(LossRounds::pair)
-            .reduce(|a, b| a?.compose(&b?))
-            .and_then(Result::ok);
+        let composed = memo.compose(&grouped(charges.iter().filter_map(|c| c.rounds)));
         let rest: Vec<(f64, f64)> = charges
             .iter()
             .filter(|c| composed.is_none() || c.rounds.is_none())
@@ -193,8 +282,11 @@ mod tests {
     #[test]
     fn tight_totals_never_exceed_basic_and_fall_below_it_for_s_and_t() {
         for tasks in 1..=4 {
-            let tight = Total::of(&vec![charge(Some(LEVELS)); tasks]);
-            let plain = Total::of(&vec![charge(None); tasks]);
+            let tight = Total::of(
+                &vec![charge(Some(LEVELS)); tasks],
+                &CompositionMemo::default(),
+            );
+            let plain = Total::of(&vec![charge(None); tasks], &CompositionMemo::default());
             let (sum_epsilon, sum_delta) = plain.basic;
             assert_eq!(tight.basic, plain.basic);
             assert_eq!(plain.epsilon_at(sum_delta), Some(sum_epsilon));
@@ -240,7 +332,7 @@ mod tests {
             .unwrap()
             .epsilon(1e-8)
             .unwrap();
-        let total = Total::of(&tasks.map(charge))
+        let total = Total::of(&tasks.map(charge), &CompositionMemo::default())
             .tight_epsilon_at(1e-8)
             .unwrap();
         assert!(
@@ -251,16 +343,22 @@ mod tests {
 
     #[test]
     fn charges_without_rounds_add_basically_to_the_tight_group() {
-        let group = Total::of(&[charge(Some(LEVELS)), charge(Some(LEVELS))]);
-        let mixed = Total::of(&[
-            charge(Some(LEVELS)),
-            charge(Some(LEVELS)),
-            Charge {
-                epsilon: 0.25,
-                delta: 1e-9,
-                rounds: None,
-            },
-        ]);
+        let group = Total::of(
+            &[charge(Some(LEVELS)), charge(Some(LEVELS))],
+            &CompositionMemo::default(),
+        );
+        let mixed = Total::of(
+            &[
+                charge(Some(LEVELS)),
+                charge(Some(LEVELS)),
+                Charge {
+                    epsilon: 0.25,
+                    delta: 1e-9,
+                    rounds: None,
+                },
+            ],
+            &CompositionMemo::default(),
+        );
         let group_epsilon = group.epsilon_at(1e-8).unwrap();
         let mixed_epsilon = mixed.epsilon_at(1e-8 + 1e-9).unwrap();
         assert!(mixed_epsilon >= group_epsilon + 0.25, "{mixed_epsilon}");
@@ -271,5 +369,45 @@ mod tests {
         assert!(mixed.delta_at(group_epsilon + 0.25) <= 1e-8 + 1e-9);
         assert!(mixed.fits(10.0, 1e-6));
         assert!(!mixed.fits(0.2, 1e-6));
+    }
+
+    #[test]
+    fn remembered_prefixes_give_the_fresh_composition_bit_for_bit() {
+        let memo = CompositionMemo::default();
+        let task = |rate: f64, threshold: u64| Charge {
+            rounds: Some(LossRounds {
+                sampling_rate: rate,
+                threshold,
+                rounds: 3,
+            }),
+            ..charge(None)
+        };
+        let mut charges = Vec::new();
+        // Each task a new group, then one that joins the first group, then a new one again.
+        let admitted = [
+            task(0.1, 20),
+            task(0.2, 30),
+            task(0.15, 25),
+            task(0.1, 20),
+            task(0.25, 35),
+        ];
+        for (index, next) in admitted.into_iter().enumerate() {
+            charges.push(next);
+            let groups = grouped(charges.iter().filter_map(|c| c.rounds));
+            let (reused, _) = memo.longest_prefix(&groups);
+            let expected_reuse = match index {
+                0 => 0,
+                3 => 0, // the first group's rounds changed: nothing before it is reusable
+                _ => groups.len() - 1,
+            };
+            assert_eq!(reused, expected_reuse, "task {index}");
+            let remembered = Total::of(&charges, &memo);
+            let fresh = Total::of(&charges, &CompositionMemo::default());
+            assert_eq!(remembered.tight, fresh.tight, "task {index}");
+            assert_eq!(
+                remembered.epsilon_at(1e-8).map(f64::to_bits),
+                fresh.epsilon_at(1e-8).map(f64::to_bits)
+            );
+        }
     }
 }

@@ -23,7 +23,7 @@ use crate::aggregator::{AggregatorCoins, Cell, RoundAggregator};
 use crate::auth::{self, CredentialCache, Principal};
 use crate::engine::Engine;
 use crate::error::ApiError;
-use crate::ledger::{Charge, LossRounds, Total};
+use crate::ledger::{Charge, CompositionMemo, LossRounds, Total};
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
@@ -90,6 +90,8 @@ pub(crate) struct Runtime {
     /// Where each round's aggregator gets its sampling coins.
     coins: AggregatorCoins,
     tasks: Mutex<BTreeMap<String, LiveTask>>,
+    /// The tight ledger's composed loss pairs, remembered between budget checks.
+    compositions: CompositionMemo,
     open: RwLock<FxHashMap<String, Arc<Round>>>,
     closed: RwLock<FxHashSet<String>>,
 }
@@ -119,6 +121,7 @@ impl Runtime {
             rate_limit: limits.requests_per_second.map(RateLimit::new),
             coins,
             tasks: Mutex::new(BTreeMap::new()),
+            compositions: CompositionMemo::default(),
             open: RwLock::default(),
             closed: RwLock::default(),
         });
@@ -290,7 +293,7 @@ impl Runtime {
         };
         self.store
             .insert_task_within_budget(&stored, |population, charges| {
-                admit(population, charges, charge)
+                admit(population, charges, charge, &self.compositions)
             })
             .await?;
         engine.advance();
@@ -405,7 +408,7 @@ impl Runtime {
                 (e + entry.amount.epsilon, d + entry.amount.delta)
             });
             let reserved = reserved(tasks.values(), &population);
-            let total = Total::of(&charges(&tasks, &debits, &population));
+            let total = Total::of(&charges(&tasks, &debits, &population), &self.compositions);
             balances.push(LedgerBalance {
                 population,
                 budget: Budget { epsilon, delta },
@@ -881,15 +884,16 @@ fn admit(
     population: &StoredPopulation,
     mut charges: Vec<Charge>,
     charge: Charge,
+    memo: &CompositionMemo,
 ) -> Result<(), ApiError> {
     let budget = (population.epsilon, population.delta);
     charges.push(charge);
-    let after = Total::of(&charges);
+    let after = Total::of(&charges, memo);
     if after.fits(budget.0, budget.1) {
         return Ok(());
     }
     charges.pop();
-    let before = Total::of(&charges);
+    let before = Total::of(&charges, memo);
     Err(ApiError::new(
         ErrorCode::BudgetExceeded,
         format!(
