@@ -6,6 +6,7 @@
 //! command's messages. Long work runs with the GIL released.
 
 use std::fmt::Write as _;
+use std::hash::Hash;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -28,8 +29,8 @@ use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_sim::{
-    ClientMode, CountedPopulation, ExecutionPath, KeyedPopulation, Population, StreamFormat,
-    ValueRange, sample_threshold_integers,
+    ClientMode, CountedPopulation, KeyedPopulation, Population, StreamFormat, ValueRange,
+    sample_threshold_integers, sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -155,7 +156,7 @@ impl<'py> Column<'py> {
     }
 
     /// The values as text (integers in decimal, as a file would hold them).
-    fn texts(self) -> PyResult<Vec<String>> {
+    fn texts(&self) -> PyResult<Vec<String>> {
         let mut texts = Vec::new();
         self.for_each_bytes(|bytes| match std::str::from_utf8(bytes) {
             Ok(text) => {
@@ -345,27 +346,45 @@ fn histogram(
         return serde_json::to_string_pretty(&document).map_err(value_error);
     }
     let clients = clients.map(Column::extract).transpose()?;
-    if let (Column::Ints(ints), None, None) = (&items, &clients, &key) {
-        let values = ints.as_slice().map_err(value_error)?;
-        if !values.is_empty() {
-            // One integer per client: sampled and counted where the integers lie.
-            let document = py.detach(|| {
-                let released = sample_threshold_integers(values, &mechanism, run_seed);
-                let counts = released
-                    .into_iter()
-                    .map(|(value, count)| (value.to_string(), count))
-                    .collect();
-                let mut document = sample_threshold_release::from_counts(
-                    counts,
-                    &mechanism,
-                    values.len() as u64,
-                    delta,
-                    description,
-                    ExecutionPath::default().name(),
-                );
-                document.seed = seed;
-                document
-            });
+    if clients.is_none() && key.is_none() {
+        // One value per client, held in memory: sampled and counted where the values lie.
+        let released = match &items {
+            Column::Ints(ints) => {
+                let values = ints.as_slice().map_err(value_error)?;
+                (!values.is_empty()).then(|| {
+                    py.detach(|| {
+                        let released = sample_threshold_integers(values, &mechanism, run_seed);
+                        (
+                            named_counts(released, |value| value.to_string()),
+                            values.len(),
+                        )
+                    })
+                })
+            }
+            Column::Strings(_) | Column::ArrowStrings(..) => {
+                let texts = items.texts()?;
+                (!texts.is_empty()).then(|| {
+                    py.detach(|| {
+                        let names: Vec<&str> = texts.iter().map(String::as_str).collect();
+                        let (ids, names) = intern(&names);
+                        let released = sample_threshold_values(&ids, &mechanism, run_seed);
+                        let released = named_counts(released, |id| names[id as usize].to_owned());
+                        (released, texts.len())
+                    })
+                })
+            }
+            Column::Path(_) => None,
+        };
+        if let Some((counts, clients)) = released {
+            let mut document = sample_threshold_release::from_counts(
+                counts,
+                &mechanism,
+                clients as u64,
+                delta,
+                description,
+                IN_MEMORY_EXECUTION,
+            );
+            document.seed = seed;
             return serde_json::to_string_pretty(&document).map_err(value_error);
         }
     }
@@ -691,23 +710,34 @@ impl Values {
     }
 }
 
-/// Integers interned to ids in order of first appearance, named by their decimal form: the
-/// population [`Population::from_names`] builds from the same integers written as text,
-/// without a string per client.
-fn intern_integers(values: &[i64]) -> (Vec<u32>, Vec<String>) {
-    let mut ids: FxHashMap<i64, u32> = FxHashMap::default();
-    let mut names = Vec::new();
+/// The `execution` a release of one in-memory value per client names: its coins are
+/// bit-sliced or drawn by geometric gaps, whichever is cheaper at the rate.
+const IN_MEMORY_EXECUTION: &str = "in-memory";
+
+/// Released `(value, count)` cells with their values named by `name`.
+fn named_counts<T>(released: Vec<(T, u64)>, name: impl Fn(T) -> String) -> Vec<(String, u64)> {
+    released
+        .into_iter()
+        .map(|(value, count)| (name(value), count))
+        .collect()
+}
+
+/// Values interned to ids in order of first appearance, with the distinct values by id: the
+/// ids [`Population::from_names`] gives the same values written as text.
+fn intern<T: Copy + Eq + Hash>(values: &[T]) -> (Vec<u32>, Vec<T>) {
+    let mut ids: FxHashMap<T, u32> = FxHashMap::default();
+    let mut distinct = Vec::new();
     let items = values
         .iter()
         .map(|&value| {
             *ids.entry(value).or_insert_with(|| {
-                names.push(value.to_string());
-                // Unwrap safety: a vocabulary past 2^32 names would not fit in memory here.
-                u32::try_from(names.len() - 1).expect("fewer than 2^32 distinct items")
+                distinct.push(value);
+                // Unwrap safety: a vocabulary past 2^32 values would not fit in memory here.
+                u32::try_from(distinct.len() - 1).expect("fewer than 2^32 distinct items")
             })
         })
         .collect();
-    (items, names)
+    (items, distinct)
 }
 
 /// The rows a histogram runs on.
@@ -729,7 +759,7 @@ impl Input {
         if let Column::Path(path) = &items {
             return py.detach(|| read_file(path, seed, rows_as_clients, keyed));
         }
-        let clients = clients.map(Column::texts).transpose()?;
+        let clients = clients.map(|clients| clients.texts()).transpose()?;
         let items = if clients.is_some() {
             Values::Texts(items.texts()?)
         } else {
@@ -752,7 +782,8 @@ impl Input {
                 let population = match items {
                     Values::Texts(items) => Population::from_names(&items, description),
                     Values::Ints(items) => {
-                        let (ids, names) = intern_integers(&items);
+                        let (ids, distinct) = intern(&items);
+                        let names = distinct.iter().map(i64::to_string).collect();
                         Population::from_ids(ids, names, description)
                     }
                 }
