@@ -61,27 +61,36 @@ def histogram(
     ids = F.col(client).cast("long" if integral else "string").alias("client")
     # Items keep their own type through the coins: only the sample is turned into text.
     rows = df.select(ids, F.col(item).alias("item"))
-    if rows_as_clients:
-        summary = rows.agg(
-            F.count(F.lit(1)).alias("clients"),
-            F.count(F.when(F.col("client").isNull() | F.col("item").isNull(), 1)).alias("nulls"),
-        )
-    else:
-        summary = rows.agg(
-            F.countDistinct("client").alias("clients"),
-            F.count(F.when(F.col("client").isNull() | F.col("item").isNull(), 1)).alias("nulls"),
-        )
-    summary = summary.collect()[0]
-    if summary["nulls"]:
-        raise ValueError(f"columns {client!r} and {item!r} may not hold nulls")
-    clients = int(summary["clients"])
+    nulls = f"columns {client!r} and {item!r} may not hold nulls"
 
-    def sample(batches: Iterator[Any]) -> Iterator[Any]:
+    def coins(batch: Any) -> Any:
+        """The batch's keyed coins, as an Arrow mask (its rows checked for nulls first)."""
+        import pyarrow as pa
+
+        if batch.column(0).null_count or batch.column(1).null_count:
+            raise ValueError(nulls)
+        return pa.array(_keyed_coins(key, rate, column(batch.column(0), "clients")))
+
+    def sampled_rows(batches: Iterator[Any]) -> Iterator[Any]:
+        # The sampled rows, each of weight 1, and per batch one row without an item weighing
+        # the rows not sampled: the clients are counted in the same pass.
+        import numpy as np
         import pyarrow as pa
 
         for batch in batches:
-            heads = _keyed_coins(key, rate, column(batch.column(0), "clients"))
-            yield batch.filter(pa.array(heads))
+            sample = batch.column(1).filter(coins(batch))
+            weights = np.ones(len(sample) + 1, dtype=np.int64)
+            weights[-1] = batch.num_rows - len(sample)
+            yield pa.RecordBatch.from_arrays(
+                [pa.concat_arrays([sample, pa.nulls(1, sample.type)]), pa.array(weights)],
+                names=["item", "weight"],
+            )
+
+    def sampled_clients(batches: Iterator[Any]) -> Iterator[Any]:
+        # The rows of the sampled clients (a client's coin depends on its id only, so a
+        # sampled client keeps all its rows).
+        for batch in batches:
+            yield batch.filter(coins(batch))
 
     def choose(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
@@ -95,15 +104,31 @@ def histogram(
             )
             yield pa.RecordBatch.from_arrays([lists.values.take(pa.array(rows))], names=["item"])
 
-    sampled = rows.mapInArrow(sample, rows.schema).select(
-        "client", F.col("item").cast("string").alias("item")
-    )
+    # Unsampled rows carry a null item, whatever the column's nullability.
+    item_field = T.StructField("item", rows.schema["item"].dataType, nullable=True)
     if rows_as_clients:
-        chosen = sampled.select("item")
+        schema = T.StructType([item_field, T.StructField("weight", T.LongType())])
+        weighted = rows.mapInArrow(sampled_rows, schema).select(
+            F.col("item").cast("string").alias("item"), "weight"
+        )
     else:
+        # Only the sampled clients' rows are grouped by client (and the key chooses one row
+        # each, in Rust); the clients are counted distinct in a job of their own.
+        distinct = rows.agg(F.countDistinct("client").alias("clients")).collect()[0]
+        sampled = rows.mapInArrow(sampled_clients, rows.schema).select(
+            "client", F.col("item").cast("string").alias("item")
+        )
         per_client = sampled.groupBy("client").agg(F.collect_list("item").alias("items"))
         chosen = per_client.mapInArrow(choose, "item string")
-    counts = chosen.groupBy("item").count().filter(F.col("count") >= tau).collect()
+        weighted = chosen.select("item", F.lit(1).alias("weight"))
+    counted = weighted.groupBy("item").agg(F.sum("weight").alias("count"))
+    released = F.col("item").isNotNull() & (F.col("count") >= tau)
+    summary = counted.agg(
+        F.sum("count").alias("clients"),
+        F.collect_list(F.when(released, F.struct("item", "count"))).alias("released"),
+    ).collect()[0]
+    clients = int((summary if rows_as_clients else distinct)["clients"] or 0)
+    counts = summary["released"]
     how = "one row per client" if rows_as_clients else f"one row per {client!r}"
     document = _keyed_counts_document(
         [(row["item"], int(row["count"])) for row in counts],

@@ -95,3 +95,28 @@ def test_rows_as_clients_equals_the_cli_on_one_item_per_line(spark, words_txt):
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
     assert release.guarantee == expected["guarantee"]
+
+
+@pytest.mark.parametrize("rows_as_clients", [False, True])
+def test_nulls_are_refused(spark, rows_as_clients):
+    df = spark.createDataFrame([(1, "a"), (2, None), (3, "b")], "client long, item string")
+    with pytest.raises(Exception, match="may not hold nulls"):
+        tally.spark.histogram(
+            df, item="item", client="client", sampling_key="K5", rows_as_clients=rows_as_clients, **SETTINGS
+        )
+    # No rows: nothing released, no clients.
+    empty = tally.spark.histogram(df.limit(0), item="item", client="client", sampling_key="K5", **SETTINGS)
+    assert empty.items == [] and empty.parameters["population"] == 0
+
+
+def test_columns_declared_without_nulls(spark, words_txt):
+    # Columns Spark knows hold no nulls (as spark.range's) still carry the unsampled rows.
+    from pyspark.sql import functions as F
+
+    df = spark.range(3000).select(F.col("id").alias("client"), (F.col("id") % 4).alias("item"))
+    for rows_as_clients in (False, True):
+        release = tally.spark.histogram(
+            df, item="item", client="client", sampling_key="K6", rows_as_clients=rows_as_clients, **SETTINGS
+        )
+        assert release.parameters["population"] == 3000
+        assert sorted(row["item"] for row in release.items) == ["0", "1", "2", "3"]
