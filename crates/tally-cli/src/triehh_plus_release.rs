@@ -4,11 +4,14 @@
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput};
+use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism};
 use tally_core::histogram::plan_rounds;
+use tally_core::sampling::SamplingKey;
 use tally_messages::HeavyHittersRelease;
 use tally_server::document::{self, TriePlusParameters};
-use tally_sim::{CountedPopulation, run_triehh_plus_counted};
+use tally_sim::{
+    CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted,
+};
 
 /// How a TrieHH++ run is configured.
 #[derive(Clone, Copy, Debug)]
@@ -53,18 +56,43 @@ pub fn triehh_plus_counted(
         shown_seed,
         clients,
         population.description(),
-        |task| run_triehh_plus_counted(population, task, seed),
+        false,
+        |task| Ok(run_triehh_plus_counted(population, task, seed)),
     )
 }
 
-/// Plans the levels, runs the task with `run` over `clients` clients described by
-/// `description`, and builds the document.
+/// Runs TrieHH++ over `population` with keyed coins of `key` (level `ℓ`'s coin of a client
+/// is the keyed PRF of `(key, ℓ, client id)`, its one row chosen by the key) and builds its
+/// document. Each level's rate is rounded down to a multiple of `2^-64` and the guarantee
+/// computed for it.
+///
+/// # Errors
+///
+/// Whatever the planner and the task reject.
+pub fn triehh_plus_keyed(
+    population: &KeyedPopulation,
+    settings: &TriePlusSettings,
+    key: &SamplingKey,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    release(
+        settings,
+        None,
+        population.len() as u64,
+        population.description(),
+        true,
+        |task| run_keyed_triehh_plus(population, task, key),
+    )
+}
+
+/// Plans the levels (for keyed coins when `keyed`), runs the task with `run` over `clients`
+/// clients described by `description`, and builds the document.
 fn release(
     settings: &TriePlusSettings,
     shown_seed: Option<u64>,
     clients: u64,
     description: &str,
-    run: impl FnOnce(TrieHhPlus) -> TrieOutput,
+    keyed: bool,
+    run: impl FnOnce(TrieHhPlus) -> Result<TrieOutput, tally_core::Error>,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
     let per_level = plan_rounds(
         settings.epsilon,
@@ -76,6 +104,11 @@ fn release(
         settings.neighbours,
     )?
     .per_round;
+    let per_level = if keyed {
+        keyed_level_mechanism(&per_level, settings.analysis, settings.neighbours)?
+    } else {
+        per_level
+    };
     let task = TrieHhPlus::new(TrieHhPlusConfig {
         levels: settings.levels,
         segment: settings.segment,
@@ -84,7 +117,7 @@ fn release(
         composition: settings.composition,
         total_delta: settings.delta,
     })?;
-    let output = run(task);
+    let output = run(task)?;
     Ok(document::triehh_plus(
         &output,
         &TriePlusParameters {
