@@ -120,3 +120,24 @@ def test_columns_declared_without_nulls(spark, words_txt):
         )
         assert release.parameters["population"] == 3000
         assert sorted(row["item"] for row in release.items) == ["0", "1", "2", "3"]
+
+
+def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
+    # Short words keep the levels (one Spark job each) few.
+    words = ["ap", "apt", "ba", "bad", "ch", "k"]
+    pairs = [(f"u{c}", words[(c * c) % 11 % 6]) for c in range(3000)]
+    pairs += [(f"u{c}", words[c % 7 % 6]) for c in range(3000)]
+    path = tmp_path / "words.tsv"
+    path.write_text("client_id\titem\n" + "".join(f"{c}\t{w}\n" for c, w in pairs))
+    df = spark.createDataFrame(pairs, "client string, item string").repartition(3)
+    settings = dict(epsilon=4.0, delta=1e-6, levels=5)
+    release = tally.spark.heavy_hitters(df, item="item", client="client", sampling_key="K7", **settings)
+    expected = cli_json(
+        "heavy-hitters", "--algorithm", "triehh++", "--input", str(path), "--epsilon", "4",
+        "--delta", "1e-6", "--levels", "5", "--sampling-key", "K7",
+    )
+    assert {row["item"] for row in release.items} >= {"ap", "ba"}
+    assert release.items == expected["items"]
+    assert release.document["trie"] == expected["trie"]
+    assert release.parameters == expected["parameters"]
+    assert release.guarantee == expected["guarantee"]

@@ -4,9 +4,12 @@
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism};
-use tally_core::histogram::plan_rounds;
+use tally_core::heavy_hitters::{
+    TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism, release_prefix_counts,
+};
+use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::sampling::SamplingKey;
+use tally_core::task::Task as _;
 use tally_messages::HeavyHittersRelease;
 use tally_server::document::{self, TriePlusParameters};
 use tally_sim::{
@@ -84,16 +87,51 @@ pub fn triehh_plus_keyed(
     )
 }
 
-/// Plans the levels (for keyed coins when `keyed`), runs the task with `run` over `clients`
-/// clients described by `description`, and builds the document.
-fn release(
-    settings: &TriePlusSettings,
-    shown_seed: Option<u64>,
+/// The document of a keyed TrieHH++ run whose levels were counted elsewhere (on Spark):
+/// `levels[ℓ − 1]` holds level `ℓ`'s sampled counts of prefixes (at least those reaching the
+/// threshold), for every level the run took, over `clients` clients described by
+/// `description`.
+///
+/// # Errors
+///
+/// Whatever the planner rejects, or counts for another number of levels than the run takes.
+pub fn triehh_plus_keyed_counts(
+    levels: Vec<Vec<(String, u64)>>,
     clients: u64,
     description: &str,
-    keyed: bool,
-    run: impl FnOnce(TrieHhPlus) -> Result<TrieOutput, tally_core::Error>,
+    settings: &TriePlusSettings,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let given = levels.len();
+    let mismatch = |expected| tally_core::Error::InvalidParameter {
+        name: "levels of counts",
+        value: given.to_string(),
+        expected,
+    };
+    release(settings, None, clients, description, true, |mut task| {
+        let mut levels = levels.into_iter();
+        while let Some(query) = task.next_query() {
+            let counts = levels
+                .next()
+                .ok_or_else(|| mismatch("counts for every level the run takes"))?;
+            task.observe(release_prefix_counts(&query.mechanism, counts));
+        }
+        if levels.next().is_some() {
+            return Err(mismatch("no counts past the level the run stops at"));
+        }
+        Ok(task.finish())
+    })
+}
+
+/// The mechanism every level of a run with `settings` uses (with keyed coins when `keyed`:
+/// the rate rounded down to a multiple of `2^-64`, the guarantee computed for it).
+///
+/// # Errors
+///
+/// Whatever the planner rejects.
+pub fn per_level_mechanism(
+    settings: &TriePlusSettings,
+    keyed: bool,
+) -> Result<SampleThreshold, tally_core::Error> {
     let per_level = plan_rounds(
         settings.epsilon,
         settings.delta,
@@ -104,11 +142,24 @@ fn release(
         settings.neighbours,
     )?
     .per_round;
-    let per_level = if keyed {
-        keyed_level_mechanism(&per_level, settings.analysis, settings.neighbours)?
+    if keyed {
+        keyed_level_mechanism(&per_level, settings.analysis, settings.neighbours)
     } else {
-        per_level
-    };
+        Ok(per_level)
+    }
+}
+
+/// Plans the levels (for keyed coins when `keyed`), runs the task with `run` over `clients`
+/// clients described by `description`, and builds the document.
+fn release(
+    settings: &TriePlusSettings,
+    shown_seed: Option<u64>,
+    clients: u64,
+    description: &str,
+    keyed: bool,
+    run: impl FnOnce(TrieHhPlus) -> Result<TrieOutput, tally_core::Error>,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let per_level = per_level_mechanism(settings, keyed)?;
     let task = TrieHhPlus::new(TrieHhPlusConfig {
         levels: settings.levels,
         segment: settings.segment,

@@ -7,7 +7,7 @@ mod prefix;
 mod triehh;
 mod triehh_plus;
 
-pub use keyed_triehh_plus::{KeyedLevel, keyed_level_mechanism};
+pub use keyed_triehh_plus::{KeyedLevel, keyed_level_mechanism, release_prefix_counts};
 pub use opt_prefix_tree::{
     AggregationPath, Decoded, Encoding, FoundWord, HuffmanCode, IterationQuery, IterationSummary,
     IterationSums, OptPrefixTree, OptPrefixTreeConfig, OptPrefixTreeOutput, SegmentPolicy,

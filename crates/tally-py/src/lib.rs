@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::hash::Hash;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use numpy::{IntoPyArray as _, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -24,8 +24,11 @@ use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_cli::shuffle_plan::ShufflePlan;
 use tally_cli::triehh_plus_plan::TriePlusPlan;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted};
+use tally_cli::triehh_plus_release::{
+    TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
+};
 use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
+use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_sim::{
@@ -434,18 +437,18 @@ fn heavy_hitters(
     rows_as_clients: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
-    let settings = TriePlusSettings {
+    let settings = trie_settings(
         epsilon,
         delta,
         levels,
         segment,
         restricted,
-        composition: round_composition(composition, neighbours)?,
-        target: release_target(sampling_rate, threshold),
-        analysis,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
         neighbours,
-    };
+    )?;
     let run_seed = seed.unwrap_or_else(random_seed);
     let items = Column::extract(items)?;
     let clients = clients.map(Column::extract).transpose()?;
@@ -469,6 +472,34 @@ fn heavy_hitters(
         })
         .map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// The options of `tally heavy-hitters --algorithm triehh++`, from keyword arguments.
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
+fn trie_settings(
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<&str>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<TriePlusSettings> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    Ok(TriePlusSettings {
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition: round_composition(composition, neighbours)?,
+        target: release_target(sampling_rate, threshold),
+        analysis,
+        neighbours,
+    })
 }
 
 /// The options `tally quantiles` and `tally range` share, from keyword arguments.
@@ -991,6 +1022,120 @@ fn keyed_counts_document(
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
 
+/// The keyed per-level rate and threshold of a keyed TrieHH++ run: what Spark's tasks need.
+#[pyfunction]
+#[pyo3(signature = (epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.heavy_hitters`
+fn keyed_triehh_parameters(
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<&str>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<(f64, u64)> {
+    let settings = trie_settings(
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+    )?;
+    let mechanism = per_level_mechanism(&settings, true).map_err(value_error)?;
+    Ok((
+        mechanism.params().sampling_rate(),
+        mechanism.params().threshold(),
+    ))
+}
+
+/// The prefixes clients report at level `level` of a keyed TrieHH++ run (`None` for a client
+/// whose coin for the level comes up tails, or whose word has no report): client `i` of the
+/// column `clients` holds the word `words[i]`. `live` holds the prefixes released at the
+/// previous level (restricted runs), or is `None`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // one level's query
+fn keyed_prefixes(
+    py: Python<'_>,
+    key: &str,
+    rate: f64,
+    level: usize,
+    segment: usize,
+    live: Option<Vec<String>>,
+    clients: &Bound<'_, PyAny>,
+    words: &Bound<'_, PyAny>,
+) -> PyResult<Vec<Option<String>>> {
+    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
+    let coin = KeyedCoin::new(key, rate).map_err(value_error)?;
+    let prefixes = PrefixRound {
+        round: level,
+        segment,
+        live_parents: live.map(|live| Arc::new(live.into_iter().collect())),
+    };
+    let keyed = KeyedLevel::with_coin(coin, prefixes);
+    let (clients, words) = (Column::extract(clients)?, Column::extract(words)?.texts()?);
+    let mut ids = Vec::with_capacity(words.len());
+    clients.for_each_bytes(|client| {
+        ids.push(client.to_vec());
+        Ok(())
+    })?;
+    if ids.len() != words.len() {
+        return Err(value_error("clients and words differ in length"));
+    }
+    Ok(py.detach(|| {
+        ids.iter()
+            .zip(&words)
+            .map(|(client, word)| keyed.report(client, word))
+            .collect()
+    }))
+}
+
+/// The document of a keyed TrieHH++ run counted elsewhere (on Spark): `levels[l]` holds level
+/// `l + 1`'s sampled counts of the prefixes that reached the threshold, `clients` the number of
+/// clients.
+#[pyfunction]
+#[pyo3(signature = (levels_counts, clients, input, epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.heavy_hitters`
+fn keyed_triehh_document(
+    levels_counts: Vec<Vec<(String, u64)>>,
+    clients: u64,
+    input: String,
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<&str>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<String> {
+    let settings = trie_settings(
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+    )?;
+    let document =
+        triehh_plus_keyed_counts(levels_counts, clients, &input, &settings).map_err(value_error)?;
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1006,5 +1151,8 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_counts_document, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_triehh_parameters, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_prefixes, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_triehh_document, module)?)?;
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use tally_core::heavy_hitters::{KeyedLevel, TrieHhPlus, TrieOutput};
+use tally_core::heavy_hitters::{KeyedLevel, TrieHhPlus, TrieOutput, release_prefix_counts};
 use tally_core::sampling::SamplingKey;
 use tally_core::task::Task;
 
@@ -50,19 +50,7 @@ pub fn run_keyed_triehh_plus(
                 }
                 a
             });
-        let mut aggregator = query.mechanism.open_domain_aggregator();
-        let mut names = Vec::with_capacity(counts.len());
-        for (id, (prefix, count)) in (0u32..).zip(counts) {
-            aggregator.absorb_many(id, count);
-            names.push(prefix);
-        }
-        let release = aggregator
-            .release()
-            .items
-            .into_iter()
-            .map(|cell| (names[cell.item as usize].clone(), cell.count, cell.estimate))
-            .collect();
-        task.observe(release);
+        task.observe(release_prefix_counts(&query.mechanism, counts));
     }
     Ok(task.finish())
 }

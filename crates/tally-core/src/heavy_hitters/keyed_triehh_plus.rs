@@ -71,6 +71,11 @@ impl KeyedLevel {
         })
     }
 
+    /// A level of `prefixes` flipping `coin` (whose rate the level's mechanism must use).
+    pub fn with_coin(coin: KeyedCoin, prefixes: PrefixRound) -> Self {
+        Self { coin, prefixes }
+    }
+
     /// The report of client `client` (its id's bytes) holding `word`: its prefix for this
     /// level ([`PrefixRound::report`]) when its coin for the level comes up heads, else
     /// `None`.
@@ -87,6 +92,27 @@ impl KeyedLevel {
     pub fn prefixes(&self) -> &PrefixRound {
         &self.prefixes
     }
+}
+
+/// A level's release from its sampled counts of prefixes (counted anywhere: here, or on
+/// Spark): the prefixes whose count reaches `mechanism`'s threshold, as the
+/// `(prefix, count, estimate)` cells [`TrieHhPlus`](super::TrieHhPlus) observes.
+pub fn release_prefix_counts(
+    mechanism: &SampleThreshold,
+    counts: impl IntoIterator<Item = (String, u64)>,
+) -> Vec<(String, u64, f64)> {
+    let mut aggregator = mechanism.open_domain_aggregator();
+    let mut names = Vec::new();
+    for (id, (prefix, count)) in (0u32..).zip(counts) {
+        aggregator.absorb_many(id, count);
+        names.push(prefix);
+    }
+    aggregator
+        .release()
+        .items
+        .into_iter()
+        .map(|cell| (names[cell.item as usize].clone(), cell.count, cell.estimate))
+        .collect()
 }
 
 #[cfg(test)]
@@ -170,5 +196,26 @@ mod tests {
             next.report(id.as_bytes(), "apple").is_some() != coin.flip(2, id.as_bytes())
         });
         assert!(differs);
+    }
+
+    #[test]
+    fn a_level_releases_the_prefixes_that_reach_the_threshold() {
+        let mechanism = planned(0.5);
+        let tau = mechanism.params().threshold();
+        let released = release_prefix_counts(
+            &mechanism,
+            [
+                ("a".to_owned(), tau),
+                ("b".to_owned(), tau - 1),
+                ("c$".to_owned(), tau + 5),
+            ],
+        );
+        let prefixes: Vec<&str> = released.iter().map(|(p, ..)| p.as_str()).collect();
+        assert_eq!(prefixes.len(), 2);
+        assert!(prefixes.contains(&"a") && prefixes.contains(&"c$"));
+        for (_, count, estimate) in &released {
+            let expected = *count as f64 / mechanism.params().sampling_rate();
+            assert!((estimate - expected).abs() <= 1e-9 * expected);
+        }
     }
 }
