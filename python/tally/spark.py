@@ -24,6 +24,19 @@ from ._tally import keyed_triehh_parameters as _keyed_triehh_parameters
 __all__ = ["heavy_hitters", "histogram"]
 
 
+def _chosen_items(key: str, batch: Any) -> Any:
+    """Each client's row chosen by the key, from a batch of `(client, list of items)`."""
+    import numpy as np
+    import pyarrow as pa
+
+    lists = batch.column(1)
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    rows = _keyed_rows(
+        key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
+    )
+    return lists.values.take(pa.array(rows))
+
+
 def histogram(
     df: Any,
     *,
@@ -96,16 +109,10 @@ def histogram(
             yield batch.filter(coins(batch))
 
     def choose(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
         import pyarrow as pa
 
         for batch in batches:
-            lists = batch.column(1)
-            offsets = lists.offsets.to_numpy().astype(np.int64)
-            rows = _keyed_rows(
-                key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
-            )
-            yield pa.RecordBatch.from_arrays([lists.values.take(pa.array(rows))], names=["item"])
+            yield pa.RecordBatch.from_arrays([_chosen_items(key, batch)], names=["item"])
 
     # Unsampled rows carry a null item, whatever the column's nullability.
     item_field = T.StructField("item", rows.schema["item"].dataType, nullable=True)
@@ -201,17 +208,11 @@ def heavy_hitters(
     rows = df.select(ids, F.col(item).cast("string").alias("item"))
 
     def choose(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
         import pyarrow as pa
 
         for batch in batches:
-            lists = batch.column(1)
-            offsets = lists.offsets.to_numpy().astype(np.int64)
-            chosen = _keyed_rows(
-                key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
-            )
             yield pa.RecordBatch.from_arrays(
-                [batch.column(0), lists.values.take(pa.array(chosen))], names=["client", "item"]
+                [batch.column(0), _chosen_items(key, batch)], names=["client", "item"]
             )
 
     if rows_as_clients:
