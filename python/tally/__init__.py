@@ -1,8 +1,10 @@
 """tally: differentially private histograms by sample-and-threshold, from Python and Spark.
 
-Thin bindings over the Rust crates of the `tally` command: the same inputs and seed give the
+Thin bindings over the Rust crates of the `tally` command: the same file and seed give the
 same release, and `Release.to_json()` is the document `tally histogram --json` (or
-`heavy-hitters`, `quantiles`, `range`) prints.
+`heavy-hitters`, `quantiles`, `range`) prints. (A histogram of a column held in memory, one
+value per client, is sampled 64 clients at a time: equal in law to the command's run on the
+column written to a file, and the same for every kind of column given the same seed.)
 Errors raise `ValueError` (or `OSError` for files) with the command line's messages.
 """
 

@@ -63,6 +63,42 @@ def keyed_counts_document(
     method: str = "tight",
     neighbours: str = "add-remove",
 ) -> str: ...
+def keyed_triehh_parameters(
+    epsilon: float,
+    delta: float,
+    levels: int = 10,
+    segment: int = 1,
+    restricted: bool = True,
+    composition: str | None = None,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+) -> tuple[float, int]: ...
+def keyed_prefixes(
+    key: str,
+    rate: float,
+    level: int,
+    segment: int,
+    live: list[str] | None,
+    clients: tuple[str, Any],
+    words: tuple[str, Any],
+) -> list[str | None]: ...
+def keyed_triehh_document(
+    levels_counts: list[list[tuple[str, int]]],
+    clients: int,
+    input: str,
+    epsilon: float,
+    delta: float,
+    levels: int = 10,
+    segment: int = 1,
+    restricted: bool = True,
+    composition: str | None = None,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+) -> str: ...
 def quantiles(
     values: tuple[str, Any],
     quantiles: list[float],

@@ -16,9 +16,25 @@ from ._release import Release
 from ._tally import keyed_coins as _keyed_coins
 from ._tally import keyed_counts_document as _keyed_counts_document
 from ._tally import keyed_parameters as _keyed_parameters
+from ._tally import keyed_prefixes as _keyed_prefixes
 from ._tally import keyed_rows as _keyed_rows
+from ._tally import keyed_triehh_document as _keyed_triehh_document
+from ._tally import keyed_triehh_parameters as _keyed_triehh_parameters
 
-__all__ = ["histogram"]
+__all__ = ["heavy_hitters", "histogram"]
+
+
+def _chosen_items(key: str, batch: Any) -> Any:
+    """Each client's row chosen by the key, from a batch of `(client, list of items)`."""
+    import numpy as np
+    import pyarrow as pa
+
+    lists = batch.column(1)
+    offsets = lists.offsets.to_numpy().astype(np.int64)
+    rows = _keyed_rows(
+        key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
+    )
+    return lists.values.take(pa.array(rows))
 
 
 def histogram(
@@ -61,49 +77,68 @@ def histogram(
     ids = F.col(client).cast("long" if integral else "string").alias("client")
     # Items keep their own type through the coins: only the sample is turned into text.
     rows = df.select(ids, F.col(item).alias("item"))
-    if rows_as_clients:
-        summary = rows.agg(
-            F.count(F.lit(1)).alias("clients"),
-            F.count(F.when(F.col("client").isNull() | F.col("item").isNull(), 1)).alias("nulls"),
-        )
-    else:
-        summary = rows.agg(
-            F.countDistinct("client").alias("clients"),
-            F.count(F.when(F.col("client").isNull() | F.col("item").isNull(), 1)).alias("nulls"),
-        )
-    summary = summary.collect()[0]
-    if summary["nulls"]:
-        raise ValueError(f"columns {client!r} and {item!r} may not hold nulls")
-    clients = int(summary["clients"])
+    nulls = f"columns {client!r} and {item!r} may not hold nulls"
 
-    def sample(batches: Iterator[Any]) -> Iterator[Any]:
+    def coins(batch: Any) -> Any:
+        """The batch's keyed coins, as an Arrow mask (its rows checked for nulls first)."""
         import pyarrow as pa
 
-        for batch in batches:
-            heads = _keyed_coins(key, rate, column(batch.column(0), "clients"))
-            yield batch.filter(pa.array(heads))
+        if batch.column(0).null_count or batch.column(1).null_count:
+            raise ValueError(nulls)
+        return pa.array(_keyed_coins(key, rate, column(batch.column(0), "clients")))
 
-    def choose(batches: Iterator[Any]) -> Iterator[Any]:
+    def sampled_rows(batches: Iterator[Any]) -> Iterator[Any]:
+        # The sampled rows, each of weight 1, and per batch one row without an item weighing
+        # the rows not sampled: the clients are counted in the same pass.
         import numpy as np
         import pyarrow as pa
 
         for batch in batches:
-            lists = batch.column(1)
-            offsets = lists.offsets.to_numpy().astype(np.int64)
-            rows = _keyed_rows(
-                key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
+            sample = batch.column(1).filter(coins(batch))
+            weights = np.ones(len(sample) + 1, dtype=np.int64)
+            weights[-1] = batch.num_rows - len(sample)
+            yield pa.RecordBatch.from_arrays(
+                [pa.concat_arrays([sample, pa.nulls(1, sample.type)]), pa.array(weights)],
+                names=["item", "weight"],
             )
-            yield pa.RecordBatch.from_arrays([lists.values.take(pa.array(rows))], names=["item"])
 
-    sampled = rows.mapInArrow(sample, rows.schema).select(
-        "client", F.col("item").cast("string").alias("item")
-    )
+    def sampled_clients(batches: Iterator[Any]) -> Iterator[Any]:
+        # The rows of the sampled clients (a client's coin depends on its id only, so a
+        # sampled client keeps all its rows).
+        for batch in batches:
+            yield batch.filter(coins(batch))
+
+    def choose(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays([_chosen_items(key, batch)], names=["item"])
+
+    # Unsampled rows carry a null item, whatever the column's nullability.
+    item_field = T.StructField("item", rows.schema["item"].dataType, nullable=True)
     if rows_as_clients:
-        chosen = sampled.select("item")
+        schema = T.StructType([item_field, T.StructField("weight", T.LongType())])
+        weighted = rows.mapInArrow(sampled_rows, schema).select(
+            F.col("item").cast("string").alias("item"), "weight"
+        )
     else:
+        # Only the sampled clients' rows are grouped by client (and the key chooses one row
+        # each, in Rust); the clients are counted distinct in a job of their own.
+        distinct = rows.agg(F.countDistinct("client").alias("clients")).collect()[0]
+        sampled = rows.mapInArrow(sampled_clients, rows.schema).select(
+            "client", F.col("item").cast("string").alias("item")
+        )
         per_client = sampled.groupBy("client").agg(F.collect_list("item").alias("items"))
         chosen = per_client.mapInArrow(choose, "item string")
-    counts = chosen.groupBy("item").count().filter(F.col("count") >= tau).collect()
+        weighted = chosen.select("item", F.lit(1).alias("weight"))
+    counted = weighted.groupBy("item").agg(F.sum("weight").alias("count"))
+    released = F.col("item").isNotNull() & (F.col("count") >= tau)
+    summary = counted.agg(
+        F.sum("count").alias("clients"),
+        F.collect_list(F.when(released, F.struct("item", "count"))).alias("released"),
+    ).collect()[0]
+    clients = int((summary if rows_as_clients else distinct)["clients"] or 0)
+    counts = summary["released"]
     how = "one row per client" if rows_as_clients else f"one row per {client!r}"
     document = _keyed_counts_document(
         [(row["item"], int(row["count"])) for row in counts],
@@ -115,5 +150,128 @@ def histogram(
         threshold,
         method,
         neighbours,
+    )
+    return Release._from_json(document)
+
+
+def heavy_hitters(
+    df: Any,
+    *,
+    item: str,
+    client: str,
+    epsilon: float,
+    delta: float,
+    algorithm: str = "triehh++",
+    sampling_key: str | None = None,
+    levels: int = 10,
+    segment: int = 1,
+    restricted: bool = True,
+    composition: str | None = None,
+    sampling_rate: float | None = None,
+    threshold: int | None = None,
+    method: str = "tight",
+    neighbours: str = "add-remove",
+    rows_as_clients: bool = False,
+    description: str | None = None,
+) -> Release:
+    """Find the heavy hitters of column `item` of `df` with keyed TrieHH++ at `(epsilon,
+    delta)` for the whole run, one row per value of column `client` (chosen by the key).
+
+    Level by level: `mapInArrow` flips each client's keyed coin for the level and computes its
+    prefix (in Rust), Spark counts the prefixes, and the driver keeps the released ones (those
+    reaching the threshold), whose prefixes it sends with the next level's tasks. With the same
+    rows and `sampling_key`, the release equals `tally heavy-hitters --algorithm triehh++
+    --sampling-key KEY` on them. Without a key, a fresh secret key is drawn and never shown.
+    `rows_as_clients=True` as in `histogram`.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if algorithm != "triehh++":
+        raise ValueError(f"algorithm {algorithm!r}: tally.spark runs triehh++ only")
+    key = sampling_key if sampling_key is not None else secrets.token_hex(32)
+    trie = dict(
+        levels=levels,
+        segment=segment,
+        restricted=restricted,
+        composition=composition,
+        sampling_rate=sampling_rate,
+        threshold=threshold,
+        method=method,
+        neighbours=neighbours,
+    )
+    rate, tau = _keyed_triehh_parameters(epsilon, delta, **trie)
+    integral = isinstance(
+        df.schema[client].dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+    )
+    ids = F.col(client).cast("long" if integral else "string").alias("client")
+    rows = df.select(ids, F.col(item).cast("string").alias("item"))
+
+    def choose(batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(0), _chosen_items(key, batch)], names=["client", "item"]
+            )
+
+    if rows_as_clients:
+        words = rows
+    else:
+        per_client = rows.groupBy("client").agg(F.collect_list("item").alias("items"))
+        schema = T.StructType([rows.schema["client"], T.StructField("item", T.StringType())])
+        words = per_client.mapInArrow(choose, schema)
+    words = words.cache()
+    try:
+        summary = words.agg(
+            F.count(F.lit(1)).alias("clients"),
+            F.count(F.when(F.col("client").isNull() | F.col("item").isNull(), 1)).alias("nulls"),
+        ).collect()[0]
+        if summary["nulls"]:
+            raise ValueError(f"columns {client!r} and {item!r} may not hold nulls")
+        clients = int(summary["clients"])
+        counted_levels: list[list[tuple[str, int]]] = []
+        live: list[str] | None = None
+        for level in range(1, levels + 1):
+            parents = live if restricted and level > 1 else None
+
+            def prefixes(batches: Iterator[Any], level: int = level, parents: Any = parents) -> Iterator[Any]:
+                import pyarrow as pa
+
+                for batch in batches:
+                    reports = _keyed_prefixes(
+                        key,
+                        rate,
+                        level,
+                        segment,
+                        parents,
+                        column(batch.column(0), "clients"),
+                        column(batch.column(1), "items"),
+                    )
+                    yield pa.RecordBatch.from_arrays([pa.array(reports, pa.string())], names=["prefix"])
+
+            released = (
+                words.mapInArrow(prefixes, "prefix string")
+                .where(F.col("prefix").isNotNull())
+                .groupBy("prefix")
+                .count()
+                .where(F.col("count") >= tau)
+                .collect()
+            )
+            counts = [(row["prefix"], int(row["count"])) for row in released]
+            counted_levels.append(counts)
+            live = [prefix for prefix, _ in counts if not prefix.endswith("$")]
+            if not live:
+                break  # nothing left to extend: the run stops, as TrieHH++ does
+    finally:
+        words.unpersist()
+    how = "one row per client" if rows_as_clients else f"one row per {client!r}"
+    document = _keyed_triehh_document(
+        counted_levels,
+        clients,
+        description or f"{clients} clients of a Spark DataFrame ({how}, keyed)",
+        epsilon,
+        delta,
+        **trie,
     )
     return Release._from_json(document)

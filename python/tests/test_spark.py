@@ -95,3 +95,49 @@ def test_rows_as_clients_equals_the_cli_on_one_item_per_line(spark, words_txt):
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
     assert release.guarantee == expected["guarantee"]
+
+
+@pytest.mark.parametrize("rows_as_clients", [False, True])
+def test_nulls_are_refused(spark, rows_as_clients):
+    df = spark.createDataFrame([(1, "a"), (2, None), (3, "b")], "client long, item string")
+    with pytest.raises(Exception, match="may not hold nulls"):
+        tally.spark.histogram(
+            df, item="item", client="client", sampling_key="K5", rows_as_clients=rows_as_clients, **SETTINGS
+        )
+    # No rows: nothing released, no clients.
+    empty = tally.spark.histogram(df.limit(0), item="item", client="client", sampling_key="K5", **SETTINGS)
+    assert empty.items == [] and empty.parameters["population"] == 0
+
+
+def test_columns_declared_without_nulls(spark, words_txt):
+    # Columns Spark knows hold no nulls (as spark.range's) still carry the unsampled rows.
+    from pyspark.sql import functions as F
+
+    df = spark.range(3000).select(F.col("id").alias("client"), (F.col("id") % 4).alias("item"))
+    for rows_as_clients in (False, True):
+        release = tally.spark.histogram(
+            df, item="item", client="client", sampling_key="K6", rows_as_clients=rows_as_clients, **SETTINGS
+        )
+        assert release.parameters["population"] == 3000
+        assert sorted(row["item"] for row in release.items) == ["0", "1", "2", "3"]
+
+
+def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
+    # Short words keep the levels (one Spark job each) few.
+    words = ["ap", "apt", "ba", "bad", "ch", "k"]
+    pairs = [(f"u{c}", words[(c * c) % 11 % 6]) for c in range(3000)]
+    pairs += [(f"u{c}", words[c % 7 % 6]) for c in range(3000)]
+    path = tmp_path / "words.tsv"
+    path.write_text("client_id\titem\n" + "".join(f"{c}\t{w}\n" for c, w in pairs))
+    df = spark.createDataFrame(pairs, "client string, item string").repartition(3)
+    settings = dict(epsilon=4.0, delta=1e-6, levels=5)
+    release = tally.spark.heavy_hitters(df, item="item", client="client", sampling_key="K7", **settings)
+    expected = cli_json(
+        "heavy-hitters", "--algorithm", "triehh++", "--input", str(path), "--epsilon", "4",
+        "--delta", "1e-6", "--levels", "5", "--sampling-key", "K7",
+    )
+    assert {row["item"] for row in release.items} >= {"ap", "ba"}
+    assert release.items == expected["items"]
+    assert release.document["trie"] == expected["trie"]
+    assert release.parameters == expected["parameters"]
+    assert release.guarantee == expected["guarantee"]

@@ -54,3 +54,17 @@ def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words
     )
     expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "C2")
     assert sorted_items(release.items) == sorted_items(expected["items"])
+
+    # Keyed TrieHH++, level by level, on the same session (rows as clients: one level's jobs
+    # stay few).
+    found = tally.spark.heavy_hitters(
+        df, item="item", client="client", sampling_key="C3", rows_as_clients=True,
+        epsilon=4.0, delta=1e-6, levels=4,
+    )
+    expected = cli_json(
+        "heavy-hitters", "--algorithm", "triehh++", "--input", str(words_txt), "--epsilon", "4",
+        "--delta", "1e-6", "--levels", "4", "--sampling-key", "C3",
+    )
+    assert found.document["trie"], "prefixes are released"
+    assert found.document["trie"] == expected["trie"]
+    assert found.items == expected["items"]

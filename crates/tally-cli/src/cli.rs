@@ -1071,6 +1071,13 @@ pub(crate) struct HeavyHittersArgs {
     /// Score the result against the input's true top items: precision, recall, F1.
     #[arg(long)]
     pub(crate) truth: bool,
+    /// TrieHH++: a secret key for keyed sampling. Level L's coin of a client is a keyed
+    /// function of (key, L, client_id) and its one row a keyed choice (of its 0-based position
+    /// when the input has no ids), so the same key reproduces the release exactly, here, in
+    /// Python and on Spark. Each level's rate is rounded down to a multiple of 2^-64 and the
+    /// guarantee computed for it. The release is private only while the key stays secret.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) sampling_key: Option<String>,
     #[command(flatten)]
     pub(crate) opt: OptPrefixTreeArgs,
 }

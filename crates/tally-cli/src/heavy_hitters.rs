@@ -9,13 +9,14 @@ use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted};
+use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_core::heavy_hitters::{
     AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
     TERMINATOR, TrieHh, TrieHhConfig,
 };
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
+use tally_core::sampling::SamplingKey;
 use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
 use tally_sim::{
     CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
@@ -27,6 +28,7 @@ use crate::cli::{
     AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
     SelectionArg, round_composition,
 };
+use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
     Stage, guarantee_body_line, guarantee_json, guarantee_line, print_fields, print_items,
@@ -45,6 +47,10 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let seed = args.release.seed_or_random();
     let path = ExecutionPath::default();
     let segment = segment_length(args)?;
+    anyhow::ensure!(
+        args.sampling_key.is_none() || args.algorithm == Algorithm::TrieHhPlus,
+        "--sampling-key applies to --algorithm triehh++ only"
+    );
     let (population, release) = match args.algorithm {
         Algorithm::OptPrefixTree => return opt_prefix_tree(args, seed),
         Algorithm::TrieHh => {
@@ -167,14 +173,33 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 analysis,
                 neighbours,
             };
-            let (population, counted) = counted_population(args, seed)?;
-            let stage = Stage::start(format!(
-                "growing the prefix tree over {} levels",
-                args.levels
-            ));
-            let release = triehh_plus_counted(&counted, &settings, seed, args.release.seed)?;
-            drop(stage);
-            (population, release)
+            if let Some(key) = &args.sampling_key {
+                let key = SamplingKey::derive(key.as_bytes())?;
+                let _stage = Stage::start("loading the rows");
+                let rows =
+                    load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;
+                let population = if args.truth {
+                    Some(load_population(
+                        &args.input,
+                        args.format,
+                        args.rows_as_clients,
+                        seed,
+                    )?)
+                } else {
+                    None
+                };
+                let release = triehh_plus_keyed(&rows, &settings, &key)?;
+                (population, release)
+            } else {
+                let (population, counted) = counted_population(args, seed)?;
+                let stage = Stage::start(format!(
+                    "growing the prefix tree over {} levels",
+                    args.levels
+                ));
+                let release = triehh_plus_counted(&counted, &settings, seed, args.release.seed)?;
+                drop(stage);
+                (population, release)
+            }
         }
     };
     print_report(args, population.as_ref(), release)

@@ -7,7 +7,7 @@ use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_core::sampling::SamplingKey;
 use tally_sim::KeyedPopulation;
 
-use crate::cli::{Format, HistogramArgs, HistogramMechanism};
+use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};
 use crate::domain_histogram::{self, domain_map};
 use crate::input::{input_format, load_population, stream_format};
 use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
@@ -48,7 +48,8 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let mut document = match (key, &args.input.input) {
         (Some(key), _) => {
             let stage = Stage::start("loading the population");
-            let population = load_keyed_population(args, seed)?;
+            let population =
+                load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;
             stage.next(format!(
                 "sampling {} clients with the key",
                 population.len()
@@ -143,13 +144,18 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 
 /// The rows a keyed round runs on: a TSV file's rows with their client ids (unless
 /// --rows-as-clients), otherwise every client of the population named by its position.
-fn load_keyed_population(args: &HistogramArgs, seed: u64) -> Result<KeyedPopulation> {
-    if let Some(file) = &args.input.input
-        && !args.rows_as_clients
-        && matches!(input_format(file, args.format), Format::Tsv)
+pub(crate) fn load_keyed_population(
+    input: &InputArgs,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    seed: u64,
+) -> Result<KeyedPopulation> {
+    if let Some(file) = &input.input
+        && !rows_as_clients
+        && matches!(input_format(file, format), Format::Tsv)
     {
         return Ok(KeyedPopulation::from_tsv_file(file)?);
     }
-    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let population = load_population(input, format, rows_as_clients, seed)?;
     Ok(KeyedPopulation::from_population(&population))
 }

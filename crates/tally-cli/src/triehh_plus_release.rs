@@ -4,11 +4,17 @@
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieOutput};
-use tally_core::histogram::plan_rounds;
+use tally_core::heavy_hitters::{
+    TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism, release_prefix_counts,
+};
+use tally_core::histogram::{SampleThreshold, plan_rounds};
+use tally_core::sampling::SamplingKey;
+use tally_core::task::Task as _;
 use tally_messages::HeavyHittersRelease;
 use tally_server::document::{self, TriePlusParameters};
-use tally_sim::{CountedPopulation, run_triehh_plus_counted};
+use tally_sim::{
+    CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted,
+};
 
 /// How a TrieHH++ run is configured.
 #[derive(Clone, Copy, Debug)]
@@ -53,19 +59,79 @@ pub fn triehh_plus_counted(
         shown_seed,
         clients,
         population.description(),
-        |task| run_triehh_plus_counted(population, task, seed),
+        false,
+        |task| Ok(run_triehh_plus_counted(population, task, seed)),
     )
 }
 
-/// Plans the levels, runs the task with `run` over `clients` clients described by
-/// `description`, and builds the document.
-fn release(
+/// Runs TrieHH++ over `population` with keyed coins of `key` (level `ℓ`'s coin of a client
+/// is the keyed PRF of `(key, ℓ, client id)`, its one row chosen by the key) and builds its
+/// document. Each level's rate is rounded down to a multiple of `2^-64` and the guarantee
+/// computed for it.
+///
+/// # Errors
+///
+/// Whatever the planner and the task reject.
+pub fn triehh_plus_keyed(
+    population: &KeyedPopulation,
     settings: &TriePlusSettings,
-    shown_seed: Option<u64>,
+    key: &SamplingKey,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    release(
+        settings,
+        None,
+        population.len() as u64,
+        population.description(),
+        true,
+        |task| run_keyed_triehh_plus(population, task, key),
+    )
+}
+
+/// The document of a keyed TrieHH++ run whose levels were counted elsewhere (on Spark):
+/// `levels[ℓ − 1]` holds level `ℓ`'s sampled counts of prefixes (at least those reaching the
+/// threshold), for every level the run took, over `clients` clients described by
+/// `description`.
+///
+/// # Errors
+///
+/// Whatever the planner rejects, or counts for another number of levels than the run takes.
+pub fn triehh_plus_keyed_counts(
+    levels: Vec<Vec<(String, u64)>>,
     clients: u64,
     description: &str,
-    run: impl FnOnce(TrieHhPlus) -> TrieOutput,
+    settings: &TriePlusSettings,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let given = levels.len();
+    let mismatch = |expected| tally_core::Error::InvalidParameter {
+        name: "levels of counts",
+        value: given.to_string(),
+        expected,
+    };
+    release(settings, None, clients, description, true, |mut task| {
+        let mut levels = levels.into_iter();
+        while let Some(query) = task.next_query() {
+            let counts = levels
+                .next()
+                .ok_or_else(|| mismatch("counts for every level the run takes"))?;
+            task.observe(release_prefix_counts(&query.mechanism, counts));
+        }
+        if levels.next().is_some() {
+            return Err(mismatch("no counts past the level the run stops at"));
+        }
+        Ok(task.finish())
+    })
+}
+
+/// The mechanism every level of a run with `settings` uses (with keyed coins when `keyed`:
+/// the rate rounded down to a multiple of `2^-64`, the guarantee computed for it).
+///
+/// # Errors
+///
+/// Whatever the planner rejects.
+pub fn per_level_mechanism(
+    settings: &TriePlusSettings,
+    keyed: bool,
+) -> Result<SampleThreshold, tally_core::Error> {
     let per_level = plan_rounds(
         settings.epsilon,
         settings.delta,
@@ -76,6 +142,24 @@ fn release(
         settings.neighbours,
     )?
     .per_round;
+    if keyed {
+        keyed_level_mechanism(&per_level, settings.analysis, settings.neighbours)
+    } else {
+        Ok(per_level)
+    }
+}
+
+/// Plans the levels (for keyed coins when `keyed`), runs the task with `run` over `clients`
+/// clients described by `description`, and builds the document.
+fn release(
+    settings: &TriePlusSettings,
+    shown_seed: Option<u64>,
+    clients: u64,
+    description: &str,
+    keyed: bool,
+    run: impl FnOnce(TrieHhPlus) -> Result<TrieOutput, tally_core::Error>,
+) -> Result<HeavyHittersRelease, tally_core::Error> {
+    let per_level = per_level_mechanism(settings, keyed)?;
     let task = TrieHhPlus::new(TrieHhPlusConfig {
         levels: settings.levels,
         segment: settings.segment,
@@ -84,7 +168,7 @@ fn release(
         composition: settings.composition,
         total_delta: settings.delta,
     })?;
-    let output = run(task);
+    let output = run(task)?;
     Ok(document::triehh_plus(
         &output,
         &TriePlusParameters {

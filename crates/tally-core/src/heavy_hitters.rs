@@ -1,11 +1,13 @@
 //! Heavy hitters: the frequent items of a population, found by growing a prefix tree one
 //! segment per round, or in a single round.
 
+mod keyed_triehh_plus;
 mod opt_prefix_tree;
 mod prefix;
 mod triehh;
 mod triehh_plus;
 
+pub use keyed_triehh_plus::{KeyedLevel, keyed_level_mechanism, release_prefix_counts};
 pub use opt_prefix_tree::{
     AggregationPath, Decoded, Encoding, FoundWord, HuffmanCode, IterationQuery, IterationSummary,
     IterationSums, OptPrefixTree, OptPrefixTreeConfig, OptPrefixTreeOutput, SegmentPolicy,

@@ -30,6 +30,7 @@ mod cohort;
 mod geometric;
 mod keyed;
 mod poisson;
+mod sliced_coins;
 
 pub use bernoulli::ExactBernoulli;
 pub use binomial::{BIT_SLICED_ABOVE, ExactBinomial, exact_binomial};
@@ -39,6 +40,7 @@ pub use cohort::{
 pub use geometric::ExactGeometric;
 pub use keyed::{KeyedCoin, SamplingKey, choose_row, keyed_rate, row_score};
 pub use poisson::{PoissonIndices, PoissonSampler};
+pub use sliced_coins::SlicedCoins;
 
 /// Splits a finite, non-negative `f64` into `(mantissa, exponent)` with `x = mantissa·2^exponent`
 /// and `mantissa` odd (or zero when `x == 0`).

@@ -6,9 +6,10 @@
 //! command's messages. Long work runs with the GIL released.
 
 use std::fmt::Write as _;
+use std::hash::Hash;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use numpy::{IntoPyArray as _, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
@@ -23,13 +24,16 @@ use tally_cli::plan_document;
 use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_cli::shuffle_plan::ShufflePlan;
 use tally_cli::triehh_plus_plan::TriePlusPlan;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted};
+use tally_cli::triehh_plus_release::{
+    TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
+};
 use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
+use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_sim::{
-    ClientMode, CountedPopulation, ExecutionPath, KeyedPopulation, Population, StreamFormat,
-    ValueRange, sample_threshold_integers,
+    ClientMode, CountedPopulation, KeyedPopulation, Population, StreamFormat, ValueRange,
+    sample_threshold_integers, sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -155,7 +159,7 @@ impl<'py> Column<'py> {
     }
 
     /// The values as text (integers in decimal, as a file would hold them).
-    fn texts(self) -> PyResult<Vec<String>> {
+    fn texts(&self) -> PyResult<Vec<String>> {
         let mut texts = Vec::new();
         self.for_each_bytes(|bytes| match std::str::from_utf8(bytes) {
             Ok(text) => {
@@ -345,27 +349,45 @@ fn histogram(
         return serde_json::to_string_pretty(&document).map_err(value_error);
     }
     let clients = clients.map(Column::extract).transpose()?;
-    if let (Column::Ints(ints), None, None) = (&items, &clients, &key) {
-        let values = ints.as_slice().map_err(value_error)?;
-        if !values.is_empty() {
-            // One integer per client: sampled and counted where the integers lie.
-            let document = py.detach(|| {
-                let released = sample_threshold_integers(values, &mechanism, run_seed);
-                let counts = released
-                    .into_iter()
-                    .map(|(value, count)| (value.to_string(), count))
-                    .collect();
-                let mut document = sample_threshold_release::from_counts(
-                    counts,
-                    &mechanism,
-                    values.len() as u64,
-                    delta,
-                    description,
-                    ExecutionPath::default().name(),
-                );
-                document.seed = seed;
-                document
-            });
+    if clients.is_none() && key.is_none() {
+        // One value per client, held in memory: sampled and counted where the values lie.
+        let released = match &items {
+            Column::Ints(ints) => {
+                let values = ints.as_slice().map_err(value_error)?;
+                (!values.is_empty()).then(|| {
+                    py.detach(|| {
+                        let released = sample_threshold_integers(values, &mechanism, run_seed);
+                        (
+                            named_counts(released, |value| value.to_string()),
+                            values.len(),
+                        )
+                    })
+                })
+            }
+            Column::Strings(_) | Column::ArrowStrings(..) => {
+                let texts = items.texts()?;
+                (!texts.is_empty()).then(|| {
+                    py.detach(|| {
+                        let names: Vec<&str> = texts.iter().map(String::as_str).collect();
+                        let (ids, names) = intern(&names);
+                        let released = sample_threshold_values(&ids, &mechanism, run_seed);
+                        let released = named_counts(released, |id| names[id as usize].to_owned());
+                        (released, texts.len())
+                    })
+                })
+            }
+            Column::Path(_) => None,
+        };
+        if let Some((counts, clients)) = released {
+            let mut document = sample_threshold_release::from_counts(
+                counts,
+                &mechanism,
+                clients as u64,
+                delta,
+                description,
+                IN_MEMORY_EXECUTION,
+            );
+            document.seed = seed;
             return serde_json::to_string_pretty(&document).map_err(value_error);
         }
     }
@@ -415,18 +437,18 @@ fn heavy_hitters(
     rows_as_clients: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
-    let settings = TriePlusSettings {
+    let settings = trie_settings(
         epsilon,
         delta,
         levels,
         segment,
         restricted,
-        composition: round_composition(composition, neighbours)?,
-        target: release_target(sampling_rate, threshold),
-        analysis,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
         neighbours,
-    };
+    )?;
     let run_seed = seed.unwrap_or_else(random_seed);
     let items = Column::extract(items)?;
     let clients = clients.map(Column::extract).transpose()?;
@@ -450,6 +472,34 @@ fn heavy_hitters(
         })
         .map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// The options of `tally heavy-hitters --algorithm triehh++`, from keyword arguments.
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
+fn trie_settings(
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<&str>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<TriePlusSettings> {
+    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+    Ok(TriePlusSettings {
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition: round_composition(composition, neighbours)?,
+        target: release_target(sampling_rate, threshold),
+        analysis,
+        neighbours,
+    })
 }
 
 /// The options `tally quantiles` and `tally range` share, from keyword arguments.
@@ -691,23 +741,34 @@ impl Values {
     }
 }
 
-/// Integers interned to ids in order of first appearance, named by their decimal form: the
-/// population [`Population::from_names`] builds from the same integers written as text,
-/// without a string per client.
-fn intern_integers(values: &[i64]) -> (Vec<u32>, Vec<String>) {
-    let mut ids: FxHashMap<i64, u32> = FxHashMap::default();
-    let mut names = Vec::new();
+/// The `execution` a release of one in-memory value per client names: its coins are
+/// bit-sliced or drawn by geometric gaps, whichever is cheaper at the rate.
+const IN_MEMORY_EXECUTION: &str = "in-memory";
+
+/// Released `(value, count)` cells with their values named by `name`.
+fn named_counts<T>(released: Vec<(T, u64)>, name: impl Fn(T) -> String) -> Vec<(String, u64)> {
+    released
+        .into_iter()
+        .map(|(value, count)| (name(value), count))
+        .collect()
+}
+
+/// Values interned to ids in order of first appearance, with the distinct values by id: the
+/// ids [`Population::from_names`] gives the same values written as text.
+fn intern<T: Copy + Eq + Hash>(values: &[T]) -> (Vec<u32>, Vec<T>) {
+    let mut ids: FxHashMap<T, u32> = FxHashMap::default();
+    let mut distinct = Vec::new();
     let items = values
         .iter()
         .map(|&value| {
             *ids.entry(value).or_insert_with(|| {
-                names.push(value.to_string());
-                // Unwrap safety: a vocabulary past 2^32 names would not fit in memory here.
-                u32::try_from(names.len() - 1).expect("fewer than 2^32 distinct items")
+                distinct.push(value);
+                // Unwrap safety: a vocabulary past 2^32 values would not fit in memory here.
+                u32::try_from(distinct.len() - 1).expect("fewer than 2^32 distinct items")
             })
         })
         .collect();
-    (items, names)
+    (items, distinct)
 }
 
 /// The rows a histogram runs on.
@@ -729,7 +790,7 @@ impl Input {
         if let Column::Path(path) = &items {
             return py.detach(|| read_file(path, seed, rows_as_clients, keyed));
         }
-        let clients = clients.map(Column::texts).transpose()?;
+        let clients = clients.map(|clients| clients.texts()).transpose()?;
         let items = if clients.is_some() {
             Values::Texts(items.texts()?)
         } else {
@@ -752,7 +813,8 @@ impl Input {
                 let population = match items {
                     Values::Texts(items) => Population::from_names(&items, description),
                     Values::Ints(items) => {
-                        let (ids, names) = intern_integers(&items);
+                        let (ids, distinct) = intern(&items);
+                        let names = distinct.iter().map(i64::to_string).collect();
                         Population::from_ids(ids, names, description)
                     }
                 }
@@ -960,6 +1022,120 @@ fn keyed_counts_document(
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
 
+/// The keyed per-level rate and threshold of a keyed TrieHH++ run: what Spark's tasks need.
+#[pyfunction]
+#[pyo3(signature = (epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.heavy_hitters`
+fn keyed_triehh_parameters(
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<&str>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<(f64, u64)> {
+    let settings = trie_settings(
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+    )?;
+    let mechanism = per_level_mechanism(&settings, true).map_err(value_error)?;
+    Ok((
+        mechanism.params().sampling_rate(),
+        mechanism.params().threshold(),
+    ))
+}
+
+/// The prefixes clients report at level `level` of a keyed TrieHH++ run (`None` for a client
+/// whose coin for the level comes up tails, or whose word has no report): client `i` of the
+/// column `clients` holds the word `words[i]`. `live` holds the prefixes released at the
+/// previous level (restricted runs), or is `None`.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // one level's query
+fn keyed_prefixes(
+    py: Python<'_>,
+    key: &str,
+    rate: f64,
+    level: usize,
+    segment: usize,
+    live: Option<Vec<String>>,
+    clients: &Bound<'_, PyAny>,
+    words: &Bound<'_, PyAny>,
+) -> PyResult<Vec<Option<String>>> {
+    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
+    let coin = KeyedCoin::new(key, rate).map_err(value_error)?;
+    let prefixes = PrefixRound {
+        round: level,
+        segment,
+        live_parents: live.map(|live| Arc::new(live.into_iter().collect())),
+    };
+    let keyed = KeyedLevel::with_coin(coin, prefixes);
+    let (clients, words) = (Column::extract(clients)?, Column::extract(words)?.texts()?);
+    let mut ids = Vec::with_capacity(words.len());
+    clients.for_each_bytes(|client| {
+        ids.push(client.to_vec());
+        Ok(())
+    })?;
+    if ids.len() != words.len() {
+        return Err(value_error("clients and words differ in length"));
+    }
+    Ok(py.detach(|| {
+        ids.iter()
+            .zip(&words)
+            .map(|(client, word)| keyed.report(client, word))
+            .collect()
+    }))
+}
+
+/// The document of a keyed TrieHH++ run counted elsewhere (on Spark): `levels[l]` holds level
+/// `l + 1`'s sampled counts of the prefixes that reached the threshold, `clients` the number of
+/// clients.
+#[pyfunction]
+#[pyo3(signature = (levels_counts, clients, input, epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.heavy_hitters`
+fn keyed_triehh_document(
+    levels_counts: Vec<Vec<(String, u64)>>,
+    clients: u64,
+    input: String,
+    epsilon: f64,
+    delta: f64,
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<&str>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: &str,
+    neighbours: &str,
+) -> PyResult<String> {
+    let settings = trie_settings(
+        epsilon,
+        delta,
+        levels,
+        segment,
+        restricted,
+        composition,
+        sampling_rate,
+        threshold,
+        method,
+        neighbours,
+    )?;
+    let document =
+        triehh_plus_keyed_counts(levels_counts, clients, &input, &settings).map_err(value_error)?;
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -975,5 +1151,8 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_counts_document, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_triehh_parameters, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_prefixes, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_triehh_document, module)?)?;
     Ok(())
 }

@@ -165,6 +165,39 @@ impl KeyedPopulation {
     pub fn description(&self) -> &str {
         &self.description
     }
+
+    /// Each client's id and the item id of its one row, chosen among its rows by `key` in
+    /// round 0 as [`run_keyed_sample_threshold`] chooses it, in order of the clients' first
+    /// rows (clients without ids are named by position).
+    pub fn chosen_rows(&self, key: &SamplingKey) -> Vec<(String, u32)> {
+        match &self.clients {
+            Clients::Positions => self
+                .items
+                .iter()
+                .enumerate()
+                .map(|(position, &item)| (position.to_string(), item))
+                .collect(),
+            Clients::Named { rows, names } => {
+                let mut held: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
+                for (&client, &item) in rows.iter().zip(&self.items) {
+                    held[client as usize].push(item);
+                }
+                held.par_iter()
+                    .zip(names)
+                    .map(|(items, name)| {
+                        let item_names: Vec<&str> = items
+                            .iter()
+                            .map(|&item| self.names[item as usize].as_str())
+                            .collect();
+                        // Unwrap safety: every named client has at least one row.
+                        let row = choose_row(key, 0, name.as_bytes(), &item_names)
+                            .expect("a client has a row");
+                        (name.clone(), items[row])
+                    })
+                    .collect()
+            }
+        }
+    }
 }
 
 /// Rows being interned.

@@ -78,6 +78,7 @@ mod error;
 mod execute;
 mod heavy_hitters;
 mod keyed;
+mod keyed_triehh;
 mod load;
 mod metrics;
 mod multi_population;
@@ -101,6 +102,7 @@ pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
 pub use keyed::{KeyedPopulation, run_keyed_sample_threshold};
+pub use keyed_triehh::run_keyed_triehh_plus;
 pub use metrics::{
     EstimateErrors, RetrievalScores, prefix_estimate_errors, retrieval_scores, top_k,
 };

@@ -42,6 +42,8 @@ pub(crate) enum Purpose {
     StreamClientLevel = 10,
     /// Exact binomial sampling of a counted population's rounds.
     CountedSampling = 11,
+    /// Bit-sliced client coins of an in-memory column of values.
+    SlicedCoins = 12,
 }
 
 /// The largest chunk index a purpose can hold.

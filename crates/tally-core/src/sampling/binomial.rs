@@ -3,7 +3,7 @@
 use rand::Rng;
 use rand_distr::Distribution;
 
-use super::{ExactBernoulli, ExactGeometric, check_probability};
+use super::{ExactGeometric, SlicedCoins, check_probability};
 use crate::Error;
 
 /// Draws `Bin(n, p)` exactly for the real number `p` the `f64` denotes.
@@ -15,7 +15,7 @@ use crate::Error;
 ///   [`ExactGeometric`]`(p')` gaps; for `p > 1/2` return `n − Bin(n, 1 − p)` (for
 ///   `p ∈ [1/2, 1]` the subtraction `1 − p` is exact in `f64`, by Sterbenz's lemma). Expected
 ///   time `O(n·p' + 1)`, one geometric draw (about 20 ns) per success of the rarer outcome.
-/// - **Bit-sliced coins** otherwise: 64 coins at a time, each the exact comparison `U < p` of
+/// - **Bit-sliced coins** ([`SlicedCoins`]) otherwise: 64 coins at a time, each the exact comparison `U < p` of
 ///   a lazily drawn uniform `U` with `p`'s binary expansion, done for 64 lanes at once with one
 ///   random word per bit position: at a 1 bit of `p`, lanes whose next bit of `U` is 0 are
 ///   decided `U < p`; at a 0 bit, lanes whose next bit is 1 are decided `U > p`; the others stay
@@ -49,8 +49,8 @@ pub struct ExactBinomial {
     complement: bool,
     /// Geometric gaps for `min(p, 1 − p)`, or `None` when that is 0.
     gap: Option<ExactGeometric>,
-    /// The coin whose binary expansion the bit-sliced method compares with, when it is used.
-    sliced: Option<ExactBernoulli>,
+    /// The bit-sliced coins, when they are used.
+    sliced: Option<SlicedCoins>,
 }
 
 impl ExactBinomial {
@@ -64,7 +64,7 @@ impl ExactBinomial {
         let complement = p > 0.5;
         let rare = if complement { 1.0 - p } else { p }; // exact
         let sliced = (rare >= BIT_SLICED_ABOVE)
-            .then(|| ExactBernoulli::new(p))
+            .then(|| SlicedCoins::new(p))
             .transpose()?;
         let gap = if rare > 0.0 && sliced.is_none() {
             Some(ExactGeometric::new(rare)?)
@@ -91,33 +91,6 @@ impl ExactBinomial {
     }
 }
 
-/// The number of `true` lanes among the low `lanes` of 64 exact `Ber(p)` coins compared
-/// bit-sliced with `coin`'s binary expansion (see [`exact_binomial`]).
-fn sliced_block<R: Rng + ?Sized>(coin: &ExactBernoulli, lanes: u32, rng: &mut R) -> u32 {
-    let mut undecided = if lanes == 64 {
-        u64::MAX
-    } else {
-        (1u64 << lanes) - 1
-    };
-    let mut below = 0u64;
-    'words: for j in 0..coin.words() {
-        let word = coin.word(j);
-        for bit in (0..64).rev() {
-            let u = rng.next_u64();
-            if word >> bit & 1 == 1 {
-                below |= undecided & !u;
-                undecided &= u;
-            } else {
-                undecided &= !u;
-            }
-            if undecided == 0 {
-                break 'words;
-            }
-        }
-    }
-    below.count_ones()
-}
-
 impl Distribution<u64> for ExactBinomial {
     fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         if let Some(coin) = &self.sliced {
@@ -125,7 +98,7 @@ impl Distribution<u64> for ExactBinomial {
             let mut left = self.n;
             while left > 0 {
                 let lanes = left.min(64) as u32;
-                count += u64::from(sliced_block(coin, lanes, rng));
+                count += u64::from(coin.flip(lanes, rng).count_ones());
                 left -= u64::from(lanes);
             }
             return count;
