@@ -107,16 +107,17 @@ pub trait RoundAggregator {
 /// How a report is written on the wire: one encoding per report type, strict both ways, so
 /// that every report has exactly one spelling and an upload either decodes or is refused.
 pub trait WireReport: Sized {
-    /// The report as sent.
-    fn encode(&self) -> String;
+    /// The report as sent (taken by value: a text report is its own encoding, moved, not
+    /// copied).
+    fn encode(self) -> String;
 
     /// The report an upload spells, or `None` if it is not the one spelling of any.
     fn decode(text: String) -> Option<Self>;
 }
 
 impl WireReport for String {
-    fn encode(&self) -> String {
-        self.clone()
+    fn encode(self) -> String {
+        self
     }
 
     fn decode(text: String) -> Option<Self> {
@@ -126,7 +127,7 @@ impl WireReport for String {
 
 impl WireReport for u32 {
     /// Decimal, no sign, no leading zero.
-    fn encode(&self) -> String {
+    fn encode(self) -> String {
         self.to_string()
     }
 
