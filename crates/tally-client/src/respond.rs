@@ -1,25 +1,27 @@
-//! A device's answer to a round's query, computed by the same code the simulator runs.
+//! A device's answer to a round's query, computed by the same code the simulator runs: the
+//! round's tally-core query, rebuilt from its [`Ask`] by the protocol's registry of round kinds
+//! ([`Ask::responder`]).
 //!
 //! # Privacy
 //!
 //! Under aggregator-side sampling (the default, [`Sampling::Aggregator`]) a device reports
 //! every round and the aggregator flips the coins. Under device-side sampling every device
-//! flips its own exact Bernoulli(`p_s`) coin ([`SampleThresholdQuery::respond`]), which holds
+//! flips its own exact Bernoulli(`p_s`) coin (`SampleThresholdQuery::respond`), which holds
 //! only if every device does so honestly; a device that checked in uploads either its report
 //! or an abstention, so the number of uploads says nothing about who was sampled (the
 //! aggregator itself, which sees each upload, does learn it: it is inside the trust
 //! boundary). Randomness comes from a CSPRNG ([`ChaCha20Rng`] seeded from the operating
 //! system through [`rand::rng`]) unless a test fixes a seed.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use tally_core::heavy_hitters::PrefixRound;
-use tally_core::histogram::SampleThresholdQuery;
-use tally_core::quantiles::{ThresholdQuery, TreeShape, ValueRange};
-use tally_messages::{Ask, RoundQuery, Sampling};
+use tally_core::protocol::wire::DeviceResponder;
+use tally_messages::RoundQuery;
+use tally_messages::rounds::AskError;
+#[cfg(doc)]
+use tally_messages::{Ask, Sampling};
 
 /// Why a round's query cannot be answered.
 #[derive(Debug, thiserror::Error)]
@@ -63,31 +65,12 @@ pub enum RespondError {
     },
 }
 
-/// What a round asks a device to compute before its coin decides whether to send it.
-#[derive(Clone, Debug)]
-enum Form {
-    /// The item itself.
-    Item,
-    /// The item's prefix for this level of the prefix tree.
-    Prefix(PrefixRound),
-    /// The bucket of the device's number at this level of the tree.
-    Bucket {
-        shape: TreeShape,
-        level: u32,
-        range: ValueRange,
-    },
-    /// Whether the device's number is at most the split point.
-    Split { threshold: f64, range: ValueRange },
-}
-
 /// A round's query made ready to answer: built once per round, then asked once per device.
 #[derive(Clone, Debug)]
 pub struct Responder {
     round_id: String,
-    /// The device's own coin under device-side sampling; `None` when the aggregator samples
-    /// (the device then reports every round).
-    coin: Option<SampleThresholdQuery>,
-    form: Form,
+    /// The round's query, with the device's own coin under device-side sampling.
+    query: Arc<dyn DeviceResponder>,
     max_report_bytes: usize,
 }
 
@@ -100,78 +83,19 @@ impl Responder {
     /// [`RespondError`] if the sampling rate is not strictly between 0 and 1, a prefix
     /// round's level or segment is 0, or a bucket round's tree, level or range is invalid.
     pub fn new(round: &RoundQuery) -> Result<Self, RespondError> {
-        let query_error = |source| RespondError::Query {
-            round_id: round.round_id.clone(),
-            source,
-        };
-        let zero = |name| RespondError::Zero {
-            round_id: round.round_id.clone(),
-            name,
-        };
-        let (rate, form) = match &round.ask {
-            Ask::Item { sampling_rate } => (*sampling_rate, Form::Item),
-            Ask::Prefix {
-                level,
-                segment,
-                live_parents,
-                sampling_rate,
-            } => {
-                if *level == 0 {
-                    return Err(zero("level"));
-                }
-                if *segment == 0 {
-                    return Err(zero("segment"));
-                }
-                let prefix = PrefixRound {
-                    round: *level as usize,
-                    segment: *segment as usize,
-                    live_parents: live_parents
-                        .as_ref()
-                        .map(|parents| Arc::new(parents.iter().cloned().collect::<HashSet<_>>())),
-                };
-                (*sampling_rate, Form::Prefix(prefix))
-            }
-            Ask::Bucket {
+        let round_id = round.round_id.clone();
+        let query = round.ask.responder(round.sampling).map_err(|e| match e {
+            AskError::Query(source) => RespondError::Query { round_id, source },
+            AskError::Zero(name) => RespondError::Zero { round_id, name },
+            AskError::Level { level, levels } => RespondError::Level {
+                round_id,
                 level,
                 levels,
-                branching,
-                range,
-                sampling_rate,
-            } => {
-                let shape = TreeShape::new(*branching, *levels).map_err(query_error)?;
-                if !(1..=*levels).contains(level) {
-                    return Err(RespondError::Level {
-                        round_id: round.round_id.clone(),
-                        level: *level,
-                        levels: *levels,
-                    });
-                }
-                let form = Form::Bucket {
-                    shape,
-                    level: *level,
-                    range: value_range(*range).map_err(query_error)?,
-                };
-                (*sampling_rate, form)
-            }
-            Ask::Split {
-                threshold,
-                range,
-                sampling_rate,
-            } => {
-                let form = Form::Split {
-                    threshold: *threshold,
-                    range: value_range(*range).map_err(query_error)?,
-                };
-                (*sampling_rate, form)
-            }
-        };
+            },
+        })?;
         Ok(Self {
             round_id: round.round_id.clone(),
-            coin: match round.sampling {
-                Sampling::Device => Some(SampleThresholdQuery::new(rate).map_err(query_error)?),
-                Sampling::Aggregator => None,
-            },
-            form,
+            query,
             max_report_bytes: round.max_report_bytes as usize,
         })
     }
@@ -183,61 +107,26 @@ impl Responder {
     ///
     /// [`RespondError::NotANumber`] for a bucket round and an item that is not one.
     pub fn check(&self, item: &str) -> Result<(), RespondError> {
-        match self.form {
-            Form::Bucket { .. } | Form::Split { .. } if number(item).is_none() => {
-                Err(RespondError::NotANumber {
-                    round_id: self.round_id.clone(),
-                    item: item.chars().take(40).collect(),
-                })
-            }
-            _ => Ok(()),
+        if self.query.accepts(item) {
+            return Ok(());
         }
+        Err(RespondError::NotANumber {
+            round_id: self.round_id.clone(),
+            item: item.chars().take(40).collect(),
+        })
     }
 
     /// The device's upload for its `item`: `Some(report)`, or `None` to abstain (not sampled,
     /// no prefix to report this level, no number for a bucket round, or a report longer than
     /// the round accepts).
-    pub fn respond_with_rng<R: Rng + ?Sized>(&self, item: &str, rng: &mut R) -> Option<String> {
-        let report = match &self.form {
-            Form::Item => item.to_owned(),
-            Form::Prefix(prefix) => prefix.report(item)?,
-            Form::Bucket {
-                shape,
-                level,
-                range,
-            } => shape
-                .bucket(*level, range.to_unit(number(item)?))
-                .to_string(),
-            Form::Split { threshold, range } => {
-                ThresholdQuery::split(*threshold, range.to_unit(number(item)?)).to_string()
-            }
-        };
-        // An item the aggregator would refuse as oversized abstains instead: a refusal would
-        // tell the server that this device was sampled.
-        if report.len() > self.max_report_bytes {
-            return None;
-        }
-        match &self.coin {
-            Some(coin) => coin.respond(report, rng),
-            None => Some(report),
-        }
+    pub fn respond_with_rng<R: Rng + ?Sized>(&self, item: &str, mut rng: &mut R) -> Option<String> {
+        self.query.respond(item, self.max_report_bytes, &mut rng)
     }
 
     /// [`Responder::respond_with_rng`] with a fresh CSPRNG.
     pub fn respond(&self, item: &str) -> Option<String> {
         self.respond_with_rng(item, &mut device_rng(None))
     }
-}
-
-/// The range a round's numbers lie in, `[0, 1]` when it gives none.
-fn value_range(range: Option<[f64; 2]>) -> Result<ValueRange, tally_core::Error> {
-    let [min, max] = range.unwrap_or([0.0, 1.0]);
-    ValueRange::new(min, max)
-}
-
-/// A device's number: its item read as a finite `f64` (surrounding whitespace ignored).
-fn number(item: &str) -> Option<f64> {
-    item.trim().parse::<f64>().ok().filter(|x| x.is_finite())
 }
 
 /// A device's randomness: [`ChaCha20Rng`] seeded from the operating system's randomness, or
@@ -252,7 +141,7 @@ pub fn device_rng(seed: Option<u64>) -> ChaCha20Rng {
 
 #[cfg(test)]
 mod tests {
-    use tally_messages::PROTOCOL_VERSION;
+    use tally_messages::{Ask, PROTOCOL_VERSION, Sampling};
 
     use super::*;
 

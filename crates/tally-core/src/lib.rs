@@ -10,6 +10,7 @@ pub mod histogram;
 pub mod ldp;
 pub mod noise;
 mod parallel;
+pub mod protocol;
 pub mod quantiles;
 pub mod sampling;
 pub mod shuffle;

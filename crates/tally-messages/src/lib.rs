@@ -26,12 +26,14 @@
 //! TOKEN`) of one [`Role`]; every body is `Content-Type: application/json`. Errors are an
 //! HTTP status with an [`ErrorBody`].
 //!
-//! This crate depends on `tally-accounting` only (for the names of neighbour relations,
-//! analyses and compositions), never on the mechanisms.
+//! This crate depends on `tally-accounting` (for the names of neighbour relations, analyses
+//! and compositions) and on `tally-core`'s round protocol only for [`rounds`], the registry of
+//! round kinds: how each kind of round is published as an [`Ask`] and answered by a device.
 #![forbid(unsafe_code)]
 
 mod named;
 mod release;
+pub mod rounds;
 
 use serde::{Deserialize, Serialize};
 use tally_accounting::Neighbours;

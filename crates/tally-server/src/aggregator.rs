@@ -1,16 +1,18 @@
 //! The secure-aggregator boundary: the only place raw reports exist, in memory, for the life
 //! of one round.
 //!
-//! Reports are interned to ids and counted by tally-core's sample-and-threshold aggregator;
-//! the only way out is [`RoundAggregator::release`], which applies the mechanism's release
-//! rule (the threshold). Nothing here implements `Debug` or serialization, and nothing here is
-//! ever written to disk.
+//! Each round's aggregator is its tally-core round's ([`RoundProtocol::aggregator`]), behind
+//! [`tally_core::protocol::wire::WireAggregator`]: reports are decoded and admitted, interned
+//! to ids and counted by tally-core's sample-and-threshold aggregator; the only way out is its
+//! release, which applies the mechanism's release rule (the threshold). Nothing there
+//! implements `Debug` or serialization, and nothing there is ever written to disk. This module
+//! gives each round its secret coins.
 //!
 //! # Privacy
 //!
-//! Under aggregator-side sampling ([`Sampling::Aggregator`], the default) every device
+//! Under aggregator-side sampling (`Sampling::Aggregator`, the default) every device
 //! uploads its report and the aggregator keeps each with probability `p_s` by tally-core's
-//! exact Bernoulli coin ([`SampleThresholdQuery::respond`], the code devices and the
+//! exact Bernoulli coin (`SampleThresholdQuery::respond`, the code devices and the
 //! simulator flip), from its own ChaCha20 stream seeded from the operating system's CSPRNG
 //! (tests alone can fix the seed, through [`crate::Server::start_seeded`]):
 //! the sample is the Poisson sample S&T's guarantee is proved for, whatever the devices do,
@@ -19,19 +21,8 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use rustc_hash::FxHashMap;
-use tally_core::histogram::{SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery};
-use tally_messages::Sampling;
-
-/// One released cell: the item (or prefix), its sampled count and its estimate.
-pub(crate) type Cell = (String, u64, f64);
-
-/// The aggregator's own Poisson coins: the mechanism's exact Bernoulli(`p_s`) and a secret
-/// stream of randomness.
-struct Coins {
-    coin: SampleThresholdQuery,
-    rng: ChaCha20Rng,
-}
+#[cfg(doc)]
+use tally_core::protocol::RoundProtocol;
 
 /// Where each round's aggregator gets its secret stream of coins.
 pub(crate) enum AggregatorCoins {
@@ -63,78 +54,29 @@ impl AggregatorCoins {
     }
 }
 
-/// The aggregator of one round.
-pub(crate) struct RoundAggregator {
-    ids: FxHashMap<String, u32>,
-    names: Vec<String>,
-    counts: SampleThresholdAggregator,
-    /// `Some` when the aggregator samples the reports.
-    coins: Option<Coins>,
-}
-
-impl RoundAggregator {
-    /// An empty aggregator releasing through `mechanism`, sampling the reports itself with
-    /// the secret stream `rng` when `sampling` says so ([`AggregatorCoins::round_rng`]).
-    pub(crate) fn new(mechanism: &SampleThreshold, sampling: Sampling, rng: ChaCha20Rng) -> Self {
-        let coins = match sampling {
-            Sampling::Device => None,
-            Sampling::Aggregator => Some(Coins {
-                coin: mechanism.query(),
-                rng,
-            }),
-        };
-        Self {
-            ids: FxHashMap::default(),
-            names: Vec::new(),
-            counts: mechanism.open_domain_aggregator(),
-            coins,
-        }
-    }
-
-    /// Takes one validated report: under aggregator-side sampling it is kept with
-    /// probability `p_s` (and otherwise dropped unseen), under device-side sampling always.
-    pub(crate) fn absorb(&mut self, report: String) {
-        let report = match &mut self.coins {
-            Some(coins) => match coins.coin.respond(report, &mut coins.rng) {
-                Some(report) => report,
-                None => return,
-            },
-            None => report,
-        };
-        let id = match self.ids.get(&report) {
-            Some(&id) => id,
-            None => {
-                // Unwrap safety: a round cannot hold 2^32 distinct reports within its upload
-                // cap.
-                let id = u32::try_from(self.names.len()).expect("fewer than 2^32 reports");
-                self.names.push(report.clone());
-                self.ids.insert(report, id);
-                id
-            }
-        };
-        self.counts.absorb(id);
-    }
-
-    /// Releases the cells whose count reaches the threshold, by decreasing count: the
-    /// mechanism's release rule, the only way counts leave.
-    pub(crate) fn release(self) -> Vec<Cell> {
-        let names = self.names;
-        self.counts
-            .release()
-            .items
-            .into_iter()
-            .map(|cell| (names[cell.item as usize].clone(), cell.count, cell.estimate))
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use tally_accounting::Neighbours;
     use tally_accounting::numeric::ln_binomial_pmf;
     use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
 
+    use tally_core::histogram::SampleThreshold;
+    use tally_core::protocol::{
+        RoundAggregator, RoundProtocol, SampleThresholdCells, SampleThresholdRound, WholeItem,
+    };
+    use tally_messages::Sampling;
+
     use super::*;
+
+    /// The server's aggregator of a histogram round of `mechanism`, its coins flipped as
+    /// `sampling` says (from `rng` when the aggregator flips them).
+    fn round_aggregator(
+        mechanism: &SampleThreshold,
+        sampling: Sampling,
+        rng: ChaCha20Rng,
+    ) -> SampleThresholdCells<String> {
+        SampleThresholdRound::new(WholeItem, mechanism.clone(), sampling.into()).aggregator(rng)
+    }
 
     /// The S&T mechanism at `(ε, δ) = (1, 1e-6)` with threshold `tau`, its rate calibrated.
     fn mechanism(tau: u64) -> SampleThreshold {
@@ -162,7 +104,7 @@ mod tests {
         let mechanism = mechanism(20);
         let coin = mechanism.query();
         let mut devices = ChaCha20Rng::seed_from_u64(seed);
-        let mut aggregator = RoundAggregator::new(&mechanism, sampling, seeded(seed ^ 0x5eed));
+        let mut aggregator = round_aggregator(&mechanism, sampling, seeded(seed ^ 0x5eed));
         let honest = |item: String, rng: &mut ChaCha20Rng| match sampling {
             Sampling::Aggregator => Some(item),
             Sampling::Device => coin.respond(item, rng),
@@ -180,7 +122,7 @@ mod tests {
             victim_sampled = true;
             aggregator.absorb(report);
         }
-        let released = aggregator.release().iter().any(|cell| cell.0 == "secret");
+        let released = aggregator.release().iter().any(|cell| cell.key == "secret");
         (released, victim_sampled)
     }
 
@@ -247,11 +189,11 @@ mod tests {
         );
         let (lo, hi) = binomial_interval(ROUNDS, release_probability, 1e-6);
         let coin = mechanism.query();
-        let released = |aggregator: RoundAggregator| !aggregator.release().is_empty();
+        let released = |aggregator: SampleThresholdCells<String>| !aggregator.release().is_empty();
         let aggregator_side = (0..ROUNDS)
             .filter(|&seed| {
                 let mut aggregator =
-                    RoundAggregator::new(&mechanism, Sampling::Aggregator, seeded(seed));
+                    round_aggregator(&mechanism, Sampling::Aggregator, seeded(seed));
                 (0..HOLDERS).for_each(|_| aggregator.absorb("x".to_owned()));
                 released(aggregator)
             })
@@ -260,7 +202,7 @@ mod tests {
             .filter(|&seed| {
                 // Seeds apart from the aggregator path's, so that the paths draw apart.
                 let mut devices = ChaCha20Rng::seed_from_u64(ROUNDS + seed);
-                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device, seeded(0));
+                let mut aggregator = round_aggregator(&mechanism, Sampling::Device, seeded(0));
                 for _ in 0..HOLDERS {
                     if let Some(report) = coin.respond("x".to_owned(), &mut devices) {
                         aggregator.absorb(report);
@@ -292,7 +234,7 @@ mod tests {
         }
         let unsampled = (0..ROUNDS)
             .filter(|_| {
-                let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device, seeded(0));
+                let mut aggregator = round_aggregator(&mechanism, Sampling::Device, seeded(0));
                 (0..HOLDERS).for_each(|_| aggregator.absorb("x".to_owned()));
                 released(aggregator)
             })
@@ -305,12 +247,17 @@ mod tests {
         let params = SampleThresholdParams::new(0.5, 3).unwrap();
         let mechanism =
             SampleThreshold::new(params, 2.0, Analysis::Tight, Neighbours::AddRemove).unwrap();
-        let mut aggregator = RoundAggregator::new(&mechanism, Sampling::Device, seeded(0));
+        let mut aggregator = round_aggregator(&mechanism, Sampling::Device, seeded(0));
         for report in ["a", "b", "a", "c", "a", "b", "b", "b"] {
             aggregator.absorb(report.to_owned());
         }
+        let release: Vec<_> = aggregator
+            .release()
+            .into_iter()
+            .map(|cell| (cell.key, cell.count, cell.estimate))
+            .collect();
         assert_eq!(
-            aggregator.release(),
+            release,
             [("b".to_owned(), 4, 8.0), ("a".to_owned(), 3, 6.0)]
         );
     }

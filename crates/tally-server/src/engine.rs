@@ -1,31 +1,41 @@
-//! Tasks as the server runs them: a tally-core mechanism or multi-round task, driven round by
-//! round from the releases the aggregator produces. Nothing here re-implements a mechanism:
-//! calibration, the per-round query, the validation rule and the final output all come from
-//! tally-core and tally-accounting.
+//! Tasks as the server runs them: a tally-core [`Task`] whose queries are rounds of the round
+//! protocol, driven round by round from the releases the aggregator produces, by one generic
+//! driver. Nothing here re-implements a mechanism: calibration, the per-round query, the
+//! admission rule and the final output all come from tally-core and tally-accounting; the
+//! rounds' wire form comes from [`tally_messages::rounds`].
+//!
+//! This file is the server's registration point: [`Engine::build`] maps each [`TaskKind`] to
+//! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
+//! release becomes the task's, and which document the finished task publishes.
 
-use std::collections::VecDeque;
+use std::fmt;
 
+use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
-use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
+use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
+use tally_core::protocol::wire::{WireAggregator, WireCell, decode_cells, wire_aggregator};
+use tally_core::protocol::{
+    BucketOfLevel, DeviceInput, QuantileSearches, ReportFeature, SampleThresholdRound, SideOfSplit,
+    SingleRound, ThresholdCell, WholeItem, WireReport,
+};
 use tally_core::quantiles::{
-    BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
-    LevelQuery, MAX_SEARCH_ROUNDS, QuantileSearch, ThresholdQuery, TreeShape, ValueRange,
+    HierarchicalConfig, HierarchicalHistogram, LevelQuery, MAX_SEARCH_ROUNDS, QuantileSearch,
+    ThresholdQuery, TreeShape, ValueRange,
 };
 use tally_core::task::Task;
+use tally_messages::rounds::{WireQuery, ask_of};
 use tally_messages::{
-    Ask, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem, TaskKind,
-    TaskSpec, round_composition,
+    Ask, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem,
+    Sampling, TaskKind, TaskSpec, round_composition,
 };
 
-use crate::aggregator::Cell;
 use crate::document;
 use crate::ledger::LossRounds;
-use crate::round::Validator;
 
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
@@ -35,61 +45,47 @@ fn input_description(spec: &TaskSpec) -> String {
     )
 }
 
-/// A task in progress: its mechanism, where it is, and what it has released.
-#[derive(Clone)]
-pub(crate) enum Engine {
-    /// One sample-and-threshold histogram round.
-    Histogram {
-        /// The calibrated mechanism.
-        mechanism: SampleThreshold,
-        /// Whether its round was handed out.
-        started: bool,
-        /// The release, once there is one.
-        released: Option<Vec<Cell>>,
-    },
-    /// TrieHH++, one S&T histogram of prefixes per level.
-    TrieHhPlus {
-        /// The tally-core task.
-        task: Box<TrieHhPlus>,
-        /// The level being run.
-        query: Option<TrieHhPlusQuery>,
-        /// The per-level mechanism.
-        per_level: SampleThreshold,
-        /// The configuration, for the released document.
-        config: TrieSettings,
-    },
-    /// Quantiles from a hierarchical histogram, one S&T histogram of buckets per level.
-    Quantiles(Box<QuantileEngine>),
-    /// Quantiles by binary search, one S&T histogram of two buckets per round.
-    Search(Box<SearchEngine>),
+/// A release as the store keeps it: its cells as `[report, count, estimate]`, each report in
+/// its wire encoding.
+pub(crate) fn encode_release(cells: &[WireCell]) -> String {
+    let cells: Vec<(&str, u64, f64)> = cells
+        .iter()
+        .map(|cell| (cell.key.as_str(), cell.count, cell.estimate))
+        .collect();
+    // Unwrap safety: cells are strings and numbers.
+    serde_json::to_string(&cells).expect("cells serialize")
 }
 
-/// A hierarchical histogram read for quantiles.
-#[derive(Clone)]
-pub(crate) struct QuantileEngine {
-    /// The tally-core task.
-    task: HierarchicalHistogram,
-    /// The level being run.
-    query: Option<LevelQuery>,
-    /// The plan of its levels.
-    plan: RoundPlan,
-    /// The tree.
-    shape: TreeShape,
-    /// The range the devices' numbers are rescaled from.
-    range: Option<ValueRange>,
-    /// The quantiles to read.
-    quantiles: Vec<f64>,
-    /// Whether to make the tree consistent before reading it.
-    consistent: bool,
+/// Reads back a release [`encode_release`] wrote.
+pub(crate) fn decode_release(stored: &str) -> serde_json::Result<Vec<WireCell>> {
+    let cells: Vec<(String, u64, f64)> = serde_json::from_str(stored)?;
+    Ok(cells
+        .into_iter()
+        .map(|(key, count, estimate)| ThresholdCell {
+            key,
+            count,
+            estimate,
+        })
+        .collect())
 }
 
-/// What a TrieHH++ document reports of its configuration.
-#[derive(Clone, Copy)]
-pub(crate) struct TrieSettings {
-    levels: usize,
-    segment: usize,
-    restricted: bool,
-    composition: Composition,
+/// A round opened for devices: what it asks, and the aggregator counting its reports.
+pub(crate) struct OpenedRound {
+    /// What devices are asked.
+    pub(crate) ask: Ask,
+    /// Decodes, checks and counts the round's reports.
+    pub(crate) aggregator: Box<dyn WireAggregator>,
+    /// Why a report the round does not admit is refused.
+    pub(crate) refusal: ErrorCode,
+}
+
+/// A task in progress, whatever its kind.
+pub(crate) struct Engine(Box<dyn FederatedTask>);
+
+impl Clone for Engine {
+    fn clone(&self) -> Self {
+        Self(self.0.clone_box())
+    }
 }
 
 impl Engine {
@@ -120,15 +116,8 @@ impl Engine {
                     privacy.neighbours,
                 )
                 .map_err(|e| e.to_string())?;
-                let guarantee = mechanism.guarantee().clone();
-                Ok((
-                    Self::Histogram {
-                        mechanism,
-                        started: false,
-                        released: None,
-                    },
-                    guarantee,
-                ))
+                let task = SingleRound::new(mechanism.clone(), mechanism.guarantee().clone());
+                Ok(driven(Histogram { mechanism }, task, 1))
             }
             TaskKind::HeavyHitters {
                 algorithm: _,
@@ -139,12 +128,12 @@ impl Engine {
                 sampling_rate,
                 threshold,
             } => {
-                let composition = &round_composition(*composition, privacy.neighbours);
+                let composition = round_composition(*composition, privacy.neighbours);
                 let levels = *levels as usize;
                 let plan = plan(
                     privacy,
                     levels.max(1),
-                    *composition,
+                    composition,
                     target(*sampling_rate, *threshold)?,
                 )?;
                 let per_level = plan.per_round;
@@ -153,25 +142,18 @@ impl Engine {
                     segment: *segment as usize,
                     restricted: *restricted,
                     per_level: per_level.clone(),
-                    composition: *composition,
+                    composition,
                     total_delta: privacy.delta,
                 })
                 .map_err(|e| e.to_string())?;
-                let guarantee = task.guarantee().clone();
-                Ok((
-                    Self::TrieHhPlus {
-                        task: Box::new(task),
-                        query: None,
-                        per_level,
-                        config: TrieSettings {
-                            levels,
-                            segment: *segment as usize,
-                            restricted: *restricted,
-                            composition: *composition,
-                        },
-                    },
-                    guarantee,
-                ))
+                let kind = TriePlus {
+                    levels,
+                    segment: *segment as usize,
+                    restricted: *restricted,
+                    composition,
+                    per_level,
+                };
+                Ok(driven(kind, task, levels))
             }
             TaskKind::Quantiles {
                 method,
@@ -184,7 +166,7 @@ impl Engine {
                 sampling_rate,
                 threshold,
             } => {
-                let composition = &round_composition(*composition, privacy.neighbours);
+                let composition = round_composition(*composition, privacy.neighbours);
                 if quantiles.is_empty() {
                     return Err("quantiles: give at least one".to_owned());
                 }
@@ -200,21 +182,19 @@ impl Engine {
                     QuantileMethod::Hierarchical => {
                         let shape = TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
                             .map_err(|e| e.to_string())?;
-                        let plan = plan(privacy, *levels as usize, *composition, target)?;
+                        let plan = plan(privacy, *levels as usize, composition, target)?;
                         let task =
                             HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan))
                                 .map_err(|e| e.to_string())?;
-                        let guarantee = task.guarantee().clone();
-                        let engine = QuantileEngine {
-                            task,
-                            query: None,
+                        let rounds = plan.rounds;
+                        let kind = Hierarchical {
                             plan,
                             shape,
                             range,
                             quantiles: quantiles.clone(),
                             consistent: *consistent,
                         };
-                        Ok((Self::Quantiles(Box::new(engine)), guarantee))
+                        Ok(driven(kind, task, rounds))
                     }
                     QuantileMethod::BinarySearch => {
                         if branching.is_some() || *consistent {
@@ -222,16 +202,26 @@ impl Engine {
                                         method only"
                                 .to_owned());
                         }
-                        let engine = SearchEngine::new(
-                            privacy,
-                            quantiles,
-                            *levels as usize,
-                            *composition,
-                            target,
-                            range,
-                        )?;
-                        let guarantee = engine.guarantee.clone();
-                        Ok((Self::Search(Box::new(engine)), guarantee))
+                        let rounds = *levels as usize;
+                        if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+                            return Err(format!(
+                                "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} \
+                                 rounds"
+                            ));
+                        }
+                        let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
+                        let task = QuantileSearches::new(quantiles, rounds, &plan)
+                            .map_err(|e| e.to_string())?;
+                        let total = plan.rounds;
+                        Ok(driven(
+                            BinarySearch {
+                                plan,
+                                rounds,
+                                range,
+                            },
+                            task,
+                            total,
+                        ))
                     }
                 }
             }
@@ -241,194 +231,323 @@ impl Engine {
     /// The task's S&T rounds as the ledger's tight accountant composes them; `None` where
     /// they have no loss pair (replace-one neighbours).
     pub(crate) fn loss_rounds(&self) -> Option<LossRounds> {
-        match self {
-            Self::Histogram { mechanism, .. } => LossRounds::of(mechanism, 1),
-            Self::TrieHhPlus {
-                per_level, config, ..
-            } => LossRounds::of(per_level, config.levels),
-            Self::Quantiles(engine) => LossRounds::of(&engine.plan.per_round, engine.plan.rounds),
-            Self::Search(engine) => LossRounds::of(&engine.plan.per_round, engine.plan.rounds),
-        }
+        self.0.loss_rounds()
     }
 
     /// Moves to the next round; `false` once the task has nothing more to ask.
     pub(crate) fn advance(&mut self) -> bool {
-        match self {
-            Self::Histogram { started, .. } => !std::mem::replace(started, true),
-            Self::TrieHhPlus { task, query, .. } => {
-                *query = task.next_query();
-                query.is_some()
-            }
-            Self::Quantiles(engine) => {
-                engine.query = engine.task.next_query();
-                engine.query.is_some()
-            }
-            Self::Search(engine) => engine.advance(),
-        }
+        self.0.advance()
     }
 
     /// The current round's number, from 1.
     pub(crate) fn round(&self) -> u32 {
-        match self {
-            Self::Histogram { .. } => 1,
-            Self::TrieHhPlus { query, .. } => round_number(current(query).prefixes.round),
-            Self::Quantiles(engine) => engine.level().level,
-            Self::Search(engine) => engine.round,
-        }
+        self.0.round()
     }
 
-    /// What the current round asks devices.
-    pub(crate) fn ask(&self) -> Ask {
-        match self {
-            Self::Histogram { mechanism, .. } => Ask::Item {
-                sampling_rate: mechanism.params().sampling_rate(),
-            },
-            Self::TrieHhPlus { query, .. } => {
-                let query = current(query);
-                let prefixes = &query.prefixes;
-                let live_parents = prefixes.live_parents.as_ref().map(|live| {
-                    let mut live: Vec<String> = live.iter().cloned().collect();
-                    live.sort_unstable();
-                    live
-                });
-                Ask::Prefix {
-                    level: round_number(prefixes.round),
-                    segment: round_number(prefixes.segment),
-                    live_parents,
-                    sampling_rate: query.mechanism.params().sampling_rate(),
-                }
-            }
-            Self::Quantiles(engine) => {
-                let query = engine.level();
-                Ask::Bucket {
-                    level: query.level,
-                    levels: engine.shape.levels(),
-                    branching: engine.shape.branching(),
-                    range: engine.range.map(|r| [r.min(), r.max()]),
-                    sampling_rate: query.mechanism.params().sampling_rate(),
-                }
-            }
-            Self::Search(engine) => {
-                let query = engine.split();
-                Ask::Split {
-                    threshold: query.threshold,
-                    range: engine.range.map(|r| [r.min(), r.max()]),
-                    sampling_rate: query.mechanism.params().sampling_rate(),
-                }
-            }
-        }
-    }
-
-    /// How the current round checks reports.
-    pub(crate) fn validator(&self) -> Validator {
-        match self {
-            Self::Histogram { .. } => Validator::Item,
-            Self::TrieHhPlus { query, .. } => Validator::Prefix(current(query).prefixes.clone()),
-            Self::Quantiles(engine) => Validator::Bucket {
-                buckets: engine.level().buckets(),
-            },
-            Self::Search(_) => Validator::Bucket {
-                buckets: ThresholdQuery::BUCKETS as u64,
-            },
-        }
-    }
-
-    /// The mechanism whose release rule the current round's aggregator applies.
-    pub(crate) fn mechanism(&self) -> &SampleThreshold {
-        match self {
-            Self::Histogram { mechanism, .. } => mechanism,
-            Self::TrieHhPlus { query, .. } => &current(query).mechanism,
-            Self::Quantiles(engine) => &engine.level().mechanism,
-            Self::Search(engine) => &engine.split().mechanism,
-        }
+    /// Opens the current round: its ask, and an aggregator whose coins (under aggregator-side
+    /// `sampling`) come from the secret stream `rng`.
+    pub(crate) fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
+        self.0.open(sampling, rng)
     }
 
     /// Takes the current round's release.
-    pub(crate) fn observe(&mut self, cells: Vec<Cell>) {
-        match self {
-            Self::Histogram { released, .. } => *released = Some(cells),
-            Self::TrieHhPlus { task, .. } => task.observe(cells),
-            Self::Quantiles(engine) => {
-                let release = bucket_release(cells, &engine.level().mechanism);
-                engine.task.observe(release);
-            }
-            Self::Search(engine) => engine.observe(cells),
-        }
+    ///
+    /// # Errors
+    ///
+    /// The report of a cell that is not the one spelling of one of the round's reports (a
+    /// corrupt stored release).
+    pub(crate) fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
+        self.0.observe(cells)
     }
 
     /// The released document of a finished task (call once [`Engine::advance`] returned
     /// `false`).
     pub(crate) fn document(self, spec: &TaskSpec) -> String {
-        let input = input_description(spec);
-        let population = spec.expected_population;
-        let value = match self {
-            Self::Histogram {
-                mechanism,
-                released,
-                ..
-            } => {
-                let items = released
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(item, count, estimate)| ReleasedItem {
-                        item,
-                        count: Some(count),
-                        estimate: Some(estimate),
-                    })
-                    .collect();
-                serde_json::to_string_pretty(&document::sample_threshold(
-                    items,
-                    &mechanism,
-                    population,
-                    spec.privacy.delta,
-                    input,
-                    "federated",
-                    None,
-                ))
-            }
-            Self::TrieHhPlus {
-                task,
-                per_level,
-                config,
-                ..
-            } => {
-                let output = task.finish();
-                serde_json::to_string_pretty(&document::triehh_plus(
-                    &output,
-                    &document::TriePlusParameters {
-                        levels: config.levels,
-                        segment: config.segment,
-                        restricted: config.restricted,
-                        composition: config.composition,
-                        per_level: &per_level,
-                    },
-                    population,
-                    input,
-                    None,
-                ))
-            }
-            Self::Quantiles(engine) => {
-                serde_json::to_string_pretty(&engine.document(&spec.privacy, population, input))
-            }
-            Self::Search(engine) => {
-                serde_json::to_string_pretty(&engine.document(&spec.privacy, population, input))
-            }
-        };
-        // Unwrap safety: the documents are plain data that always serialize.
-        value.expect("release documents serialize")
+        self.0.document(spec)
     }
 }
 
-impl QuantileEngine {
-    fn level(&self) -> &LevelQuery {
+/// A task of any kind behind one interface: what the runtime drives.
+trait FederatedTask: Send + Sync {
+    fn loss_rounds(&self) -> Option<LossRounds>;
+    fn advance(&mut self) -> bool;
+    fn round(&self) -> u32;
+    fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound;
+    fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String>;
+    fn document(self: Box<Self>, spec: &TaskSpec) -> String;
+    fn clone_box(&self) -> Box<dyn FederatedTask>;
+}
+
+/// The report of a kind's rounds.
+type KeyOf<K> = <<K as Kind>::Feature as ReportFeature>::Key;
+/// The query of a kind's task.
+type QueryOf<K> = <<K as Kind>::Task as Task>::Query;
+
+/// A kind of task the server runs: its tally-core task, how each of its queries is a
+/// sample-and-threshold round, and the document it publishes.
+trait Kind: Clone + Send + Sync + 'static {
+    /// The multi-round task.
+    type Task: Task<Query: Clone + Send + Sync> + Clone + Send + Sync + 'static;
+    /// What a device reports in its rounds.
+    type Feature: WireQuery<Input: DeviceInput, Key: WireReport + Send + 'static>
+        + Clone
+        + Send
+        + Sync
+        + fmt::Debug
+        + 'static;
+
+    /// What a device reports for `query`.
+    fn feature(&self, query: &QueryOf<Self>) -> Self::Feature;
+
+    /// The mechanism whose release rule `query`'s aggregator applies.
+    fn mechanism(query: &QueryOf<Self>) -> &SampleThreshold;
+
+    /// The round's released cells as the task's release.
+    fn release(
+        query: &QueryOf<Self>,
+        cells: Vec<ThresholdCell<KeyOf<Self>>>,
+    ) -> <Self::Task as Task>::Release;
+
+    /// The document of the finished task, whose guarantee was `guarantee`.
+    fn document(
+        &self,
+        guarantee: &Guarantee,
+        output: <Self::Task as Task>::Output,
+        spec: &TaskSpec,
+    ) -> serde_json::Result<String>;
+}
+
+/// The one generic driver: a task of kind `K`, its current query and round number.
+#[derive(Clone)]
+struct Driven<K: Kind> {
+    kind: K,
+    task: K::Task,
+    query: Option<QueryOf<K>>,
+    round: u32,
+    loss: Option<LossRounds>,
+}
+
+/// `task` of `kind` behind [`Engine`], with its guarantee; `rounds` is how many S&T rounds
+/// its guarantee composes (for the ledger).
+fn driven<K: Kind>(kind: K, task: K::Task, rounds: usize) -> (Engine, Guarantee) {
+    let guarantee = task.guarantee().clone();
+    // The per-round mechanism is the first query's; every round of these tasks runs the same.
+    let loss = task
+        .clone()
+        .next_query()
+        .and_then(|query| LossRounds::of(K::mechanism(&query), rounds));
+    let engine = Driven {
+        kind,
+        task,
+        query: None,
+        round: 0,
+        loss,
+    };
+    (Engine(Box::new(engine)), guarantee)
+}
+
+impl<K: Kind> Driven<K> {
+    fn current(&self) -> &QueryOf<K> {
         // The runtime only asks for the current round between `advance` returning true and
         // the next `advance`.
-        self.query.as_ref().expect("a level is running")
+        self.query.as_ref().expect("a round is running")
+    }
+}
+
+impl<K: Kind> FederatedTask for Driven<K> {
+    fn loss_rounds(&self) -> Option<LossRounds> {
+        self.loss
+    }
+
+    fn advance(&mut self) -> bool {
+        self.query = self.task.next_query();
+        self.round += u32::from(self.query.is_some());
+        self.query.is_some()
+    }
+
+    fn round(&self) -> u32 {
+        self.round
+    }
+
+    fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
+        let query = self.current();
+        let round = SampleThresholdRound::new(
+            self.kind.feature(query),
+            K::mechanism(query).clone(),
+            sampling.into(),
+        );
+        OpenedRound {
+            ask: ask_of(tally_core::protocol::RoundProtocol::query(&round)),
+            aggregator: wire_aggregator(&round, rng),
+            refusal: K::Feature::REFUSAL,
+        }
+    }
+
+    fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
+        let cells = decode_cells(cells).map_err(|cell| format!("released cell {cell:?}"))?;
+        let release = K::release(self.current(), cells);
+        self.task.observe(release);
+        Ok(())
+    }
+
+    fn document(self: Box<Self>, spec: &TaskSpec) -> String {
+        let Driven { kind, task, .. } = *self;
+        let guarantee = task.guarantee().clone();
+        // Unwrap safety: the documents are plain data that always serialize.
+        kind.document(&guarantee, task.finish(), spec)
+            .expect("release documents serialize")
+    }
+
+    fn clone_box(&self) -> Box<dyn FederatedTask> {
+        Box::new(self.clone())
+    }
+}
+
+/// One sample-and-threshold histogram round of the devices' items.
+#[derive(Clone)]
+struct Histogram {
+    mechanism: SampleThreshold,
+}
+
+impl Kind for Histogram {
+    type Task = SingleRound<SampleThreshold, Vec<ThresholdCell<String>>>;
+    type Feature = WholeItem;
+
+    fn feature(&self, _: &SampleThreshold) -> WholeItem {
+        WholeItem
+    }
+
+    fn mechanism(query: &SampleThreshold) -> &SampleThreshold {
+        query
+    }
+
+    fn release(
+        _: &SampleThreshold,
+        cells: Vec<ThresholdCell<String>>,
+    ) -> Vec<ThresholdCell<String>> {
+        cells
+    }
+
+    fn document(
+        &self,
+        _: &Guarantee,
+        output: Option<Vec<ThresholdCell<String>>>,
+        spec: &TaskSpec,
+    ) -> serde_json::Result<String> {
+        let items = output
+            .unwrap_or_default()
+            .into_iter()
+            .map(|cell| ReleasedItem {
+                item: cell.key,
+                count: Some(cell.count),
+                estimate: Some(cell.estimate),
+            })
+            .collect();
+        serde_json::to_string_pretty(&document::sample_threshold(
+            items,
+            &self.mechanism,
+            spec.expected_population,
+            spec.privacy.delta,
+            input_description(spec),
+            "federated",
+            None,
+        ))
+    }
+}
+
+/// TrieHH++: one S&T histogram of prefixes per level.
+#[derive(Clone)]
+struct TriePlus {
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Composition,
+    per_level: SampleThreshold,
+}
+
+impl Kind for TriePlus {
+    type Task = TrieHhPlus;
+    type Feature = PrefixRound;
+
+    fn feature(&self, query: &TrieHhPlusQuery) -> PrefixRound {
+        query.prefixes.clone()
+    }
+
+    fn mechanism(query: &TrieHhPlusQuery) -> &SampleThreshold {
+        &query.mechanism
+    }
+
+    fn release(_: &TrieHhPlusQuery, cells: Vec<ThresholdCell<String>>) -> Vec<(String, u64, f64)> {
+        cells
+            .into_iter()
+            .map(|cell| (cell.key, cell.count, cell.estimate))
+            .collect()
+    }
+
+    fn document(
+        &self,
+        _: &Guarantee,
+        output: tally_core::heavy_hitters::TrieOutput,
+        spec: &TaskSpec,
+    ) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(&document::triehh_plus(
+            &output,
+            &document::TriePlusParameters {
+                levels: self.levels,
+                segment: self.segment,
+                restricted: self.restricted,
+                composition: self.composition,
+                per_level: &self.per_level,
+            },
+            spec.expected_population,
+            input_description(spec),
+            None,
+        ))
+    }
+}
+
+/// Quantiles from a hierarchical histogram, one S&T histogram of buckets per level.
+#[derive(Clone)]
+struct Hierarchical {
+    /// The plan of its levels.
+    plan: RoundPlan,
+    /// The tree.
+    shape: TreeShape,
+    /// The range the devices' numbers are rescaled from.
+    range: Option<ValueRange>,
+    /// The quantiles to read.
+    quantiles: Vec<f64>,
+    /// Whether to make the tree consistent before reading it.
+    consistent: bool,
+}
+
+impl Kind for Hierarchical {
+    type Task = HierarchicalHistogram;
+    type Feature = BucketOfLevel;
+
+    fn feature(&self, query: &LevelQuery) -> BucketOfLevel {
+        BucketOfLevel {
+            shape: query.shape,
+            level: query.level,
+            range: self.range,
+        }
+    }
+
+    fn mechanism(query: &LevelQuery) -> &SampleThreshold {
+        &query.mechanism
+    }
+
+    fn release(query: &LevelQuery, cells: Vec<ThresholdCell<u32>>) -> SampleThresholdRelease {
+        bucket_release(cells, &query.mechanism)
     }
 
     /// The document `tally quantiles --json` prints for the same parameters.
-    fn document(self, privacy: &PrivacyTarget, population: u64, input: String) -> QuantilesRelease {
-        let release = self.task.finish();
+    fn document(
+        &self,
+        _: &Guarantee,
+        release: tally_core::quantiles::HierarchicalRelease,
+        spec: &TaskSpec,
+    ) -> serde_json::Result<String> {
         let release = if self.consistent {
             release.consistent()
         } else {
@@ -455,123 +574,62 @@ impl QuantileEngine {
                 consistent: self.consistent,
                 composition: self.plan.composition,
                 per_level: &self.plan.per_round,
-                population,
+                population: spec.expected_population,
             },
             &release,
         );
-        QuantilesRelease {
+        serde_json::to_string_pretty(&QuantilesRelease {
             mechanism: document::HIERARCHICAL_HISTOGRAM.to_owned(),
             parameters,
             guarantee: release.guarantee().into(),
-            target_delta: privacy.delta,
-            input,
+            target_delta: spec.privacy.delta,
+            input: input_description(spec),
             quantiles,
             seed: None,
-        }
+        })
     }
 }
 
-/// One binary search per quantile, run one after the other.
+/// Quantiles by binary search, one S&T histogram of two buckets per round.
 #[derive(Clone)]
-pub(crate) struct SearchEngine {
-    /// The searches not started yet, in the order asked.
-    waiting: VecDeque<BinarySearchQuantile>,
-    /// The search being run.
-    running: Option<BinarySearchQuantile>,
-    /// Its round being run.
-    query: Option<ThresholdQuery>,
-    /// The finished searches, in the order asked.
-    finished: Vec<QuantileSearch>,
-    /// The task's round being run, from 1.
-    round: u32,
+struct BinarySearch {
     /// The plan of all the rounds.
     plan: RoundPlan,
     /// The rounds of each search.
     rounds: usize,
     /// The range the devices' numbers are rescaled from.
     range: Option<ValueRange>,
-    /// The guarantee of all the searches.
-    guarantee: Guarantee,
 }
 
-impl SearchEngine {
-    /// Calibrates `quantiles.len() · rounds` rounds within the task's privacy target, as
-    /// `tally quantiles --method binary-search` does.
-    fn new(
-        privacy: &PrivacyTarget,
-        quantiles: &[f64],
-        rounds: usize,
-        composition: Composition,
-        target: PlanTarget,
-        range: Option<ValueRange>,
-    ) -> Result<Self, String> {
-        if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
-            return Err(format!(
-                "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds"
-            ));
-        }
-        let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
-        let config = |quantile| BinarySearchConfig::planned(quantile, rounds, &plan);
-        let waiting = quantiles
-            .iter()
-            .map(|&q| BinarySearchQuantile::new(config(q)))
-            .collect::<Result<VecDeque<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        let guarantee = config(0.5)
-            .guarantee_of(quantiles.len())
-            .map_err(|e| e.to_string())?;
-        Ok(Self {
-            waiting,
-            running: None,
-            query: None,
-            finished: Vec::new(),
-            round: 0,
-            plan,
-            rounds,
-            range,
-            guarantee,
-        })
-    }
+impl Kind for BinarySearch {
+    type Task = QuantileSearches;
+    type Feature = SideOfSplit;
 
-    /// Moves to the next round of the running search, or to the next search.
-    fn advance(&mut self) -> bool {
-        loop {
-            if let Some(search) = &mut self.running {
-                self.query = search.next_query();
-                if self.query.is_some() {
-                    self.round += 1;
-                    return true;
-                }
-                if let Some(done) = self.running.take() {
-                    self.finished.push(done.finish());
-                }
-            }
-            match self.waiting.pop_front() {
-                Some(search) => self.running = Some(search),
-                None => return false,
-            }
+    fn feature(&self, query: &ThresholdQuery) -> SideOfSplit {
+        SideOfSplit {
+            threshold: query.threshold,
+            range: self.range,
         }
     }
 
-    fn split(&self) -> &ThresholdQuery {
-        // The runtime only asks for the current round between `advance` returning true and
-        // the next `advance`.
-        self.query.as_ref().expect("a search round is running")
+    fn mechanism(query: &ThresholdQuery) -> &SampleThreshold {
+        &query.mechanism
     }
 
-    fn observe(&mut self, cells: Vec<Cell>) {
-        let release = bucket_release(cells, &self.split().mechanism);
-        if let Some(search) = &mut self.running {
-            search.observe(release);
-        }
+    fn release(query: &ThresholdQuery, cells: Vec<ThresholdCell<u32>>) -> SampleThresholdRelease {
+        bucket_release(cells, &query.mechanism)
     }
 
     /// The document `tally quantiles --method binary-search --json` prints for the same
     /// parameters.
-    fn document(self, privacy: &PrivacyTarget, population: u64, input: String) -> QuantilesRelease {
+    fn document(
+        &self,
+        guarantee: &Guarantee,
+        searches: Vec<QuantileSearch>,
+        spec: &TaskSpec,
+    ) -> serde_json::Result<String> {
         let to_original = |y: f64| self.range.map_or(y, |r| r.from_unit(y));
-        let quantiles = self
-            .finished
+        let quantiles = searches
             .iter()
             .map(|search| QuantileRow {
                 quantile: search.quantile,
@@ -583,36 +641,36 @@ impl SearchEngine {
             .collect();
         let parameters = document::binary_search_parameters(&document::BinarySearchParameters {
             rounds: self.rounds,
-            searches: self.finished.len(),
+            searches: searches.len(),
             range: self.range,
             composition: self.plan.composition,
             per_round: &self.plan.per_round,
-            population,
+            population: spec.expected_population,
         });
-        QuantilesRelease {
+        serde_json::to_string_pretty(&QuantilesRelease {
             mechanism: document::BINARY_SEARCH.to_owned(),
             parameters,
-            guarantee: (&self.guarantee).into(),
-            target_delta: privacy.delta,
-            input,
+            guarantee: guarantee.into(),
+            target_delta: spec.privacy.delta,
+            input: input_description(spec),
             quantiles,
             seed: None,
-        }
+        })
     }
 }
 
-/// A round's released buckets as tally-core's release of `mechanism`. The round's validator
-/// admitted only the decimal indices of its buckets, so every cell names one.
-fn bucket_release(cells: Vec<Cell>, mechanism: &SampleThreshold) -> SampleThresholdRelease {
+/// A round's released buckets as tally-core's release of `mechanism`.
+fn bucket_release(
+    cells: Vec<ThresholdCell<u32>>,
+    mechanism: &SampleThreshold,
+) -> SampleThresholdRelease {
     SampleThresholdRelease {
         items: cells
             .into_iter()
-            .filter_map(|(item, count, estimate)| {
-                Some(ReleasedCount {
-                    item: item.parse().ok()?,
-                    count,
-                    estimate,
-                })
+            .map(|cell| ReleasedCount {
+                item: cell.key,
+                count: cell.count,
+                estimate: cell.estimate,
             })
             .collect(),
         params: *mechanism.params(),
@@ -640,14 +698,4 @@ fn plan(
         privacy.neighbours,
     )
     .map_err(|e| e.to_string())
-}
-
-fn current(query: &Option<TrieHhPlusQuery>) -> &TrieHhPlusQuery {
-    // The runtime only asks for the current round between `advance` returning true and the
-    // next `advance`.
-    query.as_ref().expect("a level is running")
-}
-
-fn round_number(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }

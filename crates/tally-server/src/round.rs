@@ -6,25 +6,8 @@ use std::time::Instant;
 
 use rand::Rng;
 use rustc_hash::FxHashMap;
-use tally_core::heavy_hitters::PrefixRound;
+use tally_core::protocol::wire::WireAggregator;
 use tally_messages::{ErrorCode, Rejection, RoundQuery, Upload};
-
-use crate::aggregator::RoundAggregator;
-
-/// How a round checks a report before counting it.
-#[derive(Clone, Debug)]
-pub(crate) enum Validator {
-    /// Any item within the size cap.
-    Item,
-    /// A prefix this level could receive from some word ([`PrefixRound::admits`]).
-    Prefix(PrefixRound),
-    /// The decimal index of one of this level's buckets, written the one way a device writes
-    /// it (no sign, no leading zero), so that every bucket is one cell.
-    Bucket {
-        /// The level's number of buckets.
-        buckets: u64,
-    },
-}
 
 /// What one batch of uploads did.
 pub(crate) struct BatchOutcome {
@@ -43,7 +26,7 @@ pub(crate) struct Closed {
     /// Uploads accepted (reports and abstentions): the cohort.
     pub(crate) uploads: u64,
     /// The aggregator, to release or drop.
-    pub(crate) aggregator: RoundAggregator,
+    pub(crate) aggregator: Box<dyn WireAggregator>,
 }
 
 /// An open round.
@@ -53,13 +36,14 @@ pub(crate) struct Round {
     /// When it closes whatever its cohort.
     pub(crate) deadline: Instant,
     cohort_target: u64,
-    validator: Validator,
+    /// Why a report the round does not admit is refused.
+    refusal: ErrorCode,
     state: Mutex<RoundState>,
 }
 
 struct RoundState {
     /// `None` once closed.
-    aggregator: Option<RoundAggregator>,
+    aggregator: Option<Box<dyn WireAggregator>>,
     /// Issued tokens and whether each was used.
     tokens: FxHashMap<u128, bool>,
     /// The token issued to each device credential that checked in.
@@ -68,19 +52,20 @@ struct RoundState {
 }
 
 impl Round {
-    /// A round publishing `query`, counting into `aggregator`.
+    /// A round publishing `query`, counting into `aggregator`, which refuses the reports it
+    /// does not admit with `refusal`.
     pub(crate) fn new(
         query: RoundQuery,
         deadline: Instant,
         cohort_target: u64,
-        validator: Validator,
-        aggregator: RoundAggregator,
+        aggregator: Box<dyn WireAggregator>,
+        refusal: ErrorCode,
     ) -> Self {
         Self {
             query,
             deadline,
             cohort_target,
-            validator,
+            refusal,
             state: Mutex::new(RoundState {
                 aggregator: Some(aggregator),
                 tokens: FxHashMap::default(),
@@ -149,10 +134,10 @@ impl Round {
                     match upload.report {
                         None => Ok(false),
                         Some(report) if report.len() > max_bytes => Err(ErrorCode::Oversized),
-                        Some(report) => self.admits(&report).map(|()| {
-                            aggregator.absorb(report);
-                            true
-                        }),
+                        Some(report) => aggregator
+                            .absorb(report)
+                            .map(|()| true)
+                            .map_err(|_| self.refusal),
                     }
                 }
             };
@@ -184,20 +169,6 @@ impl Round {
         })
     }
 
-    /// Whether the round's validator admits `report`, or the code to refuse it with.
-    fn admits(&self, report: &str) -> Result<(), ErrorCode> {
-        match &self.validator {
-            Validator::Item => Ok(()),
-            Validator::Prefix(round) => round
-                .admits(report)
-                .then_some(())
-                .ok_or(ErrorCode::BadPrefix),
-            Validator::Bucket { buckets } => is_bucket(report, *buckets)
-                .then_some(())
-                .ok_or(ErrorCode::BadBucket),
-        }
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, RoundState> {
         // A panic while holding the lock leaves counts that may be half-updated; refusing
         // to go on is the only safe answer.
@@ -216,41 +187,9 @@ fn fresh_token<R: Rng + ?Sized>(tokens: &mut FxHashMap<u128, bool>, rng: &mut R)
     }
 }
 
-/// Whether `report` is the canonical decimal index of one of `buckets` buckets.
-fn is_bucket(report: &str, buckets: u64) -> bool {
-    let canonical =
-        report.bytes().all(|b| b.is_ascii_digit()) && (report == "0" || !report.starts_with('0'));
-    canonical && report.parse::<u64>().is_ok_and(|index| index < buckets)
-}
-
 fn parse_token(token: &str) -> Option<u128> {
     if token.len() != 32 {
         return None;
     }
     u128::from_str_radix(token, 16).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bucket_is_a_canonical_index_below_the_count() {
-        for good in ["0", "7", "15"] {
-            assert!(is_bucket(good, 16), "{good}");
-        }
-        for bad in [
-            "16",
-            "",
-            "01",
-            "+1",
-            "-1",
-            " 1",
-            "1.0",
-            "0x1",
-            "99999999999999999999999",
-        ] {
-            assert!(!is_bucket(bad, 16), "{bad}");
-        }
-    }
 }

@@ -19,9 +19,9 @@ use tokio::sync::Mutex;
 use tracing::{error, info, warn};
 
 use crate::ServerError;
-use crate::aggregator::{AggregatorCoins, Cell, RoundAggregator};
+use crate::aggregator::AggregatorCoins;
 use crate::auth::{self, CredentialCache, Principal};
-use crate::engine::Engine;
+use crate::engine::{self, Engine};
 use crate::error::ApiError;
 use crate::ledger::{Charge, CompositionMemo, LossRounds, Total};
 use crate::metrics::{Metrics, RoundOutcome};
@@ -192,10 +192,10 @@ impl Runtime {
             .map_err(|e| ServerError::Corrupt(format!("task {} no longer builds: {e}", task.id)))?;
         engine.advance();
         for round in released {
-            let cells: Vec<Cell> =
-                serde_json::from_str(round.release.as_deref().unwrap_or("[]"))
-                    .map_err(|e| ServerError::Corrupt(format!("round {}: {e}", round.id)))?;
-            engine.observe(cells);
+            let corrupt = |e: String| ServerError::Corrupt(format!("round {}: {e}", round.id));
+            let cells = engine::decode_release(round.release.as_deref().unwrap_or("[]"))
+                .map_err(|e| corrupt(e.to_string()))?;
+            engine.observe(cells).map_err(corrupt)?;
             task.rounds_released += 1;
             if !engine.advance() {
                 return Err(ServerError::Corrupt(format!(
@@ -547,12 +547,13 @@ impl Runtime {
         }
         // The release rule is the only way the counts leave the aggregator.
         let cells = closed.aggregator.release();
-        // Unwrap safety: cells are strings and numbers.
-        let release = serde_json::to_string(&cells).expect("cells serialize");
+        let release = engine::encode_release(&cells);
         let mut engine = task.engine.clone().ok_or_else(|| {
             ServerError::Corrupt(format!("task {} has an open round but no engine", task.id))
         })?;
-        engine.observe(cells);
+        engine
+            .observe(cells)
+            .map_err(|e| ServerError::Corrupt(format!("round {round_id}: {e}")))?;
         let more = engine.advance();
         let document = (!more).then(|| engine.clone().document(&task.spec));
         let now = unix_now();
@@ -599,6 +600,7 @@ impl Runtime {
         let id = new_id("r");
         let opened_at = unix_now();
         let deadline_secs = policy.deadline_secs.min(i64::MAX as u64 / 2);
+        let opened = engine.open(task.spec.sampling, self.coins.round_rng());
         let query = RoundQuery {
             version: PROTOCOL_VERSION,
             round_id: id.clone(),
@@ -608,7 +610,7 @@ impl Runtime {
             attempt: task.attempt,
             deadline: opened_at.saturating_add(deadline_secs as i64),
             max_report_bytes: policy.max_report_bytes,
-            ask: engine.ask(),
+            ask: opened.ask,
             sampling: task.spec.sampling,
         };
         self.store
@@ -620,12 +622,8 @@ impl Runtime {
             policy
                 .cohort_target
                 .unwrap_or(task.spec.expected_population),
-            engine.validator(),
-            RoundAggregator::new(
-                engine.mechanism(),
-                task.spec.sampling,
-                self.coins.round_rng(),
-            ),
+            opened.aggregator,
+            opened.refusal,
         ));
         info!(task = %task.id, round = %id, level = round.query.round, attempt = task.attempt,
               "round opened");

@@ -249,6 +249,14 @@ impl SampleThresholdAggregator {
             .for_each_at_least(1, |item, count| self.counts.add(item, count));
     }
 
+    /// Adds another shard's reports to this one, its item `id` counted as `relabel(id)` (for
+    /// shards that interned their items to ids apart).
+    pub fn merge_relabelled(&mut self, other: Self, relabel: impl Fn(u32) -> u32) {
+        other
+            .counts
+            .for_each_at_least(1, |item, count| self.counts.add(relabel(item), count));
+    }
+
     /// Releases every item whose count reaches the threshold, by decreasing count (ties by
     /// item id), with the estimate `count / p_s`. This is the only way raw counts leave.
     pub fn release(self) -> SampleThresholdRelease {

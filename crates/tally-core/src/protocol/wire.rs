@@ -1,0 +1,218 @@
+//! The object-safe layer over the round traits, for executors that hold rounds of many kinds
+//! side by side and reports as text: the federated server and its devices.
+//!
+//! Every report is decoded once, at the boundary, into the round's typed report
+//! ([`WireReport::decode`]) and checked by [`DeviceQuery::admits`]; one that does neither is
+//! refused ([`NotAdmitted`]), never dropped. A release leaves as [`WireCell`]s, its cells
+//! written in the same encoding, and a task reads them back with [`decode_cells`], which
+//! refuses any cell that is not the one spelling of a report.
+
+use std::fmt;
+
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+
+use super::{
+    DeviceInput, DeviceQuery, ReportFeature, RoundAggregator, RoundProtocol, SampleThresholdAsk,
+    ThresholdCell, TrustModel, WireReport,
+};
+
+/// A released cell with its report in its wire encoding: what a server stores and hands to
+/// its task.
+pub type WireCell = ThresholdCell<String>;
+
+/// A round's query made ready to answer for devices whose data is text.
+pub trait DeviceResponder: Send + Sync + fmt::Debug {
+    /// The party the round's guarantee trusts.
+    fn trust(&self) -> TrustModel;
+
+    /// Whether a device holding `data` can answer (e.g. a number for a bucket round).
+    fn accepts(&self, data: &str) -> bool;
+
+    /// The device's report for `data` in its wire encoding, or `None` to abstain (including
+    /// when `data` cannot answer this round, and when the report would be longer than
+    /// `max_bytes`: a refusal as oversized would tell the server that the device was sampled).
+    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String>;
+}
+
+impl<F> DeviceResponder for SampleThresholdAsk<F>
+where
+    F: ReportFeature<Input: DeviceInput, Key: WireReport> + Send + Sync + fmt::Debug,
+{
+    fn trust(&self) -> TrustModel {
+        DeviceQuery::trust(self)
+    }
+
+    fn accepts(&self, data: &str) -> bool {
+        F::Input::read(data, |_| ()).is_some()
+    }
+
+    /// The cell is encoded and its size checked before the coin is flipped, as the
+    /// aggregator checks the size before its own coin.
+    fn respond(&self, data: &str, max_bytes: usize, mut rng: &mut dyn Rng) -> Option<String> {
+        let report = F::Input::read(data, |input| self.feature.key(input))??.encode();
+        if report.len() > max_bytes {
+            return None;
+        }
+        self.send(report, &mut rng)
+    }
+}
+
+/// An upload that is not the encoding of a report the round admits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("not a report this round admits")]
+pub struct NotAdmitted;
+
+/// A round's aggregator taking reports in their wire encoding.
+pub trait WireAggregator: Send {
+    /// Decodes `report`, checks it and counts it.
+    ///
+    /// # Errors
+    ///
+    /// [`NotAdmitted`] if it does not decode to a report the round admits; nothing is counted.
+    fn absorb(&mut self, report: String) -> Result<(), NotAdmitted>;
+
+    /// Applies the round's release rule; the cells' reports in their wire encoding.
+    fn release(self: Box<Self>) -> Vec<WireCell>;
+}
+
+/// A typed round's aggregator behind [`WireAggregator`].
+struct Admitting<Q, A> {
+    query: Q,
+    aggregator: A,
+}
+
+impl<Q, A, K> WireAggregator for Admitting<Q, A>
+where
+    Q: DeviceQuery<Report = K> + Send,
+    A: RoundAggregator<Report = K, Release = Vec<ThresholdCell<K>>> + Send,
+    K: WireReport,
+{
+    fn absorb(&mut self, report: String) -> Result<(), NotAdmitted> {
+        let report = K::decode(report)
+            .filter(|r| self.query.admits(r))
+            .ok_or(NotAdmitted)?;
+        self.aggregator.absorb(report);
+        Ok(())
+    }
+
+    fn release(self: Box<Self>) -> Vec<WireCell> {
+        self.aggregator
+            .release()
+            .into_iter()
+            .map(|cell| ThresholdCell {
+                key: cell.key.encode(),
+                count: cell.count,
+                estimate: cell.estimate,
+            })
+            .collect()
+    }
+}
+
+/// An empty aggregator of `round` behind [`WireAggregator`], drawing its secret coins from
+/// `rng`.
+pub fn wire_aggregator<P, K>(round: &P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
+where
+    P: RoundProtocol<Release = Vec<ThresholdCell<K>>>,
+    P::Query: DeviceQuery<Report = K> + Clone + Send + 'static,
+    P::Aggregator: Send + 'static,
+    K: WireReport + 'static,
+{
+    Box::new(Admitting {
+        query: round.query().clone(),
+        aggregator: round.aggregator(rng),
+    })
+}
+
+/// The cells of a release read back into the round's reports.
+///
+/// # Errors
+///
+/// The first cell whose report is not the one spelling of a `K`.
+pub fn decode_cells<K: WireReport>(cells: Vec<WireCell>) -> Result<Vec<ThresholdCell<K>>, String> {
+    cells
+        .into_iter()
+        .map(|cell| {
+            let key = K::decode(cell.key.clone()).ok_or(cell.key)?;
+            Ok(ThresholdCell {
+                key,
+                count: cell.count,
+                estimate: cell.estimate,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use tally_accounting::Neighbours;
+    use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
+
+    use super::*;
+    use crate::histogram::SampleThreshold;
+    use crate::protocol::{BucketOfLevel, CoinHolder, SampleThresholdRound};
+    use crate::quantiles::{TreeShape, ValueRange};
+
+    fn bucket_round() -> SampleThresholdRound<BucketOfLevel> {
+        let params = SampleThresholdParams::new(0.5, 2).unwrap();
+        let mechanism =
+            SampleThreshold::new(params, 2.0, Analysis::Tight, Neighbours::AddRemove).unwrap();
+        let feature = BucketOfLevel {
+            shape: TreeShape::new(4, 3).unwrap(),
+            level: 1,
+            range: Some(ValueRange::new(0.0, 100.0).unwrap()),
+        };
+        SampleThresholdRound::new(feature, mechanism, CoinHolder::Device)
+    }
+
+    #[test]
+    fn uploads_that_name_no_bucket_are_refused_and_the_rest_counted() {
+        let mut aggregator = wire_aggregator(&bucket_round(), ChaCha20Rng::seed_from_u64(0));
+        for bad in ["4", "03", "-1", "0.5", "x", ""] {
+            assert_eq!(
+                aggregator.absorb(bad.to_owned()),
+                Err(NotAdmitted),
+                "{bad:?}"
+            );
+        }
+        for good in ["3", "3", "0"] {
+            aggregator.absorb(good.to_owned()).unwrap();
+        }
+        let cells = aggregator.release();
+        assert_eq!(cells.len(), 1);
+        assert_eq!(decode_cells::<u32>(cells).unwrap()[0].key, 3);
+    }
+
+    #[test]
+    fn a_device_answers_in_the_wire_encoding() {
+        let round = bucket_round();
+        let responder: &dyn DeviceResponder = round.query();
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        assert!(responder.accepts("70"));
+        assert!(!responder.accepts("pear"));
+        assert_eq!(responder.respond("pear", 8, &mut rng), None);
+        let answers: Vec<_> = (0..64)
+            .filter_map(|_| responder.respond("70", 8, &mut rng))
+            .collect();
+        assert!(!answers.is_empty() && answers.len() < 64, "{answers:?}");
+        assert!(answers.iter().all(|a| a == "2"));
+        // Too long for the round: abstains, without flipping a coin.
+        let mut unused = ChaCha20Rng::seed_from_u64(1);
+        assert_eq!(responder.respond("70", 0, &mut unused), None);
+        assert_eq!(unused, ChaCha20Rng::seed_from_u64(1));
+    }
+
+    #[test]
+    fn a_cell_spelled_two_ways_is_refused() {
+        let cell = |key: &str| ThresholdCell {
+            key: key.to_owned(),
+            count: 1,
+            estimate: 2.0,
+        };
+        assert_eq!(
+            decode_cells::<u32>(vec![cell("1"), cell("01")]),
+            Err("01".to_owned())
+        );
+    }
+}

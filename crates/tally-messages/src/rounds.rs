@@ -1,0 +1,204 @@
+//! The registry of round kinds on the wire: how each kind of tally-core round is published as
+//! an [`Ask`], and how a device rebuilds the round from the [`Ask`] it reads. The server and
+//! the devices both go through here, so a round kind is registered once, in [`WireQuery`] and
+//! [`Ask::responder`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use tally_core::heavy_hitters::PrefixRound;
+use tally_core::histogram::SampleThresholdQuery;
+use tally_core::protocol::wire::DeviceResponder;
+use tally_core::protocol::{
+    BucketOfLevel, CoinHolder, ReportFeature, SampleThresholdAsk, SideOfSplit, WholeItem,
+};
+use tally_core::quantiles::{TreeShape, ValueRange};
+
+use crate::{Ask, ErrorCode, Sampling};
+
+impl From<Sampling> for CoinHolder {
+    fn from(sampling: Sampling) -> Self {
+        match sampling {
+            Sampling::Aggregator => Self::Aggregator,
+            Sampling::Device => Self::Device,
+        }
+    }
+}
+
+/// A kind of sample-and-threshold round the protocol carries.
+pub trait WireQuery: ReportFeature {
+    /// Why the server refuses a report of this kind that the round does not admit.
+    const REFUSAL: ErrorCode;
+
+    /// The round's [`Ask`] at sampling rate `sampling_rate`.
+    fn ask(&self, sampling_rate: f64) -> Ask;
+}
+
+/// The [`Ask`] of a sample-and-threshold round's query.
+pub fn ask_of<F: WireQuery>(query: &SampleThresholdAsk<F>) -> Ask {
+    query.feature.ask(query.coin.sampling_rate())
+}
+
+impl WireQuery for WholeItem {
+    /// Never used: every item is admitted.
+    const REFUSAL: ErrorCode = ErrorCode::Malformed;
+
+    fn ask(&self, sampling_rate: f64) -> Ask {
+        Ask::Item { sampling_rate }
+    }
+}
+
+impl WireQuery for PrefixRound {
+    const REFUSAL: ErrorCode = ErrorCode::BadPrefix;
+
+    fn ask(&self, sampling_rate: f64) -> Ask {
+        let live_parents = self.live_parents.as_ref().map(|live| {
+            let mut live: Vec<String> = live.iter().cloned().collect();
+            live.sort_unstable();
+            live
+        });
+        Ask::Prefix {
+            level: count(self.round),
+            segment: count(self.segment),
+            live_parents,
+            sampling_rate,
+        }
+    }
+}
+
+impl WireQuery for BucketOfLevel {
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self, sampling_rate: f64) -> Ask {
+        Ask::Bucket {
+            level: self.level,
+            levels: self.shape.levels(),
+            branching: self.shape.branching(),
+            range: self.range.map(|r| [r.min(), r.max()]),
+            sampling_rate,
+        }
+    }
+}
+
+impl WireQuery for SideOfSplit {
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self, sampling_rate: f64) -> Ask {
+        Ask::Split {
+            threshold: self.threshold,
+            range: self.range.map(|r| [r.min(), r.max()]),
+            sampling_rate,
+        }
+    }
+}
+
+/// Why a device cannot rebuild a round from its [`Ask`].
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    /// A parameter tally-core refuses (a sampling rate, a tree, a range).
+    #[error(transparent)]
+    Query(#[from] tally_core::Error),
+    /// A prefix round's level or segment of 0.
+    #[error("{0} = 0, expected at least 1")]
+    Zero(&'static str),
+    /// A bucket round's level outside its tree.
+    #[error("level {level}, expected 1 to {levels}")]
+    Level {
+        /// The level asked.
+        level: u32,
+        /// The tree's levels.
+        levels: u32,
+    },
+}
+
+impl Ask {
+    /// The round as a device answers it, its coins flipped as `sampling` says.
+    ///
+    /// # Errors
+    ///
+    /// [`AskError`] if the sampling rate is not strictly between 0 and 1, a prefix round's
+    /// level or segment is 0, or a bucket round's tree, level or range is invalid.
+    pub fn responder(&self, sampling: Sampling) -> Result<Arc<dyn DeviceResponder>, AskError> {
+        fn ask<F>(
+            feature: F,
+            rate: f64,
+            sampling: Sampling,
+        ) -> Result<Arc<dyn DeviceResponder>, AskError>
+        where
+            SampleThresholdAsk<F>: DeviceResponder + 'static,
+        {
+            Ok(Arc::new(SampleThresholdAsk {
+                feature,
+                coin: SampleThresholdQuery::new(rate)?,
+                coins: sampling.into(),
+            }))
+        }
+        match self {
+            Self::Item { sampling_rate } => ask(WholeItem, *sampling_rate, sampling),
+            Self::Prefix {
+                level,
+                segment,
+                live_parents,
+                sampling_rate,
+            } => {
+                if *level == 0 {
+                    return Err(AskError::Zero("level"));
+                }
+                if *segment == 0 {
+                    return Err(AskError::Zero("segment"));
+                }
+                let feature = PrefixRound {
+                    round: *level as usize,
+                    segment: *segment as usize,
+                    live_parents: live_parents
+                        .as_ref()
+                        .map(|parents| Arc::new(parents.iter().cloned().collect::<HashSet<_>>())),
+                };
+                ask(feature, *sampling_rate, sampling)
+            }
+            Self::Bucket {
+                level,
+                levels,
+                branching,
+                range,
+                sampling_rate,
+            } => {
+                let shape = TreeShape::new(*branching, *levels)?;
+                if !(1..=*levels).contains(level) {
+                    return Err(AskError::Level {
+                        level: *level,
+                        levels: *levels,
+                    });
+                }
+                let feature = BucketOfLevel {
+                    shape,
+                    level: *level,
+                    range: value_range(*range)?,
+                };
+                ask(feature, *sampling_rate, sampling)
+            }
+            Self::Split {
+                threshold,
+                range,
+                sampling_rate,
+            } => {
+                let feature = SideOfSplit {
+                    threshold: *threshold,
+                    range: value_range(*range)?,
+                };
+                ask(feature, *sampling_rate, sampling)
+            }
+        }
+    }
+}
+
+/// The range a round's numbers lie in, if it gives one.
+fn value_range(range: Option<[f64; 2]>) -> Result<Option<ValueRange>, tally_core::Error> {
+    range
+        .map(|[min, max]| ValueRange::new(min, max))
+        .transpose()
+}
+
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
