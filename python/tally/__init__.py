@@ -15,6 +15,7 @@ from typing import Any
 
 from . import plan
 from ._input import column, numbers
+from ._keywords import calibration, hierarchy, trie
 from ._release import Release
 from ._tally import heavy_hitters as _heavy_hitters
 from ._tally import histogram as _histogram
@@ -59,13 +60,8 @@ def histogram(
         raise ValueError(f"mechanism {mechanism!r}: the package runs sample-threshold only")
     document = _histogram(
         column(items, "items"),
-        None if clients is None else column(clients, "clients"),
-        epsilon,
-        delta,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
+        _clients(clients),
+        calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
         seed,
         sampling_key,
         rows_as_clients,
@@ -102,17 +98,9 @@ def heavy_hitters(
         raise ValueError(f"algorithm {algorithm!r}: the package runs triehh++ only")
     document = _heavy_hitters(
         column(items, "items"),
-        None if clients is None else column(clients, "clients"),
-        epsilon,
-        delta,
-        levels,
-        segment,
-        restricted,
-        composition,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
+        _clients(clients),
+        calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
+        trie(levels, segment, restricted, composition),
         seed,
         rows_as_clients,
         description,
@@ -156,19 +144,11 @@ def quantiles(
     document = _quantiles(
         numbers(values),
         [float(q) for q in quantiles],
-        epsilon,
-        delta,
+        calibration(epsilon, delta, sampling_rate, threshold, analysis, neighbours),
+        hierarchy(branching, levels, consistent, composition),
         min,
         max,
         method,
-        branching,
-        levels,
-        consistent,
-        composition,
-        sampling_rate,
-        threshold,
-        analysis,
-        neighbours,
         seed,
         truth,
         description,
@@ -205,19 +185,16 @@ def range_count(
         numbers(values),
         lo,
         hi,
-        epsilon,
-        delta,
+        calibration(epsilon, delta, sampling_rate, threshold, analysis, neighbours),
+        hierarchy(branching, levels, consistent, composition),
         min,
         max,
-        branching,
-        levels,
-        consistent,
-        composition,
-        sampling_rate,
-        threshold,
-        analysis,
-        neighbours,
         seed,
         description,
     )
     return Release._from_json(document)
+
+
+def _clients(clients: Any) -> tuple[str, Any] | None:
+    """The column of client ids, if given."""
+    return None if clients is None else column(clients, "clients")

@@ -12,6 +12,7 @@ import secrets
 from typing import Any, Iterator
 
 from ._input import column
+from ._keywords import calibration, trie
 from ._release import Release
 from ._tally import keyed_coins as _keyed_coins
 from ._tally import keyed_counts_document as _keyed_counts_document
@@ -35,6 +36,30 @@ def _chosen_items(key: str, batch: Any) -> Any:
         key, column(batch.column(0), "clients"), offsets, column(lists.values, "items")
     )
     return lists.values.take(pa.array(rows))
+
+
+def _key(sampling_key: str | None) -> str:
+    """The sampling key: the one given, or a fresh secret one (never shown)."""
+    return sampling_key if sampling_key is not None else secrets.token_hex(32)
+
+
+def _client_ids(df: Any, client: str) -> Any:
+    """Column `client` as the `client` column the coins read. Integer ids stay integers (their
+    coins are those of their decimal form), anything else is compared as text; either way they
+    reach Rust as Arrow buffers, not Python objects."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    integral = isinstance(
+        df.schema[client].dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+    )
+    return F.col(client).cast("long" if integral else "string").alias("client")
+
+
+def _input(clients: int, client: str, rows_as_clients: bool) -> str:
+    """The document's `input` when no description is given."""
+    how = "one row per client" if rows_as_clients else f"one row per {client!r}"
+    return f"{clients} clients of a Spark DataFrame ({how}, keyed)"
 
 
 def histogram(
@@ -67,16 +92,11 @@ def histogram(
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    key = sampling_key if sampling_key is not None else secrets.token_hex(32)
-    rate, tau = _keyed_parameters(epsilon, delta, sampling_rate, threshold, method, neighbours)
-    # Integer ids stay integers (their coins are those of their decimal form), anything else
-    # is compared as text; either way they reach Rust as Arrow buffers, not Python objects.
-    integral = isinstance(
-        df.schema[client].dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
-    )
-    ids = F.col(client).cast("long" if integral else "string").alias("client")
+    key = _key(sampling_key)
+    calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    rate, tau = _keyed_parameters(calibrated)
     # Items keep their own type through the coins: only the sample is turned into text.
-    rows = df.select(ids, F.col(item).alias("item"))
+    rows = df.select(_client_ids(df, client), F.col(item).alias("item"))
     nulls = f"columns {client!r} and {item!r} may not hold nulls"
 
     def coins(batch: Any) -> Any:
@@ -138,18 +158,11 @@ def histogram(
         F.collect_list(F.when(released, F.struct("item", "count"))).alias("released"),
     ).collect()[0]
     clients = int((summary if rows_as_clients else distinct)["clients"] or 0)
-    counts = summary["released"]
-    how = "one row per client" if rows_as_clients else f"one row per {client!r}"
     document = _keyed_counts_document(
-        [(row["item"], int(row["count"])) for row in counts],
+        [(row["item"], int(row["count"])) for row in summary["released"]],
         clients,
-        epsilon,
-        delta,
-        description or f"{clients} clients of a Spark DataFrame ({how}, keyed)",
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
+        description or _input(clients, client, rows_as_clients),
+        calibrated,
     )
     return Release._from_json(document)
 
@@ -189,23 +202,11 @@ def heavy_hitters(
 
     if algorithm != "triehh++":
         raise ValueError(f"algorithm {algorithm!r}: tally.spark runs triehh++ only")
-    key = sampling_key if sampling_key is not None else secrets.token_hex(32)
-    trie = dict(
-        levels=levels,
-        segment=segment,
-        restricted=restricted,
-        composition=composition,
-        sampling_rate=sampling_rate,
-        threshold=threshold,
-        method=method,
-        neighbours=neighbours,
-    )
-    rate, tau = _keyed_triehh_parameters(epsilon, delta, **trie)
-    integral = isinstance(
-        df.schema[client].dataType, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)
-    )
-    ids = F.col(client).cast("long" if integral else "string").alias("client")
-    rows = df.select(ids, F.col(item).cast("string").alias("item"))
+    key = _key(sampling_key)
+    calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    shape = trie(levels, segment, restricted, composition)
+    rate, tau = _keyed_triehh_parameters(calibrated, shape)
+    rows = df.select(_client_ids(df, client), F.col(item).cast("string").alias("item"))
 
     def choose(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -265,13 +266,11 @@ def heavy_hitters(
                 break  # nothing left to extend: the run stops, as TrieHH++ does
     finally:
         words.unpersist()
-    how = "one row per client" if rows_as_clients else f"one row per {client!r}"
     document = _keyed_triehh_document(
         counted_levels,
         clients,
-        description or f"{clients} clients of a Spark DataFrame ({how}, keyed)",
-        epsilon,
-        delta,
-        **trie,
+        description or _input(clients, client, rows_as_clients),
+        calibrated,
+        shape,
     )
     return Release._from_json(document)

@@ -48,40 +48,72 @@ fn analysis_and_neighbours(method: &str, neighbours: &str) -> PyResult<(Analysis
     Ok((analysis, neighbours))
 }
 
-/// What the planner solves for, from the arguments given (as `tally histogram` reads them).
-fn release_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> PlanTarget {
-    match (sampling_rate, threshold) {
-        (Some(rate), _) => PlanTarget::SamplingRate(rate),
-        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
-        (None, None) => PlanTarget::MinReleasedCount,
+/// The keywords every sample-and-threshold release is calibrated from, handed over by the
+/// Python layer as one dict (`tally._keywords.calibration`): `method` is the privacy analysis.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Calibration {
+    epsilon: f64,
+    delta: f64,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    method: String,
+    neighbours: String,
+}
+
+impl Calibration {
+    /// What the planner solves for, from the arguments given (as `tally histogram` reads them).
+    fn target(&self) -> PlanTarget {
+        match (self.sampling_rate, self.threshold) {
+            (Some(rate), _) => PlanTarget::SamplingRate(rate),
+            (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+            (None, None) => PlanTarget::MinReleasedCount,
+        }
+    }
+
+    /// The parsed analysis and neighbour relation.
+    fn analysis_and_neighbours(&self) -> PyResult<(Analysis, Neighbours)> {
+        analysis_and_neighbours(&self.method, &self.neighbours)
     }
 }
 
-/// The arguments a sample-and-threshold mechanism is calibrated from, as given (floats by
-/// their bits): the key of [`calibrated`]'s cache.
+/// The keywords of a TrieHH++ run besides its calibration (`tally._keywords.trie`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct TrieShape {
+    levels: usize,
+    segment: usize,
+    restricted: bool,
+    composition: Option<String>,
+}
+
+/// The keywords of a hierarchical histogram of numbers besides its calibration
+/// (`tally._keywords.hierarchy`), shared by quantiles and range counts.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Hierarchy {
+    branching: u32,
+    levels: u32,
+    consistent: bool,
+    composition: Option<String>,
+}
+
+/// A calibration as given (floats by their bits), with `keyed`: the key of [`calibrated`]'s
+/// cache.
 type CalibrationKey = (u64, u64, Option<u64>, Option<u64>, String, String, bool);
 
 /// The mechanism `tally histogram` calibrates from these arguments (with `keyed`, for the rate
 /// a keyed coin uses). Calibrations are kept for the life of the process: planning costs
 /// milliseconds, a release over a large NumPy array little more.
-#[allow(clippy::too_many_arguments)] // the calibration arguments of `tally.histogram`
-fn calibrated(
-    epsilon: f64,
-    delta: f64,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
-    keyed: bool,
-) -> PyResult<SampleThreshold> {
+fn calibrated(calibration: &Calibration, keyed: bool) -> PyResult<SampleThreshold> {
     static CACHE: Mutex<Option<FxHashMap<CalibrationKey, SampleThreshold>>> = Mutex::new(None);
     let key = (
-        epsilon.to_bits(),
-        delta.to_bits(),
-        sampling_rate.map(f64::to_bits),
-        threshold,
-        method.to_owned(),
-        neighbours.to_owned(),
+        calibration.epsilon.to_bits(),
+        calibration.delta.to_bits(),
+        calibration.sampling_rate.map(f64::to_bits),
+        calibration.threshold,
+        calibration.method.clone(),
+        calibration.neighbours.clone(),
         keyed,
     );
     let cached = |cache: &Option<FxHashMap<_, SampleThreshold>>| {
@@ -91,14 +123,13 @@ fn calibrated(
     if let Some(mechanism) = cached(&CACHE.lock().unwrap_or_else(PoisonError::into_inner)) {
         return Ok(mechanism);
     }
-    let (analysis, parsed_neighbours) = analysis_and_neighbours(method, neighbours)?;
-    let target = release_target(sampling_rate, threshold);
+    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
     let mechanism = sample_threshold_release::calibrate(
-        epsilon,
-        delta,
-        target,
+        calibration.epsilon,
+        calibration.delta,
+        calibration.target(),
         analysis,
-        parsed_neighbours,
+        neighbours,
         keyed,
     )
     .map_err(value_error)?;
@@ -294,18 +325,12 @@ fn plan_triehh_plus(
 
 /// `tally histogram --json` with the sample-and-threshold mechanism.
 #[pyfunction]
-#[pyo3(signature = (items, clients, epsilon, delta, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, sampling_key=None, rows_as_clients=false, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
 fn histogram(
     py: Python<'_>,
     items: &Bound<'_, PyAny>,
     clients: Option<&Bound<'_, PyAny>>,
-    epsilon: f64,
-    delta: f64,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
+    calibration: Calibration,
     seed: Option<u64>,
     sampling_key: Option<&str>,
     rows_as_clients: bool,
@@ -315,15 +340,8 @@ fn histogram(
         .map(|key| SamplingKey::derive(key.as_bytes()))
         .transpose()
         .map_err(value_error)?;
-    let mechanism = calibrated(
-        epsilon,
-        delta,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-        key.is_some(),
-    )?;
+    let mechanism = calibrated(&calibration, key.is_some())?;
+    let delta = calibration.delta;
     let run_seed = seed.unwrap_or_else(random_seed);
     let description = description.unwrap_or_else(|| "items from Python".to_owned());
     let items = Column::extract(items)?;
@@ -417,38 +435,18 @@ fn histogram(
 
 /// `tally heavy-hitters --algorithm triehh++ --json`.
 #[pyfunction]
-#[pyo3(signature = (items, clients, epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, rows_as_clients=false, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
 fn heavy_hitters(
     py: Python<'_>,
     items: &Bound<'_, PyAny>,
     clients: Option<&Bound<'_, PyAny>>,
-    epsilon: f64,
-    delta: f64,
-    levels: usize,
-    segment: usize,
-    restricted: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
+    calibration: Calibration,
+    shape: TrieShape,
     seed: Option<u64>,
     rows_as_clients: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let settings = trie_settings(
-        epsilon,
-        delta,
-        levels,
-        segment,
-        restricted,
-        composition,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-    )?;
+    let settings = trie_settings(&calibration, &shape)?;
     let run_seed = seed.unwrap_or_else(random_seed);
     let items = Column::extract(items)?;
     let clients = clients.map(Column::extract).transpose()?;
@@ -475,58 +473,34 @@ fn heavy_hitters(
 }
 
 /// The options of `tally heavy-hitters --algorithm triehh++`, from keyword arguments.
-#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.heavy_hitters`
-fn trie_settings(
-    epsilon: f64,
-    delta: f64,
-    levels: usize,
-    segment: usize,
-    restricted: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
-) -> PyResult<TriePlusSettings> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+fn trie_settings(calibration: &Calibration, shape: &TrieShape) -> PyResult<TriePlusSettings> {
+    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
     Ok(TriePlusSettings {
-        epsilon,
-        delta,
-        levels,
-        segment,
-        restricted,
-        composition: round_composition(composition, neighbours)?,
-        target: release_target(sampling_rate, threshold),
+        epsilon: calibration.epsilon,
+        delta: calibration.delta,
+        levels: shape.levels,
+        segment: shape.segment,
+        restricted: shape.restricted,
+        composition: round_composition(shape.composition.as_deref(), neighbours)?,
+        target: calibration.target(),
         analysis,
         neighbours,
     })
 }
 
 /// The options `tally quantiles` and `tally range` share, from keyword arguments.
-#[allow(clippy::too_many_arguments)] // the shared keyword arguments
-fn values_settings(
-    epsilon: f64,
-    delta: f64,
-    branching: u32,
-    levels: u32,
-    consistent: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
-) -> PyResult<ValuesSettings> {
-    let (analysis, neighbours) = analysis_and_neighbours(method, neighbours)?;
+fn values_settings(calibration: &Calibration, hierarchy: &Hierarchy) -> PyResult<ValuesSettings> {
+    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
     Ok(ValuesSettings {
-        epsilon,
-        delta,
-        target: release_target(sampling_rate, threshold),
+        epsilon: calibration.epsilon,
+        delta: calibration.delta,
+        target: calibration.target(),
         analysis,
         neighbours,
-        composition: round_composition(composition, neighbours)?,
-        branching,
-        levels,
-        consistent,
+        composition: round_composition(hierarchy.composition.as_deref(), neighbours)?,
+        branching: hierarchy.branching,
+        levels: hierarchy.levels,
+        consistent: hierarchy.consistent,
     })
 }
 
@@ -606,25 +580,16 @@ impl From<PyErr> for Refused {
 
 /// `tally quantiles --json` with the sample-and-threshold mechanism.
 #[pyfunction]
-#[pyo3(signature = (values, quantiles, epsilon, delta, min=None, max=None, quantile_method="hierarchical", branching=4, levels=10, consistent=false, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, truth=false, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.quantiles`
 fn quantiles(
     py: Python<'_>,
     values: &Bound<'_, PyAny>,
     quantiles: Vec<f64>,
-    epsilon: f64,
-    delta: f64,
+    calibration: Calibration,
+    hierarchy: Hierarchy,
     min: Option<f64>,
     max: Option<f64>,
     quantile_method: &str,
-    branching: u32,
-    levels: u32,
-    consistent: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
     seed: Option<u64>,
     truth: bool,
     description: Option<String>,
@@ -638,18 +603,7 @@ fn quantiles(
             )));
         }
     };
-    let settings = values_settings(
-        epsilon,
-        delta,
-        branching,
-        levels,
-        consistent,
-        composition,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-    )?;
+    let settings = values_settings(&calibration, &hierarchy)?;
     let load = load_numbers(values, value_range(min, max)?, description)?;
     let run_seed = seed.unwrap_or_else(random_seed);
     let released = py.detach(|| {
@@ -669,40 +623,20 @@ fn quantiles(
 
 /// `tally range --json` with the sample-and-threshold mechanism.
 #[pyfunction]
-#[pyo3(signature = (values, lo, hi, epsilon, delta, min=None, max=None, branching=4, levels=10, consistent=false, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove", seed=None, description=None))]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.range_count`
 fn range_count(
     py: Python<'_>,
     values: &Bound<'_, PyAny>,
     lo: f64,
     hi: f64,
-    epsilon: f64,
-    delta: f64,
+    calibration: Calibration,
+    hierarchy: Hierarchy,
     min: Option<f64>,
     max: Option<f64>,
-    branching: u32,
-    levels: u32,
-    consistent: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
     seed: Option<u64>,
     description: Option<String>,
 ) -> PyResult<String> {
-    let settings = values_settings(
-        epsilon,
-        delta,
-        branching,
-        levels,
-        consistent,
-        composition,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-    )?;
+    let settings = values_settings(&calibration, &hierarchy)?;
     let range = value_range(min, max)?;
     let load = load_numbers(values, range, description)?;
     let run_seed = seed.unwrap_or_else(random_seed);
@@ -895,28 +829,16 @@ fn tsv_rows(clients: &[String], items: &[String]) -> PyResult<Vec<u8>> {
 
 /// The calibrated keyed rate and threshold of a keyed histogram: what Spark's tasks need.
 #[pyfunction]
-#[pyo3(signature = (epsilon, delta, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
-fn keyed_parameters(
-    epsilon: f64,
-    delta: f64,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
-) -> PyResult<(f64, u64)> {
-    let mechanism = calibrated(
-        epsilon,
-        delta,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-        true,
-    )?;
-    Ok((
+fn keyed_parameters(calibration: Calibration) -> PyResult<(f64, u64)> {
+    Ok(rate_and_threshold(&calibrated(&calibration, true)?))
+}
+
+/// A mechanism's sampling rate and threshold.
+fn rate_and_threshold(mechanism: &SampleThreshold) -> (f64, u64) {
+    (
         mechanism.params().sampling_rate(),
         mechanism.params().threshold(),
-    ))
+    )
 }
 
 /// Which clients of the column `clients` the keyed coin of `(key, rate)` samples in round 0,
@@ -989,33 +911,18 @@ fn keyed_rows<'py>(
 /// The document of a keyed histogram counted elsewhere (on Spark): `counts` are the sampled
 /// counts of the items that reached the threshold, `clients` the number of clients.
 #[pyfunction]
-#[pyo3(signature = (counts, clients, epsilon, delta, input, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
-#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.histogram`
 fn keyed_counts_document(
     counts: Vec<(String, u64)>,
     clients: u64,
-    epsilon: f64,
-    delta: f64,
     input: String,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
+    calibration: Calibration,
 ) -> PyResult<String> {
-    let mechanism = calibrated(
-        epsilon,
-        delta,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-        true,
-    )?;
+    let mechanism = calibrated(&calibration, true)?;
     let document = sample_threshold_release::from_counts(
         counts,
         &mechanism,
         clients,
-        delta,
+        calibration.delta,
         input,
         "spark (keyed)",
     );
@@ -1024,37 +931,10 @@ fn keyed_counts_document(
 
 /// The keyed per-level rate and threshold of a keyed TrieHH++ run: what Spark's tasks need.
 #[pyfunction]
-#[pyo3(signature = (epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
-#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.heavy_hitters`
-fn keyed_triehh_parameters(
-    epsilon: f64,
-    delta: f64,
-    levels: usize,
-    segment: usize,
-    restricted: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
-) -> PyResult<(f64, u64)> {
-    let settings = trie_settings(
-        epsilon,
-        delta,
-        levels,
-        segment,
-        restricted,
-        composition,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-    )?;
+fn keyed_triehh_parameters(calibration: Calibration, shape: TrieShape) -> PyResult<(f64, u64)> {
+    let settings = trie_settings(&calibration, &shape)?;
     let mechanism = per_level_mechanism(&settings, true).map_err(value_error)?;
-    Ok((
-        mechanism.params().sampling_rate(),
-        mechanism.params().threshold(),
-    ))
+    Ok(rate_and_threshold(&mechanism))
 }
 
 /// The prefixes clients report at level `level` of a keyed TrieHH++ run (`None` for a client
@@ -1102,35 +982,14 @@ fn keyed_prefixes(
 /// `l + 1`'s sampled counts of the prefixes that reached the threshold, `clients` the number of
 /// clients.
 #[pyfunction]
-#[pyo3(signature = (levels_counts, clients, input, epsilon, delta, levels=10, segment=1, restricted=true, composition=None, sampling_rate=None, threshold=None, method="tight", neighbours="add-remove"))]
-#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.heavy_hitters`
 fn keyed_triehh_document(
     levels_counts: Vec<Vec<(String, u64)>>,
     clients: u64,
     input: String,
-    epsilon: f64,
-    delta: f64,
-    levels: usize,
-    segment: usize,
-    restricted: bool,
-    composition: Option<&str>,
-    sampling_rate: Option<f64>,
-    threshold: Option<u64>,
-    method: &str,
-    neighbours: &str,
+    calibration: Calibration,
+    shape: TrieShape,
 ) -> PyResult<String> {
-    let settings = trie_settings(
-        epsilon,
-        delta,
-        levels,
-        segment,
-        restricted,
-        composition,
-        sampling_rate,
-        threshold,
-        method,
-        neighbours,
-    )?;
+    let settings = trie_settings(&calibration, &shape)?;
     let document =
         triehh_plus_keyed_counts(levels_counts, clients, &input, &settings).map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
