@@ -204,6 +204,16 @@ impl<'py> Column<'py> {
         Ok(texts)
     }
 
+    /// The values as bytes (see [`Self::for_each_bytes`]).
+    fn bytes(&self) -> PyResult<Vec<Vec<u8>>> {
+        let mut values = Vec::new();
+        self.for_each_bytes(|value| {
+            values.push(value.to_vec());
+            Ok(())
+        })?;
+        Ok(values)
+    }
+
     /// Calls `each` with every value as bytes, in order: a string's UTF-8 bytes, an integer's
     /// decimal form.
     fn for_each_bytes(&self, mut each: impl FnMut(&[u8]) -> PyResult<()>) -> PyResult<()> {
@@ -336,10 +346,7 @@ fn histogram(
     rows_as_clients: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let key = sampling_key
-        .map(|key| SamplingKey::derive(key.as_bytes()))
-        .transpose()
-        .map_err(value_error)?;
+    let key = sampling_key.map(derived_key).transpose()?;
     let mechanism = calibrated(&calibration, key.is_some())?;
     let delta = calibration.delta;
     let run_seed = seed.unwrap_or_else(random_seed);
@@ -841,6 +848,16 @@ fn rate_and_threshold(mechanism: &SampleThreshold) -> (f64, u64) {
     )
 }
 
+/// The sampling key derived from the text of `--sampling-key`.
+fn derived_key(key: &str) -> PyResult<SamplingKey> {
+    SamplingKey::derive(key.as_bytes()).map_err(value_error)
+}
+
+/// The keyed coin of `(key, rate)`.
+fn keyed_coin(key: &str, rate: f64) -> PyResult<KeyedCoin> {
+    KeyedCoin::new(derived_key(key)?, rate).map_err(value_error)
+}
+
 /// Which clients of the column `clients` the keyed coin of `(key, rate)` samples in round 0,
 /// as a NumPy boolean array.
 #[pyfunction]
@@ -850,8 +867,7 @@ fn keyed_coins<'py>(
     rate: f64,
     clients: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray1<bool>>> {
-    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
-    let coin = KeyedCoin::new(key, rate).map_err(value_error)?;
+    let coin = keyed_coin(key, rate)?;
     let mut heads = Vec::new();
     Column::extract(clients)?.for_each_bytes(|client| {
         heads.push(coin.flip(0, client));
@@ -871,16 +887,9 @@ fn keyed_rows<'py>(
     offsets: PyReadonlyArray1<'py, i64>,
     items: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
-    let collect = |column: &Bound<'py, PyAny>| -> PyResult<Vec<Vec<u8>>> {
-        let mut values = Vec::new();
-        Column::extract(column)?.for_each_bytes(|value| {
-            values.push(value.to_vec());
-            Ok(())
-        })?;
-        Ok(values)
-    };
-    let (clients, items) = (collect(clients)?, collect(items)?);
+    let key = derived_key(key)?;
+    let clients = Column::extract(clients)?.bytes()?;
+    let items = Column::extract(items)?.bytes()?;
     let offsets = offsets.as_slice().map_err(value_error)?;
     let chosen = py.detach(|| {
         if offsets.len() != clients.len() + 1 {
@@ -953,20 +962,15 @@ fn keyed_prefixes(
     clients: &Bound<'_, PyAny>,
     words: &Bound<'_, PyAny>,
 ) -> PyResult<Vec<Option<String>>> {
-    let key = SamplingKey::derive(key.as_bytes()).map_err(value_error)?;
-    let coin = KeyedCoin::new(key, rate).map_err(value_error)?;
+    let coin = keyed_coin(key, rate)?;
     let prefixes = PrefixRound {
         round: level,
         segment,
         live_parents: live.map(|live| Arc::new(live.into_iter().collect())),
     };
     let keyed = KeyedLevel::with_coin(coin, prefixes);
-    let (clients, words) = (Column::extract(clients)?, Column::extract(words)?.texts()?);
-    let mut ids = Vec::with_capacity(words.len());
-    clients.for_each_bytes(|client| {
-        ids.push(client.to_vec());
-        Ok(())
-    })?;
+    let ids = Column::extract(clients)?.bytes()?;
+    let words = Column::extract(words)?.texts()?;
     if ids.len() != words.len() {
         return Err(value_error("clients and words differ in length"));
     }
