@@ -1,7 +1,7 @@
 //! The registry of round kinds on the wire: how each kind of tally-core round is published as
 //! an [`Ask`], and how a device rebuilds the round from the [`Ask`] it reads. The server and
-//! the devices both go through here, so a round kind is registered once, in [`WireQuery`] and
-//! [`Ask::responder`].
+//! the devices both go through here, so a round kind is registered once, in [`PublishedQuery`] (for a
+//! sample-and-threshold round, its feature's [`WireQuery`]) and [`Ask::responder`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -25,6 +25,16 @@ impl From<Sampling> for CoinHolder {
     }
 }
 
+/// A round's query as the protocol publishes it: its [`Ask`], and why a report it does not
+/// admit is refused. Every kind of round the server opens implements it.
+pub trait PublishedQuery {
+    /// Why the server refuses a report this round does not admit.
+    const REFUSAL: ErrorCode;
+
+    /// The round's [`Ask`].
+    fn ask(&self) -> Ask;
+}
+
 /// A kind of sample-and-threshold round the protocol carries.
 pub trait WireQuery: ReportFeature {
     /// Why the server refuses a report of this kind that the round does not admit.
@@ -34,9 +44,12 @@ pub trait WireQuery: ReportFeature {
     fn ask(&self, sampling_rate: f64) -> Ask;
 }
 
-/// The [`Ask`] of a sample-and-threshold round's query.
-pub fn ask_of<F: WireQuery>(query: &SampleThresholdAsk<F>) -> Ask {
-    query.feature.ask(query.coin.sampling_rate())
+impl<F: WireQuery> PublishedQuery for SampleThresholdAsk<F> {
+    const REFUSAL: ErrorCode = F::REFUSAL;
+
+    fn ask(&self) -> Ask {
+        self.feature.ask(self.coin.sampling_rate())
+    }
 }
 
 impl WireQuery for WholeItem {

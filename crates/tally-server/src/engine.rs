@@ -8,8 +8,6 @@
 //! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
 //! release becomes the task's, and which document the finished task publishes.
 
-use std::fmt;
-
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
@@ -18,9 +16,9 @@ use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieH
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
-use tally_core::protocol::wire::{WireAggregator, WireCell, decode_cells, wire_aggregator};
+use tally_core::protocol::wire::{WireAggregator, WireCell, WireRelease, wire_aggregator};
 use tally_core::protocol::{
-    BucketOfLevel, DeviceInput, QuantileSearches, ReportFeature, SampleThresholdRound, SideOfSplit,
+    BucketOfLevel, DeviceQuery, QuantileSearches, RoundProtocol, SampleThresholdRound, SideOfSplit,
     SingleRound, ThresholdCell, WholeItem, WireReport,
 };
 use tally_core::quantiles::{
@@ -28,7 +26,7 @@ use tally_core::quantiles::{
     ThresholdQuery, TreeShape, ValueRange,
 };
 use tally_core::task::Task;
-use tally_messages::rounds::{WireQuery, ask_of};
+use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
     Ask, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem,
     Sampling, TaskKind, TaskSpec, round_composition,
@@ -278,34 +276,34 @@ trait FederatedTask: Send + Sync {
     fn clone_box(&self) -> Box<dyn FederatedTask>;
 }
 
-/// The report of a kind's rounds.
-type KeyOf<K> = <<K as Kind>::Feature as ReportFeature>::Key;
 /// The query of a kind's task.
 type QueryOf<K> = <<K as Kind>::Task as Task>::Query;
+/// What a round of a kind releases.
+type RoundReleaseOf<K> = <<K as Kind>::Round as RoundProtocol>::Release;
 
-/// A kind of task the server runs: its tally-core task, how each of its queries is a
-/// sample-and-threshold round, and the document it publishes.
+/// A kind of task the server runs: its tally-core task, the round each of its queries is
+/// (which brings its own aggregator and release rule), and the document it publishes.
 trait Kind: Clone + Send + Sync + 'static {
     /// The multi-round task.
     type Task: Task<Query: Clone + Send + Sync> + Clone + Send + Sync + 'static;
-    /// What a device reports in its rounds.
-    type Feature: WireQuery<Input: DeviceInput, Key: WireReport + Send + 'static>
-        + Clone
-        + Send
-        + Sync
-        + fmt::Debug
-        + 'static;
+    /// One round of the task, as the server holds it.
+    type Round: RoundProtocol<
+            Query: PublishedQuery + DeviceQuery<Report: WireReport> + Clone + Send + 'static,
+            Release: WireRelease,
+            Aggregator: Send + 'static,
+        >;
 
-    /// What a device reports for `query`.
-    fn feature(&self, query: &QueryOf<Self>) -> Self::Feature;
+    /// The round that asks `query`, its coins flipped as `sampling` says.
+    fn round(&self, query: &QueryOf<Self>, sampling: Sampling) -> Self::Round;
 
-    /// The mechanism whose release rule `query`'s aggregator applies.
-    fn mechanism(query: &QueryOf<Self>) -> &SampleThreshold;
+    /// The task's rounds as the ledger's tight accountant composes them, when the task runs
+    /// `rounds` rounds like the one asking `query`; `None` where they have no loss pair.
+    fn loss_rounds(query: &QueryOf<Self>, rounds: usize) -> Option<LossRounds>;
 
-    /// The round's released cells as the task's release.
+    /// The round's release as the task's.
     fn release(
         query: &QueryOf<Self>,
-        cells: Vec<ThresholdCell<KeyOf<Self>>>,
+        release: RoundReleaseOf<Self>,
     ) -> <Self::Task as Task>::Release;
 
     /// The document of the finished task, whose guarantee was `guarantee`.
@@ -327,15 +325,15 @@ struct Driven<K: Kind> {
     loss: Option<LossRounds>,
 }
 
-/// `task` of `kind` behind [`Engine`], with its guarantee; `rounds` is how many S&T rounds
-/// its guarantee composes (for the ledger).
+/// `task` of `kind` behind [`Engine`], with its guarantee; `rounds` is how many rounds its
+/// guarantee composes (for the ledger).
 fn driven<K: Kind>(kind: K, task: K::Task, rounds: usize) -> (Engine, Guarantee) {
     let guarantee = task.guarantee().clone();
     // The per-round mechanism is the first query's; every round of these tasks runs the same.
     let loss = task
         .clone()
         .next_query()
-        .and_then(|query| LossRounds::of(K::mechanism(&query), rounds));
+        .and_then(|query| K::loss_rounds(&query, rounds));
     let engine = Driven {
         kind,
         task,
@@ -371,21 +369,18 @@ impl<K: Kind> FederatedTask for Driven<K> {
 
     fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
         let query = self.current();
-        let round = SampleThresholdRound::new(
-            self.kind.feature(query),
-            K::mechanism(query).clone(),
-            sampling.into(),
-        );
+        let round = self.kind.round(query, sampling);
         OpenedRound {
-            ask: ask_of(tally_core::protocol::RoundProtocol::query(&round)),
+            ask: round.query().ask(),
             aggregator: wire_aggregator(&round, rng),
-            refusal: K::Feature::REFUSAL,
+            refusal: <K::Round as RoundProtocol>::Query::REFUSAL,
         }
     }
 
     fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
-        let cells = decode_cells(cells).map_err(|cell| format!("released cell {cell:?}"))?;
-        let release = K::release(self.current(), cells);
+        let release = RoundReleaseOf::<K>::from_cells(cells)
+            .map_err(|cell| format!("released cell {cell:?}"))?;
+        let release = K::release(self.current(), release);
         self.task.observe(release);
         Ok(())
     }
@@ -411,14 +406,14 @@ struct Histogram {
 
 impl Kind for Histogram {
     type Task = SingleRound<SampleThreshold, Vec<ThresholdCell<String>>>;
-    type Feature = WholeItem;
+    type Round = SampleThresholdRound<WholeItem>;
 
-    fn feature(&self, _: &SampleThreshold) -> WholeItem {
-        WholeItem
+    fn round(&self, query: &SampleThreshold, sampling: Sampling) -> Self::Round {
+        SampleThresholdRound::new(WholeItem, query.clone(), sampling.into())
     }
 
-    fn mechanism(query: &SampleThreshold) -> &SampleThreshold {
-        query
+    fn loss_rounds(query: &SampleThreshold, rounds: usize) -> Option<LossRounds> {
+        LossRounds::of(query, rounds)
     }
 
     fn release(
@@ -467,14 +462,15 @@ struct TriePlus {
 
 impl Kind for TriePlus {
     type Task = TrieHhPlus;
-    type Feature = PrefixRound;
+    type Round = SampleThresholdRound<PrefixRound>;
 
-    fn feature(&self, query: &TrieHhPlusQuery) -> PrefixRound {
-        query.prefixes.clone()
+    fn round(&self, query: &TrieHhPlusQuery, sampling: Sampling) -> Self::Round {
+        let prefixes = query.prefixes.clone();
+        SampleThresholdRound::new(prefixes, query.mechanism.clone(), sampling.into())
     }
 
-    fn mechanism(query: &TrieHhPlusQuery) -> &SampleThreshold {
-        &query.mechanism
+    fn loss_rounds(query: &TrieHhPlusQuery, rounds: usize) -> Option<LossRounds> {
+        LossRounds::of(&query.mechanism, rounds)
     }
 
     fn release(_: &TrieHhPlusQuery, cells: Vec<ThresholdCell<String>>) -> Vec<(String, u64, f64)> {
@@ -523,18 +519,19 @@ struct Hierarchical {
 
 impl Kind for Hierarchical {
     type Task = HierarchicalHistogram;
-    type Feature = BucketOfLevel;
+    type Round = SampleThresholdRound<BucketOfLevel>;
 
-    fn feature(&self, query: &LevelQuery) -> BucketOfLevel {
-        BucketOfLevel {
+    fn round(&self, query: &LevelQuery, sampling: Sampling) -> Self::Round {
+        let feature = BucketOfLevel {
             shape: query.shape,
             level: query.level,
             range: self.range,
-        }
+        };
+        SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
     }
 
-    fn mechanism(query: &LevelQuery) -> &SampleThreshold {
-        &query.mechanism
+    fn loss_rounds(query: &LevelQuery, rounds: usize) -> Option<LossRounds> {
+        LossRounds::of(&query.mechanism, rounds)
     }
 
     fn release(query: &LevelQuery, cells: Vec<ThresholdCell<u32>>) -> SampleThresholdRelease {
@@ -603,17 +600,18 @@ struct BinarySearch {
 
 impl Kind for BinarySearch {
     type Task = QuantileSearches;
-    type Feature = SideOfSplit;
+    type Round = SampleThresholdRound<SideOfSplit>;
 
-    fn feature(&self, query: &ThresholdQuery) -> SideOfSplit {
-        SideOfSplit {
+    fn round(&self, query: &ThresholdQuery, sampling: Sampling) -> Self::Round {
+        let feature = SideOfSplit {
             threshold: query.threshold,
             range: self.range,
-        }
+        };
+        SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
     }
 
-    fn mechanism(query: &ThresholdQuery) -> &SampleThreshold {
-        &query.mechanism
+    fn loss_rounds(query: &ThresholdQuery, rounds: usize) -> Option<LossRounds> {
+        LossRounds::of(&query.mechanism, rounds)
     }
 
     fn release(query: &ThresholdQuery, cells: Vec<ThresholdCell<u32>>) -> SampleThresholdRelease {

@@ -4,8 +4,8 @@
 //! Every report is decoded once, at the boundary, into the round's typed report
 //! ([`WireReport::decode`]) and checked by [`DeviceQuery::admits`]; one that does neither is
 //! refused ([`NotAdmitted`]), never dropped. A release leaves as [`WireCell`]s, its cells
-//! written in the same encoding, and a task reads them back with [`decode_cells`], which
-//! refuses any cell that is not the one spelling of a report.
+//! written in the same encoding ([`WireRelease`]), and a task reads them back with
+//! [`WireRelease::from_cells`], which refuses any cell that is not the one spelling of a report.
 
 use std::fmt;
 
@@ -76,30 +76,23 @@ pub trait WireAggregator: Send {
     fn release(self: Box<Self>) -> Vec<WireCell>;
 }
 
-/// A typed round's aggregator behind [`WireAggregator`].
-struct Admitting<Q, A> {
-    query: Q,
-    aggregator: A,
+/// A round's release as the server stores it: a list of [`WireCell`]s, read back strictly.
+pub trait WireRelease: Sized {
+    /// The release as cells, each report in its wire encoding.
+    fn into_cells(self) -> Vec<WireCell>;
+
+    /// The release `cells` spell.
+    ///
+    /// # Errors
+    ///
+    /// The report of the first cell that is not the one spelling of one of the round's
+    /// reports.
+    fn from_cells(cells: Vec<WireCell>) -> Result<Self, String>;
 }
 
-impl<Q, A, K> WireAggregator for Admitting<Q, A>
-where
-    Q: DeviceQuery<Report = K> + Send,
-    A: RoundAggregator<Report = K, Release = Vec<ThresholdCell<K>>> + Send,
-    K: WireReport,
-{
-    fn absorb(&mut self, report: String) -> Result<(), NotAdmitted> {
-        let report = K::decode(report)
-            .filter(|r| self.query.admits(r))
-            .ok_or(NotAdmitted)?;
-        self.aggregator.absorb(report);
-        Ok(())
-    }
-
-    fn release(self: Box<Self>) -> Vec<WireCell> {
-        self.aggregator
-            .release()
-            .into_iter()
+impl<K: WireReport> WireRelease for Vec<ThresholdCell<K>> {
+    fn into_cells(self) -> Vec<WireCell> {
+        self.into_iter()
             .map(|cell| ThresholdCell {
                 key: cell.key.encode(),
                 count: cell.count,
@@ -107,40 +100,58 @@ where
             })
             .collect()
     }
+
+    fn from_cells(cells: Vec<WireCell>) -> Result<Self, String> {
+        cells
+            .into_iter()
+            .map(|cell| {
+                let key = K::decode(cell.key.clone()).ok_or(cell.key)?;
+                Ok(ThresholdCell {
+                    key,
+                    count: cell.count,
+                    estimate: cell.estimate,
+                })
+            })
+            .collect()
+    }
+}
+
+/// A typed round's aggregator behind [`WireAggregator`].
+struct Admitting<Q, A> {
+    query: Q,
+    aggregator: A,
+}
+
+impl<Q, A> WireAggregator for Admitting<Q, A>
+where
+    Q: DeviceQuery<Report: WireReport> + Send,
+    A: RoundAggregator<Report = Q::Report, Release: WireRelease> + Send,
+{
+    fn absorb(&mut self, report: String) -> Result<(), NotAdmitted> {
+        let report = Q::Report::decode(report)
+            .filter(|r| self.query.admits(r))
+            .ok_or(NotAdmitted)?;
+        self.aggregator.absorb(report);
+        Ok(())
+    }
+
+    fn release(self: Box<Self>) -> Vec<WireCell> {
+        self.aggregator.release().into_cells()
+    }
 }
 
 /// An empty aggregator of `round` behind [`WireAggregator`], drawing its secret coins from
 /// `rng`.
-pub fn wire_aggregator<P, K>(round: &P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
+pub fn wire_aggregator<P>(round: &P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
 where
-    P: RoundProtocol<Release = Vec<ThresholdCell<K>>>,
-    P::Query: DeviceQuery<Report = K> + Clone + Send + 'static,
+    P: RoundProtocol<Query: DeviceQuery<Report: WireReport> + Clone + Send + 'static>,
+    P::Release: WireRelease,
     P::Aggregator: Send + 'static,
-    K: WireReport + 'static,
 {
     Box::new(Admitting {
         query: round.query().clone(),
         aggregator: round.aggregator(rng),
     })
-}
-
-/// The cells of a release read back into the round's reports.
-///
-/// # Errors
-///
-/// The first cell whose report is not the one spelling of a `K`.
-pub fn decode_cells<K: WireReport>(cells: Vec<WireCell>) -> Result<Vec<ThresholdCell<K>>, String> {
-    cells
-        .into_iter()
-        .map(|cell| {
-            let key = K::decode(cell.key.clone()).ok_or(cell.key)?;
-            Ok(ThresholdCell {
-                key,
-                count: cell.count,
-                estimate: cell.estimate,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -181,7 +192,10 @@ mod tests {
         }
         let cells = aggregator.release();
         assert_eq!(cells.len(), 1);
-        assert_eq!(decode_cells::<u32>(cells).unwrap()[0].key, 3);
+        assert_eq!(
+            Vec::<ThresholdCell<u32>>::from_cells(cells).unwrap()[0].key,
+            3
+        );
     }
 
     #[test]
@@ -211,7 +225,7 @@ mod tests {
             estimate: 2.0,
         };
         assert_eq!(
-            decode_cells::<u32>(vec![cell("1"), cell("01")]),
+            Vec::<ThresholdCell<u32>>::from_cells(vec![cell("1"), cell("01")]),
             Err("01".to_owned())
         );
     }
