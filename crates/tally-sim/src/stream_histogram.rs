@@ -157,6 +157,14 @@ impl ItemCounts {
         }
     }
 
+    /// Counts one more client holding `item`.
+    pub(crate) fn add_text(&mut self, item: Text) {
+        match item {
+            Text::Short(key) => *self.short.entry(key).or_insert(0) += 1,
+            Text::Long(item) => *self.long.entry(item).or_insert(0) += 1,
+        }
+    }
+
     /// Adds another part's counts.
     pub(crate) fn merge(&mut self, other: Self) {
         for (key, count) in other.short {
