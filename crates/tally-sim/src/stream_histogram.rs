@@ -160,7 +160,12 @@ impl ItemCounts {
     /// Counts one more client holding `item`.
     pub(crate) fn add_text(&mut self, item: Text) {
         match item {
-            Text::Short(key) => *self.short.entry(key).or_insert(0) += 1,
+            Text::Short([low, high]) => {
+                *self
+                    .short
+                    .entry(u128::from(high) << 64 | u128::from(low))
+                    .or_insert(0) += 1;
+            }
             Text::Long(item) => *self.long.entry(item).or_insert(0) += 1,
         }
     }
@@ -180,7 +185,7 @@ impl ItemCounts {
         let mut items: Vec<(String, u64)> = self
             .short
             .into_iter()
-            .map(|(key, count)| (Text::Short(key).into_string(), count))
+            .map(|(key, count)| (Text::from_packed(key).into_string(), count))
             .chain(
                 self.long
                     .into_iter()
