@@ -8,14 +8,19 @@
 //! uniform 64-bit words, read from the ChaCha12 stream of its chunk at a position fixed by
 //! its place in the chunk) and each client keeps its row of least priority. Keeping the least
 //! is associative and commutative, so threads merge their clients in any order and the
-//! choice depends only on the file and the seed; memory holds one entry per distinct client,
-//! not per row. The chosen clients are then put in file order (of their chosen rows) and
-//! sampled.
+//! choice depends only on the file and the seed. The chosen clients of each partition (below)
+//! are then put in the file order of their chosen rows and draw their coins from the
+//! partition's own stream of the sampling, the partitions in parallel: every client still
+//! gets one independent coin, so the law is that of sampling the clients in any fixed order.
 //!
 //! Clients live in [`PARTITIONS`] maps by their hash, shared by the threads: a chunk's rows
-//! are first bucketed by partition, then each bucket is merged into its map under the map's
-//! lock. Each merge touches one small map, which stays in cache, rather than one map of every
-//! client per thread.
+//! are first bucketed by partition (as their client, priority and the offset of their item,
+//! which is read only if the row is kept), then each bucket is merged into its map under the
+//! map's lock. Threads start at different maps and pass over busy ones, so they do not queue.
+//!
+//! Memory holds one entry per distinct client (a 24-byte key and a 48-byte choice, in hash
+//! maps), the row buckets of the chunks being merged (48 bytes a row) and a few chunks, not
+//! one entry per row: about 231 MB for 10^6 clients with 10 rows each.
 
 use std::collections::HashMap;
 use std::hash::BuildHasher;
