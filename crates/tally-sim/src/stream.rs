@@ -162,10 +162,13 @@ pub(crate) struct Chunk {
 impl Chunk {
     /// The chunk's lines, or the 0-based number of its first line that is not UTF-8.
     pub(crate) fn lines(&self) -> Result<Lines<'_>, u64> {
-        match std::str::from_utf8(&self.bytes) {
-            Ok(text) => Ok(self.lines_of(text)),
-            Err(error) => Err(count_lines(&self.bytes[..error.valid_up_to()])),
-        }
+        self.text().map(|text| self.lines_of(text))
+    }
+
+    /// The chunk's text, or the 0-based number of its first line that is not UTF-8.
+    pub(crate) fn text(&self) -> Result<&str, u64> {
+        std::str::from_utf8(&self.bytes)
+            .map_err(|error| count_lines(&self.bytes[..error.valid_up_to()]))
     }
 
     /// The chunk's lines up to its first line that is not UTF-8, and that line's 0-based
@@ -183,7 +186,8 @@ impl Chunk {
         }
     }
 
-    fn lines_of<'a>(&self, text: &'a str) -> Lines<'a> {
+    /// The lines of `text`, which is [`Chunk::text`].
+    pub(crate) fn lines_of<'a>(&self, text: &'a str) -> Lines<'a> {
         Lines {
             text,
             start: 0,

@@ -25,7 +25,8 @@ use crate::stream_tsv::tsv_clients;
 use crate::text::{Text, pack};
 
 /// How the streaming path decides which clients are sampled: one [`LineCoins`] per chunk of
-/// the input, asked once for every client (non-blank line) of the chunk, in order.
+/// the input, asked once for every client (non-blank line) of the chunk, in order (or, for
+/// client-level TSV, one per partition of the clients; see [`stream_sample_threshold`]).
 ///
 /// An implementation must make the coins of different clients independent with the same
 /// probability, the sampling rate of the mechanism it is used with, or the mechanism's privacy
@@ -157,6 +158,19 @@ impl ItemCounts {
         }
     }
 
+    /// Counts one more client holding `item`.
+    pub(crate) fn add_text(&mut self, item: Text) {
+        match item {
+            Text::Short([low, high]) => {
+                *self
+                    .short
+                    .entry(u128::from(high) << 64 | u128::from(low))
+                    .or_insert(0) += 1;
+            }
+            Text::Long(item) => *self.long.entry(item).or_insert(0) += 1,
+        }
+    }
+
     /// Adds another part's counts.
     pub(crate) fn merge(&mut self, other: Self) {
         for (key, count) in other.short {
@@ -172,7 +186,7 @@ impl ItemCounts {
         let mut items: Vec<(String, u64)> = self
             .short
             .into_iter()
-            .map(|(key, count)| (Text::Short(key).into_string(), count))
+            .map(|(key, count)| (Text::from_packed(key).into_string(), count))
             .chain(
                 self.long
                     .into_iter()
@@ -212,8 +226,10 @@ pub enum StreamFormat {
 /// as [`crate::run_sample_threshold`]'s over the loaded population; it is a function of the
 /// file's bytes, the format, the mechanism and the seeds only. Lines and rows as clients draw
 /// the coins of chunk `i` of the input from `sampling.coins(i)`; client-level TSV first
-/// chooses every client's row (exactly uniformly, seeded by the mode's seed), then draws the
-/// coins of the clients, in the file order of their chosen rows, from `sampling.coins(0)`.
+/// chooses every client's row (exactly uniformly, seeded by the mode's seed), then splits the
+/// clients into 256 partitions by a fixed hash of their `client_id`, and the clients of
+/// partition `p`, in the file order of their chosen rows, draw the coins of
+/// `sampling.coins(p)`.
 ///
 /// # Errors
 ///

@@ -1,25 +1,33 @@
 //! Item and client texts as hash keys: short ones packed into an integer.
 
 /// A text as a hash key: shorter than 16 bytes (most words and ids), its bytes and length
-/// packed into a `u128`, so hashing and comparing it touch one integer; else the text.
+/// packed into two words (a [`pack`]ed `u128`, held as words so that a `Text` takes 24
+/// bytes rather than the 32 a `u128`'s alignment would make it), so hashing and comparing
+/// it touch two integers; else the text.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Text {
-    /// A text of fewer than 16 bytes, as [`pack`] packs it.
-    Short(u128),
+    /// A text of fewer than 16 bytes, as [`pack`] packs it: low word, high word.
+    Short([u64; 2]),
     /// A longer text.
     Long(Box<str>),
 }
 
 impl Text {
     pub(crate) fn new(text: &str) -> Self {
-        pack(text).map_or_else(|| Self::Long(text.into()), Self::Short)
+        pack(text).map_or_else(|| Self::Long(text.into()), Self::from_packed)
+    }
+
+    /// The short text [`pack`] packed into `key`.
+    pub(crate) fn from_packed(key: u128) -> Self {
+        // The casts keep the low and the high 64 bits, as meant.
+        Self::Short([key as u64, (key >> 64) as u64])
     }
 
     /// Calls `f` with the text.
     pub(crate) fn with_str<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         match self {
-            Self::Short(key) => {
-                let key = key.to_le_bytes();
+            Self::Short([low, high]) => {
+                let key = (u128::from(*high) << 64 | u128::from(*low)).to_le_bytes();
                 // Unwrap safety: the bytes were a whole &str.
                 f(std::str::from_utf8(&key[..usize::from(key[15])]).expect("UTF-8 text"))
             }
@@ -82,8 +90,9 @@ mod tests {
         }
         assert_eq!(
             Text::new("fifteen bytes!!"),
-            Text::Short(pack("fifteen bytes!!").unwrap())
+            Text::from_packed(pack("fifteen bytes!!").unwrap())
         );
+        assert_eq!(size_of::<Text>(), 24);
         assert!(matches!(Text::new("sixteen bytes!!!"), Text::Long(_)));
         assert_ne!(Text::new("a"), Text::new("a\0"));
     }

@@ -261,6 +261,67 @@ fn stat_client_level_streaming_has_the_law_of_loading() {
     }
 }
 
+/// The released count of `a` in `runs` client-level rounds of `release` (seeded 0..runs),
+/// by count.
+fn law_of_a(runs: u64, release: impl Fn(u64) -> Option<u64>) -> Vec<u64> {
+    let mut law = vec![0u64; 401];
+    for seed in 0..runs {
+        law[release(seed).map_or(0, |count| count as usize)] += 1;
+    }
+    law
+}
+
+#[test]
+fn stat_partitioned_client_level_streaming_is_equal_in_law_to_loading() {
+    // 400 clients spread over the client maps: 300 hold a and b (a chosen with probability
+    // 1/2), 100 hold b, b, c. a's released count is Bin(300, p/2) (τ = 2 is passed always).
+    let mut rows: Vec<&[&str]> = vec![&["a", "b"]; 300];
+    rows.extend(vec![&["b", "b", "c"][..]; 100]);
+    let file = write_tsv(&rows);
+    let streamed = |rate: f64| {
+        let st = mechanism(rate, 2);
+        law_of_a(2_000, |seed| {
+            let mode = ClientMode::ClientLevel { seed };
+            let release = stream_sample_threshold(
+                file.path(),
+                StreamFormat::Tsv(mode),
+                &st,
+                &PoissonLines::new(&st, seed),
+                &no_progress,
+            )
+            .unwrap();
+            assert_eq!(release.clients, 400);
+            release
+                .release
+                .items
+                .iter()
+                .find(|cell| release.names[cell.item as usize] == "a")
+                .map(|cell| cell.count)
+        })
+    };
+    let st = mechanism(0.5, 2);
+    let loaded = law_of_a(2_000, |seed| {
+        let population =
+            Population::from_tsv_file(file.path(), ClientMode::ClientLevel { seed }).unwrap();
+        let release = run_sample_threshold(&population, &st, ExecutionPath::GapSkipping, seed);
+        release
+            .items
+            .iter()
+            .find(|cell| population.item_name(cell.item).unwrap().as_ref() == "a")
+            .map(|cell| cell.count)
+    });
+    stats::assert_same_distribution("a, streamed vs loaded", &streamed(0.5), &loaded);
+    // The test has power: a sampling rate 10% too high is caught.
+    let mutant = streamed(0.55);
+    let caught = std::panic::catch_unwind(|| {
+        stats::assert_same_distribution("a, mutant vs loaded", &mutant, &loaded);
+    });
+    assert!(
+        caught.is_err(),
+        "the mutant's law passed as the loaded one's"
+    );
+}
+
 #[test]
 fn rows_as_clients_streaming_samples_each_row() {
     let rows: Vec<&[&str]> = vec![&["a", "a", "b"], &["a"], &["a", "c"]];
