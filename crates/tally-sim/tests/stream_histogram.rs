@@ -13,8 +13,8 @@ use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
 use tally_core::histogram::SampleThreshold;
 use tally_sim::{
-    ClientMode, ExecutionPath, PoissonLines, Population, StreamFormat, run_sample_threshold,
-    stream_sample_threshold,
+    ClientMode, ExecutionPath, PoissonLines, Population, StreamFormat, StreamedRelease,
+    run_sample_threshold, stream_sample_threshold,
 };
 
 fn mechanism(rate: f64, threshold: u64) -> SampleThreshold {
@@ -223,14 +223,7 @@ fn stat_client_level_streaming_has_the_law_of_loading() {
     let mut observed = vec![vec![vec![0u64; 25]; 2]; 2];
     for seed in 0..runs {
         let mode = ClientMode::ClientLevel { seed };
-        let streamed = stream_sample_threshold(
-            file.path(),
-            StreamFormat::Tsv(mode),
-            &st,
-            &PoissonLines::new(&st, seed),
-            &no_progress,
-        )
-        .unwrap();
+        let streamed = stream_client_level(file.path(), &st, seed);
         assert_eq!(streamed.clients, 24);
         for cell in &streamed.release.items {
             match streamed.names[cell.item as usize].as_str() {
@@ -261,6 +254,19 @@ fn stat_client_level_streaming_has_the_law_of_loading() {
     }
 }
 
+/// The release of `st` streamed from the TSV file at `path`, one row chosen per client, seeded
+/// with `seed`.
+fn stream_client_level(path: &std::path::Path, st: &SampleThreshold, seed: u64) -> StreamedRelease {
+    stream_sample_threshold(
+        path,
+        StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
+        st,
+        &PoissonLines::new(st, seed),
+        &no_progress,
+    )
+    .unwrap()
+}
+
 /// The released count of `a` in `runs` client-level rounds of `release` (seeded 0..runs),
 /// by count.
 fn law_of_a(runs: u64, release: impl Fn(u64) -> Option<u64>) -> Vec<u64> {
@@ -281,15 +287,7 @@ fn stat_partitioned_client_level_streaming_is_equal_in_law_to_loading() {
     let streamed = |rate: f64| {
         let st = mechanism(rate, 2);
         law_of_a(2_000, |seed| {
-            let mode = ClientMode::ClientLevel { seed };
-            let release = stream_sample_threshold(
-                file.path(),
-                StreamFormat::Tsv(mode),
-                &st,
-                &PoissonLines::new(&st, seed),
-                &no_progress,
-            )
-            .unwrap();
+            let release = stream_client_level(file.path(), &st, seed);
             assert_eq!(release.clients, 400);
             release
                 .release
