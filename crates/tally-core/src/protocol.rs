@@ -33,6 +33,7 @@
 //! [`RoundAggregator::release`]).
 
 mod features;
+mod fixed_batch;
 mod searches;
 mod single_round;
 mod threshold_round;
@@ -43,6 +44,7 @@ use rand_chacha::ChaCha20Rng;
 pub use tally_accounting::TrustModel;
 
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
+pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use searches::QuantileSearches;
 pub use single_round::SingleRound;
 pub use threshold_round::{

@@ -55,7 +55,7 @@ impl AggregatorCoins {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tally_accounting::Neighbours;
     use tally_accounting::numeric::ln_binomial_pmf;
     use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
@@ -152,7 +152,7 @@ mod tests {
 
     /// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its
     /// mass, from the exact pmf.
-    fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
+    pub(crate) fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
         let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
         let mut lo = 0;
         let mut below = 0.0;

@@ -6,7 +6,10 @@
 //!
 //! This file is the server's registration point: [`Engine::build`] maps each [`TaskKind`] to
 //! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
-//! release becomes the task's, and which document the finished task publishes.
+//! release becomes the task's, and which document the finished task publishes. Kinds that
+//! are not sample-and-threshold rounds live in their own files below ([`triehh`]).
+
+mod triehh;
 
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
@@ -223,6 +226,11 @@ impl Engine {
                     }
                 }
             }
+            TaskKind::Triehh {
+                levels,
+                segment,
+                beam,
+            } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
         }
     }
 
