@@ -35,6 +35,7 @@
 mod features;
 mod fixed_batch;
 mod searches;
+mod shuffled;
 mod single_round;
 mod threshold_round;
 pub mod wire;
@@ -46,6 +47,7 @@ pub use tally_accounting::TrustModel;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use searches::QuantileSearches;
+pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;
 pub use threshold_round::{
     CoinHolder, ReportFeature, SampleThresholdAsk, SampleThresholdCells, SampleThresholdRound,

@@ -5,8 +5,10 @@
 //! [`tally_core::protocol::wire::WireAggregator`]: reports are decoded and admitted, interned
 //! to ids and counted by tally-core's sample-and-threshold aggregator; the only way out is its
 //! release, which applies the mechanism's release rule (the threshold). Nothing there
-//! implements `Debug` or serialization, and nothing there is ever written to disk. This module
-//! gives each round its secret coins.
+//! implements `Debug` or serialization, and nothing there is ever written to disk. A round
+//! whose guarantee trusts a shuffler gets its aggregator behind [`crate::shuffler`], which
+//! holds the reports without identity and feeds them in a uniformly random order at close.
+//! This module gives each round its secret coins.
 //!
 //! # Privacy
 //!
