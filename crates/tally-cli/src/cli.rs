@@ -293,9 +293,10 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TaskCommand {
-    /// Create a task: a sample-and-threshold histogram, TrieHH++ heavy hitters, or quantiles
-    /// from a hierarchical histogram or by binary search, over a population's devices.
-    Create(TaskCreateArgs),
+    /// Create a task: a sample-and-threshold histogram, TrieHH++ or TrieHH heavy hitters, or
+    /// quantiles from a hierarchical histogram or by binary search, over a population's
+    /// devices.
+    Create(Box<TaskCreateArgs>),
     /// List every task.
     List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
@@ -333,6 +334,11 @@ pub(crate) enum TaskAlgorithm {
     /// Quantiles of the devices' numbers by one binary search per quantile, --levels S&T
     /// rounds of two buckets each (--quantiles, --levels, --min/--max, --composition).
     BinarySearchQuantiles,
+    /// TrieHH heavy hitters: each round the aggregator keeps a fixed-size batch of devices'
+    /// votes, drawn without replacement, and accepts the prefixes with enough votes; θ and m
+    /// from (ε, δ) over --expected-population devices, replace-one neighbours (--levels,
+    /// --segment, --beam).
+    Triehh,
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
@@ -381,6 +387,9 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
+    /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
+    #[arg(long)]
+    pub(crate) beam: Option<u32>,
     /// TrieHH++ and quantiles: how the levels' guarantees compose [default: tight for
     /// add-remove neighbours, basic for replace-one].
     #[arg(long, value_enum)]

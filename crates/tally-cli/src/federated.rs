@@ -120,6 +120,9 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         args.composition,
         args.privacy.neighbours.into(),
     ));
+    if args.beam.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Triehh) {
+        bail!("--beam applies to --algorithm triehh only");
+    }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
         (Some(HistogramMechanism::SampleThreshold), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
@@ -156,6 +159,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             refuse_options(args, &TREE_OPTIONS, "--algorithm binary-search-quantiles")?;
             quantile_kind(args, algorithm, composition)?
         }
+        (None, Some(TaskAlgorithm::Triehh)) => triehh_kind(args)?,
         // Unwrap safety: clap requires exactly one of the two.
         (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
     };
@@ -241,6 +245,27 @@ fn refuse_options(args: &TaskCreateArgs, options: &[GivenOption], kind: &str) ->
         bail!("{name} does not apply to {kind}");
     }
     Ok(())
+}
+
+/// A TrieHH task from the arguments: the offline command's options (`θ` and `m` are
+/// calibrated by the server from the privacy target).
+fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
+    refuse_options(args, &QUANTILE_OPTIONS, "--algorithm triehh")?;
+    refuse_options(args, &PREFIX_OPTIONS[1..], "--algorithm triehh")?;
+    if args.sampling_rate.is_some() || args.threshold.is_some() || args.composition.is_some() {
+        bail!(
+            "TrieHH calibrates its own threshold and batch size from (ε, δ) and composes its \
+             rounds by its theorem: --sampling-rate, --threshold and --composition do not apply"
+        );
+    }
+    if Neighbours::from(args.privacy.neighbours) != Neighbours::ReplaceOne {
+        bail!("TrieHH's guarantee is for replace-one neighbours: give --neighbours replace-one");
+    }
+    Ok(TaskKind::Triehh {
+        levels: args.levels.unwrap_or(DEFAULT_LEVELS),
+        segment: args.segment.unwrap_or(1),
+        beam: args.beam,
+    })
 }
 
 /// A quantile task of `algorithm` from the arguments.
@@ -516,6 +541,7 @@ fn kind_name(kind: &TaskKind) -> &'static str {
         TaskKind::Histogram { .. } => "sample-threshold",
         TaskKind::HeavyHitters { .. } => "triehh++",
         TaskKind::Quantiles { .. } => "quantiles",
+        TaskKind::Triehh { .. } => "triehh",
     }
 }
 
@@ -584,6 +610,15 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
                 fixed(*sampling_rate, *threshold)
             )
         }
+        TaskKind::Triehh {
+            levels,
+            segment,
+            beam,
+        } => format!(
+            "triehh heavy hitters, {levels} rounds of {segment} character(s), fixed-size \
+             batches drawn by the aggregator{}",
+            beam.map_or_else(String::new, |b| format!(", beam {b}"))
+        ),
     }
 }
 
@@ -603,6 +638,7 @@ fn rounds_of(kind: &TaskKind) -> u32 {
             quantiles,
             ..
         } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
+        TaskKind::Triehh { levels, .. } => *levels,
     }
 }
 

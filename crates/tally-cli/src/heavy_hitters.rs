@@ -18,6 +18,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
 use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
+use tally_server::document;
 use tally_sim::{
     CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
     english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
@@ -77,48 +78,8 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             ));
             let output = run_triehh_counted(&counted, task, seed);
             drop(stage);
-            let items: Vec<ReleasedItem> = output
-                .words
-                .iter()
-                .map(|word| ReleasedItem {
-                    item: word.clone(),
-                    count: None,
-                    estimate: None,
-                })
-                .collect();
-            let trie = output
-                .accepted
-                .iter()
-                .zip(1..)
-                .flat_map(|(prefixes, level)| {
-                    prefixes.iter().map(move |p| TrieNodeBody {
-                        prefix: p.clone(),
-                        level,
-                        count: None,
-                        estimate: None,
-                    })
-                })
-                .collect();
-            let config = &output.config;
-            let release = HeavyHittersRelease {
-                mechanism: "triehh".to_owned(),
-                parameters: json!({
-                    "rounds": config.rounds,
-                    "rounds_run": output.rounds_run,
-                    "segment": config.segment,
-                    "threshold": config.threshold,
-                    "batch_size": config.batch_size,
-                    "beam": config.beam,
-                    "population": counted.clients(),
-                }),
-                guarantee: GuaranteeBody::from(&output.guarantee),
-                input: counted.description().to_owned(),
-                found_items: items.len(),
-                items,
-                trie: Some(trie),
-                truth: None,
-                seed: args.release.seed,
-            };
+            let release =
+                document::triehh(&output, counted.description().to_owned(), args.release.seed);
             (population, release)
         }
         Algorithm::SingleRound => {

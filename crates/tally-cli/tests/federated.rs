@@ -490,6 +490,55 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
     assert_eq!(released(&again), released(&release));
 }
 
+/// TrieHH over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a fleet
+/// against a server whose aggregator's coins are seeded: the document `tally task result`
+/// prints has the words, prefix tree, parameters and guarantee of `tally heavy-hitters
+/// --algorithm triehh` over the same words. (The batches are drawn by different coins, so the
+/// runs agree in distribution, tested in the server's `engine::triehh` tests; with these
+/// counts every frequent prefix gets far more than `θ` votes in either run.)
+#[test]
+fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
+    let server = Server::start_seeded(15);
+    let analyst = &server.analyst;
+    let mut words = String::new();
+    for (word, holders) in [("the", 900), ("and", 700), ("to", 500), ("rare", 3)] {
+        for _ in 0..holders {
+            words.push_str(word);
+            words.push('\n');
+        }
+    }
+    let file = temp_file("words.txt", words.as_bytes());
+    let privacy = "--epsilon 4 --delta 1e-6 --levels 5 --neighbours replace-one";
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --algorithm triehh {privacy} --population words \
+         --expected-population 2103 --min-cohort 100 --json"
+    )));
+    assert!(matches!(info.spec.kind, TaskKind::Triehh { levels: 5, .. }));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --batch 500 --json",
+        server.devices["words"],
+        file.display()
+    ));
+    let rounds = report["rounds"].as_array().unwrap();
+    // Every device casts a ballot every round, voters or not.
+    assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
+    let federated: HeavyHittersRelease =
+        parse(json(&format!("task result {analyst} {} --json", info.id)));
+    let simulated: HeavyHittersRelease = parse(json(&format!(
+        "heavy-hitters --algorithm triehh {privacy} --input {} --seed 3 --json",
+        file.display()
+    )));
+    let found: Vec<&str> = federated.items.iter().map(|i| i.item.as_str()).collect();
+    assert_eq!(found, ["and", "the", "to"]);
+    assert_eq!(rounds.len(), federated.parameters["rounds_run"]);
+    let released = |r: &HeavyHittersRelease| {
+        serde_json::to_value((&r.mechanism, &r.items, &r.trie, &r.parameters, &r.guarantee))
+            .unwrap()
+    };
+    assert_eq!(released(&federated), released(&simulated));
+    assert_eq!(info.guarantee, federated.guarantee);
+}
+
 #[test]
 fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters() {
     let server = Server::start();
@@ -683,13 +732,33 @@ fn federated_commands_explain_what_is_wrong() {
     assert!(error.contains("sample-threshold"), "{error}");
     // An algorithm the runtime does not run: the parser lists the ones it does.
     let output = tally(
-        "task create --server http://127.0.0.1:9 --algorithm triehh --epsilon 1 --delta 1e-6 \
-         --population p --expected-population 10",
+        "task create --server http://127.0.0.1:9 --algorithm opt-prefix-tree --epsilon 1 \
+         --delta 1e-6 --population p --expected-population 10",
     );
     let error = String::from_utf8(output.stderr).unwrap();
     assert!(!output.status.success());
     assert!(
-        error.contains("triehh++, hierarchical-quantiles, binary-search-quantiles"),
+        error.contains("triehh++, hierarchical-quantiles, binary-search-quantiles, triehh"),
+        "{error}"
+    );
+    // TrieHH's guarantee is for replace-one neighbours, its batch and threshold calibrated.
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm triehh --epsilon 1 --delta 1e-6 \
+         --population p --expected-population 10",
+    );
+    assert!(error.contains("--neighbours replace-one"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm triehh --threshold 5 \
+         --neighbours replace-one --epsilon 1 --delta 1e-6 --population p \
+         --expected-population 10",
+    );
+    assert!(error.contains("calibrates its own threshold"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm triehh++ --beam 2 --epsilon 1 \
+         --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(
+        error.contains("--beam applies to --algorithm triehh only"),
         "{error}"
     );
     let error = failure(

@@ -33,7 +33,9 @@
 //! [`RoundAggregator::release`]).
 
 mod features;
+mod fixed_batch;
 mod searches;
+mod shuffled;
 mod single_round;
 mod threshold_round;
 pub mod wire;
@@ -43,7 +45,9 @@ use rand_chacha::ChaCha20Rng;
 pub use tally_accounting::TrustModel;
 
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
+pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use searches::QuantileSearches;
+pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;
 pub use threshold_round::{
     CoinHolder, ReportFeature, SampleThresholdAsk, SampleThresholdCells, SampleThresholdRound,

@@ -216,6 +216,20 @@ pub enum TaskKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threshold: Option<u64>,
     },
+    /// TrieHH heavy-hitter discovery: each round the aggregator keeps a fixed-size batch of
+    /// `m` ballots, drawn uniformly without replacement, and accepts the prefixes with at
+    /// least `θ` votes; `θ` and `m` are calibrated from the privacy target over
+    /// `expected_population` devices (Corollary 1), and the guarantee is for replace-one
+    /// neighbours.
+    Triehh {
+        /// Rounds `L`.
+        levels: u32,
+        /// Characters added per round `g`.
+        segment: u32,
+        /// Keep at most this many non-terminal prefixes per round, by votes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        beam: Option<u32>,
+    },
 }
 
 /// The histogram mechanisms the federated runtime runs.
@@ -424,6 +438,18 @@ pub enum Ask {
         range: Option<[f64; 2]>,
         /// The sampling rate `p_s`.
         sampling_rate: f64,
+    },
+    /// TrieHH: always upload a ballot, the prefix of `word + '$'` that is `level · segment`
+    /// characters long when your prefix of `(level − 1) · segment` characters is among
+    /// `live_parents` (any word at level 1) and your word has not ended, else the empty
+    /// string ("no vote"). The aggregator, not the device, draws the round's batch.
+    PrefixBallot {
+        /// The level, from 1.
+        level: u32,
+        /// Characters per level.
+        segment: u32,
+        /// The prefixes accepted at the previous level.
+        live_parents: Vec<String>,
     },
 }
 

@@ -10,7 +10,8 @@ use tally_core::heavy_hitters::PrefixRound;
 use tally_core::histogram::SampleThresholdQuery;
 use tally_core::protocol::wire::DeviceResponder;
 use tally_core::protocol::{
-    BucketOfLevel, CoinHolder, ReportFeature, SampleThresholdAsk, SideOfSplit, WholeItem,
+    BucketOfLevel, CoinHolder, PrefixBallot, ReportFeature, SampleThresholdAsk, SideOfSplit,
+    WholeItem,
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
 
@@ -105,6 +106,24 @@ impl WireQuery for SideOfSplit {
     }
 }
 
+impl PublishedQuery for PrefixBallot {
+    const REFUSAL: ErrorCode = ErrorCode::BadPrefix;
+
+    fn ask(&self) -> Ask {
+        let rounds = &self.0;
+        let mut live_parents: Vec<String> = rounds
+            .live_parents
+            .as_ref()
+            .map_or_else(Vec::new, |live| live.iter().cloned().collect());
+        live_parents.sort_unstable();
+        Ask::PrefixBallot {
+            level: count(rounds.round),
+            segment: count(rounds.segment),
+            live_parents,
+        }
+    }
+}
+
 /// Why a device cannot rebuild a round from its [`Ask`].
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
@@ -154,19 +173,7 @@ impl Ask {
                 live_parents,
                 sampling_rate,
             } => {
-                if *level == 0 {
-                    return Err(AskError::Zero("level"));
-                }
-                if *segment == 0 {
-                    return Err(AskError::Zero("segment"));
-                }
-                let feature = PrefixRound {
-                    round: *level as usize,
-                    segment: *segment as usize,
-                    live_parents: live_parents
-                        .as_ref()
-                        .map(|parents| Arc::new(parents.iter().cloned().collect::<HashSet<_>>())),
-                };
+                let feature = prefix_round(*level, *segment, live_parents.as_ref())?;
                 ask(feature, *sampling_rate, sampling)
             }
             Self::Bucket {
@@ -201,8 +208,37 @@ impl Ask {
                 };
                 ask(feature, *sampling_rate, sampling)
             }
+            Self::PrefixBallot {
+                level,
+                segment,
+                live_parents,
+            } => Ok(Arc::new(PrefixBallot(prefix_round(
+                *level,
+                *segment,
+                Some(live_parents),
+            )?))),
         }
     }
+}
+
+/// The prefix-tree round at `level` of `segment` characters, below `live_parents` if given.
+fn prefix_round(
+    level: u32,
+    segment: u32,
+    live_parents: Option<&Vec<String>>,
+) -> Result<PrefixRound, AskError> {
+    if level == 0 {
+        return Err(AskError::Zero("level"));
+    }
+    if segment == 0 {
+        return Err(AskError::Zero("segment"));
+    }
+    Ok(PrefixRound {
+        round: level as usize,
+        segment: segment as usize,
+        live_parents: live_parents
+            .map(|parents| Arc::new(parents.iter().cloned().collect::<HashSet<_>>())),
+    })
 }
 
 /// The range a round's numbers lie in, if it gives one.

@@ -5,8 +5,10 @@
 //! [`tally_core::protocol::wire::WireAggregator`]: reports are decoded and admitted, interned
 //! to ids and counted by tally-core's sample-and-threshold aggregator; the only way out is its
 //! release, which applies the mechanism's release rule (the threshold). Nothing there
-//! implements `Debug` or serialization, and nothing there is ever written to disk. This module
-//! gives each round its secret coins.
+//! implements `Debug` or serialization, and nothing there is ever written to disk. A round
+//! whose guarantee trusts a shuffler gets its aggregator behind [`crate::shuffler`], which
+//! holds the reports without identity and feeds them in a uniformly random order at close.
+//! This module gives each round its secret coins.
 //!
 //! # Privacy
 //!
@@ -55,7 +57,7 @@ impl AggregatorCoins {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tally_accounting::Neighbours;
     use tally_accounting::numeric::ln_binomial_pmf;
     use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
@@ -152,7 +154,7 @@ mod tests {
 
     /// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its
     /// mass, from the exact pmf.
-    fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
+    pub(crate) fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
         let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
         let mut lo = 0;
         let mut below = 0.0;

@@ -1,14 +1,14 @@
 //! The released result documents, built from tally-core's outputs.
 //!
 //! A finished federated task returns the same JSON document as `tally heavy-hitters --json`
-//! (TrieHH++), `tally histogram --json` (sample-and-threshold) or `tally quantiles --json`
+//! (TrieHH, TrieHH++), `tally histogram --json` (sample-and-threshold) or `tally quantiles --json`
 //! (hierarchical histogram) prints for a simulation with the same parameters: both build it
 //! here. Item names are strings already (the command line maps its item ids to names first);
 //! the caller says what the input was and how it ran.
 
 use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
-use tally_core::heavy_hitters::{TrieNode, TrieOutput};
+use tally_core::heavy_hitters::{TrieHhOutput, TrieNode, TrieOutput};
 use tally_core::histogram::SampleThreshold;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
 use tally_messages::{
@@ -17,6 +17,9 @@ use tally_messages::{
 
 /// The name of the TrieHH++ document's mechanism.
 pub const TRIEHH_PLUS: &str = "triehh++";
+
+/// The name of the TrieHH document's mechanism.
+pub const TRIEHH: &str = "triehh";
 
 /// The name of the sample-and-threshold document's mechanism.
 pub const SAMPLE_THRESHOLD: &str = "sample-and-threshold";
@@ -164,6 +167,54 @@ pub fn triehh_plus(
         found_items: items.len(),
         items,
         trie: Some(output.nodes.iter().map(trie_node).collect()),
+        truth: None,
+        seed,
+    }
+}
+
+/// The document of a TrieHH run: its parameters, its guarantee, the words found (in `str`
+/// order, without counts: TrieHH releases none) and every accepted prefix by round. No truth
+/// scores (the caller adds them when it knows the truth).
+pub fn triehh(output: &TrieHhOutput, input: String, seed: Option<u64>) -> HeavyHittersRelease {
+    let items: Vec<ReleasedItem> = output
+        .words
+        .iter()
+        .map(|word| ReleasedItem {
+            item: word.clone(),
+            count: None,
+            estimate: None,
+        })
+        .collect();
+    let trie = output
+        .accepted
+        .iter()
+        .zip(1..)
+        .flat_map(|(prefixes, level)| {
+            prefixes.iter().map(move |prefix| TrieNodeBody {
+                prefix: prefix.clone(),
+                level,
+                count: None,
+                estimate: None,
+            })
+        })
+        .collect();
+    let config = &output.config;
+    HeavyHittersRelease {
+        mechanism: TRIEHH.to_owned(),
+        parameters: json!({
+            "rounds": config.rounds,
+            "rounds_run": output.rounds_run,
+            "segment": config.segment,
+            "threshold": config.threshold,
+            "batch_size": config.batch_size,
+            "beam": config.beam,
+            "population": config.population,
+        }),
+        guarantee: GuaranteeBody::from(&output.guarantee),
+        input,
+        found_items: items.len(),
+        items,
+        trie: Some(trie),
         truth: None,
         seed,
     }

@@ -6,7 +6,10 @@
 //!
 //! This file is the server's registration point: [`Engine::build`] maps each [`TaskKind`] to
 //! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
-//! release becomes the task's, and which document the finished task publishes.
+//! release becomes the task's, and which document the finished task publishes. Kinds that
+//! are not sample-and-threshold rounds live in their own files below ([`triehh`]).
+
+mod triehh;
 
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
@@ -16,7 +19,7 @@ use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieH
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
-use tally_core::protocol::wire::{WireAggregator, WireCell, WireRelease, wire_aggregator};
+use tally_core::protocol::wire::{WireAggregator, WireCell, WireRelease};
 use tally_core::protocol::{
     BucketOfLevel, DeviceQuery, QuantileSearches, RoundProtocol, SampleThresholdRound, SideOfSplit,
     SingleRound, ThresholdCell, WholeItem, WireReport,
@@ -34,6 +37,7 @@ use tally_messages::{
 
 use crate::document;
 use crate::ledger::LossRounds;
+use crate::shuffler;
 
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
@@ -223,6 +227,11 @@ impl Engine {
                     }
                 }
             }
+            TaskKind::Triehh {
+                levels,
+                segment,
+                beam,
+            } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
         }
     }
 
@@ -288,7 +297,11 @@ trait Kind: Clone + Send + Sync + 'static {
     type Task: Task<Query: Clone + Send + Sync> + Clone + Send + Sync + 'static;
     /// One round of the task, as the server holds it.
     type Round: RoundProtocol<
-            Query: PublishedQuery + DeviceQuery<Report: WireReport> + Clone + Send + 'static,
+            Query: PublishedQuery
+                       + DeviceQuery<Report: WireReport + Send + 'static>
+                       + Clone
+                       + Send
+                       + 'static,
             Release: WireRelease,
             Aggregator: Send + 'static,
         >;
@@ -370,10 +383,12 @@ impl<K: Kind> FederatedTask for Driven<K> {
     fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
         let query = self.current();
         let round = self.kind.round(query, sampling);
+        let ask = round.query().ask();
+        let refusal = <K::Round as RoundProtocol>::Query::REFUSAL;
         OpenedRound {
-            ask: round.query().ask(),
-            aggregator: wire_aggregator(&round, rng),
-            refusal: <K::Round as RoundProtocol>::Query::REFUSAL,
+            ask,
+            aggregator: shuffler::aggregator(round, rng),
+            refusal,
         }
     }
 

@@ -36,6 +36,7 @@ mod population;
 mod rate;
 mod round;
 mod runtime;
+mod shuffler;
 mod store;
 mod tls;
 mod transport;

@@ -992,6 +992,7 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
             }
             *levels
         }
+        TaskKind::Triehh { levels, .. } => *levels,
     };
     if levels > MAX_LEVELS {
         return invalid(format!(

@@ -414,8 +414,8 @@ pub(crate) fn uploads(
                     }
                     .to_owned(),
                 ),
-                ask @ (Ask::Bucket { .. } | Ask::Split { .. }) => {
-                    panic!("the crash tests run no quantile task: {ask:?}")
+                ask @ (Ask::Bucket { .. } | Ask::Split { .. } | Ask::PrefixBallot { .. }) => {
+                    panic!("the crash tests run no quantile or TrieHH task: {ask:?}")
                 }
             };
             Upload { token, report }
