@@ -145,6 +145,7 @@ fn run_mutant(
 /// The whole released tree: every node's prefix, level and count.
 type Tree = Vec<(String, usize, u64)>;
 
+/// The tree `output` released.
 fn tree(output: TrieOutput) -> Tree {
     output
         .nodes
