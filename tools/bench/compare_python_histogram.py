@@ -6,17 +6,21 @@ Both release a histogram with private key selection at the same (ε, δ) for add
 neighbours, one item per client: tally's sample-and-threshold (the planner's pair with the
 smallest count it can show), and OpenDP's `make_count_by` chained with
 `then_laplace_threshold(scale = 1/ε, threshold = τ)` with the smallest τ whose `map(1)` meets
-δ. Each input is a NumPy int64 array of Zipf items, passed as is to both.
+δ. Each input is a NumPy int64 array of Zipf items, passed as is to both. Each call's wall time
+and CPU time (the process's, over all its threads) are recorded, with the load average before
+and after the runs: on a shared machine the wall time of a call using two threads suffers more
+from others' load than that of a one-thread call.
 
 Run in an environment with the `tally-dp` wheel (a release build) and `opendp==0.16.0`:
 
-    python3 tools/bench/compare_python_histogram.py --items 10000000 --repeats 5
+    python3 tools/bench/compare_python_histogram.py --items 10000000 --repeats 9
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -58,17 +62,26 @@ def main() -> None:
     items = np.random.default_rng(7).zipf(1.2, args.items).astype(np.int64) % args.domain
     meas, threshold = opendp_measurement(args.epsilon, args.delta)
     times: dict[str, list[float]] = {"tally": [], "opendp": []}
+    cpu: dict[str, list[float]] = {"tally": [], "opendp": []}
     released: dict[str, int] = {}
+
+    def timed(name: str, call):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        result = call()
+        times[name].append(time.perf_counter() - start)
+        cpu[name].append(time.process_time() - start_cpu)
+        return result
+
+    load_before = os.getloadavg()
     for _ in range(args.repeats):
-        start = time.perf_counter()
-        release = tally.histogram(items, epsilon=args.epsilon, delta=args.delta)
-        times["tally"].append(time.perf_counter() - start)
+        release = timed(
+            "tally", lambda: tally.histogram(items, epsilon=args.epsilon, delta=args.delta)
+        )
         released["tally"] = len(release.items)
-        start = time.perf_counter()
-        counts = meas(items)
-        times["opendp"].append(time.perf_counter() - start)
-        released["opendp"] = len(counts)
+        released["opendp"] = len(timed("opendp", lambda: meas(items)))
+    load_after = os.getloadavg()
     medians = {name: statistics.median(runs) for name, runs in times.items()}
+    cpu_medians = {name: statistics.median(runs) for name, runs in cpu.items()}
     print(
         json.dumps(
             {
@@ -82,6 +95,11 @@ def main() -> None:
                 "seconds": times,
                 "median_seconds": medians,
                 "opendp_over_tally": medians["opendp"] / medians["tally"],
+                "cpu_seconds": cpu,
+                "median_cpu_seconds": cpu_medians,
+                "opendp_over_tally_cpu": cpu_medians["opendp"] / cpu_medians["tally"],
+                "load_average_before": load_before,
+                "load_average_after": load_after,
             },
             indent=1,
         )

@@ -502,22 +502,26 @@ fn tied<T: Copy + Eq + Hash>(cells: &[(T, u64)]) -> Vec<T> {
         .collect()
 }
 
-/// [`first_appearances`] of integers `wanted` within `range`, looked up in an array of flags:
-/// blocks of [`SLICED_BLOCK`] values are scanned a few at a time in parallel, until every
-/// wanted value is found.
+/// [`first_appearances`] of integers `wanted` within `range`, looked up in a set of bits (a few
+/// kilobytes, in the first-level cache): blocks of [`SLICED_BLOCK`] values are scanned a few at
+/// a time in parallel, each with its own copy of the bits of the values still missing, cleared
+/// as it finds them (so a block reports each value once, with no hashing per value), until
+/// every wanted value is found.
 fn first_integer_appearances(
     values: &[i64],
     wanted: &[i64],
     range: Range,
 ) -> FxHashMap<i64, usize> {
     // Unwrap safety: the callers' range spans at most 2^20 values.
-    let mut missing = vec![false; usize::try_from(range.span()).expect("span below 2^20")];
+    let span = usize::try_from(range.span()).expect("span below 2^20");
+    let mut missing = vec![0u64; span.div_ceil(64)];
     for &value in wanted {
         // Unwrap safety: `range` holds every wanted value.
-        missing[range.offset(value).expect("wanted value in range")] = true;
+        let offset = range.offset(value).expect("wanted value in range");
+        missing[offset / 64] |= 1 << (offset % 64);
     }
     let mut found = FxHashMap::default();
-    let round = SLICED_BLOCK * rayon::current_num_threads();
+    let round = SLICED_BLOCK * 2 * rayon::current_num_threads();
     for (start, values) in (0..).step_by(round).zip(values.chunks(round)) {
         if found.len() == wanted.len() {
             break;
@@ -527,23 +531,32 @@ fn first_integer_appearances(
             .par_chunks(SLICED_BLOCK)
             .enumerate()
             .map(|(block, values)| {
-                let mut seen = FxHashMap::default();
+                let mut unseen = missing.clone();
+                let mut seen = Vec::new();
+                let base = start + block * SLICED_BLOCK;
                 for (position, &value) in values.iter().enumerate() {
-                    if range.offset(value).is_some_and(|offset| missing[offset]) {
-                        seen.entry(value)
-                            .or_insert(start + block * SLICED_BLOCK + position);
+                    // In the range exactly when the offset, taken modulo 2^64, is below the
+                    // span (the range does not wrap around i64).
+                    let offset = value.wrapping_sub(range.low) as u64;
+                    if offset < span as u64 {
+                        let (word, bit) = (offset as usize / 64, offset % 64);
+                        if unseen[word] >> bit & 1 == 1 {
+                            unseen[word] &= !(1 << bit);
+                            seen.push((value, base + position));
+                        }
                     }
                 }
-                seen.into_iter().collect()
+                seen
             })
             .collect();
+        // Blocks come in order, so a value's first report is its first appearance.
         for (value, position) in firsts.into_iter().flatten() {
-            let first = found.entry(value).or_insert(position);
-            *first = (*first).min(position);
-        }
-        for value in found.keys() {
-            // Unwrap safety: found values are wanted values, which `range` holds.
-            missing[range.offset(*value).expect("wanted value in range")] = false;
+            found.entry(value).or_insert_with(|| {
+                // Unwrap safety: found values are wanted values, which `range` holds.
+                let offset = range.offset(value).expect("wanted value in range");
+                missing[offset / 64] &= !(1 << (offset % 64));
+                position
+            });
         }
     }
     found

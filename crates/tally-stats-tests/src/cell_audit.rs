@@ -9,12 +9,17 @@
 //! 2. *conformance*: the statistic `P̂(S) − e^ε Q̂(S)` over the analysis' bad set
 //!    `S = {v ≥ max(τ, ⌊kq⌋+1)}` matches the exact `δ_k` computed from the binomial pmf.
 //!
+//! [`CellAudit::run_levels`] audits a chain of such rounds (the levels of a prefix tree) against
+//! their composed guarantee, with the exact law of independent levels.
+//!
 //! [`CellAudit::mutant`] builds known-bad mechanisms (another release rule or sampling rate) that
 //! an audit must catch.
 
+use std::hash::Hash;
+
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::PoissonSampler;
 
@@ -114,30 +119,141 @@ impl CellAudit {
     /// Audits a mechanism whose outcome `O` holds more than the audited cell (a whole
     /// release, say): the violation check uses the whole outcome, and the conformance check
     /// reads the cell's released count with `cell`.
-    pub fn run_with<O: std::hash::Hash + Eq + Clone>(
+    pub fn run_with<O: Hash + Eq + Clone>(
         &self,
         mechanism: &(dyn Fn(u64, &mut ChaCha20Rng) -> O + '_),
         cell: impl Fn(&O) -> u64,
         seed: u64,
     ) -> Verdict {
-        let claimed = self.claimed_delta();
+        self.audit(
+            self.epsilon,
+            self.claimed_delta(),
+            mechanism,
+            |k, p, q| {
+                let bad = self.bad_set(k);
+                set_statistic(p, q, self.epsilon, |o| bad(&cell(o)))
+                    .agrees_with(self.exact_delta_at(k), 0.0)
+            },
+            seed,
+        )
+    }
+
+    /// Audits a mechanism that runs the cell's S&T round `levels` times in a chain, each
+    /// level with a fresh sample and the next level run only when the cell was released (the
+    /// levels of a prefix tree, where the audited clients' prefixes at every level land in
+    /// the audited chain of cells), against the composed guarantee `claimed`.
+    ///
+    /// `cells` reads the cell's released count at each level from an outcome (0 when
+    /// suppressed or not run). The violation check bounds the whole outcome's divergence at
+    /// `claimed.epsilon` by `claimed.delta`. The conformance check compares, at
+    /// `ε = claimed.epsilon`, the privacy loss `P̂(o) − e^ε Q̂(o)` of every outcome `o` of the
+    /// chain's exact bad set, and their sum, with the exact values
+    /// ([`CellAudit::exact_chain_delta_at`]): levels that share a sample, or another rate or
+    /// threshold, change the chain's law and are caught there.
+    pub fn run_levels<O: Hash + Eq + Clone>(
+        &self,
+        levels: usize,
+        claimed: &Guarantee,
+        mechanism: &(dyn Fn(u64, &mut ChaCha20Rng) -> O + '_),
+        cells: impl Fn(&O) -> Vec<u64>,
+        seed: u64,
+    ) -> Verdict {
+        let epsilon = claimed.epsilon;
+        self.audit(
+            epsilon,
+            claimed.delta,
+            mechanism,
+            |k, p, q| {
+                let bad = self.chain_bad_set(levels, k, epsilon);
+                let measured =
+                    |set: &[Vec<u64>]| set_statistic(p, q, epsilon, |o| set.contains(&cells(o)));
+                let outcomes: Vec<Vec<u64>> = bad.iter().map(|(o, _)| o.clone()).collect();
+                let total: f64 = bad.iter().map(|(_, loss)| loss).sum();
+                measured(&outcomes).agrees_with(total, 0.0)
+                    && bad.into_iter().all(|(outcome, loss)| {
+                        measured(std::slice::from_ref(&outcome)).agrees_with(loss, 0.0)
+                    })
+            },
+            seed,
+        )
+    }
+
+    /// The exact hockey-stick divergence at `epsilon` between the chains of `levels` rounds
+    /// on `k` and on `k − 1` audited clients ([`CellAudit::run_levels`]).
+    pub fn exact_chain_delta_at(&self, levels: usize, k: u64, epsilon: f64) -> f64 {
+        self.chain_bad_set(levels, k, epsilon)
+            .iter()
+            .map(|(_, loss)| loss)
+            .sum()
+    }
+
+    /// The chain's bad set at group size `k`, the outcomes `o` with `P_k(o) > e^ε P_{k−1}(o)`,
+    /// each with `P_k(o) − e^ε P_{k−1}(o)`.
+    fn chain_bad_set(&self, levels: usize, k: u64, epsilon: f64) -> Vec<(Vec<u64>, f64)> {
+        let without = self.chain_law(levels, k - 1);
+        let scale = epsilon.exp();
+        self.chain_law(levels, k)
+            .into_iter()
+            .filter_map(|(outcome, p)| {
+                let q = without
+                    .iter()
+                    .find(|(o, _)| *o == outcome)
+                    .map_or(0.0, |(_, q)| *q);
+                (p > scale * q).then_some((outcome, p - scale * q))
+            })
+            .collect()
+    }
+
+    /// The law of the cell's released counts over a chain of `levels` rounds on `k` audited
+    /// clients: each level's count is `Bin(k, rate)`, independently, released when it reaches
+    /// the threshold; after a suppressed level every count is 0.
+    fn chain_law(&self, levels: usize, k: u64) -> Vec<(Vec<u64>, f64)> {
+        let suppressed: f64 = (0..self.threshold.clamp(1, k + 1))
+            .map(|v| binomial_pmf(v, k, self.rate))
+            .sum();
+        let mut round = vec![(0, suppressed)];
+        round.extend((self.threshold.max(1)..=k).map(|v| (v, binomial_pmf(v, k, self.rate))));
+        let mut law = vec![(Vec::new(), 1.0)];
+        for _ in 0..levels {
+            law = law
+                .into_iter()
+                .flat_map(|(outcome, p): (Vec<u64>, f64)| {
+                    let ended = outcome.last() == Some(&0);
+                    let next: Vec<(u64, f64)> = if ended { vec![(0, 1.0)] } else { round.clone() };
+                    next.into_iter().map(move |(v, q)| {
+                        let mut longer = outcome.clone();
+                        longer.push(v);
+                        (longer, p * q)
+                    })
+                })
+                .collect();
+        }
+        law
+    }
+
+    /// The audit loop: at each `k ≤ k_max`, the violation check of the whole outcome at
+    /// `epsilon` against `claimed_delta`, and `conforms(k, on D, on D')` on the evaluation
+    /// samples.
+    fn audit<O: Hash + Eq + Clone>(
+        &self,
+        epsilon: f64,
+        claimed_delta: f64,
+        mechanism: &(dyn Fn(u64, &mut ChaCha20Rng) -> O + '_),
+        conforms: impl Fn(u64, &Outcomes<O>, &Outcomes<O>) -> bool,
+        seed: u64,
+    ) -> Verdict {
         let mut verdict = Verdict::default();
         for k in 1..=self.k_max {
             let seed = seed + 16 * k;
             let sample = |k: u64, s: u64| Outcomes::sample(self.runs, s, |rng| mechanism(k, rng));
             let select = (sample(k, seed), sample(k - 1, seed + 1));
             let evaluate = (sample(k, seed + 2), sample(k - 1, seed + 3));
-            let bound = violation_lower_bound(
-                (&select.0, &select.1),
-                (&evaluate.0, &evaluate.1),
-                self.epsilon,
-            );
-            if bound > claimed {
+            let bound =
+                violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), epsilon);
+            if bound > claimed_delta {
                 verdict.violations.push(k);
             }
-            let bad = self.bad_set(k);
-            let measured = set_statistic(&evaluate.0, &evaluate.1, self.epsilon, |o| bad(&cell(o)));
-            if !measured.agrees_with(self.exact_delta_at(k), 0.0) {
+            if !conforms(k, &evaluate.0, &evaluate.1) {
                 verdict.mismatches.push(k);
             }
         }

@@ -130,11 +130,21 @@ impl KeyedCoin {
     /// Whether the client with id `client` (its bytes, for example the UTF-8 of its text id)
     /// is sampled in `round`.
     pub fn flip(&self, round: u64, client: &[u8]) -> bool {
-        let mut message = Vec::with_capacity(9 + client.len());
-        message.push(COIN_TAG);
-        message.extend_from_slice(&round.to_le_bytes());
-        message.extend_from_slice(client);
-        self.key.prf(&message) < self.threshold
+        // The message `COIN_TAG ‖ round ‖ client`, on the stack when it fits one BLAKE3 block
+        // (client ids of up to 55 bytes), so that flipping allocates nothing.
+        let length = 9 + client.len();
+        let mut block = [0u8; 64];
+        let mut long = Vec::new();
+        let message = if length <= block.len() {
+            &mut block[..length]
+        } else {
+            long.resize(length, 0);
+            &mut long[..]
+        };
+        message[0] = COIN_TAG;
+        message[1..9].copy_from_slice(&round.to_le_bytes());
+        message[9..].copy_from_slice(client);
+        self.key.prf(message) < self.threshold
     }
 
     /// The key, for choosing the sampled clients' rows with [`choose_row`].
@@ -255,6 +265,26 @@ mod tests {
         // Rate 0 never samples.
         let never = KeyedCoin::new(key(), 0.0).unwrap();
         assert!(flips(&never, 0).iter().all(|&heads| !heads));
+    }
+
+    #[test]
+    fn a_coin_hashes_its_message_whatever_the_length_of_the_id() {
+        // Ids around 55 bytes, where the message stops fitting one block on the stack: the
+        // coin is the PRF of `COIN_TAG ‖ round ‖ id` built the plain way, on either side.
+        let coin = KeyedCoin::new(key(), 0.5).unwrap();
+        let mut heads = 0;
+        for length in 40..80 {
+            let id: Vec<u8> = (0..length).map(|i| b'a' + (i % 26) as u8).collect();
+            for round in [0u64, 9] {
+                let mut message = vec![COIN_TAG];
+                message.extend_from_slice(&round.to_le_bytes());
+                message.extend_from_slice(&id);
+                let expected = key().prf(&message) < coin.threshold;
+                assert_eq!(coin.flip(round, &id), expected, "length {length}");
+                heads += usize::from(expected);
+            }
+        }
+        assert!((10..70).contains(&heads), "{heads}");
     }
 
     #[test]
