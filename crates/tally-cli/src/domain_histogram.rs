@@ -10,7 +10,7 @@ use tally_core::histogram::DomainHistogram;
 use tally_core::histogram::{GaussianHistogram, LaplaceHistogram};
 use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
 use tally_core::shuffle::{BalcerCheuHistogram, GhaziCountMin, GhaziHadamard, ShuffledGrr};
-use tally_sim::{DomainMap, run_domain_histogram};
+use tally_sim::{DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
 use crate::input::load_population;
@@ -54,7 +54,7 @@ pub(crate) struct MechanismSpec {
 }
 
 /// The mechanism `spec` names, calibrated.
-pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHistogram>> {
+pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
     let MechanismSpec {
         mechanism,
         domain,
@@ -65,7 +65,7 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHist
         bound,
         beta,
     } = *spec;
-    Ok(match mechanism {
+    let whole: Box<dyn DomainHistogram> = match mechanism {
         HistogramMechanism::SampleThreshold => bail!(
             "sample-threshold releases only the items that pass its threshold, not an estimate \
              for every domain element"
@@ -76,10 +76,12 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHist
         HistogramMechanism::Olh => Box::new(Olh::new(domain, epsilon)?),
         HistogramMechanism::HadamardResponse => Box::new(HadamardResponse::new(domain, epsilon)?),
         HistogramMechanism::Laplace => {
-            Box::new(LaplaceHistogram::new(domain, epsilon, neighbours)?)
+            let laplace = LaplaceHistogram::new(domain, epsilon, neighbours)?;
+            return Ok(DomainMechanism::Laplace(laplace));
         }
         HistogramMechanism::Gaussian => {
-            Box::new(GaussianHistogram::new(domain, epsilon, delta, neighbours)?)
+            let gaussian = GaussianHistogram::new(domain, epsilon, delta, neighbours)?;
+            return Ok(DomainMechanism::Gaussian(gaussian));
         }
         HistogramMechanism::BalcerCheu => {
             Box::new(BalcerCheuHistogram::new(domain, epsilon, delta, clients)?)
@@ -98,7 +100,8 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHist
                 )
             })?,
         ),
-    })
+    };
+    Ok(DomainMechanism::WholePopulation(whole))
 }
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
@@ -116,7 +119,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     {
         bail!("--failure-probability applies to --mechanism ghazi-count-min only");
     }
-    let mechanism = build_mechanism(&MechanismSpec {
+    let built = build_mechanism(&MechanismSpec {
         mechanism: args.mechanism,
         domain: map.size(),
         clients: population.len() as u64,
@@ -129,12 +132,13 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             .failure_probability
             .unwrap_or(DEFAULT_COUNT_MIN_BETA),
     })?;
+    let mechanism = built.describe();
     stage.next(format!(
         "running {} over {} clients",
         mechanism.name(),
         population.len()
     ));
-    let mut estimates = run_domain_histogram(mechanism.as_ref(), &items, seed);
+    let mut estimates = run_domain_histogram(&built, &items, seed);
     drop(stage);
     if args.clamp {
         for e in &mut estimates {
