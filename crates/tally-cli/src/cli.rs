@@ -295,7 +295,7 @@ pub(crate) struct ServeArgs {
 pub(crate) enum TaskCommand {
     /// Create a task: a sample-and-threshold histogram, TrieHH++ heavy hitters, or quantiles
     /// from a hierarchical histogram or by binary search, over a population's devices.
-    Create(TaskCreateArgs),
+    Create(Box<TaskCreateArgs>),
     /// List every task.
     List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
@@ -425,6 +425,12 @@ pub(crate) struct TaskCreateArgs {
     /// traffic; private only if every device flips its coin honestly).
     #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
     pub(crate) sampling: SamplingArg,
+    /// --mechanism laplace|gaussian: items are integers in [0, B).
+    #[arg(long, value_name = "B", conflicts_with = "buckets")]
+    pub(crate) domain: Option<u32>,
+    /// --mechanism laplace|gaussian: hash every item into one of B buckets.
+    #[arg(long, value_name = "B")]
+    pub(crate) buckets: Option<u32>,
 }
 
 /// Who flips a round's coins.

@@ -2,7 +2,6 @@
 //! shuffle histograms that release an estimate for every domain element.
 
 use anyhow::{Result, anyhow, bail};
-use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
@@ -10,11 +9,13 @@ use tally_core::histogram::DomainHistogram;
 use tally_core::histogram::{GaussianHistogram, LaplaceHistogram};
 use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
 use tally_core::shuffle::{BalcerCheuHistogram, GhaziCountMin, GhaziHadamard, ShuffledGrr};
+use tally_messages::{DomainBody, DomainElementBody, DomainHistogramRelease};
 use tally_sim::{DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
+use crate::federated::print_serialized;
 use crate::input::load_population;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
+use crate::output::{Stage, guarantee_line, print_fields, print_items};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -166,37 +167,38 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     });
 
     if args.privacy.json {
-        let items: Vec<Value> = if args.top.is_some() {
+        let truth = args.truth.then_some(truth);
+        let items = if args.top.is_some() {
             order
                 .iter()
                 .take(shown)
-                .map(|&x| element_json(x, &estimates, args.truth.then_some(truth)))
+                .map(|&x| element_json(x, &estimates, truth))
                 .collect()
         } else {
             (0..map.size())
-                .map(|x| element_json(x, &estimates, args.truth.then_some(truth)))
+                .map(|x| element_json(x, &estimates, truth))
                 .collect()
         };
-        let mut out = json!({
-            "mechanism": mechanism.name(),
-            "model": guarantee.model.name(),
-            "guarantee": guarantee_json(&guarantee),
-            "local_guarantee": local.as_ref().map_or(Value::Null, guarantee_json),
-            "local_epsilon": local.as_ref().map(|g| g.epsilon),
-            "target_delta": args.release.delta,
-            "domain": {"size": map.size(), "mapping": map.to_string()},
-            "messages_per_client": cost.map(|c| c.messages_per_client),
-            "bits_per_message": cost.map(|c| c.bits_per_message),
-            "clamped": args.clamp,
-            "input": population.description(),
-            "clients": population.len(),
-            "items": items,
-            "seed": args.release.seed,
-        });
-        if args.truth {
-            out["mean_absolute_error"] = json!(mean_absolute_error);
-        }
-        print_json(&out)?;
+        print_serialized(&DomainHistogramRelease {
+            mechanism: mechanism.name().to_owned(),
+            model: guarantee.model.name().to_owned(),
+            guarantee: (&guarantee).into(),
+            local_guarantee: local.as_ref().map(Into::into),
+            local_epsilon: local.as_ref().map(|g| g.epsilon),
+            target_delta: args.release.delta,
+            domain: DomainBody {
+                size: map.size(),
+                mapping: map.to_string(),
+            },
+            messages_per_client: cost.map(|c| c.messages_per_client),
+            bits_per_message: cost.map(|c| c.bits_per_message),
+            clamped: args.clamp,
+            input: population.description().to_owned(),
+            clients: population.len() as u64,
+            items,
+            seed: args.release.seed,
+            mean_absolute_error: args.truth.then_some(mean_absolute_error),
+        })?;
         return Ok(());
     }
     let mut fields = vec![
@@ -232,11 +234,11 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     Ok(())
 }
 
-/// One domain element's estimate (and, with `truth`, its true count) in JSON.
-fn element_json(element: u32, estimates: &[f64], truth: Option<&[u64]>) -> Value {
-    let mut value = json!({"item": element, "estimate": estimates[element as usize]});
-    if let Some(truth) = truth {
-        value["true_count"] = json!(truth[element as usize]);
+/// One domain element's estimate (and, with `truth`, its true count).
+fn element_json(element: u32, estimates: &[f64], truth: Option<&[u64]>) -> DomainElementBody {
+    DomainElementBody {
+        item: element,
+        estimate: estimates[element as usize],
+        true_count: truth.map(|truth| truth[element as usize]),
     }
-    value
 }

@@ -20,6 +20,7 @@ use crate::cli::{
     HistogramMechanism, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand,
     TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
+use crate::federated_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 
@@ -120,7 +121,18 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         args.composition,
         args.privacy.neighbours.into(),
     ));
+    let domain_mechanism = args.kind.mechanism.and_then(federated_domain::mechanism);
+    if domain_mechanism.is_none() {
+        federated_domain::refuse_domain(args, "a task over no public domain")?;
+    }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
+        (Some(_), _) if let Some(mechanism) = domain_mechanism => {
+            refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
+            if args.sampling_rate.is_some() || args.threshold.is_some() {
+                bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
+            }
+            federated_domain::task_kind(args, mechanism)?
+        }
         (Some(HistogramMechanism::SampleThreshold), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
@@ -131,7 +143,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         }
         (Some(other), _) => bail!(
             "the federated runtime does not run --mechanism {}: it runs --mechanism \
-             sample-threshold (and the multi-round --algorithm triehh++, \
+             sample-threshold, laplace or gaussian (and the multi-round --algorithm triehh++, \
              hierarchical-quantiles or binary-search-quantiles)",
             value_name(other)
         ),
@@ -388,6 +400,9 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             )?;
             print_quantile_table(&release.quantiles)?;
         }
+        TaskResult::DomainHistogram(release) => {
+            federated_domain::print_release(&release, &args.id, shown)?;
+        }
     }
     Ok(())
 }
@@ -516,6 +531,7 @@ fn kind_name(kind: &TaskKind) -> &'static str {
         TaskKind::Histogram { .. } => "sample-threshold",
         TaskKind::HeavyHitters { .. } => "triehh++",
         TaskKind::Quantiles { .. } => "quantiles",
+        TaskKind::DomainHistogram { mechanism, .. } => mechanism.name(),
     }
 }
 
@@ -584,6 +600,11 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
                 fixed(*sampling_rate, *threshold)
             )
         }
+        TaskKind::DomainHistogram { mechanism, domain } => format!(
+            "{} histogram over {}",
+            mechanism.name(),
+            tally_core::histogram::DomainMap::from(*domain)
+        ),
     }
 }
 
@@ -603,6 +624,7 @@ fn rounds_of(kind: &TaskKind) -> u32 {
             quantiles,
             ..
         } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
+        TaskKind::DomainHistogram { .. } => 1,
     }
 }
 

@@ -35,6 +35,8 @@ use tally_messages::{
 use crate::document;
 use crate::ledger::LossRounds;
 
+mod domain;
+
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
     format!(
@@ -222,6 +224,9 @@ impl Engine {
                         ))
                     }
                 }
+            }
+            TaskKind::DomainHistogram { mechanism, domain } => {
+                domain::build(*mechanism, *domain, privacy)
             }
         }
     }
