@@ -44,7 +44,7 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
             (spec.generate(data.seed), "Geometric(1/√B) items".to_owned())
         }
     };
-    let mechanism = build_mechanism(&MechanismSpec {
+    let built = build_mechanism(&MechanismSpec {
         mechanism: args.mechanism,
         domain,
         clients: items.len() as u64,
@@ -54,6 +54,7 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
         bound: ShuffleBound::Fmt23,
         beta: DEFAULT_COUNT_MIN_BETA,
     })?;
+    let mechanism = built.describe();
     stage.next(format!("timing {} runs", data.repeats));
     let (timings, estimates) = Timings::measure(data.repeats, |repeat| {
         let mut rng = StdRng::seed_from_u64(data.seed.wrapping_add(repeat));

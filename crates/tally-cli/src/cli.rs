@@ -293,7 +293,7 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TaskCommand {
-    /// Create a task: a sample-and-threshold histogram, TrieHH++ or TrieHH heavy hitters, or
+    /// Create a task: a sample-and-threshold, Laplace or Gaussian histogram, TrieHH++ or TrieHH heavy hitters, or
     /// quantiles from a hierarchical histogram or by binary search, over a population's
     /// devices.
     Create(Box<TaskCreateArgs>),
@@ -434,6 +434,12 @@ pub(crate) struct TaskCreateArgs {
     /// traffic; private only if every device flips its coin honestly).
     #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
     pub(crate) sampling: SamplingArg,
+    /// --mechanism laplace|gaussian: items are integers in [0, B).
+    #[arg(long, value_name = "B", conflicts_with = "buckets")]
+    pub(crate) domain: Option<u32>,
+    /// --mechanism laplace|gaussian: hash every item into one of B buckets.
+    #[arg(long, value_name = "B")]
+    pub(crate) buckets: Option<u32>,
 }
 
 /// Who flips a round's coins.

@@ -2,7 +2,6 @@
 //! shuffle histograms that release an estimate for every domain element.
 
 use anyhow::{Result, anyhow, bail};
-use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
@@ -10,11 +9,13 @@ use tally_core::histogram::DomainHistogram;
 use tally_core::histogram::{GaussianHistogram, LaplaceHistogram};
 use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
 use tally_core::shuffle::{BalcerCheuHistogram, GhaziCountMin, GhaziHadamard, ShuffledGrr};
-use tally_sim::{DomainMap, run_domain_histogram};
+use tally_messages::{DomainBody, DomainElementBody, DomainHistogramRelease};
+use tally_sim::{DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
+use crate::federated::print_serialized;
 use crate::input::load_population;
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_items, print_json};
+use crate::output::{Stage, guarantee_line, print_fields, print_items};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -54,7 +55,7 @@ pub(crate) struct MechanismSpec {
 }
 
 /// The mechanism `spec` names, calibrated.
-pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHistogram>> {
+pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
     let MechanismSpec {
         mechanism,
         domain,
@@ -65,7 +66,7 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHist
         bound,
         beta,
     } = *spec;
-    Ok(match mechanism {
+    let whole: Box<dyn DomainHistogram> = match mechanism {
         HistogramMechanism::SampleThreshold => bail!(
             "sample-threshold releases only the items that pass its threshold, not an estimate \
              for every domain element"
@@ -76,10 +77,12 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHist
         HistogramMechanism::Olh => Box::new(Olh::new(domain, epsilon)?),
         HistogramMechanism::HadamardResponse => Box::new(HadamardResponse::new(domain, epsilon)?),
         HistogramMechanism::Laplace => {
-            Box::new(LaplaceHistogram::new(domain, epsilon, neighbours)?)
+            let laplace = LaplaceHistogram::new(domain, epsilon, neighbours)?;
+            return Ok(DomainMechanism::Laplace(laplace));
         }
         HistogramMechanism::Gaussian => {
-            Box::new(GaussianHistogram::new(domain, epsilon, delta, neighbours)?)
+            let gaussian = GaussianHistogram::new(domain, epsilon, delta, neighbours)?;
+            return Ok(DomainMechanism::Gaussian(gaussian));
         }
         HistogramMechanism::BalcerCheu => {
             Box::new(BalcerCheuHistogram::new(domain, epsilon, delta, clients)?)
@@ -98,7 +101,8 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<Box<dyn DomainHist
                 )
             })?,
         ),
-    })
+    };
+    Ok(DomainMechanism::WholePopulation(whole))
 }
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
@@ -116,7 +120,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     {
         bail!("--failure-probability applies to --mechanism ghazi-count-min only");
     }
-    let mechanism = build_mechanism(&MechanismSpec {
+    let built = build_mechanism(&MechanismSpec {
         mechanism: args.mechanism,
         domain: map.size(),
         clients: population.len() as u64,
@@ -129,12 +133,13 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             .failure_probability
             .unwrap_or(DEFAULT_COUNT_MIN_BETA),
     })?;
+    let mechanism = built.describe();
     stage.next(format!(
         "running {} over {} clients",
         mechanism.name(),
         population.len()
     ));
-    let mut estimates = run_domain_histogram(mechanism.as_ref(), &items, seed);
+    let mut estimates = run_domain_histogram(&built, &items, seed);
     drop(stage);
     if args.clamp {
         for e in &mut estimates {
@@ -162,37 +167,38 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     });
 
     if args.privacy.json {
-        let items: Vec<Value> = if args.top.is_some() {
+        let truth = args.truth.then_some(truth);
+        let items = if args.top.is_some() {
             order
                 .iter()
                 .take(shown)
-                .map(|&x| element_json(x, &estimates, args.truth.then_some(truth)))
+                .map(|&x| element_json(x, &estimates, truth))
                 .collect()
         } else {
             (0..map.size())
-                .map(|x| element_json(x, &estimates, args.truth.then_some(truth)))
+                .map(|x| element_json(x, &estimates, truth))
                 .collect()
         };
-        let mut out = json!({
-            "mechanism": mechanism.name(),
-            "model": guarantee.model.name(),
-            "guarantee": guarantee_json(&guarantee),
-            "local_guarantee": local.as_ref().map_or(Value::Null, guarantee_json),
-            "local_epsilon": local.as_ref().map(|g| g.epsilon),
-            "target_delta": args.release.delta,
-            "domain": {"size": map.size(), "mapping": map.to_string()},
-            "messages_per_client": cost.map(|c| c.messages_per_client),
-            "bits_per_message": cost.map(|c| c.bits_per_message),
-            "clamped": args.clamp,
-            "input": population.description(),
-            "clients": population.len(),
-            "items": items,
-            "seed": args.release.seed,
-        });
-        if args.truth {
-            out["mean_absolute_error"] = json!(mean_absolute_error);
-        }
-        print_json(&out)?;
+        print_serialized(&DomainHistogramRelease {
+            mechanism: mechanism.name().to_owned(),
+            model: guarantee.model.name().to_owned(),
+            guarantee: (&guarantee).into(),
+            local_guarantee: local.as_ref().map(Into::into),
+            local_epsilon: local.as_ref().map(|g| g.epsilon),
+            target_delta: args.release.delta,
+            domain: DomainBody {
+                size: map.size(),
+                mapping: map.to_string(),
+            },
+            messages_per_client: cost.map(|c| c.messages_per_client),
+            bits_per_message: cost.map(|c| c.bits_per_message),
+            clamped: args.clamp,
+            input: population.description().to_owned(),
+            clients: population.len() as u64,
+            items,
+            seed: args.release.seed,
+            mean_absolute_error: args.truth.then_some(mean_absolute_error),
+        })?;
         return Ok(());
     }
     let mut fields = vec![
@@ -228,11 +234,11 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     Ok(())
 }
 
-/// One domain element's estimate (and, with `truth`, its true count) in JSON.
-fn element_json(element: u32, estimates: &[f64], truth: Option<&[u64]>) -> Value {
-    let mut value = json!({"item": element, "estimate": estimates[element as usize]});
-    if let Some(truth) = truth {
-        value["true_count"] = json!(truth[element as usize]);
+/// One domain element's estimate (and, with `truth`, its true count).
+fn element_json(element: u32, estimates: &[f64], truth: Option<&[u64]>) -> DomainElementBody {
+    DomainElementBody {
+        item: element,
+        estimate: estimates[element as usize],
+        true_count: truth.map(|truth| truth[element as usize]),
     }
-    value
 }

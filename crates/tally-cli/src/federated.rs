@@ -20,6 +20,7 @@ use crate::cli::{
     HistogramMechanism, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand,
     TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
+use crate::federated_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 
@@ -123,7 +124,18 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     if args.beam.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Triehh) {
         bail!("--beam applies to --algorithm triehh only");
     }
+    let domain_mechanism = args.kind.mechanism.and_then(federated_domain::mechanism);
+    if domain_mechanism.is_none() {
+        federated_domain::refuse_domain(args, "a task over no public domain")?;
+    }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
+        (Some(_), _) if let Some(mechanism) = domain_mechanism => {
+            refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
+            if args.sampling_rate.is_some() || args.threshold.is_some() {
+                bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
+            }
+            federated_domain::task_kind(args, mechanism)?
+        }
         (Some(HistogramMechanism::SampleThreshold), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
@@ -134,7 +146,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         }
         (Some(other), _) => bail!(
             "the federated runtime does not run --mechanism {}: it runs --mechanism \
-             sample-threshold (and the multi-round --algorithm triehh++, \
+             sample-threshold, laplace or gaussian (and the multi-round --algorithm triehh++, \
              hierarchical-quantiles or binary-search-quantiles)",
             value_name(other)
         ),
@@ -413,6 +425,9 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             )?;
             print_quantile_table(&release.quantiles)?;
         }
+        TaskResult::DomainHistogram(release) => {
+            federated_domain::print_release(&release, &args.id, shown)?;
+        }
     }
     Ok(())
 }
@@ -542,6 +557,7 @@ fn kind_name(kind: &TaskKind) -> &'static str {
         TaskKind::HeavyHitters { .. } => "triehh++",
         TaskKind::Quantiles { .. } => "quantiles",
         TaskKind::Triehh { .. } => "triehh",
+        TaskKind::DomainHistogram { mechanism, .. } => mechanism.name(),
     }
 }
 
@@ -619,6 +635,11 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
              batches drawn by the aggregator{}",
             beam.map_or_else(String::new, |b| format!(", beam {b}"))
         ),
+        TaskKind::DomainHistogram { mechanism, domain } => format!(
+            "{} histogram over {}",
+            mechanism.name(),
+            tally_core::histogram::DomainMap::from(*domain)
+        ),
     }
 }
 
@@ -639,6 +660,7 @@ fn rounds_of(kind: &TaskKind) -> u32 {
             ..
         } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
         TaskKind::Triehh { levels, .. } => *levels,
+        TaskKind::DomainHistogram { .. } => 1,
     }
 }
 

@@ -8,6 +8,7 @@ mod cli;
 mod domain_histogram;
 mod federated;
 mod federated_cert;
+mod federated_domain;
 mod federated_fleet;
 mod federated_token;
 mod heavy_hitters;

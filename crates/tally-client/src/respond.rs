@@ -54,8 +54,16 @@ pub enum RespondError {
         /// The tree's levels.
         levels: u32,
     },
+    /// A query over a public domain of fewer than 2 elements.
+    #[error("round {round_id}: domain of {size} elements, expected at least 2")]
+    Domain {
+        /// The round.
+        round_id: String,
+        /// The domain's size.
+        size: u32,
+    },
     /// A device's data cannot answer this kind of round (a bucket or split round needs a
-    /// number).
+    /// number, a round over integer items an integer in its domain).
     #[error("round {round_id} asks for a number, but a device holds {item:?}")]
     NotANumber {
         /// The round.
@@ -92,6 +100,7 @@ impl Responder {
                 level,
                 levels,
             },
+            AskError::Domain(size) => RespondError::Domain { round_id, size },
         })?;
         Ok(Self {
             round_id: round.round_id.clone(),

@@ -32,6 +32,7 @@
 //! inside the aggregator of [`RoundProtocol::aggregator`], whose only way out is
 //! [`RoundAggregator::release`]).
 
+mod central_histogram;
 mod features;
 mod fixed_batch;
 mod searches;
@@ -44,6 +45,8 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 pub use tally_accounting::TrustModel;
 
+pub(crate) use central_histogram::add_noise;
+pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use searches::QuantileSearches;

@@ -31,6 +31,7 @@
 //! round kinds: how each kind of round is published as an [`Ask`] and answered by a device.
 #![forbid(unsafe_code)]
 
+mod domain;
 mod named;
 mod release;
 pub mod rounds;
@@ -40,6 +41,8 @@ use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 
+pub use domain::{DomainHistogramMechanism, PublicDomain};
+pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease,
     ReleasedItem, TrieNodeBody,
@@ -230,6 +233,14 @@ pub enum TaskKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         beam: Option<u32>,
     },
+    /// A histogram over a public domain: an estimate for every element, by a mechanism that
+    /// needs no threshold.
+    DomainHistogram {
+        /// The mechanism.
+        mechanism: DomainHistogramMechanism,
+        /// The public domain and how devices place their items in it.
+        domain: PublicDomain,
+    },
 }
 
 /// The histogram mechanisms the federated runtime runs.
@@ -358,6 +369,8 @@ pub enum TaskResult {
     Histogram(HistogramRelease),
     /// A quantile task's release.
     Quantiles(QuantilesRelease),
+    /// A domain histogram task's release.
+    DomainHistogram(DomainHistogramRelease),
 }
 
 /// The query of an open round: what every device is asked.
@@ -450,6 +463,11 @@ pub enum Ask {
         segment: u32,
         /// The prefixes accepted at the previous level.
         live_parents: Vec<String>,
+    },
+    /// Place your item in the public `domain` and report its element, in decimal.
+    DomainElement {
+        /// The public domain.
+        domain: PublicDomain,
     },
 }
 
@@ -725,7 +743,7 @@ pub enum ErrorCode {
     /// A prefix report that does not extend a live prefix (or has the wrong length).
     BadPrefix,
     /// A bucket report that is not the decimal index of a bucket of the round's level (or of
-    /// a split round's two buckets).
+    /// a split round's two buckets, or an element of a public domain).
     BadBucket,
     /// A token that was already used.
     ReusedToken,

@@ -143,3 +143,63 @@ pub struct QuantileRow {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_error: Option<f64>,
 }
+
+/// The release of a histogram over a public domain: an estimate for every element (or, with
+/// `--top`, the largest ones). What `tally histogram --mechanism M --json` prints for a
+/// mechanism over a public domain, and what a finished domain-histogram task returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DomainHistogramRelease {
+    /// The mechanism's name.
+    pub mechanism: String,
+    /// The trust model of its guarantee.
+    pub model: String,
+    /// The guarantee of the release.
+    pub guarantee: GuaranteeBody,
+    /// The guarantee of one report in the local model, for mechanisms that randomize on the
+    /// device.
+    pub local_guarantee: Option<GuaranteeBody>,
+    /// Its `ε`.
+    pub local_epsilon: Option<f64>,
+    /// The `δ` asked for.
+    pub target_delta: f64,
+    /// The public domain.
+    pub domain: DomainBody,
+    /// The expected number of messages a client sends, for mechanisms that send messages.
+    pub messages_per_client: Option<f64>,
+    /// The bits of one message.
+    pub bits_per_message: Option<u64>,
+    /// Whether negative estimates were raised to 0.
+    pub clamped: bool,
+    /// What the data was.
+    pub input: String,
+    /// The number of clients.
+    pub clients: u64,
+    /// The elements' estimates.
+    pub items: Vec<DomainElementBody>,
+    /// The seed of a simulation.
+    pub seed: Option<u64>,
+    /// The mean absolute error over the domain, when the truth was known (simulations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_absolute_error: Option<f64>,
+}
+
+/// A public domain as published.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DomainBody {
+    /// Its size `B`.
+    pub size: u32,
+    /// How items are placed in it.
+    pub mapping: String,
+}
+
+/// One domain element's estimate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DomainElementBody {
+    /// The element.
+    pub item: u32,
+    /// Its estimated count.
+    pub estimate: f64,
+    /// Its true count, when known (simulations only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub true_count: Option<u64>,
+}

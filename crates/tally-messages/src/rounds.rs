@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tally_core::heavy_hitters::PrefixRound;
 use tally_core::histogram::SampleThresholdQuery;
+use tally_core::protocol::DomainElement;
 use tally_core::protocol::wire::DeviceResponder;
 use tally_core::protocol::{
     BucketOfLevel, CoinHolder, PrefixBallot, ReportFeature, SampleThresholdAsk, SideOfSplit,
@@ -15,7 +16,8 @@ use tally_core::protocol::{
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
 
-use crate::{Ask, ErrorCode, Sampling};
+use crate::{Ask, ErrorCode, PublicDomain, Sampling};
+use tally_core::histogram::DomainMap;
 
 impl From<Sampling> for CoinHolder {
     fn from(sampling: Sampling) -> Self {
@@ -124,6 +126,17 @@ impl PublishedQuery for PrefixBallot {
     }
 }
 
+impl PublishedQuery for DomainElement {
+    /// An upload that is not the decimal spelling of an element of the domain.
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self) -> Ask {
+        Ask::DomainElement {
+            domain: self.map.into(),
+        }
+    }
+}
+
 /// Why a device cannot rebuild a round from its [`Ask`].
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
@@ -141,6 +154,9 @@ pub enum AskError {
         /// The tree's levels.
         levels: u32,
     },
+    /// A public domain of fewer than 2 elements.
+    #[error("domain of {0} elements, expected at least 2")]
+    Domain(u32),
 }
 
 impl Ask {
@@ -217,6 +233,7 @@ impl Ask {
                 *segment,
                 Some(live_parents),
             )?))),
+            Self::DomainElement { domain } => domain_responder(*domain),
         }
     }
 }
@@ -239,6 +256,15 @@ fn prefix_round(
         live_parents: live_parents
             .map(|parents| Arc::new(parents.iter().cloned().collect::<HashSet<_>>())),
     })
+}
+
+/// A device's answer to a round over the public `domain`.
+fn domain_responder(domain: PublicDomain) -> Result<Arc<dyn DeviceResponder>, AskError> {
+    let map = DomainMap::from(domain);
+    if map.size() < 2 {
+        return Err(AskError::Domain(map.size()));
+    }
+    Ok(Arc::new(DomainElement { map }))
 }
 
 /// The range a round's numbers lie in, if it gives one.

@@ -56,8 +56,8 @@ use tally_core::ldp::HadamardResponse;
 use tally_core::sampling::PoissonSampler;
 use tally_core::shuffle::BalcerCheuHistogram;
 use tally_sim::{
-    DomainMap, ExecutionPath, Generator, Population, SyntheticSpec, retrieval_scores,
-    run_sample_threshold, top_k,
+    DomainMap, ExecutionPath, Generator, PlaceInDomain, Population, SyntheticSpec,
+    retrieval_scores, run_sample_threshold, top_k,
 };
 
 use crate::Error;

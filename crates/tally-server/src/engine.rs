@@ -39,6 +39,8 @@ use crate::document;
 use crate::ledger::LossRounds;
 use crate::shuffler;
 
+mod domain;
+
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
     format!(
@@ -48,9 +50,9 @@ fn input_description(spec: &TaskSpec) -> String {
 }
 
 /// A release as the store keeps it: its cells as `[report, count, estimate]`, each report in
-/// its wire encoding.
+/// its wire encoding (a count is an integer, negative only where the release adds noise).
 pub(crate) fn encode_release(cells: &[WireCell]) -> String {
-    let cells: Vec<(&str, u64, f64)> = cells
+    let cells: Vec<(&str, i64, f64)> = cells
         .iter()
         .map(|cell| (cell.key.as_str(), cell.count, cell.estimate))
         .collect();
@@ -60,10 +62,10 @@ pub(crate) fn encode_release(cells: &[WireCell]) -> String {
 
 /// Reads back a release [`encode_release`] wrote.
 pub(crate) fn decode_release(stored: &str) -> serde_json::Result<Vec<WireCell>> {
-    let cells: Vec<(String, u64, f64)> = serde_json::from_str(stored)?;
+    let cells: Vec<(String, i64, f64)> = serde_json::from_str(stored)?;
     Ok(cells
         .into_iter()
-        .map(|(key, count, estimate)| ThresholdCell {
+        .map(|(key, count, estimate)| WireCell {
             key,
             count,
             estimate,
@@ -232,6 +234,9 @@ impl Engine {
                 segment,
                 beam,
             } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
+            TaskKind::DomainHistogram { mechanism, domain } => {
+                domain::build(*mechanism, *domain, privacy)
+            }
         }
     }
 

@@ -983,6 +983,7 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     }
     let levels = match &spec.kind {
         TaskKind::Histogram { .. } => 1,
+        TaskKind::DomainHistogram { .. } => 1,
         TaskKind::HeavyHitters { levels, .. } => *levels,
         TaskKind::Quantiles {
             levels, quantiles, ..

@@ -1,48 +1,19 @@
-//! Placing clients' items in a public domain `0..B`, and running the histogram mechanisms
-//! that need one ([`DomainHistogram`]).
-//!
-//! A mechanism that releases an estimate for every domain element publishes the domain, so
-//! the domain must be fixed before the data are seen: either the items are integers below a
-//! public bound ([`DomainMap::Integers`]) or any item is hashed into a public number of
-//! buckets ([`DomainMap::Buckets`]). A domain read off the data (the distinct items present)
-//! would itself reveal which items occur, so it is not offered.
+//! Placing clients' items in a public domain `0..B` ([`DomainMap`]), and running the
+//! histogram mechanisms that need one ([`DomainHistogram`]): those defined as rounds by the
+//! round executor ([`run_round`]), the others over the whole population at once.
 
 use std::fmt;
 
 use rand_chacha::ChaCha12Rng;
-use tally_core::histogram::DomainHistogram;
+use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
 
 use crate::Error;
 use crate::population::Population;
 use crate::rng::{Purpose, stream};
+use crate::round::run_round;
 
-/// How items map to the public domain `0..B`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DomainMap {
-    /// Items are integers in `0..B`, written in decimal.
-    Integers(u32),
-    /// Any item goes to bucket `xxh3_64(utf-8 bytes) mod B`, the same bucket on every run and
-    /// platform.
-    Buckets(u32),
-}
-
-impl DomainMap {
-    /// The domain size `B`.
-    pub fn size(self) -> u32 {
-        match self {
-            Self::Integers(size) | Self::Buckets(size) => size,
-        }
-    }
-
-    /// The domain element of the item named `name`, or `None` if an integer domain does not
-    /// hold it.
-    pub fn element(self, name: &str) -> Option<u32> {
-        match self {
-            Self::Integers(size) => name.trim().parse::<u32>().ok().filter(|&x| x < size),
-            Self::Buckets(size) => Some(bucket(name, size)),
-        }
-    }
-
+/// Places a population in a public domain.
+pub trait PlaceInDomain {
     /// Every client's domain element.
     ///
     /// # Errors
@@ -52,7 +23,11 @@ impl DomainMap {
     /// # Panics
     ///
     /// If the domain is empty (`B = 0`).
-    pub fn apply(self, population: &Population) -> Result<DomainItems, Error> {
+    fn apply(self, population: &Population) -> Result<DomainItems, Error>;
+}
+
+impl PlaceInDomain for DomainMap {
+    fn apply(self, population: &Population) -> Result<DomainItems, Error> {
         assert!(self.size() > 0, "an empty domain");
         // Map each distinct item once, then every client through the table.
         let table = (0..population.domain_size() as u32)
@@ -83,23 +58,6 @@ impl DomainMap {
             true_counts,
         })
     }
-}
-
-impl fmt::Display for DomainMap {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Integers(size) => write!(f, "integer items in [0, {size})"),
-            Self::Buckets(size) => write!(f, "items hashed into {size} buckets"),
-        }
-    }
-}
-
-/// The bucket of `name` among `buckets`: the 64-bit XXH3 hash of its UTF-8 bytes, reduced
-/// by multiply-shift (`⌊h·B/2^64⌋`, which maps the hash range onto the buckets evenly).
-pub fn bucket(name: &str, buckets: u32) -> u32 {
-    let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes());
-    // Unwrap safety: the product's high word is below `buckets ≤ u32::MAX`.
-    u32::try_from((u128::from(hash) * u128::from(buckets)) >> 64).expect("below the bucket count")
 }
 
 /// A population placed in a public domain: each client's domain element, and the true count
@@ -149,23 +107,70 @@ impl fmt::Debug for DomainItems {
     }
 }
 
+/// A histogram mechanism over a public domain, as the simulator runs it.
+pub enum DomainMechanism {
+    /// Central discrete Laplace, run as its round.
+    Laplace(LaplaceHistogram),
+    /// Central discrete Gaussian, run as its round.
+    Gaussian(GaussianHistogram),
+    /// A mechanism run over the whole population at once
+    /// ([`DomainHistogram::estimate_counts`]).
+    WholePopulation(Box<dyn DomainHistogram>),
+}
+
+impl DomainMechanism {
+    /// The mechanism's name, domain and guarantees.
+    pub fn describe(&self) -> &dyn DomainHistogram {
+        match self {
+            Self::Laplace(mechanism) => mechanism,
+            Self::Gaussian(mechanism) => mechanism,
+            Self::WholePopulation(mechanism) => mechanism.as_ref(),
+        }
+    }
+}
+
+impl fmt::Debug for DomainMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("DomainMechanism")
+            .field(&self.describe().name())
+            .finish()
+    }
+}
+
 /// Runs `mechanism` over the clients' domain elements with randomness from `seed`, and
-/// returns its (unclamped) estimate of every element's count.
+/// returns its (unclamped) estimate of every element's count. A mechanism defined as a round
+/// runs through [`run_round`] (its aggregator's coins are then those of a federated server
+/// seeded with `seed`, see [`crate::aggregator_coins`]); any other through
+/// [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
 ///
 /// # Panics
 ///
 /// If the mechanism's domain differs from the items' domain.
 pub fn run_domain_histogram(
-    mechanism: &dyn DomainHistogram,
+    mechanism: &DomainMechanism,
     items: &DomainItems,
     seed: u64,
 ) -> Vec<f64> {
     assert_eq!(
-        mechanism.domain(),
+        mechanism.describe().domain(),
         items.map.size(),
         "the mechanism's domain is not the items' domain"
     );
-    mechanism.estimate_counts(&items.items, &mut mechanism_rng(seed))
+    // Unwrap safety: the domains were checked equal.
+    let own_domain = "the items' domain";
+    match mechanism {
+        DomainMechanism::Laplace(laplace) => {
+            let round = laplace.round(items.map).expect(own_domain);
+            run_round(&round, &items.items, seed).estimates()
+        }
+        DomainMechanism::Gaussian(gaussian) => {
+            let round = gaussian.round(items.map).expect(own_domain);
+            run_round(&round, &items.items, seed).estimates()
+        }
+        DomainMechanism::WholePopulation(mechanism) => {
+            mechanism.estimate_counts(&items.items, &mut mechanism_rng(seed))
+        }
+    }
 }
 
 /// The generator of a one-round mechanism run with `seed` (its own ChaCha stream, apart from
@@ -177,32 +182,6 @@ pub fn mechanism_rng(seed: u64) -> ChaCha12Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn buckets_are_stable_and_spread() {
-        // Pinned (the XXH3-64 values from the reference Python `xxhash` package): the bucket of
-        // a name must never change across versions or platforms.
-        assert_eq!(bucket("the", 1 << 10), 812);
-        assert_eq!(bucket("Hamlet", 1 << 10), 1000);
-        let mut counts = [0u32; 16];
-        for i in 0..16_000 {
-            counts[bucket(&format!("word{i}"), 16) as usize] += 1;
-        }
-        // Binomial(16000, 1/16): mean 1000, sd ≈ 31; 6 sd either side.
-        assert!(
-            counts.iter().all(|&c| (814..=1186).contains(&c)),
-            "{counts:?}"
-        );
-    }
-
-    #[test]
-    fn integer_domains_accept_only_integers_below_the_size() {
-        let map = DomainMap::Integers(10);
-        assert_eq!(map.element("7"), Some(7));
-        assert_eq!(map.element("10"), None);
-        assert_eq!(map.element("-1"), None);
-        assert_eq!(map.element("word"), None);
-    }
 
     #[test]
     fn a_population_outside_the_integer_domain_is_refused() {

@@ -85,6 +85,7 @@ mod multi_population;
 mod population;
 mod quantiles;
 mod rng;
+mod round;
 mod sampled_values;
 mod stream;
 mod stream_histogram;
@@ -97,7 +98,9 @@ mod values;
 
 pub use counted::{CountedPopulation, run_triehh_plus_counted};
 pub use dataset::{DATASETS, english_word_frequencies};
-pub use domain::{DomainItems, DomainMap, bucket, mechanism_rng, run_domain_histogram};
+pub use domain::{
+    DomainItems, DomainMechanism, PlaceInDomain, mechanism_rng, run_domain_histogram,
+};
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
@@ -114,6 +117,7 @@ pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_hierarchical_counted, run_level,
     run_threshold_round,
 };
+pub use round::{aggregator_coins, run_round};
 pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
 pub use stream_histogram::{
     LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,
@@ -121,6 +125,7 @@ pub use stream_histogram::{
 };
 pub use stream_values::CountedValues;
 pub use synthetic::{Generator, SyntheticSpec};
+pub use tally_core::histogram::{DomainMap, bucket};
 pub use tally_core::quantiles::ValueRange;
 pub use triehh::{run_triehh, run_triehh_counted};
 pub use values::{SortedValues, Values, ValuesError};

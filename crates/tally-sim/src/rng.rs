@@ -44,6 +44,10 @@ pub(crate) enum Purpose {
     CountedSampling = 11,
     /// Bit-sliced client coins of an in-memory column of values.
     SlicedCoins = 12,
+    /// The devices' own coins in the round executor.
+    DeviceCoins = 13,
+    /// The coins of a chunk's aggregator in the round executor.
+    ShardCoins = 14,
 }
 
 /// The largest chunk index a purpose can hold.

@@ -417,6 +417,9 @@ pub(crate) fn uploads(
                 ask @ (Ask::Bucket { .. } | Ask::Split { .. } | Ask::PrefixBallot { .. }) => {
                     panic!("the crash tests run no quantile or TrieHH task: {ask:?}")
                 }
+                ask @ Ask::DomainElement { .. } => {
+                    panic!("the crash tests run no domain histogram: {ask:?}")
+                }
             };
             Upload { token, report }
         })

@@ -18,12 +18,12 @@ use rand::Rng;
 use tally_accounting::central::{calibrate_gaussian, gaussian_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
-use super::domain::count_items;
-use super::laplace::add_noise;
+use super::laplace::check_map;
 use crate::Error;
-use crate::histogram::DomainHistogram;
+use crate::histogram::{DomainHistogram, DomainMap, count_items};
 use crate::ldp::check_domain;
 use crate::noise::DiscreteGaussian;
+use crate::protocol::{CentralHistogramRound, add_noise};
 
 /// The central histogram with discrete Gaussian noise over the domain `0..B`.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,13 +67,29 @@ impl GaussianHistogram {
     }
 
     /// Releases precomputed exact counts (one per domain element): `counts[j] + X_j` with
-    /// independent discrete Gaussian `X_j`.
+    /// independent discrete Gaussian `X_j`, the release rule of its round's aggregator.
     ///
     /// # Panics
     ///
     /// If `counts` does not have one entry per domain element, or a count exceeds `i64::MAX`.
     pub fn release_counts<R: Rng + ?Sized>(&self, counts: &[u64], rng: &mut R) -> Vec<i64> {
-        add_noise(self.domain, counts, &self.noise, rng)
+        assert_eq!(
+            counts.len(),
+            self.domain as usize,
+            "one count per domain element"
+        );
+        add_noise(counts, &self.noise, rng)
+    }
+
+    /// Its round over `map`'s domain: devices report their element, the aggregator adds
+    /// discrete Gaussian noise to every count.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the mechanism's.
+    pub fn round(&self, map: DomainMap) -> Result<CentralHistogramRound<DiscreteGaussian>, Error> {
+        check_map(self.domain, map)?;
+        Ok(CentralHistogramRound::new(map, self.noise.clone()))
     }
 }
 
@@ -90,8 +106,10 @@ impl DomainHistogram for GaussianHistogram {
         self.guarantee.clone()
     }
 
-    /// Counts the items and returns [`release_counts`](GaussianHistogram::release_counts) as
-    /// floats.
+    /// The release rule of its round ([`release_counts`](GaussianHistogram::release_counts)) on
+    /// the counts of `items`, the noise drawn from `rng`: the whole-population entry for
+    /// callers that hold a generator rather than a seed (the simulator and the federated
+    /// runtime run the round itself).
     ///
     /// # Panics
     ///

@@ -14,39 +14,14 @@
 //! the released values.
 
 use rand::Rng;
-use rand_distr::Distribution;
 use tally_accounting::central::{calibrate_laplace, laplace_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
-use super::domain::count_items;
 use crate::Error;
-use crate::histogram::DomainHistogram;
+use crate::histogram::{DomainHistogram, DomainMap, count_items};
 use crate::ldp::check_domain;
 use crate::noise::DiscreteLaplace;
-
-/// `counts[j] + X_j` for independent draws `X_j` of `noise`.
-///
-/// # Panics
-///
-/// If `counts` does not have `domain` entries, or a count exceeds `i64::MAX`.
-pub(super) fn add_noise<D, R>(domain: u32, counts: &[u64], noise: &D, rng: &mut R) -> Vec<i64>
-where
-    D: Distribution<i64>,
-    R: Rng + ?Sized,
-{
-    assert_eq!(
-        counts.len(),
-        domain as usize,
-        "one count per domain element"
-    );
-    counts
-        .iter()
-        .map(|&c| {
-            let c = i64::try_from(c).expect("a count fits in i64");
-            c.saturating_add(noise.sample(rng))
-        })
-        .collect()
-}
+use crate::protocol::{CentralHistogramRound, add_noise};
 
 /// The central histogram with discrete Laplace noise over the domain `0..B`.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,13 +61,42 @@ impl LaplaceHistogram {
     }
 
     /// Releases precomputed exact counts (one per domain element): `counts[j] + X_j` with
-    /// independent discrete Laplace `X_j`.
+    /// independent discrete Laplace `X_j`, the release rule of its round's aggregator.
     ///
     /// # Panics
     ///
     /// If `counts` does not have one entry per domain element, or a count exceeds `i64::MAX`.
     pub fn release_counts<R: Rng + ?Sized>(&self, counts: &[u64], rng: &mut R) -> Vec<i64> {
-        add_noise(self.domain, counts, &self.noise, rng)
+        assert_eq!(
+            counts.len(),
+            self.domain as usize,
+            "one count per domain element"
+        );
+        add_noise(counts, &self.noise, rng)
+    }
+
+    /// Its round over `map`'s domain: devices report their element, the aggregator adds
+    /// discrete Laplace noise to every count.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the mechanism's.
+    pub fn round(&self, map: DomainMap) -> Result<CentralHistogramRound<DiscreteLaplace>, Error> {
+        check_map(self.domain, map)?;
+        Ok(CentralHistogramRound::new(map, self.noise.clone()))
+    }
+}
+
+/// Checks that `map` places items in the mechanism's domain `0..domain`.
+pub(super) fn check_map(domain: u32, map: DomainMap) -> Result<(), Error> {
+    if map.size() == domain {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "domain",
+            map.size(),
+            "the size the mechanism was calibrated for",
+        ))
     }
 }
 
@@ -109,8 +113,10 @@ impl DomainHistogram for LaplaceHistogram {
         self.guarantee.clone()
     }
 
-    /// Counts the items and returns [`release_counts`](LaplaceHistogram::release_counts) as
-    /// floats.
+    /// The release rule of its round ([`release_counts`](LaplaceHistogram::release_counts)) on
+    /// the counts of `items`, the noise drawn from `rng`: the whole-population entry for
+    /// callers that hold a generator rather than a seed (the simulator and the federated
+    /// runtime run the round itself).
     ///
     /// # Panics
     ///

@@ -18,8 +18,17 @@ use super::{
 };
 
 /// A released cell with its report in its wire encoding: what a server stores and hands to
-/// its task.
-pub type WireCell = ThresholdCell<String>;
+/// its task. The count is signed, for releases that add noise to it; a sample-and-threshold
+/// cell's is never negative.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WireCell {
+    /// The cell's report, in its wire encoding.
+    pub key: String,
+    /// Its released count.
+    pub count: i64,
+    /// Its released estimate.
+    pub estimate: f64,
+}
 
 /// A round's query made ready to answer for devices whose data is text.
 pub trait DeviceResponder: Send + Sync + fmt::Debug {
@@ -93,22 +102,25 @@ pub trait WireRelease: Sized {
 impl<K: WireReport> WireRelease for Vec<ThresholdCell<K>> {
     fn into_cells(self) -> Vec<WireCell> {
         self.into_iter()
-            .map(|cell| ThresholdCell {
+            .map(|cell| WireCell {
                 key: cell.key.encode(),
-                count: cell.count,
+                // Unwrap safety: a round holds fewer than 2^63 reports.
+                count: i64::try_from(cell.count).expect("a count fits in i64"),
                 estimate: cell.estimate,
             })
             .collect()
     }
 
+    /// Refuses a negative count too.
     fn from_cells(cells: Vec<WireCell>) -> Result<Self, String> {
         cells
             .into_iter()
             .map(|cell| {
+                let count = u64::try_from(cell.count).map_err(|_| cell.key.clone())?;
                 let key = K::decode(cell.key.clone()).ok_or(cell.key)?;
                 Ok(ThresholdCell {
                     key,
-                    count: cell.count,
+                    count,
                     estimate: cell.estimate,
                 })
             })
@@ -219,14 +231,18 @@ mod tests {
 
     #[test]
     fn a_cell_spelled_two_ways_is_refused() {
-        let cell = |key: &str| ThresholdCell {
+        let cell = |key: &str, count| WireCell {
             key: key.to_owned(),
-            count: 1,
+            count,
             estimate: 2.0,
         };
         assert_eq!(
-            Vec::<ThresholdCell<u32>>::from_cells(vec![cell("1"), cell("01")]),
+            Vec::<ThresholdCell<u32>>::from_cells(vec![cell("1", 1), cell("01", 1)]),
             Err("01".to_owned())
+        );
+        assert_eq!(
+            Vec::<ThresholdCell<u32>>::from_cells(vec![cell("1", -1)]),
+            Err("1".to_owned())
         );
     }
 }

@@ -1,0 +1,70 @@
+//! `tally task create --mechanism M --domain B` (or `--buckets B`) for the mechanisms over a
+//! public domain that the federated runtime runs, and `tally task result` of such a task.
+
+use anyhow::{Result, bail};
+use tally_messages::{DomainHistogramMechanism, DomainHistogramRelease, PublicDomain, TaskKind};
+
+use crate::cli::{HistogramMechanism, TaskCreateArgs};
+use crate::output::{guarantee_body_line, print_fields, print_items};
+
+/// The federated runtime's name of `mechanism`, if it runs it as a domain histogram: one
+/// line per registered mechanism.
+pub(crate) fn mechanism(mechanism: HistogramMechanism) -> Option<DomainHistogramMechanism> {
+    match mechanism {
+        HistogramMechanism::Laplace => Some(DomainHistogramMechanism::Laplace),
+        HistogramMechanism::Gaussian => Some(DomainHistogramMechanism::Gaussian),
+        _ => None,
+    }
+}
+
+/// The task of a domain histogram by `mechanism`, from `--domain` or `--buckets`.
+pub(crate) fn task_kind(
+    args: &TaskCreateArgs,
+    mechanism: DomainHistogramMechanism,
+) -> Result<TaskKind> {
+    let domain = match (args.domain, args.buckets) {
+        (Some(size), None) => PublicDomain::Integers(size),
+        (None, Some(size)) => PublicDomain::Buckets(size),
+        _ => bail!(
+            "--mechanism {} needs a public domain: give --domain B (integer items in [0, B)) or \
+             --buckets B (hash items into B buckets); a domain read off the data would reveal \
+             which items occur (--mechanism sample-threshold needs none)",
+            mechanism.name()
+        ),
+    };
+    Ok(TaskKind::DomainHistogram { mechanism, domain })
+}
+
+/// Refuses `--domain` and `--buckets` for a task that is not over a public domain.
+pub(crate) fn refuse_domain(args: &TaskCreateArgs, task: &str) -> Result<()> {
+    if args.domain.is_some() || args.buckets.is_some() {
+        bail!("--domain and --buckets do not apply to {task}");
+    }
+    Ok(())
+}
+
+/// Prints a domain histogram's release as a table, largest estimates first.
+pub(crate) fn print_release(
+    release: &DomainHistogramRelease,
+    id: &str,
+    shown: usize,
+) -> Result<()> {
+    print_fields(
+        &format!("{} histogram (task {id})", release.mechanism),
+        &[
+            ("input", release.input.clone()),
+            ("domain", release.domain.mapping.clone()),
+            ("guarantee", guarantee_body_line(&release.guarantee)),
+        ],
+    )?;
+    let mut rows: Vec<_> = release
+        .items
+        .iter()
+        .map(|e| (e.item.to_string(), None, Some(e.estimate)))
+        .collect();
+    rows.sort_by(|a: &(String, Option<u64>, Option<f64>), b| {
+        b.2.unwrap_or(0.0).total_cmp(&a.2.unwrap_or(0.0))
+    });
+    print_items(&rows, shown)?;
+    Ok(())
+}

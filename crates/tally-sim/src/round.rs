@@ -1,0 +1,93 @@
+//! The simulator's executor of one round of the round protocol: every client answers the
+//! round's query with its own coins, one aggregator absorbs the reports and releases through
+//! the round's release rule, as the federated server's aggregator does.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+
+use crate::rng::{Purpose, stream};
+
+/// Clients per chunk: each chunk's reports are absorbed by an aggregator of its own and merged.
+const CLIENTS_PER_CHUNK: usize = 1 << 16;
+
+/// The secret coins of the aggregator of a round run with `seed`: the stream a federated
+/// server started with the same seed (`tally_server::Server::start_seeded`) gives the first
+/// round it opens, `ChaCha20Rng::from_rng(ChaCha20Rng::seed_from_u64(seed))`. A release whose
+/// noise is drawn only from these coins is then the server's, byte for byte, for the same
+/// reports.
+pub fn aggregator_coins(seed: u64) -> ChaCha20Rng {
+    ChaCha20Rng::from_rng(&mut ChaCha20Rng::seed_from_u64(seed))
+}
+
+/// Runs `round` over the clients holding `inputs` with randomness from `seed`, and returns
+/// its release.
+///
+/// The clients are split into fixed chunks run in parallel: chunk `k`'s clients answer with
+/// coins from their own ChaCha stream (`k` of the device-coin purpose) into an aggregator
+/// whose coins are chunk `k` of the shard purpose; the chunks' aggregators are merged in
+/// chunk order into the round's aggregator, whose coins are [`aggregator_coins`], which
+/// releases. The release depends only on the inputs and `seed`, never on the number of
+/// threads.
+pub fn run_round<P, I>(round: &P, inputs: &[I], seed: u64) -> P::Release
+where
+    P: RoundProtocol<Query: DeviceQuery<Input = I> + Sync, Aggregator: Send> + Sync,
+    I: Sync,
+{
+    let query = round.query();
+    let shards = inputs
+        .par_chunks(CLIENTS_PER_CHUNK)
+        .enumerate()
+        .map(|(chunk, clients)| {
+            let index = chunk as u64;
+            let mut devices = stream(seed, Purpose::DeviceCoins, index);
+            let shard_coins = ChaCha20Rng::from_rng(&mut stream(seed, Purpose::ShardCoins, index));
+            let mut shard = round.aggregator(shard_coins);
+            for input in clients {
+                if let Some(report) = query.respond(input, &mut devices) {
+                    shard.absorb(report);
+                }
+            }
+            shard
+        })
+        .reduce_with(|mut left, right| {
+            left.merge(right);
+            left
+        });
+    let mut aggregator = round.aggregator(aggregator_coins(seed));
+    if let Some(shards) = shards {
+        aggregator.merge(shards);
+    }
+    aggregator.release()
+}
+
+#[cfg(test)]
+mod tests {
+    use tally_accounting::Neighbours;
+    use tally_core::histogram::{DomainMap, LaplaceHistogram};
+
+    use super::*;
+
+    /// The executor's release is one aggregator's that absorbed every report and was given
+    /// the seeded aggregator coins, whatever the number of threads.
+    #[test]
+    fn releases_what_one_seeded_aggregator_releases_on_any_threads() {
+        let laplace = LaplaceHistogram::new(8, 1.0, Neighbours::AddRemove).unwrap();
+        let round = laplace.round(DomainMap::Integers(8)).unwrap();
+        let inputs: Vec<u32> = (0..200_000_u32).map(|i| (i % 7) * (i % 3) % 8).collect();
+        let mut whole = round.aggregator(aggregator_coins(3));
+        for &x in &inputs {
+            whole.absorb(x);
+        }
+        let expected = whole.release();
+        for threads in [1, 3] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            assert_eq!(pool.install(|| run_round(&round, &inputs, 3)), expected);
+        }
+        assert_ne!(run_round(&round, &inputs, 4), expected);
+    }
+}
