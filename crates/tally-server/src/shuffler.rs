@@ -43,8 +43,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use rand::{Rng, SeedableRng};
+    use tally_core::protocol::RoundAggregator;
     use tally_core::protocol::wire::WireCell;
-    use tally_core::protocol::{RoundAggregator, ThresholdCell};
     use tally_messages::{Ask, ErrorCode, PROTOCOL_VERSION, RoundQuery, Sampling, Upload};
 
     use super::*;
@@ -218,7 +218,7 @@ mod tests {
         let keys: Vec<String> = direct
             .release()
             .into_iter()
-            .map(|cell: ThresholdCell<String>| cell.key)
+            .map(|cell: WireCell| cell.key)
             .collect();
         assert_eq!(keys, ["b", "a"]);
     }

@@ -28,7 +28,7 @@ use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
 
 use super::wire::{DeviceResponder, WireCell, WireRelease};
-use super::{DeviceQuery, RoundAggregator, RoundProtocol, ThresholdCell, TrustModel, WireReport};
+use super::{DeviceQuery, RoundAggregator, RoundProtocol, TrustModel, WireReport};
 use crate::heavy_hitters::{PrefixRound, TrieHhQuery};
 use crate::sampling::uniform_subset_counts;
 
@@ -193,7 +193,7 @@ impl RoundAggregator for TrieHhBatch {
 impl WireRelease for Vec<String> {
     fn into_cells(self) -> Vec<WireCell> {
         self.into_iter()
-            .map(|key| ThresholdCell {
+            .map(|key| WireCell {
                 key,
                 count: 0,
                 estimate: 0.0,
@@ -361,7 +361,7 @@ mod tests {
             Vec::<String>::from_cells(cells).unwrap(),
             ["a".to_owned(), "b$".to_owned()]
         );
-        let counted = vec![ThresholdCell {
+        let counted = vec![WireCell {
             key: "a".to_owned(),
             count: 7,
             estimate: 7.0,

@@ -77,7 +77,11 @@ fn registered<M, R>(
 where
     M: DomainHistogram + 'static,
     R: RoundProtocol<
-            Query: PublishedQuery + DeviceQuery<Report: WireReport> + Clone + Send + 'static,
+            Query: PublishedQuery
+                       + DeviceQuery<Report: WireReport + Send + 'static>
+                       + Clone
+                       + Send
+                       + 'static,
             Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
             Aggregator: Send + 'static,
         > + Clone
@@ -117,7 +121,11 @@ impl<R> Clone for Domain<R> {
 impl<R> Kind for Domain<R>
 where
     R: RoundProtocol<
-            Query: PublishedQuery + DeviceQuery<Report: WireReport> + Clone + Send + 'static,
+            Query: PublishedQuery
+                       + DeviceQuery<Report: WireReport + Send + 'static>
+                       + Clone
+                       + Send
+                       + 'static,
             Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
             Aggregator: Send + 'static,
         > + Clone
