@@ -156,6 +156,8 @@ fn newline_mask(block: &[u8]) -> u64 {
 pub(crate) struct Chunk {
     /// The chunk's position in the input, from 0.
     pub(crate) index: u64,
+    /// Where the chunk's first byte lies in the (decompressed) input.
+    pub(crate) start: u64,
     bytes: Vec<u8>,
 }
 
@@ -328,6 +330,8 @@ fn read_chunks(
     let mut carry: Vec<u8> = Vec::new();
     let mut index = 0;
     let mut read = 0u64;
+    // Where the next chunk starts in the input.
+    let mut start = 0u64;
     loop {
         let mut buf = empty.try_recv().unwrap_or_default();
         buf.clear();
@@ -350,9 +354,19 @@ fn read_chunks(
             let cut = buf.len() - carry.len();
             buf.truncate(cut);
         }
-        if !buf.is_empty() && full.send(Chunk { index, bytes: buf }).is_err() {
+        let len = buf.len() as u64;
+        if !buf.is_empty()
+            && full
+                .send(Chunk {
+                    index,
+                    start,
+                    bytes: buf,
+                })
+                .is_err()
+        {
             return Ok(());
         }
+        start += len;
         index += 1;
         if eof {
             return Ok(());
@@ -397,6 +411,9 @@ mod tests {
             &progress,
             Vec::new,
             |acc: &mut Vec<(u64, u64, String)>, chunk| {
+                // The chunk knows where it lies in the input.
+                let start = usize::try_from(chunk.start).unwrap();
+                assert_eq!(&text[start..start + chunk.bytes.len()], chunk.bytes);
                 let lines = chunk.lines().map_err(|line| ChunkFault {
                     chunk: chunk.index,
                     line,
@@ -446,6 +463,7 @@ mod tests {
                     sixty-four bytes, to be sure\nij\nkl";
         let chunk = Chunk {
             index: 1,
+            start: 0,
             bytes: text.as_bytes().to_vec(),
         };
         // Alternate skipping up to `most` lines and reading one, and compare with reading all.
