@@ -20,9 +20,8 @@ use crate::Error;
 /// small enough to stay in a core's second-level cache while it is sampled and counted.
 pub(crate) const LINE_CHUNK_BYTES: usize = 1 << 20;
 
-/// The size a chunk of TSV rows is read at: larger, since each chunk's rows are merged into
-/// the shared client maps under one lock per map.
-pub(crate) const ROW_CHUNK_BYTES: usize = 4 << 20;
+/// The size a chunk of TSV rows is read at.
+pub(crate) const ROW_CHUNK_BYTES: usize = 1 << 20;
 
 /// Chunks read ahead of the processing.
 const READ_AHEAD: usize = 4;

@@ -40,6 +40,7 @@ use std::hash::BuildHasher;
 use std::io::{self, BufRead};
 use std::path::Path;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use foldhash::quality::FixedState;
 use rand::Rng;
@@ -64,7 +65,7 @@ pub(crate) struct TsvClients {
 const PARTITIONS: usize = 1024;
 
 /// The rows of a batch of pass 2 (each batch of chunks is folded once it holds this many).
-const BATCH_ROWS: usize = 1 << 21;
+const BATCH_ROWS: usize = 1 << 20;
 
 /// The bits of a row's choice word that say where its line starts.
 const PLACE_BITS: u32 = 40;
@@ -174,8 +175,6 @@ impl ChunkRows {
 struct Batch {
     chunks: Vec<ChunkRows>,
     rows: usize,
-    /// The number of batches folded before it.
-    number: usize,
 }
 
 /// The clients of one partition, each with the choice word of its kept row.
@@ -345,6 +344,7 @@ fn tsv_clients_in(
         ClientMode::RowsAsClients => None,
     };
     let maps: Vec<Mutex<Clients>> = (0..PARTITIONS).map(|_| Mutex::default()).collect();
+    let folded = AtomicUsize::new(0);
     let pending = Mutex::new(Batch::default());
     let parts = fold_chunks(
         sizes.chunk_bytes,
@@ -406,34 +406,34 @@ fn tsv_clients_in(
                 rows,
                 starts,
             };
+            // The thread that fills the batch folds it, on its own: the other thread goes on
+            // with pass 1 (or folds the next batch), so at most about three batches are held.
             let full = {
                 // Unwrap safety: a thread holding the lock only panics by a bug; pass that on.
                 let mut batch = pending.lock().expect("the pending batch's lock");
                 batch.chunks.push(chunk_rows);
                 batch.rows += rows_here;
-                (batch.rows >= sizes.batch_rows).then(|| {
-                    let number = batch.number + 1;
-                    std::mem::replace(
-                        &mut *batch,
-                        Batch {
-                            number,
-                            ..Batch::default()
-                        },
-                    )
-                })
+                (batch.rows >= sizes.batch_rows).then(|| std::mem::take(&mut *batch))
             };
             if let Some(batch) = full {
-                fold_batch(&batch, &maps, chosen);
+                fold_batch(
+                    &batch,
+                    &maps,
+                    folded.fetch_add(1, Ordering::Relaxed),
+                    chosen,
+                );
             }
             Ok(lines)
         },
     )?;
     // Unwrap safety: as above.
-    fold_batch(
-        &pending.into_inner().expect("the pending batch's lock"),
-        &maps,
-        chosen,
-    );
+    let last = pending.into_inner().expect("the pending batch's lock");
+    fold_batch(&last, &maps, 0, chosen);
+    let maps: Vec<Clients> = maps
+        .into_iter()
+        // Unwrap safety: as above.
+        .map(|map| map.into_inner().expect("a client map's lock"))
+        .collect();
     let mut rows = 0;
     let mut counts = ItemCounts::default();
     let mut end = 0;
@@ -448,11 +448,6 @@ fn tsv_clients_in(
             max: MAX_INPUT_BYTES,
         });
     }
-    let maps: Vec<Clients> = maps
-        .into_iter()
-        // Unwrap safety: as above.
-        .map(|map| map.into_inner().expect("a client map's lock"))
-        .collect();
     let client_ids = maps.iter().map(|map| map.len() as u64).sum();
     if chosen.is_some() {
         let mut sampled: Vec<(u64, u64)> = maps
@@ -475,14 +470,14 @@ fn tsv_clients_in(
     })
 }
 
-/// Pass 2 for `batch`: folds each partition's rows of every chunk of the batch into its
-/// client map (the partitions in parallel, from a place set by the batch's number so that
-/// batches folded at once do not queue on the same maps); with `chosen`, the client level's
-/// seed, each client keeps its row of least priority.
-fn fold_batch(batch: &Batch, maps: &[Mutex<Clients>], chosen: Option<u64>) {
-    let first = batch.number * (PARTITIONS / 2 + 1);
-    (0..PARTITIONS).into_par_iter().for_each(|i| {
-        let partition = (first + i) % PARTITIONS;
+/// Pass 2 for `batch`, the `number`th folded: folds each partition's rows of every chunk of
+/// the batch into its client map, under the map's lock, starting at a partition set by
+/// `number` so that two batches folded at once seldom meet on a map; with `chosen`, the
+/// client level's seed, each client keeps its row of least priority.
+fn fold_batch(batch: &Batch, maps: &[Mutex<Clients>], number: usize, chosen: Option<u64>) {
+    let first = number.wrapping_mul(PARTITIONS / 2 + 1);
+    for i in 0..PARTITIONS {
+        let partition = first.wrapping_add(i) % PARTITIONS;
         // Unwrap safety: a thread holding the lock only panics by a bug; pass that on.
         let mut map = maps[partition].lock().expect("a client map's lock");
         for chunk in &batch.chunks {
@@ -490,7 +485,7 @@ fn fold_batch(batch: &Batch, maps: &[Mutex<Clients>], chosen: Option<u64>) {
                 map.meet(row.key(chunk), row.choice, chosen);
             }
         }
-    });
+    }
 }
 
 /// The clients of `map` (partition `partition`) that `sampling` samples: the clients, in the
