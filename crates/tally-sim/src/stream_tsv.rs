@@ -177,43 +177,93 @@ struct Batch {
     rows: usize,
 }
 
-/// The clients of one partition, each with the choice word of its kept row.
+/// The clients of one partition, each with the choice word of its kept row. Clients of at
+/// most 11 bytes (most ids) are keyed by 12 bytes with the word in two halves, 20 bytes an
+/// entry; clients of 12 to 15 bytes by their 16 [`pack`]ed bytes, 24 bytes an entry; longer
+/// ones by their text.
 #[derive(Default)]
 struct Clients {
+    small: HashMap<[u32; 3], [u32; 2], FixedState>,
     short: HashMap<[u64; 2], u64, FixedState>,
     long: HashMap<Box<str>, u64, FixedState>,
 }
 
+/// The 12-byte key of a [`pack`]ed client of at most 11 bytes (its bytes 0 to 10 and its
+/// length), or `None` for a longer one.
+fn small_key([low, high]: [u64; 2]) -> Option<[u32; 3]> {
+    let length = high >> 56;
+    // The casts keep the low 32 bits, as meant; bytes 11 to 14 of a short text are zero.
+    (length <= 11).then_some([
+        low as u32,
+        (low >> 32) as u32,
+        (high as u32 & 0x00FF_FFFF) | (length as u32) << 24,
+    ])
+}
+
+/// The [`pack`]ed client of a [`small_key`].
+fn unsmall_key([a, b, c]: [u32; 3]) -> [u64; 2] {
+    [
+        u64::from(a) | u64::from(b) << 32,
+        u64::from(c & 0x00FF_FFFF) | u64::from(c >> 24) << 56,
+    ]
+}
+
+/// A choice word in two 32-bit halves, low first.
+fn halves(choice: u64) -> [u32; 2] {
+    // The casts keep the low and the high 32 bits, as meant.
+    [choice as u32, (choice >> 32) as u32]
+}
+
+/// The choice word of its [`halves`].
+fn whole([low, high]: [u32; 2]) -> u64 {
+    u64::from(low) | u64::from(high) << 32
+}
+
 impl Clients {
     fn len(&self) -> usize {
-        self.short.len() + self.long.len()
+        self.small.len() + self.short.len() + self.long.len()
     }
 
     /// Meets a row of `client` with `choice`; with `chosen`, the client level's seed, the
     /// client keeps its row of least priority.
     #[inline]
     fn meet(&mut self, client: Client<'_>, choice: u64, chosen: Option<u64>) {
-        let kept = match client {
-            Client::Short(key) => match self.short.entry(key) {
-                Entry::Vacant(entry) => {
-                    entry.insert(choice);
-                    return;
-                }
-                Entry::Occupied(entry) => entry.into_mut(),
-            },
-            Client::Long(text) => {
-                if let Some(kept) = self.long.get_mut(text) {
-                    kept
+        let replaces = |kept: u64| chosen.is_some_and(|seed| precedes(choice, kept, seed));
+        match client {
+            Client::Short(key) => {
+                if let Some(key) = small_key(key) {
+                    match self.small.entry(key) {
+                        Entry::Vacant(entry) => {
+                            entry.insert(halves(choice));
+                        }
+                        Entry::Occupied(mut entry) => {
+                            if replaces(whole(*entry.get())) {
+                                entry.insert(halves(choice));
+                            }
+                        }
+                    }
                 } else {
-                    self.long.insert(text.into(), choice);
-                    return;
+                    match self.short.entry(key) {
+                        Entry::Vacant(entry) => {
+                            entry.insert(choice);
+                        }
+                        Entry::Occupied(mut entry) => {
+                            if replaces(*entry.get()) {
+                                entry.insert(choice);
+                            }
+                        }
+                    }
                 }
             }
-        };
-        if let Some(seed) = chosen
-            && precedes(choice, *kept, seed)
-        {
-            *kept = choice;
+            Client::Long(text) => {
+                if let Some(kept) = self.long.get_mut(text) {
+                    if replaces(*kept) {
+                        *kept = choice;
+                    }
+                } else {
+                    self.long.insert(text.into(), choice);
+                }
+            }
         }
     }
 }
@@ -493,9 +543,14 @@ fn fold_batch(batch: &Batch, maps: &[Mutex<Clients>], number: usize, chosen: Opt
 /// place of its kept row's line and a [`check`] of its `client_id`.
 fn sampled_rows(map: Clients, partition: u64, sampling: &impl LineSampling) -> Vec<(u64, u64)> {
     let mut kept: Vec<(u64, Text)> = map
-        .short
+        .small
         .into_iter()
-        .map(|(key, choice)| (place(choice), Text::Short(key)))
+        .map(|(key, choice)| (place(whole(choice)), Text::Short(unsmall_key(key))))
+        .chain(
+            map.short
+                .into_iter()
+                .map(|(key, choice)| (place(choice), Text::Short(key))),
+        )
         .chain(
             map.long
                 .into_iter()
@@ -572,6 +627,10 @@ fn skip(reader: &mut dyn BufRead, mut n: u64) -> io::Result<()> {
 /// probability 1, so ties are broken exactly).
 fn precedes(a: u64, b: u64, seed: u64) -> bool {
     let (first_a, first_b) = (a >> PLACE_BITS, b >> PLACE_BITS);
+    if a == b {
+        // The same row.
+        return false;
+    }
     if first_a != first_b {
         return first_a < first_b;
     }
@@ -627,6 +686,7 @@ mod tests {
         );
         let c = 6 << PLACE_BITS | 9;
         assert!(precedes(c, a, 1) && !precedes(a, c, 1));
+        assert!(!precedes(a, a, 1));
     }
 
     #[test]
@@ -651,6 +711,29 @@ mod tests {
     }
 
     #[test]
+    fn small_keys_hold_clients_of_up_to_11_bytes_exactly() {
+        let text = "abcdefghijklmnop";
+        let mut keys = Vec::new();
+        for n in 0..16 {
+            let packed = Row::new(&text[..n], 0, 0).client;
+            match small_key(packed) {
+                Some(key) => {
+                    assert!(n <= 11);
+                    assert_eq!(unsmall_key(key), packed, "length {n}");
+                    keys.push(key);
+                }
+                None => assert!(n > 11),
+            }
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), 12);
+        let (a, b) = (Row::new("u1", 0, 0).client, Row::new("u1\0", 0, 0).client);
+        assert_ne!(small_key(a), small_key(b));
+        assert_eq!(whole(halves(0x0123_4567_89AB_CDEF)), 0x0123_4567_89AB_CDEF);
+    }
+
+    #[test]
     fn grouping_keeps_each_partitions_rows_in_order() {
         let rows: Vec<(Row, u16)> = (0..2_000)
             .map(|i| {
@@ -670,16 +753,18 @@ mod tests {
         }
     }
 
-    /// A TSV file of 300 clients, short and long, with 1 to 7 rows each, scattered.
+    /// A TSV file of 300 clients, of short, middling and long ids, with 1 to 7 rows each,
+    /// scattered.
     fn clients_file() -> tempfile::NamedTempFile {
         let mut text = String::from("client_id\titem\n");
         for row in 0..1_200 {
             let client = (row * 7) % 300;
             if row % 4 < client % 8 {
-                let id = if client % 3 == 0 {
-                    format!("a-client-with-a-long-id-{client}")
-                } else {
-                    format!("u{client}")
+                // Ids of 16 bytes or more, of 12 to 15 and of at most 11.
+                let id = match client % 3 {
+                    0 => format!("a-client-with-a-long-id-{client}"),
+                    1 => format!("medium-id-{client:04}"),
+                    _ => format!("u{client}"),
                 };
                 text.push_str(&format!("{id}\ti{}\n", (row + client) % 5));
             }
