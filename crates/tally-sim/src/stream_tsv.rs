@@ -27,12 +27,14 @@
 //! file is opened and read again, `.gz` decoded again), and each row read is checked to be the
 //! client's.
 //!
-//! Memory thus holds the client maps, about 25 bytes per slot of 16-byte clients (a map has
-//! between 8/7 and 16/7 slots per client: 29 to 57 bytes a client, and more for longer
-//! `client_id`s, which are held as text), up to two batches of rows (24 bytes a row, 48 MiB
-//! each), a few chunks of input and, at the end, 16 bytes per sampled client: about 99 MB
-//! for 10^6 clients with 10 rows each, and under 500 MB for 10^7 clients. Rows as clients
-//! count their distinct `client_id`s through the same maps, and need no pass 3.
+//! Memory thus holds the client maps (an entry of 20 bytes and a control byte per slot for
+//! `client_id`s of at most 11 bytes, 24 bytes and one for 12 to 15 bytes, the text for longer
+//! ones; a map has between 8/7 and 16/7 slots per client, so 24 to 48 bytes a short client),
+//! up to about three batches of rows being folded or filled (24 bytes a row, 24 MiB a batch),
+//! a few 1 MiB chunks of input and, at the end, 16 bytes per sampled client. Measured: 150 MB
+//! peak for 10^6 clients with 10 rows each, 484 to 502 MB for 10^7 clients (10^8 rows), of
+//! which the maps are about 350 MB. Rows as clients count their distinct `client_id`s
+//! through the same maps, and need no pass 3.
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
