@@ -67,6 +67,25 @@ pub enum Error {
         /// `items` or `clients`.
         what: &'static str,
     },
+    /// A client-level TSV input is larger than the places of its rows can name.
+    #[error(
+        "{file}: the input is larger than {max} bytes (decompressed), the most client-level TSV reads"
+    )]
+    TooLarge {
+        /// The input's name.
+        file: String,
+        /// The largest input read, in bytes.
+        max: u64,
+    },
+    /// Reading a client-level TSV input a second time, for the items of its chosen rows,
+    /// failed or found other bytes than the first reading.
+    #[error("{file}: reading the input again for its chosen rows failed: {source}")]
+    Reread {
+        /// The input's name.
+        file: String,
+        /// What went wrong.
+        source: io::Error,
+    },
     /// No shipped dataset has this name.
     #[error("unknown dataset {name:?}: known datasets are {known}")]
     UnknownDataset {

@@ -20,9 +20,8 @@ use crate::Error;
 /// small enough to stay in a core's second-level cache while it is sampled and counted.
 pub(crate) const LINE_CHUNK_BYTES: usize = 1 << 20;
 
-/// The size a chunk of TSV rows is read at: larger, since each chunk's rows are merged into
-/// the shared client maps under one lock per map.
-pub(crate) const ROW_CHUNK_BYTES: usize = 4 << 20;
+/// The size a chunk of TSV rows is read at.
+pub(crate) const ROW_CHUNK_BYTES: usize = 1 << 20;
 
 /// Chunks read ahead of the processing.
 const READ_AHEAD: usize = 4;
@@ -156,6 +155,8 @@ fn newline_mask(block: &[u8]) -> u64 {
 pub(crate) struct Chunk {
     /// The chunk's position in the input, from 0.
     pub(crate) index: u64,
+    /// Where the chunk's first byte lies in the (decompressed) input.
+    pub(crate) start: u64,
     bytes: Vec<u8>,
 }
 
@@ -328,6 +329,8 @@ fn read_chunks(
     let mut carry: Vec<u8> = Vec::new();
     let mut index = 0;
     let mut read = 0u64;
+    // Where the next chunk starts in the input.
+    let mut start = 0u64;
     loop {
         let mut buf = empty.try_recv().unwrap_or_default();
         buf.clear();
@@ -350,9 +353,19 @@ fn read_chunks(
             let cut = buf.len() - carry.len();
             buf.truncate(cut);
         }
-        if !buf.is_empty() && full.send(Chunk { index, bytes: buf }).is_err() {
+        let len = buf.len() as u64;
+        if !buf.is_empty()
+            && full
+                .send(Chunk {
+                    index,
+                    start,
+                    bytes: buf,
+                })
+                .is_err()
+        {
             return Ok(());
         }
+        start += len;
         index += 1;
         if eof {
             return Ok(());
@@ -397,6 +410,9 @@ mod tests {
             &progress,
             Vec::new,
             |acc: &mut Vec<(u64, u64, String)>, chunk| {
+                // The chunk knows where it lies in the input.
+                let start = usize::try_from(chunk.start).unwrap();
+                assert_eq!(&text[start..start + chunk.bytes.len()], chunk.bytes);
                 let lines = chunk.lines().map_err(|line| ChunkFault {
                     chunk: chunk.index,
                     line,
@@ -446,6 +462,7 @@ mod tests {
                     sixty-four bytes, to be sure\nij\nkl";
         let chunk = Chunk {
             index: 1,
+            start: 0,
             bytes: text.as_bytes().to_vec(),
         };
         // Alternate skipping up to `most` lines and reading one, and compare with reading all.

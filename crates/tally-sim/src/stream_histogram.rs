@@ -158,19 +158,6 @@ impl ItemCounts {
         }
     }
 
-    /// Counts one more client holding `item`.
-    pub(crate) fn add_text(&mut self, item: Text) {
-        match item {
-            Text::Short([low, high]) => {
-                *self
-                    .short
-                    .entry(u128::from(high) << 64 | u128::from(low))
-                    .or_insert(0) += 1;
-            }
-            Text::Long(item) => *self.long.entry(item).or_insert(0) += 1,
-        }
-    }
-
     /// Adds another part's counts.
     pub(crate) fn merge(&mut self, other: Self) {
         for (key, count) in other.short {
@@ -227,9 +214,9 @@ pub enum StreamFormat {
 /// file's bytes, the format, the mechanism and the seeds only. Lines and rows as clients draw
 /// the coins of chunk `i` of the input from `sampling.coins(i)`; client-level TSV first
 /// chooses every client's row (exactly uniformly, seeded by the mode's seed), then splits the
-/// clients into 256 partitions by a fixed hash of their `client_id`, and the clients of
+/// clients into 1024 partitions by a fixed hash of their `client_id`, and the clients of
 /// partition `p`, in the file order of their chosen rows, draw the coins of
-/// `sampling.coins(p)`.
+/// `sampling.coins(p)`; it reads the file a second time for the chosen rows' items.
 ///
 /// # Errors
 ///
@@ -280,15 +267,14 @@ pub(crate) fn stream_counts(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(u64, ItemCounts, String), Error> {
     let name = path.display().to_string();
-    let reader = open(path)?;
     let (clients, counts, source, blank) = match format {
         StreamFormat::Lines => {
-            let (clients, counts) = line_clients(reader, &name, sampling, progress)?;
+            let (clients, counts) = line_clients(open(path)?, &name, sampling, progress)?;
             let source = Source::Lines { file: name.clone() };
             (clients, counts, source, " or holds only blank lines")
         }
         StreamFormat::Tsv(mode) => {
-            let tsv = tsv_clients(reader, &name, mode, sampling, progress)?;
+            let tsv = tsv_clients(path, &name, mode, sampling, progress)?;
             let blank = " or holds only a header or blank lines";
             (tsv.clients, tsv.counts, tsv.source, blank)
         }

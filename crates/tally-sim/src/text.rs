@@ -13,10 +13,6 @@ pub(crate) enum Text {
 }
 
 impl Text {
-    pub(crate) fn new(text: &str) -> Self {
-        pack(text).map_or_else(|| Self::Long(text.into()), Self::from_packed)
-    }
-
     /// The short text [`pack`] packed into `key`.
     pub(crate) fn from_packed(key: u128) -> Self {
         // The casts keep the low and the high 64 bits, as meant.
@@ -81,6 +77,12 @@ pub(crate) fn pack(text: &str) -> Option<u128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Text {
+        fn new(text: &str) -> Self {
+            pack(text).map_or_else(|| Self::Long(text.into()), Self::from_packed)
+        }
+    }
 
     #[test]
     fn texts_round_trip() {

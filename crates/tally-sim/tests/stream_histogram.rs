@@ -321,6 +321,50 @@ fn stat_partitioned_client_level_streaming_is_equal_in_law_to_loading() {
 }
 
 #[test]
+fn client_level_streaming_reads_gzip_and_long_client_ids() {
+    // 500 clients, a third with ids of 16 bytes or more, 1 to 3 rows each (client c's rows
+    // are rows c·143 mod 500 plus 0, 500 and 1000, of which those ≡ 0..=c mod 3 are kept).
+    let mut text = String::from("client_id\titem\n");
+    for row in 0..1_500 {
+        let client = row * 7 % 500;
+        if row % 3 <= client % 3 {
+            let id = if client % 3 == 0 {
+                format!("a-long-client-id-{client}")
+            } else {
+                format!("u{client}")
+            };
+            text.push_str(&format!("{id}\ti{}\n", (row + client) % 4));
+        }
+    }
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    let gz = tempfile::Builder::new().suffix(".gz").tempfile().unwrap();
+    let mut encoder = GzEncoder::new(gz.reopen().unwrap(), Compression::fast());
+    encoder.write_all(text.as_bytes()).unwrap();
+    encoder.finish().unwrap();
+    let st = mechanism(0.5, 2);
+    let cells = |path: &std::path::Path, seed| {
+        let streamed = stream_client_level(path, &st, seed);
+        assert_eq!(streamed.clients, 500);
+        let mut cells: Vec<(String, u64)> = streamed
+            .release
+            .items
+            .iter()
+            .map(|cell| (streamed.names[cell.item as usize].clone(), cell.count))
+            .collect();
+        cells.sort_unstable();
+        cells
+    };
+    for seed in 0..5 {
+        let plain = cells(file.path(), seed);
+        assert_eq!(cells(gz.path(), seed), plain);
+        // About 250 clients are sampled, over 4 items.
+        let sampled: u64 = plain.iter().map(|(_, count)| count).sum();
+        assert!((180..320).contains(&sampled), "{sampled}");
+    }
+}
+
+#[test]
 fn rows_as_clients_streaming_samples_each_row() {
     let rows: Vec<&[&str]> = vec![&["a", "a", "b"], &["a"], &["a", "c"]];
     let file = write_tsv(&rows);
