@@ -20,6 +20,8 @@ import json
 import statistics
 import time
 
+from spark_frame import cached_frame
+
 
 def pipelinedp_count(spark, df, epsilon: float, delta: float) -> int:
     """PipelineDP's COUNT per item with private partition selection (Laplace thresholding),
@@ -53,26 +55,9 @@ def main() -> None:
     parser.add_argument("--pipelinedp-runs", type=int, default=1)
     args = parser.parse_args()
 
-    from pyspark.sql import SparkSession
-    from pyspark.sql import functions as F
-
     import tally.spark
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "4g")
-        .getOrCreate()
-    )
-    df = (
-        spark.range(args.rows)
-        .select(
-            F.col("id").alias("client"),
-            F.least(F.floor(F.pow(F.rand(7), -2.0)), F.lit(1_000_000)).cast("long").alias("item"),
-        )
-        .cache()
-    )
-    df.count()
+    spark, df = cached_frame(args.rows)
     settings = dict(item="item", client="client", epsilon=1.0, delta=1e-8, sampling_key="bench")
     times: dict[str, list[float]] = {
         "tally.spark rows_as_clients": [],

@@ -24,6 +24,8 @@ import statistics
 import time
 from typing import Any, Callable, Iterator
 
+from spark_frame import cached_frame
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -34,30 +36,13 @@ def main() -> None:
     args = parser.parse_args()
 
     import pyarrow as pa
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     import tally.spark
     from tally._input import column
     from tally._tally import keyed_coins
 
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.execution.arrow.maxRecordsPerBatch", str(args.batch))
-        .getOrCreate()
-    )
-    df = (
-        spark.range(args.rows)
-        .select(
-            F.col("id").alias("client"),
-            F.least(F.floor(F.pow(F.rand(7), -2.0)), F.lit(1_000_000)).cast("long").alias("item"),
-        )
-        .cache()
-    )
-    df.count()
+    spark, df = cached_frame(args.rows, args.batch)
     rate = 0.24  # about the rate tally calibrates at (1, 1e-8)
     below = int(rate * 2**32)
 

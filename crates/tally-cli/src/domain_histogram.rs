@@ -22,13 +22,23 @@ const DEFAULT_TABLE_ROWS: usize = 20;
 
 /// The public domain from `--domain` or `--buckets`.
 pub(crate) fn domain_map(args: &DomainArgs, mechanism: HistogramMechanism) -> Result<DomainMap> {
-    let map = match (args.domain, args.buckets) {
+    public_domain(args.domain, args.buckets, mechanism)
+}
+
+/// The public domain of `--domain B` or `--buckets B` (exactly one of them, `B ≥ 2`), for
+/// `mechanism` (offline or as a task).
+pub(crate) fn public_domain(
+    domain: Option<u32>,
+    buckets: Option<u32>,
+    mechanism: HistogramMechanism,
+) -> Result<DomainMap> {
+    let map = match (domain, buckets) {
         (Some(size), None) => DomainMap::Integers(size),
         (None, Some(size)) => DomainMap::Buckets(size),
         _ => bail!(
             "--mechanism {} needs a public domain: give --domain B (integer items in [0, B)) or \
              --buckets B (hash items into B buckets); a domain read off the data would reveal \
-             which items occur",
+             which items occur (--mechanism sample-threshold needs none)",
             mechanism.name()
         ),
     };

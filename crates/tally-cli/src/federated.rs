@@ -129,12 +129,12 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         federated_domain::refuse_domain(args, "a task over no public domain")?;
     }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
-        (Some(_), _) if let Some(mechanism) = domain_mechanism => {
+        (Some(named), _) if let Some(mechanism) = domain_mechanism => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
             if args.sampling_rate.is_some() || args.threshold.is_some() {
                 bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
             }
-            federated_domain::task_kind(args, mechanism)?
+            federated_domain::task_kind(args, named, mechanism)?
         }
         (Some(HistogramMechanism::SampleThreshold), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;

@@ -2,9 +2,10 @@
 //! public domain that the federated runtime runs, and `tally task result` of such a task.
 
 use anyhow::{Result, bail};
-use tally_messages::{DomainHistogramMechanism, DomainHistogramRelease, PublicDomain, TaskKind};
+use tally_messages::{DomainHistogramMechanism, DomainHistogramRelease, TaskKind};
 
 use crate::cli::{HistogramMechanism, TaskCreateArgs};
+use crate::domain_histogram::public_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
 
 /// The federated runtime's name of `mechanism`, if it runs it as a domain histogram: one
@@ -17,21 +18,14 @@ pub(crate) fn mechanism(mechanism: HistogramMechanism) -> Option<DomainHistogram
     }
 }
 
-/// The task of a domain histogram by `mechanism`, from `--domain` or `--buckets`.
+/// The task of a domain histogram by `mechanism` (the command line's `named`), from
+/// `--domain` or `--buckets`, as `tally histogram` reads them.
 pub(crate) fn task_kind(
     args: &TaskCreateArgs,
+    named: HistogramMechanism,
     mechanism: DomainHistogramMechanism,
 ) -> Result<TaskKind> {
-    let domain = match (args.domain, args.buckets) {
-        (Some(size), None) => PublicDomain::Integers(size),
-        (None, Some(size)) => PublicDomain::Buckets(size),
-        _ => bail!(
-            "--mechanism {} needs a public domain: give --domain B (integer items in [0, B)) or \
-             --buckets B (hash items into B buckets); a domain read off the data would reveal \
-             which items occur (--mechanism sample-threshold needs none)",
-            mechanism.name()
-        ),
-    };
+    let domain = public_domain(args.domain, args.buckets, named)?.into();
     Ok(TaskKind::DomainHistogram { mechanism, domain })
 }
 

@@ -5,6 +5,7 @@ mod common;
 
 use std::collections::HashMap;
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -408,13 +409,8 @@ fn enrolled_devices_answer_with_their_own_credentials() {
     assert_eq!(spent.as_f64(), Some(task.guarantee.epsilon), "{kept}");
 }
 
-/// A TrieHH++ task over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a
-/// fleet against a server whose aggregator's coins are seeded with `seed`, one request at a
-/// time so that the reports arrive in the same order: its release.
-fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
-    let server = Server::start_seeded(seed);
-    let analyst = &server.analyst;
-    let devices = &server.devices;
+/// A file of 2,103 devices' words, one a line: 900 "the", 700 "and", 500 "to" and 3 "rare".
+fn four_words_file() -> PathBuf {
     let mut words = String::new();
     for (word, holders) in [("the", 900), ("and", 700), ("to", 500), ("rare", 3)] {
         for _ in 0..holders {
@@ -422,7 +418,17 @@ fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
             words.push('\n');
         }
     }
-    let file = temp_file("words.txt", words.as_bytes());
+    temp_file("words.txt", words.as_bytes())
+}
+
+/// A TrieHH++ task over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a
+/// fleet against a server whose aggregator's coins are seeded with `seed`, one request at a
+/// time so that the reports arrive in the same order: its release.
+fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
+    let server = Server::start_seeded(seed);
+    let analyst = &server.analyst;
+    let devices = &server.devices;
+    let file = four_words_file();
     let info: TaskInfo = parse(json(&format!(
         "task create {analyst} --algorithm triehh++ --epsilon 4 --delta 1e-6 \
          --levels 5 --population words --expected-population 2103 --min-cohort 100 --json"
@@ -500,14 +506,7 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
 fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
     let server = Server::start_seeded(15);
     let analyst = &server.analyst;
-    let mut words = String::new();
-    for (word, holders) in [("the", 900), ("and", 700), ("to", 500), ("rare", 3)] {
-        for _ in 0..holders {
-            words.push_str(word);
-            words.push('\n');
-        }
-    }
-    let file = temp_file("words.txt", words.as_bytes());
+    let file = four_words_file();
     let privacy = "--epsilon 4 --delta 1e-6 --levels 5 --neighbours replace-one";
     let info: TaskInfo = parse(json(&format!(
         "task create {analyst} --algorithm triehh {privacy} --population words \

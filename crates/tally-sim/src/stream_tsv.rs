@@ -779,8 +779,8 @@ mod tests {
         file
     }
 
-    /// The clients, sampled items' counts and rows of `path` read at `sizes`.
-    fn read(path: &Path, seed: u64, sizes: Sizes) -> (u64, Vec<(String, u64)>, String) {
+    /// The Poisson sampling of an S&T round at `p_s = 1/2`, `τ = 2`, seeded with `seed`.
+    fn half_sampling(seed: u64) -> PoissonLines {
         let st = tally_core::histogram::SampleThreshold::new(
             tally_accounting::sample_threshold::SampleThresholdParams::new(0.5, 2).unwrap(),
             1.0,
@@ -788,8 +788,13 @@ mod tests {
             tally_accounting::Neighbours::AddRemove,
         )
         .unwrap();
+        PoissonLines::new(&st, seed)
+    }
+
+    /// The clients, sampled items' counts and rows of `path` read at `sizes`.
+    fn read(path: &Path, seed: u64, sizes: Sizes) -> (u64, Vec<(String, u64)>, String) {
         let mode = ClientMode::ClientLevel { seed };
-        let sampling = PoissonLines::new(&st, seed);
+        let sampling = half_sampling(seed);
         let tsv = tsv_clients_in(path, "t", mode, &sampling, &|_| {}, sizes).unwrap();
         let described = crate::population::describe(&tsv.source, tsv.clients as usize);
         (tsv.clients, tsv.counts.into_sorted(), described)
@@ -837,16 +842,6 @@ mod tests {
 
     #[test]
     fn bad_rows_are_named_by_their_line_across_chunks_and_batches() {
-        let st_sampling = |seed| {
-            let st = tally_core::histogram::SampleThreshold::new(
-                tally_accounting::sample_threshold::SampleThresholdParams::new(0.5, 2).unwrap(),
-                1.0,
-                tally_accounting::sample_threshold::Analysis::Tight,
-                tally_accounting::Neighbours::AddRemove,
-            )
-            .unwrap();
-            PoissonLines::new(&st, seed)
-        };
         let good = std::fs::read_to_string(clients_file().path()).unwrap();
         let lines: Vec<&str> = good.lines().collect();
         for (at, bad) in [
@@ -870,7 +865,7 @@ mod tests {
                     batch_rows: 3,
                 };
                 let Err(err) =
-                    tsv_clients_in(file.path(), "t", mode, &st_sampling(3), &|_| {}, sizes)
+                    tsv_clients_in(file.path(), "t", mode, &half_sampling(3), &|_| {}, sizes)
                 else {
                     panic!("a bad row at line {} passed", at + 1);
                 };

@@ -4,10 +4,13 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use rand::distr::Distribution;
 use tally_accounting::Guarantee;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
 use tally_core::protocol::wire::WireRelease;
-use tally_core::protocol::{DeviceQuery, NoisyCounts, RoundProtocol, SingleRound, WireReport};
+use tally_core::protocol::{
+    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound, WireReport,
+};
 use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
@@ -57,6 +60,30 @@ pub(super) fn build(
     }
 }
 
+/// A domain mechanism's round as the server drives it: a published query, a release read
+/// as every element's estimate, and what the generic driver needs to move it between threads.
+trait DomainRound:
+    RoundProtocol<
+        Query: PublishedQuery
+                   + DeviceQuery<Report: WireReport + Send + 'static>
+                   + Clone
+                   + Send
+                   + 'static,
+        Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
+        Aggregator: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+/// Every central-noise round is one (a local mechanism's round is registered by one such line).
+impl<D: Distribution<i64> + Clone + Send + Sync + 'static> DomainRound
+    for CentralHistogramRound<D>
+{
+}
+
 /// A round's release as every domain element's estimate, in order.
 trait DomainEstimates {
     fn estimates(&self) -> Vec<f64>;
@@ -76,18 +103,7 @@ fn registered<M, R>(
 ) -> Result<(Engine, Guarantee), String>
 where
     M: DomainHistogram + 'static,
-    R: RoundProtocol<
-            Query: PublishedQuery
-                       + DeviceQuery<Report: WireReport + Send + 'static>
-                       + Clone
-                       + Send
-                       + 'static,
-            Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
-            Aggregator: Send + 'static,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
+    R: DomainRound,
 {
     let mechanism = mechanism.map_err(|e| e.to_string())?;
     let round = round(&mechanism, map).map_err(|e| e.to_string())?;
@@ -118,21 +134,7 @@ impl<R> Clone for Domain<R> {
     }
 }
 
-impl<R> Kind for Domain<R>
-where
-    R: RoundProtocol<
-            Query: PublishedQuery
-                       + DeviceQuery<Report: WireReport + Send + 'static>
-                       + Clone
-                       + Send
-                       + 'static,
-            Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
-            Aggregator: Send + 'static,
-        > + Clone
-        + Send
-        + Sync
-        + 'static,
-{
+impl<R: DomainRound> Kind for Domain<R> {
     type Task = SingleRound<R, R::Release>;
     type Round = R;
 
