@@ -13,6 +13,8 @@ use std::fmt;
 use rand::Rng;
 use tally_accounting::Guarantee;
 
+use crate::Error;
+
 /// How items map to the public domain `0..B`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DomainMap {
@@ -108,6 +110,19 @@ pub trait DomainHistogram: Send + Sync {
     ///
     /// If an item is outside the domain.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64>;
+}
+
+/// Checks that `map` places items in the mechanism's domain `0..domain`.
+pub(crate) fn check_map(domain: u32, map: DomainMap) -> Result<(), Error> {
+    if map.size() == domain {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "domain",
+            map.size(),
+            "the size the mechanism was calibrated for",
+        ))
+    }
 }
 
 /// Counts how many of `items` equal each element of `0..domain`.

@@ -18,9 +18,8 @@ use rand::Rng;
 use tally_accounting::central::{calibrate_gaussian, gaussian_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
-use super::laplace::check_map;
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, count_items};
+use crate::histogram::{DomainHistogram, DomainMap, check_map, count_items};
 use crate::ldp::check_domain;
 use crate::noise::DiscreteGaussian;
 use crate::protocol::{CentralHistogramRound, add_noise};

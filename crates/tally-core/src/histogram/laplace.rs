@@ -18,7 +18,7 @@ use tally_accounting::central::{calibrate_laplace, laplace_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, count_items};
+use crate::histogram::{DomainHistogram, DomainMap, check_map, count_items};
 use crate::ldp::check_domain;
 use crate::noise::DiscreteLaplace;
 use crate::protocol::{CentralHistogramRound, add_noise};
@@ -84,19 +84,6 @@ impl LaplaceHistogram {
     pub fn round(&self, map: DomainMap) -> Result<CentralHistogramRound<DiscreteLaplace>, Error> {
         check_map(self.domain, map)?;
         Ok(CentralHistogramRound::new(map, self.noise.clone()))
-    }
-}
-
-/// Checks that `map` places items in the mechanism's domain `0..domain`.
-pub(super) fn check_map(domain: u32, map: DomainMap) -> Result<(), Error> {
-    if map.size() == domain {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            "domain",
-            map.size(),
-            "the size the mechanism was calibrated for",
-        ))
     }
 }
 
