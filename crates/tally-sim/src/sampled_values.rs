@@ -246,7 +246,9 @@ impl Integers {
 impl Counter<i64> for Integers {
     fn start_block(&mut self, block: &[i64]) {
         // The first block's range sizes the array: most columns need no growth after it.
-        if let (Self::Empty, Some(range)) = (&*self, Range::of(block)) {
+        if let Self::Empty = self
+            && let Some(range) = Range::of(block)
+        {
             *self = Self::Empty.widened(range);
         }
     }
