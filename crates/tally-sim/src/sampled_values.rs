@@ -534,21 +534,8 @@ fn first_integer_appearances(
             .enumerate()
             .map(|(block, values)| {
                 let mut unseen = missing.clone();
-                let mut seen = Vec::new();
                 let base = start + block * SLICED_BLOCK;
-                for (position, &value) in values.iter().enumerate() {
-                    // In the range exactly when the offset, taken modulo 2^64, is below the
-                    // span (the range does not wrap around i64).
-                    let offset = value.wrapping_sub(range.low) as u64;
-                    if offset < span as u64 {
-                        let (word, bit) = (offset as usize / 64, offset % 64);
-                        if unseen[word] >> bit & 1 == 1 {
-                            unseen[word] &= !(1 << bit);
-                            seen.push((value, base + position));
-                        }
-                    }
-                }
-                seen
+                reported_once(values, base, range.low, &mut unseen)
             })
             .collect();
         // Blocks come in order, so a value's first report is its first appearance.
@@ -562,6 +549,41 @@ fn first_integer_appearances(
         }
     }
     found
+}
+
+/// The values of `values` whose bit (at their offset from `low`) is set in `unseen`, each at its
+/// first position (counted from `base`), clearing its bit as it is found.
+///
+/// Eight values are tested at a time without branching: almost every value is not wanted, and
+/// only a group holding a wanted one is looked at value by value.
+fn reported_once(values: &[i64], base: usize, low: i64, unseen: &mut [u64]) -> Vec<(i64, usize)> {
+    let span = unseen.len() as u64 * 64;
+    // Whether `value` is wanted and unseen: in the range exactly when its offset, taken modulo
+    // 2^64, is below the span (the range does not wrap around i64; the bits past the range's
+    // end, up to a whole word, are never set).
+    let wanted = |unseen: &[u64], value: i64| {
+        let offset = value.wrapping_sub(low) as u64;
+        let inside = offset < span;
+        let offset = if inside { offset } else { 0 };
+        inside & (unseen[(offset / 64) as usize] >> (offset % 64) & 1 == 1)
+    };
+    let mut seen = Vec::new();
+    for (group, values) in values.chunks(8).enumerate() {
+        if !values
+            .iter()
+            .fold(false, |any, &value| any | wanted(unseen, value))
+        {
+            continue;
+        }
+        for (position, &value) in values.iter().enumerate() {
+            if wanted(unseen, value) {
+                let offset = value.wrapping_sub(low) as u64;
+                unseen[(offset / 64) as usize] &= !(1 << (offset % 64));
+                seen.push((value, base + group * 8 + position));
+            }
+        }
+    }
+    seen
 }
 
 /// The position of the first appearance in `values` of each of `wanted`, scanning only as far
