@@ -58,7 +58,7 @@ def histogram(
     """
     if mechanism != "sample-threshold":
         raise ValueError(f"mechanism {mechanism!r}: the package runs sample-threshold only")
-    document = _histogram(
+    parts = _histogram(
         column(items, "items"),
         _clients(clients),
         calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
@@ -67,7 +67,7 @@ def histogram(
         rows_as_clients,
         description,
     )
-    return Release._from_json(document)
+    return Release._from_parts(parts)
 
 
 def heavy_hitters(

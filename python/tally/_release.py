@@ -24,6 +24,14 @@ class Release:
     def _from_json(cls, text: str) -> "Release":
         return cls(json.loads(text), text)
 
+    @classmethod
+    def _from_parts(cls, parts: tuple[str, str, list[dict[str, Any]]]) -> "Release":
+        """A histogram from its text, its document without the items, and the items."""
+        text, head, items = parts
+        document = json.loads(head)
+        document["items"] = items
+        return cls(document, text)
+
     @property
     def guarantee(self) -> dict[str, Any]:
         """The privacy guarantee: ε, δ, the neighbour relation, the model and the analysis."""

@@ -21,7 +21,7 @@ def histogram(
     sampling_key: str | None,
     rows_as_clients: bool,
     description: str | None,
-) -> str: ...
+) -> tuple[str, str, list[dict[str, Any]]]: ...
 def heavy_hitters(
     items: tuple[str, Any],
     clients: tuple[str, Any] | None,

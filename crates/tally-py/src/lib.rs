@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use numpy::{IntoPyArray as _, PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 use rand::Rng as _;
 use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
@@ -31,6 +33,7 @@ use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
+use tally_messages::HistogramRelease;
 use tally_sim::{
     ClientMode, CountedPopulation, KeyedPopulation, Population, StreamFormat, ValueRange,
     sample_threshold_integers, sample_threshold_values,
@@ -336,16 +339,16 @@ fn plan_triehh_plus(
 /// `tally histogram --json` with the sample-and-threshold mechanism.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
-fn histogram(
-    py: Python<'_>,
-    items: &Bound<'_, PyAny>,
-    clients: Option<&Bound<'_, PyAny>>,
+fn histogram<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    clients: Option<&Bound<'py, PyAny>>,
     calibration: Calibration,
     seed: Option<u64>,
     sampling_key: Option<&str>,
     rows_as_clients: bool,
     description: Option<String>,
-) -> PyResult<String> {
+) -> PyResult<HistogramParts<'py>> {
     let key = sampling_key.map(derived_key).transpose()?;
     let mechanism = calibrated(&calibration, key.is_some())?;
     let delta = calibration.delta;
@@ -371,7 +374,7 @@ fn histogram(
             )
         });
         let document = document.map_err(file_error)?;
-        return serde_json::to_string_pretty(&document).map_err(value_error);
+        return histogram_parts(py, document);
     }
     let clients = clients.map(Column::extract).transpose()?;
     if clients.is_none() && key.is_none() {
@@ -413,7 +416,7 @@ fn histogram(
                 IN_MEMORY_EXECUTION,
             );
             document.seed = seed;
-            return serde_json::to_string_pretty(&document).map_err(value_error);
+            return histogram_parts(py, document);
         }
     }
     let population = Input::read(
@@ -437,7 +440,35 @@ fn histogram(
         sample_threshold_release::histogram(sampling, &mechanism, delta, seed)
     });
     let document = document.map_err(value_error)?;
-    serde_json::to_string_pretty(&document).map_err(value_error)
+    histogram_parts(py, document)
+}
+
+/// A histogram document as `tally.Release` takes it: the text `--json` prints, the document
+/// without its items as JSON (`"items": []`), and the items as a list of dictionaries.
+type HistogramParts<'py> = (String, String, Bound<'py, PyList>);
+
+/// [`HistogramParts`] of `document`. The items are made as Python objects directly: parsing
+/// thousands of them back from the text (their estimates' decimal digits above all) cost
+/// more than making them.
+fn histogram_parts(py: Python<'_>, mut document: HistogramRelease) -> PyResult<HistogramParts<'_>> {
+    let text = serde_json::to_string_pretty(&document).map_err(value_error)?;
+    let items = std::mem::take(&mut document.items);
+    let head = serde_json::to_string(&document).map_err(value_error)?;
+    let (item, count, estimate) = (
+        intern!(py, "item"),
+        intern!(py, "count"),
+        intern!(py, "estimate"),
+    );
+    let list = PyList::empty(py);
+    for released in items {
+        let dict = PyDict::new(py);
+        dict.set_item(item, released.item)?;
+        dict.set_item(count, released.count)?;
+        // JSON has no infinities or NaN: the text holds `null` for them.
+        dict.set_item(estimate, released.estimate.filter(|e| e.is_finite()))?;
+        list.append(dict)?;
+    }
+    Ok((text, head, list))
 }
 
 /// `tally heavy-hitters --algorithm triehh++ --json`.
