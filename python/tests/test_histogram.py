@@ -26,6 +26,7 @@ def test_to_json_equals_the_cli_for_the_same_file_and_seed(words_txt, rows_tsv):
         release = tally.histogram(str(path), seed=11, **SETTINGS)
         expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--seed", "11")
         assert json.loads(release.to_json()) == expected
+        assert release.document == expected
         done = run_cli("histogram", "--input", str(path), *CLI_SETTINGS, "--seed", "11", "--json")
         assert release.to_json() + "\n" == done.stdout
 
@@ -162,6 +163,10 @@ def test_numpy_integers_give_the_document_of_the_same_integers_as_a_list():
     slow = tally.histogram(values.tolist(), seed=8, **SETTINGS).document
     assert len(fast["items"]) > 10
     assert fast == slow
+    # The document (its items made directly, not parsed) is the text's, in the same order.
+    release = tally.histogram(values, seed=8, **SETTINGS)
+    assert release.document == json.loads(release.to_json())
+    assert list(release.document) == list(json.loads(release.to_json()))
 
 
 def found_items(release):
