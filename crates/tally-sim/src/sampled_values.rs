@@ -54,14 +54,19 @@ where
 }
 
 /// [`sample_threshold_values`] for integers: while they span at most `2^20` values, the sample
-/// is counted in an array indexed by value, and the tied values' first appearances are found
+/// is counted in an array indexed by value (of 32-bit counts, half the cache of 64-bit ones,
+/// when there are fewer than `2^32` values), and the tied values' first appearances are found
 /// with an array of flags (the same release, faster).
 pub fn sample_threshold_integers(
     values: &[i64],
     mechanism: &SampleThreshold,
     seed: u64,
 ) -> Vec<(i64, u64)> {
-    let cells = sampled_cells(values, mechanism, seed, Integers::default);
+    let cells = if u32::try_from(values.len()).is_ok() {
+        sampled_cells(values, mechanism, seed, Integers::default)
+    } else {
+        sampled_cells(values, mechanism, seed, FxHashMap::<i64, u64>::default)
+    };
     let released = threshold(mechanism, cells);
     let tied = tied(&released);
     let first = match Range::of(&tied) {
@@ -157,7 +162,8 @@ impl Range {
 }
 
 /// Counts of integers: in an array indexed by offset from the smallest value while the values
-/// seen span at most [`DENSE_SPAN`], else in a hash map.
+/// seen span at most [`DENSE_SPAN`], else in a hash map. The array's counts are 32-bit: a
+/// round's values must number fewer than `2^32`.
 #[derive(Default)]
 enum Integers {
     /// No values yet.
@@ -166,7 +172,7 @@ enum Integers {
     /// Counts of `range.low, range.low + 1, …, range.high`.
     Dense {
         range: Range,
-        counts: Vec<u64>,
+        counts: Vec<u32>,
     },
     Sparse(FxHashMap<i64, u64>),
 }
@@ -195,8 +201,10 @@ impl Integers {
             }
             Self::Sparse(old_counts) => {
                 for (value, count) in old_counts {
-                    // Unwrap safety: `range` holds every counted value.
-                    counts[range.offset(value).expect("value in range")] += count;
+                    // Unwrap safety: `range` holds every counted value, and a count is at most
+                    // the number of values (below 2^32, see `sample_threshold_integers`).
+                    counts[range.offset(value).expect("value in range")] +=
+                        u32::try_from(count).expect("count below 2^32");
                 }
             }
         }
@@ -330,7 +338,7 @@ impl Counter<i64> for Integers {
                 .into_iter()
                 .zip(range.low..=range.high)
                 .filter(|&(count, _)| count > 0)
-                .map(|(count, value)| (value, count))
+                .map(|(count, value)| (value, u64::from(count)))
                 .collect(),
         }
     }
