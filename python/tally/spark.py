@@ -9,6 +9,7 @@ the DataFrame API is used).
 from __future__ import annotations
 
 import secrets
+from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ._input import column
@@ -23,6 +24,36 @@ from ._tally import keyed_triehh_document as _keyed_triehh_document
 from ._tally import keyed_triehh_parameters as _keyed_triehh_parameters
 
 __all__ = ["heavy_hitters", "histogram"]
+
+ARROW_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+"""The session setting of how many rows an Arrow batch to a Python worker holds."""
+
+BATCH_ROWS = 200_000
+"""The Arrow batch size the jobs of `tally.spark` run with, at least (Spark's default is
+10,000): each batch crosses to the Python worker and into Rust once, so larger batches make
+the per-batch costs of the transfer and the calls small against the rows' own."""
+
+
+@contextmanager
+def _arrow_batches(df: Any) -> Iterator[None]:
+    """Runs the jobs inside with Arrow batches of at least `BATCH_ROWS` rows on `df`'s session
+    (a runtime setting, on a classic session and on Spark Connect alike), then puts the
+    session's own setting back (unset again if it was unset). A larger or unlimited (0 or
+    less) setting is left as it is. Other jobs running on the session meanwhile see the
+    setting too."""
+    conf = df.sparkSession.conf
+    previous = conf.get(ARROW_BATCH, None)
+    if previous is not None and (int(previous) <= 0 or int(previous) >= BATCH_ROWS):
+        yield
+        return
+    conf.set(ARROW_BATCH, str(BATCH_ROWS))
+    try:
+        yield
+    finally:
+        if previous is None:
+            conf.unset(ARROW_BATCH)
+        else:
+            conf.set(ARROW_BATCH, previous)
 
 
 def _chosen_items(key: str, batch: Any) -> Any:
@@ -153,10 +184,11 @@ def histogram(
         weighted = chosen.select("item", F.lit(1).alias("weight"))
     counted = weighted.groupBy("item").agg(F.sum("weight").alias("count"))
     released = F.col("item").isNotNull() & (F.col("count") >= tau)
-    summary = counted.agg(
-        F.sum("count").alias("clients"),
-        F.collect_list(F.when(released, F.struct("item", "count"))).alias("released"),
-    ).collect()[0]
+    with _arrow_batches(df):
+        summary = counted.agg(
+            F.sum("count").alias("clients"),
+            F.collect_list(F.when(released, F.struct("item", "count"))).alias("released"),
+        ).collect()[0]
     clients = int((summary if rows_as_clients else distinct)["clients"] or 0)
     document = _keyed_counts_document(
         [(row["item"], int(row["count"])) for row in summary["released"]],

@@ -59,3 +59,47 @@ def values_txt(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("values") / "values.txt"
     path.write_text("".join(f"{(i * 7919) % 10007 / 100.07!r}\n" for i in range(20000)))
     return path
+
+
+def check_large_arrow_batches(session, tmp_path: Path) -> None:
+    """`tally.spark.histogram` runs its jobs on `session` with Arrow batches of at least
+    `BATCH_ROWS` rows (seen by a Python worker upstream in the same job), and puts the
+    session's setting back afterwards: unset, smaller, or larger (left alone)."""
+    import tally.spark
+    from tally.spark import ARROW_BATCH, BATCH_ROWS
+
+    sizes = tmp_path / "batch-sizes"
+
+    def record(batches):
+        for batch in batches:
+            with open(sizes, "a") as out:
+                out.write(f"{batch.num_rows}\n")
+            yield batch
+
+    rows = [(c, f"w{c % 7}") for c in range(50_000)]
+    df = session.createDataFrame(rows, "client long, item string").coalesce(1)
+    observed = df.mapInArrow(record, df.schema)
+    for previous in (None, "5000", str(10 * BATCH_ROWS)):
+        if previous is None:
+            session.conf.unset(ARROW_BATCH)
+        else:
+            session.conf.set(ARROW_BATCH, previous)
+        sizes.write_text("")
+        release = tally.spark.histogram(
+            observed,
+            item="item",
+            client="client",
+            epsilon=1.0,
+            delta=1e-6,
+            threshold=10,
+            sampling_key="B1",
+            rows_as_clients=True,
+        )
+        assert len(release.items) == 7
+        assert max(int(n) for n in sizes.read_text().split()) == len(rows), previous
+        assert session.conf.get(ARROW_BATCH, None) == previous
+    session.conf.unset(ARROW_BATCH)
+    # Outside tally.spark, the session's own setting applies again.
+    sizes.write_text("")
+    observed.count()
+    assert max(int(n) for n in sizes.read_text().split()) == 10_000

@@ -9,7 +9,7 @@ import pytest
 
 import tally.spark
 
-from conftest import cli_json
+from conftest import check_large_arrow_batches, cli_json
 
 SETTINGS = dict(epsilon=1.0, delta=1e-6, threshold=10)
 CLI_SETTINGS = ("--epsilon", "1", "--delta", "1e-6", "--threshold", "10")
@@ -141,3 +141,7 @@ def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
     assert release.document["trie"] == expected["trie"]
     assert release.parameters == expected["parameters"]
     assert release.guarantee == expected["guarantee"]
+
+
+def test_jobs_run_with_large_arrow_batches_and_the_setting_is_put_back(spark, tmp_path):
+    check_large_arrow_batches(spark, tmp_path)

@@ -10,7 +10,7 @@ import pytest
 
 import tally.spark
 
-from conftest import cli_json
+from conftest import check_large_arrow_batches, cli_json
 
 SETTINGS = dict(epsilon=1.0, delta=1e-6, threshold=10)
 CLI_SETTINGS = ("--epsilon", "1", "--delta", "1e-6", "--threshold", "10")
@@ -68,3 +68,7 @@ def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words
     assert found.document["trie"], "prefixes are released"
     assert found.document["trie"] == expected["trie"]
     assert found.items == expected["items"]
+
+
+def test_large_arrow_batches_on_a_connect_session(connect, tmp_path):
+    check_large_arrow_batches(connect, tmp_path)
