@@ -69,6 +69,44 @@ def _chosen_items(key: str, batch: Any) -> Any:
     return lists.values.take(pa.array(rows))
 
 
+def _chosen_in_runs(key: str, batches: Iterator[Any]) -> Iterator[Any]:
+    """Each client's row chosen by the key, from batches of `(client, item)` rows sorted so
+    that a client's rows are consecutive (a client's last rows in a batch wait for the next
+    batch, which may hold more of them)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def chosen(table: Any, runs: Any) -> Any:
+        clients, items = table.column(0).combine_chunks(), table.column(1).combine_chunks()
+        rows = _keyed_rows(
+            key, column(clients.take(pa.array(runs[:-1])), "clients"), runs, column(items, "items")
+        )
+        return pa.RecordBatch.from_arrays([items.take(pa.array(rows))], names=["item"])
+
+    pending = None
+    for batch in batches:
+        table = pa.Table.from_batches([batch] if pending is None else [pending, batch])
+        table = table.combine_chunks()
+        clients = table.column(0)
+        if len(clients) < 2:
+            pending = table.to_batches()[0] if len(clients) else pending
+            continue
+        changes = pc.not_equal(clients.slice(1), clients.slice(0, len(clients) - 1))
+        starts = np.flatnonzero(changes.to_numpy(zero_copy_only=False)) + 1
+        if len(starts):
+            # The rows before the last client's first row are whole clients: choose theirs.
+            last = int(starts[-1])
+            runs = np.concatenate([[0], starts]).astype(np.int64)
+            yield chosen(table.slice(0, last), runs)
+            pending = table.slice(last).combine_chunks().to_batches()[0]
+        else:
+            pending = table.to_batches()[0]
+    if pending is not None and pending.num_rows:
+        table = pa.Table.from_batches([pending])
+        yield chosen(table, np.array([0, pending.num_rows], dtype=np.int64))
+
+
 def _key(sampling_key: str | None) -> str:
     """The sampling key: the one given, or a fresh secret one (never shown)."""
     return sampling_key if sampling_key is not None else secrets.token_hex(32)
@@ -160,10 +198,7 @@ def histogram(
             yield batch.filter(coins(batch))
 
     def choose(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        for batch in batches:
-            yield pa.RecordBatch.from_arrays([_chosen_items(key, batch)], names=["item"])
+        return _chosen_in_runs(key, batches)
 
     # Unsampled rows carry a null item, whatever the column's nullability.
     item_field = T.StructField("item", rows.schema["item"].dataType, nullable=True)
@@ -173,14 +208,15 @@ def histogram(
             F.col("item").cast("string").alias("item"), "weight"
         )
     else:
-        # Only the sampled clients' rows are grouped by client (and the key chooses one row
+        # Only the sampled clients' rows are shuffled by client and sorted within their
+        # partitions, so that a client's rows are consecutive (and the key chooses one row
         # each, in Rust); the clients are counted distinct in a job of their own.
         distinct = rows.agg(F.countDistinct("client").alias("clients")).collect()[0]
         sampled = rows.mapInArrow(sampled_clients, rows.schema).select(
             "client", F.col("item").cast("string").alias("item")
         )
-        per_client = sampled.groupBy("client").agg(F.collect_list("item").alias("items"))
-        chosen = per_client.mapInArrow(choose, "item string")
+        by_client = sampled.repartition("client").sortWithinPartitions("client")
+        chosen = by_client.mapInArrow(choose, "item string")
         weighted = chosen.select("item", F.lit(1).alias("weight"))
     counted = weighted.groupBy("item").agg(F.sum("weight").alias("count"))
     released = F.col("item").isNotNull() & (F.col("count") >= tau)

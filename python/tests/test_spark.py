@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 import tally.spark
@@ -145,3 +146,26 @@ def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
 
 def test_jobs_run_with_large_arrow_batches_and_the_setting_is_put_back(spark, tmp_path):
     check_large_arrow_batches(spark, tmp_path)
+
+
+def test_rows_sorted_by_client_choose_as_lists_do_across_batch_boundaries():
+    # A client's rows may straddle Arrow batches: the choice from consecutive runs equals
+    # the choice from each client's list of rows, whatever the batch size.
+    import pyarrow as pa
+
+    from tally.spark import _chosen_in_runs, _chosen_items
+
+    rng = np.random.default_rng(1)
+    clients = np.sort(rng.integers(0, 300, 2000))
+    items = [f"w{x}" for x in rng.integers(0, 5, 2000)]
+    rows = pa.table({"client": pa.array(clients), "item": pa.array(items)})
+    ids, starts = np.unique(clients, return_index=True)
+    lists = pa.ListArray.from_arrays(
+        pa.array(np.append(starts, len(clients)).astype(np.int32)), pa.array(items)
+    )
+    expected = _chosen_items("K", pa.RecordBatch.from_arrays([pa.array(ids), lists], names=["c", "l"]))
+    assert len(set(expected.to_pylist())) == 5
+    for size in (1, 2, 3, 7, 64, 2000):
+        batches = rows.to_batches(max_chunksize=size)
+        chosen = [batch.column(0) for batch in _chosen_in_runs("K", iter(batches))]
+        assert pa.concat_arrays(chosen).to_pylist() == expected.to_pylist(), size
