@@ -69,6 +69,14 @@ def _chosen_items(key: str, batch: Any) -> Any:
     return lists.values.take(pa.array(rows))
 
 
+def _grouped_as_text() -> tuple[type, ...]:
+    """The Spark types whose values are equal exactly when their texts are: strings and
+    integers (counted by value, and only the released ones turned into text)."""
+    from pyspark.sql import types as T
+
+    return (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+
+
 def _chosen_in_runs(key: str, batches: Iterator[Any]) -> Iterator[Any]:
     """Each client's row chosen by the key, from batches of `(client, item)` rows sorted so
     that a client's rows are consecutive (a client's last rows in a batch wait for the next
@@ -164,7 +172,8 @@ def histogram(
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
     rate, tau = _keyed_parameters(calibrated)
-    # Items keep their own type through the coins: only the sample is turned into text.
+    # Items keep their own type through the coins: only the sample is turned into text (only
+    # the released items, for integers and strings, which are counted by value).
     rows = df.select(_client_ids(df, client), F.col(item).alias("item"))
     nulls = f"columns {client!r} and {item!r} may not hold nulls"
 
@@ -204,9 +213,11 @@ def histogram(
     item_field = T.StructField("item", rows.schema["item"].dataType, nullable=True)
     if rows_as_clients:
         schema = T.StructType([item_field, T.StructField("weight", T.LongType())])
-        weighted = rows.mapInArrow(sampled_rows, schema).select(
-            F.col("item").cast("string").alias("item"), "weight"
-        )
+        weighted = rows.mapInArrow(sampled_rows, schema)
+        if not isinstance(item_field.dataType, _grouped_as_text()):
+            # Values that can be equal with different texts (floats: 0.0 and -0.0) are
+            # grouped by their text, as the command line reads them.
+            weighted = weighted.select(F.col("item").cast("string").alias("item"), "weight")
     else:
         # Only the sampled clients' rows are shuffled by client and sorted within their
         # partitions, so that a client's rows are consecutive (and the key chooses one row
@@ -223,7 +234,9 @@ def histogram(
     with _arrow_batches(df):
         summary = counted.agg(
             F.sum("count").alias("clients"),
-            F.collect_list(F.when(released, F.struct("item", "count"))).alias("released"),
+            F.collect_list(
+                F.when(released, F.struct(F.col("item").cast("string").alias("item"), "count"))
+            ).alias("released"),
         ).collect()[0]
     clients = int((summary if rows_as_clients else distinct)["clients"] or 0)
     document = _keyed_counts_document(

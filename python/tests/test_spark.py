@@ -169,3 +169,17 @@ def test_rows_sorted_by_client_choose_as_lists_do_across_batch_boundaries():
         batches = rows.to_batches(max_chunksize=size)
         chosen = [batch.column(0) for batch in _chosen_in_runs("K", iter(batches))]
         assert pa.concat_arrays(chosen).to_pylist() == expected.to_pylist(), size
+
+
+def test_integer_items_are_counted_by_value_as_the_cli_counts_their_text(spark, tmp_path):
+    items = [(c * 7919) % 23 - 5 for c in range(6000)]
+    path = tmp_path / "integers.txt"
+    path.write_text("".join(f"{item}\n" for item in items))
+    df = spark.createDataFrame(list(enumerate(items)), "client long, item long").repartition(3)
+    release = tally.spark.histogram(
+        df, item="item", client="client", sampling_key="K6", rows_as_clients=True, **SETTINGS
+    )
+    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K6")
+    assert len(release.items) > 10, "negative items too"
+    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert release.parameters == expected["parameters"]
