@@ -35,6 +35,7 @@
 mod central_histogram;
 mod features;
 mod fixed_batch;
+mod messages;
 mod searches;
 mod shuffled;
 mod single_round;
@@ -49,6 +50,7 @@ pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
+pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
 pub use searches::QuantileSearches;
 pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;

@@ -20,15 +20,15 @@
 
 use rand_chacha::ChaCha20Rng;
 use tally_core::protocol::wire::{WireAggregator, WireRelease, wire_aggregator};
-use tally_core::protocol::{DeviceQuery, RoundProtocol, Shuffled, TrustModel, WireReport};
+use tally_core::protocol::{
+    DeviceQuery, MultiMessage, RoundProtocol, Shuffled, TrustModel, WireReport,
+};
 
 /// An empty aggregator for `round`, behind the shuffler when the round's guarantee trusts
 /// one, its secret coins drawn from `rng`.
 pub(crate) fn aggregator<P>(round: P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
 where
-    P: RoundProtocol<
-        Query: DeviceQuery<Report: WireReport + Send + 'static> + Clone + Send + 'static,
-    >,
+    P: RoundProtocol<Query: DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static>,
     P::Release: WireRelease,
     P::Aggregator: Send + 'static,
 {
@@ -37,6 +37,14 @@ where
         _ => wire_aggregator(&round, rng),
     }
 }
+
+/// A report as the shuffler takes it: its wire encoding, and the messages it splits into.
+pub(crate) trait ShuffledReport:
+    WireReport + MultiMessage<Message: Send + 'static> + Send + 'static
+{
+}
+
+impl<T: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static> ShuffledReport for T {}
 
 #[cfg(test)]
 mod tests {

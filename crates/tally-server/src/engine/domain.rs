@@ -9,7 +9,7 @@ use tally_accounting::Guarantee;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
 use tally_core::protocol::wire::WireRelease;
 use tally_core::protocol::{
-    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound, WireReport,
+    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound,
 };
 use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
@@ -19,6 +19,7 @@ use tally_messages::{
 
 use super::{Engine, Kind, driven, input_description};
 use crate::ledger::LossRounds;
+use crate::shuffler::ShuffledReport;
 
 /// The largest public domain a task may ask for: its one round releases a cell per element.
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
@@ -64,11 +65,7 @@ pub(super) fn build(
 /// as every element's estimate, and what the generic driver needs to move it between threads.
 trait DomainRound:
     RoundProtocol<
-        Query: PublishedQuery
-                   + DeviceQuery<Report: WireReport + Send + 'static>
-                   + Clone
-                   + Send
-                   + 'static,
+        Query: PublishedQuery + DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static,
         Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
         Aggregator: Send + 'static,
     > + Clone
