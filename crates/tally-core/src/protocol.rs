@@ -33,6 +33,7 @@
 //! [`RoundAggregator::release`]).
 
 mod central_histogram;
+mod estimates;
 mod features;
 mod fixed_batch;
 mod messages;
@@ -48,6 +49,7 @@ pub use tally_accounting::TrustModel;
 
 pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
+pub use estimates::Estimates;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
