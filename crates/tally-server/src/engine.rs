@@ -235,7 +235,7 @@ impl Engine {
                 beam,
             } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
             TaskKind::DomainHistogram { mechanism, domain } => {
-                domain::build(*mechanism, *domain, privacy)
+                domain::build(*mechanism, *domain, privacy, spec.expected_population)
             }
         }
     }
