@@ -455,13 +455,24 @@ impl DeviceResponder for BalcerCheuQuery {
         self.map.element(data).is_some()
     }
 
-    /// Abstains when its messages would be longer than `max_bytes` (after drawing them: the
-    /// length depends on the coins, and an abstention is all the server sees).
+    /// Abstains, before flipping a coin, when the longest list a device could send (every
+    /// element, one twice) would be longer than `max_bytes`: whether a device abstains must
+    /// depend on neither its item nor its coins, which the length of its own list does.
     fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
         let item = self.map.element(data)?;
-        let report = DeviceQuery::respond(self, &item, rng)?.encode();
-        (report.len() <= max_bytes).then_some(report)
+        if longest_report(self.map.size()) > max_bytes {
+            return None;
+        }
+        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
     }
+}
+
+/// The length of the longest list of messages over a domain of `domain` elements: every
+/// element once and the largest twice, with a comma between messages.
+fn longest_report(domain: u32) -> usize {
+    let digits = |j: u32| j.checked_ilog10().map_or(1, |log| log as usize + 1);
+    let elements: usize = (0..domain).map(digits).sum();
+    elements + digits(domain - 1) + domain as usize
 }
 
 /// The Balcer–Cheu protocol as a round: its query and the calibrated analyzer.
@@ -661,9 +672,16 @@ mod tests {
         }
         let responder: &dyn DeviceResponder = query;
         let mut rng = ChaCha20Rng::seed_from_u64(7);
-        let text = responder.respond("3", 64, &mut rng).unwrap();
+        // 0,1,…,7,7: 9 messages of one digit and 8 commas.
+        assert_eq!(longest_report(8), 17);
+        // 0,1,…,9,10,10: ten one-digit and two two-digit messages, 11 commas.
+        assert_eq!(longest_report(11), 10 + 2 * 2 + 11);
+        let text = responder.respond("3", 17, &mut rng).unwrap();
         assert!(BalcerCheuMessages::decode(text).is_some_and(|r| query.admits(&r)));
-        assert_eq!(responder.respond("3", 2, &mut rng), None);
+        // Too long at worst: abstains, without flipping a coin.
+        let mut unused = ChaCha20Rng::seed_from_u64(7);
+        assert_eq!(responder.respond("3", 16, &mut unused), None);
+        assert_eq!(unused, ChaCha20Rng::seed_from_u64(7));
         assert_eq!(responder.respond("x", 64, &mut rng), None);
         assert!(protocol().round(DomainMap::Integers(9)).is_err());
     }
