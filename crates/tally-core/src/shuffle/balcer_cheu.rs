@@ -15,7 +15,7 @@
 //!
 //! **As a round** ([`BalcerCheuHistogram::round`]): a device's report is its whole list of
 //! messages ([`BalcerCheuMessages`], sorted on the wire by
-//! [`crate::protocol::encode_messages`]), held as the runs of consecutive cells it covers so
+//! [`crate::protocol::encode_messages`]), held as the ranges of cells it does not cover so
 //! that drawing and counting it cost `O(d(1 − p) + 1)`, not `O(d)`; behind the shuffler
 //! ([`crate::protocol::Shuffled`]) the report is split into its messages and the analyzer
 //! counts them one at a time, never knowing which came from the same device.
@@ -281,24 +281,19 @@ impl DomainHistogram for BalcerCheuHistogram {
     }
 }
 
-/// One device's Balcer–Cheu messages: every cell of its `runs` once, and its `extra` cell
-/// once more. Held as runs of consecutive cells (a device's messages cover all but about
-/// `d(1 − p)` cells); on the wire, the sorted list of messages.
+/// One device's Balcer–Cheu messages: every cell of `0..end` outside its `gaps` once, and its
+/// `extra` cell once more. Held by the cells it does not cover (a device's messages cover all
+/// but about `d(1 − p)` cells, most often all of them: then nothing is allocated); on the wire,
+/// the sorted list of messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BalcerCheuMessages {
-    /// Non-empty ranges `[start, end)` of cells in increasing order, each separated from the
-    /// next by at least one cell.
-    runs: Vec<(u32, u32)>,
-    /// A cell of the runs sent twice.
-    extra: Option<u32>,
-}
-
-impl BalcerCheuMessages {
     /// One past the largest message.
-    fn end(&self) -> u32 {
-        // Unwrap safety: a report has at least one run.
-        self.runs.last().expect("at least one message").1
-    }
+    end: u32,
+    /// Non-empty ranges `[start, stop)` of cells without a message, below `end - 1`, in
+    /// increasing order, each separated from the next by at least one cell with a message.
+    gaps: Vec<(u32, u32)>,
+    /// A cell with a message sent twice.
+    extra: Option<u32>,
 }
 
 /// The messages of a device holding `item`: every cell of `0..domain` whose noise coin
@@ -309,27 +304,30 @@ fn messages_of<R: Rng + ?Sized>(
     absent: &PoissonSampler,
     rng: &mut R,
 ) -> BalcerCheuMessages {
-    let mut runs = Vec::new();
+    let mut gaps: Vec<(u32, u32)> = Vec::new();
     let mut extra = Some(item);
-    let mut start = 0;
     for cell in absent.indices(u64::from(domain), rng) {
         // Unwrap safety: the indices are below the domain, a u32.
         let cell = u32::try_from(cell).expect("a cell of the domain");
         if cell == item {
-            // The item's own message stands in for its missing noise message: the run
-            // goes on through it.
+            // The item's own message stands in for its missing noise message.
             extra = None;
             continue;
         }
-        if start < cell {
-            runs.push((start, cell));
+        match gaps.last_mut() {
+            Some(gap) if gap.1 == cell => gap.1 = cell + 1,
+            _ => gaps.push((cell, cell + 1)),
         }
-        start = cell + 1;
     }
-    if start < domain {
-        runs.push((start, domain));
-    }
-    BalcerCheuMessages { runs, extra }
+    // A gap at the top of the domain lowers the end instead.
+    let end = match gaps.last() {
+        Some(&(start, stop)) if stop == domain => {
+            gaps.pop();
+            start
+        }
+        _ => domain,
+    };
+    BalcerCheuMessages { end, gaps, extra }
 }
 
 impl MultiMessage for BalcerCheuMessages {
@@ -338,20 +336,30 @@ impl MultiMessage for BalcerCheuMessages {
     /// In increasing order.
     fn into_messages(self) -> Vec<u32> {
         let mut messages = Vec::new();
-        for (start, end) in self.runs {
-            for cell in start..end {
-                messages.push(cell);
-                if self.extra == Some(cell) {
-                    messages.push(cell);
-                }
+        let mut gaps = self.gaps.iter().peekable();
+        let mut cell = 0;
+        while cell < self.end {
+            if let Some(&(_, stop)) = gaps.next_if(|gap| gap.0 == cell) {
+                cell = stop;
+                continue;
             }
+            messages.push(cell);
+            if self.extra == Some(cell) {
+                messages.push(cell);
+            }
+            cell += 1;
         }
         messages
     }
 
     fn from_message(message: u32) -> Self {
         Self {
-            runs: vec![(message, message + 1)],
+            end: message + 1,
+            gaps: if message == 0 {
+                Vec::new()
+            } else {
+                vec![(0, message)]
+            },
             extra: None,
         }
     }
@@ -366,21 +374,26 @@ impl WireReport for BalcerCheuMessages {
     /// Refuses a list that is not sorted, repeats a cell more than twice or repeats two
     /// cells, or holds `u32::MAX`.
     fn decode(text: String) -> Option<Self> {
-        let mut runs: Vec<(u32, u32)> = Vec::new();
+        let mut gaps: Vec<(u32, u32)> = Vec::new();
         let mut extra = None;
+        // One past the last message read.
+        let mut end = 0_u32;
+        let mut read_any = false;
         for message in decode_messages(&text)? {
-            let end = message.checked_add(1)?;
-            match runs.last_mut() {
-                Some(last) if last.1 == end => {
-                    if extra.replace(message).is_some() {
-                        return None;
-                    }
+            let next = message.checked_add(1)?;
+            if read_any && next == end {
+                if extra.replace(message).is_some() {
+                    return None;
                 }
-                Some(last) if last.1 == message => last.1 = end,
-                _ => runs.push((message, end)),
+                continue;
             }
+            if message > end {
+                gaps.push((end, message));
+            }
+            end = next;
+            read_any = true;
         }
-        Some(Self { runs, extra })
+        Some(Self { end, gaps, extra })
     }
 }
 
@@ -442,7 +455,7 @@ impl DeviceQuery for BalcerCheuQuery {
 
     /// Messages in the domain: at most one per element plus one more, so at most `d + 1`.
     fn admits(&self, report: &BalcerCheuMessages) -> bool {
-        report.end() <= self.map.size()
+        report.end <= self.map.size()
     }
 }
 
@@ -510,15 +523,22 @@ impl RoundProtocol for BalcerCheuRound {
 /// The analyzer of a Balcer–Cheu round: the number of messages equal to each cell, kept as
 /// its differences from one cell to the next, so that a run of messages counts in `O(1)`.
 pub struct BalcerCheuCounts {
-    /// `steps[j] = count(j) − count(j − 1)`; one more entry for the ends of runs.
+    /// `steps[j] = count(j) − count(j − 1)`; one more entry for the ends of ranges.
     steps: Vec<i64>,
     protocol: BalcerCheuHistogram,
 }
 
 impl BalcerCheuCounts {
+    /// One message for every cell of `start..end`.
     fn add(&mut self, start: u32, end: u32) {
         self.steps[start as usize] += 1;
         self.steps[end as usize] -= 1;
+    }
+
+    /// One message fewer for every cell of `start..end`.
+    fn remove(&mut self, start: u32, end: u32) {
+        self.steps[start as usize] -= 1;
+        self.steps[end as usize] += 1;
     }
 }
 
@@ -532,8 +552,9 @@ impl RoundAggregator for BalcerCheuCounts {
     ///
     /// If a message is outside the domain (the query did not admit it).
     fn absorb(&mut self, report: BalcerCheuMessages) {
-        for &(start, end) in &report.runs {
-            self.add(start, end);
+        self.add(0, report.end);
+        for &(start, stop) in &report.gaps {
+            self.remove(start, stop);
         }
         if let Some(cell) = report.extra {
             self.add(cell, cell + 1);
@@ -613,13 +634,13 @@ mod tests {
                 reference(&protocol, item, &mut theirs),
                 "{report:?}"
             );
-            shapes.insert((report.runs.len(), report.extra.is_some()));
+            shapes.insert((report.gaps.len(), report.end == 8, report.extra.is_some()));
             let text = report.clone().encode();
             assert_eq!(text, encode_messages(messages));
             assert_eq!(BalcerCheuMessages::decode(text), Some(report));
         }
-        // Reports of one to three runs, with and without the item's extra message.
-        assert!(shapes.len() >= 4, "{shapes:?}");
+        // Reports with and without gaps, a lowered end and the item's extra message.
+        assert!(shapes.len() >= 8, "{shapes:?}");
         for bad in ["", "0,0,0", "0,0,1,1", "1,0", "4294967295", "0,,1", "0,01"] {
             assert_eq!(BalcerCheuMessages::decode(bad.to_owned()), None, "{bad:?}");
         }
