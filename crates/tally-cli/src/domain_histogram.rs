@@ -95,10 +95,12 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
             return Ok(DomainMechanism::Gaussian(gaussian));
         }
         HistogramMechanism::BalcerCheu => {
-            Box::new(BalcerCheuHistogram::new(domain, epsilon, delta, clients)?)
+            let balcer_cheu = BalcerCheuHistogram::new(domain, epsilon, delta, clients)?;
+            return Ok(DomainMechanism::BalcerCheu(balcer_cheu));
         }
         HistogramMechanism::ShuffledGrr => {
-            Box::new(ShuffledGrr::new(domain, epsilon, delta, clients, bound)?)
+            let grr = ShuffledGrr::new(domain, epsilon, delta, clients, bound)?;
+            return Ok(DomainMechanism::ShuffledGrr(grr));
         }
         HistogramMechanism::GhaziHadamard => {
             Box::new(GhaziHadamard::new(clients, domain, 1, epsilon, delta)?)

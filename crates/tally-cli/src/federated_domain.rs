@@ -14,6 +14,8 @@ pub(crate) fn mechanism(mechanism: HistogramMechanism) -> Option<DomainHistogram
     match mechanism {
         HistogramMechanism::Laplace => Some(DomainHistogramMechanism::Laplace),
         HistogramMechanism::Gaussian => Some(DomainHistogramMechanism::Gaussian),
+        HistogramMechanism::BalcerCheu => Some(DomainHistogramMechanism::BalcerCheu),
+        HistogramMechanism::ShuffledGrr => Some(DomainHistogramMechanism::ShuffledGrr),
         _ => None,
     }
 }

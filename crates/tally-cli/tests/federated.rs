@@ -838,3 +838,125 @@ fn central_domain_histograms_release_what_the_simulator_releases_byte_for_byte()
         assert_ne!(other["items"], simulated["items"], "{mechanism}");
     }
 }
+
+/// The elements of the shuffle loopback tests' 3,000 devices, over the domain 0..16: half
+/// hold element 0, the others spread over the domain. With `moved`, element 0's holders hold
+/// element 1 instead (the data of a mutant).
+fn shuffle_items(moved: bool) -> Vec<u8> {
+    (0..3000_u32)
+        .map(|i| {
+            let element = if i % 2 == 0 { 0 } else { i % 16 };
+            format!("{}\n", if moved && element == 0 { 1 } else { element })
+        })
+        .collect::<String>()
+        .into_bytes()
+}
+
+/// The secret seed of the shuffle loopback tests' server and simulator.
+const SHUFFLE_SEED: u64 = 15;
+
+/// A shuffle histogram over [`shuffle_items`] run by `tally fleet` (device coins from seed 3)
+/// against a server whose secret coins are seeded: its release.
+fn federated_shuffle_histogram(mechanism: &str, epsilon: f64) -> Value {
+    let server = Server::start_seeded(SHUFFLE_SEED);
+    let analyst = &server.analyst;
+    let file = temp_file("elements.txt", &shuffle_items(false));
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --mechanism {mechanism} --domain 16 --epsilon {epsilon} \
+         --delta 1e-6 --population numbers --expected-population 3000 --min-cohort 100 --json"
+    )));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --json",
+        server.devices["numbers"],
+        file.display()
+    ));
+    assert_eq!(report["total"]["accepted"], 3000, "{report}");
+    json(&format!("task result {analyst} {} --json", info.id))
+}
+
+/// The same histogram by `tally histogram --truth` with the same seed, over `items`.
+fn simulated_shuffle_histogram(mechanism: &str, epsilon: f64, items: &[u8]) -> Value {
+    let file = temp_file("simulated.txt", items);
+    json(&format!(
+        "histogram --input {} --mechanism {mechanism} --domain 16 --epsilon {epsilon} \
+         --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json",
+        file.display()
+    ))
+}
+
+/// How far apart two independent releases of an element held by `count` of the 3,000
+/// devices may lie: 5.7 standard deviations of their difference (normal approximation;
+/// two-sided α ≈ 1.2e-8 per element, below 1e-6 over the 16 elements), plus, for
+/// Balcer–Cheu, the jump of its analyzer's rule at `count = n` (`n(1 − p) + 1`).
+fn shuffle_tolerance(release: &Value, count: f64) -> f64 {
+    const N: f64 = 3000.0;
+    const K: f64 = 16.0;
+    let z = 5.7;
+    match release["mechanism"].as_str().unwrap() {
+        "shuffled-grr" => {
+            let e = release["local_epsilon"].as_f64().unwrap().exp();
+            let (p, q) = (e / (e + K - 1.0), 1.0 / (e + K - 1.0));
+            let variance = (count * p * (1.0 - p) + (N - count) * q * (1.0 - q)) / (p - q).powi(2);
+            z * (2.0 * variance).sqrt()
+        }
+        "balcer-cheu" => {
+            let p = (release["messages_per_client"].as_f64().unwrap() - 1.0) / K;
+            z * (2.0 * N * p * (1.0 - p)).sqrt() + N * (1.0 - p) + 1.0
+        }
+        other => panic!("not a shuffle mechanism: {other}"),
+    }
+}
+
+/// The elements whose federated and simulated estimates lie further apart than
+/// [`shuffle_tolerance`] at their true counts.
+fn shuffle_outliers(federated: &Value, simulated: &Value) -> Vec<u64> {
+    let (ours, theirs) = (
+        federated["items"].as_array().unwrap(),
+        simulated["items"].as_array().unwrap(),
+    );
+    assert_eq!(ours.len(), 16);
+    assert_eq!(theirs.len(), 16);
+    ours.iter()
+        .zip(theirs)
+        .filter(|(ours, theirs)| {
+            let count = theirs["true_count"].as_f64().unwrap();
+            let gap = ours["estimate"].as_f64().unwrap() - theirs["estimate"].as_f64().unwrap();
+            gap.abs() > shuffle_tolerance(simulated, count)
+        })
+        .map(|(ours, _)| ours["item"].as_u64().unwrap())
+        .collect()
+}
+
+/// Balcer–Cheu and shuffled GRR run through the server's shuffler by 3,000 devices of
+/// `tally fleet` release what the simulator releases, in distribution (the devices' coins
+/// differ): every element's two estimates within the tolerance at α ≤ 1e-6, under the same
+/// guarantee. A simulator run on data with element 0's holders moved to element 1 is caught.
+#[test]
+fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution() {
+    for (mechanism, epsilon) in [("shuffled-grr", 1.0), ("balcer-cheu", 2.0)] {
+        let federated = federated_shuffle_histogram(mechanism, epsilon);
+        let simulated = simulated_shuffle_histogram(mechanism, epsilon, &shuffle_items(false));
+        for field in [
+            "mechanism",
+            "model",
+            "guarantee",
+            "local_guarantee",
+            "domain",
+            "target_delta",
+            "messages_per_client",
+        ] {
+            assert_eq!(federated[field], simulated[field], "{mechanism}: {field}");
+        }
+        assert_eq!(federated["model"], "shuffle", "{mechanism}");
+        assert_eq!(
+            shuffle_outliers(&federated, &simulated),
+            Vec::<u64>::new(),
+            "{mechanism}: {federated} against {simulated}"
+        );
+        let mutant = simulated_shuffle_histogram(mechanism, epsilon, &shuffle_items(true));
+        assert!(
+            shuffle_outliers(&federated, &mutant).contains(&0),
+            "{mechanism}: the mutant passes: {federated} against {mutant}"
+        );
+    }
+}

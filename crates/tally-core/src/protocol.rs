@@ -33,8 +33,10 @@
 //! [`RoundAggregator::release`]).
 
 mod central_histogram;
+mod estimates;
 mod features;
 mod fixed_batch;
+mod messages;
 mod searches;
 mod shuffled;
 mod single_round;
@@ -47,8 +49,10 @@ pub use tally_accounting::TrustModel;
 
 pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
+pub use estimates::Estimates;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
+pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
 pub use searches::QuantileSearches;
 pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;

@@ -17,13 +17,15 @@ pub mod quantiles;
 pub mod range_tree;
 pub mod single_message;
 
-pub use balcer_cheu::BalcerCheuHistogram;
+pub use balcer_cheu::{
+    BalcerCheuCounts, BalcerCheuHistogram, BalcerCheuMessages, BalcerCheuQuery, BalcerCheuRound,
+};
 pub use ghazi_count_min::{CountMinPath, GhaziCountMin};
 pub use ghazi_hadamard::{GhaziHadamard, HadamardPath};
 pub use heavy_hitters::ShuffleHeavyHitters;
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeCounts, RangeOracle, RangeTree};
-pub use single_message::ShuffledGrr;
+pub use single_message::{ShuffledGrr, ShuffledGrrCounts, ShuffledGrrRound};
 
 /// The set source of clients holding one item each: client `i`'s set is `{items[i]}`.
 fn one_item_each(items: &[u32]) -> impl Fn(usize, &mut Vec<u32>) + Sync + '_ {

@@ -11,6 +11,10 @@ pub enum DomainHistogramMechanism {
     Laplace,
     /// Central discrete Gaussian noise on every count: `(ε, δ)`.
     Gaussian,
+    /// Balcer–Cheu's multi-message shuffle protocol: `(ε, δ)` in the shuffle model.
+    BalcerCheu,
+    /// Generalized randomized response behind a shuffler: `(ε, δ)` in the shuffle model.
+    ShuffledGrr,
 }
 
 impl DomainHistogramMechanism {
@@ -19,6 +23,8 @@ impl DomainHistogramMechanism {
         match self {
             Self::Laplace => "laplace",
             Self::Gaussian => "gaussian",
+            Self::BalcerCheu => "balcer-cheu",
+            Self::ShuffledGrr => "shuffled-grr",
         }
     }
 }

@@ -469,6 +469,25 @@ pub enum Ask {
         /// The public domain.
         domain: PublicDomain,
     },
+    /// Shuffle model: place your item in the public `domain`, randomize it by generalized
+    /// randomized response at the local `ε₀ = local_epsilon` and report the element you
+    /// get, in decimal. The server shuffles the reports before counting them.
+    ShuffledGrr {
+        /// The public domain.
+        domain: PublicDomain,
+        /// The local `ε₀` of the randomizer.
+        local_epsilon: f64,
+    },
+    /// Shuffle model, Balcer–Cheu: place your item in the public `domain` and report, as one
+    /// comma-separated list in increasing order, your element and every element whose own
+    /// coin of probability `noise_probability` succeeds. The server separates every device's
+    /// messages and shuffles them all before counting them.
+    BalcerCheu {
+        /// The public domain.
+        domain: PublicDomain,
+        /// The probability `p` of each element's noise message.
+        noise_probability: f64,
+    },
 }
 
 /// A request for upload tokens.

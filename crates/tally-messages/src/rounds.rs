@@ -15,6 +15,7 @@ use tally_core::protocol::{
     WholeItem,
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
+use tally_core::shuffle::{BalcerCheuQuery, ShuffledGrrRound};
 
 use crate::{Ask, ErrorCode, PublicDomain, Sampling};
 use tally_core::histogram::DomainMap;
@@ -137,6 +138,30 @@ impl PublishedQuery for DomainElement {
     }
 }
 
+impl PublishedQuery for ShuffledGrrRound {
+    /// An upload that is not the decimal spelling of an element of the domain.
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self) -> Ask {
+        Ask::ShuffledGrr {
+            domain: self.map().into(),
+            local_epsilon: self.local_epsilon(),
+        }
+    }
+}
+
+impl PublishedQuery for BalcerCheuQuery {
+    /// An upload that is not a sorted list of a device's messages in the domain.
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self) -> Ask {
+        Ask::BalcerCheu {
+            domain: self.map().into(),
+            noise_probability: self.noise_probability(),
+        }
+    }
+}
+
 /// Why a device cannot rebuild a round from its [`Ask`].
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
@@ -234,6 +259,20 @@ impl Ask {
                 Some(live_parents),
             )?))),
             Self::DomainElement { domain } => domain_responder(*domain),
+            Self::ShuffledGrr {
+                domain,
+                local_epsilon,
+            } => Ok(Arc::new(ShuffledGrrRound::new(
+                DomainMap::from(*domain),
+                *local_epsilon,
+            )?)),
+            Self::BalcerCheu {
+                domain,
+                noise_probability,
+            } => Ok(Arc::new(BalcerCheuQuery::new(
+                DomainMap::from(*domain),
+                *noise_probability,
+            )?)),
         }
     }
 }

@@ -22,7 +22,7 @@ use tally_core::histogram::{
 use tally_core::protocol::wire::{WireAggregator, WireCell, WireRelease};
 use tally_core::protocol::{
     BucketOfLevel, DeviceQuery, QuantileSearches, RoundProtocol, SampleThresholdRound, SideOfSplit,
-    SingleRound, ThresholdCell, WholeItem, WireReport,
+    SingleRound, ThresholdCell, WholeItem,
 };
 use tally_core::quantiles::{
     HierarchicalConfig, HierarchicalHistogram, LevelQuery, MAX_SEARCH_ROUNDS, QuantileSearch,
@@ -37,7 +37,7 @@ use tally_messages::{
 
 use crate::document;
 use crate::ledger::LossRounds;
-use crate::shuffler;
+use crate::shuffler::{self, ShuffledReport};
 
 mod domain;
 
@@ -235,7 +235,7 @@ impl Engine {
                 beam,
             } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
             TaskKind::DomainHistogram { mechanism, domain } => {
-                domain::build(*mechanism, *domain, privacy)
+                domain::build(*mechanism, *domain, privacy, spec.expected_population)
             }
         }
     }
@@ -302,11 +302,7 @@ trait Kind: Clone + Send + Sync + 'static {
     type Task: Task<Query: Clone + Send + Sync> + Clone + Send + Sync + 'static;
     /// One round of the task, as the server holds it.
     type Round: RoundProtocol<
-            Query: PublishedQuery
-                       + DeviceQuery<Report: WireReport + Send + 'static>
-                       + Clone
-                       + Send
-                       + 'static,
+            Query: PublishedQuery + DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static,
             Release: WireRelease,
             Aggregator: Send + 'static,
         >;

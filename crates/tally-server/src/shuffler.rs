@@ -20,15 +20,15 @@
 
 use rand_chacha::ChaCha20Rng;
 use tally_core::protocol::wire::{WireAggregator, WireRelease, wire_aggregator};
-use tally_core::protocol::{DeviceQuery, RoundProtocol, Shuffled, TrustModel, WireReport};
+use tally_core::protocol::{
+    DeviceQuery, MultiMessage, RoundProtocol, Shuffled, TrustModel, WireReport,
+};
 
 /// An empty aggregator for `round`, behind the shuffler when the round's guarantee trusts
 /// one, its secret coins drawn from `rng`.
 pub(crate) fn aggregator<P>(round: P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
 where
-    P: RoundProtocol<
-        Query: DeviceQuery<Report: WireReport + Send + 'static> + Clone + Send + 'static,
-    >,
+    P: RoundProtocol<Query: DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static>,
     P::Release: WireRelease,
     P::Aggregator: Send + 'static,
 {
@@ -37,6 +37,14 @@ where
         _ => wire_aggregator(&round, rng),
     }
 }
+
+/// A report as the shuffler takes it: its wire encoding, and the messages it splits into.
+pub(crate) trait ShuffledReport:
+    WireReport + MultiMessage<Message: Send + 'static> + Send + 'static
+{
+}
+
+impl<T: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static> ShuffledReport for T {}
 
 #[cfg(test)]
 mod tests {
@@ -51,26 +59,53 @@ mod tests {
     use crate::aggregator::tests::binomial_interval;
     use crate::round::Round;
 
-    /// A round whose guarantee trusts a shuffler and whose analyzer publishes the messages it
-    /// receives, in the order it receives them (as a shuffle-model analyzer may publish the
-    /// multiset of randomized messages): the worst case for arrival order.
+    /// A round whose guarantee trusts a shuffler, whose devices each send two messages, and
+    /// whose analyzer publishes the messages it receives, in the order it receives them (as a
+    /// shuffle-model analyzer may publish the multiset of randomized messages): the worst
+    /// case for arrival order and for regrouping messages by device.
     #[derive(Clone, Debug)]
     struct Messages;
 
+    /// A device's messages, comma-separated on the wire.
+    #[derive(Debug)]
+    struct Bundle(Vec<String>);
+
+    impl WireReport for Bundle {
+        fn encode(self) -> String {
+            self.0.join(",")
+        }
+
+        fn decode(text: String) -> Option<Self> {
+            Some(Self(text.split(',').map(str::to_owned).collect()))
+        }
+    }
+
+    impl MultiMessage for Bundle {
+        type Message = String;
+
+        fn into_messages(self) -> Vec<String> {
+            self.0
+        }
+
+        fn from_message(message: String) -> Self {
+            Self(vec![message])
+        }
+    }
+
     impl DeviceQuery for Messages {
         type Input = str;
-        type Report = String;
+        type Report = Bundle;
 
         fn trust(&self) -> TrustModel {
             TrustModel::Shuffle
         }
 
-        fn respond<R: Rng + ?Sized>(&self, message: &str, _: &mut R) -> Option<String> {
-            Some(message.to_owned())
+        fn respond<R: Rng + ?Sized>(&self, messages: &str, _: &mut R) -> Option<Bundle> {
+            Bundle::decode(messages.to_owned())
         }
 
-        fn admits(&self, message: &String) -> bool {
-            !message.is_empty()
+        fn admits(&self, bundle: &Bundle) -> bool {
+            bundle.0.len() <= 2 && bundle.0.iter().all(|m| !m.is_empty())
         }
     }
 
@@ -92,11 +127,11 @@ mod tests {
     struct Received(Vec<String>);
 
     impl RoundAggregator for Received {
-        type Report = String;
+        type Report = Bundle;
         type Release = Vec<String>;
 
-        fn absorb(&mut self, message: String) {
-            self.0.push(message);
+        fn absorb(&mut self, bundle: Bundle) {
+            self.0.extend(bundle.0);
         }
 
         fn merge(&mut self, other: Self) {
@@ -112,10 +147,11 @@ mod tests {
     const DEVICES: usize = 8;
 
     /// One round of the attack through the server's upload path: `DEVICES` devices check in
-    /// and upload one after the other, device `i` the message `m{i}`, one refused upload among
-    /// them; the attacker (an analyst reading the release, or an operator who also saw the
-    /// order of the uploads) guesses that the `i`-th released message is the `i`-th device's.
-    /// Returns the release and how many devices' messages the guess gets right.
+    /// and upload one after the other, device `i` the messages `m{i}a` and `m{i}b`, one
+    /// refused upload among them; the attacker (an analyst reading the release, or an
+    /// operator who also saw the order of the uploads) guesses that the released messages
+    /// `2i` and `2i + 1` are the `i`-th device's. Returns the release and how many devices'
+    /// messages the guess gets right.
     fn attack(boundary: bool, seed: u64) -> (Vec<String>, usize) {
         let aggregator = if boundary {
             aggregator(Messages, ChaCha20Rng::seed_from_u64(seed))
@@ -142,7 +178,7 @@ mod tests {
         let refused = round
             .upload(vec![Upload {
                 token: tokens.pop().unwrap(),
-                report: Some(String::new()),
+                report: Some("a,b,c".to_owned()),
             }])
             .unwrap();
         // A refusal says why by its code alone, never with the report.
@@ -151,50 +187,58 @@ mod tests {
         for (i, token) in tokens.into_iter().enumerate() {
             let outcome = round.upload(vec![Upload {
                 token,
-                report: Some(format!("m{i}")),
+                report: Some(format!("m{i}a,m{i}b")),
             }]);
             assert_eq!(outcome.unwrap().reports, 1);
         }
         let cells: Vec<WireCell> = round.close().unwrap().aggregator.release();
         let release = Vec::<String>::from_cells(cells).unwrap();
         let guessed = (0..DEVICES)
-            .filter(|&i| release[i] == format!("m{i}"))
+            .filter(|&i| release[2 * i..2 * i + 2] == [format!("m{i}a"), format!("m{i}b")])
             .count();
         (release, guessed)
     }
 
-    /// Without the shuffler the release lists the messages in arrival order and the attacker
-    /// recovers every device's message. Behind it the analyzer gets the same multiset in an
-    /// order independent of arrival: over 8,000 rounds the first device's message is
-    /// released first as often as `Binomial(8000, 1/8)` allows at α = 1e-6, and so is the
-    /// last device's message; the attacker's guesses are right for one device per round on
-    /// average, as for a guess at random.
+    /// Without the shuffler the release lists the messages in arrival order, each device's
+    /// together, and the attacker recovers every device's messages. Behind it the analyzer
+    /// gets the same multiset in an order independent of arrival and of who sent which
+    /// messages together: over 8,000 rounds, the first released message is the first
+    /// device's as often as `Binomial(8000, 2/16)` allows at α = 1e-6, and so is the last
+    /// device's; the first two released messages come from the same device as often as
+    /// `Binomial(8000, 1/15)` allows, as for a uniform permutation of all 16 messages.
     #[test]
-    fn stat_the_analyzer_learns_neither_who_sent_a_message_nor_when() {
+    fn stat_the_analyzer_learns_neither_who_sent_a_message_nor_with_which_nor_when() {
         const ROUNDS: u64 = 8_000;
         let (release, guessed) = attack(false, 0);
         assert_eq!(guessed, DEVICES, "{release:?}");
-        let (lo, hi) = binomial_interval(ROUNDS, 1.0 / DEVICES as f64, 1e-6);
-        let (mut first, mut last, mut guessed) = (0, 0, 0);
+        let device = |message: &str| message[..message.len() - 1].to_owned();
+        let mut sent: Vec<String> = (0..DEVICES)
+            .flat_map(|i| [format!("m{i}a"), format!("m{i}b")])
+            .collect();
+        sent.sort_unstable();
+        let (mut first, mut last, mut together) = (0, 0, 0);
         for seed in 0..ROUNDS {
-            let (mut release, right) = attack(true, seed);
-            first += u64::from(release[0] == "m0");
-            last += u64::from(release[0] == format!("m{}", DEVICES - 1));
-            guessed += right as u64;
+            let (mut release, _) = attack(true, seed);
+            first += u64::from(device(&release[0]) == "m0");
+            last += u64::from(device(&release[0]) == format!("m{}", DEVICES - 1));
+            together += u64::from(device(&release[0]) == device(&release[1]));
             release.sort_unstable();
-            let mut sent: Vec<String> = (0..DEVICES).map(|i| format!("m{i}")).collect();
-            sent.sort_unstable();
             assert_eq!(release, sent, "the same multiset");
         }
+        let (lo, hi) = binomial_interval(ROUNDS, 1.0 / DEVICES as f64, 1e-6);
         for (what, count) in [("first", first), ("last", last)] {
             assert!(
                 (lo..=hi).contains(&count),
                 "the {what} device's message released first {count} times, expected {lo} to {hi}"
             );
         }
-        // Right guesses per round: mean 1 (each position matches with probability 1/8).
-        let mean = guessed as f64 / ROUNDS as f64;
-        assert!((0.9..1.1).contains(&mean), "{mean}");
+        let messages = 2 * DEVICES as u64;
+        let (lo, hi) = binomial_interval(ROUNDS, 1.0 / (messages - 1) as f64, 1e-6);
+        assert!(
+            (lo..=hi).contains(&together),
+            "one device's messages released first and second {together} times, expected {lo} \
+             to {hi}"
+        );
     }
 
     /// Rounds trusting a central aggregator are not held back: their aggregator counts each

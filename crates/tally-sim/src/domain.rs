@@ -6,6 +6,7 @@ use std::fmt;
 
 use rand_chacha::ChaCha12Rng;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
+use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
 
 use crate::Error;
 use crate::population::Population;
@@ -116,6 +117,11 @@ pub enum DomainMechanism {
     /// A mechanism run over the whole population at once
     /// ([`DomainHistogram::estimate_counts`]).
     WholePopulation(Box<dyn DomainHistogram>),
+    /// Balcer–Cheu, run as its round (the shuffler's permutation left out: the analyzer's
+    /// counts do not depend on the order of the messages).
+    BalcerCheu(BalcerCheuHistogram),
+    /// Shuffled GRR, run as its round (likewise).
+    ShuffledGrr(ShuffledGrr),
 }
 
 impl DomainMechanism {
@@ -125,6 +131,8 @@ impl DomainMechanism {
             Self::Laplace(mechanism) => mechanism,
             Self::Gaussian(mechanism) => mechanism,
             Self::WholePopulation(mechanism) => mechanism.as_ref(),
+            Self::BalcerCheu(mechanism) => mechanism,
+            Self::ShuffledGrr(mechanism) => mechanism,
         }
     }
 }
@@ -169,6 +177,14 @@ pub fn run_domain_histogram(
         }
         DomainMechanism::WholePopulation(mechanism) => {
             mechanism.estimate_counts(&items.items, &mut mechanism_rng(seed))
+        }
+        DomainMechanism::BalcerCheu(balcer_cheu) => {
+            let round = balcer_cheu.round(items.map).expect(own_domain);
+            run_round(&round, &items.items, seed).estimates()
+        }
+        DomainMechanism::ShuffledGrr(grr) => {
+            let round = grr.round(items.map).expect(own_domain);
+            run_round(&round, &items.items, seed).estimates()
         }
     }
 }

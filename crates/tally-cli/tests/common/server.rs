@@ -417,7 +417,9 @@ pub(crate) fn uploads(
                 ask @ (Ask::Bucket { .. } | Ask::Split { .. } | Ask::PrefixBallot { .. }) => {
                     panic!("the crash tests run no quantile or TrieHH task: {ask:?}")
                 }
-                ask @ Ask::DomainElement { .. } => {
+                ask @ (Ask::DomainElement { .. }
+                | Ask::ShuffledGrr { .. }
+                | Ask::BalcerCheu { .. }) => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
             };

@@ -8,6 +8,9 @@
 //! shuffled reports `(ε, δ)`-DP: the paper's `ε_L = ln(n/ln(1/δ)) + 2 ln ε + O(1)` has an
 //! unspecified constant, so it is solved instead (§5.8).
 //!
+//! As a round ([`ShuffledGrr::round`]) each device sends its GRR report at `ε₀`, the shuffler
+//! permutes the reports and the analyzer debiases their counts.
+//!
 //! # Privacy
 //!
 //! `(ε, δ)`-DP for replace-one neighbours in the shuffle model (the adversary sees the shuffled
@@ -30,12 +33,15 @@
 //!   [`ShuffleBound::Fmt21`] for the code-backed conservative bound.
 
 use rand::Rng;
+use rand_chacha::ChaCha20Rng;
 use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon};
 use tally_accounting::{Guarantee, Neighbours, TrustModel};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, MessageCost};
-use crate::ldp::Grr;
+use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
+use crate::ldp::{Grr, GrrAggregator};
+use crate::protocol::wire::DeviceResponder;
+use crate::protocol::{DeviceQuery, Estimates, RoundAggregator, RoundProtocol, WireReport};
 
 /// Shuffled k-RR over the domain `0..k` for a fixed number of clients `n`.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,6 +96,20 @@ impl ShuffledGrr {
     /// The amplification bound used to solve `ε₀`.
     pub fn bound(&self) -> ShuffleBound {
         self.bound
+    }
+
+    /// The mechanism as a round over `map`'s domain: devices send their GRR report at `ε₀`,
+    /// the analyzer releases GRR's unbiased count estimates.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the mechanism's.
+    pub fn round(&self, map: DomainMap) -> Result<ShuffledGrrRound, Error> {
+        check_map(self.grr.domain(), map)?;
+        Ok(ShuffledGrrRound {
+            grr: self.grr.clone(),
+            map,
+        })
     }
 }
 
@@ -148,5 +168,152 @@ impl DomainHistogram for ShuffledGrr {
                 .expect("GRR reports lie in the domain");
         }
         aggregator.estimate()
+    }
+}
+
+/// Shuffled GRR as a round, which is also its query: the public domain and the local
+/// randomizer at `ε₀`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShuffledGrrRound {
+    grr: Grr,
+    map: DomainMap,
+}
+
+impl ShuffledGrrRound {
+    /// The round over `map`'s domain with GRR at local `ε₀ = local_epsilon`, as a device
+    /// rebuilds it from what the server publishes.
+    ///
+    /// # Errors
+    ///
+    /// As [`Grr::new`] on the domain's size.
+    pub fn new(map: DomainMap, local_epsilon: f64) -> Result<Self, Error> {
+        Ok(Self {
+            grr: Grr::new(map.size(), local_epsilon)?,
+            map,
+        })
+    }
+
+    /// The public domain.
+    pub fn map(&self) -> DomainMap {
+        self.map
+    }
+
+    /// The local `ε₀` of every report.
+    pub fn local_epsilon(&self) -> f64 {
+        self.grr.epsilon()
+    }
+}
+
+impl DeviceQuery for ShuffledGrrRound {
+    type Input = u32;
+    type Report = u32;
+
+    fn trust(&self) -> TrustModel {
+        TrustModel::Shuffle
+    }
+
+    /// The item randomized by GRR at `ε₀`; `None` outside the domain.
+    fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<u32> {
+        (*item < self.map.size()).then(|| self.grr.randomize(*item, rng))
+    }
+
+    fn admits(&self, report: &u32) -> bool {
+        *report < self.map.size()
+    }
+}
+
+impl DeviceResponder for ShuffledGrrRound {
+    fn trust(&self) -> TrustModel {
+        DeviceQuery::trust(self)
+    }
+
+    fn accepts(&self, data: &str) -> bool {
+        self.map.element(data).is_some()
+    }
+
+    /// Abstains, before flipping a coin, when the longest report of the domain would be
+    /// longer than `max_bytes`: the length of the report sent must not depend on its coins.
+    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
+        let item = self.map.element(data)?;
+        if (self.map.size() - 1).encode().len() > max_bytes {
+            return None;
+        }
+        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    }
+}
+
+impl RoundProtocol for ShuffledGrrRound {
+    type Query = Self;
+    type Release = Estimates;
+    type Aggregator = ShuffledGrrCounts;
+
+    fn query(&self) -> &Self {
+        self
+    }
+
+    /// The analyzer flips no coins.
+    fn aggregator(&self, _: ChaCha20Rng) -> ShuffledGrrCounts {
+        ShuffledGrrCounts(self.grr.aggregator())
+    }
+}
+
+/// The analyzer of a shuffled GRR round: GRR's report counts.
+pub struct ShuffledGrrCounts(GrrAggregator);
+
+impl RoundAggregator for ShuffledGrrCounts {
+    type Report = u32;
+    type Release = Estimates;
+
+    /// Counts an admitted report.
+    ///
+    /// # Panics
+    ///
+    /// If the report is outside the domain (the query did not admit it).
+    fn absorb(&mut self, report: u32) {
+        self.0.absorb(report).expect("an admitted report");
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.0.merge(other.0);
+    }
+
+    /// GRR's unbiased estimate of every element's count.
+    fn release(self) -> Estimates {
+        Estimates(self.0.estimate())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn the_round_randomizes_on_the_device_and_debiases_in_the_analyzer() {
+        let mechanism = ShuffledGrr::new(4, 1.0, 1e-6, 1000, ShuffleBound::Fmt21).unwrap();
+        let round = mechanism.round(DomainMap::Integers(4)).unwrap();
+        assert_eq!(DeviceQuery::trust(&round), TrustModel::Shuffle);
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let mut direct = mechanism.randomizer().aggregator();
+        let mut counts = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+        let mut same = ChaCha20Rng::seed_from_u64(1);
+        for i in 0..1000_u32 {
+            let report = DeviceQuery::respond(&round, &(i % 2), &mut rng).unwrap();
+            assert!(round.admits(&report));
+            assert_eq!(report, mechanism.randomizer().randomize(i % 2, &mut same));
+            direct.absorb(report).unwrap();
+            counts.absorb(report);
+        }
+        assert_eq!(counts.release(), Estimates(direct.estimate()));
+        assert!(!round.admits(&4));
+        assert_eq!(DeviceQuery::respond(&round, &4, &mut rng), None);
+        let rebuilt = ShuffledGrrRound::new(round.map(), round.local_epsilon()).unwrap();
+        assert_eq!(rebuilt, round);
+        assert!(mechanism.round(DomainMap::Integers(5)).is_err());
+        let responder: &dyn DeviceResponder = &round;
+        assert!(responder.respond("3", 1, &mut rng).is_some());
+        assert_eq!(responder.respond("3", 0, &mut rng), None);
+        assert_eq!(responder.respond("4", 1, &mut rng), None);
     }
 }

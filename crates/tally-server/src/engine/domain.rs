@@ -6,11 +6,14 @@ use std::sync::Arc;
 
 use rand::distr::Distribution;
 use tally_accounting::Guarantee;
+use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
+use tally_core::protocol::Estimates;
 use tally_core::protocol::wire::WireRelease;
 use tally_core::protocol::{
-    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound, WireReport,
+    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound,
 };
+use tally_core::shuffle::{BalcerCheuHistogram, BalcerCheuRound, ShuffledGrr, ShuffledGrrRound};
 use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
@@ -19,11 +22,13 @@ use tally_messages::{
 
 use super::{Engine, Kind, driven, input_description};
 use crate::ledger::LossRounds;
+use crate::shuffler::ShuffledReport;
 
 /// The largest public domain a task may ask for: its one round releases a cell per element.
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 
-/// The task of `mechanism` over `domain` at `privacy`, calibrated, with its guarantee.
+/// The task of `mechanism` over `domain` at `privacy`, calibrated (a shuffle mechanism for
+/// `clients` devices, the expected population), with its guarantee.
 ///
 /// # Errors
 ///
@@ -32,6 +37,7 @@ pub(super) fn build(
     mechanism: DomainHistogramMechanism,
     domain: PublicDomain,
     privacy: &PrivacyTarget,
+    clients: u64,
 ) -> Result<(Engine, Guarantee), String> {
     let map = DomainMap::from(domain);
     let size = map.size();
@@ -57,6 +63,16 @@ pub(super) fn build(
             map,
             GaussianHistogram::round,
         ),
+        DomainHistogramMechanism::BalcerCheu => registered(
+            BalcerCheuHistogram::new(size, epsilon, delta, clients),
+            map,
+            BalcerCheuHistogram::round,
+        ),
+        DomainHistogramMechanism::ShuffledGrr => registered(
+            ShuffledGrr::new(size, epsilon, delta, clients, ShuffleBound::default()),
+            map,
+            ShuffledGrr::round,
+        ),
     }
 }
 
@@ -64,11 +80,7 @@ pub(super) fn build(
 /// as every element's estimate, and what the generic driver needs to move it between threads.
 trait DomainRound:
     RoundProtocol<
-        Query: PublishedQuery
-                   + DeviceQuery<Report: WireReport + Send + 'static>
-                   + Clone
-                   + Send
-                   + 'static,
+        Query: PublishedQuery + DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static,
         Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
         Aggregator: Send + 'static,
     > + Clone
@@ -84,6 +96,11 @@ impl<D: Distribution<i64> + Clone + Send + Sync + 'static> DomainRound
 {
 }
 
+/// The shuffle rounds: the driver puts them behind the shuffler (their trust is
+/// [`tally_core::protocol::TrustModel::Shuffle`]).
+impl DomainRound for BalcerCheuRound {}
+impl DomainRound for ShuffledGrrRound {}
+
 /// A round's release as every domain element's estimate, in order.
 trait DomainEstimates {
     fn estimates(&self) -> Vec<f64>;
@@ -92,6 +109,12 @@ trait DomainEstimates {
 impl DomainEstimates for NoisyCounts {
     fn estimates(&self) -> Vec<f64> {
         NoisyCounts::estimates(self)
+    }
+}
+
+impl DomainEstimates for Estimates {
+    fn estimates(&self) -> Vec<f64> {
+        Estimates::estimates(self)
     }
 }
 
@@ -194,5 +217,61 @@ impl<R: DomainRound> Kind for Domain<R> {
             seed: None,
             mean_absolute_error: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod shuffle_tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+    use tally_accounting::sample_threshold::Analysis;
+    use tally_accounting::{Neighbours, TrustModel};
+    use tally_core::protocol::wire::WireRelease;
+    use tally_messages::Ask;
+
+    use super::*;
+
+    /// The shuffle mechanisms are published as their own asks, their devices' responders and
+    /// the rounds the driver opens trust a shuffler, so `shuffler::aggregator` puts the
+    /// analyzer behind `Shuffled` (whose input `shuffler.rs` tests); 3,000 devices' wire
+    /// reports go through and every element is released, the common one standing out.
+    #[test]
+    fn shuffle_mechanisms_run_behind_the_shuffler() {
+        let privacy = PrivacyTarget {
+            epsilon: 2.0,
+            delta: 1e-6,
+            neighbours: Neighbours::ReplaceOne,
+            analysis: Analysis::Tight,
+        };
+        for mechanism in [
+            DomainHistogramMechanism::BalcerCheu,
+            DomainHistogramMechanism::ShuffledGrr,
+        ] {
+            let (mut engine, guarantee) =
+                build(mechanism, PublicDomain::Integers(16), &privacy, 3000).unwrap();
+            assert_eq!(guarantee.model, TrustModel::Shuffle, "{mechanism:?}");
+            assert!(engine.advance());
+            let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1));
+            assert!(
+                matches!(opened.ask, Ask::BalcerCheu { .. } | Ask::ShuffledGrr { .. }),
+                "{:?}",
+                opened.ask
+            );
+            let responder = opened.ask.responder(Sampling::Aggregator).unwrap();
+            assert_eq!(responder.trust(), TrustModel::Shuffle);
+            let mut aggregator = opened.aggregator;
+            let mut devices = ChaCha20Rng::seed_from_u64(2);
+            for i in 0..3000_u32 {
+                let element = if i % 2 == 0 { 0 } else { i % 16 };
+                let report = responder
+                    .respond(&element.to_string(), 256, &mut devices)
+                    .unwrap();
+                aggregator.absorb(report).unwrap();
+            }
+            assert!(aggregator.absorb("16".to_owned()).is_err());
+            let estimates = Estimates::from_cells(aggregator.release()).unwrap().0;
+            assert_eq!(estimates.len(), 16);
+            assert!(estimates[0] > 1000.0, "{mechanism:?}: {estimates:?}");
+        }
     }
 }
