@@ -381,3 +381,110 @@ fn runs_are_deterministic_and_second_runs_deny_found_words() {
     assert!(two.iterations.iter().any(|s| s.run == 2));
     assert_eq!(two.guarantee, two.plan.aggregate);
 }
+
+/// An iteration's query survives publication: a device rebuilds the same elements, the same
+/// eligibility of every word and the same report for the same coins, for both encodings, also
+/// past the first iteration (live prefixes, found words excluded).
+#[test]
+fn a_published_iteration_is_the_query_devices_answer() {
+    use tally_core::heavy_hitters::{IterationSums, WordMultiset};
+    use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+    let vocabulary = words(&["apple", "apply", "ape", "banana", "bandana", "cherry", "x"]);
+    let huffman = HuffmanCode::from_words(vocabulary.iter().map(|w| (w.as_str(), 1.0))).unwrap();
+    for encoding in [Encoding::Bytes, Encoding::Huffman(huffman)] {
+        let mut task = OptPrefixTree::new(config(
+            plan(4.0, 3, 1000),
+            encoding,
+            SegmentPolicy::MaxUnderCap,
+        ))
+        .unwrap();
+        let device = WordMultiset::from_words(["apple", "apple", "cherry", "x"]);
+        while let Some(query) = task.next_query() {
+            let published = query.publish();
+            let rebuilt =
+                tally_core::heavy_hitters::IterationQuery::from_published(published.clone())
+                    .unwrap();
+            assert_eq!(rebuilt.publish(), published);
+            assert_eq!(
+                rebuilt.item_slots(&vocabulary),
+                query.item_slots(&vocabulary)
+            );
+            let mut a = ChaCha20Rng::seed_from_u64(9);
+            let mut b = ChaCha20Rng::seed_from_u64(9);
+            assert_eq!(
+                query.respond(&device, &mut a),
+                rebuilt.respond(&device, &mut b)
+            );
+            // A corrupt publication is refused.
+            let mut short = published;
+            if let Some(first) = short.elements.first_mut() {
+                first.pop();
+                assert!(tally_core::heavy_hitters::IterationQuery::from_published(short).is_err());
+            }
+            // Feed the task strong sums for "apple"'s element so that the tree grows.
+            let mut aggregator = query.aggregator(ChaCha20Rng::seed_from_u64(0));
+            let mut rng = ChaCha20Rng::seed_from_u64(1);
+            for _ in 0..1000 {
+                let report = query.respond(&device, &mut rng).unwrap();
+                assert!(query.admits(&report));
+                aggregator.absorb(report);
+            }
+            let sums: IterationSums = aggregator.release();
+            assert_eq!(sums.reports, 1000);
+            task.observe(sums);
+        }
+    }
+}
+
+/// A device's report is its selected element randomized: over many devices holding
+/// `{a ×3, b}`, uniform-support selection sends `a`'s element half of the time, so the sum at
+/// `a`'s element is `Bin(n/2·…)`: its mean `n(p + q)/2` within 5.3σ (α ≤ 1e-6); a device that
+/// always reports its first word is caught.
+#[test]
+fn stat_devices_select_then_randomize() {
+    use tally_core::heavy_hitters::WordMultiset;
+    use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+    let mut task = OptPrefixTree::new(config(
+        plan(2.0, 1, 1000),
+        Encoding::Bytes,
+        SegmentPolicy::Fixed(1),
+    ))
+    .unwrap();
+    let query = task.next_query().unwrap();
+    let a = query.eligible_element("a").unwrap();
+    let device = WordMultiset::from_words(["a", "a", "a", "b"]);
+    const N: u64 = 20_000;
+    let support = query.randomizer.support_probabilities();
+    // Each device's bit at `a` is 1 with probability (p + q)/2: a sum of N such bits.
+    let mean_bit = (support.p + support.q) / 2.0;
+    let (mean, sigma) = (
+        N as f64 * mean_bit,
+        (N as f64 * mean_bit * (1.0 - mean_bit)).sqrt(),
+    );
+    let sum_at_a = |first_word: bool| {
+        let mut aggregator = query.aggregator(ChaCha20Rng::seed_from_u64(0));
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        for _ in 0..N {
+            let report = if first_word {
+                let element = query.eligible_element("a").unwrap();
+                tally_core::heavy_hitters::IterationReport(
+                    query.randomizer.randomize(element, &mut rng),
+                )
+            } else {
+                query.respond(&device, &mut rng).unwrap()
+            };
+            aggregator.absorb(report);
+        }
+        aggregator.release().sums[a as usize] as f64
+    };
+    let honest = sum_at_a(false);
+    assert!(
+        (honest - mean).abs() <= 5.3 * sigma,
+        "{honest} vs {mean} ± {sigma}"
+    );
+    let mutant = sum_at_a(true);
+    assert!(
+        (mutant - mean).abs() > 5.3 * sigma,
+        "the mutant passes: {mutant}"
+    );
+}

@@ -51,6 +51,7 @@
 //! [`TrustModel::Shuffle`]: tally_accounting::TrustModel::Shuffle
 
 mod encoding;
+mod round;
 mod segment;
 mod simulate;
 mod threshold;
@@ -63,6 +64,7 @@ use tally_accounting::Guarantee;
 use tally_accounting::opt_prefix_tree::LocalEpsilonPlan;
 
 pub use encoding::{Decoded, Encoding, HuffmanCode};
+pub use round::{IterationReport, IterationSumsAggregator, PublishedIteration, WordMultiset};
 pub use segment::SegmentPolicy;
 pub use simulate::{AggregationPath, Selection, Users, simulate_iteration};
 pub use threshold::{ThresholdChoice, select_by_fpr};
