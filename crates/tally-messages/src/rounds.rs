@@ -234,6 +234,29 @@ impl Ask {
                 Some(live_parents),
             )?))),
             Self::DomainElement { domain } => domain_responder(*domain),
+            Self::OptPrefixTree {
+                run,
+                iteration,
+                parent_length,
+                segment,
+                elements,
+                excluded,
+                selection,
+                randomizer,
+                local_epsilon,
+                encoding,
+            } => crate::opt_prefix_tree::responder(
+                *run,
+                *iteration,
+                *parent_length,
+                *segment,
+                elements,
+                excluded,
+                *selection,
+                *randomizer,
+                *local_epsilon,
+                encoding,
+            ),
         }
     }
 }

@@ -420,6 +420,9 @@ pub(crate) fn uploads(
                 ask @ Ask::DomainElement { .. } => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
+                ask @ Ask::OptPrefixTree { .. } => {
+                    panic!("the crash tests run no OptPrefixTree task: {ask:?}")
+                }
             };
             Upload { token, report }
         })
