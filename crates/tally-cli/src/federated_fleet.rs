@@ -12,6 +12,9 @@ use tally_client::{DeviceLedger, Fleet, FleetConfig, FleetEvent, FleetReport};
 
 use crate::cli::{ClientArgs, DeviceArgs, FleetArgs, ServerArgs};
 use crate::federated::{client, print_serialized, runtime};
+use tally_core::heavy_hitters::WordMultiset;
+use tally_sim::word_multisets;
+
 use crate::heavy_hitters::load_users;
 use crate::input::load_population;
 use crate::output::print_fields;
@@ -105,19 +108,9 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
 /// OptPrefixTree device reads as its multiset of words); and the input's description.
 fn whole_clients(args: &FleetArgs, seed: u64) -> Result<(Vec<String>, String)> {
     let population = load_users(&args.input, args.format, false, seed)?;
-    let names = population.vocabulary();
-    let devices = (0..population.len())
-        .map(|u| {
-            let (items, multiplicities) = population.user(u);
-            let mut words = String::new();
-            for (&item, &m) in items.iter().zip(multiplicities) {
-                for _ in 0..m {
-                    words.push_str(&names[item as usize]);
-                    words.push('\n');
-                }
-            }
-            words
-        })
+    let devices = word_multisets(population.users(), population.vocabulary())
+        .iter()
+        .map(WordMultiset::text)
         .collect();
     Ok((devices, population.description().to_owned()))
 }

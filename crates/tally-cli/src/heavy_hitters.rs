@@ -11,8 +11,8 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_core::heavy_hitters::{
-    AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
-    TERMINATOR, TrieHh, TrieHhConfig,
+    Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection, TERMINATOR, TrieHh,
+    TrieHhConfig,
 };
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
@@ -23,9 +23,9 @@ use tally_messages::{
 };
 use tally_server::document;
 use tally_sim::{
-    CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
-    english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
-    run_triehh_counted, top_k,
+    AggregationPath, CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population,
+    RedditLikeSpec, english_huffman_code, prefix_estimate_errors, retrieval_scores,
+    run_sample_threshold, run_triehh_counted, top_k,
 };
 
 use crate::cli::{

@@ -168,7 +168,7 @@ mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::sample_threshold::Analysis;
-    use tally_core::heavy_hitters::{AggregationPath, Selection, WordMultiset, simulate_iteration};
+    use tally_core::heavy_hitters::{Selection, WordMultiset};
     use tally_core::protocol::wire::WireRelease;
     use tally_core::protocol::{DeviceQuery, TrustModel};
     use tally_core::task::Task;
@@ -189,24 +189,6 @@ mod tests {
             "/../../data/shakespeare/shakespeare_speakers.tsv.gz"
         );
         MultiPopulation::from_tsv_file(path).unwrap()
-    }
-
-    /// Each speaker's words as a device holds them: one per line, repeats included.
-    fn device_texts(population: &MultiPopulation) -> Vec<String> {
-        let names = population.vocabulary();
-        (0..population.len())
-            .map(|u| {
-                let (items, multiplicities) = population.user(u);
-                let mut text = String::new();
-                for (&item, &m) in items.iter().zip(multiplicities) {
-                    for _ in 0..m {
-                        text.push_str(&names[item as usize]);
-                        text.push('\n');
-                    }
-                }
-                text
-            })
-            .collect()
     }
 
     fn options() -> OptPrefixTreeOptions {
@@ -351,11 +333,8 @@ mod tests {
     /// and the released document (for federated runs).
     fn iterations(run: Run, seed: u64) -> (Vec<bool>, Option<HeavyHittersRelease>) {
         let population = speakers();
-        let texts = device_texts(&population);
-        let devices: Vec<WordMultiset> = texts
-            .iter()
-            .map(|t| WordMultiset::from_words(t.lines()))
-            .collect();
+        let devices = tally_sim::word_multisets(population.users(), population.vocabulary());
+        let texts: Vec<String> = devices.iter().map(WordMultiset::text).collect();
         let spec = spec(devices.len() as u64);
         let (mut engine, _) = Engine::build(&spec).unwrap();
         let mut task = shadow(&spec);
@@ -368,13 +347,7 @@ mod tests {
             let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::from_rng(&mut coins));
             let sums = if run == Run::Simulated {
                 let slots = query.item_slots(population.vocabulary());
-                simulate_iteration(
-                    &query,
-                    population.users(),
-                    &slots,
-                    AggregationPath::Binomial,
-                    &mut rng,
-                )
+                tally_sim::binomial_iteration(&query, population.users(), &slots, &mut rng)
             } else {
                 let responder = opened.ask.responder(Sampling::Aggregator).unwrap();
                 let mut aggregator = opened.aggregator;

@@ -42,18 +42,37 @@ pub struct WordMultiset(Vec<(String, u32)>);
 impl WordMultiset {
     /// The multiset of `words` (repeats counted).
     pub fn from_words<'a>(words: impl IntoIterator<Item = &'a str>) -> Self {
-        let mut index: HashMap<&str, usize> = HashMap::new();
+        Self::from_counts(words.into_iter().map(|w| (w.to_owned(), 1)))
+    }
+
+    /// The multiset holding each word with the given multiplicity (a word listed twice adds
+    /// up; a multiplicity of 0 is no word).
+    pub fn from_counts(words: impl IntoIterator<Item = (String, u32)>) -> Self {
+        let mut index: HashMap<String, usize> = HashMap::new();
         let mut distinct: Vec<(String, u32)> = Vec::new();
-        for word in words {
-            match index.get(word) {
-                Some(&i) => distinct[i].1 = distinct[i].1.saturating_add(1),
+        for (word, m) in words.into_iter().filter(|&(_, m)| m > 0) {
+            match index.get(&word) {
+                Some(&i) => distinct[i].1 = distinct[i].1.saturating_add(m),
                 None => {
-                    index.insert(word, distinct.len());
-                    distinct.push((word.to_owned(), 1));
+                    index.insert(word.clone(), distinct.len());
+                    distinct.push((word, m));
                 }
             }
         }
         Self(distinct)
+    }
+
+    /// The multiset as a device's text: one word per line, repeats included (what
+    /// [`DeviceInput::read`] reads back).
+    pub fn text(&self) -> String {
+        let mut text = String::new();
+        for (word, m) in &self.0 {
+            for _ in 0..*m {
+                text.push_str(word);
+                text.push('\n');
+            }
+        }
+        text
     }
 
     /// The distinct words with their multiplicities, in order of first occurrence.
@@ -459,6 +478,14 @@ mod tests {
         above[1].count = 8;
         assert!(IterationSums::from_cells(above).is_err());
         assert!(IterationSums::from_cells(Vec::new()).is_err());
+    }
+
+    #[test]
+    fn a_multiset_reads_back_its_text() {
+        let words = WordMultiset::from_counts([("a".into(), 2), ("b".into(), 0), ("a".into(), 1)]);
+        assert_eq!(words.words(), [("a".into(), 3)]);
+        assert_eq!(words.text(), "a\na\na\n");
+        assert_eq!(WordMultiset::read(&words.text(), Clone::clone), Some(words));
     }
 
     #[test]
