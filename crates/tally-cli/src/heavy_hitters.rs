@@ -35,8 +35,7 @@ use crate::cli::{
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_body_line, guarantee_json, guarantee_line, print_fields, print_items,
-    print_json,
+    Stage, guarantee_body_line, guarantee_line, print_fields, print_items, print_json,
 };
 
 /// Items scored against the truth when `--top` is not given.
@@ -507,35 +506,29 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     let captured_mass = population.captured_mass(words.iter().copied());
     let captured_user_mass = population.captured_user_mass(words.iter().copied());
     let false_positives = population.false_positives(words.iter().copied());
-    let plan = &output.plan;
-    let parameters = json!({
-        "iterations": opt.iterations,
-        "runs": opt.runs,
-        "iterations_run": output.iterations.len(),
-        "domain_cap": opt.domain_cap,
-        "fpr": opt.fpr,
-        "selection": selection.name(),
-        "randomizer": match randomizer {
-            UnaryVariant::Optimized => "oue",
-            UnaryVariant::Symmetric => "sue",
+    let mut document = document::opt_prefix_tree(
+        &output,
+        &document::OptPrefixTreeParameters {
+            iterations: opt.iterations,
+            runs: opt.runs,
+            domain_cap: opt.domain_cap,
+            fpr: opt.fpr,
+            selection,
+            randomizer,
+            encoding: encoding_name,
+            segment,
+            max_length,
+            deny: deny.len(),
         },
-        "encoding": encoding_name,
-        "segment": segment.to_string(),
-        "max_length": max_length,
-        "deny": deny.len(),
-        "aggregation": match path {
-            AggregationPath::Binomial => "binomial",
-            AggregationPath::PerReport => "per-report",
-        },
-        "local_epsilon": plan.local_epsilon,
-        "composition": plan.composition.name(),
-        "shuffle_bound": plan.bound.name(),
-        "shuffle_bound_proven_for_randomizer": plan.bound != ShuffleBound::Fmt23,
-        "users_per_iteration": plan.users,
-        "per_iteration_guarantee": guarantee_json(&plan.per_iteration),
-        "population": users,
-        "data_points": population.data_points(),
+        users,
+        population.description().to_owned(),
+    );
+    document["parameters"]["aggregation"] = json!(match path {
+        AggregationPath::Binomial => "binomial",
+        AggregationPath::PerReport => "per-report",
     });
+    document["parameters"]["data_points"] = json!(population.data_points());
+    let parameters = document["parameters"].clone();
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
     } else {
@@ -566,46 +559,13 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         })
     });
     if args.privacy.json {
-        let items: Vec<Value> = output
-            .words
-            .iter()
-            .take(shown)
-            .map(|w| {
-                json!({"item": w.word, "count": null, "estimate": w.estimate, "run": w.run, "iteration": w.iteration})
-            })
-            .collect();
-        let iterations: Vec<Value> = output
-            .iterations
-            .iter()
-            .map(|s| {
-                json!({
-                    "run": s.run,
-                    "iteration": s.iteration,
-                    "prefix_length": s.prefix_length,
-                    "segment": s.segment,
-                    "domain_size": s.domain_size,
-                    "pruned": s.pruned,
-                    "sigma": s.sigma,
-                    "threshold": s.threshold,
-                    "expected_false_positives": s.expected_false_positives,
-                    "completed": s.completed,
-                    "live": s.live,
-                })
-            })
-            .collect();
-        let mut out = json!({
-            "mechanism": "opt-prefix-tree",
-            "parameters": parameters,
-            "guarantee": guarantee_json(&output.guarantee),
-            "local_guarantee": guarantee_json(&output.local_guarantee),
-            "input": population.description(),
-            "found_items": output.words.len(),
-            "items": items,
-            "iterations": iterations,
-            "captured_mass": captured_mass,
-            "captured_user_mass": captured_user_mass,
-            "false_positives": false_positives,
-        });
+        let mut out = document;
+        if let Some(items) = out["items"].as_array_mut() {
+            items.truncate(shown);
+        }
+        out["captured_mass"] = json!(captured_mass);
+        out["captured_user_mass"] = json!(captured_user_mass);
+        out["false_positives"] = json!(false_positives);
         if let Some(truth) = truth {
             out["truth"] = truth;
         }
