@@ -339,6 +339,11 @@ pub(crate) enum TaskAlgorithm {
     /// from (ε, δ) over --expected-population devices, replace-one neighbours (--levels,
     /// --segment, --beam).
     Triehh,
+    /// OptPrefixTree heavy hitters among devices holding many words each (`tally fleet
+    /// --whole-clients`): one randomized one-hot report per device and iteration, behind the
+    /// shuffler; ε₀ solved for --min-cohort reports per iteration, replace-one neighbours
+    /// (the options of `heavy-hitters --algorithm opt-prefix-tree`).
+    OptPrefixTree,
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
@@ -381,9 +386,10 @@ pub(crate) struct TaskCreateArgs {
     /// (resolution 2^(−h)) [default: 10].
     #[arg(long)]
     pub(crate) levels: Option<u32>,
-    /// TrieHH++: characters added per level G [default: 1].
+    /// TrieHH++ and TrieHH: characters added per level G [default: 1]; opt-prefix-tree: the
+    /// segment policy, `fixed:S`, `max-under-cap` (default) or `max-mass`.
     #[arg(long)]
-    pub(crate) segment: Option<u32>,
+    pub(crate) segment: Option<SegmentArg>,
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
     #[arg(long)]
     pub(crate) unrestricted: bool,
@@ -440,6 +446,8 @@ pub(crate) struct TaskCreateArgs {
     /// --mechanism laplace|gaussian: hash every item into one of B buckets.
     #[arg(long, value_name = "B")]
     pub(crate) buckets: Option<u32>,
+    #[command(flatten)]
+    pub(crate) opt: OptPrefixTreeArgs,
 }
 
 /// Who flips a round's coins.
@@ -558,6 +566,10 @@ pub(crate) struct FleetArgs {
     pub(crate) batch: usize,
     #[command(flatten)]
     pub(crate) devices: DeviceArgs,
+    /// With a TSV file (or a dataset): every device holds all the rows of one client, one per
+    /// line, as an OptPrefixTree device needs its whole multiset of words.
+    #[arg(long, conflicts_with = "rows_as_clients")]
+    pub(crate) whole_clients: bool,
 }
 
 #[derive(Debug, Subcommand)]

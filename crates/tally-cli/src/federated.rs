@@ -9,6 +9,7 @@ use serde::Serialize;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_client::Client;
+use tally_core::heavy_hitters::SegmentPolicy;
 use tally_messages::{
     ErrorCode, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism, LedgerBalance,
     PROTOCOL_VERSION, PrivacyTarget, QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind,
@@ -17,8 +18,8 @@ use tally_messages::{
 use tally_sim::Population;
 
 use crate::cli::{
-    HistogramMechanism, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand,
-    TaskCreateArgs, TaskIdArgs, TaskResultArgs,
+    HistogramMechanism, SegmentArg, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm,
+    TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
 use crate::federated_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
@@ -155,7 +156,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             TaskKind::HeavyHitters {
                 algorithm: HeavyHittersAlgorithm::TrieHhPlus,
                 levels: args.levels.unwrap_or(DEFAULT_LEVELS),
-                segment: args.segment.unwrap_or(1),
+                segment: prefix_segment(args)?,
                 restricted: !args.unrestricted,
                 composition,
                 sampling_rate: args.sampling_rate,
@@ -172,6 +173,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             quantile_kind(args, algorithm, composition)?
         }
         (None, Some(TaskAlgorithm::Triehh)) => triehh_kind(args)?,
+        (None, Some(TaskAlgorithm::OptPrefixTree)) => opt_prefix_tree_kind(args)?,
         // Unwrap safety: clap requires exactly one of the two.
         (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
     };
@@ -275,9 +277,46 @@ fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     }
     Ok(TaskKind::Triehh {
         levels: args.levels.unwrap_or(DEFAULT_LEVELS),
-        segment: args.segment.unwrap_or(1),
+        segment: prefix_segment(args)?,
         beam: args.beam,
     })
+}
+
+/// The characters per level of a prefix-tree task: `--segment`, a number [default: 1].
+fn prefix_segment(args: &TaskCreateArgs) -> Result<u32> {
+    match args.segment {
+        None => Ok(1),
+        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentPolicy::Fixed(n))) => {
+            u32::try_from(n).with_context(|| format!("--segment {n}: too long"))
+        }
+        Some(SegmentArg::Policy(policy)) => {
+            bail!("--segment {policy} is an opt-prefix-tree policy; give a number of characters")
+        }
+    }
+}
+
+/// An OptPrefixTree task from the arguments: the offline command's options, `ε₀` solved by
+/// the server for `--min-cohort` reports per iteration.
+fn opt_prefix_tree_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
+    let kind = "--algorithm opt-prefix-tree";
+    refuse_options(args, &QUANTILE_OPTIONS, kind)?;
+    refuse_options(args, &PREFIX_OPTIONS[1..], kind)?;
+    refuse_options(args, &MULTI_ROUND_OPTIONS[..1], kind)?;
+    if args.sampling_rate.is_some() || args.threshold.is_some() {
+        bail!("--sampling-rate and --threshold apply to the sample-and-threshold kinds");
+    }
+    if Neighbours::from(args.privacy.neighbours) != Neighbours::ReplaceOne {
+        bail!(
+            "OptPrefixTree's guarantee is for replace-one neighbours: give --neighbours \
+             replace-one"
+        );
+    }
+    let options = crate::heavy_hitters::opt_prefix_tree_options(
+        &args.opt,
+        args.segment,
+        args.composition.map(Into::into),
+    )?;
+    Ok(TaskKind::OptPrefixTree(options))
 }
 
 /// A quantile task of `algorithm` from the arguments.
@@ -558,6 +597,7 @@ fn kind_name(kind: &TaskKind) -> &'static str {
         TaskKind::Quantiles { .. } => "quantiles",
         TaskKind::Triehh { .. } => "triehh",
         TaskKind::DomainHistogram { mechanism, .. } => mechanism.name(),
+        TaskKind::OptPrefixTree(_) => "opt-prefix-tree",
     }
 }
 
@@ -640,6 +680,18 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
             mechanism.name(),
             tally_core::histogram::DomainMap::from(*domain)
         ),
+        TaskKind::OptPrefixTree(options) => format!(
+            "opt-prefix-tree heavy hitters, {} run(s) of {} iteration(s), domain cap {}, \
+             segment {}, {} encoding, behind the shuffler",
+            options.runs,
+            options.iterations,
+            options.domain_cap,
+            options.segment,
+            match options.encoding {
+                tally_messages::WordEncoding::Bytes => "bytes",
+                tally_messages::WordEncoding::Huffman { .. } => "huffman",
+            }
+        ),
     }
 }
 
@@ -661,6 +713,7 @@ fn rounds_of(kind: &TaskKind) -> u32 {
         } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
         TaskKind::Triehh { levels, .. } => *levels,
         TaskKind::DomainHistogram { .. } => 1,
+        TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
     }
 }
 

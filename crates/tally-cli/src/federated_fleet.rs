@@ -12,6 +12,10 @@ use tally_client::{DeviceLedger, Fleet, FleetConfig, FleetEvent, FleetReport};
 
 use crate::cli::{ClientArgs, DeviceArgs, FleetArgs, ServerArgs};
 use crate::federated::{client, print_serialized, runtime};
+use tally_core::heavy_hitters::WordMultiset;
+use tally_sim::word_multisets;
+
+use crate::heavy_hitters::load_users;
 use crate::input::load_population;
 use crate::output::print_fields;
 
@@ -70,16 +74,21 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
     // The population's sampling (one row per client of a TSV, synthetic data) uses the seed
     // when given; the devices' coins too.
     let seed = args.devices.seed.unwrap_or_else(|| rand::rng().next_u64());
-    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-    let items: Vec<String> = population
-        .items()
-        .iter()
-        .map(|&id| {
-            population
-                .item_name(id)
-                .map_or_else(|| id.to_string(), |name| name.into_owned())
-        })
-        .collect();
+    let (items, description) = if args.whole_clients {
+        whole_clients(args, seed)?
+    } else {
+        let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+        let items = population
+            .items()
+            .iter()
+            .map(|&id| {
+                population
+                    .item_name(id)
+                    .map_or_else(|| id.to_string(), |name| name.into_owned())
+            })
+            .collect();
+        (items, population.description().to_owned())
+    };
     let config = FleetConfig {
         concurrency: args.concurrency,
         batch: args.batch,
@@ -92,7 +101,18 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
     if args.devices.json {
         return print_serialized(&report);
     }
-    print_report(&report, population.description())
+    print_report(&report, &description)
+}
+
+/// `--whole-clients`: one device per client, holding all its rows, one per line (the text an
+/// OptPrefixTree device reads as its multiset of words); and the input's description.
+fn whole_clients(args: &FleetArgs, seed: u64) -> Result<(Vec<String>, String)> {
+    let population = load_users(&args.input, args.format, false, seed)?;
+    let devices = word_multisets(population.users(), population.vocabulary())
+        .iter()
+        .map(WordMultiset::text)
+        .collect();
+    Ok((devices, population.description().to_owned()))
 }
 
 /// The device credentials of a file, one per non-empty line.

@@ -11,29 +11,31 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_core::heavy_hitters::{
-    AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
-    TERMINATOR, TrieHh, TrieHhConfig,
+    Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection, TERMINATOR, TrieHh,
+    TrieHhConfig,
 };
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
-use tally_messages::{GuaranteeBody, HeavyHittersRelease, ReleasedItem, TrieNodeBody};
+use tally_messages::{
+    GuaranteeBody, HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody,
+    WordEncoding,
+};
 use tally_server::document;
 use tally_sim::{
-    CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
-    english_huffman_code, prefix_estimate_errors, retrieval_scores, run_sample_threshold,
-    run_triehh_counted, top_k,
+    AggregationPath, CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population,
+    RedditLikeSpec, english_huffman_code, prefix_estimate_errors, retrieval_scores,
+    run_sample_threshold, run_triehh_counted, top_k,
 };
 
 use crate::cli::{
-    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, RandomizerArg, SegmentArg,
-    SelectionArg, round_composition,
+    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, InputArgs, OptPrefixTreeArgs,
+    RandomizerArg, SegmentArg, SelectionArg, round_composition,
 };
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_body_line, guarantee_json, guarantee_line, print_fields, print_items,
-    print_json,
+    Stage, guarantee_body_line, guarantee_line, print_fields, print_items, print_json,
 };
 
 /// Items scored against the truth when `--top` is not given.
@@ -336,31 +338,113 @@ fn truth_scores(
 /// Reads the users of an opt-prefix-tree run: whole multisets per `client_id` for TSV files
 /// and datasets, `reddit-like:…` or a one-item generator for `--synthetic`, one data point
 /// per line for line files.
-fn load_users(args: &HeavyHittersArgs, seed: u64) -> Result<MultiPopulation> {
+pub(crate) fn load_users(
+    input: &InputArgs,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    seed: u64,
+) -> Result<MultiPopulation> {
     anyhow::ensure!(
-        !args.rows_as_clients,
+        !rows_as_clients,
         "--rows-as-clients does not apply to opt-prefix-tree: each client keeps all its rows"
     );
-    if let Some(name) = &args.input.dataset {
+    if let Some(name) = &input.dataset {
         return Ok(MultiPopulation::dataset(name)?);
     }
-    if let Some(spec) = &args.input.synthetic
+    if let Some(spec) = &input.synthetic
         && spec.starts_with("reddit-like")
     {
         let spec: RedditLikeSpec = spec.parse().context("bad --synthetic")?;
         return Ok(MultiPopulation::reddit_like(&spec, seed));
     }
-    if let Some(file) = &args.input.input
-        && (matches!(args.format, Some(Format::Tsv))
-            || (args.format.is_none() && {
+    if let Some(file) = &input.input
+        && (matches!(format, Some(Format::Tsv))
+            || (format.is_none() && {
                 let name = file.to_string_lossy();
                 name.ends_with(".tsv") || name.ends_with(".tsv.gz")
             }))
     {
         return Ok(MultiPopulation::from_tsv_file(file)?);
     }
-    let population = load_population(&args.input, args.format, false, seed)?;
+    let population = load_population(input, format, false, seed)?;
     Ok(MultiPopulation::from_population(&population))
+}
+
+/// The segment policy of `--segment` (a number `S` is `fixed:S`; `max-under-cap` by default).
+fn segment_policy(segment: Option<SegmentArg>) -> SegmentPolicy {
+    match segment {
+        None => SegmentPolicy::MaxUnderCap,
+        Some(SegmentArg::Length(s)) => SegmentPolicy::Fixed(s),
+        Some(SegmentArg::Policy(policy)) => policy,
+    }
+}
+
+/// The public encoding `--encoding` names.
+fn encoding(arg: EncodingArg) -> Encoding {
+    match arg {
+        EncodingArg::Huffman => Encoding::Huffman(english_huffman_code()),
+        EncodingArg::Bytes => Encoding::Bytes,
+    }
+}
+
+/// The words of `--deny FILE`, one per non-empty line.
+fn deny_list(opt: &OptPrefixTreeArgs) -> Result<Vec<String>> {
+    let Some(file) = &opt.deny else {
+        return Ok(Vec::new());
+    };
+    Ok(std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read --deny {}", file.display()))?
+        .lines()
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+fn selection(arg: SelectionArg) -> Selection {
+    match arg {
+        SelectionArg::UniformSupport => Selection::UniformSupport,
+        SelectionArg::Weighted => Selection::Weighted,
+    }
+}
+
+fn randomizer(arg: RandomizerArg) -> UnaryVariant {
+    match arg {
+        RandomizerArg::Oue => UnaryVariant::Optimized,
+        RandomizerArg::Sue => UnaryVariant::Symmetric,
+    }
+}
+
+/// The options of a federated OptPrefixTree task (`tally task create --algorithm
+/// opt-prefix-tree`): the offline command's, with the Huffman code's table and the deny
+/// list's words written out, for the server to run.
+pub(crate) fn opt_prefix_tree_options(
+    opt: &OptPrefixTreeArgs,
+    segment: Option<SegmentArg>,
+    composition: Option<Composition>,
+) -> Result<OptPrefixTreeOptions> {
+    anyhow::ensure!(
+        matches!(opt.aggregation, AggregationArg::Binomial),
+        "--aggregation chooses how the simulator sums reports; a federated task sums the \
+         devices' own"
+    );
+    let count = |n: usize, name: &str| {
+        u32::try_from(n).with_context(|| format!("--{name} {n}: at most {}", u32::MAX))
+    };
+    Ok(OptPrefixTreeOptions {
+        iterations: count(opt.iterations, "iterations")?,
+        runs: count(opt.runs, "runs")?,
+        domain_cap: opt.domain_cap,
+        fpr: opt.fpr,
+        selection: selection(opt.selection),
+        randomizer: randomizer(opt.randomizer).into(),
+        encoding: WordEncoding::from(&encoding(opt.encoding)),
+        segment: segment_policy(segment),
+        max_length: opt.max_length.map(|m| count(m, "max-length")).transpose()?,
+        deny: deny_list(opt)?,
+        composition,
+        unproven_fmt23: opt.unproven_fmt23,
+    })
 }
 
 /// `--algorithm opt-prefix-tree`.
@@ -371,31 +455,15 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     );
     let opt = &args.opt;
     let stage = Stage::start("loading the users");
-    let population = load_users(args, seed)?;
+    let population = load_users(&args.input, args.format, args.rows_as_clients, seed)?;
     let users = population.len() as u64;
-    let encoding = match opt.encoding {
-        EncodingArg::Huffman => Encoding::Huffman(english_huffman_code()),
-        EncodingArg::Bytes => Encoding::Bytes,
-    };
+    let encoding = encoding(opt.encoding);
     let max_length = opt.max_length.unwrap_or(match opt.encoding {
         EncodingArg::Huffman => 96,
         EncodingArg::Bytes => 24,
     });
-    let segment = match args.segment {
-        None => SegmentPolicy::MaxUnderCap,
-        Some(SegmentArg::Length(s)) => SegmentPolicy::Fixed(s),
-        Some(SegmentArg::Policy(policy)) => policy,
-    };
-    let deny: Vec<String> = match &opt.deny {
-        Some(file) => std::fs::read_to_string(file)
-            .with_context(|| format!("cannot read --deny {}", file.display()))?
-            .lines()
-            .map(str::trim)
-            .filter(|w| !w.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        None => Vec::new(),
-    };
+    let segment = segment_policy(args.segment);
+    let deny = deny_list(opt)?;
     stage.next("solving the local ε₀");
     let total_iterations = opt.iterations * opt.runs;
     let (epsilon, delta) = (args.privacy.epsilon, args.release.delta);
@@ -410,16 +478,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     // privacy-loss distribution (docs/privacy/opt-prefix-tree.md).
     let composition = args.composition.map_or(Composition::Tight, Into::into);
     let plan = solve_local_epsilon(epsilon, delta, total_iterations, users, composition, bound)?;
-    let (selection, randomizer) = (
-        match opt.selection {
-            SelectionArg::UniformSupport => Selection::UniformSupport,
-            SelectionArg::Weighted => Selection::Weighted,
-        },
-        match opt.randomizer {
-            RandomizerArg::Oue => UnaryVariant::Optimized,
-            RandomizerArg::Sue => UnaryVariant::Symmetric,
-        },
-    );
+    let (selection, randomizer) = (selection(opt.selection), randomizer(opt.randomizer));
     let path = match opt.aggregation {
         AggregationArg::Binomial => AggregationPath::Binomial,
         AggregationArg::PerReport => AggregationPath::PerReport,
@@ -447,35 +506,29 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     let captured_mass = population.captured_mass(words.iter().copied());
     let captured_user_mass = population.captured_user_mass(words.iter().copied());
     let false_positives = population.false_positives(words.iter().copied());
-    let plan = &output.plan;
-    let parameters = json!({
-        "iterations": opt.iterations,
-        "runs": opt.runs,
-        "iterations_run": output.iterations.len(),
-        "domain_cap": opt.domain_cap,
-        "fpr": opt.fpr,
-        "selection": selection.name(),
-        "randomizer": match randomizer {
-            UnaryVariant::Optimized => "oue",
-            UnaryVariant::Symmetric => "sue",
+    let mut document = document::opt_prefix_tree(
+        &output,
+        &document::OptPrefixTreeParameters {
+            iterations: opt.iterations,
+            runs: opt.runs,
+            domain_cap: opt.domain_cap,
+            fpr: opt.fpr,
+            selection,
+            randomizer,
+            encoding: encoding_name,
+            segment,
+            max_length,
+            deny: deny.len(),
         },
-        "encoding": encoding_name,
-        "segment": segment.to_string(),
-        "max_length": max_length,
-        "deny": deny.len(),
-        "aggregation": match path {
-            AggregationPath::Binomial => "binomial",
-            AggregationPath::PerReport => "per-report",
-        },
-        "local_epsilon": plan.local_epsilon,
-        "composition": plan.composition.name(),
-        "shuffle_bound": plan.bound.name(),
-        "shuffle_bound_proven_for_randomizer": plan.bound != ShuffleBound::Fmt23,
-        "users_per_iteration": plan.users,
-        "per_iteration_guarantee": guarantee_json(&plan.per_iteration),
-        "population": users,
-        "data_points": population.data_points(),
+        users,
+        population.description().to_owned(),
+    );
+    document["parameters"]["aggregation"] = json!(match path {
+        AggregationPath::Binomial => "binomial",
+        AggregationPath::PerReport => "per-report",
     });
+    document["parameters"]["data_points"] = json!(population.data_points());
+    let parameters = document["parameters"].clone();
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
     } else {
@@ -506,46 +559,13 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         })
     });
     if args.privacy.json {
-        let items: Vec<Value> = output
-            .words
-            .iter()
-            .take(shown)
-            .map(|w| {
-                json!({"item": w.word, "count": null, "estimate": w.estimate, "run": w.run, "iteration": w.iteration})
-            })
-            .collect();
-        let iterations: Vec<Value> = output
-            .iterations
-            .iter()
-            .map(|s| {
-                json!({
-                    "run": s.run,
-                    "iteration": s.iteration,
-                    "prefix_length": s.prefix_length,
-                    "segment": s.segment,
-                    "domain_size": s.domain_size,
-                    "pruned": s.pruned,
-                    "sigma": s.sigma,
-                    "threshold": s.threshold,
-                    "expected_false_positives": s.expected_false_positives,
-                    "completed": s.completed,
-                    "live": s.live,
-                })
-            })
-            .collect();
-        let mut out = json!({
-            "mechanism": "opt-prefix-tree",
-            "parameters": parameters,
-            "guarantee": guarantee_json(&output.guarantee),
-            "local_guarantee": guarantee_json(&output.local_guarantee),
-            "input": population.description(),
-            "found_items": output.words.len(),
-            "items": items,
-            "iterations": iterations,
-            "captured_mass": captured_mass,
-            "captured_user_mass": captured_user_mass,
-            "false_positives": false_positives,
-        });
+        let mut out = document;
+        if let Some(items) = out["items"].as_array_mut() {
+            items.truncate(shown);
+        }
+        out["captured_mass"] = json!(captured_mass);
+        out["captured_user_mass"] = json!(captured_user_mass);
+        out["false_positives"] = json!(false_positives);
         if let Some(truth) = truth {
             out["truth"] = truth;
         }

@@ -731,15 +731,29 @@ fn federated_commands_explain_what_is_wrong() {
     assert!(error.contains("sample-threshold"), "{error}");
     // An algorithm the runtime does not run: the parser lists the ones it does.
     let output = tally(
-        "task create --server http://127.0.0.1:9 --algorithm opt-prefix-tree --epsilon 1 \
+        "task create --server http://127.0.0.1:9 --algorithm keyed-triehh++ --epsilon 1 \
          --delta 1e-6 --population p --expected-population 10",
     );
     let error = String::from_utf8(output.stderr).unwrap();
     assert!(!output.status.success());
     assert!(
-        error.contains("triehh++, hierarchical-quantiles, binary-search-quantiles, triehh"),
+        error.contains(
+            "triehh++, hierarchical-quantiles, binary-search-quantiles, triehh, opt-prefix-tree"
+        ),
         "{error}"
     );
+    // OptPrefixTree's guarantee is for replace-one neighbours, over whole multisets.
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm opt-prefix-tree --epsilon 1 \
+         --delta 1e-6 --population p --expected-population 10",
+    );
+    assert!(error.contains("--neighbours replace-one"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm opt-prefix-tree --levels 3 \
+         --neighbours replace-one --epsilon 1 --delta 1e-6 --population p \
+         --expected-population 10",
+    );
+    assert!(error.contains("--levels does not apply"), "{error}");
     // TrieHH's guarantee is for replace-one neighbours, its batch and threshold calibrated.
     let error = failure(
         "task create --server http://127.0.0.1:9 --algorithm triehh --epsilon 1 --delta 1e-6 \
@@ -959,4 +973,77 @@ fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution()
             "{mechanism}: the mutant passes: {federated} against {mutant}"
         );
     }
+}
+
+/// The acceptance run of `tally heavy-hitters --algorithm opt-prefix-tree` deployed: one
+/// device per speaker of the Shakespeare speakers file, each holding all its words (1,419
+/// devices, 835,229 words), through `tally serve`, `tally fleet --whole-clients` and `tally
+/// task result`. Every device reports in every iteration; the document is the offline
+/// command's for the same options (the same solved `ε₀`, guarantees and parameters; the first
+/// iteration, whose query is the root's, with the same domain and noise scale),
+/// and it finds the words the simulator finds most often. That each iteration's sums follow
+/// the simulator's law at α = 1e-6 is tested on the server's task in
+/// `tally-server/src/engine/opt_prefix_tree.rs`.
+#[test]
+fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let speakers = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/shakespeare/shakespeare_speakers.tsv.gz"
+    );
+    let options = "--epsilon 8 --delta 1e-6 --neighbours replace-one --domain-cap 4097 \
+                   --iterations 4";
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --algorithm opt-prefix-tree {options} --population words \
+         --expected-population 1419 --min-cohort 1419 --max-report-bytes 1100 --json"
+    )));
+    assert!(matches!(info.spec.kind, TaskKind::OptPrefixTree(_)));
+    let report = json(&format!(
+        "fleet {} --input {speakers} --format tsv --whole-clients --seed 3 --batch 200 --json",
+        server.devices["words"]
+    ));
+    let rounds = report["rounds"].as_array().unwrap();
+    assert!(!rounds.is_empty());
+    assert!(
+        rounds
+            .iter()
+            .all(|r| r["accepted"] == 1419 && r["reports"] == 1419),
+        "{report}"
+    );
+    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let simulated = json(&format!(
+        "heavy-hitters --algorithm opt-prefix-tree {options} --input {speakers} --format tsv \
+         --seed 3 --json"
+    ));
+    for key in ["mechanism", "guarantee", "local_guarantee"] {
+        assert_eq!(federated[key], simulated[key], "{key}");
+    }
+    assert_eq!(
+        serde_json::to_value(&info.guarantee).unwrap(),
+        federated["guarantee"]
+    );
+    let parameters = federated["parameters"].as_object().unwrap();
+    for (key, value) in parameters {
+        assert_eq!(&simulated["parameters"][key], value, "{key}");
+    }
+    let first = |doc: &Value| {
+        let it = &doc["iterations"][0];
+        (it["domain_size"].clone(), it["sigma"].clone())
+    };
+    assert_eq!(first(&federated), first(&simulated));
+    assert_eq!(
+        rounds.len(),
+        federated["iterations"].as_array().unwrap().len()
+    );
+    let words = |doc: &Value| -> Vec<String> {
+        doc["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["item"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!words(&federated).is_empty() && !words(&simulated).is_empty());
+    assert_eq!(federated["found_items"], words(&federated).len());
 }

@@ -9,9 +9,10 @@ mod triehh_plus;
 
 pub use keyed_triehh_plus::{KeyedLevel, keyed_level_mechanism, release_prefix_counts};
 pub use opt_prefix_tree::{
-    AggregationPath, Decoded, Encoding, FoundWord, HuffmanCode, IterationQuery, IterationSummary,
-    IterationSums, OptPrefixTree, OptPrefixTreeConfig, OptPrefixTreeOutput, SegmentPolicy,
-    Selection, ThresholdChoice, Users, run_opt_prefix_tree, select_by_fpr, simulate_iteration,
+    Decoded, Encoding, FoundWord, HuffmanCode, IterationQuery, IterationReport, IterationSummary,
+    IterationSums, IterationSumsAggregator, OptPrefixTree, OptPrefixTreeConfig,
+    OptPrefixTreeOutput, PublishedIteration, SegmentPolicy, Selection, ThresholdChoice,
+    WordMultiset, select_by_fpr,
 };
 pub use prefix::{PrefixRound, TERMINATOR, prefix_count};
 pub use triehh::{

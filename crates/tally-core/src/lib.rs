@@ -9,7 +9,7 @@ pub mod heavy_hitters;
 pub mod histogram;
 pub mod ldp;
 pub mod noise;
-mod parallel;
+pub mod parallel;
 pub mod protocol;
 pub mod quantiles;
 pub mod sampling;

@@ -9,10 +9,10 @@ use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 
 /// Clients per chunk of a parallel job.
-pub(crate) const CLIENTS_PER_CHUNK: usize = 4096;
+pub const CLIENTS_PER_CHUNK: usize = 4096;
 
 /// Draws the 256-bit key of a job's chunk streams from the caller's generator.
-pub(crate) fn draw_key(rng: &mut dyn Rng) -> [u8; 32] {
+pub fn draw_key(rng: &mut dyn Rng) -> [u8; 32] {
     let mut key = [0u8; 32];
     for word in key.chunks_exact_mut(8) {
         word.copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -21,7 +21,7 @@ pub(crate) fn draw_key(rng: &mut dyn Rng) -> [u8; 32] {
 }
 
 /// The generator of chunk `chunk` of a job keyed by `key`.
-pub(crate) fn chunk_rng(key: [u8; 32], chunk: usize) -> ChaCha20Rng {
+pub fn chunk_rng(key: [u8; 32], chunk: usize) -> ChaCha20Rng {
     let mut rng = ChaCha20Rng::from_seed(key);
     rng.set_stream(chunk as u64);
     rng

@@ -33,6 +33,7 @@
 
 mod domain;
 mod named;
+mod opt_prefix_tree;
 mod release;
 pub mod rounds;
 
@@ -42,6 +43,7 @@ use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 
 pub use domain::{DomainHistogramMechanism, PublicDomain};
+pub use opt_prefix_tree::{OptPrefixTreeOptions, Randomizer, WordEncoding};
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease,
@@ -241,6 +243,11 @@ pub enum TaskKind {
         /// The public domain and how devices place their items in it.
         domain: PublicDomain,
     },
+    /// OptPrefixTree heavy-hitter discovery among devices holding many words each: every
+    /// device sends one randomized one-hot report per iteration, behind the shuffler; the
+    /// guarantee (shuffle model, replace-one neighbours) is computed for `min_cohort` reports
+    /// per iteration.
+    OptPrefixTree(OptPrefixTreeOptions),
 }
 
 /// The histogram mechanisms the federated runtime runs.
@@ -487,6 +494,33 @@ pub enum Ask {
         domain: PublicDomain,
         /// The probability `p` of each element's noise message.
         noise_probability: f64,
+    },
+    /// OptPrefixTree: from the words you hold (one per line), pick one eligible word by
+    /// `selection` (not `excluded`, encodable, and whose padded code's first
+    /// `parent_length + segment` symbols are one of `elements`), or `⊥` (the element after
+    /// the last) when none is, and report the randomized one-hot vector of its element.
+    OptPrefixTree {
+        /// The run, from 1.
+        run: u32,
+        /// The iteration within the run, from 1.
+        iteration: u32,
+        /// The live prefixes' length `ℓ_{t−1}`, in symbols.
+        parent_length: u32,
+        /// The segment `s_t`, in symbols.
+        segment: u32,
+        /// The elements of `D_t` but `⊥`, in order, each symbol two hexadecimal digits.
+        elements: Vec<String>,
+        /// The words no device reports (denied or found).
+        excluded: Vec<String>,
+        /// The data-selection rule.
+        #[serde(with = "named")]
+        selection: tally_core::heavy_hitters::Selection,
+        /// OUE or SUE.
+        randomizer: Randomizer,
+        /// The local `ε₀`.
+        local_epsilon: f64,
+        /// The public encoding of words.
+        encoding: WordEncoding,
     },
 }
 

@@ -273,6 +273,29 @@ impl Ask {
                 DomainMap::from(*domain),
                 *noise_probability,
             )?)),
+            Self::OptPrefixTree {
+                run,
+                iteration,
+                parent_length,
+                segment,
+                elements,
+                excluded,
+                selection,
+                randomizer,
+                local_epsilon,
+                encoding,
+            } => crate::opt_prefix_tree::responder(
+                *run,
+                *iteration,
+                *parent_length,
+                *segment,
+                elements,
+                excluded,
+                *selection,
+                *randomizer,
+                *local_epsilon,
+                encoding,
+            ),
         }
     }
 }

@@ -48,14 +48,14 @@ use tally_accounting::opt_prefix_tree::{
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
-    AggregationPath, Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection,
-    TrieHhPlus, TrieHhPlusConfig,
+    Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection, TrieHhPlus,
+    TrieHhPlusConfig,
 };
 use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::ldp::UnaryVariant;
 use tally_sim::{
-    ExecutionPath, MultiPopulation, Population, RedditLikeSpec, english_huffman_code,
-    run_sample_threshold, run_triehh_plus,
+    AggregationPath, ExecutionPath, MultiPopulation, Population, RedditLikeSpec,
+    english_huffman_code, run_sample_threshold, run_triehh_plus,
 };
 
 use crate::Error;

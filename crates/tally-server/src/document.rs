@@ -8,8 +8,12 @@
 
 use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
-use tally_core::heavy_hitters::{TrieHhOutput, TrieNode, TrieOutput};
+use tally_accounting::shuffle::ShuffleBound;
+use tally_core::heavy_hitters::{
+    OptPrefixTreeOutput, SegmentPolicy, Selection, TrieHhOutput, TrieNode, TrieOutput,
+};
 use tally_core::histogram::SampleThreshold;
+use tally_core::ldp::UnaryVariant;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
 use tally_messages::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleasedItem, TrieNodeBody,
@@ -258,6 +262,105 @@ pub fn sample_threshold(
         items,
         seed,
     }
+}
+
+/// The name of the OptPrefixTree document's mechanism.
+pub const OPT_PREFIX_TREE: &str = "opt-prefix-tree";
+
+/// The parameters of an OptPrefixTree run that its output does not carry.
+pub struct OptPrefixTreeParameters<'a> {
+    /// Iterations per run.
+    pub iterations: usize,
+    /// Runs.
+    pub runs: usize,
+    /// The domain cap.
+    pub domain_cap: u64,
+    /// The target false-positive ratio.
+    pub fpr: f64,
+    /// The selection rule.
+    pub selection: Selection,
+    /// OUE or SUE.
+    pub randomizer: UnaryVariant,
+    /// The encoding's name.
+    pub encoding: &'a str,
+    /// The segment policy.
+    pub segment: SegmentPolicy,
+    /// The longest prefix, in symbols.
+    pub max_length: usize,
+    /// How many words were denied.
+    pub deny: usize,
+}
+
+/// The document of an OptPrefixTree run, as `tally heavy-hitters --algorithm opt-prefix-tree
+/// --json` prints it without what only a simulation knows (the data points, the captured
+/// mass, the truth, how the sums were drawn, the seed): its parameters with the solved `ε₀`
+/// and its accounting, both guarantees, the words found (by decreasing estimate, with the run
+/// and iteration that found each) and one summary per iteration.
+pub fn opt_prefix_tree(
+    output: &OptPrefixTreeOutput,
+    parameters: &OptPrefixTreeParameters<'_>,
+    population: u64,
+    input: String,
+) -> Value {
+    let plan = &output.plan;
+    let items: Vec<Value> = output
+        .words
+        .iter()
+        .map(|w| {
+            json!({"item": w.word, "count": null, "estimate": w.estimate, "run": w.run, "iteration": w.iteration})
+        })
+        .collect();
+    let iterations: Vec<Value> = output
+        .iterations
+        .iter()
+        .map(|s| {
+            json!({
+                "run": s.run,
+                "iteration": s.iteration,
+                "prefix_length": s.prefix_length,
+                "segment": s.segment,
+                "domain_size": s.domain_size,
+                "pruned": s.pruned,
+                "sigma": s.sigma,
+                "threshold": s.threshold,
+                "expected_false_positives": s.expected_false_positives,
+                "completed": s.completed,
+                "live": s.live,
+            })
+        })
+        .collect();
+    json!({
+        "mechanism": OPT_PREFIX_TREE,
+        "parameters": {
+            "iterations": parameters.iterations,
+            "runs": parameters.runs,
+            "iterations_run": output.iterations.len(),
+            "domain_cap": parameters.domain_cap,
+            "fpr": parameters.fpr,
+            "selection": parameters.selection.name(),
+            "randomizer": match parameters.randomizer {
+                UnaryVariant::Optimized => "oue",
+                UnaryVariant::Symmetric => "sue",
+            },
+            "encoding": parameters.encoding,
+            "segment": parameters.segment.to_string(),
+            "max_length": parameters.max_length,
+            "deny": parameters.deny,
+            "local_epsilon": plan.local_epsilon,
+            "composition": plan.composition.name(),
+            "shuffle_bound": plan.bound.name(),
+            "shuffle_bound_proven_for_randomizer": plan.bound != ShuffleBound::Fmt23,
+            "users_per_iteration": plan.users,
+            "per_iteration_guarantee": GuaranteeBody::from(&plan.per_iteration),
+            "population": population,
+        },
+        "guarantee": GuaranteeBody::from(&output.guarantee),
+        "local_guarantee": GuaranteeBody::from(&output.local_guarantee),
+        "input": input,
+        "found_items": output.words.len(),
+        "items": items,
+        "iterations": iterations,
+    })
 }
 
 #[cfg(test)]

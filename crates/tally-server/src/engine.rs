@@ -40,6 +40,7 @@ use crate::ledger::LossRounds;
 use crate::shuffler::{self, ShuffledReport};
 
 mod domain;
+mod opt_prefix_tree;
 
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
@@ -236,6 +237,9 @@ impl Engine {
             } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
             TaskKind::DomainHistogram { mechanism, domain } => {
                 domain::build(*mechanism, *domain, privacy, spec.expected_population)
+            }
+            TaskKind::OptPrefixTree(options) => {
+                opt_prefix_tree::OptPrefixTreeKind::build(spec, options)
             }
         }
     }

@@ -994,6 +994,7 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
             *levels
         }
         TaskKind::Triehh { levels, .. } => *levels,
+        TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
     };
     if levels > MAX_LEVELS {
         return invalid(format!(

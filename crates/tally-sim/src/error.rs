@@ -166,4 +166,7 @@ pub enum Error {
         /// The rejected name.
         name: String,
     },
+    /// Users' arrays that do not describe multisets.
+    #[error("inconsistent users: expected offsets from 0 to the item count and multiplicities ≥ 1")]
+    InconsistentUsers,
 }

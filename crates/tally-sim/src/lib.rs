@@ -82,6 +82,7 @@ mod keyed_triehh;
 mod load;
 mod metrics;
 mod multi_population;
+mod opt_prefix_tree;
 mod population;
 mod quantiles;
 mod rng;
@@ -111,6 +112,9 @@ pub use metrics::{
 };
 pub use multi_population::{
     FAVOURITES, MultiPopulation, RedditLikeSpec, TILT, english_huffman_code,
+};
+pub use opt_prefix_tree::{
+    AggregationPath, Users, binomial_iteration, run_opt_prefix_tree, word_multisets,
 };
 pub use population::{ClientMode, Population, Source};
 pub use quantiles::{

@@ -15,13 +15,12 @@ use rand::RngExt;
 use rand_distr::{Distribution, LogNormal};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
-use tally_core::heavy_hitters::{
-    AggregationPath, HuffmanCode, OptPrefixTree, OptPrefixTreeOutput, Users, run_opt_prefix_tree,
-};
+use tally_core::heavy_hitters::{HuffmanCode, OptPrefixTree, OptPrefixTreeOutput};
 
 use crate::Error;
 use crate::dataset::{english_word_frequencies, shipped};
 use crate::load::open;
+use crate::opt_prefix_tree::{AggregationPath, Users, run_opt_prefix_tree};
 use crate::population::{Interner, Population};
 use crate::rng::{Purpose, stream, uniform_below};
 

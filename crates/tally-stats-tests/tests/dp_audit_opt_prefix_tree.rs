@@ -23,14 +23,15 @@
 //! The sampled statistic on the exact bad set also reproduces the exact `δ(ε)` of the
 //! projected outcome (independent binomial sums), for the real iteration and the first mutant.
 
+use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::composition::Composition;
 use tally_accounting::numeric::ln_binomial_pmf;
 use tally_accounting::opt_prefix_tree::{LocalEpsilonPlan, solve_local_epsilon};
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
-    AggregationPath, Encoding, HuffmanCode, IterationQuery, OptPrefixTree, OptPrefixTreeConfig,
-    SegmentPolicy, Selection, Users, simulate_iteration,
+    Encoding, HuffmanCode, IterationQuery, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy,
+    Selection, WordMultiset,
 };
 use tally_core::ldp::UnaryVariant;
 use tally_core::task::Task;
@@ -107,22 +108,13 @@ fn iteration(
     drop_bottom: bool,
 ) -> impl Fn(&mut ChaCha20Rng) -> View + '_ {
     let (a, b) = elements(query);
-    let words: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
-    let slots = query.item_slots(&words);
-    let mut offsets = vec![0];
-    let mut items = Vec::new();
-    for device in 0..DEVICES {
-        let item = if device == 0 { first } else { 2 };
-        if drop_bottom && slots[item as usize] == u32::MAX {
-            continue;
-        }
-        items.push(item);
-        offsets.push(items.len());
-    }
-    let multiplicities = vec![1; items.len()];
+    let devices: Vec<WordMultiset> = (0..DEVICES)
+        .map(|device| WORDS[if device == 0 { first as usize } else { 2 }])
+        .filter(|word| !drop_bottom || query.eligible_element(word).is_some())
+        .map(|word| WordMultiset::from_words([word]))
+        .collect();
     move |rng| {
-        let users = Users::new(&offsets, &items, &multiplicities).unwrap();
-        let sums = simulate_iteration(query, users, &slots, AggregationPath::PerReport, rng);
+        let sums = tally_sim::run_round(query, &devices, rng.next_u64());
         (sums.sums[a as usize], sums.sums[b as usize], sums.reports)
     }
 }

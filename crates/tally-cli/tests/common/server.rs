@@ -422,6 +422,9 @@ pub(crate) fn uploads(
                 | Ask::BalcerCheu { .. }) => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
+                ask @ Ask::OptPrefixTree { .. } => {
+                    panic!("the crash tests run no OptPrefixTree task: {ask:?}")
+                }
             };
             Upload { token, report }
         })

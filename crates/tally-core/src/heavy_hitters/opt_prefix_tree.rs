@@ -24,8 +24,9 @@
 //!   further runs start from the empty prefix with every word found so far denied, under the
 //!   same budget.
 //!
-//! Drive it with [`Task`] (the executor sums the reports), or simulate it with
-//! [`run_opt_prefix_tree`].
+//! Drive it with [`Task`]: each iteration's query is a round of the round protocol
+//! ([`IterationQuery`] answers from a device's multiset of words and sums the reports), which
+//! the federated server runs behind its shuffler and `tally-sim` simulates.
 //!
 //! # Privacy
 //!
@@ -51,20 +52,21 @@
 //! [`TrustModel::Shuffle`]: tally_accounting::TrustModel::Shuffle
 
 mod encoding;
+mod round;
 mod segment;
-mod simulate;
+mod selection;
 mod threshold;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use rand::Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::opt_prefix_tree::LocalEpsilonPlan;
 
 pub use encoding::{Decoded, Encoding, HuffmanCode};
+pub use round::{IterationReport, IterationSumsAggregator, PublishedIteration, WordMultiset};
 pub use segment::SegmentPolicy;
-pub use simulate::{AggregationPath, Selection, Users, simulate_iteration};
+pub use selection::Selection;
 pub use threshold::{ThresholdChoice, select_by_fpr};
 
 use crate::Error;
@@ -250,7 +252,7 @@ impl IterationQuery {
     }
 
     /// [`IterationQuery::eligible_element`] for every word of `vocabulary`, `u32::MAX` for the
-    /// ineligible ones: the table [`simulate_iteration`] takes.
+    /// ineligible ones: the table a simulator looks words up in.
     pub fn item_slots(&self, vocabulary: &[String]) -> Vec<u32> {
         vocabulary
             .iter()
@@ -531,22 +533,4 @@ impl Task for OptPrefixTree {
     fn guarantee(&self) -> &Guarantee {
         &self.config.plan.aggregate
     }
-}
-
-/// Simulates a whole OptPrefixTree task over `users`, whose item ids index `vocabulary`, with
-/// the reports summed along `path`. Deterministic for the generator's state, whatever the
-/// number of threads.
-pub fn run_opt_prefix_tree(
-    mut task: OptPrefixTree,
-    users: Users<'_>,
-    vocabulary: &[String],
-    path: AggregationPath,
-    rng: &mut dyn Rng,
-) -> OptPrefixTreeOutput {
-    while let Some(query) = task.next_query() {
-        let slots = query.item_slots(vocabulary);
-        let sums = simulate_iteration(&query, users, &slots, path, rng);
-        task.observe(sums);
-    }
-    task.finish()
 }

@@ -251,6 +251,73 @@ impl HuffmanCode {
         Some(code)
     }
 
+    /// The code as a table, as it is published to devices: every character's code and the
+    /// end symbol's (`None`), in the order of the symbols.
+    pub fn table(&self) -> Vec<(Option<char>, Vec<u8>)> {
+        let mut table: Vec<(Symbol, &Vec<u8>)> = self.codes.iter().map(|(&s, c)| (s, c)).collect();
+        table.sort_unstable();
+        table
+            .into_iter()
+            .map(|(symbol, code)| {
+                let symbol = match symbol {
+                    Symbol::Char(c) => Some(c),
+                    Symbol::End => None,
+                };
+                (symbol, code.clone())
+            })
+            .collect()
+    }
+
+    /// The code a [`HuffmanCode::table`] spells.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless the table lists every symbol once, the end symbol
+    /// included, with non-empty codes of bits that are prefix-free and complete (every string
+    /// of bits starts with some code, as a Huffman code's do).
+    pub fn from_table(table: &[(Option<char>, Vec<u8>)]) -> Result<Self, Error> {
+        let bad =
+            |why: &'static str| Error::invalid("huffman table", why, "a complete prefix-free code");
+        let mut codes = HashMap::with_capacity(table.len());
+        let mut tree = vec![Node::Inner([usize::MAX; 2])];
+        for (symbol, code) in table {
+            let symbol = symbol.map_or(Symbol::End, Symbol::Char);
+            if code.is_empty() || code.iter().any(|&b| b > 1) {
+                return Err(bad("a code that is not a string of bits"));
+            }
+            let mut node = 0;
+            for &bit in code {
+                let Node::Inner(children) = tree[node] else {
+                    return Err(bad("a code extending another"));
+                };
+                node = if children[usize::from(bit)] == usize::MAX {
+                    tree.push(Node::Inner([usize::MAX; 2]));
+                    let child = tree.len() - 1;
+                    if let Node::Inner(children) = &mut tree[node] {
+                        children[usize::from(bit)] = child;
+                    }
+                    child
+                } else {
+                    children[usize::from(bit)]
+                };
+            }
+            if tree[node] != Node::Inner([usize::MAX; 2]) {
+                return Err(bad("a code that is a prefix of another"));
+            }
+            tree[node] = Node::Leaf(symbol);
+            if codes.insert(symbol, code.clone()).is_some() {
+                return Err(bad("a symbol listed twice"));
+            }
+        }
+        let complete = tree
+            .iter()
+            .all(|node| !matches!(node, Node::Inner(children) if children.contains(&usize::MAX)));
+        if !complete || !codes.contains_key(&Symbol::End) {
+            return Err(bad("an incomplete code or no end symbol"));
+        }
+        Ok(Self { codes, tree })
+    }
+
     /// What the padded prefix `bits` is.
     pub fn decode(&self, bits: &[u8]) -> Decoded {
         let mut word = String::new();
@@ -309,5 +376,28 @@ mod tests {
             assert_eq!(code.decode(&bits[..bits.len() - 1]), Decoded::Partial);
         }
         assert_eq!(code.encode("x"), None);
+    }
+
+    #[test]
+    fn a_huffman_table_spells_the_same_code() {
+        let code = HuffmanCode::from_words([("the", 5.0), ("a", 3.0), ("tea", 1.0)]).unwrap();
+        let table = code.table();
+        assert_eq!(table.last().map(|(s, _)| *s), Some(None));
+        let rebuilt = HuffmanCode::from_table(&table).unwrap();
+        assert_eq!(rebuilt.table(), table);
+        for word in ["the", "a", "tea", "eat", ""] {
+            let bits = rebuilt.encode(word).unwrap();
+            assert_eq!(Some(&bits), code.encode(word).as_ref());
+            assert_eq!(rebuilt.decode(&bits), Decoded::Complete(word.into()));
+        }
+        let mut missing = table.clone();
+        missing.pop();
+        assert!(HuffmanCode::from_table(&missing).is_err());
+        let mut twice = table.clone();
+        twice.push(table[0].clone());
+        assert!(HuffmanCode::from_table(&twice).is_err());
+        let mut extended = table;
+        extended[0].1.push(0);
+        assert!(HuffmanCode::from_table(&extended).is_err());
     }
 }

@@ -3,8 +3,8 @@
 //!
 //! Statistical checks use significance level `1e-6` with fixed seeds.
 
-#[allow(dead_code)] // shared helpers; this file uses only some of them
-mod common;
+#[path = "support/stats.rs"]
+mod stats;
 
 use std::collections::HashSet;
 
@@ -14,13 +14,42 @@ use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::{LocalEpsilonPlan, aggregate_guarantee};
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
-    AggregationPath, Decoded, Encoding, HuffmanCode, OptPrefixTree, OptPrefixTreeConfig,
-    SegmentPolicy, Selection, Users, run_opt_prefix_tree, select_by_fpr, simulate_iteration,
+    Decoded, Encoding, HuffmanCode, IterationQuery, IterationSums, OptPrefixTree,
+    OptPrefixTreeConfig, SegmentPolicy, Selection, select_by_fpr,
 };
 use tally_core::ldp::UnaryVariant;
 use tally_core::task::Task;
 
-use common::{assert_fits, z_critical};
+use rand::Rng;
+use statrs::distribution::{ContinuousCDF, Normal};
+use stats::{ALPHA, assert_fits};
+use tally_sim::{
+    AggregationPath, Users, binomial_iteration, run_opt_prefix_tree, run_round, word_multisets,
+};
+
+/// The two-sided normal quantile `z_{1 − α/2}` (4.8916 at α = 1e-6).
+fn z_critical() -> f64 {
+    Normal::standard().inverse_cdf(1.0 - ALPHA / 2.0)
+}
+
+/// One iteration's sums over `users` along `path`: the binomial path, or every device
+/// answering the round through the round executor.
+fn iteration_sums(
+    query: &IterationQuery,
+    users: Users<'_>,
+    vocabulary: &[String],
+    path: AggregationPath,
+    rng: &mut ChaCha20Rng,
+) -> IterationSums {
+    match path {
+        AggregationPath::Binomial => {
+            binomial_iteration(query, users, &query.item_slots(vocabulary), rng)
+        }
+        AggregationPath::PerReport => {
+            run_round(query, &word_multisets(users, vocabulary), rng.next_u64())
+        }
+    }
+}
 
 /// Users as CSR arrays from lists of `(item, multiplicity)`.
 struct Data {
@@ -124,7 +153,7 @@ fn debiased_estimates_are_unbiased() {
         let mut rng = ChaCha20Rng::seed_from_u64(11);
         let mut sums = vec![0.0; truth.len()];
         for _ in 0..trials {
-            let release = simulate_iteration(&query, data.users(), &slots, path, &mut rng);
+            let release = iteration_sums(&query, data.users(), &vocabulary, path, &mut rng);
             assert_eq!(release.reports, n);
             let (estimates, _) = query.estimates(&release);
             for (s, &(e, _)) in sums.iter_mut().zip(&truth) {
@@ -208,13 +237,7 @@ fn threshold_controls_the_false_positive_ratio_with_signal() {
     let mut ratio_sum = 0.0;
     let mut kept_real = 0;
     for _ in 0..trials {
-        let release = simulate_iteration(
-            &query,
-            data.users(),
-            &slots,
-            AggregationPath::Binomial,
-            &mut rng,
-        );
+        let release = binomial_iteration(&query, data.users(), &slots, &mut rng);
         let (estimates, sigma) = query.estimates(&release);
         let choice = select_by_fpr(&estimates[..query.bottom() as usize], sigma, fpr);
         let false_kept = choice.kept.iter().filter(|k| !real.contains(k)).count();
@@ -244,7 +267,7 @@ fn selection_rules_pick_as_specified() {
         for _ in 0..draws {
             observed[selection.choose(&eligible, &mut rng).unwrap() as usize] += 1;
         }
-        assert_fits(selection.name(), seed, &observed, &probs);
+        assert_fits(selection.name(), &observed, &probs);
     }
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     assert_eq!(Selection::Weighted.choose(&[], &mut rng), None);
@@ -268,11 +291,10 @@ fn bottom_keeps_the_report_count_independent_of_the_data() {
     cfg.domain_cap = 300;
     let mut task = OptPrefixTree::new(cfg).unwrap();
     let query = task.next_query().unwrap();
-    let slots = query.item_slots(&vocabulary);
     let mut rng = ChaCha20Rng::seed_from_u64(9);
     for path in [AggregationPath::PerReport, AggregationPath::Binomial] {
-        let full = simulate_iteration(&query, eligible.users(), &slots, path, &mut rng);
-        let empty = simulate_iteration(&query, nothing.users(), &slots, path, &mut rng);
+        let full = iteration_sums(&query, eligible.users(), &vocabulary, path, &mut rng);
+        let empty = iteration_sums(&query, nothing.users(), &vocabulary, path, &mut rng);
         assert_eq!(full.reports, n as u64);
         assert_eq!(empty.reports, n as u64);
         assert_eq!(full.sums.len(), empty.sums.len());
@@ -380,4 +402,111 @@ fn runs_are_deterministic_and_second_runs_deny_found_words() {
     }
     assert!(two.iterations.iter().any(|s| s.run == 2));
     assert_eq!(two.guarantee, two.plan.aggregate);
+}
+
+/// An iteration's query survives publication: a device rebuilds the same elements, the same
+/// eligibility of every word and the same report for the same coins, for both encodings, also
+/// past the first iteration (live prefixes, found words excluded).
+#[test]
+fn a_published_iteration_is_the_query_devices_answer() {
+    use tally_core::heavy_hitters::{IterationSums, WordMultiset};
+    use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+    let vocabulary = words(&["apple", "apply", "ape", "banana", "bandana", "cherry", "x"]);
+    let huffman = HuffmanCode::from_words(vocabulary.iter().map(|w| (w.as_str(), 1.0))).unwrap();
+    for encoding in [Encoding::Bytes, Encoding::Huffman(huffman)] {
+        let mut task = OptPrefixTree::new(config(
+            plan(4.0, 3, 1000),
+            encoding,
+            SegmentPolicy::MaxUnderCap,
+        ))
+        .unwrap();
+        let device = WordMultiset::from_words(["apple", "apple", "cherry", "x"]);
+        while let Some(query) = task.next_query() {
+            let published = query.publish();
+            let rebuilt =
+                tally_core::heavy_hitters::IterationQuery::from_published(published.clone())
+                    .unwrap();
+            assert_eq!(rebuilt.publish(), published);
+            assert_eq!(
+                rebuilt.item_slots(&vocabulary),
+                query.item_slots(&vocabulary)
+            );
+            let mut a = ChaCha20Rng::seed_from_u64(9);
+            let mut b = ChaCha20Rng::seed_from_u64(9);
+            assert_eq!(
+                query.respond(&device, &mut a),
+                rebuilt.respond(&device, &mut b)
+            );
+            // A corrupt publication is refused.
+            let mut short = published;
+            if let Some(first) = short.elements.first_mut() {
+                first.pop();
+                assert!(tally_core::heavy_hitters::IterationQuery::from_published(short).is_err());
+            }
+            // Feed the task strong sums for "apple"'s element so that the tree grows.
+            let mut aggregator = query.aggregator(ChaCha20Rng::seed_from_u64(0));
+            let mut rng = ChaCha20Rng::seed_from_u64(1);
+            for _ in 0..1000 {
+                let report = query.respond(&device, &mut rng).unwrap();
+                assert!(query.admits(&report));
+                aggregator.absorb(report);
+            }
+            let sums: IterationSums = aggregator.release();
+            assert_eq!(sums.reports, 1000);
+            task.observe(sums);
+        }
+    }
+}
+
+/// A device's report is its selected element randomized: over many devices holding
+/// `{a ×3, b}`, uniform-support selection sends `a`'s element half of the time, so the sum at
+/// `a`'s element is `Bin(n/2·…)`: its mean `n(p + q)/2` within 5.3σ (α ≤ 1e-6); a device that
+/// always reports its first word is caught.
+#[test]
+fn stat_devices_select_then_randomize() {
+    use tally_core::heavy_hitters::WordMultiset;
+    use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+    let mut task = OptPrefixTree::new(config(
+        plan(2.0, 1, 1000),
+        Encoding::Bytes,
+        SegmentPolicy::Fixed(1),
+    ))
+    .unwrap();
+    let query = task.next_query().unwrap();
+    let a = query.eligible_element("a").unwrap();
+    let device = WordMultiset::from_words(["a", "a", "a", "b"]);
+    const N: u64 = 20_000;
+    let support = query.randomizer.support_probabilities();
+    // Each device's bit at `a` is 1 with probability (p + q)/2: a sum of N such bits.
+    let mean_bit = (support.p + support.q) / 2.0;
+    let (mean, sigma) = (
+        N as f64 * mean_bit,
+        (N as f64 * mean_bit * (1.0 - mean_bit)).sqrt(),
+    );
+    let sum_at_a = |first_word: bool| {
+        let mut aggregator = query.aggregator(ChaCha20Rng::seed_from_u64(0));
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        for _ in 0..N {
+            let report = if first_word {
+                let element = query.eligible_element("a").unwrap();
+                tally_core::heavy_hitters::IterationReport(
+                    query.randomizer.randomize(element, &mut rng),
+                )
+            } else {
+                query.respond(&device, &mut rng).unwrap()
+            };
+            aggregator.absorb(report);
+        }
+        aggregator.release().sums[a as usize] as f64
+    };
+    let honest = sum_at_a(false);
+    assert!(
+        (honest - mean).abs() <= 5.3 * sigma,
+        "{honest} vs {mean} ± {sigma}"
+    );
+    let mutant = sum_at_a(true);
+    assert!(
+        (mutant - mean).abs() > 5.3 * sigma,
+        "the mutant passes: {mutant}"
+    );
 }

@@ -1,0 +1,74 @@
+//! How a device picks the one data point it reports in an iteration (ALGORITHMS.md §6.1).
+
+use std::fmt;
+use std::str::FromStr;
+
+use rand::Rng;
+
+use crate::Error;
+use crate::sampling::uniform_below;
+
+/// The data-selection rule a device uses to pick one eligible data point (ALGORITHMS.md §6.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Selection {
+    /// Uniformly over the distinct eligible data points (the *support*); the paper's choice.
+    #[default]
+    UniformSupport,
+    /// Proportionally to multiplicity (the user's empirical distribution).
+    Weighted,
+}
+
+impl Selection {
+    /// The name used on the command line and in JSON output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::UniformSupport => "uniform-support",
+            Self::Weighted => "weighted",
+        }
+    }
+
+    /// Picks one of the `eligible` data points, given as `(element, multiplicity)` pairs with
+    /// one pair per distinct data point (two data points may share an element, their common
+    /// prefix), and returns its element; `None` when nothing is eligible (the device then
+    /// reports `⊥`). Exactly uniform (no modulo bias).
+    pub fn choose<R: Rng + ?Sized>(self, eligible: &[(u32, u32)], rng: &mut R) -> Option<u32> {
+        if eligible.is_empty() {
+            return None;
+        }
+        match self {
+            Self::UniformSupport => {
+                let pick = uniform_below(eligible.len() as u64, rng);
+                // Unwrap safety: pick < eligible.len().
+                Some(eligible[usize::try_from(pick).expect("index")].0)
+            }
+            Self::Weighted => {
+                let total: u64 = eligible.iter().map(|&(_, m)| u64::from(m)).sum();
+                let mut pick = uniform_below(total, rng);
+                for &(element, m) in eligible {
+                    if pick < u64::from(m) {
+                        return Some(element);
+                    }
+                    pick -= u64::from(m);
+                }
+                unreachable!("pick < total")
+            }
+        }
+    }
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Selection {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        [Self::UniformSupport, Self::Weighted]
+            .into_iter()
+            .find(|sel| sel.name() == s)
+            .ok_or_else(|| Error::invalid("selection", s, "uniform-support or weighted"))
+    }
+}
