@@ -33,8 +33,10 @@
 //! [`RoundAggregator::release`]).
 
 mod central_histogram;
+mod domain_round;
 mod features;
 mod fixed_batch;
+mod local_histogram;
 mod searches;
 mod shuffled;
 mod single_round;
@@ -47,8 +49,11 @@ pub use tally_accounting::TrustModel;
 
 pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
+pub use domain_round::DomainRound;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
+pub(crate) use local_histogram::local_estimates;
+pub use local_histogram::{Estimates, LocalHistogramRound, LocalRandomizer};
 pub use searches::QuantileSearches;
 pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;
@@ -139,11 +144,27 @@ impl WireReport for u32 {
     }
 
     fn decode(text: String) -> Option<Self> {
-        let canonical = !text.is_empty()
-            && text.bytes().all(|b| b.is_ascii_digit())
-            && (text == "0" || !text.starts_with('0'));
-        if canonical { text.parse().ok() } else { None }
+        decode_decimal(&text)
     }
+}
+
+impl WireReport for u64 {
+    /// Decimal, no sign, no leading zero.
+    fn encode(self) -> String {
+        self.to_string()
+    }
+
+    fn decode(text: String) -> Option<Self> {
+        decode_decimal(&text)
+    }
+}
+
+/// The unsigned integer `text` spells in canonical decimal (no sign, no leading zero).
+fn decode_decimal<T: std::str::FromStr>(text: &str) -> Option<T> {
+    let canonical = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    if canonical { text.parse().ok() } else { None }
 }
 
 /// A device's data as the type a round's query takes, read from the text a device holds.

@@ -1,7 +1,22 @@
-//! The parameters of a histogram over a public domain: the mechanism and the domain.
+//! The parameters of a histogram over a public domain, the mechanism and the domain, and the
+//! registry of the mechanisms the federated runtime runs: [`DomainHistogramMechanism::build`],
+//! one arm per mechanism, which the server (to open its round), the devices (to answer a
+//! local randomizer's round) and the command line's simulator all go through.
 
+use std::sync::Arc;
+
+use serde::de::IntoDeserializer;
 use serde::{Deserialize, Serialize};
-use tally_core::histogram::DomainMap;
+use tally_accounting::Neighbours;
+use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
+use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+use tally_core::protocol::wire::{DeviceResponder, WireRelease};
+use tally_core::protocol::{
+    DeviceQuery, DomainRound, LocalHistogramRound, LocalRandomizer, TrustModel, WireReport,
+};
+
+use crate::PrivacyTarget;
+use crate::rounds::{AskError, PublishedQuery};
 
 /// The mechanisms over a public domain the federated runtime runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -11,6 +26,14 @@ pub enum DomainHistogramMechanism {
     Laplace,
     /// Central discrete Gaussian noise on every count: `(ε, δ)`.
     Gaussian,
+    /// Local generalized randomized response: pure `ε`-LDP.
+    Grr,
+    /// Local symmetric unary encoding (basic RAPPOR): pure `ε`-LDP.
+    Sue,
+    /// Local optimized local hashing: pure `ε`-LDP.
+    Olh,
+    /// Local Hadamard response: pure `ε`-LDP.
+    HadamardResponse,
 }
 
 impl DomainHistogramMechanism {
@@ -19,8 +42,160 @@ impl DomainHistogramMechanism {
         match self {
             Self::Laplace => "laplace",
             Self::Gaussian => "gaussian",
+            Self::Grr => "grr",
+            Self::Sue => "sue",
+            Self::Olh => "olh",
+            Self::HadamardResponse => "hadamard-response",
         }
     }
+
+    /// The mechanism named `name` (its [`name`](Self::name)), if the runtime runs it.
+    pub fn named(name: &str) -> Option<Self> {
+        let name: serde::de::value::StrDeserializer<'_, serde::de::value::Error> =
+            name.into_deserializer();
+        Self::deserialize(name).ok()
+    }
+
+    /// The mechanism calibrated for `map`'s domain at `privacy`, with its round, handed to
+    /// `visitor`: the one place a mechanism is registered.
+    ///
+    /// # Errors
+    ///
+    /// [`tally_core::Error`] if the mechanism cannot be calibrated as asked.
+    pub fn build<V: DomainRoundVisitor>(
+        self,
+        map: DomainMap,
+        privacy: &PrivacyTarget,
+        visitor: V,
+    ) -> Result<V::Output, tally_core::Error> {
+        let size = map.size();
+        let PrivacyTarget {
+            epsilon,
+            delta,
+            neighbours,
+            ..
+        } = *privacy;
+        match self {
+            Self::Laplace => {
+                let laplace = LaplaceHistogram::new(size, epsilon, neighbours)?;
+                let round = laplace.round(map)?;
+                Ok(visitor.visit(laplace, round))
+            }
+            Self::Gaussian => {
+                let gaussian = GaussianHistogram::new(size, epsilon, delta, neighbours)?;
+                let round = gaussian.round(map)?;
+                Ok(visitor.visit(gaussian, round))
+            }
+            Self::Grr => local(Grr::new(size, epsilon)?, map, visitor),
+            Self::Sue => local(UnaryRandomizer::sue(size, epsilon)?, map, visitor),
+            Self::Olh => local(Olh::new(size, epsilon)?, map, visitor),
+            Self::HadamardResponse => local(HadamardResponse::new(size, epsilon)?, map, visitor),
+        }
+    }
+}
+
+/// The round of the local `randomizer` over `map`, handed to `visitor`.
+fn local<M, V>(randomizer: M, map: DomainMap, visitor: V) -> Result<V::Output, tally_core::Error>
+where
+    M: LocalRandomizer<Report: Send + 'static, Aggregator: Send + 'static>
+        + DomainHistogram
+        + 'static,
+    V: DomainRoundVisitor,
+{
+    let round = LocalHistogramRound::new(map, randomizer.clone())?;
+    Ok(visitor.visit(randomizer, round))
+}
+
+/// A domain round as the runtime drives it: a published query that devices answer from text,
+/// typed wire reports and a release read as every element's estimate, movable between
+/// threads.
+pub trait FederatedDomainRound:
+    DomainRound<
+        Query: PublishedQuery
+                   + DeviceResponder
+                   + DeviceQuery<Report: WireReport + Send + 'static>
+                   + Clone
+                   + Send
+                   + Sync
+                   + 'static,
+        Release: WireRelease + Clone + Send + Sync + 'static,
+        Aggregator: Send + 'static,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<R> FederatedDomainRound for R where
+    R: DomainRound<
+            Query: PublishedQuery
+                       + DeviceResponder
+                       + DeviceQuery<Report: WireReport + Send + 'static>
+                       + Clone
+                       + Send
+                       + Sync
+                       + 'static,
+            Release: WireRelease + Clone + Send + Sync + 'static,
+            Aggregator: Send + 'static,
+        > + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
+/// What is done with a registered mechanism and its round (open it on the server, answer it
+/// on a device, simulate it).
+pub trait DomainRoundVisitor {
+    /// What the visit makes.
+    type Output;
+
+    /// Makes it from the calibrated `mechanism` and its `round`.
+    fn visit<M, R>(self, mechanism: M, round: R) -> Self::Output
+    where
+        M: DomainHistogram + 'static,
+        R: FederatedDomainRound;
+}
+
+/// A device's answer to a local randomizer's round: the round's query, refused unless the
+/// round is local (a device sends nothing but a randomized report to such an ask).
+struct LocalResponder;
+
+impl DomainRoundVisitor for LocalResponder {
+    type Output = Result<Arc<dyn DeviceResponder>, AskError>;
+
+    fn visit<M, R>(self, mechanism: M, round: R) -> Self::Output
+    where
+        M: DomainHistogram,
+        R: FederatedDomainRound,
+    {
+        let query = round.query();
+        if DeviceQuery::trust(query) != TrustModel::Local {
+            return Err(AskError::Query(tally_core::Error::InvalidParameter {
+                name: "mechanism",
+                value: mechanism.name().to_owned(),
+                expected: "a local mechanism (its devices would send their items unrandomized)",
+            }));
+        }
+        Ok(Arc::new(query.clone()))
+    }
+}
+
+/// A device's answer to [`crate::Ask::LocalReport`]: `mechanism`'s randomizer at `epsilon`
+/// over `domain`.
+pub(crate) fn local_responder(
+    mechanism: DomainHistogramMechanism,
+    epsilon: f64,
+    domain: PublicDomain,
+) -> Result<Arc<dyn DeviceResponder>, AskError> {
+    let privacy = PrivacyTarget {
+        epsilon,
+        delta: 0.0,
+        neighbours: Neighbours::ReplaceOne,
+        analysis: tally_accounting::sample_threshold::Analysis::Tight,
+    };
+    mechanism.build(DomainMap::from(domain), &privacy, LocalResponder)?
 }
 
 /// A public domain `0..B` and how a device places its item in it, fixed before any data are

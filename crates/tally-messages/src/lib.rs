@@ -41,7 +41,9 @@ use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 
-pub use domain::{DomainHistogramMechanism, PublicDomain};
+pub use domain::{
+    DomainHistogramMechanism, DomainRoundVisitor, FederatedDomainRound, PublicDomain,
+};
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease,
@@ -466,6 +468,17 @@ pub enum Ask {
     },
     /// Place your item in the public `domain` and report its element, in decimal.
     DomainElement {
+        /// The public domain.
+        domain: PublicDomain,
+    },
+    /// Place your item in the public `domain`, randomize its element with your own coins by
+    /// the local randomizer of `mechanism` at local `epsilon`, and report the randomized
+    /// report in its wire encoding.
+    LocalReport {
+        /// The local mechanism.
+        mechanism: DomainHistogramMechanism,
+        /// Its local `ε`.
+        epsilon: f64,
         /// The public domain.
         domain: PublicDomain,
     },

@@ -16,8 +16,10 @@ use tally_core::protocol::{
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
 
-use crate::{Ask, ErrorCode, PublicDomain, Sampling};
-use tally_core::histogram::DomainMap;
+use crate::domain::local_responder;
+use crate::{Ask, DomainHistogramMechanism, ErrorCode, PublicDomain, Sampling};
+use tally_core::histogram::{DomainHistogram, DomainMap};
+use tally_core::protocol::{LocalHistogramRound, LocalRandomizer};
 
 impl From<Sampling> for CoinHolder {
     fn from(sampling: Sampling) -> Self {
@@ -137,6 +139,25 @@ impl PublishedQuery for DomainElement {
     }
 }
 
+impl<M: LocalRandomizer + DomainHistogram> PublishedQuery for LocalHistogramRound<M> {
+    /// An upload that is not the encoding of a report the randomizer could have sent.
+    const REFUSAL: ErrorCode = ErrorCode::Malformed;
+
+    /// # Panics
+    ///
+    /// If the randomizer's name is not a registered mechanism's (the server opens only
+    /// registered mechanisms' rounds).
+    fn ask(&self) -> Ask {
+        let randomizer = self.randomizer();
+        Ask::LocalReport {
+            mechanism: DomainHistogramMechanism::named(randomizer.name())
+                .expect("a registered mechanism"),
+            epsilon: randomizer.guarantee().epsilon,
+            domain: self.map().into(),
+        }
+    }
+}
+
 /// Why a device cannot rebuild a round from its [`Ask`].
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
@@ -234,6 +255,11 @@ impl Ask {
                 Some(live_parents),
             )?))),
             Self::DomainElement { domain } => domain_responder(*domain),
+            Self::LocalReport {
+                mechanism,
+                epsilon,
+                domain,
+            } => local_responder(*mechanism, *epsilon, *domain),
         }
     }
 }

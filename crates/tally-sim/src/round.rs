@@ -5,7 +5,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
-use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+use tally_core::protocol::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol};
 
 use crate::rng::{Purpose, stream};
 
@@ -60,6 +60,31 @@ where
         aggregator.merge(shards);
     }
     aggregator.release()
+}
+
+/// Runs the domain round `round` over the clients holding `elements` with randomness from
+/// `seed`, and returns every element's estimate: through
+/// [`DomainRound::aggregate_elements`] where the round declares it can draw its aggregate from
+/// the elements alone (with coins from the first device-coin stream; merged into the
+/// aggregator of [`aggregator_coins`], which releases), else through [`run_round`].
+///
+/// # Panics
+///
+/// If an element is outside the round's domain.
+pub fn run_domain_round<P>(round: &P, elements: &[u32], seed: u64) -> Vec<f64>
+where
+    P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
+{
+    let mut devices = stream(seed, Purpose::DeviceCoins, 0);
+    let release = match round.aggregate_elements(elements, &mut devices) {
+        Some(answered) => {
+            let mut aggregator = round.aggregator(aggregator_coins(seed));
+            aggregator.merge(answered);
+            aggregator.release()
+        }
+        None => run_round(round, elements, seed),
+    };
+    P::estimates(release)
 }
 
 #[cfg(test)]

@@ -420,6 +420,9 @@ pub(crate) fn uploads(
                 ask @ Ask::DomainElement { .. } => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
+                ask @ Ask::LocalReport { .. } => {
+                    panic!("the crash tests run no local histogram: {ask:?}")
+                }
             };
             Upload { token, report }
         })

@@ -1,20 +1,16 @@
 //! Histograms over a public domain as one server task kind, parameterised by the mechanism:
-//! each mechanism is a tally-core round registered by one line in [`build`].
+//! each mechanism is a tally-core round registered once, in
+//! [`DomainHistogramMechanism::build`], which [`build`] opens as a task.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use rand::distr::Distribution;
 use tally_accounting::Guarantee;
-use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
-use tally_core::protocol::wire::WireRelease;
-use tally_core::protocol::{
-    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound, WireReport,
-};
-use tally_messages::rounds::PublishedQuery;
+use tally_core::histogram::{DomainHistogram, DomainMap};
+use tally_core::protocol::SingleRound;
 use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
-    PublicDomain, Sampling, TaskSpec,
+    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
+    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, Sampling, TaskSpec,
 };
 
 use super::{Engine, Kind, driven, input_description};
@@ -40,80 +36,32 @@ pub(super) fn build(
             "domain of {size} elements: expected 2 to {MAX_DOMAIN}"
         ));
     }
-    let PrivacyTarget {
-        epsilon,
-        delta,
-        neighbours,
-        ..
-    } = *privacy;
-    match mechanism {
-        DomainHistogramMechanism::Laplace => registered(
-            LaplaceHistogram::new(size, epsilon, neighbours),
-            map,
-            LaplaceHistogram::round,
-        ),
-        DomainHistogramMechanism::Gaussian => registered(
-            GaussianHistogram::new(size, epsilon, delta, neighbours),
-            map,
-            GaussianHistogram::round,
-        ),
-    }
+    mechanism
+        .build(map, privacy, Registered { map })
+        .map_err(|e| e.to_string())
 }
 
-/// A domain mechanism's round as the server drives it: a published query, a release read
-/// as every element's estimate, and what the generic driver needs to move it between threads.
-trait DomainRound:
-    RoundProtocol<
-        Query: PublishedQuery
-                   + DeviceQuery<Report: WireReport + Send + 'static>
-                   + Clone
-                   + Send
-                   + 'static,
-        Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
-        Aggregator: Send + 'static,
-    > + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-/// Every central-noise round is one (a local mechanism's round is registered by one such line).
-impl<D: Distribution<i64> + Clone + Send + Sync + 'static> DomainRound
-    for CentralHistogramRound<D>
-{
-}
-
-/// A round's release as every domain element's estimate, in order.
-trait DomainEstimates {
-    fn estimates(&self) -> Vec<f64>;
-}
-
-impl DomainEstimates for NoisyCounts {
-    fn estimates(&self) -> Vec<f64> {
-        NoisyCounts::estimates(self)
-    }
-}
-
-/// The task of the calibrated `mechanism`, whose round over `map` `round` makes.
-fn registered<M, R>(
-    mechanism: Result<M, tally_core::Error>,
+/// Makes the task of a registered mechanism's round over `map`.
+struct Registered {
     map: DomainMap,
-    round: fn(&M, DomainMap) -> Result<R, tally_core::Error>,
-) -> Result<(Engine, Guarantee), String>
-where
-    M: DomainHistogram + 'static,
-    R: DomainRound,
-{
-    let mechanism = mechanism.map_err(|e| e.to_string())?;
-    let round = round(&mechanism, map).map_err(|e| e.to_string())?;
-    let task = SingleRound::new(round, mechanism.guarantee());
-    let kind = Domain {
-        map,
-        mechanism: Arc::new(mechanism),
-        round: PhantomData,
-    };
-    Ok(driven(kind, task, 1))
+}
+
+impl DomainRoundVisitor for Registered {
+    type Output = (Engine, Guarantee);
+
+    fn visit<M, R>(self, mechanism: M, round: R) -> (Engine, Guarantee)
+    where
+        M: DomainHistogram + 'static,
+        R: FederatedDomainRound,
+    {
+        let task = SingleRound::new(round, mechanism.guarantee());
+        let kind = Domain {
+            map: self.map,
+            mechanism: Arc::new(mechanism),
+            round: PhantomData,
+        };
+        driven(kind, task, 1)
+    }
 }
 
 /// One round over a public domain: every device's element, released by the mechanism's
@@ -134,7 +82,7 @@ impl<R> Clone for Domain<R> {
     }
 }
 
-impl<R: DomainRound> Kind for Domain<R> {
+impl<R: FederatedDomainRound> Kind for Domain<R> {
     type Task = SingleRound<R, R::Release>;
     type Round = R;
 
@@ -161,9 +109,7 @@ impl<R: DomainRound> Kind for Domain<R> {
         output: Option<R::Release>,
         spec: &TaskSpec,
     ) -> serde_json::Result<String> {
-        let estimates = output
-            .map(|release| release.estimates())
-            .unwrap_or_default();
+        let estimates = output.map(R::estimates).unwrap_or_default();
         let local = self.mechanism.local_guarantee();
         let cost = self.mechanism.message_cost();
         serde_json::to_string_pretty(&DomainHistogramRelease {
