@@ -7,7 +7,6 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::DomainHistogram;
-use tally_core::ldp::UnaryRandomizer;
 use tally_core::shuffle::{BalcerCheuHistogram, GhaziCountMin, GhaziHadamard, ShuffledGrr};
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramRelease, DomainRoundVisitor,
@@ -111,7 +110,6 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
             "sample-threshold releases only the items that pass its threshold, not an estimate \
              for every domain element"
         ),
-        HistogramMechanism::Oue => Box::new(UnaryRandomizer::oue(domain, epsilon)?),
         HistogramMechanism::BalcerCheu => {
             Box::new(BalcerCheuHistogram::new(domain, epsilon, delta, clients)?)
         }

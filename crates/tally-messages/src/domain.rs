@@ -34,6 +34,8 @@ pub enum DomainHistogramMechanism {
     Olh,
     /// Local Hadamard response: pure `ε`-LDP.
     HadamardResponse,
+    /// Local optimized unary encoding: pure `ε`-LDP.
+    Oue,
 }
 
 impl DomainHistogramMechanism {
@@ -46,6 +48,7 @@ impl DomainHistogramMechanism {
             Self::Sue => "sue",
             Self::Olh => "olh",
             Self::HadamardResponse => "hadamard-response",
+            Self::Oue => "oue",
         }
     }
 
@@ -90,6 +93,7 @@ impl DomainHistogramMechanism {
             Self::Sue => local(UnaryRandomizer::sue(size, epsilon)?, map, visitor),
             Self::Olh => local(Olh::new(size, epsilon)?, map, visitor),
             Self::HadamardResponse => local(HadamardResponse::new(size, epsilon)?, map, visitor),
+            Self::Oue => local(UnaryRandomizer::oue(size, epsilon)?, map, visitor),
         }
     }
 }
