@@ -276,4 +276,43 @@ mod tests {
         };
         assert!(tiny.responder(Sampling::Aggregator).is_err());
     }
+
+    #[test]
+    fn every_mechanism_is_named_as_on_the_command_line() {
+        use DomainHistogramMechanism::*;
+        for mechanism in [Laplace, Gaussian, Grr, Sue, Olh, HadamardResponse, Oue] {
+            assert_eq!(
+                DomainHistogramMechanism::named(mechanism.name()),
+                Some(mechanism)
+            );
+            assert_eq!(
+                serde_json::to_value(mechanism).unwrap(),
+                mechanism.name(),
+                "{mechanism:?}"
+            );
+        }
+        assert_eq!(DomainHistogramMechanism::named("shuffled-grr"), None);
+    }
+
+    #[test]
+    fn a_device_randomizes_a_local_report_and_refuses_a_central_mechanism() {
+        let ask: Ask = serde_json::from_str(
+            r#"{"type": "local-report", "mechanism": "oue", "epsilon": 1.0,
+                "domain": {"integers": 4}}"#,
+        )
+        .unwrap();
+        let responder = ask.responder(Sampling::Aggregator).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(0);
+        let report = responder.respond("2", 8, &mut rng).unwrap();
+        assert!(report.len() == 4 && report.bytes().all(|b| b == b'0' || b == b'1'));
+        assert_eq!(responder.respond("4", 8, &mut rng), None);
+        // Too long for the round: abstains.
+        assert_eq!(responder.respond("2", 3, &mut rng), None);
+        let central = Ask::LocalReport {
+            mechanism: DomainHistogramMechanism::Laplace,
+            epsilon: 1.0,
+            domain: PublicDomain::Integers(4),
+        };
+        assert!(central.responder(Sampling::Aggregator).is_err());
+    }
 }
