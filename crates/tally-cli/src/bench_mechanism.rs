@@ -3,7 +3,7 @@
 //! Geometric(1/√B) items generated outside the timed region, or on items read from a file so
 //! that a peer implementation can be timed on the same data.
 //!
-//! Run `r` draws from `StdRng::seed_from_u64(seed + r)`. For mechanisms whose clients send
+//! Run `r` is the simulator's run of `tally histogram` with seed `seed + r`. For mechanisms whose clients send
 //! messages, `messages` is the expected number of logical messages all clients send (real and
 //! noise), `n` times the mechanism's `messages_per_client`, and `messages_per_second` divides
 //! it by the median time.
@@ -11,13 +11,11 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use rand::SeedableRng;
-use rand::rngs::StdRng;
 use serde_json::json;
 use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_sim::{Generator, SyntheticSpec};
+use tally_sim::{DomainMap, Generator, SyntheticSpec};
 
 use crate::bench::Timings;
 use crate::cli::BenchMechanismArgs;
@@ -46,7 +44,7 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
     };
     let built = build_mechanism(&MechanismSpec {
         mechanism: args.mechanism,
-        domain,
+        map: DomainMap::Integers(domain),
         clients: items.len() as u64,
         epsilon: args.epsilon,
         delta: args.delta,
@@ -57,8 +55,7 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
     let mechanism = built.describe();
     stage.next(format!("timing {} runs", data.repeats));
     let (timings, estimates) = Timings::measure(data.repeats, |repeat| {
-        let mut rng = StdRng::seed_from_u64(data.seed.wrapping_add(repeat));
-        mechanism.estimate_counts(&items, &mut rng)
+        built.run(&items, data.seed.wrapping_add(repeat))
     });
     drop(stage);
     let clients = items.len() as u64;

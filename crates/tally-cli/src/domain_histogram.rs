@@ -4,16 +4,19 @@
 use anyhow::{Result, anyhow, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::DomainHistogram;
-use tally_core::histogram::{GaussianHistogram, LaplaceHistogram};
-use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
-use tally_core::shuffle::{BalcerCheuHistogram, GhaziCountMin, GhaziHadamard, ShuffledGrr};
-use tally_messages::{DomainBody, DomainElementBody, DomainHistogramRelease};
+use tally_core::shuffle::{GhaziCountMin, GhaziHadamard};
+use tally_messages::{
+    DomainBody, DomainElementBody, DomainHistogramRelease, DomainRoundVisitor,
+    FederatedDomainRound, PrivacyTarget, ShuffleCalibration,
+};
 use tally_sim::{DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
 use crate::federated::print_serialized;
+use crate::federated_domain;
 use crate::input::load_population;
 use crate::output::{Stage, guarantee_line, print_fields, print_items};
 
@@ -52,7 +55,7 @@ pub(crate) fn public_domain(
 #[derive(Clone, Copy)]
 pub(crate) struct MechanismSpec {
     pub(crate) mechanism: HistogramMechanism,
-    pub(crate) domain: u32,
+    pub(crate) map: DomainMap,
     /// The number of clients, which the shuffle mechanisms are calibrated for (and publish).
     pub(crate) clients: u64,
     pub(crate) epsilon: f64,
@@ -64,11 +67,27 @@ pub(crate) struct MechanismSpec {
     pub(crate) beta: f64,
 }
 
-/// The mechanism `spec` names, calibrated.
+/// Simulates a registered mechanism as its round.
+struct Simulated;
+
+impl DomainRoundVisitor for Simulated {
+    type Output = DomainMechanism;
+
+    fn visit<M, R>(self, mechanism: M, round: R) -> DomainMechanism
+    where
+        M: DomainHistogram + 'static,
+        R: FederatedDomainRound,
+    {
+        DomainMechanism::round(mechanism, round)
+    }
+}
+
+/// The mechanism `spec` names, calibrated: a mechanism the federated runtime runs as its
+/// registered round, any other over the whole population.
 pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
     let MechanismSpec {
         mechanism,
-        domain,
+        map,
         clients,
         epsilon,
         delta,
@@ -76,32 +95,22 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
         bound,
         beta,
     } = *spec;
+    if let Some(registered) = federated_domain::mechanism(mechanism) {
+        let privacy = PrivacyTarget {
+            epsilon,
+            delta,
+            neighbours,
+            analysis: Analysis::Tight,
+        };
+        let shuffle = ShuffleCalibration { clients, bound };
+        return Ok(registered.build(map, &privacy, shuffle, Simulated)?);
+    }
+    let domain = map.size();
     let whole: Box<dyn DomainHistogram> = match mechanism {
         HistogramMechanism::SampleThreshold => bail!(
             "sample-threshold releases only the items that pass its threshold, not an estimate \
              for every domain element"
         ),
-        HistogramMechanism::Grr => Box::new(Grr::new(domain, epsilon)?),
-        HistogramMechanism::Sue => Box::new(UnaryRandomizer::sue(domain, epsilon)?),
-        HistogramMechanism::Oue => Box::new(UnaryRandomizer::oue(domain, epsilon)?),
-        HistogramMechanism::Olh => Box::new(Olh::new(domain, epsilon)?),
-        HistogramMechanism::HadamardResponse => Box::new(HadamardResponse::new(domain, epsilon)?),
-        HistogramMechanism::Laplace => {
-            let laplace = LaplaceHistogram::new(domain, epsilon, neighbours)?;
-            return Ok(DomainMechanism::Laplace(laplace));
-        }
-        HistogramMechanism::Gaussian => {
-            let gaussian = GaussianHistogram::new(domain, epsilon, delta, neighbours)?;
-            return Ok(DomainMechanism::Gaussian(gaussian));
-        }
-        HistogramMechanism::BalcerCheu => {
-            let balcer_cheu = BalcerCheuHistogram::new(domain, epsilon, delta, clients)?;
-            return Ok(DomainMechanism::BalcerCheu(balcer_cheu));
-        }
-        HistogramMechanism::ShuffledGrr => {
-            let grr = ShuffledGrr::new(domain, epsilon, delta, clients, bound)?;
-            return Ok(DomainMechanism::ShuffledGrr(grr));
-        }
         HistogramMechanism::GhaziHadamard => {
             Box::new(GhaziHadamard::new(clients, domain, 1, epsilon, delta)?)
         }
@@ -112,6 +121,10 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
                      {beta}) or use a smaller domain"
                 )
             })?,
+        ),
+        registered => bail!(
+            "--mechanism {} is registered with the federated runtime",
+            registered.name()
         ),
     };
     Ok(DomainMechanism::WholePopulation(whole))
@@ -134,7 +147,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     }
     let built = build_mechanism(&MechanismSpec {
         mechanism: args.mechanism,
-        domain: map.size(),
+        map,
         clients: population.len() as u64,
         epsilon: args.privacy.epsilon,
         delta: args.release.delta,

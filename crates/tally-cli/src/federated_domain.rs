@@ -8,16 +8,10 @@ use crate::cli::{HistogramMechanism, TaskCreateArgs};
 use crate::domain_histogram::public_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
 
-/// The federated runtime's name of `mechanism`, if it runs it as a domain histogram: one
-/// line per registered mechanism.
+/// The federated runtime's mechanism of the same name as `mechanism`, if it runs it as a
+/// domain histogram.
 pub(crate) fn mechanism(mechanism: HistogramMechanism) -> Option<DomainHistogramMechanism> {
-    match mechanism {
-        HistogramMechanism::Laplace => Some(DomainHistogramMechanism::Laplace),
-        HistogramMechanism::Gaussian => Some(DomainHistogramMechanism::Gaussian),
-        HistogramMechanism::BalcerCheu => Some(DomainHistogramMechanism::BalcerCheu),
-        HistogramMechanism::ShuffledGrr => Some(DomainHistogramMechanism::ShuffledGrr),
-        _ => None,
-    }
+    DomainHistogramMechanism::named(&mechanism.name())
 }
 
 /// The task of a domain histogram by `mechanism` (the command line's `named`), from

@@ -6,7 +6,6 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use rayon::prelude::*;
 
 /// Clients per chunk of a parallel job.
 pub const CLIENTS_PER_CHUNK: usize = 4096;
@@ -25,28 +24,4 @@ pub fn chunk_rng(key: [u8; 32], chunk: usize) -> ChaCha20Rng {
     let mut rng = ChaCha20Rng::from_seed(key);
     rng.set_stream(chunk as u64);
     rng
-}
-
-/// Folds every chunk of [`CLIENTS_PER_CHUNK`] items, each with its own stream, into
-/// per-thread accumulators made by `init`, and combines those with `merge`.
-///
-/// Which chunks share an accumulator depends on the scheduling, so `merge` must be exact,
-/// associative and commutative (adding integer counts is) for the result to depend on the
-/// caller's generator only.
-pub(crate) fn fold_chunks<A: Send>(
-    items: &[u32],
-    rng: &mut dyn Rng,
-    init: impl Fn() -> A + Sync + Send,
-    absorb: impl Fn(&mut A, &[u32], &mut ChaCha20Rng) + Sync + Send,
-    merge: impl Fn(A, A) -> A + Sync + Send,
-) -> A {
-    let key = draw_key(rng);
-    items
-        .par_chunks(CLIENTS_PER_CHUNK)
-        .enumerate()
-        .fold(&init, |mut acc, (chunk, clients)| {
-            absorb(&mut acc, clients, &mut chunk_rng(key, chunk));
-            acc
-        })
-        .reduce(&init, merge)
 }

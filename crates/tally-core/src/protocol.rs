@@ -33,9 +33,11 @@
 //! [`RoundAggregator::release`]).
 
 mod central_histogram;
+mod domain_round;
 mod estimates;
 mod features;
 mod fixed_batch;
+mod local_histogram;
 mod messages;
 mod searches;
 mod shuffled;
@@ -49,9 +51,12 @@ pub use tally_accounting::TrustModel;
 
 pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
+pub use domain_round::DomainRound;
 pub use estimates::Estimates;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
+pub(crate) use local_histogram::local_estimates;
+pub use local_histogram::{LocalHistogramRound, LocalRandomizer};
 pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
 pub use searches::QuantileSearches;
 pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
@@ -143,11 +148,27 @@ impl WireReport for u32 {
     }
 
     fn decode(text: String) -> Option<Self> {
-        let canonical = !text.is_empty()
-            && text.bytes().all(|b| b.is_ascii_digit())
-            && (text == "0" || !text.starts_with('0'));
-        if canonical { text.parse().ok() } else { None }
+        decode_decimal(&text)
     }
+}
+
+impl WireReport for u64 {
+    /// Decimal, no sign, no leading zero.
+    fn encode(self) -> String {
+        self.to_string()
+    }
+
+    fn decode(text: String) -> Option<Self> {
+        decode_decimal(&text)
+    }
+}
+
+/// The unsigned integer `text` spells in canonical decimal (no sign, no leading zero).
+fn decode_decimal<T: std::str::FromStr>(text: &str) -> Option<T> {
+    let canonical = !text.is_empty()
+        && text.bytes().all(|b| b.is_ascii_digit())
+        && (text == "0" || !text.starts_with('0'));
+    if canonical { text.parse().ok() } else { None }
 }
 
 /// A device's data as the type a round's query takes, read from the text a device holds.

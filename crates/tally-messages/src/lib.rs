@@ -42,7 +42,10 @@ use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 
-pub use domain::{DomainHistogramMechanism, PublicDomain};
+pub use domain::{
+    DomainHistogramMechanism, DomainRoundVisitor, FederatedDomainRound, PublicDomain,
+    ShuffleCalibration,
+};
 pub use opt_prefix_tree::{OptPrefixTreeOptions, Randomizer, WordEncoding};
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
@@ -521,6 +524,17 @@ pub enum Ask {
         local_epsilon: f64,
         /// The public encoding of words.
         encoding: WordEncoding,
+    },
+    /// Place your item in the public `domain`, randomize its element with your own coins by
+    /// the local randomizer of `mechanism` at local `epsilon`, and report the randomized
+    /// report in its wire encoding.
+    LocalReport {
+        /// The local mechanism.
+        mechanism: DomainHistogramMechanism,
+        /// Its local `ε`.
+        epsilon: f64,
+        /// The public domain.
+        domain: PublicDomain,
     },
 }
 

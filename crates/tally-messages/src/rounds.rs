@@ -7,18 +7,18 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use tally_core::heavy_hitters::PrefixRound;
-use tally_core::histogram::SampleThresholdQuery;
+use tally_core::histogram::{DomainHistogram, DomainMap, SampleThresholdQuery};
 use tally_core::protocol::DomainElement;
 use tally_core::protocol::wire::DeviceResponder;
 use tally_core::protocol::{
-    BucketOfLevel, CoinHolder, PrefixBallot, ReportFeature, SampleThresholdAsk, SideOfSplit,
-    WholeItem,
+    BucketOfLevel, CoinHolder, LocalHistogramRound, LocalRandomizer, PrefixBallot, ReportFeature,
+    SampleThresholdAsk, SideOfSplit, WholeItem,
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
 use tally_core::shuffle::{BalcerCheuQuery, ShuffledGrrRound};
 
-use crate::{Ask, ErrorCode, PublicDomain, Sampling};
-use tally_core::histogram::DomainMap;
+use crate::domain::local_responder;
+use crate::{Ask, DomainHistogramMechanism, ErrorCode, PublicDomain, Sampling};
 
 impl From<Sampling> for CoinHolder {
     fn from(sampling: Sampling) -> Self {
@@ -162,6 +162,25 @@ impl PublishedQuery for BalcerCheuQuery {
     }
 }
 
+impl<M: LocalRandomizer + DomainHistogram> PublishedQuery for LocalHistogramRound<M> {
+    /// An upload that is not the encoding of a report the randomizer could have sent.
+    const REFUSAL: ErrorCode = ErrorCode::Malformed;
+
+    /// # Panics
+    ///
+    /// If the randomizer's name is not a registered mechanism's (the server opens only
+    /// registered mechanisms' rounds).
+    fn ask(&self) -> Ask {
+        let randomizer = self.randomizer();
+        Ask::LocalReport {
+            mechanism: DomainHistogramMechanism::named(randomizer.name())
+                .expect("a registered mechanism"),
+            epsilon: randomizer.guarantee().epsilon,
+            domain: self.map().into(),
+        }
+    }
+}
+
 /// Why a device cannot rebuild a round from its [`Ask`].
 #[derive(Debug, thiserror::Error)]
 pub enum AskError {
@@ -296,6 +315,11 @@ impl Ask {
                 *local_epsilon,
                 encoding,
             ),
+            Self::LocalReport {
+                mechanism,
+                epsilon,
+                domain,
+            } => local_responder(*mechanism, *epsilon, *domain),
         }
     }
 }

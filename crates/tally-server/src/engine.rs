@@ -235,9 +235,13 @@ impl Engine {
                 segment,
                 beam,
             } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
-            TaskKind::DomainHistogram { mechanism, domain } => {
-                domain::build(*mechanism, *domain, privacy, spec.expected_population)
-            }
+            TaskKind::DomainHistogram { mechanism, domain } => domain::build(
+                *mechanism,
+                *domain,
+                privacy,
+                spec.expected_population,
+                spec.rounds.min_cohort,
+            ),
             TaskKind::OptPrefixTree(options) => {
                 opt_prefix_tree::OptPrefixTreeKind::build(spec, options)
             }

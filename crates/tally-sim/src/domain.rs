@@ -1,17 +1,17 @@
 //! Placing clients' items in a public domain `0..B` ([`DomainMap`]), and running the
 //! histogram mechanisms that need one ([`DomainHistogram`]): those defined as rounds by the
-//! round executor ([`run_round`]), the others over the whole population at once.
+//! round executor ([`run_domain_round`]), the others over the whole population at once.
 
 use std::fmt;
 
 use rand_chacha::ChaCha12Rng;
-use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
-use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
+use tally_core::histogram::{DomainHistogram, DomainMap};
+use tally_core::protocol::DomainRound;
 
 use crate::Error;
 use crate::population::Population;
 use crate::rng::{Purpose, stream};
-use crate::round::run_round;
+use crate::round::run_domain_round;
 
 /// Places a population in a public domain.
 pub trait PlaceInDomain {
@@ -110,29 +110,72 @@ impl fmt::Debug for DomainItems {
 
 /// A histogram mechanism over a public domain, as the simulator runs it.
 pub enum DomainMechanism {
-    /// Central discrete Laplace, run as its round.
-    Laplace(LaplaceHistogram),
-    /// Central discrete Gaussian, run as its round.
-    Gaussian(GaussianHistogram),
+    /// A mechanism defined as a round ([`DomainMechanism::round`]), run by
+    /// [`run_domain_round`].
+    Round(Box<dyn RoundMechanism>),
     /// A mechanism run over the whole population at once
     /// ([`DomainHistogram::estimate_counts`]).
     WholePopulation(Box<dyn DomainHistogram>),
-    /// Balcer–Cheu, run as its round (the shuffler's permutation left out: the analyzer's
-    /// counts do not depend on the order of the messages).
-    BalcerCheu(BalcerCheuHistogram),
-    /// Shuffled GRR, run as its round (likewise).
-    ShuffledGrr(ShuffledGrr),
+}
+
+/// A mechanism and its round, as [`DomainMechanism::Round`] holds them.
+pub trait RoundMechanism: Send + Sync {
+    /// The mechanism's name, domain and guarantees.
+    fn describe(&self) -> &dyn DomainHistogram;
+
+    /// [`run_domain_round`] of the mechanism's round.
+    fn run(&self, elements: &[u32], seed: u64) -> Vec<f64>;
+}
+
+/// A mechanism `M` with its round `R`.
+struct MechanismRound<M, R> {
+    mechanism: M,
+    round: R,
+}
+
+impl<M, R> RoundMechanism for MechanismRound<M, R>
+where
+    M: DomainHistogram,
+    R: DomainRound<Query: Sync, Aggregator: Send> + Send + Sync,
+{
+    fn describe(&self) -> &dyn DomainHistogram {
+        &self.mechanism
+    }
+
+    fn run(&self, elements: &[u32], seed: u64) -> Vec<f64> {
+        run_domain_round(&self.round, elements, seed)
+    }
 }
 
 impl DomainMechanism {
+    /// `mechanism`, run as its `round`.
+    pub fn round<M, R>(mechanism: M, round: R) -> Self
+    where
+        M: DomainHistogram + 'static,
+        R: DomainRound<Query: Sync, Aggregator: Send> + Send + Sync + 'static,
+    {
+        Self::Round(Box::new(MechanismRound { mechanism, round }))
+    }
+
     /// The mechanism's name, domain and guarantees.
     pub fn describe(&self) -> &dyn DomainHistogram {
         match self {
-            Self::Laplace(mechanism) => mechanism,
-            Self::Gaussian(mechanism) => mechanism,
+            Self::Round(round) => round.describe(),
             Self::WholePopulation(mechanism) => mechanism.as_ref(),
-            Self::BalcerCheu(mechanism) => mechanism,
-            Self::ShuffledGrr(mechanism) => mechanism,
+        }
+    }
+
+    /// [`run_domain_histogram`] over clients holding `elements`.
+    ///
+    /// # Panics
+    ///
+    /// If an element is outside the mechanism's domain.
+    pub fn run(&self, elements: &[u32], seed: u64) -> Vec<f64> {
+        match self {
+            Self::Round(round) => round.run(elements, seed),
+            Self::WholePopulation(mechanism) => {
+                mechanism.estimate_counts(elements, &mut mechanism_rng(seed))
+            }
         }
     }
 }
@@ -147,8 +190,8 @@ impl fmt::Debug for DomainMechanism {
 
 /// Runs `mechanism` over the clients' domain elements with randomness from `seed`, and
 /// returns its (unclamped) estimate of every element's count. A mechanism defined as a round
-/// runs through [`run_round`] (its aggregator's coins are then those of a federated server
-/// seeded with `seed`, see [`crate::aggregator_coins`]); any other through
+/// runs through [`run_domain_round`] (its aggregator's coins are then those of a federated
+/// server seeded with `seed`, see [`crate::aggregator_coins`]); any other through
 /// [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
 ///
 /// # Panics
@@ -164,29 +207,7 @@ pub fn run_domain_histogram(
         items.map.size(),
         "the mechanism's domain is not the items' domain"
     );
-    // Unwrap safety: the domains were checked equal.
-    let own_domain = "the items' domain";
-    match mechanism {
-        DomainMechanism::Laplace(laplace) => {
-            let round = laplace.round(items.map).expect(own_domain);
-            run_round(&round, &items.items, seed).estimates()
-        }
-        DomainMechanism::Gaussian(gaussian) => {
-            let round = gaussian.round(items.map).expect(own_domain);
-            run_round(&round, &items.items, seed).estimates()
-        }
-        DomainMechanism::WholePopulation(mechanism) => {
-            mechanism.estimate_counts(&items.items, &mut mechanism_rng(seed))
-        }
-        DomainMechanism::BalcerCheu(balcer_cheu) => {
-            let round = balcer_cheu.round(items.map).expect(own_domain);
-            run_round(&round, &items.items, seed).estimates()
-        }
-        DomainMechanism::ShuffledGrr(grr) => {
-            let round = grr.round(items.map).expect(own_domain);
-            run_round(&round, &items.items, seed).estimates()
-        }
-    }
+    mechanism.run(&items.items, seed)
 }
 
 /// The generator of a one-round mechanism run with `seed` (its own ChaCha stream, apart from

@@ -100,7 +100,8 @@ mod values;
 pub use counted::{CountedPopulation, run_triehh_plus_counted};
 pub use dataset::{DATASETS, english_word_frequencies};
 pub use domain::{
-    DomainItems, DomainMechanism, PlaceInDomain, mechanism_rng, run_domain_histogram,
+    DomainItems, DomainMechanism, PlaceInDomain, RoundMechanism, mechanism_rng,
+    run_domain_histogram,
 };
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
@@ -121,7 +122,7 @@ pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_hierarchical_counted, run_level,
     run_threshold_round,
 };
-pub use round::{aggregator_coins, run_round};
+pub use round::{aggregator_coins, run_domain_round, run_round};
 pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
 pub use stream_histogram::{
     LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,

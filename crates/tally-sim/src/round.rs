@@ -5,12 +5,26 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
-use tally_core::protocol::{DeviceQuery, RoundAggregator, RoundProtocol};
+use tally_core::protocol::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol};
 
 use crate::rng::{Purpose, stream};
 
-/// Clients per chunk: each chunk's reports are absorbed by an aggregator of its own and merged.
-const CLIENTS_PER_CHUNK: usize = 1 << 16;
+/// About this many chunks per round, so that even a small population (a local oracle whose
+/// aggregator does `O(k)` work per report) runs in parallel; each chunk's reports are absorbed
+/// by an aggregator of its own and merged.
+const CHUNKS: usize = 32;
+/// The fewest clients per chunk (fewer would cost more in aggregators than they save).
+const MIN_CLIENTS_PER_CHUNK: usize = 1 << 10;
+/// The most clients per chunk.
+const MAX_CLIENTS_PER_CHUNK: usize = 1 << 16;
+
+/// The clients per chunk of a round over `clients` clients: a function of their number only,
+/// so that the release never depends on the number of threads.
+fn clients_per_chunk(clients: usize) -> usize {
+    clients
+        .div_ceil(CHUNKS)
+        .clamp(MIN_CLIENTS_PER_CHUNK, MAX_CLIENTS_PER_CHUNK)
+}
 
 /// The secret coins of the aggregator of a round run with `seed`: the stream a federated
 /// server started with the same seed (`tally_server::Server::start_seeded`) gives the first
@@ -24,7 +38,8 @@ pub fn aggregator_coins(seed: u64) -> ChaCha20Rng {
 /// Runs `round` over the clients holding `inputs` with randomness from `seed`, and returns
 /// its release.
 ///
-/// The clients are split into fixed chunks run in parallel: chunk `k`'s clients answer with
+/// The clients are split into chunks (about 32, of 2^10 to 2^16 clients each, a function of
+/// the number of clients only) run in parallel: chunk `k`'s clients answer with
 /// coins from their own ChaCha stream (`k` of the device-coin purpose) into an aggregator
 /// whose coins are chunk `k` of the shard purpose; the chunks' aggregators are merged in
 /// chunk order into the round's aggregator, whose coins are [`aggregator_coins`], which
@@ -37,7 +52,7 @@ where
 {
     let query = round.query();
     let shards = inputs
-        .par_chunks(CLIENTS_PER_CHUNK)
+        .par_chunks(clients_per_chunk(inputs.len()))
         .enumerate()
         .map(|(chunk, clients)| {
             let index = chunk as u64;
@@ -60,6 +75,31 @@ where
         aggregator.merge(shards);
     }
     aggregator.release()
+}
+
+/// Runs the domain round `round` over the clients holding `elements` with randomness from
+/// `seed`, and returns every element's estimate: through
+/// [`DomainRound::aggregate_elements`] where the round declares it can draw its aggregate from
+/// the elements alone (with coins from the first device-coin stream; merged into the
+/// aggregator of [`aggregator_coins`], which releases), else through [`run_round`].
+///
+/// # Panics
+///
+/// If an element is outside the round's domain.
+pub fn run_domain_round<P>(round: &P, elements: &[u32], seed: u64) -> Vec<f64>
+where
+    P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
+{
+    let mut devices = stream(seed, Purpose::DeviceCoins, 0);
+    let release = match round.aggregate_elements(elements, &mut devices) {
+        Some(answered) => {
+            let mut aggregator = round.aggregator(aggregator_coins(seed));
+            aggregator.merge(answered);
+            aggregator.release()
+        }
+        None => run_round(round, elements, seed),
+    };
+    P::estimates(release)
 }
 
 #[cfg(test)]

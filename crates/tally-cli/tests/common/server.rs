@@ -425,6 +425,9 @@ pub(crate) fn uploads(
                 ask @ Ask::OptPrefixTree { .. } => {
                     panic!("the crash tests run no OptPrefixTree task: {ask:?}")
                 }
+                ask @ Ask::LocalReport { .. } => {
+                    panic!("the crash tests run no local histogram: {ask:?}")
+                }
             };
             Upload { token, report }
         })

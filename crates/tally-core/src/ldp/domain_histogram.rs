@@ -1,13 +1,14 @@
 //! The local frequency oracles as [`DomainHistogram`]s: every client randomizes its own item,
-//! the server absorbs the reports and debiases.
+//! the server absorbs the reports and debiases. Each is the round of its
+//! [`LocalRandomizer`](crate::protocol::LocalRandomizer) implementation ([`crate::protocol::LocalHistogramRound`]); `estimate_counts` runs that
+//! round's devices and aggregator in order from one generator.
 
 use rand::Rng;
-use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 
 use super::{Grr, HadamardResponse, Olh, UnaryRandomizer, UnaryVariant};
-use crate::histogram::{DomainHistogram, MessageCost, count_items};
-use crate::parallel::fold_chunks;
+use crate::histogram::{DomainHistogram, MessageCost};
+use crate::protocol::local_estimates;
 
 /// The bits needed to name one of `values` values.
 fn bits_for(values: u64) -> u64 {
@@ -21,35 +22,6 @@ fn one_message(values: u64) -> Option<MessageCost> {
         bits_per_message: bits_for(values),
     })
 }
-
-/// Runs the clients in parallel chunks into per-thread aggregators (made by `aggregator`, fed
-/// one randomized item at a time by `absorb`) and merges them; aggregators add integer counts,
-/// so the result does not depend on the number of threads.
-fn run_clients<A: Send>(
-    items: &[u32],
-    rng: &mut dyn Rng,
-    aggregator: impl Fn() -> A + Sync + Send,
-    absorb: impl Fn(&mut A, u32, &mut ChaCha20Rng) + Sync + Send,
-    merge: impl Fn(&mut A, A) + Sync + Send,
-) -> A {
-    fold_chunks(
-        items,
-        rng,
-        aggregator,
-        |part, clients, stream| {
-            for &item in clients {
-                absorb(part, item, stream);
-            }
-        },
-        |mut a, b| {
-            merge(&mut a, b);
-            a
-        },
-    )
-}
-
-/// The report was produced by the same randomizer, so the aggregator accepts it.
-const OWN_REPORT: &str = "a report of this randomizer is in its domain";
 
 impl DomainHistogram for Grr {
     fn name(&self) -> &'static str {
@@ -73,14 +45,7 @@ impl DomainHistogram for Grr {
     }
 
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        run_clients(
-            items,
-            rng,
-            || self.aggregator(),
-            |a, x, rng| a.absorb(self.randomize(x, rng)).expect(OWN_REPORT),
-            |a, b| a.merge(b),
-        )
-        .estimate()
+        local_estimates(self, items, rng)
     }
 }
 
@@ -111,11 +76,10 @@ impl DomainHistogram for UnaryRandomizer {
         })
     }
 
-    /// Simulated through [`UnaryRandomizer::simulate_aggregate`], which gives the server's
-    /// support counts the same law as `n` randomized reports at a fraction of the cost.
+    /// Through [`aggregate_elements`](crate::protocol::LocalRandomizer::aggregate_elements), which gives the server's support
+    /// counts the same law as `n` randomized reports at a fraction of the cost.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let counts = count_items(UnaryRandomizer::domain(self), items);
-        self.simulate_aggregate(&counts, rng).estimate()
+        local_estimates(self, items, rng)
     }
 }
 
@@ -145,14 +109,7 @@ impl DomainHistogram for Olh {
     }
 
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        run_clients(
-            items,
-            rng,
-            || self.aggregator(),
-            |a, x, rng| a.absorb(&self.randomize(x, rng)).expect(OWN_REPORT),
-            |a, b| a.merge(b),
-        )
-        .estimate()
+        local_estimates(self, items, rng)
     }
 }
 
@@ -178,13 +135,6 @@ impl DomainHistogram for HadamardResponse {
     }
 
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        run_clients(
-            items,
-            rng,
-            || self.aggregator(),
-            |a, x, rng| a.absorb(self.randomize(x, rng)).expect(OWN_REPORT),
-            |a, b| a.merge(b),
-        )
-        .estimate()
+        local_estimates(self, items, rng)
     }
 }

@@ -21,6 +21,7 @@ use super::{
     rr_keep_probability,
 };
 use crate::Error;
+use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator};
 use crate::sampling::{ExactBernoulli, uniform_below};
 
 /// The k-RR randomizer for items in `0..k`.
@@ -162,5 +163,47 @@ impl GrrAggregator {
     /// The unbiased estimate of the number of clients holding each item.
     pub fn estimate(&self) -> Vec<f64> {
         self.support.estimate()
+    }
+}
+
+/// A device sends its randomized item, an index below `k` (decimal on the wire).
+impl LocalRandomizer for Grr {
+    type Report = u32;
+    type Aggregator = GrrAggregator;
+
+    fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    fn randomize<R: Rng + ?Sized>(&self, element: u32, rng: &mut R) -> u32 {
+        Grr::randomize(self, element, rng)
+    }
+
+    fn admits(&self, report: &u32) -> bool {
+        *report < self.domain
+    }
+
+    fn aggregator(&self) -> GrrAggregator {
+        Grr::aggregator(self)
+    }
+}
+
+impl RoundAggregator for GrrAggregator {
+    type Report = u32;
+    type Release = Estimates;
+
+    /// # Panics
+    ///
+    /// If `report` is outside the domain (the round did not admit it).
+    fn absorb(&mut self, report: u32) {
+        GrrAggregator::absorb(self, report).expect("an admitted report is in the domain");
+    }
+
+    fn merge(&mut self, other: Self) {
+        GrrAggregator::merge(self, other);
+    }
+
+    fn release(self) -> Estimates {
+        Estimates(self.estimate())
     }
 }

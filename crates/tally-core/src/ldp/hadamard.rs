@@ -35,6 +35,7 @@ use super::{
     SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, rr_keep_probability,
 };
 use crate::Error;
+use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator};
 use crate::sampling::{ExactBernoulli, uniform_below};
 
 /// The largest domain: `K = 2^31` must index the report histogram.
@@ -241,6 +242,48 @@ impl HadamardAggregator {
             .iter()
             .map(|&v| v as f64 / gap)
             .collect()
+    }
+}
+
+/// A device sends its column, an index below `K` (decimal on the wire).
+impl LocalRandomizer for HadamardResponse {
+    type Report = u32;
+    type Aggregator = HadamardAggregator;
+
+    fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    fn randomize<R: Rng + ?Sized>(&self, element: u32, rng: &mut R) -> u32 {
+        HadamardResponse::randomize(self, element, rng)
+    }
+
+    fn admits(&self, report: &u32) -> bool {
+        *report < self.order
+    }
+
+    fn aggregator(&self) -> HadamardAggregator {
+        HadamardResponse::aggregator(self)
+    }
+}
+
+impl RoundAggregator for HadamardAggregator {
+    type Report = u32;
+    type Release = Estimates;
+
+    /// # Panics
+    ///
+    /// If `report` is not below `K` (the round did not admit it).
+    fn absorb(&mut self, report: u32) {
+        HadamardAggregator::absorb(self, report).expect("an admitted report is below K");
+    }
+
+    fn merge(&mut self, other: Self) {
+        HadamardAggregator::merge(self, other);
+    }
+
+    fn release(self) -> Estimates {
+        Estimates(self.estimate())
     }
 }
 

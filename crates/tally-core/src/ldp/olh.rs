@@ -35,6 +35,7 @@ use tally_accounting::Guarantee;
 use super::grr::Grr;
 use super::{SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee};
 use crate::Error;
+use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport};
 use crate::sampling::uniform_below;
 
 /// The Mersenne prime `2^61 − 1` of the hash family.
@@ -294,9 +295,100 @@ impl OlhAggregator {
     }
 }
 
+/// `a:b:value`, each in canonical decimal; a report whose hash is not in the family does not
+/// decode.
+/// A device's report is one message.
+impl SingleMessage for OlhReport {}
+
+impl WireReport for OlhReport {
+    fn encode(self) -> String {
+        format!("{}:{}:{}", self.hash.a, self.hash.b, self.value)
+    }
+
+    fn decode(text: String) -> Option<Self> {
+        let mut parts = text.split(':').map(str::to_owned);
+        let (a, b, value) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
+            return None;
+        }
+        let hash = LocalHash::new(u64::decode(a)?, u64::decode(b)?).ok()?;
+        Some(Self {
+            hash,
+            value: u32::decode(value)?,
+        })
+    }
+}
+
+/// A device sends its hash and its randomized hashed item; the aggregator admits a value
+/// below `g`.
+impl LocalRandomizer for Olh {
+    type Report = OlhReport;
+    type Aggregator = OlhAggregator;
+
+    fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    fn randomize<R: Rng + ?Sized>(&self, element: u32, rng: &mut R) -> OlhReport {
+        Olh::randomize(self, element, rng)
+    }
+
+    fn admits(&self, report: &OlhReport) -> bool {
+        report.value < self.g
+    }
+
+    fn aggregator(&self) -> OlhAggregator {
+        Olh::aggregator(self)
+    }
+}
+
+impl RoundAggregator for OlhAggregator {
+    type Report = OlhReport;
+    type Release = Estimates;
+
+    /// # Panics
+    ///
+    /// If the value is not below `g` (the round did not admit it).
+    fn absorb(&mut self, report: OlhReport) {
+        OlhAggregator::absorb(self, &report).expect("an admitted report's value is below g");
+    }
+
+    fn merge(&mut self, other: Self) {
+        OlhAggregator::merge(self, other);
+    }
+
+    fn release(self) -> Estimates {
+        Estimates(self.estimate())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_has_one_spelling_and_a_hash_of_the_family() {
+        let report = OlhReport {
+            hash: LocalHash::new(5, 0).unwrap(),
+            value: 2,
+        };
+        assert_eq!(report.encode(), "5:0:2");
+        assert_eq!(OlhReport::decode("5:0:2".to_owned()), Some(report));
+        for bad in [
+            "5:0",
+            "5:0:2:1",
+            "05:0:2",
+            "0:0:2",
+            "5:-0:2",
+            "5:0:x",
+            "2305843009213693951:0:1",
+        ] {
+            assert_eq!(OlhReport::decode(bad.to_owned()), None, "{bad:?}");
+        }
+        let olh = Olh::new(8, 1.0).unwrap();
+        assert!(olh.admits(&report) && olh.g() == 4);
+        assert!(!olh.admits(&OlhReport { value: 4, ..report }));
+    }
 
     #[test]
     fn hash_matches_naive_arithmetic() {

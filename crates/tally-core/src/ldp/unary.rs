@@ -25,6 +25,8 @@ use super::{
     oue_probability, sue_probability,
 };
 use crate::Error;
+use crate::histogram::count_items;
+use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport};
 use crate::sampling::{ExactBernoulli, exact_binomial};
 
 /// Which unary encoding.
@@ -300,5 +302,99 @@ impl UnaryAggregator {
     /// The unbiased estimate of the number of clients holding each item.
     pub fn estimate(&self) -> Vec<f64> {
         self.support.estimate()
+    }
+}
+
+/// One character per bit, `0` or `1`, bit 0 first: the report's length is the domain's.
+/// A device's report is one message.
+impl SingleMessage for UnaryReport {}
+
+impl WireReport for UnaryReport {
+    fn encode(self) -> String {
+        (0..self.len)
+            .map(|i| if self.get(i) { '1' } else { '0' })
+            .collect()
+    }
+
+    fn decode(text: String) -> Option<Self> {
+        let len = u32::try_from(text.len()).ok()?;
+        if !text.bytes().all(|b| b == b'0' || b == b'1') {
+            return None;
+        }
+        let bits = text.as_bytes();
+        Some(Self::from_fn(len, |i| bits[i as usize] == b'1'))
+    }
+}
+
+/// A device sends its `k` randomized bits; the aggregator admits exactly `k` of them.
+impl LocalRandomizer for UnaryRandomizer {
+    type Report = UnaryReport;
+    type Aggregator = UnaryAggregator;
+
+    fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    fn randomize<R: Rng + ?Sized>(&self, element: u32, rng: &mut R) -> UnaryReport {
+        UnaryRandomizer::randomize(self, element, rng)
+    }
+
+    fn admits(&self, report: &UnaryReport) -> bool {
+        report.len() == self.domain
+    }
+
+    fn aggregator(&self) -> UnaryAggregator {
+        UnaryRandomizer::aggregator(self)
+    }
+
+    /// [`UnaryRandomizer::simulate_aggregate`] of the elements' counts.
+    fn aggregate_elements<R: Rng + ?Sized>(
+        &self,
+        elements: &[u32],
+        rng: &mut R,
+    ) -> Option<UnaryAggregator> {
+        let counts = count_items(self.domain, elements);
+        Some(self.simulate_aggregate(&counts, rng))
+    }
+}
+
+impl RoundAggregator for UnaryAggregator {
+    type Report = UnaryReport;
+    type Release = Estimates;
+
+    /// # Panics
+    ///
+    /// If `report` does not have `k` bits (the round did not admit it).
+    fn absorb(&mut self, report: UnaryReport) {
+        UnaryAggregator::absorb(self, &report).expect("an admitted report has k bits");
+    }
+
+    fn merge(&mut self, other: Self) {
+        UnaryAggregator::merge(self, other);
+    }
+
+    fn release(self) -> Estimates {
+        Estimates(self.estimate())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_has_one_spelling_of_its_length() {
+        let report = UnaryReport::from_fn(70, |i| i % 3 == 0);
+        let text = report.clone().encode();
+        assert_eq!(text.len(), 70);
+        assert!(text.starts_with("1001001"));
+        assert_eq!(UnaryReport::decode(text), Some(report));
+        for bad in ["10 1", "102", "1,0", "０"] {
+            assert_eq!(UnaryReport::decode(bad.to_owned()), None, "{bad:?}");
+        }
+        let oue = UnaryRandomizer::oue(4, 1.0).unwrap();
+        assert!(oue.admits(&UnaryReport::decode("0110".to_owned()).unwrap()));
+        assert!(!oue.admits(&UnaryReport::decode("01101".to_owned()).unwrap()));
+        assert!(!oue.admits(&UnaryReport::decode(String::new()).unwrap()));
     }
 }

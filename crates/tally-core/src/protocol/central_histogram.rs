@@ -16,7 +16,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 
 use super::wire::{DeviceResponder, WireCell, WireRelease};
-use super::{DeviceQuery, RoundAggregator, RoundProtocol, TrustModel, WireReport};
+use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport};
 use crate::histogram::DomainMap;
 
 /// The query of a domain-histogram round whose devices send their domain element itself.
@@ -91,6 +91,12 @@ impl<D: Distribution<i64> + Clone> RoundProtocol for CentralHistogramRound<D> {
             noise: self.noise.clone(),
             rng,
         }
+    }
+}
+
+impl<D: Distribution<i64> + Clone> DomainRound for CentralHistogramRound<D> {
+    fn estimates(release: NoisyCounts) -> Vec<f64> {
+        release.estimates()
     }
 }
 

@@ -69,8 +69,11 @@ mod tests {
         let mut swapped = cells.clone();
         swapped.swap(0, 1);
         assert_eq!(Estimates::from_cells(swapped), Err("1".to_owned()));
-        let mut miscounted = cells;
+        let mut miscounted = cells.clone();
         miscounted[0].count = 0;
         assert_eq!(Estimates::from_cells(miscounted), Err("0".to_owned()));
+        let mut infinite = cells;
+        infinite[1].estimate = f64::INFINITY;
+        assert_eq!(Estimates::from_cells(infinite), Err("1".to_owned()));
     }
 }

@@ -58,7 +58,7 @@ use crate::ldp::check_domain;
 use crate::parallel;
 use crate::protocol::wire::DeviceResponder;
 use crate::protocol::{
-    DeviceQuery, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
+    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
     decode_messages, encode_messages,
 };
 use crate::sampling::{ExactBinomial, PoissonSampler};
@@ -499,6 +499,13 @@ impl BalcerCheuRound {
     /// The calibrated protocol.
     pub fn protocol(&self) -> &BalcerCheuHistogram {
         &self.protocol
+    }
+}
+
+/// Its devices hold a domain element; its release is every element's estimate.
+impl DomainRound for BalcerCheuRound {
+    fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
+        estimates
     }
 }
 

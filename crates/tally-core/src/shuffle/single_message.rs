@@ -41,7 +41,9 @@ use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::{Grr, GrrAggregator};
 use crate::protocol::wire::DeviceResponder;
-use crate::protocol::{DeviceQuery, Estimates, RoundAggregator, RoundProtocol, WireReport};
+use crate::protocol::{
+    DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, WireReport,
+};
 
 /// Shuffled k-RR over the domain `0..k` for a fixed number of clients `n`.
 #[derive(Clone, Debug, PartialEq)]
@@ -239,6 +241,13 @@ impl DeviceResponder for ShuffledGrrRound {
             return None;
         }
         DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    }
+}
+
+/// Its devices hold a domain element; its release is every element's estimate.
+impl DomainRound for ShuffledGrrRound {
+    fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
+        estimates
     }
 }
 

@@ -1,34 +1,34 @@
 //! Histograms over a public domain as one server task kind, parameterised by the mechanism:
-//! each mechanism is a tally-core round registered by one line in [`build`].
+//! each mechanism is a tally-core round registered once, in
+//! [`DomainHistogramMechanism::build`], which [`build`] opens as a task.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use rand::distr::Distribution;
 use tally_accounting::Guarantee;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
-use tally_core::protocol::Estimates;
-use tally_core::protocol::wire::WireRelease;
-use tally_core::protocol::{
-    CentralHistogramRound, DeviceQuery, NoisyCounts, RoundProtocol, SingleRound,
-};
-use tally_core::shuffle::{BalcerCheuHistogram, BalcerCheuRound, ShuffledGrr, ShuffledGrrRound};
-use tally_messages::rounds::PublishedQuery;
+use tally_core::histogram::{DomainHistogram, DomainMap};
+use tally_core::protocol::SingleRound;
 use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
-    PublicDomain, Sampling, TaskSpec,
+    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
+    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, Sampling,
+    ShuffleCalibration, TaskSpec,
 };
 
 use super::{Engine, Kind, driven, input_description};
 use crate::ledger::LossRounds;
-use crate::shuffler::ShuffledReport;
 
 /// The largest public domain a task may ask for: its one round releases a cell per element.
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 
 /// The task of `mechanism` over `domain` at `privacy`, calibrated (a shuffle mechanism for
 /// `clients` devices, the expected population), with its guarantee.
+///
+/// # Privacy
+///
+/// A shuffle mechanism's guarantee holds only when the analyzer sees the messages of at least
+/// the `clients` devices it was calibrated for (their randomness hides each other's): a task
+/// whose rounds may release from fewer uploads (`min_cohort < clients`) is refused.
 ///
 /// # Errors
 ///
@@ -38,6 +38,7 @@ pub(super) fn build(
     domain: PublicDomain,
     privacy: &PrivacyTarget,
     clients: u64,
+    min_cohort: u64,
 ) -> Result<(Engine, Guarantee), String> {
     let map = DomainMap::from(domain);
     let size = map.size();
@@ -46,97 +47,44 @@ pub(super) fn build(
             "domain of {size} elements: expected 2 to {MAX_DOMAIN}"
         ));
     }
-    let PrivacyTarget {
-        epsilon,
-        delta,
-        neighbours,
-        ..
-    } = *privacy;
-    match mechanism {
-        DomainHistogramMechanism::Laplace => registered(
-            LaplaceHistogram::new(size, epsilon, neighbours),
-            map,
-            LaplaceHistogram::round,
-        ),
-        DomainHistogramMechanism::Gaussian => registered(
-            GaussianHistogram::new(size, epsilon, delta, neighbours),
-            map,
-            GaussianHistogram::round,
-        ),
-        DomainHistogramMechanism::BalcerCheu => registered(
-            BalcerCheuHistogram::new(size, epsilon, delta, clients),
-            map,
-            BalcerCheuHistogram::round,
-        ),
-        DomainHistogramMechanism::ShuffledGrr => registered(
-            ShuffledGrr::new(size, epsilon, delta, clients, ShuffleBound::default()),
-            map,
-            ShuffledGrr::round,
-        ),
+    if mechanism.is_shuffled() && min_cohort < clients {
+        return Err(format!(
+            "min_cohort {min_cohort}: {} is calibrated for the expected population of {clients} \
+             devices, whose messages hide each other's behind the shuffler; a round must not \
+             release from fewer (set min_cohort to at least {clients})",
+            mechanism.name()
+        ));
     }
-}
-
-/// A domain mechanism's round as the server drives it: a published query, a release read
-/// as every element's estimate, and what the generic driver needs to move it between threads.
-trait DomainRound:
-    RoundProtocol<
-        Query: PublishedQuery + DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static,
-        Release: WireRelease + DomainEstimates + Clone + Send + Sync + 'static,
-        Aggregator: Send + 'static,
-    > + Clone
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-/// Every central-noise round is one (a local mechanism's round is registered by one such line).
-impl<D: Distribution<i64> + Clone + Send + Sync + 'static> DomainRound
-    for CentralHistogramRound<D>
-{
-}
-
-/// The shuffle rounds: the driver puts them behind the shuffler (their trust is
-/// [`tally_core::protocol::TrustModel::Shuffle`]).
-impl DomainRound for BalcerCheuRound {}
-impl DomainRound for ShuffledGrrRound {}
-
-/// A round's release as every domain element's estimate, in order.
-trait DomainEstimates {
-    fn estimates(&self) -> Vec<f64>;
-}
-
-impl DomainEstimates for NoisyCounts {
-    fn estimates(&self) -> Vec<f64> {
-        NoisyCounts::estimates(self)
-    }
-}
-
-impl DomainEstimates for Estimates {
-    fn estimates(&self) -> Vec<f64> {
-        Estimates::estimates(self)
-    }
-}
-
-/// The task of the calibrated `mechanism`, whose round over `map` `round` makes.
-fn registered<M, R>(
-    mechanism: Result<M, tally_core::Error>,
-    map: DomainMap,
-    round: fn(&M, DomainMap) -> Result<R, tally_core::Error>,
-) -> Result<(Engine, Guarantee), String>
-where
-    M: DomainHistogram + 'static,
-    R: DomainRound,
-{
-    let mechanism = mechanism.map_err(|e| e.to_string())?;
-    let round = round(&mechanism, map).map_err(|e| e.to_string())?;
-    let task = SingleRound::new(round, mechanism.guarantee());
-    let kind = Domain {
-        map,
-        mechanism: Arc::new(mechanism),
-        round: PhantomData,
+    let shuffle = ShuffleCalibration {
+        clients,
+        bound: ShuffleBound::default(),
     };
-    Ok(driven(kind, task, 1))
+    mechanism
+        .build(map, privacy, shuffle, Registered { map })
+        .map_err(|e| e.to_string())
+}
+
+/// Makes the task of a registered mechanism's round over `map`.
+struct Registered {
+    map: DomainMap,
+}
+
+impl DomainRoundVisitor for Registered {
+    type Output = (Engine, Guarantee);
+
+    fn visit<M, R>(self, mechanism: M, round: R) -> (Engine, Guarantee)
+    where
+        M: DomainHistogram + 'static,
+        R: FederatedDomainRound,
+    {
+        let task = SingleRound::new(round, mechanism.guarantee());
+        let kind = Domain {
+            map: self.map,
+            mechanism: Arc::new(mechanism),
+            round: PhantomData,
+        };
+        driven(kind, task, 1)
+    }
 }
 
 /// One round over a public domain: every device's element, released by the mechanism's
@@ -157,7 +105,7 @@ impl<R> Clone for Domain<R> {
     }
 }
 
-impl<R: DomainRound> Kind for Domain<R> {
+impl<R: FederatedDomainRound> Kind for Domain<R> {
     type Task = SingleRound<R, R::Release>;
     type Round = R;
 
@@ -184,9 +132,7 @@ impl<R: DomainRound> Kind for Domain<R> {
         output: Option<R::Release>,
         spec: &TaskSpec,
     ) -> serde_json::Result<String> {
-        let estimates = output
-            .map(|release| release.estimates())
-            .unwrap_or_default();
+        let estimates = output.map(R::estimates).unwrap_or_default();
         let local = self.mechanism.local_guarantee();
         let cost = self.mechanism.message_cost();
         serde_json::to_string_pretty(&DomainHistogramRelease {
@@ -226,6 +172,7 @@ mod shuffle_tests {
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::sample_threshold::Analysis;
     use tally_accounting::{Neighbours, TrustModel};
+    use tally_core::protocol::Estimates;
     use tally_core::protocol::wire::WireRelease;
     use tally_messages::Ask;
 
@@ -248,7 +195,7 @@ mod shuffle_tests {
             DomainHistogramMechanism::ShuffledGrr,
         ] {
             let (mut engine, guarantee) =
-                build(mechanism, PublicDomain::Integers(16), &privacy, 3000).unwrap();
+                build(mechanism, PublicDomain::Integers(16), &privacy, 3000, 3000).unwrap();
             assert_eq!(guarantee.model, TrustModel::Shuffle, "{mechanism:?}");
             assert!(engine.advance());
             let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1));
@@ -273,5 +220,34 @@ mod shuffle_tests {
             assert_eq!(estimates.len(), 16);
             assert!(estimates[0] > 1000.0, "{mechanism:?}: {estimates:?}");
         }
+    }
+
+    /// A shuffle task whose rounds could release from fewer devices than its mechanism was
+    /// calibrated for is refused: with fewer messages to hide among, a device's would stand
+    /// out more than the guarantee says.
+    #[test]
+    fn a_shuffle_task_that_could_release_from_fewer_devices_is_refused() {
+        let privacy = PrivacyTarget {
+            epsilon: 2.0,
+            delta: 1e-6,
+            neighbours: Neighbours::ReplaceOne,
+            analysis: Analysis::Tight,
+        };
+        for mechanism in [
+            DomainHistogramMechanism::BalcerCheu,
+            DomainHistogramMechanism::ShuffledGrr,
+        ] {
+            let refused = build(mechanism, PublicDomain::Integers(16), &privacy, 3000, 2999);
+            let message = refused.err().expect("refused");
+            assert!(message.contains("at least 3000"), "{message}");
+        }
+        let central = build(
+            DomainHistogramMechanism::Laplace,
+            PublicDomain::Integers(16),
+            &privacy,
+            3000,
+            1,
+        );
+        assert!(central.is_ok());
     }
 }

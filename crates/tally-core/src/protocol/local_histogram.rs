@@ -1,0 +1,213 @@
+//! The round of a local frequency oracle over a public domain: every device randomizes its own
+//! domain element with its own coins and sends only the randomized report; the aggregator
+//! counts the reports and debiases them into an estimate of every element's count. GRR, SUE,
+//! OUE, OLH and Hadamard response ([`crate::ldp`]) are this round with different randomizers
+//! ([`LocalRandomizer`], implemented beside each).
+//!
+//! # Privacy
+//!
+//! The guarantee is the randomizer's, in [`TrustModel::Local`]: each report is ε-LDP on its
+//! own, so neither the aggregator nor the analyst need be trusted. The device's coins are its
+//! own ([`DeviceQuery::respond`]); the aggregator draws none, and a report it receives is
+//! counted only if some device could have sent it ([`DeviceQuery::admits`]), so a dishonest
+//! device moves the estimates by at most one report's worth.
+
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
+
+use super::wire::DeviceResponder;
+use super::{
+    DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, SingleMessage, TrustModel,
+    WireReport,
+};
+use crate::Error;
+use crate::histogram::{DomainMap, check_map};
+
+/// A local randomizer of a domain element and the debiasing aggregator of its reports.
+pub trait LocalRandomizer: Clone + Send + Sync + std::fmt::Debug {
+    /// What a device sends.
+    type Report: WireReport + SingleMessage;
+    /// Counts reports and debiases them into every element's estimate.
+    type Aggregator: RoundAggregator<Report = Self::Report, Release = Estimates>;
+
+    /// The domain size `k`.
+    fn domain(&self) -> u32;
+
+    /// A device's randomized report of `element` (below [`domain`](Self::domain)), with its
+    /// own coins.
+    fn randomize<R: Rng + ?Sized>(&self, element: u32, rng: &mut R) -> Self::Report;
+
+    /// Whether the randomizer could have produced `report` (its shape: in range, of the
+    /// domain's length).
+    fn admits(&self, report: &Self::Report) -> bool;
+
+    /// An empty aggregator.
+    fn aggregator(&self) -> Self::Aggregator;
+
+    /// The aggregator after every device holding one of `elements` answered, drawn with the
+    /// same law from the elements' counts alone when the randomizer can (a unary encoding's
+    /// support counts are binomials), at a fraction of the cost; `None` otherwise.
+    ///
+    /// # Panics
+    ///
+    /// If an element is outside the domain.
+    fn aggregate_elements<R: Rng + ?Sized>(
+        &self,
+        elements: &[u32],
+        rng: &mut R,
+    ) -> Option<Self::Aggregator> {
+        let _ = (elements, rng);
+        None
+    }
+}
+
+/// The round of a local randomizer over `map`'s domain; it is its own query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalHistogramRound<M> {
+    map: DomainMap,
+    randomizer: M,
+}
+
+impl<M: LocalRandomizer> LocalHistogramRound<M> {
+    /// The round of `randomizer` over `map`'s domain.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the randomizer's.
+    pub fn new(map: DomainMap, randomizer: M) -> Result<Self, Error> {
+        check_map(randomizer.domain(), map)?;
+        Ok(Self { map, randomizer })
+    }
+
+    /// The randomizer.
+    pub fn randomizer(&self) -> &M {
+        &self.randomizer
+    }
+
+    /// How a device's item is placed in the domain.
+    pub fn map(&self) -> DomainMap {
+        self.map
+    }
+}
+
+impl<M: LocalRandomizer> DeviceQuery for LocalHistogramRound<M> {
+    type Input = u32;
+    type Report = M::Report;
+
+    fn trust(&self) -> TrustModel {
+        TrustModel::Local
+    }
+
+    /// The randomized element; `None` outside the domain.
+    fn respond<R: Rng + ?Sized>(&self, element: &u32, rng: &mut R) -> Option<M::Report> {
+        (*element < self.randomizer.domain()).then(|| self.randomizer.randomize(*element, rng))
+    }
+
+    fn admits(&self, report: &M::Report) -> bool {
+        self.randomizer.admits(report)
+    }
+}
+
+impl<M: LocalRandomizer> DeviceResponder for LocalHistogramRound<M> {
+    fn trust(&self) -> TrustModel {
+        DeviceQuery::trust(self)
+    }
+
+    fn accepts(&self, data: &str) -> bool {
+        self.map.element(data).is_some()
+    }
+
+    /// Abstains when the randomized report is longer than `max_bytes`; the length of every
+    /// report of a randomizer with fixed-length reports (unary encodings) does not depend on
+    /// the element.
+    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
+        let element = self.map.element(data)?;
+        let report = self.randomizer.randomize(element, rng).encode();
+        (report.len() <= max_bytes).then_some(report)
+    }
+}
+
+impl<M: LocalRandomizer> RoundProtocol for LocalHistogramRound<M> {
+    type Query = Self;
+    type Release = Estimates;
+    type Aggregator = M::Aggregator;
+
+    fn query(&self) -> &Self {
+        self
+    }
+
+    /// The aggregator flips no coins: `rng` is unused.
+    fn aggregator(&self, _: ChaCha20Rng) -> M::Aggregator {
+        self.randomizer.aggregator()
+    }
+}
+
+impl<M: LocalRandomizer> DomainRound for LocalHistogramRound<M> {
+    fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
+        estimates
+    }
+
+    /// The randomizer's [`LocalRandomizer::aggregate_elements`].
+    fn aggregate_elements<R: Rng + ?Sized>(
+        &self,
+        elements: &[u32],
+        rng: &mut R,
+    ) -> Option<M::Aggregator> {
+        self.randomizer.aggregate_elements(elements, rng)
+    }
+}
+
+/// Every device holding one of `elements` answers `randomizer` in order with coins from
+/// `rng` (or, where the randomizer can, its aggregate is drawn from their counts), and the
+/// estimates are released: the whole-population entry for callers that hold a generator
+/// rather than a seed (the simulator and the federated runtime run the round itself).
+///
+/// # Panics
+///
+/// If an element is outside the domain.
+pub(crate) fn local_estimates<M: LocalRandomizer>(
+    randomizer: &M,
+    elements: &[u32],
+    rng: &mut dyn Rng,
+) -> Vec<f64> {
+    let aggregator = randomizer
+        .aggregate_elements(elements, rng)
+        .unwrap_or_else(|| {
+            let mut aggregator = randomizer.aggregator();
+            for &element in elements {
+                assert!(element < randomizer.domain(), "element outside the domain");
+                aggregator.absorb(randomizer.randomize(element, rng));
+            }
+            aggregator
+        });
+    aggregator.release().0
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::ldp::Grr;
+
+    #[test]
+    fn devices_randomize_in_the_domain_and_the_aggregator_debiases() {
+        let grr = Grr::new(4, 1.0).unwrap();
+        assert!(LocalHistogramRound::new(DomainMap::Integers(5), grr.clone()).is_err());
+        let round = LocalHistogramRound::new(DomainMap::Integers(4), grr).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(0);
+        assert_eq!(DeviceQuery::respond(&round, &4, &mut rng), None);
+        assert!(round.admits(&3) && !round.admits(&4));
+        let responder: &dyn DeviceResponder = &round;
+        assert!(responder.accepts(" 3") && !responder.accepts("4"));
+        let report = responder.respond("2", 8, &mut rng).unwrap();
+        assert!(u32::decode(report).is_some_and(|r| r < 4));
+        let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+        for _ in 0..10 {
+            RoundAggregator::absorb(&mut aggregator, 1);
+        }
+        // Every report names 1: the debiased estimate is above 10 for 1, below 0 elsewhere.
+        let Estimates(estimates) = aggregator.release();
+        assert!(estimates[1] > 10.0 && estimates[0] < 0.0, "{estimates:?}");
+    }
+}
