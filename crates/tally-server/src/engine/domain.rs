@@ -178,18 +178,23 @@ mod shuffle_tests {
 
     use super::*;
 
+    /// The privacy target of the shuffle tests' tasks.
+    fn shuffle_privacy() -> PrivacyTarget {
+        PrivacyTarget {
+            epsilon: 2.0,
+            delta: 1e-6,
+            neighbours: Neighbours::ReplaceOne,
+            analysis: Analysis::Tight,
+        }
+    }
+
     /// The shuffle mechanisms are published as their own asks, their devices' responders and
     /// the rounds the driver opens trust a shuffler, so `shuffler::aggregator` puts the
     /// analyzer behind `Shuffled` (whose input `shuffler.rs` tests); 3,000 devices' wire
     /// reports go through and every element is released, the common one standing out.
     #[test]
     fn shuffle_mechanisms_run_behind_the_shuffler() {
-        let privacy = PrivacyTarget {
-            epsilon: 2.0,
-            delta: 1e-6,
-            neighbours: Neighbours::ReplaceOne,
-            analysis: Analysis::Tight,
-        };
+        let privacy = shuffle_privacy();
         for mechanism in [
             DomainHistogramMechanism::BalcerCheu,
             DomainHistogramMechanism::ShuffledGrr,
@@ -227,12 +232,7 @@ mod shuffle_tests {
     /// out more than the guarantee says.
     #[test]
     fn a_shuffle_task_that_could_release_from_fewer_devices_is_refused() {
-        let privacy = PrivacyTarget {
-            epsilon: 2.0,
-            delta: 1e-6,
-            neighbours: Neighbours::ReplaceOne,
-            analysis: Analysis::Tight,
-        };
+        let privacy = shuffle_privacy();
         for mechanism in [
             DomainHistogramMechanism::BalcerCheu,
             DomainHistogramMechanism::ShuffledGrr,
