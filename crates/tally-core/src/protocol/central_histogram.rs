@@ -11,13 +11,13 @@
 //! noisy ones. The noise is drawn by the mechanism's exact sampler from the aggregator's stream,
 //! which no device sees; [`RoundAggregator::release`] is the only way the counts leave.
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 
 use super::wire::{DeviceResponder, WireCell, WireRelease};
 use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport};
-use crate::histogram::DomainMap;
+use crate::histogram::{DomainMap, count_items};
 
 /// The query of a domain-histogram round whose devices send their domain element itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,6 +97,19 @@ impl<D: Distribution<i64> + Clone> RoundProtocol for CentralHistogramRound<D> {
 impl<D: Distribution<i64> + Clone> DomainRound for CentralHistogramRound<D> {
     fn estimates(release: NoisyCounts) -> Vec<f64> {
         release.estimates()
+    }
+
+    /// The exact count of every element: the devices send their elements as they are, so
+    /// this is what absorbing them one by one counts. Its coins (never used: it only merges
+    /// into the releasing aggregator) come from `rng`.
+    fn aggregate_elements<R: Rng + ?Sized>(
+        &self,
+        elements: &[u32],
+        rng: &mut R,
+    ) -> Option<CentralCounts<D>> {
+        let mut aggregator = self.aggregator(ChaCha20Rng::from_rng(rng));
+        aggregator.counts = count_items(self.query.map.size(), elements);
+        Some(aggregator)
     }
 }
 
@@ -202,7 +215,6 @@ impl WireRelease for NoisyCounts {
 
 #[cfg(test)]
 mod tests {
-    use rand::SeedableRng;
 
     use super::*;
 
@@ -232,6 +244,11 @@ mod tests {
         right.absorb(3);
         left.merge(right);
         assert_eq!(left.release(), NoisyCounts(vec![2, 1, 1, 4]));
+        // The counts drawn from the elements alone are the absorbed ones.
+        let mut whole = round.aggregator(rng());
+        let answered = round.aggregate_elements(&[0, 3, 3, 3], &mut rng());
+        whole.merge(answered.expect("a central round counts its elements"));
+        assert_eq!(whole.release(), NoisyCounts(vec![2, 1, 1, 4]));
     }
 
     #[test]

@@ -507,6 +507,33 @@ impl DomainRound for BalcerCheuRound {
     fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
         estimates
     }
+
+    /// When the calibrated `n` devices answer: the analyzer's counts drawn cell by cell
+    /// ([`BalcerCheuHistogram::run_per_cell`]: `#{devices holding j} + Bin(n, p)` messages
+    /// equal to `j`, independently across cells, the law of the devices' messages summed).
+    fn aggregate_elements<R: Rng + ?Sized>(
+        &self,
+        elements: &[u32],
+        rng: &mut R,
+    ) -> Option<BalcerCheuCounts> {
+        if elements.len() as u64 != self.protocol.users() {
+            return None;
+        }
+        let counts = self.protocol.run_per_cell(elements, rng);
+        let mut steps = vec![0_i64; counts.len() + 1];
+        let mut previous = 0_i64;
+        for (step, &count) in steps.iter_mut().zip(&counts) {
+            // Unwrap safety: a count is at most n + n, far below 2^63.
+            let count = i64::try_from(count).expect("a message count fits in i64");
+            *step = count - previous;
+            previous = count;
+        }
+        steps[counts.len()] = -previous;
+        Some(BalcerCheuCounts {
+            steps,
+            protocol: self.protocol.clone(),
+        })
+    }
 }
 
 impl RoundProtocol for BalcerCheuRound {
