@@ -420,9 +420,11 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) consistent: bool,
     #[command(flatten)]
     pub(crate) population: PopulationArgs,
-    /// No release from a round with fewer uploads (reports and abstentions) than this.
-    #[arg(long, default_value_t = 100)]
-    pub(crate) min_cohort: u64,
+    /// No release from a round with fewer uploads (reports and abstentions) than this
+    /// [default: 100; for a shuffle mechanism, the expected population, whose messages its
+    /// guarantee counts on: the server refuses less].
+    #[arg(long)]
+    pub(crate) min_cohort: Option<u64>,
     /// A round closes once this many devices uploaded [default: the expected population].
     #[arg(long)]
     pub(crate) cohort_target: Option<u64>,

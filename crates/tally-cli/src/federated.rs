@@ -11,9 +11,10 @@ use tally_accounting::composition::Composition;
 use tally_client::Client;
 use tally_core::heavy_hitters::SegmentPolicy;
 use tally_messages::{
-    ErrorCode, HeavyHittersAlgorithm, HistogramMechanism as WireMechanism, LedgerBalance,
-    PROTOCOL_VERSION, PrivacyTarget, QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind,
-    TaskResult, TaskSpec, TaskState, round_composition,
+    DomainHistogramMechanism, ErrorCode, HeavyHittersAlgorithm,
+    HistogramMechanism as WireMechanism, LedgerBalance, PROTOCOL_VERSION, PrivacyTarget,
+    QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind, TaskResult, TaskSpec, TaskState,
+    round_composition,
 };
 use tally_sim::Population;
 
@@ -115,6 +116,10 @@ fn create(args: &TaskCreateArgs) -> Result<()> {
     print_task(&info, "task created")
 }
 
+/// A round's minimum cohort when `--min-cohort` is not given (and the mechanism is not a
+/// shuffle one, whose minimum is the expected population).
+const DEFAULT_MIN_COHORT: u64 = 100;
+
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     // Named in the spec (and so in `task create --json`), as the command line resolves it.
@@ -126,6 +131,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         bail!("--beam applies to --algorithm triehh only");
     }
     let domain_mechanism = args.kind.mechanism.and_then(federated_domain::mechanism);
+    let shuffled = domain_mechanism.is_some_and(DomainHistogramMechanism::is_shuffled);
     if domain_mechanism.is_none() {
         federated_domain::refuse_domain(args, "a task over no public domain")?;
     }
@@ -146,9 +152,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             }
         }
         (Some(other), _) => bail!(
-            "the federated runtime does not run --mechanism {}: it runs --mechanism \
-             sample-threshold, laplace or gaussian (and the multi-round --algorithm triehh++, \
-             hierarchical-quantiles or binary-search-quantiles)",
+            "the federated runtime does not run --mechanism {} yet: it runs every other \
+             mechanism of `tally histogram`",
             value_name(other)
         ),
         (None, Some(TaskAlgorithm::TrieHhPlus)) => {
@@ -203,7 +208,11 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         },
         kind,
         rounds: RoundPolicy {
-            min_cohort: args.min_cohort,
+            min_cohort: args.min_cohort.unwrap_or(if shuffled {
+                expected_population
+            } else {
+                DEFAULT_MIN_COHORT
+            }),
             cohort_target: args.cohort_target,
             deadline_secs: args.deadline_secs,
             max_attempts: args.max_attempts,

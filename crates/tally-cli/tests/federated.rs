@@ -870,15 +870,20 @@ fn shuffle_items(moved: bool) -> Vec<u8> {
 const SHUFFLE_SEED: u64 = 15;
 
 /// A shuffle histogram over [`shuffle_items`] run by `tally fleet` (device coins from seed 3)
-/// against a server whose secret coins are seeded: its release.
+/// against a server whose secret coins are seeded: its release. The task leaves its minimum
+/// cohort to the default, the expected population (the server refuses less); asking less is
+/// refused.
 fn federated_shuffle_histogram(mechanism: &str, epsilon: f64) -> Value {
     let server = Server::start_seeded(SHUFFLE_SEED);
     let analyst = &server.analyst;
     let file = temp_file("elements.txt", &shuffle_items(false));
-    let info: TaskInfo = parse(json(&format!(
+    let create = format!(
         "task create {analyst} --mechanism {mechanism} --domain 16 --epsilon {epsilon} \
-         --delta 1e-6 --population numbers --expected-population 3000 --min-cohort 3000 --json"
-    )));
+         --delta 1e-6 --population numbers --expected-population 3000 --json"
+    );
+    let refused = failure(&format!("{create} --min-cohort 2999"));
+    assert!(refused.contains("at least 3000"), "{refused}");
+    let info: TaskInfo = parse(json(&create));
     let report = json(&format!(
         "fleet {} --input {} --seed 3 --json",
         server.devices["numbers"],
