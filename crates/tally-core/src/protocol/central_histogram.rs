@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 
-use super::wire::{DeviceResponder, WireCell, WireRelease};
+use super::wire::{DeviceResponder, WireCell, WireRelease, element_cells, element_values};
 use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport};
 use crate::histogram::{DomainMap, count_items};
 
@@ -183,33 +183,15 @@ impl WireRelease for NoisyCounts {
     /// One cell per element, in order: the element, its noisy count and the count as an
     /// estimate.
     fn into_cells(self) -> Vec<WireCell> {
-        self.0
-            .into_iter()
-            .zip(0_u32..)
-            .map(|(count, element)| WireCell {
-                key: element.encode(),
-                count,
-                estimate: count as f64,
-            })
-            .collect()
+        element_cells(self.0, |count| (count, count as f64))
     }
 
     /// Cells `0, 1, …` in order, each estimate its count.
     fn from_cells(cells: Vec<WireCell>) -> Result<Self, String> {
-        cells
-            .into_iter()
-            .zip(0_u32..)
-            .map(|(cell, element)| {
-                let canonical = u32::decode(cell.key.clone()) == Some(element)
-                    && cell.estimate.to_bits() == (cell.count as f64).to_bits();
-                if canonical {
-                    Ok(cell.count)
-                } else {
-                    Err(cell.key)
-                }
-            })
-            .collect::<Result<_, _>>()
-            .map(Self)
+        element_values(cells, |cell| {
+            (cell.estimate.to_bits() == (cell.count as f64).to_bits()).then_some(cell.count)
+        })
+        .map(Self)
     }
 }
 

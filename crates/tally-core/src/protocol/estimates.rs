@@ -1,8 +1,7 @@
 //! The release of a round that estimates every domain element's count (a local or shuffle
 //! mechanism's debiased counts): one real-valued estimate per element, in order.
 
-use super::WireReport;
-use super::wire::{WireCell, WireRelease};
+use super::wire::{WireCell, WireRelease, element_cells, element_values};
 
 /// The estimated count of every domain element `0..B`, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -19,34 +18,16 @@ impl WireRelease for Estimates {
     /// One cell per element, in order: the element, its estimate rounded to the nearest
     /// integer (saturating) as the count, and the estimate.
     fn into_cells(self) -> Vec<WireCell> {
-        self.0
-            .into_iter()
-            .zip(0_u32..)
-            .map(|(estimate, element)| WireCell {
-                key: element.encode(),
-                count: rounded(estimate),
-                estimate,
-            })
-            .collect()
+        element_cells(self.0, |estimate| (rounded(estimate), estimate))
     }
 
     /// Cells `0, 1, …` in order, each count its estimate rounded.
     fn from_cells(cells: Vec<WireCell>) -> Result<Self, String> {
-        cells
-            .into_iter()
-            .zip(0_u32..)
-            .map(|(cell, element)| {
-                let canonical = u32::decode(cell.key.clone()) == Some(element)
-                    && cell.estimate.is_finite()
-                    && cell.count == rounded(cell.estimate);
-                if canonical {
-                    Ok(cell.estimate)
-                } else {
-                    Err(cell.key)
-                }
-            })
-            .collect::<Result<_, _>>()
-            .map(Self)
+        element_values(cells, |cell| {
+            (cell.estimate.is_finite() && cell.count == rounded(cell.estimate))
+                .then_some(cell.estimate)
+        })
+        .map(Self)
     }
 }
 

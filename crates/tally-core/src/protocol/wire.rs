@@ -30,6 +30,42 @@ pub struct WireCell {
     pub estimate: f64,
 }
 
+/// One cell per domain element `0, 1, …`, in order: the element in its wire encoding, with the
+/// count and estimate `cell` makes of its value.
+pub(crate) fn element_cells<T>(values: Vec<T>, cell: impl Fn(T) -> (i64, f64)) -> Vec<WireCell> {
+    values
+        .into_iter()
+        .zip(0_u32..)
+        .map(|(value, element)| {
+            let (count, estimate) = cell(value);
+            WireCell {
+                key: element.encode(),
+                count,
+                estimate,
+            }
+        })
+        .collect()
+}
+
+/// The values of cells that must be the elements `0, 1, …` in order, each read by `value`
+/// (`None` when its count and estimate are not the one spelling of a value); the key of the
+/// first cell out of place or misspelt otherwise.
+pub(crate) fn element_values<T>(
+    cells: Vec<WireCell>,
+    value: impl Fn(&WireCell) -> Option<T>,
+) -> Result<Vec<T>, String> {
+    cells
+        .into_iter()
+        .zip(0_u32..)
+        .map(|(cell, element)| {
+            let read = (u32::decode(cell.key.clone()) == Some(element))
+                .then(|| value(&cell))
+                .flatten();
+            read.ok_or(cell.key)
+        })
+        .collect()
+}
+
 /// A round's query made ready to answer for devices whose data is text.
 pub trait DeviceResponder: Send + Sync + fmt::Debug {
     /// The party the round's guarantee trusts.
