@@ -293,16 +293,17 @@ pub(crate) struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum TaskCommand {
-    /// Create a task: a sample-and-threshold, Laplace or Gaussian histogram, TrieHH++ or TrieHH heavy hitters, or
-    /// quantiles from a hierarchical histogram or by binary search, over a population's
-    /// devices.
+    /// Create a task over a population's devices: a histogram (sample-and-threshold or a
+    /// mechanism over a public domain), heavy hitters (TrieHH++, TrieHH, single-round,
+    /// OptPrefixTree), quantiles from a hierarchical histogram or by binary search, or a range
+    /// count.
     Create(Box<TaskCreateArgs>),
     /// List every task.
     List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
     Status(TaskIdArgs),
     /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters` /
-    /// `quantiles`).
+    /// `quantiles` / `range`).
     Result(TaskResultArgs),
     /// Cancel a task: nothing more is released.
     Cancel(TaskIdArgs),
@@ -339,6 +340,13 @@ pub(crate) enum TaskAlgorithm {
     /// from (ε, δ) over --expected-population devices, replace-one neighbours (--levels,
     /// --segment, --beam).
     Triehh,
+    /// Heavy hitters in one S&T round over the devices' whole items, as `heavy-hitters
+    /// --algorithm single-round` (--sampling-rate or --threshold).
+    SingleRound,
+    /// The number of devices whose number lies in [--lo, --hi), from a β-ary hierarchical
+    /// histogram, one S&T histogram of buckets per level, as `tally range` (--branching,
+    /// --levels, --min/--max, --consistent, --composition).
+    Range,
     /// OptPrefixTree heavy hitters among devices holding many words each (`tally fleet
     /// --whole-clients`): one randomized one-hot report per device and iteration, behind the
     /// shuffler; ε₀ solved for --min-cohort reports per iteration, replace-one neighbours
@@ -414,10 +422,17 @@ pub(crate) struct TaskCreateArgs {
     /// Quantiles: the upper end of the devices' range (with --min).
     #[arg(long, allow_negative_numbers = true, requires = "min")]
     pub(crate) max: Option<f64>,
-    /// Hierarchical quantiles: make children sum to their parents before reading the
-    /// quantiles.
+    /// Hierarchical quantiles and range: make children sum to their parents before reading
+    /// the tree.
     #[arg(long)]
     pub(crate) consistent: bool,
+    /// Range: the lower end of the counted range (included), in the devices' units.
+    #[arg(long, allow_negative_numbers = true, requires = "hi")]
+    pub(crate) lo: Option<f64>,
+    /// Range: the upper end of the counted range (excluded, except that a range ending at
+    /// --max, or 1, includes it).
+    #[arg(long, allow_negative_numbers = true, requires = "lo")]
+    pub(crate) hi: Option<f64>,
     #[command(flatten)]
     pub(crate) population: PopulationArgs,
     /// No release from a round with fewer uploads (reports and abstentions) than this

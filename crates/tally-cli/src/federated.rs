@@ -130,6 +130,9 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     if args.beam.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Triehh) {
         bail!("--beam applies to --algorithm triehh only");
     }
+    if args.lo.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Range) {
+        bail!("--lo and --hi apply to --algorithm range only");
+    }
     let domain_mechanism = args.kind.mechanism.and_then(federated_domain::mechanism);
     let shuffled = domain_mechanism.is_some_and(DomainHistogramMechanism::is_shuffled);
     if domain_mechanism.is_none() {
@@ -177,6 +180,14 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             refuse_options(args, &TREE_OPTIONS, "--algorithm binary-search-quantiles")?;
             quantile_kind(args, algorithm, composition)?
         }
+        (None, Some(TaskAlgorithm::SingleRound)) => {
+            refuse_options(args, &MULTI_ROUND_OPTIONS, "--algorithm single-round")?;
+            TaskKind::SingleRound {
+                sampling_rate: args.sampling_rate,
+                threshold: args.threshold,
+            }
+        }
+        (None, Some(TaskAlgorithm::Range)) => range_kind(args, composition)?,
         (None, Some(TaskAlgorithm::Triehh)) => triehh_kind(args)?,
         (None, Some(TaskAlgorithm::OptPrefixTree)) => opt_prefix_tree_kind(args)?,
         // Unwrap safety: clap requires exactly one of the two.
@@ -356,6 +367,31 @@ fn quantile_kind(
     })
 }
 
+/// A range-count task from the arguments: the options of `tally range`.
+fn range_kind(args: &TaskCreateArgs, composition: Option<Composition>) -> Result<TaskKind> {
+    refuse_options(args, &PREFIX_OPTIONS, "--algorithm range")?;
+    refuse_options(args, &QUANTILE_OPTIONS[..1], "--algorithm range")?;
+    let (Some(lo), Some(hi)) = (args.lo, args.hi) else {
+        bail!("--algorithm range counts the devices in [--lo, --hi): give both");
+    };
+    let range = match (args.min, args.max) {
+        (Some(min), Some(max)) => Some(tally_core::quantiles::ValueRange::new(min, max)?),
+        _ => None,
+    };
+    tally_cli::values_release::check_range(range, lo, hi)?;
+    Ok(TaskKind::Range {
+        lo,
+        hi,
+        branching: args.branching,
+        levels: args.levels.unwrap_or(DEFAULT_LEVELS),
+        consistent: args.consistent,
+        composition,
+        range: args.min.zip(args.max).map(|(min, max)| [min, max]),
+        sampling_rate: args.sampling_rate,
+        threshold: args.threshold,
+    })
+}
+
 /// The command-line spelling of a value.
 fn value_name(value: impl clap::ValueEnum) -> String {
     value
@@ -475,6 +511,10 @@ fn result(args: &TaskResultArgs) -> Result<()> {
         }
         TaskResult::DomainHistogram(release) => {
             federated_domain::print_release(&release, &args.id, shown)?;
+        }
+        TaskResult::Range(release) => {
+            let guarantee = guarantee_body_line(&release.guarantee);
+            crate::quantiles::print_range(&release, &guarantee, &[("task", args.id.clone())])?;
         }
     }
     Ok(())
@@ -602,6 +642,8 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
 fn kind_name(kind: &TaskKind) -> &'static str {
     match kind {
         TaskKind::Histogram { .. } => "sample-threshold",
+        TaskKind::SingleRound { .. } => "single-round",
+        TaskKind::Range { .. } => "range",
         TaskKind::HeavyHitters { .. } => "triehh++",
         TaskKind::Quantiles { .. } => "quantiles",
         TaskKind::Triehh { .. } => "triehh",
@@ -626,6 +668,34 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
             "sample-and-threshold histogram, {}",
             fixed(*sampling_rate, *threshold)
         ),
+        TaskKind::SingleRound {
+            sampling_rate,
+            threshold,
+        } => format!(
+            "single-round heavy hitters (one sample-and-threshold histogram of whole items), {}",
+            fixed(*sampling_rate, *threshold)
+        ),
+        TaskKind::Range {
+            lo,
+            hi,
+            branching,
+            levels,
+            consistent,
+            composition,
+            range,
+            sampling_rate,
+            threshold,
+        } => {
+            let [min, max] = range.unwrap_or([0.0, 1.0]);
+            format!(
+                "range count of [{lo}, {hi}) among numbers in [{min}, {max}] from a hierarchical \
+                 histogram, {levels} levels of branching {}{}, {} composition, {}",
+                branching.map_or_else(|| "4".to_owned(), |b| b.to_string()),
+                if *consistent { ", made consistent" } else { "" },
+                rule(composition),
+                fixed(*sampling_rate, *threshold)
+            )
+        }
         TaskKind::HeavyHitters {
             levels,
             segment,
@@ -707,8 +777,8 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
 /// The most rounds a task runs.
 fn rounds_of(kind: &TaskKind) -> u32 {
     match kind {
-        TaskKind::Histogram { .. } => 1,
-        TaskKind::HeavyHitters { levels, .. } => *levels,
+        TaskKind::Histogram { .. } | TaskKind::SingleRound { .. } => 1,
+        TaskKind::HeavyHitters { levels, .. } | TaskKind::Range { levels, .. } => *levels,
         TaskKind::Quantiles {
             method: QuantileMethod::Hierarchical,
             levels,

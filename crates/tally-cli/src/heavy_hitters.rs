@@ -18,8 +18,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
 use tally_messages::{
-    GuaranteeBody, HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody,
-    WordEncoding,
+    HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody, WordEncoding,
 };
 use tally_server::document;
 use tally_sim::{
@@ -106,22 +105,13 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                     estimate: Some(cell.estimate),
                 })
                 .collect();
-            let params = mechanism.params();
-            let release = HeavyHittersRelease {
-                mechanism: "single-round heavy hitters (sample-and-threshold)".to_owned(),
-                parameters: json!({
-                    "sampling_rate": params.sampling_rate(),
-                    "threshold": params.threshold(),
-                    "population": population.len(),
-                }),
-                guarantee: GuaranteeBody::from(mechanism.guarantee()),
-                input: population.description().to_owned(),
-                found_items: items.len(),
+            let release = document::single_round(
                 items,
-                trie: None,
-                truth: None,
-                seed: args.release.seed,
-            };
+                &mechanism,
+                population.len() as u64,
+                population.description().to_owned(),
+                args.release.seed,
+            );
             (Some(population), release)
         }
         Algorithm::TrieHhPlus => {

@@ -7,7 +7,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
 use tally_cli::values_release::{self, HierarchicalValues, Released, ValuesSettings};
 use tally_core::quantiles::TreeShape;
-use tally_messages::{QuantileRow, QuantilesRelease};
+use tally_messages::{QuantileRow, QuantilesRelease, RangeRelease};
 use tally_server::document;
 use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
 
@@ -79,41 +79,45 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     )?;
     drop(running);
     if common.privacy.json {
-        print_json(&document)?;
+        print_json(&serde_json::to_value(&document)?)?;
         return Ok(());
     }
-    let number = |field: &str| document[field].as_f64().unwrap_or(f64::NAN);
-    let (estimate, total) = (number("estimate"), number("estimated_total"));
-    let range = &document["range"];
-    print_fields(
-        "range count (hierarchical histogram)",
-        &[
-            (
-                "input",
-                document["input"].as_str().unwrap_or_default().to_owned(),
-            ),
-            ("guarantee", guarantee_line(&guarantee)),
-            ("parameters", document["parameters"].to_string()),
-            ("seed", common.release.seed_description()),
-            (
-                "range",
-                format!(
-                    "[{}, {}) (snapped to the grid: [{}, {}))",
-                    args.lo,
-                    args.hi,
-                    range["grid_lo"].as_f64().unwrap_or(f64::NAN),
-                    range["grid_hi"].as_f64().unwrap_or(f64::NAN)
-                ),
-            ),
-            (
-                "estimate",
-                format!(
-                    "{estimate:.1} values ({:.4} of the estimated total {total:.1})",
-                    estimate / total
-                ),
-            ),
-        ],
-    )?;
+    print_range(
+        &document,
+        &guarantee_line(&guarantee),
+        &[("seed", common.release.seed_description())],
+    )
+}
+
+/// Prints a range-count document for people, with `extra` rows after its parameters.
+pub(crate) fn print_range(
+    document: &RangeRelease,
+    guarantee: &str,
+    extra: &[(&str, String)],
+) -> Result<()> {
+    let (estimate, total) = (document.estimate, document.estimated_total);
+    let range = &document.range;
+    let mut rows = vec![
+        ("input", document.input.clone()),
+        ("guarantee", guarantee.to_owned()),
+        ("parameters", document.parameters.to_string()),
+    ];
+    rows.extend(extra.iter().cloned());
+    rows.push((
+        "range",
+        format!(
+            "[{}, {}) (snapped to the grid: [{}, {}))",
+            range.lo, range.hi, range.grid_lo, range.grid_hi
+        ),
+    ));
+    rows.push((
+        "estimate",
+        format!(
+            "{estimate:.1} values ({:.4} of the estimated total {total:.1})",
+            estimate / total
+        ),
+    ));
+    print_fields("range count (hierarchical histogram)", &rows)?;
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Quantiles and range counts of numbers by sample-and-threshold, and their documents, as
 //! `tally quantiles --json` and `tally range --json` print them.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_accounting::{Guarantee, Neighbours};
@@ -10,7 +10,7 @@ use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
     HierarchicalRelease, MAX_SEARCH_ROUNDS, TreeShape,
 };
-use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease};
+use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease, RangeRelease};
 use tally_server::document;
 use tally_sim::{
     CountedValues, ExecutionPath, SortedValues, ValueRange, Values, ValuesError,
@@ -374,7 +374,7 @@ pub fn range_count<E: From<ValuesReleaseError>>(
     load: impl FnOnce() -> Result<Values, E>,
     seed: u64,
     shown_seed: Option<u64>,
-) -> Result<Released<Value>, E> {
+) -> Result<Released<RangeRelease>, E> {
     hierarchical_range_count(
         settings,
         range,
@@ -398,36 +398,25 @@ pub fn hierarchical_range_count<E: From<ValuesReleaseError>>(
     load: impl FnOnce(TreeShape) -> Result<HierarchicalValues, E>,
     seed: u64,
     shown_seed: Option<u64>,
-) -> Result<Released<Value>, E> {
+) -> Result<Released<RangeRelease>, E> {
     check_range(range, lo, hi)?;
     let run = Hierarchical::prepare(settings)?;
     let values = load(run.shape)?;
     let release = run.execute(&values, seed)?;
-    let (unit_lo, unit_hi) = (to_unit(values.range(), lo), to_unit(values.range(), hi));
-    let estimate = release
-        .range_count(unit_lo, unit_hi)
-        .map_err(ValuesReleaseError::from)?;
-    let total = release.total();
-    let shape = release.shape();
-    let grid_lo = values.to_original(shape.boundary_point(shape.boundary_below(unit_lo)));
-    let grid_hi = values.to_original(shape.boundary_point(shape.boundary_below(unit_hi)));
     let parameters = run.parameters(&values, &release);
-    let guarantee = release.guarantee();
-    let document = json!({
-        "mechanism": document::HIERARCHICAL_HISTOGRAM,
-        "parameters": parameters,
-        "guarantee": GuaranteeBody::from(guarantee),
-        "target_delta": settings.delta,
-        "input": values.description(),
-        "range": {"lo": lo, "hi": hi, "grid_lo": grid_lo, "grid_hi": grid_hi},
-        "estimate": estimate,
-        "fraction": estimate / total,
-        "estimated_total": total,
-        "seed": shown_seed,
-    });
+    let document = document::range_count(
+        &release,
+        values.range(),
+        (lo, hi),
+        parameters,
+        settings.delta,
+        values.description().to_owned(),
+        shown_seed,
+    )
+    .map_err(ValuesReleaseError::from)?;
     Ok(Released {
         document,
-        guarantee: guarantee.clone(),
+        guarantee: release.guarantee().clone(),
     })
 }
 

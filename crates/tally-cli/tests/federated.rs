@@ -1156,3 +1156,252 @@ fn local_domain_histograms_run_over_a_fleet_as_in_the_simulator() {
         }
     }
 }
+
+/// `document` without the fields at the dotted `paths` (each must be there).
+fn without(document: &Value, paths: &[&str]) -> Value {
+    let mut document = document.clone();
+    for path in paths {
+        let (parent, field) = path.rsplit_once('.').unwrap_or(("", path));
+        let mut node = &mut document;
+        for part in parent.split('.').filter(|p| !p.is_empty()) {
+            node = &mut node[part];
+        }
+        let removed = node.as_object_mut().and_then(|o| o.remove(field));
+        assert!(removed.is_some(), "no {path} in the document");
+    }
+    document
+}
+
+/// Asserts that the document `tally task result --json` printed is the offline command's:
+/// the same top-level fields, every value equal but those at the dotted paths of `differ`
+/// (which each caller says why cannot match).
+fn assert_same_document(federated: &Value, offline: &Value, differ: &[&str]) {
+    let fields = |d: &Value| -> Vec<String> { d.as_object().unwrap().keys().cloned().collect() };
+    assert_eq!(
+        fields(federated),
+        fields(offline),
+        "{federated} against {offline}"
+    );
+    assert_eq!(
+        without(federated, differ),
+        without(offline, differ),
+        "{federated} against {offline}"
+    );
+}
+
+/// What a document's description of its input says for a federated run and a file.
+const INPUT: &str = "input";
+/// The seed of a simulation, which a federated run has none of.
+const SEED: &str = "seed";
+
+/// A single-round heavy-hitter task over the 2,103 devices of [`four_words_file`] run by a
+/// fleet against a server whose aggregator's coins are seeded with `seed`, one request at a
+/// time so that the reports arrive in the same order: its release.
+fn single_round_release(seed: u64) -> Value {
+    let server = Server::start_seeded(seed);
+    let analyst = &server.analyst;
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --algorithm single-round --epsilon 1 --delta 1e-6 \
+         --population words --expected-population 2103 --min-cohort 100 --json"
+    )));
+    assert!(matches!(info.spec.kind, TaskKind::SingleRound { .. }));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --batch 300 --concurrency 1 --json",
+        server.devices["words"],
+        four_words_file().display()
+    ));
+    let rounds = report["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 1, "{report}");
+    assert_eq!(rounds[0]["accepted"], 2103, "{report}");
+    let release = json(&format!("task result {analyst} {} --json", info.id));
+    assert_eq!(
+        serde_json::to_value(&info.guarantee).unwrap(),
+        release["guarantee"]
+    );
+    let table =
+        String::from_utf8(tally(&format!("task result {analyst} {}", info.id)).stdout).unwrap();
+    assert!(table.contains("single-round heavy hitters"), "{table}");
+    release
+}
+
+/// The released `(word, count)` pairs of a heavy-hitter document.
+fn word_counts(release: &Value) -> Vec<(String, u64)> {
+    release["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let word = i["item"].as_str().unwrap().to_owned();
+            (word, i["count"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// The words whose sampled counts in two independent single-round releases of the same
+/// round lie further apart than 5.7 standard deviations of the difference of two
+/// Binomial(`holders`, `p_s`) counts (two-sided α ≈ 1.2e-8 per word, below 1e-6 over the
+/// words), or that only one of them released.
+fn single_round_outliers(ours: &Value, theirs: &Value, holders: &[(&str, u64)]) -> Vec<String> {
+    let rate = ours["parameters"]["sampling_rate"].as_f64().unwrap();
+    let theirs: HashMap<String, u64> = word_counts(theirs).into_iter().collect();
+    let ours: HashMap<String, u64> = word_counts(ours).into_iter().collect();
+    let mut outliers: Vec<String> = ours
+        .keys()
+        .chain(theirs.keys())
+        .filter(|word| {
+            let n = holders.iter().find(|(w, _)| w == word).map_or(0, |h| h.1) as f64;
+            let tolerance = 5.7 * (2.0 * n * rate * (1.0 - rate)).sqrt();
+            match (ours.get(*word), theirs.get(*word)) {
+                (Some(&a), Some(&b)) => (a as f64 - b as f64).abs() > tolerance,
+                _ => true,
+            }
+        })
+        .cloned()
+        .collect();
+    outliers.sort();
+    outliers.dedup();
+    outliers
+}
+
+/// `tally task create --algorithm single-round` over 2,103 devices: the same seeded server
+/// releases the same document byte for byte; the document is `tally heavy-hitters
+/// --algorithm single-round`'s (same fields, parameters and guarantee; the input and seed
+/// cannot match, the sampled counts match in distribution at α ≤ 1e-6), and a simulation
+/// over data with "the"'s holders moved to "to" is caught.
+#[test]
+fn a_single_round_task_releases_what_the_offline_command_releases() {
+    let federated = single_round_release(21);
+    assert_eq!(single_round_release(21).to_string(), federated.to_string());
+    let holders = [("the", 900), ("and", 700), ("to", 500), ("rare", 3)];
+    let offline = |file: &PathBuf| {
+        json(&format!(
+            "heavy-hitters --algorithm single-round --epsilon 1 --delta 1e-6 --input {} \
+             --seed 3 --json",
+            file.display()
+        ))
+    };
+    let simulated = offline(&four_words_file());
+    assert_same_document(&federated, &simulated, &[INPUT, SEED, "items"]);
+    let found: Vec<String> = word_counts(&federated).into_iter().map(|w| w.0).collect();
+    assert_eq!(found, ["the", "and", "to"]);
+    assert_eq!(
+        single_round_outliers(&federated, &simulated, &holders),
+        Vec::<String>::new()
+    );
+    let moved: String = holders
+        .iter()
+        .flat_map(|&(word, n)| {
+            let word = if word == "the" { "to" } else { word };
+            std::iter::repeat_n(format!("{word}\n"), n as usize)
+        })
+        .collect();
+    let mutant = offline(&temp_file("moved-words.txt", moved.as_bytes()));
+    assert!(
+        !single_round_outliers(&federated, &mutant, &holders).is_empty(),
+        "the mutant passes: {mutant}"
+    );
+}
+
+/// 16,000 devices' numbers in [0, 100]: device i holds 100·(i/16000)².
+fn skewed_numbers(shift: f64) -> PathBuf {
+    let n = 16_000;
+    let numbers: String = (0..n)
+        .map(|i| {
+            let u = f64::from(i) / f64::from(n);
+            format!("{}\n", (100.0 * u * u + shift).min(100.0))
+        })
+        .collect();
+    temp_file(&format!("skewed-{shift}.txt"), numbers.as_bytes())
+}
+
+/// The estimated count of a range document.
+fn range_estimate(release: &Value) -> f64 {
+    release["estimate"].as_f64().unwrap()
+}
+
+/// `tally task create --algorithm range` over 16,000 devices: the document is `tally
+/// range`'s (same fields, parameters, guarantee and snapped range; the input and seed cannot
+/// match, and the sampled estimates match in distribution at α ≤ 1e-6); a simulation over
+/// numbers shifted up by 10 is caught.
+#[test]
+fn a_range_task_releases_what_the_offline_command_releases() {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let file = skewed_numbers(0.0);
+    let options = "--epsilon 4 --delta 1e-6 --levels 3 --min 0 --max 100 --lo 10 --hi 60";
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --algorithm range {options} --population numbers \
+         --expected-population 16000 --min-cohort 100 --json"
+    )));
+    assert!(matches!(
+        info.spec.kind,
+        TaskKind::Range {
+            levels: 3,
+            composition: Some(Composition::Tight),
+            ..
+        }
+    ));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 5 --batch 1000 --json",
+        server.devices["numbers"],
+        file.display()
+    ));
+    assert_eq!(report["rounds"].as_array().unwrap().len(), 3, "{report}");
+    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let offline = |file: &PathBuf| {
+        json(&format!(
+            "range --input {} {options} --seed 5 --json",
+            file.display()
+        ))
+    };
+    let simulated = offline(&file);
+    // The estimates are sampled by each run.
+    let sampled = [
+        "estimate",
+        "fraction",
+        "estimated_total",
+        "parameters.estimated_total",
+    ];
+    assert_same_document(
+        &federated,
+        &simulated,
+        &[&[INPUT, SEED][..], &sampled].concat(),
+    );
+    assert_eq!(
+        serde_json::to_value(&info.guarantee).unwrap(),
+        federated["guarantee"]
+    );
+    // [10, 60) snaps to leaves of width 100/64: [9.375, 59.375), which holds the devices
+    // with i/16000 in [sqrt(0.09375), sqrt(0.59375)).
+    assert_eq!(federated["range"]["grid_lo"], 9.375);
+    assert_eq!(federated["range"]["grid_hi"], 59.375);
+    let truth = (0..16_000)
+        .map(|i| 100.0 * (f64::from(i) / 16_000.0).powi(2))
+        .filter(|v| (9.375..59.375).contains(v))
+        .count() as f64;
+    // The estimate sums disjoint nodes' count / p_s, each count Binomial(holders, p_s): its
+    // variance is truth·(1 − p_s)/p_s; every node holds enough devices to pass the
+    // threshold. 5.7 standard deviations: two-sided α ≈ 1.2e-8.
+    let rate = federated["parameters"]["sampling_rate"].as_f64().unwrap();
+    let sd = (truth * (1.0 - rate) / rate).sqrt();
+    for release in [&federated, &simulated] {
+        let estimate = range_estimate(release);
+        assert!(
+            (estimate - truth).abs() < 5.7 * sd,
+            "{estimate} against {truth}"
+        );
+    }
+    let gap = |other: &Value| (range_estimate(&federated) - range_estimate(other)).abs();
+    assert!(gap(&simulated) < 5.7 * std::f64::consts::SQRT_2 * sd);
+    let mutant = offline(&skewed_numbers(10.0));
+    assert!(
+        gap(&mutant) > 5.7 * std::f64::consts::SQRT_2 * sd,
+        "the mutant passes: {mutant}"
+    );
+    let table =
+        String::from_utf8(tally(&format!("task result {analyst} {}", info.id)).stdout).unwrap();
+    assert!(
+        table.contains("range count") && table.contains("9.375"),
+        "{table}"
+    );
+}

@@ -49,8 +49,8 @@ pub use domain::{
 pub use opt_prefix_tree::{OptPrefixTreeOptions, Randomizer, WordEncoding};
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
-    GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease,
-    ReleasedItem, TrieNodeBody,
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease, RangeBody,
+    RangeRelease, ReleasedItem, TrieNodeBody,
 };
 
 /// The protocol version this crate speaks.
@@ -207,6 +207,52 @@ pub enum TaskKind {
         /// How the levels' guarantees compose; left out, the default of the task's neighbour
         /// relation ([`Composition::default_for_rounds`]: tight for add/remove, basic for
         /// replace-one), see [`round_composition`].
+        #[serde(
+            with = "named::optional",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        composition: Option<Composition>,
+        /// The range `[min, max]` of the devices' numbers; `[0, 1]` when left out. A device
+        /// with a number outside it counts at the nearer end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
+        /// The per-level sampling rate `p_s`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling_rate: Option<f64>,
+        /// The per-level threshold `τ`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<u64>,
+    },
+    /// Heavy hitters in one sample-and-threshold round over the devices' whole items (`tally
+    /// heavy-hitters --algorithm single-round`): the histogram's round, published as a
+    /// heavy-hitter release.
+    SingleRound {
+        /// The sampling rate `p_s`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling_rate: Option<f64>,
+        /// The threshold `τ`, if fixed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threshold: Option<u64>,
+    },
+    /// The number of devices whose number lies in `[lo, hi)`, from a `β`-ary hierarchical
+    /// histogram with one sample-and-threshold histogram of buckets per level (`tally range`).
+    Range {
+        /// The lower end of the counted range (included), in the devices' units.
+        lo: f64,
+        /// The upper end (excluded, except that a range ending at the top of `range` includes
+        /// it).
+        hi: f64,
+        /// The tree's branching factor `β` (4 when left out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        branching: Option<u32>,
+        /// The tree's levels `L` (its resolution is `β^(−L)` of the range).
+        levels: u32,
+        /// Whether to make children sum to their parents before counting.
+        #[serde(default)]
+        consistent: bool,
+        /// How the levels' guarantees compose; left out, the default of the task's neighbour
+        /// relation, see [`round_composition`].
         #[serde(
             with = "named::optional",
             default,
@@ -381,6 +427,8 @@ pub enum TaskResult {
     Quantiles(QuantilesRelease),
     /// A domain histogram task's release.
     DomainHistogram(DomainHistogramRelease),
+    /// A range-count task's release.
+    Range(RangeRelease),
 }
 
 /// The query of an open round: what every device is asked.

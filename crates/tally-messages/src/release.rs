@@ -1,5 +1,6 @@
-//! The released result documents: what `tally histogram --json`, `tally heavy-hitters --json`
-//! and `tally quantiles --json` print, and what a finished federated task returns.
+//! The released result documents: what `tally histogram --json`, `tally heavy-hitters --json`,
+//! `tally quantiles --json` and `tally range --json` print, and what a finished federated task
+//! returns.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -142,6 +143,46 @@ pub struct QuantileRow {
     /// (simulations only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_error: Option<f64>,
+}
+
+/// A range-count release: the estimated number of values in a range, from a hierarchical
+/// histogram. What `tally range --json` prints, and what a finished range task returns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeRelease {
+    /// The algorithm's name.
+    pub mechanism: String,
+    /// Its parameters.
+    pub parameters: Value,
+    /// The guarantee of the release.
+    pub guarantee: GuaranteeBody,
+    /// The `δ` asked for.
+    pub target_delta: f64,
+    /// What the data was.
+    pub input: String,
+    /// The range asked for and the grid cells it was snapped to.
+    pub range: RangeBody,
+    /// The estimated number of values in the snapped range.
+    pub estimate: f64,
+    /// `estimate / estimated_total`.
+    pub fraction: f64,
+    /// The estimated number of values in all.
+    pub estimated_total: f64,
+    /// The simulation's seed (none for a federated run or an unseeded one).
+    pub seed: Option<u64>,
+}
+
+/// A counted range: `[lo, hi)` as asked and as snapped down to the tree's leaf grid, in the
+/// values' units.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RangeBody {
+    /// The lower end asked for.
+    pub lo: f64,
+    /// The upper end asked for.
+    pub hi: f64,
+    /// The lower end on the grid.
+    pub grid_lo: f64,
+    /// The upper end on the grid.
+    pub grid_hi: f64,
 }
 
 /// The release of a histogram over a public domain: an estimate for every element (or, with

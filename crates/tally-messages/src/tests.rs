@@ -76,6 +76,27 @@ fn every_message_round_trips() {
         sampling: Sampling::Device,
         ..spec.clone()
     });
+    round_trip(&TaskSpec {
+        kind: TaskKind::SingleRound {
+            sampling_rate: None,
+            threshold: Some(12),
+        },
+        ..spec.clone()
+    });
+    round_trip(&TaskSpec {
+        kind: TaskKind::Range {
+            lo: 3_600.0,
+            hi: 7_200.5,
+            branching: Some(8),
+            levels: 5,
+            consistent: true,
+            composition: None,
+            range: Some([0.0, 86_400.0]),
+            sampling_rate: Some(0.25),
+            threshold: None,
+        },
+        ..spec.clone()
+    });
     let guarantee = GuaranteeBody {
         epsilon: 0.999_999_999_999_999_9,
         delta: 9.999_999_999_999_898e-9,
@@ -278,6 +299,30 @@ fn every_message_round_trips() {
             },
         ],
         seed: None,
+    }));
+    // A range count is none of the documents above: it parses as itself.
+    round_trip(&TaskResult::Range(RangeRelease {
+        mechanism: "hierarchical histogram".into(),
+        parameters: serde_json::json!({"levels": 3}),
+        guarantee: GuaranteeBody {
+            epsilon: 2.0,
+            delta: 1e-6,
+            neighbours: "add-remove".into(),
+            model: "central".into(),
+            method: "tight".into(),
+        },
+        target_delta: 1e-6,
+        input: "federated".into(),
+        range: RangeBody {
+            lo: 10.0,
+            hi: 60.0,
+            grid_lo: 9.375,
+            grid_hi: 59.375,
+        },
+        estimate: 7_431.25,
+        fraction: 0.474_1,
+        estimated_total: 15_674.5,
+        seed: Some(5),
     }));
     for state in [
         TaskState::Running,

@@ -1,9 +1,9 @@
 //! The released result documents, built from tally-core's outputs.
 //!
 //! A finished federated task returns the same JSON document as `tally heavy-hitters --json`
-//! (TrieHH, TrieHH++), `tally histogram --json` (sample-and-threshold) or `tally quantiles --json`
-//! (hierarchical histogram) prints for a simulation with the same parameters: both build it
-//! here. Item names are strings already (the command line maps its item ids to names first);
+//! (TrieHH, TrieHH++, single-round, OptPrefixTree), `tally histogram --json`
+//! (sample-and-threshold), `tally quantiles --json` (hierarchical histogram, binary search) or
+//! `tally range --json` prints for a simulation with the same parameters: both build it here. Item names are strings already (the command line maps its item ids to names first);
 //! the caller says what the input was and how it ran.
 
 use serde_json::{Value, json};
@@ -16,7 +16,8 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
 use tally_messages::{
-    GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleasedItem, TrieNodeBody,
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, RangeBody, RangeRelease, ReleasedItem,
+    TrieNodeBody,
 };
 
 /// The name of the TrieHH++ document's mechanism.
@@ -67,6 +68,49 @@ pub fn hierarchical_parameters(
         "per_round_guarantee": GuaranteeBody::from(parameters.per_level.guarantee()),
         "population": parameters.population,
         "estimated_total": release.total(),
+    })
+}
+
+/// The document of a range count from a hierarchical `release` (already made consistent if
+/// asked) of values rescaled from `range`: the estimated number of values in `[lo, hi)`
+/// (in the values' units) and the grid cells the range was snapped to.
+///
+/// # Errors
+///
+/// If `[lo, hi)` is not a range of the values' units.
+#[allow(clippy::too_many_arguments)] // the fields of the document
+pub fn range_count(
+    release: &HierarchicalRelease,
+    range: Option<ValueRange>,
+    (lo, hi): (f64, f64),
+    parameters: Value,
+    target_delta: f64,
+    input: String,
+    seed: Option<u64>,
+) -> Result<RangeRelease, tally_core::Error> {
+    let to_unit = |x: f64| range.map_or(x, |r| r.to_unit(x));
+    let to_original = |y: f64| range.map_or(y, |r| r.from_unit(y));
+    let (unit_lo, unit_hi) = (to_unit(lo), to_unit(hi));
+    let estimate = release.range_count(unit_lo, unit_hi)?;
+    let total = release.total();
+    let shape = release.shape();
+    let grid = |x: f64| to_original(shape.boundary_point(shape.boundary_below(x)));
+    Ok(RangeRelease {
+        mechanism: HIERARCHICAL_HISTOGRAM.to_owned(),
+        parameters,
+        guarantee: release.guarantee().into(),
+        target_delta,
+        input,
+        range: RangeBody {
+            lo,
+            hi,
+            grid_lo: grid(unit_lo),
+            grid_hi: grid(unit_hi),
+        },
+        estimate,
+        fraction: estimate / total,
+        estimated_total: total,
+        seed,
     })
 }
 
@@ -260,6 +304,37 @@ pub fn sample_threshold(
         execution: execution.to_owned(),
         released_items: items.len(),
         items,
+        seed,
+    }
+}
+
+/// The name of the single-round heavy-hitter document's mechanism.
+pub const SINGLE_ROUND: &str = "single-round heavy hitters (sample-and-threshold)";
+
+/// The document of single-round heavy hitters over `population` clients: one
+/// sample-and-threshold histogram of whole items, `items` its released cells by decreasing
+/// count. No truth scores (the caller adds them when it knows the truth).
+pub fn single_round(
+    items: Vec<ReleasedItem>,
+    mechanism: &SampleThreshold,
+    population: u64,
+    input: String,
+    seed: Option<u64>,
+) -> HeavyHittersRelease {
+    let params = mechanism.params();
+    HeavyHittersRelease {
+        mechanism: SINGLE_ROUND.to_owned(),
+        parameters: json!({
+            "sampling_rate": params.sampling_rate(),
+            "threshold": params.threshold(),
+            "population": population,
+        }),
+        guarantee: GuaranteeBody::from(mechanism.guarantee()),
+        input,
+        found_items: items.len(),
+        items,
+        trie: None,
+        truth: None,
         seed,
     }
 }

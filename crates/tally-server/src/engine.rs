@@ -112,18 +112,19 @@ impl Engine {
                 mechanism: _,
                 sampling_rate,
                 threshold,
-            } => {
-                let mechanism = SampleThreshold::calibrate(
-                    privacy.epsilon,
-                    privacy.delta,
-                    target(*sampling_rate, *threshold)?,
-                    privacy.analysis,
-                    privacy.neighbours,
-                )
-                .map_err(|e| e.to_string())?;
-                let task = SingleRound::new(mechanism.clone(), mechanism.guarantee().clone());
-                Ok(driven(Histogram { mechanism }, task, 1))
-            }
+            } => Histogram::build(
+                privacy,
+                target(*sampling_rate, *threshold)?,
+                Publication::Histogram,
+            ),
+            TaskKind::SingleRound {
+                sampling_rate,
+                threshold,
+            } => Histogram::build(
+                privacy,
+                target(*sampling_rate, *threshold)?,
+                Publication::HeavyHitters,
+            ),
             TaskKind::HeavyHitters {
                 algorithm: _,
                 levels,
@@ -184,23 +185,16 @@ impl Engine {
                     .map_err(|e| e.to_string())?;
                 let target = target(*sampling_rate, *threshold)?;
                 match method {
-                    QuantileMethod::Hierarchical => {
-                        let shape = TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
-                            .map_err(|e| e.to_string())?;
-                        let plan = plan(privacy, *levels as usize, composition, target)?;
-                        let task =
-                            HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan))
-                                .map_err(|e| e.to_string())?;
-                        let rounds = plan.rounds;
-                        let kind = Hierarchical {
-                            plan,
-                            shape,
-                            range,
-                            quantiles: quantiles.clone(),
-                            consistent: *consistent,
-                        };
-                        Ok(driven(kind, task, rounds))
-                    }
+                    QuantileMethod::Hierarchical => Hierarchical::build(
+                        privacy,
+                        TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
+                            .map_err(|e| e.to_string())?,
+                        composition,
+                        target,
+                        range,
+                        *consistent,
+                        Reading::Quantiles(quantiles.clone()),
+                    ),
                     QuantileMethod::BinarySearch => {
                         if branching.is_some() || *consistent {
                             return Err("branching and consistent apply to the hierarchical \
@@ -229,6 +223,38 @@ impl Engine {
                         ))
                     }
                 }
+            }
+            TaskKind::Range {
+                lo,
+                hi,
+                branching,
+                levels,
+                consistent,
+                composition,
+                range,
+                sampling_rate,
+                threshold,
+            } => {
+                let range = range
+                    .map(|[min, max]| ValueRange::new(min, max))
+                    .transpose()
+                    .map_err(|e| e.to_string())?;
+                let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
+                if !(min <= *lo && lo <= hi && *hi <= max) {
+                    return Err(format!(
+                        "range [{lo}, {hi}): expected min ≤ lo ≤ hi ≤ max within [{min}, {max}]"
+                    ));
+                }
+                Hierarchical::build(
+                    privacy,
+                    TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
+                        .map_err(|e| e.to_string())?,
+                    round_composition(*composition, privacy.neighbours),
+                    target(*sampling_rate, *threshold)?,
+                    range,
+                    *consistent,
+                    Reading::Range(*lo, *hi),
+                )
             }
             TaskKind::Triehh {
                 levels,
@@ -426,6 +452,42 @@ impl<K: Kind> FederatedTask for Driven<K> {
 #[derive(Clone)]
 struct Histogram {
     mechanism: SampleThreshold,
+    /// The document it publishes.
+    publication: Publication,
+}
+
+/// What a one-round sample-and-threshold task publishes: the same cells, as the offline
+/// command that runs the same round prints them.
+#[derive(Clone, Copy)]
+enum Publication {
+    /// `tally histogram --mechanism sample-threshold`.
+    Histogram,
+    /// `tally heavy-hitters --algorithm single-round`.
+    HeavyHitters,
+}
+
+impl Histogram {
+    /// The round calibrated for `privacy` and `target`, publishing its `publication`.
+    fn build(
+        privacy: &PrivacyTarget,
+        target: PlanTarget,
+        publication: Publication,
+    ) -> Result<(Engine, Guarantee), String> {
+        let mechanism = SampleThreshold::calibrate(
+            privacy.epsilon,
+            privacy.delta,
+            target,
+            privacy.analysis,
+            privacy.neighbours,
+        )
+        .map_err(|e| e.to_string())?;
+        let task = SingleRound::new(mechanism.clone(), mechanism.guarantee().clone());
+        let kind = Self {
+            mechanism,
+            publication,
+        };
+        Ok(driven(kind, task, 1))
+    }
 }
 
 impl Kind for Histogram {
@@ -462,15 +524,25 @@ impl Kind for Histogram {
                 estimate: Some(cell.estimate),
             })
             .collect();
-        serde_json::to_string_pretty(&document::sample_threshold(
-            items,
-            &self.mechanism,
-            spec.expected_population,
-            spec.privacy.delta,
-            input_description(spec),
-            "federated",
-            None,
-        ))
+        let population = spec.expected_population;
+        match self.publication {
+            Publication::Histogram => serde_json::to_string_pretty(&document::sample_threshold(
+                items,
+                &self.mechanism,
+                population,
+                spec.privacy.delta,
+                input_description(spec),
+                "federated",
+                None,
+            )),
+            Publication::HeavyHitters => serde_json::to_string_pretty(&document::single_round(
+                items,
+                &self.mechanism,
+                population,
+                input_description(spec),
+                None,
+            )),
+        }
     }
 }
 
@@ -526,7 +598,8 @@ impl Kind for TriePlus {
     }
 }
 
-/// Quantiles from a hierarchical histogram, one S&T histogram of buckets per level.
+/// Quantiles or a range count from a hierarchical histogram, one S&T histogram of buckets
+/// per level.
 #[derive(Clone)]
 struct Hierarchical {
     /// The plan of its levels.
@@ -535,10 +608,46 @@ struct Hierarchical {
     shape: TreeShape,
     /// The range the devices' numbers are rescaled from.
     range: Option<ValueRange>,
-    /// The quantiles to read.
-    quantiles: Vec<f64>,
+    /// What is read from the tree.
+    reading: Reading,
     /// Whether to make the tree consistent before reading it.
     consistent: bool,
+}
+
+/// What a hierarchical histogram task reads from its tree.
+#[derive(Clone)]
+enum Reading {
+    /// These quantiles (`tally quantiles`), each in `[0, 1]`.
+    Quantiles(Vec<f64>),
+    /// The count of `[lo, hi)` in the devices' units (`tally range`), within their range.
+    Range(f64, f64),
+}
+
+impl Hierarchical {
+    /// The tree of `shape` over numbers rescaled from `range`, its levels calibrated for
+    /// `privacy` and composed by `composition`, read as `reading` says.
+    fn build(
+        privacy: &PrivacyTarget,
+        shape: TreeShape,
+        composition: Composition,
+        target: PlanTarget,
+        range: Option<ValueRange>,
+        consistent: bool,
+        reading: Reading,
+    ) -> Result<(Engine, Guarantee), String> {
+        let plan = plan(privacy, shape.levels() as usize, composition, target)?;
+        let task = HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan))
+            .map_err(|e| e.to_string())?;
+        let rounds = plan.rounds;
+        let kind = Self {
+            plan,
+            shape,
+            range,
+            reading,
+            consistent,
+        };
+        Ok(driven(kind, task, rounds))
+    }
 }
 
 impl Kind for Hierarchical {
@@ -562,7 +671,8 @@ impl Kind for Hierarchical {
         bucket_release(cells, &query.mechanism)
     }
 
-    /// The document `tally quantiles --json` prints for the same parameters.
+    /// The document `tally quantiles --json` or `tally range --json` prints for the same
+    /// parameters.
     fn document(
         &self,
         _: &Guarantee,
@@ -575,19 +685,6 @@ impl Kind for Hierarchical {
             release
         };
         let to_original = |y: f64| self.range.map_or(y, |r| r.from_unit(y));
-        let quantiles = self
-            .quantiles
-            .iter()
-            .map(|&quantile| QuantileRow {
-                quantile,
-                // Unwrap safety: the quantiles were checked to lie in [0, 1] when the task
-                // was built.
-                value: to_original(release.quantile(quantile).expect("a quantile in [0, 1]")),
-                interval: None,
-                true_value: None,
-                rank_error: None,
-            })
-            .collect();
         let parameters = document::hierarchical_parameters(
             &document::HierarchicalParameters {
                 shape: self.shape,
@@ -599,6 +696,36 @@ impl Kind for Hierarchical {
             },
             &release,
         );
+        let quantiles = match &self.reading {
+            Reading::Quantiles(quantiles) => quantiles,
+            &Reading::Range(lo, hi) => {
+                // Unwrap safety: the range was checked to lie within the devices' units when
+                // the task was built.
+                let document = document::range_count(
+                    &release,
+                    self.range,
+                    (lo, hi),
+                    parameters,
+                    spec.privacy.delta,
+                    input_description(spec),
+                    None,
+                )
+                .expect("a range within the devices' units");
+                return serde_json::to_string_pretty(&document);
+            }
+        };
+        let quantiles = quantiles
+            .iter()
+            .map(|&quantile| QuantileRow {
+                quantile,
+                // Unwrap safety: the quantiles were checked to lie in [0, 1] when the task
+                // was built.
+                value: to_original(release.quantile(quantile).expect("a quantile in [0, 1]")),
+                interval: None,
+                true_value: None,
+                rank_error: None,
+            })
+            .collect();
         serde_json::to_string_pretty(&QuantilesRelease {
             mechanism: document::HIERARCHICAL_HISTOGRAM.to_owned(),
             parameters,

@@ -982,8 +982,9 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
         return invalid(format!("max_attempts: 1 to {MAX_ATTEMPTS}"));
     }
     let levels = match &spec.kind {
-        TaskKind::Histogram { .. } => 1,
+        TaskKind::Histogram { .. } | TaskKind::SingleRound { .. } => 1,
         TaskKind::DomainHistogram { .. } => 1,
+        TaskKind::Range { levels, .. } => *levels,
         TaskKind::HeavyHitters { levels, .. } => *levels,
         TaskKind::Quantiles {
             levels, quantiles, ..

@@ -276,42 +276,45 @@ async fn prefixes_that_extend_no_live_prefix_are_refused_and_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reports_that_name_no_bucket_of_the_level_are_refused_and_counted() {
-    for db in databases().await {
-        let Started {
-            server,
-            router,
-            task,
-            ..
-        } = start_with_task(&db, &spec(quantiles(3, 0.2), 1.0, policy(1, 1000))).await;
-        let round = open_round(&router, &task.id).await;
-        assert!(
-            matches!(
-                round.ask,
-                tally_messages::Ask::Bucket {
-                    level: 1,
-                    levels: 3,
-                    branching: 4,
-                    range: Some([0.0, 100.0]),
-                    ..
-                }
-            ),
-            "{round:?}"
-        );
-        let uploads = format!("/v1/rounds/{}/uploads", round.round_id);
-        let tokens = tokens(&router, &round.round_id, 6).await;
-        // Level 1 of a 4-ary tree has buckets 0 to 3, each written one way.
-        let reports = ["4", "03", "-1", "0.5", "x", "3"];
-        let uploads_batch = tokens
-            .iter()
-            .cloned()
-            .zip(reports.map(Some))
-            .collect::<Vec<_>>();
-        let receipt: UploadReceipt = post(&router, &uploads, &batch(uploads_batch)).await;
-        assert_eq!(receipt.accepted, 1, "{}", db.name);
-        let codes: Vec<ErrorCode> = receipt.rejected.iter().map(|r| r.code).collect();
-        assert_eq!(codes, [ErrorCode::BadBucket; 5], "{}", db.name);
-        assert_eq!(rejections(&router, "bad_bucket").await, 5);
-        server.shutdown().await;
+    // Quantile and range tasks ask the same rounds of a hierarchical histogram.
+    for kind in [quantiles(3, 0.2), range(10.0, 60.0, 3, 0.2)] {
+        for db in databases().await {
+            let Started {
+                server,
+                router,
+                task,
+                ..
+            } = start_with_task(&db, &spec(kind.clone(), 1.0, policy(1, 1000))).await;
+            let round = open_round(&router, &task.id).await;
+            assert!(
+                matches!(
+                    round.ask,
+                    tally_messages::Ask::Bucket {
+                        level: 1,
+                        levels: 3,
+                        branching: 4,
+                        range: Some([0.0, 100.0]),
+                        ..
+                    }
+                ),
+                "{round:?}"
+            );
+            let uploads = format!("/v1/rounds/{}/uploads", round.round_id);
+            let tokens = tokens(&router, &round.round_id, 6).await;
+            // Level 1 of a 4-ary tree has buckets 0 to 3, each written one way.
+            let reports = ["4", "03", "-1", "0.5", "x", "3"];
+            let uploads_batch = tokens
+                .iter()
+                .cloned()
+                .zip(reports.map(Some))
+                .collect::<Vec<_>>();
+            let receipt: UploadReceipt = post(&router, &uploads, &batch(uploads_batch)).await;
+            assert_eq!(receipt.accepted, 1, "{}", db.name);
+            let codes: Vec<ErrorCode> = receipt.rejected.iter().map(|r| r.code).collect();
+            assert_eq!(codes, [ErrorCode::BadBucket; 5], "{}", db.name);
+            assert_eq!(rejections(&router, "bad_bucket").await, 5);
+            server.shutdown().await;
+        }
     }
 }
 
@@ -774,6 +777,14 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
             (too_large, "expected_population: at most"),
             (too_deep, "levels 300: at most 64"),
             (too_many_quantiles, "quantiles: at most"),
+            (
+                spec(range(60.0, 10.0, 3, 0.2), 1.0, policy(1, 1000)),
+                "range [60, 10)",
+            ),
+            (
+                spec(range(10.0, 160.0, 3, 0.2), 1.0, policy(1, 1000)),
+                "within [0, 100]",
+            ),
         ] {
             let (status, text) = call(
                 &router,

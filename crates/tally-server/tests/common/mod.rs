@@ -339,6 +339,22 @@ pub fn quantiles(levels: u32, sampling_rate: f64) -> TaskKind {
     }
 }
 
+/// The count of `[lo, hi)` among numbers in `[0, 100]` from a hierarchical histogram with
+/// branching 4, a fixed per-level sampling rate and the given levels.
+pub fn range(lo: f64, hi: f64, levels: u32, sampling_rate: f64) -> TaskKind {
+    TaskKind::Range {
+        lo,
+        hi,
+        branching: Some(4),
+        levels,
+        consistent: false,
+        composition: Some(tally_accounting::composition::Composition::Basic),
+        range: Some([0.0, 100.0]),
+        sampling_rate: Some(sampling_rate),
+        threshold: None,
+    }
+}
+
 /// The open round of `task`.
 pub async fn open_round<A: Api>(router: &A, task: &str) -> RoundQuery {
     let rounds: Vec<RoundQuery> = get(router, "/v1/rounds").await;
