@@ -512,6 +512,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         },
         users,
         population.description().to_owned(),
+        args.release.seed,
     );
     document["parameters"]["aggregation"] = json!(match path {
         AggregationPath::Binomial => "binomial",
@@ -559,7 +560,6 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         if let Some(truth) = truth {
             out["truth"] = truth;
         }
-        out["seed"] = json!(args.release.seed);
         print_json(&out)?;
         return Ok(());
     }

@@ -494,6 +494,15 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
     let released =
         |r: &HeavyHittersRelease| serde_json::to_value((&r.items, &r.trie, r.found_items)).unwrap();
     assert_eq!(released(&again), released(&release));
+    // The document of `tally heavy-hitters --algorithm triehh++` over the same words; the
+    // counts are sampled by each run.
+    let offline = json(&format!(
+        "heavy-hitters --algorithm triehh++ --epsilon 4 --delta 1e-6 --levels 5 --input {} \
+         --seed 3 --json",
+        four_words_file().display()
+    ));
+    let federated = serde_json::to_value(&release).unwrap();
+    assert_same_document(&federated, &offline, &[INPUT, SEED, "items", "trie"]);
 }
 
 /// TrieHH over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a fleet
@@ -536,6 +545,11 @@ fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
     };
     assert_eq!(released(&federated), released(&simulated));
     assert_eq!(info.guarantee, federated.guarantee);
+    assert_same_document(
+        &serde_json::to_value(&federated).unwrap(),
+        &serde_json::to_value(&simulated).unwrap(),
+        &[INPUT, SEED],
+    );
 }
 
 #[test]
@@ -565,7 +579,8 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
     assert_eq!(report["rounds"].as_array().unwrap().len(), 3, "{report}");
     let output = tally(&format!("task result {analyst} {} --json", info.id));
     assert!(output.status.success());
-    let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
+    let federated_document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let federated: QuantilesRelease = parse(federated_document.clone());
     // Federated tasks default to the command line's rule (tight composition of the S&T loss
     // for add/remove neighbours): the task names it, and the simulator's default matches it.
     assert!(
@@ -579,10 +594,17 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
         "{:?}",
         info.spec.kind
     );
-    let simulated: QuantilesRelease = parse(json(&format!(
+    let simulated_document = json(&format!(
         "quantiles --input {} {options} --seed 5 --json",
         file.display()
-    )));
+    ));
+    // The estimates are sampled by each run.
+    assert_same_document(
+        &federated_document,
+        &simulated_document,
+        &[INPUT, SEED, "quantiles", "parameters.estimated_total"],
+    );
+    let simulated: QuantilesRelease = parse(simulated_document);
     assert_eq!(federated.mechanism, simulated.mechanism);
     assert_eq!(federated.guarantee, simulated.guarantee);
     assert_eq!(
@@ -629,12 +651,18 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
         info.id
     ));
     assert_eq!(report["rounds"].as_array().unwrap().len(), 5, "{report}");
-    let output = tally(&format!("task result {analyst} {} --json", info.id));
-    let federated: QuantilesRelease = serde_json::from_slice(&output.stdout).unwrap();
-    let simulated: QuantilesRelease = parse(json(&format!(
+    let federated_document = json(&format!("task result {analyst} {} --json", info.id));
+    let simulated_document = json(&format!(
         "quantiles --input {} {options} --method binary-search --seed 6 --json",
         file.display()
-    )));
+    ));
+    assert_same_document(
+        &federated_document,
+        &simulated_document,
+        &[INPUT, SEED, "quantiles"],
+    );
+    let federated: QuantilesRelease = parse(federated_document);
+    let simulated: QuantilesRelease = parse(simulated_document);
     assert_eq!(federated.mechanism, "binary search");
     assert_eq!(federated.parameters, simulated.parameters);
     assert_eq!(federated.guarantee, simulated.guarantee);
@@ -738,10 +766,27 @@ fn federated_commands_explain_what_is_wrong() {
     assert!(!output.status.success());
     assert!(
         error.contains(
-            "triehh++, hierarchical-quantiles, binary-search-quantiles, triehh, opt-prefix-tree"
+            "triehh++, hierarchical-quantiles, binary-search-quantiles, triehh, single-round, \
+             range, opt-prefix-tree"
         ),
         "{error}"
     );
+    // A range needs both ends, within the devices' units; --lo applies to ranges only.
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm range --epsilon 1 --delta 1e-6 \
+         --population p --expected-population 10 --min 0 --max 100 --lo 60 --hi 160",
+    );
+    assert!(error.contains("--hi 160"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm single-round --epsilon 1 \
+         --delta 1e-6 --population p --expected-population 10 --lo 1 --hi 2",
+    );
+    assert!(error.contains("--algorithm range only"), "{error}");
+    let error = failure(
+        "task create --server http://127.0.0.1:9 --algorithm single-round --epsilon 1 \
+         --delta 1e-6 --population p --expected-population 10 --levels 3",
+    );
+    assert!(error.contains("--levels does not apply"), "{error}");
     // OptPrefixTree's guarantee is for replace-one neighbours, over whole multisets.
     let error = failure(
         "task create --server http://127.0.0.1:9 --algorithm opt-prefix-tree --epsilon 1 \
@@ -847,6 +892,7 @@ fn central_domain_histograms_release_what_the_simulator_releases_byte_for_byte()
         for field in ["mechanism", "model", "guarantee", "domain", "target_delta"] {
             assert_eq!(federated[field], simulated[field], "{mechanism}: {field}");
         }
+        assert_same_document(&federated, &simulated, &[INPUT, SEED]);
         // The noise is the seeded aggregator's: another seed releases other counts.
         let (_, other) = domain_histogram_releases(mechanism, seed + 100);
         assert_ne!(other["items"], simulated["items"], "{mechanism}");
@@ -967,6 +1013,10 @@ fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution()
             assert_eq!(federated[field], simulated[field], "{mechanism}: {field}");
         }
         assert_eq!(federated["model"], "shuffle", "{mechanism}");
+        // The devices' coins are their own: the estimates agree in distribution (below); the
+        // simulation's truth is its own.
+        let offline = without(&simulated, &["mean_absolute_error"]);
+        assert_same_document(&federated, &offline, &[INPUT, SEED, "items"]);
         assert_eq!(
             shuffle_outliers(&federated, &simulated),
             Vec::<u64>::new(),
@@ -1051,6 +1101,30 @@ fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
     };
     assert!(!words(&federated).is_empty() && !words(&simulated).is_empty());
     assert_eq!(federated["found_items"], words(&federated).len());
+    // The same document but for what only a simulation knows (the captured mass, how it drew
+    // the sums, its data points) and what each run samples (the words and the iterations).
+    let offline = without(
+        &simulated,
+        &[
+            "captured_mass",
+            "captured_user_mass",
+            "false_positives",
+            "parameters.aggregation",
+            "parameters.data_points",
+        ],
+    );
+    assert_same_document(
+        &federated,
+        &offline,
+        &[
+            INPUT,
+            SEED,
+            "items",
+            "found_items",
+            "iterations",
+            "parameters.iterations_run",
+        ],
+    );
 }
 
 /// The variance of a local mechanism's estimate of an element held by `count` of `n`
@@ -1124,6 +1198,8 @@ fn local_domain_histograms_run_over_a_fleet_as_in_the_simulator() {
             assert_eq!(federated[field], simulated[field], "{mechanism}: {field}");
         }
         assert_eq!(federated["model"], "local");
+        // The devices' coins are their own: the estimates agree in distribution (below).
+        assert_same_document(&federated, &simulated, &[INPUT, SEED, "items"]);
         let estimates = |release: &Value| -> Vec<f64> {
             release["items"]
                 .as_array()
@@ -1404,4 +1480,34 @@ fn a_range_task_releases_what_the_offline_command_releases() {
         table.contains("range count") && table.contains("9.375"),
         "{table}"
     );
+}
+
+/// `tally task create --mechanism sample-threshold` over the 2,103 devices of
+/// [`four_words_file`]: `tally task result --json` prints the document of `tally histogram
+/// --json` (how each ran, its input and seed cannot match; the sampled counts are compared in
+/// distribution, for the same round, by the single-round test).
+#[test]
+fn a_histogram_task_prints_the_offline_document() {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let file = four_words_file();
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population words --expected-population 2103 --min-cohort 100 --json"
+    )));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --batch 500 --json",
+        server.devices["words"],
+        file.display()
+    ));
+    assert_eq!(report["total"]["accepted"], 2103, "{report}");
+    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let offline = json(&format!(
+        "histogram --mechanism sample-threshold --epsilon 1 --delta 1e-6 --input {} --seed 3 \
+         --json",
+        file.display()
+    ));
+    assert_eq!(federated["execution"], "federated");
+    assert_same_document(&federated, &offline, &[INPUT, SEED, "execution", "items"]);
+    assert_eq!(federated["released_items"], 3, "{federated}");
 }

@@ -368,14 +368,16 @@ pub struct OptPrefixTreeParameters<'a> {
 
 /// The document of an OptPrefixTree run, as `tally heavy-hitters --algorithm opt-prefix-tree
 /// --json` prints it without what only a simulation knows (the data points, the captured
-/// mass, the truth, how the sums were drawn, the seed): its parameters with the solved `ε₀`
-/// and its accounting, both guarantees, the words found (by decreasing estimate, with the run
-/// and iteration that found each) and one summary per iteration.
+/// mass, the truth, how the sums were drawn): its parameters with the solved `ε₀` and its
+/// accounting, both guarantees, the words found (by decreasing estimate, with the run and
+/// iteration that found each), one summary per iteration and the simulation's `seed` (none
+/// for a federated run).
 pub fn opt_prefix_tree(
     output: &OptPrefixTreeOutput,
     parameters: &OptPrefixTreeParameters<'_>,
     population: u64,
     input: String,
+    seed: Option<u64>,
 ) -> Value {
     let plan = &output.plan;
     let items: Vec<Value> = output
@@ -435,6 +437,7 @@ pub fn opt_prefix_tree(
         "found_items": output.words.len(),
         "items": items,
         "iterations": iterations,
+        "seed": seed,
     })
 }
 

@@ -159,6 +159,7 @@ impl Kind for OptPrefixTreeKind {
             &parameters,
             spec.expected_population,
             input_description(spec),
+            None,
         ))
     }
 }
