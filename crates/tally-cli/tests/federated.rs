@@ -409,16 +409,29 @@ fn enrolled_devices_answer_with_their_own_credentials() {
     assert_eq!(spent.as_f64(), Some(task.guarantee.epsilon), "{kept}");
 }
 
+/// The words of [`four_words_file`] and how many devices hold each.
+const FOUR_WORDS: [(&str, u64); 4] = [("the", 900), ("and", 700), ("to", 500), ("rare", 3)];
+
 /// A file of 2,103 devices' words, one a line: 900 "the", 700 "and", 500 "to" and 3 "rare".
 fn four_words_file() -> PathBuf {
-    let mut words = String::new();
-    for (word, holders) in [("the", 900), ("and", 700), ("to", 500), ("rare", 3)] {
-        for _ in 0..holders {
-            words.push_str(word);
-            words.push('\n');
-        }
-    }
-    temp_file("words.txt", words.as_bytes())
+    words_file("words.txt", &FOUR_WORDS)
+}
+
+/// [`four_words_file`] with "the"'s holders moved to "to" (the data of a mutant).
+fn moved_words_file() -> PathBuf {
+    words_file(
+        "moved-words.txt",
+        &[("and", 700), ("to", 1400), ("rare", 3)],
+    )
+}
+
+/// A file `name` of `holders` devices' words, one a line.
+fn words_file(name: &str, holders: &[(&str, u64)]) -> PathBuf {
+    let words: String = holders
+        .iter()
+        .flat_map(|&(word, n)| std::iter::repeat_n(format!("{word}\n"), n as usize))
+        .collect();
+    temp_file(name, words.as_bytes())
 }
 
 /// A TrieHH++ task over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a
@@ -496,13 +509,27 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
     assert_eq!(released(&again), released(&release));
     // The document of `tally heavy-hitters --algorithm triehh++` over the same words; the
     // counts are sampled by each run.
-    let offline = json(&format!(
-        "heavy-hitters --algorithm triehh++ --epsilon 4 --delta 1e-6 --levels 5 --input {} \
-         --seed 3 --json",
-        four_words_file().display()
-    ));
+    let offline = |file: PathBuf| {
+        json(&format!(
+            "heavy-hitters --algorithm triehh++ --epsilon 4 --delta 1e-6 --levels 5 --input {} \
+             --seed 3 --json",
+            file.display()
+        ))
+    };
+    let simulated = offline(four_words_file());
     let federated = serde_json::to_value(&release).unwrap();
-    assert_same_document(&federated, &offline, &[INPUT, SEED, "items", "trie"]);
+    assert_same_document(&federated, &simulated, &[INPUT, SEED, "items", "trie"]);
+    // Each word's count is its last level's sample: the same law in both runs, and a
+    // simulation over moved words is caught.
+    assert_eq!(
+        count_outliers(&federated, &simulated, &FOUR_WORDS),
+        Vec::<String>::new()
+    );
+    let mutant = offline(moved_words_file());
+    assert!(
+        !count_outliers(&federated, &mutant, &FOUR_WORDS).is_empty(),
+        "the mutant passes: {mutant}"
+    );
 }
 
 /// TrieHH over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a fleet
@@ -1313,11 +1340,12 @@ fn word_counts(release: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// The words whose sampled counts in two independent single-round releases of the same
-/// round lie further apart than 5.7 standard deviations of the difference of two
+/// The words whose sampled counts in two independent releases of the same sample-and-threshold
+/// rounds lie further apart than 5.7 standard deviations of the difference of two
 /// Binomial(`holders`, `p_s`) counts (two-sided α ≈ 1.2e-8 per word, below 1e-6 over the
-/// words), or that only one of them released.
-fn single_round_outliers(ours: &Value, theirs: &Value, holders: &[(&str, u64)]) -> Vec<String> {
+/// words), or that only one of them released. A word's count is one round's sample of its
+/// holders: the histogram's, single-round's, or TrieHH++'s at the word's last level.
+fn count_outliers(ours: &Value, theirs: &Value, holders: &[(&str, u64)]) -> Vec<String> {
     let rate = ours["parameters"]["sampling_rate"].as_f64().unwrap();
     let theirs: HashMap<String, u64> = word_counts(theirs).into_iter().collect();
     let ours: HashMap<String, u64> = word_counts(ours).into_iter().collect();
@@ -1348,7 +1376,7 @@ fn single_round_outliers(ours: &Value, theirs: &Value, holders: &[(&str, u64)]) 
 fn a_single_round_task_releases_what_the_offline_command_releases() {
     let federated = single_round_release(21);
     assert_eq!(single_round_release(21).to_string(), federated.to_string());
-    let holders = [("the", 900), ("and", 700), ("to", 500), ("rare", 3)];
+    let holders = FOUR_WORDS;
     let offline = |file: &PathBuf| {
         json(&format!(
             "heavy-hitters --algorithm single-round --epsilon 1 --delta 1e-6 --input {} \
@@ -1361,19 +1389,12 @@ fn a_single_round_task_releases_what_the_offline_command_releases() {
     let found: Vec<String> = word_counts(&federated).into_iter().map(|w| w.0).collect();
     assert_eq!(found, ["the", "and", "to"]);
     assert_eq!(
-        single_round_outliers(&federated, &simulated, &holders),
+        count_outliers(&federated, &simulated, &holders),
         Vec::<String>::new()
     );
-    let moved: String = holders
-        .iter()
-        .flat_map(|&(word, n)| {
-            let word = if word == "the" { "to" } else { word };
-            std::iter::repeat_n(format!("{word}\n"), n as usize)
-        })
-        .collect();
-    let mutant = offline(&temp_file("moved-words.txt", moved.as_bytes()));
+    let mutant = offline(&moved_words_file());
     assert!(
-        !single_round_outliers(&federated, &mutant, &holders).is_empty(),
+        !count_outliers(&federated, &mutant, &holders).is_empty(),
         "the mutant passes: {mutant}"
     );
 }
@@ -1484,8 +1505,8 @@ fn a_range_task_releases_what_the_offline_command_releases() {
 
 /// `tally task create --mechanism sample-threshold` over the 2,103 devices of
 /// [`four_words_file`]: `tally task result --json` prints the document of `tally histogram
-/// --json` (how each ran, its input and seed cannot match; the sampled counts are compared in
-/// distribution, for the same round, by the single-round test).
+/// --json` (how each ran, its input and seed cannot match), and the sampled counts agree in
+/// distribution at α ≤ 1e-6 (a mutant of the same round is caught by the single-round test).
 #[test]
 fn a_histogram_task_prints_the_offline_document() {
     let server = Server::start();
@@ -1510,4 +1531,8 @@ fn a_histogram_task_prints_the_offline_document() {
     assert_eq!(federated["execution"], "federated");
     assert_same_document(&federated, &offline, &[INPUT, SEED, "execution", "items"]);
     assert_eq!(federated["released_items"], 3, "{federated}");
+    assert_eq!(
+        count_outliers(&federated, &offline, &FOUR_WORDS),
+        Vec::<String>::new()
+    );
 }
