@@ -179,16 +179,12 @@ impl Engine {
                 if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
                     return Err(format!("quantile {q}: expected numbers in [0, 1]"));
                 }
-                let range = range
-                    .map(|[min, max]| ValueRange::new(min, max))
-                    .transpose()
-                    .map_err(|e| e.to_string())?;
+                let range = value_range(*range)?;
                 let target = target(*sampling_rate, *threshold)?;
                 match method {
                     QuantileMethod::Hierarchical => Hierarchical::build(
                         privacy,
-                        TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
-                            .map_err(|e| e.to_string())?,
+                        tree_shape(*branching, *levels)?,
                         composition,
                         target,
                         range,
@@ -235,10 +231,7 @@ impl Engine {
                 sampling_rate,
                 threshold,
             } => {
-                let range = range
-                    .map(|[min, max]| ValueRange::new(min, max))
-                    .transpose()
-                    .map_err(|e| e.to_string())?;
+                let range = value_range(*range)?;
                 let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
                 if !(min <= *lo && lo <= hi && *hi <= max) {
                     return Err(format!(
@@ -247,8 +240,7 @@ impl Engine {
                 }
                 Hierarchical::build(
                     privacy,
-                    TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), *levels)
-                        .map_err(|e| e.to_string())?,
+                    tree_shape(*branching, *levels)?,
                     round_composition(*composition, privacy.neighbours),
                     target(*sampling_rate, *threshold)?,
                     range,
@@ -829,6 +821,20 @@ fn bucket_release(
 
 /// The tree's branching factor when a hierarchical task gives none.
 const DEFAULT_BRANCHING: u32 = 4;
+
+/// The tree of a hierarchical task: `branching` ([`DEFAULT_BRANCHING`] when left out) and
+/// `levels`.
+fn tree_shape(branching: Option<u32>, levels: u32) -> Result<TreeShape, String> {
+    TreeShape::new(branching.unwrap_or(DEFAULT_BRANCHING), levels).map_err(|e| e.to_string())
+}
+
+/// The range `[min, max]` a task's devices' numbers are rescaled from, if it gives one.
+fn value_range(range: Option<[f64; 2]>) -> Result<Option<ValueRange>, String> {
+    range
+        .map(|[min, max]| ValueRange::new(min, max))
+        .transpose()
+        .map_err(|e| e.to_string())
+}
 
 /// Splits the task's privacy target over `rounds` S&T rounds and calibrates them.
 fn plan(
