@@ -313,7 +313,7 @@ pub(crate) enum TaskCommand {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (the runtime runs sample-threshold).
+    /// A one-round histogram mechanism (every one of `tally histogram` but Ghazi et al.'s).
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<HistogramMechanism>,
     /// A multi-round algorithm.
@@ -389,8 +389,8 @@ pub(crate) struct TaskCreateArgs {
     /// round's share of (ε, δ).
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
-    /// TrieHH++: prefix-tree levels L; hierarchical quantiles: the tree's levels L (its
-    /// resolution is β^(−L) of the range); binary search: the rounds h of each search
+    /// TrieHH++: prefix-tree levels L; hierarchical quantiles and range: the tree's levels L
+    /// (its resolution is β^(−L) of the range); binary search: the rounds h of each search
     /// (resolution 2^(−h)) [default: 10].
     #[arg(long)]
     pub(crate) levels: Option<u32>,
@@ -404,7 +404,7 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(long)]
     pub(crate) beam: Option<u32>,
-    /// TrieHH++ and quantiles: how the levels' guarantees compose [default: tight for
+    /// TrieHH++, quantiles and range: how the levels' guarantees compose [default: tight for
     /// add-remove neighbours, basic for replace-one].
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
@@ -412,14 +412,14 @@ pub(crate) struct TaskCreateArgs {
     /// [default: 0.1,0.5,0.9].
     #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
     pub(crate) quantiles: Option<Vec<f64>>,
-    /// Hierarchical quantiles: the tree's branching factor β [default: 4].
+    /// Hierarchical quantiles and range: the tree's branching factor β [default: 4].
     #[arg(long)]
     pub(crate) branching: Option<u32>,
-    /// Quantiles: the devices' numbers lie in [MIN, MAX] (with --max) [default: [0, 1]]; a
-    /// number outside counts at the nearer end.
+    /// Quantiles and range: the devices' numbers lie in [MIN, MAX] (with --max) [default:
+    /// [0, 1]]; a number outside counts at the nearer end.
     #[arg(long, allow_negative_numbers = true, requires = "max")]
     pub(crate) min: Option<f64>,
-    /// Quantiles: the upper end of the devices' range (with --min).
+    /// Quantiles and range: the upper end of the devices' range (with --min).
     #[arg(long, allow_negative_numbers = true, requires = "min")]
     pub(crate) max: Option<f64>,
     /// Hierarchical quantiles and range: make children sum to their parents before reading
