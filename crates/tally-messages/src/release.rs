@@ -163,7 +163,7 @@ pub struct RangeRelease {
     pub range: RangeBody,
     /// The estimated number of values in the snapped range.
     pub estimate: f64,
-    /// `estimate / estimated_total`.
+    /// `estimate / estimated_total` (0 when the estimated total is 0).
     pub fraction: f64,
     /// The estimated number of values in all.
     pub estimated_total: f64,

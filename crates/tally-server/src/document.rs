@@ -73,7 +73,9 @@ pub fn hierarchical_parameters(
 
 /// The document of a range count from a hierarchical `release` (already made consistent if
 /// asked) of values rescaled from `range`: the estimated number of values in `[lo, hi)`
-/// (in the values' units) and the grid cells the range was snapped to.
+/// (in the values' units) and the grid cells the range was snapped to. When nothing was
+/// released at level 1 (an estimated total of 0, which the offline command refuses before
+/// asking) the fraction is 0, as every quantile is then 0.
 ///
 /// # Errors
 ///
@@ -108,7 +110,7 @@ pub fn range_count(
             grid_hi: grid(unit_hi),
         },
         estimate,
-        fraction: estimate / total,
+        fraction: if total > 0.0 { estimate / total } else { 0.0 },
         estimated_total: total,
         seed,
     })
@@ -459,6 +461,38 @@ mod tests {
             Neighbours::AddRemove,
         )
         .unwrap()
+    }
+
+    /// A federated range task whose level 1 released nothing still has a document a reader
+    /// can parse: its fraction is 0, not the `null` that 0/0 serializes to.
+    #[test]
+    fn a_range_over_an_empty_release_has_fraction_zero() {
+        use tally_core::quantiles::{HierarchicalConfig, HierarchicalHistogram};
+
+        let empty = HierarchicalHistogram::new(HierarchicalConfig {
+            shape: TreeShape::new(4, 2).unwrap(),
+            per_level: mechanism(),
+            composition: Composition::Basic,
+            total_delta: 2e-8,
+        })
+        .unwrap()
+        .finish();
+        let doc = range_count(
+            &empty,
+            None,
+            (0.25, 0.5),
+            json!({}),
+            2e-8,
+            "data".into(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            (doc.estimate, doc.estimated_total, doc.fraction),
+            (0.0, 0.0, 0.0)
+        );
+        let text = serde_json::to_string(&doc).unwrap();
+        assert!(text.contains("\"fraction\":0.0"), "{text}");
     }
 
     #[test]
