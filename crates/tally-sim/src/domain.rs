@@ -199,26 +199,17 @@ impl fmt::Debug for DomainMechanism {
     }
 }
 
-/// Runs `mechanism` over the clients' domain elements with randomness from `seed`, and
-/// returns its (unclamped) estimate of every element's count. A mechanism defined as a round
-/// runs through [`run_domain_round`] (its aggregator's coins are then those of a federated
-/// server seeded with `seed`, see [`crate::aggregator_coins`]); any other through
-/// [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
+/// Runs `mechanism` over the clients, `counts[j]` of them holding domain element `j`, with
+/// randomness from `seed`, and returns its (unclamped) estimate of every element's count. A
+/// mechanism defined as a round runs through [`run_domain_round`] (its aggregator's coins are
+/// then those of a federated server seeded with `seed`, see [`crate::aggregator_coins`]); any
+/// other through [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
 ///
 /// # Panics
 ///
-/// If the mechanism's domain differs from the items' domain.
-pub fn run_domain_histogram(
-    mechanism: &DomainMechanism,
-    items: &DomainItems,
-    seed: u64,
-) -> Vec<f64> {
-    assert_eq!(
-        mechanism.describe().domain(),
-        items.map.size(),
-        "the mechanism's domain is not the items' domain"
-    );
-    mechanism.run(&items.true_counts, seed)
+/// If `counts` does not have one entry per element of the mechanism's domain.
+pub fn run_domain_histogram(mechanism: &DomainMechanism, counts: &[u64], seed: u64) -> Vec<f64> {
+    mechanism.run(counts, seed)
 }
 
 /// The generator of a one-round mechanism run with `seed` (its own ChaCha stream, apart from
