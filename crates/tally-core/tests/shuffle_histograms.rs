@@ -22,7 +22,7 @@ use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon};
 use tally_accounting::{Neighbours, TrustModel};
 use tally_core::Error;
 use tally_core::histogram::{DomainHistogram, DomainMap};
-use tally_core::protocol::{DeviceQuery, MultiMessage, RoundProtocol};
+use tally_core::protocol::{DeviceQuery, Estimates, MultiMessage, RoundAggregator, RoundProtocol};
 use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
 
 fn rng(seed: u64) -> ChaCha20Rng {
@@ -59,6 +59,23 @@ fn every_client_answers(
         }
     }
     counts
+}
+
+/// The estimates `round` releases after every client of `items` answered its query (the
+/// analyzer flips no coins).
+fn round_estimates<P>(round: &P, items: &[u32], rng: &mut ChaCha20Rng) -> Vec<f64>
+where
+    P: RoundProtocol<Query: DeviceQuery<Input = u32>, Release = Estimates>,
+{
+    let mut analyzer = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+    for item in items {
+        let report = round
+            .query()
+            .respond(item, rng)
+            .expect("an item of the domain");
+        analyzer.absorb(report);
+    }
+    analyzer.release().0
 }
 
 /// Weak parameters with a `p` far from 0 and 1: `(ε', δ') = (1, 1/4)`, `n = 300`.
@@ -210,9 +227,10 @@ fn analyzer_is_the_papers() {
         (2.0 - p).to_bits()
     );
     // Zero error on cells nobody holds: Bin(n, p) ≤ n messages.
+    let round = mechanism.round(DomainMap::Integers(3)).unwrap();
     let mut r = rng(51);
     for _ in 0..200 {
-        let estimate = mechanism.estimate_counts(&[1; 300], &mut r);
+        let estimate = round_estimates(&round, &[1; 300], &mut r);
         assert_eq!([estimate[0].to_bits(), estimate[2].to_bits()], [0, 0]);
         assert!(estimate[1] > 0.0);
     }
@@ -232,9 +250,10 @@ fn balcer_cheu_meets_the_theorem_3_1_error_bound() {
     }
     let beta = 1e-6 / f64::from(d);
     let alpha = mechanism.params().error_bound(beta).unwrap();
+    let round = mechanism.round(DomainMap::Integers(d)).unwrap();
     let mut r = rng(61);
     for _ in 0..5 {
-        let estimate = mechanism.estimate_counts(&items, &mut r);
+        let estimate = round_estimates(&round, &items, &mut r);
         let worst = estimate
             .iter()
             .zip(&truth)
@@ -340,12 +359,10 @@ fn shuffled_grr_estimates_are_unbiased() {
     let truth = [6_000.0, 3_000.0, 1_000.0, 0.0];
     let runs = 400;
     let mut sums = [0f64; 4];
+    let round = mechanism.round(DomainMap::Integers(d)).unwrap();
     let mut r = rng(71);
     for _ in 0..runs {
-        for (s, e) in sums
-            .iter_mut()
-            .zip(mechanism.estimate_counts(&items, &mut r))
-        {
+        for (s, e) in sums.iter_mut().zip(round_estimates(&round, &items, &mut r)) {
             *s += e;
         }
     }
