@@ -12,12 +12,12 @@ use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramRelease, DomainRoundVisitor,
     FederatedDomainRound, PrivacyTarget, ShuffleCalibration,
 };
-use tally_sim::{DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
+use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
 use crate::federated::print_serialized;
 use crate::federated_domain;
-use crate::input::load_population;
+use crate::input::{load_population, stream_format};
 use crate::output::{Stage, guarantee_line, print_fields, print_items};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -137,9 +137,25 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let map = domain_map(&args.domain, args.mechanism)?;
 
     let seed = args.release.seed_or_random();
-    let stage = Stage::start("loading the population");
-    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-    let items = map.apply(&population)?;
+    // A file streams into the number of clients holding each element, all a domain round
+    // needs; a dataset or synthetic population is loaded and placed.
+    let (stage, truth, clients, description) = match &args.input.input {
+        Some(file) => {
+            let format = stream_format(file, args.format, args.rows_as_clients, seed);
+            let stage = Stage::start(format!("counting the clients of {}", file.display()));
+            let counted = DomainCounts::from_file(file, format, map, &stage.bytes_read())?;
+            let (clients, description) = (counted.clients(), counted.description().to_owned());
+            (stage, counted.counts().to_vec(), clients, description)
+        }
+        None => {
+            let stage = Stage::start("loading the population");
+            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            let items = map.apply(&population)?;
+            let clients = population.len() as u64;
+            let description = population.description().to_owned();
+            (stage, items.true_counts().to_vec(), clients, description)
+        }
+    };
     if args.domain.failure_probability.is_some()
         && args.mechanism != HistogramMechanism::GhaziCountMin
     {
@@ -148,7 +164,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let built = build_mechanism(&MechanismSpec {
         mechanism: args.mechanism,
         map,
-        clients: population.len() as u64,
+        clients,
         epsilon: args.privacy.epsilon,
         delta: args.release.delta,
         neighbours: Neighbours::from(args.privacy.neighbours),
@@ -160,11 +176,10 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     })?;
     let mechanism = built.describe();
     stage.next(format!(
-        "running {} over {} clients",
-        mechanism.name(),
-        population.len()
+        "running {} over {clients} clients",
+        mechanism.name()
     ));
-    let mut estimates = run_domain_histogram(&built, &items, seed);
+    let mut estimates = run_domain_histogram(&built, &truth, seed);
     drop(stage);
     if args.clamp {
         for e in &mut estimates {
@@ -175,10 +190,9 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let guarantee = mechanism.guarantee();
     let local = mechanism.local_guarantee();
     let cost = mechanism.message_cost();
-    let truth = items.true_counts();
     let mean_absolute_error = estimates
         .iter()
-        .zip(truth)
+        .zip(&truth)
         .map(|(e, &t)| (e - t as f64).abs())
         .sum::<f64>()
         / f64::from(map.size());
@@ -192,7 +206,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     });
 
     if args.privacy.json {
-        let truth = args.truth.then_some(truth);
+        let truth = args.truth.then_some(truth.as_slice());
         let items = if args.top.is_some() {
             order
                 .iter()
@@ -218,8 +232,8 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             messages_per_client: cost.map(|c| c.messages_per_client),
             bits_per_message: cost.map(|c| c.bits_per_message),
             clamped: args.clamp,
-            input: population.description().to_owned(),
-            clients: population.len() as u64,
+            input: description,
+            clients,
             items,
             seed: args.release.seed,
             mean_absolute_error: args.truth.then_some(mean_absolute_error),
@@ -227,7 +241,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         return Ok(());
     }
     let mut fields = vec![
-        ("input", population.description().to_owned()),
+        ("input", description),
         ("domain", map.to_string()),
         ("guarantee", guarantee_line(&guarantee)),
     ];

@@ -146,12 +146,61 @@ fn items_outside_an_integer_domain_are_refused() {
         data.display()
     ));
     assert!(err.contains("\"ten\""), "{err}");
+    // The file streams, and the error names the line.
+    assert!(err.contains("outside.txt:3: item"), "{err}");
     let data = temp_file("large.txt", b"1\n7\n");
     let err = failure(&format!(
         "histogram --input {} --mechanism oue --domain 4 --epsilon 1 --delta 1e-8",
         data.display()
     ));
     assert!(err.contains("[0, 4)"), "{err}");
+}
+
+/// The true counts of a release run with `--truth --json`.
+fn true_counts(out: &serde_json::Value) -> Vec<u64> {
+    out["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item["true_count"].as_u64().unwrap())
+        .collect()
+}
+
+/// A file streams into the number of clients holding each element: lines (blank ones
+/// skipped) parsed or hashed, TSV rows as clients or one row per client.
+#[test]
+fn an_input_file_streams_into_each_elements_clients() {
+    let lines = temp_file("streamed.txt", b"\xef\xbb\xbf3\r\n\n 1\n3\n0\n");
+    let run = |input: &std::path::Path, options: &str| {
+        json(&format!(
+            "histogram --input {} --mechanism laplace {options} --epsilon 1 --delta 1e-8 \
+             --seed 3 --truth --json",
+            input.display()
+        ))
+    };
+    let out = run(&lines, "--domain 4");
+    assert_eq!(true_counts(&out), [1, 1, 0, 2]);
+    assert_eq!(out["clients"], 4);
+    let input = out["input"].as_str().unwrap();
+    assert!(
+        input.starts_with("4 clients, one per non-blank line of"),
+        "{input}"
+    );
+    let hashed = run(&lines, "--buckets 16");
+    assert_eq!(true_counts(&hashed).iter().sum::<u64>(), 4);
+    let rows = temp_file(
+        "streamed.tsv",
+        b"client_id\titem\na\t1\nb\t2\na\t1\nc\t0\na\t1\n",
+    );
+    let out = run(&rows, "--domain 3 --rows-as-clients");
+    assert_eq!(true_counts(&out), [1, 3, 1]);
+    assert_eq!(out["clients"], 5);
+    // One row per client: a's rows all hold 1.
+    let out = run(&rows, "--domain 3");
+    assert_eq!(true_counts(&out), [1, 1, 1]);
+    assert_eq!(out["clients"], 3);
+    let input = out["input"].as_str().unwrap();
+    assert!(input.contains("client-level"), "{input}");
 }
 
 #[test]

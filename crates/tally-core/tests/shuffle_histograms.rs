@@ -1,9 +1,9 @@
 //! Tests of the shuffle-model histograms of `tally_core::shuffle` (ALGORITHMS.md §7.3, §5.8):
 //!
-//! 1. Balcer–Cheu: both execution paths draw each cell's message count from
-//!    `#{clients holding j} + Bin(n, p)` (chi-square goodness of fit) and agree with each other
-//!    (two-sample chi-square); one client's randomizer sends `1 + Bin(d, p)` messages; the
-//!    per-client path does not depend on the thread count; the analyzer is the paper's;
+//! 1. Balcer–Cheu: every device's messages summed, and the counts drawn cell by cell, both
+//!    give each cell's message count the law `#{clients holding j} + Bin(n, p)` (chi-square
+//!    goodness of fit) and agree with each other (two-sample chi-square); one client's
+//!    randomizer sends `1 + Bin(d, p)` messages; the analyzer is the paper's;
 //!    the estimates meet Theorem 3.1's error bound;
 //! 2. shuffled GRR: `ε₀` is the accountant's, the estimates are unbiased;
 //! 3. the `DomainHistogram` interface and the parameter errors of both.
@@ -21,12 +21,61 @@ use tally_accounting::balcer_cheu::BalcerCheu;
 use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon};
 use tally_accounting::{Neighbours, TrustModel};
 use tally_core::Error;
-use tally_core::histogram::DomainHistogram;
-use tally_core::shuffle::balcer_cheu::CLIENTS_PER_CHUNK;
+use tally_core::histogram::{DomainHistogram, DomainMap};
+use tally_core::protocol::{DeviceQuery, Estimates, MultiMessage, RoundAggregator, RoundProtocol};
 use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
 
 fn rng(seed: u64) -> ChaCha20Rng {
     ChaCha20Rng::seed_from_u64(seed)
+}
+
+/// The number of clients holding each element of `0..domain`.
+fn holders(domain: u32, items: &[u32]) -> Vec<u64> {
+    let mut counts = vec![0; domain as usize];
+    for &item in items {
+        counts[item as usize] += 1;
+    }
+    counts
+}
+
+/// The shuffler's output when every client answers the round's query: the number of
+/// messages equal to each cell.
+fn every_client_answers(
+    mechanism: &BalcerCheuHistogram,
+    items: &[u32],
+    rng: &mut ChaCha20Rng,
+) -> Vec<u64> {
+    let round = mechanism
+        .round(DomainMap::Integers(mechanism.domain()))
+        .unwrap();
+    let mut counts = vec![0; mechanism.domain() as usize];
+    for item in items {
+        let report = round
+            .query()
+            .respond(item, rng)
+            .expect("an item of the domain");
+        for message in report.into_messages() {
+            counts[message as usize] += 1;
+        }
+    }
+    counts
+}
+
+/// The estimates `round` releases after every client of `items` answered its query (the
+/// analyzer flips no coins).
+fn round_estimates<P>(round: &P, items: &[u32], rng: &mut ChaCha20Rng) -> Vec<f64>
+where
+    P: RoundProtocol<Query: DeviceQuery<Input = u32>, Release = Estimates>,
+{
+    let mut analyzer = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+    for item in items {
+        let report = round
+            .query()
+            .respond(item, rng)
+            .expect("an item of the domain");
+        analyzer.absorb(report);
+    }
+    analyzer.release().0
 }
 
 /// Weak parameters with a `p` far from 0 and 1: `(ε', δ') = (1, 1/4)`, `n = 300`.
@@ -81,11 +130,12 @@ fn cell_histograms(
     let n = mechanism.users() as usize;
     let mut hist = vec![vec![0u64; 2 * n + 1]; 3];
     let mut r = rng(seed);
+    let held = holders(mechanism.domain(), items);
     for _ in 0..RUNS {
         let counts = if per_client {
-            mechanism.run_per_client(items, &mut r)
+            every_client_answers(mechanism, items, &mut r)
         } else {
-            mechanism.run_per_cell(items, &mut r)
+            mechanism.run_per_cell(&held, &mut r)
         };
         for (h, c) in hist.iter_mut().zip(counts) {
             h[c as usize] += 1;
@@ -166,24 +216,6 @@ fn randomizer_sends_one_plus_binomial_messages() {
 }
 
 #[test]
-fn per_client_path_does_not_depend_on_the_thread_count() {
-    let n = 3 * CLIENTS_PER_CHUNK as u64 + 17;
-    let mechanism = BalcerCheuHistogram::new(8, 2.0, 0.5, n).unwrap();
-    let items: Vec<u32> = (0..n).map(|i| (i * i % 8) as u32).collect();
-    let run = |threads: usize| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .unwrap()
-            .install(|| mechanism.run_per_client(&items, &mut rng(41)))
-    };
-    let one = run(1);
-    assert_eq!(one, run(2));
-    assert_eq!(one, run(3));
-    assert_ne!(one, mechanism.run_per_client(&items, &mut rng(42)));
-}
-
-#[test]
 fn analyzer_is_the_papers() {
     let (mechanism, _) = small();
     let (n, p) = (mechanism.users(), mechanism.noise_probability());
@@ -195,9 +227,10 @@ fn analyzer_is_the_papers() {
         (2.0 - p).to_bits()
     );
     // Zero error on cells nobody holds: Bin(n, p) ≤ n messages.
+    let round = mechanism.round(DomainMap::Integers(3)).unwrap();
     let mut r = rng(51);
     for _ in 0..200 {
-        let estimate = mechanism.estimate_counts(&[1; 300], &mut r);
+        let estimate = round_estimates(&round, &[1; 300], &mut r);
         assert_eq!([estimate[0].to_bits(), estimate[2].to_bits()], [0, 0]);
         assert!(estimate[1] > 0.0);
     }
@@ -217,9 +250,10 @@ fn balcer_cheu_meets_the_theorem_3_1_error_bound() {
     }
     let beta = 1e-6 / f64::from(d);
     let alpha = mechanism.params().error_bound(beta).unwrap();
+    let round = mechanism.round(DomainMap::Integers(d)).unwrap();
     let mut r = rng(61);
     for _ in 0..5 {
-        let estimate = mechanism.estimate_counts(&items, &mut r);
+        let estimate = round_estimates(&round, &items, &mut r);
         let worst = estimate
             .iter()
             .zip(&truth)
@@ -277,14 +311,14 @@ fn balcer_cheu_interface_and_errors() {
 #[should_panic(expected = "different number of clients")]
 fn balcer_cheu_rejects_the_wrong_number_of_clients() {
     let (mechanism, _) = small();
-    mechanism.run_per_cell(&[0; 299], &mut rng(0));
+    mechanism.run_per_cell(&[0, 100, 199], &mut rng(0));
 }
 
 #[test]
-#[should_panic(expected = "outside the domain")]
-fn balcer_cheu_rejects_items_outside_the_domain() {
+#[should_panic(expected = "one count per domain element")]
+fn balcer_cheu_rejects_counts_of_another_domain() {
     let (mechanism, _) = small();
-    mechanism.run_per_client(&[3; 300], &mut rng(0));
+    mechanism.run_per_cell(&[0, 100, 100, 100], &mut rng(0));
 }
 
 #[test]
@@ -325,12 +359,10 @@ fn shuffled_grr_estimates_are_unbiased() {
     let truth = [6_000.0, 3_000.0, 1_000.0, 0.0];
     let runs = 400;
     let mut sums = [0f64; 4];
+    let round = mechanism.round(DomainMap::Integers(d)).unwrap();
     let mut r = rng(71);
     for _ in 0..runs {
-        for (s, e) in sums
-            .iter_mut()
-            .zip(mechanism.estimate_counts(&items, &mut r))
-        {
+        for (s, e) in sums.iter_mut().zip(round_estimates(&round, &items, &mut r)) {
             *s += e;
         }
     }

@@ -33,7 +33,9 @@
 //! cell, as [`BalcerCheuHistogram::run_per_cell`]) but with `rand_distr`'s floating-point
 //! binomial sampler instead of the exact one, whose cost grows with `m(1 − p)` per cell (see
 //! `docs/repro/sample-threshold.md` for the measurement). This is an approximation used only to
-//! measure utility, never for a privacy release. Every other draw uses tally's exact samplers.
+//! measure utility, never for a privacy release. Every other draw uses tally's exact samplers,
+//! and the other baselines run as their rounds in the simulator ([`run_domain_round`], from
+//! the sample's counts per bucket).
 //!
 //! # Determinism
 //!
@@ -51,13 +53,14 @@ use rayon::prelude::*;
 use serde::Serialize;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
 use tally_accounting::{Guarantee, Neighbours};
-use tally_core::histogram::{DomainHistogram, LaplaceHistogram, MessageCost, SampleThreshold};
+use tally_core::histogram::{DomainHistogram, LaplaceHistogram, SampleThreshold};
 use tally_core::ldp::HadamardResponse;
+use tally_core::protocol::LocalHistogramRound;
 use tally_core::sampling::PoissonSampler;
 use tally_core::shuffle::BalcerCheuHistogram;
 use tally_sim::{
     DomainMap, ExecutionPath, Generator, PlaceInDomain, Population, SyntheticSpec,
-    retrieval_scores, run_sample_threshold, top_k,
+    retrieval_scores, run_domain_round, run_sample_threshold, top_k,
 };
 
 use crate::Error;
@@ -613,53 +616,42 @@ fn score(setting: &Setting, estimates: &[f64]) -> Scores {
     }
 }
 
-/// The Balcer–Cheu histogram with the shuffler's per-cell counts drawn by `rand_distr`'s
-/// floating-point binomial sampler: a utility-measurement shortcut (see the module docs),
-/// otherwise [`BalcerCheuHistogram::run_per_cell`] followed by the paper's analyzer.
+/// The Balcer–Cheu histogram's estimates when `holders[j]` of its calibrated `n` clients
+/// hold bucket `j`, with the shuffler's per-cell counts drawn by `rand_distr`'s floating-point
+/// binomial sampler: a utility-measurement shortcut (see the module docs), otherwise
+/// [`BalcerCheuHistogram::run_per_cell`] followed by the paper's analyzer.
 ///
 /// # Privacy
 ///
 /// Not a privacy mechanism: it simulates the output distribution of [`BalcerCheuHistogram`]
 /// (`(ε, δ)`-DP, replace-one, shuffle model) up to floating-point error of the binomial
 /// sampler, to measure its utility. Releases must use [`BalcerCheuHistogram`].
-struct BalcerCheuUtility(BalcerCheuHistogram);
-
-impl DomainHistogram for BalcerCheuUtility {
-    fn name(&self) -> &'static str {
-        self.0.name()
-    }
-
-    fn domain(&self) -> u32 {
-        self.0.domain()
-    }
-
-    fn guarantee(&self) -> Guarantee {
-        self.0.guarantee()
-    }
-
-    fn message_cost(&self) -> Option<MessageCost> {
-        self.0.message_cost()
-    }
-
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let n = self.0.users();
-        assert_eq!(items.len() as u64, n, "calibrated for another sample size");
-        // Unwrap safety: the calibration's p lies in [1/2, 1).
-        let noise = Binomial::new(n, self.0.noise_probability()).expect("p in [1/2, 1)");
-        let mut counts = vec![0u64; self.domain() as usize];
-        for &item in items {
-            counts[item as usize] += 1;
-        }
-        for count in &mut counts {
-            *count += noise.sample(rng);
-        }
-        self.0
-            .analyze(&counts)
-            .into_iter()
-            .map(|f| f * n as f64)
-            .collect()
-    }
+fn balcer_cheu_utility<R: Rng + ?Sized>(
+    protocol: &BalcerCheuHistogram,
+    holders: &[u64],
+    rng: &mut R,
+) -> Vec<f64> {
+    let n = protocol.users();
+    assert_eq!(
+        holders.iter().sum::<u64>(),
+        n,
+        "calibrated for another sample size"
+    );
+    // Unwrap safety: the calibration's p lies in [1/2, 1).
+    let noise = Binomial::new(n, protocol.noise_probability()).expect("p in [1/2, 1)");
+    let counts: Vec<u64> = holders
+        .iter()
+        .map(|&held| held + noise.sample(rng))
+        .collect();
+    protocol
+        .analyze(&counts)
+        .into_iter()
+        .map(|f| f * n as f64)
+        .collect()
 }
+
+/// A baseline's estimates and their guarantee.
+type Released = (Vec<f64>, Guarantee);
 
 /// Runs every mechanism once on `setting` at `level`; run number `unit`.
 fn run_unit(
@@ -733,18 +725,32 @@ fn run_unit(
         .map(|i| items[i as usize])
         .collect();
     let expected = (paper_rate * n as f64).floor() as u64;
-    let baselines: [(Mechanism, Option<Box<dyn DomainHistogram>>); 3] = [
+    let mut holders = vec![0_u64; b as usize];
+    for &item in &sample {
+        holders[item as usize] += 1;
+    }
+    let map = DomainMap::Integers(b);
+    let laplace = LaplaceHistogram::new(b, epsilon, Neighbours::ReplaceOne)?;
+    let hadamard = HadamardResponse::new(b, epsilon)?;
+    let seed = |m: Mechanism| rng(m).next_u64();
+    let baselines: [(Mechanism, Option<Released>); 3] = [
         (
             Mechanism::Laplace,
-            Some(Box::new(LaplaceHistogram::new(
-                b,
-                epsilon,
-                Neighbours::ReplaceOne,
-            )?)),
+            Some((
+                run_domain_round(&laplace.round(map)?, &holders, seed(Mechanism::Laplace)),
+                laplace.guarantee().clone(),
+            )),
         ),
         (
             Mechanism::HadamardResponse,
-            Some(Box::new(HadamardResponse::new(b, epsilon)?)),
+            Some((
+                run_domain_round(
+                    &LocalHistogramRound::new(map, hadamard.clone())?,
+                    &holders,
+                    seed(Mechanism::HadamardResponse),
+                ),
+                hadamard.guarantee(),
+            )),
         ),
         (
             Mechanism::BalcerCheu,
@@ -755,20 +761,22 @@ fn run_unit(
                     BalcerCheuHistogram::new(b, epsilon, config.delta, sample.len() as u64)
                 })
                 .ok()
-                .map(|h| Box::new(BalcerCheuUtility(h)) as Box<dyn DomainHistogram>),
+                .map(|protocol| {
+                    let estimates =
+                        balcer_cheu_utility(&protocol, &holders, &mut rng(Mechanism::BalcerCheu));
+                    (estimates, protocol.guarantee())
+                }),
         ),
     ];
-    for (m, mechanism) in baselines {
+    for (m, released) in baselines {
         let mut r = row(m, paper_rate);
         r.sample_size = Some(sample.len() as u64);
-        rows.push(match mechanism {
-            Some(mechanism) => {
-                let estimates: Vec<f64> = mechanism
-                    .estimate_counts(&sample, &mut rng(m))
+        rows.push(match released {
+            Some((estimates, g)) => {
+                let estimates: Vec<f64> = estimates
                     .into_iter()
                     .map(|c| c.max(0.0) / paper_rate)
                     .collect();
-                let g = mechanism.guarantee();
                 scored(r, &estimates, (g.epsilon, g.delta))
             }
             None => r,

@@ -123,8 +123,9 @@ pub trait RoundMechanism: Send + Sync {
     /// The mechanism's name, domain and guarantees.
     fn describe(&self) -> &dyn DomainHistogram;
 
-    /// [`run_domain_round`] of the mechanism's round.
-    fn run(&self, elements: &[u32], seed: u64) -> Vec<f64>;
+    /// [`run_domain_round`] of the mechanism's round over the clients, `counts[j]` of them
+    /// holding element `j`.
+    fn run(&self, counts: &[u64], seed: u64) -> Vec<f64>;
 }
 
 /// A mechanism `M` with its round `R`.
@@ -142,8 +143,8 @@ where
         &self.mechanism
     }
 
-    fn run(&self, elements: &[u32], seed: u64) -> Vec<f64> {
-        run_domain_round(&self.round, elements, seed)
+    fn run(&self, counts: &[u64], seed: u64) -> Vec<f64> {
+        run_domain_round(&self.round, counts, seed)
     }
 }
 
@@ -165,16 +166,26 @@ impl DomainMechanism {
         }
     }
 
-    /// [`run_domain_histogram`] over clients holding `elements`.
+    /// [`run_domain_histogram`] over the clients, `counts[j]` of them holding element `j`
+    /// (the whole-population mechanisms see them in the order of their elements).
     ///
     /// # Panics
     ///
-    /// If an element is outside the mechanism's domain.
-    pub fn run(&self, elements: &[u32], seed: u64) -> Vec<f64> {
+    /// If `counts` does not have one entry per element of the mechanism's domain.
+    pub fn run(&self, counts: &[u64], seed: u64) -> Vec<f64> {
+        assert_eq!(
+            counts.len(),
+            self.describe().domain() as usize,
+            "one count per domain element"
+        );
         match self {
-            Self::Round(round) => round.run(elements, seed),
+            Self::Round(round) => round.run(counts, seed),
             Self::WholePopulation(mechanism) => {
-                mechanism.estimate_counts(elements, &mut mechanism_rng(seed))
+                let elements: Vec<u32> = (0..)
+                    .zip(counts)
+                    .flat_map(|(element, &count)| (0..count).map(move |_| element))
+                    .collect();
+                mechanism.estimate_counts(&elements, &mut mechanism_rng(seed))
             }
         }
     }
@@ -188,26 +199,17 @@ impl fmt::Debug for DomainMechanism {
     }
 }
 
-/// Runs `mechanism` over the clients' domain elements with randomness from `seed`, and
-/// returns its (unclamped) estimate of every element's count. A mechanism defined as a round
-/// runs through [`run_domain_round`] (its aggregator's coins are then those of a federated
-/// server seeded with `seed`, see [`crate::aggregator_coins`]); any other through
-/// [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
+/// Runs `mechanism` over the clients, `counts[j]` of them holding domain element `j`, with
+/// randomness from `seed`, and returns its (unclamped) estimate of every element's count. A
+/// mechanism defined as a round runs through [`run_domain_round`] (its aggregator's coins are
+/// then those of a federated server seeded with `seed`, see [`crate::aggregator_coins`]); any
+/// other through [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
 ///
 /// # Panics
 ///
-/// If the mechanism's domain differs from the items' domain.
-pub fn run_domain_histogram(
-    mechanism: &DomainMechanism,
-    items: &DomainItems,
-    seed: u64,
-) -> Vec<f64> {
-    assert_eq!(
-        mechanism.describe().domain(),
-        items.map.size(),
-        "the mechanism's domain is not the items' domain"
-    );
-    mechanism.run(&items.items, seed)
+/// If `counts` does not have one entry per element of the mechanism's domain.
+pub fn run_domain_histogram(mechanism: &DomainMechanism, counts: &[u64], seed: u64) -> Vec<f64> {
+    mechanism.run(counts, seed)
 }
 
 /// The generator of a one-round mechanism run with `seed` (its own ChaCha stream, apart from

@@ -158,6 +158,20 @@ pub enum Error {
         /// The domain size.
         size: u32,
     },
+    /// An item of an input file cannot be placed in the public domain `0..size`.
+    #[error(
+        "{file}:{line}: item {item:?} is not an integer in [0, {size}): --domain needs integer items below the domain size (use --buckets to hash any item into buckets)"
+    )]
+    NotInDomainAt {
+        /// The file.
+        file: String,
+        /// The 1-based line number.
+        line: u64,
+        /// The item.
+        item: String,
+        /// The domain size.
+        size: u32,
+    },
     /// An executor path name is not known.
     #[error(
         "unknown execution path {name:?}: expected per-client, gap-skipping or binomial-thinning"

@@ -77,35 +77,97 @@ where
     aggregator.release()
 }
 
-/// Runs the domain round `round` over the clients holding `elements` with randomness from
-/// `seed`, and returns every element's estimate: through
-/// [`DomainRound::aggregate_elements`] where the round declares it can draw its aggregate from
-/// the elements alone (with coins from the first device-coin stream; merged into the
-/// aggregator of [`aggregator_coins`], which releases), else through [`run_round`].
+/// Runs the domain round `round` over the clients, `counts[j]` of them holding element `j`,
+/// with randomness from `seed`, and returns every element's estimate.
 ///
-/// # Panics
+/// Where the round declares it can draw its aggregate from the counts alone
+/// ([`DomainRound::aggregate_counts`]), it does so with coins from the first device-coin
+/// stream, and the aggregate is merged into the aggregator of [`aggregator_coins`], which
+/// releases. Otherwise every client answers as in [`run_round`], the clients taken in the
+/// canonical order of their elements (element 0's holders, then element 1's, …) and split into
+/// the same chunks, each chunk's elements read off the counts as it runs: memory holds the
+/// counts and one aggregator per chunk in flight, never one element per client.
 ///
-/// If an element is outside the round's domain.
-pub fn run_domain_round<P>(round: &P, elements: &[u32], seed: u64) -> Vec<f64>
+/// `counts` has one entry per element of the round's domain: a round that draws its aggregate
+/// from the counts panics otherwise, and on the clients' path the holders of an element
+/// outside the domain abstain, as the query has them.
+pub fn run_domain_round<P>(round: &P, counts: &[u64], seed: u64) -> Vec<f64>
 where
     P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
 {
     let mut devices = stream(seed, Purpose::DeviceCoins, 0);
-    let release = match round.aggregate_elements(elements, &mut devices) {
+    let release = match round.aggregate_counts(counts, &mut devices) {
         Some(answered) => {
             let mut aggregator = round.aggregator(aggregator_coins(seed));
             aggregator.merge(answered);
             aggregator.release()
         }
-        None => run_round(round, elements, seed),
+        None => run_counted_clients(round, counts, seed),
     };
     P::estimates(release)
+}
+
+/// [`run_round`] over the clients holding `counts[j]` copies of element `j`, in the order of
+/// their elements, without listing them.
+fn run_counted_clients<P>(round: &P, counts: &[u64], seed: u64) -> P::Release
+where
+    P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
+{
+    // `ends[j]`: one past the last client holding element `j`.
+    let ends: Vec<u64> = counts
+        .iter()
+        .scan(0_u64, |total, &count| {
+            *total += count;
+            Some(*total)
+        })
+        .collect();
+    let clients = ends.last().copied().unwrap_or(0);
+    // Unwrap safety: a population held in memory has fewer than 2^64 / 2 clients per chunk.
+    let clients = usize::try_from(clients).expect("a client count fits in usize");
+    let per_chunk = clients_per_chunk(clients);
+    let query = round.query();
+    let shards = (0..clients.div_ceil(per_chunk))
+        .into_par_iter()
+        .map(|chunk| {
+            let index = chunk as u64;
+            let mut devices = stream(seed, Purpose::DeviceCoins, index);
+            let shard_coins = ChaCha20Rng::from_rng(&mut stream(seed, Purpose::ShardCoins, index));
+            let mut shard = round.aggregator(shard_coins);
+            let mut client = (chunk * per_chunk) as u64;
+            let end = (client + per_chunk as u64).min(clients as u64);
+            // The element of the chunk's first client: the first whose holders end past it.
+            let mut element = ends.partition_point(|&stop| stop <= client);
+            while client < end {
+                let stop = ends[element].min(end);
+                // Unwrap safety: an element's index is below the domain size, a u32.
+                let input = u32::try_from(element).expect("an element of the domain");
+                for _ in client..stop {
+                    if let Some(report) = query.respond(&input, &mut devices) {
+                        shard.absorb(report);
+                    }
+                }
+                client = stop;
+                element += 1;
+            }
+            shard
+        })
+        .reduce_with(|mut left, right| {
+            left.merge(right);
+            left
+        });
+    let mut aggregator = round.aggregator(aggregator_coins(seed));
+    if let Some(shards) = shards {
+        aggregator.merge(shards);
+    }
+    aggregator.release()
 }
 
 #[cfg(test)]
 mod tests {
     use tally_accounting::Neighbours;
     use tally_core::histogram::{DomainMap, LaplaceHistogram};
+    use tally_core::ldp::Grr;
+    use tally_core::protocol::LocalHistogramRound;
 
     use super::*;
 
@@ -129,5 +191,42 @@ mod tests {
             assert_eq!(pool.install(|| run_round(&round, &inputs, 3)), expected);
         }
         assert_ne!(run_round(&round, &inputs, 4), expected);
+        // Drawn from the counts, a central round releases the same, byte for byte.
+        let mut counts = vec![0; 8];
+        for &x in &inputs {
+            counts[x as usize] += 1;
+        }
+        assert_eq!(run_domain_round(&round, &counts, 3), expected.estimates());
+    }
+
+    /// Without a way to draw its aggregate from the counts, a round's devices answer in the
+    /// order of their elements: the release is [`run_round`]'s over the elements so listed,
+    /// byte for byte, on any number of threads, and across chunks that start inside an
+    /// element's holders and elements nobody holds.
+    #[test]
+    fn counted_clients_answer_as_the_listed_elements_would() {
+        let round =
+            LocalHistogramRound::new(DomainMap::Integers(6), Grr::new(6, 1.0).unwrap()).unwrap();
+        let counts = [70_000, 0, 3, 0, 41_000, 1];
+        let listed: Vec<u32> = (0..)
+            .zip(counts)
+            .flat_map(|(element, count)| std::iter::repeat_n(element, count))
+            .collect();
+        let counts = counts.map(|count| count as u64);
+        let expected = LocalHistogramRound::<Grr>::estimates(run_round(&round, &listed, 9));
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let released = pool.install(|| run_domain_round(&round, &counts, 9));
+            assert_eq!(released, expected, "{threads} threads");
+        }
+        assert_ne!(run_domain_round(&round, &counts, 10), expected);
+        assert!(
+            run_domain_round(&round, &[0; 6], 9)
+                .iter()
+                .all(|&e| e == 0.0)
+        );
     }
 }

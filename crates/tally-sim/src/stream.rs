@@ -222,6 +222,13 @@ pub(crate) enum Fault {
     NotUtf8,
     /// A TSV row is not `client_id<TAB>item`; what it holds instead.
     MalformedRow(&'static str),
+    /// An item a public domain of `size` elements does not hold.
+    NotInDomain {
+        /// The item.
+        item: String,
+        /// The domain's size.
+        size: u32,
+    },
 }
 
 /// Runs `process` on every chunk of `reader`, read at `chunk_bytes`, in parallel, folding each thread's chunks into an
@@ -311,6 +318,12 @@ where
         return Err(match first.fault {
             Fault::NotUtf8 => Error::NotUtf8 { file, line },
             Fault::MalformedRow(found) => Error::MalformedRow { file, line, found },
+            Fault::NotInDomain { item, size } => Error::NotInDomainAt {
+                file,
+                line,
+                item,
+                size,
+            },
         });
     }
     Ok(accs)

@@ -1,4 +1,5 @@
-//! The local frequency oracles' rounds, run by the simulator ([`run_domain_round`]) and over
+//! The local frequency oracles' rounds, run by the simulator ([`run_domain_round`] from the
+//! elements' counts: drawn from them for the unary encodings, else every device answering) and over
 //! the wire as the federated runtime runs them (a device answers from text with its own
 //! coins, the server's [`wire_aggregator`] decodes, admits and counts, the release is read back
 //! from its cells), have the analytic law: for every domain element, over repeated runs, the
@@ -89,7 +90,7 @@ where
     let round = LocalHistogramRound::new(DomainMap::Integers(DOMAIN), randomizer).unwrap();
     let elements = elements();
     let simulated: Vec<_> = (0..RUNS)
-        .map(|seed| run_domain_round(&round, &elements, seed))
+        .map(|seed| run_domain_round(&round, &TRUTH, seed))
         .collect();
     let federated: Vec<_> = (0..RUNS)
         .map(|seed| over_the_wire(&round, &elements, 1000 + seed))

@@ -1,5 +1,7 @@
 //! Empirical privacy audit of the central discrete Laplace and discrete Gaussian histograms at
-//! a weak `ε = 1` (and, for the Gaussian, `δ = 0.05`), on the real `estimate_counts` path.
+//! a weak `ε = 1` (and, for the Gaussian, `δ = 0.05`), on their rounds' real path: the
+//! simulator's executor ([`run_domain_round`]) from the clients' element counts, each run
+//! seeded by a draw of the audit's generator.
 //!
 //! * Add-remove: `D` holds [`K`] clients with item 0 plus one client of every other item of a
 //!   domain of [`DOMAIN`], `D'` one client with item 0 fewer; the outcome is the released count
@@ -15,42 +17,71 @@
 //! Gaussian, where the exact `δ` is about 0.12).
 
 use std::hash::Hash;
+
+use rand::Rng;
+use rand_distr::Distribution;
 use tally_accounting::Neighbours;
-use tally_core::histogram::{DomainHistogram, GaussianHistogram, LaplaceHistogram};
+use tally_core::histogram::{DomainMap, GaussianHistogram, LaplaceHistogram};
+use tally_core::protocol::CentralHistogramRound;
+use tally_sim::run_domain_round;
 use tally_stats_tests::split_sample_lower_bound;
 
 const DOMAIN: u32 = 4;
-const K: usize = 3;
+const K: u64 = 3;
 const EPSILON: f64 = 1.0;
 /// Runs per sample of the Laplace audits; four samples per audit.
 const RUNS: u64 = 100_000;
 /// Runs per sample of the (slower) Gaussian audits.
 const GAUSSIAN_RUNS: u64 = 50_000;
 
-/// The dataset: `zeros` clients with item 0, `ones` with item 1, one of every other item.
-fn items(zeros: usize, ones: usize) -> Vec<u32> {
-    let mut v = vec![0; zeros];
-    v.extend(std::iter::repeat_n(1, ones));
-    v.extend(2..DOMAIN);
-    v
+/// The dataset as the number of clients holding each item: `zeros` clients with item 0,
+/// `ones` with item 1, one of every other item.
+fn items(zeros: u64, ones: u64) -> Vec<u64> {
+    let mut counts = vec![zeros, ones];
+    counts.extend((2..DOMAIN).map(|_| 1));
+    counts
+}
+
+/// The central round of a mechanism over the audit's domain.
+trait Round {
+    type Noise: Distribution<i64> + Clone + Send + Sync;
+
+    fn central_round(&self) -> CentralHistogramRound<Self::Noise>;
+}
+
+impl Round for LaplaceHistogram {
+    type Noise = tally_core::noise::DiscreteLaplace;
+
+    fn central_round(&self) -> CentralHistogramRound<Self::Noise> {
+        self.round(DomainMap::Integers(DOMAIN)).unwrap()
+    }
+}
+
+impl Round for GaussianHistogram {
+    type Noise = tally_core::noise::DiscreteGaussian;
+
+    fn central_round(&self) -> CentralHistogramRound<Self::Noise> {
+        self.round(DomainMap::Integers(DOMAIN)).unwrap()
+    }
 }
 
 /// The audit's lower bound on `δ(epsilon)` between `D` and `D'` for the outcome `outcome` of
-/// `mechanism`, with independent selection and evaluation samples of `runs` runs each (seeds
-/// `seed..seed + 4`).
+/// `mechanism`'s round, with independent selection and evaluation samples of `runs` runs each
+/// (seeds `seed..seed + 4`).
 fn audit<O: Hash + Eq + Clone>(
-    mechanism: &dyn DomainHistogram,
-    (d, d_prime): (&[u32], &[u32]),
+    mechanism: &impl Round,
+    (d, d_prime): (&[u64], &[u64]),
     outcome: fn(Vec<f64>) -> O,
     epsilon: f64,
     (runs, seed): (u64, u64),
 ) -> f64 {
+    let round = mechanism.central_round();
     split_sample_lower_bound(
         runs,
         seed,
         epsilon,
-        |rng| outcome(mechanism.estimate_counts(d, rng)),
-        |rng| outcome(mechanism.estimate_counts(d_prime, rng)),
+        |rng| outcome(run_domain_round(&round, d, rng.next_u64())),
+        |rng| outcome(run_domain_round(&round, d_prime, rng.next_u64())),
     )
 }
 

@@ -76,8 +76,9 @@ impl DomainHistogram for UnaryRandomizer {
         })
     }
 
-    /// Through [`aggregate_elements`](crate::protocol::LocalRandomizer::aggregate_elements), which gives the server's support
-    /// counts the same law as `n` randomized reports at a fraction of the cost.
+    /// Through [`aggregate_counts`](crate::protocol::LocalRandomizer::aggregate_counts) of
+    /// the items' counts, which gives the server's support counts the same law as `n`
+    /// randomized reports at a fraction of the cost.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
         local_estimates(self, items, rng)
     }

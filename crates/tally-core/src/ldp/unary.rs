@@ -25,7 +25,6 @@ use super::{
     oue_probability, sue_probability,
 };
 use crate::Error;
-use crate::histogram::count_items;
 use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport};
 use crate::sampling::{ExactBernoulli, exact_binomial};
 
@@ -347,14 +346,13 @@ impl LocalRandomizer for UnaryRandomizer {
         UnaryRandomizer::aggregator(self)
     }
 
-    /// [`UnaryRandomizer::simulate_aggregate`] of the elements' counts.
-    fn aggregate_elements<R: Rng + ?Sized>(
+    /// [`UnaryRandomizer::simulate_aggregate`] of the counts.
+    fn aggregate_counts<R: Rng + ?Sized>(
         &self,
-        elements: &[u32],
+        counts: &[u64],
         rng: &mut R,
     ) -> Option<UnaryAggregator> {
-        let counts = count_items(self.domain, elements);
-        Some(self.simulate_aggregate(&counts, rng))
+        Some(self.simulate_aggregate(counts, rng))
     }
 }
 

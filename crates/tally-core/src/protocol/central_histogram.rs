@@ -17,7 +17,7 @@ use rand_distr::Distribution;
 
 use super::wire::{DeviceResponder, WireCell, WireRelease, element_cells, element_values};
 use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport};
-use crate::histogram::{DomainMap, count_items};
+use crate::histogram::DomainMap;
 
 /// The query of a domain-histogram round whose devices send their domain element itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,16 +99,21 @@ impl<D: Distribution<i64> + Clone> DomainRound for CentralHistogramRound<D> {
         release.estimates()
     }
 
-    /// The exact count of every element: the devices send their elements as they are, so
-    /// this is what absorbing them one by one counts. Its coins (never used: it only merges
-    /// into the releasing aggregator) come from `rng`.
-    fn aggregate_elements<R: Rng + ?Sized>(
+    /// The counts themselves: the devices send their elements as they are, so this is what
+    /// absorbing them one by one counts. Its coins (never used: it only merges into the
+    /// releasing aggregator) come from `rng`.
+    fn aggregate_counts<R: Rng + ?Sized>(
         &self,
-        elements: &[u32],
+        counts: &[u64],
         rng: &mut R,
     ) -> Option<CentralCounts<D>> {
+        assert_eq!(
+            counts.len(),
+            self.query.map.size() as usize,
+            "one count per domain element"
+        );
         let mut aggregator = self.aggregator(ChaCha20Rng::from_rng(rng));
-        aggregator.counts = count_items(self.query.map.size(), elements);
+        aggregator.counts = counts.to_vec();
         Some(aggregator)
     }
 }
@@ -226,9 +231,9 @@ mod tests {
         right.absorb(3);
         left.merge(right);
         assert_eq!(left.release(), NoisyCounts(vec![2, 1, 1, 4]));
-        // The counts drawn from the elements alone are the absorbed ones.
+        // The counts given at once are the absorbed ones.
         let mut whole = round.aggregator(rng());
-        let answered = round.aggregate_elements(&[0, 3, 3, 3], &mut rng());
+        let answered = round.aggregate_counts(&[1, 0, 0, 3], &mut rng());
         whole.merge(answered.expect("a central round counts its elements"));
         assert_eq!(whole.release(), NoisyCounts(vec![2, 1, 1, 4]));
     }

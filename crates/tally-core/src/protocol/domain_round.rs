@@ -12,19 +12,20 @@ pub trait DomainRound: RoundProtocol<Query: DeviceQuery<Input = u32>> {
     /// The release as every domain element's estimate, in order.
     fn estimates(release: Self::Release) -> Vec<f64>;
 
-    /// The aggregator after every device holding one of `elements` answered, drawn with the
-    /// same law from the elements alone (without forming the reports) when the round can; its
-    /// coins, as the devices', from `rng`. `None` (the default) when every device must answer.
+    /// The aggregator after every device answered, `counts[j]` of them holding element `j`,
+    /// drawn with the same law from these counts alone (without forming the reports) when the
+    /// round can; its coins, as the devices', from `rng`. `None` (the default) when every
+    /// device must answer.
     ///
     /// # Panics
     ///
-    /// If an element is outside the domain.
-    fn aggregate_elements<R: Rng + ?Sized>(
+    /// If `counts` does not have one entry per domain element.
+    fn aggregate_counts<R: Rng + ?Sized>(
         &self,
-        elements: &[u32],
+        counts: &[u64],
         rng: &mut R,
     ) -> Option<Self::Aggregator> {
-        let _ = (elements, rng);
+        let _ = (counts, rng);
         None
     }
 }

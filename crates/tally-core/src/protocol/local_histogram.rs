@@ -21,7 +21,7 @@ use super::{
     WireReport,
 };
 use crate::Error;
-use crate::histogram::{DomainMap, check_map};
+use crate::histogram::{DomainMap, check_map, count_items};
 
 /// A local randomizer of a domain element and the debiasing aggregator of its reports.
 pub trait LocalRandomizer: Clone + Send + Sync + std::fmt::Debug {
@@ -44,19 +44,19 @@ pub trait LocalRandomizer: Clone + Send + Sync + std::fmt::Debug {
     /// An empty aggregator.
     fn aggregator(&self) -> Self::Aggregator;
 
-    /// The aggregator after every device holding one of `elements` answered, drawn with the
-    /// same law from the elements' counts alone when the randomizer can (a unary encoding's
-    /// support counts are binomials), at a fraction of the cost; `None` otherwise.
+    /// The aggregator after every device answered, `counts[j]` of them holding element `j`,
+    /// drawn with the same law from these counts alone when the randomizer can (a unary
+    /// encoding's support counts are binomials), at a fraction of the cost; `None` otherwise.
     ///
     /// # Panics
     ///
-    /// If an element is outside the domain.
-    fn aggregate_elements<R: Rng + ?Sized>(
+    /// If `counts` does not have one entry per domain element.
+    fn aggregate_counts<R: Rng + ?Sized>(
         &self,
-        elements: &[u32],
+        counts: &[u64],
         rng: &mut R,
     ) -> Option<Self::Aggregator> {
-        let _ = (elements, rng);
+        let _ = (counts, rng);
         None
     }
 }
@@ -147,13 +147,13 @@ impl<M: LocalRandomizer> DomainRound for LocalHistogramRound<M> {
         estimates
     }
 
-    /// The randomizer's [`LocalRandomizer::aggregate_elements`].
-    fn aggregate_elements<R: Rng + ?Sized>(
+    /// The randomizer's [`LocalRandomizer::aggregate_counts`].
+    fn aggregate_counts<R: Rng + ?Sized>(
         &self,
-        elements: &[u32],
+        counts: &[u64],
         rng: &mut R,
     ) -> Option<M::Aggregator> {
-        self.randomizer.aggregate_elements(elements, rng)
+        self.randomizer.aggregate_counts(counts, rng)
     }
 }
 
@@ -170,8 +170,9 @@ pub(crate) fn local_estimates<M: LocalRandomizer>(
     elements: &[u32],
     rng: &mut dyn Rng,
 ) -> Vec<f64> {
+    let counts = count_items(randomizer.domain(), elements);
     let aggregator = randomizer
-        .aggregate_elements(elements, rng)
+        .aggregate_counts(&counts, rng)
         .unwrap_or_else(|| {
             let mut aggregator = randomizer.aggregator();
             for &element in elements {

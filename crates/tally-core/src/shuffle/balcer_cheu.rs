@@ -20,19 +20,13 @@
 //! ([`crate::protocol::Shuffled`]) the report is split into its messages and the analyzer
 //! counts them one at a time, never knowing which came from the same device.
 //!
-//! **Two whole-population paths** with the same output distribution (the shuffler's output is the
-//! vector of per-cell message counts):
-//!
-//! * [`run_per_client`](BalcerCheuHistogram::run_per_client) runs every client's randomizer.
-//!   Since `p` is close to 1, it draws each client's *absent* noise messages, the cells whose
-//!   `Ber(p)` coin fails, as a [`PoissonSampler`] at rate `1 − p` over the domain (geometric gap
-//!   skipping, `O(d(1 − p) + 1)` per client), and counts `present = d − absent`. Clients are
-//!   split into fixed chunks of [`CLIENTS_PER_CHUNK`] run in parallel with rayon, each on its
-//!   own ChaCha20 stream of a key drawn from the caller's generator, so the result does not
-//!   depend on the number of threads.
-//! * [`run_per_cell`](BalcerCheuHistogram::run_per_cell) draws each cell's count directly:
-//!   `#{clients holding j} + Bin(n, p)`, with the exact binomial sampler (which counts the
-//!   `Bin(n, 1 − p)` absent messages by gap skipping).
+//! **Drawn from the counts** ([`run_per_cell`](BalcerCheuHistogram::run_per_cell)): the
+//! shuffler's output is the vector of per-cell message counts, and since every device's coins
+//! are independent, cell `j`'s count is `#{devices holding j} + Bin(n, p)`, independently across
+//! cells; it is drawn so with the exact binomial sampler (which counts the `Bin(n, 1 − p)`
+//! absent messages by gap skipping), in the law of the devices' messages summed. The round
+//! draws its aggregate so ([`DomainRound::aggregate_counts`]) when the calibrated `n` devices
+//! answer.
 //!
 //! # Privacy
 //!
@@ -48,25 +42,18 @@
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
-use rayon::prelude::*;
 use tally_accounting::balcer_cheu::BalcerCheu;
 use tally_accounting::{Guarantee, TrustModel};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
+use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map, count_items};
 use crate::ldp::check_domain;
-use crate::parallel;
 use crate::protocol::wire::DeviceResponder;
 use crate::protocol::{
     DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
     decode_messages, encode_messages,
 };
 use crate::sampling::{ExactBinomial, PoissonSampler};
-
-/// The number of clients in one parallel chunk of
-/// [`run_per_client`](BalcerCheuHistogram::run_per_client); chunk `k` draws from ChaCha20
-/// stream `k`, so results do not depend on the thread count.
-pub const CLIENTS_PER_CHUNK: usize = parallel::CLIENTS_PER_CHUNK;
 
 /// The Balcer–Cheu histogram over the domain `0..d` for a fixed number of clients `n`.
 #[derive(Clone, Debug, PartialEq)]
@@ -146,64 +133,29 @@ impl BalcerCheuHistogram {
         })
     }
 
-    /// Runs every client's randomizer (in parallel, over fixed chunks of clients) and returns
-    /// the shuffler's output as the number of messages equal to each cell.
+    /// Draws the shuffler's output cell by cell when `holders[j]` clients hold element `j`:
+    /// `holders[j] + Bin(n, p)` messages equal to `j`, independently across cells, the law
+    /// of every client's messages summed.
     ///
     /// # Panics
     ///
-    /// If an item is outside the domain or `items.len()` is not the calibrated `n`.
-    pub fn run_per_client(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<u64> {
-        self.check_items(items);
-        let key = parallel::draw_key(rng);
-        let d = self.domain as usize;
-        // Per cell: real messages minus absent noise messages; the count is n + that.
-        let net = items
-            .par_chunks(CLIENTS_PER_CHUNK)
-            .enumerate()
-            .fold(
-                || vec![0i64; d],
-                |mut net, (chunk, clients)| {
-                    let mut stream = parallel::chunk_rng(key, chunk);
-                    for &item in clients {
-                        net[item as usize] += 1;
-                        for j in self.absent.indices(d as u64, &mut stream) {
-                            net[j as usize] -= 1;
-                        }
-                    }
-                    net
-                },
-            )
-            .reduce(
-                || vec![0i64; d],
-                |mut a, b| {
-                    for (x, y) in a.iter_mut().zip(b) {
-                        *x += y;
-                    }
-                    a
-                },
-            );
-        let n = self.users() as i64;
-        net.into_iter()
-            .map(|v| u64::try_from(n + v).expect("a cell count is non-negative"))
+    /// If `holders` does not have one entry per domain element or does not sum to the
+    /// calibrated `n`.
+    pub fn run_per_cell<R: Rng + ?Sized>(&self, holders: &[u64], rng: &mut R) -> Vec<u64> {
+        assert_eq!(
+            holders.len(),
+            self.domain as usize,
+            "one count per domain element"
+        );
+        assert_eq!(
+            holders.iter().sum::<u64>(),
+            self.users(),
+            "the protocol is calibrated for a different number of clients"
+        );
+        holders
+            .iter()
+            .map(|&held| held + self.noise.sample(rng))
             .collect()
-    }
-
-    /// Draws the shuffler's output cell by cell: `#{clients holding j} + Bin(n, p)` messages
-    /// equal to `j`, the same distribution as [`run_per_client`](Self::run_per_client).
-    ///
-    /// # Panics
-    ///
-    /// As [`run_per_client`](Self::run_per_client).
-    pub fn run_per_cell<R: Rng + ?Sized>(&self, items: &[u32], rng: &mut R) -> Vec<u64> {
-        self.check_items(items);
-        let mut counts = vec![0u64; self.domain as usize];
-        for &item in items {
-            counts[item as usize] += 1;
-        }
-        for count in &mut counts {
-            *count += self.noise.sample(rng);
-        }
-        counts
     }
 
     /// The paper's analyzer on the per-cell message counts: the frequency estimate
@@ -231,18 +183,6 @@ impl BalcerCheuHistogram {
             })
             .collect()
     }
-
-    fn check_items(&self, items: &[u32]) {
-        assert_eq!(
-            items.len() as u64,
-            self.users(),
-            "the protocol is calibrated for a different number of clients"
-        );
-        assert!(
-            items.iter().all(|&x| x < self.domain),
-            "item outside the domain"
-        );
-    }
 }
 
 impl DomainHistogram for BalcerCheuHistogram {
@@ -265,16 +205,16 @@ impl DomainHistogram for BalcerCheuHistogram {
         })
     }
 
-    /// Runs [`run_per_client`](BalcerCheuHistogram::run_per_client) and returns
-    /// `n·`[`analyze`](BalcerCheuHistogram::analyze): `count − n·p` where `count > n`, else
-    /// 0.
+    /// Runs [`run_per_cell`](BalcerCheuHistogram::run_per_cell) on the items' counts and
+    /// returns `n·`[`analyze`](BalcerCheuHistogram::analyze): `count − n·p` where
+    /// `count > n`, else 0.
     ///
     /// # Panics
     ///
     /// If an item is outside the domain or `items.len()` is not the calibrated `n`.
     fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
         let n = self.users() as f64;
-        self.analyze(&self.run_per_client(items, rng))
+        self.analyze(&self.run_per_cell(&count_items(self.domain, items), rng))
             .into_iter()
             .map(|f| f * n)
             .collect()
@@ -511,15 +451,15 @@ impl DomainRound for BalcerCheuRound {
     /// When the calibrated `n` devices answer: the analyzer's counts drawn cell by cell
     /// ([`BalcerCheuHistogram::run_per_cell`]: `#{devices holding j} + Bin(n, p)` messages
     /// equal to `j`, independently across cells, the law of the devices' messages summed).
-    fn aggregate_elements<R: Rng + ?Sized>(
+    fn aggregate_counts<R: Rng + ?Sized>(
         &self,
-        elements: &[u32],
+        counts: &[u64],
         rng: &mut R,
     ) -> Option<BalcerCheuCounts> {
-        if elements.len() as u64 != self.protocol.users() {
+        if counts.iter().sum::<u64>() != self.protocol.users() {
             return None;
         }
-        let counts = self.protocol.run_per_cell(elements, rng);
+        let counts = self.protocol.run_per_cell(counts, rng);
         let mut steps = vec![0_i64; counts.len() + 1];
         let mut previous = 0_i64;
         for (step, &count) in steps.iter_mut().zip(&counts) {
