@@ -949,7 +949,7 @@ const SHUFFLE_SEED: u64 = 15;
 fn federated_shuffle_histogram(mechanism: &str, epsilon: f64) -> Value {
     let server = Server::start_seeded(SHUFFLE_SEED);
     let analyst = &server.analyst;
-    let file = temp_file("elements.txt", &shuffle_items(false));
+    let file = temp_file("shuffle-elements.txt", &shuffle_items(false));
     let create = format!(
         "task create {analyst} --mechanism {mechanism} --domain 16 --epsilon {epsilon} \
          --delta 1e-6 --population numbers --expected-population 3000 --json"

@@ -35,10 +35,13 @@ pub(crate) fn failure(args: &str) -> String {
 
 /// Writes `contents` to `name` in Cargo's scratch directory for integration tests, prefixed with
 /// this test binary's name: each run overwrites the last run's files instead of leaving new ones
-/// in the system's temporary directory.
+/// in the system's temporary directory. The file is written aside and renamed into place, so
+/// that tests running at once that write the same file never read it half written.
 pub(crate) fn temp_file(name: &str, contents: &[u8]) -> PathBuf {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("{}-{name}", env!("CARGO_CRATE_NAME")));
-    std::fs::write(&path, contents).unwrap();
+    let aside = path.with_extension(format!("{:?}.partial", std::thread::current().id()));
+    std::fs::write(&aside, contents).unwrap();
+    std::fs::rename(&aside, &path).unwrap();
     path
 }
