@@ -21,7 +21,10 @@ pub use balcer_cheu::{
     BalcerCheuCounts, BalcerCheuHistogram, BalcerCheuMessages, BalcerCheuQuery, BalcerCheuRound,
 };
 pub use ghazi_count_min::{CountMinPath, GhaziCountMin};
-pub use ghazi_hadamard::{GhaziHadamard, HadamardPath};
+pub use ghazi_hadamard::{
+    GhaziHadamard, HadamardCounts, HadamardPath, HadamardQuery, HadamardRound, HadamardTuple,
+    HadamardTuples,
+};
 pub use heavy_hitters::ShuffleHeavyHitters;
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeCounts, RangeOracle, RangeTree};

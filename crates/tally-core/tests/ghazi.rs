@@ -699,3 +699,111 @@ fn count_min_as_a_domain_histogram() {
     assert!((cost.messages_per_client - (4.0 + 4.0 * 512.0 * p.gamma)).abs() < 1e-9);
     assert_eq!(cost.bits_per_message, 2 + 9);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Hadamard as a round
+// ---------------------------------------------------------------------------------------------
+
+/// A device's report is one tuple of its item's `H_{2B,j}` and `ρ` others, admitted, and
+/// spelled once on the wire; malformed spellings are refused.
+#[test]
+fn a_hadamard_report_is_admitted_and_has_one_spelling() {
+    use tally_core::histogram::DomainMap;
+    use tally_core::protocol::{DeviceQuery, MultiMessage, RoundProtocol, WireReport};
+    use tally_core::shuffle::HadamardTuples;
+    let had = GhaziHadamard::new(64, 8, 1, 1.0, 0.1).unwrap();
+    let round = had.round(DomainMap::Integers(8)).unwrap();
+    let query = round.query();
+    assert_eq!(
+        (query.tau(), query.rho()),
+        (had.params().tau, had.params().rho)
+    );
+    let m = had.params().coordinate_bits();
+    let mut r = rng(40);
+    for item in 0..8_u32 {
+        let report = query.respond(&item, &mut r).unwrap();
+        assert!(query.admits(&report));
+        let text = report.clone().encode();
+        let decoded = HadamardTuples::decode(text.clone()).unwrap();
+        assert_eq!(decoded.clone().encode(), text);
+        assert!(query.admits(&decoded));
+        let tuples = decoded.into_messages();
+        assert_eq!(tuples.len() as u64, 1 + had.params().rho);
+        // Some tuple lies in the item's H_{2B,j}: its coordinates, m bits each from the
+        // lowest, all have even parity with row j.
+        let j = u128::from(item_row(item));
+        let in_row = |hex: &str| {
+            let value = u128::from_str_radix(hex, 16).unwrap();
+            (0..had.params().tau).all(|g| {
+                let a = (value >> (g * m)) & ((1 << m) - 1);
+                (a & j).count_ones().is_multiple_of(2)
+            })
+        };
+        assert!(text.split(',').any(in_row), "{text}");
+    }
+    assert_eq!(query.respond(&8, &mut r), None);
+    for bad in ["", ",", "01", "A", "2,1", "1,,2", "x"] {
+        assert_eq!(HadamardTuples::decode(bad.to_owned()), None, "{bad:?}");
+    }
+    // The right number of tuples, each of τm bits at most.
+    let short = HadamardTuples::decode("1,2".to_owned()).unwrap();
+    assert!(!query.admits(&short));
+    let wide = format!("1{}", ",1".repeat(had.params().rho as usize - 1)) + ",fffffffffffff";
+    assert!(!query.admits(&HadamardTuples::decode(wide).unwrap()));
+}
+
+/// The round's analyzer decodes reports as the kernel decoder does; its count path
+/// ([`tally_core::protocol::DomainRound::aggregate_elements`]) has the law of every device
+/// answering (n = 16, B = 8, τ = 4: the raw counts of a held and a null item and their total),
+/// and a count path fed the wrong holders is caught.
+#[test]
+fn hadamard_round_devices_and_count_path_agree_in_distribution() {
+    use tally_core::histogram::DomainMap;
+    use tally_core::protocol::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol};
+    let n = 16_u32;
+    let had = GhaziHadamard::new(u64::from(n), 8, 1, 1.0, 0.1).unwrap();
+    let round = had.round(DomainMap::Integers(8)).unwrap();
+    let items: Vec<u32> = (0..n).map(|i| i % 3).collect();
+    let runs = 3_000;
+    let coins = || ChaCha20Rng::seed_from_u64(0);
+    let raw_of = |devices: bool, items: &[u32], r: &mut ChaCha20Rng| -> Vec<u64> {
+        if devices {
+            let mut aggregator = round.aggregator(coins());
+            for item in items {
+                aggregator.absorb(round.query().respond(item, r).unwrap());
+            }
+            aggregator.raw().to_vec()
+        } else {
+            round.aggregate_elements(items, r).unwrap().raw().to_vec()
+        }
+    };
+    let mut samples = [[vec![], vec![], vec![]], [vec![], vec![], vec![]]];
+    for (k, devices) in [true, false].into_iter().enumerate() {
+        let mut r = rng(50 + k as u64);
+        for _ in 0..runs {
+            let raw = raw_of(devices, &items, &mut r);
+            samples[k][0].push(raw[0]);
+            samples[k][1].push(raw[6]);
+            samples[k][2].push(raw.iter().sum::<u64>());
+        }
+    }
+    for (what, index) in [("held", 0), ("null", 1), ("total", 2)] {
+        assert_same_law(what, &samples[0][index], &samples[1][index]);
+    }
+    let p = had.params();
+    let mut hist = vec![0u64; (p.tuples_per_user() * u64::from(n) + 1) as usize];
+    samples[1][1].iter().for_each(|&v| hist[v as usize] += 1);
+    assert_fits(
+        "count path null count",
+        50,
+        &hist,
+        &binomial_probs(p.tuples_per_user() * u64::from(n), 1.0 / 16.0),
+    );
+    // The mutant: every device holding item 1.
+    let mut r = rng(52);
+    let mutant: Vec<u64> = (0..runs)
+        .map(|_| raw_of(false, &[1; 16], &mut r)[0])
+        .collect();
+    let caught = std::panic::catch_unwind(|| assert_same_law("mutant", &samples[0][0], &mutant));
+    assert!(caught.is_err(), "the mutant passes");
+}
