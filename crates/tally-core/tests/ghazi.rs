@@ -279,8 +279,8 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
     let had = GhaziHadamard::new(3_000, 16, 1, 1.0, 1e-3).unwrap();
-    let items: Vec<u32> = (0..3_000).map(|i| i % 16).collect();
-    let run = || had.estimate_counts(&items, &mut rng(30));
+    let sets: Vec<Vec<u32>> = (0..3_000).map(|i| vec![i % 16]).collect();
+    let run = || had.run(&sets, HadamardPath::Fast, &mut rng(30));
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
