@@ -1,6 +1,6 @@
 //! Placing clients' items in a public domain `0..B` ([`DomainMap`]), and running the
-//! histogram mechanisms that need one ([`DomainHistogram`]): those defined as rounds by the
-//! round executor ([`run_domain_round`]), the others over the whole population at once.
+//! histogram mechanisms that need one ([`DomainHistogram`]), each defined as a round, by the
+//! round executor ([`run_domain_round`]).
 
 use std::fmt;
 
@@ -113,9 +113,6 @@ pub enum DomainMechanism {
     /// A mechanism defined as a round ([`DomainMechanism::round`]), run by
     /// [`run_domain_round`].
     Round(Box<dyn RoundMechanism>),
-    /// A mechanism run over the whole population at once
-    /// ([`DomainHistogram::estimate_counts`]).
-    WholePopulation(Box<dyn DomainHistogram>),
 }
 
 /// A mechanism and its round, as [`DomainMechanism::Round`] holds them.
@@ -161,7 +158,6 @@ impl DomainMechanism {
     pub fn describe(&self) -> &dyn DomainHistogram {
         match self {
             Self::Round(round) => round.describe(),
-            Self::WholePopulation(mechanism) => mechanism.as_ref(),
         }
     }
 
@@ -173,9 +169,6 @@ impl DomainMechanism {
     pub fn run(&self, elements: &[u32], seed: u64) -> Vec<f64> {
         match self {
             Self::Round(round) => round.run(elements, seed),
-            Self::WholePopulation(mechanism) => {
-                mechanism.estimate_counts(elements, &mut mechanism_rng(seed))
-            }
         }
     }
 }
@@ -189,10 +182,9 @@ impl fmt::Debug for DomainMechanism {
 }
 
 /// Runs `mechanism` over the clients' domain elements with randomness from `seed`, and
-/// returns its (unclamped) estimate of every element's count. A mechanism defined as a round
-/// runs through [`run_domain_round`] (its aggregator's coins are then those of a federated
-/// server seeded with `seed`, see [`crate::aggregator_coins`]); any other through
-/// [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
+/// returns its (unclamped) estimate of every element's count: its round runs through
+/// [`run_domain_round`] (its aggregator's coins are then those of a federated server seeded
+/// with `seed`, see [`crate::aggregator_coins`]).
 ///
 /// # Panics
 ///
