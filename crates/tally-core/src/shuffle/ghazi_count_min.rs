@@ -463,19 +463,30 @@ impl DomainHistogram for GhaziCountMin {
     }
 }
 
-/// `Bin(n, p)`, exactly, by thinning when `p ∈ [1/32, 1/2)`: `Bin(n, p) = Bin(Bin(n, 1/2), 2p)`
-/// (a coin succeeds iff a fair coin and an independent `Ber(2p)` coin both do; `2p` is exact),
-/// repeated while `p < 1/2`. A fair coin costs one random bit where [`exact_binomial`]'s
-/// bit-sliced coins at a general `p` cost about eight, so the blanket totals of a large
-/// table cost about half as much.
+/// `Bin(n, p)`, exactly, one bit of the coins' uniforms at a time: a coin succeeds iff its
+/// uniform `U ∈ [0, 1)` is below `p`. The coins whose next bit of `U` is 0 are `Bin(n, 1/2)`
+/// of them; if `p ≥ 1/2` they all succeed and the others go on with `2p − 1`, else the others
+/// all fail and they go on with `2p` (the rest of `U` is again uniform; `2p` and `2p − 1` are
+/// exact). A fair coin costs one random bit and the coins still undecided halve at every
+/// step, so `n` coins cost about `n/32` random words where [`exact_binomial`]'s bit-sliced
+/// coins at a general `p` cost about `n/8`.
 fn blanket_total<R: Rng + ?Sized>(mut n: u64, mut p: f64, rng: &mut R) -> u64 {
-    if p >= crate::sampling::BIT_SLICED_ABOVE {
-        while p < 0.5 {
-            n = exact_binomial(n, 0.5, rng);
+    let mut successes = 0;
+    while n > 0 && p > 0.0 {
+        if p >= 1.0 {
+            return successes + n;
+        }
+        let low = exact_binomial(n, 0.5, rng);
+        if p >= 0.5 {
+            successes += low;
+            n -= low;
+            p = 2.0 * p - 1.0;
+        } else {
+            n = low;
             p *= 2.0;
         }
     }
-    exact_binomial(n, p, rng)
+    successes
 }
 
 /// A device's `P^CM` messages: the cells `t·s + ℓ` of the `τ × s` table (row-major), one
@@ -941,6 +952,29 @@ mod tests {
         let h = 2.0 / (9.0 * df);
         let critical = df * (1.0 - h + 4.753 * h.sqrt()).powi(3);
         stat <= critical
+    }
+
+    /// The blanket totals drawn bit by bit have the binomial's law, at a probability with a
+    /// long binary expansion and at dyadic ones; one drawn at another probability is caught.
+    #[test]
+    fn stat_blanket_totals_are_binomial() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        for p in [0.3, 0.75, 0.5, 1.0 / 3.0] {
+            let ours: Vec<u64> = (0..20_000)
+                .map(|_| blanket_total(60, p, &mut rng))
+                .collect();
+            let exact: Vec<u64> = (0..20_000)
+                .map(|_| exact_binomial(60, p, &mut rng))
+                .collect();
+            assert!(same_law(&ours, &exact), "p = {p}");
+        }
+        let off: Vec<u64> = (0..20_000)
+            .map(|_| blanket_total(60, 0.32, &mut rng))
+            .collect();
+        let exact: Vec<u64> = (0..20_000)
+            .map(|_| exact_binomial(60, 0.3, &mut rng))
+            .collect();
+        assert!(!same_law(&off, &exact), "the mutant passes");
     }
 
     /// The analyzer counts the queried cells of the devices' messages; its count path has the
