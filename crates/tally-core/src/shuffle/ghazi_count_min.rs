@@ -467,16 +467,16 @@ impl DomainHistogram for GhaziCountMin {
 /// uniform `U ∈ [0, 1)` is below `p`. The coins whose next bit of `U` is 0 are `Bin(n, 1/2)`
 /// of them; if `p ≥ 1/2` they all succeed and the others go on with `2p − 1`, else the others
 /// all fail and they go on with `2p` (the rest of `U` is again uniform; `2p` and `2p − 1` are
-/// exact). A fair coin costs one random bit and the coins still undecided halve at every
-/// step, so `n` coins cost about `n/32` random words where [`exact_binomial`]'s bit-sliced
-/// coins at a general `p` cost about `n/8`.
+/// exact). A fair coin costs one random bit ([`fair_coins`]) and the coins still undecided
+/// halve at every step, so `n` coins cost about `n/32` random words where
+/// [`exact_binomial`]'s bit-sliced coins cost about `n/8` (every lane must be decided).
 fn blanket_total<R: Rng + ?Sized>(mut n: u64, mut p: f64, rng: &mut R) -> u64 {
     let mut successes = 0;
     while n > 0 && p > 0.0 {
         if p >= 1.0 {
             return successes + n;
         }
-        let low = exact_binomial(n, 0.5, rng);
+        let low = fair_coins(n, rng);
         if p >= 0.5 {
             successes += low;
             n -= low;
@@ -487,6 +487,21 @@ fn blanket_total<R: Rng + ?Sized>(mut n: u64, mut p: f64, rng: &mut R) -> u64 {
         }
     }
     successes
+}
+
+/// How many of `n` fair coins come up heads (`Bin(n, 1/2)`, exactly): the ones among `n`
+/// uniform random bits.
+fn fair_coins<R: Rng + ?Sized>(n: u64, rng: &mut R) -> u64 {
+    let mut heads = 0;
+    let mut left = n;
+    while left >= 64 {
+        heads += u64::from(rng.next_u64().count_ones());
+        left -= 64;
+    }
+    if left > 0 {
+        heads += u64::from((rng.next_u64() & ((1 << left) - 1)).count_ones());
+    }
+    heads
 }
 
 /// A device's `P^CM` messages: the cells `t·s + ℓ` of the `τ × s` table (row-major), one
@@ -961,18 +976,18 @@ mod tests {
         let mut rng = ChaCha20Rng::seed_from_u64(5);
         for p in [0.3, 0.75, 0.5, 1.0 / 3.0] {
             let ours: Vec<u64> = (0..20_000)
-                .map(|_| blanket_total(60, p, &mut rng))
+                .map(|_| blanket_total(100, p, &mut rng))
                 .collect();
             let exact: Vec<u64> = (0..20_000)
-                .map(|_| exact_binomial(60, p, &mut rng))
+                .map(|_| exact_binomial(100, p, &mut rng))
                 .collect();
             assert!(same_law(&ours, &exact), "p = {p}");
         }
         let off: Vec<u64> = (0..20_000)
-            .map(|_| blanket_total(60, 0.32, &mut rng))
+            .map(|_| blanket_total(100, 0.32, &mut rng))
             .collect();
         let exact: Vec<u64> = (0..20_000)
-            .map(|_| exact_binomial(60, 0.3, &mut rng))
+            .map(|_| exact_binomial(100, 0.3, &mut rng))
             .collect();
         assert!(!same_law(&off, &exact), "the mutant passes");
     }
