@@ -51,6 +51,7 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
         neighbours: Neighbours::AddRemove,
         bound: ShuffleBound::Fmt23,
         beta: DEFAULT_COUNT_MIN_BETA,
+        seed: data.seed,
     })?;
     let mechanism = built.describe();
     stage.next(format!("timing {} runs", data.repeats));

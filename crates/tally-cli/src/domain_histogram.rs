@@ -7,10 +7,9 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::DomainHistogram;
-use tally_core::shuffle::{GhaziCountMin, GhaziHadamard};
 use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramRelease, DomainRoundVisitor,
-    FederatedDomainRound, PrivacyTarget, ShuffleCalibration,
+    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
+    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, ShuffleCalibration,
 };
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
@@ -65,6 +64,9 @@ pub(crate) struct MechanismSpec {
     pub(crate) bound: ShuffleBound,
     /// The accuracy failure probability of `ghazi-count-min`.
     pub(crate) beta: f64,
+    /// The seed of the public coins a mechanism publishes (`ghazi-count-min`'s hash
+    /// functions).
+    pub(crate) seed: u64,
 }
 
 /// Simulates a registered mechanism as its round.
@@ -82,8 +84,7 @@ impl DomainRoundVisitor for Simulated {
     }
 }
 
-/// The mechanism `spec` names, calibrated: a mechanism the federated runtime runs as its
-/// registered round, any other over the whole population.
+/// The mechanism `spec` names, calibrated, as its registered round.
 pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
     let MechanismSpec {
         mechanism,
@@ -94,40 +95,35 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
         neighbours,
         bound,
         beta,
+        seed,
     } = *spec;
-    if let Some(registered) = federated_domain::mechanism(mechanism) {
-        let privacy = PrivacyTarget {
-            epsilon,
-            delta,
-            neighbours,
-            analysis: Analysis::Tight,
-        };
-        let shuffle = ShuffleCalibration { clients, bound };
-        return Ok(registered.build(map, &privacy, shuffle, Simulated)?);
-    }
-    let domain = map.size();
-    let whole: Box<dyn DomainHistogram> = match mechanism {
-        HistogramMechanism::SampleThreshold => bail!(
+    let Some(registered) = federated_domain::mechanism(mechanism) else {
+        bail!(
             "sample-threshold releases only the items that pass its threshold, not an estimate \
              for every domain element"
-        ),
-        HistogramMechanism::GhaziHadamard => {
-            Box::new(GhaziHadamard::new(clients, domain, 1, epsilon, delta)?)
-        }
-        HistogramMechanism::GhaziCountMin => Box::new(
-            GhaziCountMin::new(clients, domain, 1, epsilon, delta, beta).map_err(|e| {
-                anyhow!(
-                    "{e}; fewer hash rows need fewer users: raise --failure-probability (now \
-                     {beta}) or use a smaller domain"
-                )
-            })?,
-        ),
-        registered => bail!(
-            "--mechanism {} is registered with the federated runtime",
-            registered.name()
-        ),
+        );
     };
-    Ok(DomainMechanism::WholePopulation(whole))
+    let privacy = PrivacyTarget {
+        epsilon,
+        delta,
+        neighbours,
+        analysis: Analysis::Tight,
+    };
+    let shuffle = ShuffleCalibration {
+        clients,
+        bound,
+        beta,
+        public_coins: seed,
+    };
+    registered
+        .build(map, &privacy, shuffle, Simulated)
+        .map_err(|e| match registered {
+            DomainHistogramMechanism::GhaziCountMin => anyhow!(
+                "{e}; fewer hash rows need fewer users: raise --failure-probability (now \
+                 {beta}) or use a smaller domain"
+            ),
+            _ => e.into(),
+        })
 }
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
@@ -173,6 +169,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             .domain
             .failure_probability
             .unwrap_or(DEFAULT_COUNT_MIN_BETA),
+        seed,
     })?;
     let mechanism = built.describe();
     stage.next(format!(

@@ -952,7 +952,8 @@ fn federated_shuffle_histogram(mechanism: &str, epsilon: f64) -> Value {
     let file = temp_file("shuffle-elements.txt", &shuffle_items(false));
     let create = format!(
         "task create {analyst} --mechanism {mechanism} --domain 16 --epsilon {epsilon} \
-         --delta 1e-6 --population numbers --expected-population 3000 --json"
+         --delta 1e-6 --population numbers --expected-population 3000 \
+         --max-report-bytes 16384 --json"
     );
     let refused = failure(&format!("{create} --min-cohort 2999"));
     assert!(refused.contains("at least 3000"), "{refused}");
@@ -995,6 +996,14 @@ fn shuffle_tolerance(release: &Value, count: f64) -> f64 {
             let p = (release["messages_per_client"].as_f64().unwrap() - 1.0) / K;
             z * (2.0 * N * p * (1.0 - p)).sqrt() + N * (1.0 - p) + 1.0
         }
+        "ghazi-hadamard" => {
+            // Lemma 4.5: the other tuples' spurious decodings, Bin(N − count, 2^−τ) over
+            // (1 − 2^−τ), with N = (1 + ρ)n tuples and τ = ⌊log2 n⌋ = 11.
+            let tuples = release["messages_per_client"].as_f64().unwrap() * N;
+            let q = (-11.0_f64).exp2();
+            let variance = (tuples - count) * q / (1.0 - q);
+            z * (2.0 * variance).sqrt()
+        }
         other => panic!("not a shuffle mechanism: {other}"),
     }
 }
@@ -1019,13 +1028,18 @@ fn shuffle_outliers(federated: &Value, simulated: &Value) -> Vec<u64> {
         .collect()
 }
 
-/// Balcer–Cheu and shuffled GRR run through the server's shuffler by 3,000 devices of
+/// Balcer–Cheu, shuffled GRR and Ghazi et al.'s Hadamard protocol run through the server's
+/// shuffler by 3,000 devices of
 /// `tally fleet` release what the simulator releases, in distribution (the devices' coins
 /// differ): every element's two estimates within the tolerance at α ≤ 1e-6, under the same
 /// guarantee. A simulator run on data with element 0's holders moved to element 1 is caught.
 #[test]
 fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution() {
-    for (mechanism, epsilon) in [("shuffled-grr", 1.0), ("balcer-cheu", 2.0)] {
+    for (mechanism, epsilon) in [
+        ("shuffled-grr", 1.0),
+        ("balcer-cheu", 2.0),
+        ("ghazi-hadamard", 1.0),
+    ] {
         let federated = federated_shuffle_histogram(mechanism, epsilon);
         let simulated = simulated_shuffle_histogram(mechanism, epsilon, &shuffle_items(false));
         for field in [

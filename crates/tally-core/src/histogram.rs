@@ -7,8 +7,8 @@ mod laplace;
 mod round_plan;
 mod sample_and_threshold;
 
+pub(crate) use domain::check_map;
 pub use domain::{DomainHistogram, DomainMap, MessageCost, bucket};
-pub(crate) use domain::{check_map, count_items};
 pub use gaussian::GaussianHistogram;
 pub use laplace::LaplaceHistogram;
 pub use round_plan::{RoundPlan, compose_sample_threshold_rounds, plan_rounds};

@@ -55,7 +55,6 @@ pub use domain_round::DomainRound;
 pub use estimates::Estimates;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
-pub(crate) use local_histogram::local_estimates;
 pub use local_histogram::{LocalHistogramRound, LocalRandomizer};
 pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
 pub use searches::QuantileSearches;

@@ -20,17 +20,15 @@ pub mod single_message;
 pub use balcer_cheu::{
     BalcerCheuCounts, BalcerCheuHistogram, BalcerCheuMessages, BalcerCheuQuery, BalcerCheuRound,
 };
-pub use ghazi_count_min::{CountMinPath, GhaziCountMin};
-pub use ghazi_hadamard::{GhaziHadamard, HadamardPath};
+pub use ghazi_count_min::{
+    CountMinCounts, CountMinHashes, CountMinMessages, CountMinPath, CountMinQuery, CountMinRound,
+    GhaziCountMin, PairwiseHash,
+};
+pub use ghazi_hadamard::{
+    GhaziHadamard, HadamardCounts, HadamardPath, HadamardQuery, HadamardRound, HadamardTuple,
+    HadamardTuples,
+};
 pub use heavy_hitters::ShuffleHeavyHitters;
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeCounts, RangeOracle, RangeTree};
 pub use single_message::{ShuffledGrr, ShuffledGrrCounts, ShuffledGrrRound};
-
-/// The set source of clients holding one item each: client `i`'s set is `{items[i]}`.
-fn one_item_each(items: &[u32]) -> impl Fn(usize, &mut Vec<u32>) + Sync + '_ {
-    move |i, out| {
-        out.clear();
-        out.push(items[i]);
-    }
-}

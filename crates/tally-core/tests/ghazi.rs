@@ -18,7 +18,8 @@ use statrs::distribution::{Binomial, Discrete};
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use tally_core::Error;
-use tally_core::histogram::{DomainHistogram, MessageCost};
+use tally_core::histogram::{DomainHistogram, DomainMap, MessageCost};
+use tally_core::protocol::{DomainRound, RoundAggregator};
 use tally_core::shuffle::ghazi_count_min::CountMinHashes;
 use tally_core::shuffle::ghazi_hadamard::{brute_force_counts, item_row, kernel_counts};
 use tally_core::shuffle::range_tree::{
@@ -228,6 +229,24 @@ fn per_client_and_fast_paths_agree_in_distribution() {
     assert_same_law("total raw count", &total[0], &total[1]);
 }
 
+/// Every element's estimate after one device per item of `items` answered `round`, by its
+/// count path ([`DomainRound::aggregate_counts`]) with coins from `rng`.
+fn round_estimates<P: DomainRound>(
+    round: &P,
+    domain: u32,
+    items: &[u32],
+    rng: &mut ChaCha20Rng,
+) -> Vec<f64> {
+    let mut holders = vec![0_u64; domain as usize];
+    for &x in items {
+        holders[x as usize] += 1;
+    }
+    let answered = round
+        .aggregate_counts(&holders, rng)
+        .expect("as many devices as the protocol was set up for");
+    P::estimates(answered.release())
+}
+
 #[test]
 fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
     let n = 1usize << 10;
@@ -244,8 +263,9 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
         .collect();
     let runs = 400;
     let mut r = rng(20);
+    let round = had.round(DomainMap::Integers(16)).unwrap();
     let estimates: Vec<Vec<f64>> = (0..runs)
-        .map(|_| had.estimate_counts(&items, &mut r))
+        .map(|_| round_estimates(&round, 16, &items, &mut r))
         .collect();
     let q = p.collision_probability();
     let z = z_critical();
@@ -279,8 +299,8 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
 #[test]
 fn results_do_not_depend_on_the_thread_count() {
     let had = GhaziHadamard::new(3_000, 16, 1, 1.0, 1e-3).unwrap();
-    let items: Vec<u32> = (0..3_000).map(|i| i % 16).collect();
-    let run = || had.estimate_counts(&items, &mut rng(30));
+    let sets: Vec<Vec<u32>> = (0..3_000).map(|i| vec![i % 16]).collect();
+    let run = || had.run(&sets, HadamardPath::Fast, &mut rng(30));
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
@@ -612,7 +632,8 @@ fn timing_at_a_million_users() {
     let items: Vec<u32> = (0..n as u32).map(|i| (i * 7919) % b).collect();
     let had = GhaziHadamard::new(n as u64, b, 1, 1.0, 1e-8).unwrap();
     let start = Instant::now();
-    let est = had.estimate_counts(&items, &mut rng(70));
+    let round = had.round(DomainMap::Integers(b)).unwrap();
+    let est = round_estimates(&round, b, &items, &mut rng(70));
     println!(
         "hadamard fast n={n} B={b} tau={} rho={}: {:.2} s (est[0] = {:.1})",
         had.params().tau,
@@ -690,7 +711,14 @@ fn two_dimensional_boxes_with_the_hadamard_oracle() {
 fn count_min_as_a_domain_histogram() {
     let cm = small_count_min();
     let items: Vec<u32> = (0..256).map(|i| i % 4).collect();
-    let est = cm.estimate_counts(&items, &mut rng(66));
+    let mut r = rng(66);
+    let hashes = CountMinHashes::draw(cm.params(), &mut r);
+    let est = round_estimates(
+        &cm.round(DomainMap::Integers(4), hashes).unwrap(),
+        4,
+        &items,
+        &mut r,
+    );
     assert_eq!(est.len(), 4);
     let g = DomainHistogram::guarantee(&cm);
     assert_eq!((g.epsilon, g.model), (10.0, TrustModel::Shuffle));
@@ -698,4 +726,114 @@ fn count_min_as_a_domain_histogram() {
     let p = cm.params();
     assert!((cost.messages_per_client - (4.0 + 4.0 * 512.0 * p.gamma)).abs() < 1e-9);
     assert_eq!(cost.bits_per_message, 2 + 9);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hadamard as a round
+// ---------------------------------------------------------------------------------------------
+
+/// A device's report is one tuple of its item's `H_{2B,j}` and `ρ` others, admitted, and
+/// spelled once on the wire; malformed spellings are refused.
+#[test]
+fn a_hadamard_report_is_admitted_and_has_one_spelling() {
+    use tally_core::protocol::{DeviceQuery, MultiMessage, RoundProtocol, WireReport};
+    use tally_core::shuffle::HadamardTuples;
+    let had = GhaziHadamard::new(64, 8, 1, 1.0, 0.1).unwrap();
+    let round = had.round(DomainMap::Integers(8)).unwrap();
+    let query = round.query();
+    assert_eq!(
+        (query.tau(), query.rho()),
+        (had.params().tau, had.params().rho)
+    );
+    let m = had.params().coordinate_bits();
+    let mut r = rng(40);
+    for item in 0..8_u32 {
+        let report = query.respond(&item, &mut r).unwrap();
+        assert!(query.admits(&report));
+        let text = report.clone().encode();
+        let decoded = HadamardTuples::decode(text.clone()).unwrap();
+        assert_eq!(decoded.clone().encode(), text);
+        assert!(query.admits(&decoded));
+        let tuples = decoded.into_messages();
+        assert_eq!(tuples.len() as u64, 1 + had.params().rho);
+        // Some tuple lies in the item's H_{2B,j}: its coordinates, m bits each from the
+        // lowest, all have even parity with row j.
+        let j = u128::from(item_row(item));
+        let in_row = |hex: &str| {
+            let value = u128::from_str_radix(hex, 16).unwrap();
+            (0..had.params().tau).all(|g| {
+                let a = (value >> (g * m)) & ((1 << m) - 1);
+                (a & j).count_ones().is_multiple_of(2)
+            })
+        };
+        assert!(text.split(',').any(in_row), "{text}");
+    }
+    assert_eq!(query.respond(&8, &mut r), None);
+    for bad in ["", ",", "01", "A", "2,1", "1,,2", "x"] {
+        assert_eq!(HadamardTuples::decode(bad.to_owned()), None, "{bad:?}");
+    }
+    // The right number of tuples, each of τm bits at most.
+    let short = HadamardTuples::decode("1,2".to_owned()).unwrap();
+    assert!(!query.admits(&short));
+    let wide = format!("1{}", ",1".repeat(had.params().rho as usize - 1)) + ",fffffffffffff";
+    assert!(!query.admits(&HadamardTuples::decode(wide).unwrap()));
+}
+
+/// The round's analyzer decodes reports as the kernel decoder does; its count path
+/// ([`tally_core::protocol::DomainRound::aggregate_counts`]) has the law of every device
+/// answering (n = 16, B = 8, τ = 4: the raw counts of a held and a null item and their total),
+/// and a count path fed the wrong holders is caught.
+#[test]
+fn hadamard_round_devices_and_count_path_agree_in_distribution() {
+    use tally_core::protocol::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol};
+    let n = 16_u32;
+    let had = GhaziHadamard::new(u64::from(n), 8, 1, 1.0, 0.1).unwrap();
+    let round = had.round(DomainMap::Integers(8)).unwrap();
+    let items: Vec<u32> = (0..n).map(|i| i % 3).collect();
+    let runs = 3_000;
+    let coins = || ChaCha20Rng::seed_from_u64(0);
+    let raw_of = |devices: bool, items: &[u32], r: &mut ChaCha20Rng| -> Vec<u64> {
+        if devices {
+            let mut aggregator = round.aggregator(coins());
+            for item in items {
+                aggregator.absorb(round.query().respond(item, r).unwrap());
+            }
+            aggregator.raw().to_vec()
+        } else {
+            let mut holders = vec![0_u64; 8];
+            for &x in items {
+                holders[x as usize] += 1;
+            }
+            round.aggregate_counts(&holders, r).unwrap().raw().to_vec()
+        }
+    };
+    let mut samples = [[vec![], vec![], vec![]], [vec![], vec![], vec![]]];
+    for (k, devices) in [true, false].into_iter().enumerate() {
+        let mut r = rng(50 + k as u64);
+        for _ in 0..runs {
+            let raw = raw_of(devices, &items, &mut r);
+            samples[k][0].push(raw[0]);
+            samples[k][1].push(raw[6]);
+            samples[k][2].push(raw.iter().sum::<u64>());
+        }
+    }
+    for (what, index) in [("held", 0), ("null", 1), ("total", 2)] {
+        assert_same_law(what, &samples[0][index], &samples[1][index]);
+    }
+    let p = had.params();
+    let mut hist = vec![0u64; (p.tuples_per_user() * u64::from(n) + 1) as usize];
+    samples[1][1].iter().for_each(|&v| hist[v as usize] += 1);
+    assert_fits(
+        "count path null count",
+        50,
+        &hist,
+        &binomial_probs(p.tuples_per_user() * u64::from(n), 1.0 / 16.0),
+    );
+    // The mutant: every device holding item 1.
+    let mut r = rng(52);
+    let mutant: Vec<u64> = (0..runs)
+        .map(|_| raw_of(false, &[1; 16], &mut r)[0])
+        .collect();
+    let caught = std::panic::catch_unwind(|| assert_same_law("mutant", &samples[0][0], &mutant));
+    assert!(caught.is_err(), "the mutant passes");
 }

@@ -5,9 +5,12 @@
 
 use std::sync::Arc;
 
+use rand_chacha::ChaCha20Rng;
+use rand_chacha::rand_core::SeedableRng;
 use serde::de::IntoDeserializer;
 use serde::{Deserialize, Serialize};
 use tally_accounting::Neighbours;
+use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
 use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
@@ -16,7 +19,9 @@ use tally_core::protocol::{
     DeviceQuery, DomainRound, LocalHistogramRound, LocalRandomizer, MultiMessage, TrustModel,
     WireReport,
 };
-use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
+use tally_core::shuffle::{
+    BalcerCheuHistogram, CountMinHashes, GhaziCountMin, GhaziHadamard, ShuffledGrr,
+};
 
 use crate::PrivacyTarget;
 use crate::rounds::{AskError, PublishedQuery};
@@ -43,6 +48,10 @@ pub enum DomainHistogramMechanism {
     HadamardResponse,
     /// Local optimized unary encoding: pure `ε`-LDP.
     Oue,
+    /// Ghazi et al.'s multi-message Hadamard protocol: `(ε, δ)` in the shuffle model.
+    GhaziHadamard,
+    /// Ghazi et al.'s public-coin Count-Min protocol: `(ε, δ)` in the shuffle model.
+    GhaziCountMin,
 }
 
 impl DomainHistogramMechanism {
@@ -58,6 +67,8 @@ impl DomainHistogramMechanism {
             Self::Olh => "olh",
             Self::HadamardResponse => "hadamard-response",
             Self::Oue => "oue",
+            Self::GhaziHadamard => "ghazi-hadamard",
+            Self::GhaziCountMin => "ghazi-count-min",
         }
     }
 
@@ -115,13 +126,29 @@ impl DomainHistogramMechanism {
                 let round = grr.round(map)?;
                 Ok(visitor.visit(grr, round))
             }
+            Self::GhaziHadamard => {
+                let hadamard = GhaziHadamard::new(shuffle.clients, size, 1, epsilon, delta)?;
+                let round = hadamard.round(map)?;
+                Ok(visitor.visit(hadamard, round))
+            }
+            Self::GhaziCountMin => {
+                let count_min =
+                    GhaziCountMin::new(shuffle.clients, size, 1, epsilon, delta, shuffle.beta)?;
+                let mut coins = ChaCha20Rng::seed_from_u64(shuffle.public_coins);
+                let hashes = CountMinHashes::draw(count_min.params(), &mut coins);
+                let round = count_min.round(map, hashes)?;
+                Ok(visitor.visit(count_min, round))
+            }
         }
     }
 
     /// Whether the mechanism's guarantee trusts a shuffler, and so holds only when at least
     /// the devices it was calibrated for report ([`ShuffleCalibration::clients`]).
     pub fn is_shuffled(self) -> bool {
-        matches!(self, Self::BalcerCheu | Self::ShuffledGrr)
+        matches!(
+            self,
+            Self::BalcerCheu | Self::ShuffledGrr | Self::GhaziHadamard | Self::GhaziCountMin
+        )
     }
 }
 
@@ -133,6 +160,14 @@ pub struct ShuffleCalibration {
     pub clients: u64,
     /// The amplification bound of shuffled GRR.
     pub bound: ShuffleBound,
+    /// The accuracy failure probability `β` of Ghazi et al.'s Count-Min protocol (which sets
+    /// its number of hash rows).
+    pub beta: f64,
+    /// The seed of the public coins a mechanism publishes with its query (Count-Min's hash
+    /// functions, drawn from `ChaCha20Rng::seed_from_u64(public_coins)` when the mechanism is
+    /// built). Public: the guarantee holds whatever they are; they must only be chosen
+    /// independently of the devices' data.
+    pub public_coins: u64,
 }
 
 /// The round of the local `randomizer` over `map`, handed to `visitor`.
@@ -242,6 +277,8 @@ pub(crate) fn local_responder(
     let shuffle = ShuffleCalibration {
         clients: 1,
         bound: ShuffleBound::default(),
+        beta: DEFAULT_COUNT_MIN_BETA,
+        public_coins: 0,
     };
     mechanism.build(DomainMap::from(domain), &privacy, shuffle, LocalResponder)?
 }
@@ -334,6 +371,8 @@ mod tests {
             Oue,
             BalcerCheu,
             ShuffledGrr,
+            GhaziHadamard,
+            GhaziCountMin,
         ] {
             assert_eq!(
                 DomainHistogramMechanism::named(mechanism.name()),

@@ -584,6 +584,38 @@ pub enum Ask {
         /// The public domain.
         domain: PublicDomain,
     },
+    /// Shuffle model, Ghazi et al.'s Hadamard protocol: place your item in the public
+    /// `domain` of `B` elements (a power of 2) and report `1 + rho` tuples of `tau`
+    /// coordinates in `0..2B`, each coordinate uniform with your own coins: for the first,
+    /// among the coordinates `a` with `popcount(a & (x + 1))` even for your element `x`; for
+    /// the others, among all. A tuple is the number `Σ a_g·2^{g·log2(2B)}` in lowercase
+    /// hexadecimal; the report lists them in increasing order, separated by commas. The
+    /// server separates every device's messages and shuffles them all before counting them.
+    GhaziHadamard {
+        /// The public domain.
+        domain: PublicDomain,
+        /// The coordinates `τ` of a tuple.
+        tau: u32,
+        /// The blanket tuples `ρ` of a device.
+        rho: u64,
+    },
+    /// Shuffle model, Ghazi et al.'s Count-Min protocol: place your item in the public
+    /// `domain` and report, as one comma-separated list in increasing order, the cell
+    /// `t·width + h_t(x)` of every row `t` for your element `x`, where
+    /// `h_t(x) = ((a·x + b) mod (2^61 − 1)) mod width` with `[a, b] = hashes[t]`, and your
+    /// blanket: `K ~ Bin(rows·width, gamma)` distinct uniform cells, with your own coins.
+    /// The server separates every device's messages and shuffles them all before counting
+    /// them.
+    GhaziCountMin {
+        /// The public domain.
+        domain: PublicDomain,
+        /// The public hash functions' coefficients `[a, b]`, one pair per row.
+        hashes: Vec<[u64; 2]>,
+        /// The width `s` of a row.
+        width: u64,
+        /// The blanket probability `γ` of every cell.
+        gamma: f64,
+    },
 }
 
 /// A request for upload tokens.

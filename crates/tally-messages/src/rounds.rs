@@ -15,7 +15,9 @@ use tally_core::protocol::{
     SampleThresholdAsk, SideOfSplit, WholeItem,
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
-use tally_core::shuffle::{BalcerCheuQuery, ShuffledGrrRound};
+use tally_core::shuffle::{
+    BalcerCheuQuery, CountMinHashes, CountMinQuery, HadamardQuery, PairwiseHash, ShuffledGrrRound,
+};
 
 use crate::domain::local_responder;
 use crate::{Ask, DomainHistogramMechanism, ErrorCode, PublicDomain, Sampling};
@@ -162,6 +164,40 @@ impl PublishedQuery for BalcerCheuQuery {
     }
 }
 
+impl PublishedQuery for HadamardQuery {
+    /// An upload that is not a sorted list of `1 + ρ` tuples of the round's shape.
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self) -> Ask {
+        Ask::GhaziHadamard {
+            domain: self.map().into(),
+            tau: self.tau(),
+            rho: self.rho(),
+        }
+    }
+}
+
+impl PublishedQuery for CountMinQuery {
+    /// An upload that is not a sorted list of a device's cells of the table.
+    const REFUSAL: ErrorCode = ErrorCode::BadBucket;
+
+    fn ask(&self) -> Ask {
+        let rows = self.hashes().rows();
+        Ask::GhaziCountMin {
+            domain: self.map().into(),
+            hashes: rows
+                .iter()
+                .map(|h| {
+                    let (a, b) = h.coefficients();
+                    [a, b]
+                })
+                .collect(),
+            width: rows[0].width(),
+            gamma: self.gamma(),
+        }
+    }
+}
+
 impl<M: LocalRandomizer + DomainHistogram> PublishedQuery for LocalHistogramRound<M> {
     /// An upload that is not the encoding of a report the randomizer could have sent.
     const REFUSAL: ErrorCode = ErrorCode::Malformed;
@@ -292,6 +328,27 @@ impl Ask {
                 DomainMap::from(*domain),
                 *noise_probability,
             )?)),
+            Self::GhaziHadamard { domain, tau, rho } => Ok(Arc::new(HadamardQuery::new(
+                DomainMap::from(*domain),
+                *tau,
+                *rho,
+            )?)),
+            Self::GhaziCountMin {
+                domain,
+                hashes,
+                width,
+                gamma,
+            } => {
+                let rows = hashes
+                    .iter()
+                    .map(|&[a, b]| PairwiseHash::new(a, b, *width))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Arc::new(CountMinQuery::new(
+                    DomainMap::from(*domain),
+                    CountMinHashes::new(rows)?,
+                    *gamma,
+                )?))
+            }
             Self::OptPrefixTree {
                 run,
                 iteration,

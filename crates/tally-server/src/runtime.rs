@@ -1021,8 +1021,10 @@ const MAX_RUNNING_TASKS: usize = 100;
 /// The most quantiles of one task.
 const MAX_QUANTILES: usize = 100;
 
-/// The largest report size a task may allow.
-pub(crate) const MAX_REPORT_BYTES: u32 = 4096;
+/// The largest report size a task may allow: a multi-message shuffle protocol's device sends
+/// hundreds of messages (Ghazi et al.'s Hadamard protocol, `1 + ρ` tuples), and a fleet's
+/// batch of 256 such reports stays well within an upload request's limit.
+pub(crate) const MAX_REPORT_BYTES: u32 = 32_768;
 
 fn unknown_population(name: &str) -> ApiError {
     ApiError::new(

@@ -1,6 +1,6 @@
 //! Placing clients' items in a public domain `0..B` ([`DomainMap`]), and running the
-//! histogram mechanisms that need one ([`DomainHistogram`]): those defined as rounds by the
-//! round executor ([`run_domain_round`]), the others over the whole population at once.
+//! histogram mechanisms that need one ([`DomainHistogram`]), each defined as a round, by the
+//! round executor ([`run_domain_round`]).
 
 use std::fmt;
 
@@ -108,17 +108,11 @@ impl fmt::Debug for DomainItems {
     }
 }
 
-/// A histogram mechanism over a public domain, as the simulator runs it.
-pub enum DomainMechanism {
-    /// A mechanism defined as a round ([`DomainMechanism::round`]), run by
-    /// [`run_domain_round`].
-    Round(Box<dyn RoundMechanism>),
-    /// A mechanism run over the whole population at once
-    /// ([`DomainHistogram::estimate_counts`]).
-    WholePopulation(Box<dyn DomainHistogram>),
-}
+/// A histogram mechanism over a public domain with its round ([`DomainMechanism::round`]), as
+/// the simulator runs it: through [`run_domain_round`].
+pub struct DomainMechanism(Box<dyn RoundMechanism>);
 
-/// A mechanism and its round, as [`DomainMechanism::Round`] holds them.
+/// A mechanism and its round, as [`DomainMechanism`] holds them.
 pub trait RoundMechanism: Send + Sync {
     /// The mechanism's name, domain and guarantees.
     fn describe(&self) -> &dyn DomainHistogram;
@@ -155,19 +149,15 @@ impl DomainMechanism {
         M: DomainHistogram + 'static,
         R: DomainRound<Query: Sync, Aggregator: Send> + Send + Sync + 'static,
     {
-        Self::Round(Box::new(MechanismRound { mechanism, round }))
+        Self(Box::new(MechanismRound { mechanism, round }))
     }
 
     /// The mechanism's name, domain and guarantees.
     pub fn describe(&self) -> &dyn DomainHistogram {
-        match self {
-            Self::Round(round) => round.describe(),
-            Self::WholePopulation(mechanism) => mechanism.as_ref(),
-        }
+        self.0.describe()
     }
 
-    /// [`run_domain_histogram`] over the clients, `counts[j]` of them holding element `j`
-    /// (the whole-population mechanisms see them in the order of their elements).
+    /// [`run_domain_histogram`] over the clients, `counts[j]` of them holding element `j`.
     ///
     /// # Panics
     ///
@@ -178,16 +168,7 @@ impl DomainMechanism {
             self.describe().domain() as usize,
             "one count per domain element"
         );
-        match self {
-            Self::Round(round) => round.run(counts, seed),
-            Self::WholePopulation(mechanism) => {
-                let elements: Vec<u32> = (0..)
-                    .zip(counts)
-                    .flat_map(|(element, &count)| (0..count).map(move |_| element))
-                    .collect();
-                mechanism.estimate_counts(&elements, &mut mechanism_rng(seed))
-            }
-        }
+        self.0.run(counts, seed)
     }
 }
 
@@ -200,10 +181,9 @@ impl fmt::Debug for DomainMechanism {
 }
 
 /// Runs `mechanism` over the clients, `counts[j]` of them holding domain element `j`, with
-/// randomness from `seed`, and returns its (unclamped) estimate of every element's count. A
-/// mechanism defined as a round runs through [`run_domain_round`] (its aggregator's coins are
-/// then those of a federated server seeded with `seed`, see [`crate::aggregator_coins`]); any
-/// other through [`DomainHistogram::estimate_counts`] with [`mechanism_rng`].
+/// randomness from `seed`, and returns its (unclamped) estimate of every element's count: its
+/// round runs through [`run_domain_round`] (its aggregator's coins are then those of a federated
+/// server seeded with `seed`, see [`crate::aggregator_coins`]).
 ///
 /// # Panics
 ///

@@ -419,7 +419,9 @@ pub(crate) fn uploads(
                 }
                 ask @ (Ask::DomainElement { .. }
                 | Ask::ShuffledGrr { .. }
-                | Ask::BalcerCheu { .. }) => {
+                | Ask::BalcerCheu { .. }
+                | Ask::GhaziHadamard { .. }
+                | Ask::GhaziCountMin { .. }) => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
                 ask @ Ask::OptPrefixTree { .. } => {

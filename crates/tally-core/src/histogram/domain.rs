@@ -10,7 +10,6 @@
 
 use std::fmt;
 
-use rand::Rng;
 use tally_accounting::Guarantee;
 
 use crate::Error;
@@ -101,15 +100,6 @@ pub trait DomainHistogram: Send + Sync {
     fn message_cost(&self) -> Option<MessageCost> {
         None
     }
-
-    /// Runs the mechanism on the clients' items (one per client, each below
-    /// [`domain`](Self::domain)) and returns the estimated count of every domain element,
-    /// unclamped (estimates may be negative).
-    ///
-    /// # Panics
-    ///
-    /// If an item is outside the domain.
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64>;
 }
 
 /// Checks that `map` places items in the mechanism's domain `0..domain`.
@@ -123,20 +113,6 @@ pub(crate) fn check_map(domain: u32, map: DomainMap) -> Result<(), Error> {
             "the size the mechanism was calibrated for",
         ))
     }
-}
-
-/// Counts how many of `items` equal each element of `0..domain`.
-///
-/// # Panics
-///
-/// If an item is outside the domain.
-pub(crate) fn count_items(domain: u32, items: &[u32]) -> Vec<u64> {
-    let mut counts = vec![0u64; domain as usize];
-    for &item in items {
-        assert!(item < domain, "item {item} outside the domain 0..{domain}");
-        counts[item as usize] += 1;
-    }
-    counts
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use tally_accounting::central::{calibrate_laplace, laplace_guarantee};
 use tally_accounting::{Guarantee, Neighbours};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, check_map, count_items};
+use crate::histogram::{DomainHistogram, DomainMap, check_map};
 use crate::ldp::check_domain;
 use crate::noise::DiscreteLaplace;
 use crate::protocol::{CentralHistogramRound, add_noise};
@@ -98,21 +98,5 @@ impl DomainHistogram for LaplaceHistogram {
 
     fn guarantee(&self) -> Guarantee {
         self.guarantee.clone()
-    }
-
-    /// The release rule of its round ([`release_counts`](LaplaceHistogram::release_counts)) on
-    /// the counts of `items`, the noise drawn from `rng`: the whole-population entry for
-    /// callers that hold a generator rather than a seed (the simulator and the federated
-    /// runtime run the round itself).
-    ///
-    /// # Panics
-    ///
-    /// If an item is outside the domain.
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let counts = count_items(self.domain, items);
-        self.release_counts(&counts, rng)
-            .into_iter()
-            .map(|v| v as f64)
-            .collect()
     }
 }

@@ -1,14 +1,12 @@
 //! The local frequency oracles as [`DomainHistogram`]s: every client randomizes its own item,
 //! the server absorbs the reports and debiases. Each is the round of its
-//! [`LocalRandomizer`](crate::protocol::LocalRandomizer) implementation ([`crate::protocol::LocalHistogramRound`]); `estimate_counts` runs that
-//! round's devices and aggregator in order from one generator.
+//! [`LocalRandomizer`](crate::protocol::LocalRandomizer) implementation
+//! ([`crate::protocol::LocalHistogramRound`]), which executors run.
 
-use rand::Rng;
 use tally_accounting::Guarantee;
 
 use super::{Grr, HadamardResponse, Olh, UnaryRandomizer, UnaryVariant};
 use crate::histogram::{DomainHistogram, MessageCost};
-use crate::protocol::local_estimates;
 
 /// The bits needed to name one of `values` values.
 fn bits_for(values: u64) -> u64 {
@@ -43,10 +41,6 @@ impl DomainHistogram for Grr {
     fn message_cost(&self) -> Option<MessageCost> {
         one_message(u64::from(Grr::domain(self)))
     }
-
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        local_estimates(self, items, rng)
-    }
 }
 
 impl DomainHistogram for UnaryRandomizer {
@@ -75,13 +69,6 @@ impl DomainHistogram for UnaryRandomizer {
             bits_per_message: u64::from(UnaryRandomizer::domain(self)),
         })
     }
-
-    /// Through [`aggregate_counts`](crate::protocol::LocalRandomizer::aggregate_counts) of
-    /// the items' counts, which gives the server's support counts the same law as `n`
-    /// randomized reports at a fraction of the cost.
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        local_estimates(self, items, rng)
-    }
 }
 
 impl DomainHistogram for Olh {
@@ -108,10 +95,6 @@ impl DomainHistogram for Olh {
             bits_per_message: 128 + bits_for(u64::from(self.g())),
         })
     }
-
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        local_estimates(self, items, rng)
-    }
 }
 
 impl DomainHistogram for HadamardResponse {
@@ -133,9 +116,5 @@ impl DomainHistogram for HadamardResponse {
 
     fn message_cost(&self) -> Option<MessageCost> {
         one_message(u64::from(self.order()))
-    }
-
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        local_estimates(self, items, rng)
     }
 }

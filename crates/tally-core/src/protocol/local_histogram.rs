@@ -21,7 +21,7 @@ use super::{
     WireReport,
 };
 use crate::Error;
-use crate::histogram::{DomainMap, check_map, count_items};
+use crate::histogram::{DomainMap, check_map};
 
 /// A local randomizer of a domain element and the debiasing aggregator of its reports.
 pub trait LocalRandomizer: Clone + Send + Sync + std::fmt::Debug {
@@ -155,33 +155,6 @@ impl<M: LocalRandomizer> DomainRound for LocalHistogramRound<M> {
     ) -> Option<M::Aggregator> {
         self.randomizer.aggregate_counts(counts, rng)
     }
-}
-
-/// Every device holding one of `elements` answers `randomizer` in order with coins from
-/// `rng` (or, where the randomizer can, its aggregate is drawn from their counts), and the
-/// estimates are released: the whole-population entry for callers that hold a generator
-/// rather than a seed (the simulator and the federated runtime run the round itself).
-///
-/// # Panics
-///
-/// If an element is outside the domain.
-pub(crate) fn local_estimates<M: LocalRandomizer>(
-    randomizer: &M,
-    elements: &[u32],
-    rng: &mut dyn Rng,
-) -> Vec<f64> {
-    let counts = count_items(randomizer.domain(), elements);
-    let aggregator = randomizer
-        .aggregate_counts(&counts, rng)
-        .unwrap_or_else(|| {
-            let mut aggregator = randomizer.aggregator();
-            for &element in elements {
-                assert!(element < randomizer.domain(), "element outside the domain");
-                aggregator.absorb(randomizer.randomize(element, rng));
-            }
-            aggregator
-        });
-    aggregator.release().0
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //!
 //! **Analyzer** (the paper's, kept exactly). For each cell `j`, `c*_j = (messages equal to
 //! j)/n`; the frequency estimate is `c*_j − p` if `c*_j > 1` and 0 otherwise. As counts
-//! ([`DomainHistogram::estimate_counts`]) that is `n·(c*_j − p)` or 0. The estimate is never
+//! (the round's [`Estimates`](crate::protocol::Estimates)) that is `n·(c*_j − p)` or 0. The estimate is never
 //! negative and is exactly 0 for a cell no client holds (its `Bin(n, p)` noise never exceeds
 //! `n`), but it is biased towards 0 for small counts; Theorem 3.1 bounds its error
 //! ([`tally_accounting::balcer_cheu::BalcerCheu::error_bound`]).
@@ -46,7 +46,7 @@ use tally_accounting::balcer_cheu::BalcerCheu;
 use tally_accounting::{Guarantee, TrustModel};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map, count_items};
+use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::check_domain;
 use crate::protocol::wire::DeviceResponder;
 use crate::protocol::{
@@ -117,7 +117,7 @@ impl BalcerCheuHistogram {
 
     /// The protocol as a round over `map`'s domain: devices send their messages, the
     /// analyzer counts them and releases every element's estimate
-    /// ([`estimate_counts`](DomainHistogram::estimate_counts)'s rule).
+    /// (the rule above).
     ///
     /// # Errors
     ///
@@ -203,21 +203,6 @@ impl DomainHistogram for BalcerCheuHistogram {
             messages_per_client: 1.0 + f64::from(self.domain) * self.noise_probability(),
             bits_per_message: u64::from(u32::BITS - (self.domain - 1).leading_zeros()),
         })
-    }
-
-    /// Runs [`run_per_cell`](BalcerCheuHistogram::run_per_cell) on the items' counts and
-    /// returns `n·`[`analyze`](BalcerCheuHistogram::analyze): `count − n·p` where
-    /// `count > n`, else 0.
-    ///
-    /// # Panics
-    ///
-    /// If an item is outside the domain or `items.len()` is not the calibrated `n`.
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let n = self.users() as f64;
-        self.analyze(&self.run_per_cell(&count_items(self.domain, items), rng))
-            .into_iter()
-            .map(|f| f * n)
-            .collect()
     }
 }
 

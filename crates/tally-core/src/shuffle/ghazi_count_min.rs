@@ -18,16 +18,24 @@
 //! `τs` such coins), so their sum is `Bin(n, γ)`, independently across cells. Both paths use
 //! chunks with their own ChaCha20 streams, run in parallel.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use rand::Rng;
+use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::CountMinParams;
 
 use super::ghazi_hadamard::CHUNK_CLIENTS;
-use super::one_item_each;
 use crate::Error;
-use crate::histogram::{DomainHistogram, MessageCost};
+use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::parallel::{chunk_rng, draw_key};
+use crate::protocol::wire::DeviceResponder;
+use crate::protocol::{
+    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
+    WireReport, decode_messages, encode_messages,
+};
 use crate::sampling::{exact_binomial, uniform_below, uniform_subset};
 
 /// The Mersenne prime `2^61 − 1` of the hash family.
@@ -45,6 +53,35 @@ pub struct PairwiseHash {
 }
 
 impl PairwiseHash {
+    /// The hash `x ↦ ((a·x + b) mod P) mod width`, as a device rebuilds it from what the server
+    /// publishes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `a ∈ 1..P`, `b ∈ 0..P` and `width ≥ 1`.
+    pub fn new(a: u64, b: u64, width: u64) -> Result<Self, Error> {
+        if !(1..PRIME).contains(&a) {
+            return Err(Error::invalid("a", a, "in [1, 2^61 − 1)"));
+        }
+        if b >= PRIME {
+            return Err(Error::invalid("b", b, "below 2^61 − 1"));
+        }
+        if width == 0 {
+            return Err(Error::invalid("width", width, "at least 1"));
+        }
+        Ok(Self { a, b, width })
+    }
+
+    /// Its coefficients `(a, b)`.
+    pub fn coefficients(&self) -> (u64, u64) {
+        (self.a, self.b)
+    }
+
+    /// Its range `s`.
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
     /// Draws `a ∈ 1..P` and `b ∈ 0..P` uniformly (public coins).
     fn draw(width: u64, rng: &mut dyn Rng) -> Self {
         let a = 1 + uniform_below(PRIME - 1, rng);
@@ -78,6 +115,24 @@ impl CountMinHashes {
     /// The hash functions, one per row.
     pub fn rows(&self) -> &[PairwiseHash] {
         &self.rows
+    }
+
+    /// The hash functions `rows`, as a device rebuilds them from what the server publishes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless there is at least one row and every row has the
+    /// same width.
+    pub fn new(rows: Vec<PairwiseHash>) -> Result<Self, Error> {
+        let width = rows.first().map(PairwiseHash::width);
+        if width.is_none() || rows.iter().any(|h| Some(h.width) != width) {
+            return Err(Error::invalid(
+                "hash rows",
+                rows.len(),
+                "at least one, all of the same width",
+            ));
+        }
+        Ok(Self { rows })
     }
 }
 
@@ -387,23 +442,582 @@ impl DomainHistogram for GhaziCountMin {
             bits_per_message: self.params.bits_per_message(),
         })
     }
+}
 
-    /// Runs the protocol with one item per client ([`CountMinPath::Queried`]) and returns the
-    /// unclamped estimates `min_t C[t, h_t(j)] − γn`.
+/// `Bin(n, p)`, exactly, one bit of the coins' uniforms at a time: a coin succeeds iff its
+/// uniform `U ∈ [0, 1)` is below `p`. The coins whose next bit of `U` is 0 are `Bin(n, 1/2)`
+/// of them; if `p ≥ 1/2` they all succeed and the others go on with `2p − 1`, else the others
+/// all fail and they go on with `2p` (the rest of `U` is again uniform; `2p` and `2p − 1` are
+/// exact). A fair coin costs one random bit ([`fair_coins`]) and the coins still undecided
+/// halve at every step, so `n` coins cost about `n/32` random words where
+/// [`exact_binomial`]'s bit-sliced coins cost about `n/8` (every lane must be decided).
+fn blanket_total<R: Rng + ?Sized>(mut n: u64, mut p: f64, rng: &mut R) -> u64 {
+    let mut successes = 0;
+    while n > 0 && p > 0.0 {
+        if p >= 1.0 {
+            return successes + n;
+        }
+        let low = fair_coins(n, rng);
+        if p >= 0.5 {
+            successes += low;
+            n -= low;
+            p = 2.0 * p - 1.0;
+        } else {
+            n = low;
+            p *= 2.0;
+        }
+    }
+    successes
+}
+
+/// How many of `n` fair coins come up heads (`Bin(n, 1/2)`, exactly): the ones among `n`
+/// uniform random bits.
+fn fair_coins<R: Rng + ?Sized>(n: u64, rng: &mut R) -> u64 {
+    let mut heads = 0;
+    let mut left = n;
+    while left >= 64 {
+        heads += u64::from(rng.next_u64().count_ones());
+        left -= 64;
+    }
+    if left > 0 {
+        heads += u64::from((rng.next_u64() & ((1 << left) - 1)).count_ones());
+    }
+    heads
+}
+
+/// A device's `P^CM` messages: the cells `t·s + ℓ` of the `τ × s` table (row-major), one
+/// per row for its item and its blanket's. On the wire, in increasing order
+/// ([`crate::protocol::encode_messages`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountMinMessages(Vec<u32>);
+
+impl MultiMessage for CountMinMessages {
+    type Message = u32;
+
+    fn into_messages(self) -> Vec<u32> {
+        self.0
+    }
+
+    fn from_message(message: u32) -> Self {
+        Self(vec![message])
+    }
+}
+
+impl WireReport for CountMinMessages {
+    /// The cells in increasing order.
+    fn encode(mut self) -> String {
+        self.0.sort_unstable();
+        encode_messages(self.0)
+    }
+
+    /// Refuses a list that is empty, not canonical or not sorted.
+    fn decode(text: String) -> Option<Self> {
+        decode_messages(&text).map(Self)
+    }
+}
+
+/// The query of a `P^CM` round: the public domain, the public hash functions and the blanket
+/// probability `γ`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountMinQuery {
+    map: DomainMap,
+    hashes: CountMinHashes,
+    gamma: f64,
+}
+
+impl CountMinQuery {
+    /// The query over `map`'s domain with the hash functions `hashes` and blanket probability
+    /// `gamma`, as a device rebuilds it from what the server publishes.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If an item is outside the domain, or the number of items is not the `n` the protocol
-    /// was set up for.
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let table = self.run_with(
-            items.len(),
-            &one_item_each(items),
-            CountMinPath::Queried,
-            rng,
+    /// [`Error::InvalidParameter`] unless the domain has at least 2 elements, the table's
+    /// `τ·s` cells are numbered below `2^32` and `γ ∈ (0, 1/2]`.
+    pub fn new(map: DomainMap, hashes: CountMinHashes, gamma: f64) -> Result<Self, Error> {
+        crate::ldp::check_domain(map.size())?;
+        let cells = hashes.rows.len() as u128 * u128::from(hashes.rows[0].width);
+        if cells > u128::from(u32::MAX) {
+            return Err(Error::invalid(
+                "table",
+                cells,
+                "at most 2^32 − 1 cells (rows × width)",
+            ));
+        }
+        if !(gamma > 0.0 && gamma <= 0.5) {
+            return Err(Error::invalid("blanket probability", gamma, "in (0, 1/2]"));
+        }
+        Ok(Self { map, hashes, gamma })
+    }
+
+    /// The public domain.
+    pub fn map(&self) -> DomainMap {
+        self.map
+    }
+
+    /// The public hash functions.
+    pub fn hashes(&self) -> &CountMinHashes {
+        &self.hashes
+    }
+
+    /// The blanket probability `γ` of every cell.
+    pub fn gamma(&self) -> f64 {
+        self.gamma
+    }
+
+    fn width(&self) -> u64 {
+        self.hashes.rows[0].width
+    }
+
+    fn cells(&self) -> u64 {
+        self.hashes.rows.len() as u64 * self.width()
+    }
+
+    /// The cell of row `t` that `item` hashes to.
+    fn cell(&self, t: usize, item: u32) -> u32 {
+        // Unwrap safety: cells are numbered below 2^32 (checked by `new`).
+        u32::try_from(t as u64 * self.width() + self.hashes.rows[t].apply(item))
+            .expect("a cell below 2^32")
+    }
+
+    /// The length of the longest report: every cell once and one per row twice, decimal, with
+    /// commas between.
+    fn longest_report(&self) -> u64 {
+        let digits = |c: u64| c.checked_ilog10().map_or(1, |log| u64::from(log) + 1);
+        let cells = self.cells();
+        let mut length = 0;
+        let mut start = 1;
+        // Cells of d digits: from 10^(d−1) (0 for d = 1) below 10^d.
+        for d in 1..=digits(cells - 1) {
+            let end = (start * 10).min(cells);
+            let from = if d == 1 { 0 } else { start };
+            length += (end - from) * d;
+            start *= 10;
+        }
+        let rows = self.hashes.rows.len() as u64;
+        length + rows * digits(cells - 1) + cells + rows - 1
+    }
+}
+
+impl DeviceQuery for CountMinQuery {
+    type Input = u32;
+    type Report = CountMinMessages;
+
+    fn trust(&self) -> TrustModel {
+        TrustModel::Shuffle
+    }
+
+    /// The cell of every row its item hashes to, and its blanket: `K ~ Bin(τs, γ)` distinct
+    /// uniform cells, drawn with the device's own coins; `None` outside the domain.
+    fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<CountMinMessages> {
+        if *item >= self.map.size() {
+            return None;
+        }
+        let mut cells: Vec<u32> = (0..self.hashes.rows.len())
+            .map(|t| self.cell(t, *item))
+            .collect();
+        let blanket = exact_binomial(self.cells(), self.gamma, rng);
+        let subset = uniform_subset(self.cells(), blanket, rng).expect("K ≤ τs cells");
+        // Unwrap safety: cells are numbered below 2^32.
+        cells.extend(
+            subset
+                .into_iter()
+                .map(|c| u32::try_from(c).expect("a cell")),
         );
-        (0..self.domain())
-            .map(|x| table.estimate_unclamped(x))
-            .collect()
+        Some(CountMinMessages(cells))
+    }
+
+    /// Cells of the table, each at most twice, with at least one in every row.
+    fn admits(&self, report: &CountMinMessages) -> bool {
+        let mut sorted = report.0.clone();
+        sorted.sort_unstable();
+        let width = self.width();
+        let mut rows_seen = vec![false; self.hashes.rows.len()];
+        let in_table = sorted.iter().all(|&c| u64::from(c) < self.cells());
+        let at_most_twice = sorted.windows(3).all(|w| w[0] != w[2]);
+        if !(in_table && at_most_twice) {
+            return false;
+        }
+        for &c in &sorted {
+            rows_seen[(u64::from(c) / width) as usize] = true;
+        }
+        rows_seen.into_iter().all(|seen| seen)
+    }
+}
+
+impl DeviceResponder for CountMinQuery {
+    fn trust(&self) -> TrustModel {
+        DeviceQuery::trust(self)
+    }
+
+    fn accepts(&self, data: &str) -> bool {
+        self.map.element(data).is_some()
+    }
+
+    /// Abstains, before flipping a coin, when the longest report a device could send would be
+    /// longer than `max_bytes` (whether a device abstains must depend on neither its item nor
+    /// its coins).
+    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
+        let item = self.map.element(data)?;
+        if self.longest_report() > max_bytes as u64 {
+            return None;
+        }
+        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    }
+}
+
+impl GhaziCountMin {
+    /// The protocol as a round over `map`'s domain with the public hash functions `hashes`
+    /// (drawn by whoever builds the round, [`CountMinHashes::draw`], and published with its
+    /// query), each device holding one item (`k = 1`): devices send their cells, the analyzer
+    /// counts the cells some item hashes to and releases every item's unclamped estimate
+    /// [`CountMinTable::estimate_unclamped`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the protocol's, its sets hold more
+    /// than one item, the hash functions do not fit the table or it has `2^32` cells or more.
+    pub fn round(&self, map: DomainMap, hashes: CountMinHashes) -> Result<CountMinRound, Error> {
+        check_map(self.params.domain as u32, map)?;
+        if self.params.set_size != 1 {
+            return Err(Error::invalid(
+                "set size",
+                self.params.set_size,
+                "1 (one item per device)",
+            ));
+        }
+        if hashes.rows.len() != self.params.rows as usize
+            || hashes.rows[0].width != self.params.width
+        {
+            return Err(Error::invalid(
+                "hash rows",
+                hashes.rows.len(),
+                "τ rows of width s",
+            ));
+        }
+        let query = CountMinQuery::new(map, hashes, self.params.gamma)?;
+        // The queried cells, in increasing order, and every item's cell of every row.
+        let mut cells: Vec<u32> = (0..map.size())
+            .flat_map(|x| (0..query.hashes.rows.len()).map(move |t| (t, x)))
+            .map(|(t, x)| query.cell(t, x))
+            .collect();
+        cells.sort_unstable();
+        cells.dedup();
+        let slot_of: HashMap<u32, u32> = cells.iter().zip(0..).map(|(&c, i)| (c, i)).collect();
+        let slots = (0..map.size())
+            .flat_map(|x| (0..query.hashes.rows.len()).map(move |t| (t, x)))
+            .map(|(t, x)| slot_of[&query.cell(t, x)])
+            .collect();
+        Ok(CountMinRound {
+            query,
+            protocol: self.clone(),
+            slots: Arc::new(Slots {
+                of_cell: slot_of,
+                of_item: slots,
+            }),
+        })
+    }
+}
+
+/// The cells some item hashes to (the only ones a query reads), numbered densely.
+#[derive(Debug, PartialEq)]
+struct Slots {
+    /// A queried cell's slot.
+    of_cell: HashMap<u32, u32>,
+    /// Item `x`'s slot of row `t` at `x·τ + t`.
+    of_item: Vec<u32>,
+}
+
+/// `P^CM` as a round: its query and the calibrated analyzer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CountMinRound {
+    query: CountMinQuery,
+    protocol: GhaziCountMin,
+    slots: Arc<Slots>,
+}
+
+impl CountMinRound {
+    /// The calibrated protocol.
+    pub fn protocol(&self) -> &GhaziCountMin {
+        &self.protocol
+    }
+
+    fn counts(&self, counts: Vec<u64>) -> CountMinCounts {
+        CountMinCounts {
+            counts,
+            slots: Arc::clone(&self.slots),
+            rows: self.query.hashes.rows.len(),
+            expected_blanket: self.protocol.params.expected_blanket(),
+        }
+    }
+}
+
+impl RoundProtocol for CountMinRound {
+    type Query = CountMinQuery;
+    type Release = Estimates;
+    type Aggregator = CountMinCounts;
+
+    fn query(&self) -> &CountMinQuery {
+        &self.query
+    }
+
+    /// The analyzer flips no coins.
+    fn aggregator(&self, _: ChaCha20Rng) -> CountMinCounts {
+        self.counts(vec![0; self.slots.of_cell.len()])
+    }
+}
+
+/// Its devices hold a domain element; its release is every element's estimate.
+impl DomainRound for CountMinRound {
+    fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
+        estimates
+    }
+
+    /// When the calibrated `n` devices answer: every queried cell's count drawn as the real
+    /// messages of the devices holding an item that hashes there plus its blanket total
+    /// `Bin(n, γ)` (the `n` devices' coins for one cell are independent `Ber(γ)`: the
+    /// `K`-then-subset draw is one way of flipping `τs` such coins), independently across
+    /// cells, in increasing order of cell.
+    fn aggregate_counts<R: Rng + ?Sized>(
+        &self,
+        holders_of: &[u64],
+        rng: &mut R,
+    ) -> Option<CountMinCounts> {
+        let params = &self.protocol.params;
+        assert_eq!(
+            holders_of.len(),
+            self.query.map.size() as usize,
+            "one count per domain element"
+        );
+        if holders_of.iter().sum::<u64>() != params.users {
+            return None;
+        }
+        let rows = self.query.hashes.rows.len();
+        let mut counts = vec![0u64; self.slots.of_cell.len()];
+        for (x, &holders) in holders_of.iter().enumerate() {
+            for &slot in &self.slots.of_item[x * rows..(x + 1) * rows] {
+                counts[slot as usize] += holders;
+            }
+        }
+        for count in &mut counts {
+            *count += blanket_total(params.users, params.gamma, rng);
+        }
+        Some(self.counts(counts))
+    }
+}
+
+/// The analyzer of a `P^CM` round: the count of every cell some item hashes to (the others
+/// are never read, so never kept).
+pub struct CountMinCounts {
+    counts: Vec<u64>,
+    slots: Arc<Slots>,
+    rows: usize,
+    expected_blanket: f64,
+}
+
+impl RoundAggregator for CountMinCounts {
+    type Report = CountMinMessages;
+    type Release = Estimates;
+
+    /// Counts every message in a queried cell.
+    fn absorb(&mut self, report: CountMinMessages) {
+        for cell in report.0 {
+            if let Some(&slot) = self.slots.of_cell.get(&cell) {
+                self.counts[slot as usize] += 1;
+            }
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (count, more) in self.counts.iter_mut().zip(other.counts) {
+            *count += more;
+        }
+    }
+
+    /// Every item's `min_t C[t, h_t(j)] − γn`, with `n` the calibrated number of devices.
+    fn release(self) -> Estimates {
+        Estimates(
+            self.slots
+                .of_item
+                .chunks(self.rows)
+                .map(|slots| {
+                    let least = slots
+                        .iter()
+                        .map(|&slot| self.counts[slot as usize])
+                        .min()
+                        .unwrap_or(0);
+                    least as f64 - self.expected_blanket
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    /// A small table (2 rows of 8 cells, `γ = 1/4`, 20 devices over 4 items), below what the
+    /// guarantee needs, so that every device's messages can be drawn many times.
+    fn small() -> CountMinRound {
+        let params = CountMinParams {
+            users: 20,
+            domain: 4,
+            set_size: 1,
+            epsilon: 1.0,
+            delta: 1e-6,
+            beta: 0.5,
+            rows: 2,
+            width: 8,
+            gamma: 0.25,
+        };
+        let protocol = GhaziCountMin { params };
+        let hashes = CountMinHashes::draw(&params, &mut ChaCha20Rng::seed_from_u64(1));
+        protocol.round(DomainMap::Integers(4), hashes).unwrap()
+    }
+
+    #[test]
+    fn a_report_holds_its_items_cells_and_has_one_spelling() {
+        let round = small();
+        let query = round.query();
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        for item in 0..4 {
+            let report = DeviceQuery::respond(query, &item, &mut rng).unwrap();
+            assert!(query.admits(&report));
+            for t in 0..2 {
+                assert!(report.0.contains(&query.cell(t, item)), "{report:?}");
+            }
+            let text = report.clone().encode();
+            let decoded = CountMinMessages::decode(text.clone()).unwrap();
+            assert_eq!(decoded.clone().encode(), text);
+            assert!(query.admits(&decoded));
+        }
+        assert_eq!(DeviceQuery::respond(query, &4, &mut rng), None);
+        // Outside the table, three times the same cell, a row without a message.
+        for bad in ["0,16", "0,0,0,8", "0,1"] {
+            let report = CountMinMessages::decode(bad.to_owned()).unwrap();
+            assert!(!query.admits(&report), "{bad}");
+        }
+        assert_eq!(CountMinMessages::decode("2,1".to_owned()), None);
+        // 0..16 once and one cell per row twice: 10 + 2·6 digits, 17 commas.
+        assert_eq!(query.longest_report(), 10 + 12 + 2 * 2 + 17);
+        let rebuilt = CountMinQuery::new(
+            query.map(),
+            CountMinHashes::new(
+                query
+                    .hashes()
+                    .rows()
+                    .iter()
+                    .map(|h| {
+                        let (a, b) = h.coefficients();
+                        PairwiseHash::new(a, b, h.width()).unwrap()
+                    })
+                    .collect(),
+            )
+            .unwrap(),
+            query.gamma(),
+        )
+        .unwrap();
+        assert_eq!(&rebuilt, query);
+        assert!(PairwiseHash::new(0, 1, 8).is_err());
+        assert!(CountMinQuery::new(query.map(), query.hashes().clone(), 0.6).is_err());
+    }
+
+    /// The two-sample chi-square statistic of two samples of equal size, cells pooled left
+    /// to right until each holds at least 10 of the two together, against its critical value
+    /// at α = 1e-6 (Wilson–Hilferty): whether the samples look drawn from one law.
+    fn same_law(a: &[u64], b: &[u64]) -> bool {
+        let max = *a.iter().chain(b).max().unwrap() as usize;
+        let (mut ha, mut hb) = (vec![0f64; max + 1], vec![0f64; max + 1]);
+        a.iter().for_each(|&v| ha[v as usize] += 1.0);
+        b.iter().for_each(|&v| hb[v as usize] += 1.0);
+        let mut cells: Vec<(f64, f64)> = Vec::new();
+        let mut acc = (0.0, 0.0);
+        for (x, y) in ha.into_iter().zip(hb) {
+            acc = (acc.0 + x, acc.1 + y);
+            if acc.0 + acc.1 >= 10.0 {
+                cells.push(acc);
+                acc = (0.0, 0.0);
+            }
+        }
+        if let Some(last) = cells.last_mut() {
+            *last = (last.0 + acc.0, last.1 + acc.1);
+        }
+        let stat: f64 = cells.iter().map(|&(x, y)| (x - y).powi(2) / (x + y)).sum();
+        let df = (cells.len() - 1) as f64;
+        // z_{1 − 1e-6} = 4.753.
+        let h = 2.0 / (9.0 * df);
+        let critical = df * (1.0 - h + 4.753 * h.sqrt()).powi(3);
+        stat <= critical
+    }
+
+    /// The blanket totals drawn bit by bit have the binomial's law, at a probability with a
+    /// long binary expansion and at dyadic ones; one drawn at another probability is caught.
+    #[test]
+    fn stat_blanket_totals_are_binomial() {
+        let mut rng = ChaCha20Rng::seed_from_u64(5);
+        for p in [0.3, 0.75, 0.5, 1.0 / 3.0] {
+            let ours: Vec<u64> = (0..20_000)
+                .map(|_| blanket_total(100, p, &mut rng))
+                .collect();
+            let exact: Vec<u64> = (0..20_000)
+                .map(|_| exact_binomial(100, p, &mut rng))
+                .collect();
+            assert!(same_law(&ours, &exact), "p = {p}");
+        }
+        let off: Vec<u64> = (0..20_000)
+            .map(|_| blanket_total(100, 0.32, &mut rng))
+            .collect();
+        let exact: Vec<u64> = (0..20_000)
+            .map(|_| exact_binomial(100, 0.3, &mut rng))
+            .collect();
+        assert!(!same_law(&off, &exact), "the mutant passes");
+    }
+
+    /// The analyzer counts the queried cells of the devices' messages; its count path has the
+    /// law of every device answering (each item's least count, 3,000 runs each), and a count
+    /// path fed the wrong holders is caught.
+    #[test]
+    fn stat_devices_and_count_path_agree_in_distribution() {
+        let round = small();
+        let items: Vec<u32> = (0..20).map(|i| [0, 0, 0, 1, 2][i % 5]).collect();
+        // The holders of each element, and of a mutant whose 20 devices all hold element 1.
+        let mut holders = vec![0_u64; round.query.map.size() as usize];
+        for &x in &items {
+            holders[x as usize] += 1;
+        }
+        let mut moved = vec![0_u64; holders.len()];
+        moved[1] = 20;
+        let least = |estimates: Estimates| -> Vec<u64> {
+            estimates.0.iter().map(|e| (e + 5.0) as u64).collect()
+        };
+        let runs = 3_000;
+        let mut devices = ChaCha20Rng::seed_from_u64(3);
+        let mut counted = ChaCha20Rng::seed_from_u64(4);
+        let (mut by_devices, mut by_counts, mut mutant) = (vec![], vec![], vec![]);
+        for _ in 0..runs {
+            let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+            for item in &items {
+                aggregator.absorb(DeviceQuery::respond(round.query(), item, &mut devices).unwrap());
+            }
+            by_devices.push(least(aggregator.release()));
+            let answered = round.aggregate_counts(&holders, &mut counted).unwrap();
+            by_counts.push(least(answered.release()));
+            let wrong = round.aggregate_counts(&moved, &mut counted).unwrap();
+            mutant.push(least(wrong.release()));
+        }
+        let column =
+            |runs: &[Vec<u64>], x: usize| -> Vec<u64> { runs.iter().map(|r| r[x]).collect() };
+        for x in 0..4 {
+            assert!(
+                same_law(&column(&by_devices, x), &column(&by_counts, x)),
+                "item {x}"
+            );
+        }
+        assert!(
+            !same_law(&column(&by_devices, 0), &column(&mutant, 0)),
+            "the mutant passes"
+        );
     }
 }

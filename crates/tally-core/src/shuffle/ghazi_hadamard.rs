@@ -53,9 +53,13 @@ use rayon::prelude::*;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::HadamardParams;
 
-use super::one_item_each;
 use crate::Error;
-use crate::histogram::{DomainHistogram, MessageCost};
+use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
+use crate::protocol::wire::DeviceResponder;
+use crate::protocol::{
+    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
+    WireReport,
+};
 use crate::sampling::{ExactBernoulli, exact_binomial};
 
 /// Clients per chunk (one ChaCha20 stream each).
@@ -385,38 +389,14 @@ impl GhaziHadamard {
         }
     }
 
-    /// `τ` i.i.d. uniform elements of `H_{2B,j}`.
-    ///
-    /// Each is a uniform `a ∈ [2B]` with the bit at `j`'s highest set bit `h` flipped when
-    /// `popcount(j & a)` is odd. Flipping bit `h` changes that parity, so `a ↦ a ⊕ 2^h` maps the
-    /// odd elements one-to-one onto the even ones: every even `b` is hit by `a = b` and
-    /// `a = b ⊕ 2^h`, probability `2/(2B) = 1/B = 1/|H_{2B,j}|`.
+    /// `τ` i.i.d. uniform elements of `H_{2B,j}` ([`real_tuple`]).
     fn real_tuple<R: Rng + ?Sized>(&self, j: u32, rng: &mut R, tuple: &mut [u32]) {
-        let h = 1u32 << (31 - j.leading_zeros());
-        self.blanket_tuple(rng, tuple);
-        for a in tuple.iter_mut() {
-            if (*a & j).count_ones() % 2 == 1 {
-                *a ^= h;
-            }
-        }
+        real_tuple(j, self.m(), rng, tuple);
     }
 
-    /// `τ` i.i.d. uniform elements of `[2B]`, `m` random bits each.
+    /// `τ` i.i.d. uniform elements of `[2B]` ([`blanket_tuple`]).
     fn blanket_tuple<R: Rng + ?Sized>(&self, rng: &mut R, tuple: &mut [u32]) {
-        let m = self.m();
-        let mask = (1u64 << m) - 1;
-        let per_word = 64 / m;
-        let mut word = 0u64;
-        let mut left = 0;
-        for a in tuple.iter_mut() {
-            if left == 0 {
-                word = rng.next_u64();
-                left = per_word;
-            }
-            *a = (word & mask) as u32;
-            word >>= m;
-            left -= 1;
-        }
+        blanket_tuple(self.m(), rng, tuple);
     }
 
     /// The analyzer `A^Had` on the shuffled tuples: de-biased estimates of every item's count.
@@ -570,6 +550,39 @@ impl GhaziHadamard {
     }
 }
 
+/// `tuple.len()` i.i.d. uniform elements of `H_{2B,j}`, coordinates of `m = log2(2B)` bits.
+///
+/// Each is a uniform `a ∈ [2B]` with the bit at `j`'s highest set bit `h` flipped when
+/// `popcount(j & a)` is odd. Flipping bit `h` changes that parity, so `a ↦ a ⊕ 2^h` maps the
+/// odd elements one-to-one onto the even ones: every even `b` is hit by `a = b` and
+/// `a = b ⊕ 2^h`, probability `2/(2B) = 1/B = 1/|H_{2B,j}|`.
+fn real_tuple<R: Rng + ?Sized>(j: u32, m: u32, rng: &mut R, tuple: &mut [u32]) {
+    let h = 1u32 << (31 - j.leading_zeros());
+    blanket_tuple(m, rng, tuple);
+    for a in tuple.iter_mut() {
+        if (*a & j).count_ones() % 2 == 1 {
+            *a ^= h;
+        }
+    }
+}
+
+/// `tuple.len()` i.i.d. uniform elements of `[2^m]`, `m` random bits each.
+fn blanket_tuple<R: Rng + ?Sized>(m: u32, rng: &mut R, tuple: &mut [u32]) {
+    let mask = (1u64 << m) - 1;
+    let per_word = 64 / m;
+    let mut word = 0u64;
+    let mut left = 0;
+    for a in tuple.iter_mut() {
+        if left == 0 {
+            word = rng.next_u64();
+            left = per_word;
+        }
+        *a = (word & mask) as u32;
+        word >>= m;
+        left -= 1;
+    }
+}
+
 /// A basis of a uniformly random `dim`-dimensional subspace of `F_2^m`: `dim` uniform vectors,
 /// redrawn together until they are independent.
 fn uniform_subspace<R: Rng + ?Sized>(dim: u32, m: u32, rng: &mut R, out: &mut Vec<u32>) {
@@ -607,15 +620,567 @@ impl DomainHistogram for GhaziHadamard {
             bits_per_message: self.params.tuple_bits(),
         })
     }
+}
 
-    /// Runs the protocol with one item per client ([`HadamardPath::Fast`]).
+/// The raw counts of [`kernel_counts`] after the `n` devices of the protocol answered, drawn
+/// from `holders[x]`, the number of devices holding each item `x` (one item each), without
+/// forming the tuples: the law of the analyzer's counts depends on the items only through
+/// those numbers.
+///
+/// * A device's real tuple for row `j` is `τ` uniform vectors of the hyperplane `j^⊥` (the
+///   `m − 1`-dimensional `H_{2B,j}`); its kernel is the orthogonal complement of their span, so
+///   it always holds `j`, and given the span's rank `r` it is a uniform `(m − r)`-dimensional
+///   subspace containing `j` (invertible maps of `j^⊥` act transitively on its subspaces of
+///   one dimension, and complements pair them with the subspaces containing `j`). The ranks of
+///   all `holders[x]` tuples are drawn together ([`ranks_of_uniform_matrices`] over `m − 1`
+///   columns): each counts for item `x`, and the rare deficient ones for the other rows of a
+///   uniform subspace containing `j`, drawn one by one.
+/// * The `ρn` blanket tuples are uniform `τ × m` matrices: their ranks are drawn together as
+///   well; a tuple of full rank counts for nothing, one whose kernel is a line counts for its
+///   uniform nonzero vector (all such tuples spread at once by [`spread_uniform`]), and one with
+///   a larger kernel for the rows of a uniform subspace of that dimension, drawn one by one.
+///
+/// # Panics
+///
+/// If `holders` does not have one entry per item of the domain.
+pub fn raw_counts_of_holders<R: Rng + ?Sized>(
+    params: &HadamardParams,
+    holders: &[u64],
+    rng: &mut R,
+) -> Vec<u64> {
+    let domain = params.domain as u32;
+    assert_eq!(holders.len(), domain as usize, "one count per domain item");
+    let (tau, m) = (params.tau, params.coordinate_bits());
+    let mut counts = vec![0u64; domain as usize];
+    let mut basis = Vec::new();
+    for (x, &held) in (0..domain).zip(holders) {
+        if held == 0 {
+            continue;
+        }
+        counts[x as usize] += held;
+        let j = item_row(x);
+        for (rank, &tuples) in ranks_of_uniform_matrices(held, tau, m - 1, rng)
+            .iter()
+            .enumerate()
+        {
+            // Kernel dimension m − rank; a line (rank m − 1) is span(j), counted above.
+            let dim = m - rank as u32;
+            for _ in 0..if dim >= 2 { tuples } else { 0 } {
+                uniform_subspace_through(j, dim, m, rng, &mut basis);
+                // Every nonzero vector but j itself, already counted.
+                for_each_nonzero_in_span(&basis, |v| {
+                    if v != j && v <= domain {
+                        counts[(v - 1) as usize] += 1;
+                    }
+                });
+            }
+        }
+    }
+    let blanket = params.rho * params.users;
+    for (rank, &tuples) in ranks_of_uniform_matrices(blanket, tau, m, rng)
+        .iter()
+        .enumerate()
+    {
+        match m - rank as u32 {
+            0 => {}
+            1 => spread_uniform(tuples, m, domain, rng, &mut |v, k| {
+                counts[(v - 1) as usize] += k;
+            }),
+            dim => {
+                for _ in 0..tuples {
+                    uniform_subspace(dim, m, rng, &mut basis);
+                    add_span(&basis, &mut counts);
+                }
+            }
+        }
+    }
+    counts
+}
+
+/// How many of `count` uniform `τ × columns` matrices over `F_2` have each rank (entry `r`
+/// of the result, `r ≤ columns`), drawn column by column: a matrix of rank `r` after some
+/// columns keeps it at the next (uniform) column with probability `2^{r−τ}` (the column falls
+/// in the span of the previous ones; 1 once `r = τ`), independently of the others, so the
+/// matrices of each rank split by one exact binomial per column and rank.
+fn ranks_of_uniform_matrices<R: Rng + ?Sized>(
+    count: u64,
+    tau: u32,
+    columns: u32,
+    rng: &mut R,
+) -> Vec<u64> {
+    let mut at_rank = vec![0u64; columns as usize + 1];
+    at_rank[0] = count;
+    for column in 0..columns {
+        // Highest rank first, so that a matrix moves up at most once per column.
+        for rank in (0..=column.min(tau.saturating_sub(1))).rev() {
+            let here = at_rank[rank as usize];
+            if here == 0 {
+                continue;
+            }
+            let dependent = exact_binomial(here, (f64::from(rank) - f64::from(tau)).exp2(), rng);
+            at_rank[rank as usize] = dependent;
+            at_rank[rank as usize + 1] += here - dependent;
+        }
+    }
+    at_rank
+}
+
+/// Spreads `count` independent uniform nonzero vectors of `F_2^m` and calls `visit(v, k)` for
+/// each `v ∈ 1..=limit` that `k > 0` of them equal. Exact: the vectors are drawn uniform over
+/// all of `F_2^m` by halving (one `Bin(·, 1/2)` per node of the binary tree over `0..2^m`,
+/// only along the subtrees that hold `0..=limit`), and those equal to 0 are redrawn.
+fn spread_uniform<R: Rng + ?Sized>(
+    count: u64,
+    m: u32,
+    limit: u32,
+    rng: &mut R,
+    visit: &mut impl FnMut(u32, u64),
+) {
+    /// Splits the `count` vectors of the aligned block `start..start + 2^bits`; returns how
+    /// many are 0.
+    fn split<R: Rng + ?Sized>(
+        count: u64,
+        start: u64,
+        bits: u32,
+        limit: u64,
+        rng: &mut R,
+        visit: &mut impl FnMut(u32, u64),
+    ) -> u64 {
+        if count == 0 || start > limit {
+            return 0;
+        }
+        if bits == 0 {
+            if start == 0 {
+                return count;
+            }
+            // Unwrap safety: start ≤ limit, a u32.
+            visit(u32::try_from(start).expect("a row"), count);
+            return 0;
+        }
+        let low = exact_binomial(count, 0.5, rng);
+        let half = 1u64 << (bits - 1);
+        split(low, start, bits - 1, limit, rng, visit)
+            + split(count - low, start + half, bits - 1, limit, rng, visit)
+    }
+    let mut left = count;
+    while left > 0 {
+        left = split(left, 0, m, u64::from(limit), rng, visit);
+    }
+}
+
+/// A basis of a uniformly random `dim`-dimensional subspace of `F_2^m` containing `j ≠ 0`:
+/// `j` and `dim − 1` uniform vectors, redrawn together until the `dim` are independent (every
+/// such subspace has the same number of such bases).
+fn uniform_subspace_through<R: Rng + ?Sized>(
+    j: u32,
+    dim: u32,
+    m: u32,
+    rng: &mut R,
+    out: &mut Vec<u32>,
+) {
+    let mask = (1u64 << m) - 1;
+    'draw: loop {
+        out.clear();
+        out.push(j);
+        let mut basis = XorBasis::new(m);
+        basis.insert(j);
+        for _ in 1..dim {
+            let v = (rng.next_u64() & mask) as u32;
+            if !basis.insert(v) {
+                continue 'draw;
+            }
+            out.push(v);
+        }
+        return;
+    }
+}
+
+/// One message of `P^Had`: a tuple of `τ` coordinates of `m` bits, packed as the number
+/// `Σ a_g·2^{g·m}` in little-endian 64-bit words with no high zero word (so 0 is no word). On
+/// the wire, that number in lowercase hexadecimal without leading zeros.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct HadamardTuple(Vec<u64>);
+
+impl HadamardTuple {
+    /// The tuple `coordinates`, of `m` bits each.
+    fn pack(coordinates: &[u32], m: u32) -> Self {
+        let bits = coordinates.len() * m as usize;
+        let mut words = vec![0u64; bits.div_ceil(64)];
+        for (g, &a) in coordinates.iter().enumerate() {
+            let bit = g * m as usize;
+            let (w, o) = (bit / 64, bit % 64);
+            words[w] |= u64::from(a) << o;
+            if o + m as usize > 64 {
+                words[w + 1] |= u64::from(a) >> (64 - o);
+            }
+        }
+        while words.last() == Some(&0) {
+            words.pop();
+        }
+        Self(words)
+    }
+
+    /// Its `out.len()` coordinates of `m` bits (zero beyond its words).
+    fn unpack(&self, m: u32, out: &mut [u32]) {
+        let mask = (1u64 << m) - 1;
+        let word = |w: usize| self.0.get(w).copied().unwrap_or(0);
+        for (g, slot) in out.iter_mut().enumerate() {
+            let bit = g * m as usize;
+            let (w, o) = (bit / 64, bit % 64);
+            let mut v = word(w) >> o;
+            if o + m as usize > 64 {
+                v |= word(w + 1) << (64 - o);
+            }
+            *slot = (v & mask) as u32;
+        }
+    }
+
+    /// The number of bits of the packed number.
+    fn bit_length(&self) -> u64 {
+        self.0.last().map_or(0, |top| {
+            64 * (self.0.len() as u64 - 1) + u64::from(64 - top.leading_zeros())
+        })
+    }
+
+    fn write_hex(&self, text: &mut String) {
+        use std::fmt::Write;
+        let mut words = self.0.iter().rev();
+        match words.next() {
+            None => text.push('0'),
+            Some(top) => {
+                // Writing to a String cannot fail.
+                let _ = write!(text, "{top:x}");
+                for word in words {
+                    let _ = write!(text, "{word:016x}");
+                }
+            }
+        }
+    }
+
+    /// The tuple `hex` spells: lowercase hexadecimal digits, no leading zero but in "0".
+    fn read_hex(hex: &str) -> Option<Self> {
+        let digits = hex.as_bytes();
+        let canonical = !digits.is_empty()
+            && digits
+                .iter()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+            && (hex == "0" || digits[0] != b'0');
+        if !canonical {
+            return None;
+        }
+        let mut words: Vec<u64> = digits
+            .rchunks(16)
+            .map(|chunk| {
+                // Unwrap safety: ASCII hex digits, at most 16.
+                u64::from_str_radix(std::str::from_utf8(chunk).expect("ascii"), 16)
+                    .expect("hex digits")
+            })
+            .collect();
+        while words.last() == Some(&0) {
+            words.pop();
+        }
+        Some(Self(words))
+    }
+}
+
+impl Ord for HadamardTuple {
+    /// As numbers.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0
+            .len()
+            .cmp(&other.0.len())
+            .then_with(|| self.0.iter().rev().cmp(other.0.iter().rev()))
+    }
+}
+
+impl PartialOrd for HadamardTuple {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A device's `P^Had` report: its real tuple and its `ρ` blanket tuples. On the wire, the
+/// tuples in increasing order, separated by commas.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HadamardTuples(Vec<HadamardTuple>);
+
+impl MultiMessage for HadamardTuples {
+    type Message = HadamardTuple;
+
+    fn into_messages(self) -> Vec<HadamardTuple> {
+        self.0
+    }
+
+    fn from_message(message: HadamardTuple) -> Self {
+        Self(vec![message])
+    }
+}
+
+impl WireReport for HadamardTuples {
+    /// The tuples in increasing order, in hexadecimal, separated by commas.
+    fn encode(mut self) -> String {
+        self.0.sort_unstable();
+        let mut text = String::new();
+        for tuple in &self.0 {
+            if !text.is_empty() {
+                text.push(',');
+            }
+            tuple.write_hex(&mut text);
+        }
+        text
+    }
+
+    /// Refuses an empty list, a tuple not in canonical hexadecimal and tuples out of order.
+    fn decode(text: String) -> Option<Self> {
+        let mut tuples: Vec<HadamardTuple> = Vec::new();
+        for item in text.split(',') {
+            let tuple = HadamardTuple::read_hex(item)?;
+            if tuples.last().is_some_and(|last| *last > tuple) {
+                return None;
+            }
+            tuples.push(tuple);
+        }
+        Some(Self(tuples))
+    }
+}
+
+/// The query of a `P^Had` round over a domain of `B` items, one per device: the domain, the
+/// tuple length `τ` and the number `ρ` of blanket tuples, all public.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HadamardQuery {
+    map: DomainMap,
+    tau: u32,
+    rho: u64,
+}
+
+impl HadamardQuery {
+    /// The query over `map`'s domain with tuples of `tau` coordinates and `rho` blanket tuples
+    /// per device, as a device rebuilds it from what the server publishes.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If an item is outside the domain, or the number of items is not the `n` the protocol
-    /// was set up for.
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        let raw = self.run_raw_with(items.len(), &one_item_each(items), HadamardPath::Fast, rng);
-        self.debias(&raw)
+    /// [`Error::InvalidParameter`] unless the domain is a power of 2 of at least 2 elements,
+    /// `1 ≤ τ ≤ 64` and `1 ≤ ρ ≤ 2^20`.
+    pub fn new(map: DomainMap, tau: u32, rho: u64) -> Result<Self, Error> {
+        let size = map.size();
+        if !(size.is_power_of_two() && (2..=1 << 31).contains(&size)) {
+            return Err(Error::invalid("domain", size, "a power of 2 in [2, 2^31]"));
+        }
+        if !(1..=64).contains(&tau) {
+            return Err(Error::invalid("tau", tau, "in [1, 64]"));
+        }
+        if !(1..=1 << 20).contains(&rho) {
+            return Err(Error::invalid("rho", rho, "in [1, 2^20]"));
+        }
+        Ok(Self { map, tau, rho })
+    }
+
+    /// The public domain.
+    pub fn map(&self) -> DomainMap {
+        self.map
+    }
+
+    /// The coordinates `τ` of a tuple.
+    pub fn tau(&self) -> u32 {
+        self.tau
+    }
+
+    /// The blanket tuples `ρ` of a device.
+    pub fn rho(&self) -> u64 {
+        self.rho
+    }
+
+    /// `m = log2(2B)`, the bits of a coordinate.
+    fn m(&self) -> u32 {
+        self.map.size().ilog2() + 1
+    }
+
+    /// The length of the longest report: `1 + ρ` tuples of at most `⌈τm/4⌉` hexadecimal
+    /// digits, with a comma between tuples.
+    fn longest_report(&self) -> u64 {
+        let tuples = 1 + self.rho;
+        let digits = (u64::from(self.tau) * u64::from(self.m())).div_ceil(4);
+        tuples * digits + self.rho
+    }
+}
+
+impl DeviceQuery for HadamardQuery {
+    type Input = u32;
+    type Report = HadamardTuples;
+
+    fn trust(&self) -> TrustModel {
+        TrustModel::Shuffle
+    }
+
+    /// The real tuple of the item's row and `ρ` blanket tuples, drawn with the device's own
+    /// coins; `None` outside the domain.
+    fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<HadamardTuples> {
+        if *item >= self.map.size() {
+            return None;
+        }
+        let m = self.m();
+        let mut coordinates = vec![0u32; self.tau as usize];
+        let mut tuples = Vec::with_capacity(1 + self.rho as usize);
+        real_tuple(item_row(*item), m, rng, &mut coordinates);
+        tuples.push(HadamardTuple::pack(&coordinates, m));
+        for _ in 0..self.rho {
+            blanket_tuple(m, rng, &mut coordinates);
+            tuples.push(HadamardTuple::pack(&coordinates, m));
+        }
+        Some(HadamardTuples(tuples))
+    }
+
+    /// Exactly `1 + ρ` tuples, each of `τ` coordinates of `m` bits.
+    fn admits(&self, report: &HadamardTuples) -> bool {
+        let bits = u64::from(self.tau) * u64::from(self.m());
+        report.0.len() as u64 == 1 + self.rho && report.0.iter().all(|t| t.bit_length() <= bits)
+    }
+}
+
+impl DeviceResponder for HadamardQuery {
+    fn trust(&self) -> TrustModel {
+        DeviceQuery::trust(self)
+    }
+
+    fn accepts(&self, data: &str) -> bool {
+        self.map.element(data).is_some()
+    }
+
+    /// Abstains, before flipping a coin, when the longest report a device could send would be
+    /// longer than `max_bytes` (whether a device abstains must depend on neither its item nor
+    /// its coins).
+    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
+        let item = self.map.element(data)?;
+        if self.longest_report() > max_bytes as u64 {
+            return None;
+        }
+        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    }
+}
+
+impl GhaziHadamard {
+    /// The protocol as a round over `map`'s domain, each device holding one item (`k = 1`):
+    /// devices send their tuples, the analyzer decodes them and releases every item's
+    /// de-biased estimate ([`debias`](Self::debias)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the protocol's or its sets hold
+    /// more than one item.
+    pub fn round(&self, map: DomainMap) -> Result<HadamardRound, Error> {
+        check_map(self.domain_u32(), map)?;
+        if self.params.set_size != 1 {
+            return Err(Error::invalid(
+                "set size",
+                self.params.set_size,
+                "1 (one item per device)",
+            ));
+        }
+        Ok(HadamardRound {
+            query: HadamardQuery::new(map, self.params.tau, self.params.rho)?,
+            protocol: self.clone(),
+        })
+    }
+}
+
+/// `P^Had` as a round: its query and the calibrated analyzer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HadamardRound {
+    query: HadamardQuery,
+    protocol: GhaziHadamard,
+}
+
+impl HadamardRound {
+    /// The calibrated protocol.
+    pub fn protocol(&self) -> &GhaziHadamard {
+        &self.protocol
+    }
+}
+
+impl RoundProtocol for HadamardRound {
+    type Query = HadamardQuery;
+    type Release = Estimates;
+    type Aggregator = HadamardCounts;
+
+    fn query(&self) -> &HadamardQuery {
+        &self.query
+    }
+
+    /// The analyzer flips no coins.
+    fn aggregator(&self, _: ChaCha20Rng) -> HadamardCounts {
+        HadamardCounts {
+            raw: vec![0; self.protocol.domain_u32() as usize],
+            protocol: self.protocol.clone(),
+        }
+    }
+}
+
+/// Its devices hold a domain element; its release is every element's estimate.
+impl DomainRound for HadamardRound {
+    fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
+        estimates
+    }
+
+    /// When the calibrated `n` devices answer: the analyzer's counts drawn from the number of
+    /// devices holding each element ([`raw_counts_of_holders`]).
+    fn aggregate_counts<R: Rng + ?Sized>(
+        &self,
+        holders: &[u64],
+        rng: &mut R,
+    ) -> Option<HadamardCounts> {
+        assert_eq!(
+            holders.len(),
+            self.protocol.domain_u32() as usize,
+            "one count per domain element"
+        );
+        if holders.iter().sum::<u64>() != self.protocol.params.users {
+            return None;
+        }
+        Some(HadamardCounts {
+            raw: raw_counts_of_holders(&self.protocol.params, holders, rng),
+            protocol: self.protocol.clone(),
+        })
+    }
+}
+
+/// The analyzer of a `P^Had` round: every item's raw count, the tuples decoded so far whose
+/// every coordinate lies in the item's `H_{2B, x+1}`.
+pub struct HadamardCounts {
+    raw: Vec<u64>,
+    protocol: GhaziHadamard,
+}
+
+impl HadamardCounts {
+    /// Every item's raw count, before de-biasing.
+    pub fn raw(&self) -> &[u64] {
+        &self.raw
+    }
+}
+
+impl RoundAggregator for HadamardCounts {
+    type Report = HadamardTuples;
+    type Release = Estimates;
+
+    /// Decodes every tuple of an admitted report (Lemma 4.6's kernel decoder).
+    fn absorb(&mut self, report: HadamardTuples) {
+        let m = self.protocol.m();
+        let mut coordinates = vec![0u32; self.protocol.params.tau as usize];
+        let mut scratch = Vec::new();
+        for tuple in &report.0 {
+            tuple.unpack(m, &mut coordinates);
+            add_kernel(&coordinates, m, &mut self.raw, &mut scratch);
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (raw, more) in self.raw.iter_mut().zip(other.raw) {
+            *raw += more;
+        }
+    }
+
+    /// The de-biased estimates `(c − (ρ+1)·n·2^{−τ})/(1 − 2^{−τ})`, with `n` the calibrated
+    /// number of devices.
+    fn release(self) -> Estimates {
+        Estimates(self.protocol.debias(&self.raw))
     }
 }

@@ -149,28 +149,6 @@ impl DomainHistogram for ShuffledGrr {
             bits_per_message: u64::from(u32::BITS - (self.grr.domain() - 1).leading_zeros()),
         })
     }
-
-    /// Randomizes every client's item with GRR at `ε₀` and returns GRR's unbiased count
-    /// estimates.
-    ///
-    /// # Panics
-    ///
-    /// If an item is outside the domain or `items.len()` is not the calibrated `n` (the
-    /// amplification is computed for exactly `n` reports).
-    fn estimate_counts(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<f64> {
-        assert_eq!(
-            items.len() as u64,
-            self.users,
-            "the mechanism is calibrated for a different number of clients"
-        );
-        let mut aggregator = self.grr.aggregator();
-        for &item in items {
-            aggregator
-                .absorb(self.grr.randomize(item, rng))
-                .expect("GRR reports lie in the domain");
-        }
-        aggregator.estimate()
-    }
 }
 
 /// Shuffled GRR as a round, which is also its query: the public domain and the local

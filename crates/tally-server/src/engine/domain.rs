@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use tally_accounting::Guarantee;
+use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap};
 use tally_core::protocol::SingleRound;
@@ -55,9 +56,13 @@ pub(super) fn build(
             mechanism.name()
         ));
     }
+    // A task's public coins must be the same each time it is built (a restarted server
+    // rebuilds it from its spec): the same for every task until tasks carry their own.
     let shuffle = ShuffleCalibration {
         clients,
         bound: ShuffleBound::default(),
+        beta: DEFAULT_COUNT_MIN_BETA,
+        public_coins: 0,
     };
     mechanism
         .build(map, privacy, shuffle, Registered { map })
