@@ -1,8 +1,9 @@
 """Sample-and-threshold on Spark DataFrames, with keyed coins.
 
 The coins run per partition in `mapInArrow` (a keyed PRF of the client id: a retried or
-speculative task draws exactly the same sample); Spark does the shuffle and the counts; only
-the released rows reach the driver. Works with classic sessions and with Spark Connect (only
+speculative task draws exactly the same sample), and each partition counts its sampled items in
+Rust; Spark does the shuffle by client (when clients have several rows) and sums the
+partitions' counts; only the released rows reach the driver. Works with classic sessions and with Spark Connect (only
 the DataFrame API is used).
 """
 
@@ -15,6 +16,7 @@ from typing import Any, Iterator
 from ._input import column
 from ._keywords import calibration, trie
 from ._release import Release
+from ._tally import KeyedCounter as _KeyedCounter
 from ._tally import keyed_coins as _keyed_coins
 from ._tally import keyed_counts_document as _keyed_counts_document
 from ._tally import keyed_parameters as _keyed_parameters
@@ -69,28 +71,26 @@ def _chosen_items(key: str, batch: Any) -> Any:
     return lists.values.take(pa.array(rows))
 
 
-def _grouped_as_text() -> tuple[type, ...]:
-    """The Spark types whose values are equal exactly when their texts are: strings and
-    integers (counted by value, and only the released ones turned into text)."""
+def _integral(data_type: Any) -> bool:
+    """Whether a Spark type holds integers, which are counted by value (equal exactly when
+    their decimal texts are) and only turned into text when released."""
     from pyspark.sql import types as T
 
-    return (T.StringType, T.LongType, T.IntegerType, T.ShortType, T.ByteType)
+    return isinstance(data_type, (T.LongType, T.IntegerType, T.ShortType, T.ByteType))
 
 
-def _chosen_in_runs(key: str, batches: Iterator[Any]) -> Iterator[Any]:
-    """Each client's row chosen by the key, from batches of `(client, item)` rows sorted so
-    that a client's rows are consecutive (a client's last rows in a batch wait for the next
-    batch, which may hold more of them)."""
+def _client_runs(batches: Iterator[Any]) -> Iterator[tuple[Any, Any, Any]]:
+    """Whole clients from batches of `(client, item)` rows sorted so that a client's rows are
+    consecutive, as `(clients, runs, items)`: client `i` of `clients` holds the rows
+    `runs[i]:runs[i + 1]` of `items` (a client's last rows in a batch wait for the next batch,
+    which may hold more of them)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    def chosen(table: Any, runs: Any) -> Any:
+    def whole(table: Any, runs: Any) -> tuple[Any, Any, Any]:
         clients, items = table.column(0).combine_chunks(), table.column(1).combine_chunks()
-        rows = _keyed_rows(
-            key, column(clients.take(pa.array(runs[:-1])), "clients"), runs, column(items, "items")
-        )
-        return pa.RecordBatch.from_arrays([items.take(pa.array(rows))], names=["item"])
+        return clients.take(pa.array(runs[:-1])), runs, items
 
     pending = None
     for batch in batches:
@@ -103,16 +103,45 @@ def _chosen_in_runs(key: str, batches: Iterator[Any]) -> Iterator[Any]:
         changes = pc.not_equal(clients.slice(1), clients.slice(0, len(clients) - 1))
         starts = np.flatnonzero(changes.to_numpy(zero_copy_only=False)) + 1
         if len(starts):
-            # The rows before the last client's first row are whole clients: choose theirs.
+            # The rows before the last client's first row are whole clients.
             last = int(starts[-1])
             runs = np.concatenate([[0], starts]).astype(np.int64)
-            yield chosen(table.slice(0, last), runs)
+            yield whole(table.slice(0, last), runs)
             pending = table.slice(last).combine_chunks().to_batches()[0]
         else:
             pending = table.to_batches()[0]
     if pending is not None and pending.num_rows:
         table = pa.Table.from_batches([pending])
-        yield chosen(table, np.array([0, pending.num_rows], dtype=np.int64))
+        yield whole(table, np.array([0, pending.num_rows], dtype=np.int64))
+
+
+def _counted_clients(counter: Any, batches: Iterator[Any]) -> Any:
+    """`counter` (a `KeyedCounter` of strings) having absorbed the clients of `batches` of
+    `(client, item)` rows sorted by client, each client with all its rows."""
+    for clients, runs, items in _client_runs(batches):
+        counter.absorb_clients(column(clients, "clients"), runs, column(items, "items"))
+    return counter
+
+
+def _counts_batch(counter: Any, integers: bool) -> Any:
+    """A finished `KeyedCounter`'s counts as an Arrow batch of `(item, count)` rows, one per
+    distinct sampled item, and a last row with a null item counting the clients."""
+    import pyarrow as pa
+
+    items, counts, clients = counter.finish()
+    if integers:
+        items = pa.array(items, pa.int64())
+    else:
+        offsets, data = items
+        buffers = [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        items = pa.Array.from_buffers(pa.large_string(), len(counts), buffers).cast(pa.string())
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.concat_arrays([items, pa.nulls(1, items.type)]),
+            pa.concat_arrays([pa.array(counts, pa.int64()), pa.array([clients], pa.int64())]),
+        ],
+        names=["item", "count"],
+    )
 
 
 def _key(sampling_key: str | None) -> str:
@@ -172,68 +201,67 @@ def histogram(
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
     rate, tau = _keyed_parameters(calibrated)
-    # Items keep their own type through the coins: only the sample is turned into text (only
-    # the released items, for integers and strings, which are counted by value).
-    rows = df.select(_client_ids(df, client), F.col(item).alias("item"))
+    # Integer items are counted by value and only the released ones turned into text; other
+    # items are grouped by their text, as the command line reads them (floats: 0.0 and -0.0
+    # are different items).
+    integers = rows_as_clients and _integral(df.schema[item].dataType)
+    rows = df.select(
+        _client_ids(df, client), F.col(item).cast("long" if integers else "string").alias("item")
+    )
     nulls = f"columns {client!r} and {item!r} may not hold nulls"
 
-    def coins(batch: Any) -> Any:
-        """The batch's keyed coins, as an Arrow mask (its rows checked for nulls first)."""
-        import pyarrow as pa
-
+    def checked(batch: Any) -> Any:
+        """The batch, checked for nulls."""
         if batch.column(0).null_count or batch.column(1).null_count:
             raise ValueError(nulls)
-        return pa.array(_keyed_coins(key, rate, column(batch.column(0), "clients")))
+        return batch
 
-    def sampled_rows(batches: Iterator[Any]) -> Iterator[Any]:
-        # The sampled rows, each of weight 1, and per batch one row without an item weighing
-        # the rows not sampled: the clients are counted in the same pass.
-        import numpy as np
-        import pyarrow as pa
-
+    def counted_rows(batches: Iterator[Any]) -> Iterator[Any]:
+        # The partition's rows are its clients: their coins are flipped and the sampled items
+        # counted in Rust, and one row per distinct sampled item leaves the partition.
+        counter = _KeyedCounter(key, rate, integers)
         for batch in batches:
-            sample = batch.column(1).filter(coins(batch))
-            weights = np.ones(len(sample) + 1, dtype=np.int64)
-            weights[-1] = batch.num_rows - len(sample)
-            yield pa.RecordBatch.from_arrays(
-                [pa.concat_arrays([sample, pa.nulls(1, sample.type)]), pa.array(weights)],
-                names=["item", "weight"],
-            )
+            batch = checked(batch)
+            counter.absorb_rows(column(batch.column(0), "clients"), column(batch.column(1), "items"))
+        yield _counts_batch(counter, integers)
 
     def sampled_clients(batches: Iterator[Any]) -> Iterator[Any]:
         # The rows of the sampled clients (a client's coin depends on its id only, so a
         # sampled client keeps all its rows).
+        import pyarrow as pa
+
         for batch in batches:
-            yield batch.filter(coins(batch))
+            batch = checked(batch)
+            yield batch.filter(pa.array(_keyed_coins(key, rate, column(batch.column(0), "clients"))))
 
-    def choose(batches: Iterator[Any]) -> Iterator[Any]:
-        return _chosen_in_runs(key, batches)
+    def counted_clients(batches: Iterator[Any]) -> Iterator[Any]:
+        # The partition holds whole sampled clients, each client's rows consecutive: the key
+        # chooses each one's row and the chosen items are counted, in Rust.
+        yield _counts_batch(_counted_clients(_KeyedCounter(key, rate, False), batches), False)
 
-    # Unsampled rows carry a null item, whatever the column's nullability.
+    # Each partition's counts carry a row with a null item counting its clients, whatever the
+    # column's nullability.
     item_field = T.StructField("item", rows.schema["item"].dataType, nullable=True)
+    schema = T.StructType([item_field, T.StructField("count", T.LongType())])
     if rows_as_clients:
-        schema = T.StructType([item_field, T.StructField("weight", T.LongType())])
-        weighted = rows.mapInArrow(sampled_rows, schema)
-        if not isinstance(item_field.dataType, _grouped_as_text()):
-            # Values that can be equal with different texts (floats: 0.0 and -0.0) are
-            # grouped by their text, as the command line reads them.
-            weighted = weighted.select(F.col("item").cast("string").alias("item"), "weight")
+        parts = rows.mapInArrow(counted_rows, schema)
     else:
         # Only the sampled clients' rows are shuffled by client and sorted within their
-        # partitions, so that a client's rows are consecutive (and the key chooses one row
-        # each, in Rust); the clients are counted distinct in a job of their own.
+        # partitions, so that a client's rows are consecutive; the clients are counted
+        # distinct in a job of their own.
         distinct = rows.agg(F.countDistinct("client").alias("clients")).collect()[0]
-        sampled = rows.mapInArrow(sampled_clients, rows.schema).select(
-            "client", F.col("item").cast("string").alias("item")
+        by_client = (
+            rows.mapInArrow(sampled_clients, rows.schema)
+            .repartition("client")
+            .sortWithinPartitions("client")
         )
-        by_client = sampled.repartition("client").sortWithinPartitions("client")
-        chosen = by_client.mapInArrow(choose, "item string")
-        weighted = chosen.select("item", F.lit(1).alias("weight"))
-    counted = weighted.groupBy("item").agg(F.sum("weight").alias("count"))
+        parts = by_client.mapInArrow(counted_clients, schema)
+    # Spark sums the partitions' small partial counts.
+    counted = parts.groupBy("item").agg(F.sum("count").alias("count"))
     released = F.col("item").isNotNull() & (F.col("count") >= tau)
     with _arrow_batches(df):
         summary = counted.agg(
-            F.sum("count").alias("clients"),
+            F.sum(F.when(F.col("item").isNull(), F.col("count"))).alias("clients"),
             F.collect_list(
                 F.when(released, F.struct(F.col("item").cast("string").alias("item"), "count"))
             ).alias("released"),

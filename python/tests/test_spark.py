@@ -148,12 +148,17 @@ def test_jobs_run_with_large_arrow_batches_and_the_setting_is_put_back(spark, tm
     check_large_arrow_batches(spark, tmp_path)
 
 
-def test_rows_sorted_by_client_choose_as_lists_do_across_batch_boundaries():
-    # A client's rows may straddle Arrow batches: the choice from consecutive runs equals
-    # the choice from each client's list of rows, whatever the batch size.
+def test_rows_sorted_by_client_count_as_lists_do_across_batch_boundaries():
+    # A client's rows may straddle Arrow batches: the counts of the rows chosen from
+    # consecutive runs equal those of the sampled clients' rows chosen from each client's list
+    # of rows, whatever the batch size.
+    import collections
+
     import pyarrow as pa
 
-    from tally.spark import _chosen_in_runs, _chosen_items
+    from tally._input import column
+    from tally._tally import KeyedCounter, keyed_coins
+    from tally.spark import _chosen_items, _counted_clients
 
     rng = np.random.default_rng(1)
     clients = np.sort(rng.integers(0, 300, 2000))
@@ -163,12 +168,19 @@ def test_rows_sorted_by_client_choose_as_lists_do_across_batch_boundaries():
     lists = pa.ListArray.from_arrays(
         pa.array(np.append(starts, len(clients)).astype(np.int32)), pa.array(items)
     )
-    expected = _chosen_items("K", pa.RecordBatch.from_arrays([pa.array(ids), lists], names=["c", "l"]))
-    assert len(set(expected.to_pylist())) == 5
+    chosen = _chosen_items("K", pa.RecordBatch.from_arrays([pa.array(ids), lists], names=["c", "l"]))
+    heads = keyed_coins("K", 0.5, column(pa.array(ids), "clients"))
+    expected = collections.Counter(np.asarray(chosen.to_pylist())[heads].tolist())
+    assert len(expected) == 5 and 0 < heads.sum() < len(ids)
     for size in (1, 2, 3, 7, 64, 2000):
         batches = rows.to_batches(max_chunksize=size)
-        chosen = [batch.column(0) for batch in _chosen_in_runs("K", iter(batches))]
-        assert pa.concat_arrays(chosen).to_pylist() == expected.to_pylist(), size
+        counter = _counted_clients(KeyedCounter("K", 0.5, False), iter(batches))
+        (offsets, data), counts, absorbed = counter.finish()
+        texts = pa.Array.from_buffers(
+            pa.large_string(), len(counts), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+        )
+        assert dict(zip(texts.to_pylist(), counts.tolist())) == expected, size
+        assert absorbed == len(ids)
 
 
 def test_integer_items_are_counted_by_value_as_the_cli_counts_their_text(spark, tmp_path):
@@ -183,3 +195,18 @@ def test_integer_items_are_counted_by_value_as_the_cli_counts_their_text(spark, 
     assert len(release.items) > 10, "negative items too"
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
+
+
+def test_float_items_are_grouped_by_their_text(spark, tmp_path):
+    # Floats are grouped by Spark's text of them, as the command line groups the lines of a
+    # file holding those texts: 0.0 and -0.0 are different items.
+    items = [(c * 7919) % 13 / 2 - 3 for c in range(6000)] + [0.0] * 700 + [-0.0] * 700
+    path = tmp_path / "floats.txt"
+    path.write_text("".join(f"{item!r}\n" for item in items))
+    df = spark.createDataFrame(list(enumerate(items)), "client long, item double").repartition(3)
+    release = tally.spark.histogram(
+        df, item="item", client="client", sampling_key="K8", rows_as_clients=True, **SETTINGS
+    )
+    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K8")
+    assert {"0.0", "-0.0"} <= {row["item"] for row in release.items}
+    assert sorted_items(release.items) == sorted_items(expected["items"])

@@ -35,8 +35,8 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_messages::HistogramRelease;
 use tally_sim::{
-    ClientMode, CountedPopulation, KeyedPopulation, Population, StreamFormat, ValueRange,
-    sample_threshold_integers, sample_threshold_values,
+    ClientMode, CountedPopulation, KeyedPartCounts, KeyedPopulation, Population, StreamFormat,
+    ValueRange, sample_threshold_integers, sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -217,47 +217,102 @@ impl<'py> Column<'py> {
         Ok(values)
     }
 
+    /// Calls `each` with every value as bytes, in order (see [`ColumnView::for_each_bytes`]).
+    fn for_each_bytes(&self, each: impl FnMut(&[u8]) -> PyResult<()>) -> PyResult<()> {
+        self.view()?.for_each_bytes(each)
+    }
+
+    /// The column's values where they lie, as plain slices that can be read without the GIL.
+    fn view(&self) -> PyResult<ColumnView<'_>> {
+        match self {
+            Self::Path(_) => Err(value_error("expected a column of integers or strings")),
+            Self::Strings(values) => Ok(ColumnView::Strings(values)),
+            Self::Ints(ints) => Ok(ColumnView::Ints(ints.as_slice().map_err(value_error)?)),
+            Self::ArrowStrings(offsets, data) => {
+                let offsets = match offsets {
+                    Offsets::Narrow(o) => OffsetsView::Narrow(o.as_slice().map_err(value_error)?),
+                    Offsets::Wide(o) => OffsetsView::Wide(o.as_slice().map_err(value_error)?),
+                };
+                Ok(ColumnView::ArrowStrings(
+                    offsets,
+                    data.as_slice().map_err(value_error)?,
+                ))
+            }
+        }
+    }
+}
+
+/// A column of integers or strings as slices of its buffers ([`Column::view`]).
+enum ColumnView<'a> {
+    Ints(&'a [i64]),
+    Strings(&'a [String]),
+    ArrowStrings(OffsetsView<'a>, &'a [u8]),
+}
+
+/// The offsets of an Arrow string array, as a slice.
+enum OffsetsView<'a> {
+    Narrow(&'a [i32]),
+    Wide(&'a [i64]),
+}
+
+impl<'a> ColumnView<'a> {
+    /// The number of values.
+    fn len(&self) -> usize {
+        match self {
+            Self::Ints(ints) => ints.len(),
+            Self::Strings(values) => values.len(),
+            Self::ArrowStrings(OffsetsView::Narrow(o), _) => o.len().saturating_sub(1),
+            Self::ArrowStrings(OffsetsView::Wide(o), _) => o.len().saturating_sub(1),
+        }
+    }
+
+    /// The bytes of every string, in order; `None` for integers, which have no bytes to borrow.
+    fn strings(&self) -> PyResult<Option<Vec<&'a [u8]>>> {
+        match self {
+            Self::Ints(_) => Ok(None),
+            Self::Strings(values) => Ok(Some(values.iter().map(|v| v.as_bytes()).collect())),
+            Self::ArrowStrings(offsets, data) => {
+                let offsets = match offsets {
+                    OffsetsView::Narrow(o) => o
+                        .iter()
+                        .map(|&o| usize::try_from(o).ok())
+                        .collect::<Option<Vec<_>>>(),
+                    OffsetsView::Wide(o) => o
+                        .iter()
+                        .map(|&o| usize::try_from(o).ok())
+                        .collect::<Option<Vec<_>>>(),
+                }
+                .ok_or_else(|| value_error("negative offset in an Arrow string array"))?;
+                offsets
+                    .windows(2)
+                    .map(|pair| {
+                        data.get(pair[0]..pair[1]).ok_or_else(|| {
+                            value_error("offsets past the data of an Arrow string array")
+                        })
+                    })
+                    .collect::<PyResult<_>>()
+                    .map(Some)
+            }
+        }
+    }
+
     /// Calls `each` with every value as bytes, in order: a string's UTF-8 bytes, an integer's
     /// decimal form.
     fn for_each_bytes(&self, mut each: impl FnMut(&[u8]) -> PyResult<()>) -> PyResult<()> {
         match self {
-            Self::Path(_) => Err(value_error("expected a column of integers or strings")),
-            Self::Strings(values) => values.iter().try_for_each(|v| each(v.as_bytes())),
             Self::Ints(ints) => {
                 let mut text = String::new();
-                ints.as_slice()
-                    .map_err(value_error)?
-                    .iter()
-                    .try_for_each(|v| {
-                        text.clear();
-                        // Unwrap safety: writing to a String cannot fail.
-                        write!(text, "{v}").expect("write to a String");
-                        each(text.as_bytes())
-                    })
-            }
-            Self::ArrowStrings(offsets, data) => {
-                let data = data.as_slice().map_err(value_error)?;
-                let offsets: Vec<usize> = match offsets {
-                    Offsets::Narrow(o) => o
-                        .as_slice()
-                        .map_err(value_error)?
-                        .iter()
-                        .map(|&o| usize::try_from(o).ok())
-                        .collect::<Option<_>>(),
-                    Offsets::Wide(o) => o
-                        .as_slice()
-                        .map_err(value_error)?
-                        .iter()
-                        .map(|&o| usize::try_from(o).ok())
-                        .collect::<Option<_>>(),
-                }
-                .ok_or_else(|| value_error("negative offset in an Arrow string array"))?;
-                offsets.windows(2).try_for_each(|pair| {
-                    let bytes = data.get(pair[0]..pair[1]).ok_or_else(|| {
-                        value_error("offsets past the data of an Arrow string array")
-                    })?;
-                    each(bytes)
+                ints.iter().try_for_each(|v| {
+                    text.clear();
+                    // Unwrap safety: writing to a String cannot fail.
+                    write!(text, "{v}").expect("write to a String");
+                    each(text.as_bytes())
                 })
+            }
+            strings => {
+                // Unwrap safety: only integers have no strings.
+                let strings = strings.strings()?.expect("a string column");
+                strings.into_iter().try_for_each(each)
             }
         }
     }
@@ -948,6 +1003,172 @@ fn keyed_rows<'py>(
     Ok(chosen.into_pyarray(py))
 }
 
+/// The sampled counts of one part of a keyed histogram's rows (a Spark partition), by item,
+/// counted by `tally_sim::KeyedPartCounts` batch by batch: integers by value, strings by their
+/// text.
+#[pyclass(module = "tally._tally")]
+struct KeyedCounter {
+    /// `None` once [`KeyedCounter::finish`] has taken the counts.
+    counts: Option<PartCounts>,
+}
+
+/// Counts of integer or of string items.
+enum PartCounts {
+    Ints(KeyedPartCounts<i64>),
+    Texts(KeyedPartCounts<Vec<u8>>),
+}
+
+impl KeyedCounter {
+    fn counts(&mut self) -> PyResult<&mut PartCounts> {
+        self.counts
+            .as_mut()
+            .ok_or_else(|| value_error("the counter has finished"))
+    }
+}
+
+#[pymethods]
+impl KeyedCounter {
+    /// A counter for round 0 of the keyed coin of `(key, rate)`, of integer items if
+    /// `integers`, else of strings.
+    #[new]
+    fn new(key: &str, rate: f64, integers: bool) -> PyResult<Self> {
+        let coin = keyed_coin(key, rate)?;
+        let counts = if integers {
+            PartCounts::Ints(KeyedPartCounts::new(coin, 0))
+        } else {
+            PartCounts::Texts(KeyedPartCounts::new(coin, 0))
+        };
+        Ok(Self {
+            counts: Some(counts),
+        })
+    }
+
+    /// Rows taken as clients: client `clients[i]` holds `items[i]` alone.
+    fn absorb_rows(
+        &mut self,
+        py: Python<'_>,
+        clients: &Bound<'_, PyAny>,
+        items: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let (clients, items) = (Column::extract(clients)?, Column::extract(items)?);
+        let (clients, items) = (clients.view()?, items.view()?);
+        if clients.len() != items.len() {
+            return Err(value_error("clients and items differ in length"));
+        }
+        let counts = self.counts()?;
+        py.detach(|| {
+            let mut row = 0;
+            match (counts, &items) {
+                (PartCounts::Ints(counts), ColumnView::Ints(items)) => {
+                    clients.for_each_bytes(|client| {
+                        counts.absorb_row(client, &items[row]);
+                        row += 1;
+                        Ok(())
+                    })
+                }
+                (PartCounts::Texts(counts), items) => {
+                    let items = items
+                        .strings()?
+                        .ok_or_else(|| value_error("expected string items"))?;
+                    clients.for_each_bytes(|client| {
+                        counts.absorb_row(client, items[row]);
+                        row += 1;
+                        Ok(())
+                    })
+                }
+                (PartCounts::Ints(_), _) => Err(value_error("expected integer items")),
+            }
+        })
+    }
+
+    /// Clients with all their rows: client `i` of the column `clients` holds the rows
+    /// `runs[i]..runs[i + 1]` of the column `items` (strings).
+    fn absorb_clients(
+        &mut self,
+        py: Python<'_>,
+        clients: &Bound<'_, PyAny>,
+        runs: PyReadonlyArray1<'_, i64>,
+        items: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let (clients, items) = (Column::extract(clients)?, Column::extract(items)?);
+        let (clients, items) = (clients.view()?, items.view()?);
+        let runs = runs.as_slice().map_err(value_error)?;
+        if runs.len() != clients.len() + 1 {
+            return Err(value_error("expected one more run offset than clients"));
+        }
+        let PartCounts::Texts(counts) = self.counts()? else {
+            return Err(value_error("clients' rows are counted as strings"));
+        };
+        py.detach(|| {
+            let items = items
+                .strings()?
+                .ok_or_else(|| value_error("expected string items"))?;
+            let mut client = 0;
+            clients.for_each_bytes(|id| {
+                let rows = usize::try_from(runs[client])
+                    .ok()
+                    .zip(usize::try_from(runs[client + 1]).ok())
+                    .and_then(|(start, end)| items.get(start..end))
+                    .filter(|rows| !rows.is_empty())
+                    .ok_or_else(|| value_error("run offsets past the items or empty"))?;
+                counts.absorb_client(id, rows);
+                client += 1;
+                Ok(())
+            })
+        })
+    }
+
+    /// The counts, taken out of the counter: `(items, counts, clients)`, with `items` a NumPy
+    /// `int64` array, or for strings the `(offsets, data)` of an Arrow `large_string` array as
+    /// NumPy `int64` and `uint8` arrays; `counts` an `int64` array in the same order;
+    /// `clients` the number of clients absorbed.
+    fn finish<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyArray1<i64>>, u64)> {
+        let counts = self
+            .counts
+            .take()
+            .ok_or_else(|| value_error("the counter has finished"))?;
+        let whole = |count: u64| i64::try_from(count).map_err(value_error);
+        match counts {
+            PartCounts::Ints(counts) => {
+                let clients = counts.clients();
+                let (items, counts): (Vec<i64>, Vec<u64>) =
+                    counts.into_counts().into_iter().unzip();
+                let counts = counts
+                    .into_iter()
+                    .map(whole)
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok((
+                    items.into_pyarray(py).into_any(),
+                    counts.into_pyarray(py),
+                    clients,
+                ))
+            }
+            PartCounts::Texts(counts) => {
+                let clients = counts.clients();
+                let cells = counts.into_counts();
+                let mut offsets = Vec::with_capacity(cells.len() + 1);
+                let mut data = Vec::new();
+                let mut tallies = Vec::with_capacity(cells.len());
+                offsets.push(0i64);
+                for (item, count) in cells {
+                    data.extend_from_slice(&item);
+                    offsets.push(i64::try_from(data.len()).map_err(value_error)?);
+                    tallies.push(whole(count)?);
+                }
+                let items = (offsets.into_pyarray(py), data.into_pyarray(py));
+                Ok((
+                    items.into_pyobject(py)?.into_any(),
+                    tallies.into_pyarray(py),
+                    clients,
+                ))
+            }
+        }
+    }
+}
+
 /// The document of a keyed histogram counted elsewhere (on Spark): `counts` are the sampled
 /// counts of the items that reached the threshold, `clients` the number of clients.
 #[pyfunction]
@@ -1044,6 +1265,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(keyed_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;
+    module.add_class::<KeyedCounter>()?;
     module.add_function(wrap_pyfunction!(keyed_counts_document, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_triehh_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_prefixes, module)?)?;

@@ -9,7 +9,8 @@
 //! then runs one sample-and-threshold histogram round over the population along one of three
 //! [`ExecutionPath`]s, deterministically for a seed. [`run_keyed_sample_threshold`] runs a
 //! round with keyed coins instead (a secret key, no seed) over a [`KeyedPopulation`], which
-//! keeps the clients' ids.
+//! keeps the clients' ids; [`KeyedPartCounts`] counts such a round part by part (one Spark
+//! partition each), for the parts' counts to be summed elsewhere.
 //!
 //! # Input formats
 //!
@@ -78,6 +79,7 @@ mod error;
 mod execute;
 mod heavy_hitters;
 mod keyed;
+mod keyed_counts;
 mod keyed_triehh;
 mod load;
 mod metrics;
@@ -108,6 +110,7 @@ pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
 pub use keyed::{KeyedPopulation, run_keyed_sample_threshold};
+pub use keyed_counts::KeyedPartCounts;
 pub use keyed_triehh::run_keyed_triehh_plus;
 pub use metrics::{
     EstimateErrors, RetrievalScores, prefix_estimate_errors, retrieval_scores, top_k,
