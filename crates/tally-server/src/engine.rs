@@ -259,6 +259,7 @@ impl Engine {
                 privacy,
                 spec.expected_population,
                 spec.rounds.min_cohort,
+                spec.rounds.max_report_bytes,
             ),
             TaskKind::OptPrefixTree(options) => {
                 opt_prefix_tree::OptPrefixTreeKind::build(spec, options)

@@ -31,6 +31,10 @@ pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 /// the `clients` devices it was calibrated for (their randomness hides each other's): a task
 /// whose rounds may release from fewer uploads (`min_cohort < clients`) is refused.
 ///
+/// A mechanism whose devices send several messages is refused when even a tight binary packing
+/// of a device's expected messages exceeds `max_report_bytes`: its devices would abstain (a
+/// report over the limit is never sent), so the task could never release anything.
+///
 /// # Errors
 ///
 /// A message saying why the task cannot run as asked.
@@ -40,6 +44,7 @@ pub(super) fn build(
     privacy: &PrivacyTarget,
     clients: u64,
     min_cohort: u64,
+    max_report_bytes: u32,
 ) -> Result<(Engine, Guarantee), String> {
     let map = DomainMap::from(domain);
     let size = map.size();
@@ -65,30 +70,55 @@ pub(super) fn build(
         public_coins: 0,
     };
     mechanism
-        .build(map, privacy, shuffle, Registered { map })
-        .map_err(|e| e.to_string())
+        .build(
+            map,
+            privacy,
+            shuffle,
+            Registered {
+                map,
+                max_report_bytes,
+            },
+        )
+        .map_err(|e| e.to_string())?
 }
 
-/// Makes the task of a registered mechanism's round over `map`.
+/// Makes the task of a registered mechanism's round over `map`, whose devices' reports must
+/// fit in `max_report_bytes`.
 struct Registered {
     map: DomainMap,
+    max_report_bytes: u32,
 }
 
 impl DomainRoundVisitor for Registered {
-    type Output = (Engine, Guarantee);
+    type Output = Result<(Engine, Guarantee), String>;
 
-    fn visit<M, R>(self, mechanism: M, round: R) -> (Engine, Guarantee)
+    fn visit<M, R>(self, mechanism: M, round: R) -> Self::Output
     where
         M: DomainHistogram + 'static,
         R: FederatedDomainRound,
     {
+        if let Some(cost) = mechanism.message_cost() {
+            // A lower bound on any encoding: at least one byte a message, and the bits packed.
+            let bytes_per_message = cost.bits_per_message.div_ceil(8).max(1) as f64;
+            let least = cost.messages_per_client * bytes_per_message;
+            if least > f64::from(self.max_report_bytes) {
+                return Err(format!(
+                    "{}: a device sends about {:.0} messages of {} bits, at least {least:.0} \
+                     bytes a report, above max_report_bytes ({}): every device would abstain",
+                    mechanism.name(),
+                    cost.messages_per_client,
+                    cost.bits_per_message,
+                    self.max_report_bytes
+                ));
+            }
+        }
         let task = SingleRound::new(round, mechanism.guarantee());
         let kind = Domain {
             map: self.map,
             mechanism: Arc::new(mechanism),
             round: PhantomData,
         };
-        driven(kind, task, 1)
+        Ok(driven(kind, task, 1))
     }
 }
 
@@ -182,6 +212,7 @@ mod shuffle_tests {
     use tally_messages::Ask;
 
     use super::*;
+    use crate::runtime::MAX_REPORT_BYTES;
 
     /// The privacy target of the shuffle tests' tasks.
     fn shuffle_privacy() -> PrivacyTarget {
@@ -204,8 +235,15 @@ mod shuffle_tests {
             DomainHistogramMechanism::BalcerCheu,
             DomainHistogramMechanism::ShuffledGrr,
         ] {
-            let (mut engine, guarantee) =
-                build(mechanism, PublicDomain::Integers(16), &privacy, 3000, 3000).unwrap();
+            let (mut engine, guarantee) = build(
+                mechanism,
+                PublicDomain::Integers(16),
+                &privacy,
+                3000,
+                3000,
+                MAX_REPORT_BYTES,
+            )
+            .unwrap();
             assert_eq!(guarantee.model, TrustModel::Shuffle, "{mechanism:?}");
             assert!(engine.advance());
             let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1));
@@ -242,7 +280,14 @@ mod shuffle_tests {
             DomainHistogramMechanism::BalcerCheu,
             DomainHistogramMechanism::ShuffledGrr,
         ] {
-            let refused = build(mechanism, PublicDomain::Integers(16), &privacy, 3000, 2999);
+            let refused = build(
+                mechanism,
+                PublicDomain::Integers(16),
+                &privacy,
+                3000,
+                2999,
+                MAX_REPORT_BYTES,
+            );
             let message = refused.err().expect("refused");
             assert!(message.contains("at least 3000"), "{message}");
         }
@@ -252,7 +297,41 @@ mod shuffle_tests {
             &privacy,
             3000,
             1,
+            MAX_REPORT_BYTES,
         );
         assert!(central.is_ok());
+    }
+
+    /// A task whose devices' reports cannot fit in its `max_report_bytes` is refused up
+    /// front (its devices would all abstain): Count-Min's blanket messages never fit, and
+    /// Ghazi's Hadamard tuples for 3,000 devices fit in 16 KiB but not in 256 bytes.
+    #[test]
+    fn a_task_whose_reports_cannot_fit_is_refused() {
+        let privacy = PrivacyTarget {
+            epsilon: 1.0,
+            ..shuffle_privacy()
+        };
+        let build_with = |mechanism, clients, max_report_bytes| {
+            build(
+                mechanism,
+                PublicDomain::Integers(16),
+                &privacy,
+                clients,
+                clients,
+                max_report_bytes,
+            )
+        };
+        let count_min = build_with(
+            DomainHistogramMechanism::GhaziCountMin,
+            3_000_000,
+            MAX_REPORT_BYTES,
+        );
+        let message = count_min.err().expect("refused");
+        assert!(message.contains("every device would abstain"), "{message}");
+        let hadamard = DomainHistogramMechanism::GhaziHadamard;
+        let fits = build_with(hadamard, 3000, 16_384);
+        assert!(fits.is_ok(), "{:?}", fits.err());
+        let message = build_with(hadamard, 3000, 256).err().expect("refused");
+        assert!(message.contains("max_report_bytes (256)"), "{message}");
     }
 }
