@@ -12,6 +12,8 @@ use std::fmt;
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
+use crate::histogram::DomainMap;
+
 use super::{
     DeviceInput, DeviceQuery, ReportFeature, RoundAggregator, RoundProtocol, SampleThresholdAsk,
     ThresholdCell, TrustModel, WireReport,
@@ -101,6 +103,54 @@ where
         }
         self.send(report, &mut rng)
     }
+}
+
+/// A query whose devices hold an element of a public domain and whose every report is at most
+/// [`longest_report`](Self::longest_report) bytes long, a bound known before any coin is
+/// flipped. Its devices answer through the blanket [`DeviceResponder`], which abstains when
+/// that bound exceeds the round's limit, before flipping a coin: whether a device abstains
+/// then depends on neither its element nor its coins (the length of its own report would).
+pub trait BoundedDomainQuery:
+    DeviceQuery<Input = u32, Report: WireReport> + Send + Sync + fmt::Debug
+{
+    /// How a device's data is placed in the domain.
+    fn domain_map(&self) -> DomainMap;
+
+    /// The length of the longest report a device could send, in bytes.
+    fn longest_report(&self) -> u64;
+}
+
+impl<Q: BoundedDomainQuery> DeviceResponder for Q {
+    fn trust(&self) -> TrustModel {
+        DeviceQuery::trust(self)
+    }
+
+    fn accepts(&self, data: &str) -> bool {
+        self.domain_map().element(data).is_some()
+    }
+
+    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
+        let element = self.domain_map().element(data)?;
+        if self.longest_report() > max_bytes as u64 {
+            return None;
+        }
+        DeviceQuery::respond(self, &element, rng).map(WireReport::encode)
+    }
+}
+
+/// The number of decimal digits of `0, 1, …, n − 1` written one after another (`n ≥ 1`).
+pub(crate) fn decimal_digits_below(n: u64) -> u64 {
+    let digits = |x: u64| x.checked_ilog10().map_or(1, |log| u64::from(log) + 1);
+    let mut length = 0;
+    let mut start = 1;
+    // Numbers of d digits: from 10^(d−1) (0 for d = 1) below 10^d.
+    for d in 1..=digits(n - 1) {
+        let end = (start * 10).min(n);
+        let from = if d == 1 { 0 } else { start };
+        length += (end - from) * d;
+        start *= 10;
+    }
+    length
 }
 
 /// An upload that is not the encoding of a report the round admits.

@@ -48,7 +48,7 @@ use tally_accounting::{Guarantee, TrustModel};
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::check_domain;
-use crate::protocol::wire::DeviceResponder;
+use crate::protocol::wire::{BoundedDomainQuery, decimal_digits_below};
 use crate::protocol::{
     DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
     decode_messages, encode_messages,
@@ -384,33 +384,18 @@ impl DeviceQuery for BalcerCheuQuery {
     }
 }
 
-impl DeviceResponder for BalcerCheuQuery {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+/// Every element once and the largest twice, with a comma between messages: the longest
+/// list, whatever the element and the coins.
+impl BoundedDomainQuery for BalcerCheuQuery {
+    fn domain_map(&self) -> DomainMap {
+        self.map
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.map.element(data).is_some()
+    fn longest_report(&self) -> u64 {
+        let domain = self.map.size();
+        let largest = (domain - 1).encode().len() as u64;
+        decimal_digits_below(u64::from(domain)) + largest + u64::from(domain)
     }
-
-    /// Abstains, before flipping a coin, when the longest list a device could send (every
-    /// element, one twice) would be longer than `max_bytes`: whether a device abstains must
-    /// depend on neither its item nor its coins, which the length of its own list does.
-    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let item = self.map.element(data)?;
-        if longest_report(self.map.size()) > max_bytes {
-            return None;
-        }
-        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
-    }
-}
-
-/// The length of the longest list of messages over a domain of `domain` elements: every
-/// element once and the largest twice, with a comma between messages.
-fn longest_report(domain: u32) -> usize {
-    let digits = |j: u32| j.checked_ilog10().map_or(1, |log| log as usize + 1);
-    let elements: usize = (0..domain).map(digits).sum();
-    elements + digits(domain - 1) + domain as usize
 }
 
 /// The Balcer–Cheu protocol as a round: its query and the calibrated analyzer.
@@ -650,12 +635,13 @@ mod tests {
         for bad in [0.4, 1.0, f64::NAN] {
             assert!(BalcerCheuQuery::new(query.map(), bad).is_err(), "{bad}");
         }
-        let responder: &dyn DeviceResponder = query;
+        let responder: &dyn crate::protocol::wire::DeviceResponder = query;
         let mut rng = ChaCha20Rng::seed_from_u64(7);
         // 0,1,…,7,7: 9 messages of one digit and 8 commas.
-        assert_eq!(longest_report(8), 17);
+        assert_eq!(query.longest_report(), 17);
         // 0,1,…,9,10,10: ten one-digit and two two-digit messages, 11 commas.
-        assert_eq!(longest_report(11), 10 + 2 * 2 + 11);
+        let eleven = BalcerCheuQuery::new(DomainMap::Integers(11), query.noise_probability());
+        assert_eq!(eleven.unwrap().longest_report(), 10 + 2 * 2 + 11);
         let text = responder.respond("3", 17, &mut rng).unwrap();
         assert!(BalcerCheuMessages::decode(text).is_some_and(|r| query.admits(&r)));
         // Too long at worst: abstains, without flipping a coin.

@@ -31,7 +31,7 @@ use super::ghazi_hadamard::CHUNK_CLIENTS;
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::parallel::{chunk_rng, draw_key};
-use crate::protocol::wire::DeviceResponder;
+use crate::protocol::wire::{BoundedDomainQuery, decimal_digits_below};
 use crate::protocol::{
     DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
     WireReport, decode_messages, encode_messages,
@@ -578,24 +578,6 @@ impl CountMinQuery {
         u32::try_from(t as u64 * self.width() + self.hashes.rows[t].apply(item))
             .expect("a cell below 2^32")
     }
-
-    /// The length of the longest report: every cell once and one per row twice, decimal, with
-    /// commas between.
-    fn longest_report(&self) -> u64 {
-        let digits = |c: u64| c.checked_ilog10().map_or(1, |log| u64::from(log) + 1);
-        let cells = self.cells();
-        let mut length = 0;
-        let mut start = 1;
-        // Cells of d digits: from 10^(d−1) (0 for d = 1) below 10^d.
-        for d in 1..=digits(cells - 1) {
-            let end = (start * 10).min(cells);
-            let from = if d == 1 { 0 } else { start };
-            length += (end - from) * d;
-            start *= 10;
-        }
-        let rows = self.hashes.rows.len() as u64;
-        length + rows * digits(cells - 1) + cells + rows - 1
-    }
 }
 
 impl DeviceQuery for CountMinQuery {
@@ -644,24 +626,19 @@ impl DeviceQuery for CountMinQuery {
     }
 }
 
-impl DeviceResponder for CountMinQuery {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+impl BoundedDomainQuery for CountMinQuery {
+    fn domain_map(&self) -> DomainMap {
+        self.map
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.map.element(data).is_some()
-    }
-
-    /// Abstains, before flipping a coin, when the longest report a device could send would be
-    /// longer than `max_bytes` (whether a device abstains must depend on neither its item nor
-    /// its coins).
-    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let item = self.map.element(data)?;
-        if self.longest_report() > max_bytes as u64 {
-            return None;
-        }
-        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    /// Every cell once and one per row twice, decimal, with commas between.
+    fn longest_report(&self) -> u64 {
+        let cells = self.cells();
+        let largest = (cells - 1)
+            .checked_ilog10()
+            .map_or(1, |log| u64::from(log) + 1);
+        let rows = self.hashes.rows.len() as u64;
+        decimal_digits_below(cells) + rows * largest + cells + rows - 1
     }
 }
 

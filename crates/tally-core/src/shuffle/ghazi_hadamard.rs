@@ -55,7 +55,7 @@ use tally_accounting::ghazi::HadamardParams;
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
-use crate::protocol::wire::DeviceResponder;
+use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
     DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
     WireReport,
@@ -994,14 +994,6 @@ impl HadamardQuery {
     fn m(&self) -> u32 {
         self.map.size().ilog2() + 1
     }
-
-    /// The length of the longest report: `1 + ρ` tuples of at most `⌈τm/4⌉` hexadecimal
-    /// digits, with a comma between tuples.
-    fn longest_report(&self) -> u64 {
-        let tuples = 1 + self.rho;
-        let digits = (u64::from(self.tau) * u64::from(self.m())).div_ceil(4);
-        tuples * digits + self.rho
-    }
 }
 
 impl DeviceQuery for HadamardQuery {
@@ -1037,24 +1029,16 @@ impl DeviceQuery for HadamardQuery {
     }
 }
 
-impl DeviceResponder for HadamardQuery {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+impl BoundedDomainQuery for HadamardQuery {
+    fn domain_map(&self) -> DomainMap {
+        self.map
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.map.element(data).is_some()
-    }
-
-    /// Abstains, before flipping a coin, when the longest report a device could send would be
-    /// longer than `max_bytes` (whether a device abstains must depend on neither its item nor
-    /// its coins).
-    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let item = self.map.element(data)?;
-        if self.longest_report() > max_bytes as u64 {
-            return None;
-        }
-        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    /// `1 + ρ` tuples of at most `⌈τm/4⌉` hexadecimal digits, with a comma between tuples.
+    fn longest_report(&self) -> u64 {
+        let tuples = 1 + self.rho;
+        let digits = (u64::from(self.tau) * u64::from(self.m())).div_ceil(4);
+        tuples * digits + self.rho
     }
 }
 

@@ -40,7 +40,7 @@ use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::{Grr, GrrAggregator};
-use crate::protocol::wire::DeviceResponder;
+use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
     DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, WireReport,
 };
@@ -202,23 +202,14 @@ impl DeviceQuery for ShuffledGrrRound {
     }
 }
 
-impl DeviceResponder for ShuffledGrrRound {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+/// One element, at most as long as the largest.
+impl BoundedDomainQuery for ShuffledGrrRound {
+    fn domain_map(&self) -> DomainMap {
+        self.map
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.map.element(data).is_some()
-    }
-
-    /// Abstains, before flipping a coin, when the longest report of the domain would be
-    /// longer than `max_bytes`: the length of the report sent must not depend on its coins.
-    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let item = self.map.element(data)?;
-        if (self.map.size() - 1).encode().len() > max_bytes {
-            return None;
-        }
-        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    fn longest_report(&self) -> u64 {
+        (self.map.size() - 1).encode().len() as u64
     }
 }
 
@@ -298,7 +289,7 @@ mod tests {
         let rebuilt = ShuffledGrrRound::new(round.map(), round.local_epsilon()).unwrap();
         assert_eq!(rebuilt, round);
         assert!(mechanism.round(DomainMap::Integers(5)).is_err());
-        let responder: &dyn DeviceResponder = &round;
+        let responder: &dyn crate::protocol::wire::DeviceResponder = &round;
         assert!(responder.respond("3", 1, &mut rng).is_some());
         assert_eq!(responder.respond("3", 0, &mut rng), None);
         assert_eq!(responder.respond("4", 1, &mut rng), None);
