@@ -70,6 +70,16 @@ where
             left.merge(right);
             left
         });
+    release_merged(round, shards, seed)
+}
+
+/// The release of the round's aggregator, whose coins are [`aggregator_coins`], after it
+/// merged the chunks' merged aggregators `shards` (none for no clients).
+fn release_merged<P: RoundProtocol>(
+    round: &P,
+    shards: Option<P::Aggregator>,
+    seed: u64,
+) -> P::Release {
     let mut aggregator = round.aggregator(aggregator_coins(seed));
     if let Some(shards) = shards {
         aggregator.merge(shards);
@@ -97,11 +107,7 @@ where
 {
     let mut devices = stream(seed, Purpose::DeviceCoins, 0);
     let release = match round.aggregate_counts(counts, &mut devices) {
-        Some(answered) => {
-            let mut aggregator = round.aggregator(aggregator_coins(seed));
-            aggregator.merge(answered);
-            aggregator.release()
-        }
+        Some(answered) => release_merged(round, Some(answered), seed),
         None => run_counted_clients(round, counts, seed),
     };
     P::estimates(release)
@@ -155,11 +161,7 @@ where
             left.merge(right);
             left
         });
-    let mut aggregator = round.aggregator(aggregator_coins(seed));
-    if let Some(shards) = shards {
-        aggregator.merge(shards);
-    }
-    aggregator.release()
+    release_merged(round, shards, seed)
 }
 
 #[cfg(test)]
