@@ -688,10 +688,9 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
         } => {
             let [min, max] = range.unwrap_or([0.0, 1.0]);
             format!(
-                "range count of [{lo}, {hi}) among numbers in [{min}, {max}] from a hierarchical \
-                 histogram, {levels} levels of branching {}{}, {} composition, {}",
-                branching.map_or_else(|| "4".to_owned(), |b| b.to_string()),
-                if *consistent { ", made consistent" } else { "" },
+                "range count of [{lo}, {hi}) among numbers in [{min}, {max}] from {}, {} \
+                 composition, {}",
+                hierarchical_tree(*levels, *branching, *consistent),
                 rule(composition),
                 fixed(*sampling_rate, *threshold)
             )
@@ -729,11 +728,7 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
             let [min, max] = range.unwrap_or([0.0, 1.0]);
             let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
             let how = match method {
-                QuantileMethod::Hierarchical => format!(
-                    "a hierarchical histogram, {levels} levels of branching {}{}",
-                    branching.map_or_else(|| "4".to_owned(), |b| b.to_string()),
-                    if *consistent { ", made consistent" } else { "" },
-                ),
+                QuantileMethod::Hierarchical => hierarchical_tree(*levels, *branching, *consistent),
                 QuantileMethod::BinarySearch => {
                     format!("binary search, {levels} rounds per quantile")
                 }
@@ -772,6 +767,16 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
             }
         ),
     }
+}
+
+/// A hierarchical task's tree as its description says it: `levels` levels of `branching` (4,
+/// the server's default, when left out), made consistent or not.
+fn hierarchical_tree(levels: u32, branching: Option<u32>, consistent: bool) -> String {
+    format!(
+        "a hierarchical histogram, {levels} levels of branching {}{}",
+        branching.unwrap_or(4),
+        if consistent { ", made consistent" } else { "" },
+    )
 }
 
 /// The most rounds a task runs.
