@@ -749,7 +749,9 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
              batches drawn by the aggregator{}",
             beam.map_or_else(String::new, |b| format!(", beam {b}"))
         ),
-        TaskKind::DomainHistogram { mechanism, domain } => format!(
+        TaskKind::DomainHistogram {
+            mechanism, domain, ..
+        } => format!(
             "{} histogram over {}",
             mechanism.name(),
             tally_core::histogram::DomainMap::from(*domain)

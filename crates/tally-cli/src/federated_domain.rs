@@ -22,7 +22,11 @@ pub(crate) fn task_kind(
     mechanism: DomainHistogramMechanism,
 ) -> Result<TaskKind> {
     let domain = public_domain(args.domain, args.buckets, named)?.into();
-    Ok(TaskKind::DomainHistogram { mechanism, domain })
+    Ok(TaskKind::DomainHistogram {
+        mechanism,
+        domain,
+        public_coins: None,
+    })
 }
 
 /// Refuses `--domain` and `--buckets` for a task that is not over a public domain.

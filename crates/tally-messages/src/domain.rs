@@ -14,7 +14,7 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
 use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
-use tally_core::protocol::wire::{DeviceResponder, WireRelease};
+use tally_core::protocol::wire::{BoundedDomainQuery, DeviceResponder, WireRelease};
 use tally_core::protocol::{
     DeviceQuery, DomainRound, LocalHistogramRound, LocalRandomizer, MultiMessage, TrustModel,
     WireReport,
@@ -142,6 +142,12 @@ impl DomainHistogramMechanism {
         }
     }
 
+    /// Whether the mechanism publishes public coins with its query, drawn from
+    /// [`ShuffleCalibration::public_coins`] when it is built (Count-Min's hash functions).
+    pub fn publishes_coins(self) -> bool {
+        matches!(self, Self::GhaziCountMin)
+    }
+
     /// Whether the mechanism's guarantee trusts a shuffler, and so holds only when at least
     /// the devices it was calibrated for report ([`ShuffleCalibration::clients`]).
     pub fn is_shuffled(self) -> bool {
@@ -182,13 +188,13 @@ where
     Ok(visitor.visit(randomizer, round))
 }
 
-/// A domain round as the runtime drives it: a published query that devices answer from text,
-/// typed wire reports and a release read as every element's estimate, movable between
+/// A domain round as the runtime drives it: a published query that devices answer from text
+/// and whose longest report is known before any coin is flipped, typed wire reports and a release read as every element's estimate, movable between
 /// threads.
 pub trait FederatedDomainRound:
     DomainRound<
         Query: PublishedQuery
-                   + DeviceResponder
+                   + BoundedDomainQuery
                    + DeviceQuery<
             Report: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static,
         > + Clone
@@ -207,7 +213,7 @@ pub trait FederatedDomainRound:
 impl<R> FederatedDomainRound for R where
     R: DomainRound<
             Query: PublishedQuery
-                       + DeviceResponder
+                       + BoundedDomainQuery
                        + DeviceQuery<
                 Report: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static,
             > + Clone
@@ -331,8 +337,21 @@ mod tests {
             TaskKind::DomainHistogram {
                 mechanism: DomainHistogramMechanism::Gaussian,
                 domain: PublicDomain::Buckets(64),
+                public_coins: None,
             }
         );
+        let count_min: TaskKind = serde_json::from_str(
+            r#"{"type": "domain-histogram", "mechanism": "ghazi-count-min",
+                "domain": {"integers": 4}, "public_coins": 7}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            count_min,
+            TaskKind::DomainHistogram {
+                public_coins: Some(7),
+                ..
+            }
+        ));
         let ask = Ask::DomainElement {
             domain: PublicDomain::Integers(16),
         };

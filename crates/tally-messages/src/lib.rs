@@ -291,6 +291,13 @@ pub enum TaskKind {
         mechanism: DomainHistogramMechanism,
         /// The public domain and how devices place their items in it.
         domain: PublicDomain,
+        /// The seed of the public coins of a mechanism that publishes some with its query
+        /// ([`DomainHistogramMechanism::publishes_coins`]: Count-Min's hash functions), from
+        /// which every build of the task draws the same ones. Left out, the server draws it
+        /// from its own random stream when it creates the task and stores it in the task's
+        /// spec. Public: the guarantee holds whatever it is.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public_coins: Option<u64>,
     },
     /// OptPrefixTree heavy-hitter discovery among devices holding many words each: every
     /// device sends one randomized one-hot report per iteration, behind the shuffler; the

@@ -42,6 +42,8 @@ use crate::shuffler::{self, ShuffledReport};
 mod domain;
 mod opt_prefix_tree;
 
+pub(crate) use domain::draw_public_coins;
+
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
     format!(
@@ -253,9 +255,14 @@ impl Engine {
                 segment,
                 beam,
             } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
-            TaskKind::DomainHistogram { mechanism, domain } => domain::build(
+            TaskKind::DomainHistogram {
+                mechanism,
+                domain,
+                public_coins,
+            } => domain::build(
                 *mechanism,
                 *domain,
+                *public_coins,
                 privacy,
                 spec.expected_population,
                 spec.rounds.min_cohort,

@@ -217,11 +217,12 @@ impl Runtime {
     /// round.
     pub(crate) async fn create_task(
         &self,
-        spec: TaskSpec,
+        mut spec: TaskSpec,
         who: &Principal,
     ) -> Result<TaskInfo, ApiError> {
         check_version(spec.version)?;
         check_spec(&spec)?;
+        engine::draw_public_coins(&mut spec.kind, &mut self.coins.round_rng());
         if !who.covers(&spec.population) {
             return Err(forbidden(format!(
                 "this credential does not act on population {:?}",

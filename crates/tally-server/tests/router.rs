@@ -806,3 +806,56 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
         server.shutdown().await;
     }
 }
+
+/// A Count-Min task over `0..2` for 350 devices at `ε = 27` (its longest report fits in
+/// 32 KiB), charged its own `(ε, δ)`.
+fn count_min_spec() -> TaskSpec {
+    let kind = tally_messages::TaskKind::DomainHistogram {
+        mechanism: tally_messages::DomainHistogramMechanism::GhaziCountMin,
+        domain: tally_messages::PublicDomain::Integers(2),
+        public_coins: None,
+    };
+    let mut spec = charged_basically(spec(kind, 27.0, policy(350, 350)));
+    spec.expected_population = 350;
+    spec.rounds.max_report_bytes = 32_768;
+    spec
+}
+
+/// The seed of a Count-Min task's public coins, as the server stored it.
+fn public_coins(task: &TaskInfo) -> u64 {
+    match task.spec.kind {
+        tally_messages::TaskKind::DomainHistogram {
+            public_coins: Some(seed),
+            ..
+        } => seed,
+        ref kind => panic!("no public coins in {kind:?}"),
+    }
+}
+
+/// Each Count-Min task gets hash functions of its own, drawn from the server's stream when it
+/// is created (the same for a server seeded alike) and stored with its spec, so that a
+/// restarted server publishes the same ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_min_task_keeps_its_own_hash_functions_across_a_restart() {
+    let budget = (100.0, 1e-3);
+    let mut seeds = Vec::new();
+    for db in databases().await.into_iter().chain(databases().await) {
+        let (server, router, credentials) = start_seeded(&db.url, budget, 7).await;
+        let first: TaskInfo = post(&router, "/v1/tasks", &count_min_spec()).await;
+        let second: TaskInfo = post(&router, "/v1/tasks", &count_min_spec()).await;
+        let asked = open_round(&router, &first.id).await.ask;
+        let other = open_round(&router, &second.id).await.ask;
+        assert_ne!(public_coins(&first), public_coins(&second), "{}", db.name);
+        assert_ne!(asked, other, "{}", db.name);
+        seeds.push(public_coins(&first));
+        server.shutdown().await;
+
+        let (server, router) = restart(&db.url, &credentials).await;
+        let again = open_round(&router, &first.id).await;
+        assert_eq!(again.attempt, 2, "{}", db.name);
+        assert_eq!(again.ask, asked, "{}", db.name);
+        server.shutdown().await;
+    }
+    // Servers seeded alike draw the same coins for the same first task.
+    assert!(seeds.windows(2).all(|w| w[0] == w[1]), "{seeds:?}");
+}

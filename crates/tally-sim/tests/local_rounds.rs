@@ -183,6 +183,10 @@ impl LocalRandomizer for MutantGrr {
         *report < DOMAIN
     }
 
+    fn longest_report(&self) -> u64 {
+        self.honest.longest_report()
+    }
+
     fn aggregator(&self) -> GrrAggregator {
         Grr::new(DOMAIN, self.aggregator_epsilon)
             .unwrap()

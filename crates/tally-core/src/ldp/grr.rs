@@ -21,6 +21,7 @@ use super::{
     rr_keep_probability,
 };
 use crate::Error;
+use crate::protocol::wire::decimal_digits;
 use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator};
 use crate::sampling::{ExactBernoulli, uniform_below};
 
@@ -181,6 +182,11 @@ impl LocalRandomizer for Grr {
 
     fn admits(&self, report: &u32) -> bool {
         *report < self.domain
+    }
+
+    /// The largest element, in decimal.
+    fn longest_report(&self) -> u64 {
+        decimal_digits(u64::from(self.domain - 1))
     }
 
     fn aggregator(&self) -> GrrAggregator {

@@ -35,6 +35,7 @@ use super::{
     SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, rr_keep_probability,
 };
 use crate::Error;
+use crate::protocol::wire::decimal_digits;
 use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator};
 use crate::sampling::{ExactBernoulli, uniform_below};
 
@@ -260,6 +261,11 @@ impl LocalRandomizer for HadamardResponse {
 
     fn admits(&self, report: &u32) -> bool {
         *report < self.order
+    }
+
+    /// The largest row index, in decimal.
+    fn longest_report(&self) -> u64 {
+        decimal_digits(u64::from(self.order - 1))
     }
 
     fn aggregator(&self) -> HadamardAggregator {

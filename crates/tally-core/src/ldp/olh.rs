@@ -35,6 +35,7 @@ use tally_accounting::Guarantee;
 use super::grr::Grr;
 use super::{SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee};
 use crate::Error;
+use crate::protocol::wire::decimal_digits;
 use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport};
 use crate::sampling::uniform_below;
 
@@ -335,6 +336,11 @@ impl LocalRandomizer for Olh {
 
     fn admits(&self, report: &OlhReport) -> bool {
         report.value < self.g
+    }
+
+    /// The largest multiplier and offset and the largest value, with two colons.
+    fn longest_report(&self) -> u64 {
+        2 * decimal_digits(HASH_PRIME - 2) + decimal_digits(u64::from(self.g - 1)) + 2
     }
 
     fn aggregator(&self) -> OlhAggregator {

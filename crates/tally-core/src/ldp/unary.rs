@@ -342,6 +342,11 @@ impl LocalRandomizer for UnaryRandomizer {
         report.len() == self.domain
     }
 
+    /// One bit per element: every report has this length.
+    fn longest_report(&self) -> u64 {
+        u64::from(self.domain)
+    }
+
     fn aggregator(&self) -> UnaryAggregator {
         UnaryRandomizer::aggregator(self)
     }

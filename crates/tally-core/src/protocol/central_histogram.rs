@@ -15,8 +15,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 
-use super::wire::{DeviceResponder, WireCell, WireRelease, element_cells, element_values};
-use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport};
+use super::wire::{
+    BoundedDomainQuery, WireCell, WireRelease, decimal_digits, element_cells, element_values,
+};
+use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel};
 use crate::histogram::DomainMap;
 
 /// The query of a domain-histogram round whose devices send their domain element itself.
@@ -44,18 +46,14 @@ impl DeviceQuery for DomainElement {
     }
 }
 
-impl DeviceResponder for DomainElement {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+impl BoundedDomainQuery for DomainElement {
+    fn domain_map(&self) -> DomainMap {
+        self.map
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.map.element(data).is_some()
-    }
-
-    fn respond(&self, data: &str, max_bytes: usize, _: &mut dyn Rng) -> Option<String> {
-        let report = self.map.element(data)?.encode();
-        (report.len() <= max_bytes).then_some(report)
+    /// The largest element, in decimal.
+    fn longest_report(&self) -> u64 {
+        decimal_digits(u64::from(self.map.size() - 1))
     }
 }
 
@@ -240,6 +238,8 @@ mod tests {
 
     #[test]
     fn devices_report_their_element_in_the_domain() {
+        use crate::protocol::wire::DeviceResponder;
+
         let query = round().query;
         let mut rng = ChaCha20Rng::seed_from_u64(0);
         assert_eq!(DeviceQuery::respond(&query, &3, &mut rng), Some(3));
@@ -252,7 +252,9 @@ mod tests {
             map: DomainMap::Buckets(1 << 10),
         };
         assert_eq!(hashed.respond("the", 8, &mut rng), Some("812".to_owned()));
-        assert_eq!(hashed.respond("the", 2, &mut rng), None);
+        // Up to 4 digits: a device abstains whatever its own element when 4 bytes do not fit.
+        assert_eq!(hashed.respond("the", 4, &mut rng), Some("812".to_owned()));
+        assert_eq!(hashed.respond("the", 3, &mut rng), None);
     }
 
     #[test]

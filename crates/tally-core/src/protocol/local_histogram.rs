@@ -15,7 +15,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-use super::wire::DeviceResponder;
+use super::wire::BoundedDomainQuery;
 use super::{
     DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, SingleMessage, TrustModel,
     WireReport,
@@ -40,6 +40,9 @@ pub trait LocalRandomizer: Clone + Send + Sync + std::fmt::Debug {
     /// Whether the randomizer could have produced `report` (its shape: in range, of the
     /// domain's length).
     fn admits(&self, report: &Self::Report) -> bool;
+
+    /// The length of the longest report's wire encoding, in bytes.
+    fn longest_report(&self) -> u64;
 
     /// An empty aggregator.
     fn aggregator(&self) -> Self::Aggregator;
@@ -108,22 +111,13 @@ impl<M: LocalRandomizer> DeviceQuery for LocalHistogramRound<M> {
     }
 }
 
-impl<M: LocalRandomizer> DeviceResponder for LocalHistogramRound<M> {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+impl<M: LocalRandomizer> BoundedDomainQuery for LocalHistogramRound<M> {
+    fn domain_map(&self) -> DomainMap {
+        self.map
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.map.element(data).is_some()
-    }
-
-    /// Abstains when the randomized report is longer than `max_bytes`; the length of every
-    /// report of a randomizer with fixed-length reports (unary encodings) does not depend on
-    /// the element.
-    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let element = self.map.element(data)?;
-        let report = self.randomizer.randomize(element, rng).encode();
-        (report.len() <= max_bytes).then_some(report)
+    fn longest_report(&self) -> u64 {
+        self.randomizer.longest_report()
     }
 }
 
@@ -162,7 +156,8 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::ldp::Grr;
+    use crate::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+    use crate::protocol::wire::DeviceResponder;
 
     #[test]
     fn devices_randomize_in_the_domain_and_the_aggregator_debiases() {
@@ -176,6 +171,7 @@ mod tests {
         assert!(responder.accepts(" 3") && !responder.accepts("4"));
         let report = responder.respond("2", 8, &mut rng).unwrap();
         assert!(u32::decode(report).is_some_and(|r| r < 4));
+        assert_eq!(responder.respond("2", 0, &mut rng), None);
         let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
         for _ in 0..10 {
             RoundAggregator::absorb(&mut aggregator, 1);
@@ -183,5 +179,28 @@ mod tests {
         // Every report names 1: the debiased estimate is above 10 for 1, below 0 elsewhere.
         let Estimates(estimates) = aggregator.release();
         assert!(estimates[1] > 10.0 && estimates[0] < 0.0, "{estimates:?}");
+    }
+
+    /// Every randomizer's longest report is the longest of many it sends (and, for OLH, of
+    /// its largest hash and value), so a device never sends more than the bound says.
+    #[test]
+    fn no_report_is_longer_than_the_longest() {
+        fn longest_seen<M: LocalRandomizer>(randomizer: &M) -> u64 {
+            let mut rng = ChaCha20Rng::seed_from_u64(1);
+            (0..2000)
+                .map(|i| randomizer.randomize(i % randomizer.domain(), &mut rng))
+                .map(|report| report.encode().len() as u64)
+                .max()
+                .unwrap()
+        }
+        let grr = Grr::new(1000, 1.0).unwrap();
+        assert_eq!((grr.longest_report(), longest_seen(&grr)), (3, 3));
+        let hadamard = HadamardResponse::new(1000, 1.0).unwrap();
+        assert_eq!((hadamard.longest_report(), longest_seen(&hadamard)), (4, 4));
+        let sue = UnaryRandomizer::sue(100, 1.0).unwrap();
+        assert_eq!((sue.longest_report(), longest_seen(&sue)), (100, 100));
+        let olh = Olh::new(1000, 3.0).unwrap();
+        let seen = longest_seen(&olh);
+        assert!(seen <= olh.longest_report() && seen + 3 >= olh.longest_report());
     }
 }

@@ -138,13 +138,17 @@ impl<Q: BoundedDomainQuery> DeviceResponder for Q {
     }
 }
 
+/// The number of decimal digits of `x`.
+pub(crate) fn decimal_digits(x: u64) -> u64 {
+    x.checked_ilog10().map_or(1, |log| u64::from(log) + 1)
+}
+
 /// The number of decimal digits of `0, 1, …, n − 1` written one after another (`n ≥ 1`).
 pub(crate) fn decimal_digits_below(n: u64) -> u64 {
-    let digits = |x: u64| x.checked_ilog10().map_or(1, |log| u64::from(log) + 1);
     let mut length = 0;
     let mut start = 1;
     // Numbers of d digits: from 10^(d−1) (0 for d = 1) below 10^d.
-    for d in 1..=digits(n - 1) {
+    for d in 1..=decimal_digits(n - 1) {
         let end = (start * 10).min(n);
         let from = if d == 1 { 0 } else { start };
         length += (end - from) * d;

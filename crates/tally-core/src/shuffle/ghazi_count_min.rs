@@ -31,7 +31,7 @@ use super::ghazi_hadamard::CHUNK_CLIENTS;
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::parallel::{chunk_rng, draw_key};
-use crate::protocol::wire::{BoundedDomainQuery, decimal_digits_below};
+use crate::protocol::wire::{BoundedDomainQuery, decimal_digits, decimal_digits_below};
 use crate::protocol::{
     DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
     WireReport, decode_messages, encode_messages,
@@ -634,9 +634,7 @@ impl BoundedDomainQuery for CountMinQuery {
     /// Every cell once and one per row twice, decimal, with commas between.
     fn longest_report(&self) -> u64 {
         let cells = self.cells();
-        let largest = (cells - 1)
-            .checked_ilog10()
-            .map_or(1, |log| u64::from(log) + 1);
+        let largest = decimal_digits(cells - 1);
         let rows = self.hashes.rows.len() as u64;
         decimal_digits_below(cells) + rows * largest + cells + rows - 1
     }

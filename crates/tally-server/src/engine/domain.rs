@@ -5,15 +5,17 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use rand::Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap};
 use tally_core::protocol::SingleRound;
+use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
     DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, Sampling,
-    ShuffleCalibration, TaskSpec,
+    ShuffleCalibration, TaskKind, TaskSpec,
 };
 
 use super::{Engine, Kind, driven, input_description};
@@ -23,7 +25,8 @@ use crate::ledger::LossRounds;
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 
 /// The task of `mechanism` over `domain` at `privacy`, calibrated (a shuffle mechanism for
-/// `clients` devices, the expected population), with its guarantee.
+/// `clients` devices, the expected population), its public coins drawn from the seed
+/// `public_coins` (see [`draw_public_coins`]), with its guarantee.
 ///
 /// # Privacy
 ///
@@ -31,9 +34,10 @@ pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 /// the `clients` devices it was calibrated for (their randomness hides each other's): a task
 /// whose rounds may release from fewer uploads (`min_cohort < clients`) is refused.
 ///
-/// A mechanism whose devices send several messages is refused when even a tight binary packing
-/// of a device's expected messages exceeds `max_report_bytes`: its devices would abstain (a
-/// report over the limit is never sent), so the task could never release anything.
+/// A task is refused when its round's longest report
+/// ([`BoundedDomainQuery::longest_report`], exact) exceeds `max_report_bytes`: its devices
+/// would all abstain (a device abstains whenever that bound is over the limit, before flipping
+/// a coin), so the task could never release anything.
 ///
 /// # Errors
 ///
@@ -41,6 +45,7 @@ pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 pub(super) fn build(
     mechanism: DomainHistogramMechanism,
     domain: PublicDomain,
+    public_coins: Option<u64>,
     privacy: &PrivacyTarget,
     clients: u64,
     min_cohort: u64,
@@ -61,13 +66,14 @@ pub(super) fn build(
             mechanism.name()
         ));
     }
-    // A task's public coins must be the same each time it is built (a restarted server
-    // rebuilds it from its spec): the same for every task until tasks carry their own.
+    // A task's public coins are the same each time it is built (a restarted server rebuilds
+    // it from its stored spec). A task stored before tasks carried their own seed was built
+    // with seed 0.
     let shuffle = ShuffleCalibration {
         clients,
         bound: ShuffleBound::default(),
         beta: DEFAULT_COUNT_MIN_BETA,
-        public_coins: 0,
+        public_coins: public_coins.unwrap_or(0),
     };
     mechanism
         .build(
@@ -80,6 +86,28 @@ pub(super) fn build(
             },
         )
         .map_err(|e| e.to_string())?
+}
+
+/// Gives a new task whose mechanism publishes public coins
+/// ([`DomainHistogramMechanism::publishes_coins`]) and whose spec names no seed for them a
+/// seed of its own, drawn from `rng` (the server's stream, seeded only in tests): every task
+/// gets its own hash functions, and a restarted server rebuilds the same ones from the stored
+/// spec.
+///
+/// # Privacy
+///
+/// The coins are public (published in every ask of the task); the guarantee holds whatever
+/// they are, as long as they are drawn independently of the devices' data, as here.
+pub(crate) fn draw_public_coins(kind: &mut TaskKind, rng: &mut impl Rng) {
+    if let TaskKind::DomainHistogram {
+        mechanism,
+        public_coins: public_coins @ None,
+        ..
+    } = kind
+        && mechanism.publishes_coins()
+    {
+        *public_coins = Some(rng.next_u64());
+    }
 }
 
 /// Makes the task of a registered mechanism's round over `map`, whose devices' reports must
@@ -97,20 +125,16 @@ impl DomainRoundVisitor for Registered {
         M: DomainHistogram + 'static,
         R: FederatedDomainRound,
     {
-        if let Some(cost) = mechanism.message_cost() {
-            // A lower bound on any encoding: at least one byte a message, and the bits packed.
-            let bytes_per_message = cost.bits_per_message.div_ceil(8).max(1) as f64;
-            let least = cost.messages_per_client * bytes_per_message;
-            if least > f64::from(self.max_report_bytes) {
-                return Err(format!(
-                    "{}: a device sends about {:.0} messages of {} bits, at least {least:.0} \
-                     bytes a report, above max_report_bytes ({}): every device would abstain",
-                    mechanism.name(),
-                    cost.messages_per_client,
-                    cost.bits_per_message,
-                    self.max_report_bytes
-                ));
-            }
+        // A device abstains, before flipping a coin, when the round's longest report would not
+        // fit (so that whether it abstains says nothing of its data).
+        let longest = round.query().longest_report();
+        if longest > u64::from(self.max_report_bytes) {
+            return Err(format!(
+                "{}: the longest report a device could send is {longest} bytes, above \
+                 max_report_bytes ({}): every device would abstain",
+                mechanism.name(),
+                self.max_report_bytes
+            ));
         }
         let task = SingleRound::new(round, mechanism.guarantee());
         let kind = Domain {
@@ -238,6 +262,7 @@ mod shuffle_tests {
             let (mut engine, guarantee) = build(
                 mechanism,
                 PublicDomain::Integers(16),
+                None,
                 &privacy,
                 3000,
                 3000,
@@ -283,6 +308,7 @@ mod shuffle_tests {
             let refused = build(
                 mechanism,
                 PublicDomain::Integers(16),
+                None,
                 &privacy,
                 3000,
                 2999,
@@ -294,6 +320,7 @@ mod shuffle_tests {
         let central = build(
             DomainHistogramMechanism::Laplace,
             PublicDomain::Integers(16),
+            None,
             &privacy,
             3000,
             1,
@@ -315,6 +342,7 @@ mod shuffle_tests {
             build(
                 mechanism,
                 PublicDomain::Integers(16),
+                None,
                 &privacy,
                 clients,
                 clients,
@@ -333,5 +361,40 @@ mod shuffle_tests {
         assert!(fits.is_ok(), "{:?}", fits.err());
         let message = build_with(hadamard, 3000, 256).err().expect("refused");
         assert!(message.contains("max_report_bytes (256)"), "{message}");
+    }
+
+    /// The fit is checked on the exact longest report, not on the expected one: Count-Min
+    /// for 350 devices over `0..2` at `ε = 27` sends about 3,020 messages of 14 bits, about
+    /// 6,000 bytes at two bytes a message, but a device may send every one of the table's
+    /// 6,300 cells, 30,434 bytes in decimal.
+    #[test]
+    fn a_task_is_refused_on_its_longest_report() {
+        let privacy = PrivacyTarget {
+            epsilon: 27.0,
+            ..shuffle_privacy()
+        };
+        let build_with = |max_report_bytes| {
+            build(
+                DomainHistogramMechanism::GhaziCountMin,
+                PublicDomain::Integers(2),
+                Some(1),
+                &privacy,
+                350,
+                350,
+                max_report_bytes,
+            )
+        };
+        let count_min =
+            tally_core::shuffle::GhaziCountMin::new(350, 2, 1, 27.0, 1e-6, DEFAULT_COUNT_MIN_BETA)
+                .unwrap();
+        let cost = count_min.message_cost().unwrap();
+        let bytes = cost.messages_per_client * cost.bits_per_message.div_ceil(8) as f64;
+        assert!(bytes < 6_100.0, "{cost:?}");
+        let message = build_with(8_192).err().expect("refused");
+        assert!(
+            message.contains("longest report a device could send is 30434 bytes"),
+            "{message}"
+        );
+        assert!(build_with(MAX_REPORT_BYTES).is_ok());
     }
 }
