@@ -1,7 +1,8 @@
-//! Empirical privacy audit of Ghazi et al.'s multi-message Hadamard response (`P^Had`) on
-//! replace-one neighbours, through its round: every user answers the round's query with its
-//! real and `ρ` blanket tuples, and the round's analyzer decodes them into its raw counts
-//! (which depend on the tuples as a multiset only, so the shuffler's order does not matter).
+//! Empirical privacy audit of Ghazi et al.'s multi-message Hadamard response (`P^Had`) and
+//! public-coin Count-Min (`P^CM`) on replace-one neighbours. Hadamard is audited through its
+//! round: every user answers the round's query with its real and `ρ` blanket tuples, and the
+//! round's analyzer decodes them into its raw counts (which depend on the tuples as a multiset
+//! only, so the shuffler's order does not matter).
 //!
 //! The instance is the smallest the protocol takes: `n = 4` users (`τ = 2` coordinates per
 //! tuple), domain `B = 2`, sets of one item, `(ε, δ) = (1, 0.1)`, so `ρ = 144` blanket tuples
@@ -12,16 +13,34 @@
 //! * Mutant "no blanket": users send their real tuples only (the blanket is what hides them);
 //!   it is caught.
 //!
-//! A mutant calibrated at `2ε` is not audited: Theorem 4.3's `ρ` is loose like Balcer–Cheu's
-//! (its constant 36 is a worst case over all `n` and `B`). At the `ρ = 30` the theorem gives for
-//! `2ε`, a one-count shift still hides in counts of standard deviation about 5: this audit's
-//! lower bound for it came out at −0.026, under the claimed 0.1.
+//! A Hadamard mutant calibrated at `2ε` is not audited: Theorem 4.3's `ρ` is loose like
+//! Balcer–Cheu's (its constant 36 is a worst case over all `n` and `B`). At the `ρ = 30` the
+//! theorem gives for `2ε`, a one-count shift still hides in counts of standard deviation about
+//! 5: this audit's lower bound for it came out at −0.026, under the claimed 0.1.
+//!
+//! Count-Min (`P^CM`), on `B = 2` with `β = 1/2` (`τ = 3` rows) at the same `(ε, δ)`, for the
+//! fewest users its calibration takes (`γ` just under 1/2): user 0 holds item 0 on `D` and
+//! item 1 on `D'`, the others item 0; the outcome is every item's least count, all its release
+//! depends on. Its blanket cells are drawn through the round's count path (equal in law to the
+//! devices' answers, tested in tally-core), since thousands of users each send thousands.
+//!
+//! * The real protocol must show no `δ(ε)` above its claim.
+//! * Mutant "no blanket": users send their item's cells alone; it is caught.
+//!
+//! A Count-Min blanket at `γ/4` (the round calibrated at `2ε`) is not audited: Lemma 4.10's
+//! constant 90 is a worst case too, and a one-count shift hides in counts of standard deviation
+//! about 27: this audit's lower bound for it came out at −0.249, under the claimed 0.1.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use tally_core::histogram::DomainMap;
-use tally_core::protocol::{DeviceQuery, MultiMessage, RoundAggregator, RoundProtocol};
-use tally_core::shuffle::{GhaziHadamard, HadamardRound, HadamardTuples};
+use tally_core::protocol::{
+    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
+};
+use tally_core::shuffle::{
+    CountMinHashes, CountMinMessages, CountMinRound, GhaziCountMin, GhaziHadamard, HadamardRound,
+    HadamardTuples,
+};
 use tally_stats_tests::split_sample_lower_bound;
 
 const USERS: u64 = 4;
@@ -93,6 +112,112 @@ fn dp_audit_ghazi_hadamard_passes_and_catches_a_missing_blanket() {
         EPSILON,
         raw_counts(&round, 0, no_blanket),
         raw_counts(&round, 1, no_blanket),
+    );
+    assert!(mutant > DELTA, "no-blanket mutant not caught: δ ≥ {mutant}");
+}
+
+/// Count-Min's instance: domain `B = 2`, `β = 1/2` (so `τ = 3` rows), sets of one item,
+/// `(ε, δ) = (1, 0.1)`, for the fewest users its calibration takes (`γ` just under 1/2).
+const COUNT_MIN_BETA: f64 = 0.5;
+
+/// The fewest users Count-Min is calibrated for at `(ε, δ)` on `B = 2`.
+fn count_min_users() -> u64 {
+    let rows = tally_accounting::ghazi::count_min_rows(2, COUNT_MIN_BETA).unwrap();
+    tally_accounting::ghazi::count_min_min_users(rows, 1, EPSILON, DELTA).unwrap()
+}
+
+/// Count-Min's round for `users` users at `epsilon`, with the public hash functions drawn
+/// from seed 0 (the same for every calibration of the same `τ` and `s`).
+fn count_min_round(users: u64, epsilon: f64) -> CountMinRound {
+    let protocol = GhaziCountMin::new(users, 2, 1, epsilon, DELTA, COUNT_MIN_BETA).unwrap();
+    let hashes = CountMinHashes::draw(protocol.params(), &mut ChaCha20Rng::seed_from_u64(0));
+    protocol.round(DomainMap::Integers(2), hashes).unwrap()
+}
+
+/// Every item's least count `min_t C[t, h_t(j)]`, read off the round's release (which
+/// subtracts the round's expected blanket `γn`).
+fn least_counts(round: &CountMinRound, release: Estimates) -> Vec<i64> {
+    let blanket = round.protocol().params().expected_blanket();
+    release
+        .0
+        .iter()
+        .map(|estimate| (estimate + blanket).round() as i64)
+        .collect()
+}
+
+/// The least counts the round releases when user 0 holds `first` and the others item 0, every
+/// user answering with its real and blanket cells. Drawn through the round's count path
+/// ([`DomainRound::aggregate_counts`]: each queried cell's real count plus `Bin(n, γ)`),
+/// equal in distribution to the users' own answers (tally-core's
+/// `stat_devices_and_count_path_agree_in_distribution`), since thousands of users each send
+/// thousands of blanket cells.
+fn count_min_release(
+    round: &CountMinRound,
+    first: u32,
+) -> impl Fn(&mut ChaCha20Rng) -> Vec<i64> + '_ {
+    let users = round.protocol().params().users;
+    let mut holders = vec![users - 1, 0];
+    holders[first as usize] += 1;
+    move |rng| {
+        let counted = round
+            .aggregate_counts(&holders, rng)
+            .expect("the calibrated number of users");
+        least_counts(round, counted.release())
+    }
+}
+
+/// The mutant "no blanket": the least counts when every user sends its real cells alone.
+fn count_min_without_blanket(
+    round: &CountMinRound,
+    first: u32,
+) -> impl Fn(&mut ChaCha20Rng) -> Vec<i64> + '_ {
+    let query = round.query();
+    let width = query.hashes().rows()[0].width();
+    let real = move |item: u32| -> CountMinMessages {
+        let mut cells: Vec<u64> = (0_u64..)
+            .zip(query.hashes().rows())
+            .map(|(t, h)| t * width + h.apply(item))
+            .collect();
+        cells.sort_unstable();
+        let text = cells
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        CountMinMessages::decode(text).expect("a sorted list of cells")
+    };
+    let users = round.protocol().params().users;
+    move |_| {
+        let mut analyzer = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+        analyzer.absorb(real(first));
+        for _ in 1..users {
+            analyzer.absorb(real(0));
+        }
+        least_counts(round, analyzer.release())
+    }
+}
+
+#[test]
+fn dp_audit_ghazi_count_min_passes_and_catches_a_missing_blanket() {
+    let users = count_min_users();
+    let round = count_min_round(users, EPSILON);
+    let params = round.protocol().params();
+    assert_eq!(params.rows, 3);
+    assert!(params.gamma > 0.49 && params.gamma <= 0.5, "{params:?}");
+    let honest = split_sample_lower_bound(
+        RUNS,
+        7000,
+        EPSILON,
+        count_min_release(&round, 0),
+        count_min_release(&round, 1),
+    );
+    assert!(honest <= DELTA, "Ghazi Count-Min leaks: δ ≥ {honest}");
+    let mutant = split_sample_lower_bound(
+        1000,
+        8000,
+        EPSILON,
+        count_min_without_blanket(&round, 0),
+        count_min_without_blanket(&round, 1),
     );
     assert!(mutant > DELTA, "no-blanket mutant not caught: δ ≥ {mutant}");
 }
