@@ -128,7 +128,7 @@ pub use quantiles::{
 };
 pub use round::{aggregator_coins, run_domain_round, run_round};
 pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
-pub use stream_domain::DomainCounts;
+pub use stream_domain::{DomainCounts, count_elements};
 pub use stream_histogram::{
     LineCoins, LineSampling, PoissonCoins, PoissonLines, StreamFormat, StreamedRelease,
     stream_sample_threshold,

@@ -426,25 +426,10 @@ const DENSE_COUNT_LIMIT: usize = 1 << 22;
 
 /// `(id, count)` of every held item, by increasing id.
 fn count_items(items: &[u32], domain: usize) -> Vec<(u32, u64)> {
-    const CHUNK: usize = 1 << 20;
     if domain <= DENSE_COUNT_LIMIT {
-        let dense = items
-            .par_chunks(CHUNK)
-            .fold(
-                || vec![0u64; domain],
-                |mut counts, chunk| {
-                    for &item in chunk {
-                        counts[item as usize] += 1;
-                    }
-                    counts
-                },
-            )
-            .reduce_with(|mut a, b| {
-                a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                a
-            })
-            .unwrap_or_default();
-        dense
+        // Unwrap safety: the limit is below 2^32.
+        let size = u32::try_from(domain).expect("a dense domain fits in u32");
+        crate::count_elements(size, items)
             .into_iter()
             .enumerate()
             .filter(|&(_, count)| count > 0)

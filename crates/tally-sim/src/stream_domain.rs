@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::io::BufRead;
 use std::path::Path;
 
+use rayon::prelude::*;
 use tally_core::histogram::DomainMap;
 
 use crate::Error;
@@ -89,6 +90,45 @@ impl DomainCounts {
     }
 }
 
+/// Elements counted per parallel task of [`count_elements`].
+const ELEMENT_CHUNK: usize = 1 << 20;
+
+/// How many of `elements` equal each element of `0..size`: counted as the stream counts its
+/// lines, into one array of the domain's size per parallel task, added up at the end.
+///
+/// # Panics
+///
+/// If an element is `size` or more.
+pub fn count_elements(size: u32, elements: &[u32]) -> Vec<u64> {
+    // Unwrap safety: a domain size is a u32.
+    let size = usize::try_from(size).expect("a domain size fits in usize");
+    let parts = elements
+        .par_chunks(ELEMENT_CHUNK)
+        .fold(
+            || vec![0_u64; size],
+            |mut counts, chunk| {
+                for &element in chunk {
+                    counts[element as usize] += 1;
+                }
+                counts
+            },
+        )
+        .collect();
+    add_up(parts, size)
+}
+
+/// The sum of per-task count arrays of `size` entries each (zeros when there are none).
+fn add_up(parts: Vec<Vec<u64>>, size: usize) -> Vec<u64> {
+    let mut parts = parts.into_iter();
+    let mut counts = parts.next().unwrap_or_else(|| vec![0; size]);
+    for part in parts {
+        for (count, more) in counts.iter_mut().zip(part) {
+            *count += more;
+        }
+    }
+    counts
+}
+
 /// The element counts, clients and description of a lines file: every non-blank line placed
 /// as it streams by.
 fn line_counts(
@@ -137,13 +177,7 @@ fn line_counts(
             }
         },
     )?;
-    let mut parts = parts.into_iter();
-    let mut counts = parts.next().unwrap_or_else(|| vec![0; size]);
-    for part in parts {
-        for (count, more) in counts.iter_mut().zip(part) {
-            *count += more;
-        }
-    }
+    let counts = add_up(parts, size);
     let clients: u64 = counts.iter().sum();
     if clients == 0 {
         return Err(Error::Empty {
@@ -275,6 +309,23 @@ mod tests {
             assert_eq!(streamed.counts(), placed.true_counts(), "{mode:?}");
             assert_eq!(streamed.description(), loaded.description());
         }
+    }
+
+    /// Counted in parallel parts, the elements are counted as one loop over them counts them
+    /// (over more elements than one part holds); an element outside the domain is refused.
+    #[test]
+    fn elements_are_counted_across_parts() {
+        let elements: Vec<u32> = (0..ELEMENT_CHUNK as u32 * 2 + 7)
+            .map(|i| i.wrapping_mul(2_654_435_761) % 13)
+            .collect();
+        let mut expected = vec![0_u64; 13];
+        for &element in &elements {
+            expected[element as usize] += 1;
+        }
+        assert_eq!(count_elements(13, &elements), expected);
+        assert_eq!(count_elements(3, &[]), vec![0; 3]);
+        let outside = std::panic::catch_unwind(|| count_elements(12, &elements));
+        assert!(outside.is_err());
     }
 
     #[test]
