@@ -85,6 +85,7 @@ mod load;
 mod metrics;
 mod multi_population;
 mod opt_prefix_tree;
+mod parallel;
 mod population;
 mod quantiles;
 mod rng;
@@ -126,7 +127,7 @@ pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_hierarchical_counted, run_level,
     run_threshold_round,
 };
-pub use round::{aggregator_coins, run_domain_round, run_round};
+pub use round::{aggregator_coins, run_counted_round, run_domain_round, run_round};
 pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
 pub use stream_domain::DomainCounts;
 pub use stream_histogram::{

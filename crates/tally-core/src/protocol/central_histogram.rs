@@ -16,7 +16,9 @@ use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 
 use super::wire::{DeviceResponder, WireCell, WireRelease, element_cells, element_values};
-use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport};
+use super::{
+    CountedRound, DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel, WireReport,
+};
 use crate::histogram::DomainMap;
 
 /// The query of a domain-histogram round whose devices send their domain element itself.
@@ -98,7 +100,9 @@ impl<D: Distribution<i64> + Clone> DomainRound for CentralHistogramRound<D> {
     fn estimates(release: NoisyCounts) -> Vec<f64> {
         release.estimates()
     }
+}
 
+impl<D: Distribution<i64> + Clone> CountedRound for CentralHistogramRound<D> {
     /// The counts themselves: the devices send their elements as they are, so this is what
     /// absorbing them one by one counts. Its coins (never used: it only merges into the
     /// releasing aggregator) come from `rng`.

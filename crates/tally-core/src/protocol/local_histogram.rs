@@ -17,8 +17,8 @@ use rand_chacha::ChaCha20Rng;
 
 use super::wire::DeviceResponder;
 use super::{
-    DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, SingleMessage, TrustModel,
-    WireReport,
+    CountedRound, DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol,
+    SingleMessage, TrustModel, WireReport,
 };
 use crate::Error;
 use crate::histogram::{DomainMap, check_map};
@@ -146,7 +146,9 @@ impl<M: LocalRandomizer> DomainRound for LocalHistogramRound<M> {
     fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
         estimates
     }
+}
 
+impl<M: LocalRandomizer> CountedRound for LocalHistogramRound<M> {
     /// The randomizer's [`LocalRandomizer::aggregate_counts`].
     fn aggregate_counts<R: Rng + ?Sized>(
         &self,
