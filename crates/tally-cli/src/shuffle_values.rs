@@ -11,21 +11,18 @@ use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 use crate::quantiles::{Row, load_values, report_quantiles, resolution};
 
-/// Runs `command` on the range-query tree of the mechanism `common` names, calibrated for the
-/// values' number (which it publishes); Count-Min's public hash functions are drawn from
-/// `seed`.
-fn with_tree<T>(
-    common: &ValuesArgs,
-    values: &Values,
-    seed: u64,
-    command: impl TreeCommand<Output = T>,
-) -> Result<T> {
+/// Loads the values `common` names and runs `command` on the range-query tree of the mechanism
+/// it names, calibrated for their number (which it publishes), with the run's seed (from which
+/// Count-Min's public hash functions are drawn).
+fn with_tree(common: &ValuesArgs, command: impl TreeCommand) -> Result<()> {
     if common.consistent {
         bail!("--consistent applies to --mechanism sample-threshold only");
     }
     if common.failure_probability.is_some() && common.mechanism != ValuesMechanism::GhaziCountMin {
         bail!("--failure-probability applies to --mechanism ghazi-count-min only");
     }
+    let values = load_values(common)?;
+    let seed = common.release.seed_or_random();
     let (epsilon, delta, users) = (
         common.privacy.epsilon,
         common.release.delta,
@@ -35,7 +32,7 @@ fn with_tree<T>(
         ValuesMechanism::SampleThreshold => unreachable!("handled by the S&T commands"),
         ValuesMechanism::GhaziHadamard => {
             let tree = RangeRound::hadamard(common.levels, 1, epsilon, delta, users)?;
-            command.run(tree)
+            command.run(tree, &values, seed)
         }
         ValuesMechanism::GhaziCountMin => {
             let beta = common.failure_probability.unwrap_or(DEFAULT_COUNT_MIN_BETA);
@@ -55,16 +52,14 @@ fn with_tree<T>(
                      --failure-probability (now {beta}) or lower --levels"
                 )
             })?;
-            command.run(tree)
+            command.run(tree, &values, seed)
         }
     }
 }
 
-/// What a command does with the tree, whichever its oracle.
+/// What a command does with the tree over the values, whichever its oracle.
 trait TreeCommand {
-    type Output;
-
-    fn run<O>(self, tree: RangeRound<O>) -> Result<Self::Output>
+    fn run<O>(self, tree: RangeRound<O>, values: &Values, seed: u64) -> Result<()>
     where
         O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync;
 }
@@ -115,20 +110,14 @@ where
     release
 }
 
-struct Quantiles<'a> {
-    args: &'a QuantilesArgs,
-    values: &'a Values,
-    seed: u64,
-}
+struct Quantiles<'a>(&'a QuantilesArgs);
 
 impl TreeCommand for Quantiles<'_> {
-    type Output = ();
-
-    fn run<O>(self, tree: RangeRound<O>) -> Result<()>
+    fn run<O>(self, tree: RangeRound<O>, values: &Values, seed: u64) -> Result<()>
     where
         O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync,
     {
-        let Self { args, values, seed } = self;
+        let Self(args) = self;
         let common = &args.values;
         let parameters = parameters(&tree, values, common);
         let protocol = ShuffleQuantiles::new(tree, values.len() as u64)?;
@@ -156,51 +145,22 @@ impl TreeCommand for Quantiles<'_> {
 }
 
 pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
-    let values = load_values(&args.values)?;
-    let seed = args.values.release.seed_or_random();
-    with_tree(
-        &args.values,
-        &values,
-        seed,
-        Quantiles {
-            args,
-            values: &values,
-            seed,
-        },
-    )
+    with_tree(&args.values, Quantiles(args))
 }
 
-struct Range<'a> {
-    args: &'a RangeArgs,
-    values: &'a Values,
-    seed: u64,
-}
+struct Range<'a>(&'a RangeArgs);
 
 impl TreeCommand for Range<'_> {
-    type Output = ();
-
-    fn run<O>(self, tree: RangeRound<O>) -> Result<()>
+    fn run<O>(self, tree: RangeRound<O>, values: &Values, seed: u64) -> Result<()>
     where
         O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync,
     {
-        let Self { args, values, seed } = self;
-        report_range(args, values, seed, &tree)
+        report_range(self.0, values, seed, &tree)
     }
 }
 
 pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
-    let values = load_values(&args.values)?;
-    let seed = args.values.release.seed_or_random();
-    with_tree(
-        &args.values,
-        &values,
-        seed,
-        Range {
-            args,
-            values: &values,
-            seed,
-        },
-    )
+    with_tree(&args.values, Range(args))
 }
 
 fn report_range<O>(args: &RangeArgs, values: &Values, seed: u64, tree: &RangeRound<O>) -> Result<()>

@@ -109,7 +109,7 @@ pub use domain::{
 };
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
-pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
+pub use heavy_hitters::{run_prefix_round, run_shuffle_heavy_hitters, run_triehh_plus};
 pub use keyed::{KeyedPopulation, run_keyed_sample_threshold};
 pub use keyed_counts::KeyedPartCounts;
 pub use keyed_triehh::run_keyed_triehh_plus;

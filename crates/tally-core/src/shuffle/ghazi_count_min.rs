@@ -25,7 +25,7 @@ use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::CountMinParams;
 
-use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, valid_set};
+use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::protocol::wire::{BoundedDomainQuery, decimal_digits_below};
@@ -419,9 +419,7 @@ impl CountMinQuery {
     ///
     /// [`Error::InvalidParameter`] unless `1 ≤ k < B`.
     pub fn with_set_size(self, set_size: u32) -> Result<Self, Error> {
-        if !(1..self.map.size()).contains(&set_size) {
-            return Err(Error::invalid("set size", set_size, "in [1, B)"));
-        }
+        check_set_size(set_size, self.map.size())?;
         Ok(Self { set_size, ..self })
     }
 
@@ -672,12 +670,7 @@ impl SetOracleRound for CountMinRound {
         rng: &mut R,
     ) -> Option<CountMinCounts> {
         let params = &self.protocol.params;
-        assert_eq!(
-            holders.of_item.len(),
-            self.query.map.size() as usize,
-            "one count per domain element"
-        );
-        if holders.devices() != params.users {
+        if !holders.of_devices(self.query.map.size(), params.users) {
             return None;
         }
         let rows = self.query.hashes.rows.len();
@@ -842,82 +835,38 @@ mod tests {
         assert!(!same_law(&off, &exact), "the mutant passes");
     }
 
-    /// The analyzer counts the queried cells of the devices' messages; its count path has the
-    /// law of every device answering (each item's least count, 3,000 runs each), and a count
-    /// path fed the wrong holders is caught.
-    #[test]
-    fn stat_devices_and_count_path_agree_in_distribution() {
-        let round = small();
-        let items: Vec<u32> = (0..20).map(|i| [0, 0, 0, 1, 2][i % 5]).collect();
-        // The holders of each element, and of a mutant whose 20 devices all hold element 1.
-        let mut holders = vec![0_u64; round.query.map.size() as usize];
-        for &x in &items {
-            holders[x as usize] += 1;
+    /// The holders of `sets` over the small table's 4 items.
+    fn holders_of(sets: &[Vec<u32>]) -> SetHolders {
+        let mut holders = SetHolders {
+            of_item: vec![0; 4],
+            of_size: vec![0; 4],
+        };
+        for set in sets {
+            set.iter().for_each(|&x| holders.of_item[x as usize] += 1);
+            holders.of_size[set.len()] += 1;
         }
-        let mut moved = vec![0_u64; holders.len()];
-        moved[1] = 20;
+        holders
+    }
+
+    /// The analyzer counts the queried cells of the devices' messages; its count path
+    /// ([`SetOracleRound::aggregate_sets`]) has the law of every device holding `sets` answering
+    /// (each item's least count, 3,000 runs each), and a count path fed the holders of `moved`
+    /// is caught on item 0.
+    fn assert_devices_and_count_path_agree(
+        round: &CountMinRound,
+        sets: &[Vec<u32>],
+        moved: &[Vec<u32>],
+    ) {
+        let (holders, moved) = (holders_of(sets), holders_of(moved));
         let least = |estimates: Estimates| -> Vec<u64> {
             estimates.0.iter().map(|e| (e + 5.0) as u64).collect()
         };
-        let runs = 3_000;
         let mut devices = ChaCha20Rng::seed_from_u64(3);
         let mut counted = ChaCha20Rng::seed_from_u64(4);
         let (mut by_devices, mut by_counts, mut mutant) = (vec![], vec![], vec![]);
-        for _ in 0..runs {
-            let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
-            for item in &items {
-                aggregator.absorb(DeviceQuery::respond(round.query(), item, &mut devices).unwrap());
-            }
-            by_devices.push(least(aggregator.release()));
-            let answered = round.aggregate_counts(&holders, &mut counted).unwrap();
-            by_counts.push(least(answered.release()));
-            let wrong = round.aggregate_counts(&moved, &mut counted).unwrap();
-            mutant.push(least(wrong.release()));
-        }
-        let column =
-            |runs: &[Vec<u64>], x: usize| -> Vec<u64> { runs.iter().map(|r| r[x]).collect() };
-        for x in 0..4 {
-            assert!(
-                same_law(&column(&by_devices, x), &column(&by_counts, x)),
-                "item {x}"
-            );
-        }
-        assert!(
-            !same_law(&column(&by_devices, 0), &column(&mutant, 0)),
-            "the mutant passes"
-        );
-    }
-
-    /// With sets of 1 to `k = 3` items, the count path ([`SetOracleRound::aggregate_sets`])
-    /// has the law of every device answering ([`SetQuery::respond_set`]), and a count path
-    /// fed the wrong holders is caught.
-    #[test]
-    fn stat_devices_and_count_path_agree_for_sets() {
-        let round = small_of_sets(3);
-        let sets: Vec<Vec<u32>> = (0..20)
-            .map(|i| [vec![0], vec![1, 2], vec![3, 0, 1]][i % 3].clone())
-            .collect();
-        let holders_of = |sets: &[Vec<u32>]| {
-            let mut holders = SetHolders {
-                of_item: vec![0; 4],
-                of_size: vec![0; 4],
-            };
-            for set in sets {
-                set.iter().for_each(|&x| holders.of_item[x as usize] += 1);
-                holders.of_size[set.len()] += 1;
-            }
-            holders
-        };
-        let (holders, moved) = (holders_of(&sets), holders_of(&vec![vec![2]; 20]));
-        let least = |estimates: Estimates| -> Vec<u64> {
-            estimates.0.iter().map(|e| (e + 5.0) as u64).collect()
-        };
-        let mut devices = ChaCha20Rng::seed_from_u64(6);
-        let mut counted = ChaCha20Rng::seed_from_u64(7);
-        let (mut by_devices, mut by_counts, mut mutant) = (vec![], vec![], vec![]);
         for _ in 0..3_000 {
             let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
-            for set in &sets {
+            for set in sets {
                 let report = round.query().respond_set(set, &mut devices).unwrap();
                 assert!(round.query().admits(&report));
                 aggregator.absorb(report);
@@ -940,5 +889,21 @@ mod tests {
             !same_law(&column(&by_devices, 0), &column(&mutant, 0)),
             "the mutant passes"
         );
+    }
+
+    /// One item per device; the mutant's 20 devices all hold item 1.
+    #[test]
+    fn stat_devices_and_count_path_agree_in_distribution() {
+        let sets: Vec<Vec<u32>> = (0..20).map(|i| vec![[0, 0, 0, 1, 2][i % 5]]).collect();
+        assert_devices_and_count_path_agree(&small(), &sets, &vec![vec![1]; 20]);
+    }
+
+    /// Sets of 1 to `k = 3` items; the mutant's 20 devices all hold `{2}`.
+    #[test]
+    fn stat_devices_and_count_path_agree_for_sets() {
+        let sets: Vec<Vec<u32>> = (0..20)
+            .map(|i| [vec![0], vec![1, 2], vec![3, 0, 1]][i % 3].clone())
+            .collect();
+        assert_devices_and_count_path_agree(&small_of_sets(3), &sets, &vec![vec![2]; 20]);
     }
 }

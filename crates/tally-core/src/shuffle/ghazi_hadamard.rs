@@ -42,7 +42,7 @@ use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::HadamardParams;
 
-use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, valid_set};
+use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::protocol::wire::BoundedDomainQuery;
@@ -838,9 +838,7 @@ impl HadamardQuery {
     ///
     /// [`Error::InvalidParameter`] unless `1 ≤ k < B`.
     pub fn with_set_size(self, set_size: u32) -> Result<Self, Error> {
-        if !(1..self.map.size()).contains(&set_size) {
-            return Err(Error::invalid("set size", set_size, "in [1, B)"));
-        }
+        check_set_size(set_size, self.map.size())?;
         Ok(Self { set_size, ..self })
     }
 
@@ -1019,12 +1017,7 @@ impl SetOracleRound for HadamardRound {
         holders: &SetHolders,
         rng: &mut R,
     ) -> Option<HadamardCounts> {
-        assert_eq!(
-            holders.of_item.len(),
-            self.protocol.domain_u32() as usize,
-            "one count per domain element"
-        );
-        if holders.devices() != self.protocol.params.users {
+        if !holders.of_devices(self.protocol.domain_u32(), self.protocol.params.users) {
             return None;
         }
         Some(HadamardCounts {

@@ -7,6 +7,7 @@
 use rand::Rng;
 use tally_accounting::Guarantee;
 
+use crate::Error;
 use crate::histogram::MessageCost;
 use crate::protocol::{DeviceQuery, Estimates, RoundProtocol};
 
@@ -42,6 +43,21 @@ impl SetHolders {
     /// The number of devices.
     pub fn devices(&self) -> u64 {
         self.of_size.iter().sum()
+    }
+
+    /// Whether these are the holders of `users` devices' sets over `domain` items: the
+    /// precondition of a count path calibrated for `users` devices.
+    ///
+    /// # Panics
+    ///
+    /// If there is not one count per item.
+    pub fn of_devices(&self, domain: u32, users: u64) -> bool {
+        assert_eq!(
+            self.of_item.len(),
+            domain as usize,
+            "one count per domain item"
+        );
+        self.devices() == users
     }
 
     /// The number of devices whose set has at most `size` items.
@@ -82,6 +98,15 @@ pub trait SetOracleRound: RoundProtocol<Query: SetQuery, Release = Estimates> {
     ) -> Option<Self::Aggregator> {
         let _ = (holders, rng);
         None
+    }
+}
+
+/// Checks the set size `k` of a query over `domain` items: `1 ≤ k < B`.
+pub(crate) fn check_set_size(set_size: u32, domain: u32) -> Result<(), Error> {
+    if (1..domain).contains(&set_size) {
+        Ok(())
+    } else {
+        Err(Error::invalid("set size", set_size, "in [1, B)"))
     }
 }
 
