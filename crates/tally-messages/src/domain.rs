@@ -13,7 +13,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
-use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+use tally_core::ldp::{Grr, HadamardResponse, Olh, SubsetSelection, UnaryRandomizer};
 use tally_core::protocol::wire::{DeviceResponder, WireRelease};
 use tally_core::protocol::{
     DeviceQuery, DomainRound, LocalHistogramRound, LocalRandomizer, MultiMessage, TrustModel,
@@ -42,6 +42,8 @@ pub enum DomainHistogramMechanism {
     Olh,
     /// Basic Hadamard response (local, pure ε-LDP).
     HadamardResponse,
+    /// Subset selection, k ≈ B/(e^ε + 1) items per report (local, pure ε-LDP).
+    SubsetSelection,
     /// Laplace noise on every count, exact discrete Laplace (central, pure ε).
     Laplace,
     /// Discrete Gaussian noise on every count (central, (ε, δ)).
@@ -69,6 +71,7 @@ impl DomainHistogramMechanism {
             Self::Sue => "sue",
             Self::Olh => "olh",
             Self::HadamardResponse => "hadamard-response",
+            Self::SubsetSelection => "subset-selection",
             Self::Oue => "oue",
             Self::GhaziHadamard => "ghazi-hadamard",
             Self::GhaziCountMin => "ghazi-count-min",
@@ -119,6 +122,7 @@ impl DomainHistogramMechanism {
             Self::Olh => local(Olh::new(size, epsilon)?, map, visitor),
             Self::HadamardResponse => local(HadamardResponse::new(size, epsilon)?, map, visitor),
             Self::Oue => local(UnaryRandomizer::oue(size, epsilon)?, map, visitor),
+            Self::SubsetSelection => local(SubsetSelection::new(size, epsilon)?, map, visitor),
             Self::BalcerCheu => {
                 let balcer_cheu = BalcerCheuHistogram::new(size, epsilon, delta, shuffle.clients)?;
                 let round = balcer_cheu.round(map)?;
