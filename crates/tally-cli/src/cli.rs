@@ -2,10 +2,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rand::Rng;
 use tally_accounting::sample_threshold::PlanTarget;
+use tally_messages::DomainHistogramMechanism;
 
 /// Differentially private federated analytics: private histograms, heavy hitters and
 /// quantiles over data that stays on users' devices.
@@ -313,7 +316,7 @@ pub(crate) enum TaskCommand {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (every one of `tally histogram` but Ghazi et al.'s).
+    /// A one-round histogram mechanism (every one of `tally histogram`).
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<HistogramMechanism>,
     /// A multi-round algorithm.
@@ -720,7 +723,7 @@ pub(crate) struct BenchMechanismArgs {
     /// The mechanism: any of `tally histogram`'s mechanisms over a public domain (central ones
     /// for add-remove neighbours; shuffled-grr with the fmt23 bound).
     #[arg(long, value_enum)]
-    pub(crate) mechanism: HistogramMechanism,
+    pub(crate) mechanism: DomainHistogramMechanism,
     /// ε of the mechanism's guarantee (the local ε for hadamard-response).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
@@ -922,43 +925,48 @@ pub(crate) struct HistogramArgs {
     pub(crate) truth: bool,
 }
 
-/// Histogram mechanisms (`--mechanism`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// Histogram mechanisms (`--mechanism`): sample-and-threshold, and every mechanism over a
+/// public domain that [`DomainHistogramMechanism`] registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HistogramMechanism {
     /// Sample-and-threshold: only items whose sampled count reaches the threshold (central).
     SampleThreshold,
-    /// Generalized randomized response, k-RR (local).
-    Grr,
-    /// Symmetric unary encoding, basic RAPPOR (local).
-    Sue,
-    /// Optimized unary encoding (local).
-    Oue,
-    /// Optimized local hashing (local).
-    Olh,
-    /// Basic Hadamard response (local).
-    HadamardResponse,
-    /// Laplace noise on every count, exact discrete Laplace (central).
-    Laplace,
-    /// Discrete Gaussian noise on every count (central).
-    Gaussian,
-    /// Balcer–Cheu Bernoulli-noise histogram, 1 + B·p messages per client (shuffle).
-    BalcerCheu,
-    /// k-RR reports amplified by shuffling, one message per client (shuffle).
-    ShuffledGrr,
-    /// Ghazi et al.'s private-coin multi-message Hadamard response (shuffle; B a power of 2).
-    GhaziHadamard,
-    /// Ghazi et al.'s public-coin Count-Min sketch with binomial blanket noise (shuffle).
-    GhaziCountMin,
+    /// A mechanism that releases an estimate for every element of a public domain.
+    Domain(DomainHistogramMechanism),
 }
 
 impl HistogramMechanism {
     /// The name as written on the command line.
-    pub(crate) fn name(self) -> String {
-        // Unwrap safety: no variant is skipped.
-        self.to_possible_value()
-            .expect("every mechanism has a name")
-            .get_name()
-            .to_owned()
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::SampleThreshold => "sample-threshold",
+            Self::Domain(mechanism) => mechanism.name(),
+        }
+    }
+}
+
+impl ValueEnum for HistogramMechanism {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<HistogramMechanism>> = LazyLock::new(|| {
+            std::iter::once(HistogramMechanism::SampleThreshold)
+                .chain(
+                    DomainHistogramMechanism::value_variants()
+                        .iter()
+                        .map(|&mechanism| HistogramMechanism::Domain(mechanism)),
+                )
+                .collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            Self::SampleThreshold => Some(PossibleValue::new("sample-threshold").help(
+                "Sample-and-threshold: only items whose sampled count reaches the threshold \
+                 (central)",
+            )),
+            Self::Domain(mechanism) => mechanism.to_possible_value(),
+        }
     }
 }
 
