@@ -103,8 +103,21 @@ impl KeySelection {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// `∫_a^60 |z|·density(z) dz` by the midpoint rule (the densities tested are negligible
+    /// beyond 60).
+    pub(crate) fn absolute_moment_above(a: f64, density: impl Fn(f64) -> f64) -> f64 {
+        let steps = 400_000;
+        let width = (60.0 - a) / f64::from(steps);
+        (0..steps)
+            .map(|i| {
+                let z = a + (f64::from(i) + 0.5) * width;
+                z.abs() * density(z) * width
+            })
+            .sum()
+    }
 
     #[test]
     fn release_point_is_the_first_count_that_reaches_the_probability() {

@@ -117,6 +117,7 @@ impl GaussianThreshold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_selection::tests::absolute_moment_above;
 
     #[test]
     fn sigma_meets_the_exact_condition_and_is_tight() {
@@ -142,15 +143,8 @@ mod tests {
             threshold: 10.0,
         };
         for count in [2, 10, 30] {
-            let a = 10.0 - count as f64;
-            let steps = 400_000;
-            let width = (60.0 - a) / steps as f64;
-            let numeric: f64 = (0..steps)
-                .map(|i| {
-                    let z = a + (i as f64 + 0.5) * width;
-                    z.abs() * normal_density(z / 3.0) / 3.0 * width
-                })
-                .sum();
+            let numeric =
+                absolute_moment_above(10.0 - count as f64, |z| normal_density(z / 3.0) / 3.0);
             let exact = gaussian.released_absolute_error(count);
             assert!(
                 (numeric - exact).abs() < 1e-6,

@@ -66,6 +66,7 @@ impl LaplaceThreshold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key_selection::tests::absolute_moment_above;
 
     #[test]
     fn an_item_of_one_client_passes_with_probability_delta() {
@@ -81,16 +82,8 @@ mod tests {
             threshold: 10.0,
         };
         for count in [3, 10, 25] {
-            // Midpoint rule on the density over (T − c, ∞).
-            let a = 10.0 - count as f64;
-            let steps = 400_000;
-            let width = (60.0 - a) / steps as f64;
-            let numeric: f64 = (0..steps)
-                .map(|i| {
-                    let z = a + (i as f64 + 0.5) * width;
-                    z.abs() * (-z.abs() / 2.0).exp() / 4.0 * width
-                })
-                .sum();
+            let numeric =
+                absolute_moment_above(10.0 - count as f64, |z| (-z.abs() / 2.0).exp() / 4.0);
             let exact = laplace.released_absolute_error(count);
             assert!(
                 (numeric - exact).abs() < 1e-6,
