@@ -811,6 +811,30 @@ pub(crate) struct PlanArgs {
     /// Threshold τ (≥ 1).
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
+/// `--report DIR` and the population it predicts utility on.
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
+    /// release curves beside Laplace and Gaussian thresholding, the error of released
+    /// estimates, and with a population, predicted recall and error over a sweep of ε.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) report: Option<PathBuf>,
+    /// A population to predict utility on (data the analyst may look at, e.g. a proxy).
+    #[command(flatten)]
+    pub(crate) population: PlanPopulationArgs,
+    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
+    #[arg(long, value_enum, requires = "report")]
+    pub(crate) format: Option<Format>,
+    /// The k of the predicted recall@k.
+    #[arg(long, default_value_t = 20, requires = "report")]
+    pub(crate) top: usize,
+    /// Seed of a --synthetic population and of a TSV file's choice of one row per client.
+    #[arg(long, default_value_t = 0, requires = "report")]
+    pub(crate) population_seed: u64,
 }
 
 /// The target δ, the round parameters the user fixes, and the seed: shared by every command
@@ -867,6 +891,35 @@ pub(crate) enum Format {
     Lines,
     /// `client_id<TAB>item`, several rows per client allowed.
     Tsv,
+}
+
+/// The population a plan's report predicts utility on: at most one of the inputs of
+/// [`InputArgs`].
+#[derive(Debug, Args)]
+#[group(required = false, multiple = false, requires = "report")]
+pub(crate) struct PlanPopulationArgs {
+    /// A file of items (`.gz` is decompressed) to predict utility on.
+    #[arg(long)]
+    pub(crate) input: Option<PathBuf>,
+    /// A shipped dataset to predict utility on: `shakespeare` (one client per spoken word).
+    #[arg(long)]
+    pub(crate) dataset: Option<String>,
+    /// A generated population to predict utility on, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
+    #[arg(long)]
+    pub(crate) synthetic: Option<String>,
+}
+
+impl PlanPopulationArgs {
+    /// The input, if one is given.
+    pub(crate) fn input(&self) -> Option<InputArgs> {
+        (self.input.is_some() || self.dataset.is_some() || self.synthetic.is_some()).then(|| {
+            InputArgs {
+                input: self.input.clone(),
+                dataset: self.dataset.clone(),
+                synthetic: self.synthetic.clone(),
+            }
+        })
+    }
 }
 
 /// Where the population comes from: exactly one of a file, a shipped dataset or a generator.
