@@ -21,7 +21,7 @@ header a{color:#fff}header form{margin-left:auto}\
 main{padding:1em 1.2em;max-width:70em}\
 section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:.8em 1em;margin:0 0 1em}\
 h1{font-size:1.3em}h2{font-size:1.1em;margin:.2em 0 .6em}\
-table{border-collapse:collapse;margin:.4em 0}td,th{border-bottom:1px solid #e4e7ec;padding:.25em .7em;text-align:left}\
+table{border-collapse:collapse;margin:.4em 0}td,th{border-bottom:1px solid #e4e7ec;padding:.25em .7em;text-align:left}td{overflow-wrap:anywhere}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}\
 textarea{width:100%;font-family:monospace}\
 .error{color:#9b1c1c;font-weight:600}.note{color:#566}\
@@ -70,6 +70,15 @@ fn layout(session: Option<&Session>, title: &str, body: Markup) -> Markup {
 /// The hidden anti-forgery field of a form that changes state.
 fn form_token(session: &Session) -> Markup {
     html! { input type="hidden" name="form_token" value=(session.form_token); }
+}
+
+/// A number as text: a small one (a `δ`) in scientific notation, in full either way.
+fn num(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-3 {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
 }
 
 /// A time in seconds since the Unix epoch, as a date.
@@ -129,7 +138,7 @@ pub(super) fn overview(
                     section {
                         h2 { (population.name) }
                         p {
-                            "Budget ε = " (population.budget.epsilon) ", δ = " (population.budget.delta)
+                            "Budget ε = " (population.budget.epsilon) ", δ = " (num(population.budget.delta))
                             "; min cohort " (population.min_cohort)
                             @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
                         }
@@ -137,7 +146,7 @@ pub(super) fn overview(
                             p {
                                 "Spent ε = " (balance.spent.epsilon) ", reserved " (balance.reserved.epsilon)
                                 ", remaining " strong { (balance.remaining.epsilon) }
-                                " (δ remaining " (balance.remaining.delta) ")"
+                                " (δ remaining " (num(balance.remaining.delta)) ")"
                             }
                             (charts::budget(population.created_at, balance))
                         }
@@ -171,7 +180,7 @@ pub(super) fn overview(
                                 td { (kind_name(&task.spec)) }
                                 td { (task.state.name()) }
                                 td.n { (task.guarantee.epsilon) }
-                                td.n { (task.guarantee.delta) }
+                                td.n { (num(task.guarantee.delta)) }
                                 td.n { (task.rounds_released) }
                                 td { @if let Some(round) = &task.open_round { code { (round) } } }
                                 td { (date(task.created_at)) }
@@ -230,16 +239,16 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
                     h2 { (balance.population) }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
-                        tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (balance.budget.delta) } }
-                        tr { td { "Spent" } td.n { (balance.spent.epsilon) } td.n { (balance.spent.delta) } }
-                        tr { td { "Reserved by running tasks" } td.n { (balance.reserved.epsilon) } td.n { (balance.reserved.delta) } }
-                        tr { td { "Remaining (basic composition)" } td.n { (balance.remaining.epsilon) } td.n { (balance.remaining.delta) } }
+                        tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (num(balance.budget.delta)) } }
+                        tr { td { "Spent" } td.n { (balance.spent.epsilon) } td.n { (num(balance.spent.delta)) } }
+                        tr { td { "Reserved by running tasks" } td.n { (balance.reserved.epsilon) } td.n { (num(balance.reserved.delta)) } }
+                        tr { td { "Remaining (basic composition)" } td.n { (balance.remaining.epsilon) } td.n { (num(balance.remaining.delta)) } }
                     }
                     p {
                         "By the tight accountant the tasks are jointly (ε = " (balance.budget.epsilon) ", δ ≤ "
-                        (balance.tight.delta_at_budget_epsilon) ")"
+                        (num(balance.tight.delta_at_budget_epsilon)) ")"
                         @if let Some(epsilon) = balance.tight.epsilon_at_budget_delta {
-                            ", and (ε = " (epsilon) ", δ = " (balance.budget.delta) ")"
+                            ", and (ε = " (epsilon) ", δ = " (num(balance.budget.delta)) ")"
                         }
                         "."
                     }
@@ -251,7 +260,7 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
                                 tr {
                                     td { a href=(format!("/console/tasks/{}", entry.task_id)) { (entry.task_id) } }
                                     td.n { (entry.amount.epsilon) }
-                                    td.n { (entry.amount.delta) }
+                                    td.n { (num(entry.amount.delta)) }
                                     td { (date(entry.at)) }
                                 }
                             }
@@ -268,7 +277,7 @@ fn guarantee_table(guarantee: &GuaranteeBody) -> Markup {
     html! {
         table {
             tr { th { "ε" } td.n { (guarantee.epsilon) } }
-            tr { th { "δ" } td.n { (guarantee.delta) } }
+            tr { th { "δ" } td.n { (num(guarantee.delta)) } }
             tr { th { "Neighbours" } td { (guarantee.neighbours) } }
             tr { th { "Trust model" } td { (guarantee.model) } }
             tr { th { "Analysis" } td { (guarantee.method) } }
@@ -477,8 +486,8 @@ pub(super) fn plan(
                 @if let Some(balance) = balance {
                     p {
                         "Population " strong { (balance.population) } " has ε = " (balance.remaining.epsilon)
-                        " and δ = " (balance.remaining.delta) " left by basic composition; the server admits the task if the population's tasks, with it, stay within the budget ε = "
-                        (balance.budget.epsilon) ", δ = " (balance.budget.delta) " by the tight accountant."
+                        " and δ = " (num(balance.remaining.delta)) " left by basic composition; the server admits the task if the population's tasks, with it, stay within the budget ε = "
+                        (balance.budget.epsilon) ", δ = " (num(balance.budget.delta)) " by the tight accountant."
                     }
                 }
                 h2 { "Parameters" }
