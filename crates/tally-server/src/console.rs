@@ -65,6 +65,9 @@ struct Console {
 
 type App = State<Arc<Console>>;
 
+/// What a handler answers: a page, or a refusal (also a page) as soon as one is due.
+type Answer = Result<Response, Response>;
+
 /// A signed-in person.
 pub(crate) struct Session {
     /// The credential.
@@ -275,11 +278,8 @@ async fn logout(State(console): App, headers: HeaderMap, Form(form): Form<PlainF
 }
 
 /// Populations with their budgets over time, and tasks with their rounds.
-async fn overview(State(console): App, headers: HeaderMap) -> Response {
-    let session = match console.session(&headers, &PEOPLE).await {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+async fn overview(State(console): App, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &PEOPLE).await?;
     let runtime = &console.runtime;
     let result = async {
         let populations = runtime.populations(&session.who).await?;
@@ -300,7 +300,7 @@ async fn overview(State(console): App, headers: HeaderMap) -> Response {
         ))
     }
     .await;
-    console.page(result, &session)
+    Ok(console.page(result, &session))
 }
 
 impl Console {
@@ -313,25 +313,19 @@ impl Console {
     }
 }
 
-async fn ledger(State(console): App, headers: HeaderMap) -> Response {
-    let session = match console.session(&headers, &PEOPLE).await {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+async fn ledger(State(console): App, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &PEOPLE).await?;
     let result = console
         .runtime
         .ledger(&session.who)
         .await
         .map(|ledger| pages::ledger(&session, &ledger));
-    console.page(result, &session)
+    Ok(console.page(result, &session))
 }
 
 /// A task, its round, and (for its analyst, as `GET /v1/tasks/{id}/result`) its release.
-async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    let session = match console.session(&headers, &PEOPLE).await {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &PEOPLE).await?;
     let runtime = &console.runtime;
     let result = async {
         let info = runtime.task(&id, &session.who).await?;
@@ -360,7 +354,7 @@ async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -
         ))
     }
     .await;
-    console.page(result, &session)
+    Ok(console.page(result, &session))
 }
 
 async fn cancel_task(
@@ -368,15 +362,12 @@ async fn cancel_task(
     Path(id): Path<String>,
     headers: HeaderMap,
     Form(form): Form<PlainForm>,
-) -> Response {
-    let session = match console.act(&headers, &PEOPLE, &form.form_token).await {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
-    match console.runtime.cancel(&id, &session.who).await {
+) -> Answer {
+    let session = console.act(&headers, &PEOPLE, &form.form_token).await?;
+    Ok(match console.runtime.cancel(&id, &session.who).await {
         Ok(info) => see_other(&format!("/console/tasks/{}", info.id)),
         Err(error) => console.refuse(&error, Some(&session)),
-    }
+    })
 }
 
 #[derive(Deserialize)]
@@ -402,14 +393,10 @@ async fn create_population(
     State(console): App,
     headers: HeaderMap,
     Form(form): Form<PopulationForm>,
-) -> Response {
-    let session = match console
+) -> Answer {
+    let session = console
         .act(&headers, &[Role::Operator], &form.form_token)
-        .await
-    {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+        .await?;
     let result = async {
         let spec = PopulationSpec {
             version: PROTOCOL_VERSION,
@@ -427,24 +414,21 @@ async fn create_population(
         console.runtime.create_population(&spec).await
     }
     .await;
-    match result {
+    Ok(match result {
         Ok(_) => see_other("/console"),
         Err(error) => console.refuse(&error, Some(&session)),
-    }
+    })
 }
 
 /// Every credential (an operator's, as `GET /v1/credentials`).
-async fn credentials(State(console): App, headers: HeaderMap) -> Response {
-    let session = match console.session(&headers, &[Role::Operator]).await {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+async fn credentials(State(console): App, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &[Role::Operator]).await?;
     let result = console
         .runtime
         .credentials()
         .await
         .map(|list| pages::credentials(&session, &list, None));
-    console.page(result, &session)
+    Ok(console.page(result, &session))
 }
 
 #[derive(Deserialize)]
@@ -460,14 +444,10 @@ async fn create_credential(
     State(console): App,
     headers: HeaderMap,
     Form(form): Form<CredentialForm>,
-) -> Response {
-    let session = match console
+) -> Answer {
+    let session = console
         .act(&headers, &[Role::Operator], &form.form_token)
-        .await
-    {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+        .await?;
     let runtime = &console.runtime;
     let result = async {
         let role = Role::from_name(form.role.trim()).ok_or_else(|| {
@@ -489,7 +469,7 @@ async fn create_credential(
         Ok(pages::credentials(&session, &list, Some(&issued)))
     }
     .await;
-    console.page(result, &session)
+    Ok(console.page(result, &session))
 }
 
 /// The task form (an analyst's, as `POST /v1/tasks`), filled with an example.
@@ -538,18 +518,10 @@ fn read_spec(text: &str) -> Result<TaskSpec, ApiError> {
 
 /// Shows the plan of a task: the guarantee and parameters the server would fix for it,
 /// calibrated by the task creation's own planning, and a form to confirm it.
-async fn plan_task(
-    State(console): App,
-    headers: HeaderMap,
-    Form(form): Form<TaskForm>,
-) -> Response {
-    let session = match console
+async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<TaskForm>) -> Answer {
+    let session = console
         .act(&headers, &[Role::Analyst], &form.form_token)
-        .await
-    {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+        .await?;
     let runtime = &console.runtime;
     let planned = async {
         let spec = read_spec(&form.spec)?;
@@ -562,7 +534,7 @@ async fn plan_task(
         Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), balance))
     }
     .await;
-    match planned {
+    Ok(match planned {
         Ok((spec, guarantee, balance)) => {
             pages::plan(&session, &spec, &guarantee, balance.as_ref()).into_response()
         }
@@ -572,7 +544,7 @@ async fn plan_task(
             let page = pages::new_task(&session, &form.spec, Some(error.message()));
             (error.status(), page).into_response()
         }
-    }
+    })
 }
 
 /// Creates a confirmed task (an analyst's, as `POST /v1/tasks`).
@@ -580,21 +552,17 @@ async fn create_task(
     State(console): App,
     headers: HeaderMap,
     Form(form): Form<TaskForm>,
-) -> Response {
-    let session = match console
+) -> Answer {
+    let session = console
         .act(&headers, &[Role::Analyst], &form.form_token)
-        .await
-    {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
+        .await?;
     let result = async {
         let spec = read_spec(&form.spec)?;
         console.runtime.create_task(spec, &session.who).await
     }
     .await;
-    match result {
+    Ok(match result {
         Ok(info) => see_other(&format!("/console/tasks/{}", info.id)),
         Err(error) => console.refuse(&error, Some(&session)),
-    }
+    })
 }

@@ -51,6 +51,24 @@ async fn send(
     (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
 }
 
+/// A form sent from the console's own origin.
+async fn post(
+    router: &Router,
+    path: &str,
+    token: Option<&str>,
+    form: String,
+) -> (StatusCode, HeaderMap, String) {
+    send(
+        router,
+        Method::POST,
+        path,
+        token,
+        Some(OWN_ORIGIN),
+        Some(form),
+    )
+    .await
+}
+
 async fn page(router: &Router, path: &str, token: &str) -> String {
     let (status, _, body) = send(router, Method::GET, path, Some(token), None, None).await;
     assert_eq!(status, StatusCode::OK, "{path}: {body}");
@@ -158,28 +176,12 @@ async fn pages_refuse_whom_the_api_refuses() {
         (revoked.as_str(), StatusCode::UNAUTHORIZED),
     ] {
         let form = encode(&[("token", token)]);
-        let (got, headers, _) = send(
-            &router,
-            Method::POST,
-            "/console/login",
-            None,
-            Some(OWN_ORIGIN),
-            Some(form),
-        )
-        .await;
+        let (got, headers, _) = post(&router, "/console/login", None, form).await;
         assert_eq!(got, status);
         assert!(headers.get(SET_COOKIE).is_none());
     }
     let form = encode(&[("token", &credentials.operator)]);
-    let (status, headers, _) = send(
-        &router,
-        Method::POST,
-        "/console/login",
-        None,
-        Some(OWN_ORIGIN),
-        Some(form),
-    )
-    .await;
+    let (status, headers, _) = post(&router, "/console/login", None, form).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(headers[LOCATION], "/console");
     let cookie = headers[SET_COOKIE].to_str().unwrap();
@@ -233,13 +235,11 @@ async fn forms_need_the_sessions_token_and_the_consoles_origin() {
     // The analyst's own form token does not make it an operator.
     let analyst_token = form_token(&page(&router, "/console", &credentials.analyst).await);
     let analysts = fields("analysts", analyst_token)();
-    let (status, _, _) = send(
+    let (status, _, _) = post(
         &router,
-        Method::POST,
         "/console/populations",
         Some(&credentials.analyst),
-        Some(OWN_ORIGIN),
-        Some(analysts),
+        analysts,
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
@@ -250,15 +250,7 @@ async fn forms_need_the_sessions_token_and_the_consoles_origin() {
             "{refused}"
         );
     }
-    let (status, _, body) = send(
-        &router,
-        Method::POST,
-        "/console/populations",
-        Some(operator),
-        Some(OWN_ORIGIN),
-        Some(genuine()),
-    )
-    .await;
+    let (status, _, body) = post(&router, "/console/populations", Some(operator), genuine()).await;
     assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
     assert!(
         page(&router, "/console", operator)
@@ -332,15 +324,7 @@ async fn a_task_is_planned_then_created_only_when_confirmed() {
         "kind":{"type":"histogram","mechanism":"sample-threshold"},
         "rounds":{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}"#;
     let form = encode(&[("form_token", &token), ("spec", spec)]);
-    let (status, _, plan) = send(
-        &router,
-        Method::POST,
-        "/console/tasks/plan",
-        Some(analyst),
-        Some(OWN_ORIGIN),
-        Some(form),
-    )
-    .await;
+    let (status, _, plan) = post(&router, "/console/tasks/plan", Some(analyst), form).await;
     assert_eq!(status, StatusCode::OK, "{plan}");
     assert!(
         plan.contains("add-remove") && plan.contains("Create the task"),
@@ -353,15 +337,7 @@ async fn a_task_is_planned_then_created_only_when_confirmed() {
             .contains("No task yet.")
     );
     let form = encode(&[("form_token", &token), ("spec", spec)]);
-    let (status, headers, body) = send(
-        &router,
-        Method::POST,
-        "/console/tasks",
-        Some(analyst),
-        Some(OWN_ORIGIN),
-        Some(form),
-    )
-    .await;
+    let (status, headers, body) = post(&router, "/console/tasks", Some(analyst), form).await;
     assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
     let task_page = headers[LOCATION].to_str().unwrap().to_owned();
     assert!(
