@@ -220,9 +220,17 @@ fn the_console_runs_a_task_from_sign_in_to_release_in_a_browser() {
         .unwrap()
         .block_on(async {
             let browser = browser(driver_port, &dir.path().join("profile")).await;
-            let outcome = drive(&browser, &url, &operator, &input, devices).await;
+            // Driven on a task of its own, so that the browser is closed (Chromium outlives a
+            // killed chromedriver) before a failure is passed on.
+            let driving = tokio::spawn({
+                let browser = browser.clone();
+                async move { drive(&browser, &url, &operator, &input, devices).await }
+            });
+            let outcome = driving.await;
             browser.close().await.unwrap();
-            outcome
+            if let Err(failure) = outcome {
+                std::panic::resume_unwind(failure.into_panic());
+            }
         });
 }
 
