@@ -12,6 +12,7 @@ pub mod composition;
 mod error;
 pub mod ghazi;
 mod guarantee;
+pub mod key_selection;
 pub mod numeric;
 pub mod opt_prefix_tree;
 pub mod pld;

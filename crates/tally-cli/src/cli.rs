@@ -2,10 +2,13 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rand::Rng;
 use tally_accounting::sample_threshold::PlanTarget;
+use tally_messages::DomainHistogramMechanism;
 
 /// Differentially private federated analytics: private histograms, heavy hitters and
 /// quantiles over data that stays on users' devices.
@@ -313,7 +316,7 @@ pub(crate) enum TaskCommand {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (every one of `tally histogram` but Ghazi et al.'s).
+    /// A one-round histogram mechanism (every one of `tally histogram`).
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<HistogramMechanism>,
     /// A multi-round algorithm.
@@ -720,7 +723,7 @@ pub(crate) struct BenchMechanismArgs {
     /// The mechanism: any of `tally histogram`'s mechanisms over a public domain (central ones
     /// for add-remove neighbours; shuffled-grr with the fmt23 bound).
     #[arg(long, value_enum)]
-    pub(crate) mechanism: HistogramMechanism,
+    pub(crate) mechanism: DomainHistogramMechanism,
     /// ε of the mechanism's guarantee (the local ε for hadamard-response).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
@@ -808,6 +811,30 @@ pub(crate) struct PlanArgs {
     /// Threshold τ (≥ 1).
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
+}
+
+/// `--report DIR` and the population it predicts utility on.
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
+    /// release curves beside Laplace and Gaussian thresholding, the error of released
+    /// estimates, and with a population, predicted recall and error over a sweep of ε.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) report: Option<PathBuf>,
+    /// A population to predict utility on (data the analyst may look at, e.g. a proxy).
+    #[command(flatten)]
+    pub(crate) population: PlanPopulationArgs,
+    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
+    #[arg(long, value_enum, requires = "report")]
+    pub(crate) format: Option<Format>,
+    /// The k of the predicted recall@k.
+    #[arg(long, default_value_t = 20, requires = "report")]
+    pub(crate) top: usize,
+    /// Seed of a --synthetic population and of a TSV file's choice of one row per client.
+    #[arg(long, default_value_t = 0, requires = "report")]
+    pub(crate) population_seed: u64,
 }
 
 /// The target δ, the round parameters the user fixes, and the seed: shared by every command
@@ -866,6 +893,35 @@ pub(crate) enum Format {
     Tsv,
 }
 
+/// The population a plan's report predicts utility on: at most one of the inputs of
+/// [`InputArgs`].
+#[derive(Debug, Args)]
+#[group(required = false, multiple = false, requires = "report")]
+pub(crate) struct PlanPopulationArgs {
+    /// A file of items (`.gz` is decompressed) to predict utility on.
+    #[arg(long)]
+    pub(crate) input: Option<PathBuf>,
+    /// A shipped dataset to predict utility on: `shakespeare` (one client per spoken word).
+    #[arg(long)]
+    pub(crate) dataset: Option<String>,
+    /// A generated population to predict utility on, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
+    #[arg(long)]
+    pub(crate) synthetic: Option<String>,
+}
+
+impl PlanPopulationArgs {
+    /// The input, if one is given.
+    pub(crate) fn input(&self) -> Option<InputArgs> {
+        (self.input.is_some() || self.dataset.is_some() || self.synthetic.is_some()).then(|| {
+            InputArgs {
+                input: self.input.clone(),
+                dataset: self.dataset.clone(),
+                synthetic: self.synthetic.clone(),
+            }
+        })
+    }
+}
+
 /// Where the population comes from: exactly one of a file, a shipped dataset or a generator.
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
@@ -922,43 +978,48 @@ pub(crate) struct HistogramArgs {
     pub(crate) truth: bool,
 }
 
-/// Histogram mechanisms (`--mechanism`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// Histogram mechanisms (`--mechanism`): sample-and-threshold, and every mechanism over a
+/// public domain that [`DomainHistogramMechanism`] registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HistogramMechanism {
     /// Sample-and-threshold: only items whose sampled count reaches the threshold (central).
     SampleThreshold,
-    /// Generalized randomized response, k-RR (local).
-    Grr,
-    /// Symmetric unary encoding, basic RAPPOR (local).
-    Sue,
-    /// Optimized unary encoding (local).
-    Oue,
-    /// Optimized local hashing (local).
-    Olh,
-    /// Basic Hadamard response (local).
-    HadamardResponse,
-    /// Laplace noise on every count, exact discrete Laplace (central).
-    Laplace,
-    /// Discrete Gaussian noise on every count (central).
-    Gaussian,
-    /// Balcer–Cheu Bernoulli-noise histogram, 1 + B·p messages per client (shuffle).
-    BalcerCheu,
-    /// k-RR reports amplified by shuffling, one message per client (shuffle).
-    ShuffledGrr,
-    /// Ghazi et al.'s private-coin multi-message Hadamard response (shuffle; B a power of 2).
-    GhaziHadamard,
-    /// Ghazi et al.'s public-coin Count-Min sketch with binomial blanket noise (shuffle).
-    GhaziCountMin,
+    /// A mechanism that releases an estimate for every element of a public domain.
+    Domain(DomainHistogramMechanism),
 }
 
 impl HistogramMechanism {
     /// The name as written on the command line.
-    pub(crate) fn name(self) -> String {
-        // Unwrap safety: no variant is skipped.
-        self.to_possible_value()
-            .expect("every mechanism has a name")
-            .get_name()
-            .to_owned()
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::SampleThreshold => "sample-threshold",
+            Self::Domain(mechanism) => mechanism.name(),
+        }
+    }
+}
+
+impl ValueEnum for HistogramMechanism {
+    fn value_variants<'a>() -> &'a [Self] {
+        static ALL: LazyLock<Vec<HistogramMechanism>> = LazyLock::new(|| {
+            std::iter::once(HistogramMechanism::SampleThreshold)
+                .chain(
+                    DomainHistogramMechanism::value_variants()
+                        .iter()
+                        .map(|&mechanism| HistogramMechanism::Domain(mechanism)),
+                )
+                .collect()
+        });
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            Self::SampleThreshold => Some(PossibleValue::new("sample-threshold").help(
+                "Sample-and-threshold: only items whose sampled count reaches the threshold \
+                 (central)",
+            )),
+            Self::Domain(mechanism) => mechanism.to_possible_value(),
+        }
     }
 }
 

@@ -13,35 +13,33 @@ use tally_messages::{
 };
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
-use crate::cli::{DomainArgs, HistogramArgs, HistogramMechanism};
+use crate::cli::{DomainArgs, HistogramArgs};
 use crate::federated::print_serialized;
-use crate::federated_domain;
 use crate::input::{load_population, stream_format};
 use crate::output::{Stage, guarantee_line, print_fields, print_items};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
 
-/// The public domain from `--domain` or `--buckets`.
-pub(crate) fn domain_map(args: &DomainArgs, mechanism: HistogramMechanism) -> Result<DomainMap> {
+/// The public domain from `--domain` or `--buckets`, for the mechanism named `mechanism`.
+pub(crate) fn domain_map(args: &DomainArgs, mechanism: &str) -> Result<DomainMap> {
     public_domain(args.domain, args.buckets, mechanism)
 }
 
-/// The public domain of `--domain B` or `--buckets B` (exactly one of them, `B ≥ 2`), for
-/// `mechanism` (offline or as a task).
+/// The public domain of `--domain B` or `--buckets B` (exactly one of them, `B ≥ 2`), for the
+/// mechanism named `mechanism` (offline or as a task).
 pub(crate) fn public_domain(
     domain: Option<u32>,
     buckets: Option<u32>,
-    mechanism: HistogramMechanism,
+    mechanism: &str,
 ) -> Result<DomainMap> {
     let map = match (domain, buckets) {
         (Some(size), None) => DomainMap::Integers(size),
         (None, Some(size)) => DomainMap::Buckets(size),
         _ => bail!(
-            "--mechanism {} needs a public domain: give --domain B (integer items in [0, B)) or \
+            "--mechanism {mechanism} needs a public domain: give --domain B (integer items in [0, B)) or \
              --buckets B (hash items into B buckets); a domain read off the data would reveal \
-             which items occur (--mechanism sample-threshold needs none)",
-            mechanism.name()
+             which items occur (--mechanism sample-threshold needs none)"
         ),
     };
     if map.size() < 2 {
@@ -53,7 +51,7 @@ pub(crate) fn public_domain(
 /// Everything that calibrates a mechanism over a public domain.
 #[derive(Clone, Copy)]
 pub(crate) struct MechanismSpec {
-    pub(crate) mechanism: HistogramMechanism,
+    pub(crate) mechanism: DomainHistogramMechanism,
     pub(crate) map: DomainMap,
     /// The number of clients, which the shuffle mechanisms are calibrated for (and publish).
     pub(crate) clients: u64,
@@ -97,12 +95,6 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
         beta,
         seed,
     } = *spec;
-    let Some(registered) = federated_domain::mechanism(mechanism) else {
-        bail!(
-            "sample-threshold releases only the items that pass its threshold, not an estimate \
-             for every domain element"
-        );
-    };
     let privacy = PrivacyTarget {
         epsilon,
         delta,
@@ -115,9 +107,9 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
         beta,
         public_coins: seed,
     };
-    registered
+    mechanism
         .build(map, &privacy, shuffle, Simulated)
-        .map_err(|e| match registered {
+        .map_err(|e| match mechanism {
             DomainHistogramMechanism::GhaziCountMin => anyhow!(
                 "{e}; fewer hash rows need fewer users: raise --failure-probability (now \
                  {beta}) or use a smaller domain"
@@ -126,11 +118,12 @@ pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
         })
 }
 
-pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
+/// `tally histogram --mechanism M` for `mechanism`, a mechanism over a public domain.
+pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> Result<()> {
     if args.release.sampling_rate.is_some() || args.release.threshold.is_some() {
         bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
     }
-    let map = domain_map(&args.domain, args.mechanism)?;
+    let map = domain_map(&args.domain, mechanism.name())?;
 
     let seed = args.release.seed_or_random();
     // A file streams into the number of clients holding each element, all a domain round
@@ -153,12 +146,12 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         }
     };
     if args.domain.failure_probability.is_some()
-        && args.mechanism != HistogramMechanism::GhaziCountMin
+        && mechanism != DomainHistogramMechanism::GhaziCountMin
     {
         bail!("--failure-probability applies to --mechanism ghazi-count-min only");
     }
     let built = build_mechanism(&MechanismSpec {
-        mechanism: args.mechanism,
+        mechanism,
         map,
         clients,
         epsilon: args.privacy.epsilon,

@@ -133,18 +133,21 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     if args.lo.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Range) {
         bail!("--lo and --hi apply to --algorithm range only");
     }
-    let domain_mechanism = args.kind.mechanism.and_then(federated_domain::mechanism);
+    let domain_mechanism = match args.kind.mechanism {
+        Some(HistogramMechanism::Domain(mechanism)) => Some(mechanism),
+        _ => None,
+    };
     let shuffled = domain_mechanism.is_some_and(DomainHistogramMechanism::is_shuffled);
     if domain_mechanism.is_none() {
         federated_domain::refuse_domain(args, "a task over no public domain")?;
     }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
-        (Some(named), _) if let Some(mechanism) = domain_mechanism => {
+        (Some(HistogramMechanism::Domain(mechanism)), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
             if args.sampling_rate.is_some() || args.threshold.is_some() {
                 bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
             }
-            federated_domain::task_kind(args, named, mechanism)?
+            federated_domain::task_kind(args, mechanism)?
         }
         (Some(HistogramMechanism::SampleThreshold), _) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
@@ -154,11 +157,6 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 threshold: args.threshold,
             }
         }
-        (Some(other), _) => bail!(
-            "the federated runtime does not run --mechanism {} yet: it runs every other \
-             mechanism of `tally histogram`",
-            value_name(other)
-        ),
         (None, Some(TaskAlgorithm::TrieHhPlus)) => {
             refuse_options(args, &QUANTILE_OPTIONS, "--algorithm triehh++")?;
             TaskKind::HeavyHitters {
@@ -390,13 +388,6 @@ fn range_kind(args: &TaskCreateArgs, composition: Option<Composition>) -> Result
         sampling_rate: args.sampling_rate,
         threshold: args.threshold,
     })
-}
-
-/// The command-line spelling of a value.
-fn value_name(value: impl clap::ValueEnum) -> String {
-    value
-        .to_possible_value()
-        .map_or_else(String::new, |v| v.get_name().to_owned())
 }
 
 fn list(args: &ServerQueryArgs) -> Result<()> {

@@ -4,24 +4,17 @@
 use anyhow::{Result, bail};
 use tally_messages::{DomainHistogramMechanism, DomainHistogramRelease, TaskKind};
 
-use crate::cli::{HistogramMechanism, TaskCreateArgs};
+use crate::cli::TaskCreateArgs;
 use crate::domain_histogram::public_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
 
-/// The federated runtime's mechanism of the same name as `mechanism`, if it runs it as a
-/// domain histogram.
-pub(crate) fn mechanism(mechanism: HistogramMechanism) -> Option<DomainHistogramMechanism> {
-    DomainHistogramMechanism::named(&mechanism.name())
-}
-
-/// The task of a domain histogram by `mechanism` (the command line's `named`), from
-/// `--domain` or `--buckets`, as `tally histogram` reads them.
+/// The task of a domain histogram by `mechanism`, from `--domain` or `--buckets`, as `tally
+/// histogram` reads them.
 pub(crate) fn task_kind(
     args: &TaskCreateArgs,
-    named: HistogramMechanism,
     mechanism: DomainHistogramMechanism,
 ) -> Result<TaskKind> {
-    let domain = public_domain(args.domain, args.buckets, named)?.into();
+    let domain = public_domain(args.domain, args.buckets, mechanism.name())?.into();
     Ok(TaskKind::DomainHistogram {
         mechanism,
         domain,

@@ -16,11 +16,11 @@ use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json
 const DEFAULT_TABLE_ROWS: usize = 20;
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
-    if args.mechanism != HistogramMechanism::SampleThreshold {
+    if let HistogramMechanism::Domain(mechanism) = args.mechanism {
         if args.sampling_key.is_some() {
             bail!("--sampling-key applies to --mechanism sample-threshold only");
         }
-        return domain_histogram::run(args);
+        return domain_histogram::run(args, mechanism);
     }
     let epsilon = args.privacy.epsilon;
     let analysis = Analysis::from(args.privacy.method);
@@ -82,7 +82,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
                 load_population(&args.input, args.format, args.rows_as_clients, seed)?;
             if on_domain {
                 // Sample-and-threshold needs no public domain, but may run on one for comparison.
-                let map = domain_map(&args.domain, args.mechanism)?;
+                let map = domain_map(&args.domain, args.mechanism.name())?;
                 population = map
                     .apply(&population)?
                     .into_population(population.description())?;

@@ -17,6 +17,7 @@ mod input;
 mod output;
 mod plan;
 mod plan_compose;
+mod plan_report_page;
 mod plan_shuffle;
 mod plan_triehh;
 mod quantiles;

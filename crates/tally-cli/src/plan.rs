@@ -1,6 +1,7 @@
 //! `tally plan sample-threshold`.
 
 use std::io;
+use std::path::Path;
 
 use anyhow::Result;
 use tally_accounting::sample_threshold::{
@@ -9,9 +10,12 @@ use tally_accounting::sample_threshold::{
 use tally_accounting::{Guarantee, Neighbours};
 
 use tally_cli::plan_document::{self, Planned, solved_for};
+use tally_cli::plan_report::{self, KnownPopulation};
 
 use crate::cli::PlanArgs;
+use crate::input::load_population;
 use crate::output::{print_fields, print_json};
+use crate::plan_report_page;
 
 pub(crate) fn run(args: &PlanArgs) -> Result<()> {
     let planned = plan_document::solve(
@@ -23,6 +27,9 @@ pub(crate) fn run(args: &PlanArgs) -> Result<()> {
         Analysis::from(args.privacy.method),
         Neighbours::from(args.privacy.neighbours),
     )?;
+    if let Some(dir) = &args.report.report {
+        write_report(&planned, args, dir)?;
+    }
     match &planned {
         Planned::Plan(plan) => report_plan(plan, args.privacy.json)?,
         Planned::Delta {
@@ -32,6 +39,35 @@ pub(crate) fn run(args: &PlanArgs) -> Result<()> {
         } => report_delta(guarantee, params, *target, args.privacy.json)?,
     }
     Ok(())
+}
+
+/// Builds the report of `planned`, on the population the arguments name, and writes it.
+fn write_report(planned: &Planned, args: &PlanArgs, dir: &Path) -> Result<()> {
+    let population = args
+        .report
+        .population
+        .input()
+        .map(|input| {
+            load_population(
+                &input,
+                args.report.format,
+                false,
+                args.report.population_seed,
+            )
+        })
+        .transpose()?;
+    let counts: Vec<u64> = population
+        .iter()
+        .flat_map(|p| p.item_counts().iter().map(|&(_, count)| count))
+        .collect();
+    let known = population.as_ref().map(|p| KnownPopulation {
+        description: p.description(),
+        clients: p.len() as u64,
+        counts: &counts,
+        top: args.report.top,
+    });
+    let report = plan_report::build(planned, known)?;
+    plan_report_page::write(&report, dir)
 }
 
 fn report_plan(plan: &Plan, as_json: bool) -> io::Result<()> {

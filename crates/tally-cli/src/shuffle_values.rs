@@ -4,52 +4,72 @@
 use anyhow::{Result, anyhow, bail};
 use serde_json::{Value, json};
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
-use tally_core::shuffle::{RangeOracle, RangeTree, ShuffleQuantiles};
+use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleQuantiles};
 use tally_sim::Values;
 
 use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 use crate::quantiles::{Row, load_values, report_quantiles, resolution};
 
-/// The oracle of a Ghazi mechanism.
-fn oracle(common: &ValuesArgs) -> Result<RangeOracle> {
+/// Loads the values `common` names and runs `command` on the range-query tree of the mechanism
+/// it names, calibrated for their number (which it publishes), with the run's seed (from which
+/// Count-Min's public hash functions are drawn).
+fn with_tree(common: &ValuesArgs, command: impl TreeCommand) -> Result<()> {
     if common.consistent {
         bail!("--consistent applies to --mechanism sample-threshold only");
     }
-    let oracle = match common.mechanism {
-        ValuesMechanism::SampleThreshold => unreachable!("handled by the S&T commands"),
-        ValuesMechanism::GhaziHadamard => RangeOracle::Hadamard,
-        ValuesMechanism::GhaziCountMin => RangeOracle::CountMin {
-            beta: common.failure_probability.unwrap_or(DEFAULT_COUNT_MIN_BETA),
-        },
-    };
     if common.failure_probability.is_some() && common.mechanism != ValuesMechanism::GhaziCountMin {
         bail!("--failure-probability applies to --mechanism ghazi-count-min only");
     }
-    Ok(oracle)
-}
-
-/// The range-query tree over `oracle` for the values, calibrated for their number (which it
-/// publishes).
-fn tree(common: &ValuesArgs, oracle: RangeOracle, values: &Values) -> Result<RangeTree> {
-    RangeTree::new(
-        common.levels,
-        oracle,
+    let values = load_values(common)?;
+    let seed = common.release.seed_or_random();
+    let (epsilon, delta, users) = (
         common.privacy.epsilon,
         common.release.delta,
         values.len() as u64,
-    )
-    .map_err(|e| match oracle {
-        RangeOracle::CountMin { beta } => anyhow!(
-            "{e}; fewer hash rows and tree levels need fewer users: raise \
-             --failure-probability (now {beta}) or lower --levels"
-        ),
-        RangeOracle::Hadamard => anyhow!("{e}"),
-    })
+    );
+    match common.mechanism {
+        ValuesMechanism::SampleThreshold => unreachable!("handled by the S&T commands"),
+        ValuesMechanism::GhaziHadamard => {
+            let tree = RangeRound::hadamard(common.levels, 1, epsilon, delta, users)?;
+            command.run(tree, &values, seed)
+        }
+        ValuesMechanism::GhaziCountMin => {
+            let beta = common.failure_probability.unwrap_or(DEFAULT_COUNT_MIN_BETA);
+            let mut public_coins = tally_sim::mechanism_rng(seed);
+            let tree = RangeRound::count_min(
+                common.levels,
+                1,
+                epsilon,
+                delta,
+                beta,
+                users,
+                &mut public_coins,
+            )
+            .map_err(|e| {
+                anyhow!(
+                    "{e}; fewer hash rows and tree levels need fewer users: raise \
+                     --failure-probability (now {beta}) or lower --levels"
+                )
+            })?;
+            command.run(tree, &values, seed)
+        }
+    }
+}
+
+/// What a command does with the tree over the values, whichever its oracle.
+trait TreeCommand {
+    fn run<O>(self, tree: RangeRound<O>, values: &Values, seed: u64) -> Result<()>
+    where
+        O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync;
 }
 
 /// The shared JSON parameters of a run.
-fn parameters(tree: &RangeTree, values: &Values, common: &ValuesArgs) -> Value {
+fn parameters<O: SetOracleRound>(
+    tree: &RangeRound<O>,
+    values: &Values,
+    common: &ValuesArgs,
+) -> Value {
     let cost = tree.message_cost();
     json!({
         "levels": common.levels,
@@ -69,42 +89,85 @@ fn name(common: &ValuesArgs) -> &'static str {
     }
 }
 
-pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
-    let common = &args.values;
-    let oracle = oracle(common)?;
-    let values = load_values(common)?;
-    let tree = tree(common, oracle, &values)?;
-    let parameters = parameters(&tree, &values, common);
-    let sketch_builder = ShuffleQuantiles::with_tree(tree, values.len() as u64)?;
-    let seed = common.release.seed_or_random();
+/// The number of values in each of `buckets` buckets of the unit interval (bucket
+/// `min(⌊x·B⌋, B−1)`).
+fn bucket_counts(values: &Values, bucket: impl Fn(f64) -> u32, buckets: u32) -> Vec<u64> {
+    let mut counts = vec![0_u64; buckets as usize];
+    for &x in values.as_slice() {
+        counts[bucket(x) as usize] += 1;
+    }
+    counts
+}
+
+/// The tree's release over the values' buckets, by the simulator's round executor.
+fn simulate<O>(tree: &RangeRound<O>, counts: &[u64], values: &Values, seed: u64) -> RangeCounts
+where
+    O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync,
+{
     let stage = Stage::start(format!("one shuffle round over {} values", values.len()));
-    let sketch = sketch_builder.run(values.as_slice(), &mut tally_sim::mechanism_rng(seed));
+    let release = tally_sim::run_counted_round(tree, counts, seed);
     drop(stage);
-    let rows: Vec<Row> = args
-        .quantiles
-        .iter()
-        .map(|&q| Row {
-            quantile: q,
-            value: values.to_original(sketch.quantile(q)),
-            interval: None,
-        })
-        .collect();
-    report_quantiles(
-        common,
-        args.truth,
-        &values,
-        name(common),
-        parameters,
-        &sketch_builder.guarantee(),
-        &rows,
-    )
+    release
+}
+
+struct Quantiles<'a>(&'a QuantilesArgs);
+
+impl TreeCommand for Quantiles<'_> {
+    fn run<O>(self, tree: RangeRound<O>, values: &Values, seed: u64) -> Result<()>
+    where
+        O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync,
+    {
+        let Self(args) = self;
+        let common = &args.values;
+        let parameters = parameters(&tree, values, common);
+        let protocol = ShuffleQuantiles::new(tree, values.len() as u64)?;
+        let counts = bucket_counts(values, |x| protocol.bucket(x), protocol.tree().domain());
+        let sketch = protocol.sketch(simulate(protocol.tree(), &counts, values, seed));
+        let rows: Vec<Row> = args
+            .quantiles
+            .iter()
+            .map(|&q| Row {
+                quantile: q,
+                value: values.to_original(sketch.quantile(q)),
+                interval: None,
+            })
+            .collect();
+        report_quantiles(
+            common,
+            args.truth,
+            values,
+            name(common),
+            parameters,
+            protocol.guarantee(),
+            &rows,
+        )
+    }
+}
+
+pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
+    with_tree(&args.values, Quantiles(args))
+}
+
+struct Range<'a>(&'a RangeArgs);
+
+impl TreeCommand for Range<'_> {
+    fn run<O>(self, tree: RangeRound<O>, values: &Values, seed: u64) -> Result<()>
+    where
+        O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync,
+    {
+        report_range(self.0, values, seed, &tree)
+    }
 }
 
 pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
+    with_tree(&args.values, Range(args))
+}
+
+fn report_range<O>(args: &RangeArgs, values: &Values, seed: u64, tree: &RangeRound<O>) -> Result<()>
+where
+    O: SetOracleRound<Query: Sync, Aggregator: Send> + Sync,
+{
     let common = &args.values;
-    let oracle = oracle(common)?;
-    let values = load_values(common)?;
-    let tree = tree(common, oracle, &values)?;
     let buckets = tree.domain();
     // Snap [lo, hi) to bucket boundaries below, as the hierarchical histogram does; a range
     // ending at the top includes it.
@@ -115,15 +178,8 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     } else {
         ((hi * f64::from(buckets)).floor() as u32).min(buckets)
     };
-    let seed = common.release.seed_or_random();
-    let stage = Stage::start(format!("one shuffle round over {} values", values.len()));
-    let leaves: Vec<u32> = values
-        .as_slice()
-        .iter()
-        .map(|&x| ((x * f64::from(buckets)).floor() as u32).min(buckets - 1))
-        .collect();
-    let counts = tree.run(&leaves, &mut tally_sim::mechanism_rng(seed));
-    drop(stage);
+    let leaf = |x: f64| ((x * f64::from(buckets)).floor() as u32).min(buckets - 1);
+    let counts = simulate(tree, &bucket_counts(values, leaf, buckets), values, seed);
     let estimate = if end > first {
         counts.count(first, end - 1)
     } else {
@@ -132,13 +188,13 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
     let grid = |b: u32| values.to_original(f64::from(b) / f64::from(buckets));
     let (grid_lo, grid_hi) = (grid(first), grid(end));
     let guarantee = tree.guarantee();
-    let parameters = parameters(&tree, &values, common);
+    let parameters = parameters(tree, values, common);
     if common.privacy.json {
         print_json(&json!({
             "mechanism": name(common),
             "model": guarantee.model.name(),
             "parameters": parameters,
-            "guarantee": guarantee_json(&guarantee),
+            "guarantee": guarantee_json(guarantee),
             "target_delta": common.release.delta,
             "input": values.description(),
             "range": {"lo": args.lo, "hi": args.hi, "grid_lo": grid_lo, "grid_hi": grid_hi},
@@ -152,7 +208,7 @@ pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
         &format!("range count ({})", name(common)),
         &[
             ("input", values.description().to_owned()),
-            ("guarantee", guarantee_line(&guarantee)),
+            ("guarantee", guarantee_line(guarantee)),
             ("parameters", parameters.to_string()),
             ("seed", common.release.seed_description()),
             (

@@ -11,6 +11,7 @@ const MECHANISMS: &[(&str, &str)] = &[
     ("oue", "local"),
     ("olh", "local"),
     ("hadamard-response", "local"),
+    ("subset-selection", "local"),
 ];
 
 #[test]
@@ -63,6 +64,7 @@ fn every_mechanism_runs_on_shakespeare_at_epsilon_1() {
         ("oue", "local", true),
         ("olh", "local", true),
         ("hadamard-response", "local", true),
+        ("subset-selection", "local", true),
         ("laplace", "central", false),
         ("gaussian", "central", false),
         ("balcer-cheu", "shuffle", false),

@@ -1171,7 +1171,7 @@ fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
 /// The variance of a local mechanism's estimate of an element held by `count` of `n`
 /// devices over a domain of `domain` elements at `ε = 1`.
 fn local_variance(mechanism: &str, domain: u32, n: u64, count: u64) -> f64 {
-    use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+    use tally_core::ldp::{Grr, HadamardResponse, Olh, SubsetSelection, UnaryRandomizer};
     let law = match mechanism {
         "grr" => Grr::new(domain, 1.0).unwrap().support_probabilities(),
         "sue" => UnaryRandomizer::sue(domain, 1.0)
@@ -1184,6 +1184,9 @@ fn local_variance(mechanism: &str, domain: u32, n: u64, count: u64) -> f64 {
         "hadamard-response" => HadamardResponse::new(domain, 1.0)
             .unwrap()
             .support_probabilities(),
+        "subset-selection" => SubsetSelection::new(domain, 1.0)
+            .unwrap()
+            .support_probabilities(),
         other => panic!("not a local mechanism: {other}"),
     };
     law.variance(n, count)
@@ -1193,7 +1196,7 @@ fn local_variance(mechanism: &str, domain: u32, n: u64, count: u64) -> f64 {
 /// each randomizing with its own coins, against `tally histogram` on the same elements: the
 /// same document but for the estimates, which the device coins make differ; those agree in
 /// distribution. Each release's estimate of every element is within 6 standard deviations of
-/// the true count, and the two within 6·√2 of each other (240 tests, each failing by chance
+/// the true count, and the two within 6·√2 of each other (288 tests, each failing by chance
 /// with probability below 2e-9: a familywise α below 1e-6). The core rounds' law over many
 /// runs is tested in tally-sim's `local_rounds`.
 #[test]
@@ -1207,7 +1210,14 @@ fn local_domain_histograms_run_over_a_fleet_as_in_the_simulator() {
     }
     let text: String = items.iter().map(|x| format!("{x}\n")).collect();
     let file = temp_file("local-elements.txt", text.as_bytes());
-    for mechanism in ["grr", "sue", "oue", "olh", "hadamard-response"] {
+    for mechanism in [
+        "grr",
+        "sue",
+        "oue",
+        "olh",
+        "hadamard-response",
+        "subset-selection",
+    ] {
         let info: TaskInfo = parse(json(&format!(
             "task create {analyst} --mechanism {mechanism} --domain 16 --epsilon 1 \
              --delta 1e-6 --population numbers --expected-population 3000 --min-cohort 100 \

@@ -7,6 +7,7 @@
 //! - [`unary`]: symmetric unary encoding (SUE, basic RAPPOR) and optimized unary encoding (OUE).
 //! - [`olh`]: optimized local hashing (OLH).
 //! - [`hadamard`]: basic Hadamard response (HR), decoded with a fast Walsh–Hadamard transform.
+//! - [`subset_selection`]: subset selection (SS), `k` items per report.
 //!
 //! Every oracle is *pure*: an item's report supports it with probability `p*` and supports any
 //! other item with probability `q*` ([`SupportProbabilities`]), independently across clients.
@@ -16,7 +17,7 @@
 //!
 //! # Privacy
 //!
-//! All four randomizers are ε-LDP in the local model: pure (`δ = 0`) and replace-one over *any*
+//! All five randomizers are ε-LDP in the local model: pure (`δ = 0`) and replace-one over *any*
 //! two inputs, `Pr[R(x) = y] ≤ e^ε Pr[R(x') = y]` for all items `x, x'` and reports `y`.
 //!
 //! The textbook probabilities, such as `e^ε/(e^ε + k − 1)`, are irrational. Each randomizer uses
@@ -38,11 +39,13 @@ mod domain_histogram;
 pub mod grr;
 pub mod hadamard;
 pub mod olh;
+pub mod subset_selection;
 pub mod unary;
 
 pub use grr::{Grr, GrrAggregator};
 pub use hadamard::{HadamardAggregator, HadamardResponse};
 pub use olh::{LocalHash, Olh, OlhAggregator, OlhReport};
+pub use subset_selection::{SubsetReport, SubsetSelection, SubsetSelectionAggregator};
 pub use unary::{UnaryAggregator, UnaryRandomizer, UnaryReport, UnaryVariant};
 
 /// The support probabilities of a pure frequency oracle (ALGORITHMS.md §7.4).
@@ -221,18 +224,49 @@ fn calibrate(
 /// `p (m − 1)/(1 − p)` is provably at most `e^ε` (and at least 1).
 pub(crate) fn rr_keep_probability(epsilon: f64, m: u64) -> Result<f64, Error> {
     debug_assert!(m >= 2);
-    let others = (m - 1) as f64;
+    inclusion_probability(epsilon, m - 1, 1)
+}
+
+/// The probability `p` that a report lists the client's own item when a report lists
+/// `inside ≥ 1` of the `inside + outside` items and the privacy ratio is
+/// `p · outside/((1 − p) · inside)` (subset selection; randomized response is `inside = 1`):
+/// the largest `f64` `p ≤ fl(inside e^ε/(inside e^ε + outside))`, stepped down from the rounded
+/// textbook value, whose ratio is provably at most `e^ε` (and at least 1).
+pub(crate) fn inclusion_probability(epsilon: f64, outside: u64, inside: u64) -> Result<f64, Error> {
+    debug_assert!(outside >= 1 && inside >= 1);
+    let (outside, inside) = (outside as f64, inside as f64);
     let e = libm::exp(epsilon);
-    let start = e / (e + others);
+    let start = inside * e / (inside * e + outside);
     calibrate(epsilon, start, f64::next_down, |p| {
         if !(p > 0.0 && p < 1.0) {
             return None;
         }
         let one_minus = 1.0 - p;
-        let hi = ((p * others).next_up() / one_minus.next_down()).next_up();
-        let lo = ((p * others).next_down() / one_minus.next_up()).next_down();
+        let hi = ((p * outside).next_up() / product_down(one_minus.next_down(), inside)).next_up();
+        let lo = ((p * outside).next_down() / product_up(one_minus.next_up(), inside)).next_down();
         Some((lo, hi))
     })
+}
+
+/// A lower bound on `x · y`: the rounded product, one ulp lower unless it is exact (its
+/// rounding error, computed exactly by a fused multiply-add, says which).
+fn product_down(x: f64, y: f64) -> f64 {
+    let product = x * y;
+    if x.mul_add(y, -product) >= 0.0 {
+        product
+    } else {
+        product.next_down()
+    }
+}
+
+/// An upper bound on `x · y`, as [`product_down`].
+fn product_up(x: f64, y: f64) -> f64 {
+    let product = x * y;
+    if x.mul_add(y, -product) <= 0.0 {
+        product
+    } else {
+        product.next_up()
+    }
 }
 
 /// SUE's bit probability `p` (with `q = 1 − p`, exact in `f64` since `p ≥ 1/2`), stepped down

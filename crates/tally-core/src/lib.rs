@@ -9,7 +9,6 @@ pub mod heavy_hitters;
 pub mod histogram;
 pub mod ldp;
 pub mod noise;
-pub mod parallel;
 pub mod protocol;
 pub mod quantiles;
 pub mod sampling;

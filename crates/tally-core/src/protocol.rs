@@ -51,7 +51,7 @@ pub use tally_accounting::TrustModel;
 
 pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
-pub use domain_round::DomainRound;
+pub use domain_round::{CountedRound, DomainRound};
 pub use estimates::Estimates;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};

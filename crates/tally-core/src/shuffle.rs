@@ -7,7 +7,8 @@
 //!   amplification-by-shuffling accountant (ALGORITHMS.md §5.8 and §8).
 //! - [`ghazi_hadamard`], [`ghazi_count_min`]: the multi-message frequency oracles of Ghazi et
 //!   al. (Algorithms 1 and 2, ALGORITHMS.md §5.1–5.2); [`range_tree`] (range counting, §5.4),
-//!   [`heavy_hitters`] (Appendix D, §5.6) and [`quantiles`] (Appendix E, §5.7) built on them.
+//!   [`heavy_hitters`] (Appendix D, §5.6) and [`quantiles`] (Appendix E, §5.7) built on them as
+//!   [`set_oracle`] rounds.
 
 pub mod balcer_cheu;
 pub mod ghazi_count_min;
@@ -15,20 +16,23 @@ pub mod ghazi_hadamard;
 pub mod heavy_hitters;
 pub mod quantiles;
 pub mod range_tree;
+pub mod set_oracle;
 pub mod single_message;
+#[cfg(test)]
+mod two_sample;
 
 pub use balcer_cheu::{
     BalcerCheuCounts, BalcerCheuHistogram, BalcerCheuMessages, BalcerCheuQuery, BalcerCheuRound,
 };
 pub use ghazi_count_min::{
-    CountMinCounts, CountMinHashes, CountMinMessages, CountMinPath, CountMinQuery, CountMinRound,
-    GhaziCountMin, PairwiseHash,
+    CountMinCounts, CountMinHashes, CountMinMessages, CountMinQuery, CountMinRound, GhaziCountMin,
+    PairwiseHash,
 };
 pub use ghazi_hadamard::{
-    GhaziHadamard, HadamardCounts, HadamardPath, HadamardQuery, HadamardRound, HadamardTuple,
-    HadamardTuples,
+    GhaziHadamard, HadamardCounts, HadamardQuery, HadamardRound, HadamardTuple, HadamardTuples,
 };
 pub use heavy_hitters::ShuffleHeavyHitters;
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
-pub use range_tree::{RangeCounts, RangeOracle, RangeTree};
+pub use range_tree::{RangeAggregator, RangeCounts, RangeQuery, RangeRound};
+pub use set_oracle::{SetHolders, SetOracleRound, SetQuery};
 pub use single_message::{ShuffledGrr, ShuffledGrrCounts, ShuffledGrrRound};

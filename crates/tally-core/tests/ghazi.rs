@@ -19,14 +19,15 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use tally_core::Error;
 use tally_core::histogram::{DomainHistogram, DomainMap, MessageCost};
-use tally_core::protocol::{DomainRound, RoundAggregator};
+use tally_core::protocol::{
+    CountedRound, DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol,
+};
 use tally_core::shuffle::ghazi_count_min::CountMinHashes;
 use tally_core::shuffle::ghazi_hadamard::{brute_force_counts, item_row, kernel_counts};
-use tally_core::shuffle::range_tree::{
-    FrequencyAnswers, FrequencyOracle, SetSource, ancestors, chosen_node, node_index,
-};
+use tally_core::shuffle::heavy_hitters::decode_levels;
+use tally_core::shuffle::range_tree::{ancestors, chosen_node, node_index};
 use tally_core::shuffle::{
-    CountMinPath, GhaziCountMin, GhaziHadamard, HadamardPath, RangeOracle, RangeTree,
+    GhaziCountMin, GhaziHadamard, RangeCounts, RangeRound, SetHolders, SetOracleRound, SetQuery,
     ShuffleHeavyHitters, ShuffleQuantiles,
 };
 
@@ -195,42 +196,8 @@ fn real_coordinates_are_uniform_on_the_hadamard_subgroup() {
     assert_fits("real coordinates", 4, &obs, &p);
 }
 
-/// Both paths on a small instance (n = 16, B = 8, τ = 4 = log2(2B)): the raw count of a null
-/// item follows `Bin((ρ+k)n, 2^{−τ})`, and the total over all items has the same law on both
-/// paths.
-#[test]
-fn per_client_and_fast_paths_agree_in_distribution() {
-    let n = 16usize;
-    let had = GhaziHadamard::new(n as u64, 8, 1, 1.0, 0.1).unwrap();
-    let p = had.params();
-    let sets: Vec<Vec<u32>> = (0..n).map(|i| vec![(i % 3) as u32]).collect();
-    let runs = 3_000;
-    let mut null = [Vec::new(), Vec::new()];
-    let mut total = [Vec::new(), Vec::new()];
-    for (k, path) in [HadamardPath::PerClient, HadamardPath::Fast]
-        .into_iter()
-        .enumerate()
-    {
-        let mut r = rng(10 + k as u64);
-        for _ in 0..runs {
-            let raw = had.run_raw(&sets, path, &mut r);
-            null[k].push(raw[6]);
-            total[k].push(raw.iter().sum::<u64>());
-        }
-        let mut hist = vec![0u64; (p.tuples_per_user() * n as u64 + 1) as usize];
-        null[k].iter().for_each(|&v| hist[v as usize] += 1);
-        assert_fits(
-            &format!("{path:?} null count"),
-            10 + k as u64,
-            &hist,
-            &binomial_probs(p.tuples_per_user() * n as u64, 1.0 / 16.0),
-        );
-    }
-    assert_same_law("total raw count", &total[0], &total[1]);
-}
-
 /// Every element's estimate after one device per item of `items` answered `round`, by its
-/// count path ([`DomainRound::aggregate_counts`]) with coins from `rng`.
+/// count path ([`CountedRound::aggregate_counts`]) with coins from `rng`.
 fn round_estimates<P: DomainRound>(
     round: &P,
     domain: u32,
@@ -296,24 +263,6 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
     assert!((p.null_variance() - want).abs() <= 1e-12 * want);
 }
 
-#[test]
-fn results_do_not_depend_on_the_thread_count() {
-    let had = GhaziHadamard::new(3_000, 16, 1, 1.0, 1e-3).unwrap();
-    let sets: Vec<Vec<u32>> = (0..3_000).map(|i| vec![i % 16]).collect();
-    let run = || had.run(&sets, HadamardPath::Fast, &mut rng(30));
-    let one = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap()
-        .install(run);
-    let many = rayon::ThreadPoolBuilder::new()
-        .num_threads(3)
-        .build()
-        .unwrap()
-        .install(run);
-    assert_eq!(one, many);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Count-Min
 // ---------------------------------------------------------------------------------------------
@@ -329,8 +278,13 @@ fn count_min_is_one_sided_and_clamped() {
     let items: Vec<u32> = (0..256).map(|i| [0, 0, 0, 1][i % 4]).collect();
     let truth = [192.0, 64.0, 0.0, 0.0];
     for seed in 0..20 {
-        let sets: Vec<Vec<u32>> = items.iter().map(|&x| vec![x]).collect();
-        let table = cm.run(&sets, CountMinPath::Fast, &mut rng(40 + seed));
+        let mut r = rng(40 + seed);
+        let hashes = CountMinHashes::draw(cm.params(), &mut r);
+        let mut messages = Vec::new();
+        for &x in &items {
+            cm.randomize(&hashes, &[x], &mut r, &mut messages);
+        }
+        let table = cm.analyze(&hashes, &messages);
         for x in 0..4u32 {
             let one = table.one_sided(x);
             // Never below truth: every real message of x lands in each of x's cells.
@@ -356,103 +310,118 @@ fn count_min_messages_decode_to_the_table() {
     }
     let total: u64 = (0..cm.params().rows)
         .flat_map(|t| (0..cm.params().width).map(move |l| (t, l)))
-        .map(|(t, l)| table.count(t, l).unwrap())
+        .map(|(t, l)| table.count(t, l))
         .sum();
     assert_eq!(total, messages.len() as u64);
 }
 
-/// Users with empty sets send blanket only: on both paths a fixed cell's count is
-/// `Bin(n, γ)`, and the row totals agree in law.
+/// Users with empty sets send blanket only: a fixed cell's count is `Bin(n, γ)`.
 #[test]
-fn count_min_paths_agree_in_distribution() {
+fn count_min_blanket_cells_are_binomial() {
     let cm = small_count_min();
     let (n, gamma) = (cm.params().users, cm.params().gamma);
-    let sets = vec![Vec::new(); n as usize];
     let runs = 400;
-    let mut rows = [Vec::new(), Vec::new()];
-    for (k, path) in [CountMinPath::PerClient, CountMinPath::Fast]
-        .into_iter()
-        .enumerate()
-    {
-        let mut r = rng(50 + k as u64);
-        let mut hist = vec![0u64; n as usize + 1];
-        for _ in 0..runs {
-            let table = cm.run(&sets, path, &mut r);
-            hist[table.count(1, 17).unwrap() as usize] += 1;
-            rows[k].push(
-                (0..cm.params().width)
-                    .map(|l| table.count(2, l).unwrap())
-                    .sum::<u64>(),
-            );
-        }
-        assert_fits(
-            &format!("{path:?} cell"),
-            50 + k as u64,
-            &hist,
-            &binomial_probs(n, gamma),
-        );
-    }
-    // Row totals are Bin(n·s, γ): compare in units of 20 to keep enough per cell.
-    let coarse = |v: &[u64]| v.iter().map(|x| x / 20).collect::<Vec<_>>();
-    assert_same_law("row totals", &coarse(&rows[0]), &coarse(&rows[1]));
-}
-
-/// The queried path simulates exactly the cells a domain item hashes to, each with the
-/// `Bin(n, γ)` blanket, and leaves the others unreadable.
-#[test]
-fn count_min_queried_path_simulates_the_queried_cells() {
-    let cm = small_count_min();
-    let (n, gamma) = (cm.params().users, cm.params().gamma);
-    let sets = vec![Vec::new(); n as usize];
-    let mut r = rng(60);
+    let mut r = rng(50);
     let mut hist = vec![0u64; n as usize + 1];
-    for _ in 0..400 {
-        let table = cm.run(&sets, CountMinPath::Queried, &mut r);
-        let mut queried = 0;
-        for t in 0..cm.params().rows {
-            for l in 0..cm.params().width {
-                queried += usize::from(table.count(t, l).is_some());
-            }
+    for _ in 0..runs {
+        let hashes = CountMinHashes::draw(cm.params(), &mut r);
+        let mut messages = Vec::new();
+        for _ in 0..n {
+            cm.randomize(&hashes, &[], &mut r, &mut messages);
         }
-        // Each row holds the images of the 4 items: between 1 and 4 distinct cells.
-        let rows = cm.params().rows as usize;
-        assert!((rows..=4 * rows).contains(&queried), "{queried}");
-        // The first simulated cell of row 0 (which cells are simulated depends only on the
-        // public hashes, not on the blanket).
-        let first = (0..cm.params().width)
-            .find_map(|l| table.count(0, l))
-            .unwrap();
-        hist[first as usize] += 1;
+        hist[cm.analyze(&hashes, &messages).count(1, 17) as usize] += 1;
     }
-    assert_fits("queried cell", 60, &hist, &binomial_probs(n, gamma));
+    assert_fits("blanket cell", 50, &hist, &binomial_probs(n, gamma));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Range tree, quantiles and heavy hitters
 // ---------------------------------------------------------------------------------------------
 
-/// A noiseless k-set oracle: the exact number of sets containing each item. TEST ONLY: it has
-/// no privacy at all.
-struct ExactOracle {
+/// The query of a noiseless k-set oracle: a device sends its set. TEST ONLY: it has no privacy
+/// at all.
+#[derive(Clone, Debug, PartialEq)]
+struct ExactQuery {
     domain: u32,
     set_size: u32,
 }
 
-struct ExactAnswers(Vec<f64>);
+impl DeviceQuery for ExactQuery {
+    type Input = u32;
+    type Report = Vec<u32>;
 
-impl FrequencyAnswers for ExactAnswers {
-    fn estimate(&self, item: u32) -> f64 {
-        self.0[item as usize]
+    fn trust(&self) -> TrustModel {
+        TrustModel::Shuffle
+    }
+
+    fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<Vec<u32>> {
+        self.respond_set(&[*item], rng)
+    }
+
+    fn admits(&self, report: &Vec<u32>) -> bool {
+        report.len() <= self.set_size as usize && report.iter().all(|&x| x < self.domain)
     }
 }
 
-impl FrequencyOracle for ExactOracle {
-    fn domain(&self) -> u32 {
-        self.domain
-    }
+impl SetQuery for ExactQuery {
     fn set_size(&self) -> u32 {
         self.set_size
     }
+
+    fn respond_set<R: Rng + ?Sized>(&self, set: &[u32], _: &mut R) -> Option<Vec<u32>> {
+        let report = set.to_vec();
+        self.admits(&report).then_some(report)
+    }
+}
+
+/// A noiseless k-set oracle round: the exact number of sets containing each item, by the
+/// devices' reports or from the holders.
+#[derive(Clone, Debug)]
+struct ExactOracle(ExactQuery);
+
+/// Its aggregator: every item's count.
+struct ExactCounts(Vec<f64>);
+
+impl RoundAggregator for ExactCounts {
+    type Report = Vec<u32>;
+    type Release = Estimates;
+
+    fn absorb(&mut self, report: Vec<u32>) {
+        for j in report {
+            self.0[j as usize] += 1.0;
+        }
+    }
+
+    fn merge(&mut self, other: Self) {
+        for (count, more) in self.0.iter_mut().zip(other.0) {
+            *count += more;
+        }
+    }
+
+    fn release(self) -> Estimates {
+        Estimates(self.0)
+    }
+}
+
+impl RoundProtocol for ExactOracle {
+    type Query = ExactQuery;
+    type Release = Estimates;
+    type Aggregator = ExactCounts;
+
+    fn query(&self) -> &ExactQuery {
+        &self.0
+    }
+
+    fn aggregator(&self, _: ChaCha20Rng) -> ExactCounts {
+        ExactCounts(vec![0.0; self.0.domain as usize])
+    }
+}
+
+impl SetOracleRound for ExactOracle {
+    fn domain(&self) -> u32 {
+        self.0.domain
+    }
+
     fn guarantee(&self) -> Guarantee {
         Guarantee {
             epsilon: f64::INFINITY,
@@ -462,37 +431,61 @@ impl FrequencyOracle for ExactOracle {
             analysis: "none (test stub)".to_owned(),
         }
     }
+
     fn message_cost(&self) -> MessageCost {
         MessageCost {
             messages_per_client: 1.0,
             bits_per_message: 0,
         }
     }
-    fn collect(
+
+    fn aggregate_sets<R: Rng + ?Sized>(
         &self,
-        users: usize,
-        set_of: SetSource<'_>,
-        _rng: &mut dyn Rng,
-    ) -> Box<dyn FrequencyAnswers> {
-        let mut counts = vec![0.0; self.domain as usize];
-        let mut set = Vec::new();
-        for i in 0..users {
-            set_of(i, &mut set);
-            assert!(set.len() <= self.set_size as usize);
-            for &j in &set {
-                counts[j as usize] += 1.0;
-            }
-        }
-        Box::new(ExactAnswers(counts))
+        holders: &SetHolders,
+        _: &mut R,
+    ) -> Option<ExactCounts> {
+        Some(ExactCounts(
+            holders.of_item.iter().map(|&count| count as f64).collect(),
+        ))
     }
 }
 
-fn exact_tree(bits: u32, dims: u32) -> RangeTree {
-    let oracle = ExactOracle {
+fn exact_tree(bits: u32, dims: u32) -> RangeRound<ExactOracle> {
+    let oracle = ExactOracle(ExactQuery {
         domain: 1 << (bits * dims),
         set_size: (bits + 1).pow(dims),
-    };
-    RangeTree::with_oracle(bits, dims, Box::new(oracle)).unwrap()
+    });
+    RangeRound::with_oracle(bits, dims, oracle).unwrap()
+}
+
+/// The release of `round` after a device at every leaf of `leaves` answered with coins from
+/// `rng`.
+fn devices_answer<O: SetOracleRound>(
+    round: &RangeRound<O>,
+    leaves: &[u32],
+    rng: &mut ChaCha20Rng,
+) -> RangeCounts {
+    let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+    for leaf in leaves {
+        aggregator.absorb(round.query().respond(leaf, rng).unwrap());
+    }
+    aggregator.release()
+}
+
+/// The release of `round` by its count path after a device at every leaf of `leaves` answered.
+fn counts_answer<O: SetOracleRound>(
+    round: &RangeRound<O>,
+    leaves: &[u32],
+    rng: &mut ChaCha20Rng,
+) -> RangeCounts {
+    let mut counts = vec![0_u64; round.domain() as usize];
+    for &leaf in leaves {
+        counts[leaf as usize] += 1;
+    }
+    round
+        .aggregate_counts(&counts, rng)
+        .expect("as many devices as the oracle was set up for")
+        .release()
 }
 
 #[test]
@@ -503,7 +496,7 @@ fn appendix_a_item_12() {
         assert_eq!(node_index(t, s), j as u32);
     }
     // One user per leaf: y_{0,1} = 4, y_{1,1} = 2, y_{2,1} = y_{2,3} = 1.
-    let counts = exact_tree(2, 1).run(&[0, 1, 2, 3], &mut rng(60));
+    let counts = devices_answer(&exact_tree(2, 1), &[0, 1, 2, 3], &mut rng(60));
     assert_eq!(counts.nodes(), &[4.0, 2.0, 1.0, 1.0]);
     // P(3) = y_{1,1} + y_{2,3}; z_4 = y_{0,1} − y_{1,1} − y_{2,3}.
     assert_eq!(counts.prefix(3), 3.0);
@@ -520,7 +513,10 @@ fn appendix_a_item_12() {
 fn range_tree_is_exact_with_exact_answers() {
     let mut r = rng(61);
     let leaves: Vec<u32> = (0..500).map(|_| r.next_u32() % 16).collect();
-    let counts = exact_tree(4, 1).run(&leaves, &mut r);
+    let tree = exact_tree(4, 1);
+    let counts = devices_answer(&tree, &leaves, &mut r);
+    // The count path draws the oracle's aggregate from the sets the leaves report.
+    assert_eq!(counts_answer(&tree, &leaves, &mut r), counts);
     for lo in 0..16 {
         for hi in lo..16 {
             let truth = leaves.iter().filter(|&&x| (lo..=hi).contains(&x)).count() as f64;
@@ -529,7 +525,9 @@ fn range_tree_is_exact_with_exact_answers() {
     }
     // Two dimensions, B0 = 4: every box.
     let points: Vec<u32> = (0..300).map(|_| r.next_u32() % 16).collect();
-    let counts = exact_tree(2, 2).run(&points, &mut r);
+    let tree = exact_tree(2, 2);
+    let counts = devices_answer(&tree, &points, &mut r);
+    assert_eq!(counts_answer(&tree, &points, &mut r), counts);
     for (lo0, hi0, lo1, hi1) in (0..4).flat_map(|a| {
         (a..4).flat_map(move |b| (0..4).flat_map(move |c| (c..4).map(move |d| (a, b, c, d))))
     }) {
@@ -544,7 +542,7 @@ fn range_tree_is_exact_with_exact_answers() {
 #[test]
 fn range_tree_with_the_hadamard_oracle() {
     let n = 1u64 << 10;
-    let tree = RangeTree::new(2, RangeOracle::Hadamard, 1.0, 1e-3, n).unwrap();
+    let tree = RangeRound::hadamard(2, 1, 1.0, 1e-3, n).unwrap();
     let g = tree.guarantee();
     assert_eq!(
         (g.epsilon, g.delta, g.model),
@@ -558,7 +556,7 @@ fn range_tree_with_the_hadamard_oracle() {
     let leaves: Vec<u32> = (0..n as u32)
         .map(|i| [0, 1, 1, 3][(i % 4) as usize])
         .collect();
-    let counts = tree.run(&leaves, &mut rng(62));
+    let counts = counts_answer(&tree, &leaves, &mut rng(62));
     // Each range is at most 2·log2 B node estimates, each within Lemma 4.5's bound at β = 1e-6.
     let bound = 4.0 * had.params().error_bound(1e-6).unwrap();
     for (lo, hi, truth) in [(0, 0, 256.0), (1, 2, 512.0), (0, 3, 1024.0), (2, 2, 0.0)] {
@@ -566,54 +564,93 @@ fn range_tree_with_the_hadamard_oracle() {
         assert!((c - truth).abs() <= bound, "[{lo}, {hi}]: {c} vs {truth}");
     }
     assert!(matches!(
-        RangeTree::new(
-            2,
-            RangeOracle::CountMin {
-                beta: DEFAULT_COUNT_MIN_BETA,
-            },
-            1.0,
-            1e-3,
-            n,
-        ),
+        RangeRound::count_min(2, 1, 1.0, 1e-3, DEFAULT_COUNT_MIN_BETA, n, &mut rng(62)),
         Err(Error::Accounting(
             tally_accounting::Error::Infeasible { .. }
         ))
     ));
 }
 
+/// The range round's count path ([`CountedRound::aggregate_counts`], through the sets its leaves
+/// report) has the law of every device answering (n = 16, B = 4, k = 3, leaves reporting 2 or
+/// 3 nodes and padding: every node's raw count), and a count path fed moved leaves (all at the
+/// last, which reports the root alone) is caught.
+#[test]
+fn range_tree_devices_and_count_path_agree_in_distribution() {
+    let n = 16_u32;
+    let tree = RangeRound::hadamard(2, 1, 1.0, 0.1, u64::from(n)).unwrap();
+    let params = *tree.oracle().protocol().params();
+    // The raw count behind a node's de-biased estimate.
+    let raw = |counts: RangeCounts| -> Vec<u64> {
+        counts
+            .nodes()
+            .iter()
+            .map(|e| {
+                (e * (1.0 - params.collision_probability()) + params.expected_spurious()).round()
+                    as u64
+            })
+            .collect()
+    };
+    // Node 1, the left half, holds them all: ρ = 1651 blanket tuples per device make the
+    // spurious count's deviation about 40, so the mutant must move many.
+    let leaves: Vec<u32> = (0..n).map(|i| i % 2).collect();
+    let moved = vec![3_u32; n as usize];
+    let runs = 2_000;
+    let (mut devices, mut counted, mut mutant) = (vec![], vec![], vec![]);
+    let (mut r, mut c) = (rng(66), rng(67));
+    for _ in 0..runs {
+        devices.push(raw(devices_answer(&tree, &leaves, &mut r)));
+        counted.push(raw(counts_answer(&tree, &leaves, &mut c)));
+        mutant.push(raw(counts_answer(&tree, &moved, &mut c)));
+    }
+    let column = |runs: &[Vec<u64>], j: usize| -> Vec<u64> { runs.iter().map(|r| r[j]).collect() };
+    for j in 0..4 {
+        assert_same_law(
+            &format!("node {j}"),
+            &column(&devices, j),
+            &column(&counted, j),
+        );
+    }
+    let caught = std::panic::catch_unwind(|| {
+        assert_same_law("mutant", &column(&devices, 1), &column(&mutant, 1));
+    });
+    assert!(caught.is_err(), "the mutant passes");
+}
+
 #[test]
 fn quantiles_with_exact_answers() {
     let n = 1000u64;
-    let q = ShuffleQuantiles::with_tree(exact_tree(6, 1), n).unwrap();
+    let q = ShuffleQuantiles::new(exact_tree(6, 1), n).unwrap();
     let values: Vec<f64> = (0..n).map(|i| i as f64 / n as f64).collect();
-    let sketch = q.run(&values, &mut rng(63));
+    let buckets: Vec<u32> = values.iter().map(|&x| q.bucket(x)).collect();
+    let sketch = q.sketch(devices_answer(q.tree(), &buckets, &mut rng(63)));
     // B = 64 buckets: the median's bucket ends at 32/64.
     assert_eq!(sketch.quantile(0.5), 0.5);
     assert_eq!(sketch.quantile(0.1), 7.0 / 64.0);
     assert_eq!(sketch.quantile(1.0), 1.0);
     assert_eq!(q.bucket(1.0), 63);
-    assert!(ShuffleQuantiles::with_tree(exact_tree(2, 2), n).is_err());
+    assert!(ShuffleQuantiles::new(exact_tree(2, 2), n).is_err());
 }
 
 #[test]
 fn heavy_hitters_with_exact_answers() {
-    let levels: Vec<Box<dyn FrequencyOracle>> = (1..=5)
-        .map(|i| {
-            Box::new(ExactOracle {
-                domain: 1 << i,
-                set_size: 1,
-            }) as Box<dyn FrequencyOracle>
-        })
-        .collect();
-    let hh = ShuffleHeavyHitters::with_oracles(levels, 100.0).unwrap();
     let mut items = vec![9u32; 200];
     items.extend(vec![22; 60]);
     items.extend(vec![23; 40]); // prefix 1011 has 100 ≥ 50 but each leaf is split
     items.extend((0..32).cycle().take(64));
-    let found = hh.run(&items, &mut rng(64));
-    assert_eq!(found, [(9, 202.0), (22, 62.0)]);
+    // Every level's exact counts of the items' prefixes.
+    let levels: Vec<Vec<f64>> = (1..=5)
+        .map(|level| {
+            let mut counts = vec![0.0; 1 << level];
+            for &x in &items {
+                counts[(x >> (5 - level)) as usize] += 1.0;
+            }
+            counts
+        })
+        .collect();
+    assert_eq!(decode_levels(&levels, 100.0), [(9, 202.0), (22, 62.0)]);
     // The Count-Min construction needs millions of users at ε/L.
-    match ShuffleHeavyHitters::new(5, 1.0, 1e-6, 10_000, 100.0) {
+    match ShuffleHeavyHitters::new(5, 1.0, 1e-6, 10_000, 100.0, &mut rng(64)) {
         Err(Error::Accounting(tally_accounting::Error::Infeasible { why, .. })) => {
             assert!(why.contains("users"), "{why}");
         }
@@ -641,17 +678,6 @@ fn timing_at_a_million_users() {
         start.elapsed().as_secs_f64(),
         est[0]
     );
-    let small = 1usize << 16;
-    let had_small = GhaziHadamard::new(small as u64, b, 1, 1.0, 1e-8).unwrap();
-    let sets: Vec<Vec<u32>> = items[..small].iter().map(|&x| vec![x]).collect();
-    for path in [HadamardPath::PerClient, HadamardPath::Fast] {
-        let start = Instant::now();
-        had_small.run_raw(&sets, path, &mut rng(71));
-        println!(
-            "hadamard {path:?} n={small} B={b}: {:.2} s",
-            start.elapsed().as_secs_f64()
-        );
-    }
     // Count-Min: n = 10^6 is infeasible (γ > 1/2); time the exact per-cell blanket draws at
     // the smallest feasible n and extrapolate to the τ·s cells of a run.
     let min = tally_accounting::ghazi::count_min_min_users(22, 1, 1.0, 1e-8).unwrap();
@@ -683,14 +709,14 @@ fn timing_at_a_million_users() {
 fn two_dimensional_boxes_with_the_hadamard_oracle() {
     // B0 = 4, d = 2: B = 16 cells, k = 3² = 9 ancestors per point.
     let n = 1u64 << 10;
-    let tree = RangeTree::new_multi(2, 2, RangeOracle::Hadamard, 1.0, 1e-3, n).unwrap();
+    let tree = RangeRound::hadamard(2, 2, 1.0, 1e-3, n).unwrap();
     let had = GhaziHadamard::new(n, 16, 9, 1.0, 1e-3).unwrap();
     assert_eq!(tree.guarantee().epsilon, 1.0);
     // Points (x, y) flattened as x + 4y: 512 at (1, 2), 256 at (3, 3), 256 at (0, 0).
     let points: Vec<u32> = (0..n as u32)
         .map(|i| [1 + 4 * 2, 1 + 4 * 2, 3 + 4 * 3, 0][(i % 4) as usize])
         .collect();
-    let counts = tree.run(&points, &mut rng(65));
+    let counts = counts_answer(&tree, &points, &mut rng(65));
     // A box is at most (2·2)² = 16 node estimates, each within Lemma 4.5's bound.
     let bound = 16.0 * had.params().error_bound(1e-6).unwrap();
     for (lo, hi, truth) in [
@@ -780,38 +806,44 @@ fn a_hadamard_report_is_admitted_and_has_one_spelling() {
 }
 
 /// The round's analyzer decodes reports as the kernel decoder does; its count path
-/// ([`tally_core::protocol::DomainRound::aggregate_counts`]) has the law of every device
-/// answering (n = 16, B = 8, τ = 4: the raw counts of a held and a null item and their total),
-/// and a count path fed the wrong holders is caught.
+/// ([`SetOracleRound::aggregate_sets`]) has the law of every device answering, for devices
+/// holding sets of 1 to `k = 3` items, so that padding rows are sent (n = 16, B = 8, τ = 4:
+/// the raw counts of a held and a null item and their total), and a count path fed the wrong
+/// holders is caught.
 #[test]
 fn hadamard_round_devices_and_count_path_agree_in_distribution() {
-    use tally_core::protocol::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol};
     let n = 16_u32;
-    let had = GhaziHadamard::new(u64::from(n), 8, 1, 1.0, 0.1).unwrap();
+    let had = GhaziHadamard::new(u64::from(n), 8, 3, 1.0, 0.1).unwrap();
     let round = had.round(DomainMap::Integers(8)).unwrap();
-    let items: Vec<u32> = (0..n).map(|i| i % 3).collect();
+    let sets: Vec<Vec<u32>> = (0..n)
+        .map(|i| [vec![0], vec![1, 2], vec![3, 4, 0]][(i % 3) as usize].clone())
+        .collect();
     let runs = 3_000;
     let coins = || ChaCha20Rng::seed_from_u64(0);
-    let raw_of = |devices: bool, items: &[u32], r: &mut ChaCha20Rng| -> Vec<u64> {
+    let raw_of = |devices: bool, sets: &[Vec<u32>], r: &mut ChaCha20Rng| -> Vec<u64> {
         if devices {
             let mut aggregator = round.aggregator(coins());
-            for item in items {
-                aggregator.absorb(round.query().respond(item, r).unwrap());
+            for set in sets {
+                aggregator.absorb(round.query().respond_set(set, r).unwrap());
             }
             aggregator.raw().to_vec()
         } else {
-            let mut holders = vec![0_u64; 8];
-            for &x in items {
-                holders[x as usize] += 1;
+            let mut holders = SetHolders {
+                of_item: vec![0; 8],
+                of_size: vec![0; 4],
+            };
+            for set in sets {
+                set.iter().for_each(|&x| holders.of_item[x as usize] += 1);
+                holders.of_size[set.len()] += 1;
             }
-            round.aggregate_counts(&holders, r).unwrap().raw().to_vec()
+            round.aggregate_sets(&holders, r).unwrap().raw().to_vec()
         }
     };
     let mut samples = [[vec![], vec![], vec![]], [vec![], vec![], vec![]]];
     for (k, devices) in [true, false].into_iter().enumerate() {
         let mut r = rng(50 + k as u64);
         for _ in 0..runs {
-            let raw = raw_of(devices, &items, &mut r);
+            let raw = raw_of(devices, &sets, &mut r);
             samples[k][0].push(raw[0]);
             samples[k][1].push(raw[6]);
             samples[k][2].push(raw.iter().sum::<u64>());
@@ -831,8 +863,9 @@ fn hadamard_round_devices_and_count_path_agree_in_distribution() {
     );
     // The mutant: every device holding item 1.
     let mut r = rng(52);
+    let moved = vec![vec![1]; n as usize];
     let mutant: Vec<u64> = (0..runs)
-        .map(|_| raw_of(false, &[1; 16], &mut r)[0])
+        .map(|_| raw_of(false, &moved, &mut r)[0])
         .collect();
     let caught = std::panic::catch_unwind(|| assert_same_law("mutant", &samples[0][0], &mutant));
     assert!(caught.is_err(), "the mutant passes");

@@ -18,8 +18,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 use tally_core::ldp::{
-    Grr, HadamardResponse, LocalHash, Olh, OlhReport, SupportProbabilities, UnaryRandomizer,
-    UnaryReport,
+    Grr, HadamardResponse, LocalHash, Olh, OlhReport, SubsetSelection, SupportProbabilities,
+    UnaryRandomizer, UnaryReport,
 };
 
 fn rng(seed: u64) -> ChaCha20Rng {
@@ -29,7 +29,7 @@ fn rng(seed: u64) -> ChaCha20Rng {
 const K: u32 = 5;
 const EPSILONS: [f64; 3] = [0.5, 1.0, 3.0];
 
-/// The five mechanisms by name, for one domain and ε.
+/// The six mechanisms by name, for one domain and ε.
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     Grr,
@@ -37,9 +37,25 @@ enum Kind {
     Oue,
     Olh,
     Hr,
+    Ss,
 }
 
-const KINDS: [Kind; 5] = [Kind::Grr, Kind::Sue, Kind::Oue, Kind::Olh, Kind::Hr];
+const KINDS: [Kind; 6] = [
+    Kind::Grr,
+    Kind::Sue,
+    Kind::Oue,
+    Kind::Olh,
+    Kind::Hr,
+    Kind::Ss,
+];
+
+/// Every list of `size` increasing items of `0..domain`, and the others of `0..domain` items
+/// (every subset by its bit mask), as subset selection's possible outputs and non-outputs.
+fn all_lists(domain: u32) -> Vec<Vec<u32>> {
+    (0..1u32 << domain)
+        .map(|bits| (0..domain).filter(|&i| bits >> i & 1 == 1).collect())
+        .collect()
+}
 
 /// `max_{x, x', y} P[y | x]/P[y | x']` over the full output table `table[y][x]`, after checking
 /// that every input's output distribution sums to 1.
@@ -116,6 +132,17 @@ fn max_ratio(kind: Kind, k: u32, epsilon: f64) -> f64 {
                 .collect();
             max_ratio_of_table(&table)
         }
+        Kind::Ss => {
+            // Every subset of the domain: the lists of another size have probability 0 for
+            // every input, and so are left out of the table (the rows must sum to 1).
+            let m = SubsetSelection::new(k, epsilon).unwrap();
+            let table: Vec<Vec<f64>> = all_lists(k)
+                .iter()
+                .filter(|y| m.admits(y))
+                .map(|y| (0..k).map(|x| m.output_probability(x, y)).collect())
+                .collect();
+            max_ratio_of_table(&table)
+        }
     }
 }
 
@@ -163,6 +190,7 @@ fn guarantees_are_pure_replace_one_at_the_requested_epsilon() {
         UnaryRandomizer::oue(K, 1.0).unwrap().guarantee(),
         Olh::new(K, 1.0).unwrap().guarantee(),
         HadamardResponse::new(K, 1.0).unwrap().guarantee(),
+        SubsetSelection::new(K, 1.0).unwrap().guarantee(),
     ];
     for g in guarantees {
         assert_eq!(g.epsilon.to_bits(), 1f64.to_bits(), "{g:?}");
@@ -186,7 +214,16 @@ fn invalid_parameters_are_rejected() {
         assert!(UnaryRandomizer::oue(k, eps).is_err(), "{k} {eps}");
         assert!(Olh::new(k, eps).is_err(), "{k} {eps}");
         assert!(HadamardResponse::new(k, eps).is_err(), "{k} {eps}");
+        assert!(SubsetSelection::new(k, eps).is_err(), "{k} {eps}");
     }
+    for size in [0, K] {
+        assert!(SubsetSelection::with_size(K, 1.0, size).is_err(), "{size}");
+    }
+    let mut agg = SubsetSelection::with_size(K, 1.0, 2).unwrap().aggregator();
+    for bad in [&[1][..], &[1, 1], &[2, 1], &[1, K], &[0, 1, 2]] {
+        assert!(agg.absorb(bad).is_err(), "{bad:?}");
+    }
+    assert_eq!(agg.reports(), 0);
     // g = ⌈e^ε + 1⌉ must fit in a u32.
     assert!(Olh::new(K, 30.0).is_err());
     let mut agg = Grr::new(K, 1.0).unwrap().aggregator();
@@ -269,6 +306,17 @@ fn samplers_match_the_enumerated_distributions() {
         })
         .collect();
     assert_fits("OLH value offsets", seed, &counts, &probs);
+
+    // Subset selection, at a size other than 1 (every subset by its bit mask).
+    let m = SubsetSelection::with_size(K, eps, 2).unwrap();
+    let lists = all_lists(K);
+    let mut counts = vec![0u64; lists.len()];
+    for _ in 0..draws {
+        let y = m.randomize(x, &mut r);
+        counts[y.iter().map(|&i| 1usize << i).sum::<usize>()] += 1;
+    }
+    let probs: Vec<f64> = lists.iter().map(|y| m.output_probability(x, y)).collect();
+    assert_fits("SS outputs", seed, &counts, &probs);
 }
 
 /// The true histogram of the unbiasedness tests: `n = 2000` clients over 8 items.
@@ -315,6 +363,8 @@ oracle!(UnaryRandomizer, |m, x, r, agg| agg
 oracle!(Olh, |m, x, r, agg| agg.absorb(&m.randomize(x, r)));
 oracle!(HadamardResponse, |m, x, r, agg| agg
     .absorb(m.randomize(x, r)));
+oracle!(SubsetSelection, |m, x, r, agg| agg
+    .absorb(&m.randomize(x, r)));
 
 /// `R` independent runs over `TRUE_COUNTS`. For every item: the mean of the `R` estimates is
 /// z-tested against the truth with the analytic variance, and `(R − 1) s²/σ²` is tested
@@ -373,6 +423,12 @@ fn estimates_are_unbiased_with_the_analytic_variance() {
     // A larger ε, where the unary and hashing schemes differ more.
     check_unbiased_with_analytic_variance("OLH ε=3", &Olh::new(k, 3.0).unwrap(), 106);
     check_unbiased_with_analytic_variance("HR ε=3", &HadamardResponse::new(k, 3.0).unwrap(), 107);
+    // Subset selection at ε = 0.5 reports k = 3 of the 8 items, at ε = 1 two.
+    for (eps, size, seed) in [(0.5, 3, 108), (1.0, 2, 109)] {
+        let m = SubsetSelection::new(k, eps).unwrap();
+        assert_eq!(m.size(), size, "ε = {eps}");
+        check_unbiased_with_analytic_variance(&format!("SS ε={eps}"), &m, seed);
+    }
 }
 
 /// ALGORITHMS.md Appendix A item 9 (§7.4 test vector): ε = 1, d = 1024, n = 10⁵.
@@ -477,6 +533,16 @@ fn merged_shards_equal_one_aggregator() {
     }
     a.merge(b);
     assert_eq!(bits(&a.estimate()), bits(&all.estimate()));
+
+    let m = SubsetSelection::new(k, 1.0).unwrap();
+    let reports: Vec<Vec<u32>> = items.iter().map(|&x| m.randomize(x, &mut r)).collect();
+    let (mut all, mut a, mut b) = (m.aggregator(), m.aggregator(), m.aggregator());
+    for (i, y) in reports.iter().enumerate() {
+        all.absorb(y).unwrap();
+        if i % 3 == 0 { a.absorb(y) } else { b.absorb(y) }.unwrap();
+    }
+    a.merge(b);
+    assert_eq!(bits(&a.estimate()), bits(&all.estimate()));
 }
 
 fn bits(v: &[f64]) -> Vec<u64> {
@@ -536,5 +602,41 @@ fn unary_aggregate_simulation_matches_per_client_reports() {
         }
         assert_fits("unary per-client support", seed, &per_client, &pmf);
         assert_fits("unary aggregate support", seed, &aggregate, &pmf);
+    }
+}
+
+/// The subset size, the probabilities and the null variance against the independent
+/// reference `tools/reference/subset_selection.py` (mpmath): the size exactly, `p` within a few
+/// ulps of the textbook value (it is stepped down until the ratio provably holds, which
+/// `exact_ldp_ratio_by_enumeration` checks), and `q` and the variance to a relative 1e-12.
+#[test]
+fn subset_selection_matches_the_reference() {
+    let vectors: serde_json::Value =
+        serde_json::from_str(include_str!("test_vectors/subset_selection/law.json"))
+            .expect("valid JSON");
+    let number = |v: &serde_json::Value| v.as_str().unwrap().parse::<f64>().unwrap();
+    let cases = vectors["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 42);
+    for case in cases {
+        let domain = case["domain"].as_u64().unwrap() as u32;
+        let eps = number(&case["epsilon"]);
+        let m = SubsetSelection::new(domain, eps).unwrap();
+        assert_eq!(
+            u64::from(m.size()),
+            case["size"].as_u64().unwrap(),
+            "{case}"
+        );
+        let SupportProbabilities { p, q } = m.support_probabilities();
+        let p_ref = number(&case["p"]);
+        assert!(((p_ref - p) / p_ref).abs() < 1e-14, "{case}: p = {p}");
+        assert!(
+            (q / number(&case["q"]) - 1.0).abs() < 1e-12,
+            "{case}: q = {q}"
+        );
+        let variance = m.variance(1);
+        assert!(
+            (variance / number(&case["variance_per_client"]) - 1.0).abs() < 1e-12,
+            "{case}: variance {variance}"
+        );
     }
 }

@@ -13,7 +13,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap, GaussianHistogram, LaplaceHistogram};
-use tally_core::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+use tally_core::ldp::{Grr, HadamardResponse, Olh, SubsetSelection, UnaryRandomizer};
 use tally_core::protocol::wire::{BoundedDomainQuery, DeviceResponder, WireRelease};
 use tally_core::protocol::{
     DeviceQuery, DomainRound, LocalHistogramRound, LocalRandomizer, MultiMessage, TrustModel,
@@ -26,31 +26,36 @@ use tally_core::shuffle::{
 use crate::PrivacyTarget;
 use crate::rounds::{AskError, PublishedQuery};
 
-/// The mechanisms over a public domain the federated runtime runs.
+/// The mechanisms over a public domain, as the simulator, the federated runtime and the command
+/// line know them (with the `clap` feature, each variant's first doc line is its help text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(any(test, feature = "clap"), derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum DomainHistogramMechanism {
-    /// Central discrete Laplace noise on every count: pure `ε`.
-    Laplace,
-    /// Central discrete Gaussian noise on every count: `(ε, δ)`.
-    Gaussian,
-    /// Balcer–Cheu's multi-message shuffle protocol: `(ε, δ)` in the shuffle model.
-    BalcerCheu,
-    /// Generalized randomized response behind a shuffler: `(ε, δ)` in the shuffle model.
-    ShuffledGrr,
-    /// Local generalized randomized response: pure `ε`-LDP.
+    /// Generalized randomized response, k-RR (local, pure ε-LDP).
     Grr,
-    /// Local symmetric unary encoding (basic RAPPOR): pure `ε`-LDP.
+    /// Symmetric unary encoding, basic RAPPOR (local, pure ε-LDP).
     Sue,
-    /// Local optimized local hashing: pure `ε`-LDP.
-    Olh,
-    /// Local Hadamard response: pure `ε`-LDP.
-    HadamardResponse,
-    /// Local optimized unary encoding: pure `ε`-LDP.
+    /// Optimized unary encoding (local, pure ε-LDP).
     Oue,
-    /// Ghazi et al.'s multi-message Hadamard protocol: `(ε, δ)` in the shuffle model.
+    /// Optimized local hashing (local, pure ε-LDP).
+    Olh,
+    /// Basic Hadamard response (local, pure ε-LDP).
+    HadamardResponse,
+    /// Subset selection, k ≈ B/(e^ε + 1) items per report (local, pure ε-LDP).
+    SubsetSelection,
+    /// Laplace noise on every count, exact discrete Laplace (central, pure ε).
+    Laplace,
+    /// Discrete Gaussian noise on every count (central, (ε, δ)).
+    Gaussian,
+    /// Balcer–Cheu Bernoulli-noise histogram, 1 + B·p messages per client (shuffle, (ε, δ)).
+    BalcerCheu,
+    /// k-RR reports amplified by shuffling, one message per client (shuffle, (ε, δ)).
+    ShuffledGrr,
+    /// Ghazi et al.'s private-coin multi-message Hadamard response (shuffle, (ε, δ); B a power
+    /// of 2).
     GhaziHadamard,
-    /// Ghazi et al.'s public-coin Count-Min protocol: `(ε, δ)` in the shuffle model.
+    /// Ghazi et al.'s public-coin Count-Min sketch with binomial blanket noise (shuffle, (ε, δ)).
     GhaziCountMin,
 }
 
@@ -66,6 +71,7 @@ impl DomainHistogramMechanism {
             Self::Sue => "sue",
             Self::Olh => "olh",
             Self::HadamardResponse => "hadamard-response",
+            Self::SubsetSelection => "subset-selection",
             Self::Oue => "oue",
             Self::GhaziHadamard => "ghazi-hadamard",
             Self::GhaziCountMin => "ghazi-count-min",
@@ -116,6 +122,7 @@ impl DomainHistogramMechanism {
             Self::Olh => local(Olh::new(size, epsilon)?, map, visitor),
             Self::HadamardResponse => local(HadamardResponse::new(size, epsilon)?, map, visitor),
             Self::Oue => local(UnaryRandomizer::oue(size, epsilon)?, map, visitor),
+            Self::SubsetSelection => local(SubsetSelection::new(size, epsilon)?, map, visitor),
             Self::BalcerCheu => {
                 let balcer_cheu = BalcerCheuHistogram::new(size, epsilon, delta, shuffle.clients)?;
                 let round = balcer_cheu.round(map)?;
@@ -379,20 +386,8 @@ mod tests {
 
     #[test]
     fn every_mechanism_is_named_as_on_the_command_line() {
-        use DomainHistogramMechanism::*;
-        for mechanism in [
-            Laplace,
-            Gaussian,
-            Grr,
-            Sue,
-            Olh,
-            HadamardResponse,
-            Oue,
-            BalcerCheu,
-            ShuffledGrr,
-            GhaziHadamard,
-            GhaziCountMin,
-        ] {
+        use clap::ValueEnum;
+        for &mechanism in DomainHistogramMechanism::value_variants() {
             assert_eq!(
                 DomainHistogramMechanism::named(mechanism.name()),
                 Some(mechanism)
@@ -402,6 +397,8 @@ mod tests {
                 mechanism.name(),
                 "{mechanism:?}"
             );
+            let option = mechanism.to_possible_value().unwrap();
+            assert_eq!(option.get_name(), mechanism.name(), "{mechanism:?}");
         }
         assert_eq!(DomainHistogramMechanism::named("sample-threshold"), None);
     }

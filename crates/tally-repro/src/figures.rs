@@ -33,6 +33,9 @@ pub struct Line {
     pub series: usize,
     /// The points, in drawing order.
     pub points: Vec<Point>,
+    /// Whether each point gets a dot (for a sweep's few points), or only the line is drawn
+    /// (for a dense curve).
+    pub markers: bool,
 }
 
 /// One panel of the grid.
@@ -75,6 +78,8 @@ pub struct GridPlot {
     pub y_axis: YAxis,
     /// The panels, row by row; every row has the same number of panels.
     pub panels: Vec<Vec<Panel>>,
+    /// Width and height of one panel in pixels ([`PANEL_SIZE`] for the papers' grids).
+    pub panel_size: (u32, u32),
 }
 
 /// Series colours, in legend order.
@@ -89,8 +94,8 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(227, 119, 194),
 ];
 
-/// Width and height of one panel in pixels.
-const PANEL_SIZE: (u32, u32) = (440, 300);
+/// Width and height of one panel of the papers' grids, in pixels.
+pub const PANEL_SIZE: (u32, u32) = (440, 300);
 /// Height of the title and legend strip.
 const HEADER_HEIGHT: u32 = 90;
 const FONT: &str = "sans-serif";
@@ -122,8 +127,8 @@ impl GridPlot {
         let rows = self.panels.len() as u32;
         let columns = self.panels.iter().map(Vec::len).max().unwrap_or(0) as u32;
         (
-            PANEL_SIZE.0 * columns.max(1),
-            HEADER_HEIGHT + PANEL_SIZE.1 * rows.max(1),
+            self.panel_size.0 * columns.max(1),
+            HEADER_HEIGHT + self.panel_size.1 * rows.max(1),
         )
     }
 
@@ -155,6 +160,25 @@ impl GridPlot {
             path: path.to_owned(),
             message,
         })
+    }
+
+    /// Draws the grid as an SVG document, to be written inline into an HTML page.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Figure`] if drawing fails (`path` names the figure in the message).
+    pub fn to_svg_string(&self, path: &Path) -> Result<String, Error> {
+        let mut svg = String::new();
+        let result = register_fonts().and_then(|()| {
+            let root = SVGBackend::with_string(&mut svg, self.size()).into_drawing_area();
+            self.draw(&root)?;
+            root.present().map_err(|e| e.to_string())
+        });
+        result.map_err(|message| Error::Figure {
+            path: path.to_owned(),
+            message,
+        })?;
+        Ok(svg)
     }
 
     /// Draws the grid as an SVG file.
@@ -329,13 +353,15 @@ impl GridPlot {
                     style.stroke_width(2),
                 ))
                 .map_err(err)?;
-            chart
-                .draw_series(
-                    visible
-                        .iter()
-                        .map(|p| Circle::new((p.x, p.y), 3, style.filled())),
-                )
-                .map_err(err)?;
+            if line.markers {
+                chart
+                    .draw_series(
+                        visible
+                            .iter()
+                            .map(|p| Circle::new((p.x, p.y), 3, style.filled())),
+                    )
+                    .map_err(err)?;
+            }
             chart
                 .draw_series(visible.iter().filter(|p| p.error > 0.0).map(|p| {
                     let low = p.y - p.error;
@@ -362,6 +388,7 @@ mod tests {
                     error: scale / 20.0,
                 })
                 .collect(),
+            markers: true,
         };
         GridPlot {
             title: "test".into(),
@@ -379,6 +406,7 @@ mod tests {
                     lines: vec![line(1, 0.5)],
                 },
             ]],
+            panel_size: PANEL_SIZE,
         }
     }
 
@@ -396,6 +424,10 @@ mod tests {
         assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
         let text = std::fs::read_to_string(&svg).expect("read svg");
         assert!(text.contains("<svg") && text.contains("</svg>"));
+        let inline = plot(YAxis::Linear { min: 0.0, max: 1.1 })
+            .to_svg_string(&svg)
+            .expect("svg string");
+        assert_eq!(inline, text);
         std::fs::remove_dir_all(&dir).expect("clean up");
     }
 }

@@ -59,7 +59,7 @@ use tally_sim::{
 };
 
 use crate::Error;
-use crate::figures::{GridPlot, Line, Panel, Point, YAxis};
+use crate::figures::{GridPlot, Line, PANEL_SIZE, Panel, Point, YAxis};
 use crate::report::{Finding, Markdown, Verdict};
 use crate::table::{MeanSe, write_csv};
 
@@ -500,6 +500,7 @@ fn figure(results: &Results, user_support: bool) -> GridPlot {
                         Some(Point { x: e, y, error })
                     })
                     .collect(),
+                markers: true,
             })
             .collect(),
     };
@@ -517,6 +518,7 @@ fn figure(results: &Results, user_support: bool) -> GridPlot {
             vec![panel(COMPARISONS[0]), panel(COMPARISONS[1])],
             vec![panel(COMPARISONS[2]), panel(COMPARISONS[3])],
         ],
+        panel_size: PANEL_SIZE,
     }
 }
 

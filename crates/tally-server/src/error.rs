@@ -57,7 +57,13 @@ impl ApiError {
         self
     }
 
-    fn status(&self) -> StatusCode {
+    /// What went wrong, for a person.
+    pub(crate) fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The HTTP status the API answers with.
+    pub(crate) fn status(&self) -> StatusCode {
         match self.code {
             ErrorCode::Malformed => StatusCode::BAD_REQUEST,
             ErrorCode::Oversized => StatusCode::PAYLOAD_TOO_LARGE,

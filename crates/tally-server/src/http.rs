@@ -45,7 +45,7 @@ pub(crate) enum HostPolicy {
 }
 
 impl HostPolicy {
-    fn allows(&self, host: Option<&str>) -> bool {
+    pub(crate) fn allows(&self, host: Option<&str>) -> bool {
         match (self, host) {
             (Self::Any, _) | (Self::Only(_), None) => true,
             (Self::Only(hosts), Some(host)) => hosts.iter().any(|h| h.eq_ignore_ascii_case(host)),
@@ -53,9 +53,11 @@ impl HostPolicy {
     }
 }
 
-/// The router of the whole API.
-pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
+/// The router of the whole API, and of the operator's console (see [`crate::console`]; its
+/// cookie is `Secure` when the server runs `tls`).
+pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy, tls: bool) -> Router {
     let hosts = Arc::new(hosts);
+    let console = crate::console::router(Arc::clone(&runtime), Arc::clone(&hosts), tls);
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/v1/tasks", post(create_task).get(list_tasks))
@@ -84,6 +86,7 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy) -> Router {
             },
         ))
         .with_state(runtime)
+        .merge(console)
 }
 
 /// The operator's router: `/metrics` alone (with an operator credential), served on its own
@@ -137,13 +140,26 @@ async fn authorize(
     let token = headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::Unauthenticated,
-                "send a credential: Authorization: Bearer TOKEN",
-            )
-        })?;
+        .and_then(|v| v.strip_prefix("Bearer "));
+    authorize_token(
+        runtime,
+        token,
+        "send a credential: Authorization: Bearer TOKEN",
+        roles,
+    )
+    .await
+}
+
+/// The credential `token` proves, if its role is among `roles`: 401 without a token
+/// (`missing` says how to send one) or a live credential, 403 with one of another role; every
+/// check counts against the credential's rate.
+pub(crate) async fn authorize_token(
+    runtime: &Runtime,
+    token: Option<&str>,
+    missing: &str,
+    roles: &[Role],
+) -> Result<Principal, ApiError> {
+    let token = token.ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, missing))?;
     let who = runtime.authenticate(token.trim()).await?.ok_or_else(|| {
         ApiError::new(
             ErrorCode::Unauthenticated,

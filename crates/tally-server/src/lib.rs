@@ -26,6 +26,7 @@
 
 mod aggregator;
 mod auth;
+mod console;
 pub mod document;
 mod engine;
 mod error;
@@ -170,9 +171,9 @@ impl Server {
         })
     }
 
-    /// The HTTP API, answering to any `Host`.
+    /// The HTTP API and the operator's console (over plain HTTP), answering to any `Host`.
     pub fn router(&self) -> Router {
-        http::router(Arc::clone(&self.runtime), HostPolicy::Any)
+        http::router(Arc::clone(&self.runtime), HostPolicy::Any, false)
     }
 
     /// The operator's `/metrics` (an operator credential required), for a listener of its
@@ -185,6 +186,11 @@ impl Server {
     /// loopback names of that port, so that a web page whose name was rebound to 127.0.0.1
     /// reaches nothing.
     pub fn router_for(&self, listen: SocketAddr) -> Router {
+        self.served_router(listen, false)
+    }
+
+    /// [`Server::router_for`], over TLS if `tls`.
+    fn served_router(&self, listen: SocketAddr, tls: bool) -> Router {
         let hosts = if listen.ip().is_loopback() {
             let port = listen.port();
             HostPolicy::Only(vec![
@@ -196,7 +202,7 @@ impl Server {
         } else {
             HostPolicy::Any
         };
-        http::router(Arc::clone(&self.runtime), hosts)
+        http::router(Arc::clone(&self.runtime), hosts, tls)
     }
 
     /// Stops closing rounds, closes the open ones unreleased (they run again after the next
@@ -315,7 +321,7 @@ impl Server {
     ) -> Result<(), ServerError> {
         let Listeners { api, metrics, tls } = listeners;
         let (stop, stopping) = tokio::sync::watch::channel(false);
-        let router = self.router_for(api.local_addr()?);
+        let router = self.served_router(api.local_addr()?, tls.is_some());
         let api = transport::serve(api, router, tls.clone(), limits, stopping.clone());
         let metrics = async {
             if let Some(listener) = metrics {

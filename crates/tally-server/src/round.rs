@@ -157,6 +157,11 @@ impl Round {
         Some(outcome)
     }
 
+    /// Uploads accepted so far (reports and abstentions), and the cohort that closes it.
+    pub(crate) fn cohort(&self) -> (u64, u64) {
+        (self.lock().uploads, self.cohort_target)
+    }
+
     /// Closes the round: no more check-ins or uploads. `None` if it was already closed.
     pub(crate) fn close(&self) -> Option<Closed> {
         let mut state = self.lock();

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
+use tally_accounting::Guarantee;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo,
@@ -213,23 +214,24 @@ impl Runtime {
         Ok(task)
     }
 
-    /// Creates a task if the population's budget covers its guarantee, and opens its first
-    /// round.
-    pub(crate) async fn create_task(
+    /// Calibrates the task `spec` asks for `who` and computes its guarantee, refusing it as
+    /// task creation does (but for the budget, which only creation checks): what the console
+    /// shows before the task is created, and the first step of creating it.
+    pub(crate) async fn plan_task(
         &self,
-        mut spec: TaskSpec,
+        spec: &TaskSpec,
         who: &Principal,
-    ) -> Result<TaskInfo, ApiError> {
+    ) -> Result<(Engine, Guarantee), ApiError> {
         check_version(spec.version)?;
-        check_spec(&spec)?;
-        engine::draw_public_coins(&mut spec.kind, &mut self.coins.round_rng());
+        check_spec(spec)?;
         if !who.covers(&spec.population) {
             return Err(forbidden(format!(
                 "this credential does not act on population {:?}",
                 spec.population
             )));
         }
-        // Refused before calibrating, and again below under the same lock as the insertion.
+        // Refused before calibrating, and again at creation under the same lock as the
+        // insertion.
         check_running_tasks(self.tasks.lock().await.values(), who)?;
         // Calibration can take long: it runs off the async workers, which keep answering.
         let built = {
@@ -238,8 +240,7 @@ impl Runtime {
                 .await
                 .map_err(|e| ServerError::Corrupt(format!("calibrating a task failed: {e}")))?
         };
-        let (mut engine, guarantee) =
-            built.map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
+        let (engine, guarantee) = built.map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
         let population = self
             .store
             .population(&spec.population)
@@ -265,6 +266,18 @@ impl Runtime {
                 ),
             ));
         }
+        Ok((engine, guarantee))
+    }
+
+    /// Creates a task if the population's budget covers its guarantee, and opens its first
+    /// round.
+    pub(crate) async fn create_task(
+        &self,
+        mut spec: TaskSpec,
+        who: &Principal,
+    ) -> Result<TaskInfo, ApiError> {
+        engine::draw_public_coins(&mut spec.kind, &mut self.coins.round_rng());
+        let (mut engine, guarantee) = self.plan_task(&spec, who).await?;
         let loss = engine.loss_rounds();
         let mut tasks = self.tasks.lock().await;
         check_running_tasks(tasks.values(), who)?;
@@ -446,6 +459,18 @@ impl Runtime {
             .collect();
         queries.sort_by(|a, b| a.task_id.cmp(&b.task_id));
         queries
+    }
+
+    /// Every open round, with the uploads it accepted so far and the cohort that closes it,
+    /// ordered by task: what an operator, which may relay for any round, watches.
+    pub(crate) fn open_round_progress(&self) -> Vec<(RoundQuery, (u64, u64))> {
+        let open = self.open.read().expect("round index lock");
+        let mut rounds: Vec<(RoundQuery, (u64, u64))> = open
+            .values()
+            .map(|r| (r.query.clone(), r.cohort()))
+            .collect();
+        rounds.sort_by(|a, b| a.0.task_id.cmp(&b.0.task_id));
+        rounds
     }
 
     /// The open round `id`, if it asks `who`'s population (or `who` is an operator).

@@ -85,6 +85,7 @@ mod load;
 mod metrics;
 mod multi_population;
 mod opt_prefix_tree;
+mod parallel;
 mod population;
 mod quantiles;
 mod rng;
@@ -108,7 +109,7 @@ pub use domain::{
 };
 pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
-pub use heavy_hitters::{run_prefix_round, run_triehh_plus};
+pub use heavy_hitters::{run_prefix_round, run_shuffle_heavy_hitters, run_triehh_plus};
 pub use keyed::{KeyedPopulation, run_keyed_sample_threshold};
 pub use keyed_counts::KeyedPartCounts;
 pub use keyed_triehh::run_keyed_triehh_plus;
@@ -126,7 +127,7 @@ pub use quantiles::{
     run_binary_search, run_binary_searches, run_hierarchical, run_hierarchical_counted, run_level,
     run_threshold_round,
 };
-pub use round::{aggregator_coins, run_domain_round, run_round};
+pub use round::{aggregator_coins, run_counted_round, run_domain_round, run_round};
 pub use sampled_values::{sample_threshold_integers, sample_threshold_values};
 pub use stream_domain::{DomainCounts, count_elements};
 pub use stream_histogram::{

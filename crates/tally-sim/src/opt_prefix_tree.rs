@@ -15,12 +15,12 @@
 //! Both are deterministic for a seed regardless of the number of threads: devices are split
 //! into fixed chunks, each with its own ChaCha stream, and elements too.
 
+use crate::parallel::{CLIENTS_PER_CHUNK, chunk_rng, draw_key};
 use rand::Rng;
 use rayon::prelude::*;
 use tally_core::heavy_hitters::{
     IterationQuery, IterationSums, OptPrefixTree, OptPrefixTreeOutput, WordMultiset,
 };
-use tally_core::parallel::{CLIENTS_PER_CHUNK, chunk_rng, draw_key};
 use tally_core::sampling::exact_binomial;
 use tally_core::task::Task;
 

@@ -5,7 +5,9 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
-use tally_core::protocol::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol};
+use tally_core::protocol::{
+    CountedRound, DeviceQuery, DomainRound, RoundAggregator, RoundProtocol,
+};
 
 use crate::rng::{Purpose, stream};
 
@@ -88,10 +90,20 @@ fn release_merged<P: RoundProtocol>(
 }
 
 /// Runs the domain round `round` over the clients, `counts[j]` of them holding element `j`,
-/// with randomness from `seed`, and returns every element's estimate.
+/// with randomness from `seed`, and returns every element's estimate: the estimates of
+/// [`run_counted_round`]'s release.
+pub fn run_domain_round<P>(round: &P, counts: &[u64], seed: u64) -> Vec<f64>
+where
+    P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
+{
+    P::estimates(run_counted_round(round, counts, seed))
+}
+
+/// Runs the round `round` over the clients, `counts[j]` of them holding element `j`, with
+/// randomness from `seed`, and returns its release.
 ///
 /// Where the round declares it can draw its aggregate from the counts alone
-/// ([`DomainRound::aggregate_counts`]), it does so with coins from the first device-coin
+/// ([`CountedRound::aggregate_counts`]), it does so with coins from the first device-coin
 /// stream, and the aggregate is merged into the aggregator of [`aggregator_coins`], which
 /// releases. Otherwise every client answers as in [`run_round`], the clients taken in the
 /// canonical order of their elements (element 0's holders, then element 1's, …) and split into
@@ -101,23 +113,22 @@ fn release_merged<P: RoundProtocol>(
 /// `counts` has one entry per element of the round's domain: a round that draws its aggregate
 /// from the counts panics otherwise, and on the clients' path the holders of an element
 /// outside the domain abstain, as the query has them.
-pub fn run_domain_round<P>(round: &P, counts: &[u64], seed: u64) -> Vec<f64>
+pub fn run_counted_round<P>(round: &P, counts: &[u64], seed: u64) -> P::Release
 where
-    P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
+    P: CountedRound<Query: Sync, Aggregator: Send> + Sync,
 {
     let mut devices = stream(seed, Purpose::DeviceCoins, 0);
-    let release = match round.aggregate_counts(counts, &mut devices) {
+    match round.aggregate_counts(counts, &mut devices) {
         Some(answered) => release_merged(round, Some(answered), seed),
         None => run_counted_clients(round, counts, seed),
-    };
-    P::estimates(release)
+    }
 }
 
 /// [`run_round`] over the clients holding `counts[j]` copies of element `j`, in the order of
 /// their elements, without listing them.
 fn run_counted_clients<P>(round: &P, counts: &[u64], seed: u64) -> P::Release
 where
-    P: DomainRound<Query: Sync, Aggregator: Send> + Sync,
+    P: CountedRound<Query: Sync, Aggregator: Send> + Sync,
 {
     // `ends[j]`: one past the last client holding element `j`.
     let ends: Vec<u64> = counts

@@ -15,7 +15,8 @@ use rand_chacha::ChaCha20Rng;
 use statrs::distribution::{ContinuousCDF, Normal};
 use tally_core::histogram::DomainMap;
 use tally_core::ldp::{
-    Grr, GrrAggregator, HadamardResponse, Olh, SupportProbabilities, UnaryRandomizer,
+    Grr, GrrAggregator, HadamardResponse, Olh, SubsetSelection, SupportProbabilities,
+    UnaryRandomizer,
 };
 use tally_core::protocol::wire::{DeviceResponder, WireRelease, wire_aggregator};
 use tally_core::protocol::{Estimates, LocalHistogramRound, LocalRandomizer};
@@ -29,9 +30,9 @@ const RUNS: u64 = 120;
 const DOMAIN: u32 = 8;
 /// The true counts: skewed, with empty elements.
 const TRUTH: [u64; DOMAIN as usize] = [400, 300, 200, 100, 0, 0, 0, 0];
-/// Tests of the whole file: 5 mechanisms × 2 paths × 8 elements × (mean, variance), and the
+/// Tests of the whole file: 6 mechanisms × 2 paths × 8 elements × (mean, variance), and the
 /// two mutants' 2 × 8 × 2.
-const TESTS: f64 = 192.0;
+const TESTS: f64 = 224.0;
 
 /// Every device's element.
 fn elements() -> Vec<u32> {
@@ -118,6 +119,10 @@ fn every_local_round_has_the_analytic_law_in_the_simulator_and_over_the_wire() {
             "hadamard-response",
             deviations_of(HadamardResponse::new(DOMAIN, 1.0).unwrap()),
         ),
+        (
+            "subset-selection",
+            deviations_of(SubsetSelection::new(DOMAIN, 1.0).unwrap()),
+        ),
     ];
     for (name, (simulated, federated)) in checks {
         assert!(simulated < critical(), "{name} simulated: {simulated:.2}");
@@ -152,7 +157,7 @@ macro_rules! has_law {
     };
 }
 
-has_law!(Grr, UnaryRandomizer, Olh, HadamardResponse);
+has_law!(Grr, UnaryRandomizer, Olh, HadamardResponse, SubsetSelection);
 
 /// Mutant: a GRR device that sends its element unrandomized (or, with `aggregator_epsilon`
 /// set, an honest device whose aggregator debiases with another ε's probabilities).

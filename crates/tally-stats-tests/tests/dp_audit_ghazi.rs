@@ -35,7 +35,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use tally_core::histogram::DomainMap;
 use tally_core::protocol::{
-    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
+    CountedRound, DeviceQuery, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
 };
 use tally_core::shuffle::{
     CountMinHashes, CountMinMessages, CountMinRound, GhaziCountMin, GhaziHadamard, HadamardRound,

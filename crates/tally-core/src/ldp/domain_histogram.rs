@@ -5,7 +5,7 @@
 
 use tally_accounting::Guarantee;
 
-use super::{Grr, HadamardResponse, Olh, UnaryRandomizer, UnaryVariant};
+use super::{Grr, HadamardResponse, Olh, SubsetSelection, UnaryRandomizer, UnaryVariant};
 use crate::histogram::{DomainHistogram, MessageCost};
 
 /// The bits needed to name one of `values` values.
@@ -116,5 +116,31 @@ impl DomainHistogram for HadamardResponse {
 
     fn message_cost(&self) -> Option<MessageCost> {
         one_message(u64::from(self.order()))
+    }
+}
+
+impl DomainHistogram for SubsetSelection {
+    fn name(&self) -> &'static str {
+        "subset-selection"
+    }
+
+    fn domain(&self) -> u32 {
+        SubsetSelection::domain(self)
+    }
+
+    fn guarantee(&self) -> Guarantee {
+        SubsetSelection::guarantee(self)
+    }
+
+    fn local_guarantee(&self) -> Option<Guarantee> {
+        Some(SubsetSelection::guarantee(self))
+    }
+
+    /// One message: `k` ids of the domain.
+    fn message_cost(&self) -> Option<MessageCost> {
+        Some(MessageCost {
+            messages_per_client: 1.0,
+            bits_per_message: u64::from(self.size()) * bits_for(u64::from(self.domain())),
+        })
     }
 }

@@ -18,7 +18,7 @@ use rand_distr::Distribution;
 use super::wire::{
     BoundedDomainQuery, WireCell, WireRelease, decimal_digits, element_cells, element_values,
 };
-use super::{DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel};
+use super::{CountedRound, DeviceQuery, DomainRound, RoundAggregator, RoundProtocol, TrustModel};
 use crate::histogram::DomainMap;
 
 /// The query of a domain-histogram round whose devices send their domain element itself.
@@ -96,7 +96,9 @@ impl<D: Distribution<i64> + Clone> DomainRound for CentralHistogramRound<D> {
     fn estimates(release: NoisyCounts) -> Vec<f64> {
         release.estimates()
     }
+}
 
+impl<D: Distribution<i64> + Clone> CountedRound for CentralHistogramRound<D> {
     /// The counts themselves: the devices send their elements as they are, so this is what
     /// absorbing them one by one counts. Its coins (never used: it only merges into the
     /// releasing aggregator) come from `rng`.

@@ -17,8 +17,8 @@ use rand_chacha::ChaCha20Rng;
 
 use super::wire::BoundedDomainQuery;
 use super::{
-    DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, SingleMessage, TrustModel,
-    WireReport,
+    CountedRound, DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol,
+    SingleMessage, TrustModel, WireReport,
 };
 use crate::Error;
 use crate::histogram::{DomainMap, check_map};
@@ -140,7 +140,9 @@ impl<M: LocalRandomizer> DomainRound for LocalHistogramRound<M> {
     fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
         estimates
     }
+}
 
+impl<M: LocalRandomizer> CountedRound for LocalHistogramRound<M> {
     /// The randomizer's [`LocalRandomizer::aggregate_counts`].
     fn aggregate_counts<R: Rng + ?Sized>(
         &self,
@@ -156,7 +158,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
-    use crate::ldp::{Grr, HadamardResponse, Olh, UnaryRandomizer};
+    use crate::ldp::{Grr, HadamardResponse, Olh, SubsetReport, SubsetSelection, UnaryRandomizer};
     use crate::protocol::wire::DeviceResponder;
 
     #[test]
@@ -202,5 +204,10 @@ mod tests {
         let olh = Olh::new(1000, 3.0).unwrap();
         let seen = longest_seen(&olh);
         assert!(seen <= olh.longest_report() && seen + 3 >= olh.longest_report());
+        // Subset selection's longest report lists the largest elements: "9,10,11".
+        let subsets = SubsetSelection::with_size(12, 1.0, 3).unwrap();
+        assert_eq!(subsets.longest_report(), 7);
+        assert_eq!(SubsetReport(vec![9, 10, 11]).encode().len(), 7);
+        assert!(longest_seen(&subsets) <= 7);
     }
 }

@@ -50,8 +50,8 @@ use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::check_domain;
 use crate::protocol::wire::{BoundedDomainQuery, decimal_digits_below};
 use crate::protocol::{
-    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, WireReport,
-    decode_messages, encode_messages,
+    CountedRound, DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator,
+    RoundProtocol, WireReport, decode_messages, encode_messages,
 };
 use crate::sampling::{ExactBinomial, PoissonSampler};
 
@@ -417,7 +417,9 @@ impl DomainRound for BalcerCheuRound {
     fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
         estimates
     }
+}
 
+impl CountedRound for BalcerCheuRound {
     /// When the calibrated `n` devices answer: the analyzer's counts drawn cell by cell
     /// ([`BalcerCheuHistogram::run_per_cell`]: `#{devices holding j} + Bin(n, p)` messages
     /// equal to `j`, independently across cells, the law of the devices' messages summed).

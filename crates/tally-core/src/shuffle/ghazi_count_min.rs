@@ -13,36 +13,30 @@
 //! ([`CountMinTable::estimate`]), its unclamped form, and the one-sided `min_t C[t, h_t(j)]`,
 //! which is never below the true count.
 //!
-//! [`CountMinPath::Fast`] draws each cell's blanket total `Bin(n, γ)` directly: the `n` users'
-//! coins for a cell are independent `Ber(γ)` (the `K`-then-subset draw is one way of flipping
-//! `τs` such coins), so their sum is `Bin(n, γ)`, independently across cells. Both paths use
-//! chunks with their own ChaCha20 streams, run in parallel.
+//! [`CountMinRound`]'s count path draws each cell's blanket total `Bin(n, γ)` directly: the
+//! `n` users' coins for a cell are independent `Ber(γ)` (the `K`-then-subset draw is one way of
+//! flipping `τs` such coins), so their sum is `Bin(n, γ)`, independently across cells.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use rayon::prelude::*;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::CountMinParams;
 
-use super::ghazi_hadamard::CHUNK_CLIENTS;
+use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
-use crate::parallel::{chunk_rng, draw_key};
 use crate::protocol::wire::{BoundedDomainQuery, decimal_digits, decimal_digits_below};
 use crate::protocol::{
-    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
-    WireReport, decode_messages, encode_messages,
+    CountedRound, DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator,
+    RoundProtocol, TrustModel, WireReport, decode_messages, encode_messages,
 };
 use crate::sampling::{exact_binomial, uniform_below, uniform_subset};
 
 /// The Mersenne prime `2^61 − 1` of the hash family.
 const PRIME: u64 = (1 << 61) - 1;
-
-/// Cells per chunk of the fast path (one ChaCha20 stream each).
-const CHUNK_CELLS: usize = 4096;
 
 /// One hash function `x ↦ ((a·x + b) mod P) mod s`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,21 +130,6 @@ impl CountMinHashes {
     }
 }
 
-/// How [`GhaziCountMin::run`] simulates the clients.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum CountMinPath {
-    /// Every client runs `R^CM` (real messages and `K ~ Bin(τs, γ)` distinct blanket cells).
-    PerClient,
-    /// Real messages as in `PerClient`; each cell's blanket total `Bin(n, γ)` drawn directly
-    /// (equal in distribution).
-    #[default]
-    Fast,
-    /// As `Fast`, but only for the cells some domain item hashes to: the only cells any
-    /// query reads. The table leaves the other cells out ([`CountMinTable::count`] gives
-    /// `None` for them), so the `τ·s` cells of a large table cost `O(τB)` binomials.
-    Queried,
-}
-
 /// The analyzer's noisy Count-Min table and its queries.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CountMinTable {
@@ -158,18 +137,12 @@ pub struct CountMinTable {
     hashes: CountMinHashes,
     /// Row-major `τ × s` counts.
     counts: Vec<u64>,
-    /// Which cells were simulated, for [`CountMinPath::Queried`] (`None`: all of them).
-    simulated: Option<Vec<bool>>,
 }
 
 impl CountMinTable {
-    /// `C[t, ℓ]`, or `None` for a cell that [`CountMinPath::Queried`] left out.
-    pub fn count(&self, row: u32, cell: u64) -> Option<u64> {
-        let i = row as usize * self.params.width as usize + cell as usize;
-        match &self.simulated {
-            Some(simulated) if !simulated[i] => None,
-            _ => Some(self.counts[i]),
-        }
+    /// `C[t, ℓ]`.
+    pub fn count(&self, row: u32, cell: u64) -> u64 {
+        self.counts[row as usize * self.params.width as usize + cell as usize]
     }
 
     /// The one-sided estimate `min_t C[t, h_t(j)]`: never below the true count of `j`.
@@ -178,10 +151,7 @@ impl CountMinTable {
             .rows
             .iter()
             .enumerate()
-            .map(|(t, h)| {
-                self.count(t as u32, h.apply(item))
-                    .expect("every cell a domain item hashes to is simulated")
-            })
+            .map(|(t, h)| self.count(t as u32, h.apply(item)))
             .min()
             .unwrap_or(0) as f64
     }
@@ -264,16 +234,6 @@ impl GhaziCountMin {
         }
     }
 
-    /// Adds the real messages of a user holding `set` to the table `counts`.
-    fn add_real(&self, hashes: &CountMinHashes, set: &[u32], counts: &mut [u64]) {
-        self.check_set(set);
-        for &x in set {
-            for (t, h) in hashes.rows.iter().enumerate() {
-                counts[t * self.params.width as usize + h.apply(x) as usize] += 1;
-            }
-        }
-    }
-
     /// The randomizer `R^CM` of one user holding `set` (distinct items of `0..B`, at most
     /// `k`): appends its messages `(t, ℓ)` to `out`.
     ///
@@ -317,108 +277,6 @@ impl GhaziCountMin {
             params: self.params,
             hashes: hashes.clone(),
             counts,
-            simulated: None,
-        }
-    }
-
-    /// Runs the protocol on the users' sets (exactly `n` of them): draws the public hashes,
-    /// then the clients' messages by `path`, and returns the analyzer's table.
-    ///
-    /// # Panics
-    ///
-    /// If the number of sets is not `n`, or a set is invalid.
-    pub fn run(&self, sets: &[Vec<u32>], path: CountMinPath, rng: &mut dyn Rng) -> CountMinTable {
-        self.run_with(
-            sets.len(),
-            &|i, out: &mut Vec<u32>| out.clone_from(&sets[i]),
-            path,
-            rng,
-        )
-    }
-
-    /// [`run`](Self::run) with user `i`'s set written by `set_of(i, out)`.
-    pub(crate) fn run_with(
-        &self,
-        users: usize,
-        set_of: &(dyn Fn(usize, &mut Vec<u32>) + Sync),
-        path: CountMinPath,
-        rng: &mut dyn Rng,
-    ) -> CountMinTable {
-        assert_eq!(
-            users as u64, self.params.users,
-            "the protocol was set up for n = {} users",
-            self.params.users
-        );
-        let hashes = CountMinHashes::draw(&self.params, rng);
-        let seed = draw_key(rng);
-        let cells = self.cells();
-        let mut counts = vec![0u64; cells];
-        let mut set = Vec::new();
-        for i in 0..users {
-            set_of(i, &mut set);
-            self.add_real(&hashes, &set, &mut counts);
-        }
-        let simulated = match path {
-            CountMinPath::PerClient => {
-                let blanket = (0..users.div_ceil(CHUNK_CLIENTS))
-                    .into_par_iter()
-                    .map(|c| {
-                        let mut rng = chunk_rng(seed, c);
-                        let mut part = vec![0u64; cells];
-                        let lo = c * CHUNK_CLIENTS;
-                        for _ in lo..users.min(lo + CHUNK_CLIENTS) {
-                            for cell in self.blanket_cells(&mut rng) {
-                                part[cell as usize] += 1;
-                            }
-                        }
-                        part
-                    })
-                    .reduce(
-                        || vec![0u64; cells],
-                        |mut a, x| {
-                            a.iter_mut().zip(&x).for_each(|(s, v)| *s += v);
-                            a
-                        },
-                    );
-                counts.iter_mut().zip(&blanket).for_each(|(s, v)| *s += v);
-                None
-            }
-            CountMinPath::Fast | CountMinPath::Queried => {
-                let n = self.params.users;
-                let gamma = self.params.gamma;
-                let simulated = (path == CountMinPath::Queried).then(|| {
-                    let width = self.params.width as usize;
-                    let mut simulated = vec![false; cells];
-                    for (t, h) in hashes.rows.iter().enumerate() {
-                        for x in 0..self.params.domain as u32 {
-                            simulated[t * width + h.apply(x) as usize] = true;
-                        }
-                    }
-                    simulated
-                });
-                counts
-                    .par_chunks_mut(CHUNK_CELLS)
-                    .enumerate()
-                    .for_each(|(c, part)| {
-                        let mut rng = chunk_rng(seed, c);
-                        for (i, v) in part.iter_mut().enumerate() {
-                            let cell = c * CHUNK_CELLS + i;
-                            if simulated.as_ref().is_none_or(|s| s[cell]) {
-                                *v += exact_binomial(n, gamma, &mut rng);
-                            } else {
-                                // Never readable: drop the real count of a left-out cell.
-                                *v = 0;
-                            }
-                        }
-                    });
-                simulated
-            }
-        };
-        CountMinTable {
-            params: self.params,
-            hashes,
-            counts,
-            simulated,
         }
     }
 }
@@ -516,13 +374,14 @@ impl WireReport for CountMinMessages {
     }
 }
 
-/// The query of a `P^CM` round: the public domain, the public hash functions and the blanket
-/// probability `γ`.
+/// The query of a `P^CM` round: the public domain, the public hash functions, the blanket
+/// probability `γ` and the set size `k` (1 when devices hold one item).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CountMinQuery {
     map: DomainMap,
     hashes: CountMinHashes,
     gamma: f64,
+    set_size: u32,
 }
 
 impl CountMinQuery {
@@ -546,7 +405,22 @@ impl CountMinQuery {
         if !(gamma > 0.0 && gamma <= 0.5) {
             return Err(Error::invalid("blanket probability", gamma, "in (0, 1/2]"));
         }
-        Ok(Self { map, hashes, gamma })
+        Ok(Self {
+            map,
+            hashes,
+            gamma,
+            set_size: 1,
+        })
+    }
+
+    /// The query for devices holding sets of at most `set_size` items.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `1 ≤ k < B`.
+    pub fn with_set_size(self, set_size: u32) -> Result<Self, Error> {
+        check_set_size(set_size, self.map.size())?;
+        Ok(Self { set_size, ..self })
     }
 
     /// The public domain.
@@ -588,14 +462,46 @@ impl DeviceQuery for CountMinQuery {
         TrustModel::Shuffle
     }
 
-    /// The cell of every row its item hashes to, and its blanket: `K ~ Bin(τs, γ)` distinct
-    /// uniform cells, drawn with the device's own coins; `None` outside the domain.
+    /// The report of the one-item set `{item}` ([`SetQuery::respond_set`]); `None` outside the
+    /// domain.
     fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<CountMinMessages> {
-        if *item >= self.map.size() {
+        self.respond_set(&[*item], rng)
+    }
+
+    /// Cells of the table, each at most `k + 1` times, with at least one in every row.
+    fn admits(&self, report: &CountMinMessages) -> bool {
+        let mut sorted = report.0.clone();
+        sorted.sort_unstable();
+        let width = self.width();
+        let mut rows_seen = vec![false; self.hashes.rows.len()];
+        let in_table = sorted.iter().all(|&c| u64::from(c) < self.cells());
+        let repeats = self.set_size as usize + 2;
+        let at_most_k_plus_once = sorted.windows(repeats).all(|w| w[0] != w[repeats - 1]);
+        if !(in_table && at_most_k_plus_once) {
+            return false;
+        }
+        for &c in &sorted {
+            rows_seen[(u64::from(c) / width) as usize] = true;
+        }
+        rows_seen.into_iter().all(|seen| seen)
+    }
+}
+
+impl SetQuery for CountMinQuery {
+    fn set_size(&self) -> u32 {
+        self.set_size
+    }
+
+    /// The cell of every row each item hashes to, and the blanket: `K ~ Bin(τs, γ)` distinct
+    /// uniform cells, drawn with the device's own coins.
+    fn respond_set<R: Rng + ?Sized>(&self, set: &[u32], rng: &mut R) -> Option<CountMinMessages> {
+        if !valid_set(set, self.set_size, self.map.size()) {
             return None;
         }
-        let mut cells: Vec<u32> = (0..self.hashes.rows.len())
-            .map(|t| self.cell(t, *item))
+        let rows = self.hashes.rows.len();
+        let mut cells: Vec<u32> = set
+            .iter()
+            .flat_map(|&item| (0..rows).map(move |t| self.cell(t, item)))
             .collect();
         let blanket = exact_binomial(self.cells(), self.gamma, rng);
         let subset = uniform_subset(self.cells(), blanket, rng).expect("K ≤ τs cells");
@@ -607,23 +513,6 @@ impl DeviceQuery for CountMinQuery {
         );
         Some(CountMinMessages(cells))
     }
-
-    /// Cells of the table, each at most twice, with at least one in every row.
-    fn admits(&self, report: &CountMinMessages) -> bool {
-        let mut sorted = report.0.clone();
-        sorted.sort_unstable();
-        let width = self.width();
-        let mut rows_seen = vec![false; self.hashes.rows.len()];
-        let in_table = sorted.iter().all(|&c| u64::from(c) < self.cells());
-        let at_most_twice = sorted.windows(3).all(|w| w[0] != w[2]);
-        if !(in_table && at_most_twice) {
-            return false;
-        }
-        for &c in &sorted {
-            rows_seen[(u64::from(c) / width) as usize] = true;
-        }
-        rows_seen.into_iter().all(|seen| seen)
-    }
 }
 
 impl BoundedDomainQuery for CountMinQuery {
@@ -631,35 +520,28 @@ impl BoundedDomainQuery for CountMinQuery {
         self.map
     }
 
-    /// Every cell once and one per row twice, decimal, with commas between.
+    /// Every cell once and `k` more per row, decimal, with commas between.
     fn longest_report(&self) -> u64 {
         let cells = self.cells();
         let largest = decimal_digits(cells - 1);
-        let rows = self.hashes.rows.len() as u64;
-        decimal_digits_below(cells) + rows * largest + cells + rows - 1
+        let repeated = self.hashes.rows.len() as u64 * u64::from(self.set_size);
+        decimal_digits_below(cells) + repeated * largest + cells + repeated - 1
     }
 }
 
 impl GhaziCountMin {
     /// The protocol as a round over `map`'s domain with the public hash functions `hashes`
     /// (drawn by whoever builds the round, [`CountMinHashes::draw`], and published with its
-    /// query), each device holding one item (`k = 1`): devices send their cells, the analyzer
-    /// counts the cells some item hashes to and releases every item's unclamped estimate
-    /// [`CountMinTable::estimate_unclamped`].
+    /// query), each device holding a set of at most `k` items (one, as a [`DomainRound`]):
+    /// devices send their cells, the analyzer counts the cells some item hashes to and
+    /// releases every item's unclamped estimate [`CountMinTable::estimate_unclamped`].
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] if `map`'s domain is not the protocol's, its sets hold more
-    /// than one item, the hash functions do not fit the table or it has `2^32` cells or more.
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the protocol's, the hash functions
+    /// do not fit the table or it has `2^32` cells or more.
     pub fn round(&self, map: DomainMap, hashes: CountMinHashes) -> Result<CountMinRound, Error> {
         check_map(self.params.domain as u32, map)?;
-        if self.params.set_size != 1 {
-            return Err(Error::invalid(
-                "set size",
-                self.params.set_size,
-                "1 (one item per device)",
-            ));
-        }
         if hashes.rows.len() != self.params.rows as usize
             || hashes.rows[0].width != self.params.width
         {
@@ -669,7 +551,9 @@ impl GhaziCountMin {
                 "τ rows of width s",
             ));
         }
-        let query = CountMinQuery::new(map, hashes, self.params.gamma)?;
+        // Unwrap safety: k < B ≤ 2^32 (checked by the parameters).
+        let set_size = u32::try_from(self.params.set_size).expect("k < B");
+        let query = CountMinQuery::new(map, hashes, self.params.gamma)?.with_set_size(set_size)?;
         // The queried cells, in increasing order, and every item's cell of every row.
         let mut cells: Vec<u32> = (0..map.size())
             .flat_map(|x| (0..query.hashes.rows.len()).map(move |t| (t, x)))
@@ -746,29 +630,50 @@ impl DomainRound for CountMinRound {
     fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
         estimates
     }
+}
+
+impl CountedRound for CountMinRound {
+    /// When the calibrated `n` devices answer, each holding one item: as
+    /// [`aggregate_sets`](SetOracleRound::aggregate_sets).
+    fn aggregate_counts<R: Rng + ?Sized>(
+        &self,
+        holders: &[u64],
+        rng: &mut R,
+    ) -> Option<CountMinCounts> {
+        self.aggregate_sets(&SetHolders::of_single_items(holders), rng)
+    }
+}
+
+impl SetOracleRound for CountMinRound {
+    fn domain(&self) -> u32 {
+        self.query.map.size()
+    }
+
+    fn guarantee(&self) -> Guarantee {
+        self.protocol.params.guarantee()
+    }
+
+    fn message_cost(&self) -> MessageCost {
+        DomainHistogram::message_cost(&self.protocol).expect("a shuffle protocol sends messages")
+    }
 
     /// When the calibrated `n` devices answer: every queried cell's count drawn as the real
-    /// messages of the devices holding an item that hashes there plus its blanket total
+    /// messages of the sets holding an item that hashes there plus its blanket total
     /// `Bin(n, γ)` (the `n` devices' coins for one cell are independent `Ber(γ)`: the
     /// `K`-then-subset draw is one way of flipping `τs` such coins), independently across
     /// cells, in increasing order of cell.
-    fn aggregate_counts<R: Rng + ?Sized>(
+    fn aggregate_sets<R: Rng + ?Sized>(
         &self,
-        holders_of: &[u64],
+        holders: &SetHolders,
         rng: &mut R,
     ) -> Option<CountMinCounts> {
         let params = &self.protocol.params;
-        assert_eq!(
-            holders_of.len(),
-            self.query.map.size() as usize,
-            "one count per domain element"
-        );
-        if holders_of.iter().sum::<u64>() != params.users {
+        if !holders.of_devices(self.query.map.size(), params.users) {
             return None;
         }
         let rows = self.query.hashes.rows.len();
         let mut counts = vec![0u64; self.slots.of_cell.len()];
-        for (x, &holders) in holders_of.iter().enumerate() {
+        for (x, &holders) in holders.of_item.iter().enumerate() {
             for &slot in &self.slots.of_item[x * rows..(x + 1) * rows] {
                 counts[slot as usize] += holders;
             }
@@ -832,14 +737,20 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::shuffle::two_sample::same_law;
 
     /// A small table (2 rows of 8 cells, `γ = 1/4`, 20 devices over 4 items), below what the
     /// guarantee needs, so that every device's messages can be drawn many times.
     fn small() -> CountMinRound {
+        small_of_sets(1)
+    }
+
+    /// [`small`] for devices holding sets of at most `set_size` items.
+    fn small_of_sets(set_size: u64) -> CountMinRound {
         let params = CountMinParams {
             users: 20,
             domain: 4,
-            set_size: 1,
+            set_size,
             epsilon: 1.0,
             delta: 1e-6,
             beta: 0.5,
@@ -899,34 +810,6 @@ mod tests {
         assert!(CountMinQuery::new(query.map(), query.hashes().clone(), 0.6).is_err());
     }
 
-    /// The two-sample chi-square statistic of two samples of equal size, cells pooled left
-    /// to right until each holds at least 10 of the two together, against its critical value
-    /// at α = 1e-6 (Wilson–Hilferty): whether the samples look drawn from one law.
-    fn same_law(a: &[u64], b: &[u64]) -> bool {
-        let max = *a.iter().chain(b).max().unwrap() as usize;
-        let (mut ha, mut hb) = (vec![0f64; max + 1], vec![0f64; max + 1]);
-        a.iter().for_each(|&v| ha[v as usize] += 1.0);
-        b.iter().for_each(|&v| hb[v as usize] += 1.0);
-        let mut cells: Vec<(f64, f64)> = Vec::new();
-        let mut acc = (0.0, 0.0);
-        for (x, y) in ha.into_iter().zip(hb) {
-            acc = (acc.0 + x, acc.1 + y);
-            if acc.0 + acc.1 >= 10.0 {
-                cells.push(acc);
-                acc = (0.0, 0.0);
-            }
-        }
-        if let Some(last) = cells.last_mut() {
-            *last = (last.0 + acc.0, last.1 + acc.1);
-        }
-        let stat: f64 = cells.iter().map(|&(x, y)| (x - y).powi(2) / (x + y)).sum();
-        let df = (cells.len() - 1) as f64;
-        // z_{1 − 1e-6} = 4.753.
-        let h = 2.0 / (9.0 * df);
-        let critical = df * (1.0 - h + 4.753 * h.sqrt()).powi(3);
-        stat <= critical
-    }
-
     /// The blanket totals drawn bit by bit have the binomial's law, at a probability with a
     /// long binary expansion and at dyadic ones; one drawn at another probability is caught.
     #[test]
@@ -950,36 +833,46 @@ mod tests {
         assert!(!same_law(&off, &exact), "the mutant passes");
     }
 
-    /// The analyzer counts the queried cells of the devices' messages; its count path has the
-    /// law of every device answering (each item's least count, 3,000 runs each), and a count
-    /// path fed the wrong holders is caught.
-    #[test]
-    fn stat_devices_and_count_path_agree_in_distribution() {
-        let round = small();
-        let items: Vec<u32> = (0..20).map(|i| [0, 0, 0, 1, 2][i % 5]).collect();
-        // The holders of each element, and of a mutant whose 20 devices all hold element 1.
-        let mut holders = vec![0_u64; round.query.map.size() as usize];
-        for &x in &items {
-            holders[x as usize] += 1;
+    /// The holders of `sets` over the small table's 4 items.
+    fn holders_of(sets: &[Vec<u32>]) -> SetHolders {
+        let mut holders = SetHolders {
+            of_item: vec![0; 4],
+            of_size: vec![0; 4],
+        };
+        for set in sets {
+            set.iter().for_each(|&x| holders.of_item[x as usize] += 1);
+            holders.of_size[set.len()] += 1;
         }
-        let mut moved = vec![0_u64; holders.len()];
-        moved[1] = 20;
+        holders
+    }
+
+    /// The analyzer counts the queried cells of the devices' messages; its count path
+    /// ([`SetOracleRound::aggregate_sets`]) has the law of every device holding `sets` answering
+    /// (each item's least count, 3,000 runs each), and a count path fed the holders of `moved`
+    /// is caught on item 0.
+    fn assert_devices_and_count_path_agree(
+        round: &CountMinRound,
+        sets: &[Vec<u32>],
+        moved: &[Vec<u32>],
+    ) {
+        let (holders, moved) = (holders_of(sets), holders_of(moved));
         let least = |estimates: Estimates| -> Vec<u64> {
             estimates.0.iter().map(|e| (e + 5.0) as u64).collect()
         };
-        let runs = 3_000;
         let mut devices = ChaCha20Rng::seed_from_u64(3);
         let mut counted = ChaCha20Rng::seed_from_u64(4);
         let (mut by_devices, mut by_counts, mut mutant) = (vec![], vec![], vec![]);
-        for _ in 0..runs {
+        for _ in 0..3_000 {
             let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
-            for item in &items {
-                aggregator.absorb(DeviceQuery::respond(round.query(), item, &mut devices).unwrap());
+            for set in sets {
+                let report = round.query().respond_set(set, &mut devices).unwrap();
+                assert!(round.query().admits(&report));
+                aggregator.absorb(report);
             }
             by_devices.push(least(aggregator.release()));
-            let answered = round.aggregate_counts(&holders, &mut counted).unwrap();
+            let answered = round.aggregate_sets(&holders, &mut counted).unwrap();
             by_counts.push(least(answered.release()));
-            let wrong = round.aggregate_counts(&moved, &mut counted).unwrap();
+            let wrong = round.aggregate_sets(&moved, &mut counted).unwrap();
             mutant.push(least(wrong.release()));
         }
         let column =
@@ -994,5 +887,21 @@ mod tests {
             !same_law(&column(&by_devices, 0), &column(&mutant, 0)),
             "the mutant passes"
         );
+    }
+
+    /// One item per device; the mutant's 20 devices all hold item 1.
+    #[test]
+    fn stat_devices_and_count_path_agree_in_distribution() {
+        let sets: Vec<Vec<u32>> = (0..20).map(|i| vec![[0, 0, 0, 1, 2][i % 5]]).collect();
+        assert_devices_and_count_path_agree(&small(), &sets, &vec![vec![1]; 20]);
+    }
+
+    /// Sets of 1 to `k = 3` items; the mutant's 20 devices all hold `{2}`.
+    #[test]
+    fn stat_devices_and_count_path_agree_for_sets() {
+        let sets: Vec<Vec<u32>> = (0..20)
+            .map(|i| [vec![0], vec![1, 2], vec![3, 0, 1]][i % 3].clone())
+            .collect();
+        assert_devices_and_count_path_agree(&small_of_sets(3), &sets, &vec![vec![2]; 20]);
     }
 }

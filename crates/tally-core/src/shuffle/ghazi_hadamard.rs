@@ -18,67 +18,43 @@
 //! item rows among them (Lemma 4.6); [`brute_force_counts`] tests every row and must agree
 //! exactly. The estimate is de-biased as `x̂_j ← (x̂_j − (ρ+k)·n·2^{−τ})/(1 − 2^{−τ})`.
 //!
-//! # Simulation paths
+//! # Drawing the analyzer's counts
 //!
-//! [`HadamardPath::PerClient`] runs the randomizer of every client and decodes every tuple.
-//! [`HadamardPath::Fast`] draws the real tuples the same way but the `ρn` blanket tuples only
-//! through what the analyzer sees of them, their kernels, and is equal in distribution:
+//! [`raw_counts_of_sets`] draws the raw counts after every device answered from how many sets
+//! contain each item alone, equal in distribution to decoding the tuples:
 //!
 //! * The blanket tuples are i.i.d. uniform `τ × m` matrices over `F_2` (`m = log2(2B)`), and
 //!   the counts depend on the tuples only through the multiset of their kernels.
 //! * The rank of a uniform matrix grows column by column: with rank `r` after some columns,
 //!   the next (uniform) column lies in the span of the previous ones with probability
 //!   `2^{r−τ}` (1 once `r = τ`), independently of everything else. The kernel dimension is the
-//!   number of such dependent columns. The path counts, for each column `i`, how many of the
-//!   still full-rank tuples get their first dependent column there (`Bin(·, 2^{i−τ})`, drawn
-//!   exactly: `2^{i−τ}` is a double), and follows each such tuple's remaining columns with
-//!   exact `Ber(2^{r−τ})` coins. Tuples that stay full rank (most, when `τ > m`) have a trivial
-//!   kernel and count for nothing.
+//!   number of such dependent columns. Tuples that stay full rank (most, when `τ > m`) have a
+//!   trivial kernel and count for nothing.
 //! * Given its dimension `d`, the kernel is a uniformly random `d`-dimensional subspace: for
 //!   every invertible `G`, `AG` is again uniform and `ker(AG) = G^{−1} ker(A)`, and invertible
-//!   matrices act transitively on the `d`-dimensional subspaces. The path draws one as the span
-//!   of `d` uniform vectors, redrawn until they are independent (every subspace has the same
-//!   number of ordered bases, so the span is uniform).
-//!
-//! Work is split into chunks of [`CHUNK_CLIENTS`] clients, each with its own ChaCha20 stream
-//! (one 256-bit seed drawn from the caller's generator, stream = chunk index), run in parallel
-//! with rayon; the result does not depend on the number of threads.
+//!   matrices act transitively on the `d`-dimensional subspaces. It is drawn as the span of `d`
+//!   uniform vectors, redrawn until they are independent (every subspace has the same number of
+//!   ordered bases, so the span is uniform).
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-use crate::parallel::{chunk_rng, draw_key};
-use rand_distr::Distribution;
-use rayon::prelude::*;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::HadamardParams;
 
+use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
-    DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
-    WireReport,
+    CountedRound, DeviceQuery, DomainRound, Estimates, MultiMessage, RoundAggregator,
+    RoundProtocol, TrustModel, WireReport,
 };
-use crate::sampling::{ExactBernoulli, exact_binomial};
-
-/// Clients per chunk (one ChaCha20 stream each).
-pub const CHUNK_CLIENTS: usize = 1024;
+use crate::sampling::exact_binomial;
 
 /// The Hadamard row of 0-indexed item `x`: `x + 1` (the paper's item `x + 1 ∈ [B]`).
 pub fn item_row(item: u32) -> u32 {
     item + 1
-}
-
-/// How [`GhaziHadamard::run`] simulates the clients.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum HadamardPath {
-    /// Every client runs `R^Had` and every tuple is decoded.
-    PerClient,
-    /// Real tuples as in `PerClient`; blanket tuples through their kernels only (equal in
-    /// distribution; see the module documentation).
-    #[default]
-    Fast,
 }
 
 /// Tuples of `τ` coordinates of `m` bits each, packed densely (`⌈τm/64⌉` words per tuple).
@@ -410,144 +386,6 @@ impl GhaziHadamard {
         let scale = 1.0 - self.params.collision_probability();
         raw.iter().map(|&c| (c as f64 - spurious) / scale).collect()
     }
-
-    /// Runs the protocol on the users' sets (one per user; there must be exactly `n`) and
-    /// returns the raw counts (before de-biasing).
-    ///
-    /// # Panics
-    ///
-    /// If the number of sets is not `n`, or a set is invalid.
-    pub fn run_raw(&self, sets: &[Vec<u32>], path: HadamardPath, rng: &mut dyn Rng) -> Vec<u64> {
-        self.run_raw_with(
-            sets.len(),
-            &|i, out: &mut Vec<u32>| {
-                out.clone_from(&sets[i]);
-            },
-            path,
-            rng,
-        )
-    }
-
-    /// Runs the protocol and returns the de-biased estimates ([`run_raw`](Self::run_raw)
-    /// followed by [`debias`](Self::debias)).
-    ///
-    /// # Panics
-    ///
-    /// As [`run_raw`](Self::run_raw).
-    pub fn run(&self, sets: &[Vec<u32>], path: HadamardPath, rng: &mut dyn Rng) -> Vec<f64> {
-        self.debias(&self.run_raw(sets, path, rng))
-    }
-
-    /// [`run_raw`](Self::run_raw) with user `i`'s set written by `set_of(i, out)`.
-    pub(crate) fn run_raw_with(
-        &self,
-        users: usize,
-        set_of: &(dyn Fn(usize, &mut Vec<u32>) + Sync),
-        path: HadamardPath,
-        rng: &mut dyn Rng,
-    ) -> Vec<u64> {
-        assert_eq!(
-            users as u64, self.params.users,
-            "the protocol was set up for n = {} users",
-            self.params.users
-        );
-        let seed = draw_key(rng);
-        let b = self.params.domain as usize;
-        let chunks = users.div_ceil(CHUNK_CLIENTS);
-        (0..chunks)
-            .into_par_iter()
-            .map(|c| {
-                let mut rng = chunk_rng(seed, c);
-                let mut counts = vec![0u64; b];
-                let lo = c * CHUNK_CLIENTS;
-                let hi = users.min(lo + CHUNK_CLIENTS);
-                self.chunk(lo..hi, set_of, path, &mut rng, &mut counts);
-                counts
-            })
-            .reduce(
-                || vec![0u64; b],
-                |mut a, x| {
-                    a.iter_mut().zip(&x).for_each(|(s, v)| *s += v);
-                    a
-                },
-            )
-    }
-
-    fn chunk(
-        &self,
-        clients: std::ops::Range<usize>,
-        set_of: &(dyn Fn(usize, &mut Vec<u32>) + Sync),
-        path: HadamardPath,
-        rng: &mut ChaCha20Rng,
-        counts: &mut [u64],
-    ) {
-        let m = self.m();
-        let mut set = Vec::new();
-        let mut rows = Vec::new();
-        let mut tuple = vec![0u32; self.params.tau as usize];
-        let mut scratch = Vec::new();
-        let n_clients = clients.len() as u64;
-        for i in clients {
-            set_of(i, &mut set);
-            self.padded_rows(&set, &mut rows);
-            for &j in &rows {
-                self.real_tuple(j, rng, &mut tuple);
-                add_kernel(&tuple, m, counts, &mut scratch);
-            }
-            if path == HadamardPath::PerClient {
-                for _ in 0..self.params.rho {
-                    self.blanket_tuple(rng, &mut tuple);
-                    add_kernel(&tuple, m, counts, &mut scratch);
-                }
-            }
-        }
-        if path == HadamardPath::Fast {
-            self.fast_blanket(self.params.rho * n_clients, rng, counts, &mut scratch);
-        }
-    }
-
-    /// The kernels of `count` uniform blanket tuples, added to `counts` (see the module
-    /// documentation for why this is equal in distribution to decoding the tuples).
-    fn fast_blanket<R: Rng + ?Sized>(
-        &self,
-        count: u64,
-        rng: &mut R,
-        counts: &mut [u64],
-        basis: &mut Vec<u32>,
-    ) {
-        let tau = self.params.tau;
-        let m = self.m();
-        // dependent[r] = Ber(2^{r−τ}), the next column falling in a rank-r span (r < τ).
-        let dependent: Vec<ExactBernoulli> = (0..tau)
-            .map(|r| ExactBernoulli::new((f64::from(r) - f64::from(tau)).exp2()).expect("dyadic"))
-            .collect();
-        let mut full = count;
-        for i in 0..m {
-            if full == 0 {
-                break;
-            }
-            // Tuples of rank i after i columns whose column i is dependent.
-            let first = if i >= tau {
-                full
-            } else {
-                exact_binomial(full, (f64::from(i) - f64::from(tau)).exp2(), rng)
-            };
-            full -= first;
-            for _ in 0..first {
-                let mut rank = i;
-                let mut dim = 1u32;
-                for _ in i + 1..m {
-                    if rank >= tau || dependent[rank as usize].sample(rng) {
-                        dim += 1;
-                    } else {
-                        rank += 1;
-                    }
-                }
-                uniform_subspace(dim, m, rng, basis);
-                add_span(basis, counts);
-            }
-        }
-    }
 }
 
 /// `tuple.len()` i.i.d. uniform elements of `H_{2B,j}`, coordinates of `m = log2(2B)` bits.
@@ -623,17 +461,18 @@ impl DomainHistogram for GhaziHadamard {
 }
 
 /// The raw counts of [`kernel_counts`] after the `n` devices of the protocol answered, drawn
-/// from `holders[x]`, the number of devices holding each item `x` (one item each), without
-/// forming the tuples: the law of the analyzer's counts depends on the items only through
-/// those numbers.
+/// from `holders` (how many sets contain each item, and how many sets have each size) without
+/// forming the tuples: the law of the analyzer's counts depends on the sets only through those
+/// numbers.
 ///
-/// * A device's real tuple for row `j` is `τ` uniform vectors of the hyperplane `j^⊥` (the
+/// * A device's real tuple for row `j` (an item's, or the padding row `B + p` of every device
+///   whose set has at most `k − p` items) is `τ` uniform vectors of the hyperplane `j^⊥` (the
 ///   `m − 1`-dimensional `H_{2B,j}`); its kernel is the orthogonal complement of their span, so
 ///   it always holds `j`, and given the span's rank `r` it is a uniform `(m − r)`-dimensional
 ///   subspace containing `j` (invertible maps of `j^⊥` act transitively on its subspaces of
 ///   one dimension, and complements pair them with the subspaces containing `j`). The ranks of
-///   all `holders[x]` tuples are drawn together ([`ranks_of_uniform_matrices`] over `m − 1`
-///   columns): each counts for item `x`, and the rare deficient ones for the other rows of a
+///   all the tuples of one row are drawn together ([`ranks_of_uniform_matrices`] over `m − 1`
+///   columns): each counts for its item, and the rare deficient ones for the other rows of a
 ///   uniform subspace containing `j`, drawn one by one.
 /// * The `ρn` blanket tuples are uniform `τ × m` matrices: their ranks are drawn together as
 ///   well; a tuple of full rank counts for nothing, one whose kernel is a line counts for its
@@ -643,22 +482,32 @@ impl DomainHistogram for GhaziHadamard {
 /// # Panics
 ///
 /// If `holders` does not have one entry per item of the domain.
-pub fn raw_counts_of_holders<R: Rng + ?Sized>(
+pub fn raw_counts_of_sets<R: Rng + ?Sized>(
     params: &HadamardParams,
-    holders: &[u64],
+    holders: &SetHolders,
     rng: &mut R,
 ) -> Vec<u64> {
     let domain = params.domain as u32;
-    assert_eq!(holders.len(), domain as usize, "one count per domain item");
+    assert_eq!(
+        holders.of_item.len(),
+        domain as usize,
+        "one count per domain item"
+    );
     let (tau, m) = (params.tau, params.coordinate_bits());
     let mut counts = vec![0u64; domain as usize];
     let mut basis = Vec::new();
-    for (x, &held) in (0..domain).zip(holders) {
+    // Unwrap safety: k ≤ B (checked by the parameters), so padding rows stay below 2B.
+    let set_size = u32::try_from(params.set_size).expect("k ≤ B");
+    let item_rows = (0..domain).map(|x| (item_row(x), holders.of_item[x as usize]));
+    let padding_rows =
+        (1..set_size).map(|p| (domain + p, holders.at_most((set_size - p) as usize)));
+    for (j, held) in item_rows.chain(padding_rows) {
         if held == 0 {
             continue;
         }
-        counts[x as usize] += held;
-        let j = item_row(x);
+        if j <= domain {
+            counts[(j - 1) as usize] += held;
+        }
         for (rank, &tuples) in ranks_of_uniform_matrices(held, tau, m - 1, rng)
             .iter()
             .enumerate()
@@ -944,13 +793,15 @@ impl WireReport for HadamardTuples {
     }
 }
 
-/// The query of a `P^Had` round over a domain of `B` items, one per device: the domain, the
-/// tuple length `τ` and the number `ρ` of blanket tuples, all public.
+/// The query of a `P^Had` round over a domain of `B` items: the domain, the tuple length `τ`,
+/// the number `ρ` of blanket tuples and the set size `k` (1 when devices hold one item), all
+/// public.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HadamardQuery {
     map: DomainMap,
     tau: u32,
     rho: u64,
+    set_size: u32,
 }
 
 impl HadamardQuery {
@@ -972,7 +823,23 @@ impl HadamardQuery {
         if !(1..=1 << 20).contains(&rho) {
             return Err(Error::invalid("rho", rho, "in [1, 2^20]"));
         }
-        Ok(Self { map, tau, rho })
+        Ok(Self {
+            map,
+            tau,
+            rho,
+            set_size: 1,
+        })
+    }
+
+    /// The query for devices holding sets of at most `set_size` items: each sends `k` real
+    /// tuples (its items' rows, padded with the rows `B + 1, B + 2, …`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `1 ≤ k < B`.
+    pub fn with_set_size(self, set_size: u32) -> Result<Self, Error> {
+        check_set_size(set_size, self.map.size())?;
+        Ok(Self { set_size, ..self })
     }
 
     /// The public domain.
@@ -1004,28 +871,45 @@ impl DeviceQuery for HadamardQuery {
         TrustModel::Shuffle
     }
 
-    /// The real tuple of the item's row and `ρ` blanket tuples, drawn with the device's own
-    /// coins; `None` outside the domain.
+    /// The report of the one-item set `{item}` ([`SetQuery::respond_set`]); `None` outside the
+    /// domain.
     fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<HadamardTuples> {
-        if *item >= self.map.size() {
+        self.respond_set(&[*item], rng)
+    }
+
+    /// Exactly `k + ρ` tuples, each of `τ` coordinates of `m` bits.
+    fn admits(&self, report: &HadamardTuples) -> bool {
+        let bits = u64::from(self.tau) * u64::from(self.m());
+        report.0.len() as u64 == u64::from(self.set_size) + self.rho
+            && report.0.iter().all(|t| t.bit_length() <= bits)
+    }
+}
+
+impl SetQuery for HadamardQuery {
+    fn set_size(&self) -> u32 {
+        self.set_size
+    }
+
+    /// The real tuples of the items' rows, padded with the rows `B + 1, B + 2, …` up to `k`,
+    /// and `ρ` blanket tuples, drawn with the device's own coins.
+    fn respond_set<R: Rng + ?Sized>(&self, set: &[u32], rng: &mut R) -> Option<HadamardTuples> {
+        let domain = self.map.size();
+        if !valid_set(set, self.set_size, domain) {
             return None;
         }
         let m = self.m();
         let mut coordinates = vec![0u32; self.tau as usize];
-        let mut tuples = Vec::with_capacity(1 + self.rho as usize);
-        real_tuple(item_row(*item), m, rng, &mut coordinates);
-        tuples.push(HadamardTuple::pack(&coordinates, m));
+        let mut tuples = Vec::with_capacity(self.set_size as usize + self.rho as usize);
+        let padding = (domain + 1..).take(self.set_size as usize - set.len());
+        for row in set.iter().map(|&x| item_row(x)).chain(padding) {
+            real_tuple(row, m, rng, &mut coordinates);
+            tuples.push(HadamardTuple::pack(&coordinates, m));
+        }
         for _ in 0..self.rho {
             blanket_tuple(m, rng, &mut coordinates);
             tuples.push(HadamardTuple::pack(&coordinates, m));
         }
         Some(HadamardTuples(tuples))
-    }
-
-    /// Exactly `1 + ρ` tuples, each of `τ` coordinates of `m` bits.
-    fn admits(&self, report: &HadamardTuples) -> bool {
-        let bits = u64::from(self.tau) * u64::from(self.m());
-        report.0.len() as u64 == 1 + self.rho && report.0.iter().all(|t| t.bit_length() <= bits)
     }
 }
 
@@ -1034,34 +918,29 @@ impl BoundedDomainQuery for HadamardQuery {
         self.map
     }
 
-    /// `1 + ρ` tuples of at most `⌈τm/4⌉` hexadecimal digits, with a comma between tuples.
+    /// `k + ρ` tuples of at most `⌈τm/4⌉` hexadecimal digits, with a comma between tuples.
     fn longest_report(&self) -> u64 {
-        let tuples = 1 + self.rho;
+        let tuples = u64::from(self.set_size) + self.rho;
         let digits = (u64::from(self.tau) * u64::from(self.m())).div_ceil(4);
-        tuples * digits + self.rho
+        tuples * digits + tuples - 1
     }
 }
 
 impl GhaziHadamard {
-    /// The protocol as a round over `map`'s domain, each device holding one item (`k = 1`):
-    /// devices send their tuples, the analyzer decodes them and releases every item's
-    /// de-biased estimate ([`debias`](Self::debias)).
+    /// The protocol as a round over `map`'s domain, each device holding a set of at most `k`
+    /// items (one, as a [`DomainRound`]): devices send their tuples, the analyzer decodes them
+    /// and releases every item's de-biased estimate ([`debias`](Self::debias)).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] if `map`'s domain is not the protocol's or its sets hold
-    /// more than one item.
+    /// [`Error::InvalidParameter`] if `map`'s domain is not the protocol's.
     pub fn round(&self, map: DomainMap) -> Result<HadamardRound, Error> {
         check_map(self.domain_u32(), map)?;
-        if self.params.set_size != 1 {
-            return Err(Error::invalid(
-                "set size",
-                self.params.set_size,
-                "1 (one item per device)",
-            ));
-        }
+        // Unwrap safety: k < B ≤ 2^31 (checked by the parameters).
+        let set_size = u32::try_from(self.params.set_size).expect("k < B");
         Ok(HadamardRound {
-            query: HadamardQuery::new(map, self.params.tau, self.params.rho)?,
+            query: HadamardQuery::new(map, self.params.tau, self.params.rho)?
+                .with_set_size(set_size)?,
             protocol: self.clone(),
         })
     }
@@ -1104,24 +983,45 @@ impl DomainRound for HadamardRound {
     fn estimates(Estimates(estimates): Estimates) -> Vec<f64> {
         estimates
     }
+}
 
-    /// When the calibrated `n` devices answer: the analyzer's counts drawn from the number of
-    /// devices holding each element ([`raw_counts_of_holders`]).
+impl CountedRound for HadamardRound {
+    /// When the calibrated `n` devices answer, each holding one item: the analyzer's counts
+    /// drawn from the number of devices holding each element ([`raw_counts_of_sets`]).
     fn aggregate_counts<R: Rng + ?Sized>(
         &self,
         holders: &[u64],
         rng: &mut R,
     ) -> Option<HadamardCounts> {
-        assert_eq!(
-            holders.len(),
-            self.protocol.domain_u32() as usize,
-            "one count per domain element"
-        );
-        if holders.iter().sum::<u64>() != self.protocol.params.users {
+        self.aggregate_sets(&SetHolders::of_single_items(holders), rng)
+    }
+}
+
+impl SetOracleRound for HadamardRound {
+    fn domain(&self) -> u32 {
+        self.protocol.domain_u32()
+    }
+
+    fn guarantee(&self) -> Guarantee {
+        self.protocol.params.guarantee()
+    }
+
+    fn message_cost(&self) -> MessageCost {
+        DomainHistogram::message_cost(&self.protocol).expect("a shuffle protocol sends messages")
+    }
+
+    /// When the calibrated `n` devices answer: the analyzer's counts drawn from how many sets
+    /// contain each item and how many sets have each size ([`raw_counts_of_sets`]).
+    fn aggregate_sets<R: Rng + ?Sized>(
+        &self,
+        holders: &SetHolders,
+        rng: &mut R,
+    ) -> Option<HadamardCounts> {
+        if !holders.of_devices(self.protocol.domain_u32(), self.protocol.params.users) {
             return None;
         }
         Some(HadamardCounts {
-            raw: raw_counts_of_holders(&self.protocol.params, holders, rng),
+            raw: raw_counts_of_sets(&self.protocol.params, holders, rng),
             protocol: self.protocol.clone(),
         })
     }
@@ -1162,9 +1062,90 @@ impl RoundAggregator for HadamardCounts {
         }
     }
 
-    /// The de-biased estimates `(c − (ρ+1)·n·2^{−τ})/(1 − 2^{−τ})`, with `n` the calibrated
+    /// The de-biased estimates `(c − (ρ+k)·n·2^{−τ})/(1 − 2^{−τ})`, with `n` the calibrated
     /// number of devices.
     fn release(self) -> Estimates {
         Estimates(self.protocol.debias(&self.raw))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::shuffle::two_sample::same_law;
+
+    /// A small protocol (16 devices with sets of at most 3 of 8 items, `τ = 4`, one blanket
+    /// tuple each), below what the guarantee needs, so that the padding rows' share of the
+    /// counts stands out of the blanket's.
+    fn small() -> HadamardRound {
+        let params = HadamardParams {
+            users: 16,
+            domain: 8,
+            set_size: 3,
+            epsilon: 1.0,
+            delta: 0.1,
+            tau: 4,
+            rho: 1,
+        };
+        GhaziHadamard { params }
+            .round(DomainMap::Integers(8))
+            .unwrap()
+    }
+
+    /// With sets of 1 to 3 items, the count path ([`raw_counts_of_sets`]) has the law of every
+    /// device answering, padding rows included: every item's raw count and their total agree;
+    /// a count path that leaves the padding rows out (every set counted as full) is caught.
+    #[test]
+    fn stat_devices_and_count_path_agree_with_padding() {
+        let round = small();
+        let sets: Vec<Vec<u32>> = (0..16)
+            .map(|i| [vec![0], vec![1, 2], vec![0], vec![3, 4, 0]][i % 4].clone())
+            .collect();
+        let mut holders = SetHolders {
+            of_item: vec![0; 8],
+            of_size: vec![0; 4],
+        };
+        for set in &sets {
+            set.iter().for_each(|&x| holders.of_item[x as usize] += 1);
+            holders.of_size[set.len()] += 1;
+        }
+        let unpadded = SetHolders {
+            of_item: holders.of_item.clone(),
+            of_size: vec![0, 0, 0, 16],
+        };
+        let with_total = |mut raw: Vec<u64>| {
+            raw.push(raw.iter().sum());
+            raw
+        };
+        let mut devices = ChaCha20Rng::seed_from_u64(8);
+        let mut counted = ChaCha20Rng::seed_from_u64(9);
+        let (mut by_devices, mut by_counts, mut mutant) = (vec![], vec![], vec![]);
+        for _ in 0..3_000 {
+            let mut aggregator = round.aggregator(ChaCha20Rng::seed_from_u64(0));
+            for set in &sets {
+                let report = round.query().respond_set(set, &mut devices).unwrap();
+                assert!(round.query().admits(&report));
+                aggregator.absorb(report);
+            }
+            by_devices.push(with_total(aggregator.raw));
+            let answered = round.aggregate_sets(&holders, &mut counted).unwrap();
+            by_counts.push(with_total(answered.raw));
+            let wrong = round.aggregate_sets(&unpadded, &mut counted).unwrap();
+            mutant.push(with_total(wrong.raw));
+        }
+        let column =
+            |runs: &[Vec<u64>], x: usize| -> Vec<u64> { runs.iter().map(|r| r[x]).collect() };
+        for x in 0..=8 {
+            assert!(
+                same_law(&column(&by_devices, x), &column(&by_counts, x)),
+                "column {x}"
+            );
+        }
+        assert!(
+            !same_law(&column(&by_devices, 8), &column(&mutant, 8)),
+            "the mutant passes"
+        );
     }
 }

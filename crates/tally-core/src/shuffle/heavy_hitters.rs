@@ -13,36 +13,33 @@ use tally_accounting::Guarantee;
 use tally_accounting::composition::compose_basic;
 use tally_accounting::ghazi::{DEFAULT_COUNT_MIN_BETA, heavy_hitter_levels};
 
-use super::ghazi_count_min::GhaziCountMin;
-use super::range_tree::FrequencyOracle;
+use super::ghazi_count_min::{CountMinHashes, CountMinRound, GhaziCountMin};
+use super::set_oracle::SetOracleRound;
 use crate::Error;
+use crate::histogram::DomainMap;
 
-/// The prefix-tree heavy-hitter protocol.
+/// The prefix-tree heavy-hitter protocol: a task of `L` Count-Min rounds, round `i` over the
+/// length-`i` prefixes ([`prefix`](Self::prefix)) of the devices' items, every device answering
+/// every round; [`decode`](Self::decode) reads the heavy hitters off the rounds' releases.
 ///
 /// # Privacy
 ///
-/// Each level's oracle is `(ε/L, δ/L)`-DP in the shuffle model for replace-one neighbours
-/// (Lemma 4.10 for Count-Min), and every user takes part in all `L` levels, so the release is
-/// `(ε, δ)`-DP by basic composition ([`guarantee`](Self::guarantee) composes the levels'
-/// guarantees with [`compose_basic`]).
+/// Each level's round is `(ε/L, δ/L)`-DP in the shuffle model for replace-one neighbours
+/// (Lemma 4.10 for Count-Min), and every device takes part in all `L` levels, so the release is
+/// `(ε, δ)`-DP by basic composition ([`guarantee`](Self::guarantee), composed with
+/// [`compose_basic`] when the protocol is built).
+#[derive(Clone, Debug)]
 pub struct ShuffleHeavyHitters {
-    levels: Vec<Box<dyn FrequencyOracle>>,
+    levels: Vec<CountMinRound>,
     threshold: f64,
-}
-
-impl std::fmt::Debug for ShuffleHeavyHitters {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ShuffleHeavyHitters")
-            .field("levels", &self.levels.len())
-            .field("threshold", &self.threshold)
-            .finish_non_exhaustive()
-    }
+    guarantee: Guarantee,
 }
 
 impl ShuffleHeavyHitters {
-    /// Count-Min oracles ([`GhaziCountMin`], `β` = [`DEFAULT_COUNT_MIN_BETA`]) over
-    /// `0..2^domain_bits` for `users` users at a total `(ε, δ)`, reporting the items with
-    /// estimate at least `threshold / 2` (`threshold` = `τ_HH`).
+    /// Count-Min rounds ([`GhaziCountMin`], `β` = [`DEFAULT_COUNT_MIN_BETA`]) over
+    /// `0..2^domain_bits` for `users` devices at a total `(ε, δ)`, with public hash functions
+    /// drawn from `public_coins`, reporting the items with estimate at least `threshold / 2`
+    /// (`threshold` = `τ_HH`).
     ///
     /// # Errors
     ///
@@ -55,6 +52,7 @@ impl ShuffleHeavyHitters {
         delta: f64,
         users: u64,
         threshold: f64,
+        public_coins: &mut dyn Rng,
     ) -> Result<Self, Error> {
         if !(1..=31).contains(&domain_bits) {
             return Err(Error::invalid(
@@ -67,43 +65,18 @@ impl ShuffleHeavyHitters {
             heavy_hitter_levels(epsilon, delta, u64::from(domain_bits))?.per_level;
         let levels = (1..=domain_bits)
             .map(|i| {
-                GhaziCountMin::new(
+                let oracle = GhaziCountMin::new(
                     users,
                     1 << i,
                     1,
                     eps_level,
                     delta_level,
                     DEFAULT_COUNT_MIN_BETA,
-                )
-                .map(|o| Box::new(o) as Box<dyn FrequencyOracle>)
+                )?;
+                let hashes = CountMinHashes::draw(oracle.params(), public_coins);
+                oracle.round(DomainMap::Integers(1 << i), hashes)
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        Self::with_oracles(levels, threshold)
-    }
-
-    /// The protocol on given level oracles: oracle `i − 1` must have domain `2^i` and accept
-    /// single items.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] for no oracles, an oracle of the wrong shape or a threshold
-    /// that is not positive and finite.
-    pub fn with_oracles(
-        levels: Vec<Box<dyn FrequencyOracle>>,
-        threshold: f64,
-    ) -> Result<Self, Error> {
-        if levels.is_empty() || levels.len() > 31 {
-            return Err(Error::invalid("levels", levels.len(), "1 to 31 oracles"));
-        }
-        for (i, o) in levels.iter().enumerate() {
-            if o.domain() != 2 << i || o.set_size() < 1 {
-                return Err(Error::invalid(
-                    "level oracle domain",
-                    o.domain(),
-                    "2^i at level i",
-                ));
-            }
-        }
         if !(threshold.is_finite() && threshold > 0.0) {
             return Err(Error::invalid(
                 "threshold",
@@ -111,24 +84,10 @@ impl ShuffleHeavyHitters {
                 "a finite number > 0",
             ));
         }
-        Ok(Self { levels, threshold })
-    }
-
-    /// The domain size `2^L`.
-    pub fn domain(&self) -> u32 {
-        2 << (self.levels.len() - 1)
-    }
-
-    /// The basic composition of the levels' guarantees.
-    ///
-    /// # Panics
-    ///
-    /// Never for oracles built by this crate (their `(ε, δ)` are valid).
-    pub fn guarantee(&self) -> Guarantee {
-        let per: Vec<Guarantee> = self.levels.iter().map(|o| o.guarantee()).collect();
+        let per: Vec<Guarantee> = levels.iter().map(SetOracleRound::guarantee).collect();
         let costs: Vec<(f64, f64)> = per.iter().map(|g| (g.epsilon, g.delta)).collect();
-        let (epsilon, delta) = compose_basic(&costs).expect("valid level guarantees");
-        Guarantee {
+        let (epsilon, delta) = compose_basic(&costs)?;
+        let guarantee = Guarantee {
             epsilon,
             delta,
             neighbours: per[0].neighbours,
@@ -138,51 +97,79 @@ impl ShuffleHeavyHitters {
                 per[0].analysis,
                 per.len()
             ),
-        }
+        };
+        Ok(Self {
+            levels,
+            threshold,
+            guarantee,
+        })
     }
 
-    /// The expected number of messages per user summed over the levels, and the largest
+    /// The rounds, level `i` (over `0..2^i`) at index `i − 1`.
+    pub fn levels(&self) -> &[CountMinRound] {
+        &self.levels
+    }
+
+    /// The domain size `2^L`.
+    pub fn domain(&self) -> u32 {
+        2 << (self.levels.len() - 1)
+    }
+
+    /// What a device holding `item` answers at level `level` (1…L): its length-`level` prefix.
+    pub fn prefix(&self, item: u32, level: u32) -> u32 {
+        item >> (self.levels.len() as u32 - level)
+    }
+
+    /// The basic composition of the levels' guarantees.
+    pub fn guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+
+    /// The expected number of messages per device summed over the levels, and the largest
     /// message size in bits.
     pub fn message_cost(&self) -> (f64, u64) {
-        self.levels.iter().fold((0.0, 0), |(m, b), o| {
-            let c = o.message_cost();
+        self.levels.iter().fold((0.0, 0), |(m, b), round| {
+            let c = round.message_cost();
             (m + c.messages_per_client, b.max(c.bits_per_message))
         })
     }
 
-    /// Runs all levels on the users' items (one each, below `2^L`; exactly the `n` the
-    /// oracles were set up for) and decodes: the items whose final-level estimate is at least
-    /// `τ_HH/2`, with their estimates, in increasing order.
+    /// Decodes the levels' releases (`estimates[i − 1]`, every prefix's estimate at level
+    /// `i`) level by level: the items whose final-level estimate is at least `τ_HH/2` and
+    /// whose every prefix's was, with their estimates, in increasing order.
     ///
     /// # Panics
     ///
-    /// If an item is outside the domain or the number of users is wrong.
-    pub fn run(&self, items: &[u32], rng: &mut dyn Rng) -> Vec<(u32, f64)> {
-        let depth = self.levels.len() as u32;
-        for &x in items {
-            assert!(x < self.domain(), "item {x} is outside the domain");
-        }
-        let keep = self.threshold / 2.0;
-        let mut survivors = vec![0u32]; // the empty prefix
-        let mut found = Vec::new();
-        for (i, oracle) in self.levels.iter().enumerate() {
-            let shift = depth - 1 - i as u32;
-            let answers = oracle.collect(
-                items.len(),
-                &|u, out: &mut Vec<u32>| {
-                    out.clear();
-                    out.push(items[u] >> shift);
-                },
-                rng,
-            );
-            found = survivors
-                .iter()
-                .flat_map(|&p| [2 * p, 2 * p + 1])
-                .map(|c| (c, answers.estimate(c)))
-                .filter(|&(_, e)| e >= keep)
-                .collect();
-            survivors = found.iter().map(|&(c, _)| c).collect();
-        }
-        found
+    /// Unless there is one release per level, each with one estimate per prefix.
+    pub fn decode(&self, estimates: &[Vec<f64>]) -> Vec<(u32, f64)> {
+        decode_levels(estimates, self.threshold)
     }
+}
+
+/// [`ShuffleHeavyHitters::decode`] at threshold `τ_HH`: keep the prefixes whose estimate is at
+/// least `τ_HH/2`, and at the next level look only at the two children of each survivor.
+///
+/// # Panics
+///
+/// Unless `estimates[i]` has `2^{i+1}` entries.
+pub fn decode_levels(estimates: &[Vec<f64>], threshold: f64) -> Vec<(u32, f64)> {
+    let keep = threshold / 2.0;
+    let mut survivors = vec![0u32]; // the empty prefix
+    let mut found = Vec::new();
+    for (i, level) in estimates.iter().enumerate() {
+        assert_eq!(
+            level.len(),
+            2 << i,
+            "one estimate per prefix of level {}",
+            i + 1
+        );
+        found = survivors
+            .iter()
+            .flat_map(|&p| [2 * p, 2 * p + 1])
+            .map(|c| (c, level[c as usize]))
+            .filter(|&(_, e)| e >= keep)
+            .collect();
+        survivors = found.iter().map(|&(c, _)| c).collect();
+    }
+    found
 }

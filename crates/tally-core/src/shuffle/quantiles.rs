@@ -2,66 +2,54 @@
 //! Velingker (arXiv 1908.11358v4; ALGORITHMS.md §5.7).
 //!
 //! Values `x ∈ [0, 1]` are mapped to `B` buckets `I_j = [(j−1)/B, j/B]` (0-indexed bucket
-//! `min(⌊x·B⌋, B−1)`), the one-dimensional [`RangeTree`] runs once, and any `q`-quantile is
+//! `min(⌊x·B⌋, B−1)`), the one-dimensional [`RangeRound`] runs once, and any `q`-quantile is
 //! answered from its prefix counts as `j*/B`, where `j*` is the smallest `j ∈ 1…B` whose
 //! estimated count of `I_1 ∪ … ∪ I_j` is at least `q·n` (`j* = B` if none is), `n` being the
 //! public number of users. The median is `q = 1/2` (the M-estimator of Appendix E); Remark
 //! E.1's `k`-th `q'`-quantile is `q = k/q'`. The error is `n/B` from the bucketing plus the
 //! range tree's error.
 
-use rand::Rng;
 use tally_accounting::Guarantee;
 
-use super::range_tree::{RangeCounts, RangeOracle, RangeTree};
+use super::range_tree::{RangeCounts, RangeRound};
+use super::set_oracle::SetOracleRound;
 use crate::Error;
 use crate::histogram::MessageCost;
 
-/// The quantile protocol of Appendix E over `2^domain_bits` buckets.
+/// The quantile protocol of Appendix E over `2^domain_bits` buckets: one [`RangeRound`] in
+/// which each device holds the bucket of its value ([`bucket`](Self::bucket)).
 ///
 /// # Privacy
 ///
-/// The range tree's guarantee ([`RangeTree`]): one run of its frequency oracle, `(ε, δ)`-DP in
-/// the shuffle model for replace-one neighbours. Any number of quantiles are read from the one
-/// release (post-processing).
-#[derive(Debug)]
-pub struct ShuffleQuantiles {
-    tree: RangeTree,
+/// The range tree's guarantee ([`RangeRound`]): one round of its frequency oracle, `(ε, δ)`-DP
+/// in the shuffle model for replace-one neighbours. Any number of quantiles are read from the
+/// one release (post-processing).
+#[derive(Clone, Debug)]
+pub struct ShuffleQuantiles<O: SetOracleRound> {
+    tree: RangeRound<O>,
     users: u64,
 }
 
-impl ShuffleQuantiles {
-    /// The protocol for `users` users with `2^domain_bits` buckets.
-    ///
-    /// # Errors
-    ///
-    /// As [`RangeTree::new`].
-    pub fn new(
-        domain_bits: u32,
-        oracle: RangeOracle,
-        epsilon: f64,
-        delta: f64,
-        users: u64,
-    ) -> Result<Self, Error> {
-        Ok(Self {
-            tree: RangeTree::new(domain_bits, oracle, epsilon, delta, users)?,
-            users,
-        })
-    }
-
-    /// The protocol on a given range tree (one-dimensional) for `users` users.
+impl<O: SetOracleRound> ShuffleQuantiles<O> {
+    /// The protocol on a one-dimensional range tree calibrated for `users` devices.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] if the tree has more than one dimension.
-    pub fn with_tree(tree: RangeTree, users: u64) -> Result<Self, Error> {
+    pub fn new(tree: RangeRound<O>, users: u64) -> Result<Self, Error> {
         if tree.dims() != 1 {
             return Err(Error::invalid(
-                "range tree",
-                format!("{tree:?}"),
+                "range tree dimensions",
+                tree.dims(),
                 "a one-dimensional tree",
             ));
         }
         Ok(Self { tree, users })
+    }
+
+    /// The round devices answer, each with the bucket of its value.
+    pub fn tree(&self) -> &RangeRound<O> {
+        &self.tree
     }
 
     /// The bucket of a value in `[0, 1]`: `min(⌊x·B⌋, B−1)`.
@@ -76,24 +64,19 @@ impl ShuffleQuantiles {
     }
 
     /// The guarantee of the release.
-    pub fn guarantee(&self) -> Guarantee {
+    pub fn guarantee(&self) -> &Guarantee {
         self.tree.guarantee()
     }
 
-    /// What each user sends.
+    /// What each device sends.
     pub fn message_cost(&self) -> MessageCost {
         self.tree.message_cost()
     }
 
-    /// Runs the protocol on the users' values (one each, in `[0, 1]`).
-    ///
-    /// # Panics
-    ///
-    /// If a value is outside `[0, 1]` or the number of values is not `n`.
-    pub fn run(&self, values: &[f64], rng: &mut dyn Rng) -> QuantileSketch {
-        let leaves: Vec<u32> = values.iter().map(|&x| self.bucket(x)).collect();
+    /// The sketch answering quantiles from the tree's release.
+    pub fn sketch(&self, counts: RangeCounts) -> QuantileSketch {
         QuantileSketch {
-            counts: self.tree.run(&leaves, rng),
+            counts,
             buckets: self.tree.domain(),
             users: self.users,
         }

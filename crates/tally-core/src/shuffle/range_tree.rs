@@ -10,8 +10,9 @@
 //! `(0,1), (1,1), (2,1), (2,3)`. The frequency oracle's item for the `j`-th node is `j − 1`
 //! ([`node_index`]).
 //!
-//! A user with leaf `x` (0-indexed; the paper's leaf `x + 1`) reports, through a `k`-set
-//! frequency oracle with `k = 1 + L`, the set `A_x` of its chosen ancestors ([`ancestors`]):
+//! A device with leaf `x` (0-indexed; the paper's leaf `x + 1`) reports, through a `k`-set
+//! frequency oracle round ([`SetOracleRound`]) with `k = 1 + L`, the set `A_x` of its chosen
+//! ancestors ([`ancestors`]):
 //! the column of `M_B` at `x`. The analyzer answers ranges by prefix sums: `P(r)`, the count of
 //! the leaves `1…r`, is the sum of the estimates of the dyadic blocks of `[1, r]`, which are
 //! left children (or the root when `r = B`), and `[lo, hi] ↦ P(hi) − P(lo − 1)` (Lemma 5.5:
@@ -25,139 +26,17 @@
 //! Oracle items and points are flattened in mixed radix `B0`, axis 0 least significant.
 
 use rand::Rng;
+use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 
-use super::ghazi_count_min::{CountMinPath, CountMinTable, GhaziCountMin};
-use super::ghazi_hadamard::{GhaziHadamard, HadamardPath};
+use super::ghazi_count_min::{CountMinHashes, CountMinRound, GhaziCountMin};
+use super::ghazi_hadamard::{GhaziHadamard, HadamardRound};
+use super::set_oracle::{SetHolders, SetOracleRound, SetQuery};
 use crate::Error;
-use crate::histogram::{DomainHistogram, MessageCost};
-
-/// The writer of user `i`'s set: `set_of(i, out)` replaces `out` with it.
-pub type SetSource<'a> = &'a (dyn Fn(usize, &mut Vec<u32>) + Sync);
-
-/// A `k`-set frequency oracle (Definition 5.1): users hold sets of at most `k` items of
-/// `0..B`, and the analyzer estimates how many sets contain each item.
-///
-/// # Privacy
-///
-/// An implementation states its guarantee in [`guarantee`](Self::guarantee), for neighbours
-/// that change one user's whole set; protocols built on it (Theorem 5.1) inherit it as long
-/// as each user's set has at most [`set_size`](Self::set_size) items.
-pub trait FrequencyOracle: Send + Sync {
-    /// The domain size `B`.
-    fn domain(&self) -> u32;
-
-    /// The largest set size `k`.
-    fn set_size(&self) -> u32;
-
-    /// The guarantee of one run.
-    fn guarantee(&self) -> Guarantee;
-
-    /// What each user sends.
-    fn message_cost(&self) -> MessageCost;
-
-    /// Runs the oracle on `users` users whose sets `set_of` writes, and returns the analyzer's
-    /// answers.
-    fn collect(
-        &self,
-        users: usize,
-        set_of: SetSource<'_>,
-        rng: &mut dyn Rng,
-    ) -> Box<dyn FrequencyAnswers>;
-}
-
-/// The analyzer's side of a [`FrequencyOracle`] after a run: `𝒜(FO, j)`.
-pub trait FrequencyAnswers: Send + Sync {
-    /// The estimated number of sets containing item `j`.
-    fn estimate(&self, item: u32) -> f64;
-}
-
-/// De-biased dense estimates.
-struct DenseAnswers(Vec<f64>);
-
-impl FrequencyAnswers for DenseAnswers {
-    fn estimate(&self, item: u32) -> f64 {
-        self.0[item as usize]
-    }
-}
-
-impl FrequencyAnswers for CountMinTable {
-    /// The unclamped `min_t C[t, h_t(j)] − γn` (linear combinations of clamped answers would
-    /// be biased further).
-    fn estimate(&self, item: u32) -> f64 {
-        self.estimate_unclamped(item)
-    }
-}
-
-impl FrequencyOracle for GhaziHadamard {
-    fn domain(&self) -> u32 {
-        self.params().domain as u32
-    }
-
-    fn set_size(&self) -> u32 {
-        self.params().set_size as u32
-    }
-
-    fn guarantee(&self) -> Guarantee {
-        self.params().guarantee()
-    }
-
-    fn message_cost(&self) -> MessageCost {
-        DomainHistogram::message_cost(self).expect("a shuffle protocol sends messages")
-    }
-
-    /// Runs [`HadamardPath::Fast`] and de-biases.
-    fn collect(
-        &self,
-        users: usize,
-        set_of: SetSource<'_>,
-        rng: &mut dyn Rng,
-    ) -> Box<dyn FrequencyAnswers> {
-        let raw = self.run_raw_with(users, set_of, HadamardPath::Fast, rng);
-        Box::new(DenseAnswers(self.debias(&raw)))
-    }
-}
-
-impl FrequencyOracle for GhaziCountMin {
-    fn domain(&self) -> u32 {
-        self.params().domain as u32
-    }
-
-    fn set_size(&self) -> u32 {
-        self.params().set_size as u32
-    }
-
-    fn guarantee(&self) -> Guarantee {
-        self.params().guarantee()
-    }
-
-    fn message_cost(&self) -> MessageCost {
-        DomainHistogram::message_cost(self).expect("a shuffle protocol sends messages")
-    }
-
-    /// Runs [`CountMinPath::Queried`]: only the cells an item of the domain hashes to.
-    fn collect(
-        &self,
-        users: usize,
-        set_of: SetSource<'_>,
-        rng: &mut dyn Rng,
-    ) -> Box<dyn FrequencyAnswers> {
-        Box::new(self.run_with(users, set_of, CountMinPath::Queried, rng))
-    }
-}
-
-/// Which frequency oracle the range tree reports through.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum RangeOracle {
-    /// Algorithm 1 ([`GhaziHadamard`], Theorem 5.9).
-    Hadamard,
-    /// Algorithm 2 ([`GhaziCountMin`], Theorem 5.10) with accuracy failure probability `β`
-    /// (which sets its number of hash rows; [`tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA`] is the usual choice).
-    CountMin {
-        /// The failure probability `β`.
-        beta: f64,
-    },
-}
+use crate::histogram::{DomainMap, MessageCost};
+use crate::protocol::{
+    CountedRound, DeviceQuery, Estimates, RoundAggregator, RoundProtocol, TrustModel,
+};
 
 /// The `j`-th chosen node `(t, s)` (`j = 1…B`, 1-indexed as in the paper).
 pub fn chosen_node(j: u32) -> (u32, u32) {
@@ -207,132 +86,41 @@ fn prefix_terms(levels: u32, r: u32, sign: f64, out: &mut Vec<(u32, f64)>) {
     }
 }
 
-/// The range query tree protocol over `[B0]^d`.
-///
-/// # Privacy
-///
-/// The guarantee of the frequency oracle (Theorem 5.1): each user's report is one
-/// `k`-set query with `k = (1 + log2 B0)^d`, the oracle's set size. With
-/// [`RangeOracle::Hadamard`] or [`RangeOracle::CountMin`] that is `(ε, δ)`-DP in the shuffle
-/// model for replace-one neighbours.
-pub struct RangeTree {
+/// The shape of the tree over `[2^axis_levels]^dims`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TreeShape {
     axis_levels: u32,
     dims: u32,
-    oracle: Box<dyn FrequencyOracle>,
 }
 
-impl std::fmt::Debug for RangeTree {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RangeTree")
-            .field("axis_levels", &self.axis_levels)
-            .field("dims", &self.dims)
-            .field("guarantee", &self.oracle.guarantee())
-            .finish_non_exhaustive()
-    }
-}
-
-impl RangeTree {
-    /// The one-dimensional tree over `0..2^domain_bits` for `users` users at `(ε, δ)`.
-    ///
-    /// # Errors
-    ///
-    /// As [`new_multi`](Self::new_multi).
-    pub fn new(
-        domain_bits: u32,
-        oracle: RangeOracle,
-        epsilon: f64,
-        delta: f64,
-        users: u64,
-    ) -> Result<Self, Error> {
-        Self::new_multi(domain_bits, 1, oracle, epsilon, delta, users)
-    }
-
-    /// The `d`-dimensional tree over `[2^axis_bits]^dims`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] unless `axis_bits ≥ 1`, `dims ≥ 1` and
-    /// `axis_bits·dims ≤ 31`; [`Error::Accounting`] for what the oracle's parameters reject
-    /// (for Count-Min, too few users).
-    pub fn new_multi(
-        axis_bits: u32,
-        dims: u32,
-        oracle: RangeOracle,
-        epsilon: f64,
-        delta: f64,
-        users: u64,
-    ) -> Result<Self, Error> {
-        check_shape(axis_bits, dims)?;
-        let domain = 1u32 << (axis_bits * dims);
-        let k = (axis_bits + 1).pow(dims);
-        let oracle: Box<dyn FrequencyOracle> = match oracle {
-            RangeOracle::Hadamard => {
-                Box::new(GhaziHadamard::new(users, domain, k, epsilon, delta)?)
-            }
-            RangeOracle::CountMin { beta } => {
-                Box::new(GhaziCountMin::new(users, domain, k, epsilon, delta, beta)?)
-            }
-        };
-        Self::with_oracle(axis_bits, dims, oracle)
-    }
-
-    /// The tree over `[2^axis_bits]^dims` on a given frequency oracle, whose domain must be
-    /// `2^{axis_bits·dims}` and whose set size at least `(1 + axis_bits)^dims`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] for a bad shape or an oracle that does not fit it.
-    pub fn with_oracle(
-        axis_bits: u32,
-        dims: u32,
-        oracle: Box<dyn FrequencyOracle>,
-    ) -> Result<Self, Error> {
-        check_shape(axis_bits, dims)?;
-        if oracle.domain() != 1 << (axis_bits * dims) {
+impl TreeShape {
+    /// The shape, if `axis_bits ≥ 1`, `dims ≥ 1` and `axis_bits·dims ≤ 31`.
+    fn new(axis_bits: u32, dims: u32) -> Result<Self, Error> {
+        if axis_bits == 0 || dims == 0 || axis_bits * dims > 31 {
             return Err(Error::invalid(
-                "oracle domain",
-                oracle.domain(),
-                "2^(axis bits · dimensions)",
-            ));
-        }
-        if oracle.set_size() < (axis_bits + 1).pow(dims) {
-            return Err(Error::invalid(
-                "oracle set size",
-                oracle.set_size(),
-                "at least (1 + axis bits)^dimensions",
+                "range tree shape",
+                format!("{axis_bits} bits × {dims} dimensions"),
+                "at least 1 bit and 1 dimension, at most 31 bits in all",
             ));
         }
         Ok(Self {
             axis_levels: axis_bits,
             dims,
-            oracle,
         })
     }
 
-    /// The number of leaves `B = 2^{axis_bits·d}`.
-    pub fn domain(&self) -> u32 {
-        self.oracle.domain()
+    /// The number of leaves `B = 2^{axis_levels·d}`.
+    fn domain(self) -> u32 {
+        1 << (self.axis_levels * self.dims)
     }
 
-    /// The number of dimensions `d`.
-    pub fn dims(&self) -> u32 {
-        self.dims
+    /// The largest set a point reports, `k = (1 + axis_levels)^d`.
+    fn set_size(self) -> u32 {
+        (self.axis_levels + 1).pow(self.dims)
     }
 
-    /// The oracle's guarantee (Theorem 5.1).
-    pub fn guarantee(&self) -> Guarantee {
-        let mut g = self.oracle.guarantee();
-        g.analysis = format!("{}; range tree (GGKPV Theorem 5.1)", g.analysis);
-        g
-    }
-
-    /// What each user sends (the oracle's cost for a `k`-set).
-    pub fn message_cost(&self) -> MessageCost {
-        self.oracle.message_cost()
-    }
-
-    /// The oracle items a user at the flattened point `leaf` reports.
-    fn report(&self, leaf: u32, out: &mut Vec<u32>) {
+    /// The oracle items a device at the flattened point `leaf` reports.
+    fn report(self, leaf: u32, out: &mut Vec<u32>) {
         let b0 = 1u32 << self.axis_levels;
         let mut axis = Vec::new();
         out.clear();
@@ -350,40 +138,262 @@ impl RangeTree {
             stride *= b0;
         }
     }
+}
 
-    /// Runs the protocol: user `i` holds the (flattened) leaf `leaves[i]`; there must be
-    /// exactly as many users as the oracle was set up for.
+/// The range query tree over `[B0]^d` as a round on the `k`-set frequency oracle round `O`:
+/// a device holding the (flattened) point `x` reports `A_x` through the oracle, whose
+/// aggregator counts the reports; the release answers ranges and boxes ([`RangeCounts`]).
+///
+/// # Privacy
+///
+/// The guarantee of the frequency oracle (Theorem 5.1): each device's report is one `k`-set
+/// query with `k = (1 + log2 B0)^d`, at most the oracle's set size. With
+/// [`HadamardRound`] or [`CountMinRound`] that is `(ε, δ)`-DP in the shuffle model for
+/// replace-one neighbours; it is fixed when the round is built ([`guarantee`](Self::guarantee)).
+#[derive(Clone, Debug)]
+pub struct RangeRound<O: SetOracleRound> {
+    query: RangeQuery<O::Query>,
+    oracle: O,
+    guarantee: Guarantee,
+}
+
+impl RangeRound<HadamardRound> {
+    /// The `d`-dimensional tree over `[2^axis_bits]^dims` on Algorithm 1 ([`GhaziHadamard`],
+    /// Theorem 5.9) for `users` devices at `(ε, δ)`.
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// If a leaf is outside the domain or the number of users is wrong.
-    pub fn run(&self, leaves: &[u32], rng: &mut dyn Rng) -> RangeCounts {
-        let b = self.domain();
-        for &x in leaves {
-            assert!(x < b, "leaf {x} is outside the domain 0..{b}");
+    /// As [`with_oracle`](Self::with_oracle); [`Error::Accounting`] for what the oracle's
+    /// parameters reject.
+    pub fn hadamard(
+        axis_bits: u32,
+        dims: u32,
+        epsilon: f64,
+        delta: f64,
+        users: u64,
+    ) -> Result<Self, Error> {
+        let shape = TreeShape::new(axis_bits, dims)?;
+        let oracle = GhaziHadamard::new(users, shape.domain(), shape.set_size(), epsilon, delta)?;
+        Self::with_oracle(
+            axis_bits,
+            dims,
+            oracle.round(DomainMap::Integers(shape.domain()))?,
+        )
+    }
+}
+
+impl RangeRound<CountMinRound> {
+    /// The `d`-dimensional tree over `[2^axis_bits]^dims` on Algorithm 2 ([`GhaziCountMin`],
+    /// Theorem 5.10) for `users` devices at `(ε, δ)`, with accuracy failure probability `β`
+    /// (which sets its number of hash rows;
+    /// [`tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA`] is the usual choice) and public hash
+    /// functions drawn from `public_coins`.
+    ///
+    /// # Errors
+    ///
+    /// As [`with_oracle`](Self::with_oracle); [`Error::Accounting`] for what the oracle's
+    /// parameters reject (too few users).
+    #[allow(clippy::too_many_arguments)] // the oracle's parameters, each its own
+    pub fn count_min(
+        axis_bits: u32,
+        dims: u32,
+        epsilon: f64,
+        delta: f64,
+        beta: f64,
+        users: u64,
+        public_coins: &mut dyn Rng,
+    ) -> Result<Self, Error> {
+        let shape = TreeShape::new(axis_bits, dims)?;
+        let oracle = GhaziCountMin::new(
+            users,
+            shape.domain(),
+            shape.set_size(),
+            epsilon,
+            delta,
+            beta,
+        )?;
+        let hashes = CountMinHashes::draw(oracle.params(), public_coins);
+        Self::with_oracle(
+            axis_bits,
+            dims,
+            oracle.round(DomainMap::Integers(shape.domain()), hashes)?,
+        )
+    }
+}
+
+impl<O: SetOracleRound> RangeRound<O> {
+    /// The tree over `[2^axis_bits]^dims` on the oracle round `oracle`, whose domain must be
+    /// `2^{axis_bits·dims}` and whose set size at least `(1 + axis_bits)^dims`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `axis_bits ≥ 1`, `dims ≥ 1` and
+    /// `axis_bits·dims ≤ 31`, or for an oracle that does not fit the shape.
+    pub fn with_oracle(axis_bits: u32, dims: u32, oracle: O) -> Result<Self, Error> {
+        let shape = TreeShape::new(axis_bits, dims)?;
+        if oracle.domain() != shape.domain() {
+            return Err(Error::invalid(
+                "oracle domain",
+                oracle.domain(),
+                "2^(axis bits · dimensions)",
+            ));
         }
-        let answers = self.oracle.collect(
-            leaves.len(),
-            &|i, out: &mut Vec<u32>| self.report(leaves[i], out),
-            rng,
-        );
-        RangeCounts {
-            axis_levels: self.axis_levels,
-            dims: self.dims,
-            nodes: (0..b).map(|j| answers.estimate(j)).collect(),
+        if oracle.query().set_size() < shape.set_size() {
+            return Err(Error::invalid(
+                "oracle set size",
+                oracle.query().set_size(),
+                "at least (1 + axis bits)^dimensions",
+            ));
+        }
+        let mut guarantee = oracle.guarantee();
+        guarantee.analysis = format!("{}; range tree (GGKPV Theorem 5.1)", guarantee.analysis);
+        Ok(Self {
+            query: RangeQuery {
+                shape,
+                oracle: oracle.query().clone(),
+            },
+            oracle,
+            guarantee,
+        })
+    }
+
+    /// The number of leaves `B = 2^{axis_bits·d}`.
+    pub fn domain(&self) -> u32 {
+        self.query.shape.domain()
+    }
+
+    /// The number of dimensions `d`.
+    pub fn dims(&self) -> u32 {
+        self.query.shape.dims
+    }
+
+    /// The frequency oracle round.
+    pub fn oracle(&self) -> &O {
+        &self.oracle
+    }
+
+    /// The oracle's guarantee (Theorem 5.1).
+    pub fn guarantee(&self) -> &Guarantee {
+        &self.guarantee
+    }
+
+    /// What each device sends (the oracle's cost for a `k`-set).
+    pub fn message_cost(&self) -> MessageCost {
+        self.oracle.message_cost()
+    }
+
+    fn counts(&self, oracle: O::Aggregator) -> RangeAggregator<O::Aggregator> {
+        RangeAggregator {
+            shape: self.query.shape,
+            oracle,
         }
     }
 }
 
-fn check_shape(axis_bits: u32, dims: u32) -> Result<(), Error> {
-    if axis_bits == 0 || dims == 0 || axis_bits * dims > 31 {
-        return Err(Error::invalid(
-            "range tree shape",
-            format!("{axis_bits} bits × {dims} dimensions"),
-            "at least 1 bit and 1 dimension, at most 31 bits in all",
-        ));
+impl<O: SetOracleRound> RoundProtocol for RangeRound<O> {
+    type Query = RangeQuery<O::Query>;
+    type Release = RangeCounts;
+    type Aggregator = RangeAggregator<O::Aggregator>;
+
+    fn query(&self) -> &RangeQuery<O::Query> {
+        &self.query
     }
-    Ok(())
+
+    fn aggregator(&self, rng: ChaCha20Rng) -> RangeAggregator<O::Aggregator> {
+        self.counts(self.oracle.aggregator(rng))
+    }
+}
+
+/// Its devices hold a leaf.
+impl<O: SetOracleRound> CountedRound for RangeRound<O> {
+    /// The oracle's aggregate ([`SetOracleRound::aggregate_sets`]) from how many points lie
+    /// below each chosen node and how many report each number of nodes, when it can draw one.
+    fn aggregate_counts<R: Rng + ?Sized>(
+        &self,
+        counts: &[u64],
+        rng: &mut R,
+    ) -> Option<RangeAggregator<O::Aggregator>> {
+        let shape = self.query.shape;
+        assert_eq!(counts.len(), shape.domain() as usize, "one count per leaf");
+        let mut holders = SetHolders {
+            of_item: vec![0; shape.domain() as usize],
+            of_size: vec![0; shape.set_size() as usize + 1],
+        };
+        let mut set = Vec::new();
+        for (leaf, &count) in (0..).zip(counts) {
+            if count == 0 {
+                continue;
+            }
+            shape.report(leaf, &mut set);
+            for &node in &set {
+                holders.of_item[node as usize] += count;
+            }
+            holders.of_size[set.len()] += count;
+        }
+        self.oracle
+            .aggregate_sets(&holders, rng)
+            .map(|oracle| self.counts(oracle))
+    }
+}
+
+/// The query of a [`RangeRound`]: the tree's shape and the oracle's query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeQuery<Q> {
+    shape: TreeShape,
+    oracle: Q,
+}
+
+impl<Q: SetQuery> DeviceQuery for RangeQuery<Q> {
+    type Input = u32;
+    type Report = Q::Report;
+
+    fn trust(&self) -> TrustModel {
+        self.oracle.trust()
+    }
+
+    /// The oracle's report of the point's chosen ancestors `A_x`; `None` outside the domain.
+    fn respond<R: Rng + ?Sized>(&self, leaf: &u32, rng: &mut R) -> Option<Q::Report> {
+        if *leaf >= self.shape.domain() {
+            return None;
+        }
+        let mut set = Vec::new();
+        self.shape.report(*leaf, &mut set);
+        self.oracle.respond_set(&set, rng)
+    }
+
+    /// What the oracle admits.
+    fn admits(&self, report: &Q::Report) -> bool {
+        self.oracle.admits(report)
+    }
+}
+
+/// The aggregator of a [`RangeRound`]: the oracle's, its estimates released as the chosen
+/// nodes' ([`RangeCounts`]).
+pub struct RangeAggregator<A> {
+    shape: TreeShape,
+    oracle: A,
+}
+
+impl<A: RoundAggregator<Release = Estimates>> RoundAggregator for RangeAggregator<A> {
+    type Report = A::Report;
+    type Release = RangeCounts;
+
+    fn absorb(&mut self, report: A::Report) {
+        self.oracle.absorb(report);
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.oracle.merge(other.oracle);
+    }
+
+    fn release(self) -> RangeCounts {
+        let Estimates(nodes) = self.oracle.release();
+        RangeCounts {
+            axis_levels: self.shape.axis_levels,
+            dims: self.shape.dims,
+            nodes,
+        }
+    }
 }
 
 /// The estimates of every chosen node after a run, answering range and box queries.

@@ -42,7 +42,7 @@ use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::{Grr, GrrAggregator};
 use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
-    DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, WireReport,
+    CountedRound, DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, WireReport,
 };
 
 /// Shuffled k-RR over the domain `0..k` for a fixed number of clients `n`.
@@ -219,6 +219,8 @@ impl DomainRound for ShuffledGrrRound {
         estimates
     }
 }
+
+impl CountedRound for ShuffledGrrRound {}
 
 impl RoundProtocol for ShuffledGrrRound {
     type Query = Self;

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Dataset, Mechanism, Results, findings};
 use crate::Error;
-use crate::figures::{GridPlot, Line, Panel, Point, YAxis};
+use crate::figures::{GridPlot, Line, PANEL_SIZE, Panel, Point, YAxis};
 use crate::report::Markdown;
 use crate::table::write_csv;
 
@@ -88,6 +88,7 @@ fn figure(results: &Results, metric: Metric) -> GridPlot {
         y_label: y_label.to_owned(),
         y_axis,
         panels,
+        panel_size: PANEL_SIZE,
     }
 }
 
@@ -110,6 +111,7 @@ fn line_per_mechanism(results: &Results, d: Dataset, b: u32, metric: Metric) -> 
                     Some(Point { x: e, y, error })
                 })
                 .collect(),
+            markers: true,
         })
         .collect()
 }

@@ -1,0 +1,426 @@
+//! The numbers of `tally plan sample-threshold --report DIR`: the release curves of
+//! sample-and-threshold and of the noise-based key selections at the same `(ε, δ)`, the
+//! expected relative error of a released estimate, the predicted recall and error on a known
+//! population over a sweep of `ε`, and a summary in words. `tally` renders them as
+//! `index.html`; [`PlanReport::document`] is `plan.json`.
+
+use serde_json::{Value, json};
+use tally_accounting::Neighbours;
+use tally_accounting::key_selection::{
+    KeySelection, PopulationUtility, gaussian_threshold, laplace_threshold, population_utility,
+};
+use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
+
+use crate::plan_document::{PlanError, Planned};
+
+/// The values of `ε` the population sweep plans for (with the plan's own `ε`).
+pub const SWEEP_EPSILONS: [f64; 6] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
+
+/// The release probabilities whose counts the report marks.
+pub const MARKED_PROBABILITIES: [f64; 2] = [0.5, 0.95];
+
+/// The most counts a curve is evaluated at.
+const CURVE_POINTS: u64 = 400;
+
+/// One key selection of the comparison, calibrated for the report's `(ε, δ)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Calibrated {
+    /// Its name in figures and tables.
+    pub name: &'static str,
+    /// The selection and its parameters.
+    pub selection: KeySelection,
+    /// The counts released with probability 50% and 95% ([`MARKED_PROBABILITIES`]).
+    pub marked: [Option<u64>; 2],
+    /// The count released with probability 99.9%.
+    pub release_999: Option<u64>,
+}
+
+/// The predicted utility of each selection on the population at one `ε`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// The `ε` planned for.
+    pub epsilon: f64,
+    /// For each selection in [`PlanReport::selections`] order, its utility, or `None` where
+    /// no parameters meet `(ε, δ)`.
+    pub utilities: Vec<Option<PopulationUtility>>,
+}
+
+/// The population the report predicts utility on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PopulationSweep {
+    /// What the population is.
+    pub description: String,
+    /// The number of clients.
+    pub clients: u64,
+    /// The number of distinct items.
+    pub items: usize,
+    /// The sweep, by increasing `ε`.
+    pub points: Vec<SweepPoint>,
+}
+
+/// Everything `index.html` and `plan.json` show.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanReport {
+    /// The plan's `--json` document.
+    pub plan: Value,
+    /// The report's `ε`.
+    pub epsilon: f64,
+    /// The report's `δ`: the target, or the `δ` given parameters achieve.
+    pub delta: f64,
+    /// The selections compared, sample-and-threshold as planned first.
+    pub selections: Vec<Calibrated>,
+    /// The release curves: `(c, P[released | c])` per selection, at the same counts.
+    pub release_curves: Vec<Vec<(u64, f64)>>,
+    /// The expected relative error `(c, E[|estimate − c|/c | released])` per selection, where
+    /// an item held by `c` clients is released with probability at least 1%.
+    pub relative_errors: Vec<Vec<(u64, f64)>>,
+    /// The counts of the relative-error table.
+    pub table_counts: Vec<u64>,
+    /// The population sweep, with a population.
+    pub population: Option<PopulationSweep>,
+    /// The plain-language summary.
+    pub summary: String,
+}
+
+/// A population to predict on: its description, number of clients and item counts.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownPopulation<'a> {
+    /// What it is.
+    pub description: &'a str,
+    /// The number of clients.
+    pub clients: u64,
+    /// The number of clients holding each item.
+    pub counts: &'a [u64],
+    /// The `k` of recall@k.
+    pub top: usize,
+}
+
+/// The selections compared at `(ε, δ)`: sample-and-threshold with `params`, with the paper's
+/// Theorem 1 calibration for the same `target`, and Laplace and Gaussian thresholding.
+fn calibrate_all(
+    st: Option<KeySelection>,
+    epsilon: f64,
+    delta: f64,
+    target: PlanTarget,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> Vec<Option<KeySelection>> {
+    let planned_st = st.or_else(|| {
+        sample_threshold::plan(epsilon, delta, target, analysis, neighbours)
+            .ok()
+            .map(|plan| KeySelection::SampleThreshold(plan.params))
+    });
+    let theorem1 = sample_threshold::plan(epsilon, delta, target, Analysis::Theorem1, neighbours)
+        .ok()
+        .map(|plan| KeySelection::SampleThreshold(plan.params));
+    vec![
+        planned_st,
+        theorem1,
+        laplace_threshold(epsilon, delta)
+            .ok()
+            .map(KeySelection::Laplace),
+        gaussian_threshold(epsilon, delta)
+            .ok()
+            .map(KeySelection::Gaussian),
+    ]
+}
+
+/// The names of the selections, in [`calibrate_all`] order.
+const NAMES: [&str; 4] = [
+    "S&T (as planned)",
+    "S&T (paper's Theorem 1)",
+    "Laplace thresholding",
+    "Gaussian thresholding",
+];
+
+/// `n` counts spread evenly over `1..=max`, with 0 first.
+fn count_grid(max: u64, n: u64) -> Vec<u64> {
+    let mut grid: Vec<u64> = (0..=n).map(|i| (i * max).div_ceil(n)).collect();
+    grid.dedup();
+    grid
+}
+
+/// Builds the report of `planned`, with `population` for the sweep.
+///
+/// # Errors
+///
+/// As the accountant rejects the plan's `(ε, δ)` for a noise-based selection.
+pub fn build(
+    planned: &Planned,
+    population: Option<KnownPopulation<'_>>,
+) -> Result<PlanReport, PlanError> {
+    let (epsilon, delta, params, analysis, neighbours, target) = match planned {
+        Planned::Plan(plan) => (
+            plan.epsilon,
+            plan.delta,
+            plan.params,
+            plan.analysis,
+            plan.neighbours,
+            plan.target,
+        ),
+        Planned::Delta {
+            guarantee, params, ..
+        } => (
+            guarantee.epsilon,
+            guarantee.delta,
+            *params,
+            guarantee.analysis.parse().unwrap_or(Analysis::Tight),
+            guarantee.neighbours,
+            PlanTarget::Threshold(params.threshold()),
+        ),
+    };
+    laplace_threshold(epsilon, delta)?;
+    let selections: Vec<Calibrated> = calibrate_all(
+        Some(KeySelection::SampleThreshold(params)),
+        epsilon,
+        delta,
+        target,
+        analysis,
+        neighbours,
+    )
+    .into_iter()
+    .zip(NAMES)
+    .filter_map(|(selection, name)| {
+        let selection = selection?;
+        Some(Calibrated {
+            name,
+            selection,
+            marked: MARKED_PROBABILITIES.map(|p| selection.release_point(p)),
+            release_999: selection.release_point(0.999),
+        })
+    })
+    .collect();
+
+    let curve_max = selections
+        .iter()
+        .filter_map(|s| s.release_999)
+        .max()
+        .unwrap_or(1);
+    let grid = count_grid(curve_max, CURVE_POINTS);
+    let release_curves = selections
+        .iter()
+        .map(|s| {
+            grid.iter()
+                .map(|&c| (c, s.selection.release_probability(c)))
+                .collect()
+        })
+        .collect();
+    let error_grid = count_grid(3 * curve_max, CURVE_POINTS);
+    let relative_errors = selections
+        .iter()
+        .map(|s| {
+            error_grid
+                .iter()
+                .filter(|&&c| s.selection.release_probability(c) >= 0.01)
+                .filter_map(|&c| Some((c, s.selection.relative_error(c)?)))
+                .collect()
+        })
+        .collect();
+    let (st50, st95) = (selections[0].marked[0], selections[0].marked[1]);
+    let mut table_counts: Vec<u64> = [
+        st50,
+        st95,
+        selections[0].release_999,
+        selections[0].release_999.map(|c| 10 * c),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    table_counts.dedup();
+
+    let population =
+        population.map(|known| sweep(known, epsilon, delta, target, analysis, neighbours));
+    let summary = summary(epsilon, delta, &selections, population.as_ref());
+    Ok(PlanReport {
+        plan: planned.document(),
+        epsilon,
+        delta,
+        selections,
+        release_curves,
+        relative_errors,
+        table_counts,
+        population,
+        summary,
+    })
+}
+
+/// Plans every selection at each `ε` of the sweep and predicts its utility on `known`.
+fn sweep(
+    known: KnownPopulation<'_>,
+    epsilon: f64,
+    delta: f64,
+    target: PlanTarget,
+    analysis: Analysis,
+    neighbours: Neighbours,
+) -> PopulationSweep {
+    let mut epsilons = SWEEP_EPSILONS.to_vec();
+    if !epsilons.contains(&epsilon) {
+        epsilons.push(epsilon);
+        epsilons.sort_by(f64::total_cmp);
+    }
+    let points = epsilons
+        .into_iter()
+        .map(|e| SweepPoint {
+            epsilon: e,
+            utilities: calibrate_all(None, e, delta, target, analysis, neighbours)
+                .into_iter()
+                .map(|s| s.map(|s| population_utility(known.counts, &s, known.top)))
+                .collect(),
+        })
+        .collect();
+    PopulationSweep {
+        description: known.description.to_owned(),
+        clients: known.clients,
+        items: known.counts.len(),
+        points,
+    }
+}
+
+/// A count, or "more than 2^40" where none reaches the probability.
+fn count_text(count: Option<u64>) -> String {
+    count.map_or_else(|| "more than 2^40".to_owned(), |c| c.to_string())
+}
+
+/// The plain-language summary.
+fn summary(
+    epsilon: f64,
+    delta: f64,
+    selections: &[Calibrated],
+    population: Option<&PopulationSweep>,
+) -> String {
+    let st = &selections[0];
+    let mut text = format!(
+        "At ε = {epsilon} and δ = {delta:e}, sample-and-threshold ({}) releases an item held by \
+         {} clients half the time and one held by {} clients 95% of the time",
+        parameters_text(&st.selection),
+        count_text(st.marked[0]),
+        count_text(st.marked[1]),
+    );
+    if let Some(error) = st.marked[1].and_then(|c| st.selection.relative_error(c)) {
+        text += &format!(
+            "; the released estimate of such an item is off by {:.1}% on average",
+            100.0 * error
+        );
+    }
+    text += ". At the same (ε, δ), ";
+    let others: Vec<String> = selections[1..]
+        .iter()
+        .map(|s| {
+            format!(
+                "{} needs {} and {} clients",
+                s.name,
+                count_text(s.marked[0]),
+                count_text(s.marked[1])
+            )
+        })
+        .collect();
+    text += &others.join(", ");
+    text += ".";
+    let point = population.and_then(|sweep| {
+        let point = sweep
+            .points
+            .iter()
+            .find(|p| p.epsilon.total_cmp(&epsilon).is_eq())?;
+        Some((sweep, point))
+    });
+    if let Some((sweep, point)) = point
+        && let Some(Some(st)) = point.utilities.first()
+    {
+        let recall: Vec<String> = point
+            .utilities
+            .iter()
+            .zip(selections)
+            .filter_map(|(u, s)| Some(format!("{} {:.1}%", s.name, 100.0 * u.as_ref()?.recall)))
+            .collect();
+        text += &format!(
+            " On {} ({} clients, {} items), the expected share of the {} most common items \
+             released is {}; sample-and-threshold's released counts are off by {:.1} on \
+             average.",
+            sweep.description,
+            sweep.clients,
+            sweep.items,
+            st.top,
+            recall.join(", "),
+            st.mean_absolute_error,
+        );
+    }
+    text
+}
+
+/// The parameters of a selection in words.
+pub fn parameters_text(selection: &KeySelection) -> String {
+    match selection {
+        KeySelection::SampleThreshold(params) => format!(
+            "sampling rate {:.4}, threshold {}",
+            params.sampling_rate(),
+            params.threshold()
+        ),
+        KeySelection::Laplace(l) => format!("scale {:.3}, threshold {:.2}", l.scale, l.threshold),
+        KeySelection::Gaussian(g) => format!("σ {:.3}, threshold {:.2}", g.sigma, g.threshold),
+    }
+}
+
+/// The parameters of a selection as JSON.
+fn parameters_json(selection: &KeySelection) -> Value {
+    match selection {
+        KeySelection::SampleThreshold(params) => json!({
+            "sampling_rate": params.sampling_rate(),
+            "threshold": params.threshold(),
+        }),
+        KeySelection::Laplace(l) => json!({"scale": l.scale, "threshold": l.threshold}),
+        KeySelection::Gaussian(g) => json!({"sigma": g.sigma, "threshold": g.threshold}),
+    }
+}
+
+impl PlanReport {
+    /// `plan.json`: the plan's `--json` document and every number the page shows.
+    pub fn document(&self) -> Value {
+        let selections: Vec<Value> = self
+            .selections
+            .iter()
+            .zip(&self.release_curves)
+            .zip(&self.relative_errors)
+            .map(|((s, curve), errors)| {
+                json!({
+                    "name": s.name,
+                    "parameters": parameters_json(&s.selection),
+                    "release_50": s.marked[0],
+                    "release_95": s.marked[1],
+                    "release_999": s.release_999,
+                    "release_curve": curve,
+                    "relative_error": errors,
+                    "table": self.table_counts.iter().map(|&c| json!({
+                        "count": c,
+                        "release_probability": s.selection.release_probability(c),
+                        "relative_error": s.selection.relative_error(c),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let population = self.population.as_ref().map(|sweep| {
+            json!({
+                "description": sweep.description,
+                "clients": sweep.clients,
+                "items": sweep.items,
+                "sweep": sweep.points.iter().map(|p| json!({
+                    "epsilon": p.epsilon,
+                    "selections": p.utilities.iter().zip(NAMES).map(|(u, name)| json!({
+                        "name": name,
+                        "recall": u.map(|u| u.recall),
+                        "top": u.map(|u| u.top),
+                        "expected_released": u.map(|u| u.expected_released),
+                        "mean_absolute_error": u.map(|u| u.mean_absolute_error),
+                    })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+            })
+        });
+        json!({
+            "plan": self.plan,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "selections": selections,
+            "population": population,
+            "summary": self.summary,
+        })
+    }
+}

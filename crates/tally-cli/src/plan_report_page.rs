@@ -1,0 +1,310 @@
+//! `tally plan ... --report DIR`: renders the report as `DIR/index.html` (self-contained:
+//! inline SVG and CSS, nothing loaded from elsewhere) and writes `DIR/plan.json`.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use tally_cli::plan_report::{PlanReport, parameters_text};
+use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
+
+/// The size of a report figure's one panel: the page's width.
+const FIGURE_SIZE: (u32, u32) = (880, 420);
+
+/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
+pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--report {}: a file is in the way; give a directory (it is created if missing)",
+            dir.display()
+        );
+    }
+    fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the report directory {}", dir.display()))?;
+    let json = serde_json::to_string_pretty(&report.document())? + "\n";
+    let html = page(report, dir)?;
+    for (name, text) in [("plan.json", json), ("index.html", html)] {
+        let path = dir.join(name);
+        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Escapes text for HTML.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A count, or a dash where none reaches the probability.
+fn count_cell(count: Option<u64>) -> String {
+    count.map_or_else(|| "—".to_owned(), |c| c.to_string())
+}
+
+fn names(report: &PlanReport) -> Vec<String> {
+    report
+        .selections
+        .iter()
+        .map(|s| s.name.to_owned())
+        .collect()
+}
+
+fn line(series: usize, points: impl Iterator<Item = (f64, f64)>, markers: bool) -> Line {
+    Line {
+        series,
+        points: points.map(|(x, y)| Point { x, y, error: 0.0 }).collect(),
+        markers,
+    }
+}
+
+/// The release curves, with the 50% and 95% points of each selection as dots.
+fn release_figure(report: &PlanReport) -> GridPlot {
+    let mut lines: Vec<Line> = report
+        .release_curves
+        .iter()
+        .enumerate()
+        .map(|(i, curve)| line(i, curve.iter().map(|&(c, p)| (c as f64, p)), false))
+        .collect();
+    for (i, selection) in report.selections.iter().enumerate() {
+        for count in selection.marked.iter().flatten() {
+            let p = selection.selection.release_probability(*count);
+            lines.push(line(i, std::iter::once((*count as f64, p)), true));
+        }
+    }
+    GridPlot {
+        title: format!(
+            "Release probability (ε = {}, δ = {:e}); dots at 50% and 95%",
+            report.epsilon, report.delta
+        ),
+        series: names(report),
+        x_label: "true count c (clients holding the item)".into(),
+        y_label: "P[released | c]".into(),
+        y_axis: YAxis::Linear {
+            min: 0.0,
+            max: 1.05,
+        },
+        panels: vec![vec![Panel {
+            title: String::new(),
+            lines,
+        }]],
+        panel_size: FIGURE_SIZE,
+    }
+}
+
+fn error_figure(report: &PlanReport) -> GridPlot {
+    GridPlot {
+        title: "Expected relative error of a released estimate".into(),
+        series: names(report),
+        x_label: "true count c (where released with probability ≥ 1%)".into(),
+        y_label: "E[|estimate − c| / c | released]".into(),
+        y_axis: YAxis::Log,
+        panels: vec![vec![Panel {
+            title: String::new(),
+            lines: report
+                .relative_errors
+                .iter()
+                .enumerate()
+                .map(|(i, e)| line(i, e.iter().map(|&(c, r)| (c as f64, r)), false))
+                .collect(),
+        }]],
+        panel_size: FIGURE_SIZE,
+    }
+}
+
+/// The sweep figures: recall@k and the mean absolute error against `log₂ ε`.
+fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
+    let Some(sweep) = &report.population else {
+        return Vec::new();
+    };
+    let top = sweep
+        .points
+        .iter()
+        .flat_map(|p| p.utilities.iter().flatten())
+        .map(|u| u.top)
+        .next()
+        .unwrap_or(0);
+    let metric =
+        |pick: fn(&tally_accounting::key_selection::PopulationUtility) -> f64| -> Vec<Line> {
+            (0..report.selections.len())
+                .map(|i| {
+                    line(
+                        i,
+                        sweep.points.iter().filter_map(move |p| {
+                            let u = p.utilities.get(i)?.as_ref()?;
+                            Some((p.epsilon.log2(), pick(u)))
+                        }),
+                        true,
+                    )
+                })
+                .collect()
+        };
+    let x_label = "log₂ ε (−2 is ε = 0.25, 0 is ε = 1, 3 is ε = 8)".to_owned();
+    vec![
+        GridPlot {
+            title: format!("Predicted recall@{top} by ε"),
+            series: names(report),
+            x_label: x_label.clone(),
+            y_label: format!("recall@{top}"),
+            y_axis: YAxis::Linear {
+                min: 0.0,
+                max: 1.05,
+            },
+            panels: vec![vec![Panel {
+                title: String::new(),
+                lines: metric(|u| u.recall),
+            }]],
+            panel_size: FIGURE_SIZE,
+        },
+        GridPlot {
+            title: "Mean absolute error of released counts by ε".into(),
+            series: names(report),
+            x_label,
+            y_label: "mean |estimate − c| of released items".into(),
+            y_axis: YAxis::Log,
+            panels: vec![vec![Panel {
+                title: String::new(),
+                lines: metric(|u| u.mean_absolute_error),
+            }]],
+            panel_size: FIGURE_SIZE,
+        },
+    ]
+}
+
+const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;\
+margin:2em auto;padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{font-size:1.25em;\
+margin-top:1.8em;border-bottom:1px solid #ccc}table{border-collapse:collapse;margin:1em 0}\
+td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}th{background:#f3f3f3}\
+td:first-child,th:first-child{text-align:left}figure{margin:1em 0}figure svg{max-width:100%;\
+height:auto}.summary{background:#f6f8fa;border-left:4px solid #1f77b4;padding:.8em 1em}\
+@media print{body{max-width:none}figure,table{break-inside:avoid}}";
+
+/// The whole page.
+fn page(report: &PlanReport, dir: &Path) -> Result<String> {
+    let svg = |plot: &GridPlot, name: &str| -> Result<String> {
+        Ok(plot.to_svg_string(&dir.join(name))?)
+    };
+    let mut html = String::new();
+    let title = "tally plan: what a sample-and-threshold release will show";
+    write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n\
+         <p class=\"summary\">{}</p>\n",
+        escape(&report.summary)
+    )?;
+
+    html += "<h2>The plan</h2>\n<table>";
+    if let Some(fields) = report.plan.as_object() {
+        for (key, value) in fields {
+            let text = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            write!(
+                html,
+                "<tr><td>{}</td><td>{}</td></tr>",
+                escape(key),
+                escape(&text)
+            )?;
+        }
+    }
+    html += "</table>\n";
+
+    html += "<h2>Release curves</h2>\n<p>The probability that an item held by <i>c</i> \
+             clients is released, exact from the binomial law for sample-and-threshold and from \
+             the noise law for Laplace and Gaussian thresholding, calibrated for the same \
+             (ε, δ) and one item per client.</p>\n<table><tr><th>selection</th>\
+             <th>parameters</th><th>released 50%</th><th>released 95%</th>\
+             <th>released 99.9%</th></tr>";
+    for s in &report.selections {
+        write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(s.name),
+            escape(&parameters_text(&s.selection)),
+            count_cell(s.marked[0]),
+            count_cell(s.marked[1]),
+            count_cell(s.release_999)
+        )?;
+    }
+    write!(
+        html,
+        "</table>\n<figure>{}</figure>\n",
+        svg(&release_figure(report), "release-curve.svg")?
+    )?;
+
+    html += "<h2>Error of a released estimate</h2>\n<p>The expected relative error \
+             E[|estimate − c| / c | released]: for sample-and-threshold the estimate is the \
+             sampled count divided by the sampling rate, for the noise-based selections the \
+             noisy count that passed the threshold.</p>\n<table><tr><th>true count c</th>";
+    for s in &report.selections {
+        write!(html, "<th>{}: P[released], error</th>", escape(s.name))?;
+    }
+    html += "</tr>";
+    for &count in &report.table_counts {
+        write!(html, "<tr><td>{count}</td>")?;
+        for s in &report.selections {
+            let error = s
+                .selection
+                .relative_error(count)
+                .map_or_else(|| "—".to_owned(), |e| format!("{:.2}%", 100.0 * e));
+            write!(
+                html,
+                "<td>{:.4}, {error}</td>",
+                s.selection.release_probability(count)
+            )?;
+        }
+        html += "</tr>";
+    }
+    write!(
+        html,
+        "</table>\n<figure>{}</figure>\n",
+        svg(&error_figure(report), "relative-error.svg")?
+    )?;
+
+    if let Some(sweep) = &report.population {
+        write!(
+            html,
+            "<h2>Predicted utility on {}</h2>\n<p>{} clients, {} distinct items. For each ε the \
+             selections are calibrated again at the same δ; recall@k is the expected share of \
+             the k most common items that is released, and the mean absolute error is that of \
+             the released counts (expected total error over expected number released), both \
+             exact from each item's law, with no simulation.</p>\n<table><tr><th>ε</th>",
+            escape(&sweep.description),
+            sweep.clients,
+            sweep.items
+        )?;
+        for s in &report.selections {
+            write!(html, "<th>{}: recall, error</th>", escape(s.name))?;
+        }
+        html += "</tr>";
+        for point in &sweep.points {
+            write!(html, "<tr><td>{}</td>", point.epsilon)?;
+            for utility in point.utilities.iter().take(report.selections.len()) {
+                match utility {
+                    Some(u) => write!(
+                        html,
+                        "<td>{:.3}, {:.2}</td>",
+                        u.recall, u.mean_absolute_error
+                    )?,
+                    None => html += "<td>no parameters</td>",
+                }
+            }
+            html += "</tr>";
+        }
+        html += "</table>\n";
+        for (i, plot) in sweep_figures(report).iter().enumerate() {
+            writeln!(
+                html,
+                "<figure>{}</figure>",
+                svg(plot, &format!("sweep-{i}.svg"))?
+            )?;
+        }
+    }
+    html += "<p><small>Written by <code>tally plan</code>; the numbers are in \
+             <code>plan.json</code>. The formulas and their sources: \
+             docs/privacy/planner.md.</small></p>\n</body></html>\n";
+    Ok(html)
+}

@@ -1,0 +1,368 @@
+//! The operator's console in a real browser: headless Chromium, driven over WebDriver
+//! (`chromedriver`), signs in to `tally serve`'s `/console`, provisions a population and an
+//! analyst, plans and creates a task through the form, and after a `tally fleet` sees the
+//! release table and the debited budget; the same pages refuse a missing or wrong token.
+//!
+//! Skipped without `/usr/bin/chromium` and `/usr/bin/chromedriver`, unless
+//! `TALLY_REQUIRE_BROWSER=1` (as in CI), which makes their absence a failure.
+
+// The helpers this test does not use are other tests'.
+#[allow(dead_code)]
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+
+use common::{json, tally, temp_file};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// The devices' items: 400 hold a word, 300 another, 200 an item that is markup, 5 a rare one.
+/// At (ε, δ) = (1, 1e-6) the server samples at 0.2537 with threshold 14 (`tally plan
+/// sample-threshold --epsilon 1 --delta 1e-6`): an item of 200 holders is withheld with
+/// probability 3.4e-12, one of 5 is shown with probability 0.
+const HOLDERS: [(&str, usize); 4] = [
+    ("apple", 400),
+    ("pear", 300),
+    ("<script>alert(1)</script>", 200),
+    ("rare", 5),
+];
+
+/// A child process, killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `program` and waits until it listens on `port`.
+fn listening(mut command: Command, port: u16) -> Running {
+    let mut child = Running(
+        command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            child.0.try_wait().unwrap().is_none(),
+            "{command:?} exited on start"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{command:?} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Whether the browser is here; its absence fails the test under `TALLY_REQUIRE_BROWSER=1`.
+fn browser_present() -> bool {
+    let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
+    if !present {
+        assert!(
+            std::env::var("TALLY_REQUIRE_BROWSER").as_deref() != Ok("1"),
+            "TALLY_REQUIRE_BROWSER=1 but {CHROMIUM} or {CHROMEDRIVER} is missing"
+        );
+        eprintln!("skipped: no {CHROMIUM} and {CHROMEDRIVER}");
+    }
+    present
+}
+
+/// A headless Chromium with a fresh profile, through `chromedriver` on `port`.
+async fn browser(port: u16, profile: &Path) -> Client {
+    let args = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1200,1000",
+        &format!("--user-data-dir={}", profile.display()),
+    ];
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({ "binary": CHROMIUM, "args": args }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .expect("chromedriver starts a session")
+}
+
+/// The visible text of the page.
+async fn text(browser: &Client) -> String {
+    browser
+        .find(Locator::Css("body"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Fills the form field `name` with `value` (replacing what it held).
+async fn fill(browser: &Client, name: &str, value: &str) {
+    let field = browser
+        .find(Locator::Css(&format!("[name={name}]")))
+        .await
+        .unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(value).await.unwrap();
+}
+
+/// Clicks the button that says `label`, which sends its form, and waits for the next page
+/// (the button is gone with the page it was on).
+async fn click(browser: &Client, label: &str) {
+    let button = browser
+        .find(Locator::XPath(&format!(
+            "//button[normalize-space()='{label}']"
+        )))
+        .await
+        .unwrap();
+    button.click().await.unwrap();
+    let started = Instant::now();
+    while button.is_enabled().await.is_ok() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{label}: no page came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn sign_in(browser: &Client, url: &str, token: &str) {
+    browser.goto(&format!("{url}/console/login")).await.unwrap();
+    fill(browser, "token", token).await;
+    click(browser, "Sign in").await;
+}
+
+/// The page `path` refuses the browser's session: it shows the sign-in form and nothing of
+/// the population.
+async fn refused(browser: &Client, url: &str, path: &str, why: &str) {
+    browser.goto(&format!("{url}{path}")).await.unwrap();
+    let page = text(browser).await;
+    assert!(page.contains(why), "{path}: {page}");
+    assert!(
+        page.contains("Token of an operator or an analyst"),
+        "{path}: {page}"
+    );
+    assert!(!page.contains("shop"), "{path}: {page}");
+}
+
+#[test]
+fn the_console_runs_a_task_from_sign_in_to_release_in_a_browser() {
+    if !browser_present() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+    let operator = tally(&format!(
+        "token create --db {db} --role operator --name console"
+    ));
+    assert!(operator.status.success(), "{operator:?}");
+    let operator = String::from_utf8(operator.stdout)
+        .unwrap()
+        .trim()
+        .to_owned();
+    let port = free_port();
+    let url = format!("http://127.0.0.1:{port}");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_tally"));
+    serve
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+            &db,
+        ])
+        .env("RUST_LOG", "warn");
+    let _server = listening(serve, port);
+    let driver_port = free_port();
+    let mut driver = Command::new(CHROMEDRIVER);
+    driver.arg(format!("--port={driver_port}"));
+    let _driver = listening(driver, driver_port);
+    let items: String = HOLDERS
+        .iter()
+        .flat_map(|&(item, n)| std::iter::repeat_n(format!("{item}\n"), n))
+        .collect();
+    let input = temp_file("console-items.txt", items.as_bytes());
+    let devices: usize = HOLDERS.iter().map(|(_, n)| n).sum();
+
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let browser = browser(driver_port, &dir.path().join("profile")).await;
+            // Driven on a task of its own, so that the browser is closed (Chromium outlives a
+            // killed chromedriver) before a failure is passed on.
+            let driving = tokio::spawn({
+                let browser = browser.clone();
+                async move { drive(&browser, &url, &operator, &input, devices).await }
+            });
+            let outcome = driving.await;
+            browser.close().await.unwrap();
+            if let Err(failure) = outcome {
+                std::panic::resume_unwind(failure.into_panic());
+            }
+        });
+}
+
+async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, devices: usize) {
+    // Without a session, and with a wrong token, every page is the sign-in form.
+    refused(browser, url, "/console", "sign in with").await;
+    sign_in(
+        browser,
+        url,
+        &format!("tally_{}_{}", "0".repeat(16), "0".repeat(64)),
+    )
+    .await;
+    assert!(
+        text(browser)
+            .await
+            .contains("the credential is unknown or revoked")
+    );
+
+    // The operator provisions a population and an analyst over it.
+    sign_in(browser, url, operator).await;
+    assert!(text(browser).await.contains("signed in as operator"));
+    fill(browser, "name", "shop").await;
+    fill(browser, "epsilon", "4").await;
+    fill(browser, "delta", "1e-5").await;
+    fill(browser, "min_cohort", "100").await;
+    click(browser, "Create population").await;
+    assert!(text(browser).await.contains("Budget ε = 4"));
+    browser
+        .goto(&format!("{url}/console/credentials"))
+        .await
+        .unwrap();
+    fill(browser, "name", "shop analyst").await;
+    fill(browser, "populations", "shop").await;
+    click(browser, "Create credential").await;
+    let analyst = browser
+        .find(Locator::Id("issued-token"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    click(browser, "Sign out").await;
+
+    // The analyst plans the task, reads the guarantee, then confirms it.
+    sign_in(browser, url, analyst.trim()).await;
+    browser
+        .goto(&format!("{url}/console/tasks/new"))
+        .await
+        .unwrap();
+    let spec = format!(
+        r#"{{"version":1,"population":"shop","expected_population":{devices},
+        "privacy":{{"epsilon":1.0,"delta":1e-6}},
+        "kind":{{"type":"histogram","mechanism":"sample-threshold"}},
+        "rounds":{{"min_cohort":100,"deadline_secs":120,"max_attempts":1,"max_report_bytes":256}}}}"#
+    );
+    fill(browser, "spec", &spec).await;
+    click(browser, "Show the plan").await;
+    let plan = text(browser).await;
+    assert!(
+        plan.contains("The guarantee the server fixes for this task"),
+        "{plan}"
+    );
+    assert!(plan.contains("add-remove"), "{plan}");
+    click(browser, "Create the task").await;
+    let task_url = browser.current_url().await.unwrap().to_string();
+    let task_id = task_url.rsplit('/').next().unwrap().to_owned();
+    assert!(task_id.starts_with("t-"), "{task_url}");
+    assert!(text(browser).await.contains("Not released yet."));
+
+    // A fleet of devices answers through the operator's relay.
+    let report = json(&format!(
+        "fleet --server {url} --token {operator} --input {} --task {task_id} --seed 7 --json",
+        input.display()
+    ));
+    assert_eq!(report["total"]["accepted"], devices, "{report}");
+
+    // The release, its markup item as text, and the debited budget. The round closes as its
+    // cohort fills; the release follows within moments.
+    let started = Instant::now();
+    loop {
+        browser.goto(&task_url).await.unwrap();
+        let page = text(browser).await;
+        if page.contains("finished") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{page}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let cells: Vec<String> = {
+        let mut cells = Vec::new();
+        for cell in browser
+            .find_all(Locator::Css("table.release td"))
+            .await
+            .unwrap()
+        {
+            cells.push(cell.text().await.unwrap());
+        }
+        cells
+    };
+    for released in ["apple", "pear", "<script>alert(1)</script>"] {
+        assert!(cells.iter().any(|c| c == released), "{released}: {cells:?}");
+    }
+    assert!(!cells.iter().any(|c| c == "rare"), "{cells:?}");
+    assert!(browser.get_alert_text().await.is_err(), "a script ran");
+    if let Ok(path) = std::env::var("TALLY_CONSOLE_SCREENSHOT") {
+        std::fs::write(PathBuf::from(path), browser.screenshot().await.unwrap()).unwrap();
+    }
+    browser
+        .goto(&format!("{url}/console/ledger"))
+        .await
+        .unwrap();
+    let ledger = text(browser).await;
+    assert!(ledger.contains(&task_id), "{ledger}");
+    assert!(!ledger.contains("Nothing debited yet."), "{ledger}");
+
+    // With the analyst's credential revoked, the pages its cookie still names refuse; signed
+    // out, without a cookie, they refuse too.
+    let analyst_id = analyst.trim().split('_').nth(1).unwrap();
+    let revoked = tally(&format!(
+        "token revoke --server {url} --token {operator} {analyst_id}"
+    ));
+    assert!(revoked.status.success(), "{revoked:?}");
+    let pages = [
+        "/console".to_owned(),
+        "/console/ledger".to_owned(),
+        format!("/console/tasks/{task_id}"),
+    ];
+    for path in &pages {
+        refused(browser, url, path, "the credential is unknown or revoked").await;
+    }
+    browser.delete_all_cookies().await.unwrap();
+    for path in &pages {
+        refused(browser, url, path, "sign in with").await;
+    }
+}

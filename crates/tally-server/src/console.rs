@@ -1,0 +1,568 @@
+//! The operator's console at `/console`: server-rendered pages over the same runtime, roles and
+//! refusals as the API, for a browser.
+//!
+//! A person signs in with an operator's or an analyst's token, which then lives in an
+//! `HttpOnly`, `SameSite=Strict` cookie (`Secure` over TLS) and never in a URL. Every page
+//! and action authenticates that cookie as the API authenticates a bearer token, for the roles
+//! the matching API call admits, and shows only what that call shows the role. Defences:
+//! every value is HTML-escaped (the templates escape whatever they interpolate); every form
+//! that changes state carries a token derived from the session and is refused without it, and
+//! every POST must come from the console's own origin; the pages forbid every outside load,
+//! every script and every frame through `Content-Security-Policy`, and are never cached.
+
+mod charts;
+mod pages;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Form, Path, Request, State};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, COOKIE, HOST, LOCATION, ORIGIN, REFERRER_POLICY,
+    SET_COOKIE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use rand::Rng;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tally_messages::{
+    Budget, CredentialSpec, ErrorCode, GuaranteeBody, PROTOCOL_VERSION, PopulationSpec, Role,
+    TaskSpec,
+};
+
+use crate::auth::Principal;
+use crate::error::ApiError;
+use crate::http::{HostPolicy, authorize_token};
+use crate::runtime::Runtime;
+
+/// The cookie that holds the signed-in token.
+const SESSION_COOKIE: &str = "tally_console";
+
+/// What a page says when it has no session.
+const SIGN_IN: &str = "sign in with an operator's or an analyst's token";
+
+/// Who may use the console at all: devices are refused, as the API refuses them everything
+/// but rounds and task states.
+const PEOPLE: [Role; 2] = [Role::Operator, Role::Analyst];
+
+/// The console's state.
+struct Console {
+    runtime: Arc<Runtime>,
+    hosts: Arc<HostPolicy>,
+    /// The key of the forms' anti-forgery tokens, new at every start.
+    form_key: [u8; 32],
+    /// Whether the server runs TLS: the cookie is then `Secure`, and the origin `https`.
+    tls: bool,
+    /// The `Content-Security-Policy` of every answer.
+    policy: HeaderValue,
+}
+
+type App = State<Arc<Console>>;
+
+/// What a handler answers: a page, or a refusal (also a page) as soon as one is due.
+type Answer = Result<Response, Response>;
+
+/// A signed-in person.
+pub(crate) struct Session {
+    /// The credential.
+    pub(crate) who: Principal,
+    /// The anti-forgery token its forms carry.
+    pub(crate) form_token: String,
+}
+
+/// The console's router: pages under `/console`, answering only the `hosts` the API answers.
+pub(crate) fn router(runtime: Arc<Runtime>, hosts: Arc<HostPolicy>, tls: bool) -> Router {
+    let mut form_key = [0u8; 32];
+    rand::rng().fill_bytes(&mut form_key);
+    let style_hash =
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(pages::STYLE.as_bytes()));
+    let policy = format!(
+        "default-src 'none'; style-src 'sha256-{style_hash}'; \
+         form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    );
+    let console = Arc::new(Console {
+        runtime,
+        hosts,
+        form_key,
+        tls,
+        // Unwrap safety: the policy is ASCII without control characters.
+        policy: HeaderValue::from_str(&policy).expect("an ASCII header"),
+    });
+    Router::new()
+        .route("/console", get(overview))
+        .route("/console/login", get(login_page).post(login))
+        .route("/console/logout", post(logout))
+        .route("/console/ledger", get(ledger))
+        .route(
+            "/console/credentials",
+            get(credentials).post(create_credential),
+        )
+        .route("/console/populations", post(create_population))
+        .route("/console/tasks/new", get(new_task))
+        .route("/console/tasks/plan", post(plan_task))
+        .route("/console/tasks", post(create_task))
+        .route("/console/tasks/{id}", get(task))
+        .route("/console/tasks/{id}/cancel", post(cancel_task))
+        .layer(middleware::from_fn_with_state(Arc::clone(&console), guard))
+        .with_state(console)
+}
+
+/// Refuses a request to another `Host` than the server's, and a POST from another origin
+/// (or without an `Origin`, which browsers send with every POST); sets the security headers
+/// of every answer.
+async fn guard(State(console): App, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers.get(HOST).and_then(|h| h.to_str().ok());
+    let refusal = if !console.hosts.allows(host) {
+        Some("this server does not answer to that Host")
+    } else if request.method() == Method::POST && !console.same_origin(headers) {
+        Some("a form of the console is sent from the console's own origin alone")
+    } else {
+        None
+    };
+    let mut response = match refusal {
+        Some(message) => console.refuse(&ApiError::new(ErrorCode::Forbidden, message), None),
+        None => next.run(request).await,
+    };
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_SECURITY_POLICY, console.policy.clone());
+    headers.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    response
+}
+
+impl Console {
+    /// Whether the request's `Origin` is this server's own, as reached through its `Host`.
+    fn same_origin(&self, headers: &HeaderMap) -> bool {
+        let scheme = if self.tls { "https" } else { "http" };
+        match (headers.get(ORIGIN), headers.get(HOST)) {
+            (Some(origin), Some(host)) => {
+                origin
+                    .to_str()
+                    .ok()
+                    .zip(host.to_str().ok())
+                    .is_some_and(|(origin, host)| {
+                        origin.eq_ignore_ascii_case(&format!("{scheme}://{host}"))
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// The anti-forgery token of the session `token`: HMAC-SHA-256 under the console's key.
+    fn form_token(&self, token: &str) -> String {
+        // Unwrap safety: HMAC takes a key of any length.
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.form_key).expect("any key length");
+        mac.update(token.as_bytes());
+        mac.finalize()
+            .into_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    /// The session of a request whose credential has one of `roles`: refused (401 without a
+    /// live credential, 403 with one of another role) as the API refuses it.
+    async fn session(&self, headers: &HeaderMap, roles: &[Role]) -> Result<Session, Response> {
+        let token = session_token(headers);
+        match authorize_token(&self.runtime, token, SIGN_IN, roles).await {
+            Ok(who) => Ok(Session {
+                who,
+                // Unwrap safety: a credential was authenticated from the token.
+                form_token: self.form_token(token.expect("an authenticated token")),
+            }),
+            Err(error) => Err(self.refuse(&error, None)),
+        }
+    }
+
+    /// The session of a form that changes state: [`Console::session`], and the form must
+    /// carry the session's anti-forgery token.
+    async fn act(
+        &self,
+        headers: &HeaderMap,
+        roles: &[Role],
+        form_token: &str,
+    ) -> Result<Session, Response> {
+        let session = self.session(headers, roles).await?;
+        if bool::from(session.form_token.as_bytes().ct_eq(form_token.as_bytes())) {
+            Ok(session)
+        } else {
+            let error = ApiError::new(
+                ErrorCode::Forbidden,
+                "the form does not carry this session's token: reload the page and send it again",
+            );
+            Err(self.refuse(&error, Some(&session)))
+        }
+    }
+
+    /// A refusal as a page, with the status the API answers; counted as the API counts it.
+    fn refuse(&self, error: &ApiError, session: Option<&Session>) -> Response {
+        self.runtime.metrics.reject(error.code);
+        let page = if error.code == ErrorCode::Unauthenticated {
+            pages::login(Some(error.message()))
+        } else {
+            pages::refusal(session, error.message())
+        };
+        (error.status(), page).into_response()
+    }
+}
+
+/// The token in the request's session cookie, if any.
+fn session_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value)
+}
+
+/// A `303 See Other` to `location`.
+fn see_other(location: &str) -> Response {
+    (StatusCode::SEE_OTHER, [(LOCATION, location.to_owned())]).into_response()
+}
+
+async fn login_page() -> Response {
+    pages::login(None).into_response()
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+/// Signs in: the token, if it proves an operator's or an analyst's live credential, is set
+/// as the session cookie; refused as the API refuses it otherwise.
+async fn login(State(console): App, Form(form): Form<LoginForm>) -> Response {
+    let token = form.token.trim();
+    if let Err(error) = authorize_token(&console.runtime, Some(token), SIGN_IN, &PEOPLE).await {
+        return console.refuse(&error, None);
+    }
+    let secure = if console.tls { "; Secure" } else { "" };
+    let cookie =
+        format!("{SESSION_COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict{secure}");
+    let mut response = see_other("/console");
+    // Unwrap safety: an authenticated token is `tally_`, hex digits and `_`.
+    let cookie = HeaderValue::from_str(&cookie).expect("a token is a header value");
+    response.headers_mut().insert(SET_COOKIE, cookie);
+    response
+}
+
+#[derive(Deserialize)]
+struct PlainForm {
+    form_token: String,
+}
+
+async fn logout(State(console): App, headers: HeaderMap, Form(form): Form<PlainForm>) -> Response {
+    if let Err(refused) = console.act(&headers, &PEOPLE, &form.form_token).await {
+        return refused;
+    }
+    let mut response = see_other("/console/login");
+    response.headers_mut().insert(
+        SET_COOKIE,
+        HeaderValue::from_static(
+            "tally_console=; Path=/console; Max-Age=0; HttpOnly; SameSite=Strict",
+        ),
+    );
+    response
+}
+
+/// Populations with their budgets over time, and tasks with their rounds.
+async fn overview(State(console): App, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &PEOPLE).await?;
+    let runtime = &console.runtime;
+    let result = async {
+        let populations = runtime.populations(&session.who).await?;
+        let ledger = runtime.ledger(&session.who).await?;
+        let tasks = runtime.tasks(&session.who).await;
+        // Only an operator reads open rounds (`GET /v1/rounds`) among the console's roles.
+        let rounds = if session.who.role == Role::Operator {
+            runtime.open_round_progress()
+        } else {
+            Vec::new()
+        };
+        Ok::<_, ApiError>(pages::overview(
+            &session,
+            &populations,
+            &ledger,
+            &tasks,
+            &rounds,
+        ))
+    }
+    .await;
+    Ok(console.page(result, &session))
+}
+
+impl Console {
+    /// A page, or the refusal of what built it.
+    fn page(&self, result: Result<maud::Markup, ApiError>, session: &Session) -> Response {
+        match result {
+            Ok(page) => page.into_response(),
+            Err(error) => self.refuse(&error, Some(session)),
+        }
+    }
+}
+
+async fn ledger(State(console): App, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &PEOPLE).await?;
+    let result = console
+        .runtime
+        .ledger(&session.who)
+        .await
+        .map(|ledger| pages::ledger(&session, &ledger));
+    Ok(console.page(result, &session))
+}
+
+/// A task, its round, and (for its analyst, as `GET /v1/tasks/{id}/result`) its release.
+async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &PEOPLE).await?;
+    let runtime = &console.runtime;
+    let result = async {
+        let info = runtime.task(&id, &session.who).await?;
+        let release = if session.who.role == Role::Analyst {
+            match runtime.result(&id, &session.who).await {
+                Ok(document) => Some(document),
+                Err(error) if error.code == ErrorCode::NoResult => None,
+                Err(error) => return Err(error),
+            }
+        } else {
+            None
+        };
+        let round = if session.who.role == Role::Operator {
+            runtime
+                .open_round_progress()
+                .into_iter()
+                .find(|(query, _)| query.task_id == id)
+        } else {
+            None
+        };
+        Ok(pages::task(
+            &session,
+            &info,
+            round.as_ref(),
+            release.as_deref(),
+        ))
+    }
+    .await;
+    Ok(console.page(result, &session))
+}
+
+async fn cancel_task(
+    State(console): App,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<PlainForm>,
+) -> Answer {
+    let session = console.act(&headers, &PEOPLE, &form.form_token).await?;
+    Ok(match console.runtime.cancel(&id, &session.who).await {
+        Ok(info) => see_other(&format!("/console/tasks/{}", info.id)),
+        Err(error) => console.refuse(&error, Some(&session)),
+    })
+}
+
+#[derive(Deserialize)]
+struct PopulationForm {
+    form_token: String,
+    name: String,
+    epsilon: String,
+    delta: String,
+    min_cohort: String,
+    max_task_epsilon: String,
+}
+
+/// A number from a form field, or why not.
+fn number<T: std::str::FromStr>(field: &str, value: &str) -> Result<T, ApiError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| ApiError::new(ErrorCode::Malformed, format!("{field}: not a number")))
+}
+
+/// Provisions a population (an operator's, as `POST /v1/populations`).
+async fn create_population(
+    State(console): App,
+    headers: HeaderMap,
+    Form(form): Form<PopulationForm>,
+) -> Answer {
+    let session = console
+        .act(&headers, &[Role::Operator], &form.form_token)
+        .await?;
+    let result = async {
+        let spec = PopulationSpec {
+            version: PROTOCOL_VERSION,
+            name: form.name.trim().to_owned(),
+            budget: Budget {
+                epsilon: number("epsilon", &form.epsilon)?,
+                delta: number("delta", &form.delta)?,
+            },
+            min_cohort: number("min_cohort", &form.min_cohort)?,
+            max_task_epsilon: match form.max_task_epsilon.trim() {
+                "" => None,
+                cap => Some(number("max_task_epsilon", cap)?),
+            },
+        };
+        console.runtime.create_population(&spec).await
+    }
+    .await;
+    Ok(match result {
+        Ok(_) => see_other("/console"),
+        Err(error) => console.refuse(&error, Some(&session)),
+    })
+}
+
+/// Every credential (an operator's, as `GET /v1/credentials`).
+async fn credentials(State(console): App, headers: HeaderMap) -> Answer {
+    let session = console.session(&headers, &[Role::Operator]).await?;
+    let result = console
+        .runtime
+        .credentials()
+        .await
+        .map(|list| pages::credentials(&session, &list, None));
+    Ok(console.page(result, &session))
+}
+
+#[derive(Deserialize)]
+struct CredentialForm {
+    form_token: String,
+    name: String,
+    role: String,
+    populations: String,
+}
+
+/// Makes a credential (an operator's, as `POST /v1/credentials`) and shows its token once.
+async fn create_credential(
+    State(console): App,
+    headers: HeaderMap,
+    Form(form): Form<CredentialForm>,
+) -> Answer {
+    let session = console
+        .act(&headers, &[Role::Operator], &form.form_token)
+        .await?;
+    let runtime = &console.runtime;
+    let result = async {
+        let role = Role::from_name(form.role.trim()).ok_or_else(|| {
+            ApiError::new(ErrorCode::Malformed, "role: operator, analyst or device")
+        })?;
+        let spec = CredentialSpec {
+            version: PROTOCOL_VERSION,
+            role,
+            name: form.name.trim().to_owned(),
+            populations: form
+                .populations
+                .split([',', ' '])
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect(),
+        };
+        let issued = runtime.create_credential(&spec).await?;
+        let list = runtime.credentials().await?;
+        Ok(pages::credentials(&session, &list, Some(&issued)))
+    }
+    .await;
+    Ok(console.page(result, &session))
+}
+
+/// The task form (an analyst's, as `POST /v1/tasks`), filled with an example.
+async fn new_task(State(console): App, headers: HeaderMap) -> Response {
+    match console.session(&headers, &[Role::Analyst]).await {
+        Ok(session) => pages::new_task(&session, &example_spec(&session.who), None).into_response(),
+        Err(refused) => refused,
+    }
+}
+
+/// A sample-and-threshold histogram over the analyst's first population: the task form's
+/// starting point.
+fn example_spec(who: &Principal) -> String {
+    let spec = TaskSpec {
+        version: PROTOCOL_VERSION,
+        population: who.populations.first().cloned().unwrap_or_default(),
+        expected_population: 1000,
+        privacy: tally_messages::PrivacyTarget {
+            epsilon: 1.0,
+            delta: 1e-6,
+            neighbours: tally_accounting::Neighbours::AddRemove,
+            analysis: tally_accounting::sample_threshold::Analysis::Tight,
+        },
+        kind: tally_messages::TaskKind::Histogram {
+            mechanism: tally_messages::HistogramMechanism::SampleThreshold,
+            sampling_rate: None,
+            threshold: None,
+        },
+        rounds: tally_messages::RoundPolicy::default(),
+        sampling: tally_messages::Sampling::default(),
+    };
+    // Unwrap safety: a spec serializes.
+    serde_json::to_string_pretty(&spec).expect("specs serialize")
+}
+
+#[derive(Deserialize)]
+struct TaskForm {
+    form_token: String,
+    spec: String,
+}
+
+/// The task a form asks for, or why it cannot be read.
+fn read_spec(text: &str) -> Result<TaskSpec, ApiError> {
+    serde_json::from_str(text).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
+}
+
+/// Shows the plan of a task: the guarantee and parameters the server would fix for it,
+/// calibrated by the task creation's own planning, and a form to confirm it.
+async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<TaskForm>) -> Answer {
+    let session = console
+        .act(&headers, &[Role::Analyst], &form.form_token)
+        .await?;
+    let runtime = &console.runtime;
+    let planned = async {
+        let spec = read_spec(&form.spec)?;
+        let (_, guarantee) = runtime.plan_task(&spec, &session.who).await?;
+        let balance = runtime
+            .ledger(&session.who)
+            .await?
+            .into_iter()
+            .find(|b| b.population == spec.population);
+        Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), balance))
+    }
+    .await;
+    Ok(match planned {
+        Ok((spec, guarantee, balance)) => {
+            pages::plan(&session, &spec, &guarantee, balance.as_ref()).into_response()
+        }
+        // The form again, with the reason, so that the task can be corrected.
+        Err(error) => {
+            runtime.metrics.reject(error.code);
+            let page = pages::new_task(&session, &form.spec, Some(error.message()));
+            (error.status(), page).into_response()
+        }
+    })
+}
+
+/// Creates a confirmed task (an analyst's, as `POST /v1/tasks`).
+async fn create_task(
+    State(console): App,
+    headers: HeaderMap,
+    Form(form): Form<TaskForm>,
+) -> Answer {
+    let session = console
+        .act(&headers, &[Role::Analyst], &form.form_token)
+        .await?;
+    let result = async {
+        let spec = read_spec(&form.spec)?;
+        console.runtime.create_task(spec, &session.who).await
+    }
+    .await;
+    Ok(match result {
+        Ok(info) => see_other(&format!("/console/tasks/{}", info.id)),
+        Err(error) => console.refuse(&error, Some(&session)),
+    })
+}

@@ -1,0 +1,526 @@
+//! The console's pages. Every value is interpolated through the templates, which escape it:
+//! a name or a released item is text, never markup.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+use serde_json::Value;
+use tally_messages::{
+    CredentialInfo, GuaranteeBody, IssuedCredential, LedgerBalance, PopulationInfo, Role,
+    RoundQuery, TaskInfo, TaskSpec,
+};
+
+use super::Session;
+use super::charts;
+
+/// The console's one stylesheet, inline and allowed by its hash alone.
+pub(super) const STYLE: &str = "\
+body{font-family:system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}\
+header{background:#1d2330;color:#fff;padding:.6em 1.2em;display:flex;gap:1.2em;align-items:center}\
+header a{color:#fff}header form{margin-left:auto}\
+main{padding:1em 1.2em;max-width:70em}\
+section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:.8em 1em;margin:0 0 1em}\
+h1{font-size:1.3em}h2{font-size:1.1em;margin:.2em 0 .6em}\
+table{border-collapse:collapse;margin:.4em 0}td,th{border-bottom:1px solid #e4e7ec;padding:.25em .7em;text-align:left}td{overflow-wrap:anywhere}\
+td.n{text-align:right;font-variant-numeric:tabular-nums}\
+textarea{width:100%;font-family:monospace}\
+.error{color:#9b1c1c;font-weight:600}.note{color:#566}\
+.cards{display:flex;flex-wrap:wrap;gap:1em}.cards section{flex:1 1 22em}\
+pre{background:#f0f2f5;padding:.5em;overflow:auto}";
+
+/// A whole page.
+fn layout(session: Option<&Session>, title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " · tally console" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    strong { "tally console" }
+                    @if let Some(session) = session {
+                        a href="/console" { "Overview" }
+                        a href="/console/ledger" { "Ledger" }
+                        @if session.who.role == Role::Analyst {
+                            a href="/console/tasks/new" { "New task" }
+                        }
+                        @if session.who.role == Role::Operator {
+                            a href="/console/credentials" { "Credentials" }
+                        }
+                        span { "signed in as " (session.who.role.name()) " " code { (session.who.id) } }
+                        form method="post" action="/console/logout" {
+                            (form_token(session))
+                            button type="submit" { "Sign out" }
+                        }
+                    }
+                }
+                main {
+                    h1 { (title) }
+                    (body)
+                }
+            }
+        }
+    }
+}
+
+/// The hidden anti-forgery field of a form that changes state.
+fn form_token(session: &Session) -> Markup {
+    html! { input type="hidden" name="form_token" value=(session.form_token); }
+}
+
+/// A number as text: a small one (a `δ`) in scientific notation, in full either way.
+fn num(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-3 {
+        format!("{x:e}")
+    } else {
+        x.to_string()
+    }
+}
+
+/// A time in seconds since the Unix epoch, as a date.
+fn date(at: i64) -> String {
+    let at = UNIX_EPOCH + Duration::from_secs(u64::try_from(at).unwrap_or(0));
+    httpdate::fmt_http_date(at)
+}
+
+/// The sign-in form, with why the last attempt was refused.
+pub(super) fn login(refusal: Option<&str>) -> Markup {
+    layout(
+        None,
+        "Sign in",
+        html! {
+            section {
+                @if let Some(refusal) = refusal {
+                    p.error { (refusal) }
+                }
+                form method="post" action="/console/login" {
+                    label { "Token of an operator or an analyst " input type="password" name="token" autocomplete="off" required; }
+                    " "
+                    button type="submit" { "Sign in" }
+                }
+                p.note { "The token is kept in a cookie of this site only, never in an address." }
+            }
+        },
+    )
+}
+
+/// A refusal.
+pub(super) fn refusal(session: Option<&Session>, message: &str) -> Markup {
+    layout(
+        session,
+        "Refused",
+        html! { section { p.error { (message) } p { a href="/console" { "Back to the overview" } } } },
+    )
+}
+
+/// Populations and their budgets, tasks and their rounds; the population form for an operator.
+pub(super) fn overview(
+    session: &Session,
+    populations: &[PopulationInfo],
+    ledger: &[LedgerBalance],
+    tasks: &[TaskInfo],
+    rounds: &[(RoundQuery, (u64, u64))],
+) -> Markup {
+    let operator = session.who.role == Role::Operator;
+    layout(
+        Some(session),
+        "Overview",
+        html! {
+            h2 { "Populations" }
+            @if populations.is_empty() { p.note { "No population yet." } }
+            div.cards {
+                @for population in populations {
+                    @let balance = ledger.iter().find(|b| b.population == population.name);
+                    section {
+                        h2 { (population.name) }
+                        p {
+                            "Budget ε = " (population.budget.epsilon) ", δ = " (num(population.budget.delta))
+                            "; min cohort " (population.min_cohort)
+                            @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
+                        }
+                        @if let Some(balance) = balance {
+                            p {
+                                "Spent ε = " (balance.spent.epsilon) ", reserved " (balance.reserved.epsilon)
+                                ", remaining " strong { (balance.remaining.epsilon) }
+                                " (δ remaining " (num(balance.remaining.delta)) ")"
+                            }
+                            (charts::budget(population.created_at, balance))
+                        }
+                    }
+                }
+            }
+            @if operator {
+                section {
+                    h2 { "New population" }
+                    form method="post" action="/console/populations" {
+                        (form_token(session))
+                        label { "Name " input name="name" required pattern="[a-z0-9][a-z0-9._-]{0,63}"; } " "
+                        label { "Budget ε " input name="epsilon" value="10" size="6"; } " "
+                        label { "δ " input name="delta" value="1e-5" size="8"; } " "
+                        label { "Min cohort " input name="min_cohort" value="100" size="6"; } " "
+                        label { "Max ε per task " input name="max_task_epsilon" size="6" placeholder="none"; } " "
+                        button type="submit" { "Create population" }
+                    }
+                }
+            }
+            h2 { "Tasks" }
+            @if tasks.is_empty() { p.note { "No task yet." } }
+            @else {
+                section {
+                    table {
+                        tr { th { "Task" } th { "Population" } th { "Kind" } th { "State" } th { "ε" } th { "δ" } th { "Rounds released" } th { "Open round" } th { "Created" } }
+                        @for task in tasks {
+                            tr {
+                                td { a href=(format!("/console/tasks/{}", task.id)) { (task.id) } }
+                                td { (task.spec.population) }
+                                td { (kind_name(&task.spec)) }
+                                td { (task.state.name()) }
+                                td.n { (task.guarantee.epsilon) }
+                                td.n { (num(task.guarantee.delta)) }
+                                td.n { (task.rounds_released) }
+                                td { @if let Some(round) = &task.open_round { code { (round) } } }
+                                td { (date(task.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if operator {
+                h2 { "Open rounds" }
+                @if rounds.is_empty() { p.note { "No round is open." } }
+                @else {
+                    section { (round_table(rounds)) }
+                }
+            }
+        },
+    )
+}
+
+/// The open rounds with their cohorts so far.
+fn round_table(rounds: &[(RoundQuery, (u64, u64))]) -> Markup {
+    html! {
+        table {
+            tr { th { "Task" } th { "Round" } th { "Attempt" } th { "Cohort filled" } th {} th { "Deadline" } }
+            @for (query, (uploads, target)) in rounds {
+                tr {
+                    td { a href=(format!("/console/tasks/{}", query.task_id)) { (query.task_id) } }
+                    td.n { (query.round) }
+                    td.n { (query.attempt) }
+                    td.n { (uploads) " of " (target) }
+                    td { (charts::progress(*uploads, *target)) }
+                    td { (date(query.deadline)) }
+                }
+            }
+        }
+    }
+}
+
+/// The name of a task's kind, as its spec spells it.
+fn kind_name(spec: &TaskSpec) -> String {
+    serde_json::to_value(&spec.kind)
+        .ok()
+        .and_then(|kind| kind.get("type").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Each population's spending, debit by debit.
+pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
+    layout(
+        Some(session),
+        "Ledger",
+        html! {
+            @if ledger.is_empty() { p.note { "No population yet." } }
+            @for balance in ledger {
+                section {
+                    h2 { (balance.population) }
+                    table {
+                        tr { th {} th { "ε" } th { "δ" } }
+                        tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (num(balance.budget.delta)) } }
+                        tr { td { "Spent" } td.n { (balance.spent.epsilon) } td.n { (num(balance.spent.delta)) } }
+                        tr { td { "Reserved by running tasks" } td.n { (balance.reserved.epsilon) } td.n { (num(balance.reserved.delta)) } }
+                        tr { td { "Remaining (basic composition)" } td.n { (balance.remaining.epsilon) } td.n { (num(balance.remaining.delta)) } }
+                    }
+                    p {
+                        "By the tight accountant the tasks are jointly (ε = " (balance.budget.epsilon) ", δ ≤ "
+                        (num(balance.tight.delta_at_budget_epsilon)) ")"
+                        @if let Some(epsilon) = balance.tight.epsilon_at_budget_delta {
+                            ", and (ε = " (epsilon) ", δ = " (num(balance.budget.delta)) ")"
+                        }
+                        "."
+                    }
+                    @if balance.entries.is_empty() { p.note { "Nothing debited yet." } }
+                    @else {
+                        table {
+                            tr { th { "Task" } th { "ε" } th { "δ" } th { "Debited" } }
+                            @for entry in &balance.entries {
+                                tr {
+                                    td { a href=(format!("/console/tasks/{}", entry.task_id)) { (entry.task_id) } }
+                                    td.n { (entry.amount.epsilon) }
+                                    td.n { (num(entry.amount.delta)) }
+                                    td { (date(entry.at)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The guarantee's rows.
+fn guarantee_table(guarantee: &GuaranteeBody) -> Markup {
+    html! {
+        table {
+            tr { th { "ε" } td.n { (guarantee.epsilon) } }
+            tr { th { "δ" } td.n { (num(guarantee.delta)) } }
+            tr { th { "Neighbours" } td { (guarantee.neighbours) } }
+            tr { th { "Trust model" } td { (guarantee.model) } }
+            tr { th { "Analysis" } td { (guarantee.method) } }
+        }
+    }
+}
+
+/// A spec as the server reads it (defaults filled in).
+fn spec_text(spec: &TaskSpec) -> String {
+    // Unwrap safety: a spec serializes.
+    serde_json::to_string_pretty(spec).expect("specs serialize")
+}
+
+/// One task: its guarantee, its round, its release (if the session may read it).
+pub(super) fn task(
+    session: &Session,
+    info: &TaskInfo,
+    round: Option<&(RoundQuery, (u64, u64))>,
+    release: Option<&str>,
+) -> Markup {
+    layout(
+        Some(session),
+        &format!("Task {}", info.id),
+        html! {
+            section {
+                p {
+                    "Population " strong { (info.spec.population) } ", " (kind_name(&info.spec)) ", "
+                    strong { (info.state.name()) } "; " (info.rounds_released) " rounds released; created " (date(info.created_at))
+                }
+                @if let Some(error) = &info.error { p.error { (error) } }
+                (guarantee_table(&info.guarantee))
+                @if info.state == tally_messages::TaskState::Running {
+                    form method="post" action=(format!("/console/tasks/{}/cancel", info.id)) {
+                        (form_token(session))
+                        button type="submit" { "Cancel the task" }
+                    }
+                }
+            }
+            @if let Some(round) = round {
+                section { h2 { "Open round" } (round_table(std::slice::from_ref(round))) }
+            } @else if let Some(round) = &info.open_round {
+                section { h2 { "Open round" } p { code { (round) } } }
+            }
+            section {
+                h2 { "Release" }
+                @match (session.who.role, release) {
+                    (Role::Operator, _) => p.note { "An operator reads no release: only the analyst who created the task does." },
+                    (_, None) => p.note { "Not released yet." },
+                    (_, Some(document)) => (release_view(document)),
+                }
+            }
+            details { summary { "Spec" } pre { (spec_text(&info.spec)) } }
+        },
+    )
+}
+
+/// A release document as tables: its scalar fields, then each list of rows, with a bar
+/// chart of the first numeric column beside its first text column.
+fn release_view(document: &str) -> Markup {
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(document) else {
+        return html! { pre { (document) } };
+    };
+    let scalars: Vec<(&String, &Value)> = fields.iter().filter(|(_, v)| !v.is_array()).collect();
+    let lists: Vec<(&String, &Vec<Value>)> = fields
+        .iter()
+        .filter_map(|(k, v)| v.as_array().map(|rows| (k, rows)))
+        .collect();
+    html! {
+        table {
+            @for (name, value) in &scalars { tr { th { (name) } td { (cell(value)) } } }
+        }
+        @for (name, rows) in &lists {
+            h2 { (name) " (" (rows.len()) ")" }
+            (charts::bars(rows))
+            (rows_table(rows))
+        }
+    }
+}
+
+/// A list of rows as a table, its columns those of its objects in order of appearance.
+fn rows_table(rows: &[Value]) -> Markup {
+    let mut columns: Vec<&str> = Vec::new();
+    for row in rows {
+        if let Value::Object(fields) = row {
+            for key in fields.keys() {
+                if !columns.contains(&key.as_str()) {
+                    columns.push(key);
+                }
+            }
+        }
+    }
+    html! {
+        table.release {
+            @if columns.is_empty() {
+                @for row in rows { tr { td { (cell(row)) } } }
+            } @else {
+                tr { @for column in &columns { th { (column) } } }
+                @for row in rows {
+                    tr {
+                        @for column in &columns {
+                            @let value = row.get(column).unwrap_or(&Value::Null);
+                            @if value.is_number() { td.n { (cell(value)) } } @else { td { (cell(value)) } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One value as text: a string as itself, anything else as JSON.
+fn cell(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The credentials, the form to make one, and the token just made (shown this once).
+pub(super) fn credentials(
+    session: &Session,
+    list: &[CredentialInfo],
+    issued: Option<&IssuedCredential>,
+) -> Markup {
+    layout(
+        Some(session),
+        "Credentials",
+        html! {
+            @if let Some(issued) = issued {
+                section {
+                    h2 { "New " (issued.credential.role.name()) " credential " code { (issued.credential.id) } }
+                    p { "Its token, shown this once:" }
+                    pre #issued-token { (issued.token) }
+                }
+            }
+            section {
+                h2 { "New credential" }
+                form method="post" action="/console/credentials" {
+                    (form_token(session))
+                    label { "Name " input name="name" required; } " "
+                    label { "Role "
+                        select name="role" {
+                            option value="analyst" { "analyst" }
+                            option value="operator" { "operator" }
+                            option value="device" { "device" }
+                        }
+                    } " "
+                    label { "Populations " input name="populations" placeholder="a, b"; } " "
+                    button type="submit" { "Create credential" }
+                }
+            }
+            section {
+                table {
+                    tr { th { "Id" } th { "Name" } th { "Role" } th { "Populations" } th { "Created" } th { "State" } }
+                    @for credential in list {
+                        tr {
+                            td { code { (credential.id) } }
+                            td { (credential.name) }
+                            td { (credential.role.name()) }
+                            td { (credential.populations.join(", ")) }
+                            td { (date(credential.created_at)) }
+                            td { @if credential.revoked { "revoked" } @else { "live" } }
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The task form, filled with `spec`, with why the last plan was refused.
+pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> Markup {
+    layout(
+        Some(session),
+        "New task",
+        html! {
+            section {
+                @if let Some(refusal) = refusal { p.error #refusal { (refusal) } }
+                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it; nothing is created before you confirm." }
+                form method="post" action="/console/tasks/plan" {
+                    (form_token(session))
+                    textarea name="spec" rows="24" { (spec) }
+                    button type="submit" { "Show the plan" }
+                }
+            }
+        },
+    )
+}
+
+/// The plan of a task and the form that confirms it.
+pub(super) fn plan(
+    session: &Session,
+    spec: &TaskSpec,
+    guarantee: &GuaranteeBody,
+    balance: Option<&LedgerBalance>,
+) -> Markup {
+    let text = spec_text(spec);
+    layout(
+        Some(session),
+        "Plan",
+        html! {
+            section {
+                h2 { "The guarantee the server fixes for this task" }
+                (guarantee_table(guarantee))
+                @if let Some(balance) = balance {
+                    p {
+                        "Population " strong { (balance.population) } " has ε = " (balance.remaining.epsilon)
+                        " and δ = " (num(balance.remaining.delta)) " left by basic composition; the server admits the task if the population's tasks, with it, stay within the budget ε = "
+                        (balance.budget.epsilon) ", δ = " (num(balance.budget.delta)) " by the tight accountant."
+                    }
+                }
+                h2 { "Parameters" }
+                pre { (text) }
+                form method="post" action="/console/tasks" {
+                    (form_token(session))
+                    input type="hidden" name="spec" value=(text);
+                    button type="submit" #confirm { "Create the task" }
+                }
+                p { a href="/console/tasks/new" { "Back to the form" } }
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_items_are_text_in_the_table_and_the_chart() {
+        let document = r#"{"mechanism":"sample-threshold","released_items":2,
+            "items":[{"item":"<script>alert(1)</script>","count":30,"estimate":300.0},
+                     {"item":"a&b\"c","count":10,"estimate":100.0}]}"#;
+        let html = release_view(document).into_string();
+        assert!(!html.contains("<script"), "{html}");
+        // Once in the table, once as the bar's label.
+        assert_eq!(
+            html.matches("&lt;script&gt;alert(1)&lt;/script&gt;")
+                .count(),
+            2,
+            "{html}"
+        );
+        assert!(html.contains("a&amp;b&quot;c"), "{html}");
+    }
+}

@@ -1,0 +1,353 @@
+//! The operator's console at `/console`: it refuses whom the API refuses, shows each role
+//! what the API shows it, escapes what users send, and guards its forms and pages.
+
+mod common;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, HOST, LOCATION, ORIGIN,
+    SET_COOKIE, X_FRAME_OPTIONS,
+};
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use tally_messages::Role;
+use tower::ServiceExt;
+
+use common::{Credentials, POPULATION, credential, population};
+
+const HOST_NAME: &str = "console.test:8080";
+const OWN_ORIGIN: &str = "http://console.test:8080";
+
+/// A browser's request: with the session cookie `token`, an `Origin`, and a form body.
+async fn send(
+    router: &Router,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    origin: Option<&str>,
+    form: Option<String>,
+) -> (StatusCode, HeaderMap, String) {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(HOST, HOST_NAME);
+    if let Some(token) = token {
+        request = request.header(COOKIE, format!("other=1; tally_console={token}"));
+    }
+    if let Some(origin) = origin {
+        request = request.header(ORIGIN, origin);
+    }
+    if form.is_some() {
+        request = request.header(CONTENT_TYPE, "application/x-www-form-urlencoded");
+    }
+    let request = request
+        .body(form.map_or_else(Body::empty, Body::from))
+        .unwrap();
+    let response = router.clone().oneshot(request).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A form sent from the console's own origin.
+async fn post(
+    router: &Router,
+    path: &str,
+    token: Option<&str>,
+    form: String,
+) -> (StatusCode, HeaderMap, String) {
+    send(
+        router,
+        Method::POST,
+        path,
+        token,
+        Some(OWN_ORIGIN),
+        Some(form),
+    )
+    .await
+}
+
+async fn page(router: &Router, path: &str, token: &str) -> String {
+    let (status, _, body) = send(router, Method::GET, path, Some(token), None, None).await;
+    assert_eq!(status, StatusCode::OK, "{path}: {body}");
+    body
+}
+
+/// The anti-forgery token of the forms on a page.
+fn form_token(html: &str) -> String {
+    let (_, rest) = html
+        .split_once(r#"name="form_token" value=""#)
+        .expect("a form");
+    rest.split('"').next().unwrap().to_owned()
+}
+
+fn encode(fields: &[(&str, &str)]) -> String {
+    fields
+        .iter()
+        .map(|(k, v)| {
+            let v: String = v
+                .bytes()
+                .map(|b| match b {
+                    b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' => {
+                        (b as char).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect();
+            format!("{k}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+async fn console() -> (
+    tally_server::Server,
+    Router,
+    Credentials,
+    String,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = format!("sqlite://{}", dir.path().join("tally.db").display());
+    population(&db, POPULATION, (10.0, 1e-5)).await;
+    let credentials = common::credentials(&db).await;
+    let server = tally_server::Server::start(&db).await.unwrap();
+    let router = server.router();
+    (server, router, credentials, db, dir)
+}
+
+#[tokio::test]
+async fn pages_refuse_whom_the_api_refuses() {
+    let (server, router, credentials, db, _dir) = console().await;
+    let revoked = credential(&db, Role::Operator, "gone", &[]).await;
+    let revoked_id = revoked.split('_').nth(1).unwrap().to_owned();
+    tally_server::revoke_credential(&db, &revoked_id)
+        .await
+        .unwrap();
+    // Past the credentials' staleness bound, the running server has seen the revocation.
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let unknown = format!("tally_{}_{}", "0".repeat(16), "0".repeat(64));
+    let pages = [
+        "/console",
+        "/console/ledger",
+        "/console/tasks/new",
+        "/console/credentials",
+    ];
+    for path in pages {
+        for (token, status) in [
+            (None, StatusCode::UNAUTHORIZED),
+            (Some("garbage"), StatusCode::UNAUTHORIZED),
+            (Some(unknown.as_str()), StatusCode::UNAUTHORIZED),
+            (Some(revoked.as_str()), StatusCode::UNAUTHORIZED),
+            (Some(credentials.device.as_str()), StatusCode::FORBIDDEN),
+        ] {
+            let (got, _, body) = send(&router, Method::GET, path, token, None, None).await;
+            assert_eq!(got, status, "{path} with {token:?}: {body}");
+            assert!(!body.contains(POPULATION), "{path} with {token:?}: {body}");
+        }
+    }
+    // Each role's pages are those its API calls admit.
+    let (status, _, _) = send(
+        &router,
+        Method::GET,
+        "/console/credentials",
+        Some(&credentials.analyst),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _, _) = send(
+        &router,
+        Method::GET,
+        "/console/tasks/new",
+        Some(&credentials.operator),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // A device or unknown token does not sign in; an operator's does, into a strict cookie.
+    for (token, status) in [
+        (credentials.device.as_str(), StatusCode::FORBIDDEN),
+        (unknown.as_str(), StatusCode::UNAUTHORIZED),
+        (revoked.as_str(), StatusCode::UNAUTHORIZED),
+    ] {
+        let form = encode(&[("token", token)]);
+        let (got, headers, _) = post(&router, "/console/login", None, form).await;
+        assert_eq!(got, status);
+        assert!(headers.get(SET_COOKIE).is_none());
+    }
+    let form = encode(&[("token", &credentials.operator)]);
+    let (status, headers, _) = post(&router, "/console/login", None, form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers[LOCATION], "/console");
+    let cookie = headers[SET_COOKIE].to_str().unwrap();
+    assert_eq!(
+        cookie,
+        format!(
+            "tally_console={}; Path=/console; HttpOnly; SameSite=Strict",
+            credentials.operator
+        )
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn forms_need_the_sessions_token_and_the_consoles_origin() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let operator = credentials.operator.as_str();
+    let token = form_token(&page(&router, "/console", operator).await);
+    let fields = |name: &'static str, form_token: String| {
+        move || {
+            encode(&[
+                ("form_token", &form_token),
+                ("name", name),
+                ("epsilon", "2"),
+                ("delta", "1e-6"),
+                ("min_cohort", "10"),
+                ("max_task_epsilon", ""),
+            ])
+        }
+    };
+    let forged = fields("forged", "0".repeat(64));
+    let genuine = fields("genuine", token.clone());
+    let refusals = [
+        (Some(OWN_ORIGIN), forged()),
+        (None, genuine()),
+        (Some("http://elsewhere.test"), genuine()),
+        (Some("https://console.test:8080"), genuine()),
+    ];
+    for (origin, form) in refusals {
+        let (status, _, body) = send(
+            &router,
+            Method::POST,
+            "/console/populations",
+            Some(operator),
+            origin,
+            Some(form),
+        )
+        .await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{origin:?}: {body}");
+    }
+    // The analyst's own form token does not make it an operator.
+    let analyst_token = form_token(&page(&router, "/console", &credentials.analyst).await);
+    let analysts = fields("analysts", analyst_token)();
+    let (status, _, _) = post(
+        &router,
+        "/console/populations",
+        Some(&credentials.analyst),
+        analysts,
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let overview = page(&router, "/console", operator).await;
+    for refused in ["forged", "analysts", "genuine"] {
+        assert!(
+            !overview.contains(&format!("<h2>{refused}</h2>")),
+            "{refused}"
+        );
+    }
+    let (status, _, body) = post(&router, "/console/populations", Some(operator), genuine()).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    assert!(
+        page(&router, "/console", operator)
+            .await
+            .contains("<h2>genuine</h2>")
+    );
+    // The analyst sees its own population only, as in the API.
+    let analysts_view = page(&router, "/console", &credentials.analyst).await;
+    assert!(analysts_view.contains("<h2>test</h2>"));
+    assert!(!analysts_view.contains("genuine"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn every_answer_forbids_outside_loads_scripts_frames_and_caching() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let requests = [
+        ("/console", Some(credentials.operator.as_str())),
+        ("/console/login", None),
+        ("/console", None),
+        ("/console/ledger", Some(credentials.device.as_str())),
+    ];
+    for (path, token) in requests {
+        let (_, headers, body) = send(&router, Method::GET, path, token, None, None).await;
+        let policy = headers[CONTENT_SECURITY_POLICY].to_str().unwrap();
+        assert!(policy.starts_with("default-src 'none';"), "{policy}");
+        assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert!(
+            !policy.contains("unsafe-inline") && !policy.contains("script-src"),
+            "{policy}"
+        );
+        assert_eq!(headers[X_FRAME_OPTIONS], "DENY");
+        assert_eq!(headers[CACHE_CONTROL], "no-store");
+        // Nothing on the page loads from elsewhere, and it runs no script.
+        for outside in ["http://", "https://", "<script", " src="] {
+            assert!(!body.contains(outside), "{path}: {outside}");
+        }
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn names_from_users_are_text() {
+    let (server, router, credentials, db, _dir) = console().await;
+    credential(
+        &db,
+        Role::Analyst,
+        "<script>alert(1)</script>",
+        &[POPULATION],
+    )
+    .await;
+    // The credentials in memory take it in within a poll.
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    let html = page(&router, "/console/credentials", &credentials.operator).await;
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>"));
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_task_is_planned_then_created_only_when_confirmed() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let analyst = credentials.analyst.as_str();
+    let new = page(&router, "/console/tasks/new", analyst).await;
+    let token = form_token(&new);
+    let spec = r#"{"version":1,"population":"test","expected_population":1000,
+        "privacy":{"epsilon":1.0,"delta":1e-6},
+        "kind":{"type":"histogram","mechanism":"sample-threshold"},
+        "rounds":{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}"#;
+    let form = encode(&[("form_token", &token), ("spec", spec)]);
+    let (status, _, plan) = post(&router, "/console/tasks/plan", Some(analyst), form).await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    assert!(
+        plan.contains("add-remove") && plan.contains("Create the task"),
+        "{plan}"
+    );
+    // Planning created nothing.
+    assert!(
+        page(&router, "/console", analyst)
+            .await
+            .contains("No task yet.")
+    );
+    let form = encode(&[("form_token", &token), ("spec", spec)]);
+    let (status, headers, body) = post(&router, "/console/tasks", Some(analyst), form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    let task_page = headers[LOCATION].to_str().unwrap().to_owned();
+    assert!(
+        page(&router, &task_page, analyst)
+            .await
+            .contains("Not released yet.")
+    );
+    // An operator reads the task and its round, never a release.
+    let operators = page(&router, &task_page, &credentials.operator).await;
+    assert!(operators.contains("0 of 1000"), "{operators}");
+    assert!(operators.contains("An operator reads no release"));
+    server.shutdown().await;
+}
