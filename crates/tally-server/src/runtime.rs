@@ -276,7 +276,7 @@ impl Runtime {
         mut spec: TaskSpec,
         who: &Principal,
     ) -> Result<TaskInfo, ApiError> {
-        engine::draw_public_coins(&mut spec.kind, &mut self.coins.round_rng());
+        engine::draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
         let (mut engine, guarantee) = self.plan_task(&spec, who).await?;
         let loss = engine.loss_rounds();
         let mut tasks = self.tasks.lock().await;

@@ -5,7 +5,6 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use rand::Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
@@ -90,7 +89,8 @@ pub(super) fn build(
 
 /// Gives a new task whose mechanism publishes public coins
 /// ([`DomainHistogramMechanism::publishes_coins`]) and whose spec names no seed for them a
-/// seed of its own, drawn from `rng` (the server's stream, seeded only in tests): every task
+/// seed of its own, drawn by `draw` (from the server's stream, seeded only in tests), which is
+/// called only then, so a task without public coins leaves the stream as it was: every task
 /// gets its own hash functions, and a restarted server rebuilds the same ones from the stored
 /// spec.
 ///
@@ -98,7 +98,7 @@ pub(super) fn build(
 ///
 /// The coins are public (published in every ask of the task); the guarantee holds whatever
 /// they are, as long as they are drawn independently of the devices' data, as here.
-pub(crate) fn draw_public_coins(kind: &mut TaskKind, rng: &mut impl Rng) {
+pub(crate) fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
     if let TaskKind::DomainHistogram {
         mechanism,
         public_coins: public_coins @ None,
@@ -106,7 +106,7 @@ pub(crate) fn draw_public_coins(kind: &mut TaskKind, rng: &mut impl Rng) {
     } = kind
         && mechanism.publishes_coins()
     {
-        *public_coins = Some(rng.next_u64());
+        *public_coins = Some(draw());
     }
 }
 
