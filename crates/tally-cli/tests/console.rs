@@ -9,15 +9,17 @@
 // The helpers this test does not use are other tests'.
 #[allow(dead_code)]
 mod common;
+#[path = "common/listening.rs"]
+mod listening;
 
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 
 use common::{json, tally, temp_file};
+use listening::{free_port, spawn_listening};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -43,36 +45,9 @@ impl Drop for Running {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Starts `program` and waits until it listens on `port`.
-fn listening(mut command: Command, port: u16) -> Running {
-    let mut child = Running(
-        command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let started = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            child.0.try_wait().unwrap().is_none(),
-            "{command:?} exited on start"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{command:?} did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child
+fn listening(command: Command, port: u16) -> Running {
+    Running(spawn_listening(command, port))
 }
 
 /// Whether the browser is here; its absence fails the test under `TALLY_REQUIRE_BROWSER=1`.

@@ -2,12 +2,12 @@
 //! `tally fleet` / `tally client`, `tally task result` and `tally ledger`.
 
 mod common;
+#[path = "common/listening.rs"]
+mod listening;
 
 use std::collections::HashMap;
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
 
 use serde_json::Value;
 use tally_accounting::composition::Composition;
@@ -16,6 +16,7 @@ use tally_messages::{
 };
 
 use common::{failure, json, tally, temp_file};
+use listening::{free_port, spawn_listening};
 
 /// A `tally serve` on a free port with its own SQLite file (or the same server in this
 /// process, its aggregator's coins seeded); stopped when dropped.
@@ -79,14 +80,10 @@ impl Server {
     /// system's.
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        // Bind port 0 to find a free port, then let the server take it.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = free_port();
         let (db, analyst, relay) = provision(dir.path());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        let mut serve = Command::new(env!("CARGO_BIN_EXE_tally"));
+        serve
             .args([
                 "serve",
                 "--listen",
@@ -94,23 +91,8 @@ impl Server {
                 "--db",
                 &db,
             ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "the server exited on start"
-            );
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+            .env("RUST_LOG", "warn");
+        let child = spawn_listening(serve, port);
         Self::ready(Running::Process(child), port, db, analyst, &relay, dir)
     }
 

@@ -1,0 +1,38 @@
+//! Starting a local server process for a test (`tally serve`, a WebDriver) and waiting until it
+//! listens. Included with `#[path]` by the tests that start servers.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free local port: bound to port 0, then released for a child process to take.
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `command` (its output discarded) and waits until it listens on `port`; fails the test
+/// if it exits first or takes more than 30 s.
+pub(crate) fn spawn_listening(mut command: Command, port: u16) -> Child {
+    let mut child = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "{command:?} exited on start"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{command:?} did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
