@@ -21,7 +21,7 @@ use rand_chacha::ChaCha20Rng;
 use tally_accounting::numeric::ln_binomial_pmf;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::histogram::{DomainHistogram, DomainMap};
-use tally_core::ldp::{Grr, UnaryRandomizer, UnaryReport};
+use tally_core::ldp::{Grr, SubsetSelection, UnaryRandomizer, UnaryReport};
 use tally_core::protocol::{DeviceQuery, MultiMessage, RoundProtocol};
 use tally_core::sampling::exact_binomial;
 use tally_core::shuffle::{BalcerCheuHistogram, ShuffledGrr};
@@ -77,6 +77,65 @@ fn dp_audit_grr_passes_and_catches_the_doubled_epsilon() {
         } else {
             assert!((exact - 0.497).abs() < 1e-3, "{exact}");
             assert!(bound > 0.4, "mutant not caught: {bound}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Subset selection
+// ---------------------------------------------------------------------------------------------
+
+/// Every 2-subset of `0..4`, in increasing order: subset selection's reports at `s = 2`.
+fn pairs_of_four() -> Vec<Vec<u32>> {
+    (0..4)
+        .flat_map(|a| (a + 1..4).map(move |b| vec![a, b]))
+        .collect()
+}
+
+/// The exact `δ(ε)` of a subset-selection randomizer between inputs 0 and 1.
+fn subset_selection_exact_delta(mechanism: &SubsetSelection, epsilon: f64) -> f64 {
+    pairs_of_four()
+        .iter()
+        .map(|y| {
+            (mechanism.output_probability(0, y)
+                - epsilon.exp() * mechanism.output_probability(1, y))
+            .max(0.0)
+        })
+        .sum()
+}
+
+#[test]
+fn dp_audit_subset_selection_passes_and_catches_the_doubled_epsilon() {
+    let real = SubsetSelection::with_size(4, EPSILON, 2).unwrap();
+    let mutant = SubsetSelection::with_size(4, 2.0 * EPSILON, 2).unwrap();
+    assert_eq!(real.guarantee().delta.to_bits(), 0f64.to_bits());
+    for (mechanism, seed, is_real) in [(&real, 300, true), (&mutant, 400, false)] {
+        let bound = split_sample_lower_bound(
+            LOCAL_RUNS,
+            seed,
+            EPSILON,
+            |rng| mechanism.randomize(0, rng),
+            |rng| mechanism.randomize(1, rng),
+        );
+        let exact = subset_selection_exact_delta(mechanism, EPSILON);
+        // Conformance: the statistic on the exact bad set {0 ∈ y, 1 ∉ y} matches the exact δ.
+        let statistic = set_statistic(
+            &Outcomes::sample(LOCAL_RUNS, seed + 10, |rng| mechanism.randomize(0, rng)),
+            &Outcomes::sample(LOCAL_RUNS, seed + 11, |rng| mechanism.randomize(1, rng)),
+            EPSILON,
+            |y| y.contains(&0) && !y.contains(&1),
+        );
+        assert!(
+            statistic.agrees_with(exact, 1e-12),
+            "{statistic:?} vs {exact}"
+        );
+        if is_real {
+            assert!(exact <= 1e-15, "{exact}");
+            assert!(bound <= 0.0, "subset selection leaks: δ ≥ {bound}");
+        } else {
+            // Two reports hold 0 and not 1, each (p/3)(1 − e^ε e^{−2ε}) with p = e²/(e² + 1).
+            assert!((exact - 0.371).abs() < 1e-3, "{exact}");
+            assert!(bound > 0.25, "mutant not caught: {bound}");
         }
     }
 }
