@@ -40,13 +40,17 @@ pub mod grr;
 pub mod hadamard;
 pub mod olh;
 pub mod subset_selection;
+pub mod support;
 pub mod unary;
 
-pub use grr::{Grr, GrrAggregator};
+pub use grr::{Grr, GrrAggregator, GrrSupport};
 pub use hadamard::{HadamardAggregator, HadamardResponse};
-pub use olh::{LocalHash, Olh, OlhAggregator, OlhReport};
-pub use subset_selection::{SubsetReport, SubsetSelection, SubsetSelectionAggregator};
-pub use unary::{UnaryAggregator, UnaryRandomizer, UnaryReport, UnaryVariant};
+pub use olh::{LocalHash, Olh, OlhAggregator, OlhReport, OlhSupport};
+pub use subset_selection::{
+    SubsetReport, SubsetSelection, SubsetSelectionAggregator, SubsetSupport,
+};
+pub use support::{SupportAggregator, SupportRule};
+pub use unary::{UnaryAggregator, UnaryRandomizer, UnaryReport, UnarySupport, UnaryVariant};
 
 /// The support probabilities of a pure frequency oracle (ALGORITHMS.md §7.4).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,80 +78,6 @@ impl SupportProbabilities {
     /// The unbiased count estimate from `support` supporting reports out of `n`.
     pub(crate) fn debias(&self, support: f64, n: u64) -> f64 {
         (support - n as f64 * self.q) / (self.p - self.q)
-    }
-}
-
-/// Per-item support counts of a frequency oracle and the number of reports: what the GRR,
-/// unary-encoding and OLH aggregators keep. Mergeable; never readable (no `Debug`).
-pub(crate) struct SupportCounts {
-    counts: Vec<u64>,
-    reports: u64,
-    probabilities: SupportProbabilities,
-}
-
-impl SupportCounts {
-    /// Empty counts over `domain` items.
-    pub(crate) fn new(domain: u32, probabilities: SupportProbabilities) -> Self {
-        Self {
-            counts: vec![0; domain as usize],
-            reports: 0,
-            probabilities,
-        }
-    }
-
-    /// Counts already tallied: `counts[x]` reports out of `reports` support item `x`.
-    pub(crate) fn from_counts(
-        counts: Vec<u64>,
-        reports: u64,
-        probabilities: SupportProbabilities,
-    ) -> Self {
-        Self {
-            counts,
-            reports,
-            probabilities,
-        }
-    }
-
-    /// The number of items.
-    pub(crate) fn domain(&self) -> usize {
-        self.counts.len()
-    }
-
-    /// Records one report, which supports the items `supported`.
-    pub(crate) fn record(&mut self, supported: impl IntoIterator<Item = usize>) {
-        for item in supported {
-            self.counts[item] += 1;
-        }
-        self.reports += 1;
-    }
-
-    /// Adds another shard's counts.
-    ///
-    /// # Panics
-    ///
-    /// If the two belong to different randomizers.
-    pub(crate) fn merge(&mut self, other: Self) {
-        assert!(
-            self.counts.len() == other.counts.len() && self.probabilities == other.probabilities,
-            "merging aggregators of different randomizers"
-        );
-        for (a, b) in self.counts.iter_mut().zip(other.counts) {
-            *a += b;
-        }
-        self.reports += other.reports;
-    }
-
-    /// The number of reports recorded.
-    pub(crate) fn reports(&self) -> u64 {
-        self.reports
-    }
-
-    /// The unbiased estimate of the number of clients holding each item.
-    pub(crate) fn estimate(&self) -> Vec<f64> {
-        self.counts
-            .iter()
-            .map(|&c| self.probabilities.debias(c as f64, self.reports))
-            .collect()
     }
 }
 

@@ -35,4 +35,4 @@ pub use heavy_hitters::ShuffleHeavyHitters;
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeAggregator, RangeCounts, RangeQuery, RangeRound};
 pub use set_oracle::{SetHolders, SetOracleRound, SetQuery};
-pub use single_message::{ShuffledGrr, ShuffledGrrCounts, ShuffledGrrRound};
+pub use single_message::{ShuffledGrr, ShuffledGrrRound};

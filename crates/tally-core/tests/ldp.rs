@@ -18,8 +18,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 use tally_core::ldp::{
-    Grr, HadamardResponse, LocalHash, Olh, OlhReport, SubsetSelection, SupportProbabilities,
-    UnaryRandomizer, UnaryReport,
+    Grr, HadamardResponse, LocalHash, Olh, OlhReport, SubsetReport, SubsetSelection,
+    SupportProbabilities, UnaryRandomizer, UnaryReport,
 };
 
 fn rng(seed: u64) -> ChaCha20Rng {
@@ -221,13 +221,13 @@ fn invalid_parameters_are_rejected() {
     }
     let mut agg = SubsetSelection::with_size(K, 1.0, 2).unwrap().aggregator();
     for bad in [&[1][..], &[1, 1], &[2, 1], &[1, K], &[0, 1, 2]] {
-        assert!(agg.absorb(bad).is_err(), "{bad:?}");
+        assert!(agg.absorb(&SubsetReport(bad.to_vec())).is_err(), "{bad:?}");
     }
     assert_eq!(agg.reports(), 0);
     // g = ⌈e^ε + 1⌉ must fit in a u32.
     assert!(Olh::new(K, 30.0).is_err());
     let mut agg = Grr::new(K, 1.0).unwrap().aggregator();
-    assert!(agg.absorb(K).is_err());
+    assert!(agg.absorb(&K).is_err());
     assert_eq!(agg.reports(), 0);
     let mut agg = HadamardResponse::new(K, 1.0).unwrap().aggregator();
     assert!(agg.absorb(8).is_err());
@@ -357,14 +357,14 @@ macro_rules! oracle {
     };
 }
 
-oracle!(Grr, |m, x, r, agg| agg.absorb(m.randomize(x, r)));
+oracle!(Grr, |m, x, r, agg| agg.absorb(&m.randomize(x, r)));
 oracle!(UnaryRandomizer, |m, x, r, agg| agg
     .absorb(&m.randomize(x, r)));
 oracle!(Olh, |m, x, r, agg| agg.absorb(&m.randomize(x, r)));
 oracle!(HadamardResponse, |m, x, r, agg| agg
     .absorb(m.randomize(x, r)));
 oracle!(SubsetSelection, |m, x, r, agg| agg
-    .absorb(&m.randomize(x, r)));
+    .absorb(&SubsetReport(m.randomize(x, r))));
 
 /// `R` independent runs over `TRUE_COUNTS`. For every item: the mean of the `R` estimates is
 /// z-tested against the truth with the analytic variance, and `(R − 1) s²/σ²` is tested
@@ -497,8 +497,13 @@ fn merged_shards_equal_one_aggregator() {
     let reports: Vec<u32> = items.iter().map(|&x| m.randomize(x, &mut r)).collect();
     let (mut all, mut a, mut b) = (m.aggregator(), m.aggregator(), m.aggregator());
     for (i, &y) in reports.iter().enumerate() {
-        all.absorb(y).unwrap();
-        if i % 3 == 0 { a.absorb(y) } else { b.absorb(y) }.unwrap();
+        all.absorb(&y).unwrap();
+        if i % 3 == 0 {
+            a.absorb(&y)
+        } else {
+            b.absorb(&y)
+        }
+        .unwrap();
     }
     a.merge(b);
     assert_eq!(a.reports(), all.reports());
@@ -535,7 +540,10 @@ fn merged_shards_equal_one_aggregator() {
     assert_eq!(bits(&a.estimate()), bits(&all.estimate()));
 
     let m = SubsetSelection::new(k, 1.0).unwrap();
-    let reports: Vec<Vec<u32>> = items.iter().map(|&x| m.randomize(x, &mut r)).collect();
+    let reports: Vec<SubsetReport> = items
+        .iter()
+        .map(|&x| SubsetReport(m.randomize(x, &mut r)))
+        .collect();
     let (mut all, mut a, mut b) = (m.aggregator(), m.aggregator(), m.aggregator());
     for (i, y) in reports.iter().enumerate() {
         all.absorb(y).unwrap();

@@ -17,12 +17,12 @@ use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
 use super::{
-    SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee,
-    rr_keep_probability,
+    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
+    ldp_guarantee, rr_keep_probability,
 };
 use crate::Error;
+use crate::protocol::LocalRandomizer;
 use crate::protocol::wire::decimal_digits;
-use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator};
 use crate::sampling::{ExactBernoulli, uniform_below};
 
 /// The k-RR randomizer for items in `0..k`.
@@ -122,50 +122,28 @@ impl Grr {
 
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> GrrAggregator {
-        GrrAggregator {
-            support: SupportCounts::new(self.domain, self.support_probabilities()),
+        SupportAggregator::new(self.domain, self.support_probabilities(), GrrSupport)
+    }
+}
+
+/// A k-RR report supports exactly the item it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrrSupport;
+
+impl SupportRule for GrrSupport {
+    type Report = u32;
+
+    fn supported(&self, report: &u32, domain: u32) -> Result<impl Iterator<Item = u32>, Error> {
+        if *report < domain {
+            Ok(std::iter::once(*report))
+        } else {
+            Err(Error::invalid("report", report, "an item in the domain"))
         }
     }
 }
 
 /// Counts k-RR reports; mergeable. Its raw counts cannot be read (no `Debug`).
-pub struct GrrAggregator {
-    support: SupportCounts,
-}
-
-impl GrrAggregator {
-    /// Absorbs one report.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] if the report is not in the domain (it is then ignored).
-    pub fn absorb(&mut self, report: u32) -> Result<(), Error> {
-        if report as usize >= self.support.domain() {
-            return Err(Error::invalid("report", report, "an item in the domain"));
-        }
-        self.support.record([report as usize]);
-        Ok(())
-    }
-
-    /// Adds another shard's reports to this one.
-    ///
-    /// # Panics
-    ///
-    /// If the two aggregators belong to different randomizers.
-    pub fn merge(&mut self, other: Self) {
-        self.support.merge(other.support);
-    }
-
-    /// The number of reports absorbed.
-    pub fn reports(&self) -> u64 {
-        self.support.reports()
-    }
-
-    /// The unbiased estimate of the number of clients holding each item.
-    pub fn estimate(&self) -> Vec<f64> {
-        self.support.estimate()
-    }
-}
+pub type GrrAggregator = SupportAggregator<GrrSupport>;
 
 /// A device sends its randomized item, an index below `k` (decimal on the wire).
 impl LocalRandomizer for Grr {
@@ -191,25 +169,5 @@ impl LocalRandomizer for Grr {
 
     fn aggregator(&self) -> GrrAggregator {
         Grr::aggregator(self)
-    }
-}
-
-impl RoundAggregator for GrrAggregator {
-    type Report = u32;
-    type Release = Estimates;
-
-    /// # Panics
-    ///
-    /// If `report` is outside the domain (the round did not admit it).
-    fn absorb(&mut self, report: u32) {
-        GrrAggregator::absorb(self, report).expect("an admitted report is in the domain");
-    }
-
-    fn merge(&mut self, other: Self) {
-        GrrAggregator::merge(self, other);
-    }
-
-    fn release(self) -> Estimates {
-        Estimates(self.estimate())
     }
 }

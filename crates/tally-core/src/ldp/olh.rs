@@ -33,10 +33,13 @@ use rand::Rng;
 use tally_accounting::Guarantee;
 
 use super::grr::Grr;
-use super::{SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee};
+use super::{
+    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
+    ldp_guarantee,
+};
 use crate::Error;
 use crate::protocol::wire::decimal_digits;
-use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport};
+use crate::protocol::{LocalRandomizer, SingleMessage, WireReport};
 use crate::sampling::uniform_below;
 
 /// The Mersenne prime `2^61 − 1` of the hash family.
@@ -238,63 +241,39 @@ impl Olh {
 
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> OlhAggregator {
-        OlhAggregator {
-            support: SupportCounts::new(self.domain, self.support_probabilities()),
-            g: self.g,
-        }
+        SupportAggregator::new(
+            self.domain,
+            self.support_probabilities(),
+            OlhSupport { g: self.g },
+        )
     }
 }
 
-/// Counts, for every item, the OLH reports that support it (`O(k)` work per report);
-/// mergeable. Its raw counts cannot be read (no `Debug`).
-pub struct OlhAggregator {
-    support: SupportCounts,
+/// An OLH report supports every item its hash maps to its value (`O(k)` work per report).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OlhSupport {
     g: u32,
 }
 
-impl OlhAggregator {
-    /// Absorbs one report.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] if the value is not below `g` (the report is then ignored).
-    pub fn absorb(&mut self, report: &OlhReport) -> Result<(), Error> {
+impl SupportRule for OlhSupport {
+    type Report = OlhReport;
+
+    fn supported(
+        &self,
+        report: &OlhReport,
+        domain: u32,
+    ) -> Result<impl Iterator<Item = u32>, Error> {
         if report.value >= self.g {
             return Err(Error::invalid("report value", report.value, "below g"));
         }
-        let (hash, value, g) = (&report.hash, report.value, self.g);
-        let domain = self.support.domain() as u32;
-        self.support.record(
-            (0..domain)
-                .filter(|&x| hash.apply(x, g) == value)
-                .map(|x| x as usize),
-        );
-        Ok(())
-    }
-
-    /// Adds another shard's reports to this one.
-    ///
-    /// # Panics
-    ///
-    /// If the two aggregators belong to different randomizers.
-    pub fn merge(&mut self, other: Self) {
-        assert!(
-            self.g == other.g,
-            "merging aggregators of different randomizers"
-        );
-        self.support.merge(other.support);
-    }
-
-    /// The number of reports absorbed.
-    pub fn reports(&self) -> u64 {
-        self.support.reports()
-    }
-
-    /// The unbiased estimate of the number of clients holding each item.
-    pub fn estimate(&self) -> Vec<f64> {
-        self.support.estimate()
+        let (hash, value, g) = (report.hash, report.value, self.g);
+        Ok((0..domain).filter(move |&x| hash.apply(x, g) == value))
     }
 }
+
+/// Counts, for every item, the OLH reports that support it; mergeable. Its raw counts cannot
+/// be read (no `Debug`).
+pub type OlhAggregator = SupportAggregator<OlhSupport>;
 
 /// `a:b:value`, each in canonical decimal; a report whose hash is not in the family does not
 /// decode.
@@ -345,26 +324,6 @@ impl LocalRandomizer for Olh {
 
     fn aggregator(&self) -> OlhAggregator {
         Olh::aggregator(self)
-    }
-}
-
-impl RoundAggregator for OlhAggregator {
-    type Report = OlhReport;
-    type Release = Estimates;
-
-    /// # Panics
-    ///
-    /// If the value is not below `g` (the round did not admit it).
-    fn absorb(&mut self, report: OlhReport) {
-        OlhAggregator::absorb(self, &report).expect("an admitted report's value is below g");
-    }
-
-    fn merge(&mut self, other: Self) {
-        OlhAggregator::merge(self, other);
-    }
-
-    fn release(self) -> Estimates {
-        Estimates(self.estimate())
     }
 }
 

@@ -29,14 +29,13 @@ use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
 use super::{
-    SupportCounts, SupportProbabilities, check_domain, check_epsilon, inclusion_probability,
-    ldp_guarantee,
+    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
+    inclusion_probability, ldp_guarantee,
 };
 use crate::Error;
 use crate::protocol::wire::decimal_digits_below;
 use crate::protocol::{
-    Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport, decode_messages,
-    encode_messages,
+    LocalRandomizer, SingleMessage, WireReport, decode_messages, encode_messages,
 };
 use crate::sampling::{ExactBernoulli, uniform_subset};
 
@@ -206,10 +205,11 @@ impl SubsetSelection {
 
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> SubsetSelectionAggregator {
-        SubsetSelectionAggregator {
-            support: SupportCounts::new(self.domain, self.support_probabilities()),
-            size: self.size,
-        }
+        SupportAggregator::new(
+            self.domain,
+            self.support_probabilities(),
+            SubsetSupport { size: self.size },
+        )
     }
 }
 
@@ -244,50 +244,34 @@ impl WireReport for SubsetReport {
     }
 }
 
-/// Counts subset-selection reports; mergeable. Its raw counts cannot be read (no `Debug`).
-pub struct SubsetSelectionAggregator {
-    support: SupportCounts,
+/// A subset-selection report supports the `k` items it lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubsetSupport {
     size: u32,
 }
 
-impl SubsetSelectionAggregator {
-    /// Absorbs one report.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] if the report is not `k` increasing items of the domain (it
-    /// is then ignored).
-    pub fn absorb(&mut self, report: &[u32]) -> Result<(), Error> {
-        if !lists_subset(report, self.size, self.support.domain() as u32) {
-            return Err(Error::invalid(
+impl SupportRule for SubsetSupport {
+    type Report = SubsetReport;
+
+    fn supported(
+        &self,
+        report: &SubsetReport,
+        domain: u32,
+    ) -> Result<impl Iterator<Item = u32>, Error> {
+        if lists_subset(&report.0, self.size, domain) {
+            Ok(report.0.iter().copied())
+        } else {
+            Err(Error::invalid(
                 "report",
-                format!("{report:?}"),
+                format!("{:?}", report.0),
                 "the subset size's number of increasing items of the domain",
-            ));
+            ))
         }
-        self.support.record(report.iter().map(|&y| y as usize));
-        Ok(())
-    }
-
-    /// Adds another shard's reports to this one.
-    ///
-    /// # Panics
-    ///
-    /// If the two aggregators belong to different randomizers.
-    pub fn merge(&mut self, other: Self) {
-        self.support.merge(other.support);
-    }
-
-    /// The number of reports absorbed.
-    pub fn reports(&self) -> u64 {
-        self.support.reports()
-    }
-
-    /// The unbiased estimate of the number of clients holding each item.
-    pub fn estimate(&self) -> Vec<f64> {
-        self.support.estimate()
     }
 }
+
+/// Counts subset-selection reports; mergeable. Its raw counts cannot be read (no `Debug`).
+pub type SubsetSelectionAggregator = SupportAggregator<SubsetSupport>;
 
 /// A device sends its `k` items (decimal ids in increasing order, separated by commas).
 impl LocalRandomizer for SubsetSelection {
@@ -314,26 +298,5 @@ impl LocalRandomizer for SubsetSelection {
 
     fn aggregator(&self) -> SubsetSelectionAggregator {
         SubsetSelection::aggregator(self)
-    }
-}
-
-impl RoundAggregator for SubsetSelectionAggregator {
-    type Report = SubsetReport;
-    type Release = Estimates;
-
-    /// # Panics
-    ///
-    /// If `report` is not a report of the randomizer (the round did not admit it).
-    fn absorb(&mut self, report: SubsetReport) {
-        SubsetSelectionAggregator::absorb(self, &report.0)
-            .expect("an admitted report lists k items of the domain");
-    }
-
-    fn merge(&mut self, other: Self) {
-        SubsetSelectionAggregator::merge(self, other);
-    }
-
-    fn release(self) -> Estimates {
-        Estimates(self.estimate())
     }
 }

@@ -21,11 +21,11 @@ use rand_distr::Distribution;
 use tally_accounting::Guarantee;
 
 use super::{
-    SupportCounts, SupportProbabilities, check_domain, check_epsilon, ldp_guarantee,
-    oue_probability, sue_probability,
+    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
+    ldp_guarantee, oue_probability, sue_probability,
 };
 use crate::Error;
-use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator, SingleMessage, WireReport};
+use crate::protocol::{LocalRandomizer, SingleMessage, WireReport};
 use crate::sampling::{ExactBernoulli, exact_binomial};
 
 /// Which unary encoding.
@@ -222,9 +222,7 @@ impl UnaryRandomizer {
 
     /// An empty aggregator for this randomizer's reports.
     pub fn aggregator(&self) -> UnaryAggregator {
-        UnaryAggregator {
-            support: SupportCounts::new(self.domain, self.support_probabilities()),
-        }
+        SupportAggregator::new(self.domain, self.support_probabilities(), UnarySupport)
     }
 
     /// The aggregator after absorbing one report from each of `counts.iter().sum()` clients, of
@@ -255,54 +253,36 @@ impl UnaryRandomizer {
             .iter()
             .map(|&c| exact_binomial(c, p, rng) + exact_binomial(n - c, q, rng))
             .collect();
-        UnaryAggregator {
-            support: SupportCounts::from_counts(support, n, self.support_probabilities()),
+        SupportAggregator::from_counts(support, n, self.support_probabilities(), UnarySupport)
+    }
+}
+
+/// A unary report supports the items whose bits are set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnarySupport;
+
+impl SupportRule for UnarySupport {
+    type Report = UnaryReport;
+
+    fn supported(
+        &self,
+        report: &UnaryReport,
+        domain: u32,
+    ) -> Result<impl Iterator<Item = u32>, Error> {
+        if report.len() == domain {
+            Ok(report.ones())
+        } else {
+            Err(Error::invalid(
+                "report length",
+                report.len(),
+                "the domain size",
+            ))
         }
     }
 }
 
 /// Counts set bits of unary reports; mergeable. Its raw counts cannot be read (no `Debug`).
-pub struct UnaryAggregator {
-    support: SupportCounts,
-}
-
-impl UnaryAggregator {
-    /// Absorbs one report.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] if the report does not have `k` bits (it is then ignored).
-    pub fn absorb(&mut self, report: &UnaryReport) -> Result<(), Error> {
-        if report.len() as usize != self.support.domain() {
-            return Err(Error::invalid(
-                "report length",
-                report.len(),
-                "the domain size",
-            ));
-        }
-        self.support.record(report.ones().map(|i| i as usize));
-        Ok(())
-    }
-
-    /// Adds another shard's reports to this one.
-    ///
-    /// # Panics
-    ///
-    /// If the two aggregators belong to different randomizers.
-    pub fn merge(&mut self, other: Self) {
-        self.support.merge(other.support);
-    }
-
-    /// The number of reports absorbed.
-    pub fn reports(&self) -> u64 {
-        self.support.reports()
-    }
-
-    /// The unbiased estimate of the number of clients holding each item.
-    pub fn estimate(&self) -> Vec<f64> {
-        self.support.estimate()
-    }
-}
+pub type UnaryAggregator = SupportAggregator<UnarySupport>;
 
 /// One character per bit, `0` or `1`, bit 0 first: the report's length is the domain's.
 /// A device's report is one message.
@@ -358,26 +338,6 @@ impl LocalRandomizer for UnaryRandomizer {
         rng: &mut R,
     ) -> Option<UnaryAggregator> {
         Some(self.simulate_aggregate(counts, rng))
-    }
-}
-
-impl RoundAggregator for UnaryAggregator {
-    type Report = UnaryReport;
-    type Release = Estimates;
-
-    /// # Panics
-    ///
-    /// If `report` does not have `k` bits (the round did not admit it).
-    fn absorb(&mut self, report: UnaryReport) {
-        UnaryAggregator::absorb(self, &report).expect("an admitted report has k bits");
-    }
-
-    fn merge(&mut self, other: Self) {
-        UnaryAggregator::merge(self, other);
-    }
-
-    fn release(self) -> Estimates {
-        Estimates(self.estimate())
     }
 }
 

@@ -42,7 +42,7 @@ use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
 use crate::ldp::{Grr, GrrAggregator};
 use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
-    CountedRound, DeviceQuery, DomainRound, Estimates, RoundAggregator, RoundProtocol, WireReport,
+    CountedRound, DeviceQuery, DomainRound, Estimates, RoundProtocol, WireReport,
 };
 
 /// Shuffled k-RR over the domain `0..k` for a fixed number of clients `n`.
@@ -225,41 +225,15 @@ impl CountedRound for ShuffledGrrRound {}
 impl RoundProtocol for ShuffledGrrRound {
     type Query = Self;
     type Release = Estimates;
-    type Aggregator = ShuffledGrrCounts;
+    type Aggregator = GrrAggregator;
 
     fn query(&self) -> &Self {
         self
     }
 
     /// The analyzer flips no coins.
-    fn aggregator(&self, _: ChaCha20Rng) -> ShuffledGrrCounts {
-        ShuffledGrrCounts(self.grr.aggregator())
-    }
-}
-
-/// The analyzer of a shuffled GRR round: GRR's report counts.
-pub struct ShuffledGrrCounts(GrrAggregator);
-
-impl RoundAggregator for ShuffledGrrCounts {
-    type Report = u32;
-    type Release = Estimates;
-
-    /// Counts an admitted report.
-    ///
-    /// # Panics
-    ///
-    /// If the report is outside the domain (the query did not admit it).
-    fn absorb(&mut self, report: u32) {
-        self.0.absorb(report).expect("an admitted report");
-    }
-
-    fn merge(&mut self, other: Self) {
-        self.0.merge(other.0);
-    }
-
-    /// GRR's unbiased estimate of every element's count.
-    fn release(self) -> Estimates {
-        Estimates(self.0.estimate())
+    fn aggregator(&self, _: ChaCha20Rng) -> GrrAggregator {
+        self.grr.aggregator()
     }
 }
 
@@ -268,6 +242,7 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+    use crate::protocol::RoundAggregator;
 
     #[test]
     fn the_round_randomizes_on_the_device_and_debiases_in_the_analyzer() {
@@ -282,8 +257,8 @@ mod tests {
             let report = DeviceQuery::respond(&round, &(i % 2), &mut rng).unwrap();
             assert!(round.admits(&report));
             assert_eq!(report, mechanism.randomizer().randomize(i % 2, &mut same));
-            direct.absorb(report).unwrap();
-            counts.absorb(report);
+            direct.absorb(&report).unwrap();
+            RoundAggregator::absorb(&mut counts, report);
         }
         assert_eq!(counts.release(), Estimates(direct.estimate()));
         assert!(!round.admits(&4));
