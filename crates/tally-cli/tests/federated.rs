@@ -45,8 +45,9 @@ enum Running {
     },
 }
 
-/// The populations the tests' tasks ask.
-const POPULATIONS: [&str; 4] = ["test", "one", "words", "numbers"];
+/// The populations the tests' tasks ask, each with a budget of ε = 10 but the last, whose
+/// ε = 30 admits a task at the weak ε that Count-Min's reports need to fit.
+const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", "weak"];
 
 /// A credential made with `tally token create --db`: the token alone on stdout.
 fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
@@ -64,8 +65,10 @@ fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
 fn provision(dir: &std::path::Path) -> (String, String, String) {
     let db = format!("sqlite://{}", dir.join("tally.db").display());
     for population in POPULATIONS {
+        let epsilon = if population == "weak" { 30 } else { 10 };
         let line = format!(
-            "population create --db {db} {population} --budget-epsilon 10 --budget-delta 1e-5"
+            "population create --db {db} {population} --budget-epsilon {epsilon} \
+             --budget-delta 1e-5"
         );
         assert!(tally(&line).status.success(), "{line}");
     }
@@ -1051,6 +1054,109 @@ fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution()
             "{mechanism}: the mutant passes: {federated} against {mutant}"
         );
     }
+}
+
+/// The Count-Min loopback test's devices: as many as the largest report allows (`B = 2`,
+/// `ε = 27`: 335 to 375 devices, docs/federated/runtime.md), half holding each element.
+const COUNT_MIN_DEVICES: u64 = 350;
+
+/// Count-Min's rows `τ = ⌈log2(2B/β)⌉` for `B = 2` and the server's `β = 0.01`.
+const COUNT_MIN_ROWS: i32 = 9;
+
+/// Whether a Count-Min estimate of an element held by `count` devices is one its law admits
+/// at familywise α ≤ 1e-6 over the test's eight checks (two releases, two elements, two
+/// tails; 1e-7 each).
+///
+/// The estimate is `min_t C[t, h_t(j)] − γn`, where row `t`'s cell holds the `count` holders,
+/// `X_t ~ Bin(n, γ)` blanket messages (independent across rows) and, if the other element's
+/// hash collides with `j`'s in that row, its holders too. Collisions only raise a cell, so
+/// `P[min ≤ m] ≤ τ·P[X ≤ m]`; at most three of the nine rows collide but with probability
+/// below `C(9, 4)/(2n)^4 ≈ 5e-10` (pairwise-independent hashes over `2n` cells), so
+/// `P[min ≥ m] ≤ P[X ≥ m]^(τ−3) + 5e-10`. `γn` is read back from the messages per client,
+/// `τ + 2τn·γ`.
+fn count_min_admits(release: &Value, element: usize, count: f64) -> bool {
+    use statrs::distribution::{Binomial, DiscreteCDF};
+    let n = COUNT_MIN_DEVICES as f64;
+    let rows = f64::from(COUNT_MIN_ROWS);
+    let blanket = (release["messages_per_client"].as_f64().unwrap() - rows) / (2.0 * rows);
+    let law = Binomial::new(blanket / n, COUNT_MIN_DEVICES).unwrap();
+    let estimate = release["items"][element]["estimate"].as_f64().unwrap();
+    let minimum = (estimate + blanket - count).round();
+    assert!(
+        (estimate + blanket - count - minimum).abs() < 1e-6,
+        "{release}"
+    );
+    if minimum < 0.0 {
+        return false;
+    }
+    let minimum = minimum as u64;
+    let below = rows * law.cdf(minimum);
+    let above = law.sf(minimum.saturating_sub(1)).powi(COUNT_MIN_ROWS - 3);
+    below > 1e-7 && above > 1e-7 - 5e-10
+}
+
+/// Ghazi et al.'s Count-Min protocol, run through the server's shuffler by `tally fleet` in
+/// the window where its reports fit (350 devices, `B = 2`, `ε = 27`), releases what the
+/// simulator releases, in distribution: both releases' estimates lie where the exact law of
+/// the sketch's minimum puts them ([`count_min_admits`]), under the same guarantee and
+/// parameters. A release of data with element 0's holders moved to element 1 is caught, and
+/// more devices than a longest report fits are refused.
+#[test]
+fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
+    let server = Server::start_seeded(SHUFFLE_SEED);
+    let analyst = &server.analyst;
+    let text: String = (0..COUNT_MIN_DEVICES)
+        .map(|i| format!("{}\n", i % 2))
+        .collect();
+    let moved: String = (0..COUNT_MIN_DEVICES).map(|_| "1\n").collect();
+    let file = temp_file("count-min-elements.txt", text.as_bytes());
+    let create = |devices: u64| {
+        format!(
+            "task create {analyst} --mechanism ghazi-count-min --domain 2 --epsilon 27 \
+             --delta 1e-6 --population weak --expected-population {devices} \
+             --max-report-bytes 32768 --json"
+        )
+    };
+    let refused = failure(&create(400));
+    assert!(refused.contains("max_report_bytes"), "{refused}");
+    let info: TaskInfo = parse(json(&create(COUNT_MIN_DEVICES)));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --json",
+        server.devices["weak"],
+        file.display()
+    ));
+    assert_eq!(report["total"]["accepted"], COUNT_MIN_DEVICES, "{report}");
+    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let offline = |items: &str| {
+        let file = temp_file("count-min-simulated.txt", items.as_bytes());
+        json(&format!(
+            "histogram --input {} --mechanism ghazi-count-min --domain 2 --epsilon 27 \
+             --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json",
+            file.display()
+        ))
+    };
+    let simulated = offline(&text);
+    for field in [
+        "mechanism",
+        "model",
+        "guarantee",
+        "domain",
+        "target_delta",
+        "messages_per_client",
+    ] {
+        assert_eq!(federated[field], simulated[field], "{field}");
+    }
+    let half = COUNT_MIN_DEVICES as f64 / 2.0;
+    for release in [&federated, &simulated] {
+        for element in 0..2 {
+            assert!(count_min_admits(release, element, half), "{release}");
+        }
+    }
+    let mutant = offline(&moved);
+    assert!(
+        !count_min_admits(&mutant, 0, half),
+        "the mutant passes: {mutant}"
+    );
 }
 
 /// The acceptance run of `tally heavy-hitters --algorithm opt-prefix-tree` deployed: one
