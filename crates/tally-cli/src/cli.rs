@@ -675,9 +675,15 @@ pub(crate) struct PlanTrieArgs {
     /// --threshold, the composed ε at δ is reported.
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) sampling_rate: Option<f64>,
+    /// Characters added per level G, for the report's prediction on a population (as
+    /// `tally heavy-hitters --segment`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), requires = "report")]
+    pub(crate) segment: u64,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use tally_sim::{ClientMode, Population, StreamFormat, SyntheticSpec};
 
-use crate::cli::{Format, InputArgs};
+use crate::cli::{Format, InputArgs, ReportArgs};
 
 /// Reads the population named by the input arguments.
 pub(crate) fn load_population(
@@ -61,4 +61,13 @@ pub(crate) fn input_format(file: &Path, format: Option<Format>) -> Format {
     } else {
         Format::Lines
     }
+}
+
+/// Reads the population a plan's report predicts on, if the arguments name one.
+pub(crate) fn load_report_population(report: &ReportArgs) -> Result<Option<Population>> {
+    report
+        .population
+        .input()
+        .map(|input| load_population(&input, report.format, false, report.population_seed))
+        .transpose()
 }

@@ -9,4 +9,5 @@ pub mod sample_threshold_release;
 pub mod shuffle_plan;
 pub mod triehh_plus_plan;
 pub mod triehh_plus_release;
+pub mod triehh_plus_report;
 pub mod values_release;

@@ -18,6 +18,7 @@ mod output;
 mod plan;
 mod plan_compose;
 mod plan_report_page;
+mod plan_report_triehh_page;
 mod plan_shuffle;
 mod plan_triehh;
 mod quantiles;

@@ -95,6 +95,38 @@ pub struct KnownPopulation<'a> {
     pub top: usize,
 }
 
+impl Calibrated {
+    /// `selection` named `name`, with its marked counts.
+    pub fn new(name: &'static str, selection: KeySelection) -> Self {
+        Self {
+            name,
+            selection,
+            marked: MARKED_PROBABILITIES.map(|p| selection.release_point(p)),
+            release_999: selection.release_point(0.999),
+        }
+    }
+}
+
+/// The release curve of `selection`: `(c, P[released | c])` at counts spread evenly over
+/// `0..=max`.
+pub fn release_curve(selection: &KeySelection, max: u64) -> Vec<(u64, f64)> {
+    count_grid(max, CURVE_POINTS)
+        .into_iter()
+        .map(|c| (c, selection.release_probability(c)))
+        .collect()
+}
+
+/// The expected relative error `(c, E[|estimate − c|/c | released])` of `selection` at counts
+/// spread evenly over `0..=3·max`, where an item held by `c` clients is released with
+/// probability at least 1%.
+pub fn relative_error_curve(selection: &KeySelection, max: u64) -> Vec<(u64, f64)> {
+    count_grid(3 * max, CURVE_POINTS)
+        .into_iter()
+        .filter(|&c| selection.release_probability(c) >= 0.01)
+        .filter_map(|c| Some((c, selection.relative_error(c)?)))
+        .collect()
+}
+
 /// The selections compared at `(ε, δ)`: sample-and-threshold with `params`, with the paper's
 /// Theorem 1 calibration for the same `target`, and Laplace and Gaussian thresholding.
 fn calibrate_all(
@@ -180,15 +212,7 @@ pub fn build(
     )
     .into_iter()
     .zip(NAMES)
-    .filter_map(|(selection, name)| {
-        let selection = selection?;
-        Some(Calibrated {
-            name,
-            selection,
-            marked: MARKED_PROBABILITIES.map(|p| selection.release_point(p)),
-            release_999: selection.release_point(0.999),
-        })
-    })
+    .filter_map(|(selection, name)| Some(Calibrated::new(name, selection?)))
     .collect();
 
     let curve_max = selections
@@ -196,25 +220,13 @@ pub fn build(
         .filter_map(|s| s.release_999)
         .max()
         .unwrap_or(1);
-    let grid = count_grid(curve_max, CURVE_POINTS);
     let release_curves = selections
         .iter()
-        .map(|s| {
-            grid.iter()
-                .map(|&c| (c, s.selection.release_probability(c)))
-                .collect()
-        })
+        .map(|s| release_curve(&s.selection, curve_max))
         .collect();
-    let error_grid = count_grid(3 * curve_max, CURVE_POINTS);
     let relative_errors = selections
         .iter()
-        .map(|s| {
-            error_grid
-                .iter()
-                .filter(|&&c| s.selection.release_probability(c) >= 0.01)
-                .filter_map(|&c| Some((c, s.selection.relative_error(c)?)))
-                .collect()
-        })
+        .map(|s| relative_error_curve(&s.selection, curve_max))
         .collect();
     let (st50, st95) = (selections[0].marked[0], selections[0].marked[1]);
     let mut table_counts: Vec<u64> = [
@@ -244,6 +256,16 @@ pub fn build(
     })
 }
 
+/// The `ε` of a sweep: [`SWEEP_EPSILONS`] with the plan's own `epsilon`, increasing.
+pub fn sweep_epsilons(epsilon: f64) -> Vec<f64> {
+    let mut epsilons = SWEEP_EPSILONS.to_vec();
+    if !epsilons.contains(&epsilon) {
+        epsilons.push(epsilon);
+        epsilons.sort_by(f64::total_cmp);
+    }
+    epsilons
+}
+
 /// Plans every selection at each `ε` of the sweep and predicts its utility on `known`.
 fn sweep(
     known: KnownPopulation<'_>,
@@ -253,12 +275,7 @@ fn sweep(
     analysis: Analysis,
     neighbours: Neighbours,
 ) -> PopulationSweep {
-    let mut epsilons = SWEEP_EPSILONS.to_vec();
-    if !epsilons.contains(&epsilon) {
-        epsilons.push(epsilon);
-        epsilons.sort_by(f64::total_cmp);
-    }
-    let points = epsilons
+    let points = sweep_epsilons(epsilon)
         .into_iter()
         .map(|e| SweepPoint {
             epsilon: e,
@@ -277,7 +294,7 @@ fn sweep(
 }
 
 /// A count, or "more than 2^40" where none reaches the probability.
-fn count_text(count: Option<u64>) -> String {
+pub fn count_text(count: Option<u64>) -> String {
     count.map_or_else(|| "more than 2^40".to_owned(), |c| c.to_string())
 }
 
@@ -361,7 +378,7 @@ pub fn parameters_text(selection: &KeySelection) -> String {
 }
 
 /// The parameters of a selection as JSON.
-fn parameters_json(selection: &KeySelection) -> Value {
+pub fn parameters_json(selection: &KeySelection) -> Value {
     match selection {
         KeySelection::SampleThreshold(params) => json!({
             "sampling_rate": params.sampling_rate(),

@@ -6,14 +6,24 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use tally_cli::plan_report::{PlanReport, parameters_text};
+use tally_cli::plan_report::{Calibrated, PlanReport, parameters_text};
 use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
 
 /// The size of a report figure's one panel: the page's width.
-const FIGURE_SIZE: (u32, u32) = (880, 420);
+pub(crate) const FIGURE_SIZE: (u32, u32) = (880, 420);
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
 pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
+    write_documents(dir, &report.document(), |dir| page(report, dir))
+}
+
+/// Writes `document` as `dir/plan.json` and the page `page` renders (its figures' files
+/// named inside `dir`) as `dir/index.html`, creating `dir` if needed.
+pub(crate) fn write_documents(
+    dir: &Path,
+    document: &serde_json::Value,
+    page: impl FnOnce(&Path) -> Result<String>,
+) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         bail!(
             "--report {}: a file is in the way; give a directory (it is created if missing)",
@@ -22,8 +32,8 @@ pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
     }
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the report directory {}", dir.display()))?;
-    let json = serde_json::to_string_pretty(&report.document())? + "\n";
-    let html = page(report, dir)?;
+    let json = serde_json::to_string_pretty(document)? + "\n";
+    let html = page(dir)?;
     for (name, text) in [("plan.json", json), ("index.html", html)] {
         let path = dir.join(name);
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
@@ -32,7 +42,7 @@ pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
 }
 
 /// Escapes text for HTML.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -40,7 +50,7 @@ fn escape(text: &str) -> String {
 }
 
 /// A count, or a dash where none reaches the probability.
-fn count_cell(count: Option<u64>) -> String {
+pub(crate) fn count_cell(count: Option<u64>) -> String {
     count.map_or_else(|| "—".to_owned(), |c| c.to_string())
 }
 
@@ -52,7 +62,7 @@ fn names(report: &PlanReport) -> Vec<String> {
         .collect()
 }
 
-fn line(series: usize, points: impl Iterator<Item = (f64, f64)>, markers: bool) -> Line {
+pub(crate) fn line(series: usize, points: impl Iterator<Item = (f64, f64)>, markers: bool) -> Line {
     Line {
         series,
         points: points.map(|(x, y)| Point { x, y, error: 0.0 }).collect(),
@@ -62,24 +72,37 @@ fn line(series: usize, points: impl Iterator<Item = (f64, f64)>, markers: bool) 
 
 /// The release curves, with the 50% and 95% points of each selection as dots.
 fn release_figure(report: &PlanReport) -> GridPlot {
-    let mut lines: Vec<Line> = report
-        .release_curves
+    release_curves_figure(
+        format!(
+            "Release probability (ε = {}, δ = {:e}); dots at 50% and 95%",
+            report.epsilon, report.delta
+        ),
+        &report.selections,
+        &report.release_curves,
+    )
+}
+
+/// The release curves `curves` of `selections` (in the same order) titled `title`, with the
+/// 50% and 95% points of each as dots.
+pub(crate) fn release_curves_figure(
+    title: String,
+    selections: &[Calibrated],
+    curves: &[Vec<(u64, f64)>],
+) -> GridPlot {
+    let mut lines: Vec<Line> = curves
         .iter()
         .enumerate()
         .map(|(i, curve)| line(i, curve.iter().map(|&(c, p)| (c as f64, p)), false))
         .collect();
-    for (i, selection) in report.selections.iter().enumerate() {
+    for (i, selection) in selections.iter().enumerate() {
         for count in selection.marked.iter().flatten() {
             let p = selection.selection.release_probability(*count);
             lines.push(line(i, std::iter::once((*count as f64, p)), true));
         }
     }
     GridPlot {
-        title: format!(
-            "Release probability (ε = {}, δ = {:e}); dots at 50% and 95%",
-            report.epsilon, report.delta
-        ),
-        series: names(report),
+        title,
+        series: selections.iter().map(|s| s.name.to_owned()).collect(),
         x_label: "true count c (clients holding the item)".into(),
         y_label: "P[released | c]".into(),
         y_axis: YAxis::Linear {
@@ -95,16 +118,23 @@ fn release_figure(report: &PlanReport) -> GridPlot {
 }
 
 fn error_figure(report: &PlanReport) -> GridPlot {
+    relative_error_figure(&report.selections, &report.relative_errors)
+}
+
+/// The expected relative errors `errors` of `selections` (in the same order).
+pub(crate) fn relative_error_figure(
+    selections: &[Calibrated],
+    errors: &[Vec<(u64, f64)>],
+) -> GridPlot {
     GridPlot {
         title: "Expected relative error of a released estimate".into(),
-        series: names(report),
+        series: selections.iter().map(|s| s.name.to_owned()).collect(),
         x_label: "true count c (where released with probability ≥ 1%)".into(),
         y_label: "E[|estimate − c| / c | released]".into(),
         y_axis: YAxis::Log,
         panels: vec![vec![Panel {
             title: String::new(),
-            lines: report
-                .relative_errors
+            lines: errors
                 .iter()
                 .enumerate()
                 .map(|(i, e)| line(i, e.iter().map(|&(c, r)| (c as f64, r)), false))
@@ -113,6 +143,9 @@ fn error_figure(report: &PlanReport) -> GridPlot {
         panel_size: FIGURE_SIZE,
     }
 }
+
+/// The horizontal axis of a figure over the sweep of ε.
+pub(crate) const SWEEP_X_LABEL: &str = "log₂ ε (−2 is ε = 0.25, 0 is ε = 1, 3 is ε = 8)";
 
 /// The sweep figures: recall@k and the mean absolute error against `log₂ ε`.
 fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
@@ -141,7 +174,7 @@ fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
                 })
                 .collect()
         };
-    let x_label = "log₂ ε (−2 is ε = 0.25, 0 is ε = 1, 3 is ε = 8)".to_owned();
+    let x_label = SWEEP_X_LABEL.to_owned();
     vec![
         GridPlot {
             title: format!("Predicted recall@{top} by ε"),
@@ -173,7 +206,7 @@ fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
     ]
 }
 
-const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;\
+pub(crate) const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;\
 margin:2em auto;padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{font-size:1.25em;\
 margin-top:1.8em;border-bottom:1px solid #ccc}table{border-collapse:collapse;margin:1em 0}\
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}th{background:#f3f3f3}\
@@ -181,23 +214,23 @@ td:first-child,th:first-child{text-align:left}figure{margin:1em 0}figure svg{max
 height:auto}.summary{background:#f6f8fa;border-left:4px solid #1f77b4;padding:.8em 1em}\
 @media print{body{max-width:none}figure,table{break-inside:avoid}}";
 
-/// The whole page.
-fn page(report: &PlanReport, dir: &Path) -> Result<String> {
-    let svg = |plot: &GridPlot, name: &str| -> Result<String> {
-        Ok(plot.to_svg_string(&dir.join(name))?)
-    };
+/// `plot` as inline SVG (`dir/name` names it in an error).
+pub(crate) fn inline_svg(plot: &GridPlot, dir: &Path, name: &str) -> Result<String> {
+    Ok(plot.to_svg_string(&dir.join(name))?)
+}
+
+/// The start of a report page titled `title`: the head, the summary, and a section "The plan"
+/// with a row per field of the plan's `--json` document.
+pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -> Result<String> {
     let mut html = String::new();
-    let title = "tally plan: what a sample-and-threshold release will show";
     write!(
         html,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <title>{title}</title><style>{STYLE}</style></head><body>\n<h1>{title}</h1>\n\
-         <p class=\"summary\">{}</p>\n",
-        escape(&report.summary)
+         <p class=\"summary\">{}</p>\n<h2>The plan</h2>\n<table>",
+        escape(summary)
     )?;
-
-    html += "<h2>The plan</h2>\n<table>";
-    if let Some(fields) = report.plan.as_object() {
+    if let Some(fields) = plan.as_object() {
         for (key, value) in fields {
             let text = value
                 .as_str()
@@ -211,6 +244,17 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
         }
     }
     html += "</table>\n";
+    Ok(html)
+}
+
+/// The whole page.
+fn page(report: &PlanReport, dir: &Path) -> Result<String> {
+    let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
+    let mut html = page_start(
+        "tally plan: what a sample-and-threshold release will show",
+        &report.summary,
+        &report.plan,
+    )?;
 
     html += "<h2>Release curves</h2>\n<p>The probability that an item held by <i>c</i> \
              clients is released, exact from the binomial law for sample-and-threshold and from \

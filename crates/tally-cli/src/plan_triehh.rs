@@ -1,10 +1,16 @@
 //! `tally plan triehh++`: per-level S&T parameters whose levels compose tightly.
 
+use std::path::Path;
+
 use anyhow::Result;
 use tally_cli::triehh_plus_plan::TriePlusPlan;
+use tally_cli::triehh_plus_report::{self, KnownWords, SweepTarget};
+use tally_sim::CountedPopulation;
 
 use crate::cli::PlanTrieArgs;
+use crate::input::load_report_population;
 use crate::output::{print_fields, print_json};
+use crate::plan_report_triehh_page;
 
 pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
     let plan = TriePlusPlan::solve(
@@ -14,6 +20,9 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
         args.sampling_rate,
         args.threshold,
     )?;
+    if let Some(dir) = &args.report.report {
+        write_report(&plan, args, dir)?;
+    }
     if args.json {
         return Ok(print_json(&plan.document())?);
     }
@@ -43,4 +52,23 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
         ],
     )?;
     Ok(())
+}
+
+/// Builds the report of `plan`, on the population the arguments name, and writes it.
+fn write_report(plan: &TriePlusPlan, args: &PlanTrieArgs, dir: &Path) -> Result<()> {
+    let population = load_report_population(&args.report)?;
+    let counted = population.as_ref().map(CountedPopulation::from_population);
+    let words = counted.as_ref().map(|counted| KnownWords {
+        description: counted.description(),
+        clients: counted.clients(),
+        items: counted.items(),
+        top: args.report.top,
+    });
+    let target = SweepTarget {
+        sampling_rate: args.sampling_rate,
+        threshold: args.threshold,
+    };
+    let segment = usize::try_from(args.segment)?;
+    let report = triehh_plus_report::build(plan.clone(), segment, target, words);
+    plan_report_triehh_page::write(&report, dir)
 }

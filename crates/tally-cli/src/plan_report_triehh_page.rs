@@ -1,0 +1,192 @@
+//! `tally plan triehh++ --report DIR`: renders the TrieHH++ report as `DIR/index.html`
+//! (self-contained: inline SVG and CSS) and writes `DIR/plan.json`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use tally_cli::plan_report::parameters_text;
+use tally_cli::triehh_plus_report::{TriePlusReport, TrieSweep};
+use tally_repro::figures::{GridPlot, Panel, YAxis};
+
+use crate::plan_report_page::{
+    FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_start,
+    relative_error_figure, release_curves_figure, write_documents,
+};
+
+/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
+pub(crate) fn write(report: &TriePlusReport, dir: &Path) -> Result<()> {
+    write_documents(dir, &report.document(), |dir| page(report, dir))
+}
+
+/// Predicted recall@k and the expected number of words found against `log₂ ε`.
+fn sweep_figures(sweep: &TrieSweep) -> Vec<GridPlot> {
+    let top = sweep
+        .points
+        .iter()
+        .find_map(|p| p.utility)
+        .map_or(0, |u| u.top);
+    let most_found = sweep
+        .points
+        .iter()
+        .filter_map(|p| Some(p.utility?.expected_found))
+        .fold(0.0, f64::max);
+    let metric = |pick: fn(&tally_cli::triehh_plus_report::TrieUtility) -> f64| {
+        vec![line(
+            0,
+            sweep
+                .points
+                .iter()
+                .filter_map(|p| Some((p.epsilon.log2(), pick(&p.utility?)))),
+            true,
+        )]
+    };
+    let figure = |title: String, y_label: String, y_axis, lines| GridPlot {
+        title,
+        series: vec!["TrieHH++ (restricted)".to_owned()],
+        x_label: SWEEP_X_LABEL.to_owned(),
+        y_label,
+        y_axis,
+        panels: vec![vec![Panel {
+            title: String::new(),
+            lines,
+        }]],
+        panel_size: FIGURE_SIZE,
+    };
+    vec![
+        figure(
+            format!("Predicted recall@{top} of the heavy hitters by ε"),
+            format!("recall@{top}"),
+            YAxis::Linear {
+                min: 0.0,
+                max: 1.05,
+            },
+            metric(|u| u.recall),
+        ),
+        figure(
+            "Expected number of words found by ε".to_owned(),
+            "expected words found".to_owned(),
+            YAxis::Linear {
+                min: 0.0,
+                max: 1.05 * most_found.max(1.0),
+            },
+            metric(|u| u.expected_found),
+        ),
+    ]
+}
+
+/// The whole page.
+fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
+    let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
+    let level = &report.level;
+    let mut html = page_start(
+        "tally plan: what TrieHH++ heavy hitters will find",
+        &report.summary,
+        &report.plan.document(),
+    )?;
+
+    write!(
+        html,
+        "<h2>One level's release curve</h2>\n<p>Every level is one sample-and-threshold round \
+         ({}) over the devices' prefixes, with fresh coins. The probability that a prefix \
+         held by <i>c</i> devices is released at its level, exact from the binomial law: \
+         released half the time from {} devices, 95% from {}, 99.9% from {}.</p>\n\
+         <figure>{}</figure>\n",
+        escape(&parameters_text(&level.selection)),
+        count_cell(level.marked[0]),
+        count_cell(level.marked[1]),
+        count_cell(level.release_999),
+        svg(
+            &release_curves_figure(
+                format!(
+                    "One level's release probability ({} levels, ε = {}, δ = {:e} in all); \
+                     dots at 50% and 95%",
+                    report.plan.levels, report.plan.epsilon, report.plan.delta
+                ),
+                std::slice::from_ref(level),
+                std::slice::from_ref(&report.release_curve),
+            ),
+            "release-curve.svg"
+        )?
+    )?;
+    write!(
+        html,
+        "<h2>Error of a released estimate</h2>\n<p>A released prefix's estimate is its \
+         sampled count divided by the sampling rate; a found word's estimate is its terminal \
+         prefix's.</p>\n<figure>{}</figure>\n",
+        svg(
+            &relative_error_figure(
+                std::slice::from_ref(level),
+                std::slice::from_ref(&report.relative_error)
+            ),
+            "relative-error.svg"
+        )?
+    )?;
+
+    if let Some(sweep) = &report.population {
+        write!(
+            html,
+            "<h2>Predicted heavy hitters on {}</h2>\n<p>{} devices, {} distinct words, {} \
+             character(s) per level. A word is found when each of its level prefixes is \
+             released; with devices reporting only below a surviving prefix and fresh coins \
+             per level, P[found] = Π<sub>ℓ</sub> P[Bin(c<sub>ℓ</sub>, p<sub>s</sub>) ≥ τ], \
+             c<sub>ℓ</sub> the devices whose word has the word's level-ℓ prefix: exact, with \
+             no simulation. For each ε the levels are planned again at the same δ.</p>\n\
+             <table><tr><th>ε</th><th>per level</th><th>recall@{}</th>\
+             <th>expected words found</th><th>mean |estimate − c| of found words</th></tr>",
+            escape(&sweep.description),
+            sweep.clients,
+            sweep.words,
+            report.segment,
+            sweep
+                .points
+                .iter()
+                .find_map(|p| p.utility)
+                .map_or(0, |u| u.top),
+        )?;
+        for point in &sweep.points {
+            match (&point.selection, &point.utility) {
+                (Some(selection), Some(u)) => write!(
+                    html,
+                    "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td>{:.2}</td></tr>",
+                    point.epsilon,
+                    escape(&parameters_text(selection)),
+                    u.recall,
+                    u.expected_found,
+                    u.mean_absolute_error
+                )?,
+                _ => write!(
+                    html,
+                    "<tr><td>{}</td><td colspan=\"4\">no parameters</td></tr>",
+                    point.epsilon
+                )?,
+            }
+        }
+        html += "</table>\n";
+        for (i, plot) in sweep_figures(sweep).iter().enumerate() {
+            writeln!(
+                html,
+                "<figure>{}</figure>",
+                svg(plot, &format!("sweep-{i}.svg"))?
+            )?;
+        }
+        write!(
+            html,
+            "<h2>The most common words at ε = {}</h2>\n<table><tr><th>word</th>\
+             <th>devices</th><th>P[found]</th></tr>",
+            report.plan.epsilon
+        )?;
+        for (word, count, found) in &sweep.top_words {
+            write!(
+                html,
+                "<tr><td>{}</td><td>{count}</td><td>{found:.4}</td></tr>",
+                escape(word)
+            )?;
+        }
+        html += "</table>\n";
+    }
+    html += "<p><small>Written by <code>tally plan triehh++</code>; the numbers are in \
+             <code>plan.json</code>. The formulas and their sources: \
+             docs/privacy/planner.md.</small></p>\n</body></html>\n";
+    Ok(html)
+}
