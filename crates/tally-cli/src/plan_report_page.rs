@@ -232,9 +232,7 @@ pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -
     )?;
     if let Some(fields) = plan.as_object() {
         for (key, value) in fields {
-            let text = value
-                .as_str()
-                .map_or_else(|| value.to_string(), str::to_owned);
+            let text = plain(value);
             write!(
                 html,
                 "<tr><td>{}</td><td>{}</td></tr>",
@@ -245,6 +243,22 @@ pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -
     }
     html += "</table>\n";
     Ok(html)
+}
+
+/// A plan field as a person reads it: a string as it is, an object as `key value` pairs and a
+/// list as its items, separated by commas.
+fn plain(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Object(fields) => fields
+            .iter()
+            .map(|(key, value)| format!("{} {}", key.replace('_', " "), plain(value)))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(", "),
+        other => other.to_string(),
+    }
 }
 
 /// The whole page.
@@ -351,4 +365,19 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
              <code>plan.json</code>. The formulas and their sources: \
              docs/privacy/planner.md.</small></p>\n</body></html>\n";
     Ok(html)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain;
+
+    #[test]
+    fn a_nested_plan_field_reads_as_words() {
+        let value = serde_json::json!({"sampling_rate": 0.25, "threshold": 26, "levels": [1, 2]});
+        assert_eq!(
+            plain(&value),
+            "sampling rate 0.25, threshold 26, levels 1, 2"
+        );
+        assert_eq!(plain(&serde_json::json!("tight")), "tight");
+    }
 }
