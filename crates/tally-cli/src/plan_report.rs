@@ -7,7 +7,8 @@
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::key_selection::{
-    KeySelection, PopulationUtility, gaussian_threshold, laplace_threshold, population_utility,
+    KeySelection, PopulationUtility, curve_counts, gaussian_threshold, laplace_threshold,
+    population_utility,
 };
 use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 
@@ -133,13 +134,6 @@ const NAMES: [&str; 4] = [
     "Gaussian thresholding",
 ];
 
-/// `n` counts spread evenly over `1..=max`, with 0 first.
-fn count_grid(max: u64, n: u64) -> Vec<u64> {
-    let mut grid: Vec<u64> = (0..=n).map(|i| (i * max).div_ceil(n)).collect();
-    grid.dedup();
-    grid
-}
-
 /// Builds the report of `planned`, with `population` for the sweep.
 ///
 /// # Errors
@@ -196,16 +190,12 @@ pub fn build(
         .filter_map(|s| s.release_999)
         .max()
         .unwrap_or(1);
-    let grid = count_grid(curve_max, CURVE_POINTS);
+    let grid = curve_counts(curve_max, CURVE_POINTS);
     let release_curves = selections
         .iter()
-        .map(|s| {
-            grid.iter()
-                .map(|&c| (c, s.selection.release_probability(c)))
-                .collect()
-        })
+        .map(|s| s.selection.release_curve(&grid))
         .collect();
-    let error_grid = count_grid(3 * curve_max, CURVE_POINTS);
+    let error_grid = curve_counts(3 * curve_max, CURVE_POINTS);
     let relative_errors = selections
         .iter()
         .map(|s| {

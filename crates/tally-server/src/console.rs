@@ -12,6 +12,7 @@
 
 mod charts;
 mod pages;
+mod release_curve;
 
 use std::sync::Arc;
 
@@ -517,7 +518,8 @@ fn read_spec(text: &str) -> Result<TaskSpec, ApiError> {
 }
 
 /// Shows the plan of a task: the guarantee and parameters the server would fix for it,
-/// calibrated by the task creation's own planning, and a form to confirm it.
+/// calibrated by the task creation's own planning, what its rounds release (their release
+/// curve, where they are sample-and-threshold rounds), and a form to confirm it.
 async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<TaskForm>) -> Answer {
     let session = console
         .act(&headers, &[Role::Analyst], &form.form_token)
@@ -525,19 +527,27 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
     let runtime = &console.runtime;
     let planned = async {
         let spec = read_spec(&form.spec)?;
-        let (_, guarantee) = runtime.plan_task(&spec, &session.who).await?;
+        let (engine, guarantee) = runtime.plan_task(&spec, &session.who).await?;
+        let curves = engine
+            .loss_rounds()
+            .and_then(|rounds| release_curve::release_curves(&rounds, &guarantee));
         let balance = runtime
             .ledger(&session.who)
             .await?
             .into_iter()
             .find(|b| b.population == spec.population);
-        Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), balance))
+        Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), curves, balance))
     }
     .await;
     Ok(match planned {
-        Ok((spec, guarantee, balance)) => {
-            pages::plan(&session, &spec, &guarantee, balance.as_ref()).into_response()
-        }
+        Ok((spec, guarantee, curves, balance)) => pages::plan(
+            &session,
+            &spec,
+            &guarantee,
+            curves.as_ref(),
+            balance.as_ref(),
+        )
+        .into_response(),
         // The form again, with the reason, so that the task can be corrected.
         Err(error) => {
             runtime.metrics.reject(error.code);
