@@ -133,6 +133,7 @@ async fn pages_refuse_whom_the_api_refuses() {
         "/console",
         "/console/ledger",
         "/console/tasks/new",
+        "/console/tasks/new?kind=heavy-hitters",
         "/console/credentials",
     ];
     for path in pages {
@@ -468,5 +469,52 @@ async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarant
     assert!(html.contains(r#"id="no-curve""#), "{html}");
     assert!(!html.contains("<polyline"), "{html}");
     assert!(html.contains("Create the task"), "{html}");
+    server.shutdown().await;
+}
+
+/// The text of the task form's spec, unescaped.
+fn form_spec(html: &str) -> String {
+    after(html, r#"<textarea name="spec" rows="24">"#, '<')
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+#[tokio::test]
+async fn every_kind_the_form_offers_plans_and_creates() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let analyst = credentials.analyst.as_str();
+    let form = page(&router, "/console/tasks/new", analyst).await;
+    let kinds: Vec<&str> = form
+        .split(r#"href="/console/tasks/new?kind="#)
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(kinds.len(), 8, "{form}");
+    for kind in kinds {
+        let example = page(&router, &format!("/console/tasks/new?kind={kind}"), analyst).await;
+        let spec = form_spec(&example);
+        assert!(spec.contains(&format!(r#""type": "{kind}""#)), "{spec}");
+        let token = form_token(&example);
+        let form = encode(&[("form_token", &token), ("spec", &spec)]);
+        let (status, _, plan) = post(&router, "/console/tasks/plan", Some(analyst), form).await;
+        assert_eq!(status, StatusCode::OK, "{kind}: {plan}");
+        let form = encode(&[("form_token", &token), ("spec", &spec)]);
+        let (status, headers, body) = post(&router, "/console/tasks", Some(analyst), form).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{kind}: {body}");
+        let task = page(&router, headers[LOCATION].to_str().unwrap(), analyst).await;
+        assert!(task.contains("running"), "{kind}: {task}");
+    }
+    let (status, _, _) = send(
+        &router,
+        Method::GET,
+        "/console/tasks/new?kind=nonsense",
+        Some(analyst),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     server.shutdown().await;
 }

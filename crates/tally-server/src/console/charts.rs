@@ -92,7 +92,7 @@ pub(super) fn bars(rows: &[Value]) -> Markup {
 }
 
 /// The plot area of a release-curve chart: left, top, width, height.
-const CURVE_AREA: (f64, f64, f64, f64) = (44.0, 22.0, 500.0, 200.0);
+const CURVE_AREA: (f64, f64, f64, f64) = (44.0, 22.0, 640.0, 220.0);
 
 /// The colour and dash pattern of each selection's curve, by its key.
 fn curve_stroke(key: &str) -> (&'static str, &'static str) {
@@ -116,7 +116,7 @@ pub(super) fn release_curves(plan: &ReleaseCurves) -> Markup {
     let tenth = |v: f64| (v * 10.0).round() / 10.0;
     let x = |count: u64| tenth(left + count as f64 / max * width);
     let y = |probability: f64| tenth(top + (1.0 - probability) * height);
-    let legend_top = top + height + 34.0;
+    let legend_top = top + height + 50.0;
     let total_height = legend_top + 18.0 * plan.curves.len() as f64;
     // Sample-and-threshold's marked counts, each with its release probability.
     let marks: Vec<(f64, u64, f64)> = plan.curves.first().map_or_else(Vec::new, |curve| {
@@ -137,7 +137,7 @@ pub(super) fn release_curves(plan: &ReleaseCurves) -> Markup {
         svg #release-curve width=(left + width + 24.0) height=(total_height) role="img"
             aria-label="probability that an item is released against the number of devices holding it" {
             rect x=(left) y=(top) width=(width) height=(height) fill="#f0f2f5" {}
-            @for probability in [0.0, 0.5, 0.95, 1.0] {
+            @for probability in [0.0, 0.25, 0.5, 0.75, 1.0] {
                 line x1=(left) y1=(y(probability)) x2=(left + width) y2=(y(probability)) stroke="#d5d9e0" {}
                 text x=(left - 4.0) y=(y(probability) + 4.0) font-size="11" text-anchor="end" { (probability) }
             }
@@ -167,7 +167,7 @@ pub(super) fn release_curves(plan: &ReleaseCurves) -> Markup {
                 @let (colour, dash) = curve_stroke(curve.key);
                 @let row = legend_top + 18.0 * index as f64;
                 line x1=(left) y1=(row - 4.0) x2=(left + 28.0) y2=(row - 4.0) stroke=(colour) stroke-width="2" stroke-dasharray=(dash) {}
-                text x=(left + 36.0) y=(row) font-size="12" { (curve.name()) " (" (curve.parameters()) ")" }
+                text x=(left + 36.0) y=(row) font-size="12" { (curve.name()) ": " (curve.parameters()) }
             }
         }
     }

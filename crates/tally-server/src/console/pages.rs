@@ -458,7 +458,14 @@ pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> 
         html! {
             section {
                 @if let Some(refusal) = refusal { p.error #refusal { (refusal) } }
-                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it; nothing is created before you confirm." }
+                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it and what it releases; nothing is created before you confirm." }
+                p {
+                    "Start from an example: "
+                    @for (index, (kind, ..)) in super::EXAMPLE_KINDS.iter().enumerate() {
+                        @if index > 0 { ", " }
+                        a href=(format!("/console/tasks/new?kind={kind}")) { (kind) }
+                    }
+                }
                 form method="post" action="/console/tasks/plan" {
                     (form_token(session))
                     textarea name="spec" rows="24" { (spec) }

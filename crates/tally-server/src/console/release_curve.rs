@@ -105,7 +105,7 @@ impl Curve {
     /// The selection's name on the page.
     pub(super) fn name(&self) -> &'static str {
         match self.selection {
-            KeySelection::SampleThreshold(_) => "Sample-and-threshold, this task's",
+            KeySelection::SampleThreshold(_) => "Sample-and-threshold (as planned)",
             KeySelection::Laplace(_) => "Laplace thresholding",
             KeySelection::Gaussian(_) => "Gaussian thresholding",
         }
