@@ -121,6 +121,15 @@ async fn text(browser: &Client) -> String {
         .unwrap()
 }
 
+/// The visible text of each element `css` selects.
+async fn texts(browser: &Client, css: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for element in browser.find_all(Locator::Css(css)).await.unwrap() {
+        texts.push(element.text().await.unwrap());
+    }
+    texts
+}
+
 /// Fills the form field `name` with `value` (replacing what it held).
 async fn fill(browser: &Client, name: &str, value: &str) {
     let field = browser
@@ -303,14 +312,7 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
         .await
         .unwrap();
     assert_eq!(drawn.len(), 3, "S&T, Laplace and Gaussian thresholding");
-    let mut marked = Vec::new();
-    for cell in browser
-        .find_all(Locator::Css("tr[data-key=sample-threshold] td.n"))
-        .await
-        .unwrap()
-    {
-        marked.push(cell.text().await.unwrap());
-    }
+    let marked = texts(browser, "tr[data-key=sample-threshold] td.n").await;
     assert_eq!(marked, release_points(), "{plan}");
     if let Ok(path) = std::env::var("TALLY_CONSOLE_SCREENSHOT") {
         std::fs::write(PathBuf::from(path), browser.screenshot().await.unwrap()).unwrap();
@@ -340,17 +342,7 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
         assert!(started.elapsed() < Duration::from_secs(30), "{page}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let cells: Vec<String> = {
-        let mut cells = Vec::new();
-        for cell in browser
-            .find_all(Locator::Css("table.release td"))
-            .await
-            .unwrap()
-        {
-            cells.push(cell.text().await.unwrap());
-        }
-        cells
-    };
+    let cells = texts(browser, "table.release td").await;
     for released in ["apple", "pear", "<script>alert(1)</script>"] {
         assert!(cells.iter().any(|c| c == released), "{released}: {cells:?}");
     }

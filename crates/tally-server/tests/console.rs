@@ -353,6 +353,15 @@ async fn a_task_is_planned_then_created_only_when_confirmed() {
     server.shutdown().await;
 }
 
+/// A task over the test population at `(epsilon, 1e-6)` of the kind `kind` (a JSON object).
+fn task_spec(epsilon: f64, kind: &str) -> String {
+    format!(
+        r#"{{"version":1,"population":"test","expected_population":1000,
+        "privacy":{{"epsilon":{epsilon},"delta":1e-6}},"kind":{kind},
+        "rounds":{{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}}}"#
+    )
+}
+
 /// The plan page of `spec`, planned by the analyst.
 async fn plan_page(router: &Router, analyst: &str, spec: &str) -> String {
     let token = form_token(&page(router, "/console/tasks/new", analyst).await);
@@ -400,11 +409,11 @@ async fn the_plan_shows_the_release_curve_of_the_calibrated_round() {
 
     let (server, router, credentials, _db, _dir) = console().await;
     let analyst = credentials.analyst.as_str();
-    let spec = r#"{"version":1,"population":"test","expected_population":1000,
-        "privacy":{"epsilon":1.0,"delta":1e-6},
-        "kind":{"type":"histogram","mechanism":"sample-threshold"},
-        "rounds":{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}"#;
-    let html = plan_page(&router, analyst, spec).await;
+    let spec = task_spec(
+        1.0,
+        r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
     // The round the server calibrates, planned here by the accountant itself.
     let params = plan(
         1.0,
@@ -452,20 +461,20 @@ async fn the_plan_shows_the_release_curve_of_the_calibrated_round() {
 async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarantee() {
     let (server, router, credentials, _db, _dir) = console().await;
     let analyst = credentials.analyst.as_str();
-    let spec = r#"{"version":1,"population":"test","expected_population":1000,
-        "privacy":{"epsilon":2.0,"delta":1e-6},
-        "kind":{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":1,"restricted":true},
-        "rounds":{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}"#;
-    let html = plan_page(&router, analyst, spec).await;
+    let spec = task_spec(
+        2.0,
+        r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":1,"restricted":true}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
     assert!(html.contains("Each of the task's 4 levels"), "{html}");
     assert!(html.contains("ε = 0.500 and δ = 2.500e-7"), "{html}");
     assert!(!curve_points(&html, "sample-threshold").is_empty());
     assert!(!html.contains("no-curve"));
-    let spec = r#"{"version":1,"population":"test","expected_population":1000,
-        "privacy":{"epsilon":1.0,"delta":1e-6},
-        "kind":{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}},
-        "rounds":{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}"#;
-    let html = plan_page(&router, analyst, spec).await;
+    let spec = task_spec(
+        1.0,
+        r#"{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
     assert!(html.contains(r#"id="no-curve""#), "{html}");
     assert!(!html.contains("<polyline"), "{html}");
     assert!(html.contains("Create the task"), "{html}");
