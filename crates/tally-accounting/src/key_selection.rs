@@ -36,6 +36,14 @@ pub enum KeySelection {
 /// The largest count [`KeySelection::release_point`] searches.
 pub const MAX_RELEASE_POINT: u64 = 1 << 40;
 
+/// The counts a curve is evaluated at: `points` counts spread evenly over `1..=max`, with 0
+/// first (fewer when `max < points`).
+pub fn curve_counts(max: u64, points: u64) -> Vec<u64> {
+    let mut counts: Vec<u64> = (0..=points).map(|i| (i * max).div_ceil(points)).collect();
+    counts.dedup();
+    counts
+}
+
 impl KeySelection {
     /// `P[released | true count c]`. An item no client holds is never released.
     pub fn release_probability(&self, count: u64) -> f64 {
@@ -51,6 +59,14 @@ impl KeySelection {
             Self::Laplace(laplace) => laplace.release_probability(count),
             Self::Gaussian(gaussian) => gaussian.release_probability(count),
         }
+    }
+
+    /// The release curve at `counts`: `(c, P[released | c])` for each.
+    pub fn release_curve(&self, counts: &[u64]) -> Vec<(u64, f64)> {
+        counts
+            .iter()
+            .map(|&c| (c, self.release_probability(c)))
+            .collect()
     }
 
     /// `E[|estimate − c| · 1{released}]`, the absolute error of the estimate on the event that
@@ -129,6 +145,12 @@ pub(crate) mod tests {
             assert!(selection.release_probability(point - 1) < probability);
         }
         assert!(selection.release_probability(0).abs() < f64::MIN_POSITIVE);
+    }
+
+    #[test]
+    fn curve_counts_spread_from_zero_to_the_largest() {
+        assert_eq!(curve_counts(10, 4), [0, 3, 5, 8, 10]);
+        assert_eq!(curve_counts(3, 400), [0, 1, 2, 3]);
     }
 
     #[test]

@@ -7,7 +7,8 @@
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::key_selection::{
-    KeySelection, PopulationUtility, gaussian_threshold, laplace_threshold, population_utility,
+    KeySelection, PopulationUtility, curve_counts, gaussian_threshold, laplace_threshold,
+    population_utility,
 };
 use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 
@@ -110,17 +111,14 @@ impl Calibrated {
 /// The release curve of `selection`: `(c, P[released | c])` at counts spread evenly over
 /// `0..=max`.
 pub fn release_curve(selection: &KeySelection, max: u64) -> Vec<(u64, f64)> {
-    count_grid(max, CURVE_POINTS)
-        .into_iter()
-        .map(|c| (c, selection.release_probability(c)))
-        .collect()
+    selection.release_curve(&curve_counts(max, CURVE_POINTS))
 }
 
 /// The expected relative error `(c, E[|estimate − c|/c | released])` of `selection` at counts
 /// spread evenly over `0..=3·max`, where an item held by `c` clients is released with
 /// probability at least 1%.
 pub fn relative_error_curve(selection: &KeySelection, max: u64) -> Vec<(u64, f64)> {
-    count_grid(3 * max, CURVE_POINTS)
+    curve_counts(3 * max, CURVE_POINTS)
         .into_iter()
         .filter(|&c| selection.release_probability(c) >= 0.01)
         .filter_map(|c| Some((c, selection.relative_error(c)?)))
@@ -164,13 +162,6 @@ const NAMES: [&str; 4] = [
     "Laplace thresholding",
     "Gaussian thresholding",
 ];
-
-/// `n` counts spread evenly over `1..=max`, with 0 first.
-fn count_grid(max: u64, n: u64) -> Vec<u64> {
-    let mut grid: Vec<u64> = (0..=n).map(|i| (i * max).div_ceil(n)).collect();
-    grid.dedup();
-    grid
-}
 
 /// Builds the report of `planned`, with `population` for the sweep.
 ///

@@ -1,7 +1,7 @@
 //! The operator's console in a real browser: headless Chromium, driven over WebDriver
 //! (`chromedriver`), signs in to `tally serve`'s `/console`, provisions a population and an
-//! analyst, plans and creates a task through the form, and after a `tally fleet` sees the
-//! release table and the debited budget; the same pages refuse a missing or wrong token.
+//! analyst, plans a task through the form and sees its release curve, creates it, and after
+//! a `tally fleet` sees the release table and the debited budget; the same pages refuse a missing or wrong token.
 //!
 //! Skipped without `/usr/bin/chromium` and `/usr/bin/chromedriver`, unless
 //! `TALLY_REQUIRE_BROWSER=1` (as in CI), which makes their absence a failure.
@@ -34,6 +34,26 @@ const HOLDERS: [(&str, usize); 4] = [
     ("<script>alert(1)</script>", 200),
     ("rare", 5),
 ];
+
+/// The counts the task's sample-and-threshold round at (ε, δ) = (1, 1e-6) releases with
+/// probability 50% and 95%, as tally-accounting computes them.
+fn release_points() -> Vec<String> {
+    use tally_accounting::Neighbours;
+    use tally_accounting::key_selection::KeySelection;
+    use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
+    let planned = plan(
+        1.0,
+        1e-6,
+        PlanTarget::MinReleasedCount,
+        Analysis::Tight,
+        Neighbours::AddRemove,
+    )
+    .unwrap();
+    let selection = KeySelection::SampleThreshold(planned.params);
+    [0.5, 0.95]
+        .map(|p| selection.release_point(p).unwrap().to_string())
+        .to_vec()
+}
 
 /// A child process, killed when dropped.
 struct Running(Child);
@@ -99,6 +119,15 @@ async fn text(browser: &Client) -> String {
         .text()
         .await
         .unwrap()
+}
+
+/// The visible text of each element `css` selects.
+async fn texts(browser: &Client, css: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for element in browser.find_all(Locator::Css(css)).await.unwrap() {
+        texts.push(element.text().await.unwrap());
+    }
+    texts
 }
 
 /// Fills the form field `name` with `value` (replacing what it held).
@@ -269,6 +298,25 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
         "{plan}"
     );
     assert!(plan.contains("add-remove"), "{plan}");
+    // Before anything is created, the release curve of the calibrated round, drawn, with the
+    // counts the accountant says it releases half and 95% of the time.
+    let curve = browser.find(Locator::Id("release-curve")).await.unwrap();
+    assert!(curve.is_displayed().await.unwrap());
+    let (width, height) = (
+        curve.attr("width").await.unwrap(),
+        curve.attr("height").await.unwrap(),
+    );
+    assert!(width.is_some() && height.is_some(), "{width:?} {height:?}");
+    let drawn = browser
+        .find_all(Locator::Css("#release-curve polyline"))
+        .await
+        .unwrap();
+    assert_eq!(drawn.len(), 3, "S&T, Laplace and Gaussian thresholding");
+    let marked = texts(browser, "tr[data-key=sample-threshold] td.n").await;
+    assert_eq!(marked, release_points(), "{plan}");
+    if let Ok(path) = std::env::var("TALLY_CONSOLE_SCREENSHOT") {
+        std::fs::write(PathBuf::from(path), browser.screenshot().await.unwrap()).unwrap();
+    }
     click(browser, "Create the task").await;
     let task_url = browser.current_url().await.unwrap().to_string();
     let task_id = task_url.rsplit('/').next().unwrap().to_owned();
@@ -294,25 +342,12 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
         assert!(started.elapsed() < Duration::from_secs(30), "{page}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let cells: Vec<String> = {
-        let mut cells = Vec::new();
-        for cell in browser
-            .find_all(Locator::Css("table.release td"))
-            .await
-            .unwrap()
-        {
-            cells.push(cell.text().await.unwrap());
-        }
-        cells
-    };
+    let cells = texts(browser, "table.release td").await;
     for released in ["apple", "pear", "<script>alert(1)</script>"] {
         assert!(cells.iter().any(|c| c == released), "{released}: {cells:?}");
     }
     assert!(!cells.iter().any(|c| c == "rare"), "{cells:?}");
     assert!(browser.get_alert_text().await.is_err(), "a script ran");
-    if let Ok(path) = std::env::var("TALLY_CONSOLE_SCREENSHOT") {
-        std::fs::write(PathBuf::from(path), browser.screenshot().await.unwrap()).unwrap();
-    }
     browser
         .goto(&format!("{url}/console/ledger"))
         .await

@@ -12,11 +12,12 @@
 
 mod charts;
 mod pages;
+mod release_curve;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Path, Request, State};
+use axum::extract::{Form, Path, Query, Request, State};
 use axum::http::header::{
     CACHE_CONTROL, CONTENT_SECURITY_POLICY, COOKIE, HOST, LOCATION, ORIGIN, REFERRER_POLICY,
     SET_COOKIE, X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
@@ -472,17 +473,79 @@ async fn create_credential(
     Ok(console.page(result, &session))
 }
 
-/// The task form (an analyst's, as `POST /v1/tasks`), filled with an example.
-async fn new_task(State(console): App, headers: HeaderMap) -> Response {
-    match console.session(&headers, &[Role::Analyst]).await {
-        Ok(session) => pages::new_task(&session, &example_spec(&session.who), None).into_response(),
-        Err(refused) => refused,
+#[derive(Deserialize)]
+struct NewTaskQuery {
+    /// The kind of the example the form is filled with ([`EXAMPLE_KINDS`]).
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+/// The task form (an analyst's, as `POST /v1/tasks`), filled with an example of the kind the
+/// query names (sample-and-threshold's histogram by default).
+async fn new_task(
+    State(console): App,
+    headers: HeaderMap,
+    Query(query): Query<NewTaskQuery>,
+) -> Response {
+    let session = match console.session(&headers, &[Role::Analyst]).await {
+        Ok(session) => session,
+        Err(refused) => return refused,
+    };
+    let kind = query.kind.as_deref().unwrap_or(EXAMPLE_KINDS[0].0);
+    match example_spec(&session.who, kind) {
+        Some(spec) => pages::new_task(&session, &spec, None).into_response(),
+        None => {
+            let error = ApiError::new(ErrorCode::Malformed, format!("no example of kind {kind:?}"));
+            console.refuse(&error, Some(&session))
+        }
     }
 }
 
-/// A sample-and-threshold histogram over the analyst's first population: the task form's
-/// starting point.
-fn example_spec(who: &Principal) -> String {
+/// The task kinds the form offers an example of: the kind's name, its `kind` object, and
+/// whether its guarantee is for replace-one neighbours only.
+const EXAMPLE_KINDS: [(&str, &str, bool); 8] = [
+    (
+        "histogram",
+        r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
+        false,
+    ),
+    ("single-round", r#"{"type":"single-round"}"#, false),
+    (
+        "heavy-hitters",
+        r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":2,"restricted":true}"#,
+        false,
+    ),
+    (
+        "quantiles",
+        r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.25,0.5,0.75],"levels":3,"range":[0,100]}"#,
+        false,
+    ),
+    (
+        "range",
+        r#"{"type":"range","lo":10,"hi":50,"levels":3,"range":[0,100]}"#,
+        false,
+    ),
+    (
+        "domain-histogram",
+        r#"{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}}"#,
+        false,
+    ),
+    (
+        "triehh",
+        r#"{"type":"triehh","levels":4,"segment":2}"#,
+        true,
+    ),
+    (
+        "opt-prefix-tree",
+        r#"{"type":"opt-prefix-tree","encoding":{"type":"bytes"},"domain_cap":512}"#,
+        true,
+    ),
+];
+
+/// An example task of kind `kind` ([`EXAMPLE_KINDS`]) over the analyst's first population,
+/// with the defaults the server fills in: the task form's starting point.
+fn example_spec(who: &Principal, kind: &str) -> Option<String> {
+    let (_, kind, replace_one) = EXAMPLE_KINDS.iter().find(|(name, ..)| *name == kind)?;
     let spec = TaskSpec {
         version: PROTOCOL_VERSION,
         population: who.populations.first().cloned().unwrap_or_default(),
@@ -490,19 +553,20 @@ fn example_spec(who: &Principal) -> String {
         privacy: tally_messages::PrivacyTarget {
             epsilon: 1.0,
             delta: 1e-6,
-            neighbours: tally_accounting::Neighbours::AddRemove,
+            neighbours: if *replace_one {
+                tally_accounting::Neighbours::ReplaceOne
+            } else {
+                tally_accounting::Neighbours::AddRemove
+            },
             analysis: tally_accounting::sample_threshold::Analysis::Tight,
         },
-        kind: tally_messages::TaskKind::Histogram {
-            mechanism: tally_messages::HistogramMechanism::SampleThreshold,
-            sampling_rate: None,
-            threshold: None,
-        },
+        // Unwrap safety: the examples are kinds the protocol reads (tested).
+        kind: serde_json::from_str(kind).expect("an example kind"),
         rounds: tally_messages::RoundPolicy::default(),
         sampling: tally_messages::Sampling::default(),
     };
     // Unwrap safety: a spec serializes.
-    serde_json::to_string_pretty(&spec).expect("specs serialize")
+    Some(serde_json::to_string_pretty(&spec).expect("specs serialize"))
 }
 
 #[derive(Deserialize)]
@@ -517,7 +581,8 @@ fn read_spec(text: &str) -> Result<TaskSpec, ApiError> {
 }
 
 /// Shows the plan of a task: the guarantee and parameters the server would fix for it,
-/// calibrated by the task creation's own planning, and a form to confirm it.
+/// calibrated by the task creation's own planning, what its rounds release (their release
+/// curve, where they are sample-and-threshold rounds), and a form to confirm it.
 async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<TaskForm>) -> Answer {
     let session = console
         .act(&headers, &[Role::Analyst], &form.form_token)
@@ -525,19 +590,27 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
     let runtime = &console.runtime;
     let planned = async {
         let spec = read_spec(&form.spec)?;
-        let (_, guarantee) = runtime.plan_task(&spec, &session.who).await?;
+        let (engine, guarantee) = runtime.plan_task(&spec, &session.who).await?;
+        let curves = engine
+            .loss_rounds()
+            .and_then(|rounds| release_curve::release_curves(&rounds, &guarantee));
         let balance = runtime
             .ledger(&session.who)
             .await?
             .into_iter()
             .find(|b| b.population == spec.population);
-        Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), balance))
+        Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), curves, balance))
     }
     .await;
     Ok(match planned {
-        Ok((spec, guarantee, balance)) => {
-            pages::plan(&session, &spec, &guarantee, balance.as_ref()).into_response()
-        }
+        Ok((spec, guarantee, curves, balance)) => pages::plan(
+            &session,
+            &spec,
+            &guarantee,
+            curves.as_ref(),
+            balance.as_ref(),
+        )
+        .into_response(),
         // The form again, with the reason, so that the task can be corrected.
         Err(error) => {
             runtime.metrics.reject(error.code);

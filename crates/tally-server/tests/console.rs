@@ -133,6 +133,7 @@ async fn pages_refuse_whom_the_api_refuses() {
         "/console",
         "/console/ledger",
         "/console/tasks/new",
+        "/console/tasks/new?kind=heavy-hitters",
         "/console/credentials",
     ];
     for path in pages {
@@ -349,5 +350,180 @@ async fn a_task_is_planned_then_created_only_when_confirmed() {
     let operators = page(&router, &task_page, &credentials.operator).await;
     assert!(operators.contains("0 of 1000"), "{operators}");
     assert!(operators.contains("An operator reads no release"));
+    server.shutdown().await;
+}
+
+/// A task over the test population at `(epsilon, 1e-6)` of the kind `kind` (a JSON object).
+fn task_spec(epsilon: f64, kind: &str) -> String {
+    format!(
+        r#"{{"version":1,"population":"test","expected_population":1000,
+        "privacy":{{"epsilon":{epsilon},"delta":1e-6}},"kind":{kind},
+        "rounds":{{"min_cohort":10,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256}}}}"#
+    )
+}
+
+/// The plan page of `spec`, planned by the analyst.
+async fn plan_page(router: &Router, analyst: &str, spec: &str) -> String {
+    let token = form_token(&page(router, "/console/tasks/new", analyst).await);
+    let form = encode(&[("form_token", &token), ("spec", spec)]);
+    let (status, _, plan) = post(router, "/console/tasks/plan", Some(analyst), form).await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    plan
+}
+
+/// The text after `marker` on `html`, up to the next `end`.
+fn after<'a>(html: &'a str, marker: &str, end: char) -> &'a str {
+    let (_, rest) = html
+        .split_once(marker)
+        .unwrap_or_else(|| panic!("no {marker} in {html}"));
+    rest.split(end).next().unwrap()
+}
+
+/// The points `(c, 1 − P)` of the curve of the selection `key` on a plan page.
+fn curve_points(html: &str, key: &str) -> Vec<(u64, f64)> {
+    let marker = format!(r#"<polyline data-key="{key}" points=""#);
+    after(html, &marker, '"')
+        .split(' ')
+        .map(|point| {
+            let (count, complement) = point.split_once(',').unwrap();
+            (count.parse().unwrap(), complement.parse().unwrap())
+        })
+        .collect()
+}
+
+/// The counts a plan page says the selection `key` releases half and 95% of the time.
+fn marked_counts(html: &str, key: &str) -> Vec<u64> {
+    let row = after(html, &format!(r#"<tr data-key="{key}">"#), '\n');
+    let row = row.split("</tr>").next().unwrap();
+    row.split(r#"<td class="n">"#)
+        .skip(1)
+        .map(|cell| cell.split('<').next().unwrap().parse().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_plan_shows_the_release_curve_of_the_calibrated_round() {
+    use tally_accounting::Neighbours;
+    use tally_accounting::key_selection::{KeySelection, gaussian_threshold, laplace_threshold};
+    use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
+
+    let (server, router, credentials, _db, _dir) = console().await;
+    let analyst = credentials.analyst.as_str();
+    let spec = task_spec(
+        1.0,
+        r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
+    // The round the server calibrates, planned here by the accountant itself.
+    let params = plan(
+        1.0,
+        1e-6,
+        PlanTarget::MinReleasedCount,
+        Analysis::Tight,
+        Neighbours::AddRemove,
+    )
+    .unwrap()
+    .params;
+    let expected = [
+        ("sample-threshold", KeySelection::SampleThreshold(params)),
+        (
+            "laplace",
+            KeySelection::Laplace(laplace_threshold(1.0, 1e-6).unwrap()),
+        ),
+        (
+            "gaussian",
+            KeySelection::Gaussian(gaussian_threshold(1.0, 1e-6).unwrap()),
+        ),
+    ];
+    for (key, selection) in expected {
+        let marks: Vec<u64> = [0.5, 0.95]
+            .map(|p| selection.release_point(p).unwrap())
+            .to_vec();
+        assert_eq!(marked_counts(&html, key), marks, "{key}");
+        let points = curve_points(&html, key);
+        assert!(points.len() > 100, "{key}: {points:?}");
+        for (count, complement) in points {
+            let probability = selection.release_probability(count);
+            assert!(
+                (1.0 - complement - probability).abs() <= 5e-5,
+                "{key} at c = {count}: drawn {}, computed {probability}",
+                1.0 - complement
+            );
+        }
+    }
+    // The marks on the chart are sample-and-threshold's.
+    let st50 = expected[0].1.release_point(0.5).unwrap();
+    assert!(html.contains(&format!("50%: c = {st50}")), "{html}");
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarantee() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let analyst = credentials.analyst.as_str();
+    let spec = task_spec(
+        2.0,
+        r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":1,"restricted":true}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
+    assert!(html.contains("Each of the task's 4 levels"), "{html}");
+    assert!(html.contains("ε = 0.500 and δ = 2.500e-7"), "{html}");
+    assert!(!curve_points(&html, "sample-threshold").is_empty());
+    assert!(!html.contains("no-curve"));
+    let spec = task_spec(
+        1.0,
+        r#"{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
+    assert!(html.contains(r#"id="no-curve""#), "{html}");
+    assert!(!html.contains("<polyline"), "{html}");
+    assert!(html.contains("Create the task"), "{html}");
+    server.shutdown().await;
+}
+
+/// The text of the task form's spec, unescaped.
+fn form_spec(html: &str) -> String {
+    after(html, r#"<textarea name="spec" rows="24">"#, '<')
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+#[tokio::test]
+async fn every_kind_the_form_offers_plans_and_creates() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let analyst = credentials.analyst.as_str();
+    let form = page(&router, "/console/tasks/new", analyst).await;
+    let kinds: Vec<&str> = form
+        .split(r#"href="/console/tasks/new?kind="#)
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(kinds.len(), 8, "{form}");
+    for kind in kinds {
+        let example = page(&router, &format!("/console/tasks/new?kind={kind}"), analyst).await;
+        let spec = form_spec(&example);
+        assert!(spec.contains(&format!(r#""type": "{kind}""#)), "{spec}");
+        let token = form_token(&example);
+        let form = encode(&[("form_token", &token), ("spec", &spec)]);
+        let (status, _, plan) = post(&router, "/console/tasks/plan", Some(analyst), form).await;
+        assert_eq!(status, StatusCode::OK, "{kind}: {plan}");
+        let form = encode(&[("form_token", &token), ("spec", &spec)]);
+        let (status, headers, body) = post(&router, "/console/tasks", Some(analyst), form).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{kind}: {body}");
+        let task = page(&router, headers[LOCATION].to_str().unwrap(), analyst).await;
+        assert!(task.contains("running"), "{kind}: {task}");
+    }
+    let (status, _, _) = send(
+        &router,
+        Method::GET,
+        "/console/tasks/new?kind=nonsense",
+        Some(analyst),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
     server.shutdown().await;
 }

@@ -4,6 +4,8 @@ use maud::{Markup, html};
 use serde_json::Value;
 use tally_messages::LedgerBalance;
 
+use super::release_curve::ReleaseCurves;
+
 /// Width and height of a budget chart.
 const BUDGET_SIZE: (f64, f64) = (360.0, 120.0);
 /// The most bars one chart draws.
@@ -87,4 +89,95 @@ pub(super) fn bars(rows: &[Value]) -> Markup {
             }
         }
     }
+}
+
+/// The plot area of a release-curve chart: left, top, width, height.
+const CURVE_AREA: (f64, f64, f64, f64) = (44.0, 22.0, 640.0, 220.0);
+
+/// The colour and dash pattern of each selection's curve, by its key.
+fn curve_stroke(key: &str) -> (&'static str, &'static str) {
+    match key {
+        "sample-threshold" => ("#2457c5", "none"),
+        "laplace" => ("#c0392b", "6 3"),
+        _ => ("#2a8a50", "2 3"),
+    }
+}
+
+/// The release curves, `P[released | c]` against the true count `c`, with the counts
+/// sample-and-threshold releases with probability 50% and 95% marked, and a legend below.
+///
+/// Each curve is a polyline in the plot's own coordinates, `c` across and `1 − P` down (a
+/// nested `svg` scales them to the plot), so that the points on the page are the computed
+/// ones, to four decimals.
+pub(super) fn release_curves(plan: &ReleaseCurves) -> Markup {
+    let (left, top, width, height) = CURVE_AREA;
+    let max = plan.max_count.max(1) as f64;
+    // Positions to a tenth of a pixel.
+    let tenth = |v: f64| (v * 10.0).round() / 10.0;
+    let x = |count: u64| tenth(left + count as f64 / max * width);
+    let y = |probability: f64| tenth(top + (1.0 - probability) * height);
+    let legend_top = top + height + 50.0;
+    let total_height = legend_top + 18.0 * plan.curves.len() as f64;
+    // Sample-and-threshold's marked counts, each with its release probability.
+    let marks: Vec<(f64, u64, f64)> = plan.curves.first().map_or_else(Vec::new, |curve| {
+        super::release_curve::MARKED_PROBABILITIES
+            .iter()
+            .zip(curve.marked)
+            .filter_map(|(&probability, count)| {
+                let count = count.filter(|&c| c <= plan.max_count)?;
+                Some((
+                    probability,
+                    count,
+                    curve.selection.release_probability(count),
+                ))
+            })
+            .collect()
+    });
+    html! {
+        svg #release-curve width=(left + width + 24.0) height=(total_height) role="img"
+            aria-label="probability that an item is released against the number of devices holding it" {
+            rect x=(left) y=(top) width=(width) height=(height) fill="#f0f2f5" {}
+            @for probability in [0.0, 0.25, 0.5, 0.75, 1.0] {
+                line x1=(left) y1=(y(probability)) x2=(left + width) y2=(y(probability)) stroke="#d5d9e0" {}
+                text x=(left - 4.0) y=(y(probability) + 4.0) font-size="11" text-anchor="end" { (probability) }
+            }
+            @for count in [0, plan.max_count / 2, plan.max_count] {
+                text x=(x(count)) y=(top + height + 14.0) font-size="11" text-anchor="middle" { (count) }
+            }
+            text x=(left + width / 2.0) y=(top + height + 27.0) font-size="11" text-anchor="middle" fill="#566" {
+                "true count c (devices holding the item)"
+            }
+            text x=(left) y="12" font-size="11" fill="#566" { "P[released | c]" }
+            svg x=(left) y=(top) width=(width) height=(height) viewBox=(format!("0 0 {max} 1"))
+                preserveAspectRatio="none" {
+                @for curve in &plan.curves {
+                    @let (colour, dash) = curve_stroke(curve.key);
+                    polyline data-key=(curve.key) points=(polyline_points(&curve.points)) fill="none"
+                        stroke=(colour) stroke-width="2" stroke-dasharray=(dash) vector-effect="non-scaling-stroke" {}
+                }
+            }
+            @for (probability, count, reached) in &marks {
+                line x1=(x(*count)) y1=(top) x2=(x(*count)) y2=(top + height) stroke="#2457c5" stroke-dasharray="3 3" {}
+                circle cx=(x(*count)) cy=(y(*reached)) r="3.5" fill="#2457c5" {}
+                text x=(x(*count) + 5.0) y=(y(*reached) + 14.0) font-size="11" fill="#1d2330" {
+                    (probability * 100.0) "%: c = " (count)
+                }
+            }
+            @for (index, curve) in plan.curves.iter().enumerate() {
+                @let (colour, dash) = curve_stroke(curve.key);
+                @let row = legend_top + 18.0 * index as f64;
+                line x1=(left) y1=(row - 4.0) x2=(left + 28.0) y2=(row - 4.0) stroke=(colour) stroke-width="2" stroke-dasharray=(dash) {}
+                text x=(left + 36.0) y=(row) font-size="12" { (curve.name()) ": " (curve.parameters()) }
+            }
+        }
+    }
+}
+
+/// A curve's points as `c,1−P` pairs, `1 − P` to four decimals.
+fn polyline_points(points: &[(u64, f64)]) -> String {
+    points
+        .iter()
+        .map(|(count, probability)| format!("{count},{:.4}", 1.0 - probability))
+        .collect::<Vec<_>>()
+        .join(" ")
 }

@@ -12,6 +12,7 @@ use tally_messages::{
 
 use super::Session;
 use super::charts;
+use super::release_curve::ReleaseCurves;
 
 /// The console's one stylesheet, inline and allowed by its hash alone.
 pub(super) const STYLE: &str = "\
@@ -457,7 +458,14 @@ pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> 
         html! {
             section {
                 @if let Some(refusal) = refusal { p.error #refusal { (refusal) } }
-                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it; nothing is created before you confirm." }
+                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it and what it releases; nothing is created before you confirm." }
+                p {
+                    "Start from an example: "
+                    @for (index, (kind, ..)) in super::EXAMPLE_KINDS.iter().enumerate() {
+                        @if index > 0 { ", " }
+                        a href=(format!("/console/tasks/new?kind={kind}")) { (kind) }
+                    }
+                }
                 form method="post" action="/console/tasks/plan" {
                     (form_token(session))
                     textarea name="spec" rows="24" { (spec) }
@@ -468,11 +476,71 @@ pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> 
     )
 }
 
+/// What a task's rounds release: their release curves beside the noise-based selections, and
+/// the counts each releases half the time and 95% of the time; or, for a task without
+/// sample-and-threshold rounds, why no curve is drawn.
+fn release_prediction(spec: &TaskSpec, curves: Option<&ReleaseCurves>) -> Markup {
+    let Some(curves) = curves else {
+        return html! { p.note #no-curve { (no_curve_reason(spec)) } };
+    };
+    let (epsilon, delta) = curves.compared_at;
+    html! {
+        @if curves.rounds > 1 {
+            p {
+                "Each of the task's " (curves.rounds) " levels is a sample-and-threshold round with the same parameters: "
+                "the curve is one level's. Laplace and Gaussian thresholding are calibrated for the level's share of the task's "
+                "guarantee by basic composition, ε = " (format!("{epsilon:.3}")) " and δ = " (format!("{delta:.3e}")) "."
+            }
+        } @else {
+            p {
+                "Laplace and Gaussian thresholding are calibrated for the same ε = " (format!("{epsilon:.3}")) " and δ = " (format!("{delta:.3e}")) "."
+            }
+        }
+        (charts::release_curves(curves))
+        table #release-points {
+            tr { th { "Key selection" } th { "Parameters" } th { "Released half the time at c =" } th { "95% of the time at c =" } }
+            @for curve in &curves.curves {
+                tr data-key=(curve.key) {
+                    td { (curve.name()) }
+                    td { (curve.parameters()) }
+                    @for count in curve.marked {
+                        td.n { @if let Some(count) = count { (count) } @else { "beyond 2^40" } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Why no release curve is drawn for the task `spec` asks for.
+fn no_curve_reason(spec: &TaskSpec) -> &'static str {
+    use tally_messages::TaskKind;
+    match spec.kind {
+        TaskKind::DomainHistogram { .. } => {
+            "A histogram over a public domain releases an estimate for every element of the domain: \
+             no threshold decides what is released, so there is no release curve. The guarantee above is what it promises."
+        }
+        TaskKind::Triehh { .. } => {
+            "TrieHH accepts a prefix with enough votes in a batch of ballots drawn without replacement: \
+             the console draws no release curve for it. The guarantee above is what it promises."
+        }
+        TaskKind::OptPrefixTree(_) => {
+            "OptPrefixTree's reports are randomized one-hot vectors behind the shuffler, with no threshold: \
+             there is no release curve. The guarantee above is what it promises."
+        }
+        _ => {
+            "The release curve is drawn for tasks under add/remove neighbours, whose rounds' parameters the ledger composes. \
+             The guarantee above is what this task promises."
+        }
+    }
+}
+
 /// The plan of a task and the form that confirms it.
 pub(super) fn plan(
     session: &Session,
     spec: &TaskSpec,
     guarantee: &GuaranteeBody,
+    curves: Option<&ReleaseCurves>,
     balance: Option<&LedgerBalance>,
 ) -> Markup {
     let text = spec_text(spec);
@@ -490,6 +558,8 @@ pub(super) fn plan(
                         (balance.budget.epsilon) ", δ = " (num(balance.budget.delta)) " by the tight accountant."
                     }
                 }
+                h2 { "What it releases: P[released | c] for an item held by c devices" }
+                (release_prediction(spec, curves))
                 h2 { "Parameters" }
                 pre { (text) }
                 form method="post" action="/console/tasks" {
