@@ -10,7 +10,7 @@ use tally_cli::plan_report::{PlanReport, parameters_text};
 use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
 
 /// The size of a report figure's one panel: the page's width.
-const FIGURE_SIZE: (u32, u32) = (880, 420);
+pub(crate) const FIGURE_SIZE: (u32, u32) = (880, 420);
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
 pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
@@ -32,7 +32,7 @@ pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
 }
 
 /// Escapes text for HTML.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -52,7 +52,7 @@ fn names(report: &PlanReport) -> Vec<String> {
         .collect()
 }
 
-fn line(series: usize, points: impl Iterator<Item = (f64, f64)>, markers: bool) -> Line {
+pub(crate) fn line(series: usize, points: impl Iterator<Item = (f64, f64)>, markers: bool) -> Line {
     Line {
         series,
         points: points.map(|(x, y)| Point { x, y, error: 0.0 }).collect(),
@@ -173,7 +173,7 @@ fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
     ]
 }
 
-const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;\
+pub(crate) const STYLE: &str = "body{font-family:DejaVu Sans,Helvetica,Arial,sans-serif;max-width:1100px;\
 margin:2em auto;padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.6em}h2{font-size:1.25em;\
 margin-top:1.8em;border-bottom:1px solid #ccc}table{border-collapse:collapse;margin:1em 0}\
 td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}th{background:#f3f3f3}\
