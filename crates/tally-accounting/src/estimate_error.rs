@@ -207,23 +207,27 @@ fn debiased_binomials(parts: [(u64, f64); 2], gap: f64) -> EstimateError {
 fn thresholded_binomial(count: u64, clients: u64, p: f64) -> EstimateError {
     let (start, masses) = binomial_window(clients, p);
     let shift = clients as f64 * p;
-    let (mut first, mut second, mut absolute) = (0.0, 0.0, 0.0);
-    for (i, &mass) in masses.iter().enumerate() {
-        let messages = count + start + i as u64;
-        let estimate = if messages > clients {
-            messages as f64 - shift
-        } else {
-            0.0
-        };
-        let error = estimate - count as f64;
-        first += mass * error;
-        second += mass * error * error;
-        absolute += mass * error.abs();
-    }
+    let errors: Vec<f64> = (0..masses.len() as u64)
+        .map(|i| {
+            let messages = count + start + i;
+            let estimate = if messages > clients {
+                messages as f64 - shift
+            } else {
+                0.0
+            };
+            estimate - count as f64
+        })
+        .collect();
+    let weighted = |f: &dyn Fn(f64) -> f64| -> f64 {
+        masses.iter().zip(&errors).map(|(m, &e)| m * f(e)).sum()
+    };
+    let bias = weighted(&|e| e);
+    // The variance about the bias, not `E[e²] − bias²`, which cancels when the error is
+    // almost always `−count`.
     EstimateError {
-        bias: first,
-        standard_deviation: (second - first * first).max(0.0).sqrt(),
-        mean_absolute_error: absolute,
+        bias,
+        standard_deviation: weighted(&|e| (e - bias) * (e - bias)).sqrt(),
+        mean_absolute_error: weighted(&|e| e.abs()),
     }
 }
 
