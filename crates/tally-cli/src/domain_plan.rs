@@ -17,6 +17,8 @@ use tally_messages::{
     ShuffleCalibration,
 };
 
+use tally_sim::DomainMechanism;
+
 use crate::plan_report::SWEEP_EPSILONS;
 
 /// The mechanisms in the order the report compares them: central, shuffle, local.
@@ -136,7 +138,22 @@ impl DomainRoundVisitor for Describe {
     }
 }
 
-/// `mechanism` calibrated for `setting`, as `tally histogram` builds it.
+/// Simulates a registered mechanism as its round, as `tally histogram` runs it.
+pub struct Simulated;
+
+impl DomainRoundVisitor for Simulated {
+    type Output = DomainMechanism;
+
+    fn visit<M, R>(self, mechanism: M, round: R) -> DomainMechanism
+    where
+        M: DomainHistogram + 'static,
+        R: FederatedDomainRound,
+    {
+        DomainMechanism::round(mechanism, round)
+    }
+}
+
+/// `mechanism` calibrated for `setting`, described (its guarantee, cost and error law).
 ///
 /// # Errors
 ///
@@ -145,6 +162,21 @@ pub fn calibrate(
     mechanism: DomainHistogramMechanism,
     setting: &DomainSetting,
 ) -> Result<Box<dyn DomainHistogram>, tally_core::Error> {
+    calibrate_with(mechanism, setting, 0, Describe)
+}
+
+/// `mechanism` calibrated for `setting` through the registry, handed to `visitor`; a
+/// mechanism that publishes coins draws them from `public_coins`.
+///
+/// # Errors
+///
+/// The calibration's error where the setting is outside what the mechanism accepts.
+pub fn calibrate_with<V: DomainRoundVisitor>(
+    mechanism: DomainHistogramMechanism,
+    setting: &DomainSetting,
+    public_coins: u64,
+    visitor: V,
+) -> Result<V::Output, tally_core::Error> {
     let privacy = PrivacyTarget {
         epsilon: setting.epsilon,
         delta: setting.delta,
@@ -155,9 +187,9 @@ pub fn calibrate(
         clients: setting.clients,
         bound: setting.bound,
         beta: setting.beta,
-        public_coins: 0,
+        public_coins,
     };
-    mechanism.build(setting.map, &privacy, shuffle, Describe)
+    mechanism.build(setting.map, &privacy, shuffle, visitor)
 }
 
 /// The counts the error is shown at: 0, then 1, 2, 5, 10, 20, 50, … below `clients`, and

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use tally_sim::{ClientMode, Population, StreamFormat, SyntheticSpec};
 
-use crate::cli::{Format, InputArgs};
+use crate::cli::{Format, InputArgs, ReportArgs};
 
 /// Reads the population named by the input arguments.
 pub(crate) fn load_population(
@@ -32,6 +32,16 @@ pub(crate) fn load_population(
     let spec = input.synthetic.as_deref().expect("one input is required");
     let spec: SyntheticSpec = spec.parse().context("bad --synthetic")?;
     Ok(Population::synthetic(&spec, seed))
+}
+
+/// The population a plan's `--report` predicts utility on, if one is named (one client per
+/// row chosen with `--population-seed`).
+pub(crate) fn report_population(report: &ReportArgs) -> Result<Option<Population>> {
+    report
+        .population
+        .input()
+        .map(|input| load_population(&input, report.format, false, report.population_seed))
+        .transpose()
 }
 
 /// How `file` streams: its format (as [`input_format`] says), with TSV clients formed as

@@ -13,7 +13,7 @@ use tally_cli::plan_document::{self, Planned, solved_for};
 use tally_cli::plan_report::{self, KnownPopulation};
 
 use crate::cli::PlanArgs;
-use crate::input::load_population;
+use crate::input::report_population;
 use crate::output::{print_fields, print_json};
 use crate::plan_report_page;
 
@@ -43,19 +43,7 @@ pub(crate) fn run(args: &PlanArgs) -> Result<()> {
 
 /// Builds the report of `planned`, on the population the arguments name, and writes it.
 fn write_report(planned: &Planned, args: &PlanArgs, dir: &Path) -> Result<()> {
-    let population = args
-        .report
-        .population
-        .input()
-        .map(|input| {
-            load_population(
-                &input,
-                args.report.format,
-                false,
-                args.report.population_seed,
-            )
-        })
-        .transpose()?;
+    let population = report_population(&args.report)?;
     let counts: Vec<u64> = population
         .iter()
         .flat_map(|p| p.item_counts().iter().map(|&(_, count)| count))

@@ -3,67 +3,29 @@
 //! such mechanism (and, with a population, with sample-and-threshold).
 
 use anyhow::{Result, bail};
-use tally_accounting::Neighbours;
-use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
-use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::domain_plan::{self, DomainPopulation, DomainSetting, MechanismPlan};
+use tally_cli::domain_plan::{self, DomainPopulation, MechanismPlan};
 use tally_sim::PlaceInDomain;
 
 use crate::cli::PlanHistogramArgs;
-use crate::domain_histogram::domain_map;
-use crate::input::load_population;
+use crate::domain_histogram::{
+    build_mechanism, check_failure_probability, domain_map, domain_setting,
+};
+use crate::input::report_population;
 use crate::output::{guarantee_line, print_fields, print_json};
 use crate::plan_histogram_page;
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     let mechanism = args.mechanism;
     let map = domain_map(&args.domain, mechanism.name())?;
-    if args.domain.failure_probability.is_some()
-        && mechanism != tally_messages::DomainHistogramMechanism::GhaziCountMin
-    {
-        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
-    }
+    check_failure_probability(&args.domain, mechanism)?;
     if args.clients == 0 {
         bail!("--clients must be at least 1");
     }
-    let setting = DomainSetting {
-        map,
-        clients: args.clients,
-        epsilon: args.privacy.epsilon,
-        delta: args.delta,
-        neighbours: Neighbours::from(args.privacy.neighbours),
-        bound: ShuffleBound::from(args.domain.bound),
-        beta: args
-            .domain
-            .failure_probability
-            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
-    };
+    let setting = domain_setting(&args.domain, map, args.clients, &args.privacy, args.delta);
     // The calibration's own error, as `tally histogram` reports it.
-    crate::domain_histogram::build_mechanism(&crate::domain_histogram::MechanismSpec {
-        mechanism,
-        map,
-        clients: setting.clients,
-        epsilon: setting.epsilon,
-        delta: setting.delta,
-        neighbours: setting.neighbours,
-        bound: setting.bound,
-        beta: setting.beta,
-        seed: 0,
-    })?;
+    build_mechanism(mechanism, &setting, 0)?;
     if let Some(dir) = &args.report.report {
-        let population = args
-            .report
-            .population
-            .input()
-            .map(|input| {
-                load_population(
-                    &input,
-                    args.report.format,
-                    false,
-                    args.report.population_seed,
-                )
-            })
-            .transpose()?;
+        let population = report_population(&args.report)?;
         let placed = population.as_ref().map(|p| map.apply(p)).transpose()?;
         let item_counts: Vec<u64> = population
             .iter()

@@ -2,36 +2,21 @@
 //! `DIR/index.html` (inline SVG and CSS, nothing loaded from elsewhere) and `DIR/plan.json`.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use tally_accounting::TrustModel;
 use tally_cli::domain_plan::{DomainReport, MechanismPlan, table_counts};
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
-use crate::plan_report_page::{FIGURE_SIZE, STYLE, escape, line};
+use crate::plan_report_page::{FIGURE_SIZE, STYLE, escape, line, write_report};
 
 /// The trust models, one figure each, in the order the report compares them.
 const MODELS: [TrustModel; 3] = [TrustModel::Central, TrustModel::Shuffle, TrustModel::Local];
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
 pub(crate) fn write(report: &DomainReport, dir: &Path) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        bail!(
-            "--report {}: a file is in the way; give a directory (it is created if missing)",
-            dir.display()
-        );
-    }
-    fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the report directory {}", dir.display()))?;
-    let json = serde_json::to_string_pretty(&report.document())? + "\n";
-    let html = page(report, dir)?;
-    for (name, text) in [("plan.json", json), ("index.html", html)] {
-        let path = dir.join(name);
-        fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
+    write_report(dir, &report.document(), |dir| page(report, dir))
 }
 
 /// The name of a mechanism in the figures, the chosen one marked.

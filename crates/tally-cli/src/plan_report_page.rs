@@ -14,6 +14,16 @@ pub(crate) const FIGURE_SIZE: (u32, u32) = (880, 420);
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
 pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
+    write_report(dir, &report.document(), |dir| page(report, dir))
+}
+
+/// Writes `dir/plan.json` (`document`) and `dir/index.html` (`page`, which writes its figures
+/// for `dir`), creating `dir` if needed.
+pub(crate) fn write_report(
+    dir: &Path,
+    document: &serde_json::Value,
+    page: impl FnOnce(&Path) -> Result<String>,
+) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         bail!(
             "--report {}: a file is in the way; give a directory (it is created if missing)",
@@ -22,8 +32,8 @@ pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
     }
     fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the report directory {}", dir.display()))?;
-    let json = serde_json::to_string_pretty(&report.document())? + "\n";
-    let html = page(report, dir)?;
+    let json = serde_json::to_string_pretty(document)? + "\n";
+    let html = page(dir)?;
     for (name, text) in [("plan.json", json), ("index.html", html)] {
         let path = dir.join(name);
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;

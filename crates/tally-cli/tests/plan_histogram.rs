@@ -8,30 +8,11 @@ use std::path::PathBuf;
 
 use common::{failure, json, tally};
 use tally_accounting::Neighbours;
-use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::domain_plan::{DomainSetting, error_at};
-use tally_core::histogram::{DomainHistogram, DomainMap};
-use tally_messages::{
-    DomainHistogramMechanism, DomainRoundVisitor, FederatedDomainRound, PrivacyTarget,
-    ShuffleCalibration,
-};
-use tally_sim::{DomainMechanism, run_domain_histogram};
-
-/// Simulates a registered mechanism as its round, as `tally histogram` does.
-struct Simulated;
-
-impl DomainRoundVisitor for Simulated {
-    type Output = DomainMechanism;
-
-    fn visit<M, R>(self, mechanism: M, round: R) -> DomainMechanism
-    where
-        M: DomainHistogram + 'static,
-        R: FederatedDomainRound,
-    {
-        DomainMechanism::round(mechanism, round)
-    }
-}
+use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with, error_at};
+use tally_core::histogram::DomainMap;
+use tally_messages::DomainHistogramMechanism;
+use tally_sim::run_domain_histogram;
 
 /// The clients holding each of the 8 elements: 2000 in all, some elements held by nobody.
 const COUNTS: [u64; 8] = [0, 3, 20, 90, 250, 600, 1037, 0];
@@ -58,21 +39,7 @@ fn predicted_and_simulated(
         bound: ShuffleBound::default(),
         beta: 0.1,
     };
-    let privacy = PrivacyTarget {
-        epsilon,
-        delta: setting.delta,
-        neighbours: setting.neighbours,
-        analysis: Analysis::Tight,
-    };
-    let shuffle = ShuffleCalibration {
-        clients,
-        bound: setting.bound,
-        beta: setting.beta,
-        public_coins: 0,
-    };
-    let built = mechanism
-        .build(setting.map, &privacy, shuffle, Simulated)
-        .expect("calibrated");
+    let built = calibrate_with(mechanism, &setting, 0, Simulated).expect("calibrated");
     let elements = COUNTS.len() as f64;
     let (mut absolute, mut squared) = (0.0, 0.0);
     for &count in &COUNTS {
