@@ -69,7 +69,7 @@ fn predicted_and_simulated(
     })
 }
 
-/// One central, two shuffle and two local mechanisms: the predicted error against the mean of
+/// Two central, three shuffle and two local mechanisms: the predicted error against the mean of
 /// the simulated releases, within 2 standard errors.
 #[test]
 fn predicted_error_matches_simulated_releases() {
@@ -78,6 +78,7 @@ fn predicted_error_matches_simulated_releases() {
         (DomainHistogramMechanism::Gaussian, 1.0),
         (DomainHistogramMechanism::ShuffledGrr, 1.0),
         (DomainHistogramMechanism::BalcerCheu, 2.0),
+        (DomainHistogramMechanism::GhaziHadamard, 1.0),
         (DomainHistogramMechanism::Grr, 1.0),
         (DomainHistogramMechanism::Oue, 1.0),
     ] {
