@@ -473,10 +473,8 @@ fn summary(
         let position = COMPARED.iter().position(|&m| m == chosen);
         if let Some(Some(error)) = position.and_then(|i| point.mean_absolute_errors.get(i)) {
             text += &format!(
-                " On {} ({} clients), {}'s estimates are off by {error:.1} on average over the \
-                 domain",
+                " On {}, {}'s estimates are off by {error:.1} on average over the domain",
                 sweep.description,
-                sweep.clients,
                 chosen.name()
             );
             if let Some(st) = &point.sample_threshold {
