@@ -10,6 +10,7 @@ pub mod balcer_cheu;
 pub mod central;
 pub mod composition;
 mod error;
+mod estimate_error;
 pub mod ghazi;
 mod guarantee;
 pub mod key_selection;
@@ -23,4 +24,5 @@ pub mod shuffle_loss;
 pub mod triehh;
 
 pub use error::Error;
+pub use estimate_error::{ErrorLaw, EstimateError};
 pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds};

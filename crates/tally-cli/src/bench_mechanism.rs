@@ -19,7 +19,9 @@ use tally_sim::{DomainMap, Generator, SyntheticSpec};
 
 use crate::bench::Timings;
 use crate::cli::BenchMechanismArgs;
-use crate::domain_histogram::{MechanismSpec, build_mechanism};
+use tally_cli::domain_plan::DomainSetting;
+
+use crate::domain_histogram::build_mechanism;
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
 
 pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
@@ -42,8 +44,7 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
             (spec.generate(data.seed), "Geometric(1/√B) items".to_owned())
         }
     };
-    let built = build_mechanism(&MechanismSpec {
-        mechanism: args.mechanism,
+    let setting = DomainSetting {
         map: DomainMap::Integers(domain),
         clients: items.len() as u64,
         epsilon: args.epsilon,
@@ -51,8 +52,8 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
         neighbours: Neighbours::AddRemove,
         bound: ShuffleBound::Fmt23,
         beta: DEFAULT_COUNT_MIN_BETA,
-        seed: data.seed,
-    })?;
+    };
+    let built = build_mechanism(args.mechanism, &setting, data.seed)?;
     let mechanism = built.describe();
     stage.next(format!("timing {} runs", data.repeats));
     // Counting the clients' elements is part of every run, as `tally histogram` counts them

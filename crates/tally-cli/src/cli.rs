@@ -654,6 +654,28 @@ pub(crate) enum PlanCommand {
     /// (S&T privacy-loss distribution, add/remove neighbours) within (ε, δ).
     #[command(name = "triehh++")]
     TrieHhPlus(PlanTrieArgs),
+    /// A mechanism over a public domain: its calibration and guarantee, and the error of one
+    /// element's estimate across counts, beside every other such mechanism with --report.
+    Histogram(PlanHistogramArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanHistogramArgs {
+    /// The mechanism, as `tally histogram --mechanism` takes it.
+    #[arg(long, value_enum)]
+    pub(crate) mechanism: DomainHistogramMechanism,
+    #[command(flatten)]
+    pub(crate) domain: DomainArgs,
+    /// The number of clients N that report (the shuffle mechanisms are calibrated for them).
+    #[arg(long)]
+    pub(crate) clients: u64,
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1) (pure-ε mechanisms ignore it).
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    #[command(flatten)]
+    pub(crate) report: ReportArgs,
 }
 
 #[derive(Debug, Args)]

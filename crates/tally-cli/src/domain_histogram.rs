@@ -4,16 +4,14 @@
 use anyhow::{Result, anyhow, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
-use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_core::histogram::DomainHistogram;
+use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with};
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
-    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, ShuffleCalibration,
 };
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
-use crate::cli::{DomainArgs, HistogramArgs};
+use crate::cli::{DomainArgs, HistogramArgs, PrivacyArgs};
 use crate::federated::print_serialized;
 use crate::input::{load_population, stream_format};
 use crate::output::{Stage, guarantee_line, print_fields, print_items};
@@ -48,74 +46,52 @@ pub(crate) fn public_domain(
     Ok(map)
 }
 
-/// Everything that calibrates a mechanism over a public domain.
-#[derive(Clone, Copy)]
-pub(crate) struct MechanismSpec {
-    pub(crate) mechanism: DomainHistogramMechanism,
-    pub(crate) map: DomainMap,
-    /// The number of clients, which the shuffle mechanisms are calibrated for (and publish).
-    pub(crate) clients: u64,
-    pub(crate) epsilon: f64,
-    pub(crate) delta: f64,
-    pub(crate) neighbours: Neighbours,
-    /// The amplification bound of `shuffled-grr`.
-    pub(crate) bound: ShuffleBound,
-    /// The accuracy failure probability of `ghazi-count-min`.
-    pub(crate) beta: f64,
-    /// The seed of the public coins a mechanism publishes (`ghazi-count-min`'s hash
-    /// functions).
-    pub(crate) seed: u64,
-}
-
-/// Simulates a registered mechanism as its round.
-struct Simulated;
-
-impl DomainRoundVisitor for Simulated {
-    type Output = DomainMechanism;
-
-    fn visit<M, R>(self, mechanism: M, round: R) -> DomainMechanism
-    where
-        M: DomainHistogram + 'static,
-        R: FederatedDomainRound,
-    {
-        DomainMechanism::round(mechanism, round)
+/// The setting `--domain`'s arguments calibrate a mechanism over `map` for: `clients`, the
+/// privacy target, the shuffle bound and Count-Min's failure probability.
+pub(crate) fn domain_setting(
+    args: &DomainArgs,
+    map: DomainMap,
+    clients: u64,
+    privacy: &PrivacyArgs,
+    delta: f64,
+) -> DomainSetting {
+    DomainSetting {
+        map,
+        clients,
+        epsilon: privacy.epsilon,
+        delta,
+        neighbours: Neighbours::from(privacy.neighbours),
+        bound: ShuffleBound::from(args.bound),
+        beta: args.failure_probability.unwrap_or(DEFAULT_COUNT_MIN_BETA),
     }
 }
 
-/// The mechanism `spec` names, calibrated, as its registered round.
-pub(crate) fn build_mechanism(spec: &MechanismSpec) -> Result<DomainMechanism> {
-    let MechanismSpec {
-        mechanism,
-        map,
-        clients,
-        epsilon,
-        delta,
-        neighbours,
-        bound,
-        beta,
-        seed,
-    } = *spec;
-    let privacy = PrivacyTarget {
-        epsilon,
-        delta,
-        neighbours,
-        analysis: Analysis::Tight,
-    };
-    let shuffle = ShuffleCalibration {
-        clients,
-        bound,
-        beta,
-        public_coins: seed,
-    };
-    mechanism
-        .build(map, &privacy, shuffle, Simulated)
-        .map_err(|e| match mechanism {
-            DomainHistogramMechanism::GhaziCountMin => anyhow!(
-                "{e}; fewer hash rows need fewer users: raise --failure-probability (now \
-                 {beta}) or use a smaller domain"
-            ),
-            _ => e.into(),
-        })
+/// `mechanism` calibrated for `setting`, as its registered round; a mechanism that publishes
+/// coins draws them from `seed`.
+pub(crate) fn build_mechanism(
+    mechanism: DomainHistogramMechanism,
+    setting: &DomainSetting,
+    seed: u64,
+) -> Result<DomainMechanism> {
+    calibrate_with(mechanism, setting, seed, Simulated).map_err(|e| match mechanism {
+        DomainHistogramMechanism::GhaziCountMin => anyhow!(
+            "{e}; fewer hash rows need fewer users: raise --failure-probability (now {}) or \
+             use a smaller domain",
+            setting.beta
+        ),
+        _ => e.into(),
+    })
+}
+
+/// Refuses `--failure-probability` for a mechanism other than Count-Min.
+pub(crate) fn check_failure_probability(
+    args: &DomainArgs,
+    mechanism: DomainHistogramMechanism,
+) -> Result<()> {
+    if args.failure_probability.is_some() && mechanism != DomainHistogramMechanism::GhaziCountMin {
+        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
+    }
+    Ok(())
 }
 
 /// `tally histogram --mechanism M` for `mechanism`, a mechanism over a public domain.
@@ -145,25 +121,15 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
             (stage, items.true_counts().to_vec(), clients, description)
         }
     };
-    if args.domain.failure_probability.is_some()
-        && mechanism != DomainHistogramMechanism::GhaziCountMin
-    {
-        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
-    }
-    let built = build_mechanism(&MechanismSpec {
-        mechanism,
+    check_failure_probability(&args.domain, mechanism)?;
+    let setting = domain_setting(
+        &args.domain,
         map,
         clients,
-        epsilon: args.privacy.epsilon,
-        delta: args.release.delta,
-        neighbours: Neighbours::from(args.privacy.neighbours),
-        bound: ShuffleBound::from(args.domain.bound),
-        beta: args
-            .domain
-            .failure_probability
-            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
-        seed,
-    })?;
+        &args.privacy,
+        args.release.delta,
+    );
+    let built = build_mechanism(mechanism, &setting, seed)?;
     let mechanism = built.describe();
     stage.next(format!(
         "running {} over {clients} clients",

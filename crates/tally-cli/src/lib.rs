@@ -3,6 +3,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compose_plan;
+pub mod domain_plan;
 pub mod plan_document;
 pub mod plan_report;
 pub mod sample_threshold_release;

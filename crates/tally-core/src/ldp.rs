@@ -31,7 +31,7 @@
 //! unbiased. If ε is so small (below about `1e-14`) that no such probability is found within a
 //! few ulps, construction fails.
 
-use tally_accounting::{Guarantee, Neighbours, TrustModel};
+use tally_accounting::{ErrorLaw, Guarantee, Neighbours, TrustModel};
 
 use crate::Error;
 
@@ -68,6 +68,15 @@ impl SupportProbabilities {
         let Self { p, q } = *self;
         let gap = p - q;
         n as f64 * q * (1.0 - q) / (gap * gap) + count as f64 * (1.0 - p - q) / gap
+    }
+
+    /// The law of the count estimate for `n` clients of which `count` hold `x`: the support
+    /// count `Bin(count, p*) + Bin(n − count, q*)`, de-biased.
+    pub fn error_law(&self, n: u64, count: u64) -> ErrorLaw {
+        ErrorLaw::DebiasedBinomials {
+            parts: [(count, self.p), (n.saturating_sub(count), self.q)],
+            gap: self.p - self.q,
+        }
     }
 
     /// The null variance, for an item nobody holds: `n q*(1 − q*)/(p* − q*)²`.

@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use tally_accounting::Guarantee;
+use tally_accounting::{ErrorLaw, Guarantee};
 
 use crate::Error;
 
@@ -98,6 +98,14 @@ pub trait DomainHistogram: Send + Sync {
 
     /// What each client sends, for mechanisms whose clients send messages.
     fn message_cost(&self) -> Option<MessageCost> {
+        None
+    }
+
+    /// The law of the estimate of an element held by `count` of the `clients` clients that
+    /// report, or `None` where it has no closed form (where it depends on the counts of the
+    /// other elements).
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        let _ = (clients, count);
         None
     }
 }

@@ -16,7 +16,7 @@
 
 use rand::Rng;
 use tally_accounting::central::{calibrate_gaussian, gaussian_guarantee};
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{ErrorLaw, Guarantee, Neighbours};
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, check_map};
@@ -103,5 +103,13 @@ impl DomainHistogram for GaussianHistogram {
 
     fn guarantee(&self) -> Guarantee {
         self.guarantee.clone()
+    }
+
+    /// The count plus discrete Gaussian noise of the calibrated `σ²`, whatever the counts.
+    fn error_law(&self, _: u64, _: u64) -> Option<ErrorLaw> {
+        let (numerator, denominator) = self.sigma2();
+        Some(ErrorLaw::DiscreteGaussian {
+            sigma2: numerator as f64 / denominator as f64,
+        })
     }
 }

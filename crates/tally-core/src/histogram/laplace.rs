@@ -15,7 +15,7 @@
 
 use rand::Rng;
 use tally_accounting::central::{calibrate_laplace, laplace_guarantee};
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{ErrorLaw, Guarantee, Neighbours};
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, check_map};
@@ -98,5 +98,13 @@ impl DomainHistogram for LaplaceHistogram {
 
     fn guarantee(&self) -> Guarantee {
         self.guarantee.clone()
+    }
+
+    /// The count plus discrete Laplace noise of the calibrated scale, whatever the counts.
+    fn error_law(&self, _: u64, _: u64) -> Option<ErrorLaw> {
+        let (numerator, denominator) = self.scale();
+        Some(ErrorLaw::DiscreteLaplace {
+            scale: numerator as f64 / denominator as f64,
+        })
     }
 }

@@ -3,7 +3,7 @@
 //! [`LocalRandomizer`](crate::protocol::LocalRandomizer) implementation
 //! ([`crate::protocol::LocalHistogramRound`]), which executors run.
 
-use tally_accounting::Guarantee;
+use tally_accounting::{ErrorLaw, Guarantee};
 
 use super::{Grr, HadamardResponse, Olh, SubsetSelection, UnaryRandomizer, UnaryVariant};
 use crate::histogram::{DomainHistogram, MessageCost};
@@ -38,6 +38,10 @@ impl DomainHistogram for Grr {
         Some(Grr::guarantee(self))
     }
 
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        Some(self.support_probabilities().error_law(clients, count))
+    }
+
     fn message_cost(&self) -> Option<MessageCost> {
         one_message(u64::from(Grr::domain(self)))
     }
@@ -63,6 +67,10 @@ impl DomainHistogram for UnaryRandomizer {
         Some(UnaryRandomizer::guarantee(self))
     }
 
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        Some(self.support_probabilities().error_law(clients, count))
+    }
+
     fn message_cost(&self) -> Option<MessageCost> {
         Some(MessageCost {
             messages_per_client: 1.0,
@@ -86,6 +94,10 @@ impl DomainHistogram for Olh {
 
     fn local_guarantee(&self) -> Option<Guarantee> {
         Some(Olh::guarantee(self))
+    }
+
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        Some(self.support_probabilities().error_law(clients, count))
     }
 
     /// One message: the hash function's two 64-bit coefficients and the value below `g`.
@@ -114,6 +126,10 @@ impl DomainHistogram for HadamardResponse {
         Some(HadamardResponse::guarantee(self))
     }
 
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        Some(self.support_probabilities().error_law(clients, count))
+    }
+
     fn message_cost(&self) -> Option<MessageCost> {
         one_message(u64::from(self.order()))
     }
@@ -134,6 +150,10 @@ impl DomainHistogram for SubsetSelection {
 
     fn local_guarantee(&self) -> Option<Guarantee> {
         Some(SubsetSelection::guarantee(self))
+    }
+
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        Some(self.support_probabilities().error_law(clients, count))
     }
 
     /// One message: `k` ids of the domain.

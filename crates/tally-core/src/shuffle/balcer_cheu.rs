@@ -43,7 +43,7 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 use tally_accounting::balcer_cheu::BalcerCheu;
-use tally_accounting::{Guarantee, TrustModel};
+use tally_accounting::{ErrorLaw, Guarantee, TrustModel};
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
@@ -202,6 +202,16 @@ impl DomainHistogram for BalcerCheuHistogram {
         Some(MessageCost {
             messages_per_client: 1.0 + f64::from(self.domain) * self.noise_probability(),
             bits_per_message: u64::from(u32::BITS - (self.domain - 1).leading_zeros()),
+        })
+    }
+
+    /// The paper's analyzer on `count + Bin(n, p)` messages, `n` the calibrated number of
+    /// clients (whatever `clients` says: the analyzer subtracts `n·p`).
+    fn error_law(&self, _: u64, count: u64) -> Option<ErrorLaw> {
+        Some(ErrorLaw::ThresholdedBinomial {
+            count,
+            clients: self.users(),
+            p: self.noise_probability(),
         })
     }
 }

@@ -39,8 +39,8 @@
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::HadamardParams;
+use tally_accounting::{ErrorLaw, Guarantee};
 
 use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
@@ -456,6 +456,18 @@ impl DomainHistogram for GhaziHadamard {
         Some(MessageCost {
             messages_per_client: self.params.tuples_per_user() as f64,
             bits_per_message: self.params.tuple_bits(),
+        })
+    }
+
+    /// Lemma 4.5's law for single items: the `count` tuples generated for the element always
+    /// decode to it, each of the other `(ρ + 1)·n − count` tuples does with probability
+    /// `2^{−τ}` independently, and the analyzer de-biases by the calibrated `n`.
+    fn error_law(&self, _: u64, count: u64) -> Option<ErrorLaw> {
+        let tuples = self.params.tuples_per_user() * self.params.users;
+        let collision = self.params.collision_probability();
+        Some(ErrorLaw::DebiasedBinomials {
+            parts: [(tuples.saturating_sub(count), collision), (0, collision)],
+            gap: 1.0 - collision,
         })
     }
 }

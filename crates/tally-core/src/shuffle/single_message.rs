@@ -35,7 +35,7 @@
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon};
-use tally_accounting::{Guarantee, Neighbours, TrustModel};
+use tally_accounting::{ErrorLaw, Guarantee, Neighbours, TrustModel};
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
@@ -148,6 +148,11 @@ impl DomainHistogram for ShuffledGrr {
             messages_per_client: 1.0,
             bits_per_message: u64::from(u32::BITS - (self.grr.domain() - 1).leading_zeros()),
         })
+    }
+
+    /// GRR's de-biased support count at the local `ε₀`.
+    fn error_law(&self, clients: u64, count: u64) -> Option<ErrorLaw> {
+        Some(self.grr.support_probabilities().error_law(clients, count))
     }
 }
 

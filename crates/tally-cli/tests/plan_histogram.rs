@@ -1,0 +1,178 @@
+//! `tally plan histogram`: the predicted error of an element's estimate against releases
+//! simulated through the mechanisms' rounds, and the command and its report.
+
+#[allow(dead_code)] // `temp_file` is not needed here.
+mod common;
+
+use std::path::PathBuf;
+
+use common::{failure, json, tally};
+use tally_accounting::Neighbours;
+use tally_accounting::shuffle::ShuffleBound;
+use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with, error_at};
+use tally_core::histogram::DomainMap;
+use tally_messages::DomainHistogramMechanism;
+use tally_sim::run_domain_histogram;
+
+/// The clients holding each of the 8 elements: 2000 in all, some elements held by nobody.
+const COUNTS: [u64; 8] = [0, 3, 20, 90, 250, 600, 1037, 0];
+
+/// Releases simulated per mechanism, and the seed of the first.
+const RUNS: u64 = 4000;
+const FIRST_SEED: u64 = 77_000;
+
+/// The mean over the elements of the predicted `E|error|` and `E[error²]`, against the mean
+/// over `RUNS` releases of the elements' `|error|` and `error²`, with the standard error of the
+/// latter (from the spread of the per-release means, so that elements of one release may be
+/// correlated).
+fn predicted_and_simulated(
+    mechanism: DomainHistogramMechanism,
+    epsilon: f64,
+) -> [(f64, f64, f64); 2] {
+    let clients: u64 = COUNTS.iter().sum();
+    let setting = DomainSetting {
+        map: DomainMap::Integers(COUNTS.len() as u32),
+        clients,
+        epsilon,
+        delta: 1e-6,
+        neighbours: Neighbours::AddRemove,
+        bound: ShuffleBound::default(),
+        beta: 0.1,
+    };
+    let built = calibrate_with(mechanism, &setting, 0, Simulated).expect("calibrated");
+    let elements = COUNTS.len() as f64;
+    let (mut absolute, mut squared) = (0.0, 0.0);
+    for &count in &COUNTS {
+        let error = error_at(built.describe(), clients, count)
+            .expect("a law")
+            .error;
+        absolute += error.mean_absolute_error / elements;
+        squared += (error.standard_deviation.powi(2) + error.bias.powi(2)) / elements;
+    }
+    let per_run: Vec<[f64; 2]> = (0..RUNS)
+        .map(|seed| {
+            let estimates = run_domain_histogram(&built, &COUNTS, FIRST_SEED + seed);
+            let mut sums = [0.0; 2];
+            for (estimate, &count) in estimates.iter().zip(&COUNTS) {
+                let error = estimate - count as f64;
+                sums[0] += error.abs() / elements;
+                sums[1] += error * error / elements;
+            }
+            sums
+        })
+        .collect();
+    [(absolute, 0), (squared, 1)].map(|(predicted, k)| {
+        let runs = RUNS as f64;
+        let mean = per_run.iter().map(|r| r[k]).sum::<f64>() / runs;
+        let variance = per_run.iter().map(|r| (r[k] - mean).powi(2)).sum::<f64>() / (runs - 1.0);
+        (predicted, mean, (variance / runs).sqrt())
+    })
+}
+
+/// Two central, three shuffle and two local mechanisms: the predicted error against the mean of
+/// the simulated releases, within 2 standard errors.
+#[test]
+fn predicted_error_matches_simulated_releases() {
+    for (mechanism, epsilon) in [
+        (DomainHistogramMechanism::Laplace, 1.0),
+        (DomainHistogramMechanism::Gaussian, 1.0),
+        (DomainHistogramMechanism::ShuffledGrr, 1.0),
+        (DomainHistogramMechanism::BalcerCheu, 2.0),
+        (DomainHistogramMechanism::GhaziHadamard, 1.0),
+        (DomainHistogramMechanism::Grr, 1.0),
+        (DomainHistogramMechanism::Oue, 1.0),
+    ] {
+        for (what, (predicted, simulated, standard_error)) in ["E|error|", "E[error²]"]
+            .into_iter()
+            .zip(predicted_and_simulated(mechanism, epsilon))
+        {
+            assert!(
+                (predicted - simulated).abs() <= 2.0 * standard_error,
+                "{}: {what} predicted {predicted}, simulated {simulated} ± {standard_error}",
+                mechanism.name()
+            );
+        }
+    }
+}
+
+/// A fresh directory in Cargo's scratch directory for integration tests.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("plan-histogram-{name}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).expect("clean the scratch directory");
+    }
+    dir
+}
+
+#[test]
+fn plan_prints_the_guarantee_and_the_error_by_count() {
+    let plan = json(
+        "plan histogram --mechanism laplace --domain 64 --clients 1000 --epsilon 1 --delta 1e-8 --json",
+    );
+    assert_eq!(plan["mechanism"], "laplace");
+    assert_eq!(plan["model"], "central");
+    assert_eq!(plan["guarantee"]["delta"], 0.0);
+    let errors = plan["errors"].as_array().expect("errors");
+    assert_eq!(errors[0]["count"], 0);
+    assert_eq!(errors.last().expect("a row")["count"], 1000);
+    // Scale 1: E|X| = 2q/(1 − q²) with q = e^{−1}.
+    let q = (-1.0_f64).exp();
+    let mae = errors[0]["mean_absolute_error"].as_f64().expect("a number");
+    assert!((mae - 2.0 * q / (1.0 - q * q)).abs() < 1e-12, "{mae}");
+}
+
+#[test]
+fn report_compares_every_mechanism_and_the_population() {
+    let dir = scratch("report");
+    let out = tally(&format!(
+        "plan histogram --mechanism grr --buckets 16 --clients 5000 --epsilon 1 --delta 1e-8 \
+         --report {} --synthetic zipf:n=5000,domain=200,s=1.1",
+        dir.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json")).expect("plan.json"))
+            .expect("JSON");
+    let mechanisms = document["mechanisms"].as_array().expect("mechanisms");
+    assert_eq!(mechanisms.len(), 12);
+    for model in ["central model", "shuffle model", "local model"] {
+        assert!(html.contains(model), "{model}");
+    }
+    for outside in ["<script", "<link", "<img", "src=", "url("] {
+        assert!(
+            !html.contains(outside),
+            "the page loads something: {outside}"
+        );
+    }
+    let sweep = document["population"]["sweep"].as_array().expect("sweep");
+    assert_eq!(sweep.len(), 6);
+    let at_one = sweep.iter().find(|p| p["epsilon"] == 1.0).expect("ε = 1");
+    assert!(
+        at_one["sample_threshold"]["recall"]
+            .as_f64()
+            .expect("recall")
+            > 0.0
+    );
+    let grr = at_one["mean_absolute_error"]
+        .as_array()
+        .expect("errors")
+        .iter()
+        .find(|e| e["mechanism"] == "grr")
+        .expect("grr");
+    assert!(grr["mean_absolute_error"].as_f64().expect("error") > 0.0);
+}
+
+#[test]
+fn plan_refuses_what_the_histogram_refuses() {
+    let err = failure("plan histogram --mechanism grr --clients 1000 --epsilon 1 --delta 1e-8");
+    assert!(err.contains("needs a public domain"), "{err}");
+    let err = failure(
+        "plan histogram --mechanism grr --domain 16 --clients 1000 --epsilon 1 --delta 1e-8 --failure-probability 0.1",
+    );
+    assert!(err.contains("ghazi-count-min only"), "{err}");
+}
