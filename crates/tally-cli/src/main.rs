@@ -17,6 +17,7 @@ mod input;
 mod output;
 mod plan;
 mod plan_compose;
+mod plan_quantiles;
 mod plan_report_page;
 mod plan_report_triehh_page;
 mod plan_shuffle;
@@ -41,6 +42,7 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::Shuffle(args)) => plan_shuffle::run(&args),
         Command::Plan(PlanCommand::Compose(args)) => plan_compose::run(&args),
         Command::Plan(PlanCommand::TrieHhPlus(args)) => plan_triehh::run(&args),
+        Command::Plan(PlanCommand::Quantiles(args)) => plan_quantiles::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Quantiles(args) => quantiles::run_quantiles(&args),

@@ -1,0 +1,110 @@
+//! `tally plan quantiles`: the per-level sample-and-threshold parameters of a quantile release
+//! and its guarantee, as `tally quantiles` calibrates them.
+
+use anyhow::Result;
+use tally_accounting::Neighbours;
+use tally_accounting::sample_threshold::Analysis;
+use tally_cli::values_release::{self, QuantilesPlan, ValuesSettings};
+
+use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
+use crate::output::{guarantee_line, print_fields, print_json};
+use crate::quantiles::check_quantiles;
+
+pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
+    check_quantiles(&args.quantiles)?;
+    let plan = QuantilesPlan::solve(&settings(args), method(args), args.quantiles.len())?;
+    if args.privacy.json {
+        return Ok(print_json(&plan.document())?);
+    }
+    print_plan(&plan)
+}
+
+/// The algorithm the arguments name.
+fn method(args: &PlanQuantilesArgs) -> values_release::QuantileMethod {
+    match args.algorithm {
+        QuantileMethod::Hierarchical => values_release::QuantileMethod::Hierarchical,
+        QuantileMethod::BinarySearch => values_release::QuantileMethod::BinarySearch,
+    }
+}
+
+/// The settings `tally quantiles` would run with for the same options.
+fn settings(args: &PlanQuantilesArgs) -> ValuesSettings {
+    let neighbours = Neighbours::from(args.privacy.neighbours);
+    ValuesSettings {
+        epsilon: args.privacy.epsilon,
+        delta: args.delta,
+        target: round_target(args.sampling_rate, args.threshold),
+        analysis: Analysis::from(args.privacy.method),
+        neighbours,
+        composition: round_composition(args.composition, neighbours),
+        branching: args.branching,
+        levels: args.levels,
+        consistent: false,
+    }
+}
+
+/// The plan for people: its fields, then a row per level.
+fn print_plan(plan: &QuantilesPlan) -> Result<()> {
+    let mechanism = &plan.rounds.per_round;
+    let params = mechanism.params();
+    let (rate, threshold) = (params.sampling_rate(), params.threshold());
+    let (title, passes) = match plan.method {
+        values_release::QuantileMethod::Hierarchical => (
+            format!(
+                "quantiles plan: hierarchical histogram ({} levels, branching {})",
+                plan.levels, plan.branching
+            ),
+            "one tree answers every quantile".to_owned(),
+        ),
+        values_release::QuantileMethod::BinarySearch => (
+            format!(
+                "quantiles plan: binary search ({} rounds each)",
+                plan.levels
+            ),
+            format!("{} searches, one per quantile", plan.searches),
+        ),
+    };
+    print_fields(
+        &title,
+        &[
+            ("guarantee", guarantee_line(&plan.guarantee)),
+            ("target delta", format!("{:e}", plan.rounds.total_delta)),
+            (
+                "rounds",
+                format!(
+                    "{} ({passes}), composed {}",
+                    plan.rounds.rounds, plan.rounds.composition
+                ),
+            ),
+            ("per-round guarantee", guarantee_line(mechanism.guarantee())),
+            ("sampling rate", format!("{rate:.6} (every round)")),
+            ("threshold", format!("{threshold} (every round)")),
+            (
+                "smallest count shown",
+                format!(
+                    "{:.1} values in a bucket (threshold / rate)",
+                    threshold as f64 / rate
+                ),
+            ),
+        ],
+    )?;
+    println!();
+    println!(
+        "  {:>6}  {:>14}  {:>14}  {:>13}  {:>9}",
+        "level", "buckets", "bucket width", "sampling rate", "threshold"
+    );
+    for level in 1..=plan.levels {
+        // A binary search's round asks one question of two buckets, whatever its depth.
+        let buckets = match plan.method {
+            values_release::QuantileMethod::Hierarchical => u64::from(plan.branching)
+                .checked_pow(level)
+                .map_or_else(|| format!("{}^{level}", plan.branching), |b| b.to_string()),
+            values_release::QuantileMethod::BinarySearch => "2".to_owned(),
+        };
+        println!(
+            "  {level:>6}  {buckets:>14}  {:>14.6e}  {rate:>13.6}  {threshold:>9}",
+            plan.bucket_width(level),
+        );
+    }
+    Ok(())
+}
