@@ -698,6 +698,22 @@ pub(crate) struct PlanQuantilesArgs {
     /// replace-one].
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
+    /// the release curve of every level, the error of a released bucket, and with --input,
+    /// the probability that each level's buckets are released.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) report: Option<PathBuf>,
+    /// A file of numbers, one per line (`.gz` is decompressed), to predict a hierarchical
+    /// histogram's releases on (data the analyst may look at, e.g. a proxy); in [0, 1] unless
+    /// --min and --max are given.
+    #[arg(long, requires = "report")]
+    pub(crate) input: Option<PathBuf>,
+    /// Rescale --input from [MIN, MAX] to [0, 1] (with --max).
+    #[arg(long, allow_negative_numbers = true, requires_all = ["max", "input"])]
+    pub(crate) min: Option<f64>,
+    /// The upper end of the range to rescale --input from (with --min).
+    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    pub(crate) max: Option<f64>,
 }
 
 #[derive(Debug, Args)]

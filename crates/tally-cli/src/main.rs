@@ -19,6 +19,7 @@ mod plan;
 mod plan_compose;
 mod plan_quantiles;
 mod plan_report_page;
+mod plan_report_quantiles_page;
 mod plan_report_triehh_page;
 mod plan_shuffle;
 mod plan_triehh;

@@ -1,22 +1,71 @@
 //! `tally plan quantiles`: the per-level sample-and-threshold parameters of a quantile release
 //! and its guarantee, as `tally quantiles` calibrates them.
 
-use anyhow::Result;
+use std::path::Path;
+
+use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
+use tally_cli::quantiles_report::{self, KnownValues};
 use tally_cli::values_release::{self, QuantilesPlan, ValuesSettings};
+use tally_core::quantiles::TreeShape;
+use tally_sim::{CountedValues, ValueRange};
 
 use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
-use crate::output::{guarantee_line, print_fields, print_json};
-use crate::quantiles::check_quantiles;
+use crate::output::{Stage, guarantee_line, print_fields, print_json};
+use crate::plan_report_quantiles_page;
+use crate::quantiles::{check_quantiles, values_error};
 
 pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
     check_quantiles(&args.quantiles)?;
     let plan = QuantilesPlan::solve(&settings(args), method(args), args.quantiles.len())?;
+    if let Some(dir) = &args.report {
+        write_report(&plan, args, dir)?;
+    }
     if args.privacy.json {
         return Ok(print_json(&plan.document())?);
     }
     print_plan(&plan)
+}
+
+/// Builds the report of `plan`, on the numbers of `--input` counted in its tree, and writes
+/// it.
+fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> Result<()> {
+    let counted = match &args.input {
+        None => None,
+        Some(input) => {
+            if plan.method != values_release::QuantileMethod::Hierarchical {
+                bail!(
+                    "--input predicts a hierarchical histogram's releases: a binary search's \
+                     rounds depend on the earlier ones; drop --input or use --algorithm \
+                     hierarchical"
+                );
+            }
+            let shape = TreeShape::new(plan.branching, plan.levels)?;
+            if !CountedValues::fits(shape) {
+                bail!(
+                    "--input: a tree of {} leaves is too large to count the values in; use \
+                     fewer --levels",
+                    shape.leaves()
+                );
+            }
+            let range = match (args.min, args.max) {
+                (Some(min), Some(max)) => Some(ValueRange::new(min, max)?),
+                _ => None,
+            };
+            let stage = Stage::start(format!("counting the values of {}", input.display()));
+            let counted = CountedValues::from_file(input, range, shape, &stage.bytes_read())
+                .map_err(values_error)?;
+            drop(stage);
+            Some(counted)
+        }
+    };
+    let known = counted.as_ref().map(|c| KnownValues {
+        description: c.description(),
+        leaves: c.leaves(),
+    });
+    let report = quantiles_report::build(plan.clone(), known);
+    plan_report_quantiles_page::write(&report, dir)
 }
 
 /// The algorithm the arguments name.

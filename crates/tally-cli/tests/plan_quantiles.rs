@@ -1,15 +1,27 @@
 //! `tally plan quantiles`: the plan's rounds and guarantee are those `tally quantiles` runs
-//! with for the same options.
+//! with for the same options; its report, and the report's prediction on a population against
+//! simulated releases.
 
 #[allow(dead_code)] // `failure` is not needed here.
 mod common;
+mod report_files;
 
 use common::{json, tally, temp_file};
+use report_files::{scratch, written_report};
+use tally_accounting::Neighbours;
+use tally_accounting::composition::Composition;
+use tally_accounting::key_selection::KeySelection;
+use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
+use tally_cli::quantiles_report::predict_levels;
+use tally_cli::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
+use tally_core::quantiles::{HierarchicalConfig, HierarchicalHistogram, TreeShape};
+use tally_sim::{CountedValues, Values, run_hierarchical_counted};
 
-/// 20 000 numbers spread over [0, 1], enough for every level-1 bucket to be released.
+/// 20 480 numbers spread evenly over [0, 1] (80 in each of 256 equal buckets), enough for
+/// every level-1 bucket to be released.
 fn values_file() -> std::path::PathBuf {
-    let text: String = (0..20_000u64)
-        .map(|i| format!("{}\n", (i * 7919 % 20_000) as f64 / 20_000.0))
+    let text: String = (0..20_480u64)
+        .map(|i| format!("{}\n", (i * 7919 % 20_480) as f64 / 20_480.0))
         .collect();
     temp_file("plan-quantiles-values.txt", text.as_bytes())
 }
@@ -92,5 +104,141 @@ fn plan_prints_every_level_and_refuses_what_the_release_refuses() {
         "plan quantiles --epsilon 1 --delta 1e-8 --sampling-rate 0.9",
     ] {
         assert!(!tally(refused).status.success(), "{refused}");
+    }
+}
+
+/// The report's files: the plan, the per-level release curve with its marks, and with
+/// `--input` the prediction per level.
+#[test]
+fn report_is_written_with_its_figures_and_levels() {
+    let input = values_file();
+    let dir = scratch("plan-report-quantiles");
+    let options = "plan quantiles --epsilon 1 --delta 1e-8 --levels 4";
+    let (html, report) = written_report(
+        &format!(
+            "{options} --report {} --input {}",
+            dir.display(),
+            input.display()
+        ),
+        &dir,
+    );
+    // Two figures inline: the release curve and the relative error.
+    assert_eq!(html.matches("<svg").count(), 2, "figures");
+    assert_eq!(report["plan"], json(&format!("{options} --json")));
+    let selection = KeySelection::SampleThreshold(
+        SampleThresholdParams::new(
+            report["plan"]["sampling_rate"].as_f64().unwrap(),
+            report["plan"]["threshold"].as_u64().unwrap(),
+        )
+        .unwrap(),
+    );
+    let level = &report["per_level"];
+    assert_eq!(level["release_50"].as_u64(), selection.release_point(0.5));
+    assert_eq!(level["release_95"].as_u64(), selection.release_point(0.95));
+    let levels = report["population"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 4);
+    // 20 480 values spread evenly: level ℓ has 4^ℓ buckets of 20 480/4^ℓ values.
+    for (l, prediction) in (1..).zip(levels) {
+        let buckets = 4u64.pow(l);
+        let p = selection.release_probability(20_480 / buckets);
+        assert_eq!(prediction["occupied_buckets"], buckets);
+        let released = prediction["expected_released"].as_f64().unwrap();
+        assert!((released - buckets as f64 * p).abs() < 1e-9 * buckets as f64);
+    }
+    assert!(report["summary"].as_str().unwrap().contains("1/4^4"));
+    // A binary search's rounds depend on the earlier ones: no prediction on a population.
+    let refused = tally(&format!(
+        "{options} --algorithm binary-search --report {} --input {}",
+        dir.display(),
+        input.display()
+    ));
+    assert!(!refused.status.success());
+    // A population without a report is refused.
+    assert!(
+        !tally(&format!("{options} --input {}", input.display()))
+            .status
+            .success()
+    );
+}
+
+/// Values whose density falls from the left end, so that the buckets of the finer levels hold
+/// counts on both sides of the release point.
+fn skewed_values(n: u32) -> Values {
+    let values = (0..n)
+        .map(|i| (f64::from(i) / f64::from(n)).powi(2))
+        .collect();
+    Values::from_unit_values(values, "squares of evenly spread numbers").expect("values")
+}
+
+/// The predicted number of buckets released and share of the values counted at every level,
+/// against the means of 200 simulated hierarchical histograms (seeds 0..200): within two
+/// standard errors.
+#[test]
+fn predicted_levels_match_simulated_releases() {
+    let settings = ValuesSettings {
+        epsilon: 1.0,
+        delta: 1e-8,
+        target: PlanTarget::MinReleasedCount,
+        analysis: Analysis::Tight,
+        neighbours: Neighbours::AddRemove,
+        composition: Composition::Tight,
+        branching: 4,
+        levels: 4,
+        consistent: false,
+    };
+    let plan = QuantilesPlan::solve(&settings, QuantileMethod::Hierarchical, 1).expect("plan");
+    let shape = TreeShape::new(4, 4).unwrap();
+    let counted = CountedValues::from_values(&skewed_values(12_000), shape);
+    let clients = counted.clients() as f64;
+    let selection = KeySelection::SampleThreshold(*plan.rounds.per_round.params());
+    let predicted = predict_levels(counted.leaves(), 4, &selection);
+    // The finer levels are uncertain: several buckets are released with probability far from
+    // 0 and 1.
+    let bucket_counts = |level: u32| -> Vec<u64> {
+        let width = 4usize.pow(4 - level);
+        counted
+            .leaves()
+            .chunks(width)
+            .map(|c| c.iter().sum())
+            .collect()
+    };
+    for level in [3, 4] {
+        let uncertain = bucket_counts(level)
+            .iter()
+            .map(|&c| selection.release_probability(c))
+            .filter(|&p| p > 0.05 && p < 0.95)
+            .count();
+        assert!(uncertain >= 5, "level {level}: {uncertain}");
+    }
+    let task =
+        HierarchicalHistogram::new(HierarchicalConfig::planned(shape, &plan.rounds)).expect("task");
+    let runs = 200;
+    let mut released = vec![Vec::new(); 4];
+    let mut shares = vec![Vec::new(); 4];
+    for seed in 0..runs {
+        let release = run_hierarchical_counted(&counted, task.clone(), seed);
+        for level in 1..=4u32 {
+            let counts = bucket_counts(level);
+            let cells = release.released(level);
+            released[level as usize - 1].push(cells.len() as f64);
+            let counted_values: u64 = cells.iter().map(|c| counts[c.item as usize]).sum();
+            shares[level as usize - 1].push(counted_values as f64 / clients);
+        }
+    }
+    for (prediction, (released, shares)) in predicted.iter().zip(released.iter().zip(&shares)) {
+        for (what, expected, draws) in [
+            ("buckets released", prediction.expected_released, released),
+            ("share counted", prediction.expected_share, shares),
+        ] {
+            let mean = draws.iter().sum::<f64>() / runs as f64;
+            let variance =
+                draws.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (runs as f64 - 1.0);
+            let standard_error = (variance / runs as f64).sqrt();
+            assert!(
+                (mean - expected).abs() <= 2.0 * standard_error + 1e-12,
+                "level {} {what}: predicted {expected}, simulated {mean} ± {standard_error}",
+                prediction.level
+            );
+        }
     }
 }
