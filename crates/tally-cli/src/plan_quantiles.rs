@@ -1,6 +1,7 @@
 //! `tally plan quantiles`: the per-level sample-and-threshold parameters of a quantile release
 //! and its guarantee, as `tally quantiles` calibrates them.
 
+use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::{Result, bail};
@@ -137,11 +138,13 @@ fn print_plan(plan: &QuantilesPlan) -> Result<()> {
             ),
         ],
     )?;
-    println!();
-    println!(
+    let mut out = io::stdout().lock();
+    writeln!(out)?;
+    writeln!(
+        out,
         "  {:>6}  {:>14}  {:>14}  {:>13}  {:>9}",
         "level", "buckets", "bucket width", "sampling rate", "threshold"
-    );
+    )?;
     for level in 1..=plan.levels {
         // A binary search's round asks one question of two buckets, whatever its depth.
         let buckets = match plan.method {
@@ -150,10 +153,11 @@ fn print_plan(plan: &QuantilesPlan) -> Result<()> {
                 .map_or_else(|| format!("{}^{level}", plan.branching), |b| b.to_string()),
             values_release::QuantileMethod::BinarySearch => "2".to_owned(),
         };
-        println!(
+        writeln!(
+            out,
             "  {level:>6}  {buckets:>14}  {:>14.6e}  {rate:>13.6}  {threshold:>9}",
             plan.bucket_width(level),
-        );
+        )?;
     }
     Ok(())
 }

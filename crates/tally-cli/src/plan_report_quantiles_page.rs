@@ -11,7 +11,7 @@ use tally_cli::values_release::QuantileMethod;
 use tally_repro::figures::GridPlot;
 
 use crate::plan_report_page::{
-    count_cell, escape, inline_svg, page_start, relative_error_figure, release_curves_figure,
+    count_cell, escape, inline_svg, page_start, round_error_figure, round_release_figure,
     write_documents,
 };
 
@@ -23,27 +23,33 @@ pub(crate) fn write(report: &QuantilesReport, dir: &Path) -> Result<()> {
 /// The whole page.
 fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
     let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
-    let (plan, level) = (&report.plan, &report.level);
+    let (plan, level) = (&report.plan, &report.level.calibrated);
     let mut html = page_start(
         "tally plan: what a quantile release will resolve",
         &report.summary,
         &plan.document(),
     )?;
-    let rounds = match plan.method {
-        QuantileMethod::Hierarchical => format!(
-            "Level ℓ of the tree splits the range into {}<sup>ℓ</sup> equal buckets; every \
+    let (unit, rounds) = match plan.method {
+        QuantileMethod::Hierarchical => (
+            "level",
+            format!(
+                "Level ℓ of the tree splits the range into {}<sup>ℓ</sup> equal buckets; every \
              client reports its value's bucket at every level",
-            plan.branching
+                plan.branching
+            ),
         ),
-        QuantileMethod::BinarySearch => format!(
-            "Each of the {} searches asks {} rounds of two buckets (at or below the split, \
+        QuantileMethod::BinarySearch => (
+            "round",
+            format!(
+                "Each of the {} searches asks {} rounds of two buckets (at or below the split, \
              above it), halving its interval every round",
-            plan.searches, plan.levels
+                plan.searches, plan.levels
+            ),
         ),
     };
     write!(
         html,
-        "<h2>Release curve of every level</h2>\n<p>{rounds}. Every round is one \
+        "<h2>Release curve of every {unit}</h2>\n<p>{rounds}. Every round is one \
          sample-and-threshold histogram ({}) with fresh coins, so a bucket holding <i>c</i> \
          values is released with the probability below, exact from the binomial law: half \
          the time from {} values, 95% from {}, 99.9% from {}.</p>\n<figure>{}</figure>\n",
@@ -52,14 +58,13 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
         count_cell(level.marked[1]),
         count_cell(level.release_999),
         svg(
-            &release_curves_figure(
+            &round_release_figure(
                 format!(
-                    "One level's release probability ({} rounds, ε = {:.4}, δ = {:e} in all); \
+                    "One {unit}'s release probability ({} rounds, ε = {:.4}, δ = {:e} in all); \
                      dots at 50% and 95%",
                     plan.rounds.rounds, plan.guarantee.epsilon, plan.guarantee.delta
                 ),
-                std::slice::from_ref(level),
-                std::slice::from_ref(&report.release_curve),
+                &report.level,
             ),
             "release-curve.svg"
         )?
@@ -69,13 +74,7 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
         "<h2>Error of a released bucket</h2>\n<p>A released bucket's estimate is its sampled \
          count divided by the sampling rate; a suppressed bucket counts 0.</p>\n\
          <figure>{}</figure>\n",
-        svg(
-            &relative_error_figure(
-                std::slice::from_ref(level),
-                std::slice::from_ref(&report.relative_error)
-            ),
-            "relative-error.svg"
-        )?
+        svg(&round_error_figure(&report.level), "relative-error.svg")?
     )?;
 
     html += "<h2>The levels</h2>\n";

@@ -18,9 +18,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use tally_accounting::key_selection::KeySelection;
 
-use crate::plan_report::{
-    Calibrated, count_text, parameters_json, parameters_text, relative_error_curve, release_curve,
-};
+use crate::plan_report::{Calibrated, RoundCurves, count_text, parameters_text};
 use crate::values_release::{QuantileMethod, QuantilesPlan};
 
 /// What one level of a hierarchical histogram is expected to release on a population.
@@ -118,12 +116,8 @@ pub fn predict_levels(
 pub struct QuantilesReport {
     /// The plan.
     pub plan: QuantilesPlan,
-    /// The round every level runs, with its marked counts.
-    pub level: Calibrated,
-    /// Its release curve `(c, P[released | c])`.
-    pub release_curve: Vec<(u64, f64)>,
-    /// Its expected relative error `(c, E[|estimate − c|/c | released])`.
-    pub relative_error: Vec<(u64, f64)>,
+    /// The round every level runs: its marked counts, release curve and relative error.
+    pub level: RoundCurves,
     /// The prediction on a population of numbers (hierarchical histograms only).
     pub population: Option<ValuesPrediction>,
     /// The plain-language summary.
@@ -142,21 +136,16 @@ pub struct KnownValues<'a> {
 /// Builds the report of `plan`, predicting on `values` (counted in the plan's tree).
 pub fn build(plan: QuantilesPlan, values: Option<KnownValues<'_>>) -> QuantilesReport {
     let selection = KeySelection::SampleThreshold(*plan.rounds.per_round.params());
-    let level = Calibrated::new("S&T per level", selection);
-    let curve_max = level.release_999.unwrap_or(1);
-    let release_curve = release_curve(&level.selection, curve_max);
-    let relative_error = relative_error_curve(&level.selection, curve_max);
+    let level = RoundCurves::new("S&T per level", selection);
     let population = values.map(|known| ValuesPrediction {
         description: known.description.to_owned(),
         clients: known.leaves.iter().sum(),
         levels: predict_levels(known.leaves, plan.branching, &selection),
     });
-    let summary = summary(&plan, &level, population.as_ref());
+    let summary = summary(&plan, &level.calibrated, population.as_ref());
     QuantilesReport {
         plan,
         level,
-        release_curve,
-        relative_error,
         population,
         summary,
     }
@@ -244,14 +233,7 @@ impl QuantilesReport {
         });
         json!({
             "plan": self.plan.document(),
-            "per_level": {
-                "parameters": parameters_json(&self.level.selection),
-                "release_50": self.level.marked[0],
-                "release_95": self.level.marked[1],
-                "release_999": self.level.release_999,
-                "release_curve": self.release_curve,
-                "relative_error": self.relative_error,
-            },
+            "per_level": self.level.document(),
             "population": population,
             "summary": self.summary,
         })
