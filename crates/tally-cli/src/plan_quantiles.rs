@@ -140,10 +140,14 @@ fn print_plan(plan: &QuantilesPlan) -> Result<()> {
     )?;
     let mut out = io::stdout().lock();
     writeln!(out)?;
+    let (unit, width) = match plan.method {
+        values_release::QuantileMethod::Hierarchical => ("level", "bucket width"),
+        values_release::QuantileMethod::BinarySearch => ("round", "interval width"),
+    };
     writeln!(
         out,
-        "  {:>6}  {:>14}  {:>14}  {:>13}  {:>9}",
-        "level", "buckets", "bucket width", "sampling rate", "threshold"
+        "  {unit:>6}  {:>14}  {width:>14}  {:>13}  {:>9}",
+        "buckets", "sampling rate", "threshold"
     )?;
     for level in 1..=plan.levels {
         // A binary search's round asks one question of two buckets, whatever its depth.

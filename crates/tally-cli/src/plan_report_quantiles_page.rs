@@ -77,7 +77,7 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
         svg(&round_error_figure(&report.level), "relative-error.svg")?
     )?;
 
-    html += "<h2>The levels</h2>\n";
+    writeln!(html, "<h2>The {unit}s</h2>")?;
     if let Some(prediction) = &report.population {
         write!(
             html,
@@ -112,7 +112,11 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
             100.0 * prediction.suppressed_share_bound()
         )?;
     } else {
-        html += "<table><tr><th>level</th><th>bucket width (share of the range)</th></tr>";
+        let width = match plan.method {
+            QuantileMethod::Hierarchical => "bucket width (share of the range)",
+            QuantileMethod::BinarySearch => "interval width after the round (share of the range)",
+        };
+        write!(html, "<table><tr><th>{unit}</th><th>{width}</th></tr>")?;
         for l in 1..=plan.levels {
             write!(
                 html,
