@@ -657,6 +657,10 @@ pub(crate) enum PlanCommand {
     /// A mechanism over a public domain: its calibration and guarantee, and the error of one
     /// element's estimate across counts, beside every other such mechanism with --report.
     Histogram(PlanHistogramArgs),
+    /// Quantiles: the per-level sampling rate and threshold of a hierarchical histogram or of
+    /// binary searches, as `tally quantiles` calibrates them, and the release's guarantee.
+    #[command(mut_arg("method", rename_analysis))]
+    Quantiles(PlanQuantilesArgs),
 }
 
 #[derive(Debug, Args)]
@@ -676,6 +680,62 @@ pub(crate) struct PlanHistogramArgs {
     pub(crate) delta: f64,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct PlanQuantilesArgs {
+    /// The algorithm (binary search spends --levels rounds per quantile).
+    #[arg(long, value_enum, default_value = "hierarchical")]
+    pub(crate) algorithm: QuantileMethod,
+    /// The quantiles to estimate, comma separated, each in [0, 1] (binary search runs one
+    /// search per quantile).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        allow_negative_numbers = true,
+        default_values_t = crate::quantiles::DEFAULT_QUANTILES
+    )]
+    pub(crate) quantiles: Vec<f64>,
+    /// Branching factor β of the hierarchical histogram.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) branching: u32,
+    /// Levels L of the hierarchical histogram (its resolution is β^(−L)); with
+    /// --algorithm binary-search, the rounds h of each search (resolution 2^(−h)).
+    #[arg(long, default_value_t = 10)]
+    pub(crate) levels: u32,
+    #[command(flatten)]
+    pub(crate) privacy: PrivacyArgs,
+    /// Target δ in (0, 1) for the whole release.
+    #[arg(long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
+    /// round's share of (ε, δ).
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
+    /// round's share of (ε, δ).
+    #[arg(long)]
+    pub(crate) threshold: Option<u64>,
+    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
+    /// replace-one].
+    #[arg(long, value_enum)]
+    pub(crate) composition: Option<CompositionArg>,
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
+    /// the release curve of every level, the error of a released bucket, and with --input,
+    /// the probability that each level's buckets are released.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) report: Option<PathBuf>,
+    /// A file of numbers, one per line (`.gz` is decompressed), to predict a hierarchical
+    /// histogram's releases on (data the analyst may look at, e.g. a proxy); in [0, 1] unless
+    /// --min and --max are given.
+    #[arg(long, requires = "report")]
+    pub(crate) input: Option<PathBuf>,
+    /// Rescale --input from [MIN, MAX] to [0, 1] (with --max).
+    #[arg(long, allow_negative_numbers = true, requires_all = ["max", "input"])]
+    pub(crate) min: Option<f64>,
+    /// The upper end of the range to rescale --input from (with --min).
+    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    pub(crate) max: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -891,11 +951,7 @@ impl ReleaseArgs {
     /// What the S&T planner solves for: the given rate or threshold, or the pair with the
     /// smallest count a release can show.
     pub(crate) fn target(&self) -> PlanTarget {
-        match (self.sampling_rate, self.threshold) {
-            (Some(rate), _) => PlanTarget::SamplingRate(rate),
-            (None, Some(threshold)) => PlanTarget::Threshold(threshold),
-            (None, None) => PlanTarget::MinReleasedCount,
-        }
+        round_target(self.sampling_rate, self.threshold)
     }
 
     /// The given seed, or one drawn from the operating system (and never printed).
@@ -909,6 +965,16 @@ impl ReleaseArgs {
             || "none (operating-system randomness)".to_owned(),
             |s| s.to_string(),
         )
+    }
+}
+
+/// What the S&T planner solves each round for: the given `sampling_rate` or `threshold`, or
+/// the pair with the smallest count a release can show.
+pub(crate) fn round_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> PlanTarget {
+    match (sampling_rate, threshold) {
+        (Some(rate), _) => PlanTarget::SamplingRate(rate),
+        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+        (None, None) => PlanTarget::MinReleasedCount,
     }
 }
 

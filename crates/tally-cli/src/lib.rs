@@ -6,6 +6,7 @@ pub mod compose_plan;
 pub mod domain_plan;
 pub mod plan_document;
 pub mod plan_report;
+pub mod quantiles_report;
 pub mod sample_threshold_release;
 pub mod shuffle_plan;
 pub mod triehh_plus_plan;

@@ -19,7 +19,9 @@ mod plan;
 mod plan_compose;
 mod plan_histogram;
 mod plan_histogram_page;
+mod plan_quantiles;
 mod plan_report_page;
+mod plan_report_quantiles_page;
 mod plan_report_triehh_page;
 mod plan_shuffle;
 mod plan_triehh;
@@ -44,6 +46,7 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::Compose(args)) => plan_compose::run(&args),
         Command::Plan(PlanCommand::TrieHhPlus(args)) => plan_triehh::run(&args),
         Command::Plan(PlanCommand::Histogram(args)) => plan_histogram::run(&args),
+        Command::Plan(PlanCommand::Quantiles(args)) => plan_quantiles::run(&args),
         Command::Histogram(args) => histogram::run(&args),
         Command::HeavyHitters(args) => heavy_hitters::run(&args),
         Command::Quantiles(args) => quantiles::run_quantiles(&args),

@@ -108,6 +108,44 @@ impl Calibrated {
     }
 }
 
+/// The round every level of a multi-round plan runs: its selection with its marked counts, its
+/// release curve up to its 99.9% point and its expected relative error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundCurves {
+    /// The selection with its marked counts.
+    pub calibrated: Calibrated,
+    /// Its release curve `(c, P[released | c])`.
+    pub release_curve: Vec<(u64, f64)>,
+    /// Its expected relative error `(c, E[|estimate − c|/c | released])`.
+    pub relative_error: Vec<(u64, f64)>,
+}
+
+impl RoundCurves {
+    /// The curves of `selection` named `name`.
+    pub fn new(name: &'static str, selection: KeySelection) -> Self {
+        let calibrated = Calibrated::new(name, selection);
+        let curve_max = calibrated.release_999.unwrap_or(1);
+        Self {
+            release_curve: release_curve(&selection, curve_max),
+            relative_error: relative_error_curve(&selection, curve_max),
+            calibrated,
+        }
+    }
+
+    /// The round as `plan.json` lists it.
+    pub fn document(&self) -> Value {
+        let round = &self.calibrated;
+        json!({
+            "parameters": parameters_json(&round.selection),
+            "release_50": round.marked[0],
+            "release_95": round.marked[1],
+            "release_999": round.release_999,
+            "release_curve": self.release_curve,
+            "relative_error": self.relative_error,
+        })
+    }
+}
+
 /// The release curve of `selection`: `(c, P[released | c])` at counts spread evenly over
 /// `0..=max`.
 pub fn release_curve(selection: &KeySelection, max: u64) -> Vec<(u64, f64)> {

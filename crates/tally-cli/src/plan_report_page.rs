@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use tally_cli::plan_report::{Calibrated, PlanReport, parameters_text};
+use tally_cli::plan_report::{Calibrated, PlanReport, RoundCurves, parameters_text};
 use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
 
 /// The size of a report figure's one panel: the page's width.
@@ -115,6 +115,24 @@ pub(crate) fn release_curves_figure(
         }]],
         panel_size: FIGURE_SIZE,
     }
+}
+
+/// The release curve of the round `curves` every level runs, titled `title`, with its 50% and
+/// 95% points as dots.
+pub(crate) fn round_release_figure(title: String, curves: &RoundCurves) -> GridPlot {
+    release_curves_figure(
+        title,
+        std::slice::from_ref(&curves.calibrated),
+        std::slice::from_ref(&curves.release_curve),
+    )
+}
+
+/// The expected relative error of the round `curves` every level runs.
+pub(crate) fn round_error_figure(curves: &RoundCurves) -> GridPlot {
+    relative_error_figure(
+        std::slice::from_ref(&curves.calibrated),
+        std::slice::from_ref(&curves.relative_error),
+    )
 }
 
 fn error_figure(report: &PlanReport) -> GridPlot {

@@ -11,7 +11,7 @@ use tally_repro::figures::{GridPlot, Panel, YAxis};
 
 use crate::plan_report_page::{
     FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_start,
-    relative_error_figure, release_curves_figure, write_documents,
+    round_error_figure, round_release_figure, write_documents,
 };
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
@@ -78,7 +78,7 @@ fn sweep_figures(sweep: &TrieSweep) -> Vec<GridPlot> {
 /// The whole page.
 fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
     let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
-    let level = &report.level;
+    let level = &report.level.calibrated;
     let mut html = page_start(
         "tally plan: what TrieHH++ heavy hitters will find",
         &report.summary,
@@ -97,14 +97,13 @@ fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
         count_cell(level.marked[1]),
         count_cell(level.release_999),
         svg(
-            &release_curves_figure(
+            &round_release_figure(
                 format!(
                     "One level's release probability ({} levels, ε = {}, δ = {:e} in all); \
                      dots at 50% and 95%",
                     report.plan.levels, report.plan.epsilon, report.plan.delta
                 ),
-                std::slice::from_ref(level),
-                std::slice::from_ref(&report.release_curve),
+                &report.level,
             ),
             "release-curve.svg"
         )?
@@ -114,13 +113,7 @@ fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
         "<h2>Error of a released estimate</h2>\n<p>A released prefix's estimate is its \
          sampled count divided by the sampling rate; a found word's estimate is its terminal \
          prefix's.</p>\n<figure>{}</figure>\n",
-        svg(
-            &relative_error_figure(
-                std::slice::from_ref(level),
-                std::slice::from_ref(&report.relative_error)
-            ),
-            "relative-error.svg"
-        )?
+        svg(&round_error_figure(&report.level), "relative-error.svg")?
     )?;
 
     if let Some(sweep) = &report.population {

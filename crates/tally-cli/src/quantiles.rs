@@ -190,7 +190,7 @@ pub(crate) fn load_values(common: &ValuesArgs) -> Result<Values> {
 }
 
 /// A values error, pointing at `--min` and `--max` when rescaling would help.
-fn values_error(error: ValuesError) -> anyhow::Error {
+pub(crate) fn values_error(error: ValuesError) -> anyhow::Error {
     match values_release::rescaling_hint(&error) {
         Some(message) => anyhow!(message),
         None => error.into(),

@@ -22,8 +22,7 @@ use tally_accounting::key_selection::KeySelection;
 use tally_core::heavy_hitters::{PrefixRound, TERMINATOR};
 
 use crate::plan_report::{
-    Calibrated, count_text, parameters_json, parameters_text, relative_error_curve, release_curve,
-    sweep_epsilons,
+    Calibrated, RoundCurves, count_text, parameters_json, parameters_text, sweep_epsilons,
 };
 use crate::triehh_plus_plan::TriePlusPlan;
 
@@ -200,12 +199,8 @@ pub struct TriePlusReport {
     pub plan: TriePlusPlan,
     /// Characters added per level `g`.
     pub segment: usize,
-    /// One level's selection with its marked counts.
-    pub level: Calibrated,
-    /// One level's release curve `(c, P[released | c])`.
-    pub release_curve: Vec<(u64, f64)>,
-    /// One level's expected relative error `(c, E[|estimate − c|/c | released])`.
-    pub relative_error: Vec<(u64, f64)>,
+    /// One level's selection with its marked counts, release curve and relative error.
+    pub level: RoundCurves,
     /// The population sweep, with a population.
     pub population: Option<TrieSweep>,
     /// The plain-language summary.
@@ -242,18 +237,13 @@ pub fn build(
     target: SweepTarget,
     words: Option<KnownWords<'_>>,
 ) -> TriePlusReport {
-    let level = Calibrated::new("S&T per level", KeySelection::SampleThreshold(plan.params));
-    let curve_max = level.release_999.unwrap_or(1);
-    let release_curve = release_curve(&level.selection, curve_max);
-    let relative_error = relative_error_curve(&level.selection, curve_max);
+    let level = RoundCurves::new("S&T per level", KeySelection::SampleThreshold(plan.params));
     let population = words.map(|known| sweep(&plan, segment, target, known));
-    let summary = summary(&plan, segment, &level, population.as_ref());
+    let summary = summary(&plan, segment, &level.calibrated, population.as_ref());
     TriePlusReport {
         plan,
         segment,
         level,
-        release_curve,
-        relative_error,
         population,
         summary,
     }
@@ -394,14 +384,7 @@ impl TriePlusReport {
         json!({
             "plan": self.plan.document(),
             "segment": self.segment,
-            "per_level": {
-                "parameters": parameters_json(&self.level.selection),
-                "release_50": self.level.marked[0],
-                "release_95": self.level.marked[1],
-                "release_999": self.level.release_999,
-                "release_curve": self.release_curve,
-                "relative_error": self.relative_error,
-            },
+            "per_level": self.level.document(),
             "population": population,
             "summary": self.summary,
         })

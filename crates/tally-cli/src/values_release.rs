@@ -1,7 +1,7 @@
 //! Quantiles and range counts of numbers by sample-and-threshold, and their documents, as
 //! `tally quantiles --json` and `tally range --json` print them.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_accounting::{Guarantee, Neighbours};
@@ -10,6 +10,7 @@ use tally_core::quantiles::{
     BinarySearchConfig, BinarySearchQuantile, HierarchicalConfig, HierarchicalHistogram,
     HierarchicalRelease, MAX_SEARCH_ROUNDS, TreeShape,
 };
+use tally_core::task::Task;
 use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease, RangeRelease};
 use tally_server::document;
 use tally_sim::{
@@ -238,30 +239,16 @@ pub fn quantiles<E: From<ValuesReleaseError>>(
             truth,
         ),
         QuantileMethod::BinarySearch => {
-            if settings.consistent {
-                return Err(ValuesReleaseError::Invalid(
-                    "--consistent applies to --method hierarchical only".to_owned(),
-                )
-                .into());
-            }
             let searches = quantiles.len();
-            let rounds = settings.levels as usize;
-            if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
-                return Err(ValuesReleaseError::Invalid(format!(
-                    "invalid --levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} \
-                     rounds"
-                ))
-                .into());
-            }
-            let plan = plan(settings, rounds * searches)?;
-            let config = |quantile| BinarySearchConfig::planned(quantile, rounds, &plan);
+            let BinarySearches {
+                plan,
+                rounds,
+                guarantee,
+            } = BinarySearches::prepare(settings, searches)?;
             let tasks = quantiles
                 .iter()
-                .map(|&q| BinarySearchQuantile::new(config(q)))
+                .map(|&q| BinarySearchQuantile::new(BinarySearchConfig::planned(q, rounds, &plan)))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(ValuesReleaseError::from)?;
-            let guarantee = config(0.5)
-                .guarantee_of(searches)
                 .map_err(ValuesReleaseError::from)?;
             let values = load()?;
             let results = run_binary_searches(&values, tasks, ExecutionPath::default(), seed);
@@ -461,6 +448,133 @@ pub fn quantiles_document(
         input: input.to_owned(),
         quantiles: rows,
         seed,
+    }
+}
+
+/// The binary searches of a quantile release, planned before any data is read.
+struct BinarySearches {
+    plan: RoundPlan,
+    rounds: usize,
+    guarantee: Guarantee,
+}
+
+impl BinarySearches {
+    /// Validates the rounds and calibrates them for `searches` searches of `settings.levels`
+    /// rounds each, all composed.
+    fn prepare(settings: &ValuesSettings, searches: usize) -> Result<Self, ValuesReleaseError> {
+        if settings.consistent {
+            return Err(ValuesReleaseError::Invalid(
+                "--consistent applies to --method hierarchical only".to_owned(),
+            ));
+        }
+        let rounds = settings.levels as usize;
+        if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+            return Err(ValuesReleaseError::Invalid(format!(
+                "invalid --levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds"
+            )));
+        }
+        let plan = plan(settings, rounds * searches)?;
+        let guarantee = BinarySearchConfig::planned(0.5, rounds, &plan).guarantee_of(searches)?;
+        Ok(Self {
+            plan,
+            rounds,
+            guarantee,
+        })
+    }
+}
+
+/// How a quantile release is calibrated, before any data is read: the rounds, the
+/// sample-and-threshold mechanism every round runs, and the guarantee of them all, as
+/// [`quantiles`] plans them.
+#[derive(Clone, Debug)]
+pub struct QuantilesPlan {
+    /// The algorithm.
+    pub method: QuantileMethod,
+    /// The levels of the tree, or the rounds of each binary search.
+    pub levels: u32,
+    /// The branching factor of each level: `β` for the tree, 2 for a binary search.
+    pub branching: u32,
+    /// The number of passes over the levels: 1 for the tree, one per quantile for binary
+    /// searches.
+    pub searches: usize,
+    /// The calibration of the rounds, all `levels·searches` of them composed.
+    pub rounds: RoundPlan,
+    /// The guarantee of the whole release.
+    pub guarantee: Guarantee,
+}
+
+impl QuantilesPlan {
+    /// Plans the release `settings` describe with `method`, for `searches` quantiles (each a
+    /// search of its own with [`QuantileMethod::BinarySearch`]; the tree answers any number at
+    /// once).
+    ///
+    /// # Errors
+    ///
+    /// As [`quantiles`] refuses the settings: an invalid tree or number of rounds,
+    /// `consistent` with binary searches, or whatever the planner and the accountant reject.
+    pub fn solve(
+        settings: &ValuesSettings,
+        method: QuantileMethod,
+        searches: usize,
+    ) -> Result<Self, ValuesReleaseError> {
+        match method {
+            QuantileMethod::Hierarchical => {
+                let run = Hierarchical::prepare(settings)?;
+                Ok(Self {
+                    method,
+                    levels: run.shape.levels(),
+                    branching: run.shape.branching(),
+                    searches: 1,
+                    guarantee: run.task.guarantee().clone(),
+                    rounds: run.plan,
+                })
+            }
+            QuantileMethod::BinarySearch => {
+                let searches_plan = BinarySearches::prepare(settings, searches)?;
+                Ok(Self {
+                    method,
+                    levels: settings.levels,
+                    branching: 2,
+                    searches,
+                    guarantee: searches_plan.guarantee,
+                    rounds: searches_plan.plan,
+                })
+            }
+        }
+    }
+
+    /// The width of a bucket at `level` (from 1) as a share of the range: `β^(−level)`.
+    pub fn bucket_width(&self, level: u32) -> f64 {
+        f64::from(self.branching).powi(-(level as i32))
+    }
+
+    /// The plan as `tally plan quantiles --json` prints it: the rounds' parameters and
+    /// guarantees under the names `tally quantiles --json` gives them.
+    pub fn document(&self) -> Value {
+        let mechanism = &self.rounds.per_round;
+        let params = mechanism.params();
+        let mut document = json!({
+            "mechanism": match self.method {
+                QuantileMethod::Hierarchical => document::HIERARCHICAL_HISTOGRAM,
+                QuantileMethod::BinarySearch => document::BINARY_SEARCH,
+            },
+            "levels": self.levels,
+            "branching": self.branching,
+            "searches": self.searches,
+            "rounds": self.rounds.rounds,
+            "composition": self.rounds.composition.name(),
+            "sampling_rate": params.sampling_rate(),
+            "threshold": params.threshold(),
+            "smallest_released_count": params.threshold() as f64 / params.sampling_rate(),
+            "finest_bucket": self.bucket_width(self.levels),
+            "per_round_guarantee": GuaranteeBody::from(mechanism.guarantee()),
+            "guarantee": GuaranteeBody::from(&self.guarantee),
+            "target_delta": self.rounds.total_delta,
+        });
+        if self.method == QuantileMethod::BinarySearch {
+            document["rounds_per_quantile"] = json!(self.levels);
+        }
+        document
     }
 }
 

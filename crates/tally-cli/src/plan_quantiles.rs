@@ -1,0 +1,167 @@
+//! `tally plan quantiles`: the per-level sample-and-threshold parameters of a quantile release
+//! and its guarantee, as `tally quantiles` calibrates them.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use anyhow::{Result, bail};
+use tally_accounting::Neighbours;
+use tally_accounting::sample_threshold::Analysis;
+use tally_cli::quantiles_report::{self, KnownValues};
+use tally_cli::values_release::{self, QuantilesPlan, ValuesSettings};
+use tally_core::quantiles::TreeShape;
+use tally_sim::{CountedValues, ValueRange};
+
+use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
+use crate::output::{Stage, guarantee_line, print_fields, print_json};
+use crate::plan_report_quantiles_page;
+use crate::quantiles::{check_quantiles, values_error};
+
+pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
+    check_quantiles(&args.quantiles)?;
+    let plan = QuantilesPlan::solve(&settings(args), method(args), args.quantiles.len())?;
+    if let Some(dir) = &args.report {
+        write_report(&plan, args, dir)?;
+    }
+    if args.privacy.json {
+        return Ok(print_json(&plan.document())?);
+    }
+    print_plan(&plan)
+}
+
+/// Builds the report of `plan`, on the numbers of `--input` counted in its tree, and writes
+/// it.
+fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> Result<()> {
+    let counted = match &args.input {
+        None => None,
+        Some(input) => {
+            if plan.method != values_release::QuantileMethod::Hierarchical {
+                bail!(
+                    "--input predicts a hierarchical histogram's releases: a binary search's \
+                     rounds depend on the earlier ones; drop --input or use --algorithm \
+                     hierarchical"
+                );
+            }
+            let shape = TreeShape::new(plan.branching, plan.levels)?;
+            if !CountedValues::fits(shape) {
+                bail!(
+                    "--input: a tree of {} leaves is too large to count the values in; use \
+                     fewer --levels",
+                    shape.leaves()
+                );
+            }
+            let range = match (args.min, args.max) {
+                (Some(min), Some(max)) => Some(ValueRange::new(min, max)?),
+                _ => None,
+            };
+            let stage = Stage::start(format!("counting the values of {}", input.display()));
+            let counted = CountedValues::from_file(input, range, shape, &stage.bytes_read())
+                .map_err(values_error)?;
+            drop(stage);
+            Some(counted)
+        }
+    };
+    let known = counted.as_ref().map(|c| KnownValues {
+        description: c.description(),
+        leaves: c.leaves(),
+    });
+    let report = quantiles_report::build(plan.clone(), known);
+    plan_report_quantiles_page::write(&report, dir)
+}
+
+/// The algorithm the arguments name.
+fn method(args: &PlanQuantilesArgs) -> values_release::QuantileMethod {
+    match args.algorithm {
+        QuantileMethod::Hierarchical => values_release::QuantileMethod::Hierarchical,
+        QuantileMethod::BinarySearch => values_release::QuantileMethod::BinarySearch,
+    }
+}
+
+/// The settings `tally quantiles` would run with for the same options.
+fn settings(args: &PlanQuantilesArgs) -> ValuesSettings {
+    let neighbours = Neighbours::from(args.privacy.neighbours);
+    ValuesSettings {
+        epsilon: args.privacy.epsilon,
+        delta: args.delta,
+        target: round_target(args.sampling_rate, args.threshold),
+        analysis: Analysis::from(args.privacy.method),
+        neighbours,
+        composition: round_composition(args.composition, neighbours),
+        branching: args.branching,
+        levels: args.levels,
+        consistent: false,
+    }
+}
+
+/// The plan for people: its fields, then a row per level.
+fn print_plan(plan: &QuantilesPlan) -> Result<()> {
+    let mechanism = &plan.rounds.per_round;
+    let params = mechanism.params();
+    let (rate, threshold) = (params.sampling_rate(), params.threshold());
+    let (title, passes) = match plan.method {
+        values_release::QuantileMethod::Hierarchical => (
+            format!(
+                "quantiles plan: hierarchical histogram ({} levels, branching {})",
+                plan.levels, plan.branching
+            ),
+            "one tree answers every quantile".to_owned(),
+        ),
+        values_release::QuantileMethod::BinarySearch => (
+            format!(
+                "quantiles plan: binary search ({} rounds each)",
+                plan.levels
+            ),
+            format!("{} searches, one per quantile", plan.searches),
+        ),
+    };
+    print_fields(
+        &title,
+        &[
+            ("guarantee", guarantee_line(&plan.guarantee)),
+            ("target delta", format!("{:e}", plan.rounds.total_delta)),
+            (
+                "rounds",
+                format!(
+                    "{} ({passes}), composed {}",
+                    plan.rounds.rounds, plan.rounds.composition
+                ),
+            ),
+            ("per-round guarantee", guarantee_line(mechanism.guarantee())),
+            ("sampling rate", format!("{rate:.6} (every round)")),
+            ("threshold", format!("{threshold} (every round)")),
+            (
+                "smallest count shown",
+                format!(
+                    "{:.1} values in a bucket (threshold / rate)",
+                    threshold as f64 / rate
+                ),
+            ),
+        ],
+    )?;
+    let mut out = io::stdout().lock();
+    writeln!(out)?;
+    let (unit, width) = match plan.method {
+        values_release::QuantileMethod::Hierarchical => ("level", "bucket width"),
+        values_release::QuantileMethod::BinarySearch => ("round", "interval width"),
+    };
+    writeln!(
+        out,
+        "  {unit:>6}  {:>14}  {width:>14}  {:>13}  {:>9}",
+        "buckets", "sampling rate", "threshold"
+    )?;
+    for level in 1..=plan.levels {
+        // A binary search's round asks one question of two buckets, whatever its depth.
+        let buckets = match plan.method {
+            values_release::QuantileMethod::Hierarchical => u64::from(plan.branching)
+                .checked_pow(level)
+                .map_or_else(|| format!("{}^{level}", plan.branching), |b| b.to_string()),
+            values_release::QuantileMethod::BinarySearch => "2".to_owned(),
+        };
+        writeln!(
+            out,
+            "  {level:>6}  {buckets:>14}  {:>14.6e}  {rate:>13.6}  {threshold:>9}",
+            plan.bucket_width(level),
+        )?;
+    }
+    Ok(())
+}

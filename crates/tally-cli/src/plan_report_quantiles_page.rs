@@ -1,0 +1,133 @@
+//! `tally plan quantiles --report DIR`: renders the quantiles report as `DIR/index.html`
+//! (self-contained: inline SVG and CSS) and writes `DIR/plan.json`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Result;
+use tally_cli::plan_report::parameters_text;
+use tally_cli::quantiles_report::QuantilesReport;
+use tally_cli::values_release::QuantileMethod;
+use tally_repro::figures::GridPlot;
+
+use crate::plan_report_page::{
+    count_cell, escape, inline_svg, page_start, round_error_figure, round_release_figure,
+    write_documents,
+};
+
+/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
+pub(crate) fn write(report: &QuantilesReport, dir: &Path) -> Result<()> {
+    write_documents(dir, &report.document(), |dir| page(report, dir))
+}
+
+/// The whole page.
+fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
+    let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
+    let (plan, level) = (&report.plan, &report.level.calibrated);
+    let mut html = page_start(
+        "tally plan: what a quantile release will resolve",
+        &report.summary,
+        &plan.document(),
+    )?;
+    let (unit, rounds) = match plan.method {
+        QuantileMethod::Hierarchical => (
+            "level",
+            format!(
+                "Level ℓ of the tree splits the range into {}<sup>ℓ</sup> equal buckets; every \
+             client reports its value's bucket at every level",
+                plan.branching
+            ),
+        ),
+        QuantileMethod::BinarySearch => (
+            "round",
+            format!(
+                "Each of the {} searches asks {} rounds of two buckets (at or below the split, \
+             above it), halving its interval every round",
+                plan.searches, plan.levels
+            ),
+        ),
+    };
+    write!(
+        html,
+        "<h2>Release curve of every {unit}</h2>\n<p>{rounds}. Every round is one \
+         sample-and-threshold histogram ({}) with fresh coins, so a bucket holding <i>c</i> \
+         values is released with the probability below, exact from the binomial law: half \
+         the time from {} values, 95% from {}, 99.9% from {}.</p>\n<figure>{}</figure>\n",
+        escape(&parameters_text(&level.selection)),
+        count_cell(level.marked[0]),
+        count_cell(level.marked[1]),
+        count_cell(level.release_999),
+        svg(
+            &round_release_figure(
+                format!(
+                    "One {unit}'s release probability ({} rounds, ε = {:.4}, δ = {:e} in all); \
+                     dots at 50% and 95%",
+                    plan.rounds.rounds, plan.guarantee.epsilon, plan.guarantee.delta
+                ),
+                &report.level,
+            ),
+            "release-curve.svg"
+        )?
+    )?;
+    write!(
+        html,
+        "<h2>Error of a released bucket</h2>\n<p>A released bucket's estimate is its sampled \
+         count divided by the sampling rate; a suppressed bucket counts 0.</p>\n\
+         <figure>{}</figure>\n",
+        svg(&round_error_figure(&report.level), "relative-error.svg")?
+    )?;
+
+    writeln!(html, "<h2>The {unit}s</h2>")?;
+    if let Some(prediction) = &report.population {
+        write!(
+            html,
+            "<p>On {} ({} values), exact from each bucket's binomial law, with no \
+             simulation.</p>\n<table><tr><th>level</th><th>bucket width (share of the \
+             range)</th><th>occupied buckets</th><th>expected buckets released</th>\
+             <th>expected share of the values counted</th><th>P[every occupied bucket \
+             released]</th></tr>",
+            escape(&prediction.description),
+            prediction.clients
+        )?;
+        for l in &prediction.levels {
+            write!(
+                html,
+                "<tr><td>{}</td><td>{:.3e}</td><td>{}</td><td>{:.1}</td><td>{:.2}%</td>\
+                 <td>{:.4}</td></tr>",
+                l.level,
+                plan.bucket_width(l.level),
+                l.occupied,
+                l.expected_released,
+                100.0 * l.expected_share,
+                l.all_released
+            )?;
+        }
+        write!(
+            html,
+            "</table>\n<p>A rank counts each value through at most one bucket per level, so \
+             the suppressed shares summed over the levels, {:.2}%, bound the expected share of \
+             the values a quantile's rank misses through suppressed buckets (a bound, not the \
+             error: the sampling error of released buckets and the normalisation by the \
+             estimated total come on top).</p>\n",
+            100.0 * prediction.suppressed_share_bound()
+        )?;
+    } else {
+        let width = match plan.method {
+            QuantileMethod::Hierarchical => "bucket width (share of the range)",
+            QuantileMethod::BinarySearch => "interval width after the round (share of the range)",
+        };
+        write!(html, "<table><tr><th>{unit}</th><th>{width}</th></tr>")?;
+        for l in 1..=plan.levels {
+            write!(
+                html,
+                "<tr><td>{l}</td><td>{:.3e}</td></tr>",
+                plan.bucket_width(l)
+            )?;
+        }
+        html += "</table>\n";
+    }
+    html += "<p><small>Written by <code>tally plan quantiles</code>; the numbers are in \
+             <code>plan.json</code>. The formulas and their sources: \
+             docs/privacy/planner.md.</small></p>\n</body></html>\n";
+    Ok(html)
+}

@@ -1,0 +1,241 @@
+//! The numbers of `tally plan quantiles --report DIR`: the release curve and relative error of
+//! the sample-and-threshold round every level runs, what the tree's levels resolve, with a
+//! population of numbers the probability that each level's buckets are released, and a
+//! summary in words. `tally` renders them as `index.html`; [`QuantilesReport::document`] is
+//! `plan.json`.
+//!
+//! # The prediction
+//!
+//! Level `ℓ` of a hierarchical histogram releases the bucket `b` of `c_b` values when at least
+//! `τ` of them are sampled, each with probability `p_s` and fresh coins per level, so
+//! `P[released b] = P[Bin(c_b, p_s) ≥ τ]`, exact, and the buckets of a level are released
+//! independently (they hold different clients). The expected number of buckets released and
+//! the expected share of the values in released buckets are sums of these, exact; the
+//! probability that every non-empty bucket of a level is released is their product, exact.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use tally_accounting::key_selection::KeySelection;
+
+use crate::plan_report::{Calibrated, RoundCurves, count_text, parameters_text};
+use crate::values_release::{QuantileMethod, QuantilesPlan};
+
+/// What one level of a hierarchical histogram is expected to release on a population.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelPrediction {
+    /// The level, from 1.
+    pub level: u32,
+    /// The buckets of the level that hold at least one value.
+    pub occupied: u64,
+    /// The expected number of buckets released, `Σ_b P[released b]`.
+    pub expected_released: f64,
+    /// The expected share of the values whose bucket is released, `Σ_b c_b·P[released b] / n`.
+    pub expected_share: f64,
+    /// The probability that every occupied bucket is released, `Π_b P[released b]`.
+    pub all_released: f64,
+}
+
+/// The population of numbers the report predicts on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValuesPrediction {
+    /// What the population is.
+    pub description: String,
+    /// The number of values (one per client).
+    pub clients: u64,
+    /// One prediction per level, level 1 first.
+    pub levels: Vec<LevelPrediction>,
+}
+
+impl ValuesPrediction {
+    /// The expected share of the values in suppressed buckets, summed over the levels: a bound
+    /// on the expected share of the values a rank (and so a quantile's rank) misses through
+    /// suppressed buckets, since a rank reads each value through at most one bucket per level.
+    pub fn suppressed_share_bound(&self) -> f64 {
+        self.levels.iter().map(|l| 1.0 - l.expected_share).sum()
+    }
+}
+
+/// Predicts what each level of a tree of `branching` over the counted `leaves` (the number of
+/// values in each finest bucket, in order) releases when every level runs `selection`.
+///
+/// # Panics
+///
+/// If the number of leaves is not a power of `branching` (a tree's leaves are).
+pub fn predict_levels(
+    leaves: &[u64],
+    branching: u32,
+    selection: &KeySelection,
+) -> Vec<LevelPrediction> {
+    let beta = branching as usize;
+    let clients: u64 = leaves.iter().sum();
+    let mut probabilities: HashMap<u64, f64> = HashMap::new();
+    let mut release = |count: u64| {
+        *probabilities
+            .entry(count)
+            .or_insert_with(|| selection.release_probability(count))
+    };
+    let mut levels = Vec::new();
+    let mut buckets = leaves.to_vec();
+    while buckets.len() > 1 {
+        let (mut occupied, mut released, mut counted, mut all) = (0, 0.0, 0.0, 1.0);
+        for &count in buckets.iter().filter(|&&c| c > 0) {
+            let p = release(count);
+            occupied += 1;
+            released += p;
+            counted += count as f64 * p;
+            all *= p;
+        }
+        levels.push(LevelPrediction {
+            level: 0,
+            occupied,
+            expected_released: released,
+            expected_share: if clients == 0 {
+                0.0
+            } else {
+                counted / clients as f64
+            },
+            all_released: all,
+        });
+        assert_eq!(
+            buckets.len() % beta,
+            0,
+            "leaves are a power of the branching"
+        );
+        buckets = buckets.chunks(beta).map(|c| c.iter().sum()).collect();
+    }
+    levels.reverse();
+    for (level, prediction) in (1..).zip(&mut levels) {
+        prediction.level = level;
+    }
+    levels
+}
+
+/// Everything the quantiles report shows.
+#[derive(Clone, Debug)]
+pub struct QuantilesReport {
+    /// The plan.
+    pub plan: QuantilesPlan,
+    /// The round every level runs: its marked counts, release curve and relative error.
+    pub level: RoundCurves,
+    /// The prediction on a population of numbers (hierarchical histograms only).
+    pub population: Option<ValuesPrediction>,
+    /// The plain-language summary.
+    pub summary: String,
+}
+
+/// A population of numbers counted in the plan's tree.
+#[derive(Clone, Copy, Debug)]
+pub struct KnownValues<'a> {
+    /// What it is.
+    pub description: &'a str,
+    /// The number of values in each leaf of the tree, in order.
+    pub leaves: &'a [u64],
+}
+
+/// Builds the report of `plan`, predicting on `values` (counted in the plan's tree).
+pub fn build(plan: QuantilesPlan, values: Option<KnownValues<'_>>) -> QuantilesReport {
+    let selection = KeySelection::SampleThreshold(*plan.rounds.per_round.params());
+    let level = RoundCurves::new("S&T per level", selection);
+    let population = values.map(|known| ValuesPrediction {
+        description: known.description.to_owned(),
+        clients: known.leaves.iter().sum(),
+        levels: predict_levels(known.leaves, plan.branching, &selection),
+    });
+    let summary = summary(&plan, &level.calibrated, population.as_ref());
+    QuantilesReport {
+        plan,
+        level,
+        population,
+        summary,
+    }
+}
+
+/// The plain-language summary.
+fn summary(
+    plan: &QuantilesPlan,
+    level: &Calibrated,
+    population: Option<&ValuesPrediction>,
+) -> String {
+    let guarantee = &plan.guarantee;
+    let mut text = format!(
+        "The release is (ε = {:.4}, δ = {:e})-DP over {} sample-and-threshold rounds ({}). \
+         Each bucket needs about {} values in its range to be released half the time and {} \
+         to be released 95% of the time",
+        guarantee.epsilon,
+        guarantee.delta,
+        plan.rounds.rounds,
+        parameters_text(&level.selection),
+        count_text(level.marked[0]),
+        count_text(level.marked[1]),
+    );
+    if let Some(error) = level.marked[1].and_then(|c| level.selection.relative_error(c)) {
+        text += &format!(
+            "; a released bucket of {} values is estimated within {:.1}% on average",
+            count_text(level.marked[1]),
+            100.0 * error
+        );
+    }
+    text += &match plan.method {
+        QuantileMethod::Hierarchical => format!(
+            ". With {} levels of branching {} the finest bucket is 1/{}^{} = {:.3e} of the \
+             range, and every quantile is read from the same tree.",
+            plan.levels,
+            plan.branching,
+            plan.branching,
+            plan.levels,
+            plan.bucket_width(plan.levels)
+        ),
+        QuantileMethod::BinarySearch => format!(
+            ". Each of the {} binary searches (one per quantile) halves its interval {} times, \
+             to 1/2^{} = {:.3e} of the range; a round is answered only when the values on \
+             its side of the split are that many.",
+            plan.searches,
+            plan.levels,
+            plan.levels,
+            plan.bucket_width(plan.levels)
+        ),
+    };
+    if let Some(prediction) = population
+        && let (Some(first), Some(last)) = (prediction.levels.first(), prediction.levels.last())
+    {
+        text += &format!(
+            " On {} ({} values), level 1 is expected to count {:.1}% of the values and level \
+             {} {:.1}%; the suppressed shares summed over the levels, {:.1}%, bound the \
+             expected share of the values a quantile's rank misses through suppressed buckets.",
+            prediction.description,
+            prediction.clients,
+            100.0 * first.expected_share,
+            last.level,
+            100.0 * last.expected_share,
+            100.0 * prediction.suppressed_share_bound(),
+        );
+    }
+    text
+}
+
+impl QuantilesReport {
+    /// `plan.json`: the plan's `--json` document and every number the page shows.
+    pub fn document(&self) -> Value {
+        let population = self.population.as_ref().map(|p| {
+            json!({
+                "description": p.description,
+                "clients": p.clients,
+                "suppressed_share_bound": p.suppressed_share_bound(),
+                "levels": p.levels.iter().map(|l| json!({
+                    "level": l.level,
+                    "occupied_buckets": l.occupied,
+                    "expected_released": l.expected_released,
+                    "expected_share": l.expected_share,
+                    "all_released": l.all_released,
+                })).collect::<Vec<_>>(),
+            })
+        });
+        json!({
+            "plan": self.plan.document(),
+            "per_level": self.level.document(),
+            "population": population,
+            "summary": self.summary,
+        })
+    }
+}
