@@ -1728,8 +1728,9 @@ fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
 
 /// No Count-Min range-query tree fits a few thousand devices' reports in the largest
 /// `--max-report-bytes` (see `docs/federated/runtime.md`: its table alone has `τ·2kn` cells):
-/// `tally task create` refuses one for 3,000 devices with the longest report and says that no
-/// smaller tree fits either. The same tree on Hadamard's oracle at `--levels 3` is refused
+/// `tally task create` refuses one for 20,000 devices (the fewest Lemma 4.10 takes at `ε = 10`,
+/// the population's budget, is 17,824) with the longest report and says that no smaller tree
+/// fits either. The same tree on Hadamard's oracle for 3,000 devices at `--levels 3` is refused
 /// naming `--levels 2`, which fits.
 #[test]
 fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
@@ -1738,28 +1739,38 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     let create = |mechanism: &str, options: &str| {
         failure(&format!(
             "task create {analyst} --algorithm range --mechanism {mechanism} --lo 0 --hi 50 \
-             --min 0 --max 100 {options} --population {TREE_POPULATION} --expected-population \
-             {TREE_DEVICES} --max-report-bytes 32768"
+             --min 0 --max 100 {options} --population {TREE_POPULATION} \
+             --max-report-bytes 32768"
         ))
     };
-    let count_min = create("ghazi-count-min", "--epsilon 30 --delta 1e-3 --levels 2");
+    let count_min = create(
+        "ghazi-count-min",
+        "--epsilon 10 --delta 1e-3 --levels 2 --expected-population 20000",
+    );
     assert!(
         count_min.contains("ghazi-count-min range tree of 2 levels")
             && count_min.contains("above max_report_bytes (32768)")
             && count_min.contains("no smaller number of levels fits either"),
         "{count_min}"
     );
-    let hadamard = create("ghazi-hadamard", "--epsilon 1 --delta 1e-3 --levels 3");
+    let devices = format!("--expected-population {TREE_DEVICES}");
+    let hadamard = create(
+        "ghazi-hadamard",
+        &format!("--epsilon 1 --delta 1e-3 --levels 3 {devices}"),
+    );
     assert!(
         hadamard.contains("every device would abstain; levels 2 would fit"),
         "{hadamard}"
     );
     // The options of the sample-and-threshold rounds do not apply.
-    let consistent = create("ghazi-hadamard", "--epsilon 1 --delta 1e-3 --consistent");
+    let consistent = create(
+        "ghazi-hadamard",
+        &format!("--epsilon 1 --delta 1e-3 --consistent {devices}"),
+    );
     assert!(
         consistent.contains("--consistent applies to --mechanism sample-threshold only"),
         "{consistent}"
     );
-    let local = create("grr", "--epsilon 1 --delta 1e-3");
+    let local = create("grr", &format!("--epsilon 1 --delta 1e-3 {devices}"));
     assert!(local.contains("--mechanism grr"), "{local}");
 }
