@@ -1683,7 +1683,7 @@ fn tree_quantile_admits(quantile: f64, value: f64) -> bool {
     // The prefix sum of leaves 0..j is one node's estimate for j = 1, 2 and 4, two for j = 3.
     let slack = |j: u32| tree_tolerance(if j == 3 { 2 } else { 1 });
     (1..=4_u32).any(|j| {
-        value == 25.0 * f64::from(j)
+        (value - 25.0 * f64::from(j)).abs() < 1e-9
             && tree_prefix(j) >= target - slack(j)
             && (j == 1 || tree_prefix(j - 1) < target + slack(j - 1))
     })

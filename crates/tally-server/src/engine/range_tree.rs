@@ -84,8 +84,8 @@ pub(super) fn build(
     let range = value_range(task.range)?;
     let fits = |levels| tree(task, levels, privacy, clients).map(|t| t.fits(max_report_bytes));
     match tree(task, task.levels, privacy, clients)? {
-        Tree::Hadamard(tree) => TreeKind::new(tree, range, task).open(max_report_bytes, &fits),
-        Tree::CountMin(tree) => TreeKind::new(tree, range, task).open(max_report_bytes, &fits),
+        Tree::Hadamard(tree) => TreeKind::new(tree, range, task).open(max_report_bytes, fits),
+        Tree::CountMin(tree) => TreeKind::new(tree, range, task).open(max_report_bytes, fits),
     }
 }
 
