@@ -1578,9 +1578,9 @@ const TREE_DEVICES: u32 = 3000;
 const TREE_OPTIONS: &str = "--epsilon 1 --delta 1e-3 --levels 2 --min 0 --max 100";
 
 /// A range-query tree task of `algorithm` with `options` on Ghazi et al.'s Hadamard oracle, run
-/// by 3,000 `tally fleet` devices over [`tree_numbers`] through `tally serve`: its spec and
-/// its release.
-fn federated_tree(algorithm: &str, options: &str) -> (TaskInfo, Value) {
+/// by 3,000 `tally fleet` devices over [`tree_numbers`] through `tally serve`: its spec, its
+/// release and the table `tally task result` prints of it.
+fn federated_tree(algorithm: &str, options: &str) -> (TaskInfo, Value, String) {
     let server = Server::start();
     let analyst = &server.analyst;
     let create = format!(
@@ -1596,7 +1596,9 @@ fn federated_tree(algorithm: &str, options: &str) -> (TaskInfo, Value) {
     ));
     assert_eq!(report["total"]["accepted"], TREE_DEVICES, "{report}");
     let release = json(&format!("task result {analyst} {} --json", info.id));
-    (info, release)
+    let table = tally(&format!("task result {analyst} {}", info.id));
+    assert!(table.status.success(), "{table:?}");
+    (info, release, String::from_utf8(table.stdout).unwrap())
 }
 
 /// The offline command `command` (`range` or `quantiles`) with `--mechanism ghazi-hadamard`
@@ -1637,7 +1639,12 @@ fn tree_prefix(leaves: u32) -> f64 {
 #[test]
 fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
     let options = "--lo 0 --hi 50";
-    let (info, federated) = federated_tree("range", options);
+    let (info, federated, table) = federated_tree("range", options);
+    assert!(
+        table.contains("range count (range-query tree (ghazi-hadamard))")
+            && table.contains("[0, 50)"),
+        "{table}"
+    );
     assert!(matches!(
         info.spec.kind,
         TaskKind::RangeTree {
@@ -1696,7 +1703,11 @@ fn tree_quantile_admits(quantile: f64, value: f64) -> bool {
 #[test]
 fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
     let options = "--quantiles 0.1,0.5,0.9";
-    let (info, federated) = federated_tree("hierarchical-quantiles", options);
+    let (info, federated, table) = federated_tree("hierarchical-quantiles", options);
+    assert!(
+        table.contains("quantiles (range-query tree (ghazi-hadamard)"),
+        "{table}"
+    );
     assert!(matches!(
         info.spec.kind,
         TaskKind::RangeTree {
