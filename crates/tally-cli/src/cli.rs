@@ -312,11 +312,14 @@ pub(crate) enum TaskCommand {
     Cancel(TaskIdArgs),
 }
 
-/// What a task runs: one mechanism or one multi-round algorithm.
+/// What a task runs: one mechanism, one multi-round algorithm, or a range or quantile
+/// algorithm on a mechanism.
 #[derive(Debug, Args)]
-#[group(required = true, multiple = false)]
+#[group(required = true, multiple = true)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (every one of `tally histogram`).
+    /// A one-round histogram mechanism (every one of `tally histogram`); with --algorithm
+    /// range or hierarchical-quantiles, sample-threshold (their default), ghazi-hadamard or
+    /// ghazi-count-min (as `tally range` and `tally quantiles` take them).
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<HistogramMechanism>,
     /// A multi-round algorithm.
@@ -333,7 +336,9 @@ pub(crate) enum TaskAlgorithm {
     TrieHhPlus,
     /// Quantiles of the devices' numbers from a β-ary hierarchical histogram, one S&T
     /// histogram of buckets per level (--quantiles, --branching, --levels, --min/--max,
-    /// --consistent, --composition).
+    /// --consistent, --composition); with --mechanism ghazi-hadamard|ghazi-count-min, from
+    /// one shuffle round of Ghazi et al.'s range-query tree over 2^levels buckets
+    /// (--quantiles, --levels, --min/--max; --failure-probability for Count-Min).
     HierarchicalQuantiles,
     /// Quantiles of the devices' numbers by one binary search per quantile, --levels S&T
     /// rounds of two buckets each (--quantiles, --levels, --min/--max, --composition).
@@ -348,7 +353,11 @@ pub(crate) enum TaskAlgorithm {
     SingleRound,
     /// The number of devices whose number lies in [--lo, --hi), from a β-ary hierarchical
     /// histogram, one S&T histogram of buckets per level, as `tally range` (--branching,
-    /// --levels, --min/--max, --consistent, --composition).
+    /// --levels, --min/--max, --consistent, --composition); with --mechanism
+    /// ghazi-hadamard|ghazi-count-min, from one shuffle round of Ghazi et al.'s range-query
+    /// tree over 2^levels buckets (--levels, --min/--max; --failure-probability for
+    /// Count-Min). The server refuses a task whose reports cannot fit --max-report-bytes and
+    /// names the levels that would.
     Range,
     /// OptPrefixTree heavy hitters among devices holding many words each (`tally fleet
     /// --whole-clients`): one randomized one-hot report per device and iteration, behind the
@@ -460,6 +469,11 @@ pub(crate) struct TaskCreateArgs {
     /// traffic; private only if every device flips its coin honestly).
     #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
     pub(crate) sampling: SamplingArg,
+    /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles: the
+    /// failure probability β of the sketch's accuracy bound, which sets its number of hash
+    /// rows [default: 0.01].
+    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    pub(crate) failure_probability: Option<f64>,
     /// --mechanism laplace|gaussian: items are integers in [0, B).
     #[arg(long, value_name = "B", conflicts_with = "buckets")]
     pub(crate) domain: Option<u32>,

@@ -14,7 +14,7 @@ use tally_messages::{
     DomainHistogramMechanism, ErrorCode, HeavyHittersAlgorithm,
     HistogramMechanism as WireMechanism, LedgerBalance, PROTOCOL_VERSION, PrivacyTarget,
     QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind, TaskResult, TaskSpec, TaskState,
-    round_composition,
+    TreeReading, round_composition,
 };
 use tally_sim::Population;
 
@@ -22,9 +22,9 @@ use crate::cli::{
     HistogramMechanism, SegmentArg, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm,
     TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
-use crate::federated_domain;
 use crate::output::{guarantee_body_line, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
+use crate::{federated_domain, federated_range_tree};
 
 /// Rows shown in a result's table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -141,15 +141,40 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     if domain_mechanism.is_none() {
         federated_domain::refuse_domain(args, "a task over no public domain")?;
     }
+    if args.failure_probability.is_some()
+        && args.kind.mechanism
+            != Some(HistogramMechanism::Domain(
+                DomainHistogramMechanism::GhaziCountMin,
+            ))
+    {
+        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
+    }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
-        (Some(HistogramMechanism::Domain(mechanism)), _) => {
+        (
+            mechanism,
+            Some(algorithm @ (TaskAlgorithm::Range | TaskAlgorithm::HierarchicalQuantiles)),
+        ) if mechanism.is_some_and(|m| m != HistogramMechanism::SampleThreshold) => {
+            federated_range_tree::task_kind(args, mechanism, algorithm)?
+        }
+        (Some(mechanism), Some(_)) => bail!(
+            "--mechanism {} with --algorithm: only range and hierarchical-quantiles take a \
+             mechanism (sample-threshold, ghazi-hadamard or ghazi-count-min)",
+            mechanism.name()
+        ),
+        (Some(HistogramMechanism::Domain(mechanism)), None) => {
+            if args.failure_probability.is_some() {
+                bail!(
+                    "--failure-probability applies to --algorithm range|hierarchical-quantiles \
+                     --mechanism ghazi-count-min only"
+                );
+            }
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
             if args.sampling_rate.is_some() || args.threshold.is_some() {
                 bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
             }
             federated_domain::task_kind(args, mechanism)?
         }
-        (Some(HistogramMechanism::SampleThreshold), _) => {
+        (Some(HistogramMechanism::SampleThreshold), None) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
                 mechanism: WireMechanism::SampleThreshold,
@@ -232,13 +257,13 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
 }
 
 /// The levels of a multi-round task when `--levels` is not given.
-const DEFAULT_LEVELS: u32 = 10;
+pub(crate) const DEFAULT_LEVELS: u32 = 10;
 
 /// An option of `task create` and whether it was given.
-type GivenOption = (&'static str, fn(&TaskCreateArgs) -> bool);
+pub(crate) type GivenOption = (&'static str, fn(&TaskCreateArgs) -> bool);
 
 /// The options of TrieHH++'s prefix tree.
-const PREFIX_OPTIONS: [GivenOption; 2] = [
+pub(crate) const PREFIX_OPTIONS: [GivenOption; 2] = [
     ("--segment", |a| a.segment.is_some()),
     ("--unrestricted", |a| a.unrestricted),
 ];
@@ -272,7 +297,11 @@ const MULTI_ROUND_OPTIONS: [GivenOption; 9] = [
 ];
 
 /// Refuses the first of `options` that was given: it does not apply to `kind`.
-fn refuse_options(args: &TaskCreateArgs, options: &[GivenOption], kind: &str) -> Result<()> {
+pub(crate) fn refuse_options(
+    args: &TaskCreateArgs,
+    options: &[GivenOption],
+    kind: &str,
+) -> Result<()> {
     if let Some((name, _)) = options.iter().find(|(_, given)| given(args)) {
         bail!("{name} does not apply to {kind}");
     }
@@ -507,6 +536,10 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             let guarantee = guarantee_body_line(&release.guarantee);
             crate::quantiles::print_range(&release, &guarantee, &[("task", args.id.clone())])?;
         }
+        TaskResult::TreeRange(release) => {
+            let guarantee = guarantee_body_line(&release.guarantee);
+            crate::shuffle_values::print_range(&release, &guarantee, ("task", args.id.clone()))?;
+        }
     }
     Ok(())
 }
@@ -639,6 +672,14 @@ fn kind_name(kind: &TaskKind) -> &'static str {
         TaskKind::Quantiles { .. } => "quantiles",
         TaskKind::Triehh { .. } => "triehh",
         TaskKind::DomainHistogram { mechanism, .. } => mechanism.name(),
+        TaskKind::RangeTree {
+            reading: TreeReading::Range { .. },
+            ..
+        } => "range",
+        TaskKind::RangeTree {
+            reading: TreeReading::Quantiles(_),
+            ..
+        } => "quantiles",
         TaskKind::OptPrefixTree(_) => "opt-prefix-tree",
     }
 }
@@ -747,6 +788,27 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
             mechanism.name(),
             tally_core::histogram::DomainMap::from(*domain)
         ),
+        TaskKind::RangeTree {
+            mechanism,
+            levels,
+            range,
+            reading,
+            ..
+        } => {
+            let [min, max] = range.unwrap_or([0.0, 1.0]);
+            let what = match reading {
+                TreeReading::Range { lo, hi } => format!("range count of [{lo}, {hi})"),
+                TreeReading::Quantiles(quantiles) => {
+                    let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
+                    format!("quantiles {}", quantiles.join(", "))
+                }
+            };
+            format!(
+                "{what} among numbers in [{min}, {max}] from a range-query tree of {levels} \
+                 levels on {}, one round behind the shuffler",
+                mechanism.name()
+            )
+        }
         TaskKind::OptPrefixTree(options) => format!(
             "opt-prefix-tree heavy hitters, {} run(s) of {} iteration(s), domain cap {}, \
              segment {}, {} encoding, behind the shuffler",
@@ -789,7 +851,7 @@ fn rounds_of(kind: &TaskKind) -> u32 {
             ..
         } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
         TaskKind::Triehh { levels, .. } => *levels,
-        TaskKind::DomainHistogram { .. } => 1,
+        TaskKind::DomainHistogram { .. } | TaskKind::RangeTree { .. } => 1,
         TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
     }
 }

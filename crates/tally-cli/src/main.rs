@@ -10,6 +10,7 @@ mod federated;
 mod federated_cert;
 mod federated_domain;
 mod federated_fleet;
+mod federated_range_tree;
 mod federated_token;
 mod heavy_hitters;
 mod histogram;

@@ -8,7 +8,6 @@ use tally_accounting::sample_threshold::Analysis;
 use tally_cli::values_release::{self, HierarchicalValues, Released, ValuesSettings};
 use tally_core::quantiles::TreeShape;
 use tally_messages::{QuantileRow, QuantilesRelease, RangeRelease};
-use tally_server::document;
 use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
 
 use crate::cli::{
@@ -195,11 +194,6 @@ pub(crate) fn values_error(error: ValuesError) -> anyhow::Error {
         Some(message) => anyhow!(message),
         None => error.into(),
     }
-}
-
-/// The width of a grid cell of `fraction` of `[0, 1]`, in the input's units.
-pub(crate) fn resolution(values: &Values, fraction: f64) -> f64 {
-    document::resolution(values.range(), fraction)
 }
 
 pub(crate) fn report_quantiles(

@@ -2,14 +2,16 @@
 //! range-query tree (Algorithms 3/4, Appendix E) over a multi-message shuffle frequency oracle.
 
 use anyhow::{Result, anyhow, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleQuantiles};
+use tally_messages::TreeRangeRelease;
+use tally_server::document::{self, TreeDocument};
 use tally_sim::Values;
 
 use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
-use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};
-use crate::quantiles::{Row, load_values, report_quantiles, resolution};
+use crate::output::{Stage, guarantee_line, print_fields, print_json};
+use crate::quantiles::{Row, load_values, report_quantiles};
 
 /// Loads the values `common` names and runs `command` on the range-query tree of the mechanism
 /// it names, calibrated for their number (which it publishes), with the run's seed (from which
@@ -65,28 +67,16 @@ trait TreeCommand {
 }
 
 /// The shared JSON parameters of a run.
-fn parameters<O: SetOracleRound>(
-    tree: &RangeRound<O>,
-    values: &Values,
-    common: &ValuesArgs,
-) -> Value {
-    let cost = tree.message_cost();
-    json!({
-        "levels": common.levels,
-        "buckets": tree.domain(),
-        "resolution": resolution(values, 1.0 / f64::from(tree.domain())),
-        "users": values.len(),
-        "messages_per_client": cost.messages_per_client,
-        "bits_per_message": cost.bits_per_message,
-    })
+fn parameters<O: SetOracleRound>(tree: &RangeRound<O>, values: &Values) -> Value {
+    document::range_tree_parameters(tree, values.range(), values.len() as u64)
 }
 
 /// The mechanism's name in the output.
-fn name(common: &ValuesArgs) -> &'static str {
-    match common.mechanism {
-        ValuesMechanism::GhaziCountMin => "range-query tree (ghazi-count-min)",
-        _ => "range-query tree (ghazi-hadamard)",
-    }
+fn name(common: &ValuesArgs) -> String {
+    document::range_tree_mechanism(match common.mechanism {
+        ValuesMechanism::GhaziCountMin => "ghazi-count-min",
+        _ => "ghazi-hadamard",
+    })
 }
 
 /// The number of values in each of `buckets` buckets of the unit interval (bucket
@@ -119,7 +109,7 @@ impl TreeCommand for Quantiles<'_> {
     {
         let Self(args) = self;
         let common = &args.values;
-        let parameters = parameters(&tree, values, common);
+        let parameters = parameters(&tree, values);
         let protocol = ShuffleQuantiles::new(tree, values.len() as u64)?;
         let counts = bucket_counts(values, |x| protocol.bucket(x), protocol.tree().domain());
         let sketch = protocol.sketch(simulate(protocol.tree(), &counts, values, seed));
@@ -136,7 +126,7 @@ impl TreeCommand for Quantiles<'_> {
             common,
             args.truth,
             values,
-            name(common),
+            &name(common),
             parameters,
             protocol.guarantee(),
             &rows,
@@ -169,61 +159,60 @@ where
 {
     let common = &args.values;
     let buckets = tree.domain();
-    // Snap [lo, hi) to bucket boundaries below, as the hierarchical histogram does; a range
-    // ending at the top includes it.
-    let (lo, hi) = (values.to_unit(args.lo), values.to_unit(args.hi));
-    let first = ((lo * f64::from(buckets)).floor() as u32).min(buckets);
-    let end = if hi >= 1.0 {
-        buckets
-    } else {
-        ((hi * f64::from(buckets)).floor() as u32).min(buckets)
-    };
     let leaf = |x: f64| ((x * f64::from(buckets)).floor() as u32).min(buckets - 1);
     let counts = simulate(tree, &bucket_counts(values, leaf, buckets), values, seed);
-    let estimate = if end > first {
-        counts.count(first, end - 1)
-    } else {
-        0.0
-    };
-    let grid = |b: u32| values.to_original(f64::from(b) / f64::from(buckets));
-    let (grid_lo, grid_hi) = (grid(first), grid(end));
-    let guarantee = tree.guarantee();
-    let parameters = parameters(tree, values, common);
+    let release = document::tree_range_count(
+        &counts,
+        values.range(),
+        (args.lo, args.hi),
+        TreeDocument {
+            mechanism: name(common),
+            parameters: parameters(tree, values),
+            guarantee: tree.guarantee(),
+            target_delta: common.release.delta,
+            input: values.description().to_owned(),
+            users: values.len() as u64,
+            seed: common.release.seed,
+        },
+    );
     if common.privacy.json {
-        print_json(&json!({
-            "mechanism": name(common),
-            "model": guarantee.model.name(),
-            "parameters": parameters,
-            "guarantee": guarantee_json(guarantee),
-            "target_delta": common.release.delta,
-            "input": values.description(),
-            "range": {"lo": args.lo, "hi": args.hi, "grid_lo": grid_lo, "grid_hi": grid_hi},
-            "estimate": estimate,
-            "fraction": estimate / values.len() as f64,
-            "seed": common.release.seed,
-        }))?;
+        print_json(&serde_json::to_value(&release)?)?;
         return Ok(());
     }
+    print_range(
+        &release,
+        &guarantee_line(tree.guarantee()),
+        ("seed", common.release.seed_description()),
+    )
+}
+
+/// Prints a range-query tree's range count for people, with `extra` after its parameters.
+pub(crate) fn print_range(
+    release: &TreeRangeRelease,
+    guarantee: &str,
+    extra: (&str, String),
+) -> Result<()> {
+    let range = &release.range;
+    let users = release.parameters["users"].as_u64().unwrap_or_default();
     print_fields(
-        &format!("range count ({})", name(common)),
+        &format!("range count ({})", release.mechanism),
         &[
-            ("input", values.description().to_owned()),
-            ("guarantee", guarantee_line(guarantee)),
-            ("parameters", parameters.to_string()),
-            ("seed", common.release.seed_description()),
+            ("input", release.input.clone()),
+            ("guarantee", guarantee.to_owned()),
+            ("parameters", release.parameters.to_string()),
+            extra,
             (
                 "range",
                 format!(
-                    "[{}, {}) (snapped to the grid: [{grid_lo}, {grid_hi}))",
-                    args.lo, args.hi
+                    "[{}, {}) (snapped to the grid: [{}, {}))",
+                    range.lo, range.hi, range.grid_lo, range.grid_hi
                 ),
             ),
             (
                 "estimate",
                 format!(
-                    "{estimate:.1} values ({:.4} of the {} values)",
-                    estimate / values.len() as f64,
-                    values.len()
+                    "{:.1} values ({:.4} of the {users} values)",
+                    release.estimate, release.fraction
                 ),
             ),
         ],

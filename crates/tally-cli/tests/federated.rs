@@ -11,8 +11,10 @@ use std::process::{Child, Command};
 
 use serde_json::Value;
 use tally_accounting::composition::Composition;
+use tally_accounting::ghazi::HadamardParams;
 use tally_messages::{
-    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, TaskInfo, TaskKind,
+    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, RangeTreeMechanism,
+    TaskInfo, TaskKind, TreeReading,
 };
 
 use common::{failure, json, tally, temp_file};
@@ -45,9 +47,13 @@ enum Running {
     },
 }
 
-/// The populations the tests' tasks ask, each with a budget of ε = 10 but the last, whose
-/// ε = 30 admits a task at the weak ε that Count-Min's reports need to fit.
-const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", "weak"];
+/// The populations the tests' tasks ask: every budget is (ε = 10, δ = 1e-5) but
+/// [`WEAK_POPULATION`]'s.
+const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", WEAK_POPULATION];
+
+/// The population of the tests whose tasks fit their reports only at weak parameters (Ghazi et
+/// al.'s range trees at `δ = 1e-3`, Count-Min at `ε = 27`): its budget is (ε = 30, δ = 1e-2).
+const WEAK_POPULATION: &str = "weak";
 
 /// A credential made with `tally token create --db`: the token alone on stdout.
 fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
@@ -65,10 +71,14 @@ fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
 fn provision(dir: &std::path::Path) -> (String, String, String) {
     let db = format!("sqlite://{}", dir.join("tally.db").display());
     for population in POPULATIONS {
-        let epsilon = if population == "weak" { 30 } else { 10 };
+        let (epsilon, delta) = if population == WEAK_POPULATION {
+            (30, 1e-2)
+        } else {
+            (10, 1e-5)
+        };
         let line = format!(
             "population create --db {db} {population} --budget-epsilon {epsilon} \
-             --budget-delta 1e-5"
+             --budget-delta {delta}"
         );
         assert!(tally(&line).status.success(), "{line}");
     }
@@ -1113,7 +1123,7 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
     let create = |devices: u64| {
         format!(
             "task create {analyst} --mechanism ghazi-count-min --domain 2 --epsilon 27 \
-             --delta 1e-6 --population weak --expected-population {devices} \
+             --delta 1e-6 --population {WEAK_POPULATION} --expected-population {devices} \
              --max-report-bytes 32768 --json"
         )
     };
@@ -1122,7 +1132,7 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
     let info: TaskInfo = parse(json(&create(COUNT_MIN_DEVICES)));
     let report = json(&format!(
         "fleet {} --input {} --seed 3 --json",
-        server.devices["weak"],
+        server.devices[WEAK_POPULATION],
         file.display()
     ));
     assert_eq!(report["total"]["accepted"], COUNT_MIN_DEVICES, "{report}");
@@ -1647,4 +1657,236 @@ fn a_histogram_task_prints_the_offline_document() {
         count_outliers(&federated, &offline, &FOUR_WORDS),
         Vec::<String>::new()
     );
+}
+
+/// The range-query tree tests' 3,000 devices' numbers in [0, 100]: device i holds
+/// 100·(i/3000)², plus `shift` (at most 100; the data of a mutant).
+fn tree_numbers(shift: f64) -> PathBuf {
+    let numbers: String = (0..TREE_DEVICES)
+        .map(|i| format!("{}\n", (tree_number(i) + shift).min(100.0)))
+        .collect();
+    temp_file(&format!("tree-{shift}.txt"), numbers.as_bytes())
+}
+
+/// Device i's number in [`tree_numbers`].
+fn tree_number(i: u32) -> f64 {
+    100.0 * (f64::from(i) / f64::from(TREE_DEVICES)).powi(2)
+}
+
+/// The devices of the range-query tree tests.
+const TREE_DEVICES: u32 = 3000;
+
+/// The range-query tree tests' options: 4 leaves (`--levels 2`, sets of `k = 3` nodes) at the
+/// largest `ε` Ghazi et al.'s Hadamard protocol takes and `δ = 1e-3`, whose reports for 3,000
+/// devices fit the largest `--max-report-bytes` (3,146 tuples of 9 hexadecimal digits: 31,459
+/// bytes); `δ = 1e-4` (3,892 tuples, 38,919 bytes) or `--levels 3` do not.
+const TREE_OPTIONS: &str = "--epsilon 1 --delta 1e-3 --levels 2 --min 0 --max 100";
+
+/// A range-query tree task of `algorithm` with `options` on Ghazi et al.'s Hadamard oracle, run
+/// by 3,000 `tally fleet` devices over [`tree_numbers`] through `tally serve`: its spec, its
+/// release and the table `tally task result` prints of it.
+fn federated_tree(algorithm: &str, options: &str) -> (TaskInfo, Value, String) {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let create = format!(
+        "task create {analyst} --algorithm {algorithm} --mechanism ghazi-hadamard \
+         {TREE_OPTIONS} {options} --population {WEAK_POPULATION} --expected-population \
+         {TREE_DEVICES} --max-report-bytes 32768 --json"
+    );
+    let info: TaskInfo = parse(json(&create));
+    let report = json(&format!(
+        "fleet {} --input {} --seed 5 --json",
+        server.devices[WEAK_POPULATION],
+        tree_numbers(0.0).display()
+    ));
+    assert_eq!(report["total"]["accepted"], TREE_DEVICES, "{report}");
+    let release = json(&format!("task result {analyst} {} --json", info.id));
+    let table = tally(&format!("task result {analyst} {}", info.id));
+    assert!(table.status.success(), "{table:?}");
+    (info, release, String::from_utf8(table.stdout).unwrap())
+}
+
+/// The offline command `command` (`range` or `quantiles`) with `--mechanism ghazi-hadamard`
+/// and `options` over [`tree_numbers`] moved by `shift`.
+fn offline_tree(command: &str, options: &str, shift: f64) -> Value {
+    json(&format!(
+        "{command} --input {} --mechanism ghazi-hadamard {TREE_OPTIONS} {options} --seed 5 \
+         --json",
+        tree_numbers(shift).display()
+    ))
+}
+
+/// How far a prefix sum of `terms` chosen nodes' estimates of the range-query tree tests may
+/// stray from its truth: 5.7 (two-sided α ≈ 1.2e-8, normal approximation) bounds on its
+/// standard deviation, `terms` times a node's largest one (the square root of
+/// `HadamardParams::null_variance`, the variance of the estimate of a node nobody holds:
+/// spurious decodings of every other tuple, Lemma 4.5; a sum of correlated estimates has a
+/// standard deviation at most the sum of theirs).
+fn tree_tolerance(terms: u32) -> f64 {
+    let params = HadamardParams::new(u64::from(TREE_DEVICES), 4, 3, 1.0, 1e-3).unwrap();
+    5.7 * f64::from(terms) * params.null_variance().sqrt()
+}
+
+/// How many devices of [`tree_numbers`] lie in the first `leaves` of the 4 leaves.
+fn tree_prefix(leaves: u32) -> f64 {
+    let top = 25.0 * f64::from(leaves);
+    (0..TREE_DEVICES)
+        .filter(|&i| tree_number(i) < top || leaves == 4)
+        .count() as f64
+}
+
+/// `tally task create --algorithm range --mechanism ghazi-hadamard` over 3,000 devices: the
+/// document is `tally range`'s for the same options (fields, parameters, guarantee and
+/// snapped range; the input and seed cannot match), and the two estimates, each one node's
+/// (`[0, 50)` is the left child of the root), agree with the truth and with each other in
+/// distribution at α ≤ 1e-6 ([`tree_tolerance`]); a simulation over numbers moved up by 50 is
+/// caught.
+#[test]
+fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
+    let options = "--lo 0 --hi 50";
+    let (info, federated, table) = federated_tree("range", options);
+    assert!(
+        table.contains("range count (range-query tree (ghazi-hadamard))")
+            && table.contains("[0, 50)"),
+        "{table}"
+    );
+    assert!(matches!(
+        info.spec.kind,
+        TaskKind::RangeTree {
+            mechanism: RangeTreeMechanism::GhaziHadamard,
+            levels: 2,
+            reading: TreeReading::Range { .. },
+            ..
+        }
+    ));
+    assert_eq!(info.spec.rounds.min_cohort, u64::from(TREE_DEVICES));
+    let offline = offline_tree("range", options, 0.0);
+    assert_same_document(&federated, &offline, &[INPUT, SEED, "estimate", "fraction"]);
+    assert_eq!(federated["model"], "shuffle");
+    assert_eq!(federated["range"]["grid_hi"], 50.0);
+    assert_eq!(
+        serde_json::to_value(&info.guarantee).unwrap(),
+        federated["guarantee"]
+    );
+    let truth = tree_prefix(2);
+    let tolerance = tree_tolerance(1);
+    for release in [&federated, &offline] {
+        let estimate = range_estimate(release);
+        assert!(
+            (estimate - truth).abs() < tolerance,
+            "{estimate} against {truth}"
+        );
+    }
+    let gap = |other: &Value| (range_estimate(&federated) - range_estimate(other)).abs();
+    assert!(gap(&offline) < std::f64::consts::SQRT_2 * tolerance);
+    let mutant = offline_tree("range", options, 50.0);
+    assert!(
+        gap(&mutant) > std::f64::consts::SQRT_2 * tolerance,
+        "the mutant passes: {mutant}"
+    );
+}
+
+/// The quantiles a release of the range-query tree tests may answer for `quantile` at
+/// α ≤ 1e-6: the values `25·j` of the leaves `j` whose prefix sums could be the first at
+/// least `q·n` ([`tree_tolerance`] of each of the four prefix sums, by the union bound over
+/// them).
+fn tree_quantile_admits(quantile: f64, value: f64) -> bool {
+    let target = quantile * f64::from(TREE_DEVICES);
+    // The prefix sum of leaves 0..j is one node's estimate for j = 1, 2 and 4, two for j = 3.
+    let slack = |j: u32| tree_tolerance(if j == 3 { 2 } else { 1 });
+    (1..=4_u32).any(|j| {
+        (value - 25.0 * f64::from(j)).abs() < 1e-9
+            && tree_prefix(j) >= target - slack(j)
+            && (j == 1 || tree_prefix(j - 1) < target + slack(j - 1))
+    })
+}
+
+/// `tally task create --algorithm hierarchical-quantiles --mechanism ghazi-hadamard` over
+/// 3,000 devices: the document is `tally quantiles`'s for the same options but for its input,
+/// seed and quantiles, and every quantile of both is one the truth admits at α ≤ 1e-6
+/// ([`tree_quantile_admits`]); a simulation over numbers moved up by 50 is caught.
+#[test]
+fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
+    let options = "--quantiles 0.1,0.5,0.9";
+    let (info, federated, table) = federated_tree("hierarchical-quantiles", options);
+    assert!(
+        table.contains("quantiles (range-query tree (ghazi-hadamard)"),
+        "{table}"
+    );
+    assert!(matches!(
+        info.spec.kind,
+        TaskKind::RangeTree {
+            reading: TreeReading::Quantiles(_),
+            ..
+        }
+    ));
+    let offline = offline_tree("quantiles", options, 0.0);
+    assert_same_document(&federated, &offline, &[INPUT, SEED, "quantiles"]);
+    let outliers = |release: &Value| -> Vec<f64> {
+        let rows = release["quantiles"].as_array().unwrap();
+        assert_eq!(rows.len(), 3);
+        rows.iter()
+            .map(|row| {
+                (
+                    row["quantile"].as_f64().unwrap(),
+                    row["value"].as_f64().unwrap(),
+                )
+            })
+            .filter(|&(quantile, value)| !tree_quantile_admits(quantile, value))
+            .map(|(quantile, _)| quantile)
+            .collect()
+    };
+    assert_eq!(outliers(&federated), Vec::<f64>::new(), "{federated}");
+    assert_eq!(outliers(&offline), Vec::<f64>::new(), "{offline}");
+    let mutant = offline_tree("quantiles", options, 50.0);
+    assert!(!outliers(&mutant).is_empty(), "the mutant passes: {mutant}");
+}
+
+/// No Count-Min range-query tree fits a few thousand devices' reports in the largest
+/// `--max-report-bytes` (see `docs/federated/runtime.md`: its table alone has `τ·2kn` cells):
+/// `tally task create` refuses one for 20,000 devices (the fewest Lemma 4.10 takes at `ε = 10`
+/// is 17,824) with the longest report and says that no smaller tree
+/// fits either. The same tree on Hadamard's oracle for 3,000 devices at `--levels 3` is refused
+/// naming `--levels 2`, which fits.
+#[test]
+fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let create = |mechanism: &str, options: &str| {
+        failure(&format!(
+            "task create {analyst} --algorithm range --mechanism {mechanism} --lo 0 --hi 50 \
+             --min 0 --max 100 {options} --population {WEAK_POPULATION} \
+             --max-report-bytes 32768"
+        ))
+    };
+    let count_min = create(
+        "ghazi-count-min",
+        "--epsilon 10 --delta 1e-3 --levels 2 --expected-population 20000",
+    );
+    assert!(
+        count_min.contains("ghazi-count-min range tree of 2 levels")
+            && count_min.contains("above max_report_bytes (32768)")
+            && count_min.contains("no smaller number of levels fits either"),
+        "{count_min}"
+    );
+    let devices = format!("--expected-population {TREE_DEVICES}");
+    let hadamard = create(
+        "ghazi-hadamard",
+        &format!("--epsilon 1 --delta 1e-3 --levels 3 {devices}"),
+    );
+    assert!(
+        hadamard.contains("every device would abstain; levels 2 would fit"),
+        "{hadamard}"
+    );
+    // The options of the sample-and-threshold rounds do not apply.
+    let consistent = create(
+        "ghazi-hadamard",
+        &format!("--epsilon 1 --delta 1e-3 --consistent {devices}"),
+    );
+    assert!(
+        consistent.contains("--consistent applies to --mechanism sample-threshold only"),
+        "{consistent}"
+    );
+    let local = create("grr", &format!("--epsilon 1 --delta 1e-3 {devices}"));
+    assert!(local.contains("--mechanism grr"), "{local}");
 }

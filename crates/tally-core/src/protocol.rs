@@ -53,6 +53,7 @@ pub(crate) use central_histogram::add_noise;
 pub use central_histogram::{CentralCounts, CentralHistogramRound, DomainElement, NoisyCounts};
 pub use domain_round::{CountedRound, DomainRound};
 pub use estimates::Estimates;
+pub(crate) use features::to_unit;
 pub use features::{BucketOfLevel, SideOfSplit, WholeItem};
 pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use local_histogram::{LocalHistogramRound, LocalRandomizer};

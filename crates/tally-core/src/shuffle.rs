@@ -8,12 +8,14 @@
 //! - [`ghazi_hadamard`], [`ghazi_count_min`]: the multi-message frequency oracles of Ghazi et
 //!   al. (Algorithms 1 and 2, ALGORITHMS.md §5.1–5.2); [`range_tree`] (range counting, §5.4),
 //!   [`heavy_hitters`] (Appendix D, §5.6) and [`quantiles`] (Appendix E, §5.7) built on them as
-//!   [`set_oracle`] rounds.
+//!   [`set_oracle`] rounds; [`number_tree`] is the range tree over devices holding numbers,
+//!   as a federated runtime opens it.
 
 pub mod balcer_cheu;
 pub mod ghazi_count_min;
 pub mod ghazi_hadamard;
 pub mod heavy_hitters;
+pub mod number_tree;
 pub mod quantiles;
 pub mod range_tree;
 pub mod set_oracle;
@@ -32,6 +34,7 @@ pub use ghazi_hadamard::{
     GhaziHadamard, HadamardCounts, HadamardQuery, HadamardRound, HadamardTuple, HadamardTuples,
 };
 pub use heavy_hitters::ShuffleHeavyHitters;
+pub use number_tree::{NumberTreeQuery, NumberTreeRound};
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeAggregator, RangeCounts, RangeQuery, RangeRound};
 pub use set_oracle::{SetHolders, SetOracleRound, SetQuery};

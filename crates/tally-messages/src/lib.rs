@@ -50,7 +50,7 @@ pub use opt_prefix_tree::{OptPrefixTreeOptions, Randomizer, WordEncoding};
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease, RangeBody,
-    RangeRelease, ReleasedItem, TrieNodeBody,
+    RangeRelease, ReleasedItem, TreeRangeRelease, TrieNodeBody,
 };
 
 /// The protocol version this crate speaks.
@@ -299,11 +299,73 @@ pub enum TaskKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         public_coins: Option<u64>,
     },
+    /// Ghazi et al.'s range-query tree over `2^levels` equal buckets of the devices' numbers,
+    /// in one shuffle round (`tally range` and `tally quantiles` with `--mechanism
+    /// ghazi-hadamard|ghazi-count-min`): every device sends its bucket's chosen ancestors to
+    /// the `k`-set frequency oracle `mechanism` (`k = 1 + levels`), calibrated for
+    /// `expected_population` devices; the guarantee (shuffle model, replace-one neighbours) is
+    /// the oracle's.
+    RangeTree {
+        /// The frequency oracle.
+        mechanism: RangeTreeMechanism,
+        /// The tree's depth `L`: `2^L` buckets.
+        levels: u32,
+        /// The range `[min, max]` of the devices' numbers; `[0, 1]` when left out. A device
+        /// with a number outside it counts at the nearer end.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
+        /// What is read from the tree.
+        reading: TreeReading,
+        /// Count-Min's accuracy failure probability `β`, which sets its number of hash rows
+        /// ([`tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA`] when left out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_probability: Option<f64>,
+        /// The seed of Count-Min's public hash functions, as for
+        /// [`TaskKind::DomainHistogram`]'s `public_coins`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public_coins: Option<u64>,
+    },
     /// OptPrefixTree heavy-hitter discovery among devices holding many words each: every
     /// device sends one randomized one-hot report per iteration, behind the shuffler; the
     /// guarantee (shuffle model, replace-one neighbours) is computed for `min_cohort` reports
     /// per iteration.
     OptPrefixTree(OptPrefixTreeOptions),
+}
+
+/// The frequency oracles a [`TaskKind::RangeTree`] runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RangeTreeMechanism {
+    /// Ghazi et al.'s private-coin multi-message Hadamard response.
+    GhaziHadamard,
+    /// Ghazi et al.'s public-coin Count-Min sketch with binomial blanket noise.
+    GhaziCountMin,
+}
+
+impl RangeTreeMechanism {
+    /// Its name, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::GhaziHadamard => "ghazi-hadamard",
+            Self::GhaziCountMin => "ghazi-count-min",
+        }
+    }
+}
+
+/// What a [`TaskKind::RangeTree`] reads from its tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TreeReading {
+    /// The number of devices whose number lies in `[lo, hi)` (`tally range`), in the devices'
+    /// units; a range ending at the top of the devices' range includes it.
+    Range {
+        /// The lower end (included).
+        lo: f64,
+        /// The upper end (excluded).
+        hi: f64,
+    },
+    /// These quantiles, each in `[0, 1]` (`tally quantiles`).
+    Quantiles(Vec<f64>),
 }
 
 /// The histogram mechanisms the federated runtime runs.
@@ -436,6 +498,8 @@ pub enum TaskResult {
     DomainHistogram(DomainHistogramRelease),
     /// A range-count task's release.
     Range(RangeRelease),
+    /// A range-query tree's range count.
+    TreeRange(TreeRangeRelease),
 }
 
 /// The query of an open round: what every device is asked.
@@ -605,6 +669,22 @@ pub enum Ask {
         tau: u32,
         /// The blanket tuples `ρ` of a device.
         rho: u64,
+    },
+    /// Shuffle model, Ghazi et al.'s range-query tree over `2^levels` buckets: map your number
+    /// into `[0, 1]` through `range` (clamping it to the range), take its bucket
+    /// `min(⌊x·2^levels⌋, 2^levels − 1)`, and report the set of its chosen ancestors in the
+    /// tree (the root and every left child on its path, as oracle items) through `oracle`
+    /// (`ghazi-hadamard` or `ghazi-count-min` over the integers `0..2^levels`), for sets of
+    /// `1 + levels` items. The server separates every device's messages and shuffles them all
+    /// before counting them.
+    RangeTree {
+        /// The tree's depth `L`.
+        levels: u32,
+        /// The range of the numbers; `[0, 1]` when left out.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        range: Option<[f64; 2]>,
+        /// The frequency oracle's ask.
+        oracle: Box<Ask>,
     },
     /// Shuffle model, Ghazi et al.'s Count-Min protocol: place your item in the public
     /// `domain` and report, as one comma-separated list in increasing order, the cell

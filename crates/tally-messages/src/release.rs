@@ -171,6 +171,32 @@ pub struct RangeRelease {
     pub seed: Option<u64>,
 }
 
+/// The range count of Ghazi et al.'s range-query tree (`tally range --mechanism ghazi-* --json`,
+/// and a finished [`crate::TaskKind::RangeTree`] task reading a range).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TreeRangeRelease {
+    /// `range-query tree (ORACLE)`.
+    pub mechanism: String,
+    /// The trust model, `shuffle`.
+    pub model: String,
+    /// The tree's and the oracle's parameters.
+    pub parameters: Value,
+    /// The guarantee.
+    pub guarantee: GuaranteeBody,
+    /// The `δ` asked for.
+    pub target_delta: f64,
+    /// Where the numbers came from.
+    pub input: String,
+    /// The range asked for, and the leaves' boundaries it snapped to.
+    pub range: RangeBody,
+    /// The estimated count of the snapped range.
+    pub estimate: f64,
+    /// The estimate over the number of devices.
+    pub fraction: f64,
+    /// The seed of a simulation; `null` for a federated run.
+    pub seed: Option<u64>,
+}
+
 /// A counted range: `[lo, hi)` as asked and as snapped down to the tree's leaf grid, in the
 /// values' units.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

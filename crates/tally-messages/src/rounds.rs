@@ -9,14 +9,15 @@ use std::sync::Arc;
 use tally_core::heavy_hitters::PrefixRound;
 use tally_core::histogram::{DomainHistogram, DomainMap, SampleThresholdQuery};
 use tally_core::protocol::DomainElement;
-use tally_core::protocol::wire::DeviceResponder;
+use tally_core::protocol::wire::{BoundedDomainQuery, DeviceResponder};
 use tally_core::protocol::{
     BucketOfLevel, CoinHolder, LocalHistogramRound, LocalRandomizer, PrefixBallot, ReportFeature,
-    SampleThresholdAsk, SideOfSplit, WholeItem,
+    SampleThresholdAsk, SideOfSplit, WholeItem, WireReport,
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
 use tally_core::shuffle::{
-    BalcerCheuQuery, CountMinHashes, CountMinQuery, HadamardQuery, PairwiseHash, ShuffledGrrRound,
+    BalcerCheuQuery, CountMinHashes, CountMinQuery, HadamardQuery, NumberTreeQuery, PairwiseHash,
+    RangeQuery, SetQuery, ShuffledGrrRound,
 };
 
 use crate::domain::local_responder;
@@ -198,6 +199,19 @@ impl PublishedQuery for CountMinQuery {
     }
 }
 
+impl<Q: PublishedQuery> PublishedQuery for NumberTreeQuery<Q> {
+    /// What the oracle refuses.
+    const REFUSAL: ErrorCode = Q::REFUSAL;
+
+    fn ask(&self) -> Ask {
+        Ask::RangeTree {
+            levels: self.tree().axis_levels(),
+            range: self.range().map(|r| [r.min(), r.max()]),
+            oracle: Box::new(self.tree().oracle().ask()),
+        }
+    }
+}
+
 impl<M: LocalRandomizer + DomainHistogram> PublishedQuery for LocalHistogramRound<M> {
     /// An upload that is not the encoding of a report the randomizer could have sent.
     const REFUSAL: ErrorCode = ErrorCode::Malformed;
@@ -328,27 +342,12 @@ impl Ask {
                 DomainMap::from(*domain),
                 *noise_probability,
             )?)),
-            Self::GhaziHadamard { domain, tau, rho } => Ok(Arc::new(HadamardQuery::new(
-                DomainMap::from(*domain),
-                *tau,
-                *rho,
-            )?)),
-            Self::GhaziCountMin {
-                domain,
-                hashes,
-                width,
-                gamma,
-            } => {
-                let rows = hashes
-                    .iter()
-                    .map(|&[a, b]| PairwiseHash::new(a, b, *width))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(Arc::new(CountMinQuery::new(
-                    DomainMap::from(*domain),
-                    CountMinHashes::new(rows)?,
-                    *gamma,
-                )?))
-            }
+            Self::GhaziHadamard { .. } | Self::GhaziCountMin { .. } => self.set_oracle(1),
+            Self::RangeTree {
+                levels,
+                range,
+                oracle,
+            } => oracle.range_tree(*levels, value_range(*range)?),
             Self::OptPrefixTree {
                 run,
                 iteration,
@@ -378,6 +377,103 @@ impl Ask {
                 domain,
             } => local_responder(*mechanism, *epsilon, *domain),
         }
+    }
+}
+
+impl Ask {
+    /// The `k`-set frequency oracle this ask publishes, for sets of `set_size` items, handed
+    /// to `visit`.
+    fn with_set_oracle<T>(
+        &self,
+        set_size: u32,
+        visit: impl SetOracleVisitor<Output = T>,
+    ) -> Result<T, AskError> {
+        match self {
+            Self::GhaziHadamard { domain, tau, rho } => {
+                let query = HadamardQuery::new(DomainMap::from(*domain), *tau, *rho)?;
+                visit.visit(query.with_set_size(set_size)?)
+            }
+            Self::GhaziCountMin {
+                domain,
+                hashes,
+                width,
+                gamma,
+            } => {
+                let rows = hashes
+                    .iter()
+                    .map(|&[a, b]| PairwiseHash::new(a, b, *width))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let query = CountMinQuery::new(
+                    DomainMap::from(*domain),
+                    CountMinHashes::new(rows)?,
+                    *gamma,
+                )?;
+                visit.visit(query.with_set_size(set_size)?)
+            }
+            other => Err(AskError::Query(tally_core::Error::InvalidParameter {
+                name: "range tree oracle",
+                value: format!("{other:?}"),
+                expected: "a ghazi-hadamard or ghazi-count-min ask",
+            })),
+        }
+    }
+
+    /// A device's answer to the oracle this ask publishes, holding one item.
+    fn set_oracle(&self, set_size: u32) -> Result<Arc<dyn DeviceResponder>, AskError> {
+        self.with_set_oracle(set_size, OracleResponder)
+    }
+
+    /// A device's answer to the one-dimensional range tree of `levels` on the oracle this
+    /// ask publishes, holding a number of `range`.
+    fn range_tree(
+        &self,
+        levels: u32,
+        range: Option<ValueRange>,
+    ) -> Result<Arc<dyn DeviceResponder>, AskError> {
+        self.with_set_oracle(levels.saturating_add(1), TreeResponder { levels, range })
+    }
+}
+
+/// What is made of a `k`-set frequency oracle's query rebuilt from its ask.
+trait SetOracleVisitor {
+    /// What the visit makes.
+    type Output;
+
+    /// Makes it from `query`.
+    fn visit<Q>(self, query: Q) -> Result<Self::Output, AskError>
+    where
+        Q: SetQuery<Report: WireReport> + BoundedDomainQuery + 'static;
+}
+
+/// A device holding one item answers the oracle itself.
+struct OracleResponder;
+
+impl SetOracleVisitor for OracleResponder {
+    type Output = Arc<dyn DeviceResponder>;
+
+    fn visit<Q>(self, query: Q) -> Result<Self::Output, AskError>
+    where
+        Q: SetQuery<Report: WireReport> + BoundedDomainQuery + 'static,
+    {
+        Ok(Arc::new(query))
+    }
+}
+
+/// A device holding a number answers the range tree of `levels` over `range` on the oracle.
+struct TreeResponder {
+    levels: u32,
+    range: Option<ValueRange>,
+}
+
+impl SetOracleVisitor for TreeResponder {
+    type Output = Arc<dyn DeviceResponder>;
+
+    fn visit<Q>(self, query: Q) -> Result<Self::Output, AskError>
+    where
+        Q: SetQuery<Report: WireReport> + BoundedDomainQuery + 'static,
+    {
+        let tree = RangeQuery::new(self.levels, 1, query)?;
+        Ok(Arc::new(NumberTreeQuery::new(tree, self.range)?))
     }
 }
 

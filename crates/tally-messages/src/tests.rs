@@ -444,3 +444,51 @@ fn the_documented_examples_parse() {
     }
     assert!(checked >= 10, "only {checked} examples");
 }
+
+/// A range-tree task and its ask are spelled as documented; a device rebuilds the tree from
+/// the ask (its oracle's ask for sets of `1 + levels` items) and answers a number with a
+/// report of the oracle's shape, and refuses an ask whose oracle is not a set oracle.
+#[test]
+fn a_range_tree_is_spelled_and_answered_through_its_oracles_ask() {
+    use rand_chacha::ChaCha20Rng;
+    use rand_chacha::rand_core::SeedableRng;
+
+    let kind: TaskKind = serde_json::from_str(
+        r#"{"type": "range-tree", "mechanism": "ghazi-hadamard", "levels": 2,
+            "range": [0, 100], "reading": {"range": {"lo": 0, "hi": 50}}}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        kind,
+        TaskKind::RangeTree {
+            mechanism: RangeTreeMechanism::GhaziHadamard,
+            reading: TreeReading::Range { .. },
+            public_coins: None,
+            ..
+        }
+    ));
+    round_trip(&kind);
+    let oracle = Ask::GhaziHadamard {
+        domain: PublicDomain::Integers(4),
+        tau: 4,
+        rho: 2,
+    };
+    let ask = Ask::RangeTree {
+        levels: 2,
+        range: Some([0.0, 100.0]),
+        oracle: Box::new(oracle),
+    };
+    round_trip(&ask);
+    let responder = ask.responder(Sampling::Aggregator).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(0);
+    let report = responder.respond("70", 1 << 12, &mut rng).unwrap();
+    // k = 3 real tuples and ρ = 2 blanket ones.
+    assert_eq!(report.split(',').count(), 5, "{report}");
+    assert_eq!(responder.respond("seventy", 1 << 12, &mut rng), None);
+    let not_an_oracle = Ask::RangeTree {
+        levels: 2,
+        range: None,
+        oracle: Box::new(Ask::Item { sampling_rate: 0.5 }),
+    };
+    assert!(not_an_oracle.responder(Sampling::Aggregator).is_err());
+}

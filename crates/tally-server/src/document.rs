@@ -7,6 +7,7 @@
 //! the caller says what the input was and how it ran.
 
 use serde_json::{Value, json};
+use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
@@ -15,9 +16,10 @@ use tally_core::heavy_hitters::{
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
+use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound};
 use tally_messages::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, RangeBody, RangeRelease, ReleasedItem,
-    TrieNodeBody,
+    TreeRangeRelease, TrieNodeBody,
 };
 
 /// The name of the TrieHH++ document's mechanism.
@@ -114,6 +116,94 @@ pub fn range_count(
         estimated_total: total,
         seed,
     })
+}
+
+/// The name of the documents of Ghazi et al.'s range-query tree on the frequency oracle
+/// named `oracle`.
+pub fn range_tree_mechanism(oracle: &str) -> String {
+    format!("range-query tree ({oracle})")
+}
+
+/// The `parameters` object of a range-query tree's documents: its depth, leaves and their
+/// width in the numbers' units (rescaled from `range`), the `users` it was calibrated for
+/// and what each sends.
+pub fn range_tree_parameters<O: SetOracleRound>(
+    tree: &RangeRound<O>,
+    range: Option<ValueRange>,
+    users: u64,
+) -> Value {
+    let cost = tree.message_cost();
+    json!({
+        "levels": tree.domain().ilog2(),
+        "buckets": tree.domain(),
+        "resolution": resolution(range, 1.0 / f64::from(tree.domain())),
+        "users": users,
+        "messages_per_client": cost.messages_per_client,
+        "bits_per_message": cost.bits_per_message,
+    })
+}
+
+/// What a range-query tree's document says besides its readings.
+#[derive(Clone, Debug)]
+pub struct TreeDocument<'a> {
+    /// The mechanism's name ([`range_tree_mechanism`]).
+    pub mechanism: String,
+    /// Its parameters ([`range_tree_parameters`]).
+    pub parameters: Value,
+    /// The tree's guarantee.
+    pub guarantee: &'a Guarantee,
+    /// The `δ` asked for.
+    pub target_delta: f64,
+    /// What the input was.
+    pub input: String,
+    /// The number of devices (or values).
+    pub users: u64,
+    /// The seed of a simulation.
+    pub seed: Option<u64>,
+}
+
+/// The range count of `[lo, hi)` (in the numbers' units, rescaled from `range`) from a
+/// one-dimensional range-query tree's release `counts`: the range snapped down to the leaves'
+/// boundaries (a range ending at the top includes it), its estimated count and fraction.
+pub fn tree_range_count(
+    counts: &RangeCounts,
+    range: Option<ValueRange>,
+    (lo, hi): (f64, f64),
+    document: TreeDocument<'_>,
+) -> TreeRangeRelease {
+    let to_unit = |x: f64| range.map_or(x, |r| r.to_unit(x));
+    let to_original = |y: f64| range.map_or(y, |r| r.from_unit(y));
+    let buckets = counts.domain();
+    let (unit_lo, unit_hi) = (to_unit(lo), to_unit(hi));
+    let first = ((unit_lo * f64::from(buckets)).floor() as u32).min(buckets);
+    let end = if unit_hi >= 1.0 {
+        buckets
+    } else {
+        ((unit_hi * f64::from(buckets)).floor() as u32).min(buckets)
+    };
+    let estimate = if end > first {
+        counts.count(first, end - 1)
+    } else {
+        0.0
+    };
+    let grid = |b: u32| to_original(f64::from(b) / f64::from(buckets));
+    TreeRangeRelease {
+        mechanism: document.mechanism,
+        model: document.guarantee.model.name().to_owned(),
+        parameters: document.parameters,
+        guarantee: document.guarantee.into(),
+        target_delta: document.target_delta,
+        input: document.input,
+        range: RangeBody {
+            lo,
+            hi,
+            grid_lo: grid(first),
+            grid_hi: grid(end),
+        },
+        estimate,
+        fraction: estimate / document.users as f64,
+        seed: document.seed,
+    }
 }
 
 /// The name of the binary-search quantile document's mechanism.

@@ -41,6 +41,7 @@ use crate::shuffler::{self, ShuffledReport};
 
 mod domain;
 mod opt_prefix_tree;
+mod range_tree;
 
 pub(crate) use domain::draw_public_coins;
 
@@ -263,6 +264,27 @@ impl Engine {
                 *mechanism,
                 *domain,
                 *public_coins,
+                privacy,
+                spec.expected_population,
+                spec.rounds.min_cohort,
+                spec.rounds.max_report_bytes,
+            ),
+            TaskKind::RangeTree {
+                mechanism,
+                levels,
+                range,
+                reading,
+                failure_probability,
+                public_coins,
+            } => range_tree::build(
+                &range_tree::TreeTask {
+                    mechanism: *mechanism,
+                    levels: *levels,
+                    range: *range,
+                    reading,
+                    failure_probability: *failure_probability,
+                    public_coins: *public_coins,
+                },
                 privacy,
                 spec.expected_population,
                 spec.rounds.min_cohort,

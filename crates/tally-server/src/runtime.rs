@@ -15,6 +15,7 @@ use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo,
     PopulationSpec, Role, RoundQuery, TaskInfo, TaskKind, TaskSpec, TaskState, TightTotal,
+    TreeReading,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -1010,6 +1011,14 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     let levels = match &spec.kind {
         TaskKind::Histogram { .. } | TaskKind::SingleRound { .. } => 1,
         TaskKind::DomainHistogram { .. } => 1,
+        TaskKind::RangeTree { reading, .. } => {
+            if let TreeReading::Quantiles(quantiles) = reading
+                && quantiles.len() > MAX_QUANTILES
+            {
+                return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
+            }
+            1
+        }
         TaskKind::Range { levels, .. } => *levels,
         TaskKind::HeavyHitters { levels, .. } => *levels,
         TaskKind::Quantiles {

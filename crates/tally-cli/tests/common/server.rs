@@ -424,6 +424,9 @@ pub(crate) fn uploads(
                 | Ask::GhaziCountMin { .. }) => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
+                ask @ Ask::RangeTree { .. } => {
+                    panic!("the crash tests run no range-query tree: {ask:?}")
+                }
                 ask @ Ask::OptPrefixTree { .. } => {
                     panic!("the crash tests run no OptPrefixTree task: {ask:?}")
                 }

@@ -91,7 +91,7 @@ impl ReportFeature for SideOfSplit {
 }
 
 /// `x` mapped into `[0, 1]` through `range`, or clamped to `[0, 1]` without one.
-fn to_unit(range: Option<ValueRange>, x: f64) -> f64 {
+pub(crate) fn to_unit(range: Option<ValueRange>, x: f64) -> f64 {
     range.map_or(x.clamp(0.0, 1.0), |range| range.to_unit(x))
 }
 

@@ -11,6 +11,7 @@
 
 use tally_accounting::Guarantee;
 
+use super::number_tree::unit_leaf;
 use super::range_tree::{RangeCounts, RangeRound};
 use super::set_oracle::SetOracleRound;
 use crate::Error;
@@ -59,8 +60,7 @@ impl<O: SetOracleRound> ShuffleQuantiles<O> {
     /// If `x` is not in `[0, 1]`.
     pub fn bucket(&self, x: f64) -> u32 {
         assert!((0.0..=1.0).contains(&x), "value {x} is outside [0, 1]");
-        let b = self.tree.domain();
-        ((x * f64::from(b)).floor() as u64).min(u64::from(b) - 1) as u32
+        unit_leaf(x, self.tree.domain())
     }
 
     /// The guarantee of the release.

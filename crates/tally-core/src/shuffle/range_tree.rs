@@ -31,12 +31,15 @@ use tally_accounting::Guarantee;
 
 use super::ghazi_count_min::{CountMinHashes, CountMinRound, GhaziCountMin};
 use super::ghazi_hadamard::{GhaziHadamard, HadamardRound};
+use super::number_tree::NumberTreeRound;
 use super::set_oracle::{SetHolders, SetOracleRound, SetQuery};
 use crate::Error;
 use crate::histogram::{DomainMap, MessageCost};
+use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
     CountedRound, DeviceQuery, Estimates, RoundAggregator, RoundProtocol, TrustModel,
 };
+use crate::quantiles::ValueRange;
 
 /// The `j`-th chosen node `(t, s)` (`j = 1…B`, 1-indexed as in the paper).
 pub fn chosen_node(j: u32) -> (u32, u32) {
@@ -114,9 +117,37 @@ impl TreeShape {
         1 << (self.axis_levels * self.dims)
     }
 
+    /// The oracle's estimates of the chosen nodes as the tree's counts.
+    fn counts(self, Estimates(nodes): Estimates) -> RangeCounts {
+        RangeCounts {
+            axis_levels: self.axis_levels,
+            dims: self.dims,
+            nodes,
+        }
+    }
+
     /// The largest set a point reports, `k = (1 + axis_levels)^d`.
     fn set_size(self) -> u32 {
         (self.axis_levels + 1).pow(self.dims)
+    }
+
+    /// Checks that an oracle over `domain` items taking sets of up to `set_size` fits the tree.
+    fn check_oracle(self, domain: u32, set_size: u32) -> Result<(), Error> {
+        if domain != self.domain() {
+            return Err(Error::invalid(
+                "oracle domain",
+                domain,
+                "2^(axis bits · dimensions)",
+            ));
+        }
+        if set_size < self.set_size() {
+            return Err(Error::invalid(
+                "oracle set size",
+                set_size,
+                "at least (1 + axis bits)^dimensions",
+            ));
+        }
+        Ok(())
     }
 
     /// The oracle items a device at the flattened point `leaf` reports.
@@ -231,20 +262,7 @@ impl<O: SetOracleRound> RangeRound<O> {
     /// `axis_bits·dims ≤ 31`, or for an oracle that does not fit the shape.
     pub fn with_oracle(axis_bits: u32, dims: u32, oracle: O) -> Result<Self, Error> {
         let shape = TreeShape::new(axis_bits, dims)?;
-        if oracle.domain() != shape.domain() {
-            return Err(Error::invalid(
-                "oracle domain",
-                oracle.domain(),
-                "2^(axis bits · dimensions)",
-            ));
-        }
-        if oracle.query().set_size() < shape.set_size() {
-            return Err(Error::invalid(
-                "oracle set size",
-                oracle.query().set_size(),
-                "at least (1 + axis bits)^dimensions",
-            ));
-        }
+        shape.check_oracle(oracle.domain(), oracle.query().set_size())?;
         let mut guarantee = oracle.guarantee();
         guarantee.analysis = format!("{}; range tree (GGKPV Theorem 5.1)", guarantee.analysis);
         Ok(Self {
@@ -280,6 +298,25 @@ impl<O: SetOracleRound> RangeRound<O> {
     /// What each device sends (the oracle's cost for a `k`-set).
     pub fn message_cost(&self) -> MessageCost {
         self.oracle.message_cost()
+    }
+
+    /// The estimates of every chosen node, which the oracle released, read as the tree's
+    /// counts (what [`RangeAggregator::release`] does with them).
+    pub fn read(&self, nodes: Estimates) -> RangeCounts {
+        self.query.shape.counts(nodes)
+    }
+
+    /// The tree as a round whose devices hold numbers of `range` (`[0, 1]` without one):
+    /// the round a federated runtime opens.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if the tree has more than one dimension.
+    pub fn over_numbers(&self, range: Option<ValueRange>) -> Result<NumberTreeRound<O>, Error>
+    where
+        O: Clone,
+    {
+        NumberTreeRound::new(self.oracle.clone(), self.query.clone(), range)
     }
 
     fn counts(&self, oracle: O::Aggregator) -> RangeAggregator<O::Aggregator> {
@@ -343,6 +380,42 @@ pub struct RangeQuery<Q> {
     oracle: Q,
 }
 
+impl<Q: SetQuery + BoundedDomainQuery> RangeQuery<Q> {
+    /// The query of the tree over `[2^axis_bits]^dims` on the oracle query `oracle`, as a
+    /// device rebuilds it from what the server publishes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] as for [`RangeRound::with_oracle`].
+    pub fn new(axis_bits: u32, dims: u32, oracle: Q) -> Result<Self, Error> {
+        let shape = TreeShape::new(axis_bits, dims)?;
+        shape.check_oracle(oracle.domain_map().size(), oracle.set_size())?;
+        Ok(Self { shape, oracle })
+    }
+}
+
+impl<Q> RangeQuery<Q> {
+    /// The levels `log2 B0` of each axis.
+    pub fn axis_levels(&self) -> u32 {
+        self.shape.axis_levels
+    }
+
+    /// The number of dimensions `d`.
+    pub fn dims(&self) -> u32 {
+        self.shape.dims
+    }
+
+    /// The number of leaves `B`.
+    pub fn domain(&self) -> u32 {
+        self.shape.domain()
+    }
+
+    /// The oracle's query.
+    pub fn oracle(&self) -> &Q {
+        &self.oracle
+    }
+}
+
 impl<Q: SetQuery> DeviceQuery for RangeQuery<Q> {
     type Input = u32;
     type Report = Q::Report;
@@ -387,12 +460,7 @@ impl<A: RoundAggregator<Release = Estimates>> RoundAggregator for RangeAggregato
     }
 
     fn release(self) -> RangeCounts {
-        let Estimates(nodes) = self.oracle.release();
-        RangeCounts {
-            axis_levels: self.shape.axis_levels,
-            dims: self.shape.dims,
-            nodes,
-        }
+        self.shape.counts(self.oracle.release())
     }
 }
 
@@ -409,6 +477,11 @@ impl RangeCounts {
     /// index `j − 1`; flattened in `d` dimensions).
     pub fn nodes(&self) -> &[f64] {
         &self.nodes
+    }
+
+    /// The number of leaves `B`.
+    pub fn domain(&self) -> u32 {
+        1 << (self.axis_levels * self.dims)
     }
 
     /// The estimated number of leaves in `0..r` (`r ≤ B`; the paper's `P(r)`), in one

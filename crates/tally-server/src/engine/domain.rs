@@ -13,8 +13,8 @@ use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
-    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, Sampling,
-    ShuffleCalibration, TaskKind, TaskSpec,
+    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, RangeTreeMechanism,
+    Sampling, ShuffleCalibration, TaskKind, TaskSpec,
 };
 
 use super::{Engine, Kind, driven, input_description};
@@ -57,13 +57,8 @@ pub(super) fn build(
             "domain of {size} elements: expected 2 to {MAX_DOMAIN}"
         ));
     }
-    if mechanism.is_shuffled() && min_cohort < clients {
-        return Err(format!(
-            "min_cohort {min_cohort}: {} is calibrated for the expected population of {clients} \
-             devices, whose messages hide each other's behind the shuffler; a round must not \
-             release from fewer (set min_cohort to at least {clients})",
-            mechanism.name()
-        ));
+    if mechanism.is_shuffled() {
+        check_shuffle_cohort(mechanism.name(), min_cohort, clients)?;
     }
     // A task's public coins are the same each time it is built (a restarted server rebuilds
     // it from its stored spec). A task stored before tasks carried their own seed was built
@@ -87,6 +82,28 @@ pub(super) fn build(
         .map_err(|e| e.to_string())?
 }
 
+/// Refuses a shuffle mechanism `name` calibrated for `clients` devices whose rounds may
+/// release from fewer uploads (`min_cohort < clients`).
+///
+/// # Privacy
+///
+/// Its messages hide among those of the devices it was calibrated for; with fewer, a device's
+/// would stand out more than the guarantee says.
+pub(super) fn check_shuffle_cohort(
+    name: &str,
+    min_cohort: u64,
+    clients: u64,
+) -> Result<(), String> {
+    if min_cohort < clients {
+        return Err(format!(
+            "min_cohort {min_cohort}: {name} is calibrated for the expected population of \
+             {clients} devices, whose messages hide each other's behind the shuffler; a round \
+             must not release from fewer (set min_cohort to at least {clients})"
+        ));
+    }
+    Ok(())
+}
+
 /// Gives a new task whose mechanism publishes public coins
 /// ([`DomainHistogramMechanism::publishes_coins`]) and whose spec names no seed for them a
 /// seed of its own, drawn by `draw` (from the server's stream, seeded only in tests), which is
@@ -99,13 +116,20 @@ pub(super) fn build(
 /// The coins are public (published in every ask of the task); the guarantee holds whatever
 /// they are, as long as they are drawn independently of the devices' data, as here.
 pub(crate) fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
-    if let TaskKind::DomainHistogram {
-        mechanism,
-        public_coins: public_coins @ None,
-        ..
-    } = kind
-        && mechanism.publishes_coins()
-    {
+    let public_coins = match kind {
+        TaskKind::DomainHistogram {
+            mechanism,
+            public_coins,
+            ..
+        } if mechanism.publishes_coins() => public_coins,
+        TaskKind::RangeTree {
+            mechanism: RangeTreeMechanism::GhaziCountMin,
+            public_coins,
+            ..
+        } => public_coins,
+        _ => return,
+    };
+    if public_coins.is_none() {
         *public_coins = Some(draw());
     }
 }
