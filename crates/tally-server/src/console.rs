@@ -592,8 +592,8 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
         let spec = read_spec(&form.spec)?;
         let (engine, guarantee) = runtime.plan_task(&spec, &session.who).await?;
         let curves = engine
-            .loss_rounds()
-            .and_then(|rounds| release_curve::release_curves(&rounds, &guarantee));
+            .threshold_rounds()
+            .map(|rounds| release_curve::release_curves(&rounds, &guarantee));
         let balance = runtime
             .ledger(&session.who)
             .await?

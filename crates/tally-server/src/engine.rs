@@ -299,7 +299,14 @@ impl Engine {
     /// The task's S&T rounds as the ledger's tight accountant composes them; `None` where
     /// they have no loss pair (replace-one neighbours).
     pub(crate) fn loss_rounds(&self) -> Option<LossRounds> {
-        self.0.loss_rounds()
+        self.threshold_rounds()
+            .and_then(|rounds| LossRounds::of(&rounds.per_round, rounds.rounds))
+    }
+
+    /// The task's sample-and-threshold rounds, whatever its neighbour relation; `None` for a
+    /// task of other rounds.
+    pub(crate) fn threshold_rounds(&self) -> Option<ThresholdRounds> {
+        self.0.threshold_rounds()
     }
 
     /// Moves to the next round; `false` once the task has nothing more to ask.
@@ -337,7 +344,7 @@ impl Engine {
 
 /// A task of any kind behind one interface: what the runtime drives.
 trait FederatedTask: Send + Sync {
-    fn loss_rounds(&self) -> Option<LossRounds>;
+    fn threshold_rounds(&self) -> Option<ThresholdRounds>;
     fn advance(&mut self) -> bool;
     fn round(&self) -> u32;
     fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound;
@@ -366,9 +373,8 @@ trait Kind: Clone + Send + Sync + 'static {
     /// The round that asks `query`, its coins flipped as `sampling` says.
     fn round(&self, query: &QueryOf<Self>, sampling: Sampling) -> Self::Round;
 
-    /// The task's rounds as the ledger's tight accountant composes them, when the task runs
-    /// `rounds` rounds like the one asking `query`; `None` where they have no loss pair.
-    fn loss_rounds(query: &QueryOf<Self>, rounds: usize) -> Option<LossRounds>;
+    /// The sample-and-threshold mechanism of the round asking `query`, if it is one.
+    fn threshold_round(query: &QueryOf<Self>) -> Option<&SampleThreshold>;
 
     /// The round's release as the task's.
     fn release(
@@ -385,6 +391,16 @@ trait Kind: Clone + Send + Sync + 'static {
     ) -> serde_json::Result<String>;
 }
 
+/// A task's sample-and-threshold rounds: the mechanism each runs (every round of these tasks
+/// runs the same) and how many its guarantee composes.
+#[derive(Clone, Debug)]
+pub(crate) struct ThresholdRounds {
+    /// The mechanism of every round.
+    pub(crate) per_round: SampleThreshold,
+    /// How many rounds the task's guarantee composes.
+    pub(crate) rounds: usize,
+}
+
 /// The one generic driver: a task of kind `K`, its current query and round number.
 #[derive(Clone)]
 struct Driven<K: Kind> {
@@ -392,7 +408,7 @@ struct Driven<K: Kind> {
     task: K::Task,
     query: Option<QueryOf<K>>,
     round: u32,
-    loss: Option<LossRounds>,
+    threshold: Option<ThresholdRounds>,
 }
 
 /// `task` of `kind` behind [`Engine`], with its guarantee; `rounds` is how many rounds its
@@ -400,16 +416,18 @@ struct Driven<K: Kind> {
 fn driven<K: Kind>(kind: K, task: K::Task, rounds: usize) -> (Engine, Guarantee) {
     let guarantee = task.guarantee().clone();
     // The per-round mechanism is the first query's; every round of these tasks runs the same.
-    let loss = task
-        .clone()
-        .next_query()
-        .and_then(|query| K::loss_rounds(&query, rounds));
+    let threshold = task.clone().next_query().and_then(|query| {
+        K::threshold_round(&query).map(|per_round| ThresholdRounds {
+            per_round: per_round.clone(),
+            rounds,
+        })
+    });
     let engine = Driven {
         kind,
         task,
         query: None,
         round: 0,
-        loss,
+        threshold,
     };
     (Engine(Box::new(engine)), guarantee)
 }
@@ -423,8 +441,8 @@ impl<K: Kind> Driven<K> {
 }
 
 impl<K: Kind> FederatedTask for Driven<K> {
-    fn loss_rounds(&self) -> Option<LossRounds> {
-        self.loss
+    fn threshold_rounds(&self) -> Option<ThresholdRounds> {
+        self.threshold.clone()
     }
 
     fn advance(&mut self) -> bool {
@@ -520,8 +538,8 @@ impl Kind for Histogram {
         SampleThresholdRound::new(WholeItem, query.clone(), sampling.into())
     }
 
-    fn loss_rounds(query: &SampleThreshold, rounds: usize) -> Option<LossRounds> {
-        LossRounds::of(query, rounds)
+    fn threshold_round(query: &SampleThreshold) -> Option<&SampleThreshold> {
+        Some(query)
     }
 
     fn release(
@@ -587,8 +605,8 @@ impl Kind for TriePlus {
         SampleThresholdRound::new(prefixes, query.mechanism.clone(), sampling.into())
     }
 
-    fn loss_rounds(query: &TrieHhPlusQuery, rounds: usize) -> Option<LossRounds> {
-        LossRounds::of(&query.mechanism, rounds)
+    fn threshold_round(query: &TrieHhPlusQuery) -> Option<&SampleThreshold> {
+        Some(&query.mechanism)
     }
 
     fn release(_: &TrieHhPlusQuery, cells: Vec<ThresholdCell<String>>) -> Vec<(String, u64, f64)> {
@@ -685,8 +703,8 @@ impl Kind for Hierarchical {
         SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
     }
 
-    fn loss_rounds(query: &LevelQuery, rounds: usize) -> Option<LossRounds> {
-        LossRounds::of(&query.mechanism, rounds)
+    fn threshold_round(query: &LevelQuery) -> Option<&SampleThreshold> {
+        Some(&query.mechanism)
     }
 
     fn release(query: &LevelQuery, cells: Vec<ThresholdCell<u32>>) -> SampleThresholdRelease {
@@ -783,8 +801,8 @@ impl Kind for BinarySearch {
         SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
     }
 
-    fn loss_rounds(query: &ThresholdQuery, rounds: usize) -> Option<LossRounds> {
-        LossRounds::of(&query.mechanism, rounds)
+    fn threshold_round(query: &ThresholdQuery) -> Option<&SampleThreshold> {
+        Some(&query.mechanism)
     }
 
     fn release(query: &ThresholdQuery, cells: Vec<ThresholdCell<u32>>) -> SampleThresholdRelease {

@@ -481,6 +481,50 @@ async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarant
     server.shutdown().await;
 }
 
+/// A sample-and-threshold task under replace-one neighbours has its release curve too, at the
+/// rate and threshold the server calibrated for it, alone: the noise-based selections drawn
+/// beside add/remove tasks are calibrated for add/remove neighbours.
+#[tokio::test]
+async fn a_replace_one_plan_shows_its_curve_without_the_add_remove_comparisons() {
+    use tally_accounting::Neighbours;
+    use tally_accounting::key_selection::KeySelection;
+    use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
+
+    let (server, router, credentials, _db, _dir) = console().await;
+    let analyst = credentials.analyst.as_str();
+    let spec = task_spec(
+        1.0,
+        r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
+    )
+    .replace(
+        r#""delta":1e-6}"#,
+        r#""delta":1e-6,"neighbours":"replace-one"}"#,
+    );
+    let html = plan_page(&router, analyst, &spec).await;
+    assert!(html.contains("replace-one"), "{html}");
+    assert!(!html.contains("no-curve"), "{html}");
+    assert!(html.contains(r#"id="not-compared""#), "{html}");
+    let params = plan(
+        1.0,
+        1e-6,
+        PlanTarget::MinReleasedCount,
+        Analysis::Tight,
+        Neighbours::ReplaceOne,
+    )
+    .unwrap()
+    .params;
+    let selection = KeySelection::SampleThreshold(params);
+    let marks: Vec<u64> = [0.5, 0.95]
+        .map(|p| selection.release_point(p).unwrap())
+        .to_vec();
+    assert_eq!(marked_counts(&html, "sample-threshold"), marks);
+    assert!(!curve_points(&html, "sample-threshold").is_empty());
+    for key in ["laplace", "gaussian"] {
+        assert!(!html.contains(&format!(r#"data-key="{key}""#)), "{html}");
+    }
+    server.shutdown().await;
+}
+
 /// The text of the task form's spec, unescaped.
 fn form_spec(html: &str) -> String {
     after(html, r#"<textarea name="spec" rows="24">"#, '<')

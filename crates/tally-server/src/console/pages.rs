@@ -483,18 +483,25 @@ fn release_prediction(spec: &TaskSpec, curves: Option<&ReleaseCurves>) -> Markup
     let Some(curves) = curves else {
         return html! { p.note #no-curve { (no_curve_reason(spec)) } };
     };
-    let (epsilon, delta) = curves.compared_at;
     html! {
         @if curves.rounds > 1 {
             p {
                 "Each of the task's " (curves.rounds) " levels is a sample-and-threshold round with the same parameters: "
-                "the curve is one level's. Laplace and Gaussian thresholding are calibrated for the level's share of the task's "
+                "the curve is one level's."
+            }
+        }
+        @match curves.compared_at {
+            Some((epsilon, delta)) if curves.rounds > 1 => p {
+                "Laplace and Gaussian thresholding are calibrated for the level's share of the task's "
                 "guarantee by basic composition, ε = " (format!("{epsilon:.3}")) " and δ = " (format!("{delta:.3e}")) "."
-            }
-        } @else {
-            p {
+            },
+            Some((epsilon, delta)) => p {
                 "Laplace and Gaussian thresholding are calibrated for the same ε = " (format!("{epsilon:.3}")) " and δ = " (format!("{delta:.3e}")) "."
-            }
+            },
+            None => p #not-compared {
+                "The task's guarantee is for replace-one neighbours; Laplace and Gaussian thresholding as calibrated here "
+                "(one item per client, add/remove neighbours) would not be the same guarantee, so they are not drawn beside it."
+            },
         }
         (charts::release_curves(curves))
         table #release-points {
@@ -529,8 +536,8 @@ fn no_curve_reason(spec: &TaskSpec) -> &'static str {
              there is no release curve. The guarantee above is what it promises."
         }
         _ => {
-            "The release curve is drawn for tasks under add/remove neighbours, whose rounds' parameters the ledger composes. \
-             The guarantee above is what this task promises."
+            "The task's rounds are not sample-and-threshold rounds: there is no release curve. \
+             The guarantee above is what it promises."
         }
     }
 }

@@ -3,13 +3,12 @@
 //! beside Laplace and Gaussian thresholding at the same `(ε, δ)`, every number from
 //! [`tally_accounting::key_selection`].
 
-use tally_accounting::Guarantee;
 use tally_accounting::key_selection::{
     KeySelection, curve_counts, gaussian_threshold, laplace_threshold,
 };
-use tally_accounting::sample_threshold::SampleThresholdParams;
+use tally_accounting::{Guarantee, Neighbours};
 
-use crate::ledger::LossRounds;
+use crate::engine::ThresholdRounds;
 
 /// The release probabilities whose counts the plan marks.
 pub(super) const MARKED_PROBABILITIES: [f64; 2] = [0.5, 0.95];
@@ -39,23 +38,26 @@ pub(super) struct ReleaseCurves {
     /// How many such rounds the task runs (its levels).
     pub(super) rounds: u64,
     /// The `(ε, δ)` Laplace and Gaussian thresholding are calibrated for: the task's, split
-    /// evenly over its rounds by basic composition when it runs several.
-    pub(super) compared_at: (f64, f64),
+    /// evenly over its rounds by basic composition when it runs several; `None` for a task
+    /// under replace-one neighbours, since they are calibrated for add/remove neighbours and
+    /// are then not drawn.
+    pub(super) compared_at: Option<(f64, f64)>,
     /// The largest count drawn: where the last selection releases with probability 99.9%.
     pub(super) max_count: u64,
     /// The curves.
     pub(super) curves: Vec<Curve>,
 }
 
-/// The curves of a task whose rounds are `rounds` with guarantee `guarantee`; `None` when the
-/// rounds' parameters are not a valid sample-and-threshold release.
-pub(super) fn release_curves(rounds: &LossRounds, guarantee: &Guarantee) -> Option<ReleaseCurves> {
-    let params = SampleThresholdParams::new(rounds.sampling_rate, rounds.threshold).ok()?;
-    let levels = rounds.rounds.max(1);
-    let (epsilon, delta) = (
-        guarantee.epsilon / levels as f64,
-        guarantee.delta / levels as f64,
-    );
+/// The curves of a task whose rounds are `rounds` with guarantee `guarantee`.
+pub(super) fn release_curves(rounds: &ThresholdRounds, guarantee: &Guarantee) -> ReleaseCurves {
+    let params = *rounds.per_round.params();
+    let levels = rounds.rounds.max(1) as u64;
+    let compared_at = (guarantee.neighbours == Neighbours::AddRemove).then(|| {
+        (
+            guarantee.epsilon / levels as f64,
+            guarantee.delta / levels as f64,
+        )
+    });
     let selections = [
         (
             "sample-threshold",
@@ -63,14 +65,14 @@ pub(super) fn release_curves(rounds: &LossRounds, guarantee: &Guarantee) -> Opti
         ),
         (
             "laplace",
-            laplace_threshold(epsilon, delta)
-                .ok()
+            compared_at
+                .and_then(|(epsilon, delta)| laplace_threshold(epsilon, delta).ok())
                 .map(KeySelection::Laplace),
         ),
         (
             "gaussian",
-            gaussian_threshold(epsilon, delta)
-                .ok()
+            compared_at
+                .and_then(|(epsilon, delta)| gaussian_threshold(epsilon, delta).ok())
                 .map(KeySelection::Gaussian),
         ),
     ];
@@ -93,12 +95,12 @@ pub(super) fn release_curves(rounds: &LossRounds, guarantee: &Guarantee) -> Opti
             points: selection.release_curve(&counts),
         })
         .collect();
-    Some(ReleaseCurves {
+    ReleaseCurves {
         rounds: levels,
-        compared_at: (epsilon, delta),
+        compared_at,
         max_count,
         curves,
-    })
+    }
 }
 
 impl Curve {

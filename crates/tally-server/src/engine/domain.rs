@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_core::histogram::{DomainHistogram, DomainMap};
+use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
 use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
@@ -18,7 +18,6 @@ use tally_messages::{
 };
 
 use super::{Engine, Kind, driven, input_description};
-use crate::ledger::LossRounds;
 
 /// The largest public domain a task may ask for: its one round releases a cell per element.
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
@@ -199,7 +198,7 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
     }
 
     /// No sample-and-threshold loss pair: the ledger composes its `(ε, δ)`.
-    fn loss_rounds(_: &R, _: usize) -> Option<LossRounds> {
+    fn threshold_round(_: &R) -> Option<&SampleThreshold> {
         None
     }
 

@@ -12,11 +12,11 @@ use tally_core::heavy_hitters::{
     Encoding, IterationQuery, IterationSums, OptPrefixTree, OptPrefixTreeConfig,
     OptPrefixTreeOutput,
 };
+use tally_core::histogram::SampleThreshold;
 use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec};
 
 use super::{Engine, Kind, driven, input_description};
 use crate::document;
-use crate::ledger::LossRounds;
 
 /// OptPrefixTree over devices holding many words each.
 #[derive(Clone)]
@@ -125,7 +125,7 @@ impl Kind for OptPrefixTreeKind {
     }
 
     /// No S&T loss pair: the ledger charges the task's `(ε, δ)`.
-    fn loss_rounds(_: &IterationQuery, _: usize) -> Option<LossRounds> {
+    fn threshold_round(_: &IterationQuery) -> Option<&SampleThreshold> {
         None
     }
 

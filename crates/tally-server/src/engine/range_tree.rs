@@ -6,6 +6,7 @@ use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
 use tally_core::quantiles::ValueRange;
@@ -19,7 +20,6 @@ use tally_messages::{
 use super::domain::check_shuffle_cohort;
 use super::{Engine, Kind, driven, input_description, value_range};
 use crate::document::{self, TreeDocument};
-use crate::ledger::LossRounds;
 use crate::shuffler::ShuffledReport;
 
 /// What a range-tree task is asked for, besides its privacy target.
@@ -219,7 +219,7 @@ where
     }
 
     /// No sample-and-threshold loss pair: the ledger composes its `(ε, δ)`.
-    fn loss_rounds(_: &NumberTreeRound<O>, _: usize) -> Option<LossRounds> {
+    fn threshold_round(_: &NumberTreeRound<O>) -> Option<&SampleThreshold> {
         None
     }
 

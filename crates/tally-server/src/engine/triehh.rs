@@ -4,12 +4,12 @@
 
 use tally_accounting::{Guarantee, Neighbours};
 use tally_core::heavy_hitters::{TrieHh, TrieHhConfig, TrieHhOutput, TrieHhQuery};
+use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::TrieHhBatchRound;
 use tally_messages::{Sampling, TaskSpec};
 
 use super::{Engine, Kind, driven, input_description};
 use crate::document;
-use crate::ledger::LossRounds;
 
 /// TrieHH with fixed-size batches drawn by the aggregator.
 #[derive(Clone)]
@@ -70,7 +70,7 @@ impl Kind for TrieHhKind {
     }
 
     /// TrieHH's rounds have no S&T loss pair: the ledger charges the task's `(ε, δ)`.
-    fn loss_rounds(_: &TrieHhQuery, _: usize) -> Option<LossRounds> {
+    fn threshold_round(_: &TrieHhQuery) -> Option<&SampleThreshold> {
         None
     }
 
