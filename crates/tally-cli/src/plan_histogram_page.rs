@@ -9,7 +9,9 @@ use tally_accounting::TrustModel;
 use tally_cli::domain_plan::{DomainReport, MechanismPlan, table_counts};
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
-use crate::plan_report_page::{FIGURE_SIZE, STYLE, escape, line, write_documents};
+use crate::plan_report_page::{
+    FIGURE_SIZE, STYLE, escape, line, page_end, push_figures, write_documents,
+};
 
 /// The trust models, one figure each, in the order the report compares them.
 const MODELS: [TrustModel; 3] = [TrustModel::Central, TrustModel::Shuffle, TrustModel::Local];
@@ -149,9 +151,6 @@ fn cell(value: Option<f64>) -> String {
 
 /// The whole page.
 fn page(report: &DomainReport, dir: &Path) -> Result<String> {
-    let svg = |plot: &GridPlot, name: &str| -> Result<String> {
-        Ok(plot.to_svg_string(&dir.join(name))?)
-    };
     let title = format!(
         "tally plan: what a {} histogram will show",
         report.chosen.name()
@@ -228,13 +227,7 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
         html += "</tr>";
     }
     html += "</table>\n";
-    for (i, plot) in error_figures(report).iter().enumerate() {
-        writeln!(
-            html,
-            "<figure>{}</figure>",
-            svg(plot, &format!("error-{i}.svg"))?
-        )?;
-    }
+    push_figures(&mut html, &error_figures(report), dir, "error")?;
 
     if let Some(sweep) = &report.population {
         write!(
@@ -278,16 +271,8 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
         }
         html += "</tr>";
         html += "</table>\n";
-        for (i, plot) in sweep_figures(report).iter().enumerate() {
-            writeln!(
-                html,
-                "<figure>{}</figure>",
-                svg(plot, &format!("sweep-{i}.svg"))?
-            )?;
-        }
+        push_figures(&mut html, &sweep_figures(report), dir, "sweep")?;
     }
-    html += "<p><small>Written by <code>tally plan histogram</code>; the numbers are in \
-             <code>plan.json</code>. The laws and their sources: docs/privacy/planner.md.\
-             </small></p>\n</body></html>\n";
+    html += &page_end("tally plan histogram");
     Ok(html)
 }

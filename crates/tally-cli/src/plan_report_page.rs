@@ -237,6 +237,30 @@ pub(crate) fn inline_svg(plot: &GridPlot, dir: &Path, name: &str) -> Result<Stri
     Ok(plot.to_svg_string(&dir.join(name))?)
 }
 
+/// Appends each of `plots` to `html` as an inline figure, its file named `{prefix}-{i}.svg`
+/// in `dir`.
+pub(crate) fn push_figures(
+    html: &mut String,
+    plots: &[GridPlot],
+    dir: &Path,
+    prefix: &str,
+) -> Result<()> {
+    for (i, plot) in plots.iter().enumerate() {
+        let figure = inline_svg(plot, dir, &format!("{prefix}-{i}.svg"))?;
+        writeln!(html, "<figure>{figure}</figure>")?;
+    }
+    Ok(())
+}
+
+/// The end of a report page that `command` writes.
+pub(crate) fn page_end(command: &str) -> String {
+    format!(
+        "<p><small>Written by <code>{command}</code>; the numbers are in \
+         <code>plan.json</code>. The formulas and their sources: \
+         docs/privacy/planner.md.</small></p>\n</body></html>\n"
+    )
+}
+
 /// The start of a report page titled `title`: the head, the summary, and a section "The plan"
 /// with a row per field of the plan's `--json` document.
 pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -> Result<String> {
@@ -371,17 +395,9 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
             html += "</tr>";
         }
         html += "</table>\n";
-        for (i, plot) in sweep_figures(report).iter().enumerate() {
-            writeln!(
-                html,
-                "<figure>{}</figure>",
-                svg(plot, &format!("sweep-{i}.svg"))?
-            )?;
-        }
+        push_figures(&mut html, &sweep_figures(report), dir, "sweep")?;
     }
-    html += "<p><small>Written by <code>tally plan</code>; the numbers are in \
-             <code>plan.json</code>. The formulas and their sources: \
-             docs/privacy/planner.md.</small></p>\n</body></html>\n";
+    html += &page_end("tally plan");
     Ok(html)
 }
 

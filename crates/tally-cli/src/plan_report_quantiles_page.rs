@@ -11,7 +11,7 @@ use tally_cli::values_release::QuantileMethod;
 use tally_repro::figures::GridPlot;
 
 use crate::plan_report_page::{
-    count_cell, escape, inline_svg, page_start, round_error_figure, round_release_figure,
+    count_cell, escape, inline_svg, page_end, page_start, round_error_figure, round_release_figure,
     write_documents,
 };
 
@@ -126,8 +126,6 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
         }
         html += "</table>\n";
     }
-    html += "<p><small>Written by <code>tally plan quantiles</code>; the numbers are in \
-             <code>plan.json</code>. The formulas and their sources: \
-             docs/privacy/planner.md.</small></p>\n</body></html>\n";
+    html += &page_end("tally plan quantiles");
     Ok(html)
 }

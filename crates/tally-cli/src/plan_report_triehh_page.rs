@@ -10,8 +10,8 @@ use tally_cli::triehh_plus_report::{TriePlusReport, TrieSweep};
 use tally_repro::figures::{GridPlot, Panel, YAxis};
 
 use crate::plan_report_page::{
-    FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_start,
-    round_error_figure, round_release_figure, write_documents,
+    FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_end, page_start,
+    push_figures, round_error_figure, round_release_figure, write_documents,
 };
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
@@ -156,13 +156,7 @@ fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
             }
         }
         html += "</table>\n";
-        for (i, plot) in sweep_figures(sweep).iter().enumerate() {
-            writeln!(
-                html,
-                "<figure>{}</figure>",
-                svg(plot, &format!("sweep-{i}.svg"))?
-            )?;
-        }
+        push_figures(&mut html, &sweep_figures(sweep), dir, "sweep")?;
         write!(
             html,
             "<h2>The most common words at ε = {}</h2>\n<table><tr><th>word</th>\
@@ -178,8 +172,6 @@ fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
         }
         html += "</table>\n";
     }
-    html += "<p><small>Written by <code>tally plan triehh++</code>; the numbers are in \
-             <code>plan.json</code>. The formulas and their sources: \
-             docs/privacy/planner.md.</small></p>\n</body></html>\n";
+    html += &page_end("tally plan triehh++");
     Ok(html)
 }
