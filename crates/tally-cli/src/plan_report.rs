@@ -108,42 +108,173 @@ impl Calibrated {
     }
 }
 
-/// The round every level of a multi-round plan runs: its selection with its marked counts, its
-/// release curve up to its 99.9% point and its expected relative error.
+/// The round every level of a multi-round plan runs, beside the noise-based key selections at
+/// the level's share of the plan's guarantee: each selection with its marked counts, its
+/// release curve and its expected relative error, on the same counts.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RoundCurves {
-    /// The selection with its marked counts.
-    pub calibrated: Calibrated,
-    /// Its release curve `(c, P[released | c])`.
-    pub release_curve: Vec<(u64, f64)>,
-    /// Its expected relative error `(c, E[|estimate − c|/c | released])`.
-    pub relative_error: Vec<(u64, f64)>,
+    /// The selections: the round's first, then Laplace and Gaussian thresholding at
+    /// [`Self::compared_at`] (those that have parameters there).
+    pub selections: Vec<Calibrated>,
+    /// Their release curves `(c, P[released | c])`, up to the largest 99.9% point.
+    pub release_curves: Vec<Vec<(u64, f64)>>,
+    /// Their expected relative errors `(c, E[|estimate − c|/c | released])`.
+    pub relative_errors: Vec<Vec<(u64, f64)>>,
+    /// The `(ε, δ)` the noise-based selections are calibrated for ([`level_share`]); `None`
+    /// under replace-one neighbours, where only the round is drawn.
+    pub compared_at: Option<(f64, f64)>,
+}
+
+/// The share of a guarantee `(epsilon, delta)` over `levels` rounds that one round gets by
+/// basic composition, `(ε/L, δ/L)`, the `(ε, δ)` the noise-based selections are compared at;
+/// `None` under replace-one `neighbours`, since the calibrations of Laplace and Gaussian
+/// thresholding in [`tally_accounting::key_selection`] hold for add/remove neighbours.
+pub fn level_share(
+    epsilon: f64,
+    delta: f64,
+    levels: u64,
+    neighbours: Neighbours,
+) -> Option<(f64, f64)> {
+    let levels = levels.max(1) as f64;
+    (neighbours == Neighbours::AddRemove).then(|| (epsilon / levels, delta / levels))
 }
 
 impl RoundCurves {
-    /// The curves of `selection` named `name`.
-    pub fn new(name: &'static str, selection: KeySelection) -> Self {
-        let calibrated = Calibrated::new(name, selection);
-        let curve_max = calibrated.release_999.unwrap_or(1);
+    /// The curves of the round `selection` named `name`, beside Laplace and Gaussian
+    /// thresholding at `compared_at` where it is given.
+    pub fn new(
+        name: &'static str,
+        selection: KeySelection,
+        compared_at: Option<(f64, f64)>,
+    ) -> Self {
+        let noise_based =
+            compared_at.map_or([None, None], |(epsilon, delta)| noise_based(epsilon, delta));
+        let selections: Vec<Calibrated> = std::iter::once(Calibrated::new(name, selection))
+            .chain(
+                noise_based
+                    .into_iter()
+                    .zip(&NAMES[2..])
+                    .filter_map(|(selection, name)| Some(Calibrated::new(name, selection?))),
+            )
+            .collect();
+        let (release_curves, relative_errors) = curves(&selections);
         Self {
-            release_curve: release_curve(&selection, curve_max),
-            relative_error: relative_error_curve(&selection, curve_max),
-            calibrated,
+            selections,
+            release_curves,
+            relative_errors,
+            compared_at,
         }
     }
 
-    /// The round as `plan.json` lists it.
-    pub fn document(&self) -> Value {
-        let round = &self.calibrated;
-        json!({
-            "parameters": parameters_json(&round.selection),
-            "release_50": round.marked[0],
-            "release_95": round.marked[1],
-            "release_999": round.release_999,
-            "release_curve": self.release_curve,
-            "relative_error": self.relative_error,
-        })
+    /// The round's own selection.
+    pub fn round(&self) -> &Calibrated {
+        &self.selections[0]
     }
+
+    /// The noise-based selections compared with the round.
+    pub fn compared(&self) -> &[Calibrated] {
+        &self.selections[1..]
+    }
+
+    /// The sentence of a summary comparing the round with the noise-based selections, an item
+    /// being held by `holders` (`devices`, `values`).
+    pub fn comparison_text(&self, holders: &str) -> String {
+        match self.compared_at {
+            None => " Laplace and Gaussian thresholding are not compared: their calibrations \
+                     hold for add/remove neighbours, not replace-one."
+                .to_owned(),
+            Some((epsilon, delta)) => {
+                let compared: Vec<String> = self
+                    .compared()
+                    .iter()
+                    .map(|s| {
+                        format!(
+                            "{} at the level's share would release half the time at c = {} \
+                             and 95% of the time at c = {} {holders}",
+                            s.name,
+                            count_text(s.marked[0]),
+                            count_text(s.marked[1])
+                        )
+                    })
+                    .collect();
+                format!(
+                    " {}; the level's share of the guarantee by basic composition is \
+                     (ε/L, δ/L) = ({epsilon:.4}, {delta:e}).",
+                    compared.join("; ")
+                )
+            }
+        }
+    }
+
+    /// The round as `plan.json` lists it, with the noise-based selections under `compared`.
+    pub fn document(&self) -> Value {
+        let mut documents = self
+            .selections
+            .iter()
+            .zip(&self.release_curves)
+            .zip(&self.relative_errors)
+            .map(|((s, curve), errors)| selection_document(s, curve, errors));
+        let mut round = documents.next().expect("the round's selection");
+        round["compared_at"] = json!(self.compared_at.map(|(epsilon, delta)| json!({
+            "epsilon": epsilon,
+            "delta": delta,
+            "composition": "basic",
+        })));
+        round["compared"] = documents.collect();
+        round
+    }
+}
+
+/// A selection with its curves as `plan.json` lists it.
+fn selection_document(
+    selection: &Calibrated,
+    release_curve: &[(u64, f64)],
+    relative_error: &[(u64, f64)],
+) -> Value {
+    json!({
+        "name": selection.name,
+        "parameters": parameters_json(&selection.selection),
+        "release_50": selection.marked[0],
+        "release_95": selection.marked[1],
+        "release_999": selection.release_999,
+        "release_curve": release_curve,
+        "relative_error": relative_error,
+    })
+}
+
+/// A curve over the true count: `(c, value at c)`.
+type CountCurve = Vec<(u64, f64)>;
+
+/// The release curves and expected relative errors of `selections`, on the same counts: up to
+/// the largest of their 99.9% points.
+fn curves(selections: &[Calibrated]) -> (Vec<CountCurve>, Vec<CountCurve>) {
+    let curve_max = selections
+        .iter()
+        .filter_map(|s| s.release_999)
+        .max()
+        .unwrap_or(1);
+    selections
+        .iter()
+        .map(|s| {
+            (
+                release_curve(&s.selection, curve_max),
+                relative_error_curve(&s.selection, curve_max),
+            )
+        })
+        .unzip()
+}
+
+/// Laplace and Gaussian thresholding calibrated for `(epsilon, delta)`, `None` where the
+/// accountant has no parameters.
+fn noise_based(epsilon: f64, delta: f64) -> [Option<KeySelection>; 2] {
+    [
+        laplace_threshold(epsilon, delta)
+            .ok()
+            .map(KeySelection::Laplace),
+        gaussian_threshold(epsilon, delta)
+            .ok()
+            .map(KeySelection::Gaussian),
+    ]
 }
 
 /// The release curve of `selection`: `(c, P[released | c])` at counts spread evenly over
@@ -181,16 +312,8 @@ fn calibrate_all(
     let theorem1 = sample_threshold::plan(epsilon, delta, target, Analysis::Theorem1, neighbours)
         .ok()
         .map(|plan| KeySelection::SampleThreshold(plan.params));
-    vec![
-        planned_st,
-        theorem1,
-        laplace_threshold(epsilon, delta)
-            .ok()
-            .map(KeySelection::Laplace),
-        gaussian_threshold(epsilon, delta)
-            .ok()
-            .map(KeySelection::Gaussian),
-    ]
+    let [laplace, gaussian] = noise_based(epsilon, delta);
+    vec![planned_st, theorem1, laplace, gaussian]
 }
 
 /// The names of the selections, in [`calibrate_all`] order.
@@ -244,19 +367,7 @@ pub fn build(
     .filter_map(|(selection, name)| Some(Calibrated::new(name, selection?)))
     .collect();
 
-    let curve_max = selections
-        .iter()
-        .filter_map(|s| s.release_999)
-        .max()
-        .unwrap_or(1);
-    let release_curves = selections
-        .iter()
-        .map(|s| release_curve(&s.selection, curve_max))
-        .collect();
-    let relative_errors = selections
-        .iter()
-        .map(|s| relative_error_curve(&s.selection, curve_max))
-        .collect();
+    let (release_curves, relative_errors) = curves(&selections);
     let (st50, st95) = (selections[0].marked[0], selections[0].marked[1]);
     let mut table_counts: Vec<u64> = [
         st50,
@@ -427,20 +538,19 @@ impl PlanReport {
             .zip(&self.release_curves)
             .zip(&self.relative_errors)
             .map(|((s, curve), errors)| {
-                json!({
-                    "name": s.name,
-                    "parameters": parameters_json(&s.selection),
-                    "release_50": s.marked[0],
-                    "release_95": s.marked[1],
-                    "release_999": s.release_999,
-                    "release_curve": curve,
-                    "relative_error": errors,
-                    "table": self.table_counts.iter().map(|&c| json!({
-                        "count": c,
-                        "release_probability": s.selection.release_probability(c),
-                        "relative_error": s.selection.relative_error(c),
-                    })).collect::<Vec<_>>(),
-                })
+                let mut document = selection_document(s, curve, errors);
+                document["table"] = self
+                    .table_counts
+                    .iter()
+                    .map(|&c| {
+                        json!({
+                            "count": c,
+                            "release_probability": s.selection.release_probability(c),
+                            "relative_error": s.selection.relative_error(c),
+                        })
+                    })
+                    .collect();
+                document
             })
             .collect();
         let population = self.population.as_ref().map(|sweep| {

@@ -117,22 +117,52 @@ pub(crate) fn release_curves_figure(
     }
 }
 
-/// The release curve of the round `curves` every level runs, titled `title`, with its 50% and
-/// 95% points as dots.
+/// The release curves of the round `curves` every level runs and of the selections compared
+/// with it, titled `title`, with their 50% and 95% points as dots.
 pub(crate) fn round_release_figure(title: String, curves: &RoundCurves) -> GridPlot {
-    release_curves_figure(
-        title,
-        std::slice::from_ref(&curves.calibrated),
-        std::slice::from_ref(&curves.release_curve),
-    )
+    release_curves_figure(title, &curves.selections, &curves.release_curves)
 }
 
-/// The expected relative error of the round `curves` every level runs.
+/// The expected relative errors of the round `curves` every level runs and of the selections
+/// compared with it.
 pub(crate) fn round_error_figure(curves: &RoundCurves) -> GridPlot {
-    relative_error_figure(
-        std::slice::from_ref(&curves.calibrated),
-        std::slice::from_ref(&curves.relative_error),
-    )
+    relative_error_figure(&curves.selections, &curves.relative_errors)
+}
+
+/// The paragraph saying what the round `curves` every level runs is compared with, and the
+/// table of the counts each selection releases with probability 50%, 95% and 99.9%.
+pub(crate) fn round_comparison(curves: &RoundCurves) -> String {
+    let paragraph = match curves.compared_at {
+        Some((epsilon, delta)) => format!(
+            "<p>Beside it, Laplace and Gaussian thresholding calibrated at the level's share of \
+             the guarantee by basic composition, (ε/L, δ/L) = ({epsilon:.4}, {delta:e}), one \
+             item per client: what noise-based key selection would release in one level at \
+             the same total (ε, δ).</p>\n"
+        ),
+        None => "<p>Laplace and Gaussian thresholding are not drawn: their calibrations hold \
+                 for add/remove neighbours, and this plan is for replace-one neighbours.</p>\n"
+            .to_owned(),
+    };
+    paragraph + &selections_table(&curves.selections)
+}
+
+/// The table of `selections`: each one's parameters and the counts it releases with
+/// probability 50%, 95% and 99.9%.
+fn selections_table(selections: &[Calibrated]) -> String {
+    let mut table = "<table><tr><th>selection</th><th>parameters</th><th>released 50%</th>\
+                     <th>released 95%</th><th>released 99.9%</th></tr>"
+        .to_owned();
+    for s in selections {
+        table += &format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(s.name),
+            escape(&parameters_text(&s.selection)),
+            count_cell(s.marked[0]),
+            count_cell(s.marked[1]),
+            count_cell(s.release_999)
+        );
+    }
+    table + "</table>\n"
 }
 
 fn error_figure(report: &PlanReport) -> GridPlot {
@@ -315,23 +345,11 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
     html += "<h2>Release curves</h2>\n<p>The probability that an item held by <i>c</i> \
              clients is released, exact from the binomial law for sample-and-threshold and from \
              the noise law for Laplace and Gaussian thresholding, calibrated for the same \
-             (ε, δ) and one item per client.</p>\n<table><tr><th>selection</th>\
-             <th>parameters</th><th>released 50%</th><th>released 95%</th>\
-             <th>released 99.9%</th></tr>";
-    for s in &report.selections {
-        write!(
-            html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            escape(s.name),
-            escape(&parameters_text(&s.selection)),
-            count_cell(s.marked[0]),
-            count_cell(s.marked[1]),
-            count_cell(s.release_999)
-        )?;
-    }
-    write!(
+             (ε, δ) and one item per client.</p>\n";
+    html += &selections_table(&report.selections);
+    writeln!(
         html,
-        "</table>\n<figure>{}</figure>\n",
+        "<figure>{}</figure>",
         svg(&release_figure(report), "release-curve.svg")?
     )?;
 

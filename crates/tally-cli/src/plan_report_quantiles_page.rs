@@ -11,8 +11,8 @@ use tally_cli::values_release::QuantileMethod;
 use tally_repro::figures::GridPlot;
 
 use crate::plan_report_page::{
-    count_cell, escape, inline_svg, page_end, page_start, round_error_figure, round_release_figure,
-    write_documents,
+    count_cell, escape, inline_svg, page_end, page_start, round_comparison, round_error_figure,
+    round_release_figure, write_documents,
 };
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
@@ -23,7 +23,7 @@ pub(crate) fn write(report: &QuantilesReport, dir: &Path) -> Result<()> {
 /// The whole page.
 fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
     let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
-    let (plan, level) = (&report.plan, &report.level.calibrated);
+    let (plan, level) = (&report.plan, report.level.round());
     let mut html = page_start(
         "tally plan: what a quantile release will resolve",
         &report.summary,
@@ -52,11 +52,12 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
         "<h2>Release curve of every {unit}</h2>\n<p>{rounds}. Every round is one \
          sample-and-threshold histogram ({}) with fresh coins, so a bucket holding <i>c</i> \
          values is released with the probability below, exact from the binomial law: half \
-         the time from {} values, 95% from {}, 99.9% from {}.</p>\n<figure>{}</figure>\n",
+         the time from {} values, 95% from {}, 99.9% from {}.</p>\n{}<figure>{}</figure>\n",
         escape(&parameters_text(&level.selection)),
         count_cell(level.marked[0]),
         count_cell(level.marked[1]),
         count_cell(level.release_999),
+        round_comparison(&report.level),
         svg(
             &round_release_figure(
                 format!(

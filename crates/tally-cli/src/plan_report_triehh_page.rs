@@ -11,7 +11,7 @@ use tally_repro::figures::{GridPlot, Panel, YAxis};
 
 use crate::plan_report_page::{
     FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_end, page_start,
-    push_figures, round_error_figure, round_release_figure, write_documents,
+    push_figures, round_comparison, round_error_figure, round_release_figure, write_documents,
 };
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
@@ -78,7 +78,7 @@ fn sweep_figures(sweep: &TrieSweep) -> Vec<GridPlot> {
 /// The whole page.
 fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
     let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
-    let level = &report.level.calibrated;
+    let level = report.level.round();
     let mut html = page_start(
         "tally plan: what TrieHH++ heavy hitters will find",
         &report.summary,
@@ -91,11 +91,12 @@ fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
          ({}) over the devices' prefixes, with fresh coins. The probability that a prefix \
          held by <i>c</i> devices is released at its level, exact from the binomial law: \
          released half the time from {} devices, 95% from {}, 99.9% from {}.</p>\n\
-         <figure>{}</figure>\n",
+         {}<figure>{}</figure>\n",
         escape(&parameters_text(&level.selection)),
         count_cell(level.marked[0]),
         count_cell(level.marked[1]),
         count_cell(level.release_999),
+        round_comparison(&report.level),
         svg(
             &round_release_figure(
                 format!(

@@ -1,7 +1,8 @@
 //! The numbers of `tally plan quantiles --report DIR`: the release curve and relative error of
-//! the sample-and-threshold round every level runs, what the tree's levels resolve, with a
-//! population of numbers the probability that each level's buckets are released, and a
-//! summary in words. `tally` renders them as `index.html`; [`QuantilesReport::document`] is
+//! the sample-and-threshold round every level runs, beside Laplace and Gaussian thresholding at
+//! the level's share of the release's `(ε, δ)` (add/remove neighbours), what the tree's levels
+//! resolve, with a population of numbers the probability that each level's buckets are
+//! released, and a summary in words. `tally` renders them as `index.html`; [`QuantilesReport::document`] is
 //! `plan.json`.
 //!
 //! # The prediction
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use tally_accounting::key_selection::KeySelection;
 
-use crate::plan_report::{Calibrated, RoundCurves, count_text, parameters_text};
+use crate::plan_report::{RoundCurves, count_text, level_share, parameters_text};
 use crate::values_release::{QuantileMethod, QuantilesPlan};
 
 /// What one level of a hierarchical histogram is expected to release on a population.
@@ -116,7 +117,8 @@ pub fn predict_levels(
 pub struct QuantilesReport {
     /// The plan.
     pub plan: QuantilesPlan,
-    /// The round every level runs: its marked counts, release curve and relative error.
+    /// The round every level runs: its marked counts, release curve and relative error, beside
+    /// the noise-based selections at the level's share.
     pub level: RoundCurves,
     /// The prediction on a population of numbers (hierarchical histograms only).
     pub population: Option<ValuesPrediction>,
@@ -136,13 +138,23 @@ pub struct KnownValues<'a> {
 /// Builds the report of `plan`, predicting on `values` (counted in the plan's tree).
 pub fn build(plan: QuantilesPlan, values: Option<KnownValues<'_>>) -> QuantilesReport {
     let selection = KeySelection::SampleThreshold(*plan.rounds.per_round.params());
-    let level = RoundCurves::new("S&T per level", selection);
+    let guarantee = &plan.guarantee;
+    let level = RoundCurves::new(
+        "S&T per level",
+        selection,
+        level_share(
+            guarantee.epsilon,
+            guarantee.delta,
+            plan.rounds.rounds as u64,
+            guarantee.neighbours,
+        ),
+    );
     let population = values.map(|known| ValuesPrediction {
         description: known.description.to_owned(),
         clients: known.leaves.iter().sum(),
         levels: predict_levels(known.leaves, plan.branching, &selection),
     });
-    let summary = summary(&plan, &level.calibrated, population.as_ref());
+    let summary = summary(&plan, &level, population.as_ref());
     QuantilesReport {
         plan,
         level,
@@ -154,9 +166,10 @@ pub fn build(plan: QuantilesPlan, values: Option<KnownValues<'_>>) -> QuantilesR
 /// The plain-language summary.
 fn summary(
     plan: &QuantilesPlan,
-    level: &Calibrated,
+    curves: &RoundCurves,
     population: Option<&ValuesPrediction>,
 ) -> String {
+    let level = curves.round();
     let guarantee = &plan.guarantee;
     let mut text = format!(
         "The release is (ε = {:.4}, δ = {:e})-DP over {} sample-and-threshold rounds ({}). \
@@ -196,6 +209,7 @@ fn summary(
             plan.bucket_width(plan.levels)
         ),
     };
+    text += &curves.comparison_text("values");
     if let Some(prediction) = population
         && let (Some(first), Some(last)) = (prediction.levels.first(), prediction.levels.last())
     {

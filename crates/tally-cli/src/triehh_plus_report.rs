@@ -1,5 +1,6 @@
 //! The numbers of `tally plan triehh++ --report DIR`: the release curve and relative error of
-//! one level's sample-and-threshold round at the plan's per-level parameters, the predicted
+//! one level's sample-and-threshold round at the plan's per-level parameters, beside Laplace and
+//! Gaussian thresholding at the level's share of the plan's `(ε, δ)`, the predicted
 //! recall of the heavy hitters on a known population over a sweep of `ε`, and a summary in
 //! words. `tally` renders them as `index.html`; [`TriePlusReport::document`] is `plan.json`.
 //!
@@ -18,11 +19,12 @@
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
+use tally_accounting::Neighbours;
 use tally_accounting::key_selection::KeySelection;
 use tally_core::heavy_hitters::{PrefixRound, TERMINATOR};
 
 use crate::plan_report::{
-    Calibrated, RoundCurves, count_text, parameters_json, parameters_text, sweep_epsilons,
+    RoundCurves, count_text, level_share, parameters_json, parameters_text, sweep_epsilons,
 };
 use crate::triehh_plus_plan::TriePlusPlan;
 
@@ -199,7 +201,8 @@ pub struct TriePlusReport {
     pub plan: TriePlusPlan,
     /// Characters added per level `g`.
     pub segment: usize,
-    /// One level's selection with its marked counts, release curve and relative error.
+    /// One level's selection with its marked counts, release curve and relative error, beside
+    /// the noise-based selections at the level's share.
     pub level: RoundCurves,
     /// The population sweep, with a population.
     pub population: Option<TrieSweep>,
@@ -237,9 +240,14 @@ pub fn build(
     target: SweepTarget,
     words: Option<KnownWords<'_>>,
 ) -> TriePlusReport {
-    let level = RoundCurves::new("S&T per level", KeySelection::SampleThreshold(plan.params));
+    // TrieHH++'s levels are calibrated for add/remove neighbours.
+    let level = RoundCurves::new(
+        "S&T per level",
+        KeySelection::SampleThreshold(plan.params),
+        level_share(plan.epsilon, plan.delta, plan.levels, Neighbours::AddRemove),
+    );
     let population = words.map(|known| sweep(&plan, segment, target, known));
-    let summary = summary(&plan, segment, &level.calibrated, population.as_ref());
+    let summary = summary(&plan, segment, &level, population.as_ref());
     TriePlusReport {
         plan,
         segment,
@@ -301,9 +309,10 @@ fn sweep(
 fn summary(
     plan: &TriePlusPlan,
     segment: usize,
-    level: &Calibrated,
+    curves: &RoundCurves,
     population: Option<&TrieSweep>,
 ) -> String {
+    let level = curves.round();
     let mut text = format!(
         "At ε = {} and δ = {:e} over {} levels of {segment} character(s), each level \
          ({}) releases a prefix held by {} devices half the time and one held by {} devices \
@@ -325,6 +334,7 @@ fn summary(
         );
     }
     text += ".";
+    text += &curves.comparison_text("devices");
     let at_plan = population.and_then(|sweep| {
         let point = sweep
             .points

@@ -7,7 +7,7 @@ mod common;
 mod report_files;
 
 use common::{json, tally, temp_file};
-use report_files::{scratch, written_report};
+use report_files::{assert_compared_at_level_share, assert_not_compared, scratch, written_report};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::key_selection::KeySelection;
@@ -135,6 +135,19 @@ fn report_is_written_with_its_figures_and_levels() {
     let level = &report["per_level"];
     assert_eq!(level["release_50"].as_u64(), selection.release_point(0.5));
     assert_eq!(level["release_95"].as_u64(), selection.release_point(0.95));
+    // Beside Laplace and Gaussian thresholding at the level's share of the release's
+    // guarantee (ε ≤ 1, δ = 1e-8 over 4 rounds).
+    let guarantee = &report["plan"]["guarantee"];
+    assert_compared_at_level_share(
+        level,
+        &html,
+        report["summary"].as_str().unwrap(),
+        (
+            guarantee["epsilon"].as_f64().unwrap(),
+            guarantee["delta"].as_f64().unwrap(),
+        ),
+        4,
+    );
     let levels = report["population"]["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 4);
     // 20 480 values spread evenly: level ℓ has 4^ℓ buckets of 20 480/4^ℓ values.
@@ -159,6 +172,17 @@ fn report_is_written_with_its_figures_and_levels() {
             .status
             .success()
     );
+    // Under replace-one neighbours the noise-based selections' calibrations do not hold.
+    let dir = scratch("plan-report-quantiles-replace-one");
+    let (html, report) = written_report(
+        &format!(
+            "{options} --neighbours replace-one --analysis exact --report {}",
+            dir.display()
+        ),
+        &dir,
+    );
+    assert_not_compared(&report["per_level"], &html);
+    assert_eq!(html.matches("<svg").count(), 2, "figures");
 }
 
 /// Values whose density falls from the left end, so that the buckets of the finer levels hold

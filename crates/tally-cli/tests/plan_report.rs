@@ -3,6 +3,7 @@
 
 #[allow(dead_code)] // `temp_file` is not needed here.
 mod common;
+#[allow(dead_code)] // The level-share checks are for the multi-round reports.
 mod report_files;
 
 use common::{failure, json, tally};

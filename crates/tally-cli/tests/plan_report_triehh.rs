@@ -3,10 +3,11 @@
 
 #[allow(dead_code)] // `temp_file` is not needed here.
 mod common;
+#[allow(dead_code)] // `assert_not_compared`: TrieHH++ plans are for add/remove neighbours.
 mod report_files;
 
 use common::{json, tally};
-use report_files::{scratch, written_report};
+use report_files::{assert_compared_at_level_share, scratch, written_report};
 use std::collections::HashSet;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
@@ -41,6 +42,14 @@ fn report_is_written_with_its_figures_and_numbers() {
     );
     assert_eq!(level["release_50"].as_u64(), selection.release_point(0.5));
     assert_eq!(level["release_95"].as_u64(), selection.release_point(0.95));
+    // Beside Laplace and Gaussian thresholding at the level's share, (1/4, 1e-8/4).
+    assert_compared_at_level_share(
+        level,
+        &html,
+        report["summary"].as_str().unwrap(),
+        (1.0, 1e-8),
+        4,
+    );
     let sweep = report["population"]["sweep"].as_array().unwrap();
     assert_eq!(sweep.len(), 6);
     assert!(sweep.iter().all(|p| p["top"] == 8));

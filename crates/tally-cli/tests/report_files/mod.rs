@@ -32,3 +32,63 @@ pub(crate) fn written_report(command_line: &str, dir: &Path) -> (String, Value) 
     let text = std::fs::read_to_string(dir.join("plan.json")).expect("plan.json");
     (html, serde_json::from_str(&text).expect("plan.json parses"))
 }
+
+/// Checks that `level`, a multi-round report's `per_level` in `plan.json`, draws Laplace and
+/// Gaussian thresholding calibrated at the level's share `(epsilon/levels, delta/levels)`, and
+/// that the page `html` and the `summary` give their 50% counts.
+pub(crate) fn assert_compared_at_level_share(
+    level: &Value,
+    html: &str,
+    summary: &str,
+    (epsilon, delta): (f64, f64),
+    levels: u64,
+) {
+    use tally_accounting::key_selection::{KeySelection, gaussian_threshold, laplace_threshold};
+
+    let share = (epsilon / levels as f64, delta / levels as f64);
+    assert_eq!(level["compared_at"]["epsilon"].as_f64(), Some(share.0));
+    assert_eq!(level["compared_at"]["delta"].as_f64(), Some(share.1));
+    let expected = [
+        (
+            "Laplace thresholding",
+            KeySelection::Laplace(laplace_threshold(share.0, share.1).unwrap()),
+        ),
+        (
+            "Gaussian thresholding",
+            KeySelection::Gaussian(gaussian_threshold(share.0, share.1).unwrap()),
+        ),
+    ];
+    let compared = level["compared"].as_array().expect("compared selections");
+    assert_eq!(compared.len(), expected.len());
+    for (document, (name, selection)) in compared.iter().zip(expected) {
+        assert_eq!(document["name"], name);
+        let half = selection.release_point(0.5).expect("a 50% point");
+        assert_eq!(document["release_50"].as_u64(), Some(half), "{name}");
+        assert_eq!(
+            document["release_95"].as_u64(),
+            selection.release_point(0.95),
+            "{name}"
+        );
+        assert!(!document["release_curve"].as_array().unwrap().is_empty());
+        let row = format!(
+            "<tr><td>{name}</td><td>{}</td><td>{half}</td>",
+            tally_cli::plan_report::parameters_text(&selection)
+        );
+        assert!(html.contains(&row), "{row} in the page's table");
+        assert!(
+            summary.contains(&format!(
+                "{name} at the level's share would release half the time at c = {half} "
+            )),
+            "{summary}"
+        );
+    }
+}
+
+/// Checks that `level`, a report's `per_level` under replace-one neighbours, draws no
+/// noise-based selection, and that the page `html` says why.
+pub(crate) fn assert_not_compared(level: &Value, html: &str) {
+    assert!(level["compared_at"].is_null());
+    assert_eq!(level["compared"].as_array().map(Vec::len), Some(0));
+    assert!(!html.contains("<tr><td>Laplace thresholding</td>"));
+    assert!(html.contains("their calibrations hold for add/remove neighbours"));
+}
