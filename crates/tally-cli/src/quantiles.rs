@@ -22,6 +22,12 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     let common = &args.values;
     check_quantiles(&args.quantiles)?;
     if common.mechanism != ValuesMechanism::SampleThreshold {
+        if args.method == QuantileMethod::BinarySearch {
+            anyhow::bail!(
+                "--method binary-search runs sample-and-threshold rounds: with --mechanism \
+                 ghazi-* the quantiles are read from one range-query tree (leave --method out)"
+            );
+        }
         return shuffle_values::run_quantiles(args);
     }
     let mut running = None;

@@ -266,6 +266,11 @@ fn bad_options_give_one_line_errors() {
     ));
     assert!(err.contains("--method hierarchical"), "{err}");
     let err = failure(&format!(
+        "quantiles {input} --method binary-search --mechanism ghazi-hadamard --epsilon 1 \
+         --delta 1e-3"
+    ));
+    assert!(err.contains("one range-query tree"), "{err}");
+    let err = failure(&format!(
         "quantiles {input} --quantiles 0.5 --min 3 --max 3 --epsilon 1 --delta 1e-8"
     ));
     assert!(err.contains("invalid value range = [3, 3]"), "{err}");
