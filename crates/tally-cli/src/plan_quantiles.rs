@@ -65,7 +65,7 @@ fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> R
         description: c.description(),
         leaves: c.leaves(),
     });
-    let report = quantiles_report::build(plan.clone(), known);
+    let report = quantiles_report::build(plan.clone(), &settings(args), known);
     plan_report_quantiles_page::write(&report, dir)
 }
 

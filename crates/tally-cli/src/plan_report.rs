@@ -266,7 +266,7 @@ fn curves(selections: &[Calibrated]) -> (Vec<CountCurve>, Vec<CountCurve>) {
 
 /// Laplace and Gaussian thresholding calibrated for `(epsilon, delta)`, `None` where the
 /// accountant has no parameters.
-fn noise_based(epsilon: f64, delta: f64) -> [Option<KeySelection>; 2] {
+pub fn noise_based(epsilon: f64, delta: f64) -> [Option<KeySelection>; 2] {
     [
         laplace_threshold(epsilon, delta)
             .ok()
@@ -317,7 +317,7 @@ fn calibrate_all(
 }
 
 /// The names of the selections, in [`calibrate_all`] order.
-const NAMES: [&str; 4] = [
+pub const NAMES: [&str; 4] = [
     "S&T (as planned)",
     "S&T (paper's Theorem 1)",
     "Laplace thresholding",

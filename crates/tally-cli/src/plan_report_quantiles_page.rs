@@ -112,6 +112,28 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
              estimated total come on top).</p>\n",
             100.0 * prediction.suppressed_share_bound()
         )?;
+        html += "<h3>The bound over a sweep of ε</h3>\n<p>The release planned again at each \
+                 ε (the same levels, δ and rules), and Laplace and Gaussian thresholding at the \
+                 level's share of each plan's guarantee, run at every level instead: the \
+                 suppressed shares summed over the levels, exact from each selection's law.</p>\n\
+                 <table><tr><th>ε</th>";
+        if let Some(first) = prediction.sweep.first() {
+            for (name, _) in &first.bounds {
+                write!(html, "<th>{}</th>", escape(name))?;
+            }
+        }
+        html += "</tr>";
+        for point in &prediction.sweep {
+            write!(html, "<tr><td>{}</td>", point.epsilon)?;
+            for (_, bound) in &point.bounds {
+                match bound {
+                    Some(bound) => write!(html, "<td>{:.2}%</td>", 100.0 * bound)?,
+                    None => html += "<td>no parameters</td>",
+                }
+            }
+            html += "</tr>";
+        }
+        html += "</table>\n";
     } else {
         let width = match plan.method {
             QuantileMethod::Hierarchical => "bucket width (share of the range)",

@@ -19,8 +19,10 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use tally_accounting::key_selection::KeySelection;
 
-use crate::plan_report::{RoundCurves, count_text, level_share, parameters_text};
-use crate::values_release::{QuantileMethod, QuantilesPlan};
+use crate::plan_report::{
+    NAMES, RoundCurves, count_text, level_share, noise_based, parameters_text, sweep_epsilons,
+};
+use crate::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 
 /// What one level of a hierarchical histogram is expected to release on a population.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,15 +48,70 @@ pub struct ValuesPrediction {
     pub clients: u64,
     /// One prediction per level, level 1 first.
     pub levels: Vec<LevelPrediction>,
+    /// The same bound over a sweep of `ε`, by increasing `ε`.
+    pub sweep: Vec<SweepPoint>,
+}
+
+/// The population sweep at one `ε`: the release planned again for it, and each selection's
+/// [`suppressed_share_bound`] when every level runs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// The `ε` planned for.
+    pub epsilon: f64,
+    /// Sample-and-threshold as planned at `ε`, then Laplace and Gaussian thresholding at the
+    /// level's share of that plan's guarantee ([`level_share`]): each one's name and bound,
+    /// `None` where it has no parameters (or is not compared, under replace-one neighbours).
+    pub bounds: Vec<(&'static str, Option<f64>)>,
 }
 
 impl ValuesPrediction {
-    /// The expected share of the values in suppressed buckets, summed over the levels: a bound
-    /// on the expected share of the values a rank (and so a quantile's rank) misses through
-    /// suppressed buckets, since a rank reads each value through at most one bucket per level.
+    /// The expected share of the values in suppressed buckets, summed over the levels: see
+    /// [`suppressed_share_bound`].
     pub fn suppressed_share_bound(&self) -> f64 {
-        self.levels.iter().map(|l| 1.0 - l.expected_share).sum()
+        suppressed_share_bound(&self.levels)
     }
+}
+
+/// The expected share of the values in suppressed buckets, summed over `levels`: a bound on
+/// the expected share of the values a rank (and so a quantile's rank) misses through
+/// suppressed buckets, since a rank reads each value through at most one bucket per level.
+pub fn suppressed_share_bound(levels: &[LevelPrediction]) -> f64 {
+    levels.iter().map(|l| 1.0 - l.expected_share).sum()
+}
+
+/// The bound of [`suppressed_share_bound`] for each `ε` of [`sweep_epsilons`] around
+/// `settings.epsilon`: the release planned again at that `ε` (as `plan` was, with `method`
+/// and `searches`), and the noise-based selections at its level's share.
+fn sweep(settings: &ValuesSettings, plan: &QuantilesPlan, leaves: &[u64]) -> Vec<SweepPoint> {
+    let bound = |selection: &KeySelection| {
+        suppressed_share_bound(&predict_levels(leaves, plan.branching, selection))
+    };
+    sweep_epsilons(settings.epsilon)
+        .into_iter()
+        .map(|epsilon| {
+            let at = ValuesSettings {
+                epsilon,
+                ..*settings
+            };
+            let planned = QuantilesPlan::solve(&at, plan.method, plan.searches).ok();
+            let round = planned
+                .as_ref()
+                .map(|p| KeySelection::SampleThreshold(*p.rounds.per_round.params()));
+            let compared = planned
+                .as_ref()
+                .and_then(|p| {
+                    let g = &p.guarantee;
+                    level_share(g.epsilon, g.delta, p.rounds.rounds as u64, g.neighbours)
+                })
+                .map_or([None, None], |(e, d)| noise_based(e, d));
+            let bounds = std::iter::once(round)
+                .chain(compared)
+                .zip([NAMES[0], NAMES[2], NAMES[3]])
+                .map(|(selection, name)| (name, selection.as_ref().map(bound)))
+                .collect();
+            SweepPoint { epsilon, bounds }
+        })
+        .collect()
 }
 
 /// Predicts what each level of a tree of `branching` over the counted `leaves` (the number of
@@ -135,8 +192,13 @@ pub struct KnownValues<'a> {
     pub leaves: &'a [u64],
 }
 
-/// Builds the report of `plan`, predicting on `values` (counted in the plan's tree).
-pub fn build(plan: QuantilesPlan, values: Option<KnownValues<'_>>) -> QuantilesReport {
+/// Builds the report of `plan`, planned from `settings`, predicting on `values` (counted in
+/// the plan's tree).
+pub fn build(
+    plan: QuantilesPlan,
+    settings: &ValuesSettings,
+    values: Option<KnownValues<'_>>,
+) -> QuantilesReport {
     let selection = KeySelection::SampleThreshold(*plan.rounds.per_round.params());
     let guarantee = &plan.guarantee;
     let level = RoundCurves::new(
@@ -153,6 +215,7 @@ pub fn build(plan: QuantilesPlan, values: Option<KnownValues<'_>>) -> QuantilesR
         description: known.description.to_owned(),
         clients: known.leaves.iter().sum(),
         levels: predict_levels(known.leaves, plan.branching, &selection),
+        sweep: sweep(settings, &plan, known.leaves),
     });
     let summary = summary(&plan, &level, population.as_ref());
     QuantilesReport {
@@ -242,6 +305,13 @@ impl QuantilesReport {
                     "expected_released": l.expected_released,
                     "expected_share": l.expected_share,
                     "all_released": l.all_released,
+                })).collect::<Vec<_>>(),
+                "sweep": p.sweep.iter().map(|point| json!({
+                    "epsilon": point.epsilon,
+                    "suppressed_share_bound": point.bounds.iter().map(|(name, bound)| json!({
+                        "name": name,
+                        "bound": bound,
+                    })).collect::<Vec<_>>(),
                 })).collect::<Vec<_>>(),
             })
         });

@@ -10,9 +10,9 @@ use common::{json, tally, temp_file};
 use report_files::{assert_compared_at_level_share, assert_not_compared, scratch, written_report};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
-use tally_accounting::key_selection::KeySelection;
+use tally_accounting::key_selection::{KeySelection, gaussian_threshold, laplace_threshold};
 use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
-use tally_cli::quantiles_report::predict_levels;
+use tally_cli::quantiles_report::{predict_levels, suppressed_share_bound};
 use tally_cli::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 use tally_core::quantiles::{HierarchicalConfig, HierarchicalHistogram, TreeShape};
 use tally_sim::{CountedValues, Values, run_hierarchical_counted};
@@ -159,6 +159,54 @@ fn report_is_written_with_its_figures_and_levels() {
         assert!((released - buckets as f64 * p).abs() < 1e-9 * buckets as f64);
     }
     assert!(report["summary"].as_str().unwrap().contains("1/4^4"));
+    // The sweep plans the release again at each ε, as `tally plan quantiles --json` plans it,
+    // and predicts every selection's bound at every level; at the plan's own ε its
+    // sample-and-threshold bound is the population's.
+    let sweep = report["population"]["sweep"].as_array().unwrap();
+    let epsilons: Vec<f64> = sweep
+        .iter()
+        .map(|p| p["epsilon"].as_f64().unwrap())
+        .collect();
+    assert_eq!(epsilons, [0.25, 0.5, 1.0, 2.0, 4.0, 8.0]);
+    let leaves = [80_u64; 256];
+    let bound =
+        |selection: KeySelection| suppressed_share_bound(&predict_levels(&leaves, 4, &selection));
+    for point in sweep {
+        let epsilon = point["epsilon"].as_f64().unwrap();
+        let planned = json(&format!(
+            "plan quantiles --epsilon {epsilon} --delta 1e-8 --levels 4 --json"
+        ));
+        let round = SampleThresholdParams::new(
+            planned["sampling_rate"].as_f64().unwrap(),
+            planned["threshold"].as_u64().unwrap(),
+        )
+        .unwrap();
+        let (e, d) = (
+            planned["guarantee"]["epsilon"].as_f64().unwrap() / 4.0,
+            planned["guarantee"]["delta"].as_f64().unwrap() / 4.0,
+        );
+        let expected = [
+            bound(KeySelection::SampleThreshold(round)),
+            bound(KeySelection::Laplace(laplace_threshold(e, d).unwrap())),
+            bound(KeySelection::Gaussian(gaussian_threshold(e, d).unwrap())),
+        ];
+        let bounds = point["suppressed_share_bound"].as_array().unwrap();
+        assert_eq!(bounds.len(), 3, "{point}");
+        for (found, expected) in bounds.iter().zip(expected) {
+            let found = found["bound"].as_f64().unwrap();
+            assert!(
+                (found - expected).abs() < 1e-12,
+                "ε = {epsilon}: {found} against {expected}"
+            );
+        }
+        if (epsilon - 1.0).abs() < f64::EPSILON {
+            assert_eq!(
+                bounds[0]["bound"],
+                report["population"]["suppressed_share_bound"]
+            );
+        }
+    }
+    assert!(html.contains("The bound over a sweep of ε"), "{html}");
     // A binary search's rounds depend on the earlier ones: no prediction on a population.
     let refused = tally(&format!(
         "{options} --algorithm binary-search --report {} --input {}",
