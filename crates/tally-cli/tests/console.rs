@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, ClientBuilder, Locator};
 
 use common::{json, tally, temp_file};
-use listening::{free_port, spawn_listening};
+use listening::{free_port, spawn_listening, spawn_serve};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -194,19 +194,9 @@ fn the_console_runs_a_task_from_sign_in_to_release_in_a_browser() {
         .unwrap()
         .trim()
         .to_owned();
-    let port = free_port();
+    let (server, port) = spawn_serve(&db);
+    let _server = Running(server);
     let url = format!("http://127.0.0.1:{port}");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_tally"));
-    serve
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--db",
-            &db,
-        ])
-        .env("RUST_LOG", "warn");
-    let _server = listening(serve, port);
     let driver_port = free_port();
     let mut driver = Command::new(CHROMEDRIVER);
     driver.arg(format!("--port={driver_port}"));

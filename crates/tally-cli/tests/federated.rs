@@ -7,7 +7,7 @@ mod listening;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Child, Command};
+use std::process::Child;
 
 use serde_json::Value;
 use tally_accounting::composition::Composition;
@@ -18,7 +18,7 @@ use tally_messages::{
 };
 
 use common::{failure, json, tally, temp_file};
-use listening::{free_port, spawn_listening};
+use listening::spawn_serve;
 
 /// A `tally serve` on a free port with its own SQLite file (or the same server in this
 /// process, its aggregator's coins seeded); stopped when dropped.
@@ -93,19 +93,8 @@ impl Server {
     /// system's.
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let (db, analyst, relay) = provision(dir.path());
-        let mut serve = Command::new(env!("CARGO_BIN_EXE_tally"));
-        serve
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--db",
-                &db,
-            ])
-            .env("RUST_LOG", "warn");
-        let child = spawn_listening(serve, port);
+        let (child, port) = spawn_serve(&db);
         Self::ready(Running::Process(child), port, db, analyst, &relay, dir)
     }
 

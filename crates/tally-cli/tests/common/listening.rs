@@ -36,3 +36,20 @@ pub(crate) fn spawn_listening(mut command: Command, port: u16) -> Child {
     }
     child
 }
+
+/// `tally serve` on a free local port over the database `db`, listening: the process and its
+/// port.
+pub(crate) fn spawn_serve(db: &str) -> (Child, u16) {
+    let port = free_port();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_tally"));
+    serve
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+            db,
+        ])
+        .env("RUST_LOG", "warn");
+    (spawn_listening(serve, port), port)
+}
