@@ -14,6 +14,7 @@ mod estimate_error;
 pub mod ghazi;
 mod guarantee;
 pub mod key_selection;
+pub mod local;
 pub mod numeric;
 pub mod opt_prefix_tree;
 pub mod pld;

@@ -15,11 +15,9 @@
 use rand::Rng;
 use rand_distr::Distribution;
 use tally_accounting::Guarantee;
+use tally_accounting::local::{ldp_guarantee, rr_keep_probability};
 
-use super::{
-    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
-    ldp_guarantee, rr_keep_probability,
-};
+use super::{SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon};
 use crate::Error;
 use crate::protocol::LocalRandomizer;
 use crate::protocol::wire::decimal_digits;

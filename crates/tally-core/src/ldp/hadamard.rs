@@ -30,10 +30,9 @@
 use rand::Rng;
 use rand_distr::Distribution;
 use tally_accounting::Guarantee;
+use tally_accounting::local::{ldp_guarantee, rr_keep_probability};
 
-use super::{
-    SupportProbabilities, check_domain, check_epsilon, ldp_guarantee, rr_keep_probability,
-};
+use super::{SupportProbabilities, check_domain, check_epsilon};
 use crate::Error;
 use crate::protocol::wire::decimal_digits;
 use crate::protocol::{Estimates, LocalRandomizer, RoundAggregator};

@@ -33,10 +33,9 @@ use rand::Rng;
 use tally_accounting::Guarantee;
 
 use super::grr::Grr;
-use super::{
-    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
-    ldp_guarantee,
-};
+use tally_accounting::local::ldp_guarantee;
+
+use super::{SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon};
 use crate::Error;
 use crate::protocol::wire::decimal_digits;
 use crate::protocol::{LocalRandomizer, SingleMessage, WireReport};

@@ -27,11 +27,9 @@
 use rand::Rng;
 use rand_distr::Distribution;
 use tally_accounting::Guarantee;
+use tally_accounting::local::{inclusion_probability, ldp_guarantee};
 
-use super::{
-    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
-    inclusion_probability, ldp_guarantee,
-};
+use super::{SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon};
 use crate::Error;
 use crate::protocol::wire::decimal_digits_below;
 use crate::protocol::{

@@ -19,11 +19,9 @@
 use rand::Rng;
 use rand_distr::Distribution;
 use tally_accounting::Guarantee;
+use tally_accounting::local::{ldp_guarantee, oue_probability, sue_probability};
 
-use super::{
-    SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon,
-    ldp_guarantee, oue_probability, sue_probability,
-};
+use super::{SupportAggregator, SupportProbabilities, SupportRule, check_domain, check_epsilon};
 use crate::Error;
 use crate::protocol::{LocalRandomizer, SingleMessage, WireReport};
 use crate::sampling::{ExactBernoulli, exact_binomial};
