@@ -11,7 +11,9 @@
 //!   covers the factor 2 by which the last line of Lemma 4.4's proof differs from its statement.
 //!   Theorem 4.3's own `ρ` is [`hadamard_rho_theorem`].
 //! * [`CountMinParams`]: Algorithm 2 (public-coin Count-Min with binomial blanket noise), with
-//!   the explicit privacy condition of Lemma 4.10, `γn ≥ 90τ²k² ln(2τk/δ)/ε²` and `γ ≤ 1/2`.
+//!   the explicit privacy condition of Lemma 4.10, `γn ≥ 90τ²k² ln(2τk/δ)/ε²` and `γ ≤ 1/2`,
+//!   and every user's blanket capped at [`count_min_blanket_cap`] cells (a share of `δ` pays
+//!   for the cap; [`count_min_delta_split`]).
 //! * [`heavy_hitter_levels`]: Appendix D's split of the budget over the prefix levels, by basic
 //!   composition.
 //!
@@ -25,6 +27,7 @@
 use std::f64::consts::E;
 
 use crate::composition::{Composition, compose_basic, split_budget};
+use crate::numeric::ln_binomial_upper_tail_chernoff;
 use crate::{Error, Guarantee, Neighbours, TrustModel};
 
 /// Relative inflation applied to a floating-point requirement before it is rounded up.
@@ -327,10 +330,14 @@ pub fn count_min_blanket_requirement(
 ///
 /// # Privacy
 ///
-/// `(ε, δ)`-DP of the shuffled multiset for replace-one neighbours, in the shuffle model, by
-/// Lemma 4.10: `γn ≥ 90τ²k² ln(2τk/δ)/ε²` and `γ ≤ 1/2`. The hash functions are public coins
-/// (known to the adversary); every user flips an independent `Ber(γ)` coin per cell with
-/// private coins.
+/// `(ε, δ)`-DP of the shuffled multiset for replace-one neighbours, in the shuffle model:
+/// Lemma 4.10 at `δ_L` (`γn ≥ 90τ²k² ln(2τk/δ_L)/ε²` and `γ ≤ 1/2`) for the uncapped
+/// protocol, plus `δ_cap` for capping every user's blanket at `q` cells
+/// ([`count_min_blanket_cap`]), with `δ_L + δ_cap = δ` ([`count_min_delta_split`]). The hash
+/// functions are public coins (known to the adversary); every user flips an independent
+/// `Ber(γ)` coin per cell with private coins, and sends at most `q` of the cells that came up.
+/// The `n` of the cap's union bound is the calibrated `users`: a release must hold the reports
+/// of at most `n` users.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CountMinParams {
     /// The number of users `n`.
@@ -341,27 +348,32 @@ pub struct CountMinParams {
     pub set_size: u64,
     /// The privacy parameter ε.
     pub epsilon: f64,
-    /// The privacy parameter δ.
+    /// The privacy parameter δ (the target: Lemma 4.10's share and the cap's together).
     pub delta: f64,
+    /// Lemma 4.10's share of `δ`, `δ_L` ([`count_min_delta_split`]); the cap has `δ − δ_L`.
+    pub lemma_delta: f64,
     /// The accuracy failure probability `β` the rows were chosen for.
     pub beta: f64,
     /// Rows (hash functions), `τ = ⌈log2(2B/β)⌉`.
     pub rows: u32,
     /// Columns per row, `s = 2kn`.
     pub width: u64,
-    /// The blanket probability per user and cell, rounded up.
+    /// The blanket probability per user and cell (Lemma 4.10 at `δ_L`), rounded up.
     pub gamma: f64,
+    /// The most blanket cells a user sends, `q` ([`count_min_blanket_cap`]): a user whose
+    /// `K ~ Bin(τs, γ)` exceeds it sends a uniform `q` of its `K` cells.
+    pub blanket_cap: u64,
 }
 
 impl CountMinParams {
-    /// Chooses `τ`, `s` and `γ`.
+    /// Chooses `τ`, `s`, `γ` and the blanket cap `q`.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] for parameters outside the ranges of [`count_min_rows`] and
     /// [`count_min_blanket_requirement`], for `n` outside `[2,` [`MAX_USERS`]`]` or for a table
     /// with `B·s ≥ 2^61`; [`Error::Infeasible`] if `γ` would exceed 1/2, with the smallest `n`
-    /// that works.
+    /// that works (Lemma 4.10 at `δ_L`).
     pub fn new(
         users: u64,
         domain: u64,
@@ -372,7 +384,8 @@ impl CountMinParams {
     ) -> Result<Self, Error> {
         check_users(users)?;
         let rows = count_min_rows(domain, beta)?;
-        let need = count_min_blanket_requirement(rows, set_size, epsilon, delta)?;
+        let (lemma_delta, cap_delta) = count_min_delta_split(delta)?;
+        let need = count_min_blanket_requirement(rows, set_size, epsilon, lemma_delta)?;
         let width = 2 * set_size * users;
         if u128::from(domain) * u128::from(width) >= 1 << 61 {
             return Err(Error::invalid(
@@ -387,24 +400,29 @@ impl CountMinParams {
                 "blanket probability",
                 format!(
                     "Lemma 4.10 needs γn ≥ {need:.1} with γ ≤ 1/2, so at least {} users (got {users})",
-                    count_min_min_users(rows, set_size, epsilon, delta)?
+                    count_min_min_users(rows, set_size, epsilon, lemma_delta)?
                 ),
             ));
         }
+        let blanket_cap =
+            count_min_blanket_cap(u64::from(rows) * width, gamma, users, epsilon, cap_delta)?;
         Ok(Self {
             users,
             domain,
             set_size,
             epsilon,
             delta,
+            lemma_delta,
             beta,
             rows,
             width,
             gamma,
+            blanket_cap,
         })
     }
 
-    /// The expected number of messages per user: at most `k·τ` real ones plus `τ·s·γ` blanket.
+    /// The expected number of messages per user: at most `k·τ` real ones plus `τ·s·γ` blanket
+    /// (an upper bound on the capped blanket's mean).
     pub fn expected_messages_per_user(&self) -> f64 {
         let cells = f64::from(self.rows) * self.width as f64;
         (self.set_size * u64::from(self.rows)) as f64 + cells * self.gamma
@@ -421,20 +439,23 @@ impl CountMinParams {
         self.gamma * self.users as f64
     }
 
-    /// The guarantee: `(ε, δ)`, replace-one, shuffle model.
+    /// The guarantee: `(ε, δ)`, replace-one, shuffle model (Lemma 4.10 at `δ_L` and the cap's
+    /// `δ − δ_L`).
     pub fn guarantee(&self) -> Guarantee {
         Guarantee {
             epsilon: self.epsilon,
             delta: self.delta,
             neighbours: Neighbours::ReplaceOne,
             model: TrustModel::Shuffle,
-            analysis: "ghazi-count-min (GGKPV Lemma 4.10)".to_owned(),
+            analysis: "ghazi-count-min (GGKPV Lemma 4.10, blanket capped)".to_owned(),
         }
     }
 }
 
-/// The smallest `n` with `γ ≤ 1/2` under Lemma 4.10: `⌈2·90τ²k² ln(2τk/δ)/ε²⌉` (inflated by
-/// [`MARGIN`]).
+/// The smallest `n` with `γ ≤ 1/2` under Lemma 4.10 at `δ`: `⌈2·90τ²k² ln(2τk/δ)/ε²⌉`
+/// (inflated by [`MARGIN`]). [`CountMinParams::new`] runs the lemma at the share
+/// [`count_min_delta_split`] leaves it of its target, so the fewest users it accepts for a
+/// target `δ` are this function's at that share.
 ///
 /// # Errors
 ///
@@ -448,6 +469,79 @@ pub fn count_min_min_users(
     Ok(ceil_up(
         2.0 * count_min_blanket_requirement(rows, set_size, epsilon, delta)?,
     ))
+}
+
+/// The share of a Count-Min target `δ` that pays for capping the blanket (1/100).
+pub const COUNT_MIN_CAP_SHARE: f64 = 0.01;
+
+/// Splits a Count-Min target `δ` into `(δ_L, δ_cap)`: Lemma 4.10 runs at
+/// `δ_L = δ·(1 − 1/100)`, rounded down, and the blanket cap gets the remainder
+/// `δ_cap = δ − δ_L` (about `δ/100`). The subtraction is exact (Sterbenz: `δ/2 ≤ δ_L ≤ δ`), so
+/// `δ_L + δ_cap = δ` holds in floating point too.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `δ ∈ (0, 1)`.
+pub fn count_min_delta_split(delta: f64) -> Result<(f64, f64), Error> {
+    check_delta(delta)?;
+    let lemma = (delta * (1.0 - COUNT_MIN_CAP_SHARE)).next_down();
+    Ok((lemma, delta - lemma))
+}
+
+/// The cap `q` on one user's blanket: the smallest `q ≥ ⌈Nγ⌉` with
+/// `η = Pr[Bin(N, γ) > q] ≤ δ_cap/(n·(1 + e^ε))`, for the `N = τs` cells, where the tail is
+/// bounded by the Chernoff bound [`ln_binomial_upper_tail_chernoff`] (rigorous for any `N`)
+/// and the budget is rounded down and its logarithm tightened by [`MARGIN`]. `N` itself (no
+/// cap) if nothing smaller passes.
+///
+/// # Privacy
+///
+/// Let `M` be Algorithm 2 and `M'` the protocol whose users send `min(K, q)` of their
+/// `K ~ Bin(N, γ)` blanket cells (a uniform subset of that size), coupled on the same coins.
+/// The two outputs differ only on `E = {some user has K > q}`, an event of the users' own
+/// coins, never of their data, with `Pr[E] ≤ nη` whatever the data. So for every set `S` of
+/// outputs and neighbours `D, D'`, if `M` is `(ε, δ_L)`-DP,
+/// `Pr[M'(D) ∈ S] ≤ Pr[M(D) ∈ S] + nη ≤ e^ε·Pr[M(D') ∈ S] + δ_L + nη
+/// ≤ e^ε·Pr[M'(D') ∈ S] + δ_L + nη·(1 + e^ε)`: `M'` is `(ε, δ_L + nη(1 + e^ε))`-DP, and
+/// `(ε, δ_L + δ_cap)`-DP for this `q`.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `N ≥ 1`, `γ ∈ (0, 1)`, `2 ≤ n ≤` [`MAX_USERS`],
+/// `ε > 0` and `δ_cap ∈ (0, 1)`.
+pub fn count_min_blanket_cap(
+    cells: u64,
+    gamma: f64,
+    users: u64,
+    epsilon: f64,
+    cap_delta: f64,
+) -> Result<u64, Error> {
+    if cells == 0 {
+        return Err(Error::invalid("cells", cells, "at least 1"));
+    }
+    if !(gamma > 0.0 && gamma < 1.0) {
+        return Err(Error::invalid("gamma", gamma, "a number in (0, 1)"));
+    }
+    check_users(users)?;
+    if !(epsilon > 0.0 && epsilon.is_finite()) {
+        return Err(Error::invalid("epsilon", epsilon, "a positive number"));
+    }
+    check_delta(cap_delta)?;
+    let budget = cap_delta / (users as f64 * (1.0 + epsilon.exp())) * (1.0 - MARGIN);
+    let ln_budget = budget.ln() * (1.0 + MARGIN);
+    let fits = |cap: u64| ln_binomial_upper_tail_chernoff(cap + 1, cells, gamma) <= ln_budget;
+    // The tail bound falls as the cap grows and vanishes at `N`: the least cap that fits.
+    let (mut low, mut high) = (((cells as f64) * gamma).ceil() as u64, cells);
+    low = low.min(high);
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if fits(mid) {
+            high = mid;
+        } else {
+            low = mid + 1;
+        }
+    }
+    Ok(low)
 }
 
 /// Appendix D's budget split over the prefix levels (see [`heavy_hitter_levels`]).

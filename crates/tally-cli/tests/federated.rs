@@ -11,10 +11,10 @@ use std::process::Child;
 
 use serde_json::Value;
 use tally_accounting::composition::Composition;
-use tally_accounting::ghazi::HadamardParams;
+use tally_accounting::ghazi::{CountMinParams, HadamardParams};
 use tally_messages::{
-    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, RangeTreeMechanism,
-    TaskInfo, TaskKind, TreeReading,
+    HeavyHittersRelease, HistogramRelease, LedgerBalance, QuantilesRelease, TaskInfo, TaskKind,
+    TreeReading,
 };
 
 use common::{failure, json, tally, temp_file};
@@ -52,7 +52,8 @@ enum Running {
 const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", WEAK_POPULATION];
 
 /// The population of the tests whose tasks fit their reports only at weak parameters (Ghazi et
-/// al.'s range trees at `δ = 1e-3`, Count-Min at `ε = 27`): its budget is (ε = 30, δ = 1e-2).
+/// al.'s Hadamard range trees at `δ = 1e-3`, Count-Min at `ε = 21.4`, its range trees at
+/// `ε = 34`): its budget is (ε = 40, δ = 1e-2).
 const WEAK_POPULATION: &str = "weak";
 
 /// A credential made with `tally token create --db`: the token alone on stdout.
@@ -72,7 +73,7 @@ fn provision(dir: &std::path::Path) -> (String, String, String) {
     let db = format!("sqlite://{}", dir.join("tally.db").display());
     for population in POPULATIONS {
         let (epsilon, delta) = if population == WEAK_POPULATION {
-            (30, 1e-2)
+            (40, 1e-2)
         } else {
             (10, 1e-5)
         };
@@ -1055,9 +1056,14 @@ fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution()
     }
 }
 
-/// The Count-Min loopback test's devices: as many as the largest report allows (`B = 2`,
-/// `ε = 27`: 335 to 375 devices, docs/federated/runtime.md), half holding each element.
-const COUNT_MIN_DEVICES: u64 = 350;
+/// The Count-Min loopback test's devices, half holding each element.
+const COUNT_MIN_DEVICES: u64 = 3000;
+
+/// The smallest `ε` (to 0.1) at which Count-Min's reports for [`COUNT_MIN_DEVICES`] devices
+/// over `B = 2` at `δ = 1e-6` fit the largest `--max-report-bytes`: `γ = 0.0887`, a blanket of
+/// 4,790 cells on average capped at 5,448 of the 54,000, so the longest report is 5,457 cells
+/// of 5 digits, 32,741 bytes (at `ε = 21.3`: a cap of 5,495, 33,023 bytes).
+const COUNT_MIN_EPSILON: f64 = 21.4;
 
 /// Count-Min's rows `τ = ⌈log2(2B/β)⌉` for `B = 2` and the server's `β = 0.01`.
 const COUNT_MIN_ROWS: i32 = 9;
@@ -1070,9 +1076,10 @@ const COUNT_MIN_ROWS: i32 = 9;
 /// `X_t ~ Bin(n, γ)` blanket messages (independent across rows) and, if the other element's
 /// hash collides with `j`'s in that row, its holders too. Collisions only raise a cell, so
 /// `P[min ≤ m] ≤ τ·P[X ≤ m]`; at most three of the nine rows collide but with probability
-/// below `C(9, 4)/(2n)^4 ≈ 5e-10` (pairwise-independent hashes over `2n` cells), so
+/// below `C(9, 4)/(2n)^4 ≈ 1e-13 ≤ 5e-10` (pairwise-independent hashes over `2n` cells), so
 /// `P[min ≥ m] ≤ P[X ≥ m]^(τ−3) + 5e-10`. `γn` is read back from the messages per client,
-/// `τ + 2τn·γ`.
+/// `τ + 2τn·γ`. The devices' capped blankets change that law by at most `nη ≤ 1e-8` in total
+/// variation (`docs/privacy/ghazi.md`), which adds at most that to the familywise α.
 fn count_min_admits(release: &Value, element: usize, count: f64) -> bool {
     use statrs::distribution::{Binomial, DiscreteCDF};
     let n = COUNT_MIN_DEVICES as f64;
@@ -1094,12 +1101,13 @@ fn count_min_admits(release: &Value, element: usize, count: f64) -> bool {
     below > 1e-7 && above > 1e-7 - 5e-10
 }
 
-/// Ghazi et al.'s Count-Min protocol, run through the server's shuffler by `tally fleet` in
-/// the window where its reports fit (350 devices, `B = 2`, `ε = 27`), releases what the
+/// Ghazi et al.'s Count-Min protocol, run through the server's shuffler by `tally fleet` over
+/// 3,000 devices (`B = 2`, `ε = 21.4`, `δ = 1e-6`: [`COUNT_MIN_EPSILON`]), releases what the
 /// simulator releases, in distribution: both releases' estimates lie where the exact law of
 /// the sketch's minimum puts them ([`count_min_admits`]), under the same guarantee and
-/// parameters. A release of data with element 0's holders moved to element 1 is caught, and
-/// more devices than a longest report fits are refused.
+/// parameters. A release of data with element 0's holders moved to element 1 is caught; a
+/// smaller `ε`, whose longest report does not fit, is refused, and so is a round that would
+/// wait for more devices than the blanket's cap counts.
 #[test]
 fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
     let server = Server::start_seeded(SHUFFLE_SEED);
@@ -1109,16 +1117,24 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
         .collect();
     let moved: String = (0..COUNT_MIN_DEVICES).map(|_| "1\n").collect();
     let file = temp_file("count-min-elements.txt", text.as_bytes());
-    let create = |devices: u64| {
+    let create = |epsilon: f64, options: &str| {
         format!(
-            "task create {analyst} --mechanism ghazi-count-min --domain 2 --epsilon 27 \
-             --delta 1e-6 --population {WEAK_POPULATION} --expected-population {devices} \
-             --max-report-bytes 32768 --json"
+            "task create {analyst} --mechanism ghazi-count-min --domain 2 --epsilon {epsilon} \
+             --delta 1e-6 --population {WEAK_POPULATION} --expected-population \
+             {COUNT_MIN_DEVICES} --max-report-bytes 32768 {options} --json"
         )
     };
-    let refused = failure(&create(400));
-    assert!(refused.contains("max_report_bytes"), "{refused}");
-    let info: TaskInfo = parse(json(&create(COUNT_MIN_DEVICES)));
+    let refused = failure(&create(21.3, ""));
+    assert!(
+        refused.contains("longest report a device could send is 33023 bytes"),
+        "{refused}"
+    );
+    let waits = failure(&create(COUNT_MIN_EPSILON, "--cohort-target 3001"));
+    assert!(
+        waits.contains("cohort_target 3001") && waits.contains("at most 3000"),
+        "{waits}"
+    );
+    let info: TaskInfo = parse(json(&create(COUNT_MIN_EPSILON, "")));
     let report = json(&format!(
         "fleet {} --input {} --seed 3 --json",
         server.devices[WEAK_POPULATION],
@@ -1129,8 +1145,8 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
     let offline = |items: &str| {
         let file = temp_file("count-min-simulated.txt", items.as_bytes());
         json(&format!(
-            "histogram --input {} --mechanism ghazi-count-min --domain 2 --epsilon 27 \
-             --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json",
+            "histogram --input {} --mechanism ghazi-count-min --domain 2 --epsilon \
+             {COUNT_MIN_EPSILON} --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json",
             file.display()
         ))
     };
@@ -1665,22 +1681,110 @@ fn tree_number(i: u32) -> f64 {
 /// The devices of the range-query tree tests.
 const TREE_DEVICES: u32 = 3000;
 
-/// The range-query tree tests' options: 4 leaves (`--levels 2`, sets of `k = 3` nodes) at the
-/// largest `ε` Ghazi et al.'s Hadamard protocol takes and `δ = 1e-3`, whose reports for 3,000
-/// devices fit the largest `--max-report-bytes` (3,146 tuples of 9 hexadecimal digits: 31,459
-/// bytes); `δ = 1e-4` (3,892 tuples, 38,919 bytes) or `--levels 3` do not.
-const TREE_OPTIONS: &str = "--epsilon 1 --delta 1e-3 --levels 2 --min 0 --max 100";
+/// The range-query tree tests' shape: 4 leaves (`--levels 2`, sets of `k = 3` nodes) over
+/// `[0, 100]`.
+const TREE_SHAPE: &str = "--levels 2 --min 0 --max 100";
 
-/// A range-query tree task of `algorithm` with `options` on Ghazi et al.'s Hadamard oracle, run
-/// by 3,000 `tally fleet` devices over [`tree_numbers`] through `tally serve`: its spec, its
-/// release and the table `tally task result` prints of it.
-fn federated_tree(algorithm: &str, options: &str) -> (TaskInfo, Value, String) {
+/// The frequency oracle of a range-query tree test, at parameters whose reports for 3,000
+/// devices fit the largest `--max-report-bytes`.
+#[derive(Clone, Copy, Debug)]
+enum TreeOracle {
+    /// Ghazi et al.'s Hadamard protocol at the largest `ε` it takes and `δ = 1e-3`: 3,146
+    /// tuples of 9 hexadecimal digits, 31,459 bytes (`δ = 1e-4`: 3,892 tuples, 38,919 bytes;
+    /// `--levels 3` does not fit either).
+    Hadamard,
+    /// Count-Min at `δ = 1e-6`, `β = 1/2` (`τ = 4` rows of `2kn = 18,000` cells) and the
+    /// smallest integer `ε` that fits, 34: a blanket of 4,575 cells on average, capped at
+    /// 5,311, so at most 5,323 cells of 5 digits, 31,937 bytes (`ε = 33`: 33,713 bytes).
+    CountMin,
+}
+
+impl TreeOracle {
+    /// Its `--mechanism`.
+    fn mechanism(self) -> &'static str {
+        match self {
+            Self::Hadamard => "ghazi-hadamard",
+            Self::CountMin => "ghazi-count-min",
+        }
+    }
+
+    /// Its mechanism, the tree's shape and its privacy options, as `tally task create` and
+    /// the offline commands take them.
+    fn options(self) -> String {
+        let privacy = match self {
+            Self::Hadamard => "--epsilon 1 --delta 1e-3",
+            Self::CountMin => "--epsilon 34 --delta 1e-6 --failure-probability 0.5",
+        };
+        format!("--mechanism {} {TREE_SHAPE} {privacy}", self.mechanism())
+    }
+
+    /// How far one chosen node's estimate may stray from its count, except with probability
+    /// at most `1e-7` (over the devices' coins and the public hash functions).
+    ///
+    /// Hadamard: 5.7 standard deviations (two-sided α ≈ 1.2e-8, normal approximation) of the
+    /// estimate of a node nobody holds, the largest (the square root of
+    /// `HadamardParams::null_variance`: spurious decodings of every other tuple, Lemma 4.5).
+    ///
+    /// Count-Min: the estimate is the count plus `min_t (X_t + C_t) − γn`, with the rows'
+    /// blankets `X_t ~ Bin(n, γ)` independent and `C_t ≥ 0` the holders of the other 3 nodes
+    /// whose cell collides with this one's in row `t` (probability at most `3/s` per row,
+    /// pairwise-independent hashes over `s = 18,000` cells). So `P[error ≤ −a] ≤ τ·P[X ≤ γn −
+    /// a]`, and, as three of the four rows collide with probability below
+    /// `4·(3/s)^3 ≤ 2e-11`, `P[error ≥ a] ≤ P[X ≥ γn + a]^(τ−2) + 2e-11`; the tolerance is the
+    /// least integer `a` with each side at most `4e-8`. The devices' capped blankets move that
+    /// law by at most `nη ≤ 1e-8` in total variation (`docs/privacy/ghazi.md`).
+    fn node_tolerance(self) -> f64 {
+        use statrs::distribution::{Binomial, DiscreteCDF};
+        let devices = u64::from(TREE_DEVICES);
+        match self {
+            Self::Hadamard => {
+                let params = HadamardParams::new(devices, 4, 3, 1.0, 1e-3).unwrap();
+                5.7 * params.null_variance().sqrt()
+            }
+            Self::CountMin => {
+                let params = CountMinParams::new(devices, 4, 3, 34.0, 1e-6, 0.5).unwrap();
+                let rows = params.rows as i32;
+                let mean = params.expected_blanket();
+                let law = Binomial::new(params.gamma, devices).unwrap();
+                (1..)
+                    .map(f64::from)
+                    .find(|&a| {
+                        let below = if a > mean {
+                            0.0
+                        } else {
+                            f64::from(rows) * law.cdf((mean - a).floor() as u64)
+                        };
+                        let at_least = (mean + a).ceil() as u64;
+                        let above = law.sf(at_least - 1).powi(rows - 2) + 2e-11;
+                        below <= 4e-8 && above <= 4e-8
+                    })
+                    .unwrap()
+            }
+        }
+    }
+
+    /// How far two releases' estimates of one node may differ: Hadamard's two normal errors
+    /// differ by at most `√2` times the tolerance, Count-Min's by at most twice it (each
+    /// within it).
+    fn gap_tolerance(self) -> f64 {
+        let factor = match self {
+            Self::Hadamard => std::f64::consts::SQRT_2,
+            Self::CountMin => 2.0,
+        };
+        factor * self.node_tolerance()
+    }
+}
+
+/// A range-query tree task of `algorithm` with `options` on `oracle`, run by 3,000 `tally
+/// fleet` devices over [`tree_numbers`] through `tally serve`: its spec, its release and the
+/// table `tally task result` prints of it.
+fn federated_tree(oracle: TreeOracle, algorithm: &str, options: &str) -> (TaskInfo, Value, String) {
     let server = Server::start();
     let analyst = &server.analyst;
     let create = format!(
-        "task create {analyst} --algorithm {algorithm} --mechanism ghazi-hadamard \
-         {TREE_OPTIONS} {options} --population {WEAK_POPULATION} --expected-population \
-         {TREE_DEVICES} --max-report-bytes 32768 --json"
+        "task create {analyst} --algorithm {algorithm} {} {options} --population \
+         {WEAK_POPULATION} --expected-population {TREE_DEVICES} --max-report-bytes 32768 --json",
+        oracle.options()
     );
     let info: TaskInfo = parse(json(&create));
     let report = json(&format!(
@@ -1695,25 +1799,20 @@ fn federated_tree(algorithm: &str, options: &str) -> (TaskInfo, Value, String) {
     (info, release, String::from_utf8(table.stdout).unwrap())
 }
 
-/// The offline command `command` (`range` or `quantiles`) with `--mechanism ghazi-hadamard`
-/// and `options` over [`tree_numbers`] moved by `shift`.
-fn offline_tree(command: &str, options: &str, shift: f64) -> Value {
+/// The offline command `command` (`range` or `quantiles`) on `oracle` with `options` over
+/// [`tree_numbers`] moved by `shift`.
+fn offline_tree(oracle: TreeOracle, command: &str, options: &str, shift: f64) -> Value {
     json(&format!(
-        "{command} --input {} --mechanism ghazi-hadamard {TREE_OPTIONS} {options} --seed 5 \
-         --json",
-        tree_numbers(shift).display()
+        "{command} --input {} {} {options} --seed 5 --json",
+        tree_numbers(shift).display(),
+        oracle.options()
     ))
 }
 
-/// How far a prefix sum of `terms` chosen nodes' estimates of the range-query tree tests may
-/// stray from its truth: 5.7 (two-sided α ≈ 1.2e-8, normal approximation) bounds on its
-/// standard deviation, `terms` times a node's largest one (the square root of
-/// `HadamardParams::null_variance`, the variance of the estimate of a node nobody holds:
-/// spurious decodings of every other tuple, Lemma 4.5; a sum of correlated estimates has a
-/// standard deviation at most the sum of theirs).
-fn tree_tolerance(terms: u32) -> f64 {
-    let params = HadamardParams::new(u64::from(TREE_DEVICES), 4, 3, 1.0, 1e-3).unwrap();
-    5.7 * f64::from(terms) * params.null_variance().sqrt()
+/// How far a prefix sum of `terms` chosen nodes' estimates on `oracle` may stray from its
+/// truth: `terms` times [`TreeOracle::node_tolerance`] (by the union bound).
+fn tree_tolerance(oracle: TreeOracle, terms: u32) -> f64 {
+    f64::from(terms) * oracle.node_tolerance()
 }
 
 /// How many devices of [`tree_numbers`] lie in the first `leaves` of the 4 leaves.
@@ -1724,32 +1823,33 @@ fn tree_prefix(leaves: u32) -> f64 {
         .count() as f64
 }
 
-/// `tally task create --algorithm range --mechanism ghazi-hadamard` over 3,000 devices: the
-/// document is `tally range`'s for the same options (fields, parameters, guarantee and
-/// snapped range; the input and seed cannot match), and the two estimates, each one node's
-/// (`[0, 50)` is the left child of the root), agree with the truth and with each other in
-/// distribution at α ≤ 1e-6 ([`tree_tolerance`]); a simulation over numbers moved up by 50 is
+/// `tally task create --algorithm range` on `oracle` over 3,000 devices: the document is
+/// `tally range`'s for the same options (fields, parameters, guarantee and snapped range; the
+/// input and seed cannot match), and the two estimates, each one node's (`[0, 50)` is the left
+/// child of the root), agree with the truth ([`tree_tolerance`]) and with each other
+/// ([`TreeOracle::gap_tolerance`]) at α ≤ 1e-6; a simulation over numbers moved up by 50 is
 /// caught.
-#[test]
-fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
+fn assert_range_task_releases_what_the_offline_command_releases(oracle: TreeOracle) {
     let options = "--lo 0 --hi 50";
-    let (info, federated, table) = federated_tree("range", options);
+    let (info, federated, table) = federated_tree(oracle, "range", options);
+    let mechanism = oracle.mechanism();
     assert!(
-        table.contains("range count (range-query tree (ghazi-hadamard))")
+        table.contains(&format!("range count (range-query tree ({mechanism}))"))
             && table.contains("[0, 50)"),
         "{table}"
     );
-    assert!(matches!(
-        info.spec.kind,
-        TaskKind::RangeTree {
-            mechanism: RangeTreeMechanism::GhaziHadamard,
-            levels: 2,
-            reading: TreeReading::Range { .. },
-            ..
-        }
-    ));
+    let TaskKind::RangeTree {
+        mechanism: kind,
+        levels: 2,
+        reading: TreeReading::Range { .. },
+        ..
+    } = info.spec.kind
+    else {
+        panic!("{:?}", info.spec.kind)
+    };
+    assert_eq!(kind.name(), mechanism);
     assert_eq!(info.spec.rounds.min_cohort, u64::from(TREE_DEVICES));
-    let offline = offline_tree("range", options, 0.0);
+    let offline = offline_tree(oracle, "range", options, 0.0);
     assert_same_document(&federated, &offline, &[INPUT, SEED, "estimate", "fraction"]);
     assert_eq!(federated["model"], "shuffle");
     assert_eq!(federated["range"]["grid_hi"], 50.0);
@@ -1758,7 +1858,7 @@ fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
         federated["guarantee"]
     );
     let truth = tree_prefix(2);
-    let tolerance = tree_tolerance(1);
+    let tolerance = tree_tolerance(oracle, 1);
     for release in [&federated, &offline] {
         let estimate = range_estimate(release);
         assert!(
@@ -1767,22 +1867,36 @@ fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
         );
     }
     let gap = |other: &Value| (range_estimate(&federated) - range_estimate(other)).abs();
-    assert!(gap(&offline) < std::f64::consts::SQRT_2 * tolerance);
-    let mutant = offline_tree("range", options, 50.0);
+    assert!(gap(&offline) < oracle.gap_tolerance());
+    let mutant = offline_tree(oracle, "range", options, 50.0);
     assert!(
-        gap(&mutant) > std::f64::consts::SQRT_2 * tolerance,
+        gap(&mutant) > oracle.gap_tolerance(),
         "the mutant passes: {mutant}"
     );
 }
 
-/// The quantiles a release of the range-query tree tests may answer for `quantile` at
-/// α ≤ 1e-6: the values `25·j` of the leaves `j` whose prefix sums could be the first at
-/// least `q·n` ([`tree_tolerance`] of each of the four prefix sums, by the union bound over
-/// them).
-fn tree_quantile_admits(quantile: f64, value: f64) -> bool {
+/// [`assert_range_task_releases_what_the_offline_command_releases`] on Ghazi et al.'s
+/// Hadamard oracle.
+#[test]
+fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
+    assert_range_task_releases_what_the_offline_command_releases(TreeOracle::Hadamard);
+}
+
+/// [`assert_range_task_releases_what_the_offline_command_releases`] on Count-Min, whose
+/// capped reports fit 3,000 devices.
+#[test]
+fn a_count_min_range_task_releases_what_the_offline_command_releases() {
+    assert_range_task_releases_what_the_offline_command_releases(TreeOracle::CountMin);
+}
+
+/// The quantiles a release of the range-query tree tests on `oracle` may answer for
+/// `quantile` at α ≤ 1e-6: the values `25·j` of the leaves `j` whose prefix sums could be the
+/// first at least `q·n` ([`tree_tolerance`] of each of the four prefix sums, by the union
+/// bound over them).
+fn tree_quantile_admits(oracle: TreeOracle, quantile: f64, value: f64) -> bool {
     let target = quantile * f64::from(TREE_DEVICES);
     // The prefix sum of leaves 0..j is one node's estimate for j = 1, 2 and 4, two for j = 3.
-    let slack = |j: u32| tree_tolerance(if j == 3 { 2 } else { 1 });
+    let slack = |j: u32| tree_tolerance(oracle, if j == 3 { 2 } else { 1 });
     (1..=4_u32).any(|j| {
         (value - 25.0 * f64::from(j)).abs() < 1e-9
             && tree_prefix(j) >= target - slack(j)
@@ -1790,16 +1904,18 @@ fn tree_quantile_admits(quantile: f64, value: f64) -> bool {
     })
 }
 
-/// `tally task create --algorithm hierarchical-quantiles --mechanism ghazi-hadamard` over
-/// 3,000 devices: the document is `tally quantiles`'s for the same options but for its input,
-/// seed and quantiles, and every quantile of both is one the truth admits at α ≤ 1e-6
+/// `tally task create --algorithm hierarchical-quantiles` on `oracle` over 3,000 devices: the
+/// document is `tally quantiles`'s for the same options but for its input, seed and
+/// quantiles, and every quantile of both is one the truth admits at α ≤ 1e-6
 /// ([`tree_quantile_admits`]); a simulation over numbers moved up by 50 is caught.
-#[test]
-fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
+fn assert_quantile_task_releases_what_the_offline_command_releases(oracle: TreeOracle) {
     let options = "--quantiles 0.1,0.5,0.9";
-    let (info, federated, table) = federated_tree("hierarchical-quantiles", options);
+    let (info, federated, table) = federated_tree(oracle, "hierarchical-quantiles", options);
     assert!(
-        table.contains("quantiles (range-query tree (ghazi-hadamard)"),
+        table.contains(&format!(
+            "quantiles (range-query tree ({})",
+            oracle.mechanism()
+        )),
         "{table}"
     );
     assert!(matches!(
@@ -1809,7 +1925,7 @@ fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
             ..
         }
     ));
-    let offline = offline_tree("quantiles", options, 0.0);
+    let offline = offline_tree(oracle, "quantiles", options, 0.0);
     assert_same_document(&federated, &offline, &[INPUT, SEED, "quantiles"]);
     let outliers = |release: &Value| -> Vec<f64> {
         let rows = release["quantiles"].as_array().unwrap();
@@ -1821,22 +1937,36 @@ fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
                     row["value"].as_f64().unwrap(),
                 )
             })
-            .filter(|&(quantile, value)| !tree_quantile_admits(quantile, value))
+            .filter(|&(quantile, value)| !tree_quantile_admits(oracle, quantile, value))
             .map(|(quantile, _)| quantile)
             .collect()
     };
     assert_eq!(outliers(&federated), Vec::<f64>::new(), "{federated}");
     assert_eq!(outliers(&offline), Vec::<f64>::new(), "{offline}");
-    let mutant = offline_tree("quantiles", options, 50.0);
+    let mutant = offline_tree(oracle, "quantiles", options, 50.0);
     assert!(!outliers(&mutant).is_empty(), "the mutant passes: {mutant}");
 }
 
-/// No Count-Min range-query tree fits a few thousand devices' reports in the largest
-/// `--max-report-bytes` (see `docs/federated/runtime.md`: its table alone has `τ·2kn` cells):
-/// `tally task create` refuses one for 20,000 devices (the fewest Lemma 4.10 takes at `ε = 10`
-/// is 17,824) with the longest report and says that no smaller tree
-/// fits either. The same tree on Hadamard's oracle for 3,000 devices at `--levels 3` is refused
-/// naming `--levels 2`, which fits.
+/// [`assert_quantile_task_releases_what_the_offline_command_releases`] on Ghazi et al.'s
+/// Hadamard oracle.
+#[test]
+fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
+    assert_quantile_task_releases_what_the_offline_command_releases(TreeOracle::Hadamard);
+}
+
+/// [`assert_quantile_task_releases_what_the_offline_command_releases`] on Count-Min.
+#[test]
+fn a_count_min_quantile_task_releases_what_the_offline_command_releases() {
+    assert_quantile_task_releases_what_the_offline_command_releases(TreeOracle::CountMin);
+}
+
+/// A Count-Min range-query tree at the default `β = 0.01` does not fit the largest
+/// `--max-report-bytes` at a moderate `ε` (see `docs/federated/runtime.md`): for 20,000
+/// devices at `ε = 10`, `δ = 1e-3` and `--levels 2` (`τ = 10` rows, `k = 3`), its blanket
+/// alone averages `2kτ·γn` = 535,000 cells whatever the number of devices, and with
+/// `--levels 1` (`τ = 9`, `k = 2`) about 110,000: `tally task create` refuses it with the
+/// longest report and says that no smaller tree fits either. The same tree on Hadamard's
+/// oracle for 3,000 devices at `--levels 3` is refused naming `--levels 2`, which fits.
 #[test]
 fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     let server = Server::start();

@@ -680,7 +680,8 @@ fn timing_at_a_million_users() {
     );
     // Count-Min: n = 10^6 is infeasible (γ > 1/2); time the exact per-cell blanket draws at
     // the smallest feasible n and extrapolate to the τ·s cells of a run.
-    let min = tally_accounting::ghazi::count_min_min_users(22, 1, 1.0, 1e-8).unwrap();
+    let (lemma_delta, _) = tally_accounting::ghazi::count_min_delta_split(1e-8).unwrap();
+    let min = tally_accounting::ghazi::count_min_min_users(22, 1, 1.0, lemma_delta).unwrap();
     let cm = GhaziCountMin::new(min, b, 1, 1.0, 1e-8, 0.01).unwrap();
     let p = *cm.params();
     let mut r = rng(72);

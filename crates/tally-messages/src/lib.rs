@@ -690,9 +690,11 @@ pub enum Ask {
     /// `domain` and report, as one comma-separated list in increasing order, the cell
     /// `t·width + h_t(x)` of every row `t` for your element `x`, where
     /// `h_t(x) = ((a·x + b) mod (2^61 − 1)) mod width` with `[a, b] = hashes[t]`, and your
-    /// blanket: `K ~ Bin(rows·width, gamma)` distinct uniform cells, with your own coins.
-    /// The server separates every device's messages and shuffles them all before counting
-    /// them.
+    /// blanket: draw `K ~ Bin(rows·width, gamma)` and send `min(K, blanket_cap)` distinct
+    /// uniform cells, with your own coins. The server refuses a report of more than
+    /// `rows + blanket_cap` cells (`k·rows + blanket_cap` for the `k`-sets of a range tree).
+    /// It separates every device's messages and shuffles them all
+    /// before counting them.
     GhaziCountMin {
         /// The public domain.
         domain: PublicDomain,
@@ -702,6 +704,8 @@ pub enum Ask {
         width: u64,
         /// The blanket probability `γ` of every cell.
         gamma: f64,
+        /// The most blanket cells a device sends, `q`.
+        blanket_cap: u64,
     },
 }
 

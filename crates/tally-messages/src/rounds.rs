@@ -195,6 +195,7 @@ impl PublishedQuery for CountMinQuery {
                 .collect(),
             width: rows[0].width(),
             gamma: self.gamma(),
+            blanket_cap: self.blanket_cap(),
         }
     }
 }
@@ -398,6 +399,7 @@ impl Ask {
                 hashes,
                 width,
                 gamma,
+                blanket_cap,
             } => {
                 let rows = hashes
                     .iter()
@@ -407,6 +409,7 @@ impl Ask {
                     DomainMap::from(*domain),
                     CountMinHashes::new(rows)?,
                     *gamma,
+                    *blanket_cap,
                 )?;
                 visit.visit(query.with_set_size(set_size)?)
             }

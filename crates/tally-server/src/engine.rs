@@ -31,8 +31,9 @@ use tally_core::quantiles::{
 use tally_core::task::Task;
 use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
-    Ask, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem,
-    Sampling, TaskKind, TaskSpec, round_composition,
+    Ask, DomainHistogramMechanism, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow,
+    QuantilesRelease, RangeTreeMechanism, ReleasedItem, Sampling, TaskKind, TaskSpec,
+    round_composition,
 };
 
 use crate::document;
@@ -110,6 +111,22 @@ impl Engine {
             (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
             (None, None) => Ok(PlanTarget::MinReleasedCount),
         };
+        if matches!(
+            spec.kind,
+            TaskKind::DomainHistogram {
+                mechanism: DomainHistogramMechanism::GhaziCountMin,
+                ..
+            } | TaskKind::RangeTree {
+                mechanism: RangeTreeMechanism::GhaziCountMin,
+                ..
+            }
+        ) {
+            domain::check_capped_cohort(
+                "ghazi-count-min",
+                spec.rounds.cohort_target,
+                spec.expected_population,
+            )?;
+        }
         match &spec.kind {
             TaskKind::Histogram {
                 mechanism: _,

@@ -120,10 +120,13 @@ fn dp_audit_ghazi_hadamard_passes_and_catches_a_missing_blanket() {
 /// `(ε, δ) = (1, 0.1)`, for the fewest users its calibration takes (`γ` just under 1/2).
 const COUNT_MIN_BETA: f64 = 0.5;
 
-/// The fewest users Count-Min is calibrated for at `(ε, δ)` on `B = 2`.
+/// The fewest users Count-Min is calibrated for at `(ε, δ)` on `B = 2` (Lemma 4.10 at the
+/// share `δ_L` of `δ` the parameters run it at).
 fn count_min_users() -> u64 {
-    let rows = tally_accounting::ghazi::count_min_rows(2, COUNT_MIN_BETA).unwrap();
-    tally_accounting::ghazi::count_min_min_users(rows, 1, EPSILON, DELTA).unwrap()
+    use tally_accounting::ghazi::{count_min_delta_split, count_min_min_users, count_min_rows};
+    let rows = count_min_rows(2, COUNT_MIN_BETA).unwrap();
+    let (lemma_delta, _) = count_min_delta_split(DELTA).unwrap();
+    count_min_min_users(rows, 1, EPSILON, lemma_delta).unwrap()
 }
 
 /// Count-Min's round for `users` users at `epsilon`, with the public hash functions drawn

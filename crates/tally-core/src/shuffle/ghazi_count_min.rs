@@ -7,7 +7,10 @@
 //! pairwise independent up to a factor `1 + s/P` on collision probabilities). Each user sends
 //! `(t, h_t(j))` for every held item `j` and row `t`, and the blanket: every cell `(t, ℓ)` with
 //! probability `γ`, drawn as `K ~ Bin(τs, γ)` followed by `K` distinct uniform cells (exact
-//! samplers). The analyzer's table is `C = C̃ + Bin(n, γ)` per cell.
+//! samplers), of which it sends a uniform `min(K, q)`: the cap `q`
+//! ([`tally_accounting::ghazi::count_min_blanket_cap`]) bounds every report, whatever the
+//! number of users, at the price of a share of `δ`. The analyzer's table is
+//! `C = C̃ + Bin(n, γ)` per cell, up to the users whose `K` exceeds `q`.
 //!
 //! Queries ([`CountMinTable`]): `x̂_j = max(min_t C[t, h_t(j)] − γn, 0)`
 //! ([`CountMinTable::estimate`]), its unclamped form, and the one-sided `min_t C[t, h_t(j)]`,
@@ -15,7 +18,11 @@
 //!
 //! [`CountMinRound`]'s count path draws each cell's blanket total `Bin(n, γ)` directly: the
 //! `n` users' coins for a cell are independent `Ber(γ)` (the `K`-then-subset draw is one way of
-//! flipping `τs` such coins), so their sum is `Bin(n, γ)`, independently across cells.
+//! flipping `τs` such coins), so their sum is `Bin(n, γ)`, independently across cells. That is
+//! the law of the uncapped protocol: the capped devices' table has another law, but the two
+//! agree unless some device's `K` exceeds `q`, so they differ by at most `nη ≤ δ/100` in total
+//! variation, and the count path's release is covered by the same guarantee (the cap's proof
+//! bounds the uncapped protocol at `(ε, δ_L)`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -173,7 +180,9 @@ impl CountMinTable {
 /// # Privacy
 ///
 /// `(ε, δ)`-DP of the shuffled multiset, for replace-one neighbours, in the shuffle model, by
-/// Lemma 4.10 (`γn ≥ 90τ²k² ln(2τk/δ)/ε²`, `γ ≤ 1/2`; see [`CountMinParams`]). The hash
+/// Lemma 4.10 at `δ_L` (`γn ≥ 90τ²k² ln(2τk/δ_L)/ε²`, `γ ≤ 1/2`) and the blanket cap's
+/// `δ − δ_L` (see [`CountMinParams`] and
+/// [`count_min_blanket_cap`](tally_accounting::ghazi::count_min_blanket_cap)). The hash
 /// functions are public: the guarantee holds for every choice of them. The blanket coins are
 /// private and exact (`Bin(τs, γ)` by [`exact_binomial`], cells by [`uniform_subset`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -254,17 +263,10 @@ impl GhaziCountMin {
             }
         }
         let w = self.params.width;
-        for cell in self.blanket_cells(rng) {
+        let cells = self.cells() as u64;
+        for cell in capped_blanket(cells, self.params.gamma, self.params.blanket_cap, rng) {
             out.push(((cell / w) as u32, cell % w));
         }
-    }
-
-    /// One user's blanket: `K ~ Bin(τs, γ)`, then `K` distinct uniform cells (row-major
-    /// indices).
-    fn blanket_cells(&self, rng: &mut dyn Rng) -> Vec<u64> {
-        let cells = self.cells() as u64;
-        let k = exact_binomial(cells, self.params.gamma, rng);
-        uniform_subset(cells, k, rng).expect("K ≤ τs cells")
     }
 
     /// The analyzer `A^CM`: the table of the shuffled messages.
@@ -300,6 +302,13 @@ impl DomainHistogram for GhaziCountMin {
             bits_per_message: self.params.bits_per_message(),
         })
     }
+}
+
+/// One user's blanket over `cells` cells: `K ~ Bin(cells, γ)`, then a uniform `min(K, cap)` of
+/// the cells (row-major indices; a uniform subset of that size of a uniform `K`-subset).
+fn capped_blanket<R: Rng + ?Sized>(cells: u64, gamma: f64, cap: u64, rng: &mut R) -> Vec<u64> {
+    let coins = exact_binomial(cells, gamma, rng);
+    uniform_subset(cells, coins.min(cap), rng).expect("min(K, q) ≤ τs cells")
 }
 
 /// `Bin(n, p)`, exactly, one bit of the coins' uniforms at a time: a coin succeeds iff its
@@ -375,24 +384,31 @@ impl WireReport for CountMinMessages {
 }
 
 /// The query of a `P^CM` round: the public domain, the public hash functions, the blanket
-/// probability `γ` and the set size `k` (1 when devices hold one item).
+/// probability `γ`, the blanket cap `q` and the set size `k` (1 when devices hold one item).
 #[derive(Clone, Debug, PartialEq)]
 pub struct CountMinQuery {
     map: DomainMap,
     hashes: CountMinHashes,
     gamma: f64,
+    blanket_cap: u64,
     set_size: u32,
 }
 
 impl CountMinQuery {
-    /// The query over `map`'s domain with the hash functions `hashes` and blanket probability
-    /// `gamma`, as a device rebuilds it from what the server publishes.
+    /// The query over `map`'s domain with the hash functions `hashes`, blanket probability
+    /// `gamma` and at most `blanket_cap` blanket cells per device, as a device rebuilds it from
+    /// what the server publishes.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] unless the domain has at least 2 elements, the table's
-    /// `τ·s` cells are numbered below `2^32` and `γ ∈ (0, 1/2]`.
-    pub fn new(map: DomainMap, hashes: CountMinHashes, gamma: f64) -> Result<Self, Error> {
+    /// `τ·s` cells are numbered below `2^32`, `γ ∈ (0, 1/2]` and the cap is at most `τ·s`.
+    pub fn new(
+        map: DomainMap,
+        hashes: CountMinHashes,
+        gamma: f64,
+        blanket_cap: u64,
+    ) -> Result<Self, Error> {
         crate::ldp::check_domain(map.size())?;
         let cells = hashes.rows.len() as u128 * u128::from(hashes.rows[0].width);
         if cells > u128::from(u32::MAX) {
@@ -405,10 +421,18 @@ impl CountMinQuery {
         if !(gamma > 0.0 && gamma <= 0.5) {
             return Err(Error::invalid("blanket probability", gamma, "in (0, 1/2]"));
         }
+        if u128::from(blanket_cap) > cells {
+            return Err(Error::invalid(
+                "blanket cap",
+                blanket_cap,
+                "at most the table's τ·s cells",
+            ));
+        }
         Ok(Self {
             map,
             hashes,
             gamma,
+            blanket_cap,
             set_size: 1,
         })
     }
@@ -436,6 +460,16 @@ impl CountMinQuery {
     /// The blanket probability `γ` of every cell.
     pub fn gamma(&self) -> f64 {
         self.gamma
+    }
+
+    /// The most blanket cells a device sends, `q`.
+    pub fn blanket_cap(&self) -> u64 {
+        self.blanket_cap
+    }
+
+    /// The most cells a device sends: `k` per row and the blanket cap, `kτ + q`.
+    fn most_cells(&self) -> u64 {
+        self.hashes.rows.len() as u64 * u64::from(self.set_size) + self.blanket_cap
     }
 
     fn width(&self) -> u64 {
@@ -468,8 +502,12 @@ impl DeviceQuery for CountMinQuery {
         self.respond_set(&[*item], rng)
     }
 
-    /// Cells of the table, each at most `k + 1` times, with at least one in every row.
+    /// At most `kτ + q` cells of the table (what an honest device could send), each at most
+    /// `k + 1` times, with at least one in every row.
     fn admits(&self, report: &CountMinMessages) -> bool {
+        if report.0.len() as u64 > self.most_cells() {
+            return false;
+        }
         let mut sorted = report.0.clone();
         sorted.sort_unstable();
         let width = self.width();
@@ -492,8 +530,8 @@ impl SetQuery for CountMinQuery {
         self.set_size
     }
 
-    /// The cell of every row each item hashes to, and the blanket: `K ~ Bin(τs, γ)` distinct
-    /// uniform cells, drawn with the device's own coins.
+    /// The cell of every row each item hashes to, and the blanket: `K ~ Bin(τs, γ)`, then a
+    /// uniform `min(K, q)` distinct cells, drawn with the device's own coins.
     fn respond_set<R: Rng + ?Sized>(&self, set: &[u32], rng: &mut R) -> Option<CountMinMessages> {
         if !valid_set(set, self.set_size, self.map.size()) {
             return None;
@@ -503,11 +541,10 @@ impl SetQuery for CountMinQuery {
             .iter()
             .flat_map(|&item| (0..rows).map(move |t| self.cell(t, item)))
             .collect();
-        let blanket = exact_binomial(self.cells(), self.gamma, rng);
-        let subset = uniform_subset(self.cells(), blanket, rng).expect("K ≤ τs cells");
+        let blanket = capped_blanket(self.cells(), self.gamma, self.blanket_cap, rng);
         // Unwrap safety: cells are numbered below 2^32.
         cells.extend(
-            subset
+            blanket
                 .into_iter()
                 .map(|c| u32::try_from(c).expect("a cell")),
         );
@@ -520,12 +557,16 @@ impl BoundedDomainQuery for CountMinQuery {
         self.map
     }
 
-    /// Every cell once and `k` more per row, decimal, with commas between.
+    /// The shorter of two bounds, decimal with commas between: every cell once and `k` more
+    /// per row, or `kτ + q` cells ([`admits`](DeviceQuery::admits)'s most) of the largest
+    /// cell's digits.
     fn longest_report(&self) -> u64 {
         let cells = self.cells();
         let largest = decimal_digits(cells - 1);
         let repeated = self.hashes.rows.len() as u64 * u64::from(self.set_size);
-        decimal_digits_below(cells) + repeated * largest + cells + repeated - 1
+        let every_cell = decimal_digits_below(cells) + repeated * largest + cells + repeated - 1;
+        let most = self.most_cells();
+        every_cell.min(most * (largest + 1) - 1)
     }
 }
 
@@ -553,7 +594,8 @@ impl GhaziCountMin {
         }
         // Unwrap safety: k < B ≤ 2^32 (checked by the parameters).
         let set_size = u32::try_from(self.params.set_size).expect("k < B");
-        let query = CountMinQuery::new(map, hashes, self.params.gamma)?.with_set_size(set_size)?;
+        let query = CountMinQuery::new(map, hashes, self.params.gamma, self.params.blanket_cap)?
+            .with_set_size(set_size)?;
         // The queried cells, in increasing order, and every item's cell of every row.
         let mut cells: Vec<u32> = (0..map.size())
             .flat_map(|x| (0..query.hashes.rows.len()).map(move |t| (t, x)))
@@ -739,24 +781,32 @@ mod tests {
     use super::*;
     use crate::shuffle::two_sample::same_law;
 
-    /// A small table (2 rows of 8 cells, `γ = 1/4`, 20 devices over 4 items), below what the
-    /// guarantee needs, so that every device's messages can be drawn many times.
+    /// A small table (2 rows of 8 cells, `γ = 1/4`, 20 devices over 4 items, the blanket not
+    /// capped), below what the guarantee needs, so that every device's messages can be drawn
+    /// many times.
     fn small() -> CountMinRound {
         small_of_sets(1)
     }
 
     /// [`small`] for devices holding sets of at most `set_size` items.
     fn small_of_sets(set_size: u64) -> CountMinRound {
+        small_capped(set_size, 16)
+    }
+
+    /// [`small_of_sets`] with every blanket capped at `blanket_cap` cells.
+    fn small_capped(set_size: u64, blanket_cap: u64) -> CountMinRound {
         let params = CountMinParams {
             users: 20,
             domain: 4,
             set_size,
             epsilon: 1.0,
             delta: 1e-6,
+            lemma_delta: 0.99e-6,
             beta: 0.5,
             rows: 2,
             width: 8,
             gamma: 0.25,
+            blanket_cap,
         };
         let protocol = GhaziCountMin { params };
         let hashes = CountMinHashes::draw(&params, &mut ChaCha20Rng::seed_from_u64(1));
@@ -803,11 +853,57 @@ mod tests {
             )
             .unwrap(),
             query.gamma(),
+            query.blanket_cap(),
         )
         .unwrap();
         assert_eq!(&rebuilt, query);
         assert!(PairwiseHash::new(0, 1, 8).is_err());
-        assert!(CountMinQuery::new(query.map(), query.hashes().clone(), 0.6).is_err());
+        assert!(CountMinQuery::new(query.map(), query.hashes().clone(), 0.6, 16).is_err());
+        assert!(CountMinQuery::new(query.map(), query.hashes().clone(), 0.25, 17).is_err());
+    }
+
+    /// With the blanket capped at `q = 5` of the 16 cells (`K ~ Bin(16, 1/4)` exceeds it with
+    /// probability 0.19), a device's blanket count follows `min(Bin(16, 1/4), 5)` (chi-square
+    /// over 20,000 devices at α = 1e-6), no report is longer than `longest_report` (which
+    /// then is the `kτ + q = 7` cells' bound, 7·2 digits and 6 commas, below the 41 bytes of
+    /// every cell once), and a report of more than 7 cells is refused.
+    #[test]
+    fn stat_a_capped_blanket_follows_the_law_of_the_cap() {
+        use statrs::distribution::{Binomial, ChiSquared, ContinuousCDF, Discrete, DiscreteCDF};
+        let (cap, cells) = (5, 16);
+        let round = small_capped(1, cap);
+        let query = round.query();
+        assert_eq!(query.longest_report(), 7 * 2 + 6);
+        let mut rng = ChaCha20Rng::seed_from_u64(6);
+        let mut seen = vec![0f64; cells as usize + 1];
+        for i in 0..20_000 {
+            let report = query.respond(&(i % 4), &mut rng).unwrap();
+            assert!(query.admits(&report));
+            seen[report.0.len() - 2] += 1.0;
+            assert!(report.encode().len() as u64 <= query.longest_report());
+        }
+        let law = Binomial::new(0.25, cells).unwrap();
+        let expected: Vec<f64> = (0..=cells)
+            .map(|k| match k {
+                k if k < cap => law.pmf(k),
+                k if k == cap => law.sf(cap - 1),
+                _ => 0.0,
+            })
+            .map(|p| 20_000.0 * p)
+            .collect();
+        assert!(
+            seen[cap as usize + 1..].iter().all(|&s| s == 0.0),
+            "{seen:?}"
+        );
+        let stat: f64 = (0..=cap as usize)
+            .map(|k| (seen[k] - expected[k]).powi(2) / expected[k])
+            .sum();
+        let critical = ChiSquared::new(cap as f64).unwrap().inverse_cdf(1.0 - 1e-6);
+        assert!(stat <= critical, "{stat} > {critical}: {seen:?}");
+        let eight = CountMinMessages::decode("0,1,2,3,8,9,10,11".to_owned()).unwrap();
+        assert!(!query.admits(&eight));
+        let seven = CountMinMessages::decode("0,1,2,3,8,9,10".to_owned()).unwrap();
+        assert!(query.admits(&seven));
     }
 
     /// The blanket totals drawn bit by bit have the binomial's law, at a probability with a

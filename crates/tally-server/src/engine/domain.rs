@@ -103,6 +103,29 @@ pub(super) fn check_shuffle_cohort(
     Ok(())
 }
 
+/// Refuses a Count-Min task (its histogram, or a range tree on its oracle) whose rounds close
+/// only after more than the `clients` devices it is calibrated for upload
+/// (`cohort_target > clients`).
+///
+/// # Privacy
+///
+/// Every device sends at most `q` of its blanket cells; the share of `δ` that pays for the cap
+/// bounds, by the union bound, the chance that one of `clients` devices draws more than `q`
+/// ([`tally_accounting::ghazi::count_min_blanket_cap`]). A round that waits for more devices
+/// would release more reports than that bound counts.
+pub(super) fn check_capped_cohort(
+    name: &str,
+    cohort_target: Option<u64>,
+    clients: u64,
+) -> Result<(), String> {
+    match cohort_target {
+        Some(target) if target > clients => Err(format!(
+            "cohort_target {target}: {name} caps every device's blanket for the expected              population of {clients} devices, and its guarantee counts at most that many              reports (set cohort_target to at most {clients}, or the expected population to              the devices a round waits for)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Gives a new task whose mechanism publishes public coins
 /// ([`DomainHistogramMechanism::publishes_coins`]) and whose spec names no seed for them a
 /// seed of its own, drawn by `draw` (from the server's stream, seeded only in tests), which is
@@ -388,8 +411,8 @@ mod shuffle_tests {
 
     /// The fit is checked on the exact longest report, not on the expected one: Count-Min
     /// for 350 devices over `0..2` at `ε = 27` sends about 3,020 messages of 14 bits, about
-    /// 6,000 bytes at two bytes a message, but a device may send every one of the table's
-    /// 6,300 cells, 30,434 bytes in decimal.
+    /// 6,000 bytes at two bytes a message, but a device may send its 9 cells and its blanket's
+    /// cap of 3,410 of the table's 6,300 cells, 17,094 bytes in decimal.
     #[test]
     fn a_task_is_refused_on_its_longest_report() {
         let privacy = PrivacyTarget {
@@ -413,11 +436,27 @@ mod shuffle_tests {
         let cost = count_min.message_cost().unwrap();
         let bytes = cost.messages_per_client * cost.bits_per_message.div_ceil(8) as f64;
         assert!(bytes < 6_100.0, "{cost:?}");
+        assert_eq!(count_min.params().blanket_cap, 3410);
         let message = build_with(8_192).err().expect("refused");
         assert!(
-            message.contains("longest report a device could send is 30434 bytes"),
+            message.contains("longest report a device could send is 17094 bytes"),
             "{message}"
         );
         assert!(build_with(MAX_REPORT_BYTES).is_ok());
+    }
+
+    /// A Count-Min task whose rounds wait for more devices than its cap counts is refused; one
+    /// that waits for as many or fewer (or for the default, the expected population) is not.
+    #[test]
+    fn a_count_min_round_waits_for_at_most_the_devices_its_cap_counts() {
+        let refused = check_capped_cohort("ghazi-count-min", Some(3001), 3000).unwrap_err();
+        assert!(
+            refused.contains("cohort_target 3001")
+                && refused.contains("set cohort_target to at most 3000"),
+            "{refused}"
+        );
+        for target in [None, Some(3000), Some(2000)] {
+            assert!(check_capped_cohort("ghazi-count-min", target, 3000).is_ok());
+        }
     }
 }
