@@ -114,6 +114,14 @@ impl Round {
 
     /// Validates and counts a batch, or `None` if the round is closed. Each token is good for
     /// one upload: it is spent by its first upload, accepted or not.
+    ///
+    /// # Privacy
+    ///
+    /// A round never counts more than its cohort target: once it holds that many uploads,
+    /// the rest of the batch, and every later batch until the round closes, is refused as
+    /// [`ErrorCode::ClosedRound`] with its token unspent. A mechanism whose guarantee is
+    /// computed for at most that many devices (Count-Min's blanket cap takes a union bound
+    /// over them) relies on it.
     pub(crate) fn upload(&self, uploads: Vec<Upload>) -> Option<BatchOutcome> {
         let max_bytes = self.query.max_report_bytes as usize;
         let mut guard = self.lock();
@@ -126,7 +134,9 @@ impl Round {
             reached_target: false,
         };
         for (index, upload) in uploads.into_iter().enumerate() {
+            let counted = state.uploads + outcome.reports + outcome.abstentions;
             let verdict = match parse_token(&upload.token).and_then(|t| state.tokens.get_mut(&t)) {
+                _ if counted >= self.cohort_target => Err(ErrorCode::ClosedRound),
                 None => Err(ErrorCode::UnknownToken),
                 Some(used) if *used => Err(ErrorCode::ReusedToken),
                 Some(used) => {
@@ -197,4 +207,70 @@ fn parse_token(token: &str) -> Option<u128> {
         return None;
     }
     u128::from_str_radix(token, 16).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+    use tally_core::protocol::wire::{NotAdmitted, WireCell};
+    use tally_messages::{Ask, PROTOCOL_VERSION, Sampling};
+
+    use super::*;
+
+    /// Admits every report.
+    struct AdmitAll;
+
+    impl WireAggregator for AdmitAll {
+        fn absorb(&mut self, _: String) -> Result<(), NotAdmitted> {
+            Ok(())
+        }
+
+        fn release(self: Box<Self>) -> Vec<WireCell> {
+            Vec::new()
+        }
+    }
+
+    /// A round with a cohort target of 3 that 5 devices upload to in one batch, then 1 more
+    /// in another, before it closes: it counts 3 uploads and refuses the other 3 as closed,
+    /// their tokens unspent. Without the check it counted all 6.
+    #[test]
+    fn a_round_never_counts_more_than_its_cohort_target() {
+        let query = RoundQuery {
+            version: PROTOCOL_VERSION,
+            round_id: "r".into(),
+            task_id: "t".into(),
+            population: "p".into(),
+            round: 1,
+            attempt: 1,
+            deadline: 0,
+            max_report_bytes: 16,
+            ask: Ask::Item { sampling_rate: 0.5 },
+            sampling: Sampling::Aggregator,
+        };
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        let round = Round::new(query, deadline, 3, Box::new(AdmitAll), ErrorCode::Malformed);
+        let mut tokens = round
+            .check_in(6, &mut ChaCha20Rng::seed_from_u64(1))
+            .unwrap();
+        let last = tokens.pop().unwrap();
+        let upload = |token: String| Upload {
+            token,
+            report: Some("x".to_owned()),
+        };
+        let first = round
+            .upload(tokens.into_iter().map(upload).collect())
+            .unwrap();
+        assert_eq!((first.reports, first.abstentions), (3, 0));
+        assert!(first.reached_target);
+        let refused: Vec<_> = first.rejected.iter().map(|r| (r.index, r.code)).collect();
+        assert_eq!(
+            refused,
+            [(3, ErrorCode::ClosedRound), (4, ErrorCode::ClosedRound)]
+        );
+        let second = round.upload(vec![upload(last)]).unwrap();
+        assert_eq!(second.reports + second.abstentions, 0);
+        assert_eq!(second.rejected[0].code, ErrorCode::ClosedRound);
+        assert_eq!(round.close().unwrap().uploads, 3);
+    }
 }
