@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Independent reference for keyed sampling (docs/privacy/sample-threshold.md, "Keyed sampling").
 
-Written from the BLAKE3 specification (O'Connor, Aumasson, Neves, Wilcox-O'Hearn, 2020) and the
-document above, NOT from the Rust code in `crates/tally-core/src/sampling/keyed.rs`: a pure
-Python BLAKE3 for inputs of one chunk (at most 1024 bytes, all this needs), checked against the
-specification's hash of the empty input, and exact rationals for the coin's threshold.
+Written from the SipHash paper (Aumasson and Bernstein, "SipHash: a fast short-input PRF", 2012),
+the BLAKE3 specification (O'Connor, Aumasson, Neves, Wilcox-O'Hearn, 2020) and the document
+above, NOT from the Rust code in `crates/tally-core/src/sampling/keyed.rs`: a pure Python
+SipHash-2-4 (the PRF of the coins and row scores), checked against the paper's test vector; a
+pure Python BLAKE3 for inputs of one chunk (at most 1024 bytes, all the key derivation needs),
+checked against the specification's hash of the empty input; and exact rationals for the
+coin's threshold.
 
 Usage (from anywhere):
 
@@ -25,13 +28,14 @@ import vectors_io  # noqa: E402  (the command line shared by the scripts)
 
 SCRIPT = vectors_io.Script(__file__, "crates/tally-core/tests/test_vectors")
 
-KEY_CONTEXT = "tally 2026-11 keyed sampling key v1"
+KEY_CONTEXT = "tally 2026-11 keyed sampling key v2 siphash-2-4"
 
 IV = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19]
 PERMUTATION = [2, 6, 3, 10, 7, 0, 4, 13, 1, 11, 12, 5, 9, 14, 15, 8]
 CHUNK_START, CHUNK_END, ROOT = 1, 2, 8
 KEYED_HASH, DERIVE_KEY_CONTEXT, DERIVE_KEY_MATERIAL = 16, 32, 64
 MASK = 0xFFFFFFFF
+MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 def rotr(x: int, n: int) -> int:
@@ -84,14 +88,51 @@ def blake3_one_chunk(key_words: list[int], data: bytes, mode: int) -> bytes:
 
 
 def derive_key(context: str, material: bytes) -> bytes:
+    """The 16-byte SipHash key: the first 16 bytes of BLAKE3's key derivation."""
     context_key = blake3_one_chunk(IV, context.encode(), DERIVE_KEY_CONTEXT)
-    return blake3_one_chunk(list(struct.unpack("<8I", context_key)), material, DERIVE_KEY_MATERIAL)
+    return blake3_one_chunk(list(struct.unpack("<8I", context_key)), material, DERIVE_KEY_MATERIAL)[:16]
+
+
+def rotl64(x: int, n: int) -> int:
+    return ((x << n) | (x >> (64 - n))) & MASK64
+
+
+def sip_round(v: list[int]) -> None:
+    v[0] = (v[0] + v[1]) & MASK64
+    v[1] = rotl64(v[1], 13) ^ v[0]
+    v[0] = rotl64(v[0], 32)
+    v[2] = (v[2] + v[3]) & MASK64
+    v[3] = rotl64(v[3], 16) ^ v[2]
+    v[0] = (v[0] + v[3]) & MASK64
+    v[3] = rotl64(v[3], 21) ^ v[0]
+    v[2] = (v[2] + v[1]) & MASK64
+    v[1] = rotl64(v[1], 17) ^ v[2]
+    v[2] = rotl64(v[2], 32)
+
+
+def siphash_2_4(key: bytes, message: bytes) -> int:
+    """SipHash-2-4 of `message` under the 16-byte `key`, as the paper's 64-bit integer (its
+    output bytes are this integer little-endian)."""
+    k0, k1 = struct.unpack("<2Q", key)
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+    # The last word holds the remaining bytes and, in its top byte, the length mod 256.
+    tail = len(message) - len(message) % 8
+    words = [int.from_bytes(message[i : i + 8], "little") for i in range(0, tail, 8)]
+    words.append(int.from_bytes(message[tail:], "little") | (len(message) % 256) << 56)
+    for m in words:
+        v[3] ^= m
+        sip_round(v)
+        sip_round(v)
+        v[0] ^= m
+    v[2] ^= 0xFF
+    for _ in range(4):
+        sip_round(v)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
 
 
 def prf(key: bytes, message: bytes) -> int:
-    """The first 64 bits, little-endian, of the keyed hash."""
-    digest = blake3_one_chunk(list(struct.unpack("<8I", key)), message, KEYED_HASH)
-    return int.from_bytes(digest[:8], "little")
+    """The PRF of the coins and row scores: SipHash-2-4's 64-bit output."""
+    return siphash_2_4(key, message)
 
 
 def coin_threshold(rate: float) -> int:
@@ -131,6 +172,12 @@ def vectors() -> dict:
     # The specification's hash of the empty input checks the BLAKE3 above.
     empty = blake3_one_chunk(IV, b"", 0).hex()
     assert empty == "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262", empty
+    # The paper's test vector (its Appendix A): key 00 01 .. 0f, message 00 01 .. 0e.
+    paper = siphash_2_4(bytes(range(16)), bytes(range(15)))
+    assert paper == 0xA129CA6149BE45E5, hex(paper)
+    # The reference implementation's vector of the empty message under the same key.
+    empty_message = siphash_2_4(bytes(range(16)), b"")
+    assert empty_message.to_bytes(8, "little").hex() == "310e0edd47db6f72", hex(empty_message)
     cases = []
     for secret in ["pin", "a longer secret, with spaces and ünïcödé"]:
         key = derive_key(KEY_CONTEXT, secret.encode())

@@ -5,7 +5,6 @@
 //! (the Python layer wraps it in typed objects). Errors become `ValueError`s carrying the
 //! command's messages. Long work runs with the GIL released.
 
-use std::fmt::Write as _;
 use std::hash::Hash;
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
@@ -301,13 +300,9 @@ impl<'a> ColumnView<'a> {
     fn for_each_bytes(&self, mut each: impl FnMut(&[u8]) -> PyResult<()>) -> PyResult<()> {
         match self {
             Self::Ints(ints) => {
-                let mut text = String::new();
-                ints.iter().try_for_each(|v| {
-                    text.clear();
-                    // Unwrap safety: writing to a String cannot fail.
-                    write!(text, "{v}").expect("write to a String");
-                    each(text.as_bytes())
-                })
+                let mut text = itoa::Buffer::new();
+                ints.iter()
+                    .try_for_each(|&v| each(text.format(v).as_bytes()))
             }
             strings => {
                 // Unwrap safety: only integers have no strings.

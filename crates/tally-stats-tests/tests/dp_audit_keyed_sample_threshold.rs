@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::{Analysis, SampleThresholdParams};
 use tally_core::histogram::SampleThreshold;
-use tally_core::sampling::SamplingKey;
+use tally_core::sampling::{KeyedCoin, SamplingKey};
 use tally_sim::{KeyedPopulation, Population, run_keyed_sample_threshold};
 use tally_stats_tests::CellAudit;
 
@@ -88,6 +88,22 @@ fn fresh_key(rng: &mut ChaCha20Rng) -> SamplingKey {
     SamplingKey::derive(&rng.random::<[u8; 32]>()).expect("non-empty secret")
 }
 
+/// A key that is not secret (the same in every run) under which the first `τ` audited clients
+/// are sampled, so that `k = τ` releases the audited cell in every run and `k = τ − 1` never
+/// does: the first of the keys `"a key everyone knows 0"`, `"… 1"`, … that samples them.
+fn public_key() -> SamplingKey {
+    (0u32..)
+        .map(|i| {
+            SamplingKey::derive(format!("a key everyone knows {i}").as_bytes())
+                .expect("non-empty secret")
+        })
+        .find(|key| {
+            let coin = KeyedCoin::new(key.clone(), AUDIT.rate).expect("a keyed rate");
+            (0..AUDIT.threshold).all(|audited| coin.flip(0, format!("audited{audited}").as_bytes()))
+        })
+        .expect("a key among the first 2^32")
+}
+
 /// The audited cell's released count under `mechanism` with the key `key` draws.
 fn audited_count(
     naming: Naming,
@@ -127,7 +143,7 @@ fn dp_audit_catches_the_keyed_mutants() {
         ("sampling rate × 1.2", mechanism(AUDIT.rate * 1.2, tau)),
         ("sampling rate × 0.8", mechanism(AUDIT.rate * 0.8, tau)),
     ];
-    let public = SamplingKey::derive(b"a key everyone knows").expect("non-empty secret");
+    let public = public_key();
     let real = mechanism(AUDIT.rate, tau);
     rayon::join(
         || {

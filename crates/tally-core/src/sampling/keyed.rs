@@ -1,31 +1,39 @@
 //! Keyed sampling: each client's coin and its one row are functions of a secret key.
 //!
-//! A keyed coin is a pseudorandom function (BLAKE3 in keyed mode) of `(key, round, client id)`:
-//! its first 64 output bits, read as an integer `h`, select the client when `h < t` with
-//! `t = ⌊p_s·2^64⌋`. The rate is thus rounded *down* to the PRF's resolution `2^-64`, and
-//! [`keyed_rate`] gives the rate actually used, exactly. A client's one row among several is
-//! the row of smallest keyed score, a PRF of `(key, round, client id, item, occurrence)`, where
-//! `occurrence` numbers the client's rows that hold the same item (`0, 1, …`): every row of the
-//! client has its own score, so the choice is uniform over the rows and does not depend on the
-//! order the rows arrive in.
+//! A keyed coin is a pseudorandom function, SipHash-2-4 under a 128-bit key, of
+//! `(round, client id)`: its 64 output bits, read as an integer `h`, select the client when
+//! `h < t` with `t = ⌊p_s·2^64⌋`. The rate is thus rounded *down* to the PRF's resolution
+//! `2^-64`, and [`keyed_rate`] gives the rate actually used, exactly. A client's one row among
+//! several is the row of smallest keyed score, the same PRF of `(round, client id, item,
+//! occurrence)`, where `occurrence` numbers the client's rows that hold the same item
+//! (`0, 1, …`): every row of the client has its own score, so the choice is uniform over the
+//! rows and does not depend on the order the rows arrive in. A tag byte first in each message
+//! keeps coins and scores apart.
 //!
 //! The same key, round and data give the same sample everywhere: on the command line, in the
 //! Python package and in every Spark task, retried or speculative.
 //!
 //! # Privacy
 //!
-//! Modelling the PRF as a random function, the coins are independent `Ber(t/2^64)` variables,
-//! exactly, and the chosen row is uniform among a client's rows, independently of the coins.
-//! The mechanism's guarantee must be computed for the rounded rate [`keyed_rate`], never for
-//! the requested one. The argument holds only while the key is secret: anyone who knows it
-//! can recompute who was sampled (the same as knowing the seed of an unkeyed run).
+//! SipHash-2-4 is designed as a PRF for short messages (Aumasson and Bernstein, 2012): under a
+//! secret uniformly random 128-bit key its 64-bit outputs are assumed indistinguishable from a
+//! random function's. Modelling it as a random function, each `h` is uniform on
+//! `[0, 2^64)`, so the coins are independent `Ber(t/2^64)` variables, exactly, and the chosen
+//! row is uniform among a client's rows, independently of the coins. The mechanism's guarantee
+//! must be computed for the rounded rate [`keyed_rate`], never for the requested one. The
+//! argument holds only while the key is secret: anyone who knows it can recompute who was
+//! sampled (the same as knowing the seed of an unkeyed run).
 
 use std::fmt;
+use std::hash::Hasher as _;
+
+use siphasher::sip::SipHasher24;
 
 use crate::Error;
 
 /// The context string of the key derivation: changing it changes every keyed coin.
-const KEY_CONTEXT: &str = "tally 2026-11 keyed sampling key v1";
+/// Version 1 keyed BLAKE3 with a 256-bit key; version 2 is SipHash-2-4 with a 128-bit key.
+const KEY_CONTEXT: &str = "tally 2026-11 keyed sampling key v2 siphash-2-4";
 
 /// The domain-separation byte of a coin's input.
 const COIN_TAG: u8 = 1;
@@ -33,15 +41,15 @@ const COIN_TAG: u8 = 1;
 /// The domain-separation byte of a row score's input.
 const ROW_TAG: u8 = 2;
 
-/// A secret sampling key: 32 bytes derived from the secret the user gave.
+/// A secret sampling key: the 128-bit SipHash-2-4 key derived from the secret the user gave.
 ///
 /// Its `Debug` form never shows the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SamplingKey([u8; 32]);
+#[derive(Clone)]
+pub struct SamplingKey(SipHasher24);
 
 impl SamplingKey {
-    /// Derives the key from a secret of any length (BLAKE3's key derivation with a fixed
-    /// context string).
+    /// Derives the key from a secret of any length: the first 16 bytes of BLAKE3's key
+    /// derivation with a fixed context string.
     ///
     /// # Errors
     ///
@@ -50,17 +58,36 @@ impl SamplingKey {
         if secret.is_empty() {
             return Err(Error::invalid("sampling key", "\"\"", "a non-empty secret"));
         }
-        Ok(Self(blake3::derive_key(KEY_CONTEXT, secret)))
+        let mut key = [0u8; 16];
+        blake3::Hasher::new_derive_key(KEY_CONTEXT)
+            .update(secret)
+            .finalize_xof()
+            .fill(&mut key);
+        Ok(Self(SipHasher24::new_with_key(&key)))
     }
 
-    /// The first 64 bits of the keyed hash of `message`, little-endian.
+    /// SipHash-2-4 of `message`.
     fn prf(&self, message: &[u8]) -> u64 {
-        let hash = blake3::keyed_hash(&self.0, message);
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&hash.as_bytes()[..8]);
-        u64::from_le_bytes(word)
+        self.0.hash(message)
+    }
+
+    /// SipHash-2-4 of the concatenation of `parts`, without copying them together.
+    fn prf_of_parts(&self, parts: &[&[u8]]) -> u64 {
+        let mut hasher = self.0;
+        for part in parts {
+            hasher.write(part);
+        }
+        hasher.finish()
     }
 }
+
+impl PartialEq for SamplingKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.keys() == other.0.keys()
+    }
+}
+
+impl Eq for SamplingKey {}
 
 impl fmt::Debug for SamplingKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -130,21 +157,20 @@ impl KeyedCoin {
     /// Whether the client with id `client` (its bytes, for example the UTF-8 of its text id)
     /// is sampled in `round`.
     pub fn flip(&self, round: u64, client: &[u8]) -> bool {
-        // The message `COIN_TAG ‖ round ‖ client`, on the stack when it fits one BLAKE3 block
-        // (client ids of up to 55 bytes), so that flipping allocates nothing.
+        // The message `COIN_TAG ‖ round ‖ client`, hashed in one call from the stack when it
+        // fits a short block (ids of up to 55 bytes), in parts otherwise: no allocation.
+        let round = round.to_le_bytes();
         let length = 9 + client.len();
         let mut block = [0u8; 64];
-        let mut long = Vec::new();
-        let message = if length <= block.len() {
-            &mut block[..length]
+        let hash = if length <= block.len() {
+            block[0] = COIN_TAG;
+            block[1..9].copy_from_slice(&round);
+            block[9..length].copy_from_slice(client);
+            self.key.prf(&block[..length])
         } else {
-            long.resize(length, 0);
-            &mut long[..]
+            self.key.prf_of_parts(&[&[COIN_TAG], &round, client])
         };
-        message[0] = COIN_TAG;
-        message[1..9].copy_from_slice(&round.to_le_bytes());
-        message[9..].copy_from_slice(client);
-        self.key.prf(message) < self.threshold
+        hash < self.threshold
     }
 
     /// The key, for choosing the sampled clients' rows with [`choose_row`].
@@ -161,14 +187,14 @@ pub fn row_score(
     item: &[u8],
     occurrence: u64,
 ) -> u64 {
-    let mut message = Vec::with_capacity(25 + client.len() + item.len());
-    message.push(ROW_TAG);
-    message.extend_from_slice(&round.to_le_bytes());
-    message.extend_from_slice(&occurrence.to_le_bytes());
-    message.extend_from_slice(&(client.len() as u64).to_le_bytes());
-    message.extend_from_slice(client);
-    message.extend_from_slice(item);
-    key.prf(&message)
+    key.prf_of_parts(&[
+        &[ROW_TAG],
+        &round.to_le_bytes(),
+        &occurrence.to_le_bytes(),
+        &(client.len() as u64).to_le_bytes(),
+        client,
+        item,
+    ])
 }
 
 /// The index in `items` of the row `client` contributes in `round`: the row of smallest
