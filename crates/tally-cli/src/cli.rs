@@ -951,7 +951,8 @@ pub(crate) struct ReleaseArgs {
     #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ).
+    /// round's share of (ε, δ). heavy-hitters --algorithm count-min-prefix-tree: the
+    /// heavy-hitter threshold τ_HH.
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
     /// Seed for a reproducible simulation. Without it the run draws from the operating
@@ -1199,6 +1200,12 @@ pub(crate) enum Algorithm {
     /// OptPrefixTree (Apple): users with many data points, one-hot + randomized-response
     /// reports summed by secure aggregation, aggregate (ε, δ) by amplification by shuffling.
     OptPrefixTree,
+    /// Ghazi et al.'s heavy hitters (Appendix D), shuffle model: integer items in
+    /// [0, 2^L) (--domain-bits L), one Count-Min frequency oracle per prefix level at
+    /// (ε/L, δ/L), replace-one neighbours; releases the items whose every prefix's estimate
+    /// is at least --threshold/2 (--threshold is τ_HH; --failure-probability is each
+    /// oracle's β).
+    CountMinPrefixTree,
 }
 
 /// Composition rules for multi-round tasks.
@@ -1284,6 +1291,13 @@ pub(crate) struct HeavyHittersArgs {
     /// Score the result against the input's true top items: precision, recall, F1.
     #[arg(long)]
     pub(crate) truth: bool,
+    /// count-min-prefix-tree: items are integers in [0, 2^L) (L from 1 to 31).
+    #[arg(long, value_name = "L")]
+    pub(crate) domain_bits: Option<u32>,
+    /// count-min-prefix-tree: the failure probability β of each level's sketch, which sets its
+    /// number of hash rows [default: 0.01].
+    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    pub(crate) failure_probability: Option<f64>,
     /// TrieHH++: a secret key for keyed sampling. Level L's coin of a client is a keyed
     /// function of (key, L, client_id) and its one row a keyed choice (of its 0-based position
     /// when the input has no ids), so the same key reproduces the release exactly, here, in
