@@ -364,6 +364,12 @@ pub(crate) enum TaskAlgorithm {
     /// shuffler; ε₀ solved for --min-cohort reports per iteration, replace-one neighbours
     /// (the options of `heavy-hitters --algorithm opt-prefix-tree`).
     OptPrefixTree,
+    /// Ghazi et al.'s heavy hitters among devices holding integers in [0, 2^L), as
+    /// `heavy-hitters --algorithm count-min-prefix-tree`: one shuffle round of Count-Min per
+    /// prefix level at (ε/L, δ/L), replace-one neighbours (--domain-bits L, --threshold τ_HH,
+    /// --failure-probability). The server refuses a task with a level whose reports cannot fit
+    /// --max-report-bytes.
+    CountMinPrefixTree,
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
@@ -398,7 +404,8 @@ pub(crate) struct TaskCreateArgs {
     #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ).
+    /// round's share of (ε, δ). --algorithm count-min-prefix-tree: the heavy-hitter
+    /// threshold τ_HH.
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
     /// TrieHH++: prefix-tree levels L; hierarchical quantiles and range: the tree's levels L
@@ -469,11 +476,14 @@ pub(crate) struct TaskCreateArgs {
     /// traffic; private only if every device flips its coin honestly).
     #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
     pub(crate) sampling: SamplingArg,
-    /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles: the
-    /// failure probability β of the sketch's accuracy bound, which sets its number of hash
-    /// rows [default: 0.01].
+    /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles, and
+    /// with --algorithm count-min-prefix-tree: the failure probability β of the sketch's
+    /// accuracy bound, which sets its number of hash rows [default: 0.01].
     #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
     pub(crate) failure_probability: Option<f64>,
+    /// --algorithm count-min-prefix-tree: the devices' items are integers in [0, 2^L).
+    #[arg(long, value_name = "L")]
+    pub(crate) domain_bits: Option<u32>,
     /// --mechanism laplace|gaussian: items are integers in [0, B).
     #[arg(long, value_name = "B", conflicts_with = "buckets")]
     pub(crate) domain: Option<u32>,

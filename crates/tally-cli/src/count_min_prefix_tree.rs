@@ -9,14 +9,14 @@ use serde_json::{Value, json};
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_core::shuffle::ShuffleHeavyHitters;
 use tally_core::shuffle::prefix_level::MAX_DOMAIN_BITS;
-use tally_messages::HeavyHittersRelease;
+use tally_messages::{HeavyHittersRelease, TaskKind};
 use tally_server::document;
 use tally_sim::{DomainMap, run_shuffle_heavy_hitters};
 
-use crate::cli::HeavyHittersArgs;
+use crate::cli::{HeavyHittersArgs, TaskCreateArgs};
 use crate::domain_histogram::domain_counts;
 
-/// The protocol's parameters as the command line gives them.
+/// The protocol's parameters as the command line and a task give them.
 pub(crate) struct TreeOptions {
     /// `L`: items lie in `0..2^L`.
     pub(crate) domain_bits: Option<u32>,
@@ -87,6 +87,30 @@ pub(crate) fn build(
              would make it feasible"
         ),
         e => e.to_string(),
+    })
+}
+
+/// The task of `tally task create --algorithm count-min-prefix-tree`, with the options and
+/// defaults of the offline command.
+///
+/// # Errors
+///
+/// As [`TreeOptions::resolve`], and for `--sampling-rate` or `--beam`.
+pub(crate) fn task_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
+    if args.sampling_rate.is_some() || args.beam.is_some() {
+        bail!("--sampling-rate and --beam do not apply to --algorithm count-min-prefix-tree");
+    }
+    let (domain_bits, threshold, _) = TreeOptions {
+        domain_bits: args.domain_bits,
+        threshold: args.threshold,
+        failure_probability: args.failure_probability,
+    }
+    .resolve()?;
+    Ok(TaskKind::CountMinPrefixTree {
+        domain_bits,
+        threshold,
+        failure_probability: args.failure_probability,
+        public_coins: None,
     })
 }
 

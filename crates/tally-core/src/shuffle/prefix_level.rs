@@ -115,11 +115,9 @@ impl<Q: SetQuery> DeviceQuery for PrefixLevelQuery<Q> {
         self.oracle.trust()
     }
 
-    /// The oracle's report of the item's prefix; `None` for an item outside `0..2^L`.
+    /// The oracle's report of the item's prefix; `None` for an item outside `0..2^L`, whose
+    /// prefix (`2^i` or more) the oracle over `0..2^i` does not hold.
     fn respond<R: Rng + ?Sized>(&self, item: &u32, rng: &mut R) -> Option<Q::Report> {
-        if u64::from(*item) >> self.domain_bits != 0 {
-            return None;
-        }
         self.oracle.respond_set(&[self.prefix(*item)], rng)
     }
 

@@ -125,7 +125,8 @@ pub(crate) fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64)
             mechanism: RangeTreeMechanism::GhaziCountMin,
             public_coins,
             ..
-        } => public_coins,
+        }
+        | TaskKind::CountMinPrefixTree { public_coins, .. } => public_coins,
         _ => return,
     };
     if public_coins.is_none() {
