@@ -6,15 +6,13 @@
 //! length-`i` prefix `x >> (L − i)`; a device whose item lies outside `0..2^L` abstains. The
 //! round's release is the oracle's: every prefix's estimate.
 
-use std::fmt;
-
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
 use super::set_oracle::{SetHolders, SetOracleRound, SetQuery};
 use crate::Error;
 use crate::histogram::DomainMap;
-use crate::protocol::wire::{BoundedDomainQuery, DeviceResponder};
+use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
     CountedRound, DeviceQuery, Estimates, RoundProtocol, TrustModel, WireReport,
 };
@@ -61,11 +59,6 @@ impl<Q: SetQuery + BoundedDomainQuery> PrefixLevelQuery<Q> {
             oracle,
         })
     }
-
-    /// The length of the longest report a device could send, in bytes: the oracle's.
-    pub fn longest_report(&self) -> u64 {
-        self.oracle.longest_report()
-    }
 }
 
 /// Checks the depth `L` of a tree over `0..2^L`.
@@ -96,11 +89,6 @@ impl<Q> PrefixLevelQuery<Q> {
         &self.oracle
     }
 
-    /// The public domain of the devices' items, `0..2^L`.
-    pub fn items(&self) -> DomainMap {
-        DomainMap::Integers(1 << self.domain_bits)
-    }
-
     /// The length-`i` prefix `item >> (L − i)` of an item of `0..2^L`.
     pub fn prefix(&self, item: u32) -> u32 {
         item >> (self.domain_bits - self.level)
@@ -127,27 +115,21 @@ impl<Q: SetQuery> DeviceQuery for PrefixLevelQuery<Q> {
     }
 }
 
-/// A device holding an item of `0..2^L` (in decimal) answers, abstaining when the round's
-/// longest report would not fit `max_bytes`, before flipping a coin (as
-/// [`BoundedDomainQuery`]'s devices do).
-impl<Q> DeviceResponder for PrefixLevelQuery<Q>
+/// Its devices hold an item of the public domain `0..2^L` (in decimal), so they answer
+/// through [`BoundedDomainQuery`]'s responder, abstaining when the oracle's longest report
+/// would not fit, before flipping a coin.
+impl<Q> BoundedDomainQuery for PrefixLevelQuery<Q>
 where
-    Q: SetQuery<Report: WireReport> + BoundedDomainQuery + Send + Sync + fmt::Debug,
+    Q: SetQuery<Report: WireReport> + BoundedDomainQuery,
 {
-    fn trust(&self) -> TrustModel {
-        DeviceQuery::trust(self)
+    /// The integers `0..2^L`.
+    fn domain_map(&self) -> DomainMap {
+        DomainMap::Integers(1 << self.domain_bits)
     }
 
-    fn accepts(&self, data: &str) -> bool {
-        self.items().element(data).is_some()
-    }
-
-    fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let item = self.items().element(data)?;
-        if self.longest_report() > max_bytes as u64 {
-            return None;
-        }
-        DeviceQuery::respond(self, &item, rng).map(WireReport::encode)
+    /// The oracle's: the report is one of the oracle's.
+    fn longest_report(&self) -> u64 {
+        self.oracle.longest_report()
     }
 }
 
@@ -212,7 +194,7 @@ impl<O: SetOracleRound> CountedRound for PrefixLevelRound<O> {
     ) -> Option<O::Aggregator> {
         assert_eq!(
             counts.len(),
-            self.query.items().size() as usize,
+            1_usize << self.query.domain_bits,
             "one count per item"
         );
         let mut holders = vec![0_u64; 1 << self.query.level];
@@ -230,6 +212,7 @@ mod tests {
     use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 
     use super::*;
+    use crate::protocol::wire::DeviceResponder;
     use crate::shuffle::{CountMinHashes, GhaziCountMin};
 
     /// A device's item goes to its prefix, its report is the one the oracle gives that prefix

@@ -7,6 +7,7 @@ use rand_chacha::ChaCha20Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_core::histogram::SampleThreshold;
+use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{Estimates, RoundProtocol};
 use tally_core::shuffle::{CountMinRound, PrefixLevelRound, ShuffleHeavyHitters};
 use tally_messages::{PrivacyTarget, Sampling, TaskSpec};
@@ -34,8 +35,7 @@ pub(super) struct TreeTask {
 ///
 /// Every level's guarantee holds only when the analyzer sees the messages of at least the
 /// `clients` devices it was calibrated for: a task whose rounds may release from fewer uploads
-/// is refused. A task with a level whose longest report
-/// ([`PrefixLevelQuery::longest_report`](tally_core::shuffle::PrefixLevelQuery::longest_report),
+/// is refused. A task with a level whose longest report ([`BoundedDomainQuery::longest_report`],
 /// exact) exceeds `max_report_bytes` is refused too: that level's devices would all abstain.
 ///
 /// # Errors
