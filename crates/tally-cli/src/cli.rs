@@ -364,6 +364,12 @@ pub(crate) enum TaskAlgorithm {
     /// shuffler; ε₀ solved for --min-cohort reports per iteration, replace-one neighbours
     /// (the options of `heavy-hitters --algorithm opt-prefix-tree`).
     OptPrefixTree,
+    /// Ghazi et al.'s heavy hitters among devices holding integers in [0, 2^L), as
+    /// `heavy-hitters --algorithm count-min-prefix-tree`: one shuffle round of Count-Min per
+    /// prefix level at (ε/L, δ/L), replace-one neighbours (--domain-bits L, --threshold τ_HH,
+    /// --failure-probability). The server refuses a task with a level whose reports cannot fit
+    /// --max-report-bytes.
+    CountMinPrefixTree,
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
@@ -398,7 +404,8 @@ pub(crate) struct TaskCreateArgs {
     #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ).
+    /// round's share of (ε, δ). --algorithm count-min-prefix-tree: the heavy-hitter
+    /// threshold τ_HH.
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
     /// TrieHH++: prefix-tree levels L; hierarchical quantiles and range: the tree's levels L
@@ -469,11 +476,14 @@ pub(crate) struct TaskCreateArgs {
     /// traffic; private only if every device flips its coin honestly).
     #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
     pub(crate) sampling: SamplingArg,
-    /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles: the
-    /// failure probability β of the sketch's accuracy bound, which sets its number of hash
-    /// rows [default: 0.01].
+    /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles, and
+    /// with --algorithm count-min-prefix-tree: the failure probability β of the sketch's
+    /// accuracy bound, which sets its number of hash rows [default: 0.01].
     #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
     pub(crate) failure_probability: Option<f64>,
+    /// --algorithm count-min-prefix-tree: the devices' items are integers in [0, 2^L).
+    #[arg(long, value_name = "L")]
+    pub(crate) domain_bits: Option<u32>,
     /// --mechanism laplace|gaussian: items are integers in [0, B).
     #[arg(long, value_name = "B", conflicts_with = "buckets")]
     pub(crate) domain: Option<u32>,
@@ -951,7 +961,8 @@ pub(crate) struct ReleaseArgs {
     #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ).
+    /// round's share of (ε, δ). heavy-hitters --algorithm count-min-prefix-tree: the
+    /// heavy-hitter threshold τ_HH.
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
     /// Seed for a reproducible simulation. Without it the run draws from the operating
@@ -1199,6 +1210,12 @@ pub(crate) enum Algorithm {
     /// OptPrefixTree (Apple): users with many data points, one-hot + randomized-response
     /// reports summed by secure aggregation, aggregate (ε, δ) by amplification by shuffling.
     OptPrefixTree,
+    /// Ghazi et al.'s heavy hitters (Appendix D), shuffle model: integer items in
+    /// [0, 2^L) (--domain-bits L), one Count-Min frequency oracle per prefix level at
+    /// (ε/L, δ/L), replace-one neighbours; releases the items whose every prefix's estimate
+    /// is at least --threshold/2 (--threshold is τ_HH; --failure-probability is each
+    /// oracle's β).
+    CountMinPrefixTree,
 }
 
 /// Composition rules for multi-round tasks.
@@ -1284,6 +1301,13 @@ pub(crate) struct HeavyHittersArgs {
     /// Score the result against the input's true top items: precision, recall, F1.
     #[arg(long)]
     pub(crate) truth: bool,
+    /// count-min-prefix-tree: items are integers in [0, 2^L) (L from 1 to 31).
+    #[arg(long, value_name = "L")]
+    pub(crate) domain_bits: Option<u32>,
+    /// count-min-prefix-tree: the failure probability β of each level's sketch, which sets its
+    /// number of hash rows [default: 0.01].
+    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    pub(crate) failure_probability: Option<f64>,
     /// TrieHH++: a secret key for keyed sampling. Level L's coin of a client is a keyed
     /// function of (key, L, client_id) and its one row a keyed choice (of its 0-based position
     /// when the input has no ids), so the same key reproduces the release exactly, here, in

@@ -11,7 +11,7 @@ use tally_messages::{
 };
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
-use crate::cli::{DomainArgs, HistogramArgs, PrivacyArgs};
+use crate::cli::{DomainArgs, Format, HistogramArgs, InputArgs, PrivacyArgs};
 use crate::federated::print_serialized;
 use crate::input::{load_population, stream_format};
 use crate::output::{Stage, guarantee_line, print_fields, print_items};
@@ -94,6 +94,39 @@ pub(crate) fn check_failure_probability(
     Ok(())
 }
 
+/// The input's clients placed in `map`'s domain: a progress stage, the number holding each
+/// element, the number of clients and the input's description. A file streams into the counts,
+/// all a domain round needs; a dataset or synthetic population is loaded and placed.
+///
+/// # Errors
+///
+/// As the loaders, and for an item an integer domain does not hold (naming it).
+pub(crate) fn domain_counts(
+    input: &InputArgs,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    map: DomainMap,
+    seed: u64,
+) -> Result<(Stage, Vec<u64>, u64, String)> {
+    Ok(match &input.input {
+        Some(file) => {
+            let format = stream_format(file, format, rows_as_clients, seed);
+            let stage = Stage::start(format!("counting the clients of {}", file.display()));
+            let counted = DomainCounts::from_file(file, format, map, &stage.bytes_read())?;
+            let (clients, description) = (counted.clients(), counted.description().to_owned());
+            (stage, counted.counts().to_vec(), clients, description)
+        }
+        None => {
+            let stage = Stage::start("loading the population");
+            let population = load_population(input, format, rows_as_clients, seed)?;
+            let items = map.apply(&population)?;
+            let clients = population.len() as u64;
+            let description = population.description().to_owned();
+            (stage, items.true_counts().to_vec(), clients, description)
+        }
+    })
+}
+
 /// `tally histogram --mechanism M` for `mechanism`, a mechanism over a public domain.
 pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> Result<()> {
     if args.release.sampling_rate.is_some() || args.release.threshold.is_some() {
@@ -102,25 +135,8 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
     let map = domain_map(&args.domain, mechanism.name())?;
 
     let seed = args.release.seed_or_random();
-    // A file streams into the number of clients holding each element, all a domain round
-    // needs; a dataset or synthetic population is loaded and placed.
-    let (stage, truth, clients, description) = match &args.input.input {
-        Some(file) => {
-            let format = stream_format(file, args.format, args.rows_as_clients, seed);
-            let stage = Stage::start(format!("counting the clients of {}", file.display()));
-            let counted = DomainCounts::from_file(file, format, map, &stage.bytes_read())?;
-            let (clients, description) = (counted.clients(), counted.description().to_owned());
-            (stage, counted.counts().to_vec(), clients, description)
-        }
-        None => {
-            let stage = Stage::start("loading the population");
-            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
-            let items = map.apply(&population)?;
-            let clients = population.len() as u64;
-            let description = population.description().to_owned();
-            (stage, items.true_counts().to_vec(), clients, description)
-        }
-    };
+    let (stage, truth, clients, description) =
+        domain_counts(&args.input, args.format, args.rows_as_clients, map, seed)?;
     check_failure_probability(&args.domain, mechanism)?;
     let setting = domain_setting(
         &args.domain,

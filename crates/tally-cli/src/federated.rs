@@ -137,11 +137,17 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         Some(HistogramMechanism::Domain(mechanism)) => Some(mechanism),
         _ => None,
     };
-    let shuffled = domain_mechanism.is_some_and(DomainHistogramMechanism::is_shuffled);
+    let shuffled = domain_mechanism.is_some_and(DomainHistogramMechanism::is_shuffled)
+        || args.kind.algorithm == Some(TaskAlgorithm::CountMinPrefixTree);
+    if args.domain_bits.is_some() && args.kind.algorithm != Some(TaskAlgorithm::CountMinPrefixTree)
+    {
+        bail!("--domain-bits applies to --algorithm count-min-prefix-tree only");
+    }
     if domain_mechanism.is_none() {
         federated_domain::refuse_domain(args, "a task over no public domain")?;
     }
     if args.failure_probability.is_some()
+        && args.kind.algorithm != Some(TaskAlgorithm::CountMinPrefixTree)
         && args.kind.mechanism
             != Some(HistogramMechanism::Domain(
                 DomainHistogramMechanism::GhaziCountMin,
@@ -213,6 +219,14 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         (None, Some(TaskAlgorithm::Range)) => range_kind(args, composition)?,
         (None, Some(TaskAlgorithm::Triehh)) => triehh_kind(args)?,
         (None, Some(TaskAlgorithm::OptPrefixTree)) => opt_prefix_tree_kind(args)?,
+        (None, Some(TaskAlgorithm::CountMinPrefixTree)) => {
+            refuse_options(
+                args,
+                &MULTI_ROUND_OPTIONS,
+                "--algorithm count-min-prefix-tree",
+            )?;
+            crate::count_min_prefix_tree::task_kind(args)?
+        }
         // Unwrap safety: clap requires exactly one of the two.
         (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
     };
@@ -681,6 +695,7 @@ fn kind_name(kind: &TaskKind) -> &'static str {
             ..
         } => "quantiles",
         TaskKind::OptPrefixTree(_) => "opt-prefix-tree",
+        TaskKind::CountMinPrefixTree { .. } => "count-min-prefix-tree",
     }
 }
 
@@ -821,6 +836,14 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
                 tally_messages::WordEncoding::Huffman { .. } => "huffman",
             }
         ),
+        TaskKind::CountMinPrefixTree {
+            domain_bits,
+            threshold,
+            ..
+        } => format!(
+            "count-min-prefix-tree heavy hitters among integers in [0, 2^{domain_bits}), \
+             threshold {threshold}, {domain_bits} Count-Min rounds behind the shuffler"
+        ),
     }
 }
 
@@ -853,6 +876,7 @@ fn rounds_of(kind: &TaskKind) -> u32 {
         TaskKind::Triehh { levels, .. } => *levels,
         TaskKind::DomainHistogram { .. } | TaskKind::RangeTree { .. } => 1,
         TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
+        TaskKind::CountMinPrefixTree { domain_bits, .. } => *domain_bits,
     }
 }
 

@@ -31,6 +31,7 @@ use crate::cli::{
     AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, InputArgs, OptPrefixTreeArgs,
     RandomizerArg, SegmentArg, SelectionArg, round_composition,
 };
+use crate::count_min_prefix_tree;
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
@@ -53,8 +54,23 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         args.sampling_key.is_none() || args.algorithm == Algorithm::TrieHhPlus,
         "--sampling-key applies to --algorithm triehh++ only"
     );
+    anyhow::ensure!(
+        args.algorithm == Algorithm::CountMinPrefixTree
+            || (args.domain_bits.is_none() && args.failure_probability.is_none()),
+        "--domain-bits and --failure-probability apply to --algorithm count-min-prefix-tree only"
+    );
     let (population, release) = match args.algorithm {
         Algorithm::OptPrefixTree => return opt_prefix_tree(args, seed),
+        Algorithm::CountMinPrefixTree => {
+            let (mut release, counts) = count_min_prefix_tree::run(args, seed)?;
+            if args.truth {
+                let threshold = args.release.threshold.unwrap_or_default();
+                release.truth = Some(count_min_prefix_tree::truth_scores(
+                    &release, &counts, threshold,
+                ));
+            }
+            (None, release)
+        }
         Algorithm::TrieHh => {
             anyhow::ensure!(
                 args.release.sampling_rate.is_none() && args.release.threshold.is_none(),
@@ -212,14 +228,17 @@ fn print_report(
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let truth = population.filter(|_| args.truth).map(|population| {
-        truth_scores(
-            population,
-            &release.items,
-            release.trie.as_deref(),
-            args.top,
-        )
-    });
+    let truth = population
+        .filter(|_| args.truth)
+        .map(|population| {
+            truth_scores(
+                population,
+                &release.items,
+                release.trie.as_deref(),
+                args.top,
+            )
+        })
+        .or(release.truth.take());
     if args.privacy.json {
         release.items.truncate(shown);
         release.truth = truth;

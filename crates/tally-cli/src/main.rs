@@ -5,6 +5,7 @@ mod bench_mechanism;
 mod bench_st_composition;
 mod bench_triehh;
 mod cli;
+mod count_min_prefix_tree;
 mod domain_histogram;
 mod federated;
 mod federated_cert;

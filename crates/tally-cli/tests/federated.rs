@@ -4,6 +4,8 @@
 mod common;
 #[path = "common/listening.rs"]
 mod listening;
+#[path = "common/prefix_tree.rs"]
+mod prefix_tree;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -53,7 +55,7 @@ const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", WEAK_POPULATI
 
 /// The population of the tests whose tasks fit their reports only at weak parameters (Ghazi et
 /// al.'s Hadamard range trees at `δ = 1e-3`, Count-Min at `ε = 21.4`, its range trees at
-/// `ε = 34`): its budget is (ε = 40, δ = 1e-2).
+/// `ε = 34`, its prefix tree at `ε = 54`): its budget is (ε = 60, δ = 1e-2).
 const WEAK_POPULATION: &str = "weak";
 
 /// A credential made with `tally token create --db`: the token alone on stdout.
@@ -73,7 +75,7 @@ fn provision(dir: &std::path::Path) -> (String, String, String) {
     let db = format!("sqlite://{}", dir.join("tally.db").display());
     for population in POPULATIONS {
         let (epsilon, delta) = if population == WEAK_POPULATION {
-            (40, 1e-2)
+            (60, 1e-2)
         } else {
             (10, 1e-5)
         };
@@ -1066,7 +1068,7 @@ const COUNT_MIN_DEVICES: u64 = 3000;
 const COUNT_MIN_EPSILON: f64 = 21.4;
 
 /// Count-Min's rows `τ = ⌈log2(2B/β)⌉` for `B = 2` and the server's `β = 0.01`.
-const COUNT_MIN_ROWS: i32 = 9;
+const COUNT_MIN_ROWS: u32 = 9;
 
 /// Whether a Count-Min estimate of an element held by `count` devices is one its law admits
 /// at familywise α ≤ 1e-6 over the test's eight checks (two releases, two elements, two
@@ -1081,24 +1083,19 @@ const COUNT_MIN_ROWS: i32 = 9;
 /// `τ + 2τn·γ`. The devices' capped blankets change that law by at most `nη ≤ 1e-8` in total
 /// variation (`docs/privacy/ghazi.md`), which adds at most that to the familywise α.
 fn count_min_admits(release: &Value, element: usize, count: f64) -> bool {
-    use statrs::distribution::{Binomial, DiscreteCDF};
-    let n = COUNT_MIN_DEVICES as f64;
     let rows = f64::from(COUNT_MIN_ROWS);
     let blanket = (release["messages_per_client"].as_f64().unwrap() - rows) / (2.0 * rows);
-    let law = Binomial::new(blanket / n, COUNT_MIN_DEVICES).unwrap();
     let estimate = release["items"][element]["estimate"].as_f64().unwrap();
-    let minimum = (estimate + blanket - count).round();
-    assert!(
-        (estimate + blanket - count - minimum).abs() < 1e-6,
-        "{release}"
-    );
-    if minimum < 0.0 {
-        return false;
-    }
-    let minimum = minimum as u64;
-    let below = rows * law.cdf(minimum);
-    let above = law.sf(minimum.saturating_sub(1)).powi(COUNT_MIN_ROWS - 3);
-    below > 1e-7 && above > 1e-7 - 5e-10
+    let gamma = blanket / COUNT_MIN_DEVICES as f64;
+    prefix_tree::sketch_minimum_admits(
+        estimate,
+        count,
+        COUNT_MIN_DEVICES,
+        gamma,
+        COUNT_MIN_ROWS,
+        COUNT_MIN_ROWS - 3,
+        5e-10,
+    )
 }
 
 /// Ghazi et al.'s Count-Min protocol, run through the server's shuffler by `tally fleet` over
@@ -2008,4 +2005,94 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     );
     let local = create("grr", &format!("--epsilon 1 --delta 1e-3 {devices}"));
     assert!(local.contains("--mechanism grr"), "{local}");
+}
+
+/// `tally task create --algorithm count-min-prefix-tree` run by [`PREFIX_TREE_DEVICES`]
+/// `tally fleet` devices through `tally serve` (3,000, at the weak parameters of
+/// `common/prefix_tree.rs`, where level 2's longest report fits `--max-report-bytes 32768`
+/// with its blanket capped): one round
+/// per level, and the document is the offline command's for the same options but for its
+/// input, seed and items. Both paths draw their public hash functions and device coins from
+/// different streams (the server's seeded stream, the command's seed), so the two releases
+/// are equal in distribution, not byte for byte: each finds the heavy item alone with an
+/// estimate the protocol's law admits at α ≤ 1e-6 ([`prefix_tree_admits`], two releases);
+/// an offline release over data whose heavy item moved is caught.
+#[test]
+fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
+    use prefix_tree::{
+        PREFIX_TREE_DEVICES, PREFIX_TREE_OPTIONS, prefix_tree_admits, prefix_tree_items,
+    };
+    let server = Server::start_seeded(SHUFFLE_SEED);
+    let analyst = &server.analyst;
+    let create = |extra: &str| {
+        format!(
+            "task create {analyst} {PREFIX_TREE_OPTIONS} --population {WEAK_POPULATION} \
+             --expected-population {PREFIX_TREE_DEVICES} --max-report-bytes 32768 {extra} --json"
+        )
+    };
+    // The blanket cap's union bound counts the calibrated devices: no round may wait for more.
+    let waits = failure(&create(&format!(
+        "--cohort-target {}",
+        PREFIX_TREE_DEVICES + 1
+    )));
+    assert!(
+        waits.contains("caps every device's blanket") && waits.contains("at most 3000"),
+        "{waits}"
+    );
+    let info: TaskInfo = parse(json(&create("")));
+    assert!(matches!(
+        info.spec.kind,
+        TaskKind::CountMinPrefixTree {
+            domain_bits: 2,
+            threshold: 160,
+            failure_probability: None,
+            public_coins: Some(_),
+        }
+    ));
+    assert_eq!(info.spec.rounds.min_cohort, PREFIX_TREE_DEVICES);
+    let items = |heavy: u32| {
+        temp_file(
+            &format!("prefix-tree-{heavy}.txt"),
+            prefix_tree_items(heavy).as_bytes(),
+        )
+    };
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --json",
+        server.devices[WEAK_POPULATION],
+        items(2).display()
+    ));
+    let rounds = report["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 2, "{report}");
+    assert_eq!(
+        report["total"]["accepted"],
+        2 * PREFIX_TREE_DEVICES,
+        "{report}"
+    );
+    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let table = tally(&format!("task result {analyst} {}", info.id));
+    assert!(table.status.success(), "{table:?}");
+    assert!(
+        String::from_utf8(table.stdout)
+            .unwrap()
+            .contains("count-min-prefix-tree heavy hitters"),
+    );
+    let offline = |heavy: u32| {
+        json(&format!(
+            "heavy-hitters --input {} {PREFIX_TREE_OPTIONS} --seed {SHUFFLE_SEED} --json",
+            items(heavy).display()
+        ))
+    };
+    let simulated = offline(2);
+    assert_same_document(&federated, &simulated, &[INPUT, SEED, "items"]);
+    assert_eq!(
+        serde_json::to_value(&info.guarantee).unwrap(),
+        federated["guarantee"]
+    );
+    assert!(prefix_tree_admits(&federated, 2), "{federated}");
+    assert!(prefix_tree_admits(&simulated, 2), "{simulated}");
+    let mutant = offline(3);
+    assert!(
+        !prefix_tree_admits(&mutant, 2),
+        "the mutant passes: {mutant}"
+    );
 }

@@ -9,13 +9,15 @@
 //!   al. (Algorithms 1 and 2, ALGORITHMS.md §5.1–5.2); [`range_tree`] (range counting, §5.4),
 //!   [`heavy_hitters`] (Appendix D, §5.6) and [`quantiles`] (Appendix E, §5.7) built on them as
 //!   [`set_oracle`] rounds; [`number_tree`] is the range tree over devices holding numbers,
-//!   as a federated runtime opens it.
+//!   and [`prefix_level`] one level of the heavy hitters' prefix tree, as both the simulator
+//!   and a federated runtime run them.
 
 pub mod balcer_cheu;
 pub mod ghazi_count_min;
 pub mod ghazi_hadamard;
 pub mod heavy_hitters;
 pub mod number_tree;
+pub mod prefix_level;
 pub mod quantiles;
 pub mod range_tree;
 pub mod set_oracle;
@@ -35,6 +37,7 @@ pub use ghazi_hadamard::{
 };
 pub use heavy_hitters::ShuffleHeavyHitters;
 pub use number_tree::{NumberTreeQuery, NumberTreeRound};
+pub use prefix_level::{PrefixLevelQuery, PrefixLevelRound};
 pub use quantiles::{QuantileSketch, ShuffleQuantiles};
 pub use range_tree::{RangeAggregator, RangeCounts, RangeQuery, RangeRound};
 pub use set_oracle::{SetHolders, SetOracleRound, SetQuery};

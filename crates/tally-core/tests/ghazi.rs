@@ -650,7 +650,7 @@ fn heavy_hitters_with_exact_answers() {
         .collect();
     assert_eq!(decode_levels(&levels, 100.0), [(9, 202.0), (22, 62.0)]);
     // The Count-Min construction needs millions of users at ε/L.
-    match ShuffleHeavyHitters::new(5, 1.0, 1e-6, 10_000, 100.0, &mut rng(64)) {
+    match ShuffleHeavyHitters::new(5, 1.0, 1e-6, 0.01, 10_000, 100.0, &mut rng(64)) {
         Err(Error::Accounting(tally_accounting::Error::Infeasible { why, .. })) => {
             assert!(why.contains("users"), "{why}");
         }

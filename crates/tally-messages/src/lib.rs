@@ -330,6 +330,26 @@ pub enum TaskKind {
     /// guarantee (shuffle model, replace-one neighbours) is computed for `min_cohort` reports
     /// per iteration.
     OptPrefixTree(OptPrefixTreeOptions),
+    /// Ghazi et al.'s heavy hitters through a prefix tree of Count-Min oracles (`tally
+    /// heavy-hitters --algorithm count-min-prefix-tree`): devices hold integers in
+    /// `0..2^domain_bits`; round `i = 1…domain_bits` is one shuffle round of Count-Min over
+    /// the length-`i` prefixes at `(ε/L, δ/L)`, calibrated for `expected_population` devices;
+    /// the guarantee (shuffle model, replace-one neighbours) is their basic composition. The
+    /// release is the items whose every prefix's estimate is at least `threshold / 2`.
+    CountMinPrefixTree {
+        /// `L`: the devices' items lie in `0..2^L`.
+        domain_bits: u32,
+        /// The heavy-hitter threshold `τ_HH`.
+        threshold: u64,
+        /// Count-Min's accuracy failure probability `β` of every level
+        /// ([`tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA`] when left out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure_probability: Option<f64>,
+        /// The seed of every level's public hash functions, as for
+        /// [`TaskKind::DomainHistogram`]'s `public_coins`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public_coins: Option<u64>,
+    },
 }
 
 /// The frequency oracles a [`TaskKind::RangeTree`] runs on.
@@ -706,6 +726,19 @@ pub enum Ask {
         gamma: f64,
         /// The most blanket cells a device sends, `q`.
         blanket_cap: u64,
+    },
+    /// Shuffle model, one level of Ghazi et al.'s prefix-tree heavy hitters: read your item as
+    /// an integer in `0..2^domain_bits` (abstain otherwise) and report its length-`level`
+    /// prefix `x >> (domain_bits − level)` through `oracle` (`ghazi-count-min` over the
+    /// integers `0..2^level`), as a set of one item. The server separates every device's
+    /// messages and shuffles them all before counting them.
+    PrefixLevel {
+        /// The level `i`, from 1.
+        level: u32,
+        /// The tree's depth `L`.
+        domain_bits: u32,
+        /// The frequency oracle's ask.
+        oracle: Box<Ask>,
     },
 }
 

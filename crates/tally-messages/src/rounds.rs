@@ -17,7 +17,7 @@ use tally_core::protocol::{
 use tally_core::quantiles::{TreeShape, ValueRange};
 use tally_core::shuffle::{
     BalcerCheuQuery, CountMinHashes, CountMinQuery, HadamardQuery, NumberTreeQuery, PairwiseHash,
-    RangeQuery, SetQuery, ShuffledGrrRound,
+    PrefixLevelQuery, RangeQuery, SetQuery, ShuffledGrrRound,
 };
 
 use crate::domain::local_responder;
@@ -213,6 +213,19 @@ impl<Q: PublishedQuery> PublishedQuery for NumberTreeQuery<Q> {
     }
 }
 
+impl<Q: PublishedQuery> PublishedQuery for PrefixLevelQuery<Q> {
+    /// What the oracle refuses.
+    const REFUSAL: ErrorCode = Q::REFUSAL;
+
+    fn ask(&self) -> Ask {
+        Ask::PrefixLevel {
+            level: self.level(),
+            domain_bits: self.domain_bits(),
+            oracle: Box::new(self.oracle().ask()),
+        }
+    }
+}
+
 impl<M: LocalRandomizer + DomainHistogram> PublishedQuery for LocalHistogramRound<M> {
     /// An upload that is not the encoding of a report the randomizer could have sent.
     const REFUSAL: ErrorCode = ErrorCode::Malformed;
@@ -349,6 +362,17 @@ impl Ask {
                 range,
                 oracle,
             } => oracle.range_tree(*levels, value_range(*range)?),
+            Self::PrefixLevel {
+                level,
+                domain_bits,
+                oracle,
+            } => oracle.with_set_oracle(
+                1,
+                LevelResponder {
+                    level: *level,
+                    domain_bits: *domain_bits,
+                },
+            ),
             Self::OptPrefixTree {
                 run,
                 iteration,
@@ -414,7 +438,7 @@ impl Ask {
                 visit.visit(query.with_set_size(set_size)?)
             }
             other => Err(AskError::Query(tally_core::Error::InvalidParameter {
-                name: "range tree oracle",
+                name: "frequency oracle",
                 value: format!("{other:?}"),
                 expected: "a ghazi-hadamard or ghazi-count-min ask",
             })),
@@ -477,6 +501,28 @@ impl SetOracleVisitor for TreeResponder {
     {
         let tree = RangeQuery::new(self.levels, 1, query)?;
         Ok(Arc::new(NumberTreeQuery::new(tree, self.range)?))
+    }
+}
+
+/// A device holding an item of `0..2^domain_bits` answers level `level` of the prefix tree on
+/// the oracle.
+struct LevelResponder {
+    level: u32,
+    domain_bits: u32,
+}
+
+impl SetOracleVisitor for LevelResponder {
+    type Output = Arc<dyn DeviceResponder>;
+
+    fn visit<Q>(self, query: Q) -> Result<Self::Output, AskError>
+    where
+        Q: SetQuery<Report: WireReport> + BoundedDomainQuery + 'static,
+    {
+        Ok(Arc::new(PrefixLevelQuery::new(
+            self.level,
+            self.domain_bits,
+            query,
+        )?))
     }
 }
 

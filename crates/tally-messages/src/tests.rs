@@ -492,3 +492,58 @@ fn a_range_tree_is_spelled_and_answered_through_its_oracles_ask() {
     };
     assert!(not_an_oracle.responder(Sampling::Aggregator).is_err());
 }
+
+/// A Count-Min prefix-tree task and its level's ask are spelled as documented; a device
+/// rebuilds the level from the ask (its oracle's ask for sets of one item) and answers its
+/// item's prefix with one cell per row of the sketch and its blanket, abstains for an item
+/// outside `0..2^L`, and refuses an ask whose oracle is not a set oracle or whose oracle's
+/// domain is not the level's.
+#[test]
+fn a_prefix_level_is_spelled_and_answered_through_its_oracles_ask() {
+    use rand_chacha::ChaCha20Rng;
+    use rand_chacha::rand_core::SeedableRng;
+
+    let kind: TaskKind = serde_json::from_str(
+        r#"{"type": "count-min-prefix-tree", "domain_bits": 3, "threshold": 100}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        kind,
+        TaskKind::CountMinPrefixTree {
+            domain_bits: 3,
+            threshold: 100,
+            failure_probability: None,
+            public_coins: None,
+        }
+    );
+    round_trip(&kind);
+    let oracle = |size| Ask::GhaziCountMin {
+        domain: PublicDomain::Integers(size),
+        hashes: vec![[1, 0], [3, 1]],
+        width: 8,
+        // A blanket this thin is empty at this seed.
+        gamma: 1e-12,
+        blanket_cap: 1,
+    };
+    let ask = |size| Ask::PrefixLevel {
+        level: 2,
+        domain_bits: 3,
+        oracle: Box::new(oracle(size)),
+    };
+    round_trip(&ask(4));
+    let responder = ask(4).responder(Sampling::Aggregator).unwrap();
+    let mut rng = ChaCha20Rng::seed_from_u64(0);
+    // Item 7's prefix is 3: cell h_0(3) = 3 of row 0 and 8 + h_1(3) = 8 + 10 mod 8 of row 1.
+    assert_eq!(
+        responder.respond("7", 1 << 12, &mut rng).as_deref(),
+        Some("3,10")
+    );
+    assert_eq!(responder.respond("8", 1 << 12, &mut rng), None);
+    assert!(ask(8).responder(Sampling::Aggregator).is_err());
+    let not_an_oracle = Ask::PrefixLevel {
+        level: 1,
+        domain_bits: 3,
+        oracle: Box::new(Ask::Item { sampling_rate: 0.5 }),
+    };
+    assert!(not_an_oracle.responder(Sampling::Aggregator).is_err());
+}

@@ -1,7 +1,7 @@
 //! The released result documents, built from tally-core's outputs.
 //!
 //! A finished federated task returns the same JSON document as `tally heavy-hitters --json`
-//! (TrieHH, TrieHH++, single-round, OptPrefixTree), `tally histogram --json`
+//! (TrieHH, TrieHH++, single-round, OptPrefixTree, the Count-Min prefix tree), `tally histogram --json`
 //! (sample-and-threshold), `tally quantiles --json` (hierarchical histogram, binary search) or
 //! `tally range --json` prints for a simulation with the same parameters: both build it here. Item names are strings already (the command line maps its item ids to names first);
 //! the caller says what the input was and how it ran.
@@ -16,7 +16,7 @@ use tally_core::heavy_hitters::{
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
-use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound};
+use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleHeavyHitters};
 use tally_messages::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, RangeBody, RangeRelease, ReleasedItem,
     TreeRangeRelease, TrieNodeBody,
@@ -422,6 +422,69 @@ pub fn single_round(
             "population": population,
         }),
         guarantee: GuaranteeBody::from(mechanism.guarantee()),
+        input,
+        found_items: items.len(),
+        items,
+        trie: None,
+        truth: None,
+        seed,
+    }
+}
+
+/// The name of the document of Ghazi et al.'s prefix tree of Count-Min oracles.
+pub const COUNT_MIN_PREFIX_TREE: &str = "count-min-prefix-tree";
+
+/// The document of Ghazi et al.'s prefix tree of Count-Min oracles (`tally heavy-hitters
+/// --algorithm count-min-prefix-tree`): the heavy hitters `found` by `protocol` (calibrated
+/// for `users` devices), by decreasing estimate (no counts: the oracles' estimates are all the
+/// release holds), with every level's parameters and message cost.
+pub fn count_min_prefix_tree(
+    found: &[(u32, f64)],
+    protocol: &ShuffleHeavyHitters,
+    users: u64,
+    input: String,
+    seed: Option<u64>,
+) -> HeavyHittersRelease {
+    let mut found = found.to_vec();
+    found.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let items: Vec<ReleasedItem> = found
+        .into_iter()
+        .map(|(item, estimate)| ReleasedItem {
+            item: item.to_string(),
+            count: None,
+            estimate: Some(estimate),
+        })
+        .collect();
+    let levels: Vec<Value> = (1_u32..)
+        .zip(protocol.levels())
+        .map(|(level, round)| {
+            let params = round.oracle().protocol().params();
+            let cost = round.oracle().message_cost();
+            json!({
+                "level": level,
+                "epsilon": params.epsilon,
+                "delta": params.delta,
+                "rows": params.rows,
+                "width": params.width,
+                "gamma": params.gamma,
+                "messages_per_client": cost.messages_per_client,
+                "bits_per_message": cost.bits_per_message,
+            })
+        })
+        .collect();
+    let (messages, bits) = protocol.message_cost();
+    HeavyHittersRelease {
+        mechanism: COUNT_MIN_PREFIX_TREE.to_owned(),
+        parameters: json!({
+            "domain_bits": protocol.levels().len(),
+            "threshold": protocol.threshold(),
+            "failure_probability": protocol.levels()[0].oracle().protocol().params().beta,
+            "users": users,
+            "messages_per_client": messages,
+            "bits_per_message": bits,
+            "levels": levels,
+        }),
+        guarantee: GuaranteeBody::from(protocol.guarantee()),
         input,
         found_items: items.len(),
         items,

@@ -40,6 +40,7 @@ use crate::document;
 use crate::ledger::LossRounds;
 use crate::shuffler::{self, ShuffledReport};
 
+mod count_min_prefix_tree;
 mod domain;
 mod opt_prefix_tree;
 mod range_tree;
@@ -119,7 +120,7 @@ impl Engine {
             } | TaskKind::RangeTree {
                 mechanism: RangeTreeMechanism::GhaziCountMin,
                 ..
-            }
+            } | TaskKind::CountMinPrefixTree { .. }
         ) {
             domain::check_capped_cohort(
                 "ghazi-count-min",
@@ -310,6 +311,23 @@ impl Engine {
             TaskKind::OptPrefixTree(options) => {
                 opt_prefix_tree::OptPrefixTreeKind::build(spec, options)
             }
+            TaskKind::CountMinPrefixTree {
+                domain_bits,
+                threshold,
+                failure_probability,
+                public_coins,
+            } => count_min_prefix_tree::build(
+                &count_min_prefix_tree::TreeTask {
+                    domain_bits: *domain_bits,
+                    threshold: *threshold,
+                    failure_probability: *failure_probability,
+                    public_coins: *public_coins,
+                },
+                privacy,
+                spec.expected_population,
+                spec.rounds.min_cohort,
+                spec.rounds.max_report_bytes,
+            ),
         }
     }
 

@@ -1031,6 +1031,7 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
         }
         TaskKind::Triehh { levels, .. } => *levels,
         TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
+        TaskKind::CountMinPrefixTree { domain_bits, .. } => *domain_bits,
     };
     if levels > MAX_LEVELS {
         return invalid(format!(

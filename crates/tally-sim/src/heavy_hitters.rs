@@ -9,7 +9,7 @@ use tally_core::task::Task;
 use crate::execute::{ExecutionPath, run_sample_threshold};
 use crate::population::Population;
 use crate::rng::round_seed;
-use crate::round::run_domain_round;
+use crate::round::run_counted_round;
 
 /// Runs a TrieHH++ task over `population` along `path`; each level draws from its own stream
 /// of `seed`.
@@ -80,35 +80,27 @@ pub fn run_prefix_round(
 }
 
 /// Runs Ghazi et al.'s prefix-tree heavy hitters over the devices, `counts[x]` of them holding
-/// item `x` (one entry per item of `0..2^L`): every device answers every level's Count-Min
-/// round with its prefix ([`ShuffleHeavyHitters::prefix`]), level `i` by the round executor
-/// ([`run_domain_round`]) with its own stream of `seed`, and the levels' releases are decoded
-/// at the end ([`ShuffleHeavyHitters::decode`]).
+/// item `x` (one entry per item of `0..2^L`): the task's level rounds
+/// ([`PrefixLevelRound`](tally_core::shuffle::PrefixLevelRound), every device answering with
+/// its prefix) are run in order by the round executor ([`run_counted_round`]), level `i` with
+/// its own stream of `seed`, and the task decodes their releases
+/// ([`ShuffleHeavyHitters::decode`]).
 ///
 /// # Panics
 ///
 /// If `counts` does not have one entry per item.
 pub fn run_shuffle_heavy_hitters(
-    protocol: &ShuffleHeavyHitters,
+    mut task: ShuffleHeavyHitters,
     counts: &[u64],
     seed: u64,
 ) -> Vec<(u32, f64)> {
-    assert_eq!(
-        counts.len(),
-        protocol.domain() as usize,
-        "one count per item"
-    );
-    let estimates: Vec<Vec<f64>> = (1..)
-        .zip(protocol.levels())
-        .map(|(level, round)| {
-            let mut holders = vec![0_u64; 1 << level];
-            for (item, &count) in (0..).zip(counts) {
-                holders[protocol.prefix(item, level) as usize] += count;
-            }
-            run_domain_round(round, &holders, round_seed(seed, level as usize - 1))
-        })
-        .collect();
-    protocol.decode(&estimates)
+    assert_eq!(counts.len(), task.domain() as usize, "one count per item");
+    let mut level = 0;
+    while let Some(round) = task.next_query() {
+        task.observe(run_counted_round(&round, counts, round_seed(seed, level)));
+        level += 1;
+    }
+    task.finish()
 }
 
 #[cfg(test)]
@@ -132,12 +124,13 @@ mod tests {
             3,
             1.0,
             1e-6,
+            0.01,
             users,
             users as f64 / 5.0,
             &mut ChaCha20Rng::seed_from_u64(1),
         )
         .unwrap();
-        let found = run_shuffle_heavy_hitters(&protocol, &counts, 2);
+        let found = run_shuffle_heavy_hitters(protocol.clone(), &counts, 2);
         let items: Vec<u32> = found.iter().map(|&(item, _)| item).collect();
         assert_eq!(items, [2, 5], "{found:?}");
         for &(item, estimate) in &found {
@@ -147,6 +140,6 @@ mod tests {
                 "{item}: {estimate}"
             );
         }
-        assert_eq!(run_shuffle_heavy_hitters(&protocol, &counts, 2), found);
+        assert_eq!(run_shuffle_heavy_hitters(protocol, &counts, 2), found);
     }
 }

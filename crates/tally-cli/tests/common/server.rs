@@ -424,8 +424,8 @@ pub(crate) fn uploads(
                 | Ask::GhaziCountMin { .. }) => {
                     panic!("the crash tests run no domain histogram: {ask:?}")
                 }
-                ask @ Ask::RangeTree { .. } => {
-                    panic!("the crash tests run no range-query tree: {ask:?}")
+                ask @ (Ask::RangeTree { .. } | Ask::PrefixLevel { .. }) => {
+                    panic!("the crash tests run no range-query or prefix tree: {ask:?}")
                 }
                 ask @ Ask::OptPrefixTree { .. } => {
                     panic!("the crash tests run no OptPrefixTree task: {ask:?}")

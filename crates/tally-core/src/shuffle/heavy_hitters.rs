@@ -11,72 +11,62 @@
 use rand::Rng;
 use tally_accounting::Guarantee;
 use tally_accounting::composition::compose_basic;
-use tally_accounting::ghazi::{DEFAULT_COUNT_MIN_BETA, heavy_hitter_levels};
+use tally_accounting::ghazi::heavy_hitter_levels;
 
 use super::ghazi_count_min::{CountMinHashes, CountMinRound, GhaziCountMin};
+use super::prefix_level::{PrefixLevelRound, check_domain_bits};
 use super::set_oracle::SetOracleRound;
 use crate::Error;
 use crate::histogram::DomainMap;
+use crate::protocol::Estimates;
+use crate::task::Task;
 
-/// The prefix-tree heavy-hitter protocol: a task of `L` Count-Min rounds, round `i` over the
-/// length-`i` prefixes ([`prefix`](Self::prefix)) of the devices' items, every device answering
-/// every round; [`decode`](Self::decode) reads the heavy hitters off the rounds' releases.
+/// The prefix-tree heavy-hitter protocol: a task of `L` Count-Min rounds, round `i`
+/// ([`PrefixLevelRound`]) over the length-`i` prefixes ([`prefix`](Self::prefix)) of the
+/// devices' items, every device answering every round; once every level released, the task's
+/// output is the decoded heavy hitters ([`decode`](Self::decode)).
 ///
 /// # Privacy
 ///
 /// Each level's round is `(ε/L, δ/L)`-DP in the shuffle model for replace-one neighbours
 /// (Lemma 4.10 for Count-Min), and every device takes part in all `L` levels, so the release is
 /// `(ε, δ)`-DP by basic composition ([`guarantee`](Self::guarantee), composed with
-/// [`compose_basic`] when the protocol is built).
+/// [`compose_basic`] when the protocol is built). The levels' queries are fixed at build time
+/// (the decoding reads the releases only at the end), so no level's query depends on an
+/// earlier release.
 #[derive(Clone, Debug)]
 pub struct ShuffleHeavyHitters {
-    levels: Vec<CountMinRound>,
+    levels: Vec<PrefixLevelRound<CountMinRound>>,
     threshold: f64,
     guarantee: Guarantee,
+    /// The releases observed so far, level `i` at index `i − 1`.
+    released: Vec<Vec<f64>>,
 }
 
 impl ShuffleHeavyHitters {
-    /// Count-Min rounds ([`GhaziCountMin`], `β` = [`DEFAULT_COUNT_MIN_BETA`]) over
+    /// Count-Min rounds ([`GhaziCountMin`], accuracy failure probability `beta`, which sets
+    /// each level's number of hash rows;
+    /// [`tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA`] is the usual choice) over
     /// `0..2^domain_bits` for `users` devices at a total `(ε, δ)`, with public hash functions
-    /// drawn from `public_coins`, reporting the items with estimate at least `threshold / 2`
-    /// (`threshold` = `τ_HH`).
+    /// drawn from `public_coins` (level 1's first), reporting the items with estimate at least
+    /// `threshold / 2` (`threshold` = `τ_HH`).
     ///
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] for `domain_bits` outside `1..=31` or a threshold that is
     /// not positive; [`Error::Accounting`] for what the level oracles reject (Count-Min needs
     /// many users at `ε/L`: the message states how many).
+    #[allow(clippy::too_many_arguments)] // the protocol's parameters, each its own
     pub fn new(
         domain_bits: u32,
         epsilon: f64,
         delta: f64,
+        beta: f64,
         users: u64,
         threshold: f64,
         public_coins: &mut dyn Rng,
     ) -> Result<Self, Error> {
-        if !(1..=31).contains(&domain_bits) {
-            return Err(Error::invalid(
-                "domain bits",
-                domain_bits,
-                "an integer in [1, 31]",
-            ));
-        }
-        let (eps_level, delta_level) =
-            heavy_hitter_levels(epsilon, delta, u64::from(domain_bits))?.per_level;
-        let levels = (1..=domain_bits)
-            .map(|i| {
-                let oracle = GhaziCountMin::new(
-                    users,
-                    1 << i,
-                    1,
-                    eps_level,
-                    delta_level,
-                    DEFAULT_COUNT_MIN_BETA,
-                )?;
-                let hashes = CountMinHashes::draw(oracle.params(), public_coins);
-                oracle.round(DomainMap::Integers(1 << i), hashes)
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
+        check_domain_bits(domain_bits)?;
         if !(threshold.is_finite() && threshold > 0.0) {
             return Err(Error::invalid(
                 "threshold",
@@ -84,7 +74,20 @@ impl ShuffleHeavyHitters {
                 "a finite number > 0",
             ));
         }
-        let per: Vec<Guarantee> = levels.iter().map(SetOracleRound::guarantee).collect();
+        let (eps_level, delta_level) =
+            heavy_hitter_levels(epsilon, delta, u64::from(domain_bits))?.per_level;
+        let levels = (1..=domain_bits)
+            .map(|i| {
+                let oracle = GhaziCountMin::new(users, 1 << i, 1, eps_level, delta_level, beta)?;
+                let hashes = CountMinHashes::draw(oracle.params(), public_coins);
+                PrefixLevelRound::new(
+                    i,
+                    domain_bits,
+                    oracle.round(DomainMap::Integers(1 << i), hashes)?,
+                )
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let per: Vec<Guarantee> = levels.iter().map(|l| l.oracle().guarantee()).collect();
         let costs: Vec<(f64, f64)> = per.iter().map(|g| (g.epsilon, g.delta)).collect();
         let (epsilon, delta) = compose_basic(&costs)?;
         let guarantee = Guarantee {
@@ -102,17 +105,23 @@ impl ShuffleHeavyHitters {
             levels,
             threshold,
             guarantee,
+            released: Vec::new(),
         })
     }
 
     /// The rounds, level `i` (over `0..2^i`) at index `i − 1`.
-    pub fn levels(&self) -> &[CountMinRound] {
+    pub fn levels(&self) -> &[PrefixLevelRound<CountMinRound>] {
         &self.levels
     }
 
     /// The domain size `2^L`.
     pub fn domain(&self) -> u32 {
         2 << (self.levels.len() - 1)
+    }
+
+    /// The threshold `τ_HH`.
+    pub fn threshold(&self) -> f64 {
+        self.threshold
     }
 
     /// What a device holding `item` answers at level `level` (1…L): its length-`level` prefix.
@@ -129,7 +138,7 @@ impl ShuffleHeavyHitters {
     /// message size in bits.
     pub fn message_cost(&self) -> (f64, u64) {
         self.levels.iter().fold((0.0, 0), |(m, b), round| {
-            let c = round.message_cost();
+            let c = round.oracle().message_cost();
             (m + c.messages_per_client, b.max(c.bits_per_message))
         })
     }
@@ -143,6 +152,32 @@ impl ShuffleHeavyHitters {
     /// Unless there is one release per level, each with one estimate per prefix.
     pub fn decode(&self, estimates: &[Vec<f64>]) -> Vec<(u32, f64)> {
         decode_levels(estimates, self.threshold)
+    }
+}
+
+/// The levels in order, then the decoded heavy hitters.
+impl Task for ShuffleHeavyHitters {
+    type Query = PrefixLevelRound<CountMinRound>;
+    type Release = Estimates;
+    type Output = Vec<(u32, f64)>;
+
+    fn next_query(&mut self) -> Option<PrefixLevelRound<CountMinRound>> {
+        self.levels.get(self.released.len()).cloned()
+    }
+
+    fn observe(&mut self, Estimates(estimates): Estimates) {
+        self.released.push(estimates);
+    }
+
+    /// # Panics
+    ///
+    /// If some level's release was not observed.
+    fn finish(self) -> Vec<(u32, f64)> {
+        self.decode(&self.released)
+    }
+
+    fn guarantee(&self) -> &Guarantee {
+        &self.guarantee
     }
 }
 

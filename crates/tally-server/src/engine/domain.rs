@@ -120,7 +120,10 @@ pub(super) fn check_capped_cohort(
 ) -> Result<(), String> {
     match cohort_target {
         Some(target) if target > clients => Err(format!(
-            "cohort_target {target}: {name} caps every device's blanket for the expected              population of {clients} devices, and its guarantee counts at most that many              reports (set cohort_target to at most {clients}, or the expected population to              the devices a round waits for)"
+            "cohort_target {target}: {name} caps every device's blanket for the expected \
+             population of {clients} devices, and its guarantee counts at most that many \
+             reports (set cohort_target to at most {clients}, or the expected population to \
+             the devices a round waits for)"
         )),
         _ => Ok(()),
     }
@@ -148,7 +151,8 @@ pub(crate) fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64)
             mechanism: RangeTreeMechanism::GhaziCountMin,
             public_coins,
             ..
-        } => public_coins,
+        }
+        | TaskKind::CountMinPrefixTree { public_coins, .. } => public_coins,
         _ => return,
     };
     if public_coins.is_none() {
