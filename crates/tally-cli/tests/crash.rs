@@ -9,6 +9,10 @@
 use std::path::Path;
 use std::time::Duration;
 
+// Of the starting helpers, the server process uses only the command and the free port.
+#[allow(dead_code)]
+#[path = "common/listening.rs"]
+mod listening;
 #[path = "common/server.rs"]
 mod server;
 

@@ -17,6 +17,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+// Of the starting helpers, the server process uses only the command and the free port.
+#[allow(dead_code)]
+#[path = "common/listening.rs"]
+mod listening;
 #[path = "common/server.rs"]
 mod server;
 

@@ -210,7 +210,7 @@ fn parse_token(token: &str) -> Option<u128> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_core::protocol::wire::{NotAdmitted, WireCell};
@@ -231,15 +231,13 @@ mod tests {
         }
     }
 
-    /// A round with a cohort target of 3 that 5 devices upload to in one batch, then 1 more
-    /// in another, before it closes: it counts 3 uploads and refuses the other 3 as closed,
-    /// their tokens unspent. Without the check it counted all 6.
-    #[test]
-    fn a_round_never_counts_more_than_its_cohort_target() {
-        let query = RoundQuery {
+    /// The query of a test round `id` of task `task` asking for items (reports of at most
+    /// 16 bytes), with aggregator-side sampling.
+    pub(crate) fn item_query(id: &str, task: &str) -> RoundQuery {
+        RoundQuery {
             version: PROTOCOL_VERSION,
-            round_id: "r".into(),
-            task_id: "t".into(),
+            round_id: id.into(),
+            task_id: task.into(),
             population: "p".into(),
             round: 1,
             attempt: 1,
@@ -247,9 +245,22 @@ mod tests {
             max_report_bytes: 16,
             ask: Ask::Item { sampling_rate: 0.5 },
             sampling: Sampling::Aggregator,
-        };
+        }
+    }
+
+    /// A round with a cohort target of 3 that 5 devices upload to in one batch, then 1 more
+    /// in another, before it closes: it counts 3 uploads and refuses the other 3 as closed,
+    /// their tokens unspent. Without the check it counted all 6.
+    #[test]
+    fn a_round_never_counts_more_than_its_cohort_target() {
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        let round = Round::new(query, deadline, 3, Box::new(AdmitAll), ErrorCode::Malformed);
+        let round = Round::new(
+            item_query("r", "t"),
+            deadline,
+            3,
+            Box::new(AdmitAll),
+            ErrorCode::Malformed,
+        );
         let mut tokens = round
             .check_in(6, &mut ChaCha20Rng::seed_from_u64(1))
             .unwrap();

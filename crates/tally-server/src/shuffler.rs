@@ -53,11 +53,12 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use tally_core::protocol::RoundAggregator;
     use tally_core::protocol::wire::WireCell;
-    use tally_messages::{Ask, ErrorCode, PROTOCOL_VERSION, RoundQuery, Sampling, Upload};
+    use tally_messages::{ErrorCode, Upload};
 
     use super::*;
     use crate::aggregator::tests::binomial_interval;
     use crate::round::Round;
+    use crate::round::tests::item_query;
 
     /// A round whose guarantee trusts a shuffler, whose devices each send two messages, and
     /// whose analyzer publishes the messages it receives, in the order it receives them (as a
@@ -158,18 +159,7 @@ mod tests {
         } else {
             wire_aggregator(&Messages, ChaCha20Rng::seed_from_u64(seed))
         };
-        let query = RoundQuery {
-            version: PROTOCOL_VERSION,
-            round_id: "r-attack".into(),
-            task_id: "t-attack".into(),
-            population: "p".into(),
-            round: 1,
-            attempt: 1,
-            deadline: 0,
-            max_report_bytes: 16,
-            ask: Ask::Item { sampling_rate: 0.5 },
-            sampling: Sampling::Aggregator,
-        };
+        let query = item_query("r-attack", "t-attack");
         let deadline = Instant::now() + Duration::from_secs(60);
         let round = Round::new(query, deadline, 100, aggregator, ErrorCode::Malformed);
         let mut tokens = round

@@ -37,10 +37,9 @@ pub(crate) fn spawn_listening(mut command: Command, port: u16) -> Child {
     child
 }
 
-/// `tally serve` on a free local port over the database `db`, listening: the process and its
-/// port.
-pub(crate) fn spawn_serve(db: &str) -> (Child, u16) {
-    let port = free_port();
+/// The command of `tally serve` on 127.0.0.1:`port` over the database `db`, logging warnings
+/// only.
+pub(crate) fn serve_command(db: &str, port: u16) -> Command {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_tally"));
     serve
         .args([
@@ -51,5 +50,12 @@ pub(crate) fn spawn_serve(db: &str) -> (Child, u16) {
             db,
         ])
         .env("RUST_LOG", "warn");
-    (spawn_listening(serve, port), port)
+    serve
+}
+
+/// `tally serve` on a free local port over the database `db`, listening: the process and its
+/// port.
+pub(crate) fn spawn_serve(db: &str) -> (Child, u16) {
+    let port = free_port();
+    (spawn_listening(serve_command(db, port), port), port)
 }

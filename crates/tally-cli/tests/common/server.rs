@@ -3,12 +3,13 @@
 //! and the promises every restart must keep.
 
 use std::collections::{HashMap, HashSet};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tally_client::{Client, ClientError, RetryPolicy};
+
+use crate::listening::{free_port, serve_command};
 use tally_messages::{
     Ask, Budget, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION,
     PopulationSpec, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskInfo, TaskKind, TaskSpec,
@@ -101,25 +102,12 @@ pub(crate) struct ServerProcess {
 impl ServerProcess {
     /// Starts `tally serve` on a free port of 127.0.0.1 with the database `db` and `tls`.
     pub(crate) fn start(db: &str, tls: &Tls) -> Self {
-        // Bind port 0 to find a free port, then let the server take it.
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_tally"))
-            .args([
-                "serve",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--db",
-                db,
-            ])
+        let port = free_port();
+        let child = serve_command(db, port)
             .arg("--tls-cert")
             .arg(&tls.cert)
             .arg("--tls-key")
             .arg(&tls.key)
-            .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
