@@ -24,7 +24,8 @@
 //!
 //! Every request but `GET /healthz` carries a bearer credential (`Authorization: Bearer
 //! TOKEN`) of one [`Role`]; every body is `Content-Type: application/json`. Errors are an
-//! HTTP status with an [`ErrorBody`].
+//! HTTP status with an [`ErrorBody`]. A split-trust deployment (a relay in front of the
+//! aggregator) adds the paths of [`split`]'s table.
 //!
 //! This crate depends on `tally-accounting` (for the names of neighbour relations, analyses
 //! and compositions) and on `tally-core`'s round protocol only for [`rounds`], the registry of
@@ -36,6 +37,7 @@ mod named;
 mod opt_prefix_tree;
 mod release;
 pub mod rounds;
+pub mod split;
 
 use serde::{Deserialize, Serialize};
 use tally_accounting::Neighbours;
@@ -51,6 +53,10 @@ pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease, RangeBody,
     RangeRelease, ReleasedItem, TreeRangeRelease, TrieNodeBody,
+};
+pub use split::{
+    HPKE_KEYS_MEDIA_TYPE, RefusedMessages, RelayReceipt, RelayedBatch, SealedUpload,
+    SealedUploadBatch, TrustModel,
 };
 
 /// The protocol version this crate speaks.
