@@ -26,8 +26,9 @@ use rand_chacha::ChaCha20Rng;
 #[cfg(doc)]
 use tally_core::protocol::RoundProtocol;
 
-/// Where each round's aggregator gets its secret stream of coins.
-pub(crate) enum AggregatorCoins {
+/// Where each round gets its secret stream of coins: the aggregator's sampling coins and
+/// shuffles, and a relay's cohorts, coins and permutations.
+pub enum AggregatorCoins {
     /// A fresh ChaCha20 stream for each round, seeded from the operating system's CSPRNG: what
     /// every deployed server uses.
     Os,
@@ -38,15 +39,16 @@ pub(crate) enum AggregatorCoins {
 }
 
 impl AggregatorCoins {
-    /// Coins from a stream seeded with `seed`.
-    pub(crate) fn seeded(seed: u64) -> Self {
+    /// Coins from a stream seeded with `seed`: for tests alone (whoever knows the seed knows
+    /// every draw).
+    pub fn seeded(seed: u64) -> Self {
         Self::Seeded(Box::new(std::sync::Mutex::new(ChaCha20Rng::seed_from_u64(
             seed,
         ))))
     }
 
     /// The stream of the next round's coins.
-    pub(crate) fn round_rng(&self) -> ChaCha20Rng {
+    pub fn round_rng(&self) -> ChaCha20Rng {
         match self {
             Self::Os => ChaCha20Rng::from_rng(&mut rand::rng()),
             Self::Seeded(seeds) => {
@@ -152,24 +154,7 @@ pub(crate) mod tests {
         }
     }
 
-    /// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its
-    /// mass, from the exact pmf.
-    pub(crate) fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
-        let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
-        let mut lo = 0;
-        let mut below = 0.0;
-        while below + pmf[lo as usize] <= alpha / 2.0 {
-            below += pmf[lo as usize];
-            lo += 1;
-        }
-        let mut hi = n;
-        let mut above = 0.0;
-        while above + pmf[hi as usize] <= alpha / 2.0 {
-            above += pmf[hi as usize];
-            hi -= 1;
-        }
-        (lo, hi)
-    }
+    pub(crate) use tally_stats_tests::binomial_interval;
 
     /// One cell held by 58 devices at threshold 10 (`p_s ≈ 0.172`, so about half the rounds
     /// release it): its release probability is `Pr[Bin(58, p_s) ≥ 10]` whether the

@@ -33,18 +33,18 @@ const MAX_POPULATION_CHARS: usize = 64;
 
 /// Who sent a request: an authenticated credential.
 #[derive(Clone, Debug)]
-pub(crate) struct Principal {
+pub struct Principal {
     /// The credential's id.
-    pub(crate) id: String,
+    pub id: String,
     /// Its role.
-    pub(crate) role: Role,
+    pub role: Role,
     /// The populations it acts on.
-    pub(crate) populations: Vec<String>,
+    pub populations: Vec<String>,
 }
 
 impl Principal {
     /// Whether the credential acts on `population`.
-    pub(crate) fn covers(&self, population: &str) -> bool {
+    pub fn covers(&self, population: &str) -> bool {
         self.populations.iter().any(|p| p == population)
     }
 }
@@ -111,6 +111,17 @@ pub(crate) async fn issue(
 
 /// The most devices one enrollment makes.
 pub(crate) const MAX_ENROLLMENT: u32 = 10_000;
+
+/// Whether one enrollment may make `count` devices, or why not.
+pub(crate) fn check_enrollment(count: u32) -> Result<(), String> {
+    if (1..=MAX_ENROLLMENT).contains(&count) {
+        Ok(())
+    } else {
+        Err(format!(
+            "count {count}: 1 to {MAX_ENROLLMENT} devices per enrollment"
+        ))
+    }
+}
 
 /// Enrolls `count` devices of the (provisioned, checked) `population`: one device
 /// credential each, stored in one transaction, their tokens returned in order; `cache` is the

@@ -25,17 +25,20 @@ pub enum ServerError {
     Io(#[from] std::io::Error),
 }
 
-/// An error answer: a code from the protocol and a message saying what was wrong.
+/// An error answer: a code from the protocol and a message saying what was wrong, answered
+/// with the code's HTTP status and an [`ErrorBody`].
 #[derive(Debug)]
-pub(crate) struct ApiError {
-    pub(crate) code: ErrorCode,
+pub struct ApiError {
+    /// Why the request was refused.
+    pub code: ErrorCode,
     message: String,
     conflict: bool,
     retry_after: Option<std::time::Duration>,
 }
 
 impl ApiError {
-    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    /// A refusal with `code`, saying `message` (what was wrong and what would be valid).
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),

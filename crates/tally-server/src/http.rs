@@ -1,6 +1,7 @@
 //! The HTTP API (see tally-messages for the protocol): routing, credentials and roles,
 //! browser-request refusal, body limits, JSON, and a counter for every refusal.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ use tally_messages::{
 
 use crate::auth::Principal;
 use crate::error::ApiError;
+use crate::rate::RateLimit;
 use crate::runtime::{Runtime, check_version};
 
 /// The largest request body, other than uploads.
@@ -34,18 +36,36 @@ pub(crate) const MAX_CHECK_IN: u32 = 10_000;
 
 type App = State<Arc<Runtime>>;
 
-/// Which `Host` headers the server answers (a browser page that rebinds a name of its own to
-/// the server's address sends its own name).
+/// Which `Host` headers a service answers (a browser page that rebinds a name of its own to
+/// the service's address sends its own name).
 #[derive(Clone, Debug)]
-pub(crate) enum HostPolicy {
-    /// Any `Host` (the server cannot know the names it is reached by).
+pub enum HostPolicy {
+    /// Any `Host` (the service cannot know the names it is reached by).
     Any,
     /// Only these hosts (`name:port`, compared without case), or no `Host` at all.
     Only(Vec<String>),
 }
 
 impl HostPolicy {
-    pub(crate) fn allows(&self, host: Option<&str>) -> bool {
+    /// The hosts a listener on `listen` answers to: on a loopback address only the loopback
+    /// names of that port, so that a web page whose name was rebound to 127.0.0.1 reaches
+    /// nothing; any elsewhere.
+    pub fn for_listener(listen: SocketAddr) -> Self {
+        if listen.ip().is_loopback() {
+            let port = listen.port();
+            Self::Only(vec![
+                listen.to_string(),
+                format!("localhost:{port}"),
+                format!("127.0.0.1:{port}"),
+                format!("[::1]:{port}"),
+            ])
+        } else {
+            Self::Any
+        }
+    }
+
+    /// Whether a request with this `Host` header (if any) is answered.
+    pub fn allows(&self, host: Option<&str>) -> bool {
         match (self, host) {
             (Self::Any, _) | (Self::Only(_), None) => true,
             (Self::Only(hosts), Some(host)) => hosts.iter().any(|h| h.eq_ignore_ascii_case(host)),
@@ -112,22 +132,27 @@ async fn refuse_browsers(
     request: Request,
     next: Next,
 ) -> Response {
-    let headers = request.headers();
-    let host = headers.get(HOST).map(|h| h.to_str().unwrap_or("\u{fffd}"));
-    let refusal = if headers.contains_key(ORIGIN) {
-        Some("requests from browser pages (with an Origin header) are refused")
-    } else if !hosts.allows(host) {
-        Some("this server does not answer to that Host")
-    } else {
-        None
-    };
-    match refusal {
-        Some(message) => {
-            runtime.metrics.reject(ErrorCode::Forbidden);
-            ApiError::new(ErrorCode::Forbidden, message).into_response()
+    match browser_refusal(request.headers(), hosts) {
+        Some(refusal) => {
+            runtime.metrics.reject(refusal.code);
+            refusal.into_response()
         }
         None => next.run(request).await,
     }
+}
+
+/// Why a request a browser page could make is refused, if it is one: it carries an `Origin`
+/// header, or a `Host` that `hosts` does not allow.
+pub(crate) fn browser_refusal(headers: &HeaderMap, hosts: &HostPolicy) -> Option<ApiError> {
+    let host = headers.get(HOST).map(|h| h.to_str().unwrap_or("\u{fffd}"));
+    let message = if headers.contains_key(ORIGIN) {
+        "requests from browser pages (with an Origin header) are refused"
+    } else if !hosts.allows(host) {
+        "this server does not answer to that Host"
+    } else {
+        return None;
+    };
+    Some(ApiError::new(ErrorCode::Forbidden, message))
 }
 
 /// The credential of a request, if its role is among `roles`: 401 without a live
@@ -137,17 +162,18 @@ async fn authorize(
     headers: &HeaderMap,
     roles: &[Role],
 ) -> Result<Principal, ApiError> {
-    let token = headers
+    authorize_token(runtime, bearer(headers), SEND_BEARER, roles).await
+}
+
+/// How to send a credential, said to a request without one.
+pub(crate) const SEND_BEARER: &str = "send a credential: Authorization: Bearer TOKEN";
+
+/// The bearer token of a request, if it carries one.
+pub(crate) fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    authorize_token(
-        runtime,
-        token,
-        "send a credential: Authorization: Bearer TOKEN",
-        roles,
-    )
-    .await
+        .and_then(|v| v.strip_prefix("Bearer "))
 }
 
 /// The credential `token` proves, if its role is among `roles`: 401 without a token
@@ -160,13 +186,25 @@ pub(crate) async fn authorize_token(
     roles: &[Role],
 ) -> Result<Principal, ApiError> {
     let token = token.ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, missing))?;
-    let who = runtime.authenticate(token.trim()).await?.ok_or_else(|| {
+    let who = runtime.authenticate(token.trim()).await?;
+    admit(who, runtime.rate_limit.as_ref(), roles)
+}
+
+/// The credential a token proved (`None` if none is live), if its role is among `roles`: 401
+/// without one, 403 with one of another role; every check counts against the credential's
+/// `rate_limit`.
+pub(crate) fn admit(
+    who: Option<Principal>,
+    rate_limit: Option<&RateLimit>,
+    roles: &[Role],
+) -> Result<Principal, ApiError> {
+    let who = who.ok_or_else(|| {
         ApiError::new(
             ErrorCode::Unauthenticated,
             "the credential is unknown or revoked",
         )
     })?;
-    if let Some(limit) = &runtime.rate_limit
+    if let Some(limit) = rate_limit
         && let Err(wait) = limit.take(&who.id, std::time::Instant::now())
     {
         return Err(ApiError::new(
@@ -241,6 +279,16 @@ async fn read_json<T: DeserializeOwned>(
     body: Body,
     limit: usize,
 ) -> Result<T, ApiError> {
+    read_json_within(headers, body, limit, runtime.body_timeout).await
+}
+
+/// [`read_json`], the body arriving within `timeout`.
+pub(crate) async fn read_json_within<T: DeserializeOwned>(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<T, ApiError> {
     let json = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -252,7 +300,7 @@ async fn read_json<T: DeserializeOwned>(
             "the body must be sent with Content-Type: application/json",
         ));
     }
-    let bytes = read_body(headers, body, limit, runtime.body_timeout).await?;
+    let bytes = read_body(headers, body, limit, timeout).await?;
     serde_json::from_slice(&bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
 }
 

@@ -37,6 +37,7 @@ mod population;
 mod rate;
 mod round;
 mod runtime;
+pub mod service;
 mod shuffler;
 mod store;
 mod tls;
@@ -55,6 +56,7 @@ use tracing::info;
 pub use error::ServerError;
 use http::HostPolicy;
 use runtime::Runtime;
+pub(crate) use service::redacted;
 use store::Store;
 use tally_messages::{
     CredentialInfo, CredentialSpec, IssuedCredential, PopulationInfo, PopulationSpec,
@@ -191,17 +193,7 @@ impl Server {
 
     /// [`Server::router_for`], over TLS if `tls`.
     fn served_router(&self, listen: SocketAddr, tls: bool) -> Router {
-        let hosts = if listen.ip().is_loopback() {
-            let port = listen.port();
-            HostPolicy::Only(vec![
-                listen.to_string(),
-                format!("localhost:{port}"),
-                format!("127.0.0.1:{port}"),
-                format!("[::1]:{port}"),
-            ])
-        } else {
-            HostPolicy::Any
-        };
+        let hosts = HostPolicy::for_listener(listen);
         http::router(Arc::clone(&self.runtime), hosts, tls)
     }
 
@@ -224,18 +216,11 @@ impl Server {
 ///
 /// [`ServerError`] if the database cannot be opened or an address not bound.
 pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
-    if config.tls.is_none() && !config.insecure_http {
-        let exposed = std::iter::once(config.listen)
-            .chain(config.metrics_listen)
-            .find(|address| !address.ip().is_loopback());
-        if let Some(address) = exposed {
-            return Err(ServerError::Invalid(format!(
-                "refusing to serve plain HTTP on {address}, which is not a loopback address: \
-                 credentials and reports would cross the network in clear; give --tls-cert \
-                 FILE --tls-key FILE, or --insecure-http to accept that"
-            )));
-        }
-    }
+    service::refuse_plain_http(
+        config.tls.is_some(),
+        config.insecure_http,
+        std::iter::once(config.listen).chain(config.metrics_listen),
+    )?;
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
     let server = Server::start_with(db, &config.limits).await?;
     let api = TcpListener::bind(config.listen).await?;
@@ -254,7 +239,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
         tls: config.tls,
     };
     server
-        .serve(listeners, &config.limits, shutdown_signal())
+        .serve(listeners, &config.limits, service::shutdown_signal())
         .await?;
     info!("shutting down");
     server.shutdown().await;
@@ -275,12 +260,7 @@ pub async fn enroll_devices(
     population: &str,
     count: u32,
 ) -> Result<Vec<String>, ServerError> {
-    if !(1..=auth::MAX_ENROLLMENT).contains(&count) {
-        return Err(ServerError::Invalid(format!(
-            "count {count}: 1 to {} devices per enrollment",
-            auth::MAX_ENROLLMENT
-        )));
-    }
+    auth::check_enrollment(count).map_err(ServerError::Invalid)?;
     let store = Store::open(db).await?;
     let enrolled = match store.population(population).await {
         Ok(Some(_)) => auth::enroll(&store, None, population, count, runtime::unix_now()).await,
@@ -417,40 +397,4 @@ pub async fn revoke_credential(db: &str, id: &str) -> Result<CredentialInfo, Ser
         .as_ref()
         .and_then(auth::info)
         .ok_or_else(|| ServerError::Invalid(format!("no credential {id:?}")))
-}
-
-/// The database URL without its password, for logs.
-pub(crate) fn redacted(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            let user = credentials.split(':').next().unwrap_or("");
-            format!("{}{user}:***{}", &url[..scheme + 3], &url[at..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        // Without a Ctrl-C handler, wait for SIGTERM alone.
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = terminate => {}
-    }
 }

@@ -628,6 +628,9 @@ impl Runtime {
         let opened_at = unix_now();
         let deadline_secs = policy.deadline_secs.min(i64::MAX as u64 / 2);
         let opened = engine.open(task.spec.sampling, self.coins.round_rng());
+        let cohort_target = policy
+            .cohort_target
+            .unwrap_or(task.spec.expected_population);
         let query = RoundQuery {
             version: PROTOCOL_VERSION,
             round_id: id.clone(),
@@ -1077,7 +1080,8 @@ fn new_id(kind: &str) -> String {
     format!("{kind}-{:016x}", rand::rng().next_u64())
 }
 
-pub(crate) fn unix_now() -> i64 {
+/// Now, in whole seconds since the Unix epoch (0 before it).
+pub fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))

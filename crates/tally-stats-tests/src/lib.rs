@@ -21,6 +21,27 @@ use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
 
 pub use cell_audit::{CellAudit, Mechanism, Verdict};
+use tally_accounting::numeric::ln_binomial_pmf;
+
+/// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its mass,
+/// from the exact pmf: a test that counts `n` independent events of probability `p` fails by
+/// chance with probability at most `alpha` when it asserts its count lies inside.
+pub fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
+    let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
+    let mut lo = 0;
+    let mut below = 0.0;
+    while below + pmf[lo as usize] <= alpha / 2.0 {
+        below += pmf[lo as usize];
+        lo += 1;
+    }
+    let mut hi = n;
+    let mut above = 0.0;
+    while above + pmf[hi as usize] <= alpha / 2.0 {
+        above += pmf[hi as usize];
+        hi -= 1;
+    }
+    (lo, hi)
+}
 
 /// The z-score of the audits' confidence bounds: one-sided `α ≈ 2.9e-7`.
 pub const Z: f64 = 5.0;
