@@ -164,6 +164,8 @@ mod tests {
             attempt: 1,
             deadline: 0,
             max_report_bytes: 16,
+            min_cohort: 1,
+            cohort_target: 100,
             ask,
             sampling: Sampling::Device,
         }

@@ -548,6 +548,12 @@ pub struct RoundQuery {
     pub deadline: i64,
     /// The largest report accepted, in bytes.
     pub max_report_bytes: u32,
+    /// Nothing is released from this round with fewer uploads (reports and abstentions) than
+    /// this, and a relay forwards nothing below it.
+    pub min_cohort: u64,
+    /// The round counts at most this many uploads, and a relay picks at most this many
+    /// devices' uploads.
+    pub cohort_target: u64,
     /// What a device computes from its data.
     pub ask: Ask,
     /// Who flips the coins of `ask`'s `sampling_rate`: with `aggregator` a device reports

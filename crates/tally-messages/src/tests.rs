@@ -123,6 +123,8 @@ fn every_message_round_trips() {
         attempt: 1,
         deadline: 1_700_000_600,
         max_report_bytes: 256,
+        min_cohort: 1,
+        cohort_target: 100,
         ask: Ask::Prefix {
             level: 3,
             segment: 1,

@@ -243,6 +243,8 @@ pub(crate) mod tests {
             attempt: 1,
             deadline: 0,
             max_report_bytes: 16,
+            min_cohort: 1,
+            cohort_target: 100,
             ask: Ask::Item { sampling_rate: 0.5 },
             sampling: Sampling::Aggregator,
         }

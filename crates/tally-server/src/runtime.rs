@@ -640,6 +640,8 @@ impl Runtime {
             attempt: task.attempt,
             deadline: opened_at.saturating_add(deadline_secs as i64),
             max_report_bytes: policy.max_report_bytes,
+            min_cohort: policy.min_cohort,
+            cohort_target,
             ask: opened.ask,
             sampling: task.spec.sampling,
         };
@@ -649,9 +651,7 @@ impl Runtime {
         let round = Arc::new(Round::new(
             query,
             Instant::now() + Duration::from_secs(deadline_secs),
-            policy
-                .cohort_target
-                .unwrap_or(task.spec.expected_population),
+            cohort_target,
             opened.aggregator,
             opened.refusal,
         ));
