@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 use tally_messages::{
     API_PREFIX, CheckIn, CheckInGrant, CredentialInfo, CredentialSpec, DeviceEnrollment,
     EnrolledDevices, ErrorBody, IssuedCredential, LedgerBalance, PROTOCOL_VERSION, PopulationInfo,
-    PopulationSpec, RoundQuery, TaskInfo, TaskResult, TaskSpec, Upload, UploadReceipt,
+    PopulationSpec, RelayReceipt, RelayedBatch, RoundQuery, SealedUpload, TaskInfo, TaskResult,
+    TaskSpec, Upload, UploadReceipt,
 };
 
 use crate::error::ClientError;
@@ -262,6 +263,50 @@ impl Client {
         };
         let path = format!("/rounds/{round_id}/uploads");
         self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+            .await
+    }
+
+    /// `POST /v1/rounds/{id}/sealed-uploads` at a relay: one sealed report or abstention per
+    /// token.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; [`ClientError::round_is_over`] tells a closed round.
+    pub async fn upload_sealed(
+        &self,
+        round_id: &str,
+        uploads: &[SealedUpload],
+    ) -> Result<UploadReceipt, ClientError> {
+        /// [`tally_messages::SealedUploadBatch`], borrowing its uploads.
+        #[derive(Serialize)]
+        struct Batch<'a> {
+            version: u32,
+            uploads: &'a [SealedUpload],
+        }
+        let body = Batch {
+            version: PROTOCOL_VERSION,
+            uploads,
+        };
+        let path = format!("/rounds/{round_id}/sealed-uploads");
+        self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+            .await
+    }
+
+    /// `POST /v1/rounds/{id}/relayed` at the aggregator, with a relay's credential: the one
+    /// batch of a round's sealed messages. Sent again when its outcome is unknown: the
+    /// aggregator takes one batch per round and refuses a second
+    /// ([`ErrorCode::AlreadyRelayed`](tally_messages::ErrorCode)), so nothing is counted twice.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]: the aggregator's refusal, or a failure on every attempt.
+    pub async fn relay(
+        &self,
+        round_id: &str,
+        batch: &RelayedBatch,
+    ) -> Result<RelayReceipt, ClientError> {
+        let path = format!("/rounds/{round_id}/relayed");
+        self.json(Method::POST, &path, Some(encode(batch)), Repeat::Safe)
             .await
     }
 

@@ -102,3 +102,29 @@ impl TrustModel {
         }
     }
 }
+
+impl crate::Ask {
+    /// The rate of the sample-and-threshold coin this ask's devices are sampled with, for an
+    /// ask that has one (items, prefixes, splits and buckets): under
+    /// [`Sampling::Aggregator`](crate::Sampling::Aggregator) a relay flips it for every device
+    /// of the cohort it picked and forwards only the sampled devices' messages. `None` for an
+    /// ask without sampling coins.
+    pub fn sampling_rate(&self) -> Option<f64> {
+        match self {
+            Self::Item { sampling_rate }
+            | Self::Prefix { sampling_rate, .. }
+            | Self::Split { sampling_rate, .. }
+            | Self::Bucket { sampling_rate, .. } => Some(*sampling_rate),
+            Self::PrefixBallot { .. }
+            | Self::DomainElement { .. }
+            | Self::ShuffledGrr { .. }
+            | Self::BalcerCheu { .. }
+            | Self::OptPrefixTree { .. }
+            | Self::LocalReport { .. }
+            | Self::GhaziHadamard { .. }
+            | Self::RangeTree { .. }
+            | Self::GhaziCountMin { .. }
+            | Self::PrefixLevel { .. } => None,
+        }
+    }
+}

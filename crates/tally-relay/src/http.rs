@@ -1,0 +1,304 @@
+//! The relay's HTTP API: the aggregator's device endpoints, as devices reach them through the
+//! relay, and the operator's enrollment of devices.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State as Extract};
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::Serialize;
+use tally_client::ClientError;
+use tally_messages::{
+    CheckIn, CheckInGrant, DeviceEnrollment, EnrolledDevices, ErrorCode, PROTOCOL_VERSION, Role,
+    RoundQuery, SealedUploadBatch, TaskInfo, UploadReceipt,
+};
+use tally_server::service::{ApiError, HostPolicy, Principal, refuse_browser};
+use tracing::warn;
+
+use crate::round::RelayRound;
+use crate::state::State;
+
+type App = Extract<Arc<State>>;
+
+/// The largest request body, other than sealed uploads.
+const BODY_LIMIT: usize = 1 << 20;
+/// The largest sealed-upload request body: a batch of shuffle-model reports of hundreds of
+/// messages each, every message sealed on its own.
+const SEALED_BODY_LIMIT: usize = 64 << 20;
+/// The most uploads in one request.
+const MAX_BATCH: usize = 10_000;
+/// The most tokens one check-in asks for.
+const MAX_CHECK_IN: u32 = 10_000;
+/// Who takes part in rounds: enrolled devices, and operators relaying for devices.
+const DEVICES_AND_OPERATORS: [Role; 2] = [Role::Device, Role::Operator];
+
+/// The relay's router, answering to the hosts `hosts` allows and to no browser page.
+pub(crate) fn router(state: Arc<State>, hosts: HostPolicy) -> Router {
+    let hosts = Arc::new(hosts);
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/v1/rounds", get(open_rounds))
+        .route("/v1/rounds/{id}/check-in", post(check_in))
+        .route("/v1/rounds/{id}/sealed-uploads", post(upload))
+        .route("/v1/tasks", get(tasks))
+        .route("/v1/tasks/{id}", get(task))
+        .route("/v1/populations/{name}/devices", post(enroll))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            let hosts = Arc::clone(&hosts);
+            async move {
+                match refuse_browser(request.headers(), &hosts) {
+                    Some(refusal) => refusal.into_response(),
+                    None => next.run(request).await,
+                }
+            }
+        }))
+        .with_state(state)
+}
+
+/// Turns a result into a response.
+fn answer<T: Serialize>(result: Result<(StatusCode, T), ApiError>) -> Response {
+    match result {
+        Ok((status, body)) => (status, axum::Json(body)).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+fn check_version(version: u32) -> Result<(), ApiError> {
+    if version == PROTOCOL_VERSION {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::Malformed,
+            format!("protocol version {version}; this relay speaks version {PROTOCOL_VERSION}"),
+        ))
+    }
+}
+
+/// Whether `who` takes part in rounds of `population`: a device in its own population's, an
+/// operator in any.
+fn covers(who: &Principal, population: &str) -> bool {
+    who.role == Role::Operator || who.covers(population)
+}
+
+/// The round `id`, if it takes uploads from `who`.
+fn round(state: &State, id: &str, who: &Principal) -> Result<Arc<RelayRound>, ApiError> {
+    match state.round(id) {
+        Ok(round) if covers(who, &round.query.population) => Ok(round),
+        Ok(_) => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("round {id} asks another population than this device's"),
+        )),
+        Err(true) => Err(closed(id)),
+        Err(false) => Err(ApiError::new(
+            ErrorCode::UnknownRound,
+            format!("no round {id} at this relay"),
+        )),
+    }
+}
+
+fn closed(id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::ClosedRound,
+        format!("round {id} is closed at this relay"),
+    )
+}
+
+async fn open_rounds(Extract(state): App, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = state
+            .credentials
+            .authorize(&headers, &DEVICES_AND_OPERATORS)
+            .await?;
+        let queries: Vec<RoundQuery> = state
+            .open_rounds()
+            .into_iter()
+            .filter(|r| covers(&who, &r.query.population))
+            .map(|r| r.query.clone())
+            .collect();
+        Ok((StatusCode::OK, queries))
+    }
+    .await;
+    answer(result)
+}
+
+async fn check_in(
+    Extract(state): App,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        let who = state
+            .credentials
+            .authorize(&headers, &DEVICES_AND_OPERATORS)
+            .await?;
+        let request: CheckIn = state
+            .credentials
+            .read_json(&headers, body, BODY_LIMIT)
+            .await?;
+        check_version(request.version)?;
+        if request.devices == 0 || request.devices > MAX_CHECK_IN {
+            return Err(ApiError::new(
+                ErrorCode::Oversized,
+                format!("devices: 1 to {MAX_CHECK_IN} per check-in"),
+            ));
+        }
+        let device = who.role == Role::Device;
+        if device && request.devices != 1 {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!(
+                    "devices {}: a device credential checks in for one device, itself",
+                    request.devices
+                ),
+            ));
+        }
+        let round = round(&state, &id, &who)?;
+        let tokens = round
+            .check_in(&who, request.devices, device, &mut rand::rng())
+            .ok_or_else(|| closed(&id))?;
+        Ok((
+            StatusCode::OK,
+            CheckInGrant {
+                query: round.query.clone(),
+                tokens,
+            },
+        ))
+    }
+    .await;
+    answer(result)
+}
+
+async fn upload(
+    Extract(state): App,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        let who = state
+            .credentials
+            .authorize(&headers, &DEVICES_AND_OPERATORS)
+            .await?;
+        let batch: SealedUploadBatch = state
+            .credentials
+            .read_json(&headers, body, SEALED_BODY_LIMIT)
+            .await?;
+        check_version(batch.version)?;
+        if batch.uploads.len() > MAX_BATCH {
+            return Err(ApiError::new(
+                ErrorCode::Oversized,
+                format!(
+                    "{} uploads; at most {MAX_BATCH} per request",
+                    batch.uploads.len()
+                ),
+            ));
+        }
+        let round = round(&state, &id, &who)?;
+        let outcome = round.upload(batch.uploads).ok_or_else(|| closed(&id))?;
+        if outcome.full {
+            let state = Arc::clone(&state);
+            tokio::spawn(async move { state.close_round(&id).await });
+        }
+        Ok((
+            StatusCode::OK,
+            UploadReceipt {
+                accepted: outcome.accepted,
+                rejected: outcome.rejected,
+            },
+        ))
+    }
+    .await;
+    answer(result)
+}
+
+/// What the relay answers when the aggregator refused or failed a request it passed on.
+fn upstream_error(error: &ClientError) -> ApiError {
+    match error {
+        ClientError::Server { body, .. }
+            if matches!(body.code, ErrorCode::UnknownTask | ErrorCode::Forbidden) =>
+        {
+            ApiError::new(body.code, body.message.clone())
+        }
+        _ => {
+            warn!(%error, "the aggregator did not answer a request the relay passed on");
+            ApiError::new(
+                ErrorCode::Internal,
+                "the aggregator did not answer the relay; retry later",
+            )
+        }
+    }
+}
+
+/// The tasks of the caller's population (every task for an operator), as the aggregator
+/// states them: a device reads their state and guarantee (its own ledger needs it) from the
+/// relay, which it reaches with its credential.
+async fn tasks(Extract(state): App, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = state
+            .credentials
+            .authorize(&headers, &DEVICES_AND_OPERATORS)
+            .await?;
+        let tasks: Vec<TaskInfo> = state
+            .upstream()
+            .tasks()
+            .await
+            .map_err(|e| upstream_error(&e))?
+            .into_iter()
+            .filter(|t| covers(&who, &t.spec.population))
+            .collect();
+        Ok((StatusCode::OK, tasks))
+    }
+    .await;
+    answer(result)
+}
+
+async fn task(Extract(state): App, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    let result = async {
+        let who = state
+            .credentials
+            .authorize(&headers, &DEVICES_AND_OPERATORS)
+            .await?;
+        let task = state
+            .upstream()
+            .task(&id)
+            .await
+            .map_err(|e| upstream_error(&e))?;
+        if !covers(&who, &task.spec.population) {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("task {id} is not this credential's to read"),
+            ));
+        }
+        Ok((StatusCode::OK, task))
+    }
+    .await;
+    answer(result)
+}
+
+async fn enroll(
+    Extract(state): App,
+    Path(population): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        state
+            .credentials
+            .authorize(&headers, &[Role::Operator])
+            .await?;
+        let request: DeviceEnrollment = state
+            .credentials
+            .read_json(&headers, body, BODY_LIMIT)
+            .await?;
+        check_version(request.version)?;
+        let tokens = state.credentials.enroll(&population, request.count).await?;
+        Ok((StatusCode::CREATED, EnrolledDevices { population, tokens }))
+    }
+    .await;
+    answer(result)
+}
