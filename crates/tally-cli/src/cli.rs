@@ -46,6 +46,12 @@ pub(crate) enum Command {
     /// Run the federated server: tasks, rounds, the secure aggregator and the privacy-budget
     /// ledger (logs on stderr; RUST_LOG sets the level, default info).
     Serve(ServeArgs),
+    /// Run the relay of a split-trust deployment, run by another party than the aggregator:
+    /// devices enrolled here upload reports sealed to the aggregator's key; the relay picks
+    /// each round's cohort, flips its sampling coins, shuffles every message and forwards
+    /// them to the aggregator without who sent them (logs on stderr; RUST_LOG sets the
+    /// level, default info).
+    Relay(RelayArgs),
     /// Create, inspect and cancel federated tasks, and read their results.
     #[command(subcommand)]
     Task(TaskCommand),
@@ -87,6 +93,10 @@ pub(crate) struct DeviceEnrollArgs {
     /// The (provisioned) population the devices belong to.
     #[arg(long, value_name = "NAME")]
     pub(crate) population: String,
+    /// --db is a relay's database (`tally relay`): the population is provisioned at the
+    /// aggregator, and only its name is checked here.
+    #[arg(long, requires = "db")]
+    pub(crate) relay: bool,
     /// How many devices to enroll.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) count: u32,
@@ -264,6 +274,60 @@ pub(crate) struct ServeArgs {
     /// listener never serves it [default: no metrics].
     #[arg(long, value_name = "ADDR")]
     pub(crate) metrics_listen: Option<SocketAddr>,
+    #[command(flatten)]
+    pub(crate) listener: ListenerArgs,
+    /// The database: sqlite://FILE or postgres://USER@HOST/DB [default: sqlite://tally.db in
+    /// the working directory, created on first start].
+    #[arg(long, value_name = "URL")]
+    pub(crate) db: Option<String>,
+}
+
+/// `tally relay`: the relay of a split-trust deployment.
+#[derive(Debug, Args)]
+pub(crate) struct RelayArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    pub(crate) listen: SocketAddr,
+    #[command(flatten)]
+    pub(crate) listener: ListenerArgs,
+    /// The relay's database (its operators' and devices' credentials): sqlite://FILE or
+    /// postgres://USER@HOST/DB [default: sqlite://relay.db in the working directory].
+    #[arg(long, value_name = "URL")]
+    pub(crate) db: Option<String>,
+    /// The aggregator's base URL (`tally serve`), e.g. https://aggregator.example:8443.
+    #[arg(long, value_name = "URL")]
+    pub(crate) aggregator: String,
+    /// The relay's credential at the aggregator, of role relay [env: TALLY_AGGREGATOR_TOKEN].
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "TALLY_AGGREGATOR_TOKEN",
+        hide_env_values = true
+    )]
+    pub(crate) aggregator_token: String,
+    /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator
+    /// [env: TALLY_AGGREGATOR_CA_CERT].
+    #[arg(long, value_name = "FILE", env = "TALLY_AGGREGATOR_CA_CERT")]
+    pub(crate) aggregator_ca_cert: Option<PathBuf>,
+    /// Seconds before a round's deadline at which the relay stops taking uploads and
+    /// forwards its batch (it must reach the aggregator in time); a round whose deadline is
+    /// nearer when the relay first sees it is not relayed.
+    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    pub(crate) forward_margin: u64,
+    /// The relay holds a round's uploads from up to this many times its cohort target, and
+    /// picks the cohort uniformly among them (at least 1; it closes the round early once it
+    /// holds that many).
+    #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
+    pub(crate) cohort_pool: f64,
+    /// The most devices one relaying credential (an operator checking in many devices, such
+    /// as `tally fleet` without --credentials) contributes to a round's cohort.
+    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_per_credential: u64,
+}
+
+/// How a service listens: its bounds and its TLS.
+#[derive(Debug, Args)]
+pub(crate) struct ListenerArgs {
     /// Seconds a client has to send a request's headers (also how long a connection may stay
     /// idle between requests).
     #[arg(long, value_name = "SECS", default_value_t = 10)]
@@ -288,10 +352,6 @@ pub(crate) struct ServeArgs {
     /// the network in clear).
     #[arg(long, conflicts_with = "tls_cert")]
     pub(crate) insecure_http: bool,
-    /// The database: sqlite://FILE or postgres://USER@HOST/DB [default: sqlite://tally.db in
-    /// the working directory, created on first start].
-    #[arg(long, value_name = "URL")]
-    pub(crate) db: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

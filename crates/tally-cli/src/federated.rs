@@ -19,8 +19,8 @@ use tally_messages::{
 use tally_sim::Population;
 
 use crate::cli::{
-    HistogramMechanism, SegmentArg, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm,
-    TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
+    HistogramMechanism, ListenerArgs, RelayArgs, SegmentArg, ServeArgs, ServerArgs,
+    ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
 use crate::output::{guarantee_body_line, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
@@ -39,6 +39,48 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 
 /// `tally serve`.
 pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
+    init_logging();
+    let config = tally_server::ServeConfig {
+        listen: args.listen,
+        metrics_listen: args.metrics_listen,
+        limits: limits(&args.listener),
+        tls: tls(&args.listener)?,
+        insecure_http: args.listener.insecure_http,
+        db: args.db.clone(),
+    };
+    runtime()?
+        .block_on(tally_server::serve(config))
+        .with_context(|| format!("the server on {} stopped", args.listen))
+}
+
+/// `tally relay`.
+pub(crate) fn relay(args: &RelayArgs) -> Result<()> {
+    init_logging();
+    let aggregator = connect(
+        &args.aggregator,
+        args.aggregator_ca_cert.as_deref(),
+        Some(&args.aggregator_token),
+    )?;
+    let config = tally_relay::RelayConfig {
+        listen: args.listen,
+        limits: limits(&args.listener),
+        tls: tls(&args.listener)?,
+        insecure_http: args.listener.insecure_http,
+        db: args.db.clone(),
+        options: tally_relay::RelayOptions {
+            forward_margin: Duration::from_secs(args.forward_margin),
+            cohort_pool: args.cohort_pool,
+            max_per_credential: args.max_per_credential,
+            ..tally_relay::RelayOptions::new(aggregator)
+        },
+    };
+    runtime()?
+        .block_on(tally_relay::serve(config))
+        .with_context(|| format!("the relay on {} stopped", args.listen))
+}
+
+/// Logs on stderr at the level RUST_LOG sets (info by default).
+fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -46,26 +88,25 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
         .with_writer(io::stderr)
         .with_ansi(io::stderr().is_terminal())
         .init();
-    let config = tally_server::ServeConfig {
-        listen: args.listen,
-        metrics_listen: args.metrics_listen,
-        limits: tally_server::Limits {
-            header_timeout: Duration::from_secs(args.header_timeout),
-            body_timeout: Duration::from_secs(args.body_timeout),
-            max_connections: args.max_connections,
-            requests_per_second: args.rate_limit,
-            ..tally_server::Limits::default()
-        },
-        tls: match (&args.tls_cert, &args.tls_key) {
-            (Some(cert), Some(key)) => Some(tally_server::Tls::from_pem_files(cert, key)?),
-            _ => None,
-        },
-        insecure_http: args.insecure_http,
-        db: args.db.clone(),
-    };
-    runtime()?
-        .block_on(tally_server::serve(config))
-        .with_context(|| format!("the server on {} stopped", args.listen))
+}
+
+/// A service's bounds on connections and requests.
+fn limits(args: &ListenerArgs) -> tally_server::Limits {
+    tally_server::Limits {
+        header_timeout: Duration::from_secs(args.header_timeout),
+        body_timeout: Duration::from_secs(args.body_timeout),
+        max_connections: args.max_connections,
+        requests_per_second: args.rate_limit,
+        ..tally_server::Limits::default()
+    }
+}
+
+/// A service's TLS certificate and key, if given.
+fn tls(args: &ListenerArgs) -> Result<Option<tally_server::Tls>> {
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(tally_server::Tls::from_pem_files(cert, key)?),
+        _ => None,
+    })
 }
 
 /// `tally task ...`.

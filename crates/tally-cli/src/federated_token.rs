@@ -150,6 +150,9 @@ fn enroll(args: &DeviceEnrollArgs) -> Result<()> {
     while left > 0 {
         let count = left.min(ENROLLMENT_CHUNK);
         let tokens = match &keeper {
+            Keeper::Database(db) if args.relay => runtime
+                .block_on(tally_relay::enroll_devices(db, &args.population, count))
+                .context("cannot enroll the devices at the relay")?,
             Keeper::Database(db) => runtime
                 .block_on(tally_server::enroll_devices(db, &args.population, count))
                 .context("cannot enroll the devices")?,

@@ -60,6 +60,7 @@ fn main() -> ExitCode {
         Command::Repro(ReproCommand::SampleThreshold(args)) => repro::run_sample_threshold(&args),
         Command::Repro(ReproCommand::OptPrefixTree(args)) => repro::run_opt_prefix_tree(&args),
         Command::Serve(args) => federated::serve(&args),
+        Command::Relay(args) => federated::relay(&args),
         Command::Task(command) => federated::task(&command),
         Command::Ledger(args) => federated::ledger(&args),
         Command::Client(args) => federated_fleet::run_client(&args),

@@ -265,7 +265,8 @@ pub async fn enroll_devices(
     let enrolled = match store.population(population).await {
         Ok(Some(_)) => auth::enroll(&store, None, population, count, runtime::unix_now()).await,
         Ok(None) => Err(ServerError::Invalid(format!(
-            "no population {population:?}: create it first (tally population create)"
+            "no population {population:?}: create it first (tally population create), or, \
+             for a relay's database, enroll with --relay"
         ))),
         Err(e) => Err(e),
     };
