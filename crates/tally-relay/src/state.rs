@@ -157,13 +157,17 @@ impl State {
     /// Closes round `id` at the relay and forwards its cohort to the aggregator in one batch,
     /// or nothing below the minimum cohort; its uploads are forgotten either way.
     pub(crate) async fn close_round(&self, id: &str) {
-        let Some(round) = self.rounds.write().expect("relay rounds lock").remove(id) else {
-            return;
+        let round = {
+            // Both at once, in the order `sync` takes them, so that no listing in between
+            // opens the round again.
+            let mut rounds = self.rounds.write().expect("relay rounds lock");
+            let mut finished = self.finished.lock().expect("relay finished lock");
+            let Some(round) = rounds.remove(id) else {
+                return;
+            };
+            finished.insert(id.to_owned());
+            round
         };
-        self.finished
-            .lock()
-            .expect("relay finished lock")
-            .insert(id.to_owned());
         let Some(uploads) = round.close() else {
             return;
         };
