@@ -101,4 +101,11 @@ impl TrustModel {
             Self::Split => "split",
         }
     }
+
+    /// Parses [`TrustModel::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::SingleParty, Self::Split]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
 }
