@@ -76,6 +76,28 @@ pub(crate) enum Command {
     /// Make a self-signed TLS certificate and key for `tally serve --tls-cert --tls-key` (a
     /// demo or a test; clients trust it with --ca-cert).
     Cert(CertArgs),
+    /// The aggregator's HPKE keys, which open a split-trust population's sealed reports.
+    #[command(subcommand)]
+    HpkeKey(HpkeKeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum HpkeKeyCommand {
+    /// Make a new current key in the aggregator's database (a running `tally serve` serves it
+    /// at GET /v1/hpke-keys within two seconds); older keys keep opening reports for the
+    /// grace period, then retire.
+    Rotate(HpkeKeyRotateArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct HpkeKeyRotateArgs {
+    /// The aggregator's database (sqlite://FILE or postgres://...).
+    #[arg(long, value_name = "URL")]
+    pub(crate) db: String,
+    /// Seconds the older keys keep opening reports sealed to them [default: a week, the
+    /// longest a round stays open].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) grace_secs: Option<u64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -146,6 +168,11 @@ pub(crate) struct PopulationCreateArgs {
     /// The largest ε one task over it may spend.
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) max_task_epsilon: Option<f64>,
+    /// Who its devices' reports go through: single-party (they upload to the aggregator) or
+    /// split (they upload sealed reports to a relay run by another party; the aggregator
+    /// takes them only from the relay and enrolls no device).
+    #[arg(long, value_enum, default_value_t = TrustArg::SingleParty)]
+    pub(crate) trust: TrustArg,
     /// Print the population as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -194,7 +221,7 @@ pub(crate) struct TokenCreateArgs {
     /// What the credential may do.
     #[arg(long, value_enum)]
     pub(crate) role: RoleArg,
-    /// A population it acts on (an analyst: one or more; a device: exactly one).
+    /// A population it acts on (an analyst or a relay: one or more; a device: exactly one).
     #[arg(long = "population", value_name = "NAME")]
     pub(crate) populations: Vec<String>,
     /// Who or what holds it.
@@ -231,6 +258,8 @@ pub(crate) enum RoleArg {
     Analyst,
     /// A device of one population: checks in and uploads.
     Device,
+    /// The relay of one or more split-trust populations: sends each round's sealed reports.
+    Relay,
 }
 
 impl From<RoleArg> for tally_messages::Role {
@@ -239,6 +268,25 @@ impl From<RoleArg> for tally_messages::Role {
             RoleArg::Operator => Self::Operator,
             RoleArg::Analyst => Self::Analyst,
             RoleArg::Device => Self::Device,
+            RoleArg::Relay => Self::Relay,
+        }
+    }
+}
+
+/// A population's trust model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TrustArg {
+    /// One aggregator sees who sent each report and what it says.
+    SingleParty,
+    /// A relay sees who, the aggregator what.
+    Split,
+}
+
+impl From<TrustArg> for tally_messages::TrustModel {
+    fn from(trust: TrustArg) -> Self {
+        match trust {
+            TrustArg::SingleParty => Self::SingleParty,
+            TrustArg::Split => Self::Split,
         }
     }
 }

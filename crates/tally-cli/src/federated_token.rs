@@ -1,7 +1,8 @@
-//! `tally token` and `tally population`: the federated server's credentials and populations,
-//! in its database or through a running server.
+//! `tally token`, `tally population` and `tally hpke-key`: the federated server's
+//! credentials, populations and keys, in its database or through a running server.
 
 use std::io::{self, Write};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tally_client::Client;
@@ -11,8 +12,8 @@ use tally_messages::{
 };
 
 use crate::cli::{
-    DeviceCommand, DeviceEnrollArgs, PopulationCommand, PopulationCreateArgs, ProvisionArgs,
-    TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
+    DeviceCommand, DeviceEnrollArgs, HpkeKeyCommand, PopulationCommand, PopulationCreateArgs,
+    ProvisionArgs, TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
 };
 use crate::federated::{connect, print_serialized, runtime};
 
@@ -178,6 +179,26 @@ fn enroll(args: &DeviceEnrollArgs) -> Result<()> {
     Ok(())
 }
 
+/// `tally hpke-key ...`.
+pub(crate) fn run_hpke_key(command: &HpkeKeyCommand) -> Result<()> {
+    match command {
+        HpkeKeyCommand::Rotate(args) => {
+            let grace = args
+                .grace_secs
+                .map_or(tally_server::DEFAULT_KEY_GRACE, Duration::from_secs);
+            let key_id = runtime()?
+                .block_on(tally_server::rotate_hpke_key(&args.db, grace))
+                .context("cannot rotate the HPKE key")?;
+            writeln!(
+                io::stdout().lock(),
+                "key {key_id} is current; older keys open reports for {} s more",
+                grace.as_secs()
+            )?;
+            Ok(())
+        }
+    }
+}
+
 /// `tally population ...`.
 pub(crate) fn run_population(command: &PopulationCommand) -> Result<()> {
     match command {
@@ -196,6 +217,7 @@ fn create_population(args: &PopulationCreateArgs) -> Result<()> {
         },
         min_cohort: args.min_cohort,
         max_task_epsilon: args.max_task_epsilon,
+        trust: args.trust.into(),
     };
     let created = match Keeper::of(&args.store)? {
         Keeper::Database(db) => runtime()?
@@ -232,8 +254,13 @@ fn population_line(population: &PopulationInfo) -> String {
         .max_task_epsilon
         .map_or_else(String::new, |cap| format!(", at most ε = {cap} per task"));
     format!(
-        "population {}: budget (ε = {}, δ = {:e}), minimum cohort at least {}{cap}",
-        population.name, population.budget.epsilon, population.budget.delta, population.min_cohort
+        "population {}: budget (ε = {}, δ = {:e}), minimum cohort at least {}{cap}, trust \
+         model {}",
+        population.name,
+        population.budget.epsilon,
+        population.budget.delta,
+        population.min_cohort,
+        population.trust.name()
     )
 }
 

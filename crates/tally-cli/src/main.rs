@@ -69,6 +69,7 @@ fn main() -> ExitCode {
         Command::Population(command) => federated_token::run_population(&command),
         Command::Device(command) => federated_token::run_device(&command),
         Command::Cert(args) => federated_cert::run(&args),
+        Command::HpkeKey(command) => federated_token::run_hpke_key(&command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -50,8 +50,11 @@ pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
         format!("(ε = {}, δ = {:.3e})", guarantee.epsilon, guarantee.delta)
     };
     format!(
-        "{privacy}-DP in the {} model, {} neighbours; {}",
-        guarantee.model, guarantee.neighbours, guarantee.method
+        "{privacy}-DP in the {} model, {} neighbours; {}; trust model {}",
+        guarantee.model,
+        guarantee.neighbours,
+        guarantee.method,
+        guarantee.trust_model.name()
     )
 }
 

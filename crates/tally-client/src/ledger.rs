@@ -164,6 +164,7 @@ mod tests {
             neighbours: "add-remove".into(),
             model: "central".into(),
             method: "tight".into(),
+            trust_model: tally_messages::TrustModel::SingleParty,
         }
     }
 

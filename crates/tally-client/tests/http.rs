@@ -227,6 +227,7 @@ impl FleetServer {
             },
             min_cohort: 1,
             max_task_epsilon: None,
+            trust: tally_messages::TrustModel::SingleParty,
         };
         tally_server::create_population(&db, &population)
             .await

@@ -71,8 +71,8 @@ pub use threshold_round::{
 pub trait DeviceQuery {
     /// A device's data: an item, a number.
     type Input: ?Sized;
-    /// What a device sends.
-    type Report;
+    /// What a device sends: one message or several.
+    type Report: MultiMessage;
 
     /// The party this round's guarantee trusts.
     fn trust(&self) -> TrustModel;
@@ -84,6 +84,16 @@ pub trait DeviceQuery {
     /// Whether some device could have sent `report` for this round (in range, canonical): the
     /// aggregator's check before it counts a report.
     fn admits(&self, report: &Self::Report) -> bool;
+
+    /// Whether `message` could be one message of a report this round admits: the check of a
+    /// message that reaches the aggregator on its own (sealed alone by its device, mixed with
+    /// every device's messages by a relay, so that no report is ever whole again). By
+    /// default, whether the report made of the message alone is admitted; a round that
+    /// admits only whole reports (a fixed number of messages, one in every row) checks the
+    /// message's own range instead.
+    fn admits_message(&self, message: &<Self::Report as MultiMessage>::Message) -> bool {
+        self.admits(&Self::Report::from_message(message.clone()))
+    }
 }
 
 /// A whole round as the server holds it: the query it broadcasts and its aggregator.

@@ -557,7 +557,8 @@ pub struct RoundQuery {
     /// What a device computes from its data.
     pub ask: Ask,
     /// Who flips the coins of `ask`'s `sampling_rate`: with `aggregator` a device reports
-    /// every round (the aggregator samples); with `device` it reports with probability
+    /// every round (the aggregator samples, or in a split-trust deployment the relay, before
+    /// the aggregator receives anything); with `device` it reports with probability
     /// `sampling_rate` and abstains otherwise.
     #[serde(default)]
     pub sampling: Sampling,
@@ -891,6 +892,12 @@ pub struct PopulationSpec {
     /// The largest `ε` one task over it may spend, if capped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_epsilon: Option<f64>,
+    /// Who its devices' reports go through: `single-party` (the default: devices upload to
+    /// the aggregator, which sees who sent what) or `split` (devices upload sealed reports to
+    /// a relay, and the aggregator takes them only from relay credentials and enrolls no
+    /// device).
+    #[serde(default)]
+    pub trust: TrustModel,
 }
 
 fn one_u64() -> u64 {
@@ -909,6 +916,9 @@ pub struct PopulationInfo {
     /// The cap on one task's `ε`, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_task_epsilon: Option<f64>,
+    /// Who its devices' reports go through.
+    #[serde(default)]
+    pub trust: TrustModel,
     /// When it was created, in seconds since the Unix epoch.
     pub created_at: i64,
 }
@@ -926,6 +936,10 @@ pub enum Role {
     /// A device of one population: reads that population's open rounds and tasks, checks in
     /// and uploads.
     Device,
+    /// A relay of a split-trust deployment, for one or more populations whose trust model is
+    /// [`TrustModel::Split`]: reads their open rounds and sends each round's sealed messages
+    /// in one batch (`POST /v1/rounds/{id}/relayed`). It never learns what a report says.
+    Relay,
 }
 
 impl Role {
@@ -935,12 +949,13 @@ impl Role {
             Self::Operator => "operator",
             Self::Analyst => "analyst",
             Self::Device => "device",
+            Self::Relay => "relay",
         }
     }
 
     /// Parses [`Role::name`].
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Operator, Self::Analyst, Self::Device]
+        [Self::Operator, Self::Analyst, Self::Device, Self::Relay]
             .into_iter()
             .find(|r| r.name() == name)
     }
@@ -956,8 +971,8 @@ pub struct CredentialSpec {
     pub role: Role,
     /// A name for people (who or what holds it).
     pub name: String,
-    /// The populations it acts on: one or more for an analyst, exactly one for a device,
-    /// none for an operator.
+    /// The populations it acts on: one or more for an analyst or a relay, exactly one for a
+    /// device, none for an operator.
     #[serde(default)]
     pub populations: Vec<String>,
 }
@@ -1059,11 +1074,24 @@ pub enum ErrorCode {
     RateLimited,
     /// The server failed; retry later.
     Internal,
+    /// A sealed message to a key id the aggregator does not hold (retired past its grace
+    /// period, or never the aggregator's).
+    UnknownKey,
+    /// A sealed message that does not open under its round's binding: moved from another
+    /// task, round or attempt, sealed for a query other than the one the aggregator
+    /// published, or altered.
+    UnopenedReport,
+    /// A sealed message whose report id the round has already seen: a replay or a duplicate.
+    DuplicateReport,
+    /// A relayed batch for fewer devices than the round's minimum cohort.
+    BelowMinCohort,
+    /// A second relayed batch for a round, which takes one.
+    AlreadyRelayed,
 }
 
 impl ErrorCode {
     /// Every code, in the order `/metrics` lists them.
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 26] = [
         Self::Malformed,
         Self::Oversized,
         Self::UnknownTask,
@@ -1085,6 +1113,11 @@ impl ErrorCode {
         Self::Timeout,
         Self::RateLimited,
         Self::Internal,
+        Self::UnknownKey,
+        Self::UnopenedReport,
+        Self::DuplicateReport,
+        Self::BelowMinCohort,
+        Self::AlreadyRelayed,
     ];
 
     /// The name used in JSON and as the `reason` label on `/metrics`.
@@ -1111,6 +1144,11 @@ impl ErrorCode {
             Self::Timeout => "timeout",
             Self::RateLimited => "rate_limited",
             Self::Internal => "internal",
+            Self::UnknownKey => "unknown_key",
+            Self::UnopenedReport => "unopened_report",
+            Self::DuplicateReport => "duplicate_report",
+            Self::BelowMinCohort => "below_min_cohort",
+            Self::AlreadyRelayed => "already_relayed",
         }
     }
 }

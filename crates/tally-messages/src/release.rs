@@ -15,10 +15,16 @@ pub struct GuaranteeBody {
     pub delta: f64,
     /// The neighbour relation, `add-remove` or `replace-one`.
     pub neighbours: String,
-    /// The trust model, `central`, `local` or `shuffle`.
+    /// The mechanism's model, `central`, `local` or `shuffle`: whom its noise trusts.
     pub model: String,
     /// The analysis that proved it.
     pub method: String,
+    /// Which parties saw the reports, `single-party` (one process: a simulation, or a
+    /// federated task of a single-party population) or `split` (a relay that saw who sent
+    /// each report, an aggregator that saw what they say): the guarantee holds against every
+    /// reader of the release and, under `split`, against either party alone.
+    #[serde(default)]
+    pub trust_model: crate::TrustModel,
 }
 
 impl From<&Guarantee> for GuaranteeBody {
@@ -29,6 +35,7 @@ impl From<&Guarantee> for GuaranteeBody {
             neighbours: guarantee.neighbours.name().to_owned(),
             model: guarantee.model.name().to_owned(),
             method: guarantee.analysis.clone(),
+            trust_model: crate::TrustModel::SingleParty,
         }
     }
 }

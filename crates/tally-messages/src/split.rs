@@ -101,6 +101,13 @@ impl TrustModel {
             Self::Split => "split",
         }
     }
+
+    /// Parses [`TrustModel::name`].
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::SingleParty, Self::Split]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
 }
 
 impl crate::Ask {

@@ -103,6 +103,7 @@ fn every_message_round_trips() {
         neighbours: "add-remove".into(),
         model: "central".into(),
         method: "tight".into(),
+        trust_model: TrustModel::Split,
     };
     round_trip(&TaskInfo {
         id: "t1".into(),
@@ -226,15 +227,17 @@ fn every_message_round_trips() {
         budget,
         min_cohort: 100,
         max_task_epsilon: Some(1.0),
+        trust: TrustModel::Split,
     });
     round_trip(&PopulationInfo {
         name: "shakespeare".into(),
         budget,
         min_cohort: 100,
         max_task_epsilon: None,
+        trust: TrustModel::SingleParty,
         created_at: 1,
     });
-    for role in [Role::Operator, Role::Analyst, Role::Device] {
+    for role in [Role::Operator, Role::Analyst, Role::Device, Role::Relay] {
         round_trip(&role);
         assert_eq!(Role::from_name(role.name()), Some(role));
         assert_eq!(serde_json::to_value(role).unwrap(), role.name());
@@ -312,6 +315,7 @@ fn every_message_round_trips() {
             neighbours: "add-remove".into(),
             model: "central".into(),
             method: "tight".into(),
+            trust_model: TrustModel::SingleParty,
         },
         target_delta: 1e-6,
         input: "federated".into(),

@@ -219,15 +219,10 @@ impl State {
     }
 }
 
-/// The bytes sealing adds to a message: RFC 9458's header (7), the X25519 encapsulated key
-/// (32), the report id (16) and the AEAD tag (16), as the devices seal (split contract, item
-/// 2).
-const SEAL_OVERHEAD: usize = 7 + 32 + 16 + 16;
-
 /// How the sealed messages of the round of `query` are sized.
 fn sealed_size(query: &RoundQuery) -> SealedSize {
     SealedSize {
-        max_chars: ((query.max_report_bytes as usize + SEAL_OVERHEAD) * 4).div_ceil(3),
-        overhead: SEAL_OVERHEAD,
+        max_chars: tally_seal::max_sealed_len(query.max_report_bytes),
+        overhead: tally_seal::SEAL_OVERHEAD,
     }
 }

@@ -1,4 +1,4 @@
-//! Credentials: bearer tokens of three roles (operator, analyst, device), stored only as
+//! Credentials: bearer tokens of four roles (operator, analyst, device, relay), stored only as
 //! SHA-256 hashes of their secrets and compared in constant time.
 //!
 //! A token is `tally_ID_SECRET`: the id (16 hex digits) finds the stored credential, the
@@ -382,11 +382,13 @@ pub(crate) fn check_spec(spec: &CredentialSpec) -> Result<(), String> {
     }
     match (spec.role, spec.populations.len()) {
         (Role::Operator, 0) | (Role::Device, 1) => Ok(()),
-        (Role::Analyst, 1..=MAX_CREDENTIAL_POPULATIONS) => Ok(()),
+        (Role::Analyst | Role::Relay, 1..=MAX_CREDENTIAL_POPULATIONS) => Ok(()),
         (Role::Operator, _) => Err("an operator credential names no population".into()),
         (Role::Device, _) => Err("a device credential names exactly one population".into()),
-        (Role::Analyst, _) => Err(format!(
-            "an analyst credential names 1 to {MAX_CREDENTIAL_POPULATIONS} populations"
+        (role, _) => Err(format!(
+            "a{} {} credential names 1 to {MAX_CREDENTIAL_POPULATIONS} populations",
+            if role == Role::Analyst { "n" } else { "" },
+            role.name()
         )),
     }
 }

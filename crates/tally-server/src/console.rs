@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tally_messages::{
     Budget, CredentialSpec, ErrorCode, GuaranteeBody, PROTOCOL_VERSION, PopulationSpec, Role,
-    TaskSpec,
+    TaskSpec, TrustModel,
 };
 
 use crate::auth::Principal;
@@ -379,6 +379,9 @@ struct PopulationForm {
     delta: String,
     min_cohort: String,
     max_task_epsilon: String,
+    /// `single-party` or `split`; `single-party` when left out.
+    #[serde(default)]
+    trust: String,
 }
 
 /// A number from a form field, or why not.
@@ -410,6 +413,15 @@ async fn create_population(
             max_task_epsilon: match form.max_task_epsilon.trim() {
                 "" => None,
                 cap => Some(number("max_task_epsilon", cap)?),
+            },
+            trust: match form.trust.trim() {
+                "" => TrustModel::SingleParty,
+                name => TrustModel::from_name(name).ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::Malformed,
+                        format!("trust {name:?}: single-party or split"),
+                    )
+                })?,
             },
         };
         console.runtime.create_population(&spec).await

@@ -83,9 +83,14 @@ impl ApiError {
             ErrorCode::ClosedRound | ErrorCode::ReusedToken | ErrorCode::BudgetExceeded => {
                 StatusCode::CONFLICT
             }
-            ErrorCode::BadPrefix | ErrorCode::BadBucket | ErrorCode::InvalidTask => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            ErrorCode::BadPrefix
+            | ErrorCode::BadBucket
+            | ErrorCode::InvalidTask
+            | ErrorCode::BelowMinCohort
+            | ErrorCode::UnknownKey
+            | ErrorCode::UnopenedReport
+            | ErrorCode::DuplicateReport => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::AlreadyRelayed => StatusCode::CONFLICT,
             ErrorCode::UnknownToken => StatusCode::FORBIDDEN,
             ErrorCode::Timeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::RateLimited => StatusCode::TOO_MANY_REQUESTS,

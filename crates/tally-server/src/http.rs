@@ -16,8 +16,8 @@ use axum::routing::{get, post};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tally_messages::{
-    CheckIn, CheckInGrant, CredentialSpec, DeviceEnrollment, ErrorCode, PopulationSpec, Role,
-    TaskSpec, UploadBatch, UploadReceipt,
+    CheckIn, CheckInGrant, CredentialSpec, DeviceEnrollment, ErrorCode, HPKE_KEYS_MEDIA_TYPE,
+    PopulationSpec, RelayedBatch, Role, TaskSpec, UploadBatch, UploadReceipt,
 };
 
 use crate::auth::Principal;
@@ -29,6 +29,8 @@ use crate::runtime::{Runtime, check_version};
 const BODY_LIMIT: usize = 1 << 20;
 /// The largest upload request body.
 const UPLOAD_BODY_LIMIT: usize = 16 << 20;
+/// The largest relayed batch: a round's sealed messages, about a million of a short report.
+const RELAYED_BODY_LIMIT: usize = 128 << 20;
 /// The most uploads in one request.
 pub(crate) const MAX_BATCH: usize = 10_000;
 /// The most tokens one check-in asks for.
@@ -87,6 +89,8 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy, tls: bool) -> Rou
         .route("/v1/rounds", get(open_rounds))
         .route("/v1/rounds/{id}/check-in", post(check_in))
         .route("/v1/rounds/{id}/uploads", post(upload))
+        .route("/v1/rounds/{id}/relayed", post(relayed))
+        .route("/v1/hpke-keys", get(hpke_keys))
         .route("/v1/ledger", get(ledger))
         .route(
             "/v1/populations",
@@ -329,7 +333,7 @@ async fn create_task(State(runtime): App, headers: HeaderMap, body: Body) -> Res
     answer(&runtime, result)
 }
 
-/// Every role may read tasks: each sees those it may (see `Runtime::tasks`).
+/// The roles that read tasks and populations: each sees those it may (see `Runtime::tasks`).
 const EVERY_ROLE: [Role; 3] = [Role::Operator, Role::Analyst, Role::Device];
 
 async fn list_tasks(State(runtime): App, headers: HeaderMap) -> Response {
@@ -378,9 +382,12 @@ async fn task_result(State(runtime): App, Path(id): Path<String>, headers: Heade
 /// Who takes part in rounds: enrolled devices, and operators relaying for devices.
 const DEVICES_AND_RELAYS: [Role; 2] = [Role::Device, Role::Operator];
 
+/// Who reads the open rounds: those who take part, and a split-trust population's relays.
+const ROUND_READERS: [Role; 3] = [Role::Device, Role::Operator, Role::Relay];
+
 async fn open_rounds(State(runtime): App, headers: HeaderMap) -> Response {
     let result = async {
-        let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
+        let who = authorize(&runtime, &headers, &ROUND_READERS).await?;
         Ok((StatusCode::OK, runtime.open_rounds(&who)))
     }
     .await;
@@ -462,6 +469,34 @@ async fn upload(
     }
     .await;
     answer(&runtime, result)
+}
+
+/// A split-trust population's round: its relay's one batch of sealed messages.
+async fn relayed(
+    State(runtime): App,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let result = async {
+        let who = authorize(&runtime, &headers, &[Role::Relay]).await?;
+        let batch: RelayedBatch = read_json(&runtime, &headers, body, RELAYED_BODY_LIMIT).await?;
+        check_version(batch.version)?;
+        let round = runtime.relayed_round(&id, &who)?;
+        Ok((StatusCode::OK, runtime.relay(round, batch).await?))
+    }
+    .await;
+    answer(&runtime, result)
+}
+
+/// The aggregator's public key configurations (RFC 9458's `application/ohttp-keys`, the
+/// current key first), without a credential: devices fetch them from the aggregator itself.
+async fn hpke_keys(State(runtime): App) -> Response {
+    (
+        [(CONTENT_TYPE, HPKE_KEYS_MEDIA_TYPE)],
+        runtime.keys().configs.clone(),
+    )
+        .into_response()
 }
 
 async fn ledger(State(runtime): App, headers: HeaderMap) -> Response {

@@ -31,6 +31,7 @@ pub mod document;
 mod engine;
 mod error;
 mod http;
+mod keys;
 mod ledger;
 mod metrics;
 mod population;
@@ -55,11 +56,12 @@ use tracing::info;
 
 pub use error::ServerError;
 use http::HostPolicy;
+pub use keys::DEFAULT_KEY_GRACE;
 use runtime::Runtime;
 pub(crate) use service::redacted;
 use store::Store;
 use tally_messages::{
-    CredentialInfo, CredentialSpec, IssuedCredential, PopulationInfo, PopulationSpec,
+    CredentialInfo, CredentialSpec, IssuedCredential, PopulationInfo, PopulationSpec, TrustModel,
 };
 pub use tls::Tls;
 pub use transport::Limits;
@@ -96,6 +98,8 @@ pub struct Server {
     ticker: JoinHandle<()>,
     /// Polls the database for credentials changed beside the server.
     credential_poller: JoinHandle<()>,
+    /// Reads the HPKE keys again, for rotations made beside the server and retired keys.
+    key_poller: JoinHandle<()>,
     /// Held until the server shuts down.
     lease: store::WriterLease,
 }
@@ -165,10 +169,20 @@ impl Server {
                 polling.refresh_credentials().await;
             }
         });
+        let reading = Arc::clone(&runtime);
+        let key_poller = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(keys::KEYS_POLL);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                reading.refresh_keys().await;
+            }
+        });
         Ok(Self {
             runtime,
             ticker,
             credential_poller,
+            key_poller,
             lease,
         })
     }
@@ -202,6 +216,7 @@ impl Server {
     pub async fn shutdown(self) {
         self.ticker.abort();
         self.credential_poller.abort();
+        self.key_poller.abort();
         // The lease goes with the last connection: a next server may start.
         let lease = self.lease;
         self.runtime.shutdown().await;
@@ -263,6 +278,9 @@ pub async fn enroll_devices(
     auth::check_enrollment(count).map_err(ServerError::Invalid)?;
     let store = Store::open(db).await?;
     let enrolled = match store.population(population).await {
+        Ok(Some(p)) if p.trust == TrustModel::Split => {
+            Err(ServerError::Invalid(population::split_devices(population)))
+        }
         Ok(Some(_)) => auth::enroll(&store, None, population, count, runtime::unix_now()).await,
         Ok(None) => Err(ServerError::Invalid(format!(
             "no population {population:?}: create it first (tally population create), or, \
@@ -334,9 +352,29 @@ pub async fn create_credential(
 ) -> Result<IssuedCredential, ServerError> {
     auth::check_spec(spec).map_err(ServerError::Invalid)?;
     let store = Store::open(db).await?;
-    let issued = auth::issue(&store, None, spec, runtime::unix_now()).await;
+    let issued = match population::check_credential_populations(&store, spec).await {
+        Ok(Ok(())) => auth::issue(&store, None, spec, runtime::unix_now()).await,
+        Ok(Err(why)) => Err(ServerError::Invalid(why)),
+        Err(e) => Err(e),
+    };
     store.close().await;
     issued
+}
+
+/// Makes a new current HPKE key in the database at `db` (creating the database if needed)
+/// and gives every older key `grace` more time to open sealed messages
+/// ([`DEFAULT_KEY_GRACE`] covers every round open at the rotation); returns the new key's
+/// RFC 9458 key id. A running server serves the new key within two seconds.
+///
+/// # Errors
+///
+/// [`ServerError::Invalid`] if all 256 key ids are in their grace period, [`ServerError`] if
+/// the database fails.
+pub async fn rotate_hpke_key(db: &str, grace: Duration) -> Result<u8, ServerError> {
+    let store = Store::open(db).await?;
+    let rotated = keys::rotate(&store, runtime::unix_now(), grace).await;
+    store.close().await;
+    rotated
 }
 
 /// Provisions a population in the database at `db` (creating the database if needed),

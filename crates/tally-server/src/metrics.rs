@@ -94,11 +94,16 @@ impl Metrics {
 
     /// Counts one refusal.
     pub(crate) fn reject(&self, code: ErrorCode) {
+        self.reject_many(code, 1);
+    }
+
+    /// Counts `count` refusals for one reason (the messages of a relayed batch).
+    pub(crate) fn reject_many(&self, code: ErrorCode, count: u64) {
         self.rejections
             .get_or_create(&Reason {
                 reason: code.name(),
             })
-            .inc();
+            .inc_by(count);
     }
 
     /// Counts accepted uploads, reports and abstentions alike.

@@ -2,7 +2,7 @@
 //! tasks' minimum cohort and an optional cap on one task's `ε`; a task can only name a
 //! population that exists, so no spelling of a name gets a budget of its own.
 
-use tally_messages::{Budget, PopulationInfo, PopulationSpec};
+use tally_messages::{Budget, CredentialSpec, PopulationInfo, PopulationSpec, Role, TrustModel};
 
 use crate::ServerError;
 use crate::auth::check_population_name;
@@ -43,6 +43,7 @@ pub(crate) async fn provision(
         delta: spec.budget.delta,
         min_cohort: spec.min_cohort,
         max_task_epsilon: spec.max_task_epsilon,
+        trust: spec.trust,
         created_at,
     };
     Ok(store
@@ -61,6 +62,44 @@ pub(crate) fn info(stored: &StoredPopulation) -> PopulationInfo {
         },
         min_cohort: stored.min_cohort,
         max_task_epsilon: stored.max_task_epsilon,
+        trust: stored.trust,
         created_at: stored.created_at,
     }
+}
+
+/// Whether the populations of a (checked) credential `spec` fit its role: a relay relays for
+/// provisioned split-trust populations only, and no device credential is made for a
+/// split-trust population (its devices are enrolled at its relay: the aggregator holds no
+/// device identity of it). `Ok(Err(why))` refuses it.
+pub(crate) async fn check_credential_populations(
+    store: &Store,
+    spec: &CredentialSpec,
+) -> Result<Result<(), String>, ServerError> {
+    for name in &spec.populations {
+        let trust = store.population(name).await?.map(|p| p.trust);
+        match (spec.role, trust) {
+            (Role::Relay, None) => {
+                return Ok(Err(format!(
+                    "no population {name:?}: create it with trust split first"
+                )));
+            }
+            (Role::Relay, Some(TrustModel::SingleParty)) => {
+                return Ok(Err(format!(
+                    "population {name:?} is single-party: its devices upload to the aggregator, \
+                     and no relay relays for it"
+                )));
+            }
+            (Role::Device, Some(TrustModel::Split)) => return Ok(Err(split_devices(name))),
+            _ => {}
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Why a split-trust population's devices are not enrolled at the aggregator.
+pub(crate) fn split_devices(population: &str) -> String {
+    format!(
+        "population {population:?} is split: its devices are enrolled at its relay, and the \
+         aggregator holds no device credential of it (enroll them with the relay's database)"
+    )
 }

@@ -1,13 +1,17 @@
-//! One open round: its published query, the upload tokens it issued, and its aggregator.
+//! One open round: its published query, the upload tokens it issued (or, in a split-trust
+//! population, the one batch its relay sends), and its aggregator.
 
 use std::collections::hash_map::Entry;
 use std::sync::Mutex;
 use std::time::Instant;
 
 use rand::Rng;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use tally_core::protocol::wire::WireAggregator;
-use tally_messages::{ErrorCode, Rejection, RoundQuery, Upload};
+use tally_messages::{
+    ErrorCode, RefusedMessages, Rejection, RelayReceipt, RoundQuery, TrustModel, Upload,
+};
+use tally_seal::{Binding, Keyring, OpenError, REPORT_ID_BYTES};
 
 /// What one batch of uploads did.
 pub(crate) struct BatchOutcome {
@@ -33,8 +37,13 @@ pub(crate) struct Closed {
 pub(crate) struct Round {
     /// What devices are asked.
     pub(crate) query: RoundQuery,
+    /// Who its reports go through: devices upload to it (`single-party`), or its relay sends
+    /// them sealed in one batch (`split`).
+    pub(crate) trust: TrustModel,
     /// When it closes whatever its cohort.
     pub(crate) deadline: Instant,
+    /// The fewest uploads it releases with.
+    min_cohort: u64,
     cohort_target: u64,
     /// Why a report the round does not admit is refused.
     refusal: ErrorCode,
@@ -49,28 +58,68 @@ struct RoundState {
     /// The token issued to each device credential that checked in.
     devices: FxHashMap<String, u128>,
     uploads: u64,
+    /// Whether a relayed batch arrived (or is being opened): a round takes one.
+    relayed: bool,
+}
+
+/// The counts of a round: what it releases with and what closes it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cohort {
+    /// The fewest uploads it releases with.
+    pub(crate) min: u64,
+    /// The uploads that close it.
+    pub(crate) target: u64,
+}
+
+/// The messages of a relayed batch that opened, unseen in the batch, before admission.
+pub(crate) struct OpenedBatch {
+    /// The messages, in the batch's (the relay's permuted) order.
+    messages: Vec<String>,
+    /// Messages refused while opening, by reason.
+    refused: FxHashMap<ErrorCode, u64>,
+}
+
+/// A round's relayed batch being opened: the round counts it as arrived (a second batch is
+/// refused, and the deadline does not close the round under it) until it is absorbed or
+/// dropped.
+pub(crate) struct RelayClaim<'a> {
+    round: &'a Round,
+    absorbed: bool,
+}
+
+impl Drop for RelayClaim<'_> {
+    /// A batch dropped before it was absorbed (its request failed) frees the round again.
+    fn drop(&mut self) {
+        if !self.absorbed {
+            self.round.lock().relayed = false;
+        }
+    }
 }
 
 impl Round {
-    /// A round publishing `query`, counting into `aggregator`, which refuses the reports it
-    /// does not admit with `refusal`.
+    /// A round publishing `query` to a population of trust model `trust`, counting into
+    /// `aggregator`, which refuses the reports it does not admit with `refusal`.
     pub(crate) fn new(
         query: RoundQuery,
+        trust: TrustModel,
         deadline: Instant,
-        cohort_target: u64,
+        cohort: Cohort,
         aggregator: Box<dyn WireAggregator>,
         refusal: ErrorCode,
     ) -> Self {
         Self {
             query,
+            trust,
             deadline,
-            cohort_target,
+            min_cohort: cohort.min,
+            cohort_target: cohort.target,
             refusal,
             state: Mutex::new(RoundState {
                 aggregator: Some(aggregator),
                 tokens: FxHashMap::default(),
                 devices: FxHashMap::default(),
                 uploads: 0,
+                relayed: false,
             }),
         }
     }
@@ -167,6 +216,142 @@ impl Round {
         Some(outcome)
     }
 
+    /// Claims the round for the relayed batch of a `cohort` of devices holding `messages`
+    /// messages, before it is opened.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorCode::ClosedRound`] if the round is closed, [`ErrorCode::AlreadyRelayed`] if a
+    /// batch arrived already, [`ErrorCode::BelowMinCohort`] for a cohort below the minimum,
+    /// [`ErrorCode::Oversized`] for a cohort past the target or more messages than such a
+    /// cohort can send (each message at least a byte and a separator of a report of at most
+    /// `max_report_bytes`); each with what was wrong.
+    pub(crate) fn claim_relay(
+        &self,
+        cohort: u64,
+        messages: usize,
+    ) -> Result<RelayClaim<'_>, (ErrorCode, String)> {
+        let id = &self.query.round_id;
+        if cohort < self.min_cohort {
+            return Err((
+                ErrorCode::BelowMinCohort,
+                format!(
+                    "a cohort of {cohort} devices: round {id} releases with at least {}; a \
+                     relay forwards nothing below it",
+                    self.min_cohort
+                ),
+            ));
+        }
+        if cohort > self.cohort_target {
+            return Err((
+                ErrorCode::Oversized,
+                format!(
+                    "a cohort of {cohort} devices: round {id} takes at most {}",
+                    self.cohort_target
+                ),
+            ));
+        }
+        let per_device = u64::from(self.query.max_report_bytes).div_ceil(2).max(1);
+        if messages as u64 > cohort.saturating_mul(per_device) {
+            return Err((
+                ErrorCode::Oversized,
+                format!(
+                    "{messages} messages from {cohort} devices: at most {per_device} each in \
+                     round {id}"
+                ),
+            ));
+        }
+        let mut state = self.lock();
+        if state.aggregator.is_none() {
+            return Err((ErrorCode::ClosedRound, format!("round {id} is closed")));
+        }
+        if state.relayed {
+            return Err((
+                ErrorCode::AlreadyRelayed,
+                format!("round {id} has its relayed batch already: a round takes one"),
+            ));
+        }
+        state.relayed = true;
+        Ok(RelayClaim {
+            round: self,
+            absorbed: false,
+        })
+    }
+
+    /// Whether a relayed batch is being opened: the deadline waits for it.
+    pub(crate) fn relaying(&self) -> bool {
+        let state = self.lock();
+        state.relayed && state.aggregator.is_some()
+    }
+
+    /// Opens the sealed `messages` of this round with `keyring`: each must open under the
+    /// round's binding (else [`ErrorCode::UnknownKey`], [`ErrorCode::UnopenedReport`] or
+    /// [`ErrorCode::Malformed`]), carry a report id not seen before in the batch (else
+    /// [`ErrorCode::DuplicateReport`]: a replay or a duplicate, dropped after its first) and
+    /// fit the round's report size ([`ErrorCode::Oversized`]). CPU-bound: run it off the
+    /// async workers.
+    pub(crate) fn open_batch(&self, keyring: &Keyring, messages: Vec<String>) -> OpenedBatch {
+        let binding = Binding::of(&self.query);
+        let max_bytes = self.query.max_report_bytes as usize;
+        let mut seen: FxHashSet<[u8; REPORT_ID_BYTES]> = FxHashSet::default();
+        let mut opened = OpenedBatch {
+            messages: Vec::with_capacity(messages.len()),
+            refused: FxHashMap::default(),
+        };
+        for sealed in messages {
+            let verdict = match keyring.open(&binding, &sealed) {
+                Err(OpenError::UnknownKey(_)) => Err(ErrorCode::UnknownKey),
+                Err(OpenError::NotOpened) => Err(ErrorCode::UnopenedReport),
+                Err(_) => Err(ErrorCode::Malformed),
+                Ok(message) if !seen.insert(message.report_id) => Err(ErrorCode::DuplicateReport),
+                Ok(message) if message.message.len() > max_bytes => Err(ErrorCode::Oversized),
+                Ok(message) => Ok(message.message),
+            };
+            match verdict {
+                Ok(message) => opened.messages.push(message),
+                Err(code) => *opened.refused.entry(code).or_default() += 1,
+            }
+        }
+        opened
+    }
+
+    /// Absorbs an opened batch of a `cohort` of devices under its `claim`: every message the
+    /// round admits alone ([`WireAggregator::absorb_message`]: the messages of a
+    /// multi-message report arrive apart) is counted, the others refused with the round's
+    /// refusal, and the round counts the cohort's devices as its uploads.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorCode::ClosedRound`] if the round closed meanwhile (a cancellation or a
+    /// shutdown): nothing is counted.
+    pub(crate) fn absorb_relayed(
+        &self,
+        mut claim: RelayClaim<'_>,
+        cohort: u64,
+        batch: OpenedBatch,
+    ) -> Result<RelayReceipt, ErrorCode> {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let aggregator = state.aggregator.as_mut().ok_or(ErrorCode::ClosedRound)?;
+        let mut refused = batch.refused;
+        let mut accepted = 0;
+        for message in batch.messages {
+            match aggregator.absorb_message(message) {
+                Ok(()) => accepted += 1,
+                Err(_) => *refused.entry(self.refusal).or_default() += 1,
+            }
+        }
+        state.uploads = cohort;
+        claim.absorbed = true;
+        drop(guard);
+        let mut refused: Vec<RefusedMessages> = refused
+            .into_iter()
+            .map(|(code, count)| RefusedMessages { code, count })
+            .collect();
+        refused.sort_by_key(|r| r.code.name());
+        Ok(RelayReceipt { accepted, refused })
+    }
+
     /// Uploads accepted so far (reports and abstentions), and the cohort that closes it.
     pub(crate) fn cohort(&self) -> (u64, u64) {
         (self.lock().uploads, self.cohort_target)
@@ -226,6 +411,10 @@ pub(crate) mod tests {
             Ok(())
         }
 
+        fn absorb_message(&mut self, _: String) -> Result<(), NotAdmitted> {
+            Ok(())
+        }
+
         fn release(self: Box<Self>) -> Vec<WireCell> {
             Vec::new()
         }
@@ -250,6 +439,38 @@ pub(crate) mod tests {
         }
     }
 
+    /// A round takes one relayed batch: while one is being opened a second is refused as
+    /// already relayed (and the deadline waits for it), and a batch dropped before it was
+    /// counted frees the round. Without the claim both batches were counted.
+    #[test]
+    fn a_round_takes_one_relayed_batch() {
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        let round = Round::new(
+            item_query("r", "t"),
+            TrustModel::Split,
+            deadline,
+            Cohort { min: 2, target: 3 },
+            Box::new(AdmitAll),
+            ErrorCode::Malformed,
+        );
+        let claim = round.claim_relay(2, 2).unwrap();
+        assert!(round.relaying());
+        let second = round.claim_relay(3, 3).err().map(|(code, _)| code);
+        assert_eq!(second, Some(ErrorCode::AlreadyRelayed));
+        drop(claim);
+        assert!(!round.relaying());
+        let claim = round.claim_relay(2, 0).unwrap();
+        let opened = round.open_batch(&Keyring::default(), Vec::new());
+        let receipt = round.absorb_relayed(claim, 2, opened).unwrap();
+        assert_eq!(receipt.accepted, 0);
+        assert_eq!(round.cohort(), (2, 3));
+        let third = round.claim_relay(2, 0).err().map(|(code, _)| code);
+        assert_eq!(third, Some(ErrorCode::AlreadyRelayed));
+        assert_eq!(round.close().unwrap().uploads, 2);
+        let closed = round.claim_relay(2, 0).err().map(|(code, _)| code);
+        assert_eq!(closed, Some(ErrorCode::ClosedRound));
+    }
+
     /// A round with a cohort target of 3 that 5 devices upload to in one batch, then 1 more
     /// in another, before it closes: it counts 3 uploads and refuses the other 3 as closed,
     /// their tokens unspent. Without the check it counted all 6.
@@ -258,8 +479,9 @@ pub(crate) mod tests {
         let deadline = Instant::now() + std::time::Duration::from_secs(60);
         let round = Round::new(
             item_query("r", "t"),
+            TrustModel::SingleParty,
             deadline,
-            3,
+            Cohort { min: 1, target: 3 },
             Box::new(AdmitAll),
             ErrorCode::Malformed,
         );

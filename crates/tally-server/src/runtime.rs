@@ -14,8 +14,8 @@ use tally_accounting::Guarantee;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo,
-    PopulationSpec, Role, RoundQuery, TaskInfo, TaskKind, TaskSpec, TaskState, TightTotal,
-    TreeReading,
+    PopulationSpec, RelayReceipt, RelayedBatch, Role, RoundQuery, Sampling, TaskInfo, TaskKind,
+    TaskSpec, TaskState, TightTotal, TreeReading, TrustModel,
 };
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -25,11 +25,12 @@ use crate::aggregator::AggregatorCoins;
 use crate::auth::{self, CredentialCache, Principal};
 use crate::engine::{self, Engine};
 use crate::error::ApiError;
+use crate::keys::{AggregatorKeys, LiveKeys};
 use crate::ledger::{Charge, CompositionMemo, LossRounds, Total};
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
-use crate::round::Round;
+use crate::round::{Cohort, Round};
 use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredTask};
 use crate::transport::Limits;
 
@@ -91,6 +92,8 @@ pub(crate) struct Runtime {
     pub(crate) rate_limit: Option<RateLimit>,
     /// Where each round's aggregator gets its sampling coins.
     coins: AggregatorCoins,
+    /// The HPKE keys that open a split-trust population's sealed reports.
+    keys: AggregatorKeys,
     tasks: Mutex<BTreeMap<String, LiveTask>>,
     /// The tight ledger's composed loss pairs, remembered between budget checks.
     compositions: CompositionMemo,
@@ -115,9 +118,11 @@ impl Runtime {
         }
         let credentials = CredentialCache::default();
         credentials.refresh(&store).await?;
+        let keys = AggregatorKeys::load(&store, unix_now()).await?;
         let runtime = Arc::new(Self {
             store,
             credentials,
+            keys,
             metrics: Metrics::new(),
             body_timeout: limits.body_timeout,
             rate_limit: limits.requests_per_second.map(RateLimit::new),
@@ -279,6 +284,16 @@ impl Runtime {
     ) -> Result<TaskInfo, ApiError> {
         engine::draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
         let (mut engine, guarantee) = self.plan_task(&spec, who).await?;
+        let trust = self
+            .store
+            .population(&spec.population)
+            .await?
+            .ok_or_else(|| unknown_population(&spec.population))?
+            .trust;
+        let guarantee_body = GuaranteeBody {
+            trust_model: trust,
+            ..GuaranteeBody::from(&guarantee)
+        };
         let loss = engine.loss_rounds();
         let mut tasks = self.tasks.lock().await;
         check_running_tasks(tasks.values(), who)?;
@@ -290,8 +305,7 @@ impl Runtime {
             population: spec.population.clone(),
             // Unwrap safety: the spec was just parsed from JSON.
             spec: serde_json::to_string(&spec).expect("specs serialize"),
-            guarantee: serde_json::to_string(&GuaranteeBody::from(&guarantee))
-                .expect("guarantees serialize"),
+            guarantee: serde_json::to_string(&guarantee_body).expect("guarantees serialize"),
             epsilon: guarantee.epsilon,
             delta: guarantee.delta,
             state: TaskState::Running.name().to_owned(),
@@ -316,7 +330,7 @@ impl Runtime {
             id: id.clone(),
             owner: who.id.clone(),
             spec,
-            guarantee: GuaranteeBody::from(&guarantee),
+            guarantee: guarantee_body,
             state: TaskState::Running,
             error: None,
             created_at,
@@ -329,7 +343,7 @@ impl Runtime {
             short: 0,
         };
         info!(task = %id, population = ?task.spec.population, epsilon = task.guarantee.epsilon,
-              delta = task.guarantee.delta, "task created");
+              delta = task.guarantee.delta, trust_model = trust.name(), "task created");
         self.open_round(&mut task).await?;
         let info = task.info();
         tasks.insert(id, task);
@@ -474,7 +488,9 @@ impl Runtime {
         rounds
     }
 
-    /// The open round `id`, if it asks `who`'s population (or `who` is an operator).
+    /// The open round `id`, to check in and upload to: if it asks `who`'s population (or
+    /// `who` is an operator) and its population is single-party (a split-trust population's
+    /// reports come only through its relay).
     pub(crate) fn round(&self, id: &str, who: &Principal) -> Result<Arc<Round>, ApiError> {
         if let Some(round) = self.open.read().expect("round index lock").get(id) {
             if who.role != Role::Operator && !who.covers(&round.query.population) {
@@ -482,9 +498,95 @@ impl Runtime {
                     "round {id} asks another population than this device's"
                 )));
             }
+            if round.trust == TrustModel::Split {
+                return Err(forbidden(format!(
+                    "round {id} asks population {:?}, whose trust model is split: its devices \
+                     upload sealed reports to its relay, which sends them to the aggregator \
+                     in one batch (POST /v1/rounds/{id}/relayed); the aggregator takes no \
+                     check-in or upload for it",
+                    round.query.population
+                )));
+            }
             return Ok(Arc::clone(round));
         }
         Err(self.not_open(id))
+    }
+
+    /// The open round `id`, for the relayed batch of the relay credential `who`: a round of
+    /// a split-trust population `who` relays for.
+    pub(crate) fn relayed_round(&self, id: &str, who: &Principal) -> Result<Arc<Round>, ApiError> {
+        let Some(round) = self.open.read().expect("round index lock").get(id).cloned() else {
+            return Err(self.not_open(id));
+        };
+        if !who.covers(&round.query.population) {
+            return Err(forbidden(format!(
+                "round {id} asks population {:?}, which this relay credential does not relay for",
+                round.query.population
+            )));
+        }
+        if round.trust != TrustModel::Split {
+            return Err(forbidden(format!(
+                "round {id} asks population {:?}, whose trust model is single-party: its \
+                 devices upload to the aggregator, not through a relay",
+                round.query.population
+            )));
+        }
+        Ok(round)
+    }
+
+    /// The live HPKE keys: the public configurations served at `GET /v1/hpke-keys`, and the
+    /// key pairs that open sealed reports.
+    pub(crate) fn keys(&self) -> Arc<LiveKeys> {
+        self.keys.live()
+    }
+
+    /// Reads the HPKE keys again (a rotation made beside the server, a key past its grace
+    /// period); a failure is logged, and the keys read last stay in use.
+    pub(crate) async fn refresh_keys(&self) {
+        if let Err(e) = self.keys.refresh(&self.store, unix_now()).await {
+            warn!(error = %e, "could not read the HPKE keys");
+        }
+    }
+
+    /// Opens, checks and counts the relayed batch of `round`, then closes and releases the
+    /// round (it takes one batch). The sealed messages are opened on a blocking thread.
+    pub(crate) async fn relay(
+        &self,
+        round: Arc<Round>,
+        batch: RelayedBatch,
+    ) -> Result<RelayReceipt, ApiError> {
+        let id = round.query.round_id.clone();
+        if batch.attempt != round.query.attempt {
+            return Err(ApiError::new(
+                ErrorCode::ClosedRound,
+                format!(
+                    "the batch answers attempt {} of round {id}, which is attempt {}",
+                    batch.attempt, round.query.attempt
+                ),
+            ));
+        }
+        let keys = self.keys();
+        let cohort = batch.cohort;
+        let opening = Arc::clone(&round);
+        let receipt = tokio::task::spawn_blocking(move || {
+            let claim = opening.claim_relay(cohort, batch.messages.len())?;
+            let opened = opening.open_batch(&keys.keyring, batch.messages);
+            opening
+                .absorb_relayed(claim, cohort, opened)
+                .map_err(|code| (code, format!("round {} is closed", opening.query.round_id)))
+        })
+        .await
+        .map_err(|e| ServerError::Corrupt(format!("opening a relayed batch failed: {e}")))?
+        .map_err(|(code, message)| ApiError::new(code, message))?;
+        self.metrics.accepted(cohort);
+        for refused in &receipt.refused {
+            self.metrics.reject_many(refused.code, refused.count);
+        }
+        info!(round = %id, cohort, "relayed batch received");
+        // The round takes one batch: it closes (and releases) before the relay is answered,
+        // so that any later batch finds it closed.
+        self.close_round(&id).await;
+        Ok(receipt)
     }
 
     /// Why round `id` takes no uploads.
@@ -501,8 +603,9 @@ impl Runtime {
         let now = Instant::now();
         let due: Vec<String> = {
             let open = self.open.read().expect("round index lock");
+            // A round whose relayed batch is being opened closes when it is counted.
             open.values()
-                .filter(|r| r.deadline <= now)
+                .filter(|r| r.deadline <= now && !r.relaying())
                 .map(|r| r.query.round_id.clone())
                 .collect()
         };
@@ -582,7 +685,9 @@ impl Runtime {
             .observe(cells)
             .map_err(|e| ServerError::Corrupt(format!("round {round_id}: {e}")))?;
         let more = engine.advance();
-        let document = (!more).then(|| engine.clone().document(&task.spec));
+        let document = (!more)
+            .then(|| with_trust_model(engine.clone().document(&task.spec), &task.guarantee))
+            .transpose()?;
         let now = unix_now();
         let debit = (!task.debited).then(|| StoredDebit {
             task_id: task.id.clone(),
@@ -627,10 +732,17 @@ impl Runtime {
         let id = new_id("r");
         let opened_at = unix_now();
         let deadline_secs = policy.deadline_secs.min(i64::MAX as u64 / 2);
-        let opened = engine.open(task.spec.sampling, self.coins.round_rng());
         let cohort_target = policy
             .cohort_target
             .unwrap_or(task.spec.expected_population);
+        let trust = task.guarantee.trust_model;
+        // In a split-trust population the relay flips the aggregator-side coins, before the
+        // aggregator receives anything: the aggregator counts every report it opens.
+        let coins = match (trust, task.spec.sampling) {
+            (TrustModel::Split, Sampling::Aggregator) => Sampling::Device,
+            (_, sampling) => sampling,
+        };
+        let opened = engine.open(coins, self.coins.round_rng());
         let query = RoundQuery {
             version: PROTOCOL_VERSION,
             round_id: id.clone(),
@@ -650,8 +762,12 @@ impl Runtime {
             .await?;
         let round = Arc::new(Round::new(
             query,
+            trust,
             Instant::now() + Duration::from_secs(deadline_secs),
-            cohort_target,
+            Cohort {
+                min: policy.min_cohort,
+                target: cohort_target,
+            },
             opened.aggregator,
             opened.refusal,
         ));
@@ -719,6 +835,9 @@ impl Runtime {
     ) -> Result<IssuedCredential, ApiError> {
         check_version(spec.version)?;
         auth::check_spec(spec).map_err(|m| ApiError::new(ErrorCode::Malformed, m))?;
+        population::check_credential_populations(&self.store, spec)
+            .await?
+            .map_err(forbidden)?;
         let issued = auth::issue(&self.store, Some(&self.credentials), spec, unix_now()).await?;
         info!(credential = %issued.credential.id, role = issued.credential.role.name(),
               "credential created");
@@ -802,6 +921,13 @@ impl Runtime {
                 .check_in(devices, &mut rand::rng())
                 .ok_or_else(not_open)?,
             Role::Analyst => return Err(forbidden("an analyst takes no upload tokens".into())),
+            Role::Relay => {
+                return Err(forbidden(
+                    "a relay takes no upload tokens: it sends a round's sealed reports in one \
+                     batch (POST /v1/rounds/{id}/relayed)"
+                        .into(),
+                ));
+            }
         };
         self.metrics.issued(tokens.len() as u64);
         Ok(tokens)
@@ -823,8 +949,12 @@ impl Runtime {
                 ),
             ));
         }
-        if self.store.population(population).await?.is_none() {
-            return Err(unknown_population(population));
+        match self.store.population(population).await? {
+            None => return Err(unknown_population(population)),
+            Some(p) if p.trust == TrustModel::Split => {
+                return Err(forbidden(population::split_devices(population)));
+            }
+            Some(_) => {}
         }
         let tokens = auth::enroll(
             &self.store,
@@ -862,6 +992,7 @@ impl LiveTask {
             Role::Analyst => who.id == self.owner,
             Role::Operator => access != Access::Result,
             Role::Device => access == Access::Read && who.covers(&self.spec.population),
+            Role::Relay => false,
         }
     }
 
@@ -900,6 +1031,33 @@ fn check_running_tasks<'a>(
         ));
     }
     Ok(())
+}
+
+/// A task's result `document` saying the trust model of the task's `guarantee` in every
+/// guarantee it holds (a document is built as a simulation's, which says `single-party`).
+fn with_trust_model(document: String, guarantee: &GuaranteeBody) -> Result<String, ServerError> {
+    fn set(value: &mut serde_json::Value, trust: &serde_json::Value) {
+        match value {
+            serde_json::Value::Object(fields) => {
+                if let Some(field) = fields.get_mut("trust_model") {
+                    *field = trust.clone();
+                }
+                fields.values_mut().for_each(|v| set(v, trust));
+            }
+            serde_json::Value::Array(values) => values.iter_mut().for_each(|v| set(v, trust)),
+            _ => {}
+        }
+    }
+    if guarantee.trust_model == TrustModel::SingleParty {
+        return Ok(document);
+    }
+    let corrupt = |e: serde_json::Error| ServerError::Corrupt(format!("a task's document: {e}"));
+    let mut value: serde_json::Value = serde_json::from_str(&document).map_err(corrupt)?;
+    set(
+        &mut value,
+        &serde_json::Value::from(guarantee.trust_model.name()),
+    );
+    serde_json::to_string_pretty(&value).map_err(corrupt)
 }
 
 fn forbidden(message: String) -> ApiError {

@@ -38,13 +38,18 @@ where
     }
 }
 
-/// A report as the shuffler takes it: its wire encoding, and the messages it splits into.
+/// A report as the shuffler takes it: its wire encoding, and the messages it splits into,
+/// each with its own wire encoding (the messages a split-trust population's devices seal
+/// apart).
 pub(crate) trait ShuffledReport:
-    WireReport + MultiMessage<Message: Send + 'static> + Send + 'static
+    WireReport + MultiMessage<Message: WireReport + Send + 'static> + Send + 'static
 {
 }
 
-impl<T: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static> ShuffledReport for T {}
+impl<T> ShuffledReport for T where
+    T: WireReport + MultiMessage<Message: WireReport + Send + 'static> + Send + 'static
+{
+}
 
 #[cfg(test)]
 mod tests {
@@ -57,8 +62,8 @@ mod tests {
 
     use super::*;
     use crate::aggregator::tests::binomial_interval;
-    use crate::round::Round;
     use crate::round::tests::item_query;
+    use crate::round::{Cohort, Round};
 
     /// A round whose guarantee trusts a shuffler, whose devices each send two messages, and
     /// whose analyzer publishes the messages it receives, in the order it receives them (as a
@@ -161,7 +166,17 @@ mod tests {
         };
         let query = item_query("r-attack", "t-attack");
         let deadline = Instant::now() + Duration::from_secs(60);
-        let round = Round::new(query, deadline, 100, aggregator, ErrorCode::Malformed);
+        let round = Round::new(
+            query,
+            tally_messages::TrustModel::SingleParty,
+            deadline,
+            Cohort {
+                min: 1,
+                target: 100,
+            },
+            aggregator,
+            ErrorCode::Malformed,
+        );
         let mut tokens = round
             .check_in(DEVICES as u32 + 1, &mut ChaCha20Rng::seed_from_u64(!seed))
             .unwrap();

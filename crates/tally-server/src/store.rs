@@ -8,13 +8,13 @@ use std::path::Path;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
-use tally_messages::TaskState;
+use tally_messages::{TaskState, TrustModel};
 
 use crate::ledger::{Charge, LossRounds};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 9] = [
+const SCHEMA: [&str; 11] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -78,7 +78,36 @@ const SCHEMA: [&str; 9] = [
         generation BIGINT NOT NULL
     )",
     "INSERT INTO credential_changes (id, generation) VALUES (1, 0) ON CONFLICT (id) DO NOTHING",
+    // A population's trust model when it is not `single-party` (a table of its own, so that a
+    // database made before split-trust deployments needs no migration).
+    "CREATE TABLE IF NOT EXISTS population_trust (
+        name TEXT PRIMARY KEY,
+        trust TEXT NOT NULL
+    )",
+    // The aggregator's HPKE key pairs (RFC 9180), by RFC 9458 key id: the private key in
+    // base64url, when it was made, and when it stops opening messages (null for the current
+    // key, which is the newest one without it).
+    "CREATE TABLE IF NOT EXISTS hpke_keys (
+        key_id BIGINT PRIMARY KEY,
+        secret_key TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        retires_at BIGINT
+    )",
 ];
+
+/// `SELECT` of a stored population's columns `FROM populations`, then `$rest`; its trust
+/// model is read from `population_trust` (`single-party` where it has no row).
+macro_rules! select_populations {
+    ($rest:literal) => {
+        concat!(
+            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at,
+                (SELECT trust FROM population_trust
+                 WHERE population_trust.name = populations.name) AS trust
+             FROM populations ",
+            $rest
+        )
+    };
+}
 
 /// Counts a change to `credentials`, in the transaction that makes it.
 const BUMP_CREDENTIAL_GENERATION: &str =
@@ -186,8 +215,23 @@ pub(crate) struct StoredPopulation {
     pub(crate) min_cohort: u64,
     /// The cap on one task's `ε`.
     pub(crate) max_task_epsilon: Option<f64>,
+    /// Who its devices' reports go through.
+    pub(crate) trust: TrustModel,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
+}
+
+/// One of the aggregator's HPKE key pairs as stored.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredKey {
+    /// Its RFC 9458 key id.
+    pub(crate) key_id: u8,
+    /// Its private key, base64url.
+    pub(crate) secret_key: String,
+    /// Creation time, seconds since the Unix epoch.
+    pub(crate) created_at: i64,
+    /// When it stops opening messages; `None` while current.
+    pub(crate) retires_at: Option<i64>,
 }
 
 /// A credential as stored: its secret only as a hash.
@@ -321,11 +365,13 @@ impl Store {
         }
     }
 
-    /// Stores a new population; `false` if one of that name exists.
+    /// Stores a new population (with its trust model, in the same transaction); `false` if
+    /// one of that name exists.
     pub(crate) async fn insert_population(
         &self,
         population: &StoredPopulation,
     ) -> Result<bool, ServerError> {
+        let mut tx = self.pool.begin().await?;
         let done = sqlx::query(
             "INSERT INTO populations (name, epsilon, delta, min_cohort, max_task_epsilon, created_at)
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
@@ -336,9 +382,76 @@ impl Store {
         .bind(to_i64(population.min_cohort))
         .bind(population.max_task_epsilon)
         .bind(population.created_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
-        Ok(done.rows_affected() == 1)
+        if done.rows_affected() != 1 {
+            return Ok(false);
+        }
+        if population.trust != TrustModel::SingleParty {
+            sqlx::query("INSERT INTO population_trust (name, trust) VALUES ($1, $2)")
+                .bind(&population.name)
+                .bind(population.trust.name())
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The aggregator's HPKE key pairs, newest first.
+    pub(crate) async fn keys(&self) -> Result<Vec<StoredKey>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT key_id, secret_key, created_at, retires_at FROM hpke_keys
+             ORDER BY created_at DESC, key_id DESC",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let key_id: i64 = row.try_get("key_id")?;
+                Ok(StoredKey {
+                    key_id: u8::try_from(key_id)
+                        .map_err(|_| ServerError::Corrupt(format!("HPKE key id {key_id}")))?,
+                    secret_key: row.try_get("secret_key")?,
+                    created_at: row.try_get("created_at")?,
+                    retires_at: row.try_get("retires_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Makes `key` the current key, in one transaction: every key retired by `now` is
+    /// deleted, the others retire at `retire_at` at the latest, and `key` replaces any key of
+    /// its id.
+    pub(crate) async fn rotate_key(
+        &self,
+        key: &StoredKey,
+        now: i64,
+        retire_at: i64,
+    ) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM hpke_keys WHERE retires_at <= $1 OR key_id = $2")
+            .bind(now)
+            .bind(i64::from(key.key_id))
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "UPDATE hpke_keys SET retires_at = $1 WHERE retires_at IS NULL OR retires_at > $1",
+        )
+        .bind(retire_at)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "INSERT INTO hpke_keys (key_id, secret_key, created_at, retires_at)
+             VALUES ($1, $2, $3, NULL)",
+        )
+        .bind(i64::from(key.key_id))
+        .bind(&key.secret_key)
+        .bind(key.created_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The population `name`, if provisioned.
@@ -346,24 +459,18 @@ impl Store {
         &self,
         name: &str,
     ) -> Result<Option<StoredPopulation>, ServerError> {
-        let row = sqlx::query(
-            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
-             FROM populations WHERE name = $1",
-        )
-        .bind(name)
-        .fetch_optional(&self.pool)
-        .await?;
+        let row = sqlx::query(select_populations!("WHERE name = $1"))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(population_of).transpose()
     }
 
     /// Every population, by name.
     pub(crate) async fn populations(&self) -> Result<Vec<StoredPopulation>, ServerError> {
-        let rows = sqlx::query(
-            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
-             FROM populations ORDER BY name",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query(select_populations!("ORDER BY name"))
+            .fetch_all(&self.pool)
+            .await?;
         rows.iter().map(population_of).collect()
     }
 
@@ -390,11 +497,9 @@ impl Store {
         }
         .map_err(ServerError::from)?;
         let lock = if self.postgres {
-            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
-             FROM populations WHERE name = $1 FOR UPDATE"
+            select_populations!("WHERE name = $1 FOR UPDATE")
         } else {
-            "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at
-             FROM populations WHERE name = $1"
+            select_populations!("WHERE name = $1")
         };
         let population = sqlx::query(lock)
             .bind(&task.population)
@@ -797,6 +902,11 @@ fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerErro
         min_cohort: u64::try_from(min_cohort)
             .map_err(|_| ServerError::Corrupt(format!("min_cohort {min_cohort}")))?,
         max_task_epsilon: row.try_get("max_task_epsilon")?,
+        trust: match row.try_get::<Option<String>, _>("trust")?.as_deref() {
+            None => TrustModel::SingleParty,
+            Some(name) => TrustModel::from_name(name)
+                .ok_or_else(|| ServerError::Corrupt(format!("trust model {name:?}")))?,
+        },
         created_at: row.try_get("created_at")?,
     })
 }

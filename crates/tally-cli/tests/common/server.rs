@@ -69,6 +69,7 @@ impl Tokens {
             },
             min_cohort: 1,
             max_task_epsilon: None,
+            trust: tally_messages::TrustModel::SingleParty,
         };
         tally_server::create_population(db, &spec).await.unwrap();
         let analyst = CredentialSpec {

@@ -26,7 +26,7 @@ use crate::histogram::{DomainMap, check_map};
 /// A local randomizer of a domain element and the debiasing aggregator of its reports.
 pub trait LocalRandomizer: Clone + Send + Sync + std::fmt::Debug {
     /// What a device sends.
-    type Report: WireReport + SingleMessage;
+    type Report: WireReport + SingleMessage + Clone;
     /// Counts reports and debiases them into every element's estimate.
     type Aggregator: RoundAggregator<Report = Self::Report, Release = Estimates>;
 

@@ -20,7 +20,7 @@
 /// A report as the messages a shuffler separates.
 pub trait MultiMessage: Sized {
     /// One message.
-    type Message;
+    type Message: Clone;
 
     /// The report's messages (in no meaningful order: the shuffler permutes them).
     fn into_messages(self) -> Vec<Self::Message>;
@@ -33,7 +33,7 @@ pub trait MultiMessage: Sized {
 /// A report that is one message.
 pub trait SingleMessage {}
 
-impl<T: SingleMessage> MultiMessage for T {
+impl<T: SingleMessage + Clone> MultiMessage for T {
     type Message = T;
 
     fn into_messages(self) -> Vec<T> {
@@ -42,6 +42,19 @@ impl<T: SingleMessage> MultiMessage for T {
 
     fn from_message(message: T) -> T {
         message
+    }
+}
+
+/// A list of messages.
+impl<T: Clone> MultiMessage for Vec<T> {
+    type Message = T;
+
+    fn into_messages(self) -> Vec<T> {
+        self
+    }
+
+    fn from_message(message: T) -> Self {
+        vec![message]
     }
 }
 

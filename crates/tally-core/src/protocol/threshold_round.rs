@@ -19,7 +19,7 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
 
-use super::{DeviceQuery, RoundAggregator, RoundProtocol, TrustModel};
+use super::{DeviceQuery, RoundAggregator, RoundProtocol, SingleMessage, TrustModel};
 use crate::histogram::{SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery};
 
 /// Who flips a sample-and-threshold round's Poisson coins.
@@ -36,8 +36,8 @@ pub enum CoinHolder {
 pub trait ReportFeature {
     /// A device's data.
     type Input: ?Sized;
-    /// The report: a cell of the round's histogram.
-    type Key: Clone + Eq + Hash;
+    /// The report: a cell of the round's histogram, one message.
+    type Key: SingleMessage + Clone + Eq + Hash;
 
     /// The device's cell, or `None` when it has none this round.
     fn key(&self, input: &Self::Input) -> Option<Self::Key>;

@@ -15,8 +15,8 @@ use rand_chacha::ChaCha20Rng;
 use crate::histogram::DomainMap;
 
 use super::{
-    DeviceInput, DeviceQuery, ReportFeature, RoundAggregator, RoundProtocol, SampleThresholdAsk,
-    ThresholdCell, TrustModel, WireReport,
+    DeviceInput, DeviceQuery, MultiMessage, ReportFeature, RoundAggregator, RoundProtocol,
+    SampleThresholdAsk, ThresholdCell, TrustModel, WireReport,
 };
 
 /// A released cell with its report in its wire encoding: what a server stores and hands to
@@ -80,6 +80,20 @@ pub trait DeviceResponder: Send + Sync + fmt::Debug {
     /// when `data` cannot answer this round, and when the report would be longer than
     /// `max_bytes`: a refusal as oversized would tell the server that the device was sampled).
     fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String>;
+
+    /// The device's report for `data` as its messages, each in its wire encoding, for a
+    /// device that seals every message on its own (a split-trust deployment, whose relay
+    /// mixes all devices' messages): one for a report of one message, and as
+    /// [`DeviceResponder::respond`] otherwise.
+    fn respond_messages(
+        &self,
+        data: &str,
+        max_bytes: usize,
+        rng: &mut dyn Rng,
+    ) -> Option<Vec<String>> {
+        self.respond(data, max_bytes, rng)
+            .map(|report| vec![report])
+    }
 }
 
 impl<F> DeviceResponder for SampleThresholdAsk<F>
@@ -111,7 +125,10 @@ where
 /// that bound exceeds the round's limit, before flipping a coin: whether a device abstains
 /// then depends on neither its element nor its coins (the length of its own report would).
 pub trait BoundedDomainQuery:
-    DeviceQuery<Input = u32, Report: WireReport> + Send + Sync + fmt::Debug
+    DeviceQuery<Input = u32, Report: WireReport + MultiMessage<Message: WireReport>>
+    + Send
+    + Sync
+    + fmt::Debug
 {
     /// How a device's data is placed in the domain.
     fn domain_map(&self) -> DomainMap;
@@ -130,12 +147,44 @@ impl<Q: BoundedDomainQuery> DeviceResponder for Q {
     }
 
     fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let element = self.domain_map().element(data)?;
-        if self.longest_report() > max_bytes as u64 {
-            return None;
-        }
-        DeviceQuery::respond(self, &element, rng).map(WireReport::encode)
+        bounded_report(self, data, max_bytes, rng).map(WireReport::encode)
     }
+
+    /// The report's messages, each encoded on its own, under the same abstentions.
+    fn respond_messages(
+        &self,
+        data: &str,
+        max_bytes: usize,
+        rng: &mut dyn Rng,
+    ) -> Option<Vec<String>> {
+        bounded_report(self, data, max_bytes, rng).map(encode_messages_apart)
+    }
+}
+
+/// The report of a device holding `data` in a [`BoundedDomainQuery`]'s round, or `None`: not
+/// an element of the domain, or the round's longest report would not fit `max_bytes`.
+fn bounded_report<Q: BoundedDomainQuery + ?Sized>(
+    query: &Q,
+    data: &str,
+    max_bytes: usize,
+    rng: &mut dyn Rng,
+) -> Option<Q::Report> {
+    let element = query.domain_map().element(data)?;
+    if query.longest_report() > max_bytes as u64 {
+        return None;
+    }
+    DeviceQuery::respond(query, &element, rng)
+}
+
+/// A report's messages, each in its own wire encoding.
+pub(crate) fn encode_messages_apart<T: MultiMessage<Message: WireReport>>(
+    report: T,
+) -> Vec<String> {
+    report
+        .into_messages()
+        .into_iter()
+        .map(WireReport::encode)
+        .collect()
 }
 
 /// The number of decimal digits of `x`.
@@ -170,6 +219,17 @@ pub trait WireAggregator: Send {
     ///
     /// [`NotAdmitted`] if it does not decode to a report the round admits; nothing is counted.
     fn absorb(&mut self, report: String) -> Result<(), NotAdmitted>;
+
+    /// Decodes one message of a report (sealed on its own by its device, and reaching the
+    /// aggregator apart from the report's other messages), checks it could be part of a
+    /// report the round admits ([`DeviceQuery::admits_message`]) and counts it as the report
+    /// of that message alone.
+    ///
+    /// # Errors
+    ///
+    /// [`NotAdmitted`] if it does not decode to a message the round admits; nothing is
+    /// counted.
+    fn absorb_message(&mut self, message: String) -> Result<(), NotAdmitted>;
 
     /// Applies the round's release rule; the cells' reports in their wire encoding.
     fn release(self: Box<Self>) -> Vec<WireCell>;
@@ -226,7 +286,7 @@ struct Admitting<Q, A> {
 
 impl<Q, A> WireAggregator for Admitting<Q, A>
 where
-    Q: DeviceQuery<Report: WireReport> + Send,
+    Q: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport>> + Send,
     A: RoundAggregator<Report = Q::Report, Release: WireRelease> + Send,
 {
     fn absorb(&mut self, report: String) -> Result<(), NotAdmitted> {
@@ -234,6 +294,14 @@ where
             .filter(|r| self.query.admits(r))
             .ok_or(NotAdmitted)?;
         self.aggregator.absorb(report);
+        Ok(())
+    }
+
+    fn absorb_message(&mut self, message: String) -> Result<(), NotAdmitted> {
+        let message = <Q::Report as MultiMessage>::Message::decode(message)
+            .filter(|m| self.query.admits_message(m))
+            .ok_or(NotAdmitted)?;
+        self.aggregator.absorb(Q::Report::from_message(message));
         Ok(())
     }
 
@@ -246,7 +314,12 @@ where
 /// `rng`.
 pub fn wire_aggregator<P>(round: &P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
 where
-    P: RoundProtocol<Query: DeviceQuery<Report: WireReport> + Clone + Send + 'static>,
+    P: RoundProtocol<
+        Query: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport>>
+                   + Clone
+                   + Send
+                   + 'static,
+    >,
     P::Release: WireRelease,
     P::Aggregator: Send + 'static,
 {
@@ -254,6 +327,54 @@ where
         query: round.query().clone(),
         aggregator: round.aggregator(rng),
     })
+}
+
+/// Checks that the messages of `round`'s devices, sealed apart and absorbed one by one
+/// ([`WireAggregator::absorb_message`]), count exactly what their whole reports count, that
+/// each is admitted alone, and that none of `refused` (messages out of the round's range) is.
+/// The devices hold `items`, and answer with coins from a stream seeded with `seed`.
+#[cfg(test)]
+pub(crate) fn assert_messages_count_apart_as_whole<P>(round: &P, items: &[u32], refused: &[&str])
+where
+    P: RoundProtocol<
+        Query: DeviceQuery<Input = u32, Report: WireReport + MultiMessage<Message: WireReport>>
+                   + Clone
+                   + Send
+                   + 'static,
+    >,
+    P::Release: WireRelease,
+    P::Aggregator: Send + 'static,
+{
+    use rand::SeedableRng;
+
+    let mut whole = wire_aggregator(round, ChaCha20Rng::seed_from_u64(1));
+    let mut apart = wire_aggregator(round, ChaCha20Rng::seed_from_u64(1));
+    let mut devices = ChaCha20Rng::seed_from_u64(2);
+    let mut messages = 0;
+    for item in items {
+        type Report<P> = <<P as RoundProtocol>::Query as DeviceQuery>::Report;
+        let text = DeviceQuery::respond(round.query(), item, &mut devices)
+            .unwrap()
+            .encode();
+        whole.absorb(text.clone()).unwrap();
+        for message in encode_messages_apart(Report::<P>::decode(text).unwrap()) {
+            messages += 1;
+            let decoded = Report::<P>::decode(message.clone()).unwrap();
+            assert!(round.query().admits_message(&decoded.into_messages()[0]));
+            apart.absorb_message(message).unwrap();
+        }
+    }
+    assert!(
+        messages > items.len(),
+        "one message per device tests nothing here"
+    );
+    for message in refused {
+        assert_eq!(
+            apart.absorb_message((*message).to_owned()),
+            Err(NotAdmitted)
+        );
+    }
+    assert_eq!(apart.release(), whole.release());
 }
 
 #[cfg(test)]

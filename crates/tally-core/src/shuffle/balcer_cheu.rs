@@ -574,6 +574,18 @@ mod tests {
         messages
     }
 
+    /// A device's messages sealed apart count as its report does; an element outside the
+    /// domain (8), or not one canonical element, is refused alone.
+    #[test]
+    fn messages_count_apart_as_in_the_whole_report() {
+        let round = protocol().round(DomainMap::Integers(8)).unwrap();
+        crate::protocol::wire::assert_messages_count_apart_as_whole(
+            &round,
+            &[0, 7, 3, 3],
+            &["8", "0,1", "01"],
+        );
+    }
+
     #[test]
     fn a_report_is_the_papers_messages_and_has_one_spelling() {
         let protocol = protocol();

@@ -523,6 +523,11 @@ impl DeviceQuery for CountMinQuery {
         }
         rows_seen.into_iter().all(|seen| seen)
     }
+
+    /// A cell of the table.
+    fn admits_message(&self, cell: &u32) -> bool {
+        u64::from(*cell) < self.cells()
+    }
 }
 
 impl SetQuery for CountMinQuery {
@@ -811,6 +816,17 @@ mod tests {
         let protocol = GhaziCountMin { params };
         let hashes = CountMinHashes::draw(&params, &mut ChaCha20Rng::seed_from_u64(1));
         protocol.round(DomainMap::Integers(4), hashes).unwrap()
+    }
+
+    /// A device's cells sealed apart count as its report does; a cell off the table (16), or
+    /// not one canonical cell, is refused alone.
+    #[test]
+    fn cells_count_apart_as_in_the_whole_report() {
+        crate::protocol::wire::assert_messages_count_apart_as_whole(
+            &small(),
+            &[0, 1, 2, 3, 3, 0],
+            &["16", "0,1", "01", ""],
+        );
     }
 
     #[test]

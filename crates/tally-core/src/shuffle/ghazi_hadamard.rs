@@ -777,6 +777,19 @@ impl MultiMessage for HadamardTuples {
     }
 }
 
+/// One tuple: its number in lowercase hexadecimal, as in a report.
+impl WireReport for HadamardTuple {
+    fn encode(self) -> String {
+        let mut text = String::new();
+        self.write_hex(&mut text);
+        text
+    }
+
+    fn decode(text: String) -> Option<Self> {
+        Self::read_hex(&text)
+    }
+}
+
 impl WireReport for HadamardTuples {
     /// The tuples in increasing order, in hexadecimal, separated by commas.
     fn encode(mut self) -> String {
@@ -891,9 +904,13 @@ impl DeviceQuery for HadamardQuery {
 
     /// Exactly `k + ρ` tuples, each of `τ` coordinates of `m` bits.
     fn admits(&self, report: &HadamardTuples) -> bool {
-        let bits = u64::from(self.tau) * u64::from(self.m());
         report.0.len() as u64 == u64::from(self.set_size) + self.rho
-            && report.0.iter().all(|t| t.bit_length() <= bits)
+            && report.0.iter().all(|t| self.admits_message(t))
+    }
+
+    /// A tuple of `τ` coordinates of `m` bits.
+    fn admits_message(&self, tuple: &HadamardTuple) -> bool {
+        tuple.bit_length() <= u64::from(self.tau) * u64::from(self.m())
     }
 }
 
@@ -1104,6 +1121,29 @@ mod tests {
         GhaziHadamard { params }
             .round(DomainMap::Integers(8))
             .unwrap()
+    }
+
+    /// A device's tuples sealed apart count as its report does; a tuple of more than `τ` 4-bit
+    /// coordinates, or not one canonical tuple, is refused alone.
+    #[test]
+    fn tuples_count_apart_as_in_the_whole_report() {
+        let params = HadamardParams {
+            users: 16,
+            domain: 8,
+            set_size: 1,
+            epsilon: 1.0,
+            delta: 0.1,
+            tau: 4,
+            rho: 1,
+        };
+        let round = GhaziHadamard { params }
+            .round(DomainMap::Integers(8))
+            .unwrap();
+        crate::protocol::wire::assert_messages_count_apart_as_whole(
+            &round,
+            &[0, 5, 7, 7],
+            &["10000", "0a,1", "0a"],
+        );
     }
 
     /// With sets of 1 to 3 items, the count path ([`raw_counts_of_sets`]) has the law of every

@@ -16,9 +16,10 @@ use rand_chacha::ChaCha20Rng;
 use super::range_tree::RangeQuery;
 use super::set_oracle::{SetOracleRound, SetQuery};
 use crate::Error;
-use crate::protocol::wire::{BoundedDomainQuery, DeviceResponder};
+use crate::protocol::wire::{BoundedDomainQuery, DeviceResponder, encode_messages_apart};
 use crate::protocol::{
-    DeviceInput, DeviceQuery, Estimates, RoundProtocol, TrustModel, WireReport, to_unit,
+    DeviceInput, DeviceQuery, Estimates, MultiMessage, RoundProtocol, TrustModel, WireReport,
+    to_unit,
 };
 use crate::quantiles::ValueRange;
 
@@ -86,6 +87,11 @@ impl<Q: SetQuery> DeviceQuery for NumberTreeQuery<Q> {
     fn admits(&self, report: &Q::Report) -> bool {
         self.tree.admits(report)
     }
+
+    /// What the oracle admits of a message.
+    fn admits_message(&self, message: &<Q::Report as MultiMessage>::Message) -> bool {
+        self.tree.admits_message(message)
+    }
 }
 
 impl<Q> NumberTreeQuery<Q>
@@ -96,6 +102,16 @@ where
     /// set size.
     pub fn longest_report(&self) -> u64 {
         self.tree.oracle().longest_report()
+    }
+
+    /// The report of a device holding `data`, or `None`: not a number, or the round's longest
+    /// report would not fit `max_bytes` (decided before any coin is flipped).
+    fn bounded_report(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<Q::Report> {
+        let x = f64::read(data, |x| *x)?;
+        if self.longest_report() > max_bytes as u64 {
+            return None;
+        }
+        DeviceQuery::respond(self, &x, rng)
     }
 }
 
@@ -114,11 +130,18 @@ where
     }
 
     fn respond(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
-        let x = f64::read(data, |x| *x)?;
-        if self.longest_report() > max_bytes as u64 {
-            return None;
-        }
-        DeviceQuery::respond(self, &x, rng).map(WireReport::encode)
+        self.bounded_report(data, max_bytes, rng)
+            .map(WireReport::encode)
+    }
+
+    fn respond_messages(
+        &self,
+        data: &str,
+        max_bytes: usize,
+        rng: &mut dyn Rng,
+    ) -> Option<Vec<String>> {
+        self.bounded_report(data, max_bytes, rng)
+            .map(encode_messages_apart)
     }
 }
 

@@ -14,7 +14,7 @@ use crate::Error;
 use crate::histogram::DomainMap;
 use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
-    CountedRound, DeviceQuery, Estimates, RoundProtocol, TrustModel, WireReport,
+    CountedRound, DeviceQuery, Estimates, MultiMessage, RoundProtocol, TrustModel, WireReport,
 };
 
 /// The largest `L` of a prefix tree over `0..2^L`.
@@ -112,6 +112,11 @@ impl<Q: SetQuery> DeviceQuery for PrefixLevelQuery<Q> {
     /// What the oracle admits.
     fn admits(&self, report: &Q::Report) -> bool {
         self.oracle.admits(report)
+    }
+
+    /// What the oracle admits of a message.
+    fn admits_message(&self, message: &<Q::Report as MultiMessage>::Message) -> bool {
+        self.oracle.admits_message(message)
     }
 }
 

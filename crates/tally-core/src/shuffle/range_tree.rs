@@ -37,7 +37,7 @@ use crate::Error;
 use crate::histogram::{DomainMap, MessageCost};
 use crate::protocol::wire::BoundedDomainQuery;
 use crate::protocol::{
-    CountedRound, DeviceQuery, Estimates, RoundAggregator, RoundProtocol, TrustModel,
+    CountedRound, DeviceQuery, Estimates, MultiMessage, RoundAggregator, RoundProtocol, TrustModel,
 };
 use crate::quantiles::ValueRange;
 
@@ -437,6 +437,11 @@ impl<Q: SetQuery> DeviceQuery for RangeQuery<Q> {
     /// What the oracle admits.
     fn admits(&self, report: &Q::Report) -> bool {
         self.oracle.admits(report)
+    }
+
+    /// What the oracle admits of a message.
+    fn admits_message(&self, message: &<Q::Report as MultiMessage>::Message) -> bool {
+        self.oracle.admits_message(message)
     }
 }
 

@@ -142,6 +142,7 @@ pub(super) fn overview(
                             "Budget ε = " (population.budget.epsilon) ", δ = " (num(population.budget.delta))
                             "; min cohort " (population.min_cohort)
                             @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
+                            "; trust model " (population.trust.name())
                         }
                         @if let Some(balance) = balance {
                             p {
@@ -164,6 +165,10 @@ pub(super) fn overview(
                         label { "δ " input name="delta" value="1e-5" size="8"; } " "
                         label { "Min cohort " input name="min_cohort" value="100" size="6"; } " "
                         label { "Max ε per task " input name="max_task_epsilon" size="6" placeholder="none"; } " "
+                        label { "Trust " select name="trust" {
+                            option value="single-party" selected { "single-party" }
+                            option value="split" { "split (through a relay)" }
+                        } } " "
                         button type="submit" { "Create population" }
                     }
                 }
@@ -425,6 +430,7 @@ pub(super) fn credentials(
                             option value="analyst" { "analyst" }
                             option value="operator" { "operator" }
                             option value="device" { "device" }
+                            option value="relay" { "relay" }
                         }
                     } " "
                     label { "Populations " input name="populations" placeholder="a, b"; } " "

@@ -92,6 +92,7 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
             delta: budget.1,
             min_cohort: 1,
             max_task_epsilon: None,
+            trust: TrustModel::SingleParty,
             created_at: unix_now(),
         };
         assert!(

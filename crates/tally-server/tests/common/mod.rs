@@ -144,6 +144,7 @@ pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
         },
         min_cohort: 1,
         max_task_epsilon: None,
+        trust: tally_messages::TrustModel::SingleParty,
     };
     tally_server::create_population(db, &spec).await.unwrap();
 }
