@@ -20,10 +20,11 @@ use tally_messages::{
 };
 
 use common::{failure, json, tally, temp_file};
-use listening::spawn_serve;
+use listening::{free_port, relay_command, serve_command, spawn_logging, spawn_serve};
 
 /// A `tally serve` on a free port with its own SQLite file (or the same server in this
-/// process, its aggregator's coins seeded); stopped when dropped.
+/// process, its aggregator's coins seeded, or a `tally serve` and a `tally relay` in front of
+/// it, each with its own SQLite file); stopped when dropped.
 struct Server {
     running: Running,
     /// `--server URL --token T` with an analyst's credential over every test population.
@@ -33,9 +34,15 @@ struct Server {
     devices: HashMap<&'static str, String>,
     /// The server's base URL.
     url: String,
+    /// The relay's base URL, in a split deployment.
+    relay_url: Option<String>,
     /// Its database.
     db: String,
-    _dir: tempfile::TempDir,
+    /// The relay's database, in a split deployment.
+    relay_db: Option<String>,
+    /// The directory of its databases and, in a split deployment, of the two processes' logs
+    /// (`aggregator.log`, `relay.log`).
+    dir: tempfile::TempDir,
 }
 
 /// How a test's server runs.
@@ -47,6 +54,9 @@ enum Running {
         stop: Option<tokio::sync::oneshot::Sender<()>>,
         thread: Option<std::thread::JoinHandle<()>>,
     },
+    /// `tally serve` as the aggregator of split-trust populations, and `tally relay` in front
+    /// of it: two processes, two databases.
+    Split { aggregator: Child, relay: Child },
 }
 
 /// The populations the tests' tasks ask: every budget is (ε = 10, δ = 1e-5) but
@@ -69,9 +79,12 @@ fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
-/// A SQLite file in `dir` with the test populations, and an analyst's and an operator's
-/// credential over them: the database URL and the two tokens.
-fn provision(dir: &std::path::Path) -> (String, String, String) {
+/// A SQLite file in `dir` with the test populations of trust model `trust` (`single-party`
+/// or `split`), an analyst's credential over them and the credential the fleets reach the
+/// server with: the database URL and the two tokens. In single-party the fleets run through
+/// an operator's credential, which relays for many devices; in split through a relay, whose
+/// credential at the aggregator (of role `relay`) this is.
+fn provision(dir: &std::path::Path, trust: &str) -> (String, String, String) {
     let db = format!("sqlite://{}", dir.join("tally.db").display());
     for population in POPULATIONS {
         let (epsilon, delta) = if population == WEAK_POPULATION {
@@ -81,13 +94,15 @@ fn provision(dir: &std::path::Path) -> (String, String, String) {
         };
         let line = format!(
             "population create --db {db} {population} --budget-epsilon {epsilon} \
-             --budget-delta {delta}"
+             --budget-delta {delta} --trust {trust}"
         );
         assert!(tally(&line).status.success(), "{line}");
     }
     let analyst = token_create(&db, "analyst", &POPULATIONS);
-    // The fleets run through an operator's credential, which relays for many devices.
-    let relay = token_create(&db, "operator", &[]);
+    let relay = match trust {
+        "split" => token_create(&db, "relay", &POPULATIONS),
+        _ => token_create(&db, "operator", &[]),
+    };
     (db, analyst, relay)
 }
 
@@ -96,7 +111,7 @@ impl Server {
     /// system's.
     fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let (db, analyst, relay) = provision(dir.path());
+        let (db, analyst, relay) = provision(dir.path(), "single-party");
         let (child, port) = spawn_serve(&db);
         Self::ready(Running::Process(child), port, db, analyst, &relay, dir)
     }
@@ -106,7 +121,7 @@ impl Server {
     /// fleet sending the same reports in the same order gets the same release.
     fn start_seeded(seed: u64) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let (db, analyst, relay) = provision(dir.path());
+        let (db, analyst, relay) = provision(dir.path(), "single-party");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (bound, port) = std::sync::mpsc::channel();
         let serving = db.clone();
@@ -145,6 +160,46 @@ impl Server {
         Self::ready(running, port, db, analyst, &relay, dir)
     }
 
+    /// `tally serve` as the aggregator of split-trust populations and `tally relay` in front
+    /// of it, each its own process with its own SQLite file and its log (`RUST_LOG=info`) in
+    /// the server's directory. The fleets reach the relay with the relay operator's
+    /// credential and fetch the aggregator's key from the aggregator.
+    fn start_split() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, analyst, relay_token) = provision(dir.path(), "split");
+        let log = |name: &str| std::fs::File::create(dir.path().join(name)).unwrap();
+        let port = free_port();
+        let mut serve = serve_command(&db, port);
+        serve.env("RUST_LOG", "info").stderr(log("aggregator.log"));
+        let aggregator = spawn_logging(serve, port);
+        let url = format!("http://127.0.0.1:{port}");
+        let relay_db = format!("sqlite://{}", dir.path().join("relay.db").display());
+        let operator = token_create(&relay_db, "operator", &[]);
+        let relay_port = free_port();
+        let mut relay = relay_command(&relay_db, relay_port, &url, &relay_token);
+        relay.env("RUST_LOG", "info").stderr(log("relay.log"));
+        let relay = spawn_logging(relay, relay_port);
+        let devices = POPULATIONS
+            .into_iter()
+            .map(|p| {
+                let fleet = format!(
+                    "--server http://127.0.0.1:{relay_port} --token {operator} --aggregator {url}"
+                );
+                (p, fleet)
+            })
+            .collect();
+        Self {
+            running: Running::Split { aggregator, relay },
+            analyst: format!("--server {url} --token {analyst}"),
+            devices,
+            url,
+            relay_url: Some(format!("http://127.0.0.1:{relay_port}")),
+            db,
+            relay_db: Some(relay_db),
+            dir,
+        }
+    }
+
     fn ready(
         running: Running,
         port: u16,
@@ -163,8 +218,10 @@ impl Server {
             analyst: format!("--server {url} --token {analyst}"),
             devices,
             url,
+            relay_url: None,
             db,
-            _dir: dir,
+            relay_db: None,
+            dir,
         }
     }
 }
@@ -175,6 +232,12 @@ impl Drop for Server {
             Running::Process(child) => {
                 let _ = child.kill();
                 let _ = child.wait();
+            }
+            Running::Split { aggregator, relay } => {
+                for child in [relay, aggregator] {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
             }
             Running::InProcess { stop, thread } => {
                 if let Some(stop) = stop.take() {
@@ -2095,4 +2158,295 @@ fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
         !prefix_tree_admits(&mutant, 2),
         "the mutant passes: {mutant}"
     );
+}
+
+/// The acceptance test's 3,000 devices' words, and how many devices hold each.
+const THREE_THOUSAND_WORDS: [(&str, u64); 4] =
+    [("the", 1200), ("and", 1000), ("to", 797), ("rare", 3)];
+
+/// The ids (the 16 hex digits after `tally_`) of the credentials in the file `path`, one
+/// token a line.
+fn credential_ids(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|token| token["tally_".len().."tally_".len() + 16].to_owned())
+        .collect()
+}
+
+/// The bytes of every file of the SQLite database in `dir` named `name` (with its journal
+/// and write-ahead log, when there are), and of the log `log`.
+fn database_and_log(dir: &std::path::Path, name: &str, log: &str) -> Vec<u8> {
+    let mut bytes = std::fs::read(dir.join(log)).unwrap();
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        if let Ok(more) = std::fs::read(dir.join(format!("{name}{suffix}"))) {
+            bytes.extend(more);
+        }
+    }
+    bytes
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+/// The acceptance run of a split deployment: a sample-and-threshold histogram over 3,000
+/// devices, each with its own credential enrolled at the relay, through `tally relay` in
+/// front of `tally serve` (two processes, two databases). The relay flips the sampling coins
+/// at the rate the aggregator published; the document is `tally histogram`'s (its fields,
+/// parameters and guarantee but for the trust model, `split`; its input and seed cannot
+/// match) and the sampled counts agree with the simulator's in distribution at α ≤ 1e-6; a
+/// simulation over data with "the"'s holders moved to "to" is caught. Neither the
+/// aggregator's database nor its log holds the id of any device credential or of the relay's
+/// operator (the same check finds every one of them in the relay's database).
+#[test]
+fn a_histogram_through_the_relay_releases_what_the_simulator_releases() {
+    let server = Server::start_split();
+    let analyst = &server.analyst;
+    let dir = server.dir.path();
+    let credentials = dir.join("devices.txt");
+    let line = format!(
+        "device enroll --db {} --relay --population words --count 3000 --out {}",
+        server.relay_db.as_deref().unwrap(),
+        credentials.display()
+    );
+    assert!(tally(&line).status.success(), "{line}");
+    let file = words_file("three-thousand-words.txt", &THREE_THOUSAND_WORDS);
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population words --expected-population 3000 --min-cohort 100 --json"
+    )));
+    let report = json(&format!(
+        "fleet --server {} --credentials {} --aggregator {} --input {} --seed 3 --batch 500 \
+         --json",
+        server.relay_url.as_deref().unwrap(),
+        credentials.display(),
+        server.url,
+        file.display()
+    ));
+    assert_eq!(report["total"]["accepted"], 3000, "{report}");
+    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    assert_eq!(federated["guarantee"]["trust_model"], "split", "{federated}");
+    let offline = |file: &PathBuf| {
+        json(&format!(
+            "histogram --mechanism sample-threshold --epsilon 1 --delta 1e-6 --input {} \
+             --seed 3 --json",
+            file.display()
+        ))
+    };
+    let simulated = offline(&file);
+    let differ = [INPUT, SEED, "execution", "items", "guarantee.trust_model"];
+    assert_same_document(&federated, &simulated, &differ);
+    assert_eq!(federated["released_items"], 3, "{federated}");
+    assert_eq!(
+        count_outliers(&federated, &simulated, &THREE_THOUSAND_WORDS),
+        Vec::<String>::new()
+    );
+    let moved = words_file(
+        "three-thousand-moved.txt",
+        &[("and", 1000), ("to", 1997), ("rare", 3)],
+    );
+    assert!(!count_outliers(&federated, &offline(&moved), &THREE_THOUSAND_WORDS).is_empty());
+    let mut ids = credential_ids(&credentials);
+    let relay_db = database_and_log(dir, "relay.db", "relay.log");
+    let operator = server.devices["words"].split(" --token ").nth(1).unwrap();
+    ids.push(operator["tally_".len().."tally_".len() + 16].to_owned());
+    let aggregator = database_and_log(dir, "tally.db", "aggregator.log");
+    for id in &ids {
+        assert!(contains(&relay_db, id), "the relay does not hold {id}");
+        assert!(!contains(&aggregator, id), "the aggregator holds {id}");
+    }
+}
+
+/// The Sybil threshold attack through the relay: 19 colluding devices (enrolled at the
+/// relay, as any dishonest party can enroll devices) always report a victim's secret, 10
+/// honest devices hold items of their own, and the victim holds the secret, at a threshold
+/// of 20. The relay flips every picked device's sampling coin with its own secret
+/// randomness, so the colluders are sampled like everyone and the secret needs all 20
+/// holders kept (`p_s^20`): over 10 tasks it is released in none. Without the relay's coins
+/// (a mutant relay forwarding every upload) all 20 holders are counted and it is released
+/// in every one.
+#[test]
+fn colluding_devices_cannot_choose_to_be_sampled_through_the_relay() {
+    let server = Server::start_split();
+    let analyst = &server.analyst;
+    let file = words_file(
+        "sybil-words.txt",
+        &[
+            ("secret", 20),
+            ("h0", 1),
+            ("h1", 1),
+            ("h2", 1),
+            ("h3", 1),
+            ("h4", 1),
+            ("h5", 1),
+            ("h6", 1),
+            ("h7", 1),
+            ("h8", 1),
+            ("h9", 1),
+        ],
+    );
+    for trial in 0..10 {
+        let info: TaskInfo = parse(json(&format!(
+            "task create {analyst} --mechanism sample-threshold --epsilon 0.5 --delta 1e-6 \
+             --threshold 20 --population test --expected-population 30 --min-cohort 30 --json"
+        )));
+        let report = json(&format!(
+            "fleet {} --input {} --task {} --json",
+            server.devices["test"],
+            file.display(),
+            info.id
+        ));
+        assert_eq!(report["total"]["accepted"], 30, "{report}");
+        let release = json(&format!("task result {analyst} {} --json", info.id));
+        let released: Vec<String> = word_counts(&release).into_iter().map(|w| w.0).collect();
+        assert!(
+            !released.iter().any(|w| w == "secret"),
+            "trial {trial}: the secret was released: {release}"
+        );
+    }
+}
+
+/// A TCP proxy on a free loopback port in front of `target`, keeping every byte clients
+/// send through it: its port, and those bytes.
+fn recording_proxy(
+    runtime: &tokio::runtime::Runtime,
+    target: u16,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<u8>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let keeping = std::sync::Arc::clone(&seen);
+    runtime.spawn(async move {
+        loop {
+            let (client, _) = listener.accept().await.unwrap();
+            let upstream = tokio::net::TcpStream::connect(("127.0.0.1", target))
+                .await
+                .unwrap();
+            let (mut client_in, mut client_out) = client.into_split();
+            let (mut upstream_in, mut upstream_out) = upstream.into_split();
+            let keeping = std::sync::Arc::clone(&keeping);
+            tokio::spawn(async move {
+                let mut buffer = vec![0; 1 << 16];
+                while let Ok(n @ 1..) = client_in.read(&mut buffer).await {
+                    keeping.lock().unwrap().extend_from_slice(&buffer[..n]);
+                    if upstream_out.write_all(&buffer[..n]).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut upstream_in, &mut client_out).await;
+            });
+        }
+    });
+    (port, seen)
+}
+
+/// The spellings of `secret` a byte stream could carry it in: itself, and its base64url
+/// encodings at each of the three alignments (the characters that depend on its neighbours
+/// left out).
+fn spellings(secret: &str) -> Vec<String> {
+    use base64::Engine;
+    let mut spellings = vec![secret.to_owned()];
+    for offset in 0..3 {
+        let mut bytes = vec![0u8; offset];
+        bytes.extend_from_slice(secret.as_bytes());
+        let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&bytes);
+        let skip = (offset * 4).div_ceil(3) + 1;
+        spellings.push(encoded[skip..encoded.len() - 2].to_owned());
+    }
+    spellings
+}
+
+/// A curious relay never holds a plaintext: 200 devices hold a planted secret item, which
+/// the aggregator releases, and their reports reach the aggregator through the relay. The
+/// secret (or any base64url spelling of it) appears nowhere in what the relay received (every
+/// byte the devices sent it, through a recording proxy), in its database, in its log (at
+/// `RUST_LOG=info`) or in the errors it answered to refused uploads (a reused token, an
+/// oversized message). Sealing nothing (a mutant device sending its report's bytes in
+/// base64url) is caught by the same check.
+#[test]
+fn a_curious_relay_never_holds_a_plaintext() {
+    let server = Server::start_split();
+    let analyst = &server.analyst;
+    let secret = "plantedsecret-7f3a9c1e";
+    let file = temp_file(
+        "planted-secret.txt",
+        format!("{secret}\n").repeat(200).as_bytes(),
+    );
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+         --population test --expected-population 200 --min-cohort 100 --json"
+    )));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let relay_url = server.relay_url.clone().unwrap();
+    let relay_port: u16 = relay_url.rsplit(':').next().unwrap().parse().unwrap();
+    let (proxy, seen) = recording_proxy(&runtime, relay_port);
+    let operator = server.devices["test"].split(" --token ").nth(1).unwrap();
+    let operator = operator.split(' ').next().unwrap();
+    let fleet = format!(
+        "fleet --server http://127.0.0.1:{proxy} --token {operator} --aggregator {} --input {} \
+         --task {} --json",
+        server.url,
+        file.display(),
+        info.id
+    );
+    let report = json(&fleet);
+    assert_eq!(report["total"]["accepted"], 200, "{report}");
+    let release = json(&format!("task result {analyst} {} --json", info.id));
+    let released: Vec<String> = word_counts(&release).into_iter().map(|w| w.0).collect();
+    assert_eq!(released, [secret], "{release}");
+    // Refused uploads to a round of the relay: what the relay answers names a code alone.
+    let errors = runtime.block_on(async {
+        let client = tally_client::Client::new(&format!("http://127.0.0.1:{proxy}"))
+            .unwrap()
+            .with_token(operator);
+        let created: TaskInfo = parse(json(&format!(
+            "task create {analyst} --mechanism sample-threshold --epsilon 1 --delta 1e-6 \
+             --population test --expected-population 200 --min-cohort 100 --json"
+        )));
+        let round = loop {
+            let open = client.open_rounds().await.unwrap();
+            if let Some(round) = open.into_iter().find(|q| q.task_id == created.id) {
+                break round;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        let token = client.check_in(&round.round_id, 1).await.unwrap().tokens.remove(0);
+        let upload = tally_messages::SealedUpload {
+            token,
+            messages: vec!["A".repeat(4096)],
+        };
+        let first = client
+            .upload_sealed(&round.round_id, std::slice::from_ref(&upload))
+            .await
+            .unwrap();
+        let second = client
+            .upload_sealed(&round.round_id, &[upload])
+            .await
+            .unwrap();
+        format!("{first:?} {second:?}")
+    });
+    assert!(errors.contains("Oversized") && errors.contains("ReusedToken"), "{errors}");
+    let mut relay_side = seen.lock().unwrap().clone();
+    relay_side.extend(database_and_log(server.dir.path(), "relay.db", "relay.log"));
+    relay_side.extend(errors.as_bytes());
+    assert!(contains(&relay_side, "sealed-uploads"), "the proxy saw no upload");
+    for spelling in spellings(secret) {
+        assert!(
+            !contains(&relay_side, &spelling),
+            "the relay held {spelling:?}"
+        );
+    }
+    // The check finds a report sent unsealed.
+    use base64::Engine;
+    let unsealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("{}{secret}", "r".repeat(16)));
+    assert!(spellings(secret).iter().any(|s| unsealed.contains(s.as_str())));
 }

@@ -2,11 +2,13 @@
 //! here is a double in the test process that publishes rounds and records every batch, so
 //! that the test sees exactly what a curious aggregator sees.
 
+#[allow(dead_code)] // `json`, `failure` and `temp_file` are not needed here.
 mod common;
+#[allow(dead_code)] // `tally serve` is not started here.
 #[path = "common/listening.rs"]
 mod listening;
 
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,7 +22,7 @@ use tally_messages::{
 use tally_stats_tests::binomial_interval;
 
 use common::tally;
-use listening::{free_port, spawn_listening};
+use listening::{free_port, relay_command, spawn_listening};
 
 /// What the aggregator double publishes and what it received.
 #[derive(Default)]
@@ -89,23 +91,7 @@ impl RelayProcess {
             .map(str::to_owned)
             .collect();
         let port = free_port();
-        let mut relay = Command::new(env!("CARGO_BIN_EXE_tally"));
-        relay
-            .args([
-                "relay",
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-                "--db",
-                &db,
-            ])
-            .args([
-                "--aggregator",
-                aggregator,
-                "--aggregator-token",
-                "relay-token",
-            ])
-            .args(["--forward-margin", "1", "--cohort-pool", "1"])
-            .env("RUST_LOG", "warn");
+        let relay = relay_command(&db, port, aggregator, "relay-token");
         Self {
             child: spawn_listening(relay, port),
             url: format!("http://127.0.0.1:{port}"),

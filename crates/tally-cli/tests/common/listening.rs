@@ -17,11 +17,13 @@ pub(crate) fn free_port() -> u16 {
 /// Starts `command` (its output discarded) and waits until it listens on `port`; fails the test
 /// if it exits first or takes more than 30 s.
 pub(crate) fn spawn_listening(mut command: Command, port: u16) -> Child {
-    let mut child = command
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    command.stderr(Stdio::null());
+    spawn_logging(command, port)
+}
+
+/// [`spawn_listening`], the command's stderr (its log) left as `command` sets it.
+pub(crate) fn spawn_logging(mut command: Command, port: u16) -> Child {
+    let mut child = command.stdout(Stdio::null()).spawn().unwrap();
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -58,4 +60,19 @@ pub(crate) fn serve_command(db: &str, port: u16) -> Command {
 pub(crate) fn spawn_serve(db: &str) -> (Child, u16) {
     let port = free_port();
     (spawn_listening(serve_command(db, port), port), port)
+}
+
+/// The command of `tally relay` on 127.0.0.1:`port` over the database `db`, relaying to the
+/// aggregator at `aggregator` with the relay credential `token`: it forwards a round a second
+/// before its deadline or as soon as it holds the round's cohort target, and counts up to a
+/// million devices of one relaying credential (a fleet relayed by the relay's operator).
+pub(crate) fn relay_command(db: &str, port: u16, aggregator: &str, token: &str) -> Command {
+    let mut relay = Command::new(env!("CARGO_BIN_EXE_tally"));
+    relay
+        .args(["relay", "--listen", &format!("127.0.0.1:{port}"), "--db", db])
+        .args(["--aggregator", aggregator, "--aggregator-token", token])
+        .args(["--forward-margin", "1", "--cohort-pool", "1"])
+        .args(["--max-per-credential", "1000000"])
+        .env("RUST_LOG", "warn");
+    relay
 }
