@@ -8,8 +8,16 @@ the run (plain, TLS, plain, TLS, ...), so both see the same machine state, and t
 the repeats are printed. Tokens are used in both; the fleet checks in through the operator's
 credential, which relays for many devices.
 
+With --split, each run is a split deployment instead, all on the same machine: `tally serve`
+as the aggregator of a split-trust population and `tally relay` in front of it, each over TLS
+with its own certificate and SQLite file; the fleet reaches the relay with the relay
+operator's credential, fetches the aggregator's key from the aggregator, and seals every
+report before its clock starts, so the figures are the relay's (sealed reports taken per
+second, upload-request latency), the aggregator's opening of the batch included only in the
+round's end.
+
     cargo build --release -p tally-cli
-    python3 tools/bench/federated_load.py [--repeats 3] [--tally target/release/tally]
+    python3 tools/bench/federated_load.py [--repeats 3] [--tally target/release/tally] [--split]
 """
 
 import argparse
@@ -110,14 +118,95 @@ def measure(tally, workload, tls, work):
     return rate, p50, p99
 
 
+def measure_split(tally, workload, work):
+    """One aggregator, one relay in front of it, one task, one fleet run, TLS on both hops;
+    returns (sealed uploads/s, p50 ms, p99 ms)."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    db, relay_db = f"sqlite://{work}/tally.db", f"sqlite://{work}/relay.db"
+    devices = workload["devices"]
+    run([tally, "population", "create", "--db", db, "load", "--budget-epsilon", "100",
+         "--budget-delta", "1e-3", "--min-cohort", "100", "--trust", "split"])
+    relay_token = run([tally, "token", "create", "--db", db, "--role", "relay", "--population",
+                       "load", "--name", "relay"]).strip()
+    analyst = run([tally, "token", "create", "--db", db, "--role", "analyst", "--population",
+                   "load", "--name", "analyst"]).strip()
+    operator = run([tally, "token", "create", "--db", relay_db, "--role", "operator",
+                    "--name", "relay operator"]).strip()
+    certs = {}
+    for party in ("aggregator", "relay"):
+        cert, key = f"{work}/{party}.pem", f"{work}/{party}.key"
+        run([tally, "cert", "--cert", cert, "--key", key])
+        certs[party] = (cert, key)
+    port, relay_port = free_port(), free_port()
+    url, relay_url = f"https://127.0.0.1:{port}", f"https://127.0.0.1:{relay_port}"
+    env = dict(os.environ)
+    env.pop("TALLY_CA_CERT", None)
+    serve = [tally, "serve", "--quiet", "--listen", f"127.0.0.1:{port}", "--db", db,
+             "--tls-cert", certs["aggregator"][0], "--tls-key", certs["aggregator"][1]]
+    relay = [tally, "relay", "--quiet", "--listen", f"127.0.0.1:{relay_port}", "--db",
+             relay_db, "--tls-cert", certs["relay"][0], "--tls-key", certs["relay"][1],
+             "--aggregator", url, "--aggregator-ca-cert", certs["aggregator"][0],
+             "--aggregator-token", relay_token, "--cohort-pool", "1", "--forward-margin", "5",
+             "--max-per-credential", str(devices)]
+    processes = [subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=env)]
+    try:
+        wait_ready(url, ssl.create_default_context(cafile=certs["aggregator"][0]))
+        processes.append(subprocess.Popen(relay, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL, env=env))
+        wait_ready(relay_url, ssl.create_default_context(cafile=certs["relay"][0]))
+        synthetic = f"zipf:n={devices},domain=100000,s=1.1"
+        task = run([tally, "task", "create", "--server", url, "--ca-cert",
+                    certs["aggregator"][0], "--token", analyst, "--mechanism",
+                    "sample-threshold", "--epsilon", "1", "--delta", "1e-8",
+                    "--sampling-rate", "0.6", "--population", "load",
+                    "--expected-population", str(devices), "--json"], env=env)
+        task_id = re.search(r'"id":\s*"?([^",}]+)', task).group(1)
+        out = run([tally, "fleet", "--quiet", "--server", relay_url, "--ca-cert",
+                   certs["relay"][0], "--token", operator, "--aggregator", url,
+                   "--aggregator-ca-cert", certs["aggregator"][0], "--synthetic", synthetic,
+                   "--task", task_id, "--batch", str(workload["batch"]), "--concurrency",
+                   str(workload["concurrency"])], env=env)
+    finally:
+        for process in reversed(processes):
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+    rate = float(re.search(r"([\d,.]+) uploads/s", out).group(1).replace(",", ""))
+    p50 = float(re.search(r"p50 ([\d.]+) ms", out).group(1))
+    p99 = float(re.search(r"p99 ([\d.]+) ms", out).group(1))
+    return rate, p50, p99
+
+
+def main_split(args, work):
+    """The split deployment's figures: medians of the repeats, with the load average."""
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    for name in args.workload or ["batched", "single"]:
+        workload = WORKLOADS[name]
+        results = [measure_split(args.tally, workload, f"{work}/run")
+                   for _ in range(args.repeats)]
+        rates = [r[0] for r in results]
+        print(f"{workload['describe']}, through the relay, TLS on both hops: median "
+              f"{statistics.median(rates):,.0f} sealed uploads/s (runs: "
+              f"{', '.join(f'{r:,.0f}' for r in rates)}), "
+              f"p50 {statistics.median(r[1] for r in results):.2f} ms, "
+              f"p99 {statistics.median(r[2] for r in results):.2f} ms")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tally", default="target/release/tally")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
+    parser.add_argument("--split", action="store_true",
+                        help="a relay in front of the aggregator, TLS on both hops")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="tally-load-")
     try:
+        if args.split:
+            main_split(args, work)
+            return
         for name in args.workload or ["batched", "single"]:
             workload = WORKLOADS[name]
             results = {False: [], True: []}

@@ -2228,7 +2228,10 @@ fn a_histogram_through_the_relay_releases_what_the_simulator_releases() {
     ));
     assert_eq!(report["total"]["accepted"], 3000, "{report}");
     let federated = json(&format!("task result {analyst} {} --json", info.id));
-    assert_eq!(federated["guarantee"]["trust_model"], "split", "{federated}");
+    assert_eq!(
+        federated["guarantee"]["trust_model"], "split",
+        "{federated}"
+    );
     let offline = |file: &PathBuf| {
         json(&format!(
             "histogram --mechanism sample-threshold --epsilon 1 --delta 1e-6 --input {} \
@@ -2418,7 +2421,12 @@ fn a_curious_relay_never_holds_a_plaintext() {
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         };
-        let token = client.check_in(&round.round_id, 1).await.unwrap().tokens.remove(0);
+        let token = client
+            .check_in(&round.round_id, 1)
+            .await
+            .unwrap()
+            .tokens
+            .remove(0);
         let upload = tally_messages::SealedUpload {
             token,
             messages: vec!["A".repeat(4096)],
@@ -2433,11 +2441,17 @@ fn a_curious_relay_never_holds_a_plaintext() {
             .unwrap();
         format!("{first:?} {second:?}")
     });
-    assert!(errors.contains("Oversized") && errors.contains("ReusedToken"), "{errors}");
+    assert!(
+        errors.contains("Oversized") && errors.contains("ReusedToken"),
+        "{errors}"
+    );
     let mut relay_side = seen.lock().unwrap().clone();
     relay_side.extend(database_and_log(server.dir.path(), "relay.db", "relay.log"));
     relay_side.extend(errors.as_bytes());
-    assert!(contains(&relay_side, "sealed-uploads"), "the proxy saw no upload");
+    assert!(
+        contains(&relay_side, "sealed-uploads"),
+        "the proxy saw no upload"
+    );
     for spelling in spellings(secret) {
         assert!(
             !contains(&relay_side, &spelling),
@@ -2448,5 +2462,9 @@ fn a_curious_relay_never_holds_a_plaintext() {
     use base64::Engine;
     let unsealed = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .encode(format!("{}{secret}", "r".repeat(16)));
-    assert!(spellings(secret).iter().any(|s| unsealed.contains(s.as_str())));
+    assert!(
+        spellings(secret)
+            .iter()
+            .any(|s| unsealed.contains(s.as_str()))
+    );
 }

@@ -352,7 +352,7 @@ async fn each_credential_reaches_only_what_its_role_allows() {
     let token = device.check_in("r3", 1).await.unwrap().tokens.remove(0);
     assert_eq!(
         device.check_in("r3", 1).await.unwrap().tokens,
-        [token.clone()]
+        std::slice::from_ref(&token)
     );
     let upload = SealedUpload {
         token,

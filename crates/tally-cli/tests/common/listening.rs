@@ -69,7 +69,13 @@ pub(crate) fn spawn_serve(db: &str) -> (Child, u16) {
 pub(crate) fn relay_command(db: &str, port: u16, aggregator: &str, token: &str) -> Command {
     let mut relay = Command::new(env!("CARGO_BIN_EXE_tally"));
     relay
-        .args(["relay", "--listen", &format!("127.0.0.1:{port}"), "--db", db])
+        .args([
+            "relay",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+            db,
+        ])
         .args(["--aggregator", aggregator, "--aggregator-token", token])
         .args(["--forward-margin", "1", "--cohort-pool", "1"])
         .args(["--max-per-credential", "1000000"])
