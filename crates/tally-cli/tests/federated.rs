@@ -226,6 +226,45 @@ impl Server {
     }
 }
 
+impl Server {
+    /// `tally task result --json` of task `id`, as the offline command would print it: its
+    /// guarantees say the trust model this server ran under (checked here: `split` through a
+    /// relay, `single-party` otherwise), which is then set to the simulator's, `single-party`,
+    /// so that the document compares with the offline command's field by field.
+    fn result(&self, id: &str) -> Value {
+        let mut document = json(&format!("task result {} {id} --json", self.analyst));
+        let ran = if self.relay_url.is_some() {
+            "split"
+        } else {
+            "single-party"
+        };
+        let said = offline_trust(&mut document, ran);
+        assert!(said > 0, "no trust model in {document}");
+        document
+    }
+}
+
+/// Sets every `trust_model` in `document` that says `ran` to the simulator's,
+/// `single-party`, and returns how many there were; fails on one that says otherwise.
+fn offline_trust(document: &mut Value, ran: &str) -> usize {
+    match document {
+        Value::Object(fields) => fields
+            .iter_mut()
+            .map(|(name, value)| {
+                if name == "trust_model" {
+                    assert_eq!(value, ran, "the trust model");
+                    *value = Value::from("single-party");
+                    1
+                } else {
+                    offline_trust(value, ran)
+                }
+            })
+            .sum(),
+        Value::Array(values) => values.iter_mut().map(|v| offline_trust(v, ran)).sum(),
+        _ => 0,
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         match &mut self.running {
@@ -485,10 +524,9 @@ fn words_file(name: &str, holders: &[(&str, u64)]) -> PathBuf {
 }
 
 /// A TrieHH++ task over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a
-/// fleet against a server whose aggregator's coins are seeded with `seed`, one request at a
-/// time so that the reports arrive in the same order: its release.
-fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
-    let server = Server::start_seeded(seed);
+/// fleet against `server` (whose aggregator's coins may be seeded), one request at a time so
+/// that the reports arrive in the same order: its release.
+fn triehh_plus_release(server: &Server) -> HeavyHittersRelease {
     let analyst = &server.analyst;
     let devices = &server.devices;
     let file = four_words_file();
@@ -521,8 +559,7 @@ fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
     let rounds = report["rounds"].as_array().unwrap();
     assert!(rounds.len() >= 3, "{report}");
     assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
-    let output = tally(&format!("task result {analyst} {} --json", info.id));
-    assert!(output.status.success());
+    let release = server.result(&info.id);
     // Under replace-one neighbours (no loss pair) the default is basic composition, as on the
     // command line (created after the fleet ran, which would have answered it too).
     let replace_one: TaskInfo = parse(json(&format!(
@@ -540,23 +577,38 @@ fn triehh_plus_release(seed: u64) -> HeavyHittersRelease {
         "{:?}",
         replace_one.spec.kind
     );
-    serde_json::from_slice(&output.stdout).unwrap()
+    parse(release)
 }
 
 #[test]
 fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
-    let release = triehh_plus_release(2103);
+    let release = triehh_plus_release(&Server::start_seeded(2103));
+    // The aggregator's seed fixes the sample: the same run releases the same words, counts
+    // and prefix tree.
+    let again = triehh_plus_release(&Server::start_seeded(2103));
+    let released =
+        |r: &HeavyHittersRelease| serde_json::to_value((&r.items, &r.trie, r.found_items)).unwrap();
+    assert_eq!(released(&again), released(&release));
+    assert_triehh_plus_finds_what_the_simulator_finds(&release);
+}
+
+/// [`a_triehh_plus_task_finds_the_frequent_words_over_several_rounds`] through the relay,
+/// which flips each level's sampling coins.
+#[test]
+fn a_triehh_plus_task_through_the_relay_finds_what_the_simulator_finds() {
+    assert_triehh_plus_finds_what_the_simulator_finds(&triehh_plus_release(&Server::start_split()));
+}
+
+/// The frequent words of [`four_words_file`] are found and "rare" is not; the document is
+/// `tally heavy-hitters --algorithm triehh++`'s over the same words, and each word's count
+/// agrees with the simulator's in distribution at α ≤ 1e-6 (a simulation over moved words is
+/// caught).
+fn assert_triehh_plus_finds_what_the_simulator_finds(release: &HeavyHittersRelease) {
     let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
     for word in ["the", "and", "to"] {
         assert!(found.contains(&word), "{word} not in {found:?}");
     }
     assert!(!found.contains(&"rare"), "{found:?}");
-    // The aggregator's seed fixes the sample: the same run releases the same words, counts
-    // and prefix tree.
-    let again = triehh_plus_release(2103);
-    let released =
-        |r: &HeavyHittersRelease| serde_json::to_value((&r.items, &r.trie, r.found_items)).unwrap();
-    assert_eq!(released(&again), released(&release));
     // The document of `tally heavy-hitters --algorithm triehh++` over the same words; the
     // counts are sampled by each run.
     let offline = |file: PathBuf| {
@@ -567,7 +619,7 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
         ))
     };
     let simulated = offline(four_words_file());
-    let federated = serde_json::to_value(&release).unwrap();
+    let federated = serde_json::to_value(release).unwrap();
     assert_same_document(&federated, &simulated, &[INPUT, SEED, "items", "trie"]);
     // Each word's count is its last level's sample: the same law in both runs, and a
     // simulation over moved words is caught.
@@ -590,7 +642,17 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
 /// counts every frequent prefix gets far more than `θ` votes in either run.)
 #[test]
 fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
-    let server = Server::start_seeded(15);
+    triehh_releases_what_the_simulator_releases(&Server::start_seeded(15));
+}
+
+/// [`a_triehh_task_releases_what_the_simulator_releases_for_the_same_words`] through the
+/// relay.
+#[test]
+fn a_triehh_task_through_the_relay_releases_what_the_simulator_releases() {
+    triehh_releases_what_the_simulator_releases(&Server::start_split());
+}
+
+fn triehh_releases_what_the_simulator_releases(server: &Server) {
     let analyst = &server.analyst;
     let file = four_words_file();
     let privacy = "--epsilon 4 --delta 1e-6 --levels 5 --neighbours replace-one";
@@ -607,8 +669,7 @@ fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
     let rounds = report["rounds"].as_array().unwrap();
     // Every device casts a ballot every round, voters or not.
     assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
-    let federated: HeavyHittersRelease =
-        parse(json(&format!("task result {analyst} {} --json", info.id)));
+    let federated: HeavyHittersRelease = parse(server.result(&info.id));
     let simulated: HeavyHittersRelease = parse(json(&format!(
         "heavy-hitters --algorithm triehh {privacy} --input {} --seed 3 --json",
         file.display()
@@ -621,7 +682,9 @@ fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
             .unwrap()
     };
     assert_eq!(released(&federated), released(&simulated));
-    assert_eq!(info.guarantee, federated.guarantee);
+    let mut guarantee = info.guarantee.clone();
+    guarantee.trust_model = simulated.guarantee.trust_model;
+    assert_eq!(guarantee, federated.guarantee);
     assert_same_document(
         &serde_json::to_value(&federated).unwrap(),
         &serde_json::to_value(&simulated).unwrap(),
@@ -631,7 +694,17 @@ fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
 
 #[test]
 fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters() {
-    let server = Server::start();
+    quantile_tasks_release_what_the_simulator_releases(&Server::start());
+}
+
+/// [`a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters`] through
+/// the relay, which flips each level's sampling coins.
+#[test]
+fn a_quantile_task_through_the_relay_releases_what_the_simulator_releases() {
+    quantile_tasks_release_what_the_simulator_releases(&Server::start_split());
+}
+
+fn quantile_tasks_release_what_the_simulator_releases(server: &Server) {
     let analyst = &server.analyst;
     let devices = &server.devices;
     // 16,000 devices; device i holds 100·(i/16000)², so the share below v is sqrt(v/100).
@@ -654,9 +727,7 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
         file.display()
     ));
     assert_eq!(report["rounds"].as_array().unwrap().len(), 3, "{report}");
-    let output = tally(&format!("task result {analyst} {} --json", info.id));
-    assert!(output.status.success());
-    let federated_document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let federated_document = server.result(&info.id);
     let federated: QuantilesRelease = parse(federated_document.clone());
     // Federated tasks default to the command line's rule (tight composition of the S&T loss
     // for add/remove neighbours): the task names it, and the simulator's default matches it.
@@ -728,7 +799,7 @@ fn a_quantile_task_releases_what_the_simulator_releases_for_the_same_parameters(
         info.id
     ));
     assert_eq!(report["rounds"].as_array().unwrap().len(), 5, "{report}");
-    let federated_document = json(&format!("task result {analyst} {} --json", info.id));
+    let federated_document = server.result(&info.id);
     let simulated_document = json(&format!(
         "quantiles --input {} {options} --method binary-search --seed 6 --json",
         file.display()
@@ -996,8 +1067,7 @@ const SHUFFLE_SEED: u64 = 15;
 /// against a server whose secret coins are seeded: its release. The task leaves its minimum
 /// cohort to the default, the expected population (the server refuses less); asking less is
 /// refused.
-fn federated_shuffle_histogram(mechanism: &str, epsilon: f64) -> Value {
-    let server = Server::start_seeded(SHUFFLE_SEED);
+fn federated_shuffle_histogram(server: &Server, mechanism: &str, epsilon: f64) -> Value {
     let analyst = &server.analyst;
     let file = temp_file("shuffle-elements.txt", &shuffle_items(false));
     let create = format!(
@@ -1014,7 +1084,7 @@ fn federated_shuffle_histogram(mechanism: &str, epsilon: f64) -> Value {
         file.display()
     ));
     assert_eq!(report["total"]["accepted"], 3000, "{report}");
-    json(&format!("task result {analyst} {} --json", info.id))
+    server.result(&info.id)
 }
 
 /// The same histogram by `tally histogram --truth` with the same seed, over `items`.
@@ -1085,12 +1155,24 @@ fn shuffle_outliers(federated: &Value, simulated: &Value) -> Vec<u64> {
 /// guarantee. A simulator run on data with element 0's holders moved to element 1 is caught.
 #[test]
 fn stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution() {
+    shuffle_histograms_release_what_the_simulator_releases(|| Server::start_seeded(SHUFFLE_SEED));
+}
+
+/// [`stat_shuffle_histograms_release_what_the_simulator_releases_in_distribution`] through
+/// the relay, which is the shuffler: each device seals each of its messages on its own and
+/// the relay permutes all of them together.
+#[test]
+fn stat_shuffle_histograms_through_the_relay_release_what_the_simulator_releases() {
+    shuffle_histograms_release_what_the_simulator_releases(Server::start_split);
+}
+
+fn shuffle_histograms_release_what_the_simulator_releases(start: impl Fn() -> Server) {
     for (mechanism, epsilon) in [
         ("shuffled-grr", 1.0),
         ("balcer-cheu", 2.0),
         ("ghazi-hadamard", 1.0),
     ] {
-        let federated = federated_shuffle_histogram(mechanism, epsilon);
+        let federated = federated_shuffle_histogram(&start(), mechanism, epsilon);
         let simulated = simulated_shuffle_histogram(mechanism, epsilon, &shuffle_items(false));
         for field in [
             "mechanism",
@@ -1364,7 +1446,16 @@ fn local_variance(mechanism: &str, domain: u32, n: u64, count: u64) -> f64 {
 /// runs is tested in tally-sim's `local_rounds`.
 #[test]
 fn local_domain_histograms_run_over_a_fleet_as_in_the_simulator() {
-    let server = Server::start();
+    local_domain_histograms_run_as_in_the_simulator(&Server::start());
+}
+
+/// [`local_domain_histograms_run_over_a_fleet_as_in_the_simulator`] through the relay.
+#[test]
+fn local_domain_histograms_through_the_relay_run_as_in_the_simulator() {
+    local_domain_histograms_run_as_in_the_simulator(&Server::start_split());
+}
+
+fn local_domain_histograms_run_as_in_the_simulator(server: &Server) {
     let analyst = &server.analyst;
     let items: Vec<u32> = (0..3000_u32).map(|i| (i % 7) * (i % 5) % 16).collect();
     let mut truth = [0_u64; 16];
@@ -1392,7 +1483,7 @@ fn local_domain_histograms_run_over_a_fleet_as_in_the_simulator() {
             file.display()
         ));
         assert_eq!(report["total"]["accepted"], 3000, "{mechanism}: {report}");
-        let federated = json(&format!("task result {analyst} {} --json", info.id));
+        let federated = server.result(&info.id);
         let simulated = json(&format!(
             "histogram --input {} --mechanism {mechanism} --domain 16 --epsilon 1 \
              --delta 1e-6 --seed 5 --json",
