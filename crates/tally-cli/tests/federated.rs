@@ -232,7 +232,12 @@ impl Server {
     /// relay, `single-party` otherwise), which is then set to the simulator's, `single-party`,
     /// so that the document compares with the offline command's field by field.
     fn result(&self, id: &str) -> Value {
-        let mut document = json(&format!("task result {} {id} --json", self.analyst));
+        self.as_offline(json(&format!("task result {} {id} --json", self.analyst)))
+    }
+
+    /// `document` (a release, or a guarantee this server stated) with its trust models,
+    /// checked to be this server's, set to the simulator's.
+    fn as_offline(&self, mut document: Value) -> Value {
         let ran = if self.relay_url.is_some() {
             "split"
         } else {
@@ -1578,8 +1583,7 @@ const SEED: &str = "seed";
 /// A single-round heavy-hitter task over the 2,103 devices of [`four_words_file`] run by a
 /// fleet against a server whose aggregator's coins are seeded with `seed`, one request at a
 /// time so that the reports arrive in the same order: its release.
-fn single_round_release(seed: u64) -> Value {
-    let server = Server::start_seeded(seed);
+fn single_round_release(server: &Server) -> Value {
     let analyst = &server.analyst;
     let info: TaskInfo = parse(json(&format!(
         "task create {analyst} --algorithm single-round --epsilon 1 --delta 1e-6 \
@@ -1594,9 +1598,9 @@ fn single_round_release(seed: u64) -> Value {
     let rounds = report["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 1, "{report}");
     assert_eq!(rounds[0]["accepted"], 2103, "{report}");
-    let release = json(&format!("task result {analyst} {} --json", info.id));
+    let release = server.result(&info.id);
     assert_eq!(
-        serde_json::to_value(&info.guarantee).unwrap(),
+        server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         release["guarantee"]
     );
     let table =
@@ -1652,8 +1656,24 @@ fn count_outliers(ours: &Value, theirs: &Value, holders: &[(&str, u64)]) -> Vec<
 /// over data with "the"'s holders moved to "to" is caught.
 #[test]
 fn a_single_round_task_releases_what_the_offline_command_releases() {
-    let federated = single_round_release(21);
-    assert_eq!(single_round_release(21).to_string(), federated.to_string());
+    let federated = single_round_release(&Server::start_seeded(21));
+    let again = single_round_release(&Server::start_seeded(21));
+    assert_eq!(again.to_string(), federated.to_string());
+    assert_single_round_releases_what_the_offline_command_releases(&federated);
+}
+
+/// [`a_single_round_task_releases_what_the_offline_command_releases`] through the relay,
+/// which flips the sampling coins.
+#[test]
+fn a_single_round_task_through_the_relay_releases_what_the_offline_command_releases() {
+    let federated = single_round_release(&Server::start_split());
+    assert_single_round_releases_what_the_offline_command_releases(&federated);
+}
+
+/// The document of a single-round task over [`four_words_file`] is `tally heavy-hitters
+/// --algorithm single-round`'s, and its counts agree in distribution (a simulation over moved
+/// words is caught).
+fn assert_single_round_releases_what_the_offline_command_releases(federated: &Value) {
     let holders = FOUR_WORDS;
     let offline = |file: &PathBuf| {
         json(&format!(
@@ -1663,16 +1683,16 @@ fn a_single_round_task_releases_what_the_offline_command_releases() {
         ))
     };
     let simulated = offline(&four_words_file());
-    assert_same_document(&federated, &simulated, &[INPUT, SEED, "items"]);
-    let found: Vec<String> = word_counts(&federated).into_iter().map(|w| w.0).collect();
+    assert_same_document(federated, &simulated, &[INPUT, SEED, "items"]);
+    let found: Vec<String> = word_counts(federated).into_iter().map(|w| w.0).collect();
     assert_eq!(found, ["the", "and", "to"]);
     assert_eq!(
-        count_outliers(&federated, &simulated, &holders),
+        count_outliers(federated, &simulated, &holders),
         Vec::<String>::new()
     );
     let mutant = offline(&moved_words_file());
     assert!(
-        !count_outliers(&federated, &mutant, &holders).is_empty(),
+        !count_outliers(federated, &mutant, &holders).is_empty(),
         "the mutant passes: {mutant}"
     );
 }
@@ -1929,8 +1949,12 @@ impl TreeOracle {
 /// A range-query tree task of `algorithm` with `options` on `oracle`, run by 3,000 `tally
 /// fleet` devices over [`tree_numbers`] through `tally serve`: its spec, its release and the
 /// table `tally task result` prints of it.
-fn federated_tree(oracle: TreeOracle, algorithm: &str, options: &str) -> (TaskInfo, Value, String) {
-    let server = Server::start();
+fn federated_tree(
+    server: &Server,
+    oracle: TreeOracle,
+    algorithm: &str,
+    options: &str,
+) -> (TaskInfo, Value, String) {
     let analyst = &server.analyst;
     let create = format!(
         "task create {analyst} --algorithm {algorithm} {} {options} --population \
@@ -1944,7 +1968,7 @@ fn federated_tree(oracle: TreeOracle, algorithm: &str, options: &str) -> (TaskIn
         tree_numbers(0.0).display()
     ));
     assert_eq!(report["total"]["accepted"], TREE_DEVICES, "{report}");
-    let release = json(&format!("task result {analyst} {} --json", info.id));
+    let release = server.result(&info.id);
     let table = tally(&format!("task result {analyst} {}", info.id));
     assert!(table.status.success(), "{table:?}");
     (info, release, String::from_utf8(table.stdout).unwrap())
@@ -1980,9 +2004,12 @@ fn tree_prefix(leaves: u32) -> f64 {
 /// child of the root), agree with the truth ([`tree_tolerance`]) and with each other
 /// ([`TreeOracle::gap_tolerance`]) at α ≤ 1e-6; a simulation over numbers moved up by 50 is
 /// caught.
-fn assert_range_task_releases_what_the_offline_command_releases(oracle: TreeOracle) {
+fn assert_range_task_releases_what_the_offline_command_releases(
+    server: &Server,
+    oracle: TreeOracle,
+) {
     let options = "--lo 0 --hi 50";
-    let (info, federated, table) = federated_tree(oracle, "range", options);
+    let (info, federated, table) = federated_tree(server, oracle, "range", options);
     let mechanism = oracle.mechanism();
     assert!(
         table.contains(&format!("range count (range-query tree ({mechanism}))"))
@@ -2005,7 +2032,7 @@ fn assert_range_task_releases_what_the_offline_command_releases(oracle: TreeOrac
     assert_eq!(federated["model"], "shuffle");
     assert_eq!(federated["range"]["grid_hi"], 50.0);
     assert_eq!(
-        serde_json::to_value(&info.guarantee).unwrap(),
+        server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]
     );
     let truth = tree_prefix(2);
@@ -2030,14 +2057,30 @@ fn assert_range_task_releases_what_the_offline_command_releases(oracle: TreeOrac
 /// Hadamard oracle.
 #[test]
 fn a_ghazi_range_task_releases_what_the_offline_command_releases() {
-    assert_range_task_releases_what_the_offline_command_releases(TreeOracle::Hadamard);
+    assert_range_task_releases_what_the_offline_command_releases(
+        &Server::start(),
+        TreeOracle::Hadamard,
+    );
+}
+
+/// [`a_ghazi_range_task_releases_what_the_offline_command_releases`] through the relay: each
+/// device seals every item of its set on its own, and the relay permutes them all together.
+#[test]
+fn a_ghazi_range_task_through_the_relay_releases_what_the_offline_command_releases() {
+    assert_range_task_releases_what_the_offline_command_releases(
+        &Server::start_split(),
+        TreeOracle::Hadamard,
+    );
 }
 
 /// [`assert_range_task_releases_what_the_offline_command_releases`] on Count-Min, whose
 /// capped reports fit 3,000 devices.
 #[test]
 fn a_count_min_range_task_releases_what_the_offline_command_releases() {
-    assert_range_task_releases_what_the_offline_command_releases(TreeOracle::CountMin);
+    assert_range_task_releases_what_the_offline_command_releases(
+        &Server::start(),
+        TreeOracle::CountMin,
+    );
 }
 
 /// The quantiles a release of the range-query tree tests on `oracle` may answer for
@@ -2061,7 +2104,9 @@ fn tree_quantile_admits(oracle: TreeOracle, quantile: f64, value: f64) -> bool {
 /// ([`tree_quantile_admits`]); a simulation over numbers moved up by 50 is caught.
 fn assert_quantile_task_releases_what_the_offline_command_releases(oracle: TreeOracle) {
     let options = "--quantiles 0.1,0.5,0.9";
-    let (info, federated, table) = federated_tree(oracle, "hierarchical-quantiles", options);
+    let server = Server::start();
+    let (info, federated, table) =
+        federated_tree(&server, oracle, "hierarchical-quantiles", options);
     assert!(
         table.contains(&format!(
             "quantiles (range-query tree ({})",
