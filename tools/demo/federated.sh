@@ -48,11 +48,13 @@ until "$tally" ledger --server "$aggregator" --ca-cert "$work/aggregator.pem" \
     --token "$analyst" >/dev/null 2>&1; do sleep 0.1; done
 
 # Terminal 2: the relay over TLS, following the aggregator's rounds with its relay credential
-# (it trusts the aggregator's certificate), counting every device the fleet relays.
+# (it trusts the aggregator's certificate), counting every device the fleet relays, and
+# forwarding a round as soon as every device of the population uploaded (--cohort-pool 1; by
+# default it holds twice the cohort target, or waits for the deadline).
 TALLY_AGGREGATOR_TOKEN="$relay_token" "$tally" relay --listen "127.0.0.1:$relay_port" \
     --db "$relay_db" --tls-cert "$work/relay.pem" --tls-key "$work/relay.key" \
     --aggregator "$aggregator" --aggregator-ca-cert "$work/aggregator.pem" \
-    --max-per-credential 1000000 2>"$work/relay.log" &
+    --max-per-credential 1000000 --cohort-pool 1 2>"$work/relay.log" &
 relay_pid=$!
 until python3 -c 'import ssl, sys, urllib.request
 urllib.request.urlopen(sys.argv[1] + "/healthz", timeout=1,
