@@ -12,7 +12,8 @@ use serde::de::DeserializeOwned;
 use tally_messages::{
     API_PREFIX, CheckIn, CheckInGrant, CredentialInfo, CredentialSpec, DeviceEnrollment,
     EnrolledDevices, ErrorBody, IssuedCredential, LedgerBalance, PROTOCOL_VERSION, PopulationInfo,
-    PopulationSpec, RoundQuery, TaskInfo, TaskResult, TaskSpec, Upload, UploadReceipt,
+    PopulationSpec, RoundQuery, SealedUpload, TaskInfo, TaskResult, TaskSpec, Upload,
+    UploadReceipt,
 };
 
 use crate::error::ClientError;
@@ -250,19 +251,60 @@ impl Client {
         round_id: &str,
         uploads: &[Upload],
     ) -> Result<UploadReceipt, ClientError> {
-        /// [`tally_messages::UploadBatch`], borrowing its uploads.
+        self.post_uploads(&format!("/rounds/{round_id}/uploads"), uploads)
+            .await
+    }
+
+    /// `POST /v1/rounds/{id}/sealed-uploads` (to a split-trust population's relay): one
+    /// upload per token, its messages each sealed to the aggregator's key.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`]; [`ClientError::round_is_over`] tells a closed round.
+    pub async fn upload_sealed(
+        &self,
+        round_id: &str,
+        uploads: &[SealedUpload],
+    ) -> Result<UploadReceipt, ClientError> {
+        self.post_uploads(&format!("/rounds/{round_id}/sealed-uploads"), uploads)
+            .await
+    }
+
+    /// Posts a batch of `uploads` ([`tally_messages::UploadBatch`] or
+    /// [`tally_messages::SealedUploadBatch`], borrowing its uploads) to `path`.
+    async fn post_uploads<T: Serialize>(
+        &self,
+        path: &str,
+        uploads: &[T],
+    ) -> Result<UploadReceipt, ClientError> {
         #[derive(Serialize)]
-        struct Batch<'a> {
+        struct Batch<'a, T> {
             version: u32,
-            uploads: &'a [Upload],
+            uploads: &'a [T],
         }
         let body = Batch {
             version: PROTOCOL_VERSION,
             uploads,
         };
-        let path = format!("/rounds/{round_id}/uploads");
-        self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+        self.json(Method::POST, path, Some(encode(&body)), Repeat::Safe)
             .await
+    }
+
+    /// `GET /v1/hpke-keys` (of the aggregator): its key configurations, RFC 9458's
+    /// `application/ohttp-keys` body, the current key first. Fetch them from the aggregator
+    /// itself ([`crate::AggregatorKey::fetch`] checks it), never through a relay.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails; [`ClientError::AggregatorKey`] if the body holds
+    /// no configuration of tally-seal's suite.
+    pub async fn hpke_keys(&self) -> Result<Vec<tally_seal::KeyConfig>, ClientError> {
+        let body = self
+            .send(Method::GET, "/hpke-keys", None, Repeat::Safe)
+            .await?;
+        tally_seal::decode_key_configs(&body).map_err(|e| ClientError::AggregatorKey {
+            reason: format!("{}{API_PREFIX}/hpke-keys: {e}", self.base),
+        })
     }
 
     /// `POST /v1/tasks`: creates a task.
@@ -443,7 +485,8 @@ impl Client {
         })
     }
 
-    /// Sends a request, retrying as the policy says, and returns the body of its success.
+    /// Sends a request, retrying as the policy says, and returns the body of its success as
+    /// text.
     async fn text(
         &self,
         method: Method,
@@ -451,6 +494,18 @@ impl Client {
         body: Option<Vec<u8>>,
         repeat: Repeat,
     ) -> Result<String, ClientError> {
+        let bytes = self.send(method, path, body, repeat).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Sends a request, retrying as the policy says, and returns the body of its success.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        repeat: Repeat,
+    ) -> Result<Vec<u8>, ClientError> {
         let url = format!("{}{API_PREFIX}{path}", self.base);
         let request = || format!("{method} {API_PREFIX}{path}");
         let mut attempt = 0;
@@ -492,10 +547,14 @@ impl Client {
                 }
                 Ok(response) => {
                     let status = response.status();
-                    match response.text().await {
-                        Ok(text) if status.is_success() => return Ok(text),
-                        Ok(text) => (
-                            status_error(request(), status.as_u16(), text),
+                    match response.bytes().await {
+                        Ok(bytes) if status.is_success() => return Ok(bytes.to_vec()),
+                        Ok(bytes) => (
+                            status_error(
+                                request(),
+                                status.as_u16(),
+                                String::from_utf8_lossy(&bytes).into_owned(),
+                            ),
                             status.is_server_error(),
                         ),
                         Err(e) => (transport(request(), attempt, &e), repeat == Repeat::Safe),
