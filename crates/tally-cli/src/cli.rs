@@ -688,6 +688,19 @@ pub(crate) struct DeviceArgs {
     /// Take part only in this task's rounds [default: every task running].
     #[arg(long)]
     pub(crate) task: Option<String>,
+    /// A split-trust population's devices: --server is their relay's address, and this the
+    /// aggregator's own, from which they fetch the key they seal each message of their
+    /// reports to (never through the relay; https, or plain http on loopback only).
+    #[arg(long, value_name = "URL", conflicts_with = "aggregator_key")]
+    pub(crate) aggregator: Option<String>,
+    /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator.
+    #[arg(long, value_name = "FILE", requires = "aggregator")]
+    pub(crate) aggregator_ca_cert: Option<PathBuf>,
+    /// A split-trust population's devices: the aggregator's key pinned, as a file holding
+    /// its key configurations (what GET /v1/hpke-keys answers, saved from the aggregator);
+    /// --server is the relay's address.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) aggregator_key: Option<PathBuf>,
     /// Seed of the devices' coins (and of a population's sampling), for tests only: a release
     /// is private only while the devices' coins stay secret.
     #[arg(long)]

@@ -8,10 +8,10 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::Rng;
 use tally_client::fleet::RoundReport;
-use tally_client::{DeviceLedger, Fleet, FleetConfig, FleetEvent, FleetReport};
+use tally_client::{AggregatorKey, DeviceLedger, Fleet, FleetConfig, FleetEvent, FleetReport};
 
 use crate::cli::{ClientArgs, DeviceArgs, FleetArgs, ServerArgs};
-use crate::federated::{client, print_serialized, runtime};
+use crate::federated::{client, connect, print_serialized, runtime};
 use tally_core::heavy_hitters::WordMultiset;
 use tally_sim::word_multisets;
 
@@ -115,6 +115,26 @@ fn whole_clients(args: &FleetArgs, seed: u64) -> Result<(Vec<String>, String)> {
     Ok((devices, population.description().to_owned()))
 }
 
+/// The aggregator's key a split-trust population's devices seal to (`--aggregator` or
+/// `--aggregator-key`), or `None` for a single-party population's.
+fn aggregator_key(
+    relay: &tally_client::Client,
+    devices: &DeviceArgs,
+) -> Result<Option<AggregatorKey>> {
+    if let Some(path) = &devices.aggregator_key {
+        let body =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        return Ok(Some(AggregatorKey::pinned(&body)?));
+    }
+    let Some(url) = &devices.aggregator else {
+        return Ok(None);
+    };
+    let aggregator = connect(url, devices.aggregator_ca_cert.as_deref(), None)?;
+    Ok(Some(
+        runtime()?.block_on(AggregatorKey::fetch(&aggregator, relay))?,
+    ))
+}
+
 /// The device credentials of a file, one per non-empty line.
 fn read_credentials(path: Option<&Path>) -> Result<Option<Vec<String>>> {
     let Some(path) = path else { return Ok(None) };
@@ -142,7 +162,12 @@ fn run_fleet(
     devices: &DeviceArgs,
     config: FleetConfig,
 ) -> Result<FleetReport> {
-    let mut fleet = Fleet::new(client(server)?, items, config)?;
+    let relay = client(server)?;
+    let key = aggregator_key(&relay, devices)?;
+    let mut fleet = Fleet::new(relay, items, config)?;
+    if let Some(key) = key {
+        fleet = fleet.with_aggregator_key(key);
+    }
     if let Some(credentials) = credentials {
         fleet = fleet.with_credentials(credentials)?;
     }

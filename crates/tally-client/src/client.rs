@@ -251,23 +251,12 @@ impl Client {
         round_id: &str,
         uploads: &[Upload],
     ) -> Result<UploadReceipt, ClientError> {
-        /// [`tally_messages::UploadBatch`], borrowing its uploads.
-        #[derive(Serialize)]
-        struct Batch<'a> {
-            version: u32,
-            uploads: &'a [Upload],
-        }
-        let body = Batch {
-            version: PROTOCOL_VERSION,
-            uploads,
-        };
-        let path = format!("/rounds/{round_id}/uploads");
-        self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+        self.post_uploads(&format!("/rounds/{round_id}/uploads"), uploads)
             .await
     }
 
-    /// `POST /v1/rounds/{id}/sealed-uploads` at a relay: one sealed report or abstention per
-    /// token.
+    /// `POST /v1/rounds/{id}/sealed-uploads` (to a split-trust population's relay): one
+    /// upload per token, its messages each sealed to the aggregator's key.
     ///
     /// # Errors
     ///
@@ -277,18 +266,27 @@ impl Client {
         round_id: &str,
         uploads: &[SealedUpload],
     ) -> Result<UploadReceipt, ClientError> {
-        /// [`tally_messages::SealedUploadBatch`], borrowing its uploads.
+        self.post_uploads(&format!("/rounds/{round_id}/sealed-uploads"), uploads)
+            .await
+    }
+
+    /// Posts a batch of `uploads` ([`tally_messages::UploadBatch`] or
+    /// [`tally_messages::SealedUploadBatch`], borrowing its uploads) to `path`.
+    async fn post_uploads<T: Serialize>(
+        &self,
+        path: &str,
+        uploads: &[T],
+    ) -> Result<UploadReceipt, ClientError> {
         #[derive(Serialize)]
-        struct Batch<'a> {
+        struct Batch<'a, T> {
             version: u32,
-            uploads: &'a [SealedUpload],
+            uploads: &'a [T],
         }
         let body = Batch {
             version: PROTOCOL_VERSION,
             uploads,
         };
-        let path = format!("/rounds/{round_id}/sealed-uploads");
-        self.json(Method::POST, &path, Some(encode(&body)), Repeat::Safe)
+        self.json(Method::POST, path, Some(encode(&body)), Repeat::Safe)
             .await
     }
 
@@ -308,6 +306,23 @@ impl Client {
         let path = format!("/rounds/{round_id}/relayed");
         self.json(Method::POST, &path, Some(encode(batch)), Repeat::Safe)
             .await
+    }
+
+    /// `GET /v1/hpke-keys` (of the aggregator): its key configurations, RFC 9458's
+    /// `application/ohttp-keys` body, the current key first. Fetch them from the aggregator
+    /// itself ([`crate::AggregatorKey::fetch`] checks it), never through a relay.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientError`] if the request fails; [`ClientError::AggregatorKey`] if the body holds
+    /// no configuration of tally-seal's suite.
+    pub async fn hpke_keys(&self) -> Result<Vec<tally_seal::KeyConfig>, ClientError> {
+        let body = self
+            .send(Method::GET, "/hpke-keys", None, Repeat::Safe)
+            .await?;
+        tally_seal::decode_key_configs(&body).map_err(|e| ClientError::AggregatorKey {
+            reason: format!("{}{API_PREFIX}/hpke-keys: {e}", self.base),
+        })
     }
 
     /// `POST /v1/tasks`: creates a task.
@@ -488,7 +503,8 @@ impl Client {
         })
     }
 
-    /// Sends a request, retrying as the policy says, and returns the body of its success.
+    /// Sends a request, retrying as the policy says, and returns the body of its success as
+    /// text.
     async fn text(
         &self,
         method: Method,
@@ -496,6 +512,18 @@ impl Client {
         body: Option<Vec<u8>>,
         repeat: Repeat,
     ) -> Result<String, ClientError> {
+        let bytes = self.send(method, path, body, repeat).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// Sends a request, retrying as the policy says, and returns the body of its success.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        repeat: Repeat,
+    ) -> Result<Vec<u8>, ClientError> {
         let url = format!("{}{API_PREFIX}{path}", self.base);
         let request = || format!("{method} {API_PREFIX}{path}");
         let mut attempt = 0;
@@ -537,10 +565,14 @@ impl Client {
                 }
                 Ok(response) => {
                     let status = response.status();
-                    match response.text().await {
-                        Ok(text) if status.is_success() => return Ok(text),
-                        Ok(text) => (
-                            status_error(request(), status.as_u16(), text),
+                    match response.bytes().await {
+                        Ok(bytes) if status.is_success() => return Ok(bytes.to_vec()),
+                        Ok(bytes) => (
+                            status_error(
+                                request(),
+                                status.as_u16(),
+                                String::from_utf8_lossy(&bytes).into_owned(),
+                            ),
                             status.is_server_error(),
                         ),
                         Err(e) => (transport(request(), attempt, &e), repeat == Repeat::Safe),

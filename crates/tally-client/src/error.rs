@@ -70,6 +70,13 @@ pub enum ClientError {
         /// The wait the last answer's `Retry-After` asked for, if it named one.
         retry_after: Option<std::time::Duration>,
     },
+    /// The aggregator's key configuration would not come from the aggregator itself (the
+    /// relay's address, or plain HTTP beyond loopback), or cannot be used.
+    #[error("the aggregator's key: {reason}")]
+    AggregatorKey {
+        /// What is wrong and what would do.
+        reason: String,
+    },
     /// The answer is not the JSON the protocol specifies.
     #[error("{request}: the answer is not valid protocol JSON: {source}")]
     Decode {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use tally_messages::{ErrorCode, RoundQuery, TaskState, Upload};
+use tally_messages::{ErrorCode, RoundQuery, SealedUpload, TaskState, Upload, UploadReceipt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinError, JoinSet};
 
@@ -26,6 +26,7 @@ use crate::client::Client;
 use crate::error::ClientError;
 use crate::ledger::{DeviceLedger, LedgerRefusal};
 use crate::respond::{RespondError, Responder, device_rng};
+use crate::seal::{AggregatorKey, RoundSealer};
 
 /// Why a fleet stopped before its tasks ended.
 #[derive(Debug, thiserror::Error)]
@@ -113,6 +114,9 @@ pub struct Fleet {
     credentials: Option<Arc<[String]>>,
     /// The devices' privacy ledger, if they keep one.
     ledger: Option<Mutex<DeviceLedger>>,
+    /// In a split-trust population, the aggregator's key the devices seal to (the client
+    /// then talks to the relay).
+    key: Option<AggregatorKey>,
     config: FleetConfig,
 }
 
@@ -124,6 +128,7 @@ impl std::fmt::Debug for Fleet {
             .field("devices", &self.items.len())
             .field("enrolled", &self.credentials.is_some())
             .field("ledger", &self.ledger)
+            .field("sealed", &self.key.is_some())
             .field("config", &self.config)
             .finish()
     }
@@ -164,8 +169,18 @@ impl Fleet {
             items: items.into(),
             credentials: None,
             ledger: None,
+            key: None,
             config,
         })
+    }
+
+    /// The same fleet as devices of a split-trust population: the client is the relay's,
+    /// and every device seals each message of its report to `key`, the aggregator's
+    /// ([`AggregatorKey::fetch`] or [`AggregatorKey::pinned`]), before it uploads them
+    /// (`POST /v1/rounds/{id}/sealed-uploads`).
+    pub fn with_aggregator_key(mut self, key: AggregatorKey) -> Self {
+        self.key = Some(key);
+        self
     }
 
     /// The same fleet keeping `ledger`: before a round of a task it has not answered yet, the
@@ -323,6 +338,7 @@ impl Fleet {
             return Err(error.into());
         }
         let round_id: Arc<str> = Arc::from(query.round_id.as_str());
+        let sealer = self.key.as_ref().map(|key| Arc::new(key.sealer(query)));
         let round_stream = self.round_stream(query);
         let closed = Arc::new(AtomicBool::new(false));
         let semaphore = Arc::new(Semaphore::new(self.config.concurrency));
@@ -366,6 +382,7 @@ impl Fleet {
                 items: Arc::clone(&self.items),
                 range: start..end,
                 responder: Arc::clone(&responder),
+                sealer: sealer.clone(),
                 closed: Arc::clone(&closed),
                 rng: chunk_rng(round_stream, index),
             };
@@ -415,6 +432,8 @@ struct ChunkWork {
     items: Arc<[String]>,
     range: std::ops::Range<usize>,
     responder: Arc<Responder>,
+    /// Seals the devices' messages, in a split-trust population.
+    sealer: Option<Arc<RoundSealer>>,
     closed: Arc<AtomicBool>,
     rng: ChaCha20Rng,
 }
@@ -454,30 +473,22 @@ impl ChunkWork {
             Ok(tokens) => tokens,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
-        let uploads: Vec<Upload> = tokens
-            .into_iter()
-            .zip(&self.items[self.range.clone()])
-            .map(|(token, item)| Upload {
-                token,
-                report: self.responder.respond_with_rng(item, &mut self.rng),
-            })
-            .collect();
-        chunk.devices = uploads.len() as u64;
-        let sent = Instant::now();
-        let receipt = match self.uploader().upload(&self.round_id, &uploads).await {
-            Ok(receipt) => receipt,
+        let (sent, reported) = self.upload(tokens).await;
+        chunk.devices = reported.len() as u64;
+        let (receipt, latency) = match sent {
+            Ok(answered) => answered,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
-        chunk.latency = Some(sent.elapsed());
-        let mut refused = vec![false; uploads.len()];
+        chunk.latency = Some(latency);
+        let mut refused = vec![false; reported.len()];
         for rejection in &receipt.rejected {
             if let Some(slot) = refused.get_mut(rejection.index as usize) {
                 *slot = true;
             }
             chunk.rejected.push(rejection.code);
         }
-        for (upload, refused) in uploads.iter().zip(refused) {
-            match (refused, upload.report.is_some()) {
+        for (reported, refused) in reported.into_iter().zip(refused) {
+            match (refused, reported) {
                 (true, _) => {}
                 (false, true) => chunk.reports += 1,
                 (false, false) => chunk.abstentions += 1,
@@ -502,6 +513,56 @@ impl ChunkWork {
             tokens.extend(device.check_in(&self.round_id, 1).await?.tokens);
         }
         Ok(tokens)
+    }
+
+    /// Answers for the batch's devices, one per token, and uploads their answers in one
+    /// request (each message sealed, in a split-trust population): the receipt and how long
+    /// the request took, and which device reported (rather than abstained).
+    async fn upload(
+        &mut self,
+        tokens: Vec<String>,
+    ) -> (Result<(UploadReceipt, Duration), ClientError>, Vec<bool>) {
+        let items = &self.items[self.range.clone()];
+        let uploader = self.uploader();
+        let timed = |answer: Result<UploadReceipt, ClientError>, sent: Instant| {
+            answer.map(|receipt| (receipt, sent.elapsed()))
+        };
+        match &self.sealer {
+            None => {
+                let uploads: Vec<Upload> = tokens
+                    .into_iter()
+                    .zip(items)
+                    .map(|(token, item)| Upload {
+                        token,
+                        report: self.responder.respond_with_rng(item, &mut self.rng),
+                    })
+                    .collect();
+                let reported = uploads.iter().map(|u| u.report.is_some()).collect();
+                let sent = Instant::now();
+                let answer = uploader.upload(&self.round_id, &uploads).await;
+                (timed(answer, sent), reported)
+            }
+            Some(sealer) => {
+                let uploads: Vec<SealedUpload> = tokens
+                    .into_iter()
+                    .zip(items)
+                    .map(|(token, item)| {
+                        let messages = self
+                            .responder
+                            .respond_messages_with_rng(item, &mut self.rng)
+                            .unwrap_or_default();
+                        SealedUpload {
+                            token,
+                            messages: sealer.seal(messages),
+                        }
+                    })
+                    .collect();
+                let reported = uploads.iter().map(|u| !u.messages.is_empty()).collect();
+                let sent = Instant::now();
+                let answer = uploader.upload_sealed(&self.round_id, &uploads).await;
+                (timed(answer, sent), reported)
+            }
+        }
     }
 
     /// The client the batch's uploads go through.

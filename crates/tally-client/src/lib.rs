@@ -9,6 +9,9 @@
 //!   latency percentiles.
 //! * [`DeviceLedger`]: the device's own privacy budget, refusing a task whose guarantee would
 //!   take it past the budget, whatever the server asks.
+//! * [`AggregatorKey`]: in a split-trust population, the aggregator's key, fetched from the
+//!   aggregator itself or pinned, that a device seals each message of its report to before it
+//!   uploads them to the relay ([`Client::upload_sealed`]).
 //!
 //! # Example
 //!
@@ -44,9 +47,11 @@ mod error;
 pub mod fleet;
 pub mod ledger;
 pub mod respond;
+pub mod seal;
 
 pub use client::{Client, RetryPolicy};
 pub use error::ClientError;
 pub use fleet::{Fleet, FleetConfig, FleetError, FleetEvent, FleetReport};
 pub use ledger::{DeviceLedger, LedgerRefusal};
 pub use respond::{RespondError, Responder, device_rng};
+pub use seal::{AggregatorKey, RoundSealer};

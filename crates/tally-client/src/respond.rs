@@ -132,6 +132,18 @@ impl Responder {
         self.query.respond(item, self.max_report_bytes, &mut rng)
     }
 
+    /// The device's report for its `item` as its messages, each to be sealed on its own (a
+    /// split-trust population's device): one for a report of one message, several for a
+    /// shuffle-model report of several; `None` to abstain, as [`Responder::respond_with_rng`].
+    pub fn respond_messages_with_rng<R: Rng + ?Sized>(
+        &self,
+        item: &str,
+        mut rng: &mut R,
+    ) -> Option<Vec<String>> {
+        self.query
+            .respond_messages(item, self.max_report_bytes, &mut rng)
+    }
+
     /// [`Responder::respond_with_rng`] with a fresh CSPRNG.
     pub fn respond(&self, item: &str) -> Option<String> {
         self.respond_with_rng(item, &mut device_rng(None))

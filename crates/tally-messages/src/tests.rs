@@ -441,6 +441,8 @@ fn the_documented_examples_parse() {
             "DeviceEnrollment" => serde_json::from_str::<DeviceEnrollment>(&body).map(drop),
             "EnrolledDevices" => serde_json::from_str::<EnrolledDevices>(&body).map(drop),
             "TaskResult" => serde_json::from_str::<TaskResult>(&body).map(drop),
+            "RelayedBatch" => serde_json::from_str::<RelayedBatch>(&body).map(drop),
+            "RelayReceipt" => serde_json::from_str::<RelayReceipt>(&body).map(drop),
             other => panic!("unknown example type {other}"),
         };
         if let Err(error) = parsed {

@@ -333,8 +333,10 @@ async fn create_task(State(runtime): App, headers: HeaderMap, body: Body) -> Res
     answer(&runtime, result)
 }
 
-/// The roles that read tasks and populations: each sees those it may (see `Runtime::tasks`).
-const EVERY_ROLE: [Role; 3] = [Role::Operator, Role::Analyst, Role::Device];
+/// Every role may read tasks and populations: each sees those it may (see `Runtime::tasks`;
+/// a relay reads its populations' tasks, to republish their states and guarantees to the
+/// devices it relays for).
+const EVERY_ROLE: [Role; 4] = [Role::Operator, Role::Analyst, Role::Device, Role::Relay];
 
 async fn list_tasks(State(runtime): App, headers: HeaderMap) -> Response {
     let result = async {

@@ -991,8 +991,9 @@ impl LiveTask {
         match who.role {
             Role::Analyst => who.id == self.owner,
             Role::Operator => access != Access::Result,
-            Role::Device => access == Access::Read && who.covers(&self.spec.population),
-            Role::Relay => false,
+            Role::Device | Role::Relay => {
+                access == Access::Read && who.covers(&self.spec.population)
+            }
         }
     }
 
