@@ -167,7 +167,7 @@ def measure_split(tally, workload, work):
                    certs["relay"][0], "--token", operator, "--aggregator", url,
                    "--aggregator-ca-cert", certs["aggregator"][0], "--synthetic", synthetic,
                    "--task", task_id, "--batch", str(workload["batch"]), "--concurrency",
-                   str(workload["concurrency"])], env=env)
+                   str(workload["concurrency"]), "--seal-first"], env=env)
     finally:
         for process in reversed(processes):
             process.send_signal(signal.SIGTERM)

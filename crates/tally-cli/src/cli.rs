@@ -735,6 +735,11 @@ pub(crate) struct FleetArgs {
     /// line, as an OptPrefixTree device needs its whole multiset of words.
     #[arg(long, conflicts_with = "rows_as_clients")]
     pub(crate) whole_clients: bool,
+    /// With --aggregator or --aggregator-key: answer and seal for every device of a round
+    /// before the round's clock starts, so that uploads per second and latencies measure the
+    /// relay alone (a benchmark).
+    #[arg(long)]
+    pub(crate) seal_first: bool,
 }
 
 #[derive(Debug, Subcommand)]

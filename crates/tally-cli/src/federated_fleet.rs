@@ -36,7 +36,14 @@ pub(crate) fn run_client(args: &ClientArgs) -> Result<()> {
     if credentials.as_ref().is_some_and(|c| c.len() != 1) {
         bail!("--credentials: a device has one credential, on one line");
     }
-    let report = run_fleet(&args.server, vec![item], credentials, &args.devices, config)?;
+    let report = run_fleet(
+        &args.server,
+        vec![item],
+        credentials,
+        &args.devices,
+        config,
+        false,
+    )?;
     if args.devices.json {
         return print_serialized(&report);
     }
@@ -97,7 +104,14 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
         ..FleetConfig::default()
     };
     let credentials = read_credentials(args.devices.credentials.as_deref())?;
-    let report = run_fleet(&args.server, items, credentials, &args.devices, config)?;
+    let report = run_fleet(
+        &args.server,
+        items,
+        credentials,
+        &args.devices,
+        config,
+        args.seal_first,
+    )?;
     if args.devices.json {
         return print_serialized(&report);
     }
@@ -154,19 +168,26 @@ fn read_credentials(path: Option<&Path>) -> Result<Option<Vec<String>>> {
 
 /// Runs the devices until their tasks end, with a progress bar on a terminal: each with its
 /// own credential when `credentials` are given, else through the server credential relaying
-/// for all of them.
+/// for all of them; with `seal_first`, each round's reports sealed before its clock starts.
 fn run_fleet(
     server: &ServerArgs,
     items: Vec<String>,
     credentials: Option<Vec<String>>,
     devices: &DeviceArgs,
     config: FleetConfig,
+    seal_first: bool,
 ) -> Result<FleetReport> {
     let relay = client(server)?;
     let key = aggregator_key(&relay, devices)?;
     let mut fleet = Fleet::new(relay, items, config)?;
-    if let Some(key) = key {
-        fleet = fleet.with_aggregator_key(key);
+    match (key, seal_first) {
+        (Some(key), true) => fleet = fleet.with_aggregator_key(key).sealing_first(),
+        (Some(key), false) => fleet = fleet.with_aggregator_key(key),
+        (None, true) => bail!(
+            "--seal-first seals to the aggregator's key: give --aggregator URL or \
+             --aggregator-key FILE"
+        ),
+        (None, false) => {}
     }
     if let Some(credentials) = credentials {
         fleet = fleet.with_credentials(credentials)?;

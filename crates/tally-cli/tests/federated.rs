@@ -2478,8 +2478,10 @@ fn colluding_devices_cannot_choose_to_be_sampled_through_the_relay() {
             "task create {analyst} --mechanism sample-threshold --epsilon 0.5 --delta 1e-6 \
              --threshold 20 --population test --expected-population 30 --min-cohort 30 --json"
         )));
+        // Sealed before each round's clock starts: the release is the same as sealing as
+        // the devices go.
         let report = json(&format!(
-            "fleet {} --input {} --task {} --json",
+            "fleet {} --input {} --task {} --seal-first --json",
             server.devices["test"],
             file.display(),
             info.id

@@ -117,6 +117,8 @@ pub struct Fleet {
     /// In a split-trust population, the aggregator's key the devices seal to (the client
     /// then talks to the relay).
     key: Option<AggregatorKey>,
+    /// Whether every device seals its messages before a round's clock starts.
+    seal_first: bool,
     config: FleetConfig,
 }
 
@@ -170,6 +172,7 @@ impl Fleet {
             credentials: None,
             ledger: None,
             key: None,
+            seal_first: false,
             config,
         })
     }
@@ -180,6 +183,15 @@ impl Fleet {
     /// (`POST /v1/rounds/{id}/sealed-uploads`).
     pub fn with_aggregator_key(mut self, key: AggregatorKey) -> Self {
         self.key = Some(key);
+        self
+    }
+
+    /// The same fleet answering and sealing for every device of a round (on every core)
+    /// before the round's clock starts and its first check-in, so that the round's uploads
+    /// per second and latencies measure the relay, not the devices' sealing (a benchmark; a
+    /// device seals as it goes). Only with [`Fleet::with_aggregator_key`].
+    pub fn sealing_first(mut self) -> Self {
+        self.seal_first = true;
         self
     }
 
@@ -348,6 +360,11 @@ impl Fleet {
             query,
             devices: self.items.len(),
         });
+        let mut sealed = match (&sealer, self.seal_first) {
+            (Some(sealer), true) => self.seal_round(&responder, sealer, round_stream).await,
+            _ => Vec::new(),
+        }
+        .into_iter();
         let started = Instant::now();
         let mut absorb = |done: Result<Result<Chunk, ClientError>, JoinError>,
                           tally: &mut RoundTally|
@@ -383,6 +400,7 @@ impl Fleet {
                 range: start..end,
                 responder: Arc::clone(&responder),
                 sealer: sealer.clone(),
+                sealed: sealed.next(),
                 closed: Arc::clone(&closed),
                 rng: chunk_rng(round_stream, index),
             };
@@ -393,6 +411,53 @@ impl Fleet {
         }
         let report = RoundReport::new(query, &tally, started.elapsed());
         Ok((report, tally))
+    }
+
+    /// Every batch's devices' sealed messages for the round, in batch order: each batch
+    /// answered with its own coins ([`chunk_rng`], as it would be in the round) and sealed,
+    /// the batches spread over the machine's cores.
+    async fn seal_round(
+        &self,
+        responder: &Arc<Responder>,
+        sealer: &Arc<RoundSealer>,
+        round_stream: Option<(u64, u64)>,
+    ) -> Vec<Vec<Vec<String>>> {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let cores = Arc::new(Semaphore::new(cores));
+        let mut sealing = JoinSet::new();
+        for (index, start) in (0..self.items.len()).step_by(self.config.batch).enumerate() {
+            // Unwrap safety: the semaphore is never closed.
+            let core = Arc::clone(&cores)
+                .acquire_owned()
+                .await
+                .expect("semaphore open");
+            let end = (start + self.config.batch).min(self.items.len());
+            let (items, responder, sealer) = (
+                Arc::clone(&self.items),
+                Arc::clone(responder),
+                Arc::clone(sealer),
+            );
+            sealing.spawn_blocking(move || {
+                let _core = core;
+                let mut rng = chunk_rng(round_stream, index);
+                let sealed: Vec<Vec<String>> = items[start..end]
+                    .iter()
+                    .map(|item| {
+                        let messages = responder
+                            .respond_messages_with_rng(item, &mut rng)
+                            .unwrap_or_default();
+                        sealer.seal(messages)
+                    })
+                    .collect();
+                (index, sealed)
+            });
+        }
+        let mut batches = Vec::new();
+        while let Some(done) = sealing.join_next().await {
+            batches.push(done.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())));
+        }
+        batches.sort_unstable_by_key(|(index, _)| *index);
+        batches.into_iter().map(|(_, sealed)| sealed).collect()
     }
 
     /// What a seeded fleet's coins in the round of `query` start from: the seed and a stream
@@ -434,6 +499,8 @@ struct ChunkWork {
     responder: Arc<Responder>,
     /// Seals the devices' messages, in a split-trust population.
     sealer: Option<Arc<RoundSealer>>,
+    /// The devices' messages, answered and sealed before the round's clock started.
+    sealed: Option<Vec<Vec<String>>>,
     closed: Arc<AtomicBool>,
     rng: ChaCha20Rng,
 }
@@ -543,19 +610,22 @@ impl ChunkWork {
                 (timed(answer, sent), reported)
             }
             Some(sealer) => {
+                let sealed = self.sealed.take().unwrap_or_else(|| {
+                    items
+                        .iter()
+                        .map(|item| {
+                            let messages = self
+                                .responder
+                                .respond_messages_with_rng(item, &mut self.rng)
+                                .unwrap_or_default();
+                            sealer.seal(messages)
+                        })
+                        .collect()
+                });
                 let uploads: Vec<SealedUpload> = tokens
                     .into_iter()
-                    .zip(items)
-                    .map(|(token, item)| {
-                        let messages = self
-                            .responder
-                            .respond_messages_with_rng(item, &mut self.rng)
-                            .unwrap_or_default();
-                        SealedUpload {
-                            token,
-                            messages: sealer.seal(messages),
-                        }
-                    })
+                    .zip(sealed)
+                    .map(|(token, messages)| SealedUpload { token, messages })
                     .collect();
                 let reported = uploads.iter().map(|u| !u.messages.is_empty()).collect();
                 let sent = Instant::now();
