@@ -10,7 +10,8 @@ use crate::sample_threshold::{check_delta, check_epsilon};
 use crate::{Error, Guarantee, Neighbours, TrustModel};
 
 /// The noise variances the calibration tries, as multiples of the smallest one whose shared
-/// counts alone meet `δ`: `2^(i/8)` for `i = 1..=16` first, then a finer grid around the best.
+/// counts alone meet `δ`: `2^(s/8)` for `s = 1..=16` first, then `s = s* − 1 + i/8` for
+/// `i = 0..=16` around the best `s*`.
 const COARSE_STEPS: u32 = 16;
 
 /// A threshold and the variance it was found for.
@@ -27,8 +28,9 @@ type Candidate = (u64, (u64, u64));
 /// [`crate::partition_selection`]'s expression over the ways the client's items can be its own
 /// or shared, with the divergence of up to two shifted counts exact
 /// ([`gaussian_cells_delta`]) and of more bounded through Rényi DP. The calibration takes the
-/// smallest `σ²` whose shared counts alone meet `δ`, then the `σ²` above it (within 4×) with the
-/// lowest threshold: the noise and the threshold grow with `k` together.
+/// smallest `σ²` on the grid whose shared counts alone meet `δ`, then among the variances above
+/// it tried ([`COARSE_STEPS`], within 4×) the one with the lowest threshold (then the smallest
+/// variance): the noise and the threshold grow with `k` together.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GaussianSelection {
     sigma2: (u64, u64),
@@ -73,11 +75,15 @@ impl GaussianSelection {
                 Err(e) => Err(e),
             }
         };
-        // The lowest threshold over the variances tried, ties to the smaller variance.
+        // The lowest threshold over the variances tried, then the smallest variance.
         let consider = |best: &mut Option<(Candidate, f64)>, step: f64| {
             let found = threshold_at(2f64.powf(step / 8.0))?;
+            let lower = |(t, (n, d)): Candidate, (best_t, (best_n, best_d)): Candidate| {
+                (t, u128::from(n) * u128::from(best_d))
+                    < (best_t, u128::from(best_n) * u128::from(d))
+            };
             if let Some(candidate) = found
-                && best.is_none_or(|(best, _)| candidate.0 < best.0)
+                && best.is_none_or(|(best, _)| lower(candidate, best))
             {
                 *best = Some((candidate, step));
             }
