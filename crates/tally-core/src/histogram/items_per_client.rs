@@ -122,8 +122,7 @@ mod tests {
         assert!(g.epsilon <= 1.0 && g.delta <= 1e-8, "{g:?}");
         assert!(g.analysis.contains("composition bound"), "{}", g.analysis);
         let replace =
-            SampleThreshold::calibrate_items(1.0, 1e-8, 4, target, Neighbours::ReplaceOne)
-                .unwrap();
+            SampleThreshold::calibrate_items(1.0, 1e-8, 4, target, Neighbours::ReplaceOne).unwrap();
         assert!(replace.params().sampling_rate() < four.params().sampling_rate());
         assert_eq!(replace.guarantee().neighbours, Neighbours::ReplaceOne);
         let keyed =
