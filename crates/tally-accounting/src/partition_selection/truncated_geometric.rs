@@ -183,9 +183,10 @@ impl TruncatedGeometricSelection {
     }
 }
 
-/// An upper bound on the `δ` at `e^ε` of `Ber(a)` against `Ber(b)` for `a ≥ b`:
-/// `max(a − e^ε·b, (1 − b) − e^ε·(1 − a), 0)` (the two cannot both be positive), each term
-/// plus a bound on its rounding. The reverse direction is 0 for `a ≥ b`.
+/// An upper bound on the `δ` at `e^ε` between `Ber(a)` and `Ber(b)`, `a ≥ b`, in both
+/// directions: `a − e^ε·b` (releasing, the only positive term of `Ber(a)` against `Ber(b)`) and
+/// `(1 − b) − e^ε·(1 − a)` (not releasing, the only one of `Ber(b)` against `Ber(a)`), each
+/// plus a bound on its rounding, and 0.
 fn pair_delta(a: f64, b: f64, epsilon: f64) -> f64 {
     let growth = epsilon.exp();
     // `e^ε` and each product and difference round once (relative `u`); `1 − a` and `1 − b`
