@@ -17,6 +17,7 @@ pub mod key_selection;
 pub mod local;
 pub mod numeric;
 pub mod opt_prefix_tree;
+pub mod partition_selection;
 pub mod pld;
 pub mod rdp;
 pub mod sample_threshold;
