@@ -801,7 +801,7 @@ fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
         } => format!(
             "{} histogram over {}",
             mechanism.name(),
-            tally_core::histogram::DomainMap::from(*domain)
+            tally_protocol::domain_map(*domain)
         ),
         TaskKind::RangeTree {
             mechanism,

@@ -17,9 +17,8 @@ use tally_core::heavy_hitters::{
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
-use tally_messages::{
-    HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody, WordEncoding,
-};
+use tally_messages::{HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody};
+use tally_protocol::opt_prefix_tree;
 use tally_server::document;
 use tally_sim::{
     AggregationPath, CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population,
@@ -445,10 +444,10 @@ pub(crate) fn opt_prefix_tree_options(
         runs: count(opt.runs, "runs")?,
         domain_cap: opt.domain_cap,
         fpr: opt.fpr,
-        selection: selection(opt.selection),
-        randomizer: randomizer(opt.randomizer).into(),
-        encoding: WordEncoding::from(&encoding(opt.encoding)),
-        segment: segment_policy(segment),
+        selection: opt_prefix_tree::selection_rule(selection(opt.selection)),
+        randomizer: opt_prefix_tree::randomizer(randomizer(opt.randomizer)),
+        encoding: opt_prefix_tree::word_encoding(&encoding(opt.encoding)),
+        segment: opt_prefix_tree::segment_rule(segment_policy(segment)),
         max_length: opt.max_length.map(|m| count(m, "max-length")).transpose()?,
         deny: deny_list(opt)?,
         composition,

@@ -77,7 +77,12 @@ pub(crate) mod tests {
         sampling: Sampling,
         rng: ChaCha20Rng,
     ) -> SampleThresholdCells<String> {
-        SampleThresholdRound::new(WholeItem, mechanism.clone(), sampling.into()).aggregator(rng)
+        SampleThresholdRound::new(
+            WholeItem,
+            mechanism.clone(),
+            tally_protocol::coin_holder(sampling),
+        )
+        .aggregator(rng)
     }
 
     /// The S&T mechanism at `(ε, δ) = (1, 1e-6)` with threshold `tau`, its rate calibrated.

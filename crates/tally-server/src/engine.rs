@@ -2,7 +2,7 @@
 //! protocol, driven round by round from the releases the aggregator produces, by one generic
 //! driver. Nothing here re-implements a mechanism: calibration, the per-round query, the
 //! admission rule and the final output all come from tally-core and tally-accounting; the
-//! rounds' wire form comes from [`tally_messages::rounds`].
+//! rounds' wire form comes from [`tally_protocol::rounds`].
 //!
 //! This file is the server's registration point: [`Engine::build`] maps each [`TaskKind`] to
 //! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
@@ -29,12 +29,12 @@ use tally_core::quantiles::{
     ThresholdQuery, TreeShape, ValueRange,
 };
 use tally_core::task::Task;
-use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
     Ask, DomainHistogramMechanism, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow,
     QuantilesRelease, RangeTreeMechanism, ReleasedItem, Sampling, TaskKind, TaskSpec,
     round_composition,
 };
+use tally_protocol::{PublishedQuery, coin_holder};
 
 use crate::document;
 use crate::ledger::LossRounds;
@@ -570,7 +570,7 @@ impl Kind for Histogram {
     type Round = SampleThresholdRound<WholeItem>;
 
     fn round(&self, query: &SampleThreshold, sampling: Sampling) -> Self::Round {
-        SampleThresholdRound::new(WholeItem, query.clone(), sampling.into())
+        SampleThresholdRound::new(WholeItem, query.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &SampleThreshold) -> Option<&SampleThreshold> {
@@ -637,7 +637,7 @@ impl Kind for TriePlus {
 
     fn round(&self, query: &TrieHhPlusQuery, sampling: Sampling) -> Self::Round {
         let prefixes = query.prefixes.clone();
-        SampleThresholdRound::new(prefixes, query.mechanism.clone(), sampling.into())
+        SampleThresholdRound::new(prefixes, query.mechanism.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &TrieHhPlusQuery) -> Option<&SampleThreshold> {
@@ -735,7 +735,7 @@ impl Kind for Hierarchical {
             level: query.level,
             range: self.range,
         };
-        SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
+        SampleThresholdRound::new(feature, query.mechanism.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &LevelQuery) -> Option<&SampleThreshold> {
@@ -833,7 +833,7 @@ impl Kind for BinarySearch {
             threshold: query.threshold,
             range: self.range,
         };
-        SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
+        SampleThresholdRound::new(feature, query.mechanism.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &ThresholdQuery) -> Option<&SampleThreshold> {

@@ -135,8 +135,8 @@ mod tests {
     use tally_core::protocol::DeviceQuery;
     use tally_core::protocol::WireReport;
     use tally_core::task::Task;
-    use tally_messages::rounds::PublishedQuery;
     use tally_messages::{Ask, PROTOCOL_VERSION, RoundPolicy, TaskKind};
+    use tally_protocol::{AskResponder, PublishedQuery};
 
     use super::*;
     use crate::runtime::MAX_REPORT_BYTES;

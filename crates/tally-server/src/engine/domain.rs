@@ -1,6 +1,6 @@
 //! Histograms over a public domain as one server task kind, parameterised by the mechanism:
 //! each mechanism is a tally-core round registered once, in
-//! [`DomainHistogramMechanism::build`], which [`build`] opens as a task.
+//! [`BuildDomainRound::build`], which [`build`] opens as a task.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -12,9 +12,11 @@ use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
 use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
-    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, RangeTreeMechanism,
-    Sampling, ShuffleCalibration, TaskKind, TaskSpec,
+    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
+    PublicDomain, RangeTreeMechanism, Sampling, TaskKind, TaskSpec,
+};
+use tally_protocol::{
+    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
 };
 
 use super::{Engine, Kind, driven, input_description};
@@ -49,7 +51,7 @@ pub(super) fn build(
     min_cohort: u64,
     max_report_bytes: u32,
 ) -> Result<(Engine, Guarantee), String> {
-    let map = DomainMap::from(domain);
+    let map = domain_map(domain);
     let size = map.size();
     if !(2..=MAX_DOMAIN).contains(&size) {
         return Err(format!(
@@ -284,6 +286,7 @@ mod shuffle_tests {
     use tally_core::protocol::Estimates;
     use tally_core::protocol::wire::WireRelease;
     use tally_messages::Ask;
+    use tally_protocol::AskResponder;
 
     use super::*;
     use crate::runtime::MAX_REPORT_BYTES;

@@ -14,6 +14,7 @@ use tally_core::heavy_hitters::{
 };
 use tally_core::histogram::SampleThreshold;
 use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec};
+use tally_protocol::opt_prefix_tree::{encoding, segment_policy, selection, unary_variant};
 
 use super::{Engine, Kind, driven, input_description};
 use crate::document;
@@ -70,7 +71,7 @@ impl OptPrefixTreeKind {
                 options.domain_cap, spec.rounds.max_report_bytes
             ));
         }
-        let encoding = Encoding::try_from(&options.encoding).map_err(|e| e.to_string())?;
+        let encoding = encoding(&options.encoding).map_err(|e| e.to_string())?;
         let max_length = options.max_length.map_or(
             match encoding {
                 Encoding::Huffman(_) => 96,
@@ -103,9 +104,9 @@ impl OptPrefixTreeKind {
             runs,
             domain_cap: options.domain_cap,
             fpr: options.fpr,
-            selection: options.selection,
-            randomizer: options.randomizer.into(),
-            segment: options.segment,
+            selection: selection(options.selection),
+            randomizer: unary_variant(options.randomizer),
+            segment: segment_policy(options.segment),
             encoding,
             max_length,
             deny: options.deny.clone(),
@@ -147,10 +148,10 @@ impl Kind for OptPrefixTreeKind {
             runs: options.runs as usize,
             domain_cap: options.domain_cap,
             fpr: options.fpr,
-            selection: options.selection,
-            randomizer: options.randomizer.into(),
+            selection: selection(options.selection),
+            randomizer: unary_variant(options.randomizer),
             encoding: self.encoding,
-            segment: options.segment,
+            segment: segment_policy(options.segment),
             max_length: self.max_length,
             deny: options.deny.len(),
         };
@@ -174,8 +175,11 @@ mod tests {
     use tally_core::protocol::{DeviceQuery, TrustModel};
     use tally_core::task::Task;
     use tally_messages::{
-        HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, TaskKind, WordEncoding,
+        HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, SegmentRule,
+        SelectionRule, TaskKind,
     };
+    use tally_protocol::AskResponder;
+    use tally_protocol::opt_prefix_tree::word_encoding;
     use tally_sim::MultiPopulation;
 
     use super::*;
@@ -198,10 +202,10 @@ mod tests {
             runs: 1,
             domain_cap: 1025,
             fpr: 0.1,
-            selection: Selection::UniformSupport,
+            selection: SelectionRule::UniformSupport,
             randomizer: tally_messages::Randomizer::Oue,
-            encoding: WordEncoding::from(&Encoding::Huffman(tally_sim::english_huffman_code())),
-            segment: tally_core::heavy_hitters::SegmentPolicy::MaxUnderCap,
+            encoding: word_encoding(&Encoding::Huffman(tally_sim::english_huffman_code())),
+            segment: SegmentRule::MaxUnderCap,
             max_length: None,
             deny: Vec::new(),
             composition: None,
@@ -236,7 +240,7 @@ mod tests {
         let TaskKind::OptPrefixTree(options) = &spec.kind else {
             unreachable!("an OptPrefixTree spec")
         };
-        let encoding = Encoding::try_from(&options.encoding).unwrap();
+        let encoding = encoding(&options.encoding).unwrap();
         let plan = solve_local_epsilon(
             spec.privacy.epsilon,
             spec.privacy.delta,
@@ -251,9 +255,9 @@ mod tests {
             runs: 1,
             domain_cap: options.domain_cap,
             fpr: options.fpr,
-            selection: options.selection,
-            randomizer: options.randomizer.into(),
-            segment: options.segment,
+            selection: selection(options.selection),
+            randomizer: unary_variant(options.randomizer),
+            segment: segment_policy(options.segment),
             encoding,
             max_length: 96,
             deny: Vec::new(),

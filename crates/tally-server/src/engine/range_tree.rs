@@ -11,11 +11,11 @@ use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
 use tally_core::quantiles::ValueRange;
 use tally_core::shuffle::{NumberTreeRound, RangeRound, SetOracleRound, ShuffleQuantiles};
-use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
     PrivacyTarget, QuantileRow, QuantilesRelease, RangeTreeMechanism, Sampling, TaskSpec,
     TreeReading,
 };
+use tally_protocol::PublishedQuery;
 
 use super::domain::check_shuffle_cohort;
 use super::{Engine, Kind, driven, input_description, value_range};

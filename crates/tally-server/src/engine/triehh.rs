@@ -100,6 +100,7 @@ mod tests {
     use tally_messages::{
         HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, TaskKind,
     };
+    use tally_protocol::AskResponder;
 
     use super::*;
     use crate::aggregator::tests::binomial_interval;

@@ -1,0 +1,20 @@
+//! The registry of tally's protocol: every task kind and every kind of round defined once,
+//! between the mechanisms (`tally-core`, `tally-accounting`) and the wire (`tally-messages`)
+//! below it and the executors (the simulator, the server, the devices) above it.
+//!
+//! - [`rounds`]: how each kind of round is published as an [`Ask`](tally_messages::Ask)
+//!   ([`PublishedQuery`]) and rebuilt by a device ([`AskResponder`]);
+//! - [`domain`]: the mechanisms over a public domain, each calibrated and given its round in
+//!   one arm of [`BuildDomainRound::build`];
+//! - [`opt_prefix_tree`]: OptPrefixTree's published options and iterations.
+#![forbid(unsafe_code)]
+
+pub mod domain;
+pub mod opt_prefix_tree;
+pub mod rounds;
+
+pub use domain::{
+    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
+    public_domain,
+};
+pub use rounds::{AskError, AskResponder, PublishedQuery, WireQuery, coin_holder};
