@@ -18,8 +18,8 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
 use tally_messages::{HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody};
+use tally_protocol::document;
 use tally_protocol::opt_prefix_tree;
-use tally_server::document;
 use tally_sim::{
     AggregationPath, CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population,
     RedditLikeSpec, english_huffman_code, prefix_estimate_errors, retrieval_scores,

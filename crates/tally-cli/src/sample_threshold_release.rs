@@ -8,7 +8,7 @@ use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
 use tally_core::sampling::SamplingKey;
 use tally_messages::{HistogramRelease, ReleasedItem};
-use tally_server::document;
+use tally_protocol::document;
 use tally_sim::{
     ExecutionPath, KeyedPopulation, PoissonLines, Population, StreamFormat,
     run_keyed_sample_threshold, run_sample_threshold, stream_sample_threshold,

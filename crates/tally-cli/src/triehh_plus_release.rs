@@ -11,7 +11,7 @@ use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::sampling::SamplingKey;
 use tally_core::task::Task as _;
 use tally_messages::HeavyHittersRelease;
-use tally_server::document::{self, TriePlusParameters};
+use tally_protocol::document::{self, TriePlusParameters};
 use tally_sim::{
     CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted,
 };

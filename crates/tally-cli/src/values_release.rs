@@ -12,7 +12,7 @@ use tally_core::quantiles::{
 };
 use tally_core::task::Task;
 use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease, RangeRelease};
-use tally_server::document;
+use tally_protocol::document;
 use tally_sim::{
     CountedValues, ExecutionPath, SortedValues, ValueRange, Values, ValuesError,
     run_binary_searches, run_hierarchical, run_hierarchical_counted,

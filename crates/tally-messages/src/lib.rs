@@ -439,6 +439,12 @@ pub struct RoundPolicy {
     pub max_report_bytes: u32,
 }
 
+/// The largest report size a task may allow ([`RoundPolicy::max_report_bytes`]): a
+/// multi-message shuffle protocol's device sends hundreds of messages (Ghazi et al.'s Hadamard
+/// protocol, `1 + ρ` tuples), and a fleet's batch of 256 such reports stays well within an
+/// upload request's limit.
+pub const MAX_REPORT_BYTES: u32 = 32_768;
+
 impl Default for RoundPolicy {
     fn default() -> Self {
         Self {

@@ -6,15 +6,24 @@
 //!   ([`PublishedQuery`]) and rebuilt by a device ([`AskResponder`]);
 //! - [`domain`]: the mechanisms over a public domain, each calibrated and given its round in
 //!   one arm of [`BuildDomainRound::build`];
-//! - [`opt_prefix_tree`]: OptPrefixTree's published options and iterations.
+//! - [`opt_prefix_tree`]: OptPrefixTree's published options and iterations;
+//! - [`engine`]: every task kind, built from its spec into a calibrated task with its
+//!   guarantee ([`Engine::build`]) and driven round by round by one generic driver, each round
+//!   behind the [`shuffler`] when its guarantee trusts one;
+//! - [`document`]: the released documents, the same for a simulation (`tally histogram`,
+//!   `tally heavy-hitters`, `tally quantiles`, `tally range`) and for a federated task.
 #![forbid(unsafe_code)]
 
+pub mod document;
 pub mod domain;
+pub mod engine;
 pub mod opt_prefix_tree;
 pub mod rounds;
+pub mod shuffler;
 
 pub use domain::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
     public_domain,
 };
+pub use engine::{Engine, OpenedRound, ThresholdRounds, draw_public_coins};
 pub use rounds::{AskError, AskResponder, PublishedQuery, WireQuery, coin_holder};

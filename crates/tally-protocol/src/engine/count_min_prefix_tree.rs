@@ -130,16 +130,16 @@ impl Kind for PrefixTree {
 
 #[cfg(test)]
 mod tests {
+    use crate::{AskResponder, PublishedQuery};
     use tally_accounting::Neighbours;
     use tally_accounting::sample_threshold::Analysis;
     use tally_core::protocol::DeviceQuery;
     use tally_core::protocol::WireReport;
     use tally_core::task::Task;
     use tally_messages::{Ask, PROTOCOL_VERSION, RoundPolicy, TaskKind};
-    use tally_protocol::{AskResponder, PublishedQuery};
 
     use super::*;
-    use crate::runtime::MAX_REPORT_BYTES;
+    use tally_messages::MAX_REPORT_BYTES;
 
     /// The devices of the tests (the longest report does not depend on them: every device's
     /// blanket is capped).

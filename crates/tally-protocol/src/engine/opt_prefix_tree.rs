@@ -4,6 +4,7 @@
 //! them; the task, its iterations and its guarantee are tally-core's [`OptPrefixTree`], with
 //! `ε₀` solved by `tally-accounting` as the offline command solves it.
 
+use crate::opt_prefix_tree::{encoding, segment_policy, selection, unary_variant};
 use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::shuffle::ShuffleBound;
@@ -14,7 +15,6 @@ use tally_core::heavy_hitters::{
 };
 use tally_core::histogram::SampleThreshold;
 use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec};
-use tally_protocol::opt_prefix_tree::{encoding, segment_policy, selection, unary_variant};
 
 use super::{Engine, Kind, driven, input_description};
 use crate::document;
@@ -167,6 +167,8 @@ impl Kind for OptPrefixTreeKind {
 
 #[cfg(test)]
 mod tests {
+    use crate::AskResponder;
+    use crate::opt_prefix_tree::word_encoding;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::sample_threshold::Analysis;
@@ -178,8 +180,6 @@ mod tests {
         HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, SegmentRule,
         SelectionRule, TaskKind,
     };
-    use tally_protocol::AskResponder;
-    use tally_protocol::opt_prefix_tree::word_encoding;
     use tally_sim::MultiPopulation;
 
     use super::*;

@@ -1,13 +1,14 @@
-//! Tasks as the server runs them: a tally-core [`Task`] whose queries are rounds of the round
-//! protocol, driven round by round from the releases the aggregator produces, by one generic
-//! driver. Nothing here re-implements a mechanism: calibration, the per-round query, the
-//! admission rule and the final output all come from tally-core and tally-accounting; the
-//! rounds' wire form comes from [`tally_protocol::rounds`].
+//! Tasks as the federated runtime runs them: a tally-core [`Task`] whose queries are rounds of
+//! the round protocol, driven round by round from the releases the aggregator produces, by one
+//! generic driver. Nothing here re-implements a mechanism: calibration, the per-round query,
+//! the admission rule and the final output all come from tally-core and tally-accounting; the
+//! rounds' wire form comes from [`crate::rounds`].
 //!
-//! This file is the server's registration point: [`Engine::build`] maps each [`TaskKind`] to
-//! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
-//! release becomes the task's, and which document the finished task publishes. Kinds that
-//! are not sample-and-threshold rounds live in their own files below ([`triehh`]).
+//! This file is the registration point of task kinds: [`Engine::build`] maps each
+//! [`TaskKind`] to its task, and each [`Kind`] says how its task's queries become rounds, how
+//! a round's release becomes the task's, and which document the finished task publishes.
+//! Kinds that are not sample-and-threshold rounds live in their own files below
+//! ([`triehh`]).
 
 mod triehh;
 
@@ -34,10 +35,9 @@ use tally_messages::{
     QuantilesRelease, RangeTreeMechanism, ReleasedItem, Sampling, TaskKind, TaskSpec,
     round_composition,
 };
-use tally_protocol::{PublishedQuery, coin_holder};
 
 use crate::document;
-use crate::ledger::LossRounds;
+use crate::rounds::{PublishedQuery, coin_holder};
 use crate::shuffler::{self, ShuffledReport};
 
 mod count_min_prefix_tree;
@@ -45,7 +45,7 @@ mod domain;
 mod opt_prefix_tree;
 mod range_tree;
 
-pub(crate) use domain::draw_public_coins;
+pub use domain::draw_public_coins;
 
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
@@ -55,42 +55,18 @@ fn input_description(spec: &TaskSpec) -> String {
     )
 }
 
-/// A release as the store keeps it: its cells as `[report, count, estimate]`, each report in
-/// its wire encoding (a count is an integer, negative only where the release adds noise).
-pub(crate) fn encode_release(cells: &[WireCell]) -> String {
-    let cells: Vec<(&str, i64, f64)> = cells
-        .iter()
-        .map(|cell| (cell.key.as_str(), cell.count, cell.estimate))
-        .collect();
-    // Unwrap safety: cells are strings and numbers.
-    serde_json::to_string(&cells).expect("cells serialize")
-}
-
-/// Reads back a release [`encode_release`] wrote.
-pub(crate) fn decode_release(stored: &str) -> serde_json::Result<Vec<WireCell>> {
-    let cells: Vec<(String, i64, f64)> = serde_json::from_str(stored)?;
-    Ok(cells
-        .into_iter()
-        .map(|(key, count, estimate)| WireCell {
-            key,
-            count,
-            estimate,
-        })
-        .collect())
-}
-
 /// A round opened for devices: what it asks, and the aggregator counting its reports.
-pub(crate) struct OpenedRound {
+pub struct OpenedRound {
     /// What devices are asked.
-    pub(crate) ask: Ask,
+    pub ask: Ask,
     /// Decodes, checks and counts the round's reports.
-    pub(crate) aggregator: Box<dyn WireAggregator>,
+    pub aggregator: Box<dyn WireAggregator>,
     /// Why a report the round does not admit is refused.
-    pub(crate) refusal: ErrorCode,
+    pub refusal: ErrorCode,
 }
 
 /// A task in progress, whatever its kind.
-pub(crate) struct Engine(Box<dyn FederatedTask>);
+pub struct Engine(Box<dyn FederatedTask>);
 
 impl Clone for Engine {
     fn clone(&self) -> Self {
@@ -104,7 +80,7 @@ impl Engine {
     /// # Errors
     ///
     /// A message saying why the task cannot run as asked.
-    pub(crate) fn build(spec: &TaskSpec) -> Result<(Self, Guarantee), String> {
+    pub fn build(spec: &TaskSpec) -> Result<(Self, Guarantee), String> {
         let privacy = &spec.privacy;
         let target = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
             (Some(_), Some(_)) => Err("give at most one of sampling_rate and threshold".to_owned()),
@@ -331,32 +307,25 @@ impl Engine {
         }
     }
 
-    /// The task's S&T rounds as the ledger's tight accountant composes them; `None` where
-    /// they have no loss pair (replace-one neighbours).
-    pub(crate) fn loss_rounds(&self) -> Option<LossRounds> {
-        self.threshold_rounds()
-            .and_then(|rounds| LossRounds::of(&rounds.per_round, rounds.rounds))
-    }
-
     /// The task's sample-and-threshold rounds, whatever its neighbour relation; `None` for a
     /// task of other rounds.
-    pub(crate) fn threshold_rounds(&self) -> Option<ThresholdRounds> {
+    pub fn threshold_rounds(&self) -> Option<ThresholdRounds> {
         self.0.threshold_rounds()
     }
 
     /// Moves to the next round; `false` once the task has nothing more to ask.
-    pub(crate) fn advance(&mut self) -> bool {
+    pub fn advance(&mut self) -> bool {
         self.0.advance()
     }
 
     /// The current round's number, from 1.
-    pub(crate) fn round(&self) -> u32 {
+    pub fn round(&self) -> u32 {
         self.0.round()
     }
 
     /// Opens the current round: its ask, and an aggregator whose coins (under aggregator-side
     /// `sampling`) come from the secret stream `rng`.
-    pub(crate) fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
+    pub fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
         self.0.open(sampling, rng)
     }
 
@@ -366,13 +335,13 @@ impl Engine {
     ///
     /// The report of a cell that is not the one spelling of one of the round's reports (a
     /// corrupt stored release).
-    pub(crate) fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
+    pub fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
         self.0.observe(cells)
     }
 
     /// The released document of a finished task (call once [`Engine::advance`] returned
     /// `false`).
-    pub(crate) fn document(self, spec: &TaskSpec) -> String {
+    pub fn document(self, spec: &TaskSpec) -> String {
         self.0.document(spec)
     }
 }
@@ -429,11 +398,11 @@ trait Kind: Clone + Send + Sync + 'static {
 /// A task's sample-and-threshold rounds: the mechanism each runs (every round of these tasks
 /// runs the same) and how many its guarantee composes.
 #[derive(Clone, Debug)]
-pub(crate) struct ThresholdRounds {
+pub struct ThresholdRounds {
     /// The mechanism of every round.
-    pub(crate) per_round: SampleThreshold,
+    pub per_round: SampleThreshold,
     /// How many rounds the task's guarantee composes.
-    pub(crate) rounds: usize,
+    pub rounds: usize,
 }
 
 /// The one generic driver: a task of kind `K`, its current query and round number.

@@ -91,6 +91,7 @@ impl Kind for TrieHhKind {
 
 #[cfg(test)]
 mod tests {
+    use crate::AskResponder;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::numeric::ln_choose;
@@ -100,10 +101,9 @@ mod tests {
     use tally_messages::{
         HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, TaskKind,
     };
-    use tally_protocol::AskResponder;
 
     use super::*;
-    use crate::aggregator::tests::binomial_interval;
+    use tally_stats_tests::binomial_interval;
 
     /// Devices, `ε`, `δ` and rounds of the tests' task.
     const N: u64 = 400;

@@ -2,6 +2,7 @@
 //! over its `k`-set frequency oracle: one shuffle round of tally-core's [`NumberTreeRound`],
 //! read as a range count or as quantiles.
 
+use crate::PublishedQuery;
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
 use tally_accounting::Guarantee;
@@ -15,7 +16,6 @@ use tally_messages::{
     PrivacyTarget, QuantileRow, QuantilesRelease, RangeTreeMechanism, Sampling, TaskSpec,
     TreeReading,
 };
-use tally_protocol::PublishedQuery;
 
 use super::domain::check_shuffle_cohort;
 use super::{Engine, Kind, driven, input_description, value_range};

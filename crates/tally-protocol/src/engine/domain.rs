@@ -5,6 +5,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use crate::{
+    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
+};
 use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
@@ -14,9 +17,6 @@ use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
     PublicDomain, RangeTreeMechanism, Sampling, TaskKind, TaskSpec,
-};
-use tally_protocol::{
-    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
 };
 
 use super::{Engine, Kind, driven, input_description};
@@ -142,7 +142,7 @@ pub(super) fn check_capped_cohort(
 ///
 /// The coins are public (published in every ask of the task); the guarantee holds whatever
 /// they are, as long as they are drawn independently of the devices' data, as here.
-pub(crate) fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
+pub fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
     let public_coins = match kind {
         TaskKind::DomainHistogram {
             mechanism,
@@ -279,6 +279,7 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
 
 #[cfg(test)]
 mod shuffle_tests {
+    use crate::AskResponder;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::sample_threshold::Analysis;
@@ -286,10 +287,9 @@ mod shuffle_tests {
     use tally_core::protocol::Estimates;
     use tally_core::protocol::wire::WireRelease;
     use tally_messages::Ask;
-    use tally_protocol::AskResponder;
 
     use super::*;
-    use crate::runtime::MAX_REPORT_BYTES;
+    use tally_messages::MAX_REPORT_BYTES;
 
     /// The privacy target of the shuffle tests' tasks.
     fn shuffle_privacy() -> PrivacyTarget {
