@@ -419,7 +419,7 @@ fn range_kind(args: &TaskCreateArgs, composition: Option<Composition>) -> Result
         (Some(min), Some(max)) => Some(tally_core::quantiles::ValueRange::new(min, max)?),
         _ => None,
     };
-    tally_cli::values_release::check_range(range, lo, hi)?;
+    tally_sim::values_release::check_range(range, lo, hi)?;
     Ok(TaskKind::Range {
         lo,
         hi,

@@ -9,7 +9,6 @@ use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_core::heavy_hitters::{
     Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection, TERMINATOR, TrieHh,
     TrieHhConfig,
@@ -20,6 +19,7 @@ use tally_core::sampling::SamplingKey;
 use tally_messages::{HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody};
 use tally_protocol::document;
 use tally_protocol::opt_prefix_tree;
+use tally_sim::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_sim::{
     AggregationPath, CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population,
     RedditLikeSpec, english_huffman_code, prefix_estimate_errors, retrieval_scores,

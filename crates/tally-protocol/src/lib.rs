@@ -14,12 +14,16 @@
 //!   `tally heavy-hitters`, `tally quantiles`, `tally range`) and for a federated task.
 #![forbid(unsafe_code)]
 
+pub mod compose_plan;
 pub mod document;
 pub mod domain;
 pub mod engine;
 pub mod opt_prefix_tree;
+pub mod plan_document;
 pub mod rounds;
+pub mod shuffle_plan;
 pub mod shuffler;
+pub mod triehh_plus_plan;
 
 pub use domain::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
