@@ -13,9 +13,9 @@
 mod triehh;
 
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
@@ -31,9 +31,8 @@ use tally_core::quantiles::{
 };
 use tally_core::task::Task;
 use tally_messages::{
-    Ask, DomainHistogramMechanism, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow,
-    QuantilesRelease, RangeTreeMechanism, ReleasedItem, Sampling, TaskKind, TaskSpec,
-    round_composition,
+    Ask, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem,
+    Sampling, TaskKind, TaskSpec, round_composition,
 };
 
 use crate::document;
@@ -53,6 +52,172 @@ fn input_description(spec: &TaskSpec) -> String {
         "federated: population {} ({} devices expected)",
         spec.population, spec.expected_population
     )
+}
+
+/// A task kind as the registry defines it, read off a spec's [`TaskKind`] before anything is
+/// calibrated: what the executors and the front ends ask of a kind, and how its task is built.
+pub trait TaskDefinition {
+    /// The kind's short name, as `tally task list` shows it.
+    fn name(&self) -> &'static str;
+
+    /// What the task computes and how, for people; `neighbours` is the task's neighbour
+    /// relation (which sets the default composition of its rounds).
+    fn description(&self, neighbours: Neighbours) -> String;
+
+    /// The most rounds the task runs.
+    fn rounds(&self) -> u32;
+
+    /// The rounds of one pass over the task's levels, each a round to calibrate and run (the
+    /// server caps them): its rounds, but for binary searches, the rounds of one search.
+    fn levels(&self) -> u32 {
+        self.rounds()
+    }
+
+    /// The quantiles the task estimates (none for a kind that estimates none).
+    fn quantiles(&self) -> &[f64] {
+        &[]
+    }
+
+    /// Why the console draws no release curve for the task, when its rounds are not
+    /// sample-and-threshold rounds.
+    fn no_curve_reason(&self) -> &'static str {
+        "The task's rounds are not sample-and-threshold rounds: there is no release curve. \
+         The guarantee above is what it promises."
+    }
+
+    /// Calibrates the task `spec` asks for and computes its guarantee.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the task cannot run as asked.
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String>;
+}
+
+/// The definition of the task kind `kind`: the one place a task kind is registered, and the
+/// only `match` on a task's kind.
+pub fn definition(kind: &TaskKind) -> Box<dyn TaskDefinition + '_> {
+    match kind {
+        TaskKind::Histogram {
+            mechanism: _,
+            sampling_rate,
+            threshold,
+        } => Box::new(HistogramTask {
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+            publication: Publication::Histogram,
+        }),
+        TaskKind::SingleRound {
+            sampling_rate,
+            threshold,
+        } => Box::new(HistogramTask {
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+            publication: Publication::HeavyHitters,
+        }),
+        TaskKind::HeavyHitters {
+            algorithm: _,
+            levels,
+            segment,
+            restricted,
+            composition,
+            sampling_rate,
+            threshold,
+        } => Box::new(TriePlusTask {
+            levels: *levels,
+            segment: *segment,
+            restricted: *restricted,
+            composition: *composition,
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+        }),
+        TaskKind::Quantiles {
+            method,
+            quantiles,
+            branching,
+            levels,
+            consistent,
+            composition,
+            range,
+            sampling_rate,
+            threshold,
+        } => Box::new(QuantilesTask {
+            method: *method,
+            quantiles,
+            branching: *branching,
+            levels: *levels,
+            consistent: *consistent,
+            composition: *composition,
+            range: *range,
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+        }),
+        TaskKind::Range {
+            lo,
+            hi,
+            branching,
+            levels,
+            consistent,
+            composition,
+            range,
+            sampling_rate,
+            threshold,
+        } => Box::new(RangeTask {
+            lo: *lo,
+            hi: *hi,
+            branching: *branching,
+            levels: *levels,
+            consistent: *consistent,
+            composition: *composition,
+            range: *range,
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+        }),
+        TaskKind::Triehh {
+            levels,
+            segment,
+            beam,
+        } => Box::new(triehh::TrieHhTask {
+            levels: *levels,
+            segment: *segment,
+            beam: *beam,
+        }),
+        TaskKind::DomainHistogram {
+            mechanism,
+            domain,
+            public_coins,
+        } => Box::new(domain::DomainTask {
+            mechanism: *mechanism,
+            domain: *domain,
+            public_coins: *public_coins,
+        }),
+        TaskKind::RangeTree {
+            mechanism,
+            levels,
+            range,
+            reading,
+            failure_probability,
+            public_coins,
+        } => Box::new(range_tree::TreeTask {
+            mechanism: *mechanism,
+            levels: *levels,
+            range: *range,
+            reading,
+            failure_probability: *failure_probability,
+            public_coins: *public_coins,
+        }),
+        TaskKind::OptPrefixTree(options) => Box::new(opt_prefix_tree::OptPrefixTreeTask(options)),
+        TaskKind::CountMinPrefixTree {
+            domain_bits,
+            threshold,
+            failure_probability,
+            public_coins,
+        } => Box::new(count_min_prefix_tree::TreeTask {
+            domain_bits: *domain_bits,
+            threshold: *threshold,
+            failure_probability: *failure_probability,
+            public_coins: *public_coins,
+        }),
+    }
 }
 
 /// A round opened for devices: what it asks, and the aggregator counting its reports.
@@ -81,230 +246,7 @@ impl Engine {
     ///
     /// A message saying why the task cannot run as asked.
     pub fn build(spec: &TaskSpec) -> Result<(Self, Guarantee), String> {
-        let privacy = &spec.privacy;
-        let target = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
-            (Some(_), Some(_)) => Err("give at most one of sampling_rate and threshold".to_owned()),
-            (Some(rate), None) => Ok(PlanTarget::SamplingRate(rate)),
-            (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
-            (None, None) => Ok(PlanTarget::MinReleasedCount),
-        };
-        if matches!(
-            spec.kind,
-            TaskKind::DomainHistogram {
-                mechanism: DomainHistogramMechanism::GhaziCountMin,
-                ..
-            } | TaskKind::RangeTree {
-                mechanism: RangeTreeMechanism::GhaziCountMin,
-                ..
-            } | TaskKind::CountMinPrefixTree { .. }
-        ) {
-            domain::check_capped_cohort(
-                "ghazi-count-min",
-                spec.rounds.cohort_target,
-                spec.expected_population,
-            )?;
-        }
-        match &spec.kind {
-            TaskKind::Histogram {
-                mechanism: _,
-                sampling_rate,
-                threshold,
-            } => Histogram::build(
-                privacy,
-                target(*sampling_rate, *threshold)?,
-                Publication::Histogram,
-            ),
-            TaskKind::SingleRound {
-                sampling_rate,
-                threshold,
-            } => Histogram::build(
-                privacy,
-                target(*sampling_rate, *threshold)?,
-                Publication::HeavyHitters,
-            ),
-            TaskKind::HeavyHitters {
-                algorithm: _,
-                levels,
-                segment,
-                restricted,
-                composition,
-                sampling_rate,
-                threshold,
-            } => {
-                let composition = round_composition(*composition, privacy.neighbours);
-                let levels = *levels as usize;
-                let plan = plan(
-                    privacy,
-                    levels.max(1),
-                    composition,
-                    target(*sampling_rate, *threshold)?,
-                )?;
-                let per_level = plan.per_round;
-                let task = TrieHhPlus::new(TrieHhPlusConfig {
-                    levels,
-                    segment: *segment as usize,
-                    restricted: *restricted,
-                    per_level: per_level.clone(),
-                    composition,
-                    total_delta: privacy.delta,
-                })
-                .map_err(|e| e.to_string())?;
-                let kind = TriePlus {
-                    levels,
-                    segment: *segment as usize,
-                    restricted: *restricted,
-                    composition,
-                    per_level,
-                };
-                Ok(driven(kind, task, levels))
-            }
-            TaskKind::Quantiles {
-                method,
-                quantiles,
-                branching,
-                levels,
-                consistent,
-                composition,
-                range,
-                sampling_rate,
-                threshold,
-            } => {
-                let composition = round_composition(*composition, privacy.neighbours);
-                if quantiles.is_empty() {
-                    return Err("quantiles: give at least one".to_owned());
-                }
-                if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-                    return Err(format!("quantile {q}: expected numbers in [0, 1]"));
-                }
-                let range = value_range(*range)?;
-                let target = target(*sampling_rate, *threshold)?;
-                match method {
-                    QuantileMethod::Hierarchical => Hierarchical::build(
-                        privacy,
-                        tree_shape(*branching, *levels)?,
-                        composition,
-                        target,
-                        range,
-                        *consistent,
-                        Reading::Quantiles(quantiles.clone()),
-                    ),
-                    QuantileMethod::BinarySearch => {
-                        if branching.is_some() || *consistent {
-                            return Err("branching and consistent apply to the hierarchical \
-                                        method only"
-                                .to_owned());
-                        }
-                        let rounds = *levels as usize;
-                        if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
-                            return Err(format!(
-                                "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} \
-                                 rounds"
-                            ));
-                        }
-                        let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
-                        let task = QuantileSearches::new(quantiles, rounds, &plan)
-                            .map_err(|e| e.to_string())?;
-                        let total = plan.rounds;
-                        Ok(driven(
-                            BinarySearch {
-                                plan,
-                                rounds,
-                                range,
-                            },
-                            task,
-                            total,
-                        ))
-                    }
-                }
-            }
-            TaskKind::Range {
-                lo,
-                hi,
-                branching,
-                levels,
-                consistent,
-                composition,
-                range,
-                sampling_rate,
-                threshold,
-            } => {
-                let range = value_range(*range)?;
-                let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
-                if !(min <= *lo && lo <= hi && *hi <= max) {
-                    return Err(format!(
-                        "range [{lo}, {hi}): expected min ≤ lo ≤ hi ≤ max within [{min}, {max}]"
-                    ));
-                }
-                Hierarchical::build(
-                    privacy,
-                    tree_shape(*branching, *levels)?,
-                    round_composition(*composition, privacy.neighbours),
-                    target(*sampling_rate, *threshold)?,
-                    range,
-                    *consistent,
-                    Reading::Range(*lo, *hi),
-                )
-            }
-            TaskKind::Triehh {
-                levels,
-                segment,
-                beam,
-            } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
-            TaskKind::DomainHistogram {
-                mechanism,
-                domain,
-                public_coins,
-            } => domain::build(
-                *mechanism,
-                *domain,
-                *public_coins,
-                privacy,
-                spec.expected_population,
-                spec.rounds.min_cohort,
-                spec.rounds.max_report_bytes,
-            ),
-            TaskKind::RangeTree {
-                mechanism,
-                levels,
-                range,
-                reading,
-                failure_probability,
-                public_coins,
-            } => range_tree::build(
-                &range_tree::TreeTask {
-                    mechanism: *mechanism,
-                    levels: *levels,
-                    range: *range,
-                    reading,
-                    failure_probability: *failure_probability,
-                    public_coins: *public_coins,
-                },
-                privacy,
-                spec.expected_population,
-                spec.rounds.min_cohort,
-                spec.rounds.max_report_bytes,
-            ),
-            TaskKind::OptPrefixTree(options) => {
-                opt_prefix_tree::OptPrefixTreeKind::build(spec, options)
-            }
-            TaskKind::CountMinPrefixTree {
-                domain_bits,
-                threshold,
-                failure_probability,
-                public_coins,
-            } => count_min_prefix_tree::build(
-                &count_min_prefix_tree::TreeTask {
-                    domain_bits: *domain_bits,
-                    threshold: *threshold,
-                    failure_probability: *failure_probability,
-                    public_coins: *public_coins,
-                },
-                privacy,
-                spec.expected_population,
-                spec.rounds.min_cohort,
-                spec.rounds.max_report_bytes,
-            ),
-        }
+        definition(&spec.kind).build(spec)
     }
 
     /// The task's sample-and-threshold rounds, whatever its neighbour relation; `None` for a
@@ -492,6 +434,48 @@ impl<K: Kind> FederatedTask for Driven<K> {
     }
 }
 
+/// A one-round sample-and-threshold task: `tally histogram` or single-round heavy hitters.
+struct HistogramTask {
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    /// The document it publishes.
+    publication: Publication,
+}
+
+impl TaskDefinition for HistogramTask {
+    fn name(&self) -> &'static str {
+        match self.publication {
+            Publication::Histogram => "sample-threshold",
+            Publication::HeavyHitters => "single-round",
+        }
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let what = match self.publication {
+            Publication::Histogram => "sample-and-threshold histogram",
+            Publication::HeavyHitters => {
+                "single-round heavy hitters (one sample-and-threshold histogram of whole items)"
+            }
+        };
+        format!(
+            "{what}, {}",
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        1
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        Histogram::build(
+            &spec.privacy,
+            plan_target(self.sampling_rate, self.threshold)?,
+            self.publication,
+        )
+    }
+}
+
 /// One sample-and-threshold histogram round of the devices' items.
 #[derive(Clone)]
 struct Histogram {
@@ -590,6 +574,73 @@ impl Kind for Histogram {
     }
 }
 
+/// A TrieHH++ task.
+struct TriePlusTask {
+    levels: u32,
+    segment: u32,
+    restricted: bool,
+    composition: Option<Composition>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+}
+
+impl TaskDefinition for TriePlusTask {
+    fn name(&self) -> &'static str {
+        "triehh++"
+    }
+
+    fn description(&self, neighbours: Neighbours) -> String {
+        let TriePlusTask {
+            levels, segment, ..
+        } = self;
+        format!(
+            "triehh++ heavy hitters, {levels} levels of {segment} character(s), {}, {} \
+             composition, {}",
+            if self.restricted {
+                "restricted"
+            } else {
+                "unrestricted"
+            },
+            round_composition(self.composition, neighbours),
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.levels
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let composition = round_composition(self.composition, privacy.neighbours);
+        let levels = self.levels as usize;
+        let plan = plan(
+            privacy,
+            levels.max(1),
+            composition,
+            plan_target(self.sampling_rate, self.threshold)?,
+        )?;
+        let per_level = plan.per_round;
+        let task = TrieHhPlus::new(TrieHhPlusConfig {
+            levels,
+            segment: self.segment as usize,
+            restricted: self.restricted,
+            per_level: per_level.clone(),
+            composition,
+            total_delta: privacy.delta,
+        })
+        .map_err(|e| e.to_string())?;
+        let kind = TriePlus {
+            levels,
+            segment: self.segment as usize,
+            restricted: self.restricted,
+            composition,
+            per_level,
+        };
+        Ok(driven(kind, task, levels))
+    }
+}
+
 /// TrieHH++: one S&T histogram of prefixes per level.
 #[derive(Clone)]
 struct TriePlus {
@@ -639,6 +690,170 @@ impl Kind for TriePlus {
             input_description(spec),
             None,
         ))
+    }
+}
+
+/// A quantile task by sample-and-threshold rounds: a hierarchical histogram or binary
+/// searches.
+struct QuantilesTask<'a> {
+    method: QuantileMethod,
+    quantiles: &'a [f64],
+    branching: Option<u32>,
+    levels: u32,
+    consistent: bool,
+    composition: Option<Composition>,
+    range: Option<[f64; 2]>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+}
+
+impl TaskDefinition for QuantilesTask<'_> {
+    fn name(&self) -> &'static str {
+        "quantiles"
+    }
+
+    fn description(&self, neighbours: Neighbours) -> String {
+        let levels = self.levels;
+        let [min, max] = self.range.unwrap_or([0.0, 1.0]);
+        let quantiles: Vec<String> = self.quantiles.iter().map(f64::to_string).collect();
+        let how = match self.method {
+            QuantileMethod::Hierarchical => {
+                hierarchical_tree(levels, self.branching, self.consistent)
+            }
+            QuantileMethod::BinarySearch => {
+                format!("binary search, {levels} rounds per quantile")
+            }
+        };
+        format!(
+            "quantiles {} of numbers in [{min}, {max}] from {how}, {} composition, {}",
+            quantiles.join(", "),
+            round_composition(self.composition, neighbours),
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        match self.method {
+            QuantileMethod::Hierarchical => self.levels,
+            QuantileMethod::BinarySearch => self
+                .levels
+                .saturating_mul(u32::try_from(self.quantiles.len()).unwrap_or(u32::MAX)),
+        }
+    }
+
+    fn levels(&self) -> u32 {
+        self.levels
+    }
+
+    fn quantiles(&self) -> &[f64] {
+        self.quantiles
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let quantiles = self.quantiles;
+        let composition = round_composition(self.composition, privacy.neighbours);
+        if quantiles.is_empty() {
+            return Err("quantiles: give at least one".to_owned());
+        }
+        if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+            return Err(format!("quantile {q}: expected numbers in [0, 1]"));
+        }
+        let range = value_range(self.range)?;
+        let target = plan_target(self.sampling_rate, self.threshold)?;
+        match self.method {
+            QuantileMethod::Hierarchical => Hierarchical::build(
+                privacy,
+                tree_shape(self.branching, self.levels)?,
+                composition,
+                target,
+                range,
+                self.consistent,
+                Reading::Quantiles(quantiles.to_vec()),
+            ),
+            QuantileMethod::BinarySearch => {
+                if self.branching.is_some() || self.consistent {
+                    return Err(
+                        "branching and consistent apply to the hierarchical method only".to_owned(),
+                    );
+                }
+                let rounds = self.levels as usize;
+                if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+                    return Err(format!(
+                        "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds"
+                    ));
+                }
+                let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
+                let task =
+                    QuantileSearches::new(quantiles, rounds, &plan).map_err(|e| e.to_string())?;
+                let total = plan.rounds;
+                Ok(driven(
+                    BinarySearch {
+                        plan,
+                        rounds,
+                        range,
+                    },
+                    task,
+                    total,
+                ))
+            }
+        }
+    }
+}
+
+/// A range count from a hierarchical histogram of sample-and-threshold rounds.
+struct RangeTask {
+    lo: f64,
+    hi: f64,
+    branching: Option<u32>,
+    levels: u32,
+    consistent: bool,
+    composition: Option<Composition>,
+    range: Option<[f64; 2]>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+}
+
+impl TaskDefinition for RangeTask {
+    fn name(&self) -> &'static str {
+        "range"
+    }
+
+    fn description(&self, neighbours: Neighbours) -> String {
+        let (lo, hi) = (self.lo, self.hi);
+        let [min, max] = self.range.unwrap_or([0.0, 1.0]);
+        format!(
+            "range count of [{lo}, {hi}) among numbers in [{min}, {max}] from {}, {} \
+             composition, {}",
+            hierarchical_tree(self.levels, self.branching, self.consistent),
+            round_composition(self.composition, neighbours),
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.levels
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let (lo, hi) = (self.lo, self.hi);
+        let range = value_range(self.range)?;
+        let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
+        if !(min <= lo && lo <= hi && hi <= max) {
+            return Err(format!(
+                "range [{lo}, {hi}): expected min ≤ lo ≤ hi ≤ max within [{min}, {max}]"
+            ));
+        }
+        Hierarchical::build(
+            privacy,
+            tree_shape(self.branching, self.levels)?,
+            round_composition(self.composition, privacy.neighbours),
+            plan_target(self.sampling_rate, self.threshold)?,
+            range,
+            self.consistent,
+            Reading::Range(lo, hi),
+        )
     }
 }
 
@@ -869,6 +1084,36 @@ fn bucket_release(
         params: *mechanism.params(),
         guarantee: mechanism.guarantee().clone(),
     }
+}
+
+/// What a sample-and-threshold task's rounds are calibrated for: a fixed `sampling_rate` or
+/// `threshold` (at most one), else the smallest count a round can release.
+fn plan_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> Result<PlanTarget, String> {
+    match (sampling_rate, threshold) {
+        (Some(_), Some(_)) => Err("give at most one of sampling_rate and threshold".to_owned()),
+        (Some(rate), None) => Ok(PlanTarget::SamplingRate(rate)),
+        (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
+        (None, None) => Ok(PlanTarget::MinReleasedCount),
+    }
+}
+
+/// How a sample-and-threshold task's rounds are calibrated, for people.
+fn calibration(sampling_rate: Option<f64>, threshold: Option<u64>) -> String {
+    match (sampling_rate, threshold) {
+        (Some(rate), _) => format!("sampling rate {rate}"),
+        (None, Some(threshold)) => format!("threshold {threshold}"),
+        (None, None) => "calibrated for the smallest releasable count".to_owned(),
+    }
+}
+
+/// A hierarchical task's tree as its description says it: `levels` levels of `branching`
+/// ([`DEFAULT_BRANCHING`] when left out), made consistent or not.
+fn hierarchical_tree(levels: u32, branching: Option<u32>, consistent: bool) -> String {
+    format!(
+        "a hierarchical histogram, {levels} levels of branching {}{}",
+        branching.unwrap_or(DEFAULT_BRANCHING),
+        if consistent { ", made consistent" } else { "" },
+    )
 }
 
 /// The tree's branching factor when a hierarchical task gives none.

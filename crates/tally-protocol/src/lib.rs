@@ -7,11 +7,15 @@
 //! - [`domain`]: the mechanisms over a public domain, each calibrated and given its round in
 //!   one arm of [`BuildDomainRound::build`];
 //! - [`opt_prefix_tree`]: OptPrefixTree's published options and iterations;
-//! - [`engine`]: every task kind, built from its spec into a calibrated task with its
-//!   guarantee ([`Engine::build`]) and driven round by round by one generic driver, each round
-//!   behind the [`shuffler`] when its guarantee trusts one;
+//! - [`engine`]: every task kind, read off its spec by [`definition`] (the only `match` on a
+//!   task's kind) into a [`TaskDefinition`]: its name, description, rounds and limits, the
+//!   console's text, and its build into a calibrated task with its guarantee
+//!   ([`Engine::build`]), driven round by round by one generic driver, each round behind the
+//!   [`shuffler`] when its guarantee trusts one;
 //! - [`document`]: the released documents, the same for a simulation (`tally histogram`,
-//!   `tally heavy-hitters`, `tally quantiles`, `tally range`) and for a federated task.
+//!   `tally heavy-hitters`, `tally quantiles`, `tally range`) and for a federated task;
+//! - [`plan_document`], [`compose_plan`], [`shuffle_plan`], [`triehh_plus_plan`]: the plans'
+//!   documents (`tally plan ... --json`, and the Python package's).
 #![forbid(unsafe_code)]
 
 pub mod compose_plan;
@@ -29,5 +33,7 @@ pub use domain::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
     public_domain,
 };
-pub use engine::{Engine, OpenedRound, ThresholdRounds, draw_public_coins};
+pub use engine::{
+    Engine, OpenedRound, TaskDefinition, ThresholdRounds, definition, draw_public_coins,
+};
 pub use rounds::{AskError, AskResponder, PublishedQuery, WireQuery, coin_holder};

@@ -14,10 +14,10 @@ use tally_accounting::Guarantee;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, MAX_REPORT_BYTES,
-    PROTOCOL_VERSION, PopulationInfo, PopulationSpec, Role, RoundQuery, TaskInfo, TaskKind,
-    TaskSpec, TaskState, TightTotal, TreeReading,
+    PROTOCOL_VERSION, PopulationInfo, PopulationSpec, Role, RoundQuery, TaskInfo, TaskSpec,
+    TaskState, TightTotal,
 };
-use tally_protocol::{Engine, draw_public_coins};
+use tally_protocol::{Engine, definition, draw_public_coins};
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
 
@@ -1014,31 +1014,11 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     if !(1..=MAX_ATTEMPTS).contains(&rounds.max_attempts) {
         return invalid(format!("max_attempts: 1 to {MAX_ATTEMPTS}"));
     }
-    let levels = match &spec.kind {
-        TaskKind::Histogram { .. } | TaskKind::SingleRound { .. } => 1,
-        TaskKind::DomainHistogram { .. } => 1,
-        TaskKind::RangeTree { reading, .. } => {
-            if let TreeReading::Quantiles(quantiles) = reading
-                && quantiles.len() > MAX_QUANTILES
-            {
-                return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
-            }
-            1
-        }
-        TaskKind::Range { levels, .. } => *levels,
-        TaskKind::HeavyHitters { levels, .. } => *levels,
-        TaskKind::Quantiles {
-            levels, quantiles, ..
-        } => {
-            if quantiles.len() > MAX_QUANTILES {
-                return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
-            }
-            *levels
-        }
-        TaskKind::Triehh { levels, .. } => *levels,
-        TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
-        TaskKind::CountMinPrefixTree { domain_bits, .. } => *domain_bits,
-    };
+    let kind = definition(&spec.kind);
+    if kind.quantiles().len() > MAX_QUANTILES {
+        return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
+    }
+    let levels = kind.levels();
     if levels > MAX_LEVELS {
         return invalid(format!(
             "levels {levels}: at most {MAX_LEVELS} (each level is a round to calibrate and run)"

@@ -5,12 +5,9 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::{
-    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
-};
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
 use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
@@ -19,7 +16,62 @@ use tally_messages::{
     PublicDomain, RangeTreeMechanism, Sampling, TaskKind, TaskSpec,
 };
 
-use super::{Engine, Kind, driven, input_description};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
+use crate::{
+    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
+};
+
+/// A histogram over a public domain.
+pub(super) struct DomainTask {
+    /// The mechanism.
+    pub(super) mechanism: DomainHistogramMechanism,
+    /// The public domain.
+    pub(super) domain: PublicDomain,
+    /// The seed of the public coins of a mechanism that publishes some.
+    pub(super) public_coins: Option<u64>,
+}
+
+impl TaskDefinition for DomainTask {
+    fn name(&self) -> &'static str {
+        self.mechanism.name()
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        format!(
+            "{} histogram over {}",
+            self.mechanism.name(),
+            domain_map(self.domain)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        1
+    }
+
+    fn no_curve_reason(&self) -> &'static str {
+        "A histogram over a public domain releases an estimate for every element of the domain: \
+         no threshold decides what is released, so there is no release curve. The guarantee above is what it promises."
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        if self.mechanism == DomainHistogramMechanism::GhaziCountMin {
+            check_capped_cohort(
+                "ghazi-count-min",
+                spec.rounds.cohort_target,
+                spec.expected_population,
+            )?;
+        }
+        build(
+            self.mechanism,
+            self.domain,
+            self.public_coins,
+            &spec.privacy,
+            spec.expected_population,
+            spec.rounds.min_cohort,
+            spec.rounds.max_report_bytes,
+        )
+    }
+}
 
 /// The largest public domain a task may ask for: its one round releases a cell per element.
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
@@ -303,8 +355,9 @@ mod shuffle_tests {
 
     /// The shuffle mechanisms are published as their own asks, their devices' responders and
     /// the rounds the driver opens trust a shuffler, so `shuffler::aggregator` puts the
-    /// analyzer behind `Shuffled` (whose input `shuffler.rs` tests); 3,000 devices' wire
-    /// reports go through and every element is released, the common one standing out.
+    /// analyzer behind `Shuffled` (whose input the server's `shuffler.rs` tests); 3,000
+    /// devices' wire reports go through and every element is released, the common one
+    /// standing out.
     #[test]
     fn shuffle_mechanisms_run_behind_the_shuffler() {
         let privacy = shuffle_privacy();

@@ -4,7 +4,6 @@
 //! them; the task, its iterations and its guarantee are tally-core's [`OptPrefixTree`], with
 //! `ε₀` solved by `tally-accounting` as the offline command solves it.
 
-use crate::opt_prefix_tree::{encoding, segment_policy, selection, unary_variant};
 use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::shuffle::ShuffleBound;
@@ -14,10 +13,49 @@ use tally_core::heavy_hitters::{
     OptPrefixTreeOutput,
 };
 use tally_core::histogram::SampleThreshold;
-use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec};
+use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec, WordEncoding};
 
-use super::{Engine, Kind, driven, input_description};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
 use crate::document;
+use crate::opt_prefix_tree::{encoding, segment_policy, selection, unary_variant};
+
+/// An OptPrefixTree task with its options.
+pub(super) struct OptPrefixTreeTask<'a>(pub(super) &'a OptPrefixTreeOptions);
+
+impl TaskDefinition for OptPrefixTreeTask<'_> {
+    fn name(&self) -> &'static str {
+        "opt-prefix-tree"
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let options = self.0;
+        format!(
+            "opt-prefix-tree heavy hitters, {} run(s) of {} iteration(s), domain cap {}, \
+             segment {}, {} encoding, behind the shuffler",
+            options.runs,
+            options.iterations,
+            options.domain_cap,
+            options.segment,
+            match options.encoding {
+                WordEncoding::Bytes => "bytes",
+                WordEncoding::Huffman { .. } => "huffman",
+            }
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.0.iterations.saturating_mul(self.0.runs)
+    }
+
+    fn no_curve_reason(&self) -> &'static str {
+        "OptPrefixTree's reports are randomized one-hot vectors behind the shuffler, with no threshold: \
+         there is no release curve. The guarantee above is what it promises."
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        OptPrefixTreeKind::build(spec, self.0)
+    }
+}
 
 /// OptPrefixTree over devices holding many words each.
 #[derive(Clone)]

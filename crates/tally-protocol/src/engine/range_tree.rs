@@ -2,11 +2,10 @@
 //! over its `k`-set frequency oracle: one shuffle round of tally-core's [`NumberTreeRound`],
 //! read as a range count or as quantiles.
 
-use crate::PublishedQuery;
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
@@ -17,8 +16,9 @@ use tally_messages::{
     TreeReading,
 };
 
-use super::domain::check_shuffle_cohort;
-use super::{Engine, Kind, driven, input_description, value_range};
+use super::domain::{check_capped_cohort, check_shuffle_cohort};
+use super::{Engine, Kind, TaskDefinition, driven, input_description, value_range};
+use crate::PublishedQuery;
 use crate::document::{self, TreeDocument};
 use crate::shuffler::ShuffledReport;
 
@@ -36,6 +36,60 @@ pub(super) struct TreeTask<'a> {
     pub(super) failure_probability: Option<f64>,
     /// The seed of Count-Min's public hash functions.
     pub(super) public_coins: Option<u64>,
+}
+
+impl TaskDefinition for TreeTask<'_> {
+    fn name(&self) -> &'static str {
+        match self.reading {
+            TreeReading::Range { .. } => "range",
+            TreeReading::Quantiles(_) => "quantiles",
+        }
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let levels = self.levels;
+        let [min, max] = self.range.unwrap_or([0.0, 1.0]);
+        let what = match self.reading {
+            TreeReading::Range { lo, hi } => format!("range count of [{lo}, {hi})"),
+            TreeReading::Quantiles(quantiles) => {
+                let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
+                format!("quantiles {}", quantiles.join(", "))
+            }
+        };
+        format!(
+            "{what} among numbers in [{min}, {max}] from a range-query tree of {levels} \
+             levels on {}, one round behind the shuffler",
+            self.mechanism.name()
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        1
+    }
+
+    fn quantiles(&self) -> &[f64] {
+        match self.reading {
+            TreeReading::Range { .. } => &[],
+            TreeReading::Quantiles(quantiles) => quantiles,
+        }
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        if self.mechanism == RangeTreeMechanism::GhaziCountMin {
+            check_capped_cohort(
+                "ghazi-count-min",
+                spec.rounds.cohort_target,
+                spec.expected_population,
+            )?;
+        }
+        build(
+            self,
+            &spec.privacy,
+            spec.expected_population,
+            spec.rounds.min_cohort,
+            spec.rounds.max_report_bytes,
+        )
+    }
 }
 
 /// The task `task` asks for at `privacy`, its oracle calibrated for `clients` devices (the
