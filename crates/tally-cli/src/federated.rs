@@ -9,11 +9,11 @@ use serde::Serialize;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_client::Client;
-use tally_core::heavy_hitters::SegmentPolicy;
 use tally_messages::{
     DomainHistogramMechanism, ErrorCode, HeavyHittersAlgorithm,
     HistogramMechanism as WireMechanism, LedgerBalance, PROTOCOL_VERSION, PrivacyTarget,
-    QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind, TaskResult, TaskSpec, TaskState,
+    QuantileMethod, ReleasedItem, RoundPolicy, SegmentRule, TaskInfo, TaskKind, TaskResult,
+    TaskSpec, TaskState,
 };
 use tally_protocol::definition;
 use tally_sim::Population;
@@ -347,7 +347,7 @@ fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
 fn prefix_segment(args: &TaskCreateArgs) -> Result<u32> {
     match args.segment {
         None => Ok(1),
-        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentPolicy::Fixed(n))) => {
+        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentRule::Fixed(n))) => {
             u32::try_from(n).with_context(|| format!("--segment {n}: too long"))
         }
         Some(SegmentArg::Policy(policy)) => {

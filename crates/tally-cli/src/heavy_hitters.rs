@@ -16,7 +16,9 @@ use tally_core::heavy_hitters::{
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
-use tally_messages::{HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody};
+use tally_messages::{
+    HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, SegmentRule, TrieNodeBody,
+};
 use tally_protocol::document;
 use tally_protocol::opt_prefix_tree;
 use tally_sim::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
@@ -198,7 +200,7 @@ fn counted_population(
 fn segment_length(args: &HeavyHittersArgs) -> Result<usize> {
     match args.segment {
         None => Ok(1),
-        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentPolicy::Fixed(n))) => Ok(n),
+        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentRule::Fixed(n))) => Ok(n),
         Some(SegmentArg::Policy(policy)) => {
             anyhow::ensure!(
                 args.algorithm == Algorithm::OptPrefixTree,
@@ -383,7 +385,7 @@ fn segment_policy(segment: Option<SegmentArg>) -> SegmentPolicy {
     match segment {
         None => SegmentPolicy::MaxUnderCap,
         Some(SegmentArg::Length(s)) => SegmentPolicy::Fixed(s),
-        Some(SegmentArg::Policy(policy)) => policy,
+        Some(SegmentArg::Policy(rule)) => opt_prefix_tree::segment_policy(rule),
     }
 }
 

@@ -103,8 +103,8 @@ pub enum WordEncoding {
     },
 }
 
-/// How an OptPrefixTree device picks the data point it reports, as published (tally-core's
-/// `Selection`).
+/// How an OptPrefixTree device picks the data point it reports (tally-core's `Selection`), by
+/// its name on the command line, in a task's spec and in the documents.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SelectionRule {
     /// Uniformly over the distinct eligible data points (the paper's choice).
@@ -141,8 +141,9 @@ impl FromStr for SelectionRule {
     }
 }
 
-/// How an OptPrefixTree task chooses each iteration's segment length, as published
-/// (tally-core's `SegmentPolicy`): `fixed:S`, `max-under-cap` or `max-mass`.
+/// How an OptPrefixTree task chooses each iteration's segment length (tally-core's
+/// `SegmentPolicy`), by its name on the command line, in a task's spec and in the documents:
+/// `fixed:S`, `max-under-cap` or `max-mass`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SegmentRule {
     /// The same `S` symbols every iteration.
@@ -206,5 +207,23 @@ impl UnknownName {
             value: value.to_owned(),
             expected,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses() {
+        assert_eq!(
+            "fixed:4".parse::<SegmentRule>().unwrap(),
+            SegmentRule::Fixed(4)
+        );
+        assert_eq!(
+            "max-under-cap".parse::<SegmentRule>().unwrap(),
+            SegmentRule::MaxUnderCap
+        );
+        assert!("fixed:0".parse::<SegmentRule>().is_err());
     }
 }

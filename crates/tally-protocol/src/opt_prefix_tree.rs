@@ -211,14 +211,13 @@ pub(crate) fn responder(
 mod tests {
     use super::*;
 
-    /// The published rules are tally-core's choices under the same names, each way, and a
-    /// name tally-core refuses is refused on the wire with the same message.
+    /// Every published rule names one of tally-core's choices and every choice has its
+    /// name: the conversions are each other's inverse, and each name reads back as its rule.
     #[test]
-    fn published_rules_are_core_choices_by_the_same_names() {
+    fn published_rules_are_core_choices_each_way() {
         for core in [Selection::UniformSupport, Selection::Weighted] {
             let rule = selection_rule(core);
             assert_eq!(selection(rule), core);
-            assert_eq!(rule.to_string(), core.to_string());
             assert_eq!(rule.to_string().parse::<SelectionRule>(), Ok(rule));
         }
         for core in [
@@ -228,17 +227,8 @@ mod tests {
         ] {
             let rule = segment_rule(core);
             assert_eq!(segment_policy(rule), core);
-            assert_eq!(rule.to_string(), core.to_string());
             assert_eq!(rule.to_string().parse::<SegmentRule>(), Ok(rule));
         }
-        for name in ["fixed:0", "fixed:x", "max"] {
-            let wire = name.parse::<SegmentRule>().unwrap_err().to_string();
-            let core = name.parse::<SegmentPolicy>().unwrap_err().to_string();
-            assert_eq!(wire, core);
-        }
-        let wire = "all".parse::<SelectionRule>().unwrap_err().to_string();
-        let core = "all".parse::<Selection>().unwrap_err().to_string();
-        assert_eq!(wire, core);
         for variant in [UnaryVariant::Optimized, UnaryVariant::Symmetric] {
             assert_eq!(unary_variant(randomizer(variant)), variant);
         }
