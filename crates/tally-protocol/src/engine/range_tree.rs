@@ -335,3 +335,57 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tally_accounting::sample_threshold::Analysis;
+    use tally_messages::{PROTOCOL_VERSION, RoundPolicy, TaskKind};
+
+    use super::*;
+
+    /// A Count-Min range tree whose rounds would wait for more devices than its blanket cap
+    /// counts is refused, as the Count-Min histogram and prefix tree are; Ghazi's Hadamard tree
+    /// caps nothing and is not refused for it.
+    #[test]
+    fn a_count_min_tree_waits_for_at_most_the_devices_its_cap_counts() {
+        let spec = |mechanism| TaskSpec {
+            version: PROTOCOL_VERSION,
+            population: "numbers".into(),
+            expected_population: 3000,
+            privacy: PrivacyTarget {
+                epsilon: 8.0,
+                delta: 1e-6,
+                neighbours: Neighbours::ReplaceOne,
+                analysis: Analysis::Tight,
+            },
+            kind: TaskKind::RangeTree {
+                mechanism,
+                levels: 3,
+                range: None,
+                reading: TreeReading::Range { lo: 0.25, hi: 0.75 },
+                failure_probability: None,
+                public_coins: Some(1),
+            },
+            rounds: RoundPolicy {
+                min_cohort: 3000,
+                cohort_target: Some(3001),
+                ..RoundPolicy::default()
+            },
+            sampling: Sampling::Aggregator,
+        };
+        let refused = Engine::build(&spec(RangeTreeMechanism::GhaziCountMin))
+            .err()
+            .expect("refused");
+        assert!(
+            refused.contains("cohort_target 3001") && refused.contains("at most 3000"),
+            "{refused}"
+        );
+        let hadamard = Engine::build(&spec(RangeTreeMechanism::GhaziHadamard)).err();
+        assert!(
+            hadamard
+                .as_ref()
+                .is_none_or(|message| !message.contains("cohort_target")),
+            "{hadamard:?}"
+        );
+    }
+}
