@@ -12,7 +12,7 @@ use tally_core::protocol::{Estimates, RoundProtocol};
 use tally_core::shuffle::{CountMinRound, PrefixLevelRound, ShuffleHeavyHitters};
 use tally_messages::{PrivacyTarget, Sampling, TaskSpec};
 
-use super::domain::{check_capped_cohort, check_shuffle_cohort};
+use super::domain::{check_count_min_cohort, check_shuffle_cohort};
 use super::{Engine, Kind, TaskDefinition, driven, input_description};
 use crate::document::{self, COUNT_MIN_PREFIX_TREE};
 
@@ -50,11 +50,7 @@ impl TaskDefinition for TreeTask {
     }
 
     fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
-        check_capped_cohort(
-            "ghazi-count-min",
-            spec.rounds.cohort_target,
-            spec.expected_population,
-        )?;
+        check_count_min_cohort(spec)?;
         build(
             self,
             &spec.privacy,

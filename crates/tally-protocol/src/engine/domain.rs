@@ -55,11 +55,7 @@ impl TaskDefinition for DomainTask {
 
     fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
         if self.mechanism == DomainHistogramMechanism::GhaziCountMin {
-            check_capped_cohort(
-                "ghazi-count-min",
-                spec.rounds.cohort_target,
-                spec.expected_population,
-            )?;
+            check_count_min_cohort(spec)?;
         }
         build(
             self.mechanism,
@@ -181,6 +177,16 @@ pub(super) fn check_capped_cohort(
         )),
         _ => Ok(()),
     }
+}
+
+/// Refuses a Count-Min task of `spec` whose rounds would wait for more devices than its blanket
+/// cap counts: [`check_capped_cohort`] for the expected population it is calibrated for.
+pub(super) fn check_count_min_cohort(spec: &TaskSpec) -> Result<(), String> {
+    check_capped_cohort(
+        "ghazi-count-min",
+        spec.rounds.cohort_target,
+        spec.expected_population,
+    )
 }
 
 /// Gives a new task whose mechanism publishes public coins

@@ -16,7 +16,7 @@ use tally_messages::{
     TreeReading,
 };
 
-use super::domain::{check_capped_cohort, check_shuffle_cohort};
+use super::domain::{check_count_min_cohort, check_shuffle_cohort};
 use super::{Engine, Kind, TaskDefinition, driven, input_description, value_range};
 use crate::PublishedQuery;
 use crate::document::{self, TreeDocument};
@@ -76,11 +76,7 @@ impl TaskDefinition for TreeTask<'_> {
 
     fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
         if self.mechanism == RangeTreeMechanism::GhaziCountMin {
-            check_capped_cohort(
-                "ghazi-count-min",
-                spec.rounds.cohort_target,
-                spec.expected_population,
-            )?;
+            check_count_min_cohort(spec)?;
         }
         build(
             self,
