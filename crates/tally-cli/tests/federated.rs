@@ -523,7 +523,7 @@ fn a_triehh_plus_task_finds_the_frequent_words_over_several_rounds() {
 /// against a server whose aggregator's coins are seeded: the document `tally task result`
 /// prints has the words, prefix tree, parameters and guarantee of `tally heavy-hitters
 /// --algorithm triehh` over the same words. (The batches are drawn by different coins, so the
-/// runs agree in distribution, tested in the server's `engine::triehh` tests; with these
+/// runs agree in distribution, tested in the registry's `engine::triehh` tests; with these
 /// counts every frequent prefix gets far more than `θ` votes in either run.)
 #[test]
 fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
@@ -1179,7 +1179,7 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
 /// iteration, whose query is the root's, with the same domain and noise scale),
 /// and it finds the words the simulator finds most often. That each iteration's sums follow
 /// the simulator's law at α = 1e-6 is tested on the server's task in
-/// `tally-server/src/engine/opt_prefix_tree.rs`.
+/// `tally-protocol/src/engine/opt_prefix_tree.rs`.
 #[test]
 fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
     let server = Server::start();

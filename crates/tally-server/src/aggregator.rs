@@ -67,6 +67,7 @@ pub(crate) mod tests {
         RoundAggregator, RoundProtocol, SampleThresholdCells, SampleThresholdRound, WholeItem,
     };
     use tally_messages::Sampling;
+    use tally_stats_tests::binomial_interval;
 
     use super::*;
 
@@ -77,7 +78,12 @@ pub(crate) mod tests {
         sampling: Sampling,
         rng: ChaCha20Rng,
     ) -> SampleThresholdCells<String> {
-        SampleThresholdRound::new(WholeItem, mechanism.clone(), sampling.into()).aggregator(rng)
+        SampleThresholdRound::new(
+            WholeItem,
+            mechanism.clone(),
+            tally_protocol::coin_holder(sampling),
+        )
+        .aggregator(rng)
     }
 
     /// The S&T mechanism at `(ε, δ) = (1, 1e-6)` with threshold `tau`, its rate calibrated.
@@ -150,25 +156,6 @@ pub(crate) mod tests {
                 "seed {seed}"
             );
         }
-    }
-
-    /// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its
-    /// mass, from the exact pmf.
-    pub(crate) fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
-        let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
-        let mut lo = 0;
-        let mut below = 0.0;
-        while below + pmf[lo as usize] <= alpha / 2.0 {
-            below += pmf[lo as usize];
-            lo += 1;
-        }
-        let mut hi = n;
-        let mut above = 0.0;
-        while above + pmf[hi as usize] <= alpha / 2.0 {
-            above += pmf[hi as usize];
-            hi -= 1;
-        }
-        (lo, hi)
     }
 
     /// One cell held by 58 devices at threshold 10 (`p_s ≈ 0.172`, so about half the rounds

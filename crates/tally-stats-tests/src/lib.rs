@@ -19,6 +19,7 @@ use std::hash::Hash;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
+use tally_accounting::numeric::ln_binomial_pmf;
 
 pub use cell_audit::{CellAudit, Mechanism, Verdict};
 
@@ -156,6 +157,26 @@ pub fn split_sample_lower_bound<O: Hash + Eq + Clone>(
         Outcomes::sample(runs, seed + 3, &q),
     );
     violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), epsilon)
+}
+
+/// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its mass,
+/// from the exact pmf: a count of `n` independent trials of probability `p` lies in it with
+/// probability at least `1 − alpha`.
+pub fn binomial_interval(n: u64, p: f64, alpha: f64) -> (u64, u64) {
+    let pmf: Vec<f64> = (0..=n).map(|v| ln_binomial_pmf(v, n, p).exp()).collect();
+    let mut lo = 0;
+    let mut below = 0.0;
+    while below + pmf[lo as usize] <= alpha / 2.0 {
+        below += pmf[lo as usize];
+        lo += 1;
+    }
+    let mut hi = n;
+    let mut above = 0.0;
+    while above + pmf[hi as usize] <= alpha / 2.0 {
+        above += pmf[hi as usize];
+        hi -= 1;
+    }
+    (lo, hi)
 }
 
 #[cfg(test)]

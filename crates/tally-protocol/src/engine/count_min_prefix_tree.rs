@@ -4,16 +4,16 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{Estimates, RoundProtocol};
 use tally_core::shuffle::{CountMinRound, PrefixLevelRound, ShuffleHeavyHitters};
 use tally_messages::{PrivacyTarget, Sampling, TaskSpec};
 
-use super::domain::check_shuffle_cohort;
-use super::{Engine, Kind, driven, input_description};
+use super::domain::{check_count_min_cohort, check_shuffle_cohort};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
 use crate::document::{self, COUNT_MIN_PREFIX_TREE};
 
 /// What a prefix-tree task is asked for, besides its privacy target.
@@ -26,6 +26,39 @@ pub(super) struct TreeTask {
     pub(super) failure_probability: Option<f64>,
     /// The seed of the levels' public hash functions.
     pub(super) public_coins: Option<u64>,
+}
+
+impl TaskDefinition for TreeTask {
+    fn name(&self) -> &'static str {
+        COUNT_MIN_PREFIX_TREE
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let TreeTask {
+            domain_bits,
+            threshold,
+            ..
+        } = self;
+        format!(
+            "count-min-prefix-tree heavy hitters among integers in [0, 2^{domain_bits}), \
+             threshold {threshold}, {domain_bits} Count-Min rounds behind the shuffler"
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.domain_bits
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        check_count_min_cohort(spec)?;
+        build(
+            self,
+            &spec.privacy,
+            spec.expected_population,
+            spec.rounds.min_cohort,
+            spec.rounds.max_report_bytes,
+        )
+    }
 }
 
 /// The task `task` asks for at `privacy`, every level's oracle calibrated for `clients`
@@ -130,16 +163,16 @@ impl Kind for PrefixTree {
 
 #[cfg(test)]
 mod tests {
+    use crate::{AskResponder, PublishedQuery};
     use tally_accounting::Neighbours;
     use tally_accounting::sample_threshold::Analysis;
     use tally_core::protocol::DeviceQuery;
     use tally_core::protocol::WireReport;
     use tally_core::task::Task;
-    use tally_messages::rounds::PublishedQuery;
     use tally_messages::{Ask, PROTOCOL_VERSION, RoundPolicy, TaskKind};
 
     use super::*;
-    use crate::runtime::MAX_REPORT_BYTES;
+    use tally_messages::MAX_REPORT_BYTES;
 
     /// The devices of the tests (the longest report does not depend on them: every device's
     /// blanket is capped).
