@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod balcer_cheu;
+pub mod blanket;
 pub mod central;
 pub mod composition;
 mod error;
