@@ -407,12 +407,20 @@ pub(crate) fn least_noise(
     Ok(Some(high))
 }
 
-/// The grid width for questions about `ε`: [`GRID_FRACTION`] of `ε` per cell's worth of
-/// composition (the cells' discretisation errors add up), within [`MIN_STEP`] and
-/// [`MAX_STEP`].
+/// The grid width for questions about `ε`: `ε/m` with `m = ⌈√cells/`[`GRID_FRACTION`]`⌉`, so
+/// that `ε` is a grid point (where connect-the-dots is exact) and the cells' discretisation
+/// errors, which add up over the composition, stay a small fraction of `ε`; within
+/// [`MIN_STEP`] and [`MAX_STEP`].
 pub(crate) fn grid_step(epsilon: f64, change: MessageChange) -> f64 {
-    let cells = change.cells() as f64;
-    (epsilon * GRID_FRACTION / cells.sqrt()).clamp(MIN_STEP, MAX_STEP)
+    let points = ((change.cells() as f64).sqrt() / GRID_FRACTION).ceil();
+    let step = epsilon / points;
+    if step < MIN_STEP {
+        MIN_STEP
+    } else if step > MAX_STEP {
+        epsilon / (epsilon / MAX_STEP).ceil()
+    } else {
+        step
+    }
 }
 
 #[cfg(test)]
