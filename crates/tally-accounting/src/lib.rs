@@ -27,4 +27,4 @@ pub mod triehh;
 
 pub use error::Error;
 pub use estimate_error::{ErrorLaw, EstimateError};
-pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds};
+pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds, honest_users};
