@@ -1,5 +1,6 @@
 //! The replace-one `δ` of one S&T release against the exact two-cell enumeration of
-//! `tools/reference/replace_one.py`: never below it, at most 1% above.
+//! `tools/reference/replace_one.py`: never below it, at most 1% above, on a grid over `ε`, the
+//! sampling rate (as a fraction of its replace-one cap) and the threshold.
 
 use serde::Deserialize;
 use tally_accounting::Neighbours;
@@ -18,11 +19,10 @@ struct Case {
     two_cell_delta: f64,
 }
 
-#[test]
-fn test_vec_replace_one_is_within_one_percent_of_the_two_cell_value() {
-    let file: File =
-        serde_json::from_str(include_str!("test_vectors/replace_one/two_cell.json")).unwrap();
-    assert!(file.cases.len() >= 5);
+/// Checks every case and returns the largest ratio of the reported `δ` to the exact one.
+fn worst_ratio(text: &str) -> f64 {
+    let file: File = serde_json::from_str(text).unwrap();
+    let mut worst = (0.0_f64, String::new());
     for case in &file.cases {
         let params = SampleThresholdParams::new(case.sampling_rate, case.threshold).unwrap();
         let reported = delta(
@@ -42,5 +42,21 @@ fn test_vec_replace_one_is_within_one_percent_of_the_two_cell_value() {
             reported <= 1.01 * exact,
             "{label}: {reported:e} > 1.01 × {exact:e}"
         );
+        if reported / exact > worst.0 {
+            worst = (reported / exact, label);
+        }
     }
+    println!(
+        "{} settings, worst ratio {:.5} at {}",
+        file.cases.len(),
+        worst.0,
+        worst.1
+    );
+    worst.0
+}
+
+#[test]
+fn test_vec_replace_one_is_within_one_percent_of_the_two_cell_value() {
+    let worst = worst_ratio(include_str!("test_vectors/replace_one/two_cell.json"));
+    assert!(worst >= 1.0);
 }

@@ -3,32 +3,44 @@
 //! Replacing one client's item moves it from cell A to cell B. With `k` clients in A counting
 //! the changed one and `n` in B counting it, the release is the pair of thresholded counts, so
 //! the pair of output distributions is `P_k ⊗ Q_n` against `Q_k ⊗ P_n`, where `P_j` is "`Bin(j,
-//! p_s)` released if it reaches `τ`, else ⊥" and `Q_j` the same with `j − 1`. Conditioning on
-//! A's output `x`, with `ℓ(x) = ln(P_k(x)/Q_k(x))`,
+//! p_s)` released if it reaches `τ`, else ⊥" and `Q_j` the same with `j − 1`. Swapping A and B
+//! gives the other direction, so `δ = sup_{k,n} F(k, n)` covers both, with, conditioning on A's
+//! output `x` and writing `ℓ(x) = ln(P_k(x)/Q_k(x))`,
 //!
-//! `H_{e^ε}(P_k ⊗ Q_n ‖ Q_k ⊗ P_n) = Σ_x P_k(x)·H_{e^{ε−ℓ(x)}}(Q_n‖P_n)
-//!   ≤ Σ_x P_k(x)·R(e^{ε−ℓ(x)})`,
+//! `F(k, n) = H_{e^ε}(P_k ⊗ Q_n ‖ Q_k ⊗ P_n) = Σ_x P_k(x)·H_{e^{ε−ℓ(x)}}(Q_n‖P_n)`.
 //!
-//! with `R(α) = sup_n H_α(Q_n‖P_n)`, the removing divergence of one cell. Swapping A and B gives
-//! the other direction, so the supremum over `k` of the right-hand side bounds both. `R` is a
-//! supremum of functions convex in `α`, hence convex: it is evaluated (rounded up) at grid points
-//! and bounded between them by chords. It is `0` from `α = 1/(1−p_s)` on (the ratio `Q_n/P_n`
-//! never exceeds it), the worst-case total variation at `α = 1` and `1` at `α = 0`. So only the
-//! counts `v ≥ τ` of A with `ℓ > ε − ε_d`, `ε_d = ln(1/(1−p_s))`, that is `v > k·q_r` with `q_r =
-//! 1 − e^{−(ε−ε_d)}(1−p_s)`, are charged, and every `k` is charged at most `Pr[Bin(k,p_s) >
-//! k q_r] ≤ exp(−k D(q_r‖p_s))`, which ends the scan over `k`.
-
+//! `H_α(Q_n‖P_n)` is `0` from `α = 1/(1−p_s)` on (the ratio `Q_n/P_n` never exceeds it), so only
+//! the counts `v ≥ τ` of A with `ℓ > ε − ε_d`, `ε_d = ln(1/(1−p_s))`, that is `v > k·q_r` with
+//! `q_r = 1 − e^{−(ε−ε_d)}(1−p_s)`, are charged, and group `k` is charged at most
+//! `Pr[Bin(k,p_s) > k q_r] ≤ exp(−k D(q_r‖p_s))`, which ends the scan over `k`.
+//!
+//! **Bounding each left group.** With `R(α) = sup_n H_α(Q_n‖P_n)`, the removing divergence of one
+//! cell, `sup_n F(k, n) ≤ U(k) = Σ_x P_k(x)·R(e^{ε−ℓ(x)})`. `R` is a supremum of functions convex
+//! in `α`, hence convex: it is evaluated (rounded up) at grid points and bounded between them by
+//! chords; it is the worst-case total variation at `α = 1` and `1` at `α = 0`. `U(k)` lets every
+//! outcome of A pick its own worst `n`, and the chords add their own excess: at `τ = 80` it is
+//! 2.6 times the exact value, at small `ε` about twice.
+//!
+//! **The exact value.** The left groups are then taken in decreasing order of `U(k)`, and for
+//! each `F(k, n)` is computed for every `n` from `τ` on, exactly: with `x = n(1 − α(1 − p_s))`,
+//! B's outcome `w` has `Q_n(w) − α P_n(w) = b(w; n)(x − w)/(n(1 − p_s))`, so `H_α(Q_n‖P_n)`
+//! charges the released counts `τ ≤ w < x` and ⊥ with `(Σ_{w<τ} b(w; n)(x − w))_+`, both read
+//! from prefix sums of `b(w; n)` and `w·b(w; n)`. The scan over `n` stops once a bound on all
+//! larger groups (Chernoff, the total variation, and `R`) is within a relative `10⁻³` of the
+//! maximum found; the scan over `k` once the next `U(k)` is below the largest exact value. Every
+//! group evaluated is charged against a budget of terms; when it runs out the remaining groups
+//! keep their bound `U(k)`, which is safe but not tight.
 use std::cell::OnceCell;
 
 use super::SampleThresholdParams;
 use super::analysis::{Charge, cutoff_divergence, ratio_cutoff, sup_over_cutoffs};
 use super::loss_distribution::{removal_divergence, total_variation};
 use crate::Error;
-use crate::numeric::{delta_upper, ln_upper_tail_weighted};
+use crate::numeric::{BINOMIAL_TAIL_EXPONENT, binomial_window, delta_upper, ln_binomial_pmf};
 
 /// Grid points of `R` over `ε ∈ [ε_d/4, ε_d)`; below `ε_d/4` the chord to `α = 1` is used, as
 /// the removing divergence is slow to evaluate close to `ε = 0`.
-const GRID_POINTS: u32 = 12;
+const GRID_POINTS: u32 = 48;
 
 /// The most group sizes scanned; a release needing more keeps the one-cell bound, so that the
 /// cost stays bounded as `ε` shrinks.
@@ -126,12 +138,256 @@ impl RemovalCurve {
     }
 }
 
+/// The charged outcomes of the cell the client leaves, for a group of `k`: the released counts
+/// `v ≥ max(τ, ⌊k q_r⌋ + 1)`, each with its probability `b(v; k, p_s)` relative to the first and
+/// its `α = e^{ε − ℓ(v)}`, rounded down (every bound used falls with `α`). Terms too small to
+/// matter are merged into one last term at `α = 0`, the worst.
+struct LeftOutcomes {
+    /// `ln b(start; k, p_s)`, the scale of the weights.
+    ln_scale: f64,
+    weights: Vec<f64>,
+    alphas: Vec<f64>,
+}
+
+impl LeftOutcomes {
+    /// `None` if no count of group `k` is charged.
+    fn new(k: u64, p: f64, threshold: u64, q: f64, scale: f64) -> Option<Self> {
+        // ⌊kq⌋ + 1, rounded so that it can only include more counts.
+        let start =
+            (((k as f64 * q) * (1.0 - 4.0 * f64::EPSILON)).floor() as u64 + 1).max(threshold);
+        if start > k {
+            return None;
+        }
+        let odds = p / (1.0 - p);
+        let (mut weights, mut alphas) = (Vec::new(), Vec::new());
+        let (mut relative, mut total) = (1.0, 0.0);
+        for v in start..=k {
+            // α = e^ε (k − v)/(k(1 − p)), rounded down.
+            alphas.push((scale * (k - v) as f64 / k as f64) * (1.0 - 4.0 * f64::EPSILON));
+            weights.push(relative);
+            total += relative;
+            relative *= (k - v) as f64 / (v + 1) as f64 * odds;
+            // The terms fall from `start ≥ kp` on: the rest is at most (k − v) times the next.
+            if relative <= total * 1e-24 && v < k {
+                weights.push(relative * (k - v) as f64);
+                alphas.push(0.0);
+                break;
+            }
+        }
+        Some(Self {
+            ln_scale: ln_binomial_pmf(start, k, p),
+            weights,
+            alphas,
+        })
+    }
+
+    /// `ln Σ_v b(v; k)·f(α_v)`.
+    fn ln_mixture(&self, f: impl Fn(f64) -> f64) -> f64 {
+        let sum: f64 = self
+            .weights
+            .iter()
+            .zip(&self.alphas)
+            .map(|(&w, &alpha)| w * f(alpha))
+            .sum();
+        self.ln_scale + sum.ln()
+    }
+}
+
+/// The outcomes of the cell the client joins, for a group of `n`: the pmf of `Bin(n, p_s)` on
+/// the window of [`binomial_window`] (each tail beyond holds at most `e^{−70}`), as prefix sums
+/// of `b(w)` and `(w − lo)·b(w)`, from which `H_α(Q_n‖P_n)` is read for any `α`.
+struct JoinedOutcomes {
+    n: u64,
+    p: f64,
+    threshold: u64,
+    lo: u64,
+    /// `Σ_{lo ≤ w < lo + i} b(w)` at index `i`.
+    mass: Vec<f64>,
+    /// `Σ_{lo ≤ w < lo + i} (w − lo)·b(w)` at index `i`.
+    moment: Vec<f64>,
+    /// The largest probability of `Bin(n, p_s)`, rounded up.
+    mode: f64,
+}
+
+impl JoinedOutcomes {
+    fn new(n: u64, p: f64, threshold: u64) -> Self {
+        let (lo, hi) = binomial_window(n, p);
+        let mode = (((n + 1) as f64 * p).floor() as u64).clamp(lo, hi);
+        let mut pmf = vec![0.0; (hi - lo + 1) as usize];
+        let at = |w: u64| (w - lo) as usize;
+        pmf[at(mode)] = ln_binomial_pmf(mode, n, p).exp();
+        let odds = p / (1.0 - p);
+        for w in mode + 1..=hi {
+            pmf[at(w)] = pmf[at(w - 1)] * (n - w + 1) as f64 / w as f64 * odds;
+        }
+        for w in (lo..mode).rev() {
+            pmf[at(w)] = pmf[at(w + 1)] * (w + 1) as f64 / (n - w) as f64 / odds;
+        }
+        let (mut mass, mut moment) = (vec![0.0], vec![0.0]);
+        for (i, &b) in pmf.iter().enumerate() {
+            mass.push(mass[i] + b);
+            moment.push(moment[i] + i as f64 * b);
+        }
+        Self {
+            n,
+            p,
+            threshold,
+            lo,
+            mode: pmf[at(mode)] * (1.0 + 1e-6),
+            mass,
+            moment,
+        }
+    }
+
+    /// An upper bound on `Σ_{w ≤ last} b(w)·(x − w)` (`last ≥ lo − 1`) and the bound on its
+    /// rounding error, from the prefix sums at `t = x − lo`.
+    fn below(&self, last: u64, t: f64) -> (f64, f64) {
+        let index = ((last + 1 - self.lo) as usize).min(self.mass.len() - 1);
+        let (mass, moment) = (self.mass[index], self.moment[index]);
+        // Every pmf entry and prefix sum carries a relative error of at most a few ulps per
+        // term; the difference of the two sums is off by at most that much of their sizes.
+        let error = 8.0 * self.mass.len() as f64 * f64::EPSILON * (t.abs() * mass + moment);
+        (t * mass - moment, error)
+    }
+
+    /// An upper bound on `H_α(Q_n‖P_n)`, the removing divergence of this group at `α ≥ 0`
+    /// (`Q_n`: `n − 1` clients). With `x = n(1 − α(1 − p_s))`, the outcome `w` of the count has
+    /// `Q_n(w) − α P_n(w) = b(w)(x − w)/(n(1 − p_s))`, so the released counts charged are `τ ≤
+    /// w < x` and ⊥ is charged `(Σ_{w<τ} b(w)(x − w))_+/(n(1 − p_s))`.
+    fn removing(&self, alpha: f64) -> f64 {
+        let (n, p) = (self.n as f64, self.p);
+        // x = n(1 − α(1 − p)), rounded up (the divergence grows with x).
+        let x = (n * (1.0 - alpha * (1.0 - p))) * (1.0 + 4.0 * f64::EPSILON);
+        let t = x - self.lo as f64;
+        let tau = self.threshold;
+        let (bottom, bottom_error) = if tau > self.lo {
+            self.below(tau - 1, t)
+        } else {
+            (0.0, 0.0)
+        };
+        let last = x.floor() as u64;
+        let released = if last >= tau.max(self.lo) {
+            let (all, all_error) = self.below(last, t);
+            let (before, before_error) = if tau > self.lo {
+                self.below(tau - 1, t)
+            } else {
+                (0.0, 0.0)
+            };
+            all - before + all_error + before_error
+        } else {
+            0.0
+        };
+        // Outside the window: at most e^{−70} of mass on either side, each weighed by at
+        // most n.
+        let tails = 2.0 * n * (-BINOMIAL_TAIL_EXPONENT).exp();
+        let numerator = (bottom + bottom_error).max(0.0) + released.max(0.0) + tails;
+        (numerator / (n * (1.0 - p)) * (1.0 + 4.0 * f64::EPSILON)).min(1.0)
+    }
+}
+
+/// `D(q‖p_s)` at `q = 1 − α(1 − p_s)`, lowered by far more than its rounding error: `q − p_s =
+/// (1 − α)(1 − p_s)` is free of cancellation, but the two terms of the divergence nearly cancel
+/// close to `α = 1`.
+fn kl_from_gap(alpha: f64, p: f64) -> f64 {
+    let q = 1.0 - alpha * (1.0 - p);
+    let gap = (1.0 - alpha) * (1.0 - p);
+    let above = q * (gap / p).ln_1p();
+    let below = (1.0 - q) * (-gap / (1.0 - p)).ln_1p();
+    (above + below - 1e-12 * (above.abs() + below.abs())).max(0.0)
+}
+
+/// An upper bound on `sup_{n' ≥ n} H_α(Q_{n'}‖P_{n'})`, `q = 1 − α(1 − p_s)`, given the largest
+/// probability `mode` of `Bin(n − 1, p_s)`, by the smaller of two bounds, both falling with `n'`:
+///
+/// - Chernoff. For `α ≥ 1` the charged outcomes are counts `w < n'q` (⊥ at most those of them
+///   below `τ`), each charged at most `q/(1 − p_s)`, and `Pr[Bin(n', p_s) < n'q] ≤ e^{−n'
+///   D(q‖p_s)}` as `q ≤ p_s`; for `α < 1` the divergence is `1 − α + α·H_{1/α}(P_{n'}‖Q_{n'})`,
+///   whose charged outcomes are counts `w > n'q`, each at most `1`, with `Pr[Bin(n', p_s) > n'q]
+///   ≤ e^{−n' D(q‖p_s)}` as `q > p_s`.
+/// - Total variation. `H_β ≤ H_1` for `β ≥ 1`, and the total variation of group `n'` is `p_s·
+///   max_{j ≥ τ−1} b(j; n'−1)` (see `total_variation`), at most `p_s·mode`: the largest
+///   probability of a binomial never grows with its trials, as adding a trial mixes shifted
+///   copies of the law.
+fn removing_from(n: u64, alpha: f64, p: f64, mode: f64) -> f64 {
+    let tail = (-(n as f64) * kl_from_gap(alpha, p)).exp() * (1.0 + 1e-12);
+    let variation = p * mode * (1.0 + 1e-12);
+    if alpha < 1.0 {
+        (1.0 - alpha + alpha * tail.min(variation)).min(1.0)
+    } else {
+        (((1.0 - alpha * (1.0 - p)) / (1.0 - p)).max(0.0) * tail).min(variation)
+    }
+}
+
+/// The exact two-cell divergence for the left group `left`, maximised over every joined group
+/// `n`, as a log, or an upper bound on it (see [`two_cell_delta`]). Groups `n < τ` never release
+/// and give `Σ_v b(v; k)(1 − α_v)_+`. From `n = τ` on every group is evaluated; now and then the
+/// bound of [`removing_from`] (capped by the curve) on all larger groups is computed, and the scan
+/// stops once it is within [`SETTLED`] of the maximum found or of `ln_floor`, a value already
+/// reached by another left group. Each group costs its window plus one term per charged count
+/// of the left cell, drawn from `budget`; when it runs out the bound on the larger groups is
+/// returned.
+fn sup_over_joined(
+    left: &LeftOutcomes,
+    curve: &RemovalCurve,
+    joined_groups: &mut Vec<JoinedOutcomes>,
+    p: f64,
+    threshold: u64,
+    ln_floor: f64,
+    budget: &mut u64,
+) -> f64 {
+    let mut ln_max = left.ln_mixture(|alpha| (1.0 - alpha).max(0.0));
+    let mut n = threshold;
+    let mut next_check = threshold + CHECK_EVERY;
+    loop {
+        let index = (n - threshold) as usize;
+        if index == joined_groups.len() {
+            let joined = JoinedOutcomes::new(n, p, threshold);
+            *budget = budget.saturating_sub(joined.mass.len() as u64);
+            joined_groups.push(joined);
+        }
+        let joined = &joined_groups[index];
+        *budget = budget.saturating_sub(left.weights.len() as u64);
+        let ln_here = left.ln_mixture(|alpha| joined.removing(alpha));
+        ln_max = ln_max.max(ln_here);
+        if n >= next_check || *budget == 0 {
+            next_check = n + CHECK_EVERY.max((n - threshold) / 4);
+            let ln_beyond = left.ln_mixture(|alpha| {
+                removing_from(n + 1, alpha, p, joined.mode).min(curve.at(alpha))
+            });
+            if ln_beyond <= ln_max.max(ln_floor) + SETTLED || *budget == 0 {
+                return ln_max.max(ln_beyond);
+            }
+        }
+        n += 1;
+    }
+}
+
+/// How often [`sup_over_joined`] checks whether the larger joined groups can still matter.
+const CHECK_EVERY: u64 = 16;
+
+/// The relative excess (as a log) over the maximum found at which [`sup_over_joined`] stops.
+const SETTLED: f64 = 1e-3;
+
+/// The most terms (window entries and charged counts) the exact scans over joined groups may
+/// evaluate in one call of [`two_cell_delta`]; when they are spent, the remaining left groups
+/// are charged their bound by the curve.
+const JOINT_BUDGET: u64 = 400_000;
+
 /// An upper bound on the replace-one `δ` of one release at `epsilon` by the two-cell analysis
 /// (see the module docs), before rounding; `None` if the scan could pass [`MAX_GROUPS`] group
 /// sizes or a point of `R` cannot be evaluated precisely (the caller keeps `one_cell`, its own
-/// bound). The scan ends once `exp(−k D(q_r‖p_s))` falls below the largest charge; as that is
-/// at least `one_cell/1000` whenever the two-cell value is worth having, a scan that would need
-/// more than [`MAX_GROUPS`] sizes to reach `one_cell/1000` is not started.
+/// bound).
+///
+/// Two passes. The first bounds every left group `k` by the curve `R` (`Σ_v b(v; k) R(α_v)`,
+/// which lets each term pick its own worst joined group), until `exp(−k D(q_r‖p_s))` falls a
+/// factor 1000 below the largest of these bounds, or for at most [`MAX_GROUPS`] sizes; the
+/// groups beyond are charged that Chernoff bound. As the two-cell value is worth having only
+/// when it is at least `one_cell/1000`, a scan that would need more than [`MAX_GROUPS`] sizes to
+/// reach that is not started. The second evaluates the left groups in decreasing order
+/// of that bound with one joined group for all terms, exactly ([`sup_over_joined`]), until the
+/// next bound is no larger than the largest exact value: every group not evaluated is then
+/// below it. The result is the largest of the exact values, the bound of the first group not
+/// evaluated if the budget ran out, and the Chernoff bound on the groups beyond the scan.
 ///
 /// Requires `p ≤ 1 − e^{−ε/2}`, so that `ε − ε_d ≥ ε/2 > 0`.
 pub(crate) fn two_cell_delta(epsilon: f64, p: f64, threshold: u64, one_cell: f64) -> Option<f64> {
@@ -145,22 +401,53 @@ pub(crate) fn two_cell_delta(epsilon: f64, p: f64, threshold: u64, one_cell: f64
     }
     let curve = RemovalCurve::new(p, threshold).ok()?;
     let scale = epsilon.exp() / (1.0 - p);
+    let mut bounds = Vec::new();
     let mut ln_max = f64::NEG_INFINITY;
+    let mut ln_beyond = None;
     for k in threshold..=last {
-        // ⌊kq⌋ + 1, rounded so that it can only include more counts.
-        let start = ((k as f64 * q) * (1.0 - 4.0 * f64::EPSILON)).floor() as u64 + 1;
-        let ln_term = ln_upper_tail_weighted(start.max(threshold), k, p, |v| {
-            // α = e^{ε − ℓ(v)} = e^ε (k − v)/(k(1 − p)), rounded down (R falls with α).
-            let alpha = (scale * (k - v) as f64 / k as f64) * (1.0 - 4.0 * f64::EPSILON);
-            curve.at(alpha)
-        });
-        ln_max = ln_max.max(ln_term);
-        if -(k as f64) * divergence <= ln_max {
-            return Some(ln_max.exp());
+        if let Some(left) = LeftOutcomes::new(k, p, threshold, q, scale) {
+            let ln_bound = left.ln_mixture(|alpha| curve.at(alpha));
+            ln_max = ln_max.max(ln_bound);
+            bounds.push((k, ln_bound));
+        }
+        if -(k as f64) * divergence <= ln_max - SWAP_SLACK {
+            ln_beyond = Some(-(k as f64) * divergence);
+            break;
         }
     }
-    None
+    // Every group beyond the scan is charged at most exp(−k D(q_r‖p_s)) at its last size.
+    let ln_beyond = ln_beyond.unwrap_or(-(last as f64) * divergence);
+    bounds.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut ln_best = f64::NEG_INFINITY;
+    let mut budget = JOINT_BUDGET;
+    let mut joined_groups = Vec::new();
+    for &(k, ln_bound) in &bounds {
+        if ln_bound <= ln_best {
+            break;
+        }
+        if budget == 0 {
+            ln_best = ln_best.max(ln_bound);
+            break;
+        }
+        let left = LeftOutcomes::new(k, p, threshold, q, scale)?;
+        let ln_exact = sup_over_joined(
+            &left,
+            &curve,
+            &mut joined_groups,
+            p,
+            threshold,
+            ln_best,
+            &mut budget,
+        );
+        ln_best = ln_best.max(ln_exact.min(ln_bound));
+    }
+    Some(ln_best.max(ln_beyond).exp())
 }
+
+/// How far (as a log) below the largest curve bound the first pass scans left groups: the groups
+/// beyond are charged their Chernoff bound, which is then far below the exact value wherever the
+/// curve bound is within a factor 1000 of it (it was within 3 on every setting tried).
+const SWAP_SLACK: f64 = 6.907_755_278_982_137;
 
 #[cfg(test)]
 mod tests {
