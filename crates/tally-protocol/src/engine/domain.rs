@@ -476,13 +476,13 @@ mod shuffle_tests {
     }
 
     /// The fit is checked on the exact longest report, not on the expected one: Count-Min
-    /// for 350 devices over `0..2` at `ε = 27` sends about 3,020 messages of 14 bits, about
-    /// 6,000 bytes at two bytes a message, but a device may send its 9 cells and its blanket's
-    /// cap of 3,410 of the table's 6,300 cells, 17,094 bytes in decimal.
+    /// for 350 devices over `0..2` at `ε = 3` sends about 1,865 bytes of messages in
+    /// expectation, but a device may send its own cells and its blanket's cap of 1,137 cells,
+    /// 5,729 bytes in decimal.
     #[test]
     fn a_task_is_refused_on_its_longest_report() {
         let privacy = PrivacyTarget {
-            epsilon: 27.0,
+            epsilon: 3.0,
             ..shuffle_privacy()
         };
         let build_with = |max_report_bytes| {
@@ -497,15 +497,15 @@ mod shuffle_tests {
             )
         };
         let count_min =
-            tally_core::shuffle::GhaziCountMin::new(350, 2, 1, 27.0, 1e-6, DEFAULT_COUNT_MIN_BETA)
+            tally_core::shuffle::GhaziCountMin::new(350, 2, 1, 3.0, 1e-6, DEFAULT_COUNT_MIN_BETA)
                 .unwrap();
         let cost = count_min.message_cost().unwrap();
         let bytes = cost.messages_per_client * cost.bits_per_message.div_ceil(8) as f64;
-        assert!(bytes < 6_100.0, "{cost:?}");
-        assert_eq!(count_min.params().blanket_cap, 3410);
-        let message = build_with(8_192).err().expect("refused");
+        assert!(bytes < 1_900.0, "{cost:?}");
+        assert_eq!(count_min.params().blanket_cap, 1137);
+        let message = build_with(4_096).err().expect("refused");
         assert!(
-            message.contains("longest report a device could send is 17094 bytes"),
+            message.contains("longest report a device could send is 5729 bytes"),
             "{message}"
         );
         assert!(build_with(MAX_REPORT_BYTES).is_ok());
