@@ -7,7 +7,9 @@ above, NOT from the Rust code in `crates/tally-core/src/sampling/keyed.rs`: a pu
 SipHash-2-4 (the PRF of the coins and row scores), checked against the paper's test vector; a
 pure Python BLAKE3 for inputs of one chunk (at most 1024 bytes, all the key derivation needs),
 checked against the specification's hash of the empty input; and exact rationals for the
-coin's threshold.
+coin's threshold. Clients bounded to k items keep the k distinct items of smallest score
+PRF(0x03 || round || len(client) || client || item) and flip one coin per item,
+PRF(0x04 || round || len(client) || client || item) < threshold.
 
 Usage (from anywhere):
 
@@ -156,6 +158,22 @@ def row_score(key: bytes, round_: int, client: str, item: str, occurrence: int) 
     return prf(key, message)
 
 
+def item_message(tag: bytes, round_: int, client: str, item: str) -> bytes:
+    client_bytes = client.encode()
+    return tag + round_.to_bytes(8, "little") + len(client_bytes).to_bytes(8, "little") + client_bytes + item.encode()
+
+
+def item_coin(key: bytes, threshold: int, round_: int, client: str, item: str) -> bool:
+    return prf(key, item_message(b"\x04", round_, client, item)) < threshold
+
+
+def chosen_items(key: bytes, round_: int, client: str, items: list[str], k: int) -> list[str]:
+    """The k distinct items of smallest item score (ties to the smaller item), sorted."""
+    distinct = sorted(set(items), key=str.encode)
+    scored = sorted((prf(key, item_message(b"\x03", round_, client, item)), item.encode(), item) for item in distinct)
+    return sorted((s[2] for s in scored[:k]), key=str.encode)
+
+
 def chosen_item(key: bytes, round_: int, client: str, items: list[str]) -> str:
     """The item of the row of smallest score; rows holding equal items are numbered 0, 1, ...
     and ties of the score go to the smaller item (by UTF-8 bytes)."""
@@ -205,7 +223,21 @@ def vectors() -> dict:
                     "chosen": chosen_item(key, 0, client, items),
                 }
             )
-    return {"row_secret": "rows", "coins": cases, "rows": rows}
+    bounded = []
+    threshold = coin_threshold(0.3)
+    for client in ["u1", "client with a long id", "7"]:
+        for items in [["a"], ["b", "a", "b"], ["w1", "w2", "w3", "w4", "w5", "w6", "w2"]]:
+            for k in [1, 2, 4]:
+                bounded.append(
+                    {
+                        "client": client,
+                        "items": items,
+                        "max_items": k,
+                        "chosen": chosen_items(key, 2, client, items, k),
+                        "item_coins": "".join("1" if item_coin(key, threshold, 2, client, it) else "0" for it in items),
+                    }
+                )
+    return {"row_secret": "rows", "coins": cases, "rows": rows, "item_coin_rate": 0.3, "bounded": bounded}
 
 
 def generate(log: vectors_io.Log) -> dict[str, str]:

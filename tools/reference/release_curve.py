@@ -48,7 +48,7 @@ SAMPLE_THRESHOLD = [
     (0.4, 30),
     (0.05, 5),
 ]
-NOISE = [(1.0, 1e-8), (0.25, 1e-6), (4.0, 1e-10)]
+NOISE = [(1.0, 1e-8), (0.25, 1e-6), (4.0, 1e-10), (0.5, 1e-7), (2.0, 1e-9)]
 
 
 def release_point(prob, q: float) -> int:

@@ -7,16 +7,22 @@ clients and Q_j has j - 1. This script computes the hockey-stick divergence
 H_{e^eps}(P_k x Q_n || Q_k x P_n) outcome pair by outcome pair (conditioning on A's outcome x and
 summing (Q_n(y) - e^eps Q_k(x)/P_k(x) P_n(y))_+ over B's outcomes y) and takes its maximum over a
 grid of (k, n) that holds the worst pair. The other direction is the same expression with A and B
-swapped, so the one maximum covers both. As a maximum over finitely many pairs, each value is a
-lower bound on the true supremum: the Rust analysis must never report less, and should report at
-most 1% more.
+swapped, so the one maximum covers both. As a maximum over finitely many pairs (and dropping A's
+outcomes below 1e-40 of the largest of their group), each value is a lower bound on the true
+supremum: the Rust analysis must never report less, and should report at most 1% more.
 
-Independent of the Rust crate: floating point via math.lgamma, a direct sum over outcome pairs
+Independent of the Rust crate: scipy's binomial pmf and cdf, a direct sum over outcome pairs
 (sorted by likelihood ratio with prefix sums, which is the same sum; numpy evaluates it for every k
-at once), no cutoff or unimodality argument, no convex interpolation.
+at once), no cutoff or unimodality argument, no convex interpolation, no Chernoff bound.
+
+The settings are a grid over epsilon, the sampling rate as a fraction of its replace-one cap
+1 - e^(-eps/2), and the threshold, kept to tau/p <= 160 so that --check stays fast (it runs in CI);
+`--dense` writes a denser grid (tau/p <= 300, 929 settings, about half an hour of CPU) to
+test_vectors/replace_one_dense/, which CI does not regenerate.
 
     python3 tools/reference/replace_one.py            # write the vectors
     python3 tools/reference/replace_one.py --check    # regenerate in memory, compare
+    python3 tools/reference/replace_one.py --dense    # write the dense grid
 """
 
 from __future__ import annotations
@@ -25,50 +31,75 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np  # installed with dp-accounting (requirements.txt)
+import numpy as np  # scipy's own dependency
+from scipy.stats import binom  # installed from requirements.txt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # vectors_io.py sits next to this script
 import vectors_io  # noqa: E402  (JSON formatting and command line shared by the scripts)
 
-SCRIPT = vectors_io.Script(__file__)
+DENSE = "--dense" in sys.argv
+if DENSE:
+    sys.argv.remove("--dense")
+SCRIPT = vectors_io.Script(
+    __file__, out_dir="crates/tally-accounting/tests/test_vectors/replace_one_dense" if DENSE else None
+)
 GENERATED_BY = SCRIPT.generated_by
 
-# (epsilon, sampling rate, threshold); every p is at most 1 - e^(-eps/2).
-CASES = [
-    (1.0, 0.1, 20),
-    (1.0, 0.2, 10),
-    (0.5, 0.05, 12),
-    (2.0, 0.3, 8),
-    (1.5, 0.25, 12),
-    (3.0, 0.5, 6),
-]
+
+def grid(epsilons, fractions, thresholds, most_groups):
+    """(epsilon, sampling rate, threshold) with p = fraction * (1 - e^(-eps/2)) rounded down a
+    little, so that every rate is under the cap however the Rust side rounds it."""
+    cases = []
+    for eps in epsilons:
+        cap = -math.expm1(-eps / 2)
+        for fraction in fractions:
+            p = float(f"{fraction * cap * (1 - 1e-9):.12g}")
+            for tau in thresholds:
+                if tau / p <= most_groups:
+                    cases.append((eps, p, tau))
+    return cases
 
 
-def pmf(v: int, n: int, p: float) -> float:
-    if v < 0 or v > n:
-        return 0.0
-    ln = math.lgamma(n + 1) - math.lgamma(v + 1) - math.lgamma(n - v + 1)
-    return math.exp(ln + v * math.log(p) + (n - v) * math.log1p(-p))
+if DENSE:
+    CASES = grid(
+        [0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 8.0],
+        [0.1, 0.25, 0.4, 0.55, 0.7, 0.85, 0.95, 1.0],
+        [1, 2, 3, 4, 6, 8, 11, 16, 22, 32, 45, 64, 90],
+        300,
+    )
+else:
+    # Six hand-picked settings, then the grid.
+    CASES = [
+        (1.0, 0.1, 20),
+        (1.0, 0.2, 10),
+        (0.5, 0.05, 12),
+        (2.0, 0.3, 8),
+        (1.5, 0.25, 12),
+        (3.0, 0.5, 6),
+    ] + grid([0.1, 0.25, 0.5, 1.0, 2.0, 4.0], [0.3, 0.7, 1.0], [1, 3, 8, 20, 40], 160)
 
 
-def outcomes(j: int, p: float, tau: int) -> list[tuple[float, float]]:
+def outcomes(j: int, p: float, tau: int) -> tuple[np.ndarray, np.ndarray]:
     """(Pr with j clients, Pr with j - 1) for bottom and every released count."""
-    with_all = [pmf(v, j, p) for v in range(j + 1)]
-    without = [pmf(v, j - 1, p) for v in range(j + 1)]
-    pairs = [(math.fsum(with_all[:tau]), math.fsum(without[:tau]))]
-    pairs += [(with_all[v], without[v]) for v in range(tau, j + 1)]
-    return pairs
+    v = np.arange(tau, j + 1)
+    with_all = np.concatenate(([binom.cdf(tau - 1, j, p)], binom.pmf(v, j, p)))
+    without = np.concatenate(([binom.cdf(tau - 1, j - 1, p) if j > 1 else 1.0], binom.pmf(v, j - 1, p)))
+    return with_all, without
 
 
 class RemovalSide:
     """H_alpha(Q_n || P_n) for every alpha, from outcomes sorted by the ratio Q/P."""
 
     def __init__(self, n: int, p: float, tau: int):
-        rows = [(q / pr if pr > 0 else math.inf, q, pr) for pr, q in outcomes(n, p, tau) if q > 0]
-        rows.sort(key=lambda r: -r[0])
-        self.neg_ratios = np.array([-r for r, _, _ in rows])
-        self.cum_q = np.concatenate(([0.0], np.cumsum([q for _, q, _ in rows])))
-        self.cum_p = np.concatenate(([0.0], np.cumsum([pr for _, _, pr in rows])))
+        pr, q = outcomes(n, p, tau)
+        keep = q > 0
+        pr, q = pr[keep], q[keep]
+        ratio = np.full(len(q), np.inf)
+        np.divide(q, pr, out=ratio, where=pr > 0)
+        order = np.argsort(-ratio, kind="stable")
+        self.neg_ratios = -ratio[order]
+        self.cum_q = np.concatenate(([0.0], np.cumsum(q[order])))
+        self.cum_p = np.concatenate(([0.0], np.cumsum(pr[order])))
 
     def divergence(self, alphas: np.ndarray) -> np.ndarray:
         # The outcomes with ratio > alpha are the first `count`.
@@ -80,17 +111,19 @@ def two_cell(eps: float, p: float, tau: int) -> tuple[float, int, int]:
     scale = math.exp(eps)
     cap = 1.0 / (1.0 - p)
     k_top = int(3 * tau / p) + 10
-    n_top = int(6 * tau / p) + 10
+    n_top = int(4 * tau / p) + 10
     # A's charged outcomes for every k at once: those whose alpha = e^eps Q_k/P_k is below the
     # cap (others cost nothing), as flat arrays with the index of their k.
     ks, probs, alphas = [], [], []
     for k in range(tau, k_top):
-        for pr, q in outcomes(k, p, tau):
-            if pr > 0 and scale * q < cap * pr:
-                ks.append(k - tau)
-                probs.append(pr)
-                alphas.append(scale * q / pr)
-    ks, probs, alphas = np.array(ks, dtype=np.int64), np.array(probs), np.array(alphas)
+        pr, q = outcomes(k, p, tau)
+        charged = (pr > 0) & (scale * q < cap * pr)
+        if charged.any():
+            charged &= pr >= 1e-40 * pr[charged].max()
+        ks.append(np.full(int(charged.sum()), k - tau))
+        probs.append(pr[charged])
+        alphas.append(scale * q[charged] / pr[charged])
+    ks, probs, alphas = np.concatenate(ks), np.concatenate(probs), np.concatenate(alphas)
     best = (0.0, 0, 0)
     for n in range(1, n_top):
         # sum_x P_k(x) H_alpha(x)(Q_n || P_n) for every k.
@@ -119,7 +152,9 @@ def generate(log: vectors_io.Log) -> dict[str, str]:
         "description": (
             "Exact replace-one delta of one S&T release at its worst pair of group sizes (the "
             "cell the client leaves, the cell it joins), both directions; a lower bound on the "
-            "supremum over all group sizes."
+            "supremum over all group sizes. Settings: "
+            + ("the dense grid" if DENSE else "six hand-picked ones, then the grid")
+            + " of the script (sampling rate a fraction of 1 - e^(-eps/2), tau/p bounded)."
         ),
         "cases": cases,
     }

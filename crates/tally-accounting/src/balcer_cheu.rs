@@ -28,6 +28,7 @@
 //! independent of the differing user's: post-processing), but the analyzer and its error bound
 //! assume exactly `n`.
 
+use crate::blanket::{BlanketAnalysis, BlanketCell, MessageChange, least_noise};
 use crate::{Error, Guarantee, Neighbours, TrustModel};
 
 /// Which Balcer–Cheu protocol a [`BalcerCheu`] calibration is for.
@@ -39,66 +40,113 @@ pub enum BalcerCheuProtocol {
     Histogram,
 }
 
-/// A calibrated Balcer–Cheu protocol: the target guarantee, the number of users and the noise
-/// probability `p` of every per-cell binary sum.
+/// A calibrated Balcer–Cheu protocol: the target guarantee, the number of users, the noise
+/// probability `p` of every per-cell binary sum and the analysis that chose it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BalcerCheu {
     protocol: BalcerCheuProtocol,
     epsilon: f64,
     delta: f64,
     users: u64,
-    /// `(ε', δ')` of each binary sum.
+    /// `(ε', δ')` of each binary sum under the theorem.
     component: (f64, f64),
     noise_probability: f64,
+    analysis: BlanketAnalysis,
 }
 
 impl BalcerCheu {
-    /// The binary-sum protocol `P^zsum` for `n = users` users at target `(epsilon, delta)`.
+    /// The binary-sum protocol `P^zsum` for `n = users` users at target `(epsilon, delta)`,
+    /// with the larger `p` (less noise) of Theorem 3.1 and the exact analysis.
     ///
     /// # Errors
     ///
-    /// As [`noise_probability`].
+    /// As [`BalcerCheu::with_analysis`], when neither analysis finds a `p ≥ 1/2`.
     pub fn binary_sum(epsilon: f64, delta: f64, users: u64) -> Result<Self, Error> {
-        Ok(Self {
-            protocol: BalcerCheuProtocol::BinarySum,
-            epsilon,
-            delta,
-            users,
-            component: (epsilon, delta),
-            noise_probability: noise_probability(epsilon, delta, users)?,
-        })
+        Self::calibrate(BalcerCheuProtocol::BinarySum, (epsilon, delta), users, None)
     }
 
     /// The histogram protocol `P^hist` for `n = users` users at target `(epsilon, delta)`,
-    /// replace-one: every cell's binary sum runs at `(epsilon/2, delta/2)` (Theorem 3.2), so
-    /// `epsilon ∈ (0, 2]`, `delta ∈ (0, 1)` and `n ≥ (400/ε²) ln(4/δ)`.
+    /// replace-one, with the larger `p` of Theorem 3.2 (every cell's binary sum at
+    /// `(epsilon/2, delta/2)`) and the exact analysis (one message moving between two cells).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] if `epsilon ∉ (0, 2]` or `delta ∉ (0, 1)`; otherwise as
-    /// [`noise_probability`] for `(epsilon/2, delta/2, users)`.
+    /// As [`BalcerCheu::with_analysis`], when neither analysis finds a `p ≥ 1/2`.
     pub fn histogram(epsilon: f64, delta: f64, users: u64) -> Result<Self, Error> {
-        if !(epsilon.is_finite() && epsilon > 0.0 && epsilon <= 2.0) {
-            return Err(Error::invalid("epsilon", epsilon, "a number in (0, 2]"));
+        Self::calibrate(BalcerCheuProtocol::Histogram, (epsilon, delta), users, None)
+    }
+
+    /// `protocol` calibrated by one analysis only.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] if `epsilon` is not finite and positive, `delta ∉ (0, 1)` or
+    /// `users < 2`. For [`BlanketAnalysis::Theorem`], as [`noise_probability`] at the
+    /// component `(ε', δ')`, and `epsilon ∉ (0, 2]` for the histogram; for
+    /// [`BlanketAnalysis::Exact`], [`Error::Infeasible`] if not even `p = 1/2` reaches the
+    /// target, with the smallest number of users that does.
+    pub fn with_analysis(
+        protocol: BalcerCheuProtocol,
+        (epsilon, delta): (f64, f64),
+        users: u64,
+        analysis: BlanketAnalysis,
+    ) -> Result<Self, Error> {
+        Self::calibrate(protocol, (epsilon, delta), users, Some(analysis))
+    }
+
+    fn calibrate(
+        protocol: BalcerCheuProtocol,
+        (epsilon, delta): (f64, f64),
+        users: u64,
+        only: Option<BlanketAnalysis>,
+    ) -> Result<Self, Error> {
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(Error::invalid("epsilon", epsilon, "a finite number > 0"));
         }
         if !(delta > 0.0 && delta < 1.0) {
             return Err(Error::invalid("delta", delta, "a number in (0, 1)"));
         }
-        // Halving is exact in binary floating point (no underflow for δ ≥ 2^-1021).
-        let component = (epsilon / 2.0, delta / 2.0);
+        let component = match protocol {
+            BalcerCheuProtocol::BinarySum => (epsilon, delta),
+            // Halving is exact in binary floating point (no underflow for δ ≥ 2^-1021).
+            BalcerCheuProtocol::Histogram => (epsilon / 2.0, delta / 2.0),
+        };
+        let theorem = || -> Result<f64, Error> {
+            if protocol == BalcerCheuProtocol::Histogram && epsilon > 2.0 {
+                return Err(Error::invalid("epsilon", epsilon, "a number in (0, 2]"));
+            }
+            noise_probability(component.0, component.1, users)
+        };
+        let exact = || exact_noise_probability(protocol, epsilon, delta, users);
+        let (noise_probability, analysis) = match only {
+            Some(BlanketAnalysis::Theorem) => (theorem()?, BlanketAnalysis::Theorem),
+            Some(BlanketAnalysis::Exact) => (exact()?, BlanketAnalysis::Exact),
+            None => match (theorem(), exact()) {
+                (Ok(t), Ok(e)) if t >= e => (t, BlanketAnalysis::Theorem),
+                (_, Ok(e)) => (e, BlanketAnalysis::Exact),
+                (Ok(t), Err(_)) => (t, BlanketAnalysis::Theorem),
+                (Err(_), Err(e)) => return Err(e),
+            },
+        };
         Ok(Self {
-            protocol: BalcerCheuProtocol::Histogram,
+            protocol,
             epsilon,
             delta,
             users,
             component,
-            noise_probability: noise_probability(component.0, component.1, users)?,
+            noise_probability,
+            analysis,
         })
     }
 
     /// Which protocol this is.
     pub fn protocol(&self) -> BalcerCheuProtocol {
         self.protocol
+    }
+
+    /// The analysis that chose `p` and proves the guarantee.
+    pub fn analysis(&self) -> BlanketAnalysis {
+        self.analysis
     }
 
     /// The target ε.
@@ -116,7 +164,7 @@ impl BalcerCheu {
         self.users
     }
 
-    /// The `(ε', δ')` each per-cell binary sum runs at: the target for
+    /// The `(ε', δ')` each per-cell binary sum runs at under the theorem: the target for
     /// [`BalcerCheuProtocol::BinarySum`], half of it for [`BalcerCheuProtocol::Histogram`].
     pub fn component(&self) -> (f64, f64) {
         self.component
@@ -127,14 +175,28 @@ impl BalcerCheu {
         self.noise_probability
     }
 
+    /// The blanket cell and the change of one user when only `honest` users' noise coins are
+    /// secret (`n` for the guarantee itself).
+    pub fn blanket(&self, honest: u64) -> (BlanketCell, MessageChange) {
+        blanket_of(self.protocol, honest, self.noise_probability)
+    }
+
     /// The guarantee: `(ε, δ)`, replace-one, in the shuffle model.
     pub fn guarantee(&self) -> Guarantee {
-        let analysis = match self.protocol {
-            BalcerCheuProtocol::BinarySum => "Balcer–Cheu 2020 Thm 3.1 (binary sum)".to_string(),
-            BalcerCheuProtocol::Histogram => format!(
+        let analysis = match (self.analysis, self.protocol) {
+            (BlanketAnalysis::Theorem, BalcerCheuProtocol::BinarySum) => {
+                "Balcer–Cheu 2020 Thm 3.1 (binary sum)".to_string()
+            }
+            (BlanketAnalysis::Theorem, BalcerCheuProtocol::Histogram) => format!(
                 "Balcer–Cheu 2020 Thm 3.2 (histogram; per-cell binary sums at ε' = {}, δ' = {})",
                 self.component.0, self.component.1
             ),
+            (BlanketAnalysis::Exact, BalcerCheuProtocol::BinarySum) => {
+                "Balcer–Cheu 2020 binary sum (exact PLD of the binomial blanket)".to_string()
+            }
+            (BlanketAnalysis::Exact, BalcerCheuProtocol::Histogram) => {
+                "Balcer–Cheu 2020 histogram (exact PLD of the binomial blanket)".to_string()
+            }
         };
         Guarantee {
             epsilon: self.epsilon,
@@ -145,27 +207,120 @@ impl BalcerCheu {
         }
     }
 
-    /// The per-query error bound `α` of Theorem 3.1 for one binary sum (one histogram cell),
-    /// as a *frequency* (count divided by `n`): with probability at least `1 − β`,
-    /// `|estimate − true frequency| ≤ α` with
-    /// `α = (50/(ε'² n)) ln(2/δ') + sqrt((200/(ε' n)) ln(2/δ') ln(2/β))`, at the component
-    /// `(ε', δ')`. For all `d` cells simultaneously, use `β/d` (union bound). Rounded up.
+    /// The per-query error bound `α` for one binary sum (one histogram cell), as a
+    /// *frequency* (count divided by `n`): with probability at least `1 − β`,
+    /// `|estimate − true frequency| ≤ α`. For all `d` cells simultaneously, use `β/d` (union
+    /// bound). Rounded up.
+    ///
+    /// Under the theorem it is Theorem 3.1's
+    /// `α = (50/(ε'² n)) ln(2/δ') + sqrt((200/(ε' n)) ln(2/δ') ln(2/β))` at the component
+    /// `(ε', δ')`, for `β ∈ [δ'^25, 1)`. Under the exact analysis it is `(1 − p) + t/n` with
+    /// Bernstein's deviation `t` of `Bin(n, p)` at `β` (two-sided): the analyzer is off by the
+    /// noise's deviation when it releases, and releases 0 only for a frequency below
+    /// `1 − p + t/n`.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] unless `β ∈ [δ'^25, 1)`, the range Theorem 3.1 covers.
+    /// [`Error::InvalidParameter`] unless `β ∈ (0, 1)` (and `β ≥ δ'^25` under the theorem).
     pub fn error_bound(&self, beta: f64) -> Result<f64, Error> {
-        let (eps, delta) = self.component;
-        if !(beta < 1.0 && beta > 0.0 && beta.ln() >= 25.0 * delta.ln()) {
-            return Err(Error::invalid("beta", beta, "a number in [δ'^25, 1)"));
-        }
         let n = self.users as f64;
-        let ln_delta = (2.0 / delta).ln();
-        let bias = 50.0 / (eps * eps * n) * ln_delta;
-        let spread = (200.0 / (eps * n) * ln_delta * (2.0 / beta).ln()).sqrt();
-        // A few ulps of slack for the rounding of the terms above.
-        Ok((bias + spread) * (1.0 + 1e-12))
+        match self.analysis {
+            BlanketAnalysis::Theorem => {
+                let (eps, delta) = self.component;
+                if !(beta < 1.0 && beta > 0.0 && beta.ln() >= 25.0 * delta.ln()) {
+                    return Err(Error::invalid("beta", beta, "a number in [δ'^25, 1)"));
+                }
+                let ln_delta = (2.0 / delta).ln();
+                let bias = 50.0 / (eps * eps * n) * ln_delta;
+                let spread = (200.0 / (eps * n) * ln_delta * (2.0 / beta).ln()).sqrt();
+                // A few ulps of slack for the rounding of the terms above.
+                Ok((bias + spread) * (1.0 + 1e-12))
+            }
+            BlanketAnalysis::Exact => {
+                if !(beta < 1.0 && beta > 0.0) {
+                    return Err(Error::invalid("beta", beta, "a number in (0, 1)"));
+                }
+                let p = self.noise_probability;
+                let l = (2.0 / beta).ln();
+                let variance = n * p * (1.0 - p);
+                let deviation = l / 3.0 + (l * l / 9.0 + 2.0 * variance * l).sqrt();
+                Ok(((1.0 - p) + deviation / n) * (1.0 + 1e-12))
+            }
+        }
     }
+}
+
+/// The blanket cell and change of `protocol` with `honest` users' coins at noise
+/// probability `p`: every cell's noise is `Bin(honest, p)`; the binary sum adds one message,
+/// the histogram moves one between two cells.
+fn blanket_of(protocol: BalcerCheuProtocol, honest: u64, p: f64) -> (BlanketCell, MessageChange) {
+    let change = match protocol {
+        BalcerCheuProtocol::BinarySum => MessageChange::Added,
+        BalcerCheuProtocol::Histogram => MessageChange::Moved(1),
+    };
+    (
+        BlanketCell {
+            coins: honest,
+            probability: p,
+            stray: 0.0,
+        },
+        change,
+    )
+}
+
+/// The largest noise probability `p ∈ [1/2, 1)` (to a relative `1e-3` in `1 − p`, on the safe
+/// side) at which the exact analysis proves `protocol` `(ε, δ)`-DP for `n` users.
+///
+/// # Errors
+///
+/// [`Error::Infeasible`] if not even `p = 1/2` does, naming the smallest `n` that would.
+fn exact_noise_probability(
+    protocol: BalcerCheuProtocol,
+    epsilon: f64,
+    delta: f64,
+    users: u64,
+) -> Result<f64, Error> {
+    if users < 2 {
+        return Err(Error::invalid("users", users, "at least 2"));
+    }
+    let passes_with = |users: u64, absent: f64| -> Result<bool, Error> {
+        let p = 1.0 - absent;
+        if p >= 1.0 {
+            return Ok(false);
+        }
+        let (cell, change) = blanket_of(protocol, users, p);
+        Ok(cell.delta(change, epsilon)? <= delta)
+    };
+    if let Some(absent) = least_noise(0.5, |absent| passes_with(users, absent))? {
+        return Ok(1.0 - absent);
+    }
+    let mut fewest = users;
+    while !passes_with(fewest, 0.5)? {
+        if fewest >= 1 << 40 {
+            return Err(Error::infeasible(
+                "noise probability",
+                format!("not even 2^40 users reach δ = {delta} at ε = {epsilon}"),
+            ));
+        }
+        fewest *= 2;
+    }
+    let mut low = users;
+    while fewest - low > 1 {
+        let mid = low + (fewest - low) / 2;
+        if passes_with(mid, 0.5)? {
+            fewest = mid;
+        } else {
+            low = mid;
+        }
+    }
+    Err(Error::invalid(
+        "users",
+        users,
+        format!(
+            "at least {fewest} users for ε = {epsilon}, δ = {delta} (the exact analysis at the \
+             most noise, p = 1/2)"
+        ),
+    ))
 }
 
 /// `x` rounded up by one ulp, a safe upper bound on the exact value of a correctly rounded

@@ -62,6 +62,10 @@ pub const MAX_LAPLACE_SCALE: u64 = 1 << 32;
 /// (`σ ≤ 65536`); the cost of one `δ` evaluation grows like `σ`.
 pub const MAX_GAUSSIAN_VARIANCE: u64 = 1 << 32;
 
+/// The largest L1 sensitivity [`calibrate_laplace_l1`] accepts, `2^11`: with the denominator
+/// `2^52` of [`laplace_epsilon_l1`], `l1·den` stays an exact double.
+pub const MAX_L1: u64 = 1 << 11;
+
 /// Below this fraction of the running sum, a truncated series stops (its rigorous tail bound
 /// is still added).
 const TRUNCATION: f64 = 1e-20;
@@ -100,7 +104,24 @@ pub fn histogram_sensitivity(neighbours: Neighbours) -> Sensitivity {
 /// [`Error::InvalidParameter`] unless `epsilon` is finite and positive with
 /// `1/ε ≤ 2^31` (so that `t ≤` [`MAX_LAPLACE_SCALE`]).
 pub fn calibrate_laplace(epsilon: f64, neighbours: Neighbours) -> Result<(u64, u64), Error> {
-    let l1 = histogram_sensitivity(neighbours).l1;
+    calibrate_laplace_l1(epsilon, histogram_sensitivity(neighbours).l1)
+}
+
+/// The discrete Laplace scale `t = l1·u` for a query of L1 sensitivity `l1`, `u` as in
+/// [`calibrate_laplace`] (so `l1/t ≤ ε`), in lowest terms.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `epsilon` is finite and positive with `1/ε ≤ 2^31`, and
+/// `1 ≤ l1 ≤ 2^11`.
+pub fn calibrate_laplace_l1(epsilon: f64, l1: u64) -> Result<(u64, u64), Error> {
+    if !(1..=MAX_L1).contains(&l1) {
+        return Err(Error::invalid(
+            "L1 sensitivity",
+            l1,
+            "an integer in [1, 2^11]",
+        ));
+    }
     // Every integer here is below 2^53, so an exact double.
     let target = SCALE_DENOMINATOR as f64;
     let max_numerator = MAX_LAPLACE_SCALE / 2 * SCALE_DENOMINATOR;
@@ -131,8 +152,26 @@ pub fn calibrate_laplace(epsilon: f64, neighbours: Neighbours) -> Result<(u64, u
 ///
 /// [`Error::InvalidParameter`] unless both parts are in `[1, 2^52]`.
 pub fn laplace_epsilon(scale: (u64, u64), neighbours: Neighbours) -> Result<f64, Error> {
+    laplace_epsilon_l1(scale, histogram_sensitivity(neighbours).l1)
+}
+
+/// The realized `ε = l1/t` of discrete Laplace noise with scale `t = scale.0/scale.1` on a
+/// query of L1 sensitivity `l1`, rounded up to the next double.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless both parts of the scale are in `[1, 2^52]` and
+/// `1 ≤ l1 ≤ 2^11`.
+pub fn laplace_epsilon_l1(scale: (u64, u64), l1: u64) -> Result<f64, Error> {
     let (num, den) = check_rational("scale", scale)?;
-    let top = (histogram_sensitivity(neighbours).l1 * den) as f64;
+    if !(1..=MAX_L1).contains(&l1) {
+        return Err(Error::invalid(
+            "L1 sensitivity",
+            l1,
+            "an integer in [1, 2^11]",
+        ));
+    }
+    let top = (l1 * den) as f64;
     let quotient = top / num as f64;
     // The fused residual quotient·num − top is exact in sign: negative means rounded down.
     Ok(if quotient.mul_add(num as f64, -top) < 0.0 {
@@ -176,8 +215,27 @@ pub fn gaussian_delta(
     epsilon: f64,
     neighbours: Neighbours,
 ) -> Result<f64, Error> {
+    gaussian_cells_delta(
+        sigma2,
+        epsilon,
+        histogram_sensitivity(neighbours).l2_squared,
+    )
+}
+
+/// An upper bound on the exact `δ(ε)` between `cells` independent `N_Z(0, σ²)` noises and the
+/// same shifted by one unit each (`cells` counts that change by one, `Δ₂² = cells`), for
+/// `cells` 1 or 2 (see the [module documentation](self)).
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `epsilon` is finite and `≥ 0`, `sigma2` has both parts
+/// in `[1, 2^52]` with `σ² ≤` [`MAX_GAUSSIAN_VARIANCE`], and `cells` is 1 or 2.
+pub fn gaussian_cells_delta(sigma2: (u64, u64), epsilon: f64, cells: u64) -> Result<f64, Error> {
     if !(epsilon.is_finite() && epsilon >= 0.0) {
         return Err(Error::invalid("epsilon", epsilon, "a finite number ≥ 0"));
+    }
+    if !(1..=2).contains(&cells) {
+        return Err(Error::invalid("changed cells", cells, "1 or 2"));
     }
     let (num, den) = check_rational("sigma2", sigma2)?;
     if num > MAX_GAUSSIAN_VARIANCE * den {
@@ -188,7 +246,6 @@ pub fn gaussian_delta(
         ));
     }
     let variance = num as f64 / den as f64;
-    let cells = histogram_sensitivity(neighbours).l2_squared;
     Ok(numeric::delta_upper(exact_delta_bound(
         variance, epsilon, cells,
     )))
@@ -197,6 +254,8 @@ pub fn gaussian_delta(
 /// The smallest `σ²` on the grid (multiples of `1/2^20`, returned in lowest terms) whose
 /// [`gaussian_delta`] at `epsilon` is at most `delta`, by bisection. The answer always meets the
 /// target; the grid point below it does not.
+///
+/// This is [`calibrate_gaussian_for`] with `gaussian_delta` as the `δ`.
 ///
 /// # Errors
 ///
@@ -207,15 +266,33 @@ pub fn calibrate_gaussian(
     delta: f64,
     neighbours: Neighbours,
 ) -> Result<(u64, u64), Error> {
+    calibrate_gaussian_for(epsilon, delta, |sigma2| {
+        gaussian_delta(sigma2, epsilon, neighbours)
+    })
+}
+
+/// The smallest `σ²` on the grid (multiples of `1/2^20`, returned in lowest terms) whose
+/// `delta_of(σ²)`, a `δ` that does not grow with `σ²`, is at most `delta`, by doubling and
+/// bisection. The answer always meets the target; the grid point below it does not.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `epsilon` is finite and positive and `delta ∈ (0, 1)`,
+/// and whatever `delta_of` returns; [`Error::Infeasible`] if even `σ² =`
+/// [`MAX_GAUSSIAN_VARIANCE`] does not meet the target.
+pub fn calibrate_gaussian_for(
+    epsilon: f64,
+    delta: f64,
+    delta_of: impl Fn((u64, u64)) -> Result<f64, Error>,
+) -> Result<(u64, u64), Error> {
     if !(epsilon.is_finite() && epsilon > 0.0) {
         return Err(Error::invalid("epsilon", epsilon, "a finite number > 0"));
     }
     if !(delta > 0.0 && delta < 1.0) {
         return Err(Error::invalid("delta", delta, "a number in (0, 1)"));
     }
-    let meets = |num: u64| -> Result<bool, Error> {
-        Ok(gaussian_delta((num, SCALE_DENOMINATOR), epsilon, neighbours)? <= delta)
-    };
+    let meets =
+        |num: u64| -> Result<bool, Error> { Ok(delta_of((num, SCALE_DENOMINATOR))? <= delta) };
     let max = MAX_GAUSSIAN_VARIANCE * SCALE_DENOMINATOR;
     // Bracket: `hi` meets the target, `lo` does not (or is 0, which is never enough).
     let mut hi = SCALE_DENOMINATOR;
@@ -284,7 +361,7 @@ fn check_rational(name: &'static str, (num, den): (u64, u64)) -> Result<(u64, u6
 }
 
 /// `num/den` in lowest terms.
-fn lowest_terms(num: u64, den: u64) -> (u64, u64) {
+pub(crate) fn lowest_terms(num: u64, den: u64) -> (u64, u64) {
     let (mut a, mut b) = (num, den);
     while b != 0 {
         (a, b) = (b, a % b);
@@ -295,7 +372,7 @@ fn lowest_terms(num: u64, den: u64) -> (u64, u64) {
 /// Bounds on `Σ_{j ≥ 0} e^(−(x0 + j)²/(2v))` for `x0 > 0`: `(lower, upper)`, the truncated sum
 /// and the truncated sum plus a geometric bound on the rest (consecutive terms past `x` shrink
 /// by at least `e^(−(2x + 1)/(2v))`).
-fn gaussian_series(x0: f64, v: f64) -> (f64, f64) {
+pub(crate) fn gaussian_series(x0: f64, v: f64) -> (f64, f64) {
     let mut sum = 0.0;
     let mut x = x0;
     loop {
@@ -324,13 +401,14 @@ fn exact_delta_bound(variance: f64, epsilon: f64, cells: u64) -> f64 {
     // pmf(s) ≤ e^(−s²/(2kσ²))·c[s mod 2].
     let (spread, weights) = match cells {
         1 => (variance, [1.0 / z_lower; 2]),
-        _ => {
+        2 => {
             // W₀ = 1 + 2Σ_{y≥1} e^(−y²/σ²), W₁ = 2Σ_{y≥0} e^(−(y+1/2)²/σ²): variance σ²/2.
             let w0 = 1.0 + 2.0 * gaussian_series(1.0, variance / 2.0).1;
             let w1 = 2.0 * gaussian_series(0.5, variance / 2.0).1;
             let z2 = z_lower * z_lower;
             (2.0 * variance, [w0 / z2, w1 / z2])
         }
+        _ => unreachable!("the exact δ is computed for one or two changed cells"),
     };
     let k = cells as f64;
     // The first s with ℓ(s) > ε is above εσ² − k/2; start one lower (its weight clamps to 0).

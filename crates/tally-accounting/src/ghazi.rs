@@ -26,6 +26,7 @@
 
 use std::f64::consts::E;
 
+use crate::blanket::{BlanketAnalysis, BlanketCell, MessageChange, least_noise};
 use crate::composition::{Composition, compose_basic, split_budget};
 use crate::numeric::ln_binomial_upper_tail_chernoff;
 use crate::{Error, Guarantee, Neighbours, TrustModel};
@@ -156,23 +157,54 @@ pub struct HadamardParams {
     pub delta: f64,
     /// Coordinates per tuple, `τ = ⌊log2 n⌋`.
     pub tau: u32,
-    /// Blanket tuples per user, `ρ = ⌈(36k²/ε²)·ln(2e·k/(εδ))⌉`.
+    /// Blanket tuples per user: the smaller of the conservative
+    /// `⌈(36k²/ε²)·ln(2e·k/(εδ))⌉` (for `ε ≤ 1`) and the exact analysis's
+    /// ([`hadamard_rho_exact`]).
     pub rho: u64,
+    /// The analysis that chose `ρ` and proves the guarantee.
+    pub analysis: BlanketAnalysis,
 }
 
 impl HadamardParams {
-    /// Chooses `τ` and `ρ` for `n` users, domain `B`, sets of at most `k` items and `(ε, δ)`.
+    /// Chooses `τ` and `ρ` for `n` users, domain `B`, sets of at most `k` items and `(ε, δ)`:
+    /// the smaller `ρ` of the conservative Theorem 4.3 (for `ε ≤ 1`) and the exact analysis.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] unless `2 ≤ n ≤` [`MAX_USERS`], `B` is a power of 2 with
-    /// `2 ≤ B ≤ 2^31`, `1 ≤ k < B`, `ε ∈ (0, 1]` and `δ ∈ (0, 1)`.
+    /// `2 ≤ B ≤ 2^31`, `1 ≤ k < B`, `ε > 0` is finite and `δ ∈ (0, 1)`; [`Error::Infeasible`]
+    /// if no `ρ` up to `2^32` reaches `δ` (`ε > 1`, where the theorem does not apply).
     pub fn new(
         users: u64,
         domain: u64,
         set_size: u64,
         epsilon: f64,
         delta: f64,
+    ) -> Result<Self, Error> {
+        Self::calibrate(users, domain, set_size, (epsilon, delta), None)
+    }
+
+    /// As [`HadamardParams::new`], by one analysis only.
+    ///
+    /// # Errors
+    ///
+    /// As [`HadamardParams::new`]; for [`BlanketAnalysis::Theorem`] also `ε > 1`.
+    pub fn with_analysis(
+        users: u64,
+        domain: u64,
+        set_size: u64,
+        (epsilon, delta): (f64, f64),
+        analysis: BlanketAnalysis,
+    ) -> Result<Self, Error> {
+        Self::calibrate(users, domain, set_size, (epsilon, delta), Some(analysis))
+    }
+
+    fn calibrate(
+        users: u64,
+        domain: u64,
+        set_size: u64,
+        (epsilon, delta): (f64, f64),
+        only: Option<BlanketAnalysis>,
     ) -> Result<Self, Error> {
         if !(domain.is_power_of_two() && (2..=1 << 31).contains(&domain)) {
             return Err(Error::invalid(
@@ -190,7 +222,32 @@ impl HadamardParams {
             ));
         }
         let tau = hadamard_tau(users)?;
-        let rho = ceil_up(hadamard_rho_conservative(set_size, epsilon, delta)?);
+        check_delta(delta)?;
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(Error::invalid("epsilon", epsilon, "a finite number > 0"));
+        }
+        let theorem = match only {
+            Some(BlanketAnalysis::Exact) => None,
+            Some(BlanketAnalysis::Theorem) => Some(ceil_up(hadamard_rho_conservative(
+                set_size, epsilon, delta,
+            )?)),
+            None if epsilon <= 1.0 => Some(ceil_up(hadamard_rho_conservative(
+                set_size, epsilon, delta,
+            )?)),
+            None => None,
+        };
+        let exact = match only {
+            Some(BlanketAnalysis::Theorem) => None,
+            _ => Some(hadamard_rho_exact(
+                users, set_size, epsilon, delta, theorem,
+            )?),
+        };
+        let (rho, analysis) = match (theorem, exact) {
+            (Some(t), Some(e)) if t <= e => (t, BlanketAnalysis::Theorem),
+            (_, Some(e)) => (e, BlanketAnalysis::Exact),
+            (Some(t), None) => (t, BlanketAnalysis::Theorem),
+            (None, None) => unreachable!("one analysis always runs"),
+        };
         Ok(Self {
             users,
             domain,
@@ -199,7 +256,14 @@ impl HadamardParams {
             delta,
             tau,
             rho,
+            analysis,
         })
+    }
+
+    /// The blanket cell and the change of one user when only `honest` users' blanket tuples
+    /// are secret (see [`hadamard_blanket`]).
+    pub fn blanket(&self, honest: u64) -> (BlanketCell, MessageChange) {
+        hadamard_blanket(self.tau, self.set_size, honest, self.rho)
     }
 
     /// `log2(2B)`, the bits of one coordinate.
@@ -253,16 +317,97 @@ impl HadamardParams {
         Ok((l * l.max(self.expected_spurious())).sqrt() / (1.0 - self.collision_probability()))
     }
 
-    /// The guarantee: `(ε, δ)`, replace-one, shuffle model.
+    /// The guarantee: `(ε, δ)`, replace-one, shuffle model, by the analysis that chose `ρ`.
     pub fn guarantee(&self) -> Guarantee {
+        let analysis = match self.analysis {
+            BlanketAnalysis::Theorem => "GGKPV Theorem 4.3, conservative ρ",
+            BlanketAnalysis::Exact => "exact PLD of the binomial blanket",
+        };
         Guarantee {
             epsilon: self.epsilon,
             delta: self.delta,
             neighbours: Neighbours::ReplaceOne,
             model: TrustModel::Shuffle,
-            analysis: "ghazi-hadamard (GGKPV Theorem 4.3, conservative ρ)".to_owned(),
+            analysis: format!("ghazi-hadamard ({analysis})"),
         }
     }
+}
+
+/// The blanket cell and the change of one user of Algorithm 1 with `τ` coordinates, sets of
+/// at most `k` items, `n` users and `ρ` blanket tuples each: the count of a row's hyperplane
+/// over `⌊ρn/k⌋` uniform tuples (one group per real tuple, `crate::blanket`), each in it
+/// with probability `π = 2^{−τ}`, and a real tuple generated for another row landing there
+/// with probability `π`: `k` moves.
+pub fn hadamard_blanket(
+    tau: u32,
+    set_size: u64,
+    users: u64,
+    rho: u64,
+) -> (BlanketCell, MessageChange) {
+    let pi = (-f64::from(tau)).exp2();
+    (
+        BlanketCell {
+            coins: rho.saturating_mul(users) / set_size,
+            probability: pi,
+            stray: pi,
+        },
+        MessageChange::Moved(set_size),
+    )
+}
+
+/// The largest number of blanket tuples per user [`hadamard_rho_exact`] tries.
+const MAX_RHO: u64 = 1 << 32;
+
+/// The smallest `ρ ≥ 1` at which the exact analysis proves Algorithm 1 `(ε, δ)`-DP for `n`
+/// users with sets of at most `k` items, searched below `known` (a `ρ` known to pass, such as
+/// the theorem's) when given.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `2 ≤ n ≤` [`MAX_USERS`], `ε > 0` is finite and
+/// `δ ∈ (0, 1)`; [`Error::Infeasible`] if no `ρ ≤ 2^32` passes.
+pub fn hadamard_rho_exact(
+    users: u64,
+    set_size: u64,
+    epsilon: f64,
+    delta: f64,
+    known: Option<u64>,
+) -> Result<u64, Error> {
+    let tau = hadamard_tau(users)?;
+    check_delta(delta)?;
+    let passes = |rho: u64| -> Result<bool, Error> {
+        let (cell, change) = hadamard_blanket(tau, set_size, users, rho);
+        Ok(cell.delta(change, epsilon)? <= delta)
+    };
+    if passes(1)? {
+        return Ok(1);
+    }
+    let mut high = match known {
+        Some(rho) if passes(rho)? => rho,
+        _ => {
+            let mut rho = 2;
+            while !passes(rho)? {
+                if rho >= MAX_RHO {
+                    return Err(Error::infeasible(
+                        "blanket tuples",
+                        format!("not even ρ = {MAX_RHO} reaches δ = {delta} at ε = {epsilon}"),
+                    ));
+                }
+                rho *= 2;
+            }
+            rho
+        }
+    };
+    let mut low = 1;
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if passes(mid)? {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    Ok(high)
 }
 
 /// The number of Count-Min rows, `τ = ⌈log2(2B/β)⌉`.
@@ -363,17 +508,20 @@ pub struct CountMinParams {
     /// The most blanket cells a user sends, `q` ([`count_min_blanket_cap`]): a user whose
     /// `K ~ Bin(τs, γ)` exceeds it sends a uniform `q` of its `K` cells.
     pub blanket_cap: u64,
+    /// The analysis that chose `γ` and proves the guarantee at `δ_L`.
+    pub analysis: BlanketAnalysis,
 }
 
 impl CountMinParams {
-    /// Chooses `τ`, `s`, `γ` and the blanket cap `q`.
+    /// Chooses `τ`, `s`, `γ` and the blanket cap `q`, with `γ` the smaller of Lemma 4.10's and
+    /// the exact analysis's ([`count_min_gamma_exact`]) at `δ_L`.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] for parameters outside the ranges of [`count_min_rows`] and
-    /// [`count_min_blanket_requirement`], for `n` outside `[2,` [`MAX_USERS`]`]` or for a table
-    /// with `B·s ≥ 2^61`; [`Error::Infeasible`] if `γ` would exceed 1/2, with the smallest `n`
-    /// that works (Lemma 4.10 at `δ_L`).
+    /// [`Error::InvalidParameter`] for parameters outside the ranges of [`count_min_rows`],
+    /// for `k ∉ [1, 2^20]`, `ε` not finite and positive, `δ ∉ (0, 1)`, `n` outside
+    /// `[2,` [`MAX_USERS`]`]` or a table with `B·s ≥ 2^61`; [`Error::Infeasible`] if neither
+    /// analysis finds `γ ≤ 1/2`, with the smallest `n` that works.
     pub fn new(
         users: u64,
         domain: u64,
@@ -382,10 +530,48 @@ impl CountMinParams {
         delta: f64,
         beta: f64,
     ) -> Result<Self, Error> {
+        Self::calibrate(users, domain, set_size, (epsilon, delta), beta, None)
+    }
+
+    /// As [`CountMinParams::new`], by one analysis only.
+    ///
+    /// # Errors
+    ///
+    /// As [`CountMinParams::new`]; for [`BlanketAnalysis::Theorem`] also `ε > 3τk`, where
+    /// Lemma 4.10 does not apply.
+    pub fn with_analysis(
+        users: u64,
+        domain: u64,
+        set_size: u64,
+        (epsilon, delta): (f64, f64),
+        beta: f64,
+        analysis: BlanketAnalysis,
+    ) -> Result<Self, Error> {
+        Self::calibrate(
+            users,
+            domain,
+            set_size,
+            (epsilon, delta),
+            beta,
+            Some(analysis),
+        )
+    }
+
+    fn calibrate(
+        users: u64,
+        domain: u64,
+        set_size: u64,
+        (epsilon, delta): (f64, f64),
+        beta: f64,
+        only: Option<BlanketAnalysis>,
+    ) -> Result<Self, Error> {
         check_users(users)?;
+        check_set_size(set_size)?;
+        if !(epsilon.is_finite() && epsilon > 0.0) {
+            return Err(Error::invalid("epsilon", epsilon, "a finite number > 0"));
+        }
         let rows = count_min_rows(domain, beta)?;
         let (lemma_delta, cap_delta) = count_min_delta_split(delta)?;
-        let need = count_min_blanket_requirement(rows, set_size, epsilon, lemma_delta)?;
         let width = 2 * set_size * users;
         if u128::from(domain) * u128::from(width) >= 1 << 61 {
             return Err(Error::invalid(
@@ -394,16 +580,55 @@ impl CountMinParams {
                 "a table with B·2kn below 2^61",
             ));
         }
-        let gamma = (need * (1.0 + MARGIN) / users as f64).next_up();
-        if gamma > 0.5 {
+        let lemma_applies = epsilon <= 3.0 * f64::from(rows) * set_size as f64;
+        let theorem = match only {
+            Some(BlanketAnalysis::Exact) => None,
+            Some(BlanketAnalysis::Theorem) => Some(count_min_gamma_lemma(
+                rows,
+                set_size,
+                users,
+                epsilon,
+                lemma_delta,
+            )?),
+            None if lemma_applies => Some(count_min_gamma_lemma(
+                rows,
+                set_size,
+                users,
+                epsilon,
+                lemma_delta,
+            )?),
+            None => None,
+        }
+        .filter(|&gamma| gamma <= 0.5);
+        let exact = match only {
+            Some(BlanketAnalysis::Theorem) => None,
+            _ => count_min_gamma_exact(rows, set_size, users, epsilon, lemma_delta)?,
+        };
+        let chosen = match (theorem, exact) {
+            (Some(t), Some(e)) if t <= e => Some((t, BlanketAnalysis::Theorem)),
+            (_, Some(e)) => Some((e, BlanketAnalysis::Exact)),
+            (Some(t), None) => Some((t, BlanketAnalysis::Theorem)),
+            (None, None) => None,
+        };
+        let Some((gamma, analysis)) = chosen else {
+            let fewest = if only == Some(BlanketAnalysis::Theorem) {
+                count_min_min_users(rows, set_size, epsilon, lemma_delta)?
+            } else {
+                count_min_min_users_exact(rows, set_size, epsilon, lemma_delta)?
+            };
+            let which = if only == Some(BlanketAnalysis::Theorem) {
+                "Lemma 4.10"
+            } else {
+                "the exact analysis"
+            };
             return Err(Error::infeasible(
                 "blanket probability",
                 format!(
-                    "Lemma 4.10 needs γn ≥ {need:.1} with γ ≤ 1/2, so at least {} users (got {users})",
-                    count_min_min_users(rows, set_size, epsilon, lemma_delta)?
+                    "{which} needs a blanket probability γ ≤ 1/2 at ε = {epsilon}, δ_L = \
+                     {lemma_delta}, so at least {fewest} users (got {users})"
                 ),
             ));
-        }
+        };
         let blanket_cap =
             count_min_blanket_cap(u64::from(rows) * width, gamma, users, epsilon, cap_delta)?;
         Ok(Self {
@@ -418,7 +643,37 @@ impl CountMinParams {
             width,
             gamma,
             blanket_cap,
+            analysis,
         })
+    }
+
+    /// The blanket cell and the change of one user for these parameters when only `honest`
+    /// users' coins are secret (see [`count_min_blanket`]).
+    pub fn blanket(&self, honest: u64) -> (BlanketCell, MessageChange) {
+        count_min_blanket(self.rows, self.set_size, honest, self.gamma)
+    }
+
+    /// The smallest `ε` at which the uncapped protocol is `(ε, δ_L)`-DP by the exact analysis
+    /// when only `honest` of the users keep their coins secret (`n` for the guarantee itself):
+    /// `None` if no `ε` reaches `δ_L`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `1 ≤ honest ≤ n`.
+    pub fn exact_epsilon(&self, honest: u64) -> Result<Option<f64>, Error> {
+        if !(1..=self.users).contains(&honest) {
+            return Err(Error::invalid(
+                "honest users",
+                honest,
+                format!("an integer in [1, {}]", self.users),
+            ));
+        }
+        let (cell, change) = self.blanket(honest);
+        match cell.epsilon(change, self.lemma_delta) {
+            Ok(epsilon) => Ok(Some(epsilon)),
+            Err(Error::Infeasible { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The expected number of messages per user: at most `k·τ` real ones plus `τ·s·γ` blanket
@@ -439,15 +694,19 @@ impl CountMinParams {
         self.gamma * self.users as f64
     }
 
-    /// The guarantee: `(ε, δ)`, replace-one, shuffle model (Lemma 4.10 at `δ_L` and the cap's
-    /// `δ − δ_L`).
+    /// The guarantee: `(ε, δ)`, replace-one, shuffle model (Lemma 4.10 or the exact analysis
+    /// at `δ_L`, and the cap's `δ − δ_L`).
     pub fn guarantee(&self) -> Guarantee {
+        let analysis = match self.analysis {
+            BlanketAnalysis::Theorem => "GGKPV Lemma 4.10",
+            BlanketAnalysis::Exact => "exact PLD of the binomial blanket",
+        };
         Guarantee {
             epsilon: self.epsilon,
             delta: self.delta,
             neighbours: Neighbours::ReplaceOne,
             model: TrustModel::Shuffle,
-            analysis: "ghazi-count-min (GGKPV Lemma 4.10, blanket capped)".to_owned(),
+            analysis: format!("ghazi-count-min ({analysis}, blanket capped)"),
         }
     }
 }
@@ -469,6 +728,103 @@ pub fn count_min_min_users(
     Ok(ceil_up(
         2.0 * count_min_blanket_requirement(rows, set_size, epsilon, delta)?,
     ))
+}
+
+/// Lemma 4.10's blanket probability for `n` users, `γ = 90τ²k² ln(2τk/δ)/(ε²n)` inflated by
+/// [`MARGIN`] and rounded up (it may exceed 1/2, where the lemma gives nothing).
+///
+/// # Errors
+///
+/// As [`count_min_blanket_requirement`].
+fn count_min_gamma_lemma(
+    rows: u32,
+    set_size: u64,
+    users: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<f64, Error> {
+    let need = count_min_blanket_requirement(rows, set_size, epsilon, delta)?;
+    Ok((need * (1.0 + MARGIN) / users as f64).next_up())
+}
+
+/// The blanket cell and the change of one user of Count-Min with `τ` rows, sets of at most `k`
+/// items and `n` users at blanket probability `γ`: every row's `k` real messages move between
+/// cells, each charged to its own group of `⌊n/k⌋` users' coins (`crate::blanket`), so `τk`
+/// moves of cells with `⌊n/k⌋` coins of probability `γ`.
+pub fn count_min_blanket(
+    rows: u32,
+    set_size: u64,
+    users: u64,
+    gamma: f64,
+) -> (BlanketCell, MessageChange) {
+    (
+        BlanketCell {
+            coins: users / set_size,
+            probability: gamma,
+            stray: 0.0,
+        },
+        MessageChange::Moved(u64::from(rows) * set_size),
+    )
+}
+
+/// The smallest blanket probability `γ ≤ 1/2` (to a relative `1e-3`, the upper end) at which
+/// the exact analysis proves the uncapped Count-Min `(ε, δ)`-DP for `n` users, or `None` if
+/// `γ = 1/2` does not.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] for an `ε` that is not finite and positive or a `δ ∉ (0, 1)`.
+pub fn count_min_gamma_exact(
+    rows: u32,
+    set_size: u64,
+    users: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<Option<f64>, Error> {
+    check_delta(delta)?;
+    least_noise(0.5, |gamma| {
+        let (cell, change) = count_min_blanket(rows, set_size, users, gamma);
+        Ok(cell.delta(change, epsilon)? <= delta)
+    })
+}
+
+/// The smallest `n` for which [`count_min_gamma_exact`] finds a `γ ≤ 1/2`.
+///
+/// # Errors
+///
+/// As [`count_min_gamma_exact`], and [`Error::Infeasible`] if not even [`MAX_USERS`] users
+/// suffice.
+pub fn count_min_min_users_exact(
+    rows: u32,
+    set_size: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<u64, Error> {
+    check_delta(delta)?;
+    let passes = |users: u64| -> Result<bool, Error> {
+        let (cell, change) = count_min_blanket(rows, set_size, users, 0.5);
+        Ok(cell.delta(change, epsilon)? <= delta)
+    };
+    let mut high = 2_u64;
+    while !passes(high)? {
+        if high >= MAX_USERS {
+            return Err(Error::infeasible(
+                "users",
+                format!("not even {MAX_USERS} users reach δ = {delta} at ε = {epsilon}"),
+            ));
+        }
+        high = (2 * high).min(MAX_USERS);
+    }
+    let mut low = high / 2;
+    while high - low > 1 {
+        let mid = low + (high - low) / 2;
+        if passes(mid)? {
+            high = mid;
+        } else {
+            low = mid;
+        }
+    }
+    Ok(high.max(2))
 }
 
 /// The share of a Count-Min target `δ` that pays for capping the blanket (1/100).
@@ -572,7 +928,14 @@ mod tests {
 
     #[test]
     fn section_5_1_vector() {
-        let p = HadamardParams::new(1 << 20, 1 << 10, 1, 1.0, 1e-6).unwrap();
+        let p = HadamardParams::with_analysis(
+            1 << 20,
+            1 << 10,
+            1,
+            (1.0, 1e-6),
+            BlanketAnalysis::Theorem,
+        )
+        .unwrap();
         assert_eq!(p.tau, 20);
         assert_eq!(p.rho, 559);
         assert_eq!(p.tuple_bits(), 220);

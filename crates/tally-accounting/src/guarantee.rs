@@ -158,3 +158,42 @@ pub fn compose_rounds(
         ),
     })
 }
+
+/// The users whose coins stay secret from a victim when a fraction `colluding_fraction` of a
+/// cohort of `users` colludes with the adversary (revealing its coins and reports): the
+/// colluders are `⌈f·n⌉`, rounded up, but at most `n − 1`, since the victim is honest. The
+/// victim is counted among the honest users.
+///
+/// # Errors
+///
+/// [`Error::InvalidParameter`] unless `users ≥ 1` and `colluding_fraction ∈ [0, 1]`.
+pub fn honest_users(users: u64, colluding_fraction: f64) -> Result<u64, Error> {
+    if users == 0 {
+        return Err(Error::invalid("users", users, "at least 1"));
+    }
+    if !(0.0..=1.0).contains(&colluding_fraction) {
+        return Err(Error::invalid(
+            "colluding fraction",
+            colluding_fraction,
+            "a number in [0, 1]",
+        ));
+    }
+    let colluding = ((users as f64) * colluding_fraction).ceil() as u64;
+    Ok(users - colluding.min(users - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colluders_are_rounded_up_and_leave_the_victim() {
+        assert_eq!(honest_users(1000, 0.0).unwrap(), 1000);
+        assert_eq!(honest_users(1000, 0.1).unwrap(), 900);
+        assert_eq!(honest_users(1000, 0.1001).unwrap(), 899);
+        assert_eq!(honest_users(1000, 0.999).unwrap(), 1);
+        assert_eq!(honest_users(1000, 1.0).unwrap(), 1);
+        assert!(honest_users(1000, 1.5).is_err());
+        assert!(honest_users(0, 0.5).is_err());
+    }
+}

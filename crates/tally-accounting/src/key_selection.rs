@@ -93,29 +93,35 @@ impl KeySelection {
         (released > 0.0).then(|| self.released_absolute_error(count) / (released * count as f64))
     }
 
-    /// The smallest count `c` with `P[released | c] ≥ probability` (the release probability
-    /// grows with `c`), or `None` if no count up to [`MAX_RELEASE_POINT`] reaches it.
+    /// The smallest count `c` with `P[released | c] ≥ probability` ([`release_point`]).
     pub fn release_point(&self, probability: f64) -> Option<u64> {
-        let reaches = |c: u64| self.release_probability(c) >= probability;
-        let mut hi = 1;
-        while !reaches(hi) {
-            if hi >= MAX_RELEASE_POINT {
-                return None;
-            }
-            hi *= 2;
-        }
-        let mut lo = hi / 2;
-        // Invariant: `lo` does not reach the probability (or is 0), `hi` does.
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if reaches(mid) {
-                hi = mid;
-            } else {
-                lo = mid;
-            }
-        }
-        Some(hi)
+        release_point(|c| self.release_probability(c), probability)
     }
+}
+
+/// The smallest count `c ≥ 1` with `release_probability(c) ≥ probability`, for a release
+/// probability that grows with `c`, by doubling and bisection; `None` if no count up to
+/// [`MAX_RELEASE_POINT`] reaches it.
+pub fn release_point(release_probability: impl Fn(u64) -> f64, probability: f64) -> Option<u64> {
+    let reaches = |c: u64| release_probability(c) >= probability;
+    let mut hi = 1;
+    while !reaches(hi) {
+        if hi >= MAX_RELEASE_POINT {
+            return None;
+        }
+        hi *= 2;
+    }
+    let mut lo = hi / 2;
+    // Invariant: `lo` does not reach the probability (or is 0), `hi` does.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if reaches(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod balcer_cheu;
+pub mod blanket;
 pub mod central;
 pub mod composition;
 mod error;
@@ -17,6 +18,7 @@ pub mod key_selection;
 pub mod local;
 pub mod numeric;
 pub mod opt_prefix_tree;
+pub mod partition_selection;
 pub mod pld;
 pub mod rdp;
 pub mod sample_threshold;
@@ -26,4 +28,4 @@ pub mod triehh;
 
 pub use error::Error;
 pub use estimate_error::{ErrorLaw, EstimateError};
-pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds};
+pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds, honest_users};

@@ -109,6 +109,24 @@ pub fn ln_lower_tail_weighted(end: u64, k: u64, p: f64, weight: impl Fn(u64) -> 
     ln_first + sum.ln()
 }
 
+/// Each binomial enumerated by [`binomial_window`] stops where either tail beyond holds at most
+/// `e^{−70}` (below `4e-31`) by Bernstein's inequality.
+pub(crate) const BINOMIAL_TAIL_EXPONENT: f64 = 70.0;
+
+/// The values of `Bin(k, p)` that are enumerated: those within `s` of the mean, where
+/// Bernstein's inequality `Pr[X − kp ≥ s] ≤ exp(−s²/(2(kp(1−p) + s/3)))` (and the same below
+/// the mean) puts at most `e^{−BINOMIAL_TAIL_EXPONENT}` on each side beyond, clipped to `[0, k]`.
+pub(crate) fn binomial_window(k: u64, p: f64) -> (u64, u64) {
+    let mean = k as f64 * p;
+    let variance = mean * (1.0 - p);
+    let l = BINOMIAL_TAIL_EXPONENT;
+    // The root of s² − (2L/3)s − 2Lσ² = 0, plus one for rounding.
+    let spread = l / 3.0 + (l * l / 9.0 + 2.0 * l * variance).sqrt() + 1.0;
+    let lo = (mean - spread).floor().max(0.0) as u64;
+    let hi = ((mean + spread).ceil().max(0.0) as u64).min(k);
+    (lo.min(hi), hi)
+}
+
 /// The principal branch of the Lambert W function, `W0(x)` for `x ≥ −1/e`.
 pub fn lambert_w0(x: f64) -> f64 {
     lambert_w::lambert_w0(x)

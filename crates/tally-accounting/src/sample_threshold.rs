@@ -24,6 +24,7 @@
 
 mod accuracy;
 mod analysis;
+mod items;
 mod legacy;
 mod loss_distribution;
 mod plan;
@@ -32,6 +33,7 @@ mod rounds;
 
 pub use accuracy::{min_frequency_for_relative_error, omission_bound, relative_error_failure};
 pub use analysis::{Analysis, SampleThresholdParams, closed_form_constant, delta};
+pub use items::items_guarantee;
 pub use legacy::{
     legacy_epsilon, legacy_failure_probability, legacy_theta_lambert, legacy_theta_standard,
 };

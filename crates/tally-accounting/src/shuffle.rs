@@ -436,6 +436,30 @@ pub fn max_local_epsilon(
     Ok(lo)
 }
 
+/// The central `ε` at `delta` an honest user of `n` shuffled `eps0`-LDP reports keeps when a
+/// fraction `colluding_fraction` of them colludes with the adversary: the colluders' reports
+/// are known, so only the [`crate::honest_users`] are shuffled, and the amplification is over
+/// them ([`shuffle_epsilon`]); with every other user colluding it is the local `ε₀` (one
+/// report, `(ε₀, 0)`-DP). Never above `ε₀`.
+///
+/// # Errors
+///
+/// As [`shuffle_epsilon`] and [`crate::honest_users`].
+pub fn colluding_epsilon(
+    eps0: f64,
+    n: u64,
+    delta: f64,
+    bound: ShuffleBound,
+    colluding_fraction: f64,
+) -> Result<f64, Error> {
+    check_eps0(eps0)?;
+    let honest = crate::honest_users(n, colluding_fraction)?;
+    if honest < 2 {
+        return Ok(eps0);
+    }
+    Ok(shuffle_epsilon(eps0, honest, delta, bound)?.min(eps0))
+}
+
 /// Balle et al.'s privacy-blanket bound (Theorem 5.3; ALGORITHMS.md §8.3): a `δ` for which
 /// `n` shuffled `eps0`-LDP reports are `(epsilon, δ)`-DP, inflated by
 /// [`numeric::delta_upper`], and capped at 1.

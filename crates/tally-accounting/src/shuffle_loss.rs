@@ -44,7 +44,9 @@
 //! distribution's error bound [`MASS_RELATIVE_ERROR`].
 
 use crate::Error;
-use crate::numeric::{ln_binomial_pmf, ln_choose};
+use crate::numeric::{
+    BINOMIAL_TAIL_EXPONENT, binomial_window as window, ln_binomial_pmf, ln_choose,
+};
 use crate::pld::{PrivacyLossDistribution, PrivacyLossPair};
 use crate::shuffle::{MAX_USERS, ShuffleBound, clone_probability};
 
@@ -53,10 +55,6 @@ use crate::shuffle::{MAX_USERS, ShuffleBound, clone_probability};
 /// `n ≤` [`crate::shuffle::MAX_USERS`], the margin of [`crate::numeric::DELTA_MARGIN`]) and of
 /// the ratio recurrence.
 pub const MASS_RELATIVE_ERROR: f64 = 1e-6;
-
-/// Each binomial is enumerated up to where either tail beyond holds at most `e^{−70}`
-/// (below `4e-31`) by Bernstein's inequality.
-const TAIL_EXPONENT: f64 = 70.0;
 
 /// Clone counts are grouped in buckets of about `σ_C / BUCKETS_PER_SIGMA` consecutive values
 /// (one value while `σ_C < 32`), each charged as its lowest count (see the module docs).
@@ -169,24 +167,10 @@ pub fn shuffle_loss_pair(
     // What is not enumerated goes on the infinite loss: the tails of C (both sides), the tails
     // of A given C (at most the largest over c, both sides), and the entries too small to
     // carry their relative error.
-    let infinite = 4.0 * (-TAIL_EXPONENT).exp() + (skipped as f64 + 1.0) * TINY;
+    let infinite = 4.0 * (-BINOMIAL_TAIL_EXPONENT).exp() + (skipped as f64 + 1.0) * TINY;
     let distribution =
         PrivacyLossDistribution::from_losses(&losses, infinite, step, MASS_RELATIVE_ERROR)?;
     Ok(PrivacyLossPair::symmetric(distribution))
-}
-
-/// The values of `Bin(k, p)` that are enumerated: those within `s` of the mean, where
-/// Bernstein's inequality `Pr[X − kp ≥ s] ≤ exp(−s²/(2(kp(1−p) + s/3)))` (and the same below
-/// the mean) puts at most `e^{−TAIL_EXPONENT}` on each side beyond, clipped to `[0, k]`.
-fn window(k: u64, p: f64) -> (u64, u64) {
-    let mean = k as f64 * p;
-    let variance = mean * (1.0 - p);
-    let l = TAIL_EXPONENT;
-    // The root of s² − (2L/3)s − 2Lσ² = 0, plus one for rounding.
-    let spread = l / 3.0 + (l * l / 9.0 + 2.0 * l * variance).sqrt() + 1.0;
-    let lo = (mean - spread).floor().max(0.0) as u64;
-    let hi = ((mean + spread).ceil().max(0.0) as u64).min(k);
-    (lo.min(hi), hi)
 }
 
 #[cfg(test)]

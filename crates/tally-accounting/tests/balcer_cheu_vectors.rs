@@ -7,7 +7,28 @@ mod common;
 use common::X;
 use serde::Deserialize;
 use tally_accounting::balcer_cheu::{BalcerCheu, BalcerCheuProtocol, min_users, noise_probability};
+use tally_accounting::blanket::BlanketAnalysis;
 use tally_accounting::{Error, Neighbours, TrustModel};
+
+/// The histogram protocol calibrated by Theorem 3.2 alone.
+fn theorem_histogram(epsilon: f64, delta: f64, users: u64) -> Result<BalcerCheu, Error> {
+    BalcerCheu::with_analysis(
+        BalcerCheuProtocol::Histogram,
+        (epsilon, delta),
+        users,
+        BlanketAnalysis::Theorem,
+    )
+}
+
+/// The binary sum calibrated by Theorem 3.1 alone.
+fn theorem_binary_sum(epsilon: f64, delta: f64, users: u64) -> Result<BalcerCheu, Error> {
+    BalcerCheu::with_analysis(
+        BalcerCheuProtocol::BinarySum,
+        (epsilon, delta),
+        users,
+        BlanketAnalysis::Theorem,
+    )
+}
 
 /// `actual` lies at most `ulps` ulps below `reference` and never above it.
 fn assert_down(actual: f64, reference: f64, ulps: u32, what: &str) {
@@ -31,10 +52,10 @@ fn section_7_3_table_is_the_binary_sum_p() {
     ] {
         let p = noise_probability(eps, delta, n).unwrap();
         assert!((p - want).abs() < 5e-9, "{eps} {delta} {n}: {p}");
-        let zsum = BalcerCheu::binary_sum(eps, delta, n).unwrap();
+        let zsum = theorem_binary_sum(eps, delta, n).unwrap();
         assert_eq!(zsum.noise_probability().to_bits(), p.to_bits());
         // The histogram at the same target runs the binary sums at (ε/2, δ/2): more noise.
-        let hist = BalcerCheu::histogram(eps, delta, n).unwrap();
+        let hist = theorem_histogram(eps, delta, n).unwrap();
         assert_eq!(hist.component(), (eps / 2.0, delta / 2.0));
         assert_eq!(
             hist.noise_probability().to_bits(),
@@ -48,7 +69,7 @@ fn section_7_3_table_is_the_binary_sum_p() {
 
 #[test]
 fn guarantee_is_shuffle_replace_one() {
-    let hist = BalcerCheu::histogram(1.0, 1e-6, 1_000_000).unwrap();
+    let hist = theorem_histogram(1.0, 1e-6, 1_000_000).unwrap();
     let g = hist.guarantee();
     assert_eq!((g.epsilon, g.delta), (1.0, 1e-6));
     assert_eq!(g.neighbours, Neighbours::ReplaceOne);
@@ -56,7 +77,7 @@ fn guarantee_is_shuffle_replace_one() {
     assert!(g.analysis.contains("Thm 3.2"), "{}", g.analysis);
     assert_eq!(hist.protocol(), BalcerCheuProtocol::Histogram);
     assert_eq!(hist.users(), 1_000_000);
-    let zsum = BalcerCheu::binary_sum(1.0, 1e-6, 10_000).unwrap();
+    let zsum = theorem_binary_sum(1.0, 1e-6, 10_000).unwrap();
     assert_eq!(zsum.protocol(), BalcerCheuProtocol::BinarySum);
     assert!(zsum.guarantee().analysis.contains("Thm 3.1"));
 }
@@ -74,16 +95,14 @@ fn validity_conditions_are_clear_errors() {
     bad(noise_probability(1.0, 1.5, 1_000_000), "delta");
     bad(noise_probability(1.0, 1e-6, 1_450), "users");
     bad(noise_probability(1.0, 1e-6, 0), "users");
-    let hist = |e, d, n| BalcerCheu::histogram(e, d, n).map(|b| b.noise_probability());
+    let hist = |e, d, n| theorem_histogram(e, d, n).map(|b| b.noise_probability());
     bad(hist(2.5, 1e-6, 1_000_000), "epsilon");
     bad(hist(1.0, 1.0, 1_000_000), "delta");
     // (ε/2, δ/2) needs n ≥ 400 ln(4e6) ≈ 6,081 users.
     bad(hist(1.0, 1e-6, 6_000), "users");
-    let message = BalcerCheu::histogram(1.0, 1e-6, 6_000)
-        .unwrap_err()
-        .to_string();
+    let message = theorem_histogram(1.0, 1e-6, 6_000).unwrap_err().to_string();
     assert!(message.contains("6081"), "{message}");
-    let zsum = BalcerCheu::binary_sum(1.0, 1e-6, 10_000).unwrap();
+    let zsum = theorem_binary_sum(1.0, 1e-6, 10_000).unwrap();
     bad(zsum.error_bound(0.0), "beta");
     bad(zsum.error_bound(1.0), "beta");
     bad(zsum.error_bound(1e-160), "beta"); // below δ^25 = 1e-150
@@ -163,7 +182,7 @@ fn python_reference_noise_probability() {
             (Err(Error::InvalidParameter { .. }), None) => {}
             (got, want) => panic!("binary sum {what}: {got:?} vs {:?}", want.map(|x| x.0)),
         }
-        match (BalcerCheu::histogram(eps, delta, n), case.histogram_p) {
+        match (theorem_histogram(eps, delta, n), case.histogram_p) {
             (Ok(h), Some(want)) => {
                 assert_down(
                     h.noise_probability(),
@@ -204,7 +223,7 @@ fn python_reference_error_bound() {
     let file: ErrorFile =
         serde_json::from_str(include_str!("test_vectors/balcer_cheu/error.json")).unwrap();
     for case in file.cases {
-        let hist = BalcerCheu::histogram(case.epsilon.0, case.delta.0, case.users).unwrap();
+        let hist = theorem_histogram(case.epsilon.0, case.delta.0, case.users).unwrap();
         let got = hist.error_bound(case.beta.0).unwrap();
         let want = case.alpha.0;
         assert!(

@@ -9,11 +9,48 @@ mod common;
 use common::X;
 use serde::Deserialize;
 use tally_accounting::Error;
+use tally_accounting::blanket::BlanketAnalysis;
 use tally_accounting::ghazi::{
     CountMinParams, HadamardParams, MARGIN, count_min_blanket_cap, count_min_blanket_requirement,
     count_min_delta_split, count_min_min_users, count_min_rows, hadamard_rho_conservative,
     hadamard_rho_theorem, heavy_hitter_levels,
 };
+
+/// Count-Min calibrated by Lemma 4.10 alone.
+fn lemma_count_min(
+    users: u64,
+    domain: u64,
+    set_size: u64,
+    epsilon: f64,
+    delta: f64,
+    beta: f64,
+) -> Result<CountMinParams, Error> {
+    CountMinParams::with_analysis(
+        users,
+        domain,
+        set_size,
+        (epsilon, delta),
+        beta,
+        BlanketAnalysis::Theorem,
+    )
+}
+
+/// Hadamard response calibrated by Theorem 4.3 (conservative `ρ`) alone.
+fn theorem_hadamard(
+    users: u64,
+    domain: u64,
+    set_size: u64,
+    epsilon: f64,
+    delta: f64,
+) -> Result<HadamardParams, Error> {
+    HadamardParams::with_analysis(
+        users,
+        domain,
+        set_size,
+        (epsilon, delta),
+        BlanketAnalysis::Theorem,
+    )
+}
 
 fn close(got: f64, want: f64, rel: f64) -> bool {
     (got - want).abs() <= rel * want.abs()
@@ -21,7 +58,7 @@ fn close(got: f64, want: f64, rel: f64) -> bool {
 
 #[test]
 fn section_5_1() {
-    let p = HadamardParams::new(1 << 20, 1 << 10, 1, 1.0, 1e-6).unwrap();
+    let p = theorem_hadamard(1 << 20, 1 << 10, 1, 1.0, 1e-6).unwrap();
     assert_eq!((p.tau, p.rho, p.tuple_bits()), (20, 559, 220));
     assert_eq!(p.tuples_per_user(), 560);
     let thm = hadamard_rho_theorem(1, 1.0, 1e-6).unwrap();
@@ -45,16 +82,16 @@ fn appendix_a_item_8() {
     // n ≥ 2.52·10^6 by the lemma at δ; at n = 2^24, γ ≥ 0.0750.
     assert_eq!(count_min_min_users(28, 1, 1.0, 1e-6).unwrap(), 2_517_703);
     assert_eq!(count_min_rows(1 << 26, 0.5).unwrap(), 28);
-    let p = CountMinParams::new(1 << 24, 1 << 26, 1, 1.0, 1e-6, 0.5).unwrap();
+    let p = lemma_count_min(1 << 24, 1 << 26, 1, 1.0, 1e-6, 0.5).unwrap();
     assert!((0.0750..0.0751).contains(&p.gamma), "{}", p.gamma);
     // The lemma runs at δ_L = 0.99·10^{-6}, which takes 2,519,121 users (2·1,259,560.4).
     let (lemma, _) = count_min_delta_split(1e-6).unwrap();
     assert_eq!(count_min_min_users(28, 1, 1.0, lemma).unwrap(), 2_519_121);
     assert!(matches!(
-        CountMinParams::new(2_519_120, 1 << 26, 1, 1.0, 1e-6, 0.5),
+        lemma_count_min(2_519_120, 1 << 26, 1, 1.0, 1e-6, 0.5),
         Err(Error::Infeasible { why, .. }) if why.contains("2519121")
     ));
-    assert!(CountMinParams::new(2_519_121, 1 << 26, 1, 1.0, 1e-6, 0.5).is_ok());
+    assert!(lemma_count_min(2_519_121, 1 << 26, 1, 1.0, 1e-6, 0.5).is_ok());
 }
 
 /// `δ_L + δ_cap = δ` in floating point, `δ_L ≤ 0.99·δ`, over a sweep of `δ`.
@@ -75,11 +112,11 @@ fn validity_checks() {
         Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, which),
         other => panic!("expected an invalid {which}, got {other:?}"),
     };
-    invalid(HadamardParams::new(1 << 10, 1000, 1, 1.0, 1e-6), "domain");
-    invalid(HadamardParams::new(1 << 10, 4, 4, 1.0, 1e-6), "set size");
-    invalid(HadamardParams::new(1 << 10, 4, 1, 1.5, 1e-6), "epsilon");
-    invalid(HadamardParams::new(1, 4, 1, 1.0, 1e-6), "users");
-    invalid(HadamardParams::new(1 << 10, 4, 1, 1.0, 0.0), "delta");
+    invalid(theorem_hadamard(1 << 10, 1000, 1, 1.0, 1e-6), "domain");
+    invalid(theorem_hadamard(1 << 10, 4, 4, 1.0, 1e-6), "set size");
+    invalid(theorem_hadamard(1 << 10, 4, 1, 1.5, 1e-6), "epsilon");
+    invalid(theorem_hadamard(1, 4, 1, 1.0, 1e-6), "users");
+    invalid(theorem_hadamard(1 << 10, 4, 1, 1.0, 0.0), "delta");
 }
 
 #[test]
@@ -120,7 +157,7 @@ fn python_reference_hadamard() {
             "n={} B={} k={} eps={}",
             c.users, c.domain, c.set_size, c.epsilon.0
         );
-        let p = HadamardParams::new(c.users, c.domain, c.set_size, c.epsilon.0, c.delta.0)
+        let p = theorem_hadamard(c.users, c.domain, c.set_size, c.epsilon.0, c.delta.0)
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(p.tau, c.tau, "{what}");
         assert_eq!(p.tuple_bits(), c.tuple_bits, "{what}");
@@ -190,7 +227,7 @@ fn python_reference_count_min() {
         if (ratio - 0.5).abs() < 1e-9 {
             continue; // too close to the boundary for the rounding margin
         }
-        match CountMinParams::new(c.users, c.domain, c.set_size, eps, delta, c.beta.0) {
+        match lemma_count_min(c.users, c.domain, c.set_size, eps, delta, c.beta.0) {
             Ok(p) => {
                 assert!(c.feasible, "{what}: accepted an infeasible case");
                 assert_eq!(p.lemma_delta.to_bits(), lemma.to_bits(), "{what}");
@@ -246,7 +283,7 @@ fn python_reference_count_min_blanket_cap() {
     assert_eq!(file.cases.len(), 6);
     for c in file.cases {
         let what = format!("n={} B={} eps={}", c.users, c.domain, c.epsilon.0);
-        let p = CountMinParams::new(
+        let p = lemma_count_min(
             c.users,
             c.domain,
             c.set_size,

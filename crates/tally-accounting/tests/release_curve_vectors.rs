@@ -65,7 +65,7 @@ impl Case {
 fn release_points_match_the_scipy_reference() {
     let text = include_str!("test_vectors/release_curve/release_points.json");
     let vectors: Vectors = serde_json::from_str(text).expect("vectors parse");
-    assert_eq!(vectors.cases.len(), 11);
+    assert_eq!(vectors.cases.len(), 15);
     for case in &vectors.cases {
         let selection = case.selection();
         for point in &case.points {

@@ -1450,8 +1450,8 @@ pub(crate) struct HeavyHittersArgs {
 pub(crate) enum SegmentArg {
     /// A plain number.
     Length(usize),
-    /// `fixed:S` or `max-under-cap`.
-    Policy(tally_core::heavy_hitters::SegmentPolicy),
+    /// `fixed:S`, `max-under-cap` or `max-mass`.
+    Policy(tally_messages::SegmentRule),
 }
 
 impl std::str::FromStr for SegmentArg {

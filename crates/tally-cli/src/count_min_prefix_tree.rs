@@ -10,7 +10,7 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_core::shuffle::ShuffleHeavyHitters;
 use tally_core::shuffle::prefix_level::MAX_DOMAIN_BITS;
 use tally_messages::{HeavyHittersRelease, TaskKind};
-use tally_server::document;
+use tally_protocol::document;
 use tally_sim::{DomainMap, run_shuffle_heavy_hitters};
 
 use crate::cli::{HeavyHittersArgs, TaskCreateArgs};

@@ -12,9 +12,9 @@ use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 use tally_accounting::shuffle::ShuffleBound;
 use tally_accounting::{ErrorLaw, EstimateError, Guarantee, Neighbours, TrustModel};
 use tally_core::histogram::{DomainHistogram, DomainMap, MessageCost};
-use tally_messages::{
-    DomainHistogramMechanism, DomainRoundVisitor, FederatedDomainRound, PrivacyTarget,
-    ShuffleCalibration,
+use tally_messages::{DomainHistogramMechanism, PrivacyTarget};
+use tally_protocol::{
+    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration,
 };
 
 use tally_sim::DomainMechanism;

@@ -9,13 +9,13 @@ use serde::Serialize;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_client::Client;
-use tally_core::heavy_hitters::SegmentPolicy;
 use tally_messages::{
     DomainHistogramMechanism, ErrorCode, HeavyHittersAlgorithm,
     HistogramMechanism as WireMechanism, LedgerBalance, PROTOCOL_VERSION, PrivacyTarget,
-    QuantileMethod, ReleasedItem, RoundPolicy, TaskInfo, TaskKind, TaskResult, TaskSpec, TaskState,
-    TreeReading, round_composition,
+    QuantileMethod, ReleasedItem, RoundPolicy, SegmentRule, TaskInfo, TaskKind, TaskResult,
+    TaskSpec, TaskState,
 };
+use tally_protocol::definition;
 use tally_sim::Population;
 
 use crate::cli::{
@@ -388,7 +388,7 @@ fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
 fn prefix_segment(args: &TaskCreateArgs) -> Result<u32> {
     match args.segment {
         None => Ok(1),
-        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentPolicy::Fixed(n))) => {
+        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentRule::Fixed(n))) => {
             u32::try_from(n).with_context(|| format!("--segment {n}: too long"))
         }
         Some(SegmentArg::Policy(policy)) => {
@@ -460,7 +460,7 @@ fn range_kind(args: &TaskCreateArgs, composition: Option<Composition>) -> Result
         (Some(min), Some(max)) => Some(tally_core::quantiles::ValueRange::new(min, max)?),
         _ => None,
     };
-    tally_cli::values_release::check_range(range, lo, hi)?;
+    tally_sim::values_release::check_range(range, lo, hi)?;
     Ok(TaskKind::Range {
         lo,
         hi,
@@ -496,9 +496,13 @@ fn list(args: &ServerQueryArgs) -> Result<()> {
             "{:<20} {:<10} {:<18} {:<20} {:>7} {:>10.4} {:>10.3e}",
             task.id,
             task.state.name(),
-            kind_name(&task.spec.kind),
+            definition(&task.spec.kind).name(),
             task.spec.population,
-            format!("{}/{}", task.rounds_released, rounds_of(&task.spec.kind)),
+            format!(
+                "{}/{}",
+                task.rounds_released,
+                definition(&task.spec.kind).rounds()
+            ),
             task.guarantee.epsilon,
             task.guarantee.delta,
         )?;
@@ -606,7 +610,7 @@ fn no_result_message(info: &TaskInfo) -> String {
             "task {} is running ({} of {} rounds released); its result is not released yet",
             info.id,
             info.rounds_released,
-            rounds_of(&info.spec.kind)
+            definition(&info.spec.kind).rounds()
         ),
         TaskState::Finished => format!("task {} is finished but has no stored result", info.id),
         TaskState::Cancelled => format!("task {} was cancelled; it has no result", info.id),
@@ -680,7 +684,7 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
         ("state", info.state.name().to_owned()),
         (
             "kind",
-            kind_description(&spec.kind, spec.privacy.neighbours),
+            definition(&spec.kind).description(spec.privacy.neighbours),
         ),
         (
             "population",
@@ -692,7 +696,11 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
         ("guarantee", guarantee_body_line(&info.guarantee)),
         (
             "rounds released",
-            format!("{} of {}", info.rounds_released, rounds_of(&spec.kind)),
+            format!(
+                "{} of {}",
+                info.rounds_released,
+                definition(&spec.kind).rounds()
+            ),
         ),
         (
             "round policy",
@@ -716,209 +724,6 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
     }
     print_fields(title, &rows)?;
     Ok(())
-}
-
-fn kind_name(kind: &TaskKind) -> &'static str {
-    match kind {
-        TaskKind::Histogram { .. } => "sample-threshold",
-        TaskKind::SingleRound { .. } => "single-round",
-        TaskKind::Range { .. } => "range",
-        TaskKind::HeavyHitters { .. } => "triehh++",
-        TaskKind::Quantiles { .. } => "quantiles",
-        TaskKind::Triehh { .. } => "triehh",
-        TaskKind::DomainHistogram { mechanism, .. } => mechanism.name(),
-        TaskKind::RangeTree {
-            reading: TreeReading::Range { .. },
-            ..
-        } => "range",
-        TaskKind::RangeTree {
-            reading: TreeReading::Quantiles(_),
-            ..
-        } => "quantiles",
-        TaskKind::OptPrefixTree(_) => "opt-prefix-tree",
-        TaskKind::CountMinPrefixTree { .. } => "count-min-prefix-tree",
-    }
-}
-
-fn kind_description(kind: &TaskKind, neighbours: Neighbours) -> String {
-    let rule = |given: &Option<Composition>| round_composition(*given, neighbours);
-    let fixed = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
-        (Some(rate), _) => format!("sampling rate {rate}"),
-        (None, Some(threshold)) => format!("threshold {threshold}"),
-        (None, None) => "calibrated for the smallest releasable count".to_owned(),
-    };
-    match kind {
-        TaskKind::Histogram {
-            sampling_rate,
-            threshold,
-            ..
-        } => format!(
-            "sample-and-threshold histogram, {}",
-            fixed(*sampling_rate, *threshold)
-        ),
-        TaskKind::SingleRound {
-            sampling_rate,
-            threshold,
-        } => format!(
-            "single-round heavy hitters (one sample-and-threshold histogram of whole items), {}",
-            fixed(*sampling_rate, *threshold)
-        ),
-        TaskKind::Range {
-            lo,
-            hi,
-            branching,
-            levels,
-            consistent,
-            composition,
-            range,
-            sampling_rate,
-            threshold,
-        } => {
-            let [min, max] = range.unwrap_or([0.0, 1.0]);
-            format!(
-                "range count of [{lo}, {hi}) among numbers in [{min}, {max}] from {}, {} \
-                 composition, {}",
-                hierarchical_tree(*levels, *branching, *consistent),
-                rule(composition),
-                fixed(*sampling_rate, *threshold)
-            )
-        }
-        TaskKind::HeavyHitters {
-            levels,
-            segment,
-            restricted,
-            composition,
-            sampling_rate,
-            threshold,
-            ..
-        } => format!(
-            "triehh++ heavy hitters, {levels} levels of {segment} character(s), {}, {} \
-             composition, {}",
-            if *restricted {
-                "restricted"
-            } else {
-                "unrestricted"
-            },
-            rule(composition),
-            fixed(*sampling_rate, *threshold)
-        ),
-        TaskKind::Quantiles {
-            method,
-            quantiles,
-            branching,
-            levels,
-            consistent,
-            composition,
-            range,
-            sampling_rate,
-            threshold,
-        } => {
-            let [min, max] = range.unwrap_or([0.0, 1.0]);
-            let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
-            let how = match method {
-                QuantileMethod::Hierarchical => hierarchical_tree(*levels, *branching, *consistent),
-                QuantileMethod::BinarySearch => {
-                    format!("binary search, {levels} rounds per quantile")
-                }
-            };
-            format!(
-                "quantiles {} of numbers in [{min}, {max}] from {how}, {} composition, {}",
-                quantiles.join(", "),
-                rule(composition),
-                fixed(*sampling_rate, *threshold)
-            )
-        }
-        TaskKind::Triehh {
-            levels,
-            segment,
-            beam,
-        } => format!(
-            "triehh heavy hitters, {levels} rounds of {segment} character(s), fixed-size \
-             batches drawn by the aggregator{}",
-            beam.map_or_else(String::new, |b| format!(", beam {b}"))
-        ),
-        TaskKind::DomainHistogram {
-            mechanism, domain, ..
-        } => format!(
-            "{} histogram over {}",
-            mechanism.name(),
-            tally_core::histogram::DomainMap::from(*domain)
-        ),
-        TaskKind::RangeTree {
-            mechanism,
-            levels,
-            range,
-            reading,
-            ..
-        } => {
-            let [min, max] = range.unwrap_or([0.0, 1.0]);
-            let what = match reading {
-                TreeReading::Range { lo, hi } => format!("range count of [{lo}, {hi})"),
-                TreeReading::Quantiles(quantiles) => {
-                    let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
-                    format!("quantiles {}", quantiles.join(", "))
-                }
-            };
-            format!(
-                "{what} among numbers in [{min}, {max}] from a range-query tree of {levels} \
-                 levels on {}, one round behind the shuffler",
-                mechanism.name()
-            )
-        }
-        TaskKind::OptPrefixTree(options) => format!(
-            "opt-prefix-tree heavy hitters, {} run(s) of {} iteration(s), domain cap {}, \
-             segment {}, {} encoding, behind the shuffler",
-            options.runs,
-            options.iterations,
-            options.domain_cap,
-            options.segment,
-            match options.encoding {
-                tally_messages::WordEncoding::Bytes => "bytes",
-                tally_messages::WordEncoding::Huffman { .. } => "huffman",
-            }
-        ),
-        TaskKind::CountMinPrefixTree {
-            domain_bits,
-            threshold,
-            ..
-        } => format!(
-            "count-min-prefix-tree heavy hitters among integers in [0, 2^{domain_bits}), \
-             threshold {threshold}, {domain_bits} Count-Min rounds behind the shuffler"
-        ),
-    }
-}
-
-/// A hierarchical task's tree as its description says it: `levels` levels of `branching` (4,
-/// the server's default, when left out), made consistent or not.
-fn hierarchical_tree(levels: u32, branching: Option<u32>, consistent: bool) -> String {
-    format!(
-        "a hierarchical histogram, {levels} levels of branching {}{}",
-        branching.unwrap_or(4),
-        if consistent { ", made consistent" } else { "" },
-    )
-}
-
-/// The most rounds a task runs.
-fn rounds_of(kind: &TaskKind) -> u32 {
-    match kind {
-        TaskKind::Histogram { .. } | TaskKind::SingleRound { .. } => 1,
-        TaskKind::HeavyHitters { levels, .. } | TaskKind::Range { levels, .. } => *levels,
-        TaskKind::Quantiles {
-            method: QuantileMethod::Hierarchical,
-            levels,
-            ..
-        } => *levels,
-        TaskKind::Quantiles {
-            method: QuantileMethod::BinarySearch,
-            levels,
-            quantiles,
-            ..
-        } => levels.saturating_mul(u32::try_from(quantiles.len()).unwrap_or(u32::MAX)),
-        TaskKind::Triehh { levels, .. } => *levels,
-        TaskKind::DomainHistogram { .. } | TaskKind::RangeTree { .. } => 1,
-        TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
-        TaskKind::CountMinPrefixTree { domain_bits, .. } => *domain_bits,
-    }
 }
 
 fn rows(items: &[ReleasedItem]) -> Vec<(String, Option<u64>, Option<f64>)> {

@@ -14,7 +14,8 @@ pub(crate) fn task_kind(
     args: &TaskCreateArgs,
     mechanism: DomainHistogramMechanism,
 ) -> Result<TaskKind> {
-    let domain = public_domain(args.domain, args.buckets, mechanism.name())?.into();
+    let domain =
+        tally_protocol::public_domain(public_domain(args.domain, args.buckets, mechanism.name())?);
     Ok(TaskKind::DomainHistogram {
         mechanism,
         domain,

@@ -57,7 +57,7 @@ pub(crate) fn task_kind(
         let value_range = range
             .map(|[min, max]| ValueRange::new(min, max))
             .transpose()?;
-        tally_cli::values_release::check_range(value_range, lo, hi)?;
+        tally_sim::values_release::check_range(value_range, lo, hi)?;
         TreeReading::Range { lo, hi }
     } else {
         let quantiles = args

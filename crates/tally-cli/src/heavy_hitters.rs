@@ -9,7 +9,6 @@ use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::sample_threshold::Analysis;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_core::heavy_hitters::{
     Encoding, OptPrefixTree, OptPrefixTreeConfig, SegmentPolicy, Selection, TERMINATOR, TrieHh,
     TrieHhConfig,
@@ -18,9 +17,11 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
 use tally_messages::{
-    HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, TrieNodeBody, WordEncoding,
+    HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, SegmentRule, TrieNodeBody,
 };
-use tally_server::document;
+use tally_protocol::document;
+use tally_protocol::opt_prefix_tree;
+use tally_sim::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
 use tally_sim::{
     AggregationPath, CountedPopulation, EstimateErrors, ExecutionPath, MultiPopulation, Population,
     RedditLikeSpec, english_huffman_code, prefix_estimate_errors, retrieval_scores,
@@ -199,7 +200,7 @@ fn counted_population(
 fn segment_length(args: &HeavyHittersArgs) -> Result<usize> {
     match args.segment {
         None => Ok(1),
-        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentPolicy::Fixed(n))) => Ok(n),
+        Some(SegmentArg::Length(n) | SegmentArg::Policy(SegmentRule::Fixed(n))) => Ok(n),
         Some(SegmentArg::Policy(policy)) => {
             anyhow::ensure!(
                 args.algorithm == Algorithm::OptPrefixTree,
@@ -384,7 +385,7 @@ fn segment_policy(segment: Option<SegmentArg>) -> SegmentPolicy {
     match segment {
         None => SegmentPolicy::MaxUnderCap,
         Some(SegmentArg::Length(s)) => SegmentPolicy::Fixed(s),
-        Some(SegmentArg::Policy(policy)) => policy,
+        Some(SegmentArg::Policy(rule)) => opt_prefix_tree::segment_policy(rule),
     }
 }
 
@@ -445,10 +446,10 @@ pub(crate) fn opt_prefix_tree_options(
         runs: count(opt.runs, "runs")?,
         domain_cap: opt.domain_cap,
         fpr: opt.fpr,
-        selection: selection(opt.selection),
-        randomizer: randomizer(opt.randomizer).into(),
-        encoding: WordEncoding::from(&encoding(opt.encoding)),
-        segment: segment_policy(segment),
+        selection: opt_prefix_tree::selection_rule(selection(opt.selection)),
+        randomizer: opt_prefix_tree::randomizer(randomizer(opt.randomizer)),
+        encoding: opt_prefix_tree::word_encoding(&encoding(opt.encoding)),
+        segment: opt_prefix_tree::segment_rule(segment_policy(segment)),
         max_length: opt.max_length.map(|m| count(m, "max-length")).transpose()?,
         deny: deny_list(opt)?,
         composition,

@@ -3,8 +3,8 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::sample_threshold_release::{self, Sampling};
 use tally_core::sampling::SamplingKey;
+use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::{KeyedPopulation, PlaceInDomain};
 
 use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};

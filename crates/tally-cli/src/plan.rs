@@ -9,8 +9,8 @@ use tally_accounting::sample_threshold::{
 };
 use tally_accounting::{Guarantee, Neighbours};
 
-use tally_cli::plan_document::{self, Planned, solved_for};
 use tally_cli::plan_report::{self, KnownPopulation};
+use tally_protocol::plan_document::{self, Planned, solved_for};
 
 use crate::cli::PlanArgs;
 use crate::input::load_report_population;

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use tally_accounting::composition::Composition;
-use tally_cli::compose_plan::{ComposeMethod, compose};
+use tally_protocol::compose_plan::{ComposeMethod, compose};
 
 use crate::cli::{ComposeMethodArg, PlanComposeArgs};
 use crate::output::{print_fields, print_json};

@@ -8,8 +8,8 @@ use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
 use tally_cli::quantiles_report::{self, KnownValues};
-use tally_cli::values_release::{self, QuantilesPlan, ValuesSettings};
 use tally_core::quantiles::TreeShape;
+use tally_sim::values_release::{self, QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange};
 
 use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};

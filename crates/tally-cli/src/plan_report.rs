@@ -12,7 +12,7 @@ use tally_accounting::key_selection::{
 };
 use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 
-use crate::plan_document::{PlanError, Planned};
+use tally_protocol::plan_document::{PlanError, Planned};
 
 /// The values of `ε` the population sweep plans for (with the plan's own `ε`).
 pub const SWEEP_EPSILONS: [f64; 6] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0];

@@ -7,8 +7,8 @@ use std::path::Path;
 use anyhow::Result;
 use tally_cli::plan_report::parameters_text;
 use tally_cli::quantiles_report::QuantilesReport;
-use tally_cli::values_release::QuantileMethod;
 use tally_repro::figures::GridPlot;
+use tally_sim::values_release::QuantileMethod;
 
 use crate::plan_report_page::{
     count_cell, escape, inline_svg, page_end, page_start, round_comparison, round_error_figure,

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::shuffle_plan::ShufflePlan;
+use tally_protocol::shuffle_plan::ShufflePlan;
 
 use crate::cli::{PlanShuffleArgs, ShuffleBoundArg};
 use crate::output::{print_fields, print_json};

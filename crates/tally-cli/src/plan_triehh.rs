@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use anyhow::Result;
-use tally_cli::triehh_plus_plan::TriePlusPlan;
 use tally_cli::triehh_plus_report::{self, KnownWords, SweepTarget};
+use tally_protocol::triehh_plus_plan::TriePlusPlan;
 use tally_sim::CountedPopulation;
 
 use crate::cli::PlanTrieArgs;

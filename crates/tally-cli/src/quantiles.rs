@@ -5,9 +5,9 @@ use std::io::{self, Write};
 use anyhow::{Result, anyhow};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::values_release::{self, HierarchicalValues, Released, ValuesSettings};
 use tally_core::quantiles::TreeShape;
 use tally_messages::{QuantileRow, QuantilesRelease, RangeRelease};
+use tally_sim::values_release::{self, HierarchicalValues, Released, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
 
 use crate::cli::{
@@ -16,7 +16,7 @@ use crate::cli::{
 use crate::output::{Stage, guarantee_line, print_fields, print_json};
 use crate::shuffle_values;
 
-pub(crate) use tally_cli::values_release::{DEFAULT_QUANTILES, Row, check_quantiles};
+pub(crate) use tally_sim::values_release::{DEFAULT_QUANTILES, Row, check_quantiles};
 
 pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     let common = &args.values;

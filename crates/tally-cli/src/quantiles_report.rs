@@ -22,7 +22,7 @@ use tally_accounting::key_selection::KeySelection;
 use crate::plan_report::{
     NAMES, RoundCurves, count_text, level_share, noise_based, parameters_text, sweep_epsilons,
 };
-use crate::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
+use tally_sim::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 
 /// What one level of a hierarchical histogram is expected to release on a population.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -6,7 +6,7 @@ use serde_json::Value;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleQuantiles};
 use tally_messages::TreeRangeRelease;
-use tally_server::document::{self, TreeDocument};
+use tally_protocol::document::{self, TreeDocument};
 use tally_sim::Values;
 
 use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};

@@ -26,7 +26,7 @@ use tally_core::heavy_hitters::{PrefixRound, TERMINATOR};
 use crate::plan_report::{
     RoundCurves, count_text, level_share, parameters_json, parameters_text, sweep_epsilons,
 };
-use crate::triehh_plus_plan::TriePlusPlan;
+use tally_protocol::triehh_plus_plan::TriePlusPlan;
 
 /// What TrieHH++ is expected to find in one population.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -64,8 +64,8 @@ enum Running {
 const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", WEAK_POPULATION];
 
 /// The population of the tests whose tasks fit their reports only at weak parameters (Ghazi et
-/// al.'s Hadamard range trees at `δ = 1e-3`, Count-Min at `ε = 21.4`, its range trees at
-/// `ε = 34`, its prefix tree at `ε = 54`): its budget is (ε = 60, δ = 1e-2).
+/// al.'s Hadamard range trees at `δ = 1e-3`, Count-Min at `ε = 1.2`, its range trees at
+/// `ε = 3`, its prefix tree at `ε = 3`): its budget is (ε = 60, δ = 1e-2).
 const WEAK_POPULATION: &str = "weak";
 
 /// A credential made with `tally token create --db`: the token alone on stdout.
@@ -643,7 +643,7 @@ fn assert_triehh_plus_finds_what_the_simulator_finds(release: &HeavyHittersRelea
 /// against a server whose aggregator's coins are seeded: the document `tally task result`
 /// prints has the words, prefix tree, parameters and guarantee of `tally heavy-hitters
 /// --algorithm triehh` over the same words. (The batches are drawn by different coins, so the
-/// runs agree in distribution, tested in the server's `engine::triehh` tests; with these
+/// runs agree in distribution, tested in the registry's `engine::triehh` tests; with these
 /// counts every frequent prefix gets far more than `θ` votes in either run.)
 #[test]
 fn a_triehh_task_releases_what_the_simulator_releases_for_the_same_words() {
@@ -1258,10 +1258,11 @@ fn shuffle_histograms_release_what_the_simulator_releases(start: impl Fn() -> Se
 const COUNT_MIN_DEVICES: u64 = 3000;
 
 /// The smallest `ε` (to 0.1) at which Count-Min's reports for [`COUNT_MIN_DEVICES`] devices
-/// over `B = 2` at `δ = 1e-6` fit the largest `--max-report-bytes`: `γ = 0.0887`, a blanket of
-/// 4,790 cells on average capped at 5,448 of the 54,000, so the longest report is 5,457 cells
-/// of 5 digits, 32,741 bytes (at `ε = 21.3`: a cap of 5,495, 33,023 bytes).
-const COUNT_MIN_EPSILON: f64 = 21.4;
+/// over `B = 2` at `δ = 1e-6` fit the largest `--max-report-bytes`, by the exact analysis of
+/// the blanket: `γ = 0.0839`, a blanket of 4,531 cells on average capped at 5,019 of the
+/// 54,000, so the longest report is 5,028 cells of 5 digits, 30,167 bytes (at `ε = 1.1`: a cap
+/// of 5,941, 35,699 bytes). Lemma 4.10 needed `ε = 21.4` for a blanket of that size.
+const COUNT_MIN_EPSILON: f64 = 1.2;
 
 /// Count-Min's rows `τ = ⌈log2(2B/β)⌉` for `B = 2` and the server's `β = 0.01`.
 const COUNT_MIN_ROWS: u32 = 9;
@@ -1295,7 +1296,7 @@ fn count_min_admits(release: &Value, element: usize, count: f64) -> bool {
 }
 
 /// Ghazi et al.'s Count-Min protocol, run through the server's shuffler by `tally fleet` over
-/// 3,000 devices (`B = 2`, `ε = 21.4`, `δ = 1e-6`: [`COUNT_MIN_EPSILON`]), releases what the
+/// 3,000 devices (`B = 2`, `ε = 1.2`, `δ = 1e-6`: [`COUNT_MIN_EPSILON`]), releases what the
 /// simulator releases, in distribution: both releases' estimates lie where the exact law of
 /// the sketch's minimum puts them ([`count_min_admits`]), under the same guarantee and
 /// parameters. A release of data with element 0's holders moved to element 1 is caught; a
@@ -1317,9 +1318,9 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
              {COUNT_MIN_DEVICES} --max-report-bytes 32768 {options} --json"
         )
     };
-    let refused = failure(&create(21.3, ""));
+    let refused = failure(&create(1.1, ""));
     assert!(
-        refused.contains("longest report a device could send is 33023 bytes"),
+        refused.contains("longest report a device could send is 35699 bytes"),
         "{refused}"
     );
     let waits = failure(&create(COUNT_MIN_EPSILON, "--cohort-target 3001"));
@@ -1375,7 +1376,7 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
 /// iteration, whose query is the root's, with the same domain and noise scale),
 /// and it finds the words the simulator finds most often. That each iteration's sums follow
 /// the simulator's law at α = 1e-6 is tested on the server's task in
-/// `tally-server/src/engine/opt_prefix_tree.rs`.
+/// `tally-protocol/src/engine/opt_prefix_tree.rs`.
 #[test]
 fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
     let server = Server::start();
@@ -1906,13 +1907,14 @@ const TREE_SHAPE: &str = "--levels 2 --min 0 --max 100";
 /// devices fit the largest `--max-report-bytes`.
 #[derive(Clone, Copy, Debug)]
 enum TreeOracle {
-    /// Ghazi et al.'s Hadamard protocol at the largest `ε` it takes and `δ = 1e-3`: 3,146
-    /// tuples of 9 hexadecimal digits, 31,459 bytes (`δ = 1e-4`: 3,892 tuples, 38,919 bytes;
-    /// `--levels 3` does not fit either).
+    /// Ghazi et al.'s Hadamard protocol at `ε = 1` and `δ = 1e-3`: by the exact analysis of
+    /// its blanket 87 tuples of 9 hexadecimal digits, 869 bytes (Theorem 4.3 needed 3,146
+    /// tuples, 31,459 bytes).
     Hadamard,
     /// Count-Min at `δ = 1e-6`, `β = 1/2` (`τ = 4` rows of `2kn = 18,000` cells) and the
-    /// smallest integer `ε` that fits, 34: a blanket of 4,575 cells on average, capped at
-    /// 5,311, so at most 5,323 cells of 5 digits, 31,937 bytes (`ε = 33`: 33,713 bytes).
+    /// smallest integer `ε` that fits by the exact analysis, 3: a blanket of 4,473 cells on
+    /// average, capped at 4,978, so at most 4,990 cells of 5 digits, 29,939 bytes (`ε = 2`:
+    /// 64,751 bytes; Lemma 4.10 needed `ε = 34`).
     CountMin,
 }
 
@@ -1930,7 +1932,7 @@ impl TreeOracle {
     fn options(self) -> String {
         let privacy = match self {
             Self::Hadamard => "--epsilon 1 --delta 1e-3",
-            Self::CountMin => "--epsilon 34 --delta 1e-6 --failure-probability 0.5",
+            Self::CountMin => "--epsilon 3 --delta 1e-6 --failure-probability 0.5",
         };
         format!("--mechanism {} {TREE_SHAPE} {privacy}", self.mechanism())
     }
@@ -1959,7 +1961,7 @@ impl TreeOracle {
                 5.7 * params.null_variance().sqrt()
             }
             Self::CountMin => {
-                let params = CountMinParams::new(devices, 4, 3, 34.0, 1e-6, 0.5).unwrap();
+                let params = CountMinParams::new(devices, 4, 3, 3.0, 1e-6, 0.5).unwrap();
                 let rows = params.rows as i32;
                 let mean = params.expected_blanket();
                 let law = Binomial::new(params.gamma, devices).unwrap();
@@ -2203,12 +2205,13 @@ fn a_count_min_quantile_task_releases_what_the_offline_command_releases() {
 }
 
 /// A Count-Min range-query tree at the default `β = 0.01` does not fit the largest
-/// `--max-report-bytes` at a moderate `ε` (see `docs/federated/runtime.md`): for 20,000
-/// devices at `ε = 10`, `δ = 1e-3` and `--levels 2` (`τ = 10` rows, `k = 3`), its blanket
-/// alone averages `2kτ·γn` = 535,000 cells whatever the number of devices, and with
-/// `--levels 1` (`τ = 9`, `k = 2`) about 110,000: `tally task create` refuses it with the
-/// longest report and says that no smaller tree fits either. The same tree on Hadamard's
-/// oracle for 3,000 devices at `--levels 3` is refused naming `--levels 2`, which fits.
+/// `--max-report-bytes` at a small `ε` (see `docs/federated/runtime.md`): for 20,000 devices at
+/// `ε = 2`, `δ = 1e-3` and `--levels 2` (`τ = 10` rows, `k = 3`), its blanket is capped at
+/// 24,200 cells (about 194 KB of report) by the exact analysis, and with `--levels 1` (`τ = 9`,
+/// `k = 2`) at 6,030 (about 42 KB): `tally task create` refuses it with the longest report and
+/// says that no smaller tree fits either. The same tree on Hadamard's oracle for 3,000 devices
+/// at `ε = 0.14`, `--levels 3` (3,842 blanket tuples, about 46 KB) is refused naming
+/// `--levels 2` (2,162 tuples, about 22 KB), which fits.
 #[test]
 fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     let server = Server::start();
@@ -2222,7 +2225,7 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     };
     let count_min = create(
         "ghazi-count-min",
-        "--epsilon 10 --delta 1e-3 --levels 2 --expected-population 20000",
+        "--epsilon 2 --delta 1e-3 --levels 2 --expected-population 20000",
     );
     assert!(
         count_min.contains("ghazi-count-min range tree of 2 levels")
@@ -2233,7 +2236,7 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     let devices = format!("--expected-population {TREE_DEVICES}");
     let hadamard = create(
         "ghazi-hadamard",
-        &format!("--epsilon 1 --delta 1e-3 --levels 3 {devices}"),
+        &format!("--epsilon 0.14 --delta 1e-3 --levels 3 {devices}"),
     );
     assert!(
         hadamard.contains("every device would abstain; levels 2 would fit"),

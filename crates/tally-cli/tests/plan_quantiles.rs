@@ -13,8 +13,8 @@ use tally_accounting::composition::Composition;
 use tally_accounting::key_selection::{KeySelection, gaussian_threshold, laplace_threshold};
 use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
 use tally_cli::quantiles_report::{predict_levels, suppressed_share_bound};
-use tally_cli::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 use tally_core::quantiles::{HierarchicalConfig, HierarchicalHistogram, TreeShape};
+use tally_sim::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, Values, run_hierarchical_counted};
 
 /// 20 480 numbers spread evenly over [0, 1] (80 in each of 256 equal buckets), enough for

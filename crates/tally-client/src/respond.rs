@@ -1,6 +1,6 @@
 //! A device's answer to a round's query, computed by the same code the simulator runs: the
 //! round's tally-core query, rebuilt from its [`Ask`] by the protocol's registry of round kinds
-//! ([`Ask::responder`]).
+//! ([`AskResponder::responder`]).
 //!
 //! # Privacy
 //!
@@ -19,9 +19,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use tally_core::protocol::wire::DeviceResponder;
 use tally_messages::RoundQuery;
-use tally_messages::rounds::AskError;
 #[cfg(doc)]
 use tally_messages::{Ask, Sampling};
+use tally_protocol::{AskError, AskResponder};
 
 /// Why a round's query cannot be answered.
 #[derive(Debug, thiserror::Error)]

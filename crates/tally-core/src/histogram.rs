@@ -2,8 +2,10 @@
 
 mod domain;
 mod gaussian;
+mod items_per_client;
 mod keyed_sample_threshold;
 mod laplace;
+mod partition_selection;
 mod round_plan;
 mod sample_and_threshold;
 
@@ -11,6 +13,9 @@ pub(crate) use domain::check_map;
 pub use domain::{DomainHistogram, DomainMap, MessageCost, bucket};
 pub use gaussian::GaussianHistogram;
 pub use laplace::LaplaceHistogram;
+pub use partition_selection::{
+    PartitionSelection, SelectedItem, SelectionAggregator, SelectionRelease,
+};
 pub use round_plan::{RoundPlan, compose_sample_threshold_rounds, plan_rounds};
 pub use sample_and_threshold::{
     ReleasedCount, SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery,

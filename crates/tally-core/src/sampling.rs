@@ -16,6 +16,8 @@
 //!   ALGORITHMS.md §1.3.
 //! - [`KeyedCoin`] and [`choose_row`]: a client's coin and its one row as keyed pseudorandom
 //!   functions of a secret [`SamplingKey`], reproducible wherever the key is known.
+//! - [`bound_items`] and [`choose_items`]: at most `k` distinct items of a client, uniformly
+//!   (the second keyed).
 //! - [`uniform_subset`]: a uniform `s`-subset of `0..n` (sampling without replacement), and
 //!   [`uniform_subset_counts`]: how many of its indices fall in each of a list of ranges.
 //!
@@ -27,6 +29,7 @@
 mod bernoulli;
 mod binomial;
 mod cohort;
+mod contribution;
 mod geometric;
 mod keyed;
 mod poisson;
@@ -37,8 +40,11 @@ pub use binomial::{BIT_SLICED_ABOVE, ExactBinomial, exact_binomial};
 pub use cohort::{
     Cohort, CohortOutcome, ExactPoissonCohort, PaperCohort, uniform_subset, uniform_subset_counts,
 };
+pub use contribution::bound_items;
 pub use geometric::ExactGeometric;
-pub use keyed::{KeyedCoin, SamplingKey, choose_row, keyed_rate, row_score};
+pub use keyed::{
+    KeyedCoin, SamplingKey, choose_items, choose_row, item_score, keyed_rate, row_score,
+};
 pub use poisson::{PoissonIndices, PoissonSampler};
 pub use sliced_coins::SlicedCoins;
 

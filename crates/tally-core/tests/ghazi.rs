@@ -15,6 +15,7 @@ use common::{ALPHA, assert_fits, chi2_critical, z_critical};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use statrs::distribution::{Binomial, Discrete};
+use tally_accounting::blanket::BlanketAnalysis;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use tally_core::Error;
@@ -84,13 +85,16 @@ fn assert_same_law(what: &str, a: &[u64], b: &[u64]) {
 
 #[test]
 fn section_5_1_vector_through_the_mechanism() {
+    // Theorem 4.3's conservative ρ is 559 (`tally-accounting`'s `ghazi_vectors.rs`); the
+    // exact analysis of the blanket needs 43.
     let had = GhaziHadamard::new(1 << 20, 1 << 10, 1, 1.0, 1e-6).unwrap();
     assert_eq!(had.params().tau, 20);
-    assert_eq!(had.params().rho, 559);
+    assert_eq!(had.params().rho, 43);
+    assert_eq!(had.params().analysis, BlanketAnalysis::Exact);
     assert_eq!(
         DomainHistogram::message_cost(&had),
         Some(MessageCost {
-            messages_per_client: 560.0,
+            messages_per_client: 44.0,
             bits_per_message: 220
         })
     );
@@ -104,17 +108,20 @@ fn section_5_1_vector_through_the_mechanism() {
 
 #[test]
 fn count_min_parameters_and_minimum_users() {
-    // τ = ⌈log2(2·2^14/0.01)⌉ = 22; Lemma 4.10 at ε = 1, δ = 1e-8 needs n ≈ 1.93e6.
-    match GhaziCountMin::new(1_000_000, 1 << 14, 1, 1.0, 1e-8, 0.01) {
+    // τ = ⌈log2(2·2^14/0.01)⌉ = 22; Lemma 4.10 at ε = 1, δ = 1e-8 needs n ≈ 1.93e6, the
+    // exact analysis of the blanket 4,587 (γ = 1/2).
+    match GhaziCountMin::new(4_586, 1 << 14, 1, 1.0, 1e-8, 0.01) {
         Err(Error::Accounting(tally_accounting::Error::Infeasible { why, .. })) => {
-            assert!(why.contains("at least 19"), "{why}");
+            assert!(why.contains("at least 4587"), "{why}");
         }
         other => panic!("expected infeasible, got {other:?}"),
     }
     let cm = GhaziCountMin::new(4_000_000, 1 << 14, 1, 1.0, 1e-8, 0.01).unwrap();
     let p = cm.params();
     assert_eq!((p.rows, p.width), (22, 8_000_000));
-    assert!(p.gamma <= 0.5 && p.gamma * 4e6 >= 90.0 * 484.0 * (44.0f64 / 1e-8).ln());
+    // A blanket of about 1,148 messages a cell, against the lemma's 1.01e6.
+    assert_eq!(p.analysis, BlanketAnalysis::Exact);
+    assert!((1100.0..1200.0).contains(&(p.gamma * 4e6)), "{}", p.gamma);
     assert_eq!(cm.name(), "ghazi-count-min");
     assert_eq!(p.bits_per_message(), 5 + 23);
 }
@@ -219,7 +226,7 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
     let n = 1usize << 10;
     let had = GhaziHadamard::new(n as u64, 16, 1, 1.0, 1e-6).unwrap();
     let p = *had.params();
-    assert_eq!((p.tau, p.rho), (10, 559));
+    assert_eq!((p.tau, p.rho), (10, 43));
     // 300 users hold item 3, 100 item 7, the rest item 0; nobody holds 12.
     let items: Vec<u32> = (0..n)
         .map(|i| match i {
@@ -249,7 +256,7 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
             "item {item}: mean {mean} vs {truth}"
         );
         let s2 = col.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (runs - 1) as f64;
-        // (R−1)s²/σ² is close to χ²(R−1) (the counts are nearly normal, mean ≈ 560).
+        // (R−1)s²/σ² is close to χ²(R−1) (the counts are nearly normal, mean ≈ 44).
         let lo = statrs::distribution::ChiSquared::new((runs - 1) as f64).unwrap();
         use statrs::distribution::ContinuousCDF;
         let stat = (runs - 1) as f64 * s2 / var;
@@ -258,8 +265,8 @@ fn hadamard_estimates_are_unbiased_with_the_lemma_4_5_variance() {
             "item {item}: sample variance {s2} vs {var}"
         );
     }
-    // (ρ+k)n·2^{−τ} = 560: variance 560(1 − q)/(1 − q)².
-    let want = 560.0 * (1.0 - q) / (1.0 - q).powi(2);
+    // (ρ+k)n·2^{−τ} = 44: variance 44(1 − q)/(1 − q)².
+    let want = 44.0 * (1.0 - q) / (1.0 - q).powi(2);
     assert!((p.null_variance() - want).abs() <= 1e-12 * want);
 }
 

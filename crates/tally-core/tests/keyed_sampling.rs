@@ -7,7 +7,9 @@
 mod common;
 
 use common::{assert_fits, assert_proportion};
-use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row, keyed_rate, row_score};
+use tally_core::sampling::{
+    KeyedCoin, SamplingKey, choose_items, choose_row, keyed_rate, row_score,
+};
 
 fn key(secret: &str) -> SamplingKey {
     SamplingKey::derive(secret.as_bytes()).expect("non-empty secret")
@@ -148,5 +150,45 @@ fn row_choices_match_the_independent_reference() {
         );
         let row = choose_row(&key, 0, client.as_bytes(), &items).unwrap();
         assert_eq!(items[row], case["chosen"].as_str().unwrap(), "{case}");
+    }
+}
+
+#[test]
+fn bounded_items_and_their_coins_match_the_independent_reference() {
+    let vectors = reference();
+    let key = key(vectors["row_secret"].as_str().unwrap());
+    let coin = KeyedCoin::new(key.clone(), vectors["item_coin_rate"].as_f64().unwrap()).unwrap();
+    for case in vectors["bounded"].as_array().unwrap() {
+        let client = case["client"].as_str().unwrap();
+        let items: Vec<&str> = case["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item.as_str().unwrap())
+            .collect();
+        let max_items = u32::try_from(case["max_items"].as_u64().unwrap()).unwrap();
+        let mut chosen: Vec<&str> = choose_items(&key, 2, client.as_bytes(), &items, max_items)
+            .into_iter()
+            .map(|position| items[position])
+            .collect();
+        chosen.sort_unstable();
+        let expected: Vec<&str> = case["chosen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item.as_str().unwrap())
+            .collect();
+        assert_eq!(chosen, expected, "{case}");
+        let bits: String = items
+            .iter()
+            .map(|item| {
+                if coin.flip_item(2, client.as_bytes(), item.as_bytes()) {
+                    '1'
+                } else {
+                    '0'
+                }
+            })
+            .collect();
+        assert_eq!(bits, case["item_coins"].as_str().unwrap(), "{case}");
     }
 }

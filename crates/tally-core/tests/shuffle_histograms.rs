@@ -80,7 +80,8 @@ where
 
 /// Weak parameters with a `p` far from 0 and 1: `(ε', δ') = (1, 1/4)`, `n = 300`.
 fn small() -> (BalcerCheuHistogram, Vec<u32>) {
-    let mechanism = BalcerCheuHistogram::new(3, 2.0, 0.5, 300).unwrap();
+    // p = 0.62 by the exact analysis.
+    let mechanism = BalcerCheuHistogram::new(3, 0.7, 1e-6, 300).unwrap();
     // Cell 0: nobody; cell 1: 100 clients; cell 2: 200 clients.
     let items = (0..300).map(|i| if i < 100 { 1 } else { 2 }).collect();
     (mechanism, items)
@@ -292,9 +293,10 @@ fn balcer_cheu_interface_and_errors() {
         BalcerCheuHistogram::new(1, 1.0, 1e-6, 1_000_000),
         Err(Error::InvalidParameter { name: "domain", .. })
     ));
+    // Too few users even at p = 1/2 (the exact analysis needs 148), no ε, δ = 1.
     for (eps, delta, n) in [
-        (1.0, 1e-6, 6_000),
-        (3.0, 1e-6, 1_000_000),
+        (1.0, 1e-6, 147),
+        (0.0, 1e-6, 1_000_000),
         (1.0, 1.0, 1_000_000),
     ] {
         assert!(

@@ -27,16 +27,16 @@
 //! HTTP status with an [`ErrorBody`]. A split-trust deployment (a relay in front of the
 //! aggregator) adds the paths of [`split`]'s table.
 //!
-//! This crate depends on `tally-accounting` (for the names of neighbour relations, analyses
-//! and compositions) and on `tally-core`'s round protocol only for [`rounds`], the registry of
-//! round kinds: how each kind of round is published as an [`Ask`] and answered by a device.
+//! This crate holds wire types and their encodings only. It depends on `tally-accounting` for
+//! the names of neighbour relations, analyses and compositions, and never on `tally-core`: the
+//! registry (`tally-protocol`) says how each kind of round is published as an [`Ask`] and
+//! answered by a device.
 #![forbid(unsafe_code)]
 
 mod domain;
 mod named;
 mod opt_prefix_tree;
 mod release;
-pub mod rounds;
 pub mod split;
 
 use serde::{Deserialize, Serialize};
@@ -44,11 +44,10 @@ use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::Analysis;
 
-pub use domain::{
-    DomainHistogramMechanism, DomainRoundVisitor, FederatedDomainRound, PublicDomain,
-    ShuffleCalibration,
+pub use domain::{DomainHistogramMechanism, PublicDomain};
+pub use opt_prefix_tree::{
+    OptPrefixTreeOptions, Randomizer, SegmentRule, SelectionRule, UnknownName, WordEncoding,
 };
-pub use opt_prefix_tree::{OptPrefixTreeOptions, Randomizer, WordEncoding};
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease, RangeBody,
@@ -440,6 +439,12 @@ pub struct RoundPolicy {
     pub max_report_bytes: u32,
 }
 
+/// The largest report size a task may allow ([`RoundPolicy::max_report_bytes`]): a
+/// multi-message shuffle protocol's device sends hundreds of messages (Ghazi et al.'s Hadamard
+/// protocol, `1 + ρ` tuples), and a fleet's batch of 256 such reports stays well within an
+/// upload request's limit.
+pub const MAX_REPORT_BYTES: u32 = 32_768;
+
 impl Default for RoundPolicy {
     fn default() -> Self {
         Self {
@@ -669,7 +674,7 @@ pub enum Ask {
         excluded: Vec<String>,
         /// The data-selection rule.
         #[serde(with = "named")]
-        selection: tally_core::heavy_hitters::Selection,
+        selection: SelectionRule,
         /// OUE or SUE.
         randomizer: Randomizer,
         /// The local `ε₀`.

@@ -1,20 +1,15 @@
 //! OptPrefixTree on the wire: the task's options ([`OptPrefixTreeOptions`], the offline
-//! command's), the public encoding of words ([`WordEncoding`]), and how an iteration's query is
-//! published as an [`Ask::OptPrefixTree`] and rebuilt by a device.
+//! command's), its devices' data-selection rule and segment policy, and the public encoding of
+//! words ([`WordEncoding`]). The registry (`tally-protocol`) publishes an iteration's query as
+//! an [`Ask::OptPrefixTree`](crate::Ask::OptPrefixTree) and rebuilds it on a device.
 
-use std::sync::Arc;
+use std::fmt;
+use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use tally_accounting::composition::Composition;
-use tally_core::heavy_hitters::{
-    Encoding, HuffmanCode, IterationQuery, PublishedIteration, SegmentPolicy, Selection,
-};
-use tally_core::ldp::UnaryVariant;
-use tally_core::protocol::wire::DeviceResponder;
 
 use crate::named;
-use crate::rounds::{AskError, PublishedQuery};
-use crate::{Ask, ErrorCode};
 
 /// The options of an OptPrefixTree task: those of `tally heavy-hitters --algorithm
 /// opt-prefix-tree`, with the same defaults.
@@ -35,7 +30,7 @@ pub struct OptPrefixTreeOptions {
     pub fpr: f64,
     /// The devices' data-selection rule: `uniform-support` or `weighted`.
     #[serde(with = "named", default)]
-    pub selection: Selection,
+    pub selection: SelectionRule,
     /// OUE or SUE.
     #[serde(default)]
     pub randomizer: Randomizer,
@@ -43,7 +38,7 @@ pub struct OptPrefixTreeOptions {
     pub encoding: WordEncoding,
     /// How segment lengths are chosen: `max-under-cap`, `max-mass` or `fixed:S`.
     #[serde(with = "named", default = "default_segment")]
-    pub segment: SegmentPolicy,
+    pub segment: SegmentRule,
     /// The longest prefix, in symbols; 96 for Huffman, 24 for bytes when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_length: Option<u32>,
@@ -79,8 +74,8 @@ fn default_fpr() -> f64 {
     0.1
 }
 
-fn default_segment() -> SegmentPolicy {
-    SegmentPolicy::MaxUnderCap
+fn default_segment() -> SegmentRule {
+    SegmentRule::MaxUnderCap
 }
 
 /// OptPrefixTree's unary randomizer.
@@ -92,24 +87,6 @@ pub enum Randomizer {
     Oue,
     /// Symmetric unary encoding.
     Sue,
-}
-
-impl From<Randomizer> for UnaryVariant {
-    fn from(randomizer: Randomizer) -> Self {
-        match randomizer {
-            Randomizer::Oue => Self::Optimized,
-            Randomizer::Sue => Self::Symmetric,
-        }
-    }
-}
-
-impl From<UnaryVariant> for Randomizer {
-    fn from(variant: UnaryVariant) -> Self {
-        match variant {
-            UnaryVariant::Optimized => Self::Oue,
-            UnaryVariant::Symmetric => Self::Sue,
-        }
-    }
 }
 
 /// A public encoding of words as published.
@@ -126,151 +103,127 @@ pub enum WordEncoding {
     },
 }
 
-impl From<&Encoding> for WordEncoding {
-    fn from(encoding: &Encoding) -> Self {
-        match encoding {
-            Encoding::Bytes => Self::Bytes,
-            Encoding::Huffman(code) => Self::Huffman {
-                table: code
-                    .table()
-                    .into_iter()
-                    .map(|(symbol, bits)| {
-                        let symbol = symbol.map(String::from).unwrap_or_default();
-                        let bits = bits
-                            .iter()
-                            .map(|&b| if b == 1 { '1' } else { '0' })
-                            .collect();
-                        (symbol, bits)
-                    })
-                    .collect(),
-            },
+/// How an OptPrefixTree device picks the data point it reports (tally-core's `Selection`), by
+/// its name on the command line, in a task's spec and in the documents.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SelectionRule {
+    /// Uniformly over the distinct eligible data points (the paper's choice).
+    #[default]
+    UniformSupport,
+    /// Proportionally to multiplicity.
+    Weighted,
+}
+
+impl SelectionRule {
+    /// Its name: `uniform-support` or `weighted`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::UniformSupport => "uniform-support",
+            Self::Weighted => "weighted",
         }
     }
 }
 
-impl TryFrom<&WordEncoding> for Encoding {
-    type Error = tally_core::Error;
+impl fmt::Display for SelectionRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
-    /// # Errors
-    ///
-    /// A table entry that is not one character (or empty) and a string of bits, or a table
-    /// that is not a complete prefix-free code ([`HuffmanCode::from_table`]).
-    fn try_from(encoding: &WordEncoding) -> Result<Self, tally_core::Error> {
-        match encoding {
-            WordEncoding::Bytes => Ok(Self::Bytes),
-            WordEncoding::Huffman { table } => {
-                let entry = |(symbol, bits): &(String, String)| {
-                    let mut chars = symbol.chars();
-                    let symbol = match (chars.next(), chars.next()) {
-                        (None, _) => None,
-                        (Some(c), None) => Some(c),
-                        (Some(_), Some(_)) => return None,
-                    };
-                    let bits = bits
-                        .bytes()
-                        .map(|b| match b {
-                            b'0' => Some(0),
-                            b'1' => Some(1),
-                            _ => None,
-                        })
-                        .collect::<Option<Vec<u8>>>()?;
-                    Some((symbol, bits))
-                };
-                let table = table
-                    .iter()
-                    .map(entry)
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        invalid("huffman table", "one character and a string of 0 and 1")
-                    })?;
-                Ok(Self::Huffman(HuffmanCode::from_table(&table)?))
-            }
+impl FromStr for SelectionRule {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        [Self::UniformSupport, Self::Weighted]
+            .into_iter()
+            .find(|rule| rule.name() == s)
+            .ok_or_else(|| UnknownName::new("selection", s, "uniform-support or weighted"))
+    }
+}
+
+/// How an OptPrefixTree task chooses each iteration's segment length (tally-core's
+/// `SegmentPolicy`), by its name on the command line, in a task's spec and in the documents:
+/// `fixed:S`, `max-under-cap` or `max-mass`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegmentRule {
+    /// The same `S` symbols every iteration.
+    Fixed(usize),
+    /// The largest segment whose domain fits under the cap (the default).
+    MaxUnderCap,
+    /// The segment that maximises the estimated mass advanced.
+    MaxMass,
+}
+
+impl fmt::Display for SegmentRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Fixed(s) => write!(f, "fixed:{s}"),
+            Self::MaxUnderCap => f.write_str("max-under-cap"),
+            Self::MaxMass => f.write_str("max-mass"),
         }
     }
 }
 
-/// A published value tally-core would refuse.
-fn invalid(name: &'static str, expected: &'static str) -> tally_core::Error {
-    tally_core::Error::InvalidParameter {
-        name,
-        value: "as published".to_owned(),
-        expected,
+impl FromStr for SegmentRule {
+    type Err = UnknownName;
+
+    /// `fixed:S` (S ≥ 1), `max-under-cap` or `max-mass`.
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
+        match s {
+            "max-under-cap" => return Ok(Self::MaxUnderCap),
+            "max-mass" => return Ok(Self::MaxMass),
+            _ => {}
+        }
+        s.strip_prefix("fixed:")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n >= 1)
+            .map(Self::Fixed)
+            .ok_or_else(|| {
+                UnknownName::new(
+                    "segment policy",
+                    s,
+                    "fixed:S (S ≥ 1), max-under-cap or max-mass",
+                )
+            })
     }
 }
 
-/// Symbols in hexadecimal, two digits each.
-fn hex(symbols: &[u8]) -> String {
-    symbols.iter().map(|s| format!("{s:02x}")).collect()
+/// A published name that is not one of its choices.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {what} = {value}: expected {expected}")]
+pub struct UnknownName {
+    /// What was named.
+    pub what: &'static str,
+    /// The name given.
+    pub value: String,
+    /// The names that would do.
+    pub expected: &'static str,
 }
 
-/// The symbols a [`hex`] string spells.
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2)
-        || !text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
-        .collect()
-}
-
-fn count(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-impl PublishedQuery for IterationQuery {
-    /// A report that is not `|D_t|` bits in the one spelling.
-    const REFUSAL: ErrorCode = ErrorCode::Malformed;
-
-    fn ask(&self) -> Ask {
-        let published = self.publish();
-        Ask::OptPrefixTree {
-            run: count(published.run),
-            iteration: count(published.iteration),
-            parent_length: count(published.parent_length),
-            segment: count(published.segment),
-            elements: published.elements.iter().map(|e| hex(e)).collect(),
-            excluded: published.excluded,
-            selection: published.selection,
-            randomizer: published.randomizer.into(),
-            local_epsilon: published.local_epsilon,
-            encoding: (&published.encoding).into(),
+impl UnknownName {
+    fn new(what: &'static str, value: &str, expected: &'static str) -> Self {
+        Self {
+            what,
+            value: value.to_owned(),
+            expected,
         }
     }
 }
 
-/// The device's query of an [`Ask::OptPrefixTree`].
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn responder(
-    run: u32,
-    iteration: u32,
-    parent_length: u32,
-    segment: u32,
-    elements: &[String],
-    excluded: &[String],
-    selection: Selection,
-    randomizer: Randomizer,
-    local_epsilon: f64,
-    encoding: &WordEncoding,
-) -> Result<Arc<dyn DeviceResponder>, AskError> {
-    let elements = elements
-        .iter()
-        .map(|e| unhex(e))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| invalid("element", "two hexadecimal digits a symbol"))?;
-    let query = IterationQuery::from_published(PublishedIteration {
-        run: run as usize,
-        iteration: iteration as usize,
-        parent_length: parent_length as usize,
-        segment: segment as usize,
-        elements,
-        excluded: excluded.to_vec(),
-        selection,
-        randomizer: randomizer.into(),
-        local_epsilon,
-        encoding: Encoding::try_from(encoding)?,
-    })?;
-    Ok(Arc::new(query))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses() {
+        assert_eq!(
+            "fixed:4".parse::<SegmentRule>().unwrap(),
+            SegmentRule::Fixed(4)
+        );
+        assert_eq!(
+            "max-under-cap".parse::<SegmentRule>().unwrap(),
+            SegmentRule::MaxUnderCap
+        );
+        assert!("fixed:0".parse::<SegmentRule>().is_err());
+    }
 }

@@ -20,19 +20,19 @@ use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
-use tally_cli::compose_plan::{self, ComposeMethod};
-use tally_cli::plan_document;
-use tally_cli::sample_threshold_release::{self, Sampling};
-use tally_cli::shuffle_plan::ShufflePlan;
-use tally_cli::triehh_plus_plan::TriePlusPlan;
-use tally_cli::triehh_plus_release::{
-    TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
-};
-use tally_cli::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
 use tally_messages::HistogramRelease;
+use tally_protocol::compose_plan::{self, ComposeMethod};
+use tally_protocol::plan_document;
+use tally_protocol::shuffle_plan::ShufflePlan;
+use tally_protocol::triehh_plus_plan::TriePlusPlan;
+use tally_sim::sample_threshold_release::{self, Sampling};
+use tally_sim::triehh_plus_release::{
+    TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
+};
+use tally_sim::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_sim::{
     ClientMode, CountedPopulation, KeyedPartCounts, KeyedPopulation, Population, StreamFormat,
     ValueRange, sample_threshold_integers, sample_threshold_values,

@@ -69,6 +69,7 @@ pub(crate) mod tests {
         RoundAggregator, RoundProtocol, SampleThresholdCells, SampleThresholdRound, WholeItem,
     };
     use tally_messages::Sampling;
+    use tally_stats_tests::binomial_interval;
 
     use super::*;
 
@@ -79,7 +80,12 @@ pub(crate) mod tests {
         sampling: Sampling,
         rng: ChaCha20Rng,
     ) -> SampleThresholdCells<String> {
-        SampleThresholdRound::new(WholeItem, mechanism.clone(), sampling.into()).aggregator(rng)
+        SampleThresholdRound::new(
+            WholeItem,
+            mechanism.clone(),
+            tally_protocol::coin_holder(sampling),
+        )
+        .aggregator(rng)
     }
 
     /// The S&T mechanism at `(ε, δ) = (1, 1e-6)` with threshold `tau`, its rate calibrated.
@@ -153,8 +159,6 @@ pub(crate) mod tests {
             );
         }
     }
-
-    pub(crate) use tally_stats_tests::binomial_interval;
 
     /// One cell held by 58 devices at threshold 10 (`p_s ≈ 0.172`, so about half the rounds
     /// release it): its release probability is `Pr[Bin(58, p_s) ≥ 10]` whether the

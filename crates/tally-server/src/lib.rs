@@ -27,8 +27,6 @@
 mod aggregator;
 mod auth;
 mod console;
-pub mod document;
-mod engine;
 mod error;
 mod http;
 mod keys;

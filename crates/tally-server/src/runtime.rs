@@ -13,17 +13,17 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use tally_accounting::Guarantee;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
-    GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, PROTOCOL_VERSION, PopulationInfo,
-    PopulationSpec, RelayReceipt, RelayedBatch, Role, RoundQuery, Sampling, TaskInfo, TaskKind,
-    TaskSpec, TaskState, TightTotal, TreeReading, TrustModel,
+    GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, MAX_REPORT_BYTES,
+    PROTOCOL_VERSION, PopulationInfo, PopulationSpec, RelayReceipt, RelayedBatch, Role, RoundQuery,
+    Sampling, TaskInfo, TaskSpec, TaskState, TightTotal, TrustModel,
 };
+use tally_protocol::{Engine, definition, draw_public_coins};
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
 
 use crate::ServerError;
 use crate::aggregator::AggregatorCoins;
 use crate::auth::{self, CredentialCache, Principal};
-use crate::engine::{self, Engine};
 use crate::error::ApiError;
 use crate::keys::{AggregatorKeys, LiveKeys};
 use crate::ledger::{Charge, CompositionMemo, LossRounds, Total};
@@ -31,7 +31,9 @@ use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
 use crate::round::{Cohort, Round};
-use crate::store::{ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredTask};
+use crate::store::{
+    self, ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredTask,
+};
 use crate::transport::Limits;
 
 /// A task as the coordinator holds it.
@@ -200,7 +202,7 @@ impl Runtime {
         engine.advance();
         for round in released {
             let corrupt = |e: String| ServerError::Corrupt(format!("round {}: {e}", round.id));
-            let cells = engine::decode_release(round.release.as_deref().unwrap_or("[]"))
+            let cells = store::decode_release(round.release.as_deref().unwrap_or("[]"))
                 .map_err(|e| corrupt(e.to_string()))?;
             engine.observe(cells).map_err(corrupt)?;
             task.rounds_released += 1;
@@ -282,7 +284,7 @@ impl Runtime {
         mut spec: TaskSpec,
         who: &Principal,
     ) -> Result<TaskInfo, ApiError> {
-        engine::draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
+        draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
         let (mut engine, guarantee) = self.plan_task(&spec, who).await?;
         let trust = self
             .store
@@ -294,7 +296,11 @@ impl Runtime {
             trust_model: trust,
             ..GuaranteeBody::from(&guarantee)
         };
-        let loss = engine.loss_rounds();
+        // Its S&T rounds as the ledger's tight accountant composes them; `None` where they
+        // have no loss pair (replace-one neighbours).
+        let loss = engine
+            .threshold_rounds()
+            .and_then(|rounds| LossRounds::of(&rounds.per_round, rounds.rounds));
         let mut tasks = self.tasks.lock().await;
         check_running_tasks(tasks.values(), who)?;
         let id = new_id("t");
@@ -677,7 +683,7 @@ impl Runtime {
         }
         // The release rule is the only way the counts leave the aggregator.
         let cells = closed.aggregator.release();
-        let release = engine::encode_release(&cells);
+        let release = store::encode_release(&cells);
         let mut engine = task.engine.clone().ok_or_else(|| {
             ServerError::Corrupt(format!("task {} has an open round but no engine", task.id))
         })?;
@@ -1170,31 +1176,11 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     if !(1..=MAX_ATTEMPTS).contains(&rounds.max_attempts) {
         return invalid(format!("max_attempts: 1 to {MAX_ATTEMPTS}"));
     }
-    let levels = match &spec.kind {
-        TaskKind::Histogram { .. } | TaskKind::SingleRound { .. } => 1,
-        TaskKind::DomainHistogram { .. } => 1,
-        TaskKind::RangeTree { reading, .. } => {
-            if let TreeReading::Quantiles(quantiles) = reading
-                && quantiles.len() > MAX_QUANTILES
-            {
-                return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
-            }
-            1
-        }
-        TaskKind::Range { levels, .. } => *levels,
-        TaskKind::HeavyHitters { levels, .. } => *levels,
-        TaskKind::Quantiles {
-            levels, quantiles, ..
-        } => {
-            if quantiles.len() > MAX_QUANTILES {
-                return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
-            }
-            *levels
-        }
-        TaskKind::Triehh { levels, .. } => *levels,
-        TaskKind::OptPrefixTree(options) => options.iterations.saturating_mul(options.runs),
-        TaskKind::CountMinPrefixTree { domain_bits, .. } => *domain_bits,
-    };
+    let kind = definition(&spec.kind);
+    if kind.quantiles().len() > MAX_QUANTILES {
+        return invalid(format!("quantiles: at most {MAX_QUANTILES}"));
+    }
+    let levels = kind.levels();
     if levels > MAX_LEVELS {
         return invalid(format!(
             "levels {levels}: at most {MAX_LEVELS} (each level is a round to calibrate and run)"
@@ -1218,11 +1204,6 @@ const MAX_LEVELS: u32 = 64;
 const MAX_RUNNING_TASKS: usize = 100;
 /// The most quantiles of one task.
 const MAX_QUANTILES: usize = 100;
-
-/// The largest report size a task may allow: a multi-message shuffle protocol's device sends
-/// hundreds of messages (Ghazi et al.'s Hadamard protocol, `1 + ρ` tuples), and a fleet's
-/// batch of 256 such reports stays well within an upload request's limit.
-pub(crate) const MAX_REPORT_BYTES: u32 = 32_768;
 
 fn unknown_population(name: &str) -> ApiError {
     ApiError::new(

@@ -1,67 +1,25 @@
-//! The shuffler boundary: which aggregator a round's uploads go into, by the trust model of
-//! the round's guarantee.
-//!
-//! A round whose guarantee trusts a shuffler ([`TrustModel::Shuffle`]) gets its aggregator
-//! behind tally-core's [`Shuffled`]: the upload path hands each admitted report over without
-//! its token, credential or position (`round.rs` never passes them on), the shuffler holds
-//! the reports, and at close permutes them with its own secret coins (an exactly uniform
-//! permutation) before the round's analyzer sees any. Every other round feeds its aggregator
-//! directly, as before (a sample-and-threshold aggregator only counts, and its coins are
-//! flipped per report). Nothing about an individual report reaches the logs, the metrics or
-//! an error: a refused upload is answered with its round kind's error code alone.
-//!
-//! # Privacy
-//!
-//! The boundary is in code, inside the one server process, not a separate trusted party: the
-//! process that holds the reports before the shuffle also runs the analyzer and its coins
-//! come from the same secret source (`docs/federated/threat-model.md`). What it guarantees is
-//! that the analyzer's input, and so everything the round releases, is independent of who
-//! sent which report and in which order.
-
-use rand_chacha::ChaCha20Rng;
-use tally_core::protocol::wire::{WireAggregator, WireRelease, wire_aggregator};
-use tally_core::protocol::{
-    DeviceQuery, MultiMessage, RoundProtocol, Shuffled, TrustModel, WireReport,
-};
-
-/// An empty aggregator for `round`, behind the shuffler when the round's guarantee trusts
-/// one, its secret coins drawn from `rng`.
-pub(crate) fn aggregator<P>(round: P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
-where
-    P: RoundProtocol<Query: DeviceQuery<Report: ShuffledReport> + Clone + Send + 'static>,
-    P::Release: WireRelease,
-    P::Aggregator: Send + 'static,
-{
-    match round.query().trust() {
-        TrustModel::Shuffle => wire_aggregator(&Shuffled(round), rng),
-        _ => wire_aggregator(&round, rng),
-    }
-}
-
-/// A report as the shuffler takes it: its wire encoding, and the messages it splits into,
-/// each with its own wire encoding (the messages a split-trust population's devices seal
-/// apart).
-pub(crate) trait ShuffledReport:
-    WireReport + MultiMessage<Message: WireReport + Send + 'static> + Send + 'static
-{
-}
-
-impl<T> ShuffledReport for T where
-    T: WireReport + MultiMessage<Message: WireReport + Send + 'static> + Send + 'static
-{
-}
+//! The shuffler boundary on the server's upload path: a round whose guarantee trusts a
+//! shuffler gets its aggregator behind tally-core's `Shuffled`
+//! ([`tally_protocol::shuffler::aggregator`]), and the upload path (`round.rs`) hands each
+//! admitted report over without its token, credential or position. Nothing about an
+//! individual report reaches the logs, the metrics or an error: a refused upload is answered
+//! with its round kind's error code alone. The tests here check what an analyst or an
+//! operator who saw the order of the uploads learns from a round's release.
 
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
 
     use rand::{Rng, SeedableRng};
-    use tally_core::protocol::RoundAggregator;
-    use tally_core::protocol::wire::WireCell;
+    use rand_chacha::ChaCha20Rng;
+    use tally_core::protocol::wire::{WireCell, WireRelease, wire_aggregator};
+    use tally_core::protocol::{
+        DeviceQuery, MultiMessage, RoundAggregator, RoundProtocol, TrustModel, WireReport,
+    };
     use tally_messages::{ErrorCode, Upload};
+    use tally_protocol::shuffler::aggregator;
+    use tally_stats_tests::binomial_interval;
 
-    use super::*;
-    use crate::aggregator::tests::binomial_interval;
     use crate::round::tests::item_query;
     use crate::round::{Cohort, Round};
 

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
+use tally_core::protocol::wire::WireCell;
 use tally_messages::{TaskState, TrustModel};
 
 use crate::ledger::{Charge, LossRounds};
@@ -185,6 +186,30 @@ pub(crate) struct StoredRound {
     pub(crate) state: RoundState,
     /// The release (JSON), for a released round.
     pub(crate) release: Option<String>,
+}
+
+/// A release as the store keeps it: its cells as `[report, count, estimate]`, each report in
+/// its wire encoding (a count is an integer, negative only where the release adds noise).
+pub(crate) fn encode_release(cells: &[WireCell]) -> String {
+    let cells: Vec<(&str, i64, f64)> = cells
+        .iter()
+        .map(|cell| (cell.key.as_str(), cell.count, cell.estimate))
+        .collect();
+    // Unwrap safety: cells are strings and numbers.
+    serde_json::to_string(&cells).expect("cells serialize")
+}
+
+/// Reads back a release [`encode_release`] wrote.
+pub(crate) fn decode_release(stored: &str) -> serde_json::Result<Vec<WireCell>> {
+    let cells: Vec<(String, i64, f64)> = serde_json::from_str(stored)?;
+    Ok(cells
+        .into_iter()
+        .map(|(key, count, estimate)| WireCell {
+            key,
+            count,
+            estimate,
+        })
+        .collect())
 }
 
 /// One ledger debit as stored.

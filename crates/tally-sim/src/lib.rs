@@ -45,6 +45,14 @@
 //! 835,229 clients, one per spoken word token of 38 plays. [`Population::synthetic`] draws
 //! from a [`SyntheticSpec`] such as `zipf:n=1000000,domain=100000,s=1.1`.
 //!
+//! # Released documents
+//!
+//! [`sample_threshold_release`], [`triehh_plus_release`] and [`values_release`] run a
+//! simulation and build its document through the registry's builders
+//! (`tally_protocol::document`): what `tally histogram`, `tally heavy-hitters --algorithm
+//! triehh++`, `tally quantiles` and `tally range` print with `--json`, and what the Python
+//! package's `to_json()` returns.
+//!
 //! # Randomness
 //!
 //! Every draw comes from a ChaCha12 generator seeded with `seed_from_u64(seed)`; each job (and
@@ -90,6 +98,7 @@ mod population;
 mod quantiles;
 mod rng;
 mod round;
+pub mod sample_threshold_release;
 mod sampled_values;
 mod stream;
 mod stream_domain;
@@ -99,7 +108,9 @@ mod stream_values;
 mod synthetic;
 mod text;
 mod triehh;
+pub mod triehh_plus_release;
 mod values;
+pub mod values_release;
 
 pub use counted::{CountedPopulation, run_triehh_plus_counted};
 pub use dataset::{DATASETS, english_word_frequencies};

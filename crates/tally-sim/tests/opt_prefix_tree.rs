@@ -267,7 +267,7 @@ fn selection_rules_pick_as_specified() {
         for _ in 0..draws {
             observed[selection.choose(&eligible, &mut rng).unwrap() as usize] += 1;
         }
-        assert_fits(selection.name(), &observed, &probs);
+        assert_fits(&format!("{selection:?}"), &observed, &probs);
     }
     let mut rng = ChaCha20Rng::seed_from_u64(3);
     assert_eq!(Selection::Weighted.choose(&[], &mut rng), None);

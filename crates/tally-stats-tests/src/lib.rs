@@ -19,9 +19,9 @@ use std::hash::Hash;
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
+use tally_accounting::numeric::ln_binomial_pmf;
 
 pub use cell_audit::{CellAudit, Mechanism, Verdict};
-use tally_accounting::numeric::ln_binomial_pmf;
 
 /// The two-sided interval of `Binomial(n, p)` holding all but at most `alpha` of its mass,
 /// from the exact pmf: a test that counts `n` independent events of probability `p` fails by

@@ -5,31 +5,29 @@
 //! only, so the shuffler's order does not matter).
 //!
 //! The instance is the smallest the protocol takes: `n = 4` users (`τ = 2` coordinates per
-//! tuple), domain `B = 2`, sets of one item, `(ε, δ) = (1, 0.1)`, so `ρ = 144` blanket tuples
-//! per user. User 0 holds item 0 on `D` and item 1 on `D'`; the others hold item 0. The outcome
+//! tuple), domain `B = 2`, sets of one item, `(ε, δ) = (1, 0.1)`, so `ρ = 3` blanket tuples per
+//! user by the exact analysis of the blanket (exact `δ(1) = 0.058`; Theorem 4.3 asked 144). User 0 holds item 0 on `D` and item 1 on `D'`; the others hold item 0. The outcome
 //! is the analyzer's raw counts, all it releases before de-biasing.
 //!
 //! * The real protocol must show no `δ(ε)` above its claim.
 //! * Mutant "no blanket": users send their real tuples only (the blanket is what hides them);
 //!   it is caught.
 //!
-//! A Hadamard mutant calibrated at `2ε` is not audited: Theorem 4.3's `ρ` is loose like
-//! Balcer–Cheu's (its constant 36 is a worst case over all `n` and `B`). At the `ρ = 30` the
-//! theorem gives for `2ε`, a one-count shift still hides in counts of standard deviation about
-//! 5: this audit's lower bound for it came out at −0.026, under the claimed 0.1.
+//! A Hadamard mutant calibrated at `2ε` is not audited: it has `ρ = 2`, whose exact `δ(1)` is
+//! 0.110, within sampling error of the claimed 0.1 (under Theorem 4.3, `ρ = 30` against 144,
+//! the audit's lower bound came out at −0.026).
 //!
 //! Count-Min (`P^CM`), on `B = 2` with `β = 1/2` (`τ = 3` rows) at the same `(ε, δ)`, for the
-//! fewest users its calibration takes (`γ` just under 1/2): user 0 holds item 0 on `D` and
+//! fewest users its calibration takes (29 by the exact analysis, `γ = 0.44`): user 0 holds item 0 on `D` and
 //! item 1 on `D'`, the others item 0; the outcome is every item's least count, all its release
 //! depends on. Its blanket cells are drawn through the round's count path (equal in law to the
 //! devices' answers, tested in tally-core), since thousands of users each send thousands.
 //!
 //! * The real protocol must show no `δ(ε)` above its claim.
 //! * Mutant "no blanket": users send their item's cells alone; it is caught.
-//!
-//! A Count-Min blanket at `γ/4` (the round calibrated at `2ε`) is not audited: Lemma 4.10's
-//! constant 90 is a worst case too, and a one-count shift hides in counts of standard deviation
-//! about 27: this audit's lower bound for it came out at −0.249, under the claimed 0.1.
+//! * Mutant "calibrated at `2ε`" (`γ = 0.15`, the whole table's exact `δ(1) = 0.246`): it is
+//!   caught. Under Lemma 4.10 (6,650 users, `γ/4`) it was not: the audit's lower bound came out
+//!   at −0.249.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -96,7 +94,7 @@ fn no_blanket(report: HadamardTuples) -> HadamardTuples {
 fn dp_audit_ghazi_hadamard_passes_and_catches_a_missing_blanket() {
     let protocol = protocol();
     let params = protocol.params();
-    assert_eq!((params.tau, params.rho), (2, 144));
+    assert_eq!((params.tau, params.rho), (2, 3));
     let round = protocol.round(DomainMap::Integers(2)).unwrap();
     let honest = split_sample_lower_bound(
         RUNS,
@@ -117,16 +115,18 @@ fn dp_audit_ghazi_hadamard_passes_and_catches_a_missing_blanket() {
 }
 
 /// Count-Min's instance: domain `B = 2`, `β = 1/2` (so `τ = 3` rows), sets of one item,
-/// `(ε, δ) = (1, 0.1)`, for the fewest users its calibration takes (`γ` just under 1/2).
+/// `(ε, δ) = (1, 0.1)`, for the fewest users its calibration takes (29, `γ = 0.44`).
 const COUNT_MIN_BETA: f64 = 0.5;
 
-/// The fewest users Count-Min is calibrated for at `(ε, δ)` on `B = 2` (Lemma 4.10 at the
-/// share `δ_L` of `δ` the parameters run it at).
+/// The fewest users Count-Min is calibrated for at `(ε, δ)` on `B = 2` (the exact analysis at
+/// the share `δ_L` of `δ` the parameters run it at).
 fn count_min_users() -> u64 {
-    use tally_accounting::ghazi::{count_min_delta_split, count_min_min_users, count_min_rows};
+    use tally_accounting::ghazi::{
+        count_min_delta_split, count_min_min_users_exact, count_min_rows,
+    };
     let rows = count_min_rows(2, COUNT_MIN_BETA).unwrap();
     let (lemma_delta, _) = count_min_delta_split(DELTA).unwrap();
-    count_min_min_users(rows, 1, EPSILON, lemma_delta).unwrap()
+    count_min_min_users_exact(rows, 1, EPSILON, lemma_delta).unwrap()
 }
 
 /// Count-Min's round for `users` users at `epsilon`, with the public hash functions drawn
@@ -201,12 +201,12 @@ fn count_min_without_blanket(
 }
 
 #[test]
-fn dp_audit_ghazi_count_min_passes_and_catches_a_missing_blanket() {
+fn dp_audit_ghazi_count_min_passes_and_catches_a_missing_blanket_and_a_doubled_epsilon() {
     let users = count_min_users();
     let round = count_min_round(users, EPSILON);
     let params = round.protocol().params();
-    assert_eq!(params.rows, 3);
-    assert!(params.gamma > 0.49 && params.gamma <= 0.5, "{params:?}");
+    assert_eq!((params.rows, params.users), (3, 29));
+    assert!(params.gamma > 0.43 && params.gamma <= 0.5, "{params:?}");
     let honest = split_sample_lower_bound(
         RUNS,
         7000,
@@ -223,4 +223,14 @@ fn dp_audit_ghazi_count_min_passes_and_catches_a_missing_blanket() {
         count_min_without_blanket(&round, 1),
     );
     assert!(mutant > DELTA, "no-blanket mutant not caught: δ ≥ {mutant}");
+    let doubled = count_min_round(users, 2.0 * EPSILON);
+    assert!(doubled.protocol().params().gamma < 0.16);
+    let mutant = split_sample_lower_bound(
+        RUNS,
+        9000,
+        EPSILON,
+        count_min_release(&doubled, 0),
+        count_min_release(&doubled, 1),
+    );
+    assert!(mutant > DELTA, "doubled-ε mutant not caught: δ ≥ {mutant}");
 }

@@ -1,16 +1,16 @@
 //! The data and the law of the tests of Ghazi et al.'s prefix-tree heavy hitters
 //! (`--algorithm count-min-prefix-tree`), offline and federated: [`PREFIX_TREE_DEVICES`]
 //! devices over `0..4` (`--domain-bits 2`), all but 60 holding one heavy item, the other three
-//! items 20 each, at `τ_HH = 160` and the largest `ε` each level's Count-Min takes (`3τ = 27`
-//! for level 1's nine rows, so `ε = 54` over the two levels) at `δ = 1e-6`.
+//! items 20 each, at `τ_HH = 160` and the smallest integer `ε` over the two levels whose
+//! reports fit `--max-report-bytes 32768` (`ε = 3`, 1.5 a level) at `δ = 1e-6`.
 
 use serde_json::Value;
 
 /// The devices. Count-Min's capped blanket keeps every report's size independent of them: at
-/// these parameters level 2's table has ten rows of `2n = 6,000` cells, `γ = 0.0721` and a
-/// blanket capped at 4,998 cells (`tools/reference/ghazi_blanket_cap.py`), so its longest
-/// report is 5,008 cells of at most 5 digits, 30,047 bytes, within `--max-report-bytes 32768`;
-/// Lemma 4.10 needs at least 433 devices.
+/// these parameters level 2's table has ten rows of `2n = 6,000` cells, `γ = 0.0644` by the
+/// exact analysis of the blanket and a blanket capped at 4,328 cells, so its longest report
+/// is 4,338 cells of at most 5 digits, 26,027 bytes, within `--max-report-bytes 32768`
+/// (`ε = 2`: 58,037 bytes).
 pub(crate) const PREFIX_TREE_DEVICES: u64 = 3000;
 
 /// Holders of each light item.
@@ -18,7 +18,7 @@ const LIGHT: u64 = 20;
 
 /// The options of every run.
 pub(crate) const PREFIX_TREE_OPTIONS: &str = "--algorithm count-min-prefix-tree --domain-bits 2 \
-     --threshold 160 --epsilon 54 --delta 1e-6";
+     --threshold 160 --epsilon 3 --delta 1e-6";
 
 /// The devices' items, one a line: `heavy` held by all but 60, each other item of `0..4` by
 /// 20.
@@ -40,9 +40,9 @@ pub(crate) fn prefix_tree_items(heavy: u32) -> String {
 ///
 /// The found item must be `heavy` alone: a light item or prefix (at most 40 holders) is found
 /// only if every row of its cell that no heavier item collides with exceeds the blanket's mean
-/// `γn` by 40 or more, which its `Bin(n, γ)` blanket (mean 174 or 216, standard deviation 12.8
-/// or 14.2 at levels 1 and 2) does in a row with probability below 3.4e-3 (scipy), in five
-/// rows below 5e-13; the heavy item's cells hold 2,940 real messages, far above
+/// `γn` by 40 or more, which its `Bin(n, γ)` blanket (mean 173 or 193, standard deviation
+/// 12.8 or 13.4 at levels 1 and 2) does in a row with probability below 1.8e-3 (scipy), in
+/// five rows below 2e-14; the heavy item's cells hold 2,940 real messages, far above
 /// `τ_HH/2 + γn`. Its level-2 estimate is `min_t C[t, h_t(j)] − γn`, row `t`'s cell holding
 /// its holders, `X_t ~ Bin(n, γ)` blanket messages (independent across rows) and the holders
 /// of another item whose hash collides with it there. Collisions only raise a cell, so

@@ -34,8 +34,8 @@ const DENSE_DOMAIN_LIMIT: usize = 1 << 24;
 /// they give.
 #[derive(Clone, Debug)]
 pub struct SampleThreshold {
-    params: SampleThresholdParams,
-    guarantee: Guarantee,
+    pub(super) params: SampleThresholdParams,
+    pub(super) guarantee: Guarantee,
 }
 
 impl SampleThreshold {

@@ -7,8 +7,11 @@
 //! several is the row of smallest keyed score, the same PRF of `(round, client id, item,
 //! occurrence)`, where `occurrence` numbers the client's rows that hold the same item
 //! (`0, 1, …`): every row of the client has its own score, so the choice is uniform over the
-//! rows and does not depend on the order the rows arrive in. A tag byte first in each message
-//! keeps coins and scores apart.
+//! rows and does not depend on the order the rows arrive in. A client bounded to `k` distinct
+//! items keeps the `k` of smallest item score, the PRF of `(round, client id, item)`
+//! ([`choose_items`]): a uniform `k`-subset of its distinct items. A client of several items
+//! flips one coin per item, the PRF of `(round, client id, item)` under another tag
+//! ([`KeyedCoin::flip_item`]). A tag byte first in each message keeps coins and scores apart.
 //!
 //! The same key, round and data give the same sample everywhere: on the command line, in the
 //! Python package and in every Spark task, retried or speculative.
@@ -40,6 +43,12 @@ const COIN_TAG: u8 = 1;
 
 /// The domain-separation byte of a row score's input.
 const ROW_TAG: u8 = 2;
+
+/// The domain-separation byte of an item score's input (the choice of `k` distinct items).
+const ITEM_TAG: u8 = 3;
+
+/// The domain-separation byte of a per-item coin's input.
+const ITEM_COIN_TAG: u8 = 4;
 
 /// A secret sampling key: the 128-bit SipHash-2-4 key derived from the secret the user gave.
 ///
@@ -173,6 +182,13 @@ impl KeyedCoin {
         hash < self.threshold
     }
 
+    /// Whether the item `item` of the client `client` is sampled in `round`: the coin of one
+    /// (client, item) pair, independent of the client's other items' coins and of
+    /// [`KeyedCoin::flip`].
+    pub fn flip_item(&self, round: u64, client: &[u8], item: &[u8]) -> bool {
+        keyed_item_hash(&self.key, ITEM_COIN_TAG, round, client, item) < self.threshold
+    }
+
     /// The key, for choosing the sampled clients' rows with [`choose_row`].
     pub fn key(&self) -> &SamplingKey {
         &self.key
@@ -195,6 +211,53 @@ pub fn row_score(
         client,
         item,
     ])
+}
+
+/// The PRF of `tag ‖ round ‖ len(client) ‖ client ‖ item` (the length as 8 bytes little-endian).
+fn keyed_item_hash(key: &SamplingKey, tag: u8, round: u64, client: &[u8], item: &[u8]) -> u64 {
+    key.prf_of_parts(&[
+        &[tag],
+        &round.to_le_bytes(),
+        &(client.len() as u64).to_le_bytes(),
+        client,
+        item,
+    ])
+}
+
+/// The keyed score of the item `item` of `client` in `round`, by which [`choose_items`] keeps
+/// a client's `k` items.
+pub fn item_score(key: &SamplingKey, round: u64, client: &[u8], item: &[u8]) -> u64 {
+    keyed_item_hash(key, ITEM_TAG, round, client, item)
+}
+
+/// The positions in `items` of the at most `max_items` distinct items `client` contributes in
+/// `round`: the distinct items of smallest [`item_score`] (ties to the smaller item), each at
+/// the first position holding it, in increasing order of position. Modelling the PRF as a
+/// random function, the scores of distinct items are independent and uniform, so the kept
+/// items are a uniform `max_items`-subset of the client's distinct items, whatever the order
+/// of its rows.
+pub fn choose_items<T: AsRef<[u8]> + Ord>(
+    key: &SamplingKey,
+    round: u64,
+    client: &[u8],
+    items: &[T],
+    max_items: u32,
+) -> Vec<usize> {
+    let mut scored: Vec<(u64, &[u8], usize)> = super::contribution::first_positions(items)
+        .into_iter()
+        .map(|position| {
+            let item = items[position].as_ref();
+            (item_score(key, round, client, item), item, position)
+        })
+        .collect();
+    scored.sort_unstable();
+    let mut kept: Vec<usize> = scored
+        .into_iter()
+        .take(max_items as usize)
+        .map(|(_, _, position)| position)
+        .collect();
+    kept.sort_unstable();
+    kept
 }
 
 /// The index in `items` of the row `client` contributes in `round`: the row of smallest
@@ -311,6 +374,35 @@ mod tests {
             }
         }
         assert!((10..70).contains(&heads), "{heads}");
+    }
+
+    #[test]
+    fn item_choice_ignores_the_order_and_multiplicity_of_the_rows() {
+        let rows = ["b", "a", "c", "a", "d", "b"];
+        let reversed = ["b", "d", "a", "c", "a", "b"];
+        for client in 0..50u32 {
+            let client = client.to_string();
+            let chosen: Vec<&str> = choose_items(&key(), 1, client.as_bytes(), &rows, 2)
+                .into_iter()
+                .map(|p| rows[p])
+                .collect();
+            let mut again: Vec<&str> = choose_items(&key(), 1, client.as_bytes(), &reversed, 2)
+                .into_iter()
+                .map(|p| reversed[p])
+                .collect();
+            let mut sorted = chosen.clone();
+            sorted.sort_unstable();
+            again.sort_unstable();
+            assert_eq!(sorted, again, "client {client}");
+            assert_eq!(chosen.len(), 2);
+            assert_ne!(chosen[0], chosen[1]);
+        }
+        assert_eq!(choose_items(&key(), 0, b"x", &["a", "a"], 3), [0]);
+        let coin = KeyedCoin::new(key(), 0.5).unwrap();
+        let flips: Vec<bool> = (0..64u32)
+            .map(|i| coin.flip_item(0, b"client", i.to_string().as_bytes()))
+            .collect();
+        assert!(flips.iter().any(|&h| h) && flips.iter().any(|&h| !h));
     }
 
     #[test]

@@ -4,13 +4,14 @@
 //! **Randomizer.** A client holding `x ∈ 0..d` sends the message `x` and, for every cell `j` of
 //! the domain, one noise message `j` with probability `p` (independent `Ber(p)` coins), so
 //! `1 + d·p` messages of `⌈log2 d⌉` bits in expectation. `p` comes from
-//! [`tally_accounting::balcer_cheu`]: the binary-sum noise probability at `(ε/2, δ/2)`.
+//! [`tally_accounting::balcer_cheu`]: the larger (less noisy) of the binary-sum noise
+//! probability at `(ε/2, δ/2)` and the exact analysis's.
 //!
 //! **Analyzer** (the paper's, kept exactly). For each cell `j`, `c*_j = (messages equal to
 //! j)/n`; the frequency estimate is `c*_j − p` if `c*_j > 1` and 0 otherwise. As counts
 //! (the round's [`Estimates`](crate::protocol::Estimates)) that is `n·(c*_j − p)` or 0. The estimate is never
 //! negative and is exactly 0 for a cell no client holds (its `Bin(n, p)` noise never exceeds
-//! `n`), but it is biased towards 0 for small counts; Theorem 3.1 bounds its error
+//! `n`), but it is biased towards 0 for small counts by at most `1 − p` in frequency
 //! ([`tally_accounting::balcer_cheu::BalcerCheu::error_bound`]).
 //!
 //! **As a round** ([`BalcerCheuHistogram::round`]): a device's report is its whole list of
@@ -31,10 +32,12 @@
 //! # Privacy
 //!
 //! `(ε, δ)`-DP for replace-one neighbours in the shuffle model (the adversary sees the
-//! anonymous multiset of all `n` clients' messages), by Balcer–Cheu Theorem 3.2: with binary
-//! sums calibrated at `(ε/2, δ/2)` the histogram is `(ε, δ)` ([`tally_accounting::balcer_cheu`],
-//! where `p` is rounded down, i.e. towards more noise). Requires `ε ∈ (0, 2]`, `δ ∈ (0, 1)` and
-//! `n ≥ (400/ε²) ln(4/δ)`. Every noise coin is exact: the absent coins are an exact Poisson
+//! anonymous multiset of all `n` clients' messages), by the analysis that chose `p`
+//! ([`tally_accounting::balcer_cheu`]): Balcer–Cheu Theorem 3.2 (binary sums calibrated at
+//! `(ε/2, δ/2)`, `p` rounded down, i.e. towards more noise; `ε ∈ (0, 2]` and
+//! `n ≥ (400/ε²) ln(4/δ)`), or the exact privacy-loss distribution of one message moving
+//! between two cells with `Bin(n, p)` blankets ([`tally_accounting::blanket`]; any `ε`, and
+//! `n` large enough that `p = 1/2` reaches `δ`). Every noise coin is exact: the absent coins are an exact Poisson
 //! sampler at rate `1 − p` (exact in `f64` since `p ≥ 1/2`) and the per-cell counts an exact
 //! binomial. There is no local guarantee: one client's messages reveal its item (a cell with
 //! two messages), so the protection rests entirely on the shuffler.
@@ -72,9 +75,8 @@ impl BalcerCheuHistogram {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] if `d < 2`; [`Error::Accounting`] unless `epsilon ∈ (0, 2]`,
-    /// `delta ∈ (0, 1)` and `n_users ≥ (400/ε²) ln(4/δ)` (see
-    /// [`BalcerCheu::histogram`]).
+    /// [`Error::InvalidParameter`] if `d < 2`; [`Error::Accounting`] if neither analysis
+    /// calibrates `p ≥ 1/2` for `(epsilon, delta, n_users)` (see [`BalcerCheu::histogram`]).
     pub fn new(domain: u32, epsilon: f64, delta: f64, n_users: u64) -> Result<Self, Error> {
         let domain = check_domain(domain)?;
         let params = BalcerCheu::histogram(epsilon, delta, n_users)?;
@@ -553,8 +555,9 @@ mod tests {
     use super::*;
 
     fn protocol() -> BalcerCheuHistogram {
-        // p ≈ 0.62 over 8 cells: three cells absent from a report on average.
-        let protocol = BalcerCheuHistogram::new(8, 2.0, 1e-6, 2000).unwrap();
+        // p ≈ 0.61 over 8 cells (the exact analysis at ε = 0.25): three cells absent from a
+        // report on average.
+        let protocol = BalcerCheuHistogram::new(8, 0.25, 1e-6, 2000).unwrap();
         assert!(
             (0.6..0.65).contains(&protocol.noise_probability()),
             "{protocol:?}"

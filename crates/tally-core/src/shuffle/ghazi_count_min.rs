@@ -782,6 +782,7 @@ impl RoundAggregator for CountMinCounts {
 #[cfg(test)]
 mod tests {
     use rand::SeedableRng;
+    use tally_accounting::blanket::BlanketAnalysis;
 
     use super::*;
     use crate::shuffle::two_sample::same_law;
@@ -812,6 +813,7 @@ mod tests {
             width: 8,
             gamma: 0.25,
             blanket_cap,
+            analysis: BlanketAnalysis::Theorem,
         };
         let protocol = GhaziCountMin { params };
         let hashes = CountMinHashes::draw(&params, &mut ChaCha20Rng::seed_from_u64(1));

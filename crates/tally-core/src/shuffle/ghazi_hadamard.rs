@@ -1101,6 +1101,7 @@ impl RoundAggregator for HadamardCounts {
 #[cfg(test)]
 mod tests {
     use rand::SeedableRng;
+    use tally_accounting::blanket::BlanketAnalysis;
 
     use super::*;
     use crate::shuffle::two_sample::same_law;
@@ -1117,6 +1118,7 @@ mod tests {
             delta: 0.1,
             tau: 4,
             rho: 1,
+            analysis: BlanketAnalysis::Theorem,
         };
         GhaziHadamard { params }
             .round(DomainMap::Integers(8))
@@ -1135,6 +1137,7 @@ mod tests {
             delta: 0.1,
             tau: 4,
             rho: 1,
+            analysis: BlanketAnalysis::Theorem,
         };
         let round = GhaziHadamard { params }
             .round(DomainMap::Integers(8))

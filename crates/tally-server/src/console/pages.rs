@@ -9,6 +9,7 @@ use tally_messages::{
     CredentialInfo, GuaranteeBody, IssuedCredential, LedgerBalance, PopulationInfo, Role,
     RoundQuery, TaskInfo, TaskSpec,
 };
+use tally_protocol::definition;
 
 use super::Session;
 use super::charts;
@@ -487,7 +488,7 @@ pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> 
 /// sample-and-threshold rounds, why no curve is drawn.
 fn release_prediction(spec: &TaskSpec, curves: Option<&ReleaseCurves>) -> Markup {
     let Some(curves) = curves else {
-        return html! { p.note #no-curve { (no_curve_reason(spec)) } };
+        return html! { p.note #no-curve { (definition(&spec.kind).no_curve_reason()) } };
     };
     html! {
         @if curves.rounds > 1 {
@@ -521,29 +522,6 @@ fn release_prediction(spec: &TaskSpec, curves: Option<&ReleaseCurves>) -> Markup
                     }
                 }
             }
-        }
-    }
-}
-
-/// Why no release curve is drawn for the task `spec` asks for.
-fn no_curve_reason(spec: &TaskSpec) -> &'static str {
-    use tally_messages::TaskKind;
-    match spec.kind {
-        TaskKind::DomainHistogram { .. } => {
-            "A histogram over a public domain releases an estimate for every element of the domain: \
-             no threshold decides what is released, so there is no release curve. The guarantee above is what it promises."
-        }
-        TaskKind::Triehh { .. } => {
-            "TrieHH accepts a prefix with enough votes in a batch of ballots drawn without replacement: \
-             the console draws no release curve for it. The guarantee above is what it promises."
-        }
-        TaskKind::OptPrefixTree(_) => {
-            "OptPrefixTree's reports are randomized one-hot vectors behind the shuffler, with no threshold: \
-             there is no release curve. The guarantee above is what it promises."
-        }
-        _ => {
-            "The task's rounds are not sample-and-threshold rounds: there is no release curve. \
-             The guarantee above is what it promises."
         }
     }
 }

@@ -8,7 +8,7 @@ use tally_accounting::key_selection::{
 };
 use tally_accounting::{Guarantee, Neighbours};
 
-use crate::engine::ThresholdRounds;
+use tally_protocol::ThresholdRounds;
 
 /// The release probabilities whose counts the plan marks.
 pub(super) const MARKED_PROBABILITIES: [f64; 2] = [0.5, 0.95];

@@ -4,7 +4,7 @@
 
 use sqlx::Connection;
 use tally_accounting::composition::compose_basic;
-use tally_messages::{HistogramMechanism, PrivacyTarget, RoundPolicy, Sampling};
+use tally_messages::{HistogramMechanism, PrivacyTarget, RoundPolicy, Sampling, TaskKind};
 
 use super::*;
 use crate::store::StoredPopulation;

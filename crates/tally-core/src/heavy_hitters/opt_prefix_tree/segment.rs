@@ -3,11 +3,6 @@
 //! `|P_{t−1}|·|𝒜|^s + 1 ≤ C` elements, `⊥` included). Every policy is a function of the
 //! released estimates only (post-processing).
 
-use std::fmt;
-use std::str::FromStr;
-
-use crate::Error;
-
 /// How the segment length `s_t` is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SegmentPolicy {
@@ -90,40 +85,6 @@ fn fits(live: u64, alphabet: u64, s: usize, cap: u64) -> bool {
         .is_some_and(|size| size < cap)
 }
 
-impl fmt::Display for SegmentPolicy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Fixed(s) => write!(f, "fixed:{s}"),
-            Self::MaxUnderCap => f.write_str("max-under-cap"),
-            Self::MaxMass => f.write_str("max-mass"),
-        }
-    }
-}
-
-impl FromStr for SegmentPolicy {
-    type Err = Error;
-
-    /// `fixed:S` (S ≥ 1), `max-under-cap` or `max-mass`.
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "max-under-cap" => return Ok(Self::MaxUnderCap),
-            "max-mass" => return Ok(Self::MaxMass),
-            _ => {}
-        }
-        s.strip_prefix("fixed:")
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&n| n >= 1)
-            .map(Self::Fixed)
-            .ok_or_else(|| {
-                Error::invalid(
-                    "segment policy",
-                    s,
-                    "fixed:S (S ≥ 1), max-under-cap or max-mass",
-                )
-            })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -170,18 +131,5 @@ mod tests {
             SegmentPolicy::MaxMass.segment(&vec![1.0; 100], 2, 10_000, 64),
             6
         );
-    }
-
-    #[test]
-    fn parses() {
-        assert_eq!(
-            "fixed:4".parse::<SegmentPolicy>().unwrap(),
-            SegmentPolicy::Fixed(4)
-        );
-        assert_eq!(
-            "max-under-cap".parse::<SegmentPolicy>().unwrap(),
-            SegmentPolicy::MaxUnderCap
-        );
-        assert!("fixed:0".parse::<SegmentPolicy>().is_err());
     }
 }

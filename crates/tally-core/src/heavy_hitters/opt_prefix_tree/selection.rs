@@ -1,11 +1,7 @@
 //! How a device picks the one data point it reports in an iteration (ALGORITHMS.md §6.1).
 
-use std::fmt;
-use std::str::FromStr;
-
 use rand::Rng;
 
-use crate::Error;
 use crate::sampling::uniform_below;
 
 /// The data-selection rule a device uses to pick one eligible data point (ALGORITHMS.md §6.1).
@@ -19,14 +15,6 @@ pub enum Selection {
 }
 
 impl Selection {
-    /// The name used on the command line and in JSON output.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::UniformSupport => "uniform-support",
-            Self::Weighted => "weighted",
-        }
-    }
-
     /// Picks one of the `eligible` data points, given as `(element, multiplicity)` pairs with
     /// one pair per distinct data point (two data points may share an element, their common
     /// prefix), and returns its element; `None` when nothing is eligible (the device then
@@ -53,22 +41,5 @@ impl Selection {
                 unreachable!("pick < total")
             }
         }
-    }
-}
-
-impl fmt::Display for Selection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Selection {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        [Self::UniformSupport, Self::Weighted]
-            .into_iter()
-            .find(|sel| sel.name() == s)
-            .ok_or_else(|| Error::invalid("selection", s, "uniform-support or weighted"))
     }
 }

@@ -3,16 +3,16 @@
 
 use std::path::Path;
 
+use crate::{
+    ExecutionPath, KeyedPopulation, PoissonLines, Population, StreamFormat,
+    run_keyed_sample_threshold, run_sample_threshold, stream_sample_threshold,
+};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
 use tally_core::sampling::SamplingKey;
 use tally_messages::{HistogramRelease, ReleasedItem};
-use tally_server::document;
-use tally_sim::{
-    ExecutionPath, KeyedPopulation, PoissonLines, Population, StreamFormat,
-    run_keyed_sample_threshold, run_sample_threshold, stream_sample_threshold,
-};
+use tally_protocol::document;
 
 /// The execution name of a keyed run in the document.
 pub const KEYED_EXECUTION: &str = "keyed";
@@ -123,7 +123,7 @@ pub fn streamed_histogram(
     seed: u64,
     shown_seed: Option<u64>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<HistogramRelease, tally_sim::Error> {
+) -> Result<HistogramRelease, crate::Error> {
     let sampling = PoissonLines::new(mechanism, seed);
     let streamed = stream_sample_threshold(file, format, mechanism, &sampling, progress)?;
     let names = streamed.names;

@@ -13,10 +13,49 @@ use tally_core::heavy_hitters::{
     OptPrefixTreeOutput,
 };
 use tally_core::histogram::SampleThreshold;
-use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec};
+use tally_messages::{OptPrefixTreeOptions, Sampling, TaskSpec, WordEncoding};
 
-use super::{Engine, Kind, driven, input_description};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
 use crate::document;
+use crate::opt_prefix_tree::{encoding, segment_policy, selection, unary_variant};
+
+/// An OptPrefixTree task with its options.
+pub(super) struct OptPrefixTreeTask<'a>(pub(super) &'a OptPrefixTreeOptions);
+
+impl TaskDefinition for OptPrefixTreeTask<'_> {
+    fn name(&self) -> &'static str {
+        "opt-prefix-tree"
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let options = self.0;
+        format!(
+            "opt-prefix-tree heavy hitters, {} run(s) of {} iteration(s), domain cap {}, \
+             segment {}, {} encoding, behind the shuffler",
+            options.runs,
+            options.iterations,
+            options.domain_cap,
+            options.segment,
+            match options.encoding {
+                WordEncoding::Bytes => "bytes",
+                WordEncoding::Huffman { .. } => "huffman",
+            }
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.0.iterations.saturating_mul(self.0.runs)
+    }
+
+    fn no_curve_reason(&self) -> &'static str {
+        "OptPrefixTree's reports are randomized one-hot vectors behind the shuffler, with no threshold: \
+         there is no release curve. The guarantee above is what it promises."
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        OptPrefixTreeKind::build(spec, self.0)
+    }
+}
 
 /// OptPrefixTree over devices holding many words each.
 #[derive(Clone)]
@@ -70,7 +109,7 @@ impl OptPrefixTreeKind {
                 options.domain_cap, spec.rounds.max_report_bytes
             ));
         }
-        let encoding = Encoding::try_from(&options.encoding).map_err(|e| e.to_string())?;
+        let encoding = encoding(&options.encoding).map_err(|e| e.to_string())?;
         let max_length = options.max_length.map_or(
             match encoding {
                 Encoding::Huffman(_) => 96,
@@ -103,9 +142,9 @@ impl OptPrefixTreeKind {
             runs,
             domain_cap: options.domain_cap,
             fpr: options.fpr,
-            selection: options.selection,
-            randomizer: options.randomizer.into(),
-            segment: options.segment,
+            selection: selection(options.selection),
+            randomizer: unary_variant(options.randomizer),
+            segment: segment_policy(options.segment),
             encoding,
             max_length,
             deny: options.deny.clone(),
@@ -147,10 +186,10 @@ impl Kind for OptPrefixTreeKind {
             runs: options.runs as usize,
             domain_cap: options.domain_cap,
             fpr: options.fpr,
-            selection: options.selection,
-            randomizer: options.randomizer.into(),
+            selection: selection(options.selection),
+            randomizer: unary_variant(options.randomizer),
             encoding: self.encoding,
-            segment: options.segment,
+            segment: segment_policy(options.segment),
             max_length: self.max_length,
             deny: options.deny.len(),
         };
@@ -166,6 +205,8 @@ impl Kind for OptPrefixTreeKind {
 
 #[cfg(test)]
 mod tests {
+    use crate::AskResponder;
+    use crate::opt_prefix_tree::word_encoding;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::sample_threshold::Analysis;
@@ -174,7 +215,8 @@ mod tests {
     use tally_core::protocol::{DeviceQuery, TrustModel};
     use tally_core::task::Task;
     use tally_messages::{
-        HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, TaskKind, WordEncoding,
+        HeavyHittersRelease, PROTOCOL_VERSION, PrivacyTarget, RoundPolicy, SegmentRule,
+        SelectionRule, TaskKind,
     };
     use tally_sim::MultiPopulation;
 
@@ -198,10 +240,10 @@ mod tests {
             runs: 1,
             domain_cap: 1025,
             fpr: 0.1,
-            selection: Selection::UniformSupport,
+            selection: SelectionRule::UniformSupport,
             randomizer: tally_messages::Randomizer::Oue,
-            encoding: WordEncoding::from(&Encoding::Huffman(tally_sim::english_huffman_code())),
-            segment: tally_core::heavy_hitters::SegmentPolicy::MaxUnderCap,
+            encoding: word_encoding(&Encoding::Huffman(tally_sim::english_huffman_code())),
+            segment: SegmentRule::MaxUnderCap,
             max_length: None,
             deny: Vec::new(),
             composition: None,
@@ -236,7 +278,7 @@ mod tests {
         let TaskKind::OptPrefixTree(options) = &spec.kind else {
             unreachable!("an OptPrefixTree spec")
         };
-        let encoding = Encoding::try_from(&options.encoding).unwrap();
+        let encoding = encoding(&options.encoding).unwrap();
         let plan = solve_local_epsilon(
             spec.privacy.epsilon,
             spec.privacy.delta,
@@ -251,9 +293,9 @@ mod tests {
             runs: 1,
             domain_cap: options.domain_cap,
             fpr: options.fpr,
-            selection: options.selection,
-            randomizer: options.randomizer.into(),
-            segment: options.segment,
+            selection: selection(options.selection),
+            randomizer: unary_variant(options.randomizer),
+            segment: segment_policy(options.segment),
             encoding,
             max_length: 96,
             deny: Vec::new(),

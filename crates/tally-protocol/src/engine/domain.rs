@@ -1,23 +1,73 @@
 //! Histograms over a public domain as one server task kind, parameterised by the mechanism:
 //! each mechanism is a tally-core round registered once, in
-//! [`DomainHistogramMechanism::build`], which [`build`] opens as a task.
+//! [`BuildDomainRound::build`], which [`build`] opens as a task.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
 use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
-    DomainRoundVisitor, FederatedDomainRound, PrivacyTarget, PublicDomain, RangeTreeMechanism,
-    Sampling, ShuffleCalibration, TaskKind, TaskSpec,
+    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
+    PublicDomain, RangeTreeMechanism, Sampling, TaskKind, TaskSpec,
 };
 
-use super::{Engine, Kind, driven, input_description};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
+use crate::{
+    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
+};
+
+/// A histogram over a public domain.
+pub(super) struct DomainTask {
+    /// The mechanism.
+    pub(super) mechanism: DomainHistogramMechanism,
+    /// The public domain.
+    pub(super) domain: PublicDomain,
+    /// The seed of the public coins of a mechanism that publishes some.
+    pub(super) public_coins: Option<u64>,
+}
+
+impl TaskDefinition for DomainTask {
+    fn name(&self) -> &'static str {
+        self.mechanism.name()
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        format!(
+            "{} histogram over {}",
+            self.mechanism.name(),
+            domain_map(self.domain)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        1
+    }
+
+    fn no_curve_reason(&self) -> &'static str {
+        "A histogram over a public domain releases an estimate for every element of the domain: \
+         no threshold decides what is released, so there is no release curve. The guarantee above is what it promises."
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        if self.mechanism == DomainHistogramMechanism::GhaziCountMin {
+            check_count_min_cohort(spec)?;
+        }
+        build(
+            self.mechanism,
+            self.domain,
+            self.public_coins,
+            &spec.privacy,
+            spec.expected_population,
+            spec.rounds.min_cohort,
+            spec.rounds.max_report_bytes,
+        )
+    }
+}
 
 /// The largest public domain a task may ask for: its one round releases a cell per element.
 pub(super) const MAX_DOMAIN: u32 = 1 << 24;
@@ -49,7 +99,7 @@ pub(super) fn build(
     min_cohort: u64,
     max_report_bytes: u32,
 ) -> Result<(Engine, Guarantee), String> {
-    let map = DomainMap::from(domain);
+    let map = domain_map(domain);
     let size = map.size();
     if !(2..=MAX_DOMAIN).contains(&size) {
         return Err(format!(
@@ -129,6 +179,16 @@ pub(super) fn check_capped_cohort(
     }
 }
 
+/// Refuses a Count-Min task of `spec` whose rounds would wait for more devices than its blanket
+/// cap counts: [`check_capped_cohort`] for the expected population it is calibrated for.
+pub(super) fn check_count_min_cohort(spec: &TaskSpec) -> Result<(), String> {
+    check_capped_cohort(
+        "ghazi-count-min",
+        spec.rounds.cohort_target,
+        spec.expected_population,
+    )
+}
+
 /// Gives a new task whose mechanism publishes public coins
 /// ([`DomainHistogramMechanism::publishes_coins`]) and whose spec names no seed for them a
 /// seed of its own, drawn by `draw` (from the server's stream, seeded only in tests), which is
@@ -140,7 +200,7 @@ pub(super) fn check_capped_cohort(
 ///
 /// The coins are public (published in every ask of the task); the guarantee holds whatever
 /// they are, as long as they are drawn independently of the devices' data, as here.
-pub(crate) fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
+pub fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
     let public_coins = match kind {
         TaskKind::DomainHistogram {
             mechanism,
@@ -277,6 +337,7 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
 
 #[cfg(test)]
 mod shuffle_tests {
+    use crate::AskResponder;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::sample_threshold::Analysis;
@@ -286,7 +347,7 @@ mod shuffle_tests {
     use tally_messages::Ask;
 
     use super::*;
-    use crate::runtime::MAX_REPORT_BYTES;
+    use tally_messages::MAX_REPORT_BYTES;
 
     /// The privacy target of the shuffle tests' tasks.
     fn shuffle_privacy() -> PrivacyTarget {
@@ -300,8 +361,9 @@ mod shuffle_tests {
 
     /// The shuffle mechanisms are published as their own asks, their devices' responders and
     /// the rounds the driver opens trust a shuffler, so `shuffler::aggregator` puts the
-    /// analyzer behind `Shuffled` (whose input `shuffler.rs` tests); 3,000 devices' wire
-    /// reports go through and every element is released, the common one standing out.
+    /// analyzer behind `Shuffled` (whose input the server's `shuffler.rs` tests); 3,000
+    /// devices' wire reports go through and every element is released, the common one
+    /// standing out.
     #[test]
     fn shuffle_mechanisms_run_behind_the_shuffler() {
         let privacy = shuffle_privacy();
@@ -414,13 +476,13 @@ mod shuffle_tests {
     }
 
     /// The fit is checked on the exact longest report, not on the expected one: Count-Min
-    /// for 350 devices over `0..2` at `ε = 27` sends about 3,020 messages of 14 bits, about
-    /// 6,000 bytes at two bytes a message, but a device may send its 9 cells and its blanket's
-    /// cap of 3,410 of the table's 6,300 cells, 17,094 bytes in decimal.
+    /// for 350 devices over `0..2` at `ε = 3` sends about 1,865 bytes of messages in
+    /// expectation, but a device may send its own cells and its blanket's cap of 1,137 cells,
+    /// 5,729 bytes in decimal.
     #[test]
     fn a_task_is_refused_on_its_longest_report() {
         let privacy = PrivacyTarget {
-            epsilon: 27.0,
+            epsilon: 3.0,
             ..shuffle_privacy()
         };
         let build_with = |max_report_bytes| {
@@ -435,15 +497,15 @@ mod shuffle_tests {
             )
         };
         let count_min =
-            tally_core::shuffle::GhaziCountMin::new(350, 2, 1, 27.0, 1e-6, DEFAULT_COUNT_MIN_BETA)
+            tally_core::shuffle::GhaziCountMin::new(350, 2, 1, 3.0, 1e-6, DEFAULT_COUNT_MIN_BETA)
                 .unwrap();
         let cost = count_min.message_cost().unwrap();
         let bytes = cost.messages_per_client * cost.bits_per_message.div_ceil(8) as f64;
-        assert!(bytes < 6_100.0, "{cost:?}");
-        assert_eq!(count_min.params().blanket_cap, 3410);
-        let message = build_with(8_192).err().expect("refused");
+        assert!(bytes < 1_900.0, "{cost:?}");
+        assert_eq!(count_min.params().blanket_cap, 1137);
+        let message = build_with(4_096).err().expect("refused");
         assert!(
-            message.contains("longest report a device could send is 17094 bytes"),
+            message.contains("longest report a device could send is 5729 bytes"),
             "{message}"
         );
         assert!(build_with(MAX_REPORT_BYTES).is_ok());

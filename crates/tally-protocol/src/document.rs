@@ -22,6 +22,8 @@ use tally_messages::{
     TreeRangeRelease, TrieNodeBody,
 };
 
+use crate::opt_prefix_tree::{segment_rule, selection_rule};
+
 /// The name of the TrieHH++ document's mechanism.
 pub const TRIEHH_PLUS: &str = "triehh++";
 
@@ -569,13 +571,13 @@ pub fn opt_prefix_tree(
             "iterations_run": output.iterations.len(),
             "domain_cap": parameters.domain_cap,
             "fpr": parameters.fpr,
-            "selection": parameters.selection.name(),
+            "selection": selection_rule(parameters.selection).name(),
             "randomizer": match parameters.randomizer {
                 UnaryVariant::Optimized => "oue",
                 UnaryVariant::Symmetric => "sue",
             },
             "encoding": parameters.encoding,
-            "segment": parameters.segment.to_string(),
+            "segment": segment_rule(parameters.segment).to_string(),
             "max_length": parameters.max_length,
             "deny": parameters.deny,
             "local_epsilon": plan.local_epsilon,

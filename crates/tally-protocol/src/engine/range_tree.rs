@@ -4,21 +4,21 @@
 
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
 use tally_core::quantiles::ValueRange;
 use tally_core::shuffle::{NumberTreeRound, RangeRound, SetOracleRound, ShuffleQuantiles};
-use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
     PrivacyTarget, QuantileRow, QuantilesRelease, RangeTreeMechanism, Sampling, TaskSpec,
     TreeReading,
 };
 
-use super::domain::check_shuffle_cohort;
-use super::{Engine, Kind, driven, input_description, value_range};
+use super::domain::{check_count_min_cohort, check_shuffle_cohort};
+use super::{Engine, Kind, TaskDefinition, driven, input_description, value_range};
+use crate::PublishedQuery;
 use crate::document::{self, TreeDocument};
 use crate::shuffler::ShuffledReport;
 
@@ -36,6 +36,56 @@ pub(super) struct TreeTask<'a> {
     pub(super) failure_probability: Option<f64>,
     /// The seed of Count-Min's public hash functions.
     pub(super) public_coins: Option<u64>,
+}
+
+impl TaskDefinition for TreeTask<'_> {
+    fn name(&self) -> &'static str {
+        match self.reading {
+            TreeReading::Range { .. } => "range",
+            TreeReading::Quantiles(_) => "quantiles",
+        }
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let levels = self.levels;
+        let [min, max] = self.range.unwrap_or([0.0, 1.0]);
+        let what = match self.reading {
+            TreeReading::Range { lo, hi } => format!("range count of [{lo}, {hi})"),
+            TreeReading::Quantiles(quantiles) => {
+                let quantiles: Vec<String> = quantiles.iter().map(f64::to_string).collect();
+                format!("quantiles {}", quantiles.join(", "))
+            }
+        };
+        format!(
+            "{what} among numbers in [{min}, {max}] from a range-query tree of {levels} \
+             levels on {}, one round behind the shuffler",
+            self.mechanism.name()
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        1
+    }
+
+    fn quantiles(&self) -> &[f64] {
+        match self.reading {
+            TreeReading::Range { .. } => &[],
+            TreeReading::Quantiles(quantiles) => quantiles,
+        }
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        if self.mechanism == RangeTreeMechanism::GhaziCountMin {
+            check_count_min_cohort(spec)?;
+        }
+        build(
+            self,
+            &spec.privacy,
+            spec.expected_population,
+            spec.rounds.min_cohort,
+            spec.rounds.max_report_bytes,
+        )
+    }
 }
 
 /// The task `task` asks for at `privacy`, its oracle calibrated for `clients` devices (the
@@ -279,5 +329,59 @@ where
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tally_accounting::sample_threshold::Analysis;
+    use tally_messages::{PROTOCOL_VERSION, RoundPolicy, TaskKind};
+
+    use super::*;
+
+    /// A Count-Min range tree whose rounds would wait for more devices than its blanket cap
+    /// counts is refused, as the Count-Min histogram and prefix tree are; Ghazi's Hadamard tree
+    /// caps nothing and is not refused for it.
+    #[test]
+    fn a_count_min_tree_waits_for_at_most_the_devices_its_cap_counts() {
+        let spec = |mechanism| TaskSpec {
+            version: PROTOCOL_VERSION,
+            population: "numbers".into(),
+            expected_population: 3000,
+            privacy: PrivacyTarget {
+                epsilon: 8.0,
+                delta: 1e-6,
+                neighbours: Neighbours::ReplaceOne,
+                analysis: Analysis::Tight,
+            },
+            kind: TaskKind::RangeTree {
+                mechanism,
+                levels: 3,
+                range: None,
+                reading: TreeReading::Range { lo: 0.25, hi: 0.75 },
+                failure_probability: None,
+                public_coins: Some(1),
+            },
+            rounds: RoundPolicy {
+                min_cohort: 3000,
+                cohort_target: Some(3001),
+                ..RoundPolicy::default()
+            },
+            sampling: Sampling::Aggregator,
+        };
+        let refused = Engine::build(&spec(RangeTreeMechanism::GhaziCountMin))
+            .err()
+            .expect("refused");
+        assert!(
+            refused.contains("cohort_target 3001") && refused.contains("at most 3000"),
+            "{refused}"
+        );
+        let hadamard = Engine::build(&spec(RangeTreeMechanism::GhaziHadamard)).err();
+        assert!(
+            hadamard
+                .as_ref()
+                .is_none_or(|message| !message.contains("cohort_target")),
+            "{hadamard:?}"
+        );
     }
 }

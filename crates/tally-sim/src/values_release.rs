@@ -1,6 +1,10 @@
 //! Quantiles and range counts of numbers by sample-and-threshold, and their documents, as
 //! `tally quantiles --json` and `tally range --json` print them.
 
+use crate::{
+    CountedValues, ExecutionPath, SortedValues, ValueRange, Values, ValuesError,
+    run_binary_searches, run_hierarchical, run_hierarchical_counted,
+};
 use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
@@ -12,11 +16,7 @@ use tally_core::quantiles::{
 };
 use tally_core::task::Task;
 use tally_messages::{GuaranteeBody, QuantileRow, QuantilesRelease, RangeRelease};
-use tally_server::document;
-use tally_sim::{
-    CountedValues, ExecutionPath, SortedValues, ValueRange, Values, ValuesError,
-    run_binary_searches, run_hierarchical, run_hierarchical_counted,
-};
+use tally_protocol::document;
 
 /// Why a quantile or range release was refused.
 #[derive(Debug, thiserror::Error)]

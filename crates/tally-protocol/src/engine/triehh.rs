@@ -8,8 +8,46 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::TrieHhBatchRound;
 use tally_messages::{Sampling, TaskSpec};
 
-use super::{Engine, Kind, driven, input_description};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
 use crate::document;
+
+/// A TrieHH task: `levels` rounds of `segment` characters, with an optional `beam`.
+pub(super) struct TrieHhTask {
+    pub(super) levels: u32,
+    pub(super) segment: u32,
+    pub(super) beam: Option<u32>,
+}
+
+impl TaskDefinition for TrieHhTask {
+    fn name(&self) -> &'static str {
+        "triehh"
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let TrieHhTask {
+            levels, segment, ..
+        } = self;
+        format!(
+            "triehh heavy hitters, {levels} rounds of {segment} character(s), fixed-size \
+             batches drawn by the aggregator{}",
+            self.beam
+                .map_or_else(String::new, |b| format!(", beam {b}"))
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.levels
+    }
+
+    fn no_curve_reason(&self) -> &'static str {
+        "TrieHH accepts a prefix with enough votes in a batch of ballots drawn without replacement: \
+         the console draws no release curve for it. The guarantee above is what it promises."
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        TrieHhKind::build(spec, self.levels, self.segment, self.beam)
+    }
+}
 
 /// TrieHH with fixed-size batches drawn by the aggregator.
 #[derive(Clone)]
@@ -91,6 +129,7 @@ impl Kind for TrieHhKind {
 
 #[cfg(test)]
 mod tests {
+    use crate::AskResponder;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::numeric::ln_choose;
@@ -102,7 +141,7 @@ mod tests {
     };
 
     use super::*;
-    use crate::aggregator::tests::binomial_interval;
+    use tally_stats_tests::binomial_interval;
 
     /// Devices, `ε`, `δ` and rounds of the tests' task.
     const N: u64 = 400;

@@ -1,6 +1,7 @@
 //! Running TrieHH++ heavy hitters and building their document, as `tally heavy-hitters
 //! --algorithm triehh++ --json` prints it.
 
+use crate::{CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
@@ -11,10 +12,7 @@ use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::sampling::SamplingKey;
 use tally_core::task::Task as _;
 use tally_messages::HeavyHittersRelease;
-use tally_server::document::{self, TriePlusParameters};
-use tally_sim::{
-    CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted,
-};
+use tally_protocol::document::{self, TriePlusParameters};
 
 /// How a TrieHH++ run is configured.
 #[derive(Clone, Copy, Debug)]

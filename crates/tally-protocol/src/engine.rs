@@ -1,20 +1,21 @@
-//! Tasks as the server runs them: a tally-core [`Task`] whose queries are rounds of the round
-//! protocol, driven round by round from the releases the aggregator produces, by one generic
-//! driver. Nothing here re-implements a mechanism: calibration, the per-round query, the
-//! admission rule and the final output all come from tally-core and tally-accounting; the
-//! rounds' wire form comes from [`tally_messages::rounds`].
+//! Tasks as the federated runtime runs them: a tally-core [`Task`] whose queries are rounds of
+//! the round protocol, driven round by round from the releases the aggregator produces, by one
+//! generic driver. Nothing here re-implements a mechanism: calibration, the per-round query,
+//! the admission rule and the final output all come from tally-core and tally-accounting; the
+//! rounds' wire form comes from [`crate::rounds`].
 //!
-//! This file is the server's registration point: [`Engine::build`] maps each [`TaskKind`] to
-//! its task, and each [`Kind`] says how its task's queries become rounds, how a round's
-//! release becomes the task's, and which document the finished task publishes. Kinds that
-//! are not sample-and-threshold rounds live in their own files below ([`triehh`]).
+//! This file is the registration point of task kinds: [`Engine::build`] maps each
+//! [`TaskKind`] to its task, and each [`Kind`] says how its task's queries become rounds, how
+//! a round's release becomes the task's, and which document the finished task publishes.
+//! Kinds that are not sample-and-threshold rounds live in their own files below
+//! ([`triehh`]).
 
 mod triehh;
 
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
@@ -29,15 +30,13 @@ use tally_core::quantiles::{
     ThresholdQuery, TreeShape, ValueRange,
 };
 use tally_core::task::Task;
-use tally_messages::rounds::PublishedQuery;
 use tally_messages::{
-    Ask, DomainHistogramMechanism, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow,
-    QuantilesRelease, RangeTreeMechanism, ReleasedItem, Sampling, TaskKind, TaskSpec,
-    round_composition,
+    Ask, ErrorCode, PrivacyTarget, QuantileMethod, QuantileRow, QuantilesRelease, ReleasedItem,
+    Sampling, TaskKind, TaskSpec, round_composition,
 };
 
 use crate::document;
-use crate::ledger::LossRounds;
+use crate::rounds::{PublishedQuery, coin_holder};
 use crate::shuffler::{self, ShuffledReport};
 
 mod count_min_prefix_tree;
@@ -45,7 +44,7 @@ mod domain;
 mod opt_prefix_tree;
 mod range_tree;
 
-pub(crate) use domain::draw_public_coins;
+pub use domain::draw_public_coins;
 
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
@@ -55,42 +54,184 @@ fn input_description(spec: &TaskSpec) -> String {
     )
 }
 
-/// A release as the store keeps it: its cells as `[report, count, estimate]`, each report in
-/// its wire encoding (a count is an integer, negative only where the release adds noise).
-pub(crate) fn encode_release(cells: &[WireCell]) -> String {
-    let cells: Vec<(&str, i64, f64)> = cells
-        .iter()
-        .map(|cell| (cell.key.as_str(), cell.count, cell.estimate))
-        .collect();
-    // Unwrap safety: cells are strings and numbers.
-    serde_json::to_string(&cells).expect("cells serialize")
+/// A task kind as the registry defines it, read off a spec's [`TaskKind`] before anything is
+/// calibrated: what the executors and the front ends ask of a kind, and how its task is built.
+pub trait TaskDefinition {
+    /// The kind's short name, as `tally task list` shows it.
+    fn name(&self) -> &'static str;
+
+    /// What the task computes and how, for people; `neighbours` is the task's neighbour
+    /// relation (which sets the default composition of its rounds).
+    fn description(&self, neighbours: Neighbours) -> String;
+
+    /// The most rounds the task runs.
+    fn rounds(&self) -> u32;
+
+    /// The rounds of one pass over the task's levels, each a round to calibrate and run (the
+    /// server caps them): its rounds, but for binary searches, the rounds of one search.
+    fn levels(&self) -> u32 {
+        self.rounds()
+    }
+
+    /// The quantiles the task estimates (none for a kind that estimates none).
+    fn quantiles(&self) -> &[f64] {
+        &[]
+    }
+
+    /// Why the console draws no release curve for the task, when its rounds are not
+    /// sample-and-threshold rounds.
+    fn no_curve_reason(&self) -> &'static str {
+        "The task's rounds are not sample-and-threshold rounds: there is no release curve. \
+         The guarantee above is what it promises."
+    }
+
+    /// Calibrates the task `spec` asks for and computes its guarantee.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the task cannot run as asked.
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String>;
 }
 
-/// Reads back a release [`encode_release`] wrote.
-pub(crate) fn decode_release(stored: &str) -> serde_json::Result<Vec<WireCell>> {
-    let cells: Vec<(String, i64, f64)> = serde_json::from_str(stored)?;
-    Ok(cells
-        .into_iter()
-        .map(|(key, count, estimate)| WireCell {
-            key,
-            count,
-            estimate,
-        })
-        .collect())
+/// The definition of the task kind `kind`: the one place a task kind is registered, and the
+/// only `match` on a task's kind.
+pub fn definition(kind: &TaskKind) -> Box<dyn TaskDefinition + '_> {
+    match kind {
+        TaskKind::Histogram {
+            mechanism: _,
+            sampling_rate,
+            threshold,
+        } => Box::new(HistogramTask {
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+            publication: Publication::Histogram,
+        }),
+        TaskKind::SingleRound {
+            sampling_rate,
+            threshold,
+        } => Box::new(HistogramTask {
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+            publication: Publication::HeavyHitters,
+        }),
+        TaskKind::HeavyHitters {
+            algorithm: _,
+            levels,
+            segment,
+            restricted,
+            composition,
+            sampling_rate,
+            threshold,
+        } => Box::new(TriePlusTask {
+            levels: *levels,
+            segment: *segment,
+            restricted: *restricted,
+            composition: *composition,
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+        }),
+        TaskKind::Quantiles {
+            method,
+            quantiles,
+            branching,
+            levels,
+            consistent,
+            composition,
+            range,
+            sampling_rate,
+            threshold,
+        } => Box::new(QuantilesTask {
+            method: *method,
+            quantiles,
+            branching: *branching,
+            levels: *levels,
+            consistent: *consistent,
+            composition: *composition,
+            range: *range,
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+        }),
+        TaskKind::Range {
+            lo,
+            hi,
+            branching,
+            levels,
+            consistent,
+            composition,
+            range,
+            sampling_rate,
+            threshold,
+        } => Box::new(RangeTask {
+            lo: *lo,
+            hi: *hi,
+            branching: *branching,
+            levels: *levels,
+            consistent: *consistent,
+            composition: *composition,
+            range: *range,
+            sampling_rate: *sampling_rate,
+            threshold: *threshold,
+        }),
+        TaskKind::Triehh {
+            levels,
+            segment,
+            beam,
+        } => Box::new(triehh::TrieHhTask {
+            levels: *levels,
+            segment: *segment,
+            beam: *beam,
+        }),
+        TaskKind::DomainHistogram {
+            mechanism,
+            domain,
+            public_coins,
+        } => Box::new(domain::DomainTask {
+            mechanism: *mechanism,
+            domain: *domain,
+            public_coins: *public_coins,
+        }),
+        TaskKind::RangeTree {
+            mechanism,
+            levels,
+            range,
+            reading,
+            failure_probability,
+            public_coins,
+        } => Box::new(range_tree::TreeTask {
+            mechanism: *mechanism,
+            levels: *levels,
+            range: *range,
+            reading,
+            failure_probability: *failure_probability,
+            public_coins: *public_coins,
+        }),
+        TaskKind::OptPrefixTree(options) => Box::new(opt_prefix_tree::OptPrefixTreeTask(options)),
+        TaskKind::CountMinPrefixTree {
+            domain_bits,
+            threshold,
+            failure_probability,
+            public_coins,
+        } => Box::new(count_min_prefix_tree::TreeTask {
+            domain_bits: *domain_bits,
+            threshold: *threshold,
+            failure_probability: *failure_probability,
+            public_coins: *public_coins,
+        }),
+    }
 }
 
 /// A round opened for devices: what it asks, and the aggregator counting its reports.
-pub(crate) struct OpenedRound {
+pub struct OpenedRound {
     /// What devices are asked.
-    pub(crate) ask: Ask,
+    pub ask: Ask,
     /// Decodes, checks and counts the round's reports.
-    pub(crate) aggregator: Box<dyn WireAggregator>,
+    pub aggregator: Box<dyn WireAggregator>,
     /// Why a report the round does not admit is refused.
-    pub(crate) refusal: ErrorCode,
+    pub refusal: ErrorCode,
 }
 
 /// A task in progress, whatever its kind.
-pub(crate) struct Engine(Box<dyn FederatedTask>);
+pub struct Engine(Box<dyn FederatedTask>);
 
 impl Clone for Engine {
     fn clone(&self) -> Self {
@@ -104,259 +245,29 @@ impl Engine {
     /// # Errors
     ///
     /// A message saying why the task cannot run as asked.
-    pub(crate) fn build(spec: &TaskSpec) -> Result<(Self, Guarantee), String> {
-        let privacy = &spec.privacy;
-        let target = |rate: Option<f64>, threshold: Option<u64>| match (rate, threshold) {
-            (Some(_), Some(_)) => Err("give at most one of sampling_rate and threshold".to_owned()),
-            (Some(rate), None) => Ok(PlanTarget::SamplingRate(rate)),
-            (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
-            (None, None) => Ok(PlanTarget::MinReleasedCount),
-        };
-        if matches!(
-            spec.kind,
-            TaskKind::DomainHistogram {
-                mechanism: DomainHistogramMechanism::GhaziCountMin,
-                ..
-            } | TaskKind::RangeTree {
-                mechanism: RangeTreeMechanism::GhaziCountMin,
-                ..
-            } | TaskKind::CountMinPrefixTree { .. }
-        ) {
-            domain::check_capped_cohort(
-                "ghazi-count-min",
-                spec.rounds.cohort_target,
-                spec.expected_population,
-            )?;
-        }
-        match &spec.kind {
-            TaskKind::Histogram {
-                mechanism: _,
-                sampling_rate,
-                threshold,
-            } => Histogram::build(
-                privacy,
-                target(*sampling_rate, *threshold)?,
-                Publication::Histogram,
-            ),
-            TaskKind::SingleRound {
-                sampling_rate,
-                threshold,
-            } => Histogram::build(
-                privacy,
-                target(*sampling_rate, *threshold)?,
-                Publication::HeavyHitters,
-            ),
-            TaskKind::HeavyHitters {
-                algorithm: _,
-                levels,
-                segment,
-                restricted,
-                composition,
-                sampling_rate,
-                threshold,
-            } => {
-                let composition = round_composition(*composition, privacy.neighbours);
-                let levels = *levels as usize;
-                let plan = plan(
-                    privacy,
-                    levels.max(1),
-                    composition,
-                    target(*sampling_rate, *threshold)?,
-                )?;
-                let per_level = plan.per_round;
-                let task = TrieHhPlus::new(TrieHhPlusConfig {
-                    levels,
-                    segment: *segment as usize,
-                    restricted: *restricted,
-                    per_level: per_level.clone(),
-                    composition,
-                    total_delta: privacy.delta,
-                })
-                .map_err(|e| e.to_string())?;
-                let kind = TriePlus {
-                    levels,
-                    segment: *segment as usize,
-                    restricted: *restricted,
-                    composition,
-                    per_level,
-                };
-                Ok(driven(kind, task, levels))
-            }
-            TaskKind::Quantiles {
-                method,
-                quantiles,
-                branching,
-                levels,
-                consistent,
-                composition,
-                range,
-                sampling_rate,
-                threshold,
-            } => {
-                let composition = round_composition(*composition, privacy.neighbours);
-                if quantiles.is_empty() {
-                    return Err("quantiles: give at least one".to_owned());
-                }
-                if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-                    return Err(format!("quantile {q}: expected numbers in [0, 1]"));
-                }
-                let range = value_range(*range)?;
-                let target = target(*sampling_rate, *threshold)?;
-                match method {
-                    QuantileMethod::Hierarchical => Hierarchical::build(
-                        privacy,
-                        tree_shape(*branching, *levels)?,
-                        composition,
-                        target,
-                        range,
-                        *consistent,
-                        Reading::Quantiles(quantiles.clone()),
-                    ),
-                    QuantileMethod::BinarySearch => {
-                        if branching.is_some() || *consistent {
-                            return Err("branching and consistent apply to the hierarchical \
-                                        method only"
-                                .to_owned());
-                        }
-                        let rounds = *levels as usize;
-                        if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
-                            return Err(format!(
-                                "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} \
-                                 rounds"
-                            ));
-                        }
-                        let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
-                        let task = QuantileSearches::new(quantiles, rounds, &plan)
-                            .map_err(|e| e.to_string())?;
-                        let total = plan.rounds;
-                        Ok(driven(
-                            BinarySearch {
-                                plan,
-                                rounds,
-                                range,
-                            },
-                            task,
-                            total,
-                        ))
-                    }
-                }
-            }
-            TaskKind::Range {
-                lo,
-                hi,
-                branching,
-                levels,
-                consistent,
-                composition,
-                range,
-                sampling_rate,
-                threshold,
-            } => {
-                let range = value_range(*range)?;
-                let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
-                if !(min <= *lo && lo <= hi && *hi <= max) {
-                    return Err(format!(
-                        "range [{lo}, {hi}): expected min ≤ lo ≤ hi ≤ max within [{min}, {max}]"
-                    ));
-                }
-                Hierarchical::build(
-                    privacy,
-                    tree_shape(*branching, *levels)?,
-                    round_composition(*composition, privacy.neighbours),
-                    target(*sampling_rate, *threshold)?,
-                    range,
-                    *consistent,
-                    Reading::Range(*lo, *hi),
-                )
-            }
-            TaskKind::Triehh {
-                levels,
-                segment,
-                beam,
-            } => triehh::TrieHhKind::build(spec, *levels, *segment, *beam),
-            TaskKind::DomainHistogram {
-                mechanism,
-                domain,
-                public_coins,
-            } => domain::build(
-                *mechanism,
-                *domain,
-                *public_coins,
-                privacy,
-                spec.expected_population,
-                spec.rounds.min_cohort,
-                spec.rounds.max_report_bytes,
-            ),
-            TaskKind::RangeTree {
-                mechanism,
-                levels,
-                range,
-                reading,
-                failure_probability,
-                public_coins,
-            } => range_tree::build(
-                &range_tree::TreeTask {
-                    mechanism: *mechanism,
-                    levels: *levels,
-                    range: *range,
-                    reading,
-                    failure_probability: *failure_probability,
-                    public_coins: *public_coins,
-                },
-                privacy,
-                spec.expected_population,
-                spec.rounds.min_cohort,
-                spec.rounds.max_report_bytes,
-            ),
-            TaskKind::OptPrefixTree(options) => {
-                opt_prefix_tree::OptPrefixTreeKind::build(spec, options)
-            }
-            TaskKind::CountMinPrefixTree {
-                domain_bits,
-                threshold,
-                failure_probability,
-                public_coins,
-            } => count_min_prefix_tree::build(
-                &count_min_prefix_tree::TreeTask {
-                    domain_bits: *domain_bits,
-                    threshold: *threshold,
-                    failure_probability: *failure_probability,
-                    public_coins: *public_coins,
-                },
-                privacy,
-                spec.expected_population,
-                spec.rounds.min_cohort,
-                spec.rounds.max_report_bytes,
-            ),
-        }
-    }
-
-    /// The task's S&T rounds as the ledger's tight accountant composes them; `None` where
-    /// they have no loss pair (replace-one neighbours).
-    pub(crate) fn loss_rounds(&self) -> Option<LossRounds> {
-        self.threshold_rounds()
-            .and_then(|rounds| LossRounds::of(&rounds.per_round, rounds.rounds))
+    pub fn build(spec: &TaskSpec) -> Result<(Self, Guarantee), String> {
+        definition(&spec.kind).build(spec)
     }
 
     /// The task's sample-and-threshold rounds, whatever its neighbour relation; `None` for a
     /// task of other rounds.
-    pub(crate) fn threshold_rounds(&self) -> Option<ThresholdRounds> {
+    pub fn threshold_rounds(&self) -> Option<ThresholdRounds> {
         self.0.threshold_rounds()
     }
 
     /// Moves to the next round; `false` once the task has nothing more to ask.
-    pub(crate) fn advance(&mut self) -> bool {
+    pub fn advance(&mut self) -> bool {
         self.0.advance()
     }
 
     /// The current round's number, from 1.
-    pub(crate) fn round(&self) -> u32 {
+    pub fn round(&self) -> u32 {
         self.0.round()
     }
 
     /// Opens the current round: its ask, and an aggregator whose coins (under aggregator-side
     /// `sampling`) come from the secret stream `rng`.
-    pub(crate) fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
+    pub fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound {
         self.0.open(sampling, rng)
     }
 
@@ -366,13 +277,13 @@ impl Engine {
     ///
     /// The report of a cell that is not the one spelling of one of the round's reports (a
     /// corrupt stored release).
-    pub(crate) fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
+    pub fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {
         self.0.observe(cells)
     }
 
     /// The released document of a finished task (call once [`Engine::advance`] returned
     /// `false`).
-    pub(crate) fn document(self, spec: &TaskSpec) -> String {
+    pub fn document(self, spec: &TaskSpec) -> String {
         self.0.document(spec)
     }
 }
@@ -429,11 +340,11 @@ trait Kind: Clone + Send + Sync + 'static {
 /// A task's sample-and-threshold rounds: the mechanism each runs (every round of these tasks
 /// runs the same) and how many its guarantee composes.
 #[derive(Clone, Debug)]
-pub(crate) struct ThresholdRounds {
+pub struct ThresholdRounds {
     /// The mechanism of every round.
-    pub(crate) per_round: SampleThreshold,
+    pub per_round: SampleThreshold,
     /// How many rounds the task's guarantee composes.
-    pub(crate) rounds: usize,
+    pub rounds: usize,
 }
 
 /// The one generic driver: a task of kind `K`, its current query and round number.
@@ -523,6 +434,48 @@ impl<K: Kind> FederatedTask for Driven<K> {
     }
 }
 
+/// A one-round sample-and-threshold task: `tally histogram` or single-round heavy hitters.
+struct HistogramTask {
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+    /// The document it publishes.
+    publication: Publication,
+}
+
+impl TaskDefinition for HistogramTask {
+    fn name(&self) -> &'static str {
+        match self.publication {
+            Publication::Histogram => "sample-threshold",
+            Publication::HeavyHitters => "single-round",
+        }
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let what = match self.publication {
+            Publication::Histogram => "sample-and-threshold histogram",
+            Publication::HeavyHitters => {
+                "single-round heavy hitters (one sample-and-threshold histogram of whole items)"
+            }
+        };
+        format!(
+            "{what}, {}",
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        1
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        Histogram::build(
+            &spec.privacy,
+            plan_target(self.sampling_rate, self.threshold)?,
+            self.publication,
+        )
+    }
+}
+
 /// One sample-and-threshold histogram round of the devices' items.
 #[derive(Clone)]
 struct Histogram {
@@ -570,7 +523,7 @@ impl Kind for Histogram {
     type Round = SampleThresholdRound<WholeItem>;
 
     fn round(&self, query: &SampleThreshold, sampling: Sampling) -> Self::Round {
-        SampleThresholdRound::new(WholeItem, query.clone(), sampling.into())
+        SampleThresholdRound::new(WholeItem, query.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &SampleThreshold) -> Option<&SampleThreshold> {
@@ -621,6 +574,73 @@ impl Kind for Histogram {
     }
 }
 
+/// A TrieHH++ task.
+struct TriePlusTask {
+    levels: u32,
+    segment: u32,
+    restricted: bool,
+    composition: Option<Composition>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+}
+
+impl TaskDefinition for TriePlusTask {
+    fn name(&self) -> &'static str {
+        "triehh++"
+    }
+
+    fn description(&self, neighbours: Neighbours) -> String {
+        let TriePlusTask {
+            levels, segment, ..
+        } = self;
+        format!(
+            "triehh++ heavy hitters, {levels} levels of {segment} character(s), {}, {} \
+             composition, {}",
+            if self.restricted {
+                "restricted"
+            } else {
+                "unrestricted"
+            },
+            round_composition(self.composition, neighbours),
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.levels
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let composition = round_composition(self.composition, privacy.neighbours);
+        let levels = self.levels as usize;
+        let plan = plan(
+            privacy,
+            levels.max(1),
+            composition,
+            plan_target(self.sampling_rate, self.threshold)?,
+        )?;
+        let per_level = plan.per_round;
+        let task = TrieHhPlus::new(TrieHhPlusConfig {
+            levels,
+            segment: self.segment as usize,
+            restricted: self.restricted,
+            per_level: per_level.clone(),
+            composition,
+            total_delta: privacy.delta,
+        })
+        .map_err(|e| e.to_string())?;
+        let kind = TriePlus {
+            levels,
+            segment: self.segment as usize,
+            restricted: self.restricted,
+            composition,
+            per_level,
+        };
+        Ok(driven(kind, task, levels))
+    }
+}
+
 /// TrieHH++: one S&T histogram of prefixes per level.
 #[derive(Clone)]
 struct TriePlus {
@@ -637,7 +657,7 @@ impl Kind for TriePlus {
 
     fn round(&self, query: &TrieHhPlusQuery, sampling: Sampling) -> Self::Round {
         let prefixes = query.prefixes.clone();
-        SampleThresholdRound::new(prefixes, query.mechanism.clone(), sampling.into())
+        SampleThresholdRound::new(prefixes, query.mechanism.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &TrieHhPlusQuery) -> Option<&SampleThreshold> {
@@ -670,6 +690,170 @@ impl Kind for TriePlus {
             input_description(spec),
             None,
         ))
+    }
+}
+
+/// A quantile task by sample-and-threshold rounds: a hierarchical histogram or binary
+/// searches.
+struct QuantilesTask<'a> {
+    method: QuantileMethod,
+    quantiles: &'a [f64],
+    branching: Option<u32>,
+    levels: u32,
+    consistent: bool,
+    composition: Option<Composition>,
+    range: Option<[f64; 2]>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+}
+
+impl TaskDefinition for QuantilesTask<'_> {
+    fn name(&self) -> &'static str {
+        "quantiles"
+    }
+
+    fn description(&self, neighbours: Neighbours) -> String {
+        let levels = self.levels;
+        let [min, max] = self.range.unwrap_or([0.0, 1.0]);
+        let quantiles: Vec<String> = self.quantiles.iter().map(f64::to_string).collect();
+        let how = match self.method {
+            QuantileMethod::Hierarchical => {
+                hierarchical_tree(levels, self.branching, self.consistent)
+            }
+            QuantileMethod::BinarySearch => {
+                format!("binary search, {levels} rounds per quantile")
+            }
+        };
+        format!(
+            "quantiles {} of numbers in [{min}, {max}] from {how}, {} composition, {}",
+            quantiles.join(", "),
+            round_composition(self.composition, neighbours),
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        match self.method {
+            QuantileMethod::Hierarchical => self.levels,
+            QuantileMethod::BinarySearch => self
+                .levels
+                .saturating_mul(u32::try_from(self.quantiles.len()).unwrap_or(u32::MAX)),
+        }
+    }
+
+    fn levels(&self) -> u32 {
+        self.levels
+    }
+
+    fn quantiles(&self) -> &[f64] {
+        self.quantiles
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let quantiles = self.quantiles;
+        let composition = round_composition(self.composition, privacy.neighbours);
+        if quantiles.is_empty() {
+            return Err("quantiles: give at least one".to_owned());
+        }
+        if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+            return Err(format!("quantile {q}: expected numbers in [0, 1]"));
+        }
+        let range = value_range(self.range)?;
+        let target = plan_target(self.sampling_rate, self.threshold)?;
+        match self.method {
+            QuantileMethod::Hierarchical => Hierarchical::build(
+                privacy,
+                tree_shape(self.branching, self.levels)?,
+                composition,
+                target,
+                range,
+                self.consistent,
+                Reading::Quantiles(quantiles.to_vec()),
+            ),
+            QuantileMethod::BinarySearch => {
+                if self.branching.is_some() || self.consistent {
+                    return Err(
+                        "branching and consistent apply to the hierarchical method only".to_owned(),
+                    );
+                }
+                let rounds = self.levels as usize;
+                if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
+                    return Err(format!(
+                        "levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds"
+                    ));
+                }
+                let plan = plan(privacy, rounds * quantiles.len(), composition, target)?;
+                let task =
+                    QuantileSearches::new(quantiles, rounds, &plan).map_err(|e| e.to_string())?;
+                let total = plan.rounds;
+                Ok(driven(
+                    BinarySearch {
+                        plan,
+                        rounds,
+                        range,
+                    },
+                    task,
+                    total,
+                ))
+            }
+        }
+    }
+}
+
+/// A range count from a hierarchical histogram of sample-and-threshold rounds.
+struct RangeTask {
+    lo: f64,
+    hi: f64,
+    branching: Option<u32>,
+    levels: u32,
+    consistent: bool,
+    composition: Option<Composition>,
+    range: Option<[f64; 2]>,
+    sampling_rate: Option<f64>,
+    threshold: Option<u64>,
+}
+
+impl TaskDefinition for RangeTask {
+    fn name(&self) -> &'static str {
+        "range"
+    }
+
+    fn description(&self, neighbours: Neighbours) -> String {
+        let (lo, hi) = (self.lo, self.hi);
+        let [min, max] = self.range.unwrap_or([0.0, 1.0]);
+        format!(
+            "range count of [{lo}, {hi}) among numbers in [{min}, {max}] from {}, {} \
+             composition, {}",
+            hierarchical_tree(self.levels, self.branching, self.consistent),
+            round_composition(self.composition, neighbours),
+            calibration(self.sampling_rate, self.threshold)
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.levels
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        let privacy = &spec.privacy;
+        let (lo, hi) = (self.lo, self.hi);
+        let range = value_range(self.range)?;
+        let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
+        if !(min <= lo && lo <= hi && hi <= max) {
+            return Err(format!(
+                "range [{lo}, {hi}): expected min ≤ lo ≤ hi ≤ max within [{min}, {max}]"
+            ));
+        }
+        Hierarchical::build(
+            privacy,
+            tree_shape(self.branching, self.levels)?,
+            round_composition(self.composition, privacy.neighbours),
+            plan_target(self.sampling_rate, self.threshold)?,
+            range,
+            self.consistent,
+            Reading::Range(lo, hi),
+        )
     }
 }
 
@@ -735,7 +919,7 @@ impl Kind for Hierarchical {
             level: query.level,
             range: self.range,
         };
-        SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
+        SampleThresholdRound::new(feature, query.mechanism.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &LevelQuery) -> Option<&SampleThreshold> {
@@ -833,7 +1017,7 @@ impl Kind for BinarySearch {
             threshold: query.threshold,
             range: self.range,
         };
-        SampleThresholdRound::new(feature, query.mechanism.clone(), sampling.into())
+        SampleThresholdRound::new(feature, query.mechanism.clone(), coin_holder(sampling))
     }
 
     fn threshold_round(query: &ThresholdQuery) -> Option<&SampleThreshold> {
@@ -900,6 +1084,36 @@ fn bucket_release(
         params: *mechanism.params(),
         guarantee: mechanism.guarantee().clone(),
     }
+}
+
+/// What a sample-and-threshold task's rounds are calibrated for: a fixed `sampling_rate` or
+/// `threshold` (at most one), else the smallest count a round can release.
+fn plan_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> Result<PlanTarget, String> {
+    match (sampling_rate, threshold) {
+        (Some(_), Some(_)) => Err("give at most one of sampling_rate and threshold".to_owned()),
+        (Some(rate), None) => Ok(PlanTarget::SamplingRate(rate)),
+        (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
+        (None, None) => Ok(PlanTarget::MinReleasedCount),
+    }
+}
+
+/// How a sample-and-threshold task's rounds are calibrated, for people.
+fn calibration(sampling_rate: Option<f64>, threshold: Option<u64>) -> String {
+    match (sampling_rate, threshold) {
+        (Some(rate), _) => format!("sampling rate {rate}"),
+        (None, Some(threshold)) => format!("threshold {threshold}"),
+        (None, None) => "calibrated for the smallest releasable count".to_owned(),
+    }
+}
+
+/// A hierarchical task's tree as its description says it: `levels` levels of `branching`
+/// ([`DEFAULT_BRANCHING`] when left out), made consistent or not.
+fn hierarchical_tree(levels: u32, branching: Option<u32>, consistent: bool) -> String {
+    format!(
+        "a hierarchical histogram, {levels} levels of branching {}{}",
+        branching.unwrap_or(DEFAULT_BRANCHING),
+        if consistent { ", made consistent" } else { "" },
+    )
 }
 
 /// The tree's branching factor when a hierarchical task gives none.

@@ -1,13 +1,13 @@
 //! The registry of round kinds on the wire: how each kind of tally-core round is published as
 //! an [`Ask`], and how a device rebuilds the round from the [`Ask`] it reads. The server and
 //! the devices both go through here, so a round kind is registered once, in [`PublishedQuery`] (for a
-//! sample-and-threshold round, its feature's [`WireQuery`]) and [`Ask::responder`].
+//! sample-and-threshold round, its feature's [`WireQuery`]) and [`AskResponder::responder`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use tally_core::heavy_hitters::PrefixRound;
-use tally_core::histogram::{DomainHistogram, DomainMap, SampleThresholdQuery};
+use tally_core::histogram::{DomainHistogram, SampleThresholdQuery};
 use tally_core::protocol::DomainElement;
 use tally_core::protocol::wire::{BoundedDomainQuery, DeviceResponder};
 use tally_core::protocol::{
@@ -20,15 +20,15 @@ use tally_core::shuffle::{
     PrefixLevelQuery, RangeQuery, SetQuery, ShuffledGrrRound,
 };
 
-use crate::domain::local_responder;
-use crate::{Ask, DomainHistogramMechanism, ErrorCode, PublicDomain, Sampling};
+use tally_messages::{Ask, DomainHistogramMechanism, ErrorCode, PublicDomain, Sampling};
 
-impl From<Sampling> for CoinHolder {
-    fn from(sampling: Sampling) -> Self {
-        match sampling {
-            Sampling::Aggregator => Self::Aggregator,
-            Sampling::Device => Self::Device,
-        }
+use crate::domain::{domain_map, local_responder, public_domain};
+
+/// Who flips a sample-and-threshold round's Poisson coins, as the task's `sampling` says.
+pub fn coin_holder(sampling: Sampling) -> CoinHolder {
+    match sampling {
+        Sampling::Aggregator => CoinHolder::Aggregator,
+        Sampling::Device => CoinHolder::Device,
     }
 }
 
@@ -136,7 +136,7 @@ impl PublishedQuery for DomainElement {
 
     fn ask(&self) -> Ask {
         Ask::DomainElement {
-            domain: self.map.into(),
+            domain: public_domain(self.map),
         }
     }
 }
@@ -147,7 +147,7 @@ impl PublishedQuery for ShuffledGrrRound {
 
     fn ask(&self) -> Ask {
         Ask::ShuffledGrr {
-            domain: self.map().into(),
+            domain: public_domain(self.map()),
             local_epsilon: self.local_epsilon(),
         }
     }
@@ -159,7 +159,7 @@ impl PublishedQuery for BalcerCheuQuery {
 
     fn ask(&self) -> Ask {
         Ask::BalcerCheu {
-            domain: self.map().into(),
+            domain: public_domain(self.map()),
             noise_probability: self.noise_probability(),
         }
     }
@@ -171,7 +171,7 @@ impl PublishedQuery for HadamardQuery {
 
     fn ask(&self) -> Ask {
         Ask::GhaziHadamard {
-            domain: self.map().into(),
+            domain: public_domain(self.map()),
             tau: self.tau(),
             rho: self.rho(),
         }
@@ -185,7 +185,7 @@ impl PublishedQuery for CountMinQuery {
     fn ask(&self) -> Ask {
         let rows = self.hashes().rows();
         Ask::GhaziCountMin {
-            domain: self.map().into(),
+            domain: public_domain(self.map()),
             hashes: rows
                 .iter()
                 .map(|h| {
@@ -240,7 +240,7 @@ impl<M: LocalRandomizer + DomainHistogram> PublishedQuery for LocalHistogramRoun
             mechanism: DomainHistogramMechanism::named(randomizer.name())
                 .expect("a registered mechanism"),
             epsilon: randomizer.guarantee().epsilon,
-            domain: self.map().into(),
+            domain: public_domain(self.map()),
         }
     }
 }
@@ -267,14 +267,19 @@ pub enum AskError {
     Domain(u32),
 }
 
-impl Ask {
+/// How a device rebuilds a round from its [`Ask`].
+pub trait AskResponder {
     /// The round as a device answers it, its coins flipped as `sampling` says.
     ///
     /// # Errors
     ///
     /// [`AskError`] if the sampling rate is not strictly between 0 and 1, a prefix round's
     /// level or segment is 0, or a bucket round's tree, level or range is invalid.
-    pub fn responder(&self, sampling: Sampling) -> Result<Arc<dyn DeviceResponder>, AskError> {
+    fn responder(&self, sampling: Sampling) -> Result<Arc<dyn DeviceResponder>, AskError>;
+}
+
+impl AskResponder for Ask {
+    fn responder(&self, sampling: Sampling) -> Result<Arc<dyn DeviceResponder>, AskError> {
         fn ask<F>(
             feature: F,
             rate: f64,
@@ -286,7 +291,7 @@ impl Ask {
             Ok(Arc::new(SampleThresholdAsk {
                 feature,
                 coin: SampleThresholdQuery::new(rate)?,
-                coins: sampling.into(),
+                coins: coin_holder(sampling),
             }))
         }
         match self {
@@ -346,27 +351,28 @@ impl Ask {
                 domain,
                 local_epsilon,
             } => Ok(Arc::new(ShuffledGrrRound::new(
-                DomainMap::from(*domain),
+                domain_map(*domain),
                 *local_epsilon,
             )?)),
             Self::BalcerCheu {
                 domain,
                 noise_probability,
             } => Ok(Arc::new(BalcerCheuQuery::new(
-                DomainMap::from(*domain),
+                domain_map(*domain),
                 *noise_probability,
             )?)),
-            Self::GhaziHadamard { .. } | Self::GhaziCountMin { .. } => self.set_oracle(1),
+            Self::GhaziHadamard { .. } | Self::GhaziCountMin { .. } => set_oracle(self, 1),
             Self::RangeTree {
                 levels,
                 range,
                 oracle,
-            } => oracle.range_tree(*levels, value_range(*range)?),
+            } => range_tree(oracle, *levels, value_range(*range)?),
             Self::PrefixLevel {
                 level,
                 domain_bits,
                 oracle,
-            } => oracle.with_set_oracle(
+            } => with_set_oracle(
+                oracle,
                 1,
                 LevelResponder {
                     level: *level,
@@ -405,60 +411,62 @@ impl Ask {
     }
 }
 
-impl Ask {
-    /// The `k`-set frequency oracle this ask publishes, for sets of `set_size` items, handed
-    /// to `visit`.
-    fn with_set_oracle<T>(
-        &self,
-        set_size: u32,
-        visit: impl SetOracleVisitor<Output = T>,
-    ) -> Result<T, AskError> {
-        match self {
-            Self::GhaziHadamard { domain, tau, rho } => {
-                let query = HadamardQuery::new(DomainMap::from(*domain), *tau, *rho)?;
-                visit.visit(query.with_set_size(set_size)?)
-            }
-            Self::GhaziCountMin {
-                domain,
-                hashes,
-                width,
-                gamma,
-                blanket_cap,
-            } => {
-                let rows = hashes
-                    .iter()
-                    .map(|&[a, b]| PairwiseHash::new(a, b, *width))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let query = CountMinQuery::new(
-                    DomainMap::from(*domain),
-                    CountMinHashes::new(rows)?,
-                    *gamma,
-                    *blanket_cap,
-                )?;
-                visit.visit(query.with_set_size(set_size)?)
-            }
-            other => Err(AskError::Query(tally_core::Error::InvalidParameter {
-                name: "frequency oracle",
-                value: format!("{other:?}"),
-                expected: "a ghazi-hadamard or ghazi-count-min ask",
-            })),
+/// The `k`-set frequency oracle `ask` publishes, for sets of `set_size` items, handed to
+/// `visit`.
+fn with_set_oracle<T>(
+    ask: &Ask,
+    set_size: u32,
+    visit: impl SetOracleVisitor<Output = T>,
+) -> Result<T, AskError> {
+    match ask {
+        Ask::GhaziHadamard { domain, tau, rho } => {
+            let query = HadamardQuery::new(domain_map(*domain), *tau, *rho)?;
+            visit.visit(query.with_set_size(set_size)?)
         }
+        Ask::GhaziCountMin {
+            domain,
+            hashes,
+            width,
+            gamma,
+            blanket_cap,
+        } => {
+            let rows = hashes
+                .iter()
+                .map(|&[a, b]| PairwiseHash::new(a, b, *width))
+                .collect::<Result<Vec<_>, _>>()?;
+            let query = CountMinQuery::new(
+                domain_map(*domain),
+                CountMinHashes::new(rows)?,
+                *gamma,
+                *blanket_cap,
+            )?;
+            visit.visit(query.with_set_size(set_size)?)
+        }
+        other => Err(AskError::Query(tally_core::Error::InvalidParameter {
+            name: "frequency oracle",
+            value: format!("{other:?}"),
+            expected: "a ghazi-hadamard or ghazi-count-min ask",
+        })),
     }
+}
 
-    /// A device's answer to the oracle this ask publishes, holding one item.
-    fn set_oracle(&self, set_size: u32) -> Result<Arc<dyn DeviceResponder>, AskError> {
-        self.with_set_oracle(set_size, OracleResponder)
-    }
+/// A device's answer to the oracle `ask` publishes, holding one item.
+fn set_oracle(ask: &Ask, set_size: u32) -> Result<Arc<dyn DeviceResponder>, AskError> {
+    with_set_oracle(ask, set_size, OracleResponder)
+}
 
-    /// A device's answer to the one-dimensional range tree of `levels` on the oracle this
-    /// ask publishes, holding a number of `range`.
-    fn range_tree(
-        &self,
-        levels: u32,
-        range: Option<ValueRange>,
-    ) -> Result<Arc<dyn DeviceResponder>, AskError> {
-        self.with_set_oracle(levels.saturating_add(1), TreeResponder { levels, range })
-    }
+/// A device's answer to the one-dimensional range tree of `levels` on the oracle `ask`
+/// publishes, holding a number of `range`.
+fn range_tree(
+    ask: &Ask,
+    levels: u32,
+    range: Option<ValueRange>,
+) -> Result<Arc<dyn DeviceResponder>, AskError> {
+    with_set_oracle(
+        ask,
+        levels.saturating_add(1),
+        TreeResponder { levels, range },
+    )
 }
 
 /// What is made of a `k`-set frequency oracle's query rebuilt from its ask.
@@ -548,7 +556,7 @@ fn prefix_round(
 
 /// A device's answer to a round over the public `domain`.
 fn domain_responder(domain: PublicDomain) -> Result<Arc<dyn DeviceResponder>, AskError> {
-    let map = DomainMap::from(domain);
+    let map = domain_map(domain);
     if map.size() < 2 {
         return Err(AskError::Domain(map.size()));
     }
@@ -564,4 +572,122 @@ fn value_range(range: Option<[f64; 2]>) -> Result<Option<ValueRange>, tally_core
 
 fn count(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Serialize;
+    use serde::de::DeserializeOwned;
+    use tally_messages::{PublicDomain, RangeTreeMechanism, TaskKind, TreeReading};
+
+    use super::*;
+
+    fn round_trip<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(value: &T) {
+        let text = serde_json::to_string(value).unwrap();
+        let back: T = serde_json::from_str(&text).unwrap();
+        assert_eq!(&back, value, "{text}");
+    }
+
+    /// A range-tree task and its ask are spelled as documented; a device rebuilds the tree from
+    /// the ask (its oracle's ask for sets of `1 + levels` items) and answers a number with a
+    /// report of the oracle's shape, and refuses an ask whose oracle is not a set oracle.
+    #[test]
+    fn a_range_tree_is_spelled_and_answered_through_its_oracles_ask() {
+        use rand_chacha::ChaCha20Rng;
+        use rand_chacha::rand_core::SeedableRng;
+
+        let kind: TaskKind = serde_json::from_str(
+            r#"{"type": "range-tree", "mechanism": "ghazi-hadamard", "levels": 2,
+                "range": [0, 100], "reading": {"range": {"lo": 0, "hi": 50}}}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            kind,
+            TaskKind::RangeTree {
+                mechanism: RangeTreeMechanism::GhaziHadamard,
+                reading: TreeReading::Range { .. },
+                public_coins: None,
+                ..
+            }
+        ));
+        round_trip(&kind);
+        let oracle = Ask::GhaziHadamard {
+            domain: PublicDomain::Integers(4),
+            tau: 4,
+            rho: 2,
+        };
+        let ask = Ask::RangeTree {
+            levels: 2,
+            range: Some([0.0, 100.0]),
+            oracle: Box::new(oracle),
+        };
+        round_trip(&ask);
+        let responder = ask.responder(Sampling::Aggregator).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(0);
+        let report = responder.respond("70", 1 << 12, &mut rng).unwrap();
+        // k = 3 real tuples and ρ = 2 blanket ones.
+        assert_eq!(report.split(',').count(), 5, "{report}");
+        assert_eq!(responder.respond("seventy", 1 << 12, &mut rng), None);
+        let not_an_oracle = Ask::RangeTree {
+            levels: 2,
+            range: None,
+            oracle: Box::new(Ask::Item { sampling_rate: 0.5 }),
+        };
+        assert!(not_an_oracle.responder(Sampling::Aggregator).is_err());
+    }
+
+    /// A Count-Min prefix-tree task and its level's ask are spelled as documented; a device
+    /// rebuilds the level from the ask (its oracle's ask for sets of one item) and answers its
+    /// item's prefix with one cell per row of the sketch and its blanket, abstains for an item
+    /// outside `0..2^L`, and refuses an ask whose oracle is not a set oracle or whose oracle's
+    /// domain is not the level's.
+    #[test]
+    fn a_prefix_level_is_spelled_and_answered_through_its_oracles_ask() {
+        use rand_chacha::ChaCha20Rng;
+        use rand_chacha::rand_core::SeedableRng;
+
+        let kind: TaskKind = serde_json::from_str(
+            r#"{"type": "count-min-prefix-tree", "domain_bits": 3, "threshold": 100}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            kind,
+            TaskKind::CountMinPrefixTree {
+                domain_bits: 3,
+                threshold: 100,
+                failure_probability: None,
+                public_coins: None,
+            }
+        );
+        round_trip(&kind);
+        let oracle = |size| Ask::GhaziCountMin {
+            domain: PublicDomain::Integers(size),
+            hashes: vec![[1, 0], [3, 1]],
+            width: 8,
+            // A blanket this thin is empty at this seed.
+            gamma: 1e-12,
+            blanket_cap: 1,
+        };
+        let ask = |size| Ask::PrefixLevel {
+            level: 2,
+            domain_bits: 3,
+            oracle: Box::new(oracle(size)),
+        };
+        round_trip(&ask(4));
+        let responder = ask(4).responder(Sampling::Aggregator).unwrap();
+        let mut rng = ChaCha20Rng::seed_from_u64(0);
+        // Item 7's prefix is 3: cell h_0(3) = 3 of row 0 and 8 + h_1(3) = 8 + 10 mod 8 of row 1.
+        assert_eq!(
+            responder.respond("7", 1 << 12, &mut rng).as_deref(),
+            Some("3,10")
+        );
+        assert_eq!(responder.respond("8", 1 << 12, &mut rng), None);
+        assert!(ask(8).responder(Sampling::Aggregator).is_err());
+        let not_an_oracle = Ask::PrefixLevel {
+            level: 1,
+            domain_bits: 3,
+            oracle: Box::new(Ask::Item { sampling_rate: 0.5 }),
+        };
+        assert!(not_an_oracle.responder(Sampling::Aggregator).is_err());
+    }
 }

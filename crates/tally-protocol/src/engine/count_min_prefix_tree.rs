@@ -4,16 +4,16 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{Estimates, RoundProtocol};
 use tally_core::shuffle::{CountMinRound, PrefixLevelRound, ShuffleHeavyHitters};
 use tally_messages::{PrivacyTarget, Sampling, TaskSpec};
 
-use super::domain::check_shuffle_cohort;
-use super::{Engine, Kind, driven, input_description};
+use super::domain::{check_count_min_cohort, check_shuffle_cohort};
+use super::{Engine, Kind, TaskDefinition, driven, input_description};
 use crate::document::{self, COUNT_MIN_PREFIX_TREE};
 
 /// What a prefix-tree task is asked for, besides its privacy target.
@@ -26,6 +26,39 @@ pub(super) struct TreeTask {
     pub(super) failure_probability: Option<f64>,
     /// The seed of the levels' public hash functions.
     pub(super) public_coins: Option<u64>,
+}
+
+impl TaskDefinition for TreeTask {
+    fn name(&self) -> &'static str {
+        COUNT_MIN_PREFIX_TREE
+    }
+
+    fn description(&self, _: Neighbours) -> String {
+        let TreeTask {
+            domain_bits,
+            threshold,
+            ..
+        } = self;
+        format!(
+            "count-min-prefix-tree heavy hitters among integers in [0, 2^{domain_bits}), \
+             threshold {threshold}, {domain_bits} Count-Min rounds behind the shuffler"
+        )
+    }
+
+    fn rounds(&self) -> u32 {
+        self.domain_bits
+    }
+
+    fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String> {
+        check_count_min_cohort(spec)?;
+        build(
+            self,
+            &spec.privacy,
+            spec.expected_population,
+            spec.rounds.min_cohort,
+            spec.rounds.max_report_bytes,
+        )
+    }
 }
 
 /// The task `task` asks for at `privacy`, every level's oracle calibrated for `clients`
@@ -130,16 +163,16 @@ impl Kind for PrefixTree {
 
 #[cfg(test)]
 mod tests {
+    use crate::{AskResponder, PublishedQuery};
     use tally_accounting::Neighbours;
     use tally_accounting::sample_threshold::Analysis;
     use tally_core::protocol::DeviceQuery;
     use tally_core::protocol::WireReport;
     use tally_core::task::Task;
-    use tally_messages::rounds::PublishedQuery;
     use tally_messages::{Ask, PROTOCOL_VERSION, RoundPolicy, TaskKind};
 
     use super::*;
-    use crate::runtime::MAX_REPORT_BYTES;
+    use tally_messages::MAX_REPORT_BYTES;
 
     /// The devices of the tests (the longest report does not depend on them: every device's
     /// blanket is capped).
@@ -243,16 +276,17 @@ mod tests {
         assert_eq!(document["found_items"], 1, "{document}");
     }
 
-    /// The fit is checked at every level: at `ε = 50` (25 a level) level 1's longest report
-    /// fits the largest `max_report_bytes` (25,643 bytes) but level 2's (ten rows to level 1's
-    /// nine, a blanket capped at 5,752 cells: 34,571 bytes) does not
-    /// (`tools/reference/ghazi_blanket_cap.py`). A task whose rounds could release from fewer
-    /// devices than calibrated for is refused.
+    /// The fit is checked at every level: at `ε = 2.5` (1.25 a level, calibrated by the exact
+    /// analysis of the blanket) level 1's longest report fits the largest `max_report_bytes`
+    /// (29,843 bytes) but level 2's (ten rows to level 1's nine, a blanket capped at 6,125
+    /// cells: 36,809 bytes) does not. A task whose rounds could release from fewer devices than
+    /// calibrated for is refused, and so is one for fewer devices than the accountant needs
+    /// (26 at `ε = 54`).
     #[test]
     fn a_task_is_refused_for_any_level_that_cannot_fit_or_a_small_cohort() {
         let message = build(
             &task(),
-            &privacy_at(50.0),
+            &privacy_at(2.5),
             DEVICES,
             DEVICES,
             MAX_REPORT_BYTES,
@@ -271,9 +305,9 @@ mod tests {
             message.contains(&format!("at least {DEVICES}")),
             "{message}"
         );
-        let message = build(&task(), &privacy(), 100, 100, MAX_REPORT_BYTES)
+        let message = build(&task(), &privacy(), 25, 25, MAX_REPORT_BYTES)
             .err()
             .expect("refused");
-        assert!(message.contains("users (got 100)"), "{message}");
+        assert!(message.contains("users (got 25)"), "{message}");
     }
 }
