@@ -825,7 +825,7 @@ fn quantile_tasks_release_what_the_simulator_releases(server: &Server) {
     // Words cannot answer a quantile round: the fleet says so instead of abstaining.
     let info: TaskInfo = parse(json(&format!(
         "task create {analyst} --algorithm hierarchical-quantiles --epsilon 1 \
-         --delta 1e-6 --levels 2 --population words --expected-population 10 --json"
+         --delta 1e-6 --levels 2 --population words --expected-population 100 --json"
     )));
     let words = temp_file("not-numbers.txt", b"apple\npear\n");
     let error = failure(&format!(
@@ -1379,7 +1379,19 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
 /// `tally-protocol/src/engine/opt_prefix_tree.rs`.
 #[test]
 fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
-    let server = Server::start();
+    assert_opt_prefix_tree_task_matches_the_offline_command(&Server::start());
+}
+
+/// [`an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command`] through the
+/// relay: each speaker's device seals its report, the relay shuffles every iteration's.
+#[test]
+fn an_opt_prefix_tree_task_through_the_relay_matches_the_offline_command() {
+    assert_opt_prefix_tree_task_matches_the_offline_command(&Server::start_split());
+}
+
+/// The OptPrefixTree task over whole speakers through `server` prints the offline command's
+/// document and finds words.
+fn assert_opt_prefix_tree_task_matches_the_offline_command(server: &Server) {
     let analyst = &server.analyst;
     let speakers = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -1404,7 +1416,7 @@ fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
             .all(|r| r["accepted"] == 1419 && r["reports"] == 1419),
         "{report}"
     );
-    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let federated = server.result(&info.id);
     let simulated = json(&format!(
         "heavy-hitters --algorithm opt-prefix-tree {options} --input {speakers} --format tsv \
          --seed 3 --json"
@@ -1413,7 +1425,7 @@ fn an_opt_prefix_tree_task_over_whole_speakers_matches_the_offline_command() {
         assert_eq!(federated[key], simulated[key], "{key}");
     }
     assert_eq!(
-        serde_json::to_value(&info.guarantee).unwrap(),
+        server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]
     );
     let parameters = federated["parameters"].as_object().unwrap();
@@ -1767,7 +1779,19 @@ fn range_estimate(release: &Value) -> f64 {
 /// numbers shifted up by 10 is caught.
 #[test]
 fn a_range_task_releases_what_the_offline_command_releases() {
-    let server = Server::start();
+    assert_range_task_releases_what_tally_range_releases(&Server::start());
+}
+
+/// [`a_range_task_releases_what_the_offline_command_releases`] through the relay, which
+/// flips every level's sampling coins.
+#[test]
+fn a_range_task_through_the_relay_releases_what_the_offline_command_releases() {
+    assert_range_task_releases_what_tally_range_releases(&Server::start_split());
+}
+
+/// The S&T range task over 16,000 devices through `server`: the document is `tally range`'s
+/// and its estimate agrees in distribution (a simulation over shifted numbers is caught).
+fn assert_range_task_releases_what_tally_range_releases(server: &Server) {
     let analyst = &server.analyst;
     let file = skewed_numbers(0.0);
     let options = "--epsilon 4 --delta 1e-6 --levels 3 --min 0 --max 100 --lo 10 --hi 60";
@@ -1789,7 +1813,7 @@ fn a_range_task_releases_what_the_offline_command_releases() {
         file.display()
     ));
     assert_eq!(report["rounds"].as_array().unwrap().len(), 3, "{report}");
-    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let federated = server.result(&info.id);
     let offline = |file: &PathBuf| {
         json(&format!(
             "range --input {} {options} --seed 5 --json",
@@ -1810,7 +1834,7 @@ fn a_range_task_releases_what_the_offline_command_releases() {
         &[&[INPUT, SEED][..], &sampled].concat(),
     );
     assert_eq!(
-        serde_json::to_value(&info.guarantee).unwrap(),
+        server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]
     );
     // [10, 60) snaps to leaves of width 100/64: [9.375, 59.375), which holds the devices
@@ -2131,6 +2155,20 @@ fn a_count_min_range_task_releases_what_the_offline_command_releases() {
     );
 }
 
+/// [`a_count_min_range_task_releases_what_the_offline_command_releases`] through the relay:
+/// each device seals each of its cells and blanket cells on its own: thousands of HPKE
+/// encapsulations per device, millions for the 3,000 devices, so it runs on request in a
+/// release build (`cargo test --release -p tally-cli --test federated -- --ignored
+/// through_the_relay`).
+#[test]
+#[ignore = "millions of HPKE seals: run in a release build with --ignored"]
+fn a_count_min_range_task_through_the_relay_releases_what_the_offline_command_releases() {
+    assert_range_task_releases_what_the_offline_command_releases(
+        &Server::start_split(),
+        TreeOracle::CountMin,
+    );
+}
+
 /// The quantiles a release of the range-query tree tests on `oracle` may answer for
 /// `quantile` at α ≤ 1e-6: the values `25·j` of the leaves `j` whose prefix sums could be the
 /// first at least `q·n` ([`tree_tolerance`] of each of the four prefix sums, by the union
@@ -2267,10 +2305,30 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
 /// an offline release over data whose heavy item moved is caught.
 #[test]
 fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
+    assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
+        &Server::start_seeded(SHUFFLE_SEED),
+    );
+}
+
+/// [`a_count_min_prefix_tree_task_releases_what_the_offline_command_releases`] through the
+/// relay: each device seals each of its level's cells on its own, and the relay permutes
+/// every message of the level's round together. As
+/// [`a_count_min_range_task_through_the_relay_releases_what_the_offline_command_releases`],
+/// millions of seals: it runs on request in a release build.
+#[test]
+#[ignore = "millions of HPKE seals: run in a release build with --ignored"]
+fn a_count_min_prefix_tree_task_through_the_relay_releases_what_the_offline_command_releases() {
+    assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
+        &Server::start_split(),
+    );
+}
+
+/// The Count-Min prefix-tree task over [`PREFIX_TREE_DEVICES`] devices through `server`: the
+/// offline command's document, and the heavy item found with an admitted estimate.
+fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(server: &Server) {
     use prefix_tree::{
         PREFIX_TREE_DEVICES, PREFIX_TREE_OPTIONS, prefix_tree_admits, prefix_tree_items,
     };
-    let server = Server::start_seeded(SHUFFLE_SEED);
     let analyst = &server.analyst;
     let create = |extra: &str| {
         format!(
@@ -2316,7 +2374,7 @@ fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
         2 * PREFIX_TREE_DEVICES,
         "{report}"
     );
-    let federated = json(&format!("task result {analyst} {} --json", info.id));
+    let federated = server.result(&info.id);
     let table = tally(&format!("task result {analyst} {}", info.id));
     assert!(table.status.success(), "{table:?}");
     assert!(
@@ -2333,7 +2391,7 @@ fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
     let simulated = offline(2);
     assert_same_document(&federated, &simulated, &[INPUT, SEED, "items"]);
     assert_eq!(
-        serde_json::to_value(&info.guarantee).unwrap(),
+        server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]
     );
     assert!(prefix_tree_admits(&federated, 2), "{federated}");
@@ -2500,7 +2558,8 @@ fn colluding_devices_cannot_choose_to_be_sampled_through_the_relay() {
 }
 
 /// A TCP proxy on a free loopback port in front of `target`, keeping every byte clients
-/// send through it: its port, and those bytes.
+/// send through it: its port, and those bytes. As a reverse proxy does, it names its target in
+/// the requests' `Host` (the relay answers only the names of its own loopback port).
 fn recording_proxy(
     runtime: &tokio::runtime::Runtime,
     target: u16,
@@ -2521,13 +2580,34 @@ fn recording_proxy(
             let (mut client_in, mut client_out) = client.into_split();
             let (mut upstream_in, mut upstream_out) = upstream.into_split();
             let keeping = std::sync::Arc::clone(&keeping);
+            let (ours, theirs) = (format!("127.0.0.1:{port}"), format!("127.0.0.1:{target}"));
             tokio::spawn(async move {
                 let mut buffer = vec![0; 1 << 16];
+                // Bytes read but not yet sent: a tail that may begin our own name.
+                let mut pending: Vec<u8> = Vec::new();
                 while let Ok(n @ 1..) = client_in.read(&mut buffer).await {
                     keeping.lock().unwrap().extend_from_slice(&buffer[..n]);
-                    if upstream_out.write_all(&buffer[..n]).await.is_err() {
+                    pending.extend_from_slice(&buffer[..n]);
+                    let mut renamed = Vec::with_capacity(pending.len());
+                    let mut rest = &pending[..];
+                    while !rest.is_empty() {
+                        if let Some(after) = rest.strip_prefix(ours.as_bytes()) {
+                            renamed.extend_from_slice(theirs.as_bytes());
+                            rest = after;
+                        } else {
+                            renamed.push(rest[0]);
+                            rest = &rest[1..];
+                        }
+                    }
+                    let held = (1..ours.len())
+                        .rev()
+                        .find(|&k| renamed.ends_with(&ours.as_bytes()[..k]))
+                        .unwrap_or(0);
+                    let (send, keep) = renamed.split_at(renamed.len() - held);
+                    if upstream_out.write_all(send).await.is_err() {
                         break;
                     }
+                    pending = keep.to_vec();
                 }
             });
             tokio::spawn(async move {

@@ -21,7 +21,7 @@ use tally_messages::{
 };
 
 use crate::auth::Principal;
-use crate::error::ApiError;
+use crate::error::{ApiError, ServerError};
 use crate::rate::RateLimit;
 use crate::runtime::{Runtime, check_version};
 
@@ -485,7 +485,13 @@ async fn relayed(
         let batch: RelayedBatch = read_json(&runtime, &headers, body, RELAYED_BODY_LIMIT).await?;
         check_version(batch.version)?;
         let round = runtime.relayed_round(&id, &who)?;
-        Ok((StatusCode::OK, runtime.relay(round, batch).await?))
+        // Opened, counted, closed and released to the end even if the relay hangs up
+        // meanwhile (its request timed out): a round left claimed but open would never close.
+        let relaying = Arc::clone(&runtime);
+        let receipt = tokio::spawn(async move { relaying.relay(round, batch).await })
+            .await
+            .map_err(|e| ServerError::Corrupt(format!("taking a relayed batch failed: {e}")))??;
+        Ok((StatusCode::OK, receipt))
     }
     .await;
     answer(&runtime, result)

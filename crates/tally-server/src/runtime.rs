@@ -1167,6 +1167,16 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
     if rounds.cohort_target.is_some_and(|t| t < rounds.min_cohort) {
         return invalid("cohort_target: at least min_cohort".into());
     }
+    // A round closes at its cohort target, the expected population by default: below the
+    // minimum cohort no round could ever release (and a relay would not relay it).
+    if rounds.cohort_target.is_none() && spec.expected_population < rounds.min_cohort {
+        return invalid(format!(
+            "expected_population ({}) is below min_cohort ({}): each round closes at its cohort \
+             target, the expected population by default, so none could release; raise \
+             expected_population (or cohort_target), or lower min_cohort",
+            spec.expected_population, rounds.min_cohort
+        ));
+    }
     if spec.expected_population > MAX_POPULATION {
         return invalid(format!("expected_population: at most {MAX_POPULATION}"));
     }

@@ -765,6 +765,11 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
         too_many_attempts.rounds.max_attempts = 1000;
         let mut too_large = base.clone();
         too_large.expected_population = 1 << 40;
+        // Rounds that close at the expected population, below the minimum cohort.
+        let mut never_releases = base.clone();
+        never_releases.expected_population = 10;
+        never_releases.rounds.min_cohort = 100;
+        never_releases.rounds.cohort_target = None;
         let too_deep = spec(triehh_plus(300, 0.2), 1.0, policy(1, 1000));
         let mut too_many_quantiles = spec(quantiles(3, 0.2), 1.0, policy(1, 1000));
         if let tally_messages::TaskKind::Quantiles { quantiles, .. } = &mut too_many_quantiles.kind
@@ -775,6 +780,10 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
             (too_long, "deadline_secs: 1 to"),
             (too_many_attempts, "max_attempts: 1 to"),
             (too_large, "expected_population: at most"),
+            (
+                never_releases,
+                "expected_population (10) is below min_cohort (100)",
+            ),
             (too_deep, "levels 300: at most 64"),
             (too_many_quantiles, "quantiles: at most"),
             (

@@ -222,6 +222,51 @@ async fn a_relayed_batch_is_opened_checked_counted_and_released() {
     }
 }
 
+/// A relay that hangs up while its batch is being opened (its request timed out, as a large
+/// batch's may) still gets the round counted, closed and released: the aggregator finishes a
+/// batch it began whatever happens to the request. Without that the round stayed claimed and
+/// open forever: the deadline waits for a batch being opened, and the relay's retry is
+/// refused as `already_relayed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_whose_relay_hangs_up_is_still_counted_and_released() {
+    let db = &databases().await[0];
+    let a = aggregator(&db.url).await;
+    let task = histogram_task(&a, 3).await;
+    let round = relays_round(&a, &task.id).await;
+    let key = &key_configs(&a.bare).await[0];
+    let mut rng = ChaCha20Rng::seed_from_u64(2);
+    let binding = Binding::of(&round);
+    // Enough messages that opening them outlasts the request's 20 ms.
+    let messages: Vec<String> = (0..1000)
+        .map(|_| seal(key, &binding, "apple", &mut rng))
+        .collect();
+    let hung_up = tokio::time::timeout(
+        std::time::Duration::from_millis(20),
+        relay_batch(&a, &round, 1000, messages),
+    )
+    .await;
+    assert!(
+        hung_up.is_err(),
+        "the batch was taken within 20 ms: {hung_up:?}"
+    );
+    let result = format!("/v1/tasks/{}/result", task.id);
+    let started = std::time::Instant::now();
+    let document: serde_json::Value = loop {
+        let (status, text) = call_with(&a.router, &a.analyst, Method::GET, &result, None).await;
+        if status == StatusCode::OK {
+            break serde_json::from_str(&text).unwrap();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(120),
+            "the round was never released: {status} {text}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(document["items"][0]["item"], "apple", "{document}");
+    assert_eq!(document["items"][0]["count"], 1000, "{document}");
+    a.server.shutdown().await;
+}
+
 /// A batch for fewer devices than the round's minimum cohort, past its cohort target, or
 /// with more messages than its devices can send is refused, and nothing of it is counted:
 /// the round then takes a batch that is right. Two claims on one round cannot both hold.
