@@ -16,6 +16,7 @@ mod federated_token;
 mod heavy_hitters;
 mod histogram;
 mod input;
+mod items_histogram;
 mod output;
 mod plan;
 mod plan_compose;

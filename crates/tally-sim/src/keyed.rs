@@ -200,6 +200,33 @@ impl KeyedPopulation {
     }
 }
 
+impl KeyedPopulation {
+    /// Each client's id and the item ids of all its rows (in row order), in order of the
+    /// clients' first rows (clients without ids are named by position).
+    pub fn client_items(&self) -> Vec<(String, Vec<u32>)> {
+        match &self.clients {
+            Clients::Positions => self
+                .items
+                .iter()
+                .enumerate()
+                .map(|(position, &item)| (position.to_string(), vec![item]))
+                .collect(),
+            Clients::Named { rows, names } => {
+                let mut held: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
+                for (&client, &item) in rows.iter().zip(&self.items) {
+                    held[client as usize].push(item);
+                }
+                names.iter().cloned().zip(held).collect()
+            }
+        }
+    }
+
+    /// The number of distinct items.
+    pub fn domain_size(&self) -> usize {
+        self.names.len()
+    }
+}
+
 /// Rows being interned.
 struct Rows {
     clients: Interner,

@@ -86,6 +86,7 @@ mod domain;
 mod error;
 mod execute;
 mod heavy_hitters;
+pub mod items_release;
 mod keyed;
 mod keyed_counts;
 mod keyed_triehh;
