@@ -19,6 +19,7 @@ from ._keywords import calibration, hierarchy, trie
 from ._release import Release
 from ._tally import heavy_hitters as _heavy_hitters
 from ._tally import histogram as _histogram
+from ._tally import items_histogram as _items_histogram
 from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
 
@@ -38,30 +39,51 @@ def histogram(
     threshold: int | None = None,
     method: str = "tight",
     neighbours: str = "add-remove",
+    max_items_per_client: int | None = None,
     seed: int | None = None,
     sampling_key: str | None = None,
     rows_as_clients: bool = False,
     description: str | None = None,
 ) -> Release:
-    """Release a sample-and-threshold histogram of `items` at `(epsilon, delta)`.
+    """Release a histogram of `items` at `(epsilon, delta)`, as `tally histogram` does.
 
     `items` is a file path (read as `tally histogram --input` reads it), or a column: a list,
     a NumPy array, a pandas or Polars Series, or an Arrow array. Without `clients` every item
     is its own client; with `clients` (a column of the same length), each distinct client id is
-    one client holding one of its rows. `sampling_rate` or `threshold` fix one parameter (the
-    planner solves for the rest). `seed` makes the run reproducible (and not private against
-    whoever knows it); without it the randomness comes from the operating system.
-    `sampling_key` samples with keyed coins instead: the same key reproduces the release here,
-    on the command line (`--sampling-key`) and on Spark (`tally.spark.histogram`).
+    one client holding one of its rows. `sampling_rate` or `threshold` fix one parameter of
+    sample-and-threshold (the planner solves for the rest). `seed` makes the run reproducible
+    (and not private against whoever knows it); without it the randomness comes from the
+    operating system. `sampling_key` samples with keyed coins instead: the same key reproduces
+    the release here, on the command line (`--sampling-key`) and on Spark
+    (`tally.spark.histogram`).
+
+    `mechanism` is `"sample-threshold"` or a partition selection over the items the clients
+    hold: `"laplace-threshold"`, `"gaussian-threshold"` (noisy counts) or
+    `"truncated-geometric"` (keys only). `max_items_per_client=k` (`--max-items-per-client`)
+    lets each client contribute up to `k` distinct items, a uniform `k`-subset of its rows'
+    (keyed by `sampling_key` when given); sample-and-threshold then flips one coin per item.
+    The partition selections default to one item per client; their noise comes from `seed`.
 
     The GIL is released while the release is computed.
     """
-    if mechanism != "sample-threshold":
-        raise ValueError(f"mechanism {mechanism!r}: the package runs sample-threshold only")
+    keywords = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    if mechanism != "sample-threshold" or max_items_per_client is not None:
+        parts = _items_histogram(
+            column(items, "items"),
+            _clients(clients),
+            keywords,
+            mechanism,
+            max_items_per_client,
+            seed,
+            sampling_key,
+            rows_as_clients,
+            description,
+        )
+        return Release._from_parts(parts)
     parts = _histogram(
         column(items, "items"),
         _clients(clients),
-        calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
+        keywords,
         seed,
         sampling_key,
         rows_as_clients,

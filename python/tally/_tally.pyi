@@ -22,6 +22,17 @@ def histogram(
     rows_as_clients: bool,
     description: str | None,
 ) -> tuple[str, str, list[dict[str, Any]]]: ...
+def items_histogram(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    calibration: Calibration,
+    mechanism: str,
+    max_items_per_client: int | None,
+    seed: int | None,
+    sampling_key: str | None,
+    rows_as_clients: bool,
+    description: str | None,
+) -> tuple[str, str, list[dict[str, Any]]]: ...
 def heavy_hitters(
     items: tuple[str, Any],
     clients: tuple[str, Any] | None,

@@ -5,10 +5,9 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::partition_selection::Method as SelectionMethod;
-use tally_core::histogram::{PartitionSelection, SampleThreshold};
 use tally_core::sampling::SamplingKey;
 use tally_messages::HistogramRelease;
-use tally_sim::items_release::{self, ItemChoice, ItemsRelease};
+use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 
 use crate::cli::{HistogramArgs, Method};
 use crate::histogram::load_keyed_population;
@@ -32,21 +31,15 @@ pub(crate) fn run(args: &HistogramArgs, method: Option<SelectionMethod>) -> Resu
         .map(|key| SamplingKey::derive(key.as_bytes()))
         .transpose()?;
     // Calibrate before reading any data, so a bad target fails fast.
-    let mechanism = match method {
-        Some(method) => Mechanism::Selection(PartitionSelection::calibrate(
-            method, epsilon, delta, max_items, neighbours,
-        )?),
-        None => {
-            let target = args.release.target();
-            Mechanism::SampleThreshold(if key.is_some() {
-                SampleThreshold::calibrate_items_keyed(
-                    epsilon, delta, max_items, target, neighbours,
-                )?
-            } else {
-                SampleThreshold::calibrate_items(epsilon, delta, max_items, target, neighbours)?
-            })
-        }
-    };
+    let mechanism = ItemsMechanism::calibrate(
+        method,
+        epsilon,
+        delta,
+        max_items,
+        args.release.target(),
+        neighbours,
+        key.is_some(),
+    )?;
     let seed = args.release.seed_or_random();
     let stage = Stage::start("loading the population");
     let population = load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;
@@ -58,14 +51,7 @@ pub(crate) fn run(args: &HistogramArgs, method: Option<SelectionMethod>) -> Resu
         target_delta: delta,
         shown_seed: args.release.seed,
     };
-    let mut document = match &mechanism {
-        Mechanism::Selection(selection) => {
-            items_release::selection_histogram(&population, selection, &options)?
-        }
-        Mechanism::SampleThreshold(mechanism) => {
-            items_release::sample_threshold_histogram(&population, mechanism, &options)?
-        }
-    };
+    let mut document = mechanism.histogram(&population, &options)?;
     drop(stage);
     if args.privacy.json
         && let Some(top) = args.top
@@ -73,12 +59,6 @@ pub(crate) fn run(args: &HistogramArgs, method: Option<SelectionMethod>) -> Resu
         document.items.truncate(top);
     }
     print(args, name, &document)
-}
-
-/// A calibrated mechanism over clients of several items.
-enum Mechanism {
-    Selection(PartitionSelection),
-    SampleThreshold(SampleThreshold),
 }
 
 /// Refuses the options that do not apply to mechanism `name` over clients of several items.

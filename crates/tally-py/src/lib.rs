@@ -19,6 +19,7 @@ use rand::Rng as _;
 use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
@@ -28,6 +29,7 @@ use tally_protocol::compose_plan::{self, ComposeMethod};
 use tally_protocol::plan_document;
 use tally_protocol::shuffle_plan::ShufflePlan;
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
+use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::triehh_plus_release::{
     TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
@@ -490,6 +492,85 @@ fn histogram<'py>(
         sample_threshold_release::histogram(sampling, &mechanism, delta, seed)
     });
     let document = document.map_err(value_error)?;
+    histogram_parts(py, document)
+}
+
+/// `tally histogram --json` with a partition selection (`mechanism` `laplace-threshold`,
+/// `gaussian-threshold` or `truncated-geometric`) or sample-and-threshold over clients of at
+/// most `max_items_per_client` distinct items (`--max-items-per-client`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
+fn items_histogram<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    clients: Option<&Bound<'py, PyAny>>,
+    calibration: Calibration,
+    mechanism: &str,
+    max_items_per_client: Option<u32>,
+    seed: Option<u64>,
+    sampling_key: Option<&str>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<HistogramParts<'py>> {
+    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
+    let method = match mechanism {
+        "sample-threshold" => None,
+        name => Some(name.parse::<SelectionMethod>().map_err(value_error)?),
+    };
+    if !matches!(analysis, Analysis::Tight) {
+        return Err(value_error(format!(
+            "method={:?} chooses the analysis of one-item sample-and-threshold; mechanism \
+             {mechanism:?} with max_items_per_client has its own: drop method",
+            calibration.method
+        )));
+    }
+    if method.is_some() && (calibration.sampling_rate.is_some() || calibration.threshold.is_some())
+    {
+        return Err(value_error(format!(
+            "sampling_rate and threshold set sample-threshold's parameters; mechanism \
+             {mechanism:?} calibrates its noise and threshold from epsilon, delta and \
+             max_items_per_client: drop them"
+        )));
+    }
+    let key = sampling_key.map(derived_key).transpose()?;
+    let max_items = max_items_per_client.unwrap_or(1);
+    let delta = calibration.delta;
+    let mechanism = ItemsMechanism::calibrate(
+        method,
+        calibration.epsilon,
+        delta,
+        max_items,
+        calibration.target(),
+        neighbours,
+        key.is_some(),
+    )
+    .map_err(value_error)?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let items = Column::extract(items)?;
+    let clients = clients.map(Column::extract).transpose()?;
+    let Input::Keyed(population) = Input::read(
+        py,
+        items,
+        clients,
+        run_seed,
+        rows_as_clients,
+        true,
+        description,
+    )?
+    else {
+        unreachable!("rows are read keyed with keyed = true")
+    };
+    let options = ItemsRelease {
+        max_items,
+        choice: key.map_or(ItemChoice::Seeded, ItemChoice::Keyed),
+        seed: run_seed,
+        target_delta: delta,
+        shown_seed: seed,
+    };
+    let document = py
+        .detach(|| mechanism.histogram(&population, &options))
+        .map_err(value_error)?;
     histogram_parts(py, document)
 }
 
@@ -1254,6 +1335,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
     module.add_function(wrap_pyfunction!(plan_triehh_plus, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
     module.add_function(wrap_pyfunction!(quantiles, module)?)?;
     module.add_function(wrap_pyfunction!(range_count, module)?)?;

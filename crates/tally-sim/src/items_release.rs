@@ -11,6 +11,9 @@
 //! ([`tally_core::sampling::KeyedCoin::flip_item`]) or exact from the seed's stream. The noise
 //! of a partition selection always comes from the seed's generator, never from the key.
 
+use tally_accounting::Neighbours;
+use tally_accounting::partition_selection::Method;
+use tally_accounting::sample_threshold::PlanTarget;
 use tally_core::histogram::{PartitionSelection, SampleThreshold, SelectionRelease};
 use tally_core::sampling::{SamplingKey, bound_items, choose_items};
 use tally_messages::{HistogramRelease, ReleasedItem};
@@ -102,6 +105,65 @@ impl ItemsRelease {
 
 /// The errors of a release over clients of several items.
 pub type Error = tally_core::Error;
+
+/// A mechanism calibrated for clients of at most `k` distinct items.
+#[derive(Clone, Debug)]
+pub enum ItemsMechanism {
+    /// A partition selection.
+    Selection(PartitionSelection),
+    /// Sample-and-threshold with one coin per (client, item).
+    SampleThreshold(SampleThreshold),
+}
+
+impl ItemsMechanism {
+    /// Calibrates the partition selection `method`, or sample-and-threshold for `target` when
+    /// `method` is `None` (for the rate a keyed coin uses when `keyed`), for `(epsilon,
+    /// delta)` when each client contributes at most `max_items` distinct items.
+    ///
+    /// # Errors
+    ///
+    /// Whatever the calibrations reject.
+    pub fn calibrate(
+        method: Option<Method>,
+        epsilon: f64,
+        delta: f64,
+        max_items: u32,
+        target: PlanTarget,
+        neighbours: Neighbours,
+        keyed: bool,
+    ) -> Result<Self, Error> {
+        Ok(match method {
+            Some(method) => Self::Selection(PartitionSelection::calibrate(
+                method, epsilon, delta, max_items, neighbours,
+            )?),
+            None if keyed => Self::SampleThreshold(SampleThreshold::calibrate_items_keyed(
+                epsilon, delta, max_items, target, neighbours,
+            )?),
+            None => Self::SampleThreshold(SampleThreshold::calibrate_items(
+                epsilon, delta, max_items, target, neighbours,
+            )?),
+        })
+    }
+
+    /// Runs the mechanism over `population` as `options` say and builds the document
+    /// ([`selection_histogram`], [`sample_threshold_histogram`]).
+    ///
+    /// # Errors
+    ///
+    /// As those.
+    pub fn histogram(
+        &self,
+        population: &KeyedPopulation,
+        options: &ItemsRelease,
+    ) -> Result<HistogramRelease, Error> {
+        match self {
+            Self::Selection(selection) => selection_histogram(population, selection, options),
+            Self::SampleThreshold(mechanism) => {
+                sample_threshold_histogram(population, mechanism, options)
+            }
+        }
+    }
+}
 
 /// Runs the partition selection `selection` over `population`, each client's items bounded as
 /// `options` says, and builds the release's document.
@@ -203,10 +265,6 @@ pub fn sample_threshold_histogram(
 
 #[cfg(test)]
 mod tests {
-    use tally_accounting::Neighbours;
-    use tally_accounting::partition_selection::Method;
-    use tally_accounting::sample_threshold::PlanTarget;
-
     use super::*;
 
     /// 2000 clients: each holds `common-0..common-5` and three items of its own.
