@@ -68,10 +68,20 @@ impl ItemsRelease {
         population: &KeyedPopulation,
         build: impl FnOnce(u64, f64, String, &str, Option<u64>) -> HistogramRelease,
     ) -> HistogramRelease {
+        let chosen = match self.choice {
+            ItemChoice::Seeded => "uniformly",
+            ItemChoice::Keyed(_) => "by the sampling key",
+        };
+        let input = format!(
+            "{} clients of {}, each contributing at most {} of its distinct items, chosen {chosen}",
+            population.len(),
+            population.source(),
+            self.max_items
+        );
         let mut document = build(
             population.len() as u64,
             self.target_delta,
-            population.description().to_owned(),
+            input,
             self.choice.execution(),
             self.shown_seed,
         );
