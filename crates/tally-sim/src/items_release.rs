@@ -5,23 +5,28 @@
 //!
 //! A client with more than `k` distinct items keeps a uniform `k`-subset of them: drawn from a
 //! ChaCha stream of the seed ([`tally_core::sampling::bound_items`]), or keyed by the sampling
-//! key ([`tally_core::sampling::choose_items`]), so the same key keeps the same items here, in
-//! Python and on Spark. Sample-and-threshold then flips one coin per kept item (never one per
-//! client: docs/privacy/sample-threshold.md, "Several items per client"), keyed
-//! ([`tally_core::sampling::KeyedCoin::flip_item`]) or exact from the seed's stream. The noise
-//! of a partition selection always comes from the seed's generator, never from the key.
+//! key ([`crate::KeyedItemCounts`], with [`tally_core::sampling::choose_items`]), so the same
+//! key keeps the same items here, in Python and on Spark. Sample-and-threshold then flips one
+//! coin per kept item (never one per client: docs/privacy/sample-threshold.md, "Several items
+//! per client"), keyed ([`tally_core::sampling::KeyedCoin::flip_item`]) or exact from the
+//! seed's stream. The noise of a partition selection always comes from the seed's generator,
+//! never from the key, one draw per counted item in increasing order of name: the same counts
+//! and seed give the same release whatever the order of the rows, and counts summed elsewhere
+//! ([`ItemsMechanism::release_counts`], on Spark) the release of the same rows here.
+
+use std::collections::BTreeMap;
 
 use tally_accounting::Neighbours;
-use tally_accounting::partition_selection::Method;
+use tally_accounting::partition_selection::{Method, check_max_items};
 use tally_accounting::sample_threshold::PlanTarget;
-use tally_core::histogram::{PartitionSelection, SampleThreshold, SelectionRelease};
-use tally_core::sampling::{SamplingKey, bound_items, choose_items};
+use tally_core::histogram::{PartitionSelection, SampleThreshold};
+use tally_core::sampling::{SamplingKey, bound_items};
 use tally_messages::{HistogramRelease, ReleasedItem};
 use tally_protocol::document;
 
-use crate::KeyedPopulation;
 use crate::rng::{Purpose, stream};
 use crate::sample_threshold_release::{KEYED_EXECUTION, named};
+use crate::{KeyedItemCounts, KeyedPopulation};
 
 /// The execution name of a seeded run in the document.
 pub const SEEDED_EXECUTION: &str = "seeded";
@@ -65,7 +70,7 @@ impl ItemsRelease {
     /// parameters.
     fn document(
         &self,
-        population: &KeyedPopulation,
+        counted: &ItemCounts,
         build: impl FnOnce(u64, f64, String, &str, Option<u64>) -> HistogramRelease,
     ) -> HistogramRelease {
         let chosen = match self.choice {
@@ -74,42 +79,110 @@ impl ItemsRelease {
         };
         let input = format!(
             "{} clients of {}, each contributing at most {} of its distinct items, chosen {chosen}",
-            population.len(),
-            population.source(),
-            self.max_items
+            counted.clients, counted.source, self.max_items
         );
         let mut document = build(
-            population.len() as u64,
+            counted.clients,
             self.target_delta,
             input,
-            self.choice.execution(),
+            &counted.execution,
             self.shown_seed,
         );
         document.parameters["max_items_per_client"] = serde_json::json!(self.max_items);
         document
     }
 
-    /// Each client's id and its at most `max_items` distinct item ids.
-    fn bounded(&self, population: &KeyedPopulation) -> Result<Vec<(String, Vec<u32>)>, Error> {
-        let mut rng = stream(self.seed, Purpose::ItemsPerClient, 0);
-        population
-            .client_items()
-            .into_iter()
-            .map(|(client, items)| {
-                let kept = match &self.choice {
-                    ItemChoice::Seeded => bound_items(&items, self.max_items, &mut rng)?,
-                    ItemChoice::Keyed(key) => {
-                        let names: Vec<&str> = items
-                            .iter()
-                            .map(|&item| population.item_name(item).unwrap_or_default())
-                            .collect();
-                        choose_items(key, 0, client.as_bytes(), &names, self.max_items)
+    /// The counts of the items the clients of `population` contribute: each client's items
+    /// bounded to `max_items` and, with `coins` (sample-and-threshold), each kept item sent by
+    /// its own coin.
+    fn contributions(
+        &self,
+        population: &KeyedPopulation,
+        coins: Option<&SampleThreshold>,
+    ) -> Result<ItemCounts, Error> {
+        let name = |item: u32| population.item_name(item).unwrap_or_default();
+        let mut counts = BTreeMap::new();
+        match &self.choice {
+            ItemChoice::Seeded => {
+                let mut choices = stream(self.seed, Purpose::ItemsPerClient, 0);
+                let mut flips = stream(self.seed, Purpose::ItemsPerClient, 1);
+                let query = coins.map(SampleThreshold::query);
+                for (_, items) in population.client_items() {
+                    let kept: Vec<u32> = bound_items(&items, self.max_items, &mut choices)?
+                        .into_iter()
+                        .map(|position| items[position])
+                        .collect();
+                    let sent = match &query {
+                        Some(query) => query.respond_items(&kept, &mut flips),
+                        None => kept,
+                    };
+                    for item in sent {
+                        *counts.entry(name(item).to_owned()).or_insert(0) += 1;
                     }
-                };
-                let kept = kept.into_iter().map(|position| items[position]).collect();
-                Ok((client, kept))
-            })
-            .collect()
+                }
+            }
+            ItemChoice::Keyed(key) => {
+                check_max_items(self.max_items)?;
+                let coin = coins
+                    .map(|mechanism| mechanism.keyed_coin(key.clone()))
+                    .transpose()?;
+                let mut part = KeyedItemCounts::new(key.clone(), self.max_items, coin);
+                for (client, items) in population.client_items() {
+                    let names: Vec<&str> = items.iter().map(|&item| name(item)).collect();
+                    part.absorb_client(client.as_bytes(), &names);
+                }
+                counts = part
+                    .into_counts()
+                    .into_iter()
+                    .map(|(item, count)| (String::from_utf8_lossy(&item).into_owned(), count))
+                    .collect();
+            }
+        }
+        Ok(ItemCounts {
+            counts,
+            clients: population.len() as u64,
+            source: population.source().to_owned(),
+            execution: self.choice.execution().to_owned(),
+        })
+    }
+}
+
+/// How many clients contributed each item once each client's items were bounded (and, for
+/// sample-and-threshold, its coins flipped), here or elsewhere (the summed partitions of a
+/// Spark job): what a release over clients of several items is computed from.
+#[derive(Clone, Debug)]
+pub struct ItemCounts {
+    /// The clients contributing each item, by name; items of count 0 are never released.
+    pub counts: BTreeMap<String, u64>,
+    /// The number of clients.
+    pub clients: u64,
+    /// Where the rows came from, for the document's input.
+    pub source: String,
+    /// The execution the document names.
+    pub execution: String,
+}
+
+impl ItemCounts {
+    /// The items' names, item `i` the `i`-th in increasing order, with their counts: the
+    /// order a partition selection draws its noise in, so that the same counts and seed give
+    /// the same release whatever the order of the rows.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] past `u32::MAX` distinct items.
+    fn numbered(&self) -> Result<Vec<(&str, u64)>, Error> {
+        if u32::try_from(self.counts.len()).is_err() {
+            return Err(Error::InvalidParameter {
+                name: "distinct items",
+                value: self.counts.len().to_string(),
+                expected: "at most 2^32 - 1",
+            });
+        }
+        Ok(self
+            .counts
+            .iter()
+            .map(|(name, &count)| (name.as_str(), count))
+            .collect())
     }
 }
 
@@ -173,6 +246,32 @@ impl ItemsMechanism {
             }
         }
     }
+
+    /// The release from counts made elsewhere ([`crate::KeyedItemCounts`] summed over a
+    /// Spark job's partitions), as [`ItemsMechanism::histogram`] releases the counts it makes
+    /// itself: `counted` must count each client's items bounded to `options.max_items` (and
+    /// for sample-and-threshold sent by their keyed coins).
+    ///
+    /// # Privacy
+    ///
+    /// As [`selection_histogram`] and [`sample_threshold_histogram`], given counts made as
+    /// they make them.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] past `u32::MAX` distinct items.
+    pub fn release_counts(
+        &self,
+        counted: &ItemCounts,
+        options: &ItemsRelease,
+    ) -> Result<HistogramRelease, Error> {
+        match self {
+            Self::Selection(selection) => selection_release(selection, counted, options),
+            Self::SampleThreshold(mechanism) => {
+                sample_threshold_release(mechanism, counted, options)
+            }
+        }
+    }
 }
 
 /// Runs the partition selection `selection` over `population`, each client's items bounded as
@@ -182,7 +281,8 @@ impl ItemsMechanism {
 ///
 /// The guarantee is `selection`'s ([`PartitionSelection::guarantee`]), which holds because
 /// every client reports at most `options.max_items` distinct items (`selection` must be
-/// calibrated for that bound). The noise is drawn from the seed's generator.
+/// calibrated for that bound). The noise is drawn from the seed's generator, one draw per
+/// counted item in increasing order of name.
 ///
 /// # Errors
 ///
@@ -192,34 +292,39 @@ pub fn selection_histogram(
     selection: &PartitionSelection,
     options: &ItemsRelease,
 ) -> Result<HistogramRelease, Error> {
-    let mut aggregator = selection.aggregator();
-    for (_, items) in options.bounded(population)? {
-        for item in items {
-            aggregator.absorb(item);
-        }
-    }
-    let release = aggregator.release(&mut stream(options.seed, Purpose::PartitionSelection, 0));
-    let items = selection_items(&release, population);
-    Ok(
-        options.document(population, |clients, delta, input, execution, seed| {
-            document::partition_selection(items, selection, clients, delta, input, execution, seed)
-        }),
+    selection_release(
+        selection,
+        &options.contributions(population, None)?,
+        options,
     )
 }
 
-/// The released items with their names: the noisy count as the estimate where there is one.
-fn selection_items(release: &SelectionRelease, population: &KeyedPopulation) -> Vec<ReleasedItem> {
-    release
+/// The release of `selection` over `counted` and its document.
+fn selection_release(
+    selection: &PartitionSelection,
+    counted: &ItemCounts,
+    options: &ItemsRelease,
+) -> Result<HistogramRelease, Error> {
+    let names = counted.numbered()?;
+    let mut aggregator = selection.aggregator();
+    for (item, &(_, count)) in (0..).zip(&names) {
+        aggregator.absorb_many(item, count);
+    }
+    let release = aggregator.release(&mut stream(options.seed, Purpose::PartitionSelection, 0));
+    let items = release
         .items
         .iter()
         .map(|selected| ReleasedItem {
-            item: population
-                .item_name(selected.item)
-                .map_or_else(|| selected.item.to_string(), str::to_owned),
+            item: names[selected.item as usize].0.to_owned(),
             count: None,
             estimate: selected.noisy_count.map(|count| count as f64),
         })
-        .collect()
+        .collect();
+    Ok(
+        options.document(counted, |clients, delta, input, execution, seed| {
+            document::partition_selection(items, selection, clients, delta, input, execution, seed)
+        }),
+    )
 }
 
 /// Runs one round of the sample-and-threshold `mechanism` over `population`, each client's
@@ -241,33 +346,26 @@ pub fn sample_threshold_histogram(
     mechanism: &SampleThreshold,
     options: &ItemsRelease,
 ) -> Result<HistogramRelease, Error> {
-    let bounded = options.bounded(population)?;
-    let mut aggregator = mechanism.aggregator(population.domain_size());
-    match &options.choice {
-        ItemChoice::Seeded => {
-            let query = mechanism.query();
-            let mut rng = stream(options.seed, Purpose::ItemsPerClient, 1);
-            for (_, items) in &bounded {
-                aggregator.absorb_all(&query.respond_items(items, &mut rng));
-            }
-        }
-        ItemChoice::Keyed(key) => {
-            let coin = mechanism.keyed_coin(key.clone())?;
-            for (client, items) in &bounded {
-                for &item in items {
-                    let name = population.item_name(item).unwrap_or_default();
-                    if coin.flip_item(0, client.as_bytes(), name.as_bytes()) {
-                        aggregator.absorb(item);
-                    }
-                }
-            }
-        }
+    let counted = options.contributions(population, Some(mechanism))?;
+    sample_threshold_release(mechanism, &counted, options)
+}
+
+/// The release of `mechanism` over the sent counts `counted` and its document.
+fn sample_threshold_release(
+    mechanism: &SampleThreshold,
+    counted: &ItemCounts,
+    options: &ItemsRelease,
+) -> Result<HistogramRelease, Error> {
+    let names = counted.numbered()?;
+    let mut aggregator = mechanism.aggregator(names.len());
+    for (item, &(_, count)) in (0..).zip(&names) {
+        aggregator.absorb_many(item, count);
     }
     let items = named(&aggregator.release(), |id| {
-        population.item_name(id).map(str::to_owned)
+        names.get(id as usize).map(|&(name, _)| name.to_owned())
     });
     Ok(
-        options.document(population, |clients, delta, input, execution, seed| {
+        options.document(counted, |clients, delta, input, execution, seed| {
             document::sample_threshold(items, mechanism, clients, delta, input, execution, seed)
         }),
     )
@@ -279,19 +377,7 @@ mod tests {
 
     /// 2000 clients: each holds `common-0..common-5` and three items of its own.
     fn population() -> KeyedPopulation {
-        let mut clients = Vec::new();
-        let mut items = Vec::new();
-        for c in 0..2000 {
-            for i in 0..6 {
-                clients.push(format!("u{c}"));
-                items.push(format!("common-{i}"));
-            }
-            for i in 0..3 {
-                clients.push(format!("u{c}"));
-                items.push(format!("own-{c}-{i}"));
-            }
-        }
-        KeyedPopulation::from_rows(&clients, &items, "test rows").unwrap()
+        from_rows(&rows())
     }
 
     fn options(max_items: u32, choice: ItemChoice) -> ItemsRelease {
@@ -305,18 +391,15 @@ mod tests {
     }
 
     #[test]
-    fn bounding_keeps_at_most_k_distinct_items_per_client() {
+    fn bounding_keeps_k_distinct_items_of_each_client() {
         let population = population();
         let key = SamplingKey::derive(b"items").unwrap();
         for choice in [ItemChoice::Seeded, ItemChoice::Keyed(key)] {
-            let bounded = options(4, choice).bounded(&population).unwrap();
-            assert_eq!(bounded.len(), 2000);
-            for (_, items) in &bounded {
-                let mut distinct = items.clone();
-                distinct.sort_unstable();
-                distinct.dedup();
-                assert_eq!(distinct.len(), 4);
-            }
+            let counted = options(4, choice).contributions(&population, None).unwrap();
+            assert_eq!(counted.clients, 2000);
+            // Each client keeps exactly 4 of its 9 distinct items, each at most once.
+            assert_eq!(counted.counts.values().sum::<u64>(), 2000 * 4);
+            assert!(counted.counts.values().all(|&count| count <= 2000));
         }
     }
 
@@ -366,5 +449,104 @@ mod tests {
             "{}",
             a.guarantee.method
         );
+    }
+
+    /// The population's rows, client by client.
+    fn rows() -> Vec<(String, String)> {
+        (0..2000)
+            .flat_map(|c| {
+                let common = (0..6).map(move |i| (format!("u{c}"), format!("common-{i}")));
+                let own = (0..3).map(move |i| (format!("u{c}"), format!("own-{c}-{i}")));
+                common.chain(own)
+            })
+            .collect()
+    }
+
+    fn from_rows(rows: &[(String, String)]) -> KeyedPopulation {
+        let (clients, items): (Vec<&str>, Vec<&str>) = rows
+            .iter()
+            .map(|(client, item)| (client.as_str(), item.as_str()))
+            .unzip();
+        KeyedPopulation::from_rows(clients, items, "test rows").unwrap()
+    }
+
+    #[test]
+    fn a_seeded_selection_does_not_depend_on_the_order_of_the_rows() {
+        let mut rows = rows();
+        let forward = from_rows(&rows);
+        rows.reverse();
+        let backward = from_rows(&rows);
+        let selection = PartitionSelection::calibrate(
+            Method::GaussianThreshold,
+            1.0,
+            1e-8,
+            9,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        let options = options(9, ItemChoice::Seeded);
+        let a = selection_histogram(&forward, &selection, &options).unwrap();
+        let b = selection_histogram(&backward, &selection, &options).unwrap();
+        assert_eq!(a.released_items, 6);
+        assert_eq!(a.items, b.items);
+    }
+
+    #[test]
+    fn counts_summed_over_parts_release_what_the_whole_rows_release() {
+        let population = population();
+        let key = SamplingKey::derive(b"parts").unwrap();
+        let options = options(4, ItemChoice::Keyed(key.clone()));
+        let selection = PartitionSelection::calibrate(
+            Method::LaplaceThreshold,
+            1.0,
+            1e-8,
+            4,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        let sample_threshold = SampleThreshold::calibrate_items_keyed(
+            1.0,
+            1e-8,
+            4,
+            PlanTarget::Threshold(20),
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        for mechanism in [
+            ItemsMechanism::Selection(selection),
+            ItemsMechanism::SampleThreshold(sample_threshold.clone()),
+        ] {
+            let coin = match &mechanism {
+                ItemsMechanism::Selection(_) => None,
+                ItemsMechanism::SampleThreshold(m) => Some(m.keyed_coin(key.clone()).unwrap()),
+            };
+            // Three parts, each client's rows in one part, in reverse order.
+            let mut parts = vec![KeyedItemCounts::new(key.clone(), 4, coin); 3];
+            for (c, (client, items)) in population.client_items().into_iter().enumerate() {
+                let mut names: Vec<&str> = items
+                    .iter()
+                    .map(|&item| population.item_name(item).unwrap())
+                    .collect();
+                names.reverse();
+                parts[c % 3].absorb_client(client.as_bytes(), &names);
+            }
+            let mut counts = BTreeMap::new();
+            let mut clients = 0;
+            for part in parts {
+                clients += part.clients();
+                for (item, count) in part.into_counts() {
+                    *counts.entry(String::from_utf8(item).unwrap()).or_insert(0) += count;
+                }
+            }
+            let counted = ItemCounts {
+                counts,
+                clients,
+                source: population.source().to_owned(),
+                execution: KEYED_EXECUTION.to_owned(),
+            };
+            let whole = mechanism.histogram(&population, &options).unwrap();
+            assert!(whole.released_items > 0);
+            assert_eq!(mechanism.release_counts(&counted, &options).unwrap(), whole);
+        }
     }
 }
