@@ -24,10 +24,11 @@
 //! * the truncated geometric's table for `2ε`.
 //!
 //! The mutant of one coin per client for all its items changes no item's law, only the pairs':
-//! the joint interval catches it. It lives inside `sample_threshold_histogram`, so it is checked by
-//! editing that function (one coin for all of a client's items, seeded and keyed): both fail
-//! `sample_threshold_with_two_items_per_client_follows_the_law` on the pairs, as does a bound
-//! dropped inside `ItemsRelease` on every bounded item.
+//! the joint interval catches it. It lives in the release path's code, not in a calibration, so
+//! it is checked by editing `tally_sim::items_release` (seeded coins) and
+//! `tally_sim::KeyedItemCounts::absorb_client` (keyed coins) to flip one coin per client: each
+//! fails `sample_threshold_with_two_items_per_client_follows_the_law` on the pairs, and a bound
+//! dropped in either place fails every test on the bounded items.
 
 use rayon::prelude::*;
 use tally_accounting::Neighbours;
