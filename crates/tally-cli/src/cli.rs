@@ -690,14 +690,20 @@ pub(crate) enum PlanCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanHistogramArgs {
-    /// The mechanism, as `tally histogram --mechanism` takes it.
+    /// The mechanism over a public domain, as `tally histogram --mechanism` takes it. Without
+    /// it, the planner chooses over clients of several items: every mechanism `tally
+    /// histogram --max-items-per-client K` runs (sample-threshold, laplace-threshold,
+    /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client
+    /// of --input/--dataset/--synthetic, predicts the released items on that data and
+    /// recommends one.
     #[arg(long, value_enum)]
-    pub(crate) mechanism: DomainHistogramMechanism,
+    pub(crate) mechanism: Option<DomainHistogramMechanism>,
     #[command(flatten)]
     pub(crate) domain: DomainArgs,
-    /// The number of clients N that report (the shuffle mechanisms are calibrated for them).
+    /// The number of clients N that report (the shuffle mechanisms are calibrated for them);
+    /// required with --mechanism.
     #[arg(long)]
-    pub(crate) clients: u64,
+    pub(crate) clients: Option<u64>,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     /// Target δ in (0, 1) (pure-ε mechanisms ignore it).
@@ -1016,7 +1022,7 @@ pub(crate) enum Format {
 /// The population a plan's report predicts utility on: at most one of the inputs of
 /// [`InputArgs`].
 #[derive(Debug, Args)]
-#[group(required = false, multiple = false, requires = "report")]
+#[group(required = false, multiple = false)]
 pub(crate) struct PlanPopulationArgs {
     /// A file of items (`.gz` is decompressed) to predict utility on.
     #[arg(long)]
@@ -1027,6 +1033,19 @@ pub(crate) struct PlanPopulationArgs {
     /// A generated population to predict utility on, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
     #[arg(long)]
     pub(crate) synthetic: Option<String>,
+}
+
+impl ReportArgs {
+    /// Refuses a population given without `--report`, which alone predicts on it.
+    pub(crate) fn refuse_population_without_report(&self) -> anyhow::Result<()> {
+        if self.report.is_none() && self.population.input().is_some() {
+            anyhow::bail!(
+                "--input/--dataset/--synthetic name the population the report predicts on: \
+                 add --report DIR, or drop them"
+            );
+        }
+        Ok(())
+    }
 }
 
 impl PlanPopulationArgs {

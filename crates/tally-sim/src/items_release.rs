@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 
 use tally_accounting::Neighbours;
+use tally_accounting::key_selection::KeySelection;
 use tally_accounting::partition_selection::{Method, check_max_items};
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_core::histogram::{PartitionSelection, SampleThreshold};
@@ -226,6 +227,52 @@ impl ItemsMechanism {
                 epsilon, delta, max_items, target, neighbours,
             )?),
         })
+    }
+
+    /// The name `tally histogram --mechanism` takes.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Selection(selection) => selection.method().name(),
+            Self::SampleThreshold(_) => "sample-threshold",
+        }
+    }
+
+    /// `P[released | c clients contributed the item]`, the law the release runs: the
+    /// selection's ([`tally_accounting::partition_selection::PartitionSelection::release_probability`]),
+    /// or `P[Bin(c, p_s) ≥ τ]` for sample-and-threshold, whose `c` contributions are each sent
+    /// by their own coin.
+    pub fn release_probability(&self, count: u64) -> f64 {
+        match self {
+            Self::Selection(selection) => selection.calibration().release_probability(count),
+            Self::SampleThreshold(mechanism) => {
+                KeySelection::SampleThreshold(*mechanism.params()).release_probability(count)
+            }
+        }
+    }
+
+    /// The parameters and guarantee a release over `clients` clients shows in its document.
+    pub fn described(&self, clients: u64, target_delta: f64) -> HistogramRelease {
+        let input = String::new();
+        match self {
+            Self::Selection(selection) => document::partition_selection(
+                Vec::new(),
+                selection,
+                clients,
+                target_delta,
+                input,
+                SEEDED_EXECUTION,
+                None,
+            ),
+            Self::SampleThreshold(mechanism) => document::sample_threshold(
+                Vec::new(),
+                mechanism,
+                clients,
+                target_delta,
+                input,
+                SEEDED_EXECUTION,
+                None,
+            ),
+        }
     }
 
     /// Runs the mechanism over `population` as `options` say and builds the document

@@ -87,6 +87,7 @@ mod domain;
 mod error;
 mod execute;
 mod heavy_hitters;
+pub mod items_plan;
 pub mod items_release;
 mod keyed;
 mod keyed_counts;
