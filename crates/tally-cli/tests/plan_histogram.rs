@@ -211,7 +211,10 @@ fn plan_chooses_the_mechanism_and_k_on_per_speaker_shakespeare() {
     let chosen = &document["recommendation"];
     let expected = chosen["expected_released_items"].as_f64().expect("count");
     assert!(expected >= 30.0, "{chosen}");
-    assert_eq!(expected, most);
+    assert!(
+        (expected - most).abs() <= 1e-12 * most,
+        "{expected} against {most}"
+    );
     let command = chosen["command"].as_str().expect("command");
     assert!(
         command.contains(&format!(

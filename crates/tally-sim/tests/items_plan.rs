@@ -69,7 +69,10 @@ fn predicted_released_items_match_the_mean_of_real_releases() {
                     target_delta: target.delta,
                     shown_seed: None,
                 };
-                let document = predicted.mechanism.histogram(&population, &options).unwrap();
+                let document = predicted
+                    .mechanism
+                    .histogram(&population, &options)
+                    .unwrap();
                 document.released_items as f64
             })
             .collect();
