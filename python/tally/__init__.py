@@ -5,7 +5,11 @@ same release, and `Release.to_json()` is the document `tally histogram --json` (
 `heavy-hitters`, `quantiles`, `range`) prints. (A histogram of a column held in memory, one
 value per client, is sampled 64 clients at a time: equal in law to the command's run on the
 column written to a file, and the same for every kind of column given the same seed.)
-Errors raise `ValueError` (or `OSError` for files) with the command line's messages.
+Errors raise `ValueError` (or `OSError` for files) with the command line's messages; input
+that would otherwise be silently coerced raises naming the position and the fix: a missing
+value (None, NaN, pandas NA or NaT, a null) a `ValueError`, a table, dict or nested array where
+one column is expected, or values of mixed or unsupported types, a `TypeError`. Released
+items keep the type of the column they came from (`int`, `float`, `bool` or `str`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import plan
-from ._input import column, numbers
+from ._input import column, numbers, typed_column
 from ._keywords import calibration, hierarchy, trie
 from ._release import Release
 from ._tally import heavy_hitters as _heavy_hitters
@@ -47,8 +51,9 @@ def histogram(
 ) -> Release:
     """Release a histogram of `items` at `(epsilon, delta)`, as `tally histogram` does.
 
-    `items` is a file path (read as `tally histogram --input` reads it), or a column: a list,
-    a NumPy array, a pandas or Polars Series, or an Arrow array. Without `clients` every item
+    `items` is a file path (read as `tally histogram --input` reads it), or one column: a list,
+    a NumPy array, a pandas or Polars Series, or an Arrow array, of one type (`str`, `int`,
+    `float` or `bool`, which the released items keep) and without missing values. Without `clients` every item
     is its own client; with `clients` (a column of the same length), each distinct client id is
     one client holding one of its rows. `sampling_rate` or `threshold` fix one parameter of
     sample-and-threshold (the planner solves for the rest). `seed` makes the run reproducible
@@ -67,9 +72,10 @@ def histogram(
     The GIL is released while the release is computed.
     """
     keywords = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    items_column, item_type = typed_column(items, "items")
     if mechanism != "sample-threshold" or max_items_per_client is not None:
         parts = _items_histogram(
-            column(items, "items"),
+            items_column,
             _clients(clients),
             keywords,
             mechanism,
@@ -79,9 +85,9 @@ def histogram(
             rows_as_clients,
             description,
         )
-        return Release._from_parts(parts)
+        return Release._from_parts(parts, item_type)
     parts = _histogram(
-        column(items, "items"),
+        items_column,
         _clients(clients),
         keywords,
         seed,
@@ -89,7 +95,7 @@ def histogram(
         rows_as_clients,
         description,
     )
-    return Release._from_parts(parts)
+    return Release._from_parts(parts, item_type)
 
 
 def heavy_hitters(
@@ -118,8 +124,9 @@ def heavy_hitters(
     """
     if algorithm != "triehh++":
         raise ValueError(f"algorithm {algorithm!r}: the package runs triehh++ only")
+    items_column, item_type = typed_column(items, "items")
     document = _heavy_hitters(
-        column(items, "items"),
+        items_column,
         _clients(clients),
         calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
         trie(levels, segment, restricted, composition),
@@ -127,7 +134,7 @@ def heavy_hitters(
         rows_as_clients,
         description,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, item_type)
 
 
 def quantiles(

@@ -81,6 +81,18 @@ def _integral(data_type: Any) -> bool:
     return isinstance(data_type, (T.LongType, T.IntegerType, T.ShortType, T.ByteType))
 
 
+def _item_type(data_type: Any) -> str:
+    """The Python type a Spark column's released items come back as (see `Release`): Spark
+    hands them over as text."""
+    from pyspark.sql import types as T
+
+    if _integral(data_type):
+        return "int"
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return "float"
+    return "bool" if isinstance(data_type, T.BooleanType) else "str"
+
+
 def _client_runs(batches: Iterator[Any]) -> Iterator[tuple[Any, Any, Any]]:
     """Whole clients from batches of `(client, item)` rows sorted so that a client's rows are
     consecutive, as `(clients, runs, items)`: client `i` of `clients` holds the rows
@@ -319,7 +331,7 @@ def histogram(
         description or _input(clients, client, rows_as_clients),
         calibrated,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, _item_type(df.schema[item].dataType))
 
 
 def _items_histogram(
@@ -384,7 +396,7 @@ def _items_histogram(
         key,
         seed,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, _item_type(df.schema[item].dataType))
 
 
 def heavy_hitters(
@@ -493,4 +505,4 @@ def heavy_hitters(
         calibrated,
         shape,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, _item_type(df.schema[item].dataType))

@@ -120,7 +120,7 @@ def test_columns_declared_without_nulls(spark, words_txt):
             df, item="item", client="client", sampling_key="K6", rows_as_clients=rows_as_clients, **SETTINGS
         )
         assert release.parameters["population"] == 3000
-        assert sorted(row["item"] for row in release.items) == ["0", "1", "2", "3"]
+        assert sorted(row["item"] for row in release.items) == [0, 1, 2, 3]
 
 
 def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
@@ -193,7 +193,8 @@ def test_integer_items_are_counted_by_value_as_the_cli_counts_their_text(spark, 
     )
     expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K6")
     assert len(release.items) > 10, "negative items too"
-    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert {type(row["item"]) for row in release.items} == {int}
+    assert sorted_items(as_text(release.items)) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
 
 
@@ -208,8 +209,14 @@ def test_float_items_are_grouped_by_their_text(spark, tmp_path):
         df, item="item", client="client", sampling_key="K8", rows_as_clients=True, **SETTINGS
     )
     expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K8")
-    assert {"0.0", "-0.0"} <= {row["item"] for row in release.items}
-    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert {"0.0", "-0.0"} <= {repr(row["item"]) for row in release.items}
+    assert {type(row["item"]) for row in release.items} == {float}
+    assert sorted_items(as_text(release.items)) == sorted_items(expected["items"])
+
+
+def as_text(items):
+    """Released items with each item as its text (floats in Python's shortest form)."""
+    return [dict(row, item=repr(row["item"])) for row in items]
 
 
 SELECTIONS = ["laplace-threshold", "gaussian-threshold", "truncated-geometric"]
