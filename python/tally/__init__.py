@@ -5,7 +5,11 @@ same release, and `Release.to_json()` is the document `tally histogram --json` (
 `heavy-hitters`, `quantiles`, `range`) prints. (A histogram of a column held in memory, one
 value per client, is sampled 64 clients at a time: equal in law to the command's run on the
 column written to a file, and the same for every kind of column given the same seed.)
-Errors raise `ValueError` (or `OSError` for files) with the command line's messages.
+Errors raise `ValueError` (or `OSError` for files) with the command line's messages; input
+that would otherwise be silently coerced raises naming the position and the fix: a missing
+value (None, NaN, pandas NA or NaT, a null) a `ValueError`, a table, dict or nested array where
+one column is expected, or values of mixed or unsupported types, a `TypeError`. Released
+items keep the type of the column they came from (`int`, `float`, `bool` or `str`).
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import plan
-from ._input import column, numbers
+from ._input import column, numbers, typed_column
 from ._keywords import calibration, hierarchy, trie
 from ._release import Release
 from ._tally import heavy_hitters as _heavy_hitters
 from ._tally import histogram as _histogram
+from ._tally import items_histogram as _items_histogram
 from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
 
@@ -38,36 +43,59 @@ def histogram(
     threshold: int | None = None,
     method: str = "tight",
     neighbours: str = "add-remove",
+    max_items_per_client: int | None = None,
     seed: int | None = None,
     sampling_key: str | None = None,
     rows_as_clients: bool = False,
     description: str | None = None,
 ) -> Release:
-    """Release a sample-and-threshold histogram of `items` at `(epsilon, delta)`.
+    """Release a histogram of `items` at `(epsilon, delta)`, as `tally histogram` does.
 
-    `items` is a file path (read as `tally histogram --input` reads it), or a column: a list,
-    a NumPy array, a pandas or Polars Series, or an Arrow array. Without `clients` every item
+    `items` is a file path (read as `tally histogram --input` reads it), or one column: a list,
+    a NumPy array, a pandas or Polars Series, or an Arrow array, of one type (`str`, `int`,
+    `float` or `bool`, which the released items keep) and without missing values. Without `clients` every item
     is its own client; with `clients` (a column of the same length), each distinct client id is
-    one client holding one of its rows. `sampling_rate` or `threshold` fix one parameter (the
-    planner solves for the rest). `seed` makes the run reproducible (and not private against
-    whoever knows it); without it the randomness comes from the operating system.
-    `sampling_key` samples with keyed coins instead: the same key reproduces the release here,
-    on the command line (`--sampling-key`) and on Spark (`tally.spark.histogram`).
+    one client holding one of its rows. `sampling_rate` or `threshold` fix one parameter of
+    sample-and-threshold (the planner solves for the rest). `seed` makes the run reproducible
+    (and not private against whoever knows it); without it the randomness comes from the
+    operating system. `sampling_key` samples with keyed coins instead: the same key reproduces
+    the release here, on the command line (`--sampling-key`) and on Spark
+    (`tally.spark.histogram`).
+
+    `mechanism` is `"sample-threshold"` or a partition selection over the items the clients
+    hold: `"laplace-threshold"`, `"gaussian-threshold"` (noisy counts) or
+    `"truncated-geometric"` (keys only). `max_items_per_client=k` (`--max-items-per-client`)
+    lets each client contribute up to `k` distinct items, a uniform `k`-subset of its rows'
+    (keyed by `sampling_key` when given); sample-and-threshold then flips one coin per item.
+    The partition selections default to one item per client; their noise comes from `seed`.
 
     The GIL is released while the release is computed.
     """
-    if mechanism != "sample-threshold":
-        raise ValueError(f"mechanism {mechanism!r}: the package runs sample-threshold only")
+    keywords = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    items_column, item_type = typed_column(items, "items")
+    if mechanism != "sample-threshold" or max_items_per_client is not None:
+        parts = _items_histogram(
+            items_column,
+            _clients(clients),
+            keywords,
+            mechanism,
+            max_items_per_client,
+            seed,
+            sampling_key,
+            rows_as_clients,
+            description,
+        )
+        return Release._from_parts(parts, item_type)
     parts = _histogram(
-        column(items, "items"),
+        items_column,
         _clients(clients),
-        calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
+        keywords,
         seed,
         sampling_key,
         rows_as_clients,
         description,
     )
-    return Release._from_parts(parts)
+    return Release._from_parts(parts, item_type)
 
 
 def heavy_hitters(
@@ -96,8 +124,9 @@ def heavy_hitters(
     """
     if algorithm != "triehh++":
         raise ValueError(f"algorithm {algorithm!r}: the package runs triehh++ only")
+    items_column, item_type = typed_column(items, "items")
     document = _heavy_hitters(
-        column(items, "items"),
+        items_column,
         _clients(clients),
         calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
         trie(levels, segment, restricted, composition),
@@ -105,7 +134,7 @@ def heavy_hitters(
         rows_as_clients,
         description,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, item_type)
 
 
 def quantiles(

@@ -7,6 +7,22 @@ from dataclasses import dataclass
 from typing import Any
 
 
+def _bool_item(text: str) -> bool:
+    """A released boolean item from its text: `1` (the integer it was counted as) or `true`
+    (Spark's text of it)."""
+    return text in ("1", "true")
+
+
+# A released item's text back in the input's Python type, and the type's Polars and Arrow
+# names.
+_ITEM_TYPES: dict[str, tuple[Any, str, str]] = {
+    "str": (str, "String", "string"),
+    "int": (int, "Int64", "int64"),
+    "float": (float, "Float64", "float64"),
+    "bool": (_bool_item, "Boolean", "bool_"),
+}
+
+
 @dataclass(frozen=True)
 class Release:
     """A private release.
@@ -14,23 +30,32 @@ class Release:
     `document` is the JSON document the command line prints with `--json` for the same input
     and seed; `guarantee` and `parameters` are its fields of those names, `items` the released
     items of a histogram or heavy hitters (`item`, `count`, `estimate`), and `rows` any
-    release as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold).
+    release as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold). Items keep
+    the type of the column they came from (`int`, `bool`, `float` or `str`); `to_json` holds
+    them as text, as the command line prints them.
     """
 
     document: dict[str, Any]
     _text: str
+    _item_type: str = "str"
 
     @classmethod
-    def _from_json(cls, text: str) -> "Release":
-        return cls(json.loads(text), text)
+    def _from_json(cls, text: str, item_type: str = "str") -> "Release":
+        """A release from its document's text, its items (if any) of `item_type`."""
+        document = json.loads(text)
+        _typed_items(document.get("items", []), item_type)
+        return cls(document, text, item_type)
 
     @classmethod
-    def _from_parts(cls, parts: tuple[str, str, list[dict[str, Any]]]) -> "Release":
-        """A histogram from its text, its document without the items, and the items."""
+    def _from_parts(
+        cls, parts: tuple[str, str, list[dict[str, Any]]], item_type: str = "str"
+    ) -> "Release":
+        """A histogram from its text, its document without the items, and the items (of
+        `item_type`)."""
         text, head, items = parts
         document = json.loads(head)
-        document["items"] = items
-        return cls(document, text)
+        document["items"] = _typed_items(items, item_type)
+        return cls(document, text, item_type)
 
     @property
     def guarantee(self) -> dict[str, Any]:
@@ -83,7 +108,8 @@ class Release:
         import polars as pl
 
         if "items" in self.document:
-            schema = {"item": pl.String, "count": pl.UInt64, "estimate": pl.Float64}
+            item = getattr(pl, _ITEM_TYPES[self._item_type][1])
+            schema = {"item": item, "count": pl.UInt64, "estimate": pl.Float64}
             return pl.DataFrame(self._item_columns(), schema=schema)
         return pl.DataFrame(self.rows())
 
@@ -96,7 +122,7 @@ class Release:
         columns = self._item_columns()
         return pa.table(
             {
-                "item": pa.array(columns["item"], pa.string()),
+                "item": pa.array(columns["item"], getattr(pa, _ITEM_TYPES[self._item_type][2])()),
                 "count": pa.array(columns["count"], pa.uint64()),
                 "estimate": pa.array(columns["estimate"], pa.float64()),
             }
@@ -108,3 +134,12 @@ class Release:
             "count": [row["count"] for row in self.items],
             "estimate": [row["estimate"] for row in self.items],
         }
+
+
+def _typed_items(items: list[dict[str, Any]], item_type: str) -> list[dict[str, Any]]:
+    """`items` with each `item` turned from its text into `item_type`, in place."""
+    if item_type != "str":
+        parse = _ITEM_TYPES[item_type][0]
+        for row in items:
+            row["item"] = parse(row["item"])
+    return items

@@ -22,6 +22,17 @@ def histogram(
     rows_as_clients: bool,
     description: str | None,
 ) -> tuple[str, str, list[dict[str, Any]]]: ...
+def items_histogram(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    calibration: Calibration,
+    mechanism: str,
+    max_items_per_client: int | None,
+    seed: int | None,
+    sampling_key: str | None,
+    rows_as_clients: bool,
+    description: str | None,
+) -> tuple[str, str, list[dict[str, Any]]]: ...
 def heavy_hitters(
     items: tuple[str, Any],
     clients: tuple[str, Any] | None,
@@ -38,12 +49,27 @@ class KeyedCounter:
     """The sampled counts of one part of a keyed histogram's rows (a Spark partition)."""
 
     def __init__(self, key: str, rate: float, integers: bool) -> None: ...
+    @staticmethod
+    def items(key: str, max_items: int, rate: float | None) -> KeyedCounter: ...
     def absorb_rows(self, clients: tuple[str, Any], items: tuple[str, Any]) -> None: ...
     def absorb_clients(self, clients: tuple[str, Any], runs: Any, items: tuple[str, Any]) -> None: ...
     def finish(self) -> tuple[Any, Any, int]: ...
 
 def keyed_counts_document(
     counts: list[tuple[str, int]], clients: int, input: str, calibration: Calibration
+) -> str: ...
+def keyed_items_parameters(
+    calibration: Calibration, mechanism: str, max_items_per_client: int | None
+) -> tuple[float, int] | None: ...
+def keyed_items_document(
+    counts: list[tuple[str, int]],
+    clients: int,
+    source: str,
+    calibration: Calibration,
+    mechanism: str,
+    max_items_per_client: int | None,
+    sampling_key: str,
+    seed: int | None,
 ) -> str: ...
 def keyed_triehh_parameters(calibration: Calibration, shape: TrieShape) -> tuple[float, int]: ...
 def keyed_prefixes(

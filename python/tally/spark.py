@@ -19,6 +19,8 @@ from ._release import Release
 from ._tally import KeyedCounter as _KeyedCounter
 from ._tally import keyed_coins as _keyed_coins
 from ._tally import keyed_counts_document as _keyed_counts_document
+from ._tally import keyed_items_document as _keyed_items_document
+from ._tally import keyed_items_parameters as _keyed_items_parameters
 from ._tally import keyed_parameters as _keyed_parameters
 from ._tally import keyed_prefixes as _keyed_prefixes
 from ._tally import keyed_rows as _keyed_rows
@@ -79,6 +81,18 @@ def _integral(data_type: Any) -> bool:
     return isinstance(data_type, (T.LongType, T.IntegerType, T.ShortType, T.ByteType))
 
 
+def _item_type(data_type: Any) -> str:
+    """The Python type a Spark column's released items come back as (see `Release`): Spark
+    hands them over as text."""
+    from pyspark.sql import types as T
+
+    if _integral(data_type):
+        return "int"
+    if isinstance(data_type, (T.FloatType, T.DoubleType)):
+        return "float"
+    return "bool" if isinstance(data_type, T.BooleanType) else "str"
+
+
 def _client_runs(batches: Iterator[Any]) -> Iterator[tuple[Any, Any, Any]]:
     """Whole clients from batches of `(client, item)` rows sorted so that a client's rows are
     consecutive, as `(clients, runs, items)`: client `i` of `clients` holds the rows
@@ -115,11 +129,24 @@ def _client_runs(batches: Iterator[Any]) -> Iterator[tuple[Any, Any, Any]]:
         yield whole(table, np.array([0, pending.num_rows], dtype=np.int64))
 
 
-def _counted_clients(counter: Any, batches: Iterator[Any]) -> Any:
+def _row_clients(batches: Iterator[Any]) -> Iterator[tuple[Any, Any, Any]]:
+    """Batches of `(client, item)` rows, each row its own client, as `_client_runs` gives
+    whole clients."""
+    import numpy as np
+
+    for batch in batches:
+        yield batch.column(0), np.arange(batch.num_rows + 1, dtype=np.int64), batch.column(1)
+
+
+def _counted_clients(
+    counter: Any, batches: Iterator[Any], rows_as_clients: bool = False
+) -> Any:
     """`counter` (a `KeyedCounter` of strings) having absorbed the clients of `batches` of
-    `(client, item)` rows sorted by client, each client with all its rows."""
-    for clients, runs, items in _client_runs(batches):
-        counter.absorb_clients(column(clients, "clients"), runs, column(items, "items"))
+    `(client, item)` rows sorted by client, each client with all its rows (or each row its own
+    client, with `rows_as_clients`)."""
+    clients = _row_clients(batches) if rows_as_clients else _client_runs(batches)
+    for ids, runs, items in clients:
+        counter.absorb_clients(column(ids, "clients"), runs, column(items, "items"))
     return counter
 
 
@@ -180,11 +207,14 @@ def histogram(
     threshold: int | None = None,
     method: str = "tight",
     neighbours: str = "add-remove",
+    mechanism: str = "sample-threshold",
+    max_items_per_client: int | None = None,
+    seed: int | None = None,
     rows_as_clients: bool = False,
     description: str | None = None,
 ) -> Release:
-    """Release a sample-and-threshold histogram of column `item` of `df`, one row per value of
-    column `client` (ids are compared as text: integers by their decimal form).
+    """Release a histogram of column `item` of `df`, one row per value of column `client` (ids
+    are compared as text: integers by their decimal form).
 
     With the same rows and `sampling_key`, the release equals `tally histogram --input rows.tsv
     --sampling-key KEY`. Without a key, a fresh secret key is drawn and never shown.
@@ -194,12 +224,40 @@ def histogram(
     which saves two shuffles. The guarantee holds only if the statement is true. With ids
     `0, 1, …, n-1` the release equals `tally histogram --input items.txt --sampling-key KEY`
     on the items one per line in id order.
+
+    `mechanism` and `max_items_per_client` are those of `tally.histogram`: a partition
+    selection (`"laplace-threshold"`, `"gaussian-threshold"`, `"truncated-geometric"`) and
+    each client contributing up to `k` distinct items, chosen by the key (sample-and-threshold
+    then flips one keyed coin per item). Every client's rows are then shuffled by client and
+    its kept items counted in its partition; for a partition selection the driver, as the
+    trusted aggregator, receives the counts of every item and draws the noise from `seed` (or
+    the operating system). With the same rows, key and seed, the release equals
+    `tally.histogram(..., sampling_key=KEY, seed=SEED)`'s and `tally histogram --sampling-key
+    KEY --seed SEED`'s.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    if seed is not None and mechanism == "sample-threshold":
+        raise ValueError(
+            "seed draws a partition selection's noise; sample-and-threshold on Spark flips "
+            "keyed coins (sampling_key): drop seed"
+        )
+    if mechanism != "sample-threshold" or max_items_per_client is not None:
+        return _items_histogram(
+            df,
+            item=item,
+            client=client,
+            calibrated=calibrated,
+            mechanism=mechanism,
+            max_items_per_client=max_items_per_client,
+            key=key,
+            seed=seed,
+            rows_as_clients=rows_as_clients,
+            description=description,
+        )
     rate, tau = _keyed_parameters(calibrated)
     # Integer items are counted by value and only the released ones turned into text; other
     # items are grouped by their text, as the command line reads them (floats: 0.0 and -0.0
@@ -273,7 +331,72 @@ def histogram(
         description or _input(clients, client, rows_as_clients),
         calibrated,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, _item_type(df.schema[item].dataType))
+
+
+def _items_histogram(
+    df: Any,
+    *,
+    item: str,
+    client: str,
+    calibrated: Any,
+    mechanism: str,
+    max_items_per_client: int | None,
+    key: str,
+    seed: int | None,
+    rows_as_clients: bool,
+    description: str | None,
+) -> Release:
+    """`histogram` with a partition selection or several items per client."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    coins = _keyed_items_parameters(calibrated, mechanism, max_items_per_client)
+    rate = None if coins is None else coins[0]
+    max_items = 1 if max_items_per_client is None else max_items_per_client
+    rows = df.select(_client_ids(df, client), F.col(item).cast("string").alias("item"))
+    nulls = f"columns {client!r} and {item!r} may not hold nulls"
+
+    def checked(batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            if batch.column(0).null_count or batch.column(1).null_count:
+                raise ValueError(nulls)
+            yield batch
+
+    def counted(batches: Iterator[Any]) -> Iterator[Any]:
+        # Whole clients: the key keeps each one's items (and flips their coins), in Rust.
+        counter = _KeyedCounter.items(key, max_items, rate)
+        yield _counts_batch(_counted_clients(counter, checked(batches), rows_as_clients), False)
+
+    item_field = T.StructField("item", T.StringType(), nullable=True)
+    schema = T.StructType([item_field, T.StructField("count", T.LongType())])
+    if not rows_as_clients:
+        rows = rows.repartition("client").sortWithinPartitions("client")
+    counted_items = rows.mapInArrow(counted, schema).groupBy("item").agg(
+        F.sum("count").alias("count")
+    )
+    # A partition selection's aggregator sees every count; sample-and-threshold's only those
+    # that reach the threshold.
+    kept = F.col("item").isNotNull()
+    if coins is not None:
+        kept = kept & (F.col("count") >= coins[1])
+    with _arrow_batches(df):
+        summary = counted_items.agg(
+            F.sum(F.when(F.col("item").isNull(), F.col("count"))).alias("clients"),
+            F.collect_list(F.when(kept, F.struct("item", "count"))).alias("counted"),
+        ).collect()[0]
+    how = "one row per client" if rows_as_clients else f"rows by {client!r}"
+    document = _keyed_items_document(
+        [(row["item"], int(row["count"])) for row in summary["counted"]],
+        int(summary["clients"] or 0),
+        description or f"a Spark DataFrame ({how})",
+        calibrated,
+        mechanism,
+        max_items_per_client,
+        key,
+        seed,
+    )
+    return Release._from_json(document, _item_type(df.schema[item].dataType))
 
 
 def heavy_hitters(
@@ -382,4 +505,4 @@ def heavy_hitters(
         calibrated,
         shape,
     )
-    return Release._from_json(document)
+    return Release._from_json(document, _item_type(df.schema[item].dataType))

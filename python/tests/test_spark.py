@@ -120,7 +120,7 @@ def test_columns_declared_without_nulls(spark, words_txt):
             df, item="item", client="client", sampling_key="K6", rows_as_clients=rows_as_clients, **SETTINGS
         )
         assert release.parameters["population"] == 3000
-        assert sorted(row["item"] for row in release.items) == ["0", "1", "2", "3"]
+        assert sorted(row["item"] for row in release.items) == [0, 1, 2, 3]
 
 
 def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
@@ -193,7 +193,8 @@ def test_integer_items_are_counted_by_value_as_the_cli_counts_their_text(spark, 
     )
     expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K6")
     assert len(release.items) > 10, "negative items too"
-    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert {type(row["item"]) for row in release.items} == {int}
+    assert sorted_items(as_text(release.items)) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
 
 
@@ -208,5 +209,82 @@ def test_float_items_are_grouped_by_their_text(spark, tmp_path):
         df, item="item", client="client", sampling_key="K8", rows_as_clients=True, **SETTINGS
     )
     expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K8")
-    assert {"0.0", "-0.0"} <= {row["item"] for row in release.items}
-    assert sorted_items(release.items) == sorted_items(expected["items"])
+    assert {"0.0", "-0.0"} <= {repr(row["item"]) for row in release.items}
+    assert {type(row["item"]) for row in release.items} == {float}
+    assert sorted_items(as_text(release.items)) == sorted_items(expected["items"])
+
+
+def as_text(items):
+    """Released items with each item as its text (floats in Python's shortest form)."""
+    return [dict(row, item=repr(row["item"])) for row in items]
+
+
+SELECTIONS = ["laplace-threshold", "gaussian-threshold", "truncated-geometric"]
+ITEMS_SETTINGS = dict(epsilon=1.0, delta=1e-8)
+ITEMS_CLI_SETTINGS = ("--epsilon", "1", "--delta", "1e-8")
+
+
+@pytest.mark.parametrize("mechanism", SELECTIONS)
+def test_a_selection_equals_python_and_the_cli_with_the_same_key_and_seed(spark, rows_tsv, mechanism):
+    # Client u{c} holds w{c % 6} and x{c % 4}; one kept by the key, the noise from the seed.
+    options = dict(mechanism=mechanism, max_items_per_client=1, sampling_key="K7", seed=5)
+    df = rows_frame(spark, rows_tsv)
+    release = tally.spark.histogram(df, item="item", client="client", **options, **ITEMS_SETTINGS)
+    python = tally.histogram(rows_tsv, **options, **ITEMS_SETTINGS)
+    expected = cli_json(
+        "histogram", "--input", str(rows_tsv), *ITEMS_CLI_SETTINGS, "--mechanism", mechanism,
+        "--max-items-per-client", "1", "--sampling-key", "K7", "--seed", "5",
+    )
+    assert python.document == expected
+    assert release.items, "something is released"
+    assert release.items == expected["items"]
+    assert release.parameters == expected["parameters"]
+    assert release.guarantee == expected["guarantee"]
+    assert release.document["execution"] == "spark (keyed)"
+    assert "at most 1 of its distinct items, chosen by the sampling key" in release.document["input"]
+
+
+def test_sample_threshold_with_two_items_per_client_equals_the_cli(spark, rows_tsv):
+    df = rows_frame(spark, rows_tsv)
+    options = dict(max_items_per_client=2, sampling_key="K8", threshold=20)
+    release = tally.spark.histogram(df, item="item", client="client", **options, **ITEMS_SETTINGS)
+    expected = cli_json(
+        "histogram", "--input", str(rows_tsv), *ITEMS_CLI_SETTINGS, "--max-items-per-client", "2",
+        "--sampling-key", "K8", "--threshold", "20",
+    )
+    assert release.items, "something is released"
+    assert release.items == expected["items"]
+    assert release.parameters == expected["parameters"]
+    assert release.guarantee == expected["guarantee"]
+    assert "one coin per item" in release.guarantee["method"]
+
+
+def test_a_selection_over_rows_as_clients_equals_the_cli(spark, words_txt):
+    words = words_txt.read_text().splitlines()
+    df = spark.createDataFrame(list(enumerate(words)), "client long, item string").repartition(3)
+    release = tally.spark.histogram(
+        df, item="item", client="client", mechanism="gaussian-threshold", seed=3,
+        rows_as_clients=True, **ITEMS_SETTINGS,
+    )
+    expected = cli_json(
+        "histogram", "--input", str(words_txt), *ITEMS_CLI_SETTINGS,
+        "--mechanism", "gaussian-threshold", "--seed", "3",
+    )
+    assert sorted(row["item"] for row in release.items) == ["apple", "fig", "pear"]
+    assert release.items == expected["items"]
+    assert release.parameters == expected["parameters"]
+
+
+@pytest.mark.parametrize(
+    ("keywords", "message"),
+    [
+        (dict(seed=1), "drop seed"),
+        (dict(mechanism="laplace-threshold", threshold=10), "drop them"),
+        (dict(mechanism="laplace-thresholds"), "laplace-threshold, gaussian-threshold"),
+        (dict(max_items_per_client=2, method="exact"), "drop method"),
+    ],
+)
+def test_bad_item_keywords_are_refused_with_the_fix(spark, rows_tsv, keywords, message):
+    df = rows_frame(spark, rows_tsv)
+    with pytest.raises(ValueError, match=message):
+        tally.spark.histogram(df, item="item", client="client", sampling_key="K9", **ITEMS_SETTINGS, **keywords)

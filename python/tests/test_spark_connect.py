@@ -70,5 +70,20 @@ def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words
     assert found.items == expected["items"]
 
 
+def test_a_selection_over_several_items_per_client_on_a_connect_session(connect, rows_tsv):
+    lines = rows_tsv.read_text().splitlines()[1:]
+    df = connect.createDataFrame([tuple(line.split("\t")) for line in lines], "client string, item string")
+    options = dict(mechanism="truncated-geometric", max_items_per_client=2, sampling_key="C4", seed=7)
+    release = tally.spark.histogram(df, item="item", client="client", epsilon=1.0, delta=1e-8, **options)
+    expected = cli_json(
+        "histogram", "--input", str(rows_tsv), "--epsilon", "1", "--delta", "1e-8",
+        "--mechanism", "truncated-geometric", "--max-items-per-client", "2", "--sampling-key", "C4",
+        "--seed", "7",
+    )
+    assert release.items, "something is released"
+    assert release.items == expected["items"]
+    assert release.guarantee == expected["guarantee"]
+
+
 def test_large_arrow_batches_on_a_connect_session(connect, tmp_path):
     check_large_arrow_batches(connect, tmp_path)

@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rand::Rng;
+use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_messages::DomainHistogramMechanism;
 
@@ -815,14 +816,20 @@ pub(crate) enum PlanCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanHistogramArgs {
-    /// The mechanism, as `tally histogram --mechanism` takes it.
+    /// The mechanism over a public domain, as `tally histogram --mechanism` takes it. Without
+    /// it, the planner chooses over clients of several items: every mechanism `tally
+    /// histogram --max-items-per-client K` runs (sample-threshold, laplace-threshold,
+    /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client
+    /// of --input/--dataset/--synthetic, predicts the released items on that data and
+    /// recommends one.
     #[arg(long, value_enum)]
-    pub(crate) mechanism: DomainHistogramMechanism,
+    pub(crate) mechanism: Option<DomainHistogramMechanism>,
     #[command(flatten)]
     pub(crate) domain: DomainArgs,
-    /// The number of clients N that report (the shuffle mechanisms are calibrated for them).
+    /// The number of clients N that report (the shuffle mechanisms are calibrated for them);
+    /// required with --mechanism.
     #[arg(long)]
-    pub(crate) clients: u64,
+    pub(crate) clients: Option<u64>,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     /// Target δ in (0, 1) (pure-ε mechanisms ignore it).
@@ -1141,7 +1148,7 @@ pub(crate) enum Format {
 /// The population a plan's report predicts utility on: at most one of the inputs of
 /// [`InputArgs`].
 #[derive(Debug, Args)]
-#[group(required = false, multiple = false, requires = "report")]
+#[group(required = false, multiple = false)]
 pub(crate) struct PlanPopulationArgs {
     /// A file of items (`.gz` is decompressed) to predict utility on.
     #[arg(long)]
@@ -1152,6 +1159,19 @@ pub(crate) struct PlanPopulationArgs {
     /// A generated population to predict utility on, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
     #[arg(long)]
     pub(crate) synthetic: Option<String>,
+}
+
+impl ReportArgs {
+    /// Refuses a population given without `--report`, which alone predicts on it.
+    pub(crate) fn refuse_population_without_report(&self) -> anyhow::Result<()> {
+        if self.report.is_none() && self.population.input().is_some() {
+            anyhow::bail!(
+                "--input/--dataset/--synthetic name the population the report predicts on: \
+                 add --report DIR, or drop them"
+            );
+        }
+        Ok(())
+    }
 }
 
 impl PlanPopulationArgs {
@@ -1201,17 +1221,27 @@ pub(crate) struct HistogramArgs {
     /// Show only the K items with the largest counts.
     #[arg(long)]
     pub(crate) top: Option<usize>,
-    /// A secret key for keyed sampling: each client's coin and its one row become keyed
-    /// functions of its client_id (of its 0-based position when the input has no ids), so
-    /// the same key reproduces the release exactly, here, in Python and on Spark. The rate is
+    /// A secret key for keyed sampling: each client's coin and its one row (with
+    /// --max-items-per-client, its kept items and their coins) become keyed functions of its
+    /// client_id (of its 0-based position when the input has no ids), so the same key
+    /// reproduces the release exactly, here, in Python and on Spark; a partition selection's
+    /// noise still comes from --seed or the operating system. The rate is
     /// rounded down to a multiple of 2^-64 and the guarantee computed for it. The release is
     /// private only while the key stays secret.
     #[arg(long, value_name = "KEY", conflicts_with_all = ["domain", "buckets"])]
     pub(crate) sampling_key: Option<String>,
-    /// The mechanism. Every mechanism but sample-and-threshold releases an estimate for each
-    /// element of a public domain, given by --domain or --buckets.
+    /// The mechanism. Sample-and-threshold and the partition selections (laplace-threshold,
+    /// gaussian-threshold, truncated-geometric) release only items clients hold; every other
+    /// mechanism releases an estimate for each element of a public domain, given by --domain
+    /// or --buckets.
     #[arg(long, value_enum, default_value = "sample-threshold")]
     pub(crate) mechanism: HistogramMechanism,
+    /// Each client contributes at most K distinct items, chosen uniformly among its rows'
+    /// distinct items (keyed by --sampling-key when given), instead of one row. Applies to
+    /// sample-threshold (one coin per client and item, the tight composition of the per-item
+    /// rounds) and the partition selections (sensitivity K; their default K is 1).
+    #[arg(long, value_name = "K")]
+    pub(crate) max_items_per_client: Option<u32>,
     #[command(flatten)]
     pub(crate) domain: DomainArgs,
     /// Replace negative estimates by 0 (a post-processing; it biases small counts upwards).
@@ -1223,12 +1253,16 @@ pub(crate) struct HistogramArgs {
     pub(crate) truth: bool,
 }
 
-/// Histogram mechanisms (`--mechanism`): sample-and-threshold, and every mechanism over a
-/// public domain that [`DomainHistogramMechanism`] registers.
+/// Histogram mechanisms (`--mechanism`): sample-and-threshold, the partition selections over
+/// an unknown domain, and every mechanism over a public domain that
+/// [`DomainHistogramMechanism`] registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum HistogramMechanism {
     /// Sample-and-threshold: only items whose sampled count reaches the threshold (central).
     SampleThreshold,
+    /// A partition selection: the items whose noisy count passes a threshold, or the
+    /// truncated geometric's coin (central).
+    Selection(SelectionMethod),
     /// A mechanism that releases an estimate for every element of a public domain.
     Domain(DomainHistogramMechanism),
 }
@@ -1238,6 +1272,7 @@ impl HistogramMechanism {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::SampleThreshold => "sample-threshold",
+            Self::Selection(method) => method.name(),
             Self::Domain(mechanism) => mechanism.name(),
         }
     }
@@ -1247,6 +1282,7 @@ impl ValueEnum for HistogramMechanism {
     fn value_variants<'a>() -> &'a [Self] {
         static ALL: LazyLock<Vec<HistogramMechanism>> = LazyLock::new(|| {
             std::iter::once(HistogramMechanism::SampleThreshold)
+                .chain(SelectionMethod::ALL.map(HistogramMechanism::Selection))
                 .chain(
                     DomainHistogramMechanism::value_variants()
                         .iter()
@@ -1263,6 +1299,24 @@ impl ValueEnum for HistogramMechanism {
                 "Sample-and-threshold: only items whose sampled count reaches the threshold \
                  (central)",
             )),
+            Self::Selection(method) => {
+                let help = match method {
+                    SelectionMethod::LaplaceThreshold => {
+                        "Discrete Laplace noise on every held item's count, released at or above \
+                         a threshold, with its noisy count (central, no public domain)"
+                    }
+                    SelectionMethod::GaussianThreshold => {
+                        "Discrete Gaussian noise on every held item's count, released at or \
+                         above a threshold, with its noisy count (central, no public domain)"
+                    }
+                    SelectionMethod::TruncatedGeometric => {
+                        "The optimal partition selection (Desfontaines et al. 2022): each held \
+                         item released by a coin of its count's probability, keys only \
+                         (central, no public domain)"
+                    }
+                };
+                Some(PossibleValue::new(method.name()).help(help))
+            }
             Self::Domain(mechanism) => mechanism.to_possible_value(),
         }
     }

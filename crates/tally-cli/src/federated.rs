@@ -221,6 +221,11 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             }
             federated_domain::task_kind(args, mechanism)?
         }
+        (Some(HistogramMechanism::Selection(method)), None) => bail!(
+            "--mechanism {method} runs offline only for now (`tally histogram --mechanism \
+             {method}`, or tally.histogram in Python); a federated task takes --mechanism \
+             sample-threshold"
+        ),
         (Some(HistogramMechanism::SampleThreshold), None) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {

@@ -10,17 +10,34 @@ use tally_sim::{KeyedPopulation, PlaceInDomain};
 use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};
 use crate::domain_histogram::{self, domain_map};
 use crate::input::{input_format, load_population, stream_format};
+use crate::items_histogram;
 use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
 
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
-    if let HistogramMechanism::Domain(mechanism) = args.mechanism {
-        if args.sampling_key.is_some() {
-            bail!("--sampling-key applies to --mechanism sample-threshold only");
+    match args.mechanism {
+        HistogramMechanism::Domain(mechanism) => {
+            if args.sampling_key.is_some() {
+                bail!(
+                    "--sampling-key applies to --mechanism sample-threshold and the partition \
+                     selections only"
+                );
+            }
+            if args.max_items_per_client.is_some() {
+                bail!(
+                    "--max-items-per-client applies to --mechanism sample-threshold, \
+                     laplace-threshold, gaussian-threshold and truncated-geometric only"
+                );
+            }
+            return domain_histogram::run(args, mechanism);
         }
-        return domain_histogram::run(args, mechanism);
+        HistogramMechanism::Selection(method) => return items_histogram::run(args, Some(method)),
+        HistogramMechanism::SampleThreshold if args.max_items_per_client.is_some() => {
+            return items_histogram::run(args, None);
+        }
+        HistogramMechanism::SampleThreshold => {}
     }
     let epsilon = args.privacy.epsilon;
     let analysis = Analysis::from(args.privacy.method);

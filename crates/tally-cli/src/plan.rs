@@ -18,6 +18,7 @@ use crate::output::{print_fields, print_json};
 use crate::plan_report_page;
 
 pub(crate) fn run(args: &PlanArgs) -> Result<()> {
+    args.report.refuse_population_without_report()?;
     let planned = plan_document::solve(
         args.privacy.epsilon,
         args.delta,

@@ -1,6 +1,7 @@
 //! `tally plan histogram --mechanism M`: a mechanism over a public domain, calibrated, with the
 //! error of one element's estimate across counts; `--report DIR` compares it with every other
-//! such mechanism (and, with a population, with sample-and-threshold).
+//! such mechanism (and, with a population, with sample-and-threshold). Without `--mechanism`,
+//! [`plan_items`] chooses over clients of several items.
 
 use anyhow::{Result, bail};
 use tally_cli::domain_plan::{self, DomainPopulation, MechanismPlan};
@@ -12,16 +13,23 @@ use crate::domain_histogram::{
 };
 use crate::input::load_report_population;
 use crate::output::{guarantee_line, print_fields, print_json};
-use crate::plan_histogram_page;
+use crate::{plan_histogram_page, plan_items};
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
-    let mechanism = args.mechanism;
+    let Some(mechanism) = args.mechanism else {
+        return plan_items::run(args);
+    };
+    args.report.refuse_population_without_report()?;
     let map = domain_map(&args.domain, mechanism.name())?;
     check_failure_probability(&args.domain, mechanism)?;
-    if args.clients == 0 {
-        bail!("--clients must be at least 1");
-    }
-    let setting = domain_setting(&args.domain, map, args.clients, &args.privacy, args.delta);
+    let Some(clients) = args.clients.filter(|&n| n > 0) else {
+        bail!(
+            "--mechanism {} is calibrated for the clients that report: give --clients N (at \
+             least 1)",
+            mechanism.name()
+        );
+    };
+    let setting = domain_setting(&args.domain, map, clients, &args.privacy, args.delta);
     // The calibration's own error, as `tally histogram` reports it.
     build_mechanism(mechanism, &setting, 0)?;
     if let Some(dir) = &args.report.report {

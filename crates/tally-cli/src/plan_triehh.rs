@@ -13,6 +13,7 @@ use crate::output::{print_fields, print_json};
 use crate::plan_report_triehh_page;
 
 pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
+    args.report.refuse_population_without_report()?;
     let plan = TriePlusPlan::solve(
         args.epsilon,
         args.delta,

@@ -181,3 +181,70 @@ fn plan_refuses_what_the_histogram_refuses() {
     );
     assert!(err.contains("ghazi-count-min only"), "{err}");
 }
+
+/// The shipped per-speaker Shakespeare rows: 1,419 speakers, `client_id<TAB>word`.
+fn speakers() -> String {
+    concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../data/shakespeare/shakespeare_speakers.tsv.gz"
+    )
+    .to_owned()
+}
+
+/// Without --mechanism, on per-speaker Shakespeare at (1, 1e-8): every mechanism at every k
+/// up to 128, and a recommendation that releases at least the 30 words of PipelineDP's best
+/// median, which is the setting of the most expected released words.
+#[test]
+fn plan_chooses_the_mechanism_and_k_on_per_speaker_shakespeare() {
+    let document = json(&format!(
+        "plan histogram --input {} --epsilon 1 --delta 1e-8 --json",
+        speakers()
+    ));
+    assert_eq!(document["clients"], 1419);
+    let settings = document["settings"].as_array().expect("settings");
+    // k = 1, 2, ..., 128 (the largest speaker has 2624 distinct words), four mechanisms each.
+    assert_eq!(settings.len(), 8 * 4);
+    let most = settings
+        .iter()
+        .map(|s| s["expected_released_items"].as_f64().expect("calibrated"))
+        .fold(0.0, f64::max);
+    let chosen = &document["recommendation"];
+    let expected = chosen["expected_released_items"].as_f64().expect("count");
+    assert!(expected >= 30.0, "{chosen}");
+    assert!(
+        (expected - most).abs() <= 1e-12 * most,
+        "{expected} against {most}"
+    );
+    let command = chosen["command"].as_str().expect("command");
+    assert!(
+        command.contains(&format!(
+            "--mechanism {} --max-items-per-client {}",
+            chosen["mechanism"].as_str().unwrap(),
+            chosen["max_items_per_client"]
+        )),
+        "{command}"
+    );
+    let why = chosen["why"].as_str().expect("why");
+    for words in ["never shown", "aggregator sees", "noise"] {
+        assert!(why.contains(words), "{why}");
+    }
+}
+
+#[test]
+fn plan_without_a_mechanism_refuses_what_does_not_apply() {
+    let err = failure("plan histogram --epsilon 1 --delta 1e-8");
+    assert!(err.contains("give --input FILE"), "{err}");
+    let err = failure(&format!(
+        "plan histogram --input {} --clients 10 --epsilon 1 --delta 1e-8",
+        speakers()
+    ));
+    assert!(err.contains("drop them or give --mechanism"), "{err}");
+    let err = failure(&format!(
+        "plan histogram --mechanism laplace --domain 16 --clients 10 --input {} --epsilon 1 \
+         --delta 1e-8",
+        speakers()
+    ));
+    assert!(err.contains("add --report DIR"), "{err}");
+    let err = failure("plan histogram --mechanism laplace --domain 16 --epsilon 1 --delta 1e-8");
+    assert!(err.contains("give --clients N"), "{err}");
+}

@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
+use tally_accounting::partition_selection::PartitionSelection as Calibration;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
     OptPrefixTreeOutput, SegmentPolicy, Selection, TrieHhOutput, TrieNode, TrieOutput,
@@ -393,6 +394,52 @@ pub fn sample_threshold(
             "expected_sample_size": population as f64 * params.sampling_rate(),
         }),
         guarantee: GuaranteeBody::from(mechanism.guarantee()),
+        target_delta,
+        input,
+        execution: execution.to_owned(),
+        released_items: items.len(),
+        items,
+        seed,
+    }
+}
+
+/// The document of a partition selection over `population` clients: `items` are the released
+/// items (noisy counts as estimates for the noise-based methods, keys alone for the truncated
+/// geometric).
+pub fn partition_selection(
+    items: Vec<ReleasedItem>,
+    selection: &tally_core::histogram::PartitionSelection,
+    population: u64,
+    target_delta: f64,
+    input: String,
+    execution: &str,
+    seed: Option<u64>,
+) -> HistogramRelease {
+    let mut parameters = match selection.calibration() {
+        Calibration::Laplace(laplace) => {
+            let (numerator, denominator) = laplace.scale();
+            json!({
+                "scale": numerator as f64 / denominator as f64,
+                "threshold": laplace.threshold(),
+            })
+        }
+        Calibration::Gaussian(gaussian) => {
+            let (numerator, denominator) = gaussian.sigma2();
+            json!({
+                "sigma": (numerator as f64 / denominator as f64).sqrt(),
+                "threshold": gaussian.threshold(),
+            })
+        }
+        Calibration::TruncatedGeometric(geometric) => {
+            let (epsilon, delta) = geometric.cell_budget();
+            json!({ "item_epsilon": epsilon, "item_delta": delta })
+        }
+    };
+    parameters["population"] = json!(population);
+    HistogramRelease {
+        mechanism: selection.method().name().to_owned(),
+        parameters,
+        guarantee: GuaranteeBody::from(selection.guarantee()),
         target_delta,
         input,
         execution: execution.to_owned(),

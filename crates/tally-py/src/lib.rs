@@ -19,6 +19,7 @@ use rand::Rng as _;
 use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
@@ -28,14 +29,15 @@ use tally_protocol::compose_plan::{self, ComposeMethod};
 use tally_protocol::plan_document;
 use tally_protocol::shuffle_plan::ShufflePlan;
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
+use tally_sim::items_release::{ItemChoice, ItemCounts, ItemsMechanism, ItemsRelease};
 use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::triehh_plus_release::{
     TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
 };
 use tally_sim::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_sim::{
-    ClientMode, CountedPopulation, KeyedPartCounts, KeyedPopulation, Population, StreamFormat,
-    ValueRange, sample_threshold_integers, sample_threshold_values,
+    ClientMode, CountedPopulation, KeyedItemCounts, KeyedPartCounts, KeyedPopulation, Population,
+    StreamFormat, ValueRange, sample_threshold_integers, sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -490,6 +492,96 @@ fn histogram<'py>(
         sample_threshold_release::histogram(sampling, &mechanism, delta, seed)
     });
     let document = document.map_err(value_error)?;
+    histogram_parts(py, document)
+}
+
+/// The mechanism of `tally.histogram(mechanism=..., max_items_per_client=...)` and of
+/// `tally.spark.histogram`, its options checked as the command line checks them.
+fn items_mechanism(
+    calibration: &Calibration,
+    mechanism: &str,
+    max_items: u32,
+    keyed: bool,
+) -> PyResult<ItemsMechanism> {
+    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
+    let method = match mechanism {
+        "sample-threshold" => None,
+        name => Some(name.parse::<SelectionMethod>().map_err(value_error)?),
+    };
+    if !matches!(analysis, Analysis::Tight) {
+        return Err(value_error(format!(
+            "method={:?} chooses the analysis of one-item sample-and-threshold; mechanism \
+             {mechanism:?} with max_items_per_client has its own: drop method",
+            calibration.method
+        )));
+    }
+    if method.is_some() && (calibration.sampling_rate.is_some() || calibration.threshold.is_some())
+    {
+        return Err(value_error(format!(
+            "sampling_rate and threshold set sample-threshold's parameters; mechanism \
+             {mechanism:?} calibrates its noise and threshold from epsilon, delta and \
+             max_items_per_client: drop them"
+        )));
+    }
+    ItemsMechanism::calibrate(
+        method,
+        calibration.epsilon,
+        calibration.delta,
+        max_items,
+        calibration.target(),
+        neighbours,
+        keyed,
+    )
+    .map_err(value_error)
+}
+
+/// `tally histogram --json` with a partition selection (`mechanism` `laplace-threshold`,
+/// `gaussian-threshold` or `truncated-geometric`) or sample-and-threshold over clients of at
+/// most `max_items_per_client` distinct items (`--max-items-per-client`).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
+fn items_histogram<'py>(
+    py: Python<'py>,
+    items: &Bound<'py, PyAny>,
+    clients: Option<&Bound<'py, PyAny>>,
+    calibration: Calibration,
+    mechanism: &str,
+    max_items_per_client: Option<u32>,
+    seed: Option<u64>,
+    sampling_key: Option<&str>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<HistogramParts<'py>> {
+    let key = sampling_key.map(derived_key).transpose()?;
+    let max_items = max_items_per_client.unwrap_or(1);
+    let delta = calibration.delta;
+    let mechanism = items_mechanism(&calibration, mechanism, max_items, key.is_some())?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let items = Column::extract(items)?;
+    let clients = clients.map(Column::extract).transpose()?;
+    let Input::Keyed(population) = Input::read(
+        py,
+        items,
+        clients,
+        run_seed,
+        rows_as_clients,
+        true,
+        description,
+    )?
+    else {
+        unreachable!("rows are read keyed with keyed = true")
+    };
+    let options = ItemsRelease {
+        max_items,
+        choice: key.map_or(ItemChoice::Seeded, ItemChoice::Keyed),
+        seed: run_seed,
+        target_delta: delta,
+        shown_seed: seed,
+    };
+    let document = py
+        .detach(|| mechanism.histogram(&population, &options))
+        .map_err(value_error)?;
     histogram_parts(py, document)
 }
 
@@ -1007,10 +1099,11 @@ struct KeyedCounter {
     counts: Option<PartCounts>,
 }
 
-/// Counts of integer or of string items.
+/// Counts of integer or of string items, or of clients' several string items.
 enum PartCounts {
     Ints(KeyedPartCounts<i64>),
     Texts(KeyedPartCounts<Vec<u8>>),
+    Items(KeyedItemCounts),
 }
 
 impl KeyedCounter {
@@ -1035,6 +1128,22 @@ impl KeyedCounter {
         };
         Ok(Self {
             counts: Some(counts),
+        })
+    }
+
+    /// A counter of clients of several string items for `tally.spark.histogram(mechanism=...,
+    /// max_items_per_client=...)`: each client keeps at most `max_items` of its distinct items
+    /// chosen by `key`, and sends each by a keyed coin of `rate` if given (sample-and-threshold)
+    /// or all of them if not (a partition selection).
+    #[staticmethod]
+    fn items(key: &str, max_items: u32, rate: Option<f64>) -> PyResult<Self> {
+        let coin = rate.map(|rate| keyed_coin(key, rate)).transpose()?;
+        Ok(Self {
+            counts: Some(PartCounts::Items(KeyedItemCounts::new(
+                derived_key(key)?,
+                max_items,
+                coin,
+            ))),
         })
     }
 
@@ -1072,6 +1181,9 @@ impl KeyedCounter {
                     })
                 }
                 (PartCounts::Ints(_), _) => Err(value_error("expected integer items")),
+                (PartCounts::Items(_), _) => Err(value_error(
+                    "a counter of clients' several items absorbs whole clients (absorb_clients)",
+                )),
             }
         })
     }
@@ -1091,9 +1203,10 @@ impl KeyedCounter {
         if runs.len() != clients.len() + 1 {
             return Err(value_error("expected one more run offset than clients"));
         }
-        let PartCounts::Texts(counts) = self.counts()? else {
+        let counts = self.counts()?;
+        if matches!(counts, PartCounts::Ints(_)) {
             return Err(value_error("clients' rows are counted as strings"));
-        };
+        }
         py.detach(|| {
             let items = items
                 .strings()?
@@ -1106,7 +1219,11 @@ impl KeyedCounter {
                     .and_then(|(start, end)| items.get(start..end))
                     .filter(|rows| !rows.is_empty())
                     .ok_or_else(|| value_error("run offsets past the items or empty"))?;
-                counts.absorb_client(id, rows);
+                match counts {
+                    PartCounts::Texts(counts) => counts.absorb_client(id, rows),
+                    PartCounts::Items(counts) => counts.absorb_client(id, rows),
+                    PartCounts::Ints(_) => unreachable!("refused above"),
+                }
                 client += 1;
                 Ok(())
             })
@@ -1141,9 +1258,12 @@ impl KeyedCounter {
                     clients,
                 ))
             }
-            PartCounts::Texts(counts) => {
-                let clients = counts.clients();
-                let cells = counts.into_counts();
+            PartCounts::Texts(_) | PartCounts::Items(_) => {
+                let (clients, cells) = match counts {
+                    PartCounts::Texts(counts) => (counts.clients(), counts.into_counts()),
+                    PartCounts::Items(counts) => (counts.clients(), counts.into_counts()),
+                    PartCounts::Ints(_) => unreachable!("matched above"),
+                };
                 let mut offsets = Vec::with_capacity(cells.len() + 1);
                 let mut data = Vec::new();
                 let mut tallies = Vec::with_capacity(cells.len());
@@ -1182,6 +1302,62 @@ fn keyed_counts_document(
         input,
         "spark (keyed)",
     );
+    serde_json::to_string_pretty(&document).map_err(value_error)
+}
+
+/// The keyed rate and threshold of `tally.spark.histogram(mechanism=...,
+/// max_items_per_client=...)`'s coins, what Spark's tasks need: `None` for a partition
+/// selection, whose clients send every item they keep.
+#[pyfunction]
+fn keyed_items_parameters(
+    calibration: Calibration,
+    mechanism: &str,
+    max_items_per_client: Option<u32>,
+) -> PyResult<Option<(f64, u64)>> {
+    let max_items = max_items_per_client.unwrap_or(1);
+    Ok(
+        match items_mechanism(&calibration, mechanism, max_items, true)? {
+            ItemsMechanism::Selection(_) => None,
+            ItemsMechanism::SampleThreshold(mechanism) => Some(rate_and_threshold(&mechanism)),
+        },
+    )
+}
+
+/// The document of a release over clients of several items counted on Spark: `counts` sum
+/// the partitions' `KeyedCounter.items` counts (for sample-and-threshold, at least those that
+/// reach the threshold; for a partition selection, all), `clients` the number of clients;
+/// the selection's noise comes from `seed` (or the operating system).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.spark.histogram`
+fn keyed_items_document(
+    py: Python<'_>,
+    counts: Vec<(String, u64)>,
+    clients: u64,
+    source: String,
+    calibration: Calibration,
+    mechanism: &str,
+    max_items_per_client: Option<u32>,
+    sampling_key: &str,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    let max_items = max_items_per_client.unwrap_or(1);
+    let mechanism = items_mechanism(&calibration, mechanism, max_items, true)?;
+    let options = ItemsRelease {
+        max_items,
+        choice: ItemChoice::Keyed(derived_key(sampling_key)?),
+        seed: seed.unwrap_or_else(random_seed),
+        target_delta: calibration.delta,
+        shown_seed: seed,
+    };
+    let counted = ItemCounts {
+        counts: counts.into_iter().collect(),
+        clients,
+        source,
+        execution: "spark (keyed)".to_owned(),
+    };
+    let document = py
+        .detach(|| mechanism.release_counts(&counted, &options))
+        .map_err(value_error)?;
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
 
@@ -1254,6 +1430,9 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
     module.add_function(wrap_pyfunction!(plan_triehh_plus, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_items_parameters, module)?)?;
+    module.add_function(wrap_pyfunction!(keyed_items_document, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
     module.add_function(wrap_pyfunction!(quantiles, module)?)?;
     module.add_function(wrap_pyfunction!(range_count, module)?)?;

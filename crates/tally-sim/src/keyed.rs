@@ -42,6 +42,8 @@ pub struct KeyedPopulation {
     /// Item names by id.
     names: Vec<String>,
     description: String,
+    /// Where the rows came from, without how a client's row is chosen.
+    source: String,
 }
 
 impl std::fmt::Debug for KeyedPopulation {
@@ -71,6 +73,7 @@ impl KeyedPopulation {
             items: population.items().to_vec(),
             names,
             description: population.description().to_owned(),
+            source: population.description().to_owned(),
         }
     }
 
@@ -105,7 +108,7 @@ impl KeyedPopulation {
                 }
             }
         }
-        rows.finish(description.to_owned())
+        rows.finish(description.to_owned(), description.to_owned())
     }
 
     /// Loads a `client_id<TAB>item` file (the format of [`Population::from_tsv_file`]),
@@ -140,7 +143,8 @@ impl KeyedPopulation {
             rows.clients.len(),
             rows.items.len()
         );
-        rows.finish(description)
+        let source = format!("{name} ({} rows)", rows.items.len());
+        rows.finish(description, source)
     }
 
     /// The number of clients.
@@ -200,6 +204,39 @@ impl KeyedPopulation {
     }
 }
 
+impl KeyedPopulation {
+    /// Each client's id and the item ids of all its rows (in row order), in order of the
+    /// clients' first rows (clients without ids are named by position).
+    pub fn client_items(&self) -> Vec<(String, Vec<u32>)> {
+        match &self.clients {
+            Clients::Positions => self
+                .items
+                .iter()
+                .enumerate()
+                .map(|(position, &item)| (position.to_string(), vec![item]))
+                .collect(),
+            Clients::Named { rows, names } => {
+                let mut held: Vec<Vec<u32>> = vec![Vec::new(); names.len()];
+                for (&client, &item) in rows.iter().zip(&self.items) {
+                    held[client as usize].push(item);
+                }
+                names.iter().cloned().zip(held).collect()
+            }
+        }
+    }
+
+    /// Where the rows came from (a file and its number of rows, or the population's
+    /// description), without how a client's row is chosen.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The number of distinct items.
+    pub fn domain_size(&self) -> usize {
+        self.names.len()
+    }
+}
+
 /// Rows being interned.
 struct Rows {
     clients: Interner,
@@ -238,7 +275,7 @@ impl Rows {
         Ok(())
     }
 
-    fn finish(self, description: String) -> Result<KeyedPopulation, Error> {
+    fn finish(self, description: String, source: String) -> Result<KeyedPopulation, Error> {
         if self.items.is_empty() {
             return Err(Error::Empty {
                 file: self.name,
@@ -253,6 +290,7 @@ impl Rows {
             items: self.items,
             names: self.interner.into_names(),
             description,
+            source,
         })
     }
 }

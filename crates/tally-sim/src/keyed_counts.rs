@@ -11,7 +11,7 @@ use std::borrow::Borrow;
 use std::hash::Hash;
 
 use rustc_hash::FxHashMap;
-use tally_core::sampling::{KeyedCoin, choose_row};
+use tally_core::sampling::{KeyedCoin, SamplingKey, choose_items, choose_row};
 
 /// The sampled counts of one part of a keyed round's rows, by item, and how many clients the
 /// part held.
@@ -95,6 +95,70 @@ impl KeyedPartCounts<Vec<u8>> {
         {
             self.count(rows[row].as_ref());
         }
+    }
+}
+
+/// The counts of one part of a keyed release over clients of several items (a Spark
+/// partition), by item: each client keeps at most `max_items` of its distinct items, chosen by
+/// the key ([`choose_items`]), and for sample-and-threshold sends each kept item by its own
+/// keyed coin ([`KeyedCoin::flip_item`]). As every choice is a keyed PRF of the client's id and
+/// items, the parts' sums are the counts `tally_sim::items_release` gives on all the rows at
+/// once with the same key, whatever the parts and the order of the rows, as long as every
+/// client's rows are in one part.
+///
+/// # Privacy
+///
+/// The counts are raw, not a release: only the release computed from their sums
+/// ([`crate::items_release::ItemsMechanism::release_counts`]) is, with the guarantee of the
+/// mechanism calibrated for `max_items` items per client (and, for sample-and-threshold, the
+/// coin of its keyed rate, [`tally_core::histogram::SampleThreshold::keyed_coin`]).
+#[derive(Clone, Debug)]
+pub struct KeyedItemCounts {
+    key: SamplingKey,
+    max_items: u32,
+    coin: Option<KeyedCoin>,
+    counts: FxHashMap<Vec<u8>, u64>,
+    clients: u64,
+}
+
+impl KeyedItemCounts {
+    /// No clients yet: each will keep at most `max_items` items chosen by `key` in round 0,
+    /// and send each by `coin` if there is one (sample-and-threshold) or all of them if not
+    /// (a partition selection).
+    pub fn new(key: SamplingKey, max_items: u32, coin: Option<KeyedCoin>) -> Self {
+        Self {
+            key,
+            max_items,
+            coin,
+            counts: FxHashMap::default(),
+            clients: 0,
+        }
+    }
+
+    /// A client with all its rows, `rows` (their items' bytes): counts the items it keeps and
+    /// sends.
+    pub fn absorb_client<R: AsRef<[u8]> + Ord>(&mut self, client: &[u8], rows: &[R]) {
+        self.clients += 1;
+        for position in choose_items(&self.key, 0, client, rows, self.max_items) {
+            let item = rows[position].as_ref();
+            let sent = self
+                .coin
+                .as_ref()
+                .is_none_or(|coin| coin.flip_item(0, client, item));
+            if sent {
+                *self.counts.entry(item.to_vec()).or_insert(0) += 1;
+            }
+        }
+    }
+
+    /// The number of clients absorbed.
+    pub fn clients(&self) -> u64 {
+        self.clients
+    }
+
+    /// The counts, one per distinct counted item, in no particular order.
+    pub fn into_counts(self) -> Vec<(Vec<u8>, u64)> {
+        self.counts.into_iter().collect()
     }
 }
 

@@ -10,7 +10,8 @@
 //! [`ExecutionPath`]s, deterministically for a seed. [`run_keyed_sample_threshold`] runs a
 //! round with keyed coins instead (a secret key, no seed) over a [`KeyedPopulation`], which
 //! keeps the clients' ids; [`KeyedPartCounts`] counts such a round part by part (one Spark
-//! partition each), for the parts' counts to be summed elsewhere.
+//! partition each), for the parts' counts to be summed elsewhere, and [`KeyedItemCounts`] does
+//! the same for clients of several items ([`items_release`]).
 //!
 //! # Input formats
 //!
@@ -86,6 +87,8 @@ mod domain;
 mod error;
 mod execute;
 mod heavy_hitters;
+pub mod items_plan;
+pub mod items_release;
 mod keyed;
 mod keyed_counts;
 mod keyed_triehh;
@@ -122,7 +125,7 @@ pub use error::Error;
 pub use execute::{ExecutionPath, run_sample_threshold};
 pub use heavy_hitters::{run_prefix_round, run_shuffle_heavy_hitters, run_triehh_plus};
 pub use keyed::{KeyedPopulation, run_keyed_sample_threshold};
-pub use keyed_counts::KeyedPartCounts;
+pub use keyed_counts::{KeyedItemCounts, KeyedPartCounts};
 pub use keyed_triehh::run_keyed_triehh_plus;
 pub use metrics::{
     EstimateErrors, RetrievalScores, prefix_estimate_errors, retrieval_scores, top_k,

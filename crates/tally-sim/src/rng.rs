@@ -48,6 +48,10 @@ pub(crate) enum Purpose {
     DeviceCoins = 13,
     /// The coins of a chunk's aggregator in the round executor.
     ShardCoins = 14,
+    /// Each client's choice of at most `k` items and its per-item coins.
+    ItemsPerClient = 15,
+    /// The noise or coins of a partition selection.
+    PartitionSelection = 16,
 }
 
 /// The largest chunk index a purpose can hold.

@@ -1,0 +1,134 @@
+//! `tally plan histogram --input FILE` without `--mechanism`: every mechanism `tally histogram
+//! --max-items-per-client K` runs, at each K of a small grid, with the items it is expected to
+//! release on the data, and the one recommended.
+
+use anyhow::{Result, bail};
+use tally_accounting::Neighbours;
+use tally_sim::items_plan::{HeldItems, ItemsTarget, plan_items};
+
+use crate::cli::{InputArgs, PlanHistogramArgs};
+use crate::histogram::load_keyed_population;
+use crate::output::{Stage, print_fields, print_json};
+
+pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
+    refuse_options(args)?;
+    let Some(input) = args.report.population.input() else {
+        bail!(
+            "without --mechanism the planner chooses over clients of several items from their \
+             data: give --input FILE, --dataset NAME or --synthetic SPEC (or a public-domain \
+             --mechanism with --clients N)"
+        );
+    };
+    let target = ItemsTarget {
+        epsilon: args.privacy.epsilon,
+        delta: args.delta,
+        neighbours: Neighbours::from(args.privacy.neighbours),
+    };
+    let stage = Stage::start("loading the population");
+    let population = load_keyed_population(&input, None, false, 0)?;
+    stage.next(format!("predicting over {} clients", population.len()));
+    let held = HeldItems::new(&population);
+    let plan = plan_items(&held, target);
+    drop(stage);
+    let best = plan.recommendation();
+    let command = command(&input, best.name(), best.max_items, args);
+    if args.privacy.json {
+        let mut document = plan.document(&held, target);
+        document["input"] = population.source().into();
+        document["recommendation"]["command"] = command.into();
+        return Ok(print_json(&document)?);
+    }
+    println!(
+        "{:>4}  {:<20}  {:>14}  {:>18}",
+        "k", "mechanism", "50% released at", "expected released"
+    );
+    for (i, setting) in plan.settings.iter().enumerate() {
+        let mark = if i == plan.recommended { " *" } else { "" };
+        match &setting.outcome {
+            Ok(predicted) => println!(
+                "{:>4}  {:<20}  {:>14}  {:>18.1}{mark}",
+                setting.max_items,
+                setting.name(),
+                predicted
+                    .half_release_point
+                    .map_or_else(|| "never".to_owned(), |c| format!("{c} clients")),
+                predicted.expected_released
+            ),
+            Err(error) => println!(
+                "{:>4}  {:<20}  not calibrated: {error}",
+                setting.max_items,
+                setting.name()
+            ),
+        }
+    }
+    println!();
+    print_fields(
+        "recommendation",
+        &[
+            ("input", population.source().to_owned()),
+            (
+                "clients",
+                format!(
+                    "{} holding {} distinct items, at most {} each",
+                    held.clients(),
+                    held.distinct_items(),
+                    held.largest()
+                ),
+            ),
+            (
+                "setting",
+                format!("{} with k = {}", best.name(), best.max_items),
+            ),
+            (
+                "expected released",
+                format!("{:.1} items", best.expected_released()),
+            ),
+            ("why", plan.why(&held)),
+            ("run", command),
+        ],
+    )?;
+    Ok(())
+}
+
+/// The `tally histogram` command that runs the recommended setting.
+fn command(input: &InputArgs, mechanism: &str, max_items: u32, args: &PlanHistogramArgs) -> String {
+    let source = match (&input.input, &input.dataset, &input.synthetic) {
+        (Some(file), _, _) => format!("--input {}", file.display()),
+        (_, Some(name), _) => format!("--dataset {name}"),
+        (_, _, Some(spec)) => format!("--synthetic {spec}"),
+        (None, None, None) => String::new(),
+    };
+    let neighbours = match Neighbours::from(args.privacy.neighbours) {
+        Neighbours::AddRemove => String::new(),
+        Neighbours::ReplaceOne => " --neighbours replace-one".to_owned(),
+    };
+    format!(
+        "tally histogram {source} --mechanism {mechanism} --max-items-per-client {max_items} \
+         --epsilon {} --delta {:e}{neighbours}",
+        args.privacy.epsilon, args.delta
+    )
+}
+
+/// Refuses the options of a public-domain plan.
+fn refuse_options(args: &PlanHistogramArgs) -> Result<()> {
+    if args.clients.is_some() || args.domain.domain.is_some() || args.domain.buckets.is_some() {
+        bail!(
+            "--clients, --domain and --buckets plan a --mechanism over a public domain; without \
+             --mechanism the planner reads the clients and their items from --input: drop them \
+             or give --mechanism"
+        );
+    }
+    if args.report.report.is_some() {
+        bail!(
+            "--report draws a --mechanism over a public domain; without --mechanism the \
+             planner prints its choice as a table, or as JSON with --json: drop --report"
+        );
+    }
+    if !matches!(args.privacy.method, crate::cli::Method::Tight) {
+        bail!(
+            "--method chooses the analysis of one-item sample-and-threshold; over clients of \
+             several items each mechanism has its own: drop --method"
+        );
+    }
+    Ok(())
+}
