@@ -22,7 +22,7 @@ use crate::cli::{
     HistogramMechanism, SegmentArg, ServeArgs, ServerArgs, ServerQueryArgs, TaskAlgorithm,
     TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
-use crate::output::{guarantee_body_line, print_fields, print_items};
+use crate::output::{guarantee_body_line, print_diagnosis, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 use crate::{federated_domain, federated_range_tree};
 
@@ -528,6 +528,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 ],
             )?;
             print_items(&rows(&release.items), shown)?;
+            print_diagnosis(release.diagnosis.as_ref())?;
         }
         TaskResult::HeavyHitters(release) => {
             print_fields(
@@ -540,6 +541,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 ],
             )?;
             print_items(&rows(&release.items), shown)?;
+            print_diagnosis(release.diagnosis.as_ref())?;
         }
         TaskResult::Quantiles(release) => {
             print_fields(
