@@ -154,7 +154,12 @@ pub(crate) fn print_diagnosis(diagnosis: Option<&ReleaseDiagnosis>) -> io::Resul
 
 /// A release's warnings (`δ ≥ 1/n`) on stderr, where a JSON consumer of stdout still sees them.
 pub(crate) fn print_warnings(diagnosis: Option<&ReleaseDiagnosis>) {
-    for warning in diagnosis.iter().flat_map(|d| &d.warnings) {
+    print_warning_lines(diagnosis.map_or(&[], |d| &d.warnings));
+}
+
+/// `warnings` on stderr, one line each.
+pub(crate) fn print_warning_lines(warnings: &[String]) {
+    for warning in warnings {
         eprintln!("warning: {warning}");
     }
 }

@@ -198,3 +198,24 @@ fn the_readmes_first_example_states_its_privacy_unit() {
         "{stdout}"
     );
 }
+
+/// A mechanism over a public domain releases every element, so it is never thin; it warns as
+/// the others do.
+#[test]
+fn a_domain_histogram_warns_when_delta_is_one_over_n_or_more() {
+    let command = "histogram --mechanism gaussian --dataset shakespeare --buckets 16 --seed 1 \
+                   --epsilon 1";
+    let output = tally(&format!("{command} --delta 1e-2 --json"));
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("is at least 1/n = 1.197e-6 for the n = 835229 clients"),
+        "{stderr}"
+    );
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["warnings"].as_array().map(Vec::len), Some(1));
+    let output = tally(&format!("{command} --delta 1e-8 --json"));
+    assert!(output.stderr.is_empty());
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document.get("warnings"), None);
+}

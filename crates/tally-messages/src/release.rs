@@ -288,6 +288,10 @@ pub struct DomainHistogramRelease {
     /// The mean absolute error over the domain, when the truth was known (simulations only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_absolute_error: Option<f64>,
+    /// Warnings about the parameters, one sentence each: `δ ≥ 1/n` for `n` clients (every
+    /// element of the domain is released, so the release is never thin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A public domain as published.
