@@ -2089,11 +2089,13 @@ fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
     let federated = json(&format!("task result {analyst} {} --json", info.id));
     let table = tally(&format!("task result {analyst} {}", info.id));
     assert!(table.status.success(), "{table:?}");
-    assert!(
-        String::from_utf8(table.stdout)
-            .unwrap()
-            .contains("count-min-prefix-tree heavy hitters"),
-    );
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("count-min-prefix-tree heavy hitters"));
+    // The release holds fewer than 3 words: the table explains it as the document does.
+    assert_eq!(federated["diagnosis"]["thin"], true, "{federated}");
+    for sentence in federated["diagnosis"]["explanation"].as_array().unwrap() {
+        assert!(table.contains(sentence.as_str().unwrap()), "{table}");
+    }
     let offline = |heavy: u32| {
         json(&format!(
             "heavy-hitters --input {} {PREFIX_TREE_OPTIONS} --seed {SHUFFLE_SEED} --json",
