@@ -219,3 +219,22 @@ fn a_domain_histogram_warns_when_delta_is_one_over_n_or_more() {
     let document: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(document.get("warnings"), None);
 }
+
+/// OptPrefixTree's document has no diagnosis (its words pass noisy thresholds of several
+/// iterations), but warns as the others do.
+#[test]
+fn opt_prefix_tree_warns_when_delta_is_one_over_n_or_more() {
+    let command = "heavy-hitters --algorithm opt-prefix-tree --synthetic \
+                   reddit-like:users=300,mean_items=4 --epsilon 8 --seed 2 --iterations 2 --json";
+    let output = tally(&format!("{command} --delta 1e-2"));
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("is at least 1/n"), "{stderr}");
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document["warnings"].as_array().map(Vec::len), Some(1));
+    let output = tally(&format!("{command} --delta 1e-6"));
+    assert!(output.status.success());
+    assert!(output.stderr.is_empty());
+    let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(document.get("warnings"), None);
+}

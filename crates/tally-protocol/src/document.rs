@@ -24,7 +24,7 @@ use tally_messages::{
     ReleaseDiagnosis, ReleasedItem, TreeRangeRelease, TrieNodeBody,
 };
 
-use crate::diagnosis::{ReleaseRule, Remedies, diagnose};
+use crate::diagnosis::{ReleaseRule, Remedies, delta_warning, diagnose};
 use crate::opt_prefix_tree::{segment_rule, selection_rule};
 
 /// The name of the TrieHH++ document's mechanism.
@@ -757,7 +757,7 @@ pub struct OptPrefixTreeParameters<'a> {
 /// mass, the truth, how the sums were drawn): its parameters with the solved `ε₀` and its
 /// accounting, both guarantees, the words found (by decreasing estimate, with the run and
 /// iteration that found each), one summary per iteration and the simulation's `seed` (none
-/// for a federated run).
+/// for a federated run); with `warnings` when the guarantee's `δ ≥ 1/n` for the `population`.
 pub fn opt_prefix_tree(
     output: &OptPrefixTreeOutput,
     parameters: &OptPrefixTreeParameters<'_>,
@@ -792,7 +792,7 @@ pub fn opt_prefix_tree(
             })
         })
         .collect();
-    json!({
+    let mut document = json!({
         "mechanism": OPT_PREFIX_TREE,
         "parameters": {
             "iterations": parameters.iterations,
@@ -824,7 +824,11 @@ pub fn opt_prefix_tree(
         "items": items,
         "iterations": iterations,
         "seed": seed,
-    })
+    });
+    if let Some(warning) = delta_warning(output.guarantee.delta, population) {
+        document["warnings"] = json!([warning]);
+    }
+    document
 }
 
 #[cfg(test)]
