@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +45,7 @@ class Release:
         """A release from its document's text, its items (if any) of `item_type`."""
         document = json.loads(text)
         _typed_items(document.get("items", []), item_type)
-        return cls(document, text, item_type)
+        return cls(document, text, item_type)._warned()
 
     @classmethod
     def _from_parts(
@@ -55,7 +56,22 @@ class Release:
         text, head, items = parts
         document = json.loads(head)
         document["items"] = _typed_items(items, item_type)
-        return cls(document, text, item_type)
+        return cls(document, text, item_type)._warned()
+
+    def _warned(self) -> "Release":
+        """This release, once its diagnosis's warnings (δ ≥ 1/n) are issued as
+        `UserWarning`s, as the command line prints them on stderr."""
+        for warning in (self.diagnosis or {}).get("warnings", []):
+            warnings.warn(warning, UserWarning, stacklevel=4)
+        return self
+
+    @property
+    def diagnosis(self) -> dict[str, Any] | None:
+        """Why a histogram or heavy-hitter release holds few items, as the command line says
+        it: `explanation` (sentences, empty unless the release is `thin`), `release_point`
+        (the clients an item needs to be released with probability ½), `clients`,
+        `largest_released_count` and `warnings`; `None` for other releases."""
+        return self.document.get("diagnosis")
 
     @property
     def guarantee(self) -> dict[str, Any]:

@@ -9,12 +9,13 @@ use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with};
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
 };
+use tally_protocol::diagnosis::delta_warning;
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, Format, HistogramArgs, InputArgs, PrivacyArgs};
 use crate::federated::print_serialized;
 use crate::input::{load_population, stream_format};
-use crate::output::{Stage, guarantee_line, print_fields, print_items};
+use crate::output::{Stage, guarantee_line, print_fields, print_items, print_warning_lines};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -171,6 +172,10 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
     // The elements by decreasing estimate, for the table and --top.
     let mut order: Vec<u32> = (0..map.size()).collect();
     order.sort_by(|&a, &b| estimates[b as usize].total_cmp(&estimates[a as usize]));
+    let warnings: Vec<String> = delta_warning(guarantee.delta, clients)
+        .into_iter()
+        .collect();
+    print_warning_lines(&warnings);
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
     } else {
@@ -209,6 +214,7 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
             items,
             seed: args.release.seed,
             mean_absolute_error: args.truth.then_some(mean_absolute_error),
+            warnings,
         })?;
         return Ok(());
     }

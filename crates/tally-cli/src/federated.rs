@@ -22,7 +22,7 @@ use crate::cli::{
     HistogramMechanism, ListenerArgs, RelayArgs, SegmentArg, ServeArgs, ServerArgs,
     ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
 };
-use crate::output::{guarantee_body_line, print_fields, print_items};
+use crate::output::{guarantee_body_line, print_diagnosis, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 use crate::{federated_domain, federated_range_tree};
 
@@ -569,6 +569,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 ],
             )?;
             print_items(&rows(&release.items), shown)?;
+            print_diagnosis(release.diagnosis.as_ref())?;
         }
         TaskResult::HeavyHitters(release) => {
             print_fields(
@@ -581,6 +582,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 ],
             )?;
             print_items(&rows(&release.items), shown)?;
+            print_diagnosis(release.diagnosis.as_ref())?;
         }
         TaskResult::Quantiles(release) => {
             print_fields(

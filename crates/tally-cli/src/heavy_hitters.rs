@@ -36,7 +36,8 @@ use crate::count_min_prefix_tree;
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_body_line, guarantee_line, print_fields, print_items, print_json,
+    Stage, guarantee_body_line, guarantee_line, print_diagnosis, print_fields, print_items,
+    print_json, print_warning_lines, print_warnings,
 };
 
 /// Items scored against the truth when `--top` is not given.
@@ -244,6 +245,7 @@ fn print_report(
         release.items.truncate(shown);
         release.truth = truth;
         print_json(&serde_json::to_value(&release)?)?;
+        print_warnings(release.diagnosis.as_ref());
         return Ok(());
     }
     let mut rows = vec![
@@ -268,6 +270,7 @@ fn print_report(
         .map(|f| (f.item.clone(), f.count, f.estimate))
         .collect();
     print_items(&rows, shown)?;
+    print_diagnosis(release.diagnosis.as_ref())?;
     Ok(())
 }
 
@@ -539,6 +542,11 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         AggregationPath::PerReport => "per-report",
     });
     document["parameters"]["data_points"] = json!(population.data_points());
+    let warnings: Vec<String> = document
+        .get("warnings")
+        .and_then(|warnings| serde_json::from_value(warnings.clone()).ok())
+        .unwrap_or_default();
+    print_warning_lines(&warnings);
     let parameters = document["parameters"].clone();
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX

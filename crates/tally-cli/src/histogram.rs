@@ -11,7 +11,9 @@ use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};
 use crate::domain_histogram::{self, domain_map};
 use crate::input::{input_format, load_population, stream_format};
 use crate::items_histogram;
-use crate::output::{Stage, guarantee_line, print_fields, print_items, print_json};
+use crate::output::{
+    Stage, guarantee_line, print_diagnosis, print_fields, print_items, print_json, print_warnings,
+};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -123,6 +125,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     if args.privacy.json {
         document.items.truncate(shown);
         print_json(&serde_json::to_value(&document)?)?;
+        print_warnings(document.diagnosis.as_ref());
         return Ok(());
     }
     print_fields(
@@ -156,6 +159,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         .map(|cell| (cell.item, cell.count, cell.estimate))
         .collect();
     print_items(&rows, shown)?;
+    print_diagnosis(document.diagnosis.as_ref())?;
     Ok(())
 }
 

@@ -11,7 +11,10 @@ use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 
 use crate::cli::{HistogramArgs, Method};
 use crate::histogram::load_keyed_population;
-use crate::output::{Stage, guarantee_body_line, print_fields, print_items, print_json};
+use crate::output::{
+    Stage, guarantee_body_line, print_diagnosis, print_fields, print_items, print_json,
+    print_warnings,
+};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -96,6 +99,7 @@ fn refuse_options(args: &HistogramArgs, name: &str, selection: bool) -> Result<(
 fn print(args: &HistogramArgs, name: &str, document: &HistogramRelease) -> Result<()> {
     if args.privacy.json {
         print_json(&serde_json::to_value(document)?)?;
+        print_warnings(document.diagnosis.as_ref());
         return Ok(());
     }
     let parameters = document
@@ -133,5 +137,6 @@ fn print(args: &HistogramArgs, name: &str, document: &HistogramRelease) -> Resul
         .collect();
     let shown = args.top.unwrap_or(DEFAULT_TABLE_ROWS);
     print_items(&rows, shown)?;
+    print_diagnosis(document.diagnosis.as_ref())?;
     Ok(())
 }

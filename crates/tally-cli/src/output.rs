@@ -7,7 +7,7 @@ use std::time::Duration;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tally_accounting::Guarantee;
-use tally_messages::GuaranteeBody;
+use tally_messages::{GuaranteeBody, ReleaseDiagnosis};
 
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &Value) -> io::Result<()> {
@@ -137,4 +137,32 @@ pub(crate) fn print_items(
         )?;
     }
     Ok(())
+}
+
+/// After a release's table: why a thin release holds so few items and what would help, on
+/// stdout, then the diagnosis's warnings ([`print_warnings`]).
+pub(crate) fn print_diagnosis(diagnosis: Option<&ReleaseDiagnosis>) -> io::Result<()> {
+    if let Some(diagnosis) = diagnosis
+        && !diagnosis.explanation.is_empty()
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out)?;
+        for sentence in &diagnosis.explanation {
+            writeln!(out, "  {sentence}")?;
+        }
+    }
+    print_warnings(diagnosis);
+    Ok(())
+}
+
+/// A release's warnings (`δ ≥ 1/n`) on stderr, where a JSON consumer of stdout still sees them.
+pub(crate) fn print_warnings(diagnosis: Option<&ReleaseDiagnosis>) {
+    print_warning_lines(diagnosis.map_or(&[], |d| &d.warnings));
+}
+
+/// `warnings` on stderr, one line each.
+pub(crate) fn print_warning_lines(warnings: &[String]) {
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
 }

@@ -625,7 +625,11 @@ fn assert_triehh_plus_finds_what_the_simulator_finds(release: &HeavyHittersRelea
     };
     let simulated = offline(four_words_file());
     let federated = serde_json::to_value(release).unwrap();
-    assert_same_document(&federated, &simulated, &[INPUT, SEED, "items", "trie"]);
+    assert_same_document(
+        &federated,
+        &simulated,
+        &[&[INPUT, SEED, "items", "trie"][..], &FROM_ITEMS].concat(),
+    );
     // Each word's count is its last level's sample: the same law in both runs, and a
     // simulation over moved words is caught.
     assert_eq!(
@@ -1617,6 +1621,9 @@ fn without(document: &Value, paths: &[&str]) -> Value {
     document
 }
 
+/// The parts of a diagnosis read from the released items, which differ where the items do.
+const FROM_ITEMS: [&str; 2] = ["diagnosis.largest_released_count", "diagnosis.explanation"];
+
 /// Asserts that the document `tally task result --json` printed is the offline command's:
 /// the same top-level fields, every value equal but those at the dotted paths of `differ`
 /// (which each caller says why cannot match).
@@ -1742,7 +1749,11 @@ fn assert_single_round_releases_what_the_offline_command_releases(federated: &Va
         ))
     };
     let simulated = offline(&four_words_file());
-    assert_same_document(federated, &simulated, &[INPUT, SEED, "items"]);
+    assert_same_document(
+        federated,
+        &simulated,
+        &[&[INPUT, SEED, "items"][..], &FROM_ITEMS].concat(),
+    );
     let found: Vec<String> = word_counts(federated).into_iter().map(|w| w.0).collect();
     assert_eq!(found, ["the", "and", "to"]);
     assert_eq!(
@@ -1898,7 +1909,11 @@ fn a_histogram_task_prints_the_offline_document() {
         file.display()
     ));
     assert_eq!(federated["execution"], "federated");
-    assert_same_document(&federated, &offline, &[INPUT, SEED, "execution", "items"]);
+    assert_same_document(
+        &federated,
+        &offline,
+        &[&[INPUT, SEED, "execution", "items"][..], &FROM_ITEMS].concat(),
+    );
     assert_eq!(federated["released_items"], 3, "{federated}");
     assert_eq!(
         count_outliers(&federated, &offline, &FOUR_WORDS),
@@ -2377,11 +2392,13 @@ fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
     let federated = server.result(&info.id);
     let table = tally(&format!("task result {analyst} {}", info.id));
     assert!(table.status.success(), "{table:?}");
-    assert!(
-        String::from_utf8(table.stdout)
-            .unwrap()
-            .contains("count-min-prefix-tree heavy hitters"),
-    );
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("count-min-prefix-tree heavy hitters"));
+    // The release holds fewer than 3 words: the table explains it as the document does.
+    assert_eq!(federated["diagnosis"]["thin"], true, "{federated}");
+    for sentence in federated["diagnosis"]["explanation"].as_array().unwrap() {
+        assert!(table.contains(sentence.as_str().unwrap()), "{table}");
+    }
     let offline = |heavy: u32| {
         json(&format!(
             "heavy-hitters --input {} {PREFIX_TREE_OPTIONS} --seed {SHUFFLE_SEED} --json",
@@ -2389,7 +2406,11 @@ fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
         ))
     };
     let simulated = offline(2);
-    assert_same_document(&federated, &simulated, &[INPUT, SEED, "items"]);
+    assert_same_document(
+        &federated,
+        &simulated,
+        &[&[INPUT, SEED, "items"][..], &FROM_ITEMS].concat(),
+    );
     assert_eq!(
         server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]

@@ -51,7 +51,7 @@ pub use opt_prefix_tree::{
 pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease, RangeBody,
-    RangeRelease, ReleasedItem, TreeRangeRelease, TrieNodeBody,
+    RangeRelease, ReleaseDiagnosis, ReleasedItem, TreeRangeRelease, TrieNodeBody,
 };
 pub use split::{
     HPKE_KEYS_MEDIA_TYPE, RefusedMessages, RelayReceipt, RelayedBatch, SealedUpload,

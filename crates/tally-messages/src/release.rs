@@ -89,6 +89,10 @@ pub struct HeavyHittersRelease {
     pub truth: Option<Value>,
     /// The simulation's seed (none for a federated run or an unseeded one).
     pub seed: Option<u64>,
+    /// Why the release holds few items and what would release more, with the warnings its
+    /// parameters call for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<ReleaseDiagnosis>,
 }
 
 /// A histogram release.
@@ -112,6 +116,42 @@ pub struct HistogramRelease {
     pub items: Vec<ReleasedItem>,
     /// The simulation's seed (none for a federated run or an unseeded one).
     pub seed: Option<u64>,
+    /// Why the release holds few items and what would release more, with the warnings its
+    /// parameters call for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<ReleaseDiagnosis>,
+}
+
+/// What a reader of a release needs to make sense of few or no released items: what an item
+/// needs to be released, the largest count the release itself shows, the number of clients,
+/// and what would help; and the warnings its parameters call for. Every number in it is a
+/// parameter of the calibration, the number of clients the document already states, or read
+/// from the released items: nothing the release does not reveal.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReleaseDiagnosis {
+    /// The number of clients the release ran over.
+    pub clients: u64,
+    /// How many clients must hold an item for the mechanism to release it with probability one
+    /// half, from the calibration that ran (`None` when no count up to 2^40 reaches it).
+    pub release_point: Option<u64>,
+    /// Whether `release_point` is exact for the release law (`false`: an approximation, as for
+    /// a prefix tree, whose items must pass every level).
+    pub release_point_exact: bool,
+    /// The largest count among the released items (a sampled or noisy count, as the release
+    /// shows it), `None` when the release shows no count.
+    pub largest_released_count: Option<f64>,
+    /// Whether the release is thin: fewer than [`ReleaseDiagnosis::THIN_BELOW`] items.
+    pub thin: bool,
+    /// Why the release is thin and what would help, one sentence each (empty when it is not
+    /// thin).
+    pub explanation: Vec<String>,
+    /// Warnings about the parameters, one sentence each: `δ ≥ 1/n` for `n` clients.
+    pub warnings: Vec<String>,
+}
+
+impl ReleaseDiagnosis {
+    /// A release of fewer items than this is thin and explains itself.
+    pub const THIN_BELOW: usize = 3;
 }
 
 /// A quantile release.
@@ -255,6 +295,10 @@ pub struct DomainHistogramRelease {
     /// The mean absolute error over the domain, when the truth was known (simulations only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_absolute_error: Option<f64>,
+    /// Warnings about the parameters, one sentence each: `δ ≥ 1/n` for `n` clients (every
+    /// element of the domain is released, so the release is never thin).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A public domain as published.

@@ -269,6 +269,7 @@ fn every_message_round_trips() {
         }]),
         truth: None,
         seed: None,
+        diagnosis: None,
     }));
     round_trip(&TaskResult::Histogram(HistogramRelease {
         mechanism: "sample-and-threshold".into(),
@@ -280,6 +281,15 @@ fn every_message_round_trips() {
         released_items: 1,
         items,
         seed: Some(1),
+        diagnosis: Some(ReleaseDiagnosis {
+            clients: 1419,
+            release_point: Some(78),
+            release_point_exact: true,
+            largest_released_count: Some(1250.0),
+            thin: true,
+            explanation: vec!["Only 1 item was released from 1419 clients.".into()],
+            warnings: Vec::new(),
+        }),
     }));
     round_trip(&TaskResult::Quantiles(QuantilesRelease {
         mechanism: "hierarchical histogram".into(),

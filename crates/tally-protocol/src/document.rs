@@ -9,20 +9,22 @@
 use serde_json::{Value, json};
 use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
+use tally_accounting::key_selection::KeySelection;
 use tally_accounting::partition_selection::PartitionSelection as Calibration;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
     OptPrefixTreeOutput, SegmentPolicy, Selection, TrieHhOutput, TrieNode, TrieOutput,
 };
-use tally_core::histogram::SampleThreshold;
+use tally_core::histogram::{PartitionSelection, SampleThreshold};
 use tally_core::ldp::UnaryVariant;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
 use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleHeavyHitters};
 use tally_messages::{
-    GuaranteeBody, HeavyHittersRelease, HistogramRelease, RangeBody, RangeRelease, ReleasedItem,
-    TreeRangeRelease, TrieNodeBody,
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, RangeBody, RangeRelease,
+    ReleaseDiagnosis, ReleasedItem, TreeRangeRelease, TrieNodeBody,
 };
 
+use crate::diagnosis::{ReleaseRule, Remedies, delta_warning, diagnose};
 use crate::opt_prefix_tree::{segment_rule, selection_rule};
 
 /// The name of the TrieHH++ document's mechanism.
@@ -308,6 +310,27 @@ pub fn triehh_plus(
         guarantee: GuaranteeBody::from(&output.guarantee),
         input,
         found_items: items.len(),
+        diagnosis: Some(diagnose(
+            &items,
+            population,
+            output.guarantee.delta,
+            &ReleaseRule {
+                exact: false,
+                rule: format!(
+                    "at each of up to {} levels every client is sampled at rate {:.4} and a \
+                     prefix is kept when its sampled count reaches {}; a word must pass every \
+                     level",
+                    parameters.levels,
+                    params.sampling_rate(),
+                    params.threshold()
+                ),
+                ..sample_threshold_rule(parameters.per_level)
+            },
+            Remedies::HeavyHitters {
+                levels: true,
+                planner: Some("tally plan triehh++"),
+            },
+        )),
         items,
         trie: Some(output.nodes.iter().map(trie_node).collect()),
         truth: None,
@@ -342,6 +365,34 @@ pub fn triehh(output: &TrieHhOutput, input: String, seed: Option<u64>) -> HeavyH
         })
         .collect();
     let config = &output.config;
+    let clients = config.population;
+    // The count whose expected number in a batch of `m` of the `n` clients is the threshold.
+    let release_point = (config.batch_size > 0).then(|| {
+        u64::try_from(
+            (u128::from(config.threshold) * u128::from(clients))
+                .div_ceil(u128::from(config.batch_size)),
+        )
+        .unwrap_or(u64::MAX)
+    });
+    let diagnosis = diagnose(
+        &items,
+        clients,
+        output.guarantee.delta,
+        &ReleaseRule {
+            release_point,
+            exact: false,
+            rule: format!(
+                "each of up to {} rounds draws {} of the clients and keeps a prefix that {} of \
+                 them hold; a word must pass every round",
+                config.rounds, config.batch_size, config.threshold
+            ),
+            count_kind: "count",
+        },
+        Remedies::HeavyHitters {
+            levels: true,
+            planner: None,
+        },
+    );
     HeavyHittersRelease {
         mechanism: TRIEHH.to_owned(),
         parameters: json!({
@@ -356,6 +407,7 @@ pub fn triehh(output: &TrieHhOutput, input: String, seed: Option<u64>) -> HeavyH
         guarantee: GuaranteeBody::from(&output.guarantee),
         input,
         found_items: items.len(),
+        diagnosis: Some(diagnosis),
         items,
         trie: Some(trie),
         truth: None,
@@ -385,6 +437,13 @@ pub fn sample_threshold(
     seed: Option<u64>,
 ) -> HistogramRelease {
     let params = mechanism.params();
+    let diagnosis = histogram_diagnosis(
+        &items,
+        population,
+        mechanism.guarantee().delta,
+        &sample_threshold_rule(mechanism),
+        1,
+    );
     HistogramRelease {
         mechanism: SAMPLE_THRESHOLD.to_owned(),
         parameters: json!({
@@ -400,6 +459,7 @@ pub fn sample_threshold(
         released_items: items.len(),
         items,
         seed,
+        diagnosis: Some(diagnosis),
     }
 }
 
@@ -408,7 +468,7 @@ pub fn sample_threshold(
 /// geometric).
 pub fn partition_selection(
     items: Vec<ReleasedItem>,
-    selection: &tally_core::histogram::PartitionSelection,
+    selection: &PartitionSelection,
     population: u64,
     target_delta: f64,
     input: String,
@@ -436,6 +496,13 @@ pub fn partition_selection(
         }
     };
     parameters["population"] = json!(population);
+    let diagnosis = histogram_diagnosis(
+        &items,
+        population,
+        selection.guarantee().delta,
+        &selection_rule_of(selection),
+        1,
+    );
     HistogramRelease {
         mechanism: selection.method().name().to_owned(),
         parameters,
@@ -446,7 +513,90 @@ pub fn partition_selection(
         released_items: items.len(),
         items,
         seed,
+        diagnosis: Some(diagnosis),
     }
+}
+
+/// How sample-and-threshold `mechanism` releases an item: one coin per contribution at its
+/// sampling rate, then its threshold on the sampled count.
+pub fn sample_threshold_rule(mechanism: &SampleThreshold) -> ReleaseRule {
+    let params = *mechanism.params();
+    ReleaseRule {
+        release_point: KeySelection::SampleThreshold(params).release_point(0.5),
+        exact: true,
+        rule: format!(
+            "each contribution is sampled at rate {:.4} and an item is released when its \
+             sampled count reaches {}",
+            params.sampling_rate(),
+            params.threshold()
+        ),
+        count_kind: "sampled count",
+    }
+}
+
+/// How the partition selection `selection` releases an item, from its calibration.
+pub fn selection_rule_of(selection: &PartitionSelection) -> ReleaseRule {
+    let calibration = selection.calibration();
+    let (rule, count_kind) = match calibration {
+        Calibration::Laplace(laplace) => {
+            let (numerator, denominator) = laplace.scale();
+            (
+                format!(
+                    "each item's count gets Laplace noise of scale {:.3} and the item is \
+                     released when its noisy count passes {}",
+                    numerator as f64 / denominator as f64,
+                    laplace.threshold()
+                ),
+                "noisy count",
+            )
+        }
+        Calibration::Gaussian(gaussian) => {
+            let (numerator, denominator) = gaussian.sigma2();
+            (
+                format!(
+                    "each item's count gets Gaussian noise of σ = {:.3} and the item is \
+                     released when its noisy count passes {}",
+                    (numerator as f64 / denominator as f64).sqrt(),
+                    gaussian.threshold()
+                ),
+                "noisy count",
+            )
+        }
+        Calibration::TruncatedGeometric(geometric) => {
+            let (epsilon, delta) = geometric.cell_budget();
+            (
+                format!(
+                    "each item is released with a probability that grows with its count \
+                     (ε = {epsilon:.3}, δ = {delta:.3e} per item)"
+                ),
+                "count",
+            )
+        }
+    };
+    ReleaseRule {
+        release_point: calibration.release_point(0.5),
+        exact: true,
+        rule,
+        count_kind,
+    }
+}
+
+/// The diagnosis of a histogram of `items` over `clients` clients of at most `max_items`
+/// distinct items each, released by `rule` with the guarantee's `delta`.
+pub fn histogram_diagnosis(
+    items: &[ReleasedItem],
+    clients: u64,
+    delta: f64,
+    rule: &ReleaseRule,
+    max_items: u32,
+) -> ReleaseDiagnosis {
+    diagnose(
+        items,
+        clients,
+        delta,
+        rule,
+        Remedies::Histogram { max_items },
+    )
 }
 
 /// The name of the single-round heavy-hitter document's mechanism.
@@ -473,6 +623,16 @@ pub fn single_round(
         guarantee: GuaranteeBody::from(mechanism.guarantee()),
         input,
         found_items: items.len(),
+        diagnosis: Some(diagnose(
+            &items,
+            population,
+            mechanism.guarantee().delta,
+            &sample_threshold_rule(mechanism),
+            Remedies::HeavyHitters {
+                levels: false,
+                planner: Some("tally plan sample-threshold"),
+            },
+        )),
         items,
         trie: None,
         truth: None,
@@ -522,6 +682,27 @@ pub fn count_min_prefix_tree(
         })
         .collect();
     let (messages, bits) = protocol.message_cost();
+    let threshold = protocol.threshold();
+    let diagnosis = diagnose(
+        &items,
+        users,
+        protocol.guarantee().delta,
+        &ReleaseRule {
+            // An estimate is about the true count: an item holds about the threshold's count
+            // when its estimate passes it half the time.
+            release_point: Some(threshold.max(0.0).ceil() as u64),
+            exact: false,
+            rule: format!(
+                "a prefix is kept at each of {} levels when its Count-Min estimate reaches {threshold:.1}",
+                protocol.levels().len()
+            ),
+            count_kind: "estimate",
+        },
+        Remedies::HeavyHitters {
+            levels: false,
+            planner: None,
+        },
+    );
     HeavyHittersRelease {
         mechanism: COUNT_MIN_PREFIX_TREE.to_owned(),
         parameters: json!({
@@ -536,6 +717,7 @@ pub fn count_min_prefix_tree(
         guarantee: GuaranteeBody::from(protocol.guarantee()),
         input,
         found_items: items.len(),
+        diagnosis: Some(diagnosis),
         items,
         trie: None,
         truth: None,
@@ -575,7 +757,7 @@ pub struct OptPrefixTreeParameters<'a> {
 /// mass, the truth, how the sums were drawn): its parameters with the solved `ε₀` and its
 /// accounting, both guarantees, the words found (by decreasing estimate, with the run and
 /// iteration that found each), one summary per iteration and the simulation's `seed` (none
-/// for a federated run).
+/// for a federated run); with `warnings` when the guarantee's `δ ≥ 1/n` for the `population`.
 pub fn opt_prefix_tree(
     output: &OptPrefixTreeOutput,
     parameters: &OptPrefixTreeParameters<'_>,
@@ -610,7 +792,7 @@ pub fn opt_prefix_tree(
             })
         })
         .collect();
-    json!({
+    let mut document = json!({
         "mechanism": OPT_PREFIX_TREE,
         "parameters": {
             "iterations": parameters.iterations,
@@ -642,7 +824,11 @@ pub fn opt_prefix_tree(
         "items": items,
         "iterations": iterations,
         "seed": seed,
-    })
+    });
+    if let Some(warning) = delta_warning(output.guarantee.delta, population) {
+        document["warnings"] = json!([warning]);
+    }
+    document
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod compose_plan;
+pub mod diagnosis;
 pub mod document;
 pub mod domain;
 pub mod engine;

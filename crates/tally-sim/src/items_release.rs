@@ -23,6 +23,7 @@ use tally_accounting::sample_threshold::PlanTarget;
 use tally_core::histogram::{PartitionSelection, SampleThreshold};
 use tally_core::sampling::{SamplingKey, bound_items};
 use tally_messages::{HistogramRelease, ReleasedItem};
+use tally_protocol::diagnosis::ReleaseRule;
 use tally_protocol::document;
 
 use crate::rng::{Purpose, stream};
@@ -68,10 +69,11 @@ pub struct ItemsRelease {
 impl ItemsRelease {
     /// The document `build` makes from the number of clients, the target `δ`, the input's
     /// description, the execution and the seed to show, with the bound `k` among its
-    /// parameters.
+    /// parameters and in its diagnosis of the release by `rule`.
     fn document(
         &self,
         counted: &ItemCounts,
+        rule: &ReleaseRule,
         build: impl FnOnce(u64, f64, String, &str, Option<u64>) -> HistogramRelease,
     ) -> HistogramRelease {
         let chosen = match self.choice {
@@ -90,6 +92,13 @@ impl ItemsRelease {
             self.shown_seed,
         );
         document.parameters["max_items_per_client"] = serde_json::json!(self.max_items);
+        document.diagnosis = Some(document::histogram_diagnosis(
+            &document.items,
+            counted.clients,
+            document.guarantee.delta,
+            rule,
+            self.max_items,
+        ));
         document
     }
 
@@ -367,11 +376,13 @@ fn selection_release(
             estimate: selected.noisy_count.map(|count| count as f64),
         })
         .collect();
-    Ok(
-        options.document(counted, |clients, delta, input, execution, seed| {
+    Ok(options.document(
+        counted,
+        &document::selection_rule_of(selection),
+        |clients, delta, input, execution, seed| {
             document::partition_selection(items, selection, clients, delta, input, execution, seed)
-        }),
-    )
+        },
+    ))
 }
 
 /// Runs one round of the sample-and-threshold `mechanism` over `population`, each client's
@@ -411,11 +422,13 @@ fn sample_threshold_release(
     let items = named(&aggregator.release(), |id| {
         names.get(id as usize).map(|&(name, _)| name.to_owned())
     });
-    Ok(
-        options.document(counted, |clients, delta, input, execution, seed| {
+    Ok(options.document(
+        counted,
+        &document::sample_threshold_rule(mechanism),
+        |clients, delta, input, execution, seed| {
             document::sample_threshold(items, mechanism, clients, delta, input, execution, seed)
-        }),
-    )
+        },
+    ))
 }
 
 #[cfg(test)]

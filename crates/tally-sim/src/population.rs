@@ -379,7 +379,10 @@ pub(crate) fn describe(source: &Source, n: usize) -> String {
 fn describe_tsv(n: usize, file: &str, rows: u64, client_ids: u64, mode: ClientMode) -> String {
     match mode {
         ClientMode::RowsAsClients => {
-            format!("{n} clients, one per row of {file} (rows as clients; {client_ids} client_ids)")
+            format!(
+                "{n} clients, one per row of {file} (rows as clients: the guarantee protects one \
+                 row, not one of the {client_ids} client_ids)"
+            )
         }
         ClientMode::ClientLevel { seed } => format!(
             "{n} clients, one per client_id of {file} ({rows} rows), each holding one item \

@@ -209,7 +209,8 @@ fn tsv_rows_as_clients_and_header() {
     assert_eq!(
         p.description(),
         format!(
-            "4 clients, one per row of {} (rows as clients; 2 client_ids)",
+            "4 clients, one per row of {} (rows as clients: the guarantee protects one row, not \
+             one of the 2 client_ids)",
             shown(&path)
         )
     );
@@ -311,7 +312,7 @@ fn shakespeare_dataset_matches_the_shipped_counts() {
     assert_eq!(
         p.description(),
         "dataset shakespeare: 835229 clients, one per row of shakespeare_speakers.tsv.gz \
-         (rows as clients; 1419 client_ids)"
+         (rows as clients: the guarantee protects one row, not one of the 1419 client_ids)"
     );
     assert!(DATASETS.contains(&"shakespeare"));
 }

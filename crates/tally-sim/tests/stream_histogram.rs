@@ -385,7 +385,7 @@ fn rows_as_clients_streaming_samples_each_row() {
         assert!(
             streamed
                 .description
-                .contains("(rows as clients; 3 client_ids)")
+                .contains("protects one row, not one of the 3 client_ids)")
         );
         for cell in &streamed.release.items {
             let item = ["a", "b", "c"]

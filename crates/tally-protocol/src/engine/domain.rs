@@ -17,6 +17,7 @@ use tally_messages::{
 };
 
 use super::{Engine, Kind, TaskDefinition, driven, input_description};
+use crate::diagnosis::delta_warning;
 use crate::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
 };
@@ -331,6 +332,9 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
                 .collect(),
             seed: None,
             mean_absolute_error: None,
+            warnings: delta_warning(guarantee.delta, spec.expected_population)
+                .into_iter()
+                .collect(),
         })
     }
 }
