@@ -552,7 +552,14 @@ impl ChunkWork {
             if let Some(slot) = refused.get_mut(rejection.index as usize) {
                 *slot = true;
             }
-            chunk.rejected.push(rejection.code);
+            // A round that reached its cohort target while the batch was on its way refuses
+            // the rest as closed: the round is over, and those devices were not refused for
+            // what they sent.
+            if rejection.code == ErrorCode::ClosedRound {
+                self.closed.store(true, Ordering::Relaxed);
+            } else {
+                chunk.rejected.push(rejection.code);
+            }
         }
         for (reported, refused) in reported.into_iter().zip(refused) {
             match (refused, reported) {
