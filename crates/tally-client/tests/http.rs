@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::StatusCode;
-use axum::routing::get;
+use axum::routing::{get, post};
 use tally_client::{Client, ClientError, Fleet, FleetConfig, FleetEvent, RetryPolicy};
 use tally_messages::{
-    Budget, CredentialSpec, ErrorCode, PROTOCOL_VERSION, PopulationSpec, Role, TaskResult,
-    TaskSpec, TaskState,
+    Budget, CredentialSpec, ErrorCode, PROTOCOL_VERSION, PopulationSpec, RelayedBatch, Role,
+    TaskResult, TaskSpec, TaskState,
 };
 use tokio::net::TcpListener;
 
@@ -85,6 +85,39 @@ async fn retries_server_errors_but_not_refusals() {
         ClientError::Transport { attempts, .. } => assert_eq!(attempts, 4),
         other => panic!("expected a transport error, got {other}"),
     }
+}
+
+/// An aggregator opens every message of a relayed batch before it answers, which may take
+/// longer than an ordinary request may: a batch of 5,000 messages answered after 32 s is
+/// waited for (an ordinary request gives up after 30 s and is sent again).
+#[tokio::test]
+async fn a_relayed_batch_is_given_time_to_be_opened() {
+    let calls = Arc::new(AtomicU32::new(0));
+    let counted = Arc::clone(&calls);
+    let router = Router::new().route(
+        "/v1/rounds/r1/relayed",
+        post(move || async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_secs(32)).await;
+            r#"{"accepted":5000,"refused":[]}"#
+        }),
+    );
+    let client = Client::new(&serve(router).await)
+        .unwrap()
+        .with_retry(quick_retries());
+    let batch = RelayedBatch {
+        version: PROTOCOL_VERSION,
+        attempt: 1,
+        cohort: 5000,
+        messages: vec!["m".to_owned(); 5000],
+    };
+    let receipt = client.relay("r1", &batch).await.unwrap();
+    assert_eq!(receipt.accepted, 5000);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "answered on the first attempt"
+    );
 }
 
 /// A server that answers `GET /v1/tasks` with 429 and `Retry-After: {retry_after}` to the

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use tally_client::Client;
-use tally_messages::{PROTOCOL_VERSION, RelayedBatch, RoundQuery};
+use tally_messages::{ErrorCode, PROTOCOL_VERSION, RelayedBatch, RoundQuery};
 use tally_server::service::{AggregatorCoins, Credentials, unix_now};
 use tracing::{error, info, warn};
 
@@ -201,6 +201,13 @@ impl State {
                 info!(round = %id, task = %query.task_id, uploads = held, cohort = batch.cohort,
                       messages = batch.messages.len(), accepted = receipt.accepted,
                       "round forwarded to the aggregator")
+            }
+            // A forward whose answer was lost is sent again, and the aggregator, which takes
+            // one batch per round, refuses the repeat: the batch was most likely counted.
+            Err(e) if e.code() == Some(ErrorCode::AlreadyRelayed) => {
+                warn!(round = %id, task = %query.task_id, error = %e,
+                      "the aggregator holds a batch of this round already (most likely this \
+                       forward's, sent again after its answer was lost); nothing is counted twice")
             }
             Err(e) => {
                 error!(round = %id, task = %query.task_id, error = %e,
