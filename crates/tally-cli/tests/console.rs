@@ -9,7 +9,7 @@
 // The helpers this test does not use are other tests'.
 #[allow(dead_code)]
 mod common;
-#[allow(dead_code)] // `relay_command` is not needed here.
+#[allow(dead_code)] // Neither `relay_command` nor PostgreSQL is needed here.
 #[path = "common/listening.rs"]
 mod listening;
 

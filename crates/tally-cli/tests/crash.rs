@@ -9,16 +9,18 @@
 use std::path::Path;
 use std::time::Duration;
 
-// Of the starting helpers, the server process uses only the command and the free port.
+// Of the starting helpers, the server process uses only the command, the free port and a
+// PostgreSQL database.
 #[allow(dead_code)]
 #[path = "common/listening.rs"]
 mod listening;
 #[path = "common/server.rs"]
 mod server;
 
+use listening::postgres_database;
+
 use server::{
-    Invariants, ServerProcess, Tls, Tokens, check_in, ensure_task, finish_tasks, postgres_database,
-    uploads,
+    Invariants, ServerProcess, Tls, Tokens, check_in, ensure_task, finish_tasks, uploads,
 };
 
 /// Kills in all; each of the four kill points is hit six times.

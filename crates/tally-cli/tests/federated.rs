@@ -20,7 +20,9 @@ use tally_messages::{
 };
 
 use common::{failure, json, tally, temp_file};
-use listening::{free_port, relay_command, serve_command, spawn_logging, spawn_serve};
+use listening::{
+    free_port, postgres_database, relay_command, serve_command, spawn_logging, spawn_serve,
+};
 
 /// A `tally serve` on a free port with its own SQLite file (or the same server in this
 /// process, its aggregator's coins seeded, or a `tally serve` and a `tally relay` in front of
@@ -85,7 +87,14 @@ fn token_create(db: &str, role: &str, populations: &[&str]) -> String {
 /// an operator's credential, which relays for many devices; in split through a relay, whose
 /// credential at the aggregator (of role `relay`) this is.
 fn provision(dir: &std::path::Path, trust: &str) -> (String, String, String) {
-    let db = format!("sqlite://{}", dir.join("tally.db").display());
+    provision_at(
+        format!("sqlite://{}", dir.join("tally.db").display()),
+        trust,
+    )
+}
+
+/// As [`provision`], in the database `db`.
+fn provision_at(db: String, trust: &str) -> (String, String, String) {
     for population in POPULATIONS {
         let (epsilon, delta) = if population == WEAK_POPULATION {
             (60, 1e-2)
@@ -166,14 +175,21 @@ impl Server {
     /// credential and fetch the aggregator's key from the aggregator.
     fn start_split() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let (db, analyst, relay_token) = provision(dir.path(), "split");
+        let aggregator_db = format!("sqlite://{}", dir.path().join("tally.db").display());
+        let relay_db = format!("sqlite://{}", dir.path().join("relay.db").display());
+        Self::start_split_on(dir, aggregator_db, relay_db)
+    }
+
+    /// As [`Server::start_split`], with the aggregator's database `db` and the relay's
+    /// `relay_db`.
+    fn start_split_on(dir: tempfile::TempDir, db: String, relay_db: String) -> Self {
+        let (db, analyst, relay_token) = provision_at(db, "split");
         let log = |name: &str| std::fs::File::create(dir.path().join(name)).unwrap();
         let port = free_port();
         let mut serve = serve_command(&db, port);
         serve.env("RUST_LOG", "info").stderr(log("aggregator.log"));
         let aggregator = spawn_logging(serve, port);
         let url = format!("http://127.0.0.1:{port}");
-        let relay_db = format!("sqlite://{}", dir.path().join("relay.db").display());
         let operator = token_create(&relay_db, "operator", &[]);
         let relay_port = free_port();
         let mut relay = relay_command(&relay_db, relay_port, &url, &relay_token);
@@ -2468,6 +2484,56 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 #[test]
 fn a_histogram_through_the_relay_releases_what_the_simulator_releases() {
     let server = Server::start_split();
+    let ids = assert_histogram_through_the_relay(&server);
+    let dir = server.dir.path();
+    let relay = database_and_log(dir, "relay.db", "relay.log");
+    let aggregator = database_and_log(dir, "tally.db", "aggregator.log");
+    assert_known_only_to_the_relay(&ids, &relay, &aggregator);
+}
+
+/// [`a_histogram_through_the_relay_releases_what_the_simulator_releases`] with the relay and
+/// the aggregator each on a PostgreSQL database of its own (when `TALLY_TEST_POSTGRES_URL` is
+/// set; `.ci/run` requires it): the databases are read with `pg_dump`.
+#[test]
+fn a_histogram_through_the_relay_on_postgres_releases_what_the_simulator_releases() {
+    let (Some(db), Some(relay_db)) = (
+        postgres_database("tally_split_aggregator"),
+        postgres_database("tally_split_relay"),
+    ) else {
+        return;
+    };
+    let server = Server::start_split_on(tempfile::tempdir().unwrap(), db.clone(), relay_db.clone());
+    let ids = assert_histogram_through_the_relay(&server);
+    let dump = |db: &str, log: &str| {
+        let dumped = std::process::Command::new("pg_dump")
+            .args(["--data-only", db])
+            .output()
+            .unwrap();
+        assert!(dumped.status.success(), "{dumped:?}");
+        let mut bytes = std::fs::read(server.dir.path().join(log)).unwrap();
+        bytes.extend(dumped.stdout);
+        bytes
+    };
+    assert_known_only_to_the_relay(
+        &ids,
+        &dump(&relay_db, "relay.log"),
+        &dump(&db, "aggregator.log"),
+    );
+}
+
+/// Every id of `ids` is in the relay's database and log (`relay`), none in the aggregator's
+/// (`aggregator`).
+fn assert_known_only_to_the_relay(ids: &[String], relay: &[u8], aggregator: &[u8]) {
+    for id in ids {
+        assert!(contains(relay, id), "the relay does not hold {id}");
+        assert!(!contains(aggregator, id), "the aggregator holds {id}");
+    }
+}
+
+/// Runs the histogram of [`a_histogram_through_the_relay_releases_what_the_simulator_releases`]
+/// through the split deployment `server` and checks its release; returns the ids of the
+/// device credentials and of the relay's operator.
+fn assert_histogram_through_the_relay(server: &Server) -> Vec<String> {
     let analyst = &server.analyst;
     let dir = server.dir.path();
     let credentials = dir.join("devices.txt");
@@ -2517,14 +2583,9 @@ fn a_histogram_through_the_relay_releases_what_the_simulator_releases() {
     );
     assert!(!count_outliers(&federated, &offline(&moved), &THREE_THOUSAND_WORDS).is_empty());
     let mut ids = credential_ids(&credentials);
-    let relay_db = database_and_log(dir, "relay.db", "relay.log");
     let operator = server.devices["words"].split(" --token ").nth(1).unwrap();
     ids.push(operator["tally_".len().."tally_".len() + 16].to_owned());
-    let aggregator = database_and_log(dir, "tally.db", "aggregator.log");
-    for id in &ids {
-        assert!(contains(&relay_db, id), "the relay does not hold {id}");
-        assert!(!contains(&aggregator, id), "the aggregator holds {id}");
-    }
+    ids
 }
 
 /// The Sybil threshold attack through the relay: 19 colluding devices (enrolled at the

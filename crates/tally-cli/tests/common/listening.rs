@@ -1,5 +1,5 @@
 //! Starting a local server process for a test (`tally serve`, a WebDriver) and waiting until it
-//! listens. Included with `#[path]` by the tests that start servers.
+//! listens, and a PostgreSQL database of its own. Included with `#[path]` by the tests that start servers.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -81,4 +81,25 @@ pub(crate) fn relay_command(db: &str, port: u16, aggregator: &str, token: &str) 
         .args(["--max-per-credential", "1000000"])
         .env("RUST_LOG", "warn");
     relay
+}
+
+/// A new database of its own on the PostgreSQL server at `TALLY_TEST_POSTGRES_URL`, named
+/// `{prefix}_{random}`, so that restarts abort no other test's rounds; `None` when the variable
+/// is unset (an error when `TALLY_REQUIRE_POSTGRES=1`).
+pub(crate) fn postgres_database(prefix: &str) -> Option<String> {
+    let Ok(base) = std::env::var("TALLY_TEST_POSTGRES_URL") else {
+        assert!(
+            std::env::var("TALLY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
+            "TALLY_REQUIRE_POSTGRES=1 but TALLY_TEST_POSTGRES_URL is not set"
+        );
+        return None;
+    };
+    let name = format!("{prefix}_{:016x}", rand::random::<u64>());
+    let admin = Command::new("psql")
+        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
+        .status()
+        .unwrap();
+    assert!(admin.success());
+    let (server, _) = base.rsplit_once('/').unwrap();
+    Some(format!("{server}/{name}"))
 }

@@ -149,27 +149,6 @@ impl ServerProcess {
     }
 }
 
-/// A new database of its own on the PostgreSQL server at `TALLY_TEST_POSTGRES_URL`, named
-/// `{prefix}_{random}`, so that restarts abort no other test's rounds; `None` when the variable
-/// is unset (an error when `TALLY_REQUIRE_POSTGRES=1`).
-pub(crate) fn postgres_database(prefix: &str) -> Option<String> {
-    let Ok(base) = std::env::var("TALLY_TEST_POSTGRES_URL") else {
-        assert!(
-            std::env::var("TALLY_REQUIRE_POSTGRES").as_deref() != Ok("1"),
-            "TALLY_REQUIRE_POSTGRES=1 but TALLY_TEST_POSTGRES_URL is not set"
-        );
-        return None;
-    };
-    let name = format!("{prefix}_{:016x}", rand::random::<u64>());
-    let admin = Command::new("psql")
-        .args([base.as_str(), "-qc", &format!("CREATE DATABASE {name}")])
-        .status()
-        .unwrap();
-    assert!(admin.success());
-    let (server, _) = base.rsplit_once('/').unwrap();
-    Some(format!("{server}/{name}"))
-}
-
 /// A task of `kind` on `population`, planned at `(ε, δ) = (2, 1e-6)`.
 pub(crate) fn spec(population: &str, kind: TaskKind) -> TaskSpec {
     TaskSpec {
