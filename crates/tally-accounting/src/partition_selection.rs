@@ -323,6 +323,20 @@ fn smallest_meeting(
     Ok(hi)
 }
 
+/// `P[c + X ≥ T]` for the count `c = count`, the threshold `T = threshold` and integer noise
+/// `X` symmetric about 0 whose upper tail `P[X ≥ a]` is `tail(a)` for `a ≥ 1`; 0 for `c = 0`.
+fn noisy_count_reaches(threshold: u64, count: u64, tail: impl Fn(f64) -> f64) -> f64 {
+    if count == 0 {
+        return 0.0;
+    }
+    let gap = threshold as f64 - count as f64;
+    if gap >= 1.0 {
+        tail(gap)
+    } else {
+        1.0 - tail(1.0 - gap)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

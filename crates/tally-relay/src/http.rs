@@ -13,10 +13,13 @@ use axum::routing::{get, post};
 use serde::Serialize;
 use tally_client::ClientError;
 use tally_messages::{
-    CheckIn, CheckInGrant, DeviceEnrollment, EnrolledDevices, ErrorCode, PROTOCOL_VERSION, Role,
-    RoundQuery, SealedUploadBatch, TaskInfo, UploadReceipt,
+    CheckIn, CheckInGrant, DeviceEnrollment, EnrolledDevices, ErrorCode, Role, RoundQuery,
+    SealedUploadBatch, TaskInfo, UploadReceipt,
 };
-use tally_server::service::{ApiError, HostPolicy, Principal, refuse_browser};
+use tally_server::service::{
+    ApiError, HostPolicy, Principal, check_check_in, check_upload_batch, check_version,
+    refuse_browser,
+};
 use tracing::warn;
 
 use crate::round::RelayRound;
@@ -29,10 +32,6 @@ const BODY_LIMIT: usize = 1 << 20;
 /// The largest sealed-upload request body: a batch of shuffle-model reports of hundreds of
 /// messages each, every message sealed on its own.
 const SEALED_BODY_LIMIT: usize = 64 << 20;
-/// The most uploads in one request.
-const MAX_BATCH: usize = 10_000;
-/// The most tokens one check-in asks for.
-const MAX_CHECK_IN: u32 = 10_000;
 /// Who takes part in rounds: enrolled devices, and operators relaying for devices.
 const DEVICES_AND_OPERATORS: [Role; 2] = [Role::Device, Role::Operator];
 
@@ -64,17 +63,6 @@ fn answer<T: Serialize>(result: Result<(StatusCode, T), ApiError>) -> Response {
     match result {
         Ok((status, body)) => (status, axum::Json(body)).into_response(),
         Err(error) => error.into_response(),
-    }
-}
-
-fn check_version(version: u32) -> Result<(), ApiError> {
-    if version == PROTOCOL_VERSION {
-        Ok(())
-    } else {
-        Err(ApiError::new(
-            ErrorCode::Malformed,
-            format!("protocol version {version}; this relay speaks version {PROTOCOL_VERSION}"),
-        ))
     }
 }
 
@@ -140,23 +128,8 @@ async fn check_in(
             .credentials
             .read_json(&headers, body, BODY_LIMIT)
             .await?;
-        check_version(request.version)?;
-        if request.devices == 0 || request.devices > MAX_CHECK_IN {
-            return Err(ApiError::new(
-                ErrorCode::Oversized,
-                format!("devices: 1 to {MAX_CHECK_IN} per check-in"),
-            ));
-        }
+        check_check_in(&request, who.role)?;
         let device = who.role == Role::Device;
-        if device && request.devices != 1 {
-            return Err(ApiError::new(
-                ErrorCode::Forbidden,
-                format!(
-                    "devices {}: a device credential checks in for one device, itself",
-                    request.devices
-                ),
-            ));
-        }
         let round = round(&state, &id, &who)?;
         let tokens = round
             .check_in(&who, request.devices, device, &mut rand::rng())
@@ -188,16 +161,7 @@ async fn upload(
             .credentials
             .read_json(&headers, body, SEALED_BODY_LIMIT)
             .await?;
-        check_version(batch.version)?;
-        if batch.uploads.len() > MAX_BATCH {
-            return Err(ApiError::new(
-                ErrorCode::Oversized,
-                format!(
-                    "{} uploads; at most {MAX_BATCH} per request",
-                    batch.uploads.len()
-                ),
-            ));
-        }
+        check_upload_batch(batch.version, batch.uploads.len())?;
         let round = round(&state, &id, &who)?;
         let outcome = round.upload(batch.uploads).ok_or_else(|| closed(&id))?;
         if outcome.full {

@@ -32,9 +32,50 @@ const UPLOAD_BODY_LIMIT: usize = 16 << 20;
 /// The largest relayed batch: a round's sealed messages, about a million of a short report.
 const RELAYED_BODY_LIMIT: usize = 128 << 20;
 /// The most uploads in one request.
-pub(crate) const MAX_BATCH: usize = 10_000;
+pub const MAX_BATCH: usize = 10_000;
 /// The most tokens one check-in asks for.
-pub(crate) const MAX_CHECK_IN: u32 = 10_000;
+pub const MAX_CHECK_IN: u32 = 10_000;
+
+/// Checks a check-in: its protocol version, and 1 to [`MAX_CHECK_IN`] devices, one for a
+/// device credential (which checks in for itself alone).
+///
+/// # Errors
+///
+/// `malformed` for another version, `oversized` for a count out of range, `forbidden` for a
+/// device credential checking in for more than one device.
+pub fn check_check_in(request: &CheckIn, role: Role) -> Result<(), ApiError> {
+    check_version(request.version)?;
+    let devices = request.devices;
+    if devices == 0 || devices > MAX_CHECK_IN {
+        return Err(ApiError::new(
+            ErrorCode::Oversized,
+            format!("devices: 1 to {MAX_CHECK_IN} per check-in"),
+        ));
+    }
+    if role == Role::Device && devices != 1 {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            format!("devices {devices}: a device credential checks in for one device, itself"),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a batch of `uploads` uploads of protocol version `version`: at most [`MAX_BATCH`].
+///
+/// # Errors
+///
+/// `malformed` for another version, `oversized` for a larger batch.
+pub fn check_upload_batch(version: u32, uploads: usize) -> Result<(), ApiError> {
+    check_version(version)?;
+    if uploads > MAX_BATCH {
+        return Err(ApiError::new(
+            ErrorCode::Oversized,
+            format!("{uploads} uploads; at most {MAX_BATCH} per request"),
+        ));
+    }
+    Ok(())
+}
 
 type App = State<Arc<Runtime>>;
 
@@ -405,13 +446,7 @@ async fn check_in(
     let result = async {
         let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
         let request: CheckIn = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
-        check_version(request.version)?;
-        if request.devices == 0 || request.devices > MAX_CHECK_IN {
-            return Err(ApiError::new(
-                ErrorCode::Oversized,
-                format!("devices: 1 to {MAX_CHECK_IN} per check-in"),
-            ));
-        }
+        check_check_in(&request, who.role)?;
         let round = runtime.round(&id, &who)?;
         let tokens = runtime.check_in(&round, &who, request.devices)?;
         Ok((
@@ -435,16 +470,7 @@ async fn upload(
     let result = async {
         let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
         let batch: UploadBatch = read_json(&runtime, &headers, body, UPLOAD_BODY_LIMIT).await?;
-        check_version(batch.version)?;
-        if batch.uploads.len() > MAX_BATCH {
-            return Err(ApiError::new(
-                ErrorCode::Oversized,
-                format!(
-                    "{} uploads; at most {MAX_BATCH} per request",
-                    batch.uploads.len()
-                ),
-            ));
-        }
+        check_upload_batch(batch.version, batch.uploads.len())?;
         let round = runtime.round(&id, &who)?;
         let outcome = round
             .upload(batch.uploads)

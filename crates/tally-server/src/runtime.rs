@@ -913,11 +913,6 @@ impl Runtime {
     ) -> Result<Vec<String>, ApiError> {
         let not_open = || self.not_open(&round.query.round_id);
         let tokens = match who.role {
-            Role::Device if devices != 1 => {
-                return Err(forbidden(format!(
-                    "devices {devices}: a device credential checks in for one device, itself"
-                )));
-            }
             Role::Device => vec![
                 round
                     .check_in_device(&who.id, &mut rand::rng())
@@ -1141,13 +1136,18 @@ fn reserved<'a>(tasks: impl Iterator<Item = &'a LiveTask>, population: &str) -> 
         .fold((0.0, 0.0), |(e, d), (te, td)| (e + te, d + td))
 }
 
-pub(crate) fn check_version(version: u32) -> Result<(), ApiError> {
+/// Refuses a request of another protocol version than [`PROTOCOL_VERSION`] as `malformed`.
+///
+/// # Errors
+///
+/// [`ErrorCode::Malformed`], naming both versions.
+pub fn check_version(version: u32) -> Result<(), ApiError> {
     if version == PROTOCOL_VERSION {
         Ok(())
     } else {
         Err(ApiError::new(
             ErrorCode::Malformed,
-            format!("protocol version {version}; this server speaks version {PROTOCOL_VERSION}"),
+            format!("protocol version {version}; this service speaks version {PROTOCOL_VERSION}"),
         ))
     }
 }

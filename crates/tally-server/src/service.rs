@@ -18,10 +18,10 @@ pub use crate::aggregator::AggregatorCoins;
 pub use crate::auth::Principal;
 use crate::auth::{self, CredentialCache};
 pub use crate::error::ApiError;
-pub use crate::http::HostPolicy;
+pub use crate::http::{HostPolicy, MAX_BATCH, MAX_CHECK_IN, check_check_in, check_upload_batch};
 use crate::http::{admit, bearer, browser_refusal, read_json_within};
 use crate::rate::RateLimit;
-pub use crate::runtime::unix_now;
+pub use crate::runtime::{check_version, unix_now};
 use crate::store::{Store, WriterLease};
 use crate::{Limits, ServerError, Tls, transport};
 

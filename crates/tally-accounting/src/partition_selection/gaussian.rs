@@ -1,7 +1,9 @@
 //! Discrete Gaussian thresholding: release an item when its count plus discrete Gaussian noise
 //! reaches an integer threshold.
 
-use super::{changed_counts, check_max_items, smallest_meeting, thresholded_delta};
+use super::{
+    changed_counts, check_max_items, noisy_count_reaches, smallest_meeting, thresholded_delta,
+};
 use crate::central::{
     SCALE_DENOMINATOR, calibrate_gaussian_for, gaussian_cells_delta, gaussian_series, lowest_terms,
 };
@@ -171,15 +173,7 @@ impl GaussianSelection {
 
     /// `P[c + X ≥ T]`; 0 for `c = 0`.
     pub fn release_probability(&self, count: u64) -> f64 {
-        if count == 0 {
-            return 0.0;
-        }
-        let gap = self.threshold as f64 - count as f64;
-        if gap >= 1.0 {
-            tail_upper(self.sigma2, gap)
-        } else {
-            1.0 - tail_upper(self.sigma2, 1.0 - gap)
-        }
+        noisy_count_reaches(self.threshold, count, |at| tail_upper(self.sigma2, at))
     }
 }
 

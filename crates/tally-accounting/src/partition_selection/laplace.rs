@@ -1,7 +1,7 @@
 //! Discrete Laplace thresholding: release an item when its count plus discrete Laplace noise
 //! reaches an integer threshold.
 
-use super::{changed_counts, check_max_items, smallest_meeting};
+use super::{changed_counts, check_max_items, noisy_count_reaches, smallest_meeting};
 use crate::central::{calibrate_laplace_l1, laplace_epsilon_l1};
 use crate::numeric::delta_upper;
 use crate::sample_threshold::{check_delta, check_epsilon};
@@ -119,15 +119,7 @@ impl LaplaceSelection {
 
     /// `P[c + X ≥ T]`; 0 for `c = 0`.
     pub fn release_probability(&self, count: u64) -> f64 {
-        if count == 0 {
-            return 0.0;
-        }
-        let gap = self.threshold as f64 - count as f64;
-        if gap >= 1.0 {
-            tail(self.scale, gap)
-        } else {
-            1.0 - tail(self.scale, 1.0 - gap)
-        }
+        noisy_count_reaches(self.threshold, count, |at| tail(self.scale, at))
     }
 }
 
