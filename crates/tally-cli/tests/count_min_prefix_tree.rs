@@ -23,9 +23,9 @@ fn offline(heavy: u32, extra: &str) -> Value {
 }
 
 /// At weak parameters the heavy item is found, alone, with an estimate the protocol's law
-/// admits ([`prefix_tree::PrefixTree::admits`]); the document states the composed guarantee and every
-/// level's parameters; the same seed gives the same release. A release of data whose heavy
-/// item moved from 2 to 3 is caught.
+/// admits ([`prefix_tree::PrefixTree::admits`]); the document states the composed guarantee
+/// and every level's parameters; the same seed gives the same release. A release of data
+/// whose heavy item moved from 2 to 3 is caught.
 #[test]
 fn finds_the_heavy_item_at_weak_parameters() {
     let release = offline(2, "--truth");

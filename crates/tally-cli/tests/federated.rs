@@ -1999,11 +1999,12 @@ const COUNT_MIN_TREE: CountMinTree = CountMinTree {
 
 /// The tree through the relay, where every device seals each of its cells on its own: 13.5
 /// million seals for [`COUNT_MIN_TREE`]'s devices, so 100 devices at `ε = 8` and `δ = 1e-3`
-/// (within [`WEAK_POPULATION`]'s budget, `δ` below `1/n`; the exact analysis's `γn` hardly
-/// falls beyond `ε = 8`, to 24.8 from `ε = 12` on, as a larger `δ` or fewer devices would
-/// make most devices' coins of a moved cell all come up empty): `γ = 0.2630` (`γn = 26.3`, standard deviation 4.4), so a blanket of 631 cells on
-/// average, capped at 784, at most 796 cells of 4 digits, 3,979 bytes, and about 64,300
-/// seals in all.
+/// (within [`WEAK_POPULATION`]'s budget, `δ` below `1/n`). The exact analysis's `γn` hardly
+/// falls beyond `ε = 8` (to 24.8 from `ε = 12` on): what remains pays for a moved cell's
+/// blanket coming up empty, which only `δ` bounds. `γ = 0.2630` (`γn = 26.3`, standard
+/// deviation 4.4), a blanket of 631 cells on average, capped at 784, so at most 796 cells of
+/// 4 digits, 3,979 bytes, and about 64,300 seals in all. Its 71 devices in `[0, 50)` are
+/// none for the mutant, beyond the gap tolerance `2a = 44`.
 const RELAYED_COUNT_MIN_TREE: CountMinTree = CountMinTree {
     devices: 100,
     epsilon: 8.0,
