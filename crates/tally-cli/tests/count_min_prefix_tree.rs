@@ -6,32 +6,31 @@ mod common;
 mod prefix_tree;
 
 use common::{failure, json, temp_file};
-use prefix_tree::{
-    PREFIX_TREE_DEVICES, PREFIX_TREE_OPTIONS, prefix_tree_admits, prefix_tree_items,
-};
+use prefix_tree::PREFIX_TREE;
 use serde_json::Value;
 
-/// The offline command over [`prefix_tree_items`]`(heavy)` at the seed 7.
+/// The offline command over [`PREFIX_TREE`]'s items of `heavy` at the seed 7.
 fn offline(heavy: u32, extra: &str) -> Value {
     let file = temp_file(
         &format!("heavy-{heavy}.txt"),
-        prefix_tree_items(heavy).as_bytes(),
+        PREFIX_TREE.items(heavy).as_bytes(),
     );
     json(&format!(
-        "heavy-hitters --input {} {PREFIX_TREE_OPTIONS} --seed 7 --json {extra}",
-        file.display()
+        "heavy-hitters --input {} {} --seed 7 --json {extra}",
+        file.display(),
+        PREFIX_TREE.options()
     ))
 }
 
 /// At weak parameters the heavy item is found, alone, with an estimate the protocol's law
-/// admits ([`prefix_tree_admits`]); the document states the composed guarantee and every
-/// level's parameters; the same seed gives the same release. A release of data whose heavy
-/// item moved from 2 to 3 is caught.
+/// admits ([`prefix_tree::PrefixTree::admits`]); the document states the composed guarantee
+/// and every level's parameters; the same seed gives the same release. A release of data
+/// whose heavy item moved from 2 to 3 is caught.
 #[test]
 fn finds_the_heavy_item_at_weak_parameters() {
     let release = offline(2, "--truth");
     assert_eq!(release["mechanism"], "count-min-prefix-tree");
-    assert!(prefix_tree_admits(&release, 2), "{release}");
+    assert!(PREFIX_TREE.admits(&release, 2), "{release}");
     let guarantee = &release["guarantee"];
     assert!(guarantee["epsilon"].as_f64().unwrap() <= 3.0);
     assert!(guarantee["delta"].as_f64().unwrap() <= 1e-3);
@@ -40,7 +39,7 @@ fn finds_the_heavy_item_at_weak_parameters() {
     let parameters = &release["parameters"];
     assert_eq!(parameters["domain_bits"], 2);
     assert_eq!(parameters["threshold"], 160.0);
-    assert_eq!(parameters["users"], PREFIX_TREE_DEVICES);
+    assert_eq!(parameters["users"], PREFIX_TREE.devices);
     let levels = parameters["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);
     for (level, expected_rows) in levels.iter().zip([9, 10]) {
@@ -57,7 +56,7 @@ fn finds_the_heavy_item_at_weak_parameters() {
     assert_eq!(offline(2, "--truth"), release);
     let mutant = offline(3, "");
     assert!(
-        !prefix_tree_admits(&mutant, 2),
+        !PREFIX_TREE.admits(&mutant, 2),
         "the mutant passes: {mutant}"
     );
 }
@@ -65,10 +64,11 @@ fn finds_the_heavy_item_at_weak_parameters() {
 /// The table names the algorithm and the found item.
 #[test]
 fn prints_a_table() {
-    let file = temp_file("table.txt", prefix_tree_items(1).as_bytes());
+    let file = temp_file("table.txt", PREFIX_TREE.items(1).as_bytes());
     let output = common::tally(&format!(
-        "heavy-hitters --input {} {PREFIX_TREE_OPTIONS} --seed 7",
-        file.display()
+        "heavy-hitters --input {} {} --seed 7",
+        file.display(),
+        PREFIX_TREE.options()
     ));
     assert!(output.status.success(), "{output:?}");
     let table = String::from_utf8(output.stdout).unwrap();

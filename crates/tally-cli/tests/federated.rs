@@ -23,6 +23,7 @@ use common::{failure, json, tally, temp_file};
 use listening::{
     free_port, postgres_database, relay_command, serve_command, spawn_logging, spawn_serve,
 };
+use prefix_tree::{PREFIX_TREE, PrefixTree};
 
 /// A `tally serve` on a free port with its own SQLite file (or the same server in this
 /// process, its aggregator's coins seeded, or a `tally serve` and a `tally relay` in front of
@@ -67,7 +68,9 @@ const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", WEAK_POPULATI
 
 /// The population of the tests whose tasks fit their reports only at weak parameters (Ghazi et
 /// al.'s Hadamard range trees at `δ = 1e-3`, Count-Min at `ε = 1.2`, its range trees at
-/// `ε = 3`, its prefix tree at `ε = 3`): its budget is (ε = 60, δ = 1e-2).
+/// `ε = 3`, its prefix tree at `ε = 3`, and through the relay, for fewer devices, its range
+/// tree at `ε = 8` and its prefix tree at `ε = 16`, each at `δ = 1e-3`): its budget is
+/// (ε = 60, δ = 1e-2).
 const WEAK_POPULATION: &str = "weak";
 
 /// A credential made with `tally token create --db`: the token alone on stdout.
@@ -1937,48 +1940,91 @@ fn a_histogram_task_prints_the_offline_document() {
     );
 }
 
-/// The range-query tree tests' 3,000 devices' numbers in [0, 100]: device i holds
-/// 100·(i/3000)², plus `shift` (at most 100; the data of a mutant).
-fn tree_numbers(shift: f64) -> PathBuf {
-    let numbers: String = (0..TREE_DEVICES)
-        .map(|i| format!("{}\n", (tree_number(i) + shift).min(100.0)))
+/// A range-query tree test's numbers in [0, 100] for `devices` devices: device i holds
+/// 100·(i/devices)², plus `shift` (at most 100; the data of a mutant).
+fn tree_numbers(devices: u32, shift: f64) -> PathBuf {
+    let numbers: String = (0..devices)
+        .map(|i| format!("{}\n", (tree_number(i, devices) + shift).min(100.0)))
         .collect();
-    temp_file(&format!("tree-{shift}.txt"), numbers.as_bytes())
+    temp_file(&format!("tree-{devices}-{shift}.txt"), numbers.as_bytes())
 }
 
-/// Device i's number in [`tree_numbers`].
-fn tree_number(i: u32) -> f64 {
-    100.0 * (f64::from(i) / f64::from(TREE_DEVICES)).powi(2)
+/// Device i's number in [`tree_numbers`] for `devices` devices.
+fn tree_number(i: u32, devices: u32) -> f64 {
+    100.0 * (f64::from(i) / f64::from(devices)).powi(2)
 }
 
-/// The devices of the range-query tree tests.
-const TREE_DEVICES: u32 = 3000;
+/// The devices of the range-query tree tests on Hadamard's oracle.
+const HADAMARD_TREE_DEVICES: u32 = 3000;
 
 /// The range-query tree tests' shape: 4 leaves (`--levels 2`, sets of `k = 3` nodes) over
 /// `[0, 100]`.
 const TREE_SHAPE: &str = "--levels 2 --min 0 --max 100";
 
-/// The frequency oracle of a range-query tree test, at parameters whose reports for 3,000
-/// devices fit the largest `--max-report-bytes`.
+/// The frequency oracle of a range-query tree test, and its devices, at parameters whose
+/// reports fit the largest `--max-report-bytes`.
 #[derive(Clone, Copy, Debug)]
 enum TreeOracle {
-    /// Ghazi et al.'s Hadamard protocol at `ε = 1` and `δ = 1e-3`: by the exact analysis of
-    /// its blanket 87 tuples of 9 hexadecimal digits, 869 bytes (Theorem 4.3 needed 3,146
-    /// tuples, 31,459 bytes).
+    /// Ghazi et al.'s Hadamard protocol for [`HADAMARD_TREE_DEVICES`] at `ε = 1` and
+    /// `δ = 1e-3`: by the exact analysis of its blanket 87 tuples of 9 hexadecimal digits, 869
+    /// bytes (Theorem 4.3 needed 3,146 tuples, 31,459 bytes).
     Hadamard,
-    /// Count-Min at `δ = 1e-6`, `β = 1/2` (`τ = 4` rows of `2kn = 18,000` cells) and the
-    /// smallest integer `ε` that fits by the exact analysis, 3: a blanket of 4,473 cells on
-    /// average, capped at 4,978, so at most 4,990 cells of 5 digits, 29,939 bytes (`ε = 2`:
-    /// 64,751 bytes; Lemma 4.10 needed `ε = 34`).
-    CountMin,
+    /// Count-Min at `β = 1/2` (`τ = 4` rows of `2kn` cells, `k = 3`) for the devices and at the
+    /// privacy of a [`CountMinTree`].
+    CountMin(CountMinTree),
 }
+
+/// The devices and the privacy of a Count-Min range-query tree test. A device sends its
+/// `kτ = 12` cells and a blanket of `2kτ·γn` cells on average (`γn` the mean blanket of one
+/// cell over all devices), at most the cap `q`.
+#[derive(Clone, Copy, Debug)]
+struct CountMinTree {
+    /// The devices `n`, for which the task is calibrated.
+    devices: u32,
+    /// Its `ε`.
+    epsilon: f64,
+    /// Its `δ`.
+    delta: f64,
+}
+
+/// 3,000 devices at `δ = 1e-6` and the smallest integer `ε` that fits by the exact analysis, 3:
+/// `γ = 0.0621` (`γn = 186.4`), a blanket of 4,473 cells on average, capped at 4,978, so at
+/// most 4,990 cells of 5 digits, 29,939 bytes (`ε = 2`: 64,751 bytes; Lemma 4.10 needed
+/// `ε = 34`).
+const COUNT_MIN_TREE: CountMinTree = CountMinTree {
+    devices: 3000,
+    epsilon: 3.0,
+    delta: 1e-6,
+};
+
+/// The tree through the relay, where every device seals each of its cells on its own: 13.5
+/// million seals for [`COUNT_MIN_TREE`]'s devices, so 100 devices at `ε = 8` and `δ = 1e-3`
+/// (within [`WEAK_POPULATION`]'s budget, `δ` below `1/n`). The exact analysis's `γn` hardly
+/// falls beyond `ε = 8` (to 24.8 from `ε = 12` on): what remains pays for a moved cell's
+/// blanket coming up empty, which only `δ` bounds. `γ = 0.2630` (`γn = 26.3`, standard
+/// deviation 4.4), a blanket of 631 cells on average, capped at 784, so at most 796 cells of
+/// 4 digits, 3,979 bytes, and about 64,300 seals in all. Its 71 devices in `[0, 50)` are
+/// none for the mutant, beyond the gap tolerance `2a = 44`.
+const RELAYED_COUNT_MIN_TREE: CountMinTree = CountMinTree {
+    devices: 100,
+    epsilon: 8.0,
+    delta: 1e-3,
+};
 
 impl TreeOracle {
     /// Its `--mechanism`.
     fn mechanism(self) -> &'static str {
         match self {
             Self::Hadamard => "ghazi-hadamard",
-            Self::CountMin => "ghazi-count-min",
+            Self::CountMin(_) => "ghazi-count-min",
+        }
+    }
+
+    /// The devices of its tests.
+    fn devices(self) -> u32 {
+        match self {
+            Self::Hadamard => HADAMARD_TREE_DEVICES,
+            Self::CountMin(tree) => tree.devices,
         }
     }
 
@@ -1986,8 +2032,11 @@ impl TreeOracle {
     /// the offline commands take them.
     fn options(self) -> String {
         let privacy = match self {
-            Self::Hadamard => "--epsilon 1 --delta 1e-3",
-            Self::CountMin => "--epsilon 3 --delta 1e-6 --failure-probability 0.5",
+            Self::Hadamard => "--epsilon 1 --delta 1e-3".to_owned(),
+            Self::CountMin(tree) => format!(
+                "--epsilon {} --delta {} --failure-probability 0.5",
+                tree.epsilon, tree.delta
+            ),
         };
         format!("--mechanism {} {TREE_SHAPE} {privacy}", self.mechanism())
     }
@@ -2001,24 +2050,29 @@ impl TreeOracle {
     ///
     /// Count-Min: the estimate is the count plus `min_t (X_t + C_t) − γn`, with the rows'
     /// blankets `X_t ~ Bin(n, γ)` independent and `C_t ≥ 0` the holders of the other 3 nodes
-    /// whose cell collides with this one's in row `t` (probability at most `3/s` per row,
-    /// pairwise-independent hashes over `s = 18,000` cells). So `P[error ≤ −a] ≤ τ·P[X ≤ γn −
-    /// a]`, and, as three of the four rows collide with probability below
-    /// `4·(3/s)^3 ≤ 2e-11`, `P[error ≥ a] ≤ P[X ≥ γn + a]^(τ−2) + 2e-11`; the tolerance is the
-    /// least integer `a` with each side at most `4e-8`. The devices' capped blankets move that
-    /// law by at most `nη ≤ 1e-8` in total variation (`docs/privacy/ghazi.md`).
+    /// whose cell collides with this one's in row `t`, which happens with probability at most
+    /// `p = 3/s` (pairwise-independent hashes over `s = 2kn` cells, drawn independently for
+    /// each row). So `P[error ≤ −a] ≤ τ·P[X ≤ γn − a]`, and, as a row's `X_t + C_t` reaches
+    /// `γn + a` only if it collides or `X_t` does, `P[error ≥ a] ≤ (p + P[X ≥ γn + a])^τ`;
+    /// the tolerance is the least integer `a` with each side at most `4e-8`. The devices'
+    /// capped blankets move that law by at most `nη ≤ δ_cap/(1 + e^ε)` in total variation
+    /// (`docs/privacy/ghazi.md`; below 5e-10 for [`COUNT_MIN_TREE`], 3.4e-9 for
+    /// [`RELAYED_COUNT_MIN_TREE`]). The lower side decides: `a = 70` for 3,000 devices
+    /// (`γn = 186.4`), `a = 22` for 100 (`γn = 26.3`).
     fn node_tolerance(self) -> f64 {
         use statrs::distribution::{Binomial, DiscreteCDF};
-        let devices = u64::from(TREE_DEVICES);
+        let devices = u64::from(self.devices());
         match self {
             Self::Hadamard => {
                 let params = HadamardParams::new(devices, 4, 3, 1.0, 1e-3).unwrap();
                 5.7 * params.null_variance().sqrt()
             }
-            Self::CountMin => {
-                let params = CountMinParams::new(devices, 4, 3, 3.0, 1e-6, 0.5).unwrap();
+            Self::CountMin(tree) => {
+                let params =
+                    CountMinParams::new(devices, 4, 3, tree.epsilon, tree.delta, 0.5).unwrap();
                 let rows = params.rows as i32;
                 let mean = params.expected_blanket();
+                let collision = 3.0 / params.width as f64;
                 let law = Binomial::new(params.gamma, devices).unwrap();
                 (1..)
                     .map(f64::from)
@@ -2029,7 +2083,7 @@ impl TreeOracle {
                             f64::from(rows) * law.cdf((mean - a).floor() as u64)
                         };
                         let at_least = (mean + a).ceil() as u64;
-                        let above = law.sf(at_least - 1).powi(rows - 2) + 2e-11;
+                        let above = (collision + law.sf(at_least - 1)).powi(rows);
                         below <= 4e-8 && above <= 4e-8
                     })
                     .unwrap()
@@ -2043,15 +2097,15 @@ impl TreeOracle {
     fn gap_tolerance(self) -> f64 {
         let factor = match self {
             Self::Hadamard => std::f64::consts::SQRT_2,
-            Self::CountMin => 2.0,
+            Self::CountMin(_) => 2.0,
         };
         factor * self.node_tolerance()
     }
 }
 
-/// A range-query tree task of `algorithm` with `options` on `oracle`, run by 3,000 `tally
-/// fleet` devices over [`tree_numbers`] through `tally serve`: its spec, its release and the
-/// table `tally task result` prints of it.
+/// A range-query tree task of `algorithm` with `options` on `oracle`, run by `oracle`'s
+/// devices (`tally fleet`) over [`tree_numbers`] through `server`: its spec, its release and
+/// the table `tally task result` prints of it.
 fn federated_tree(
     server: &Server,
     oracle: TreeOracle,
@@ -2061,16 +2115,17 @@ fn federated_tree(
     let analyst = &server.analyst;
     let create = format!(
         "task create {analyst} --algorithm {algorithm} {} {options} --population \
-         {WEAK_POPULATION} --expected-population {TREE_DEVICES} --max-report-bytes 32768 --json",
-        oracle.options()
+         {WEAK_POPULATION} --expected-population {} --max-report-bytes 32768 --json",
+        oracle.options(),
+        oracle.devices()
     );
     let info: TaskInfo = parse(json(&create));
     let report = json(&format!(
         "fleet {} --input {} --seed 5 --json",
         server.devices[WEAK_POPULATION],
-        tree_numbers(0.0).display()
+        tree_numbers(oracle.devices(), 0.0).display()
     ));
-    assert_eq!(report["total"]["accepted"], TREE_DEVICES, "{report}");
+    assert_eq!(report["total"]["accepted"], oracle.devices(), "{report}");
     let release = server.result(&info.id);
     let table = tally(&format!("task result {analyst} {}", info.id));
     assert!(table.status.success(), "{table:?}");
@@ -2082,7 +2137,7 @@ fn federated_tree(
 fn offline_tree(oracle: TreeOracle, command: &str, options: &str, shift: f64) -> Value {
     json(&format!(
         "{command} --input {} {} {options} --seed 5 --json",
-        tree_numbers(shift).display(),
+        tree_numbers(oracle.devices(), shift).display(),
         oracle.options()
     ))
 }
@@ -2093,15 +2148,16 @@ fn tree_tolerance(oracle: TreeOracle, terms: u32) -> f64 {
     f64::from(terms) * oracle.node_tolerance()
 }
 
-/// How many devices of [`tree_numbers`] lie in the first `leaves` of the 4 leaves.
-fn tree_prefix(leaves: u32) -> f64 {
+/// How many of `devices` devices of [`tree_numbers`] lie in the first `leaves` of the 4
+/// leaves.
+fn tree_prefix(devices: u32, leaves: u32) -> f64 {
     let top = 25.0 * f64::from(leaves);
-    (0..TREE_DEVICES)
-        .filter(|&i| tree_number(i) < top || leaves == 4)
+    (0..devices)
+        .filter(|&i| tree_number(i, devices) < top || leaves == 4)
         .count() as f64
 }
 
-/// `tally task create --algorithm range` on `oracle` over 3,000 devices: the document is
+/// `tally task create --algorithm range` on `oracle` over its devices: the document is
 /// `tally range`'s for the same options (fields, parameters, guarantee and snapped range; the
 /// input and seed cannot match), and the two estimates, each one node's (`[0, 50)` is the left
 /// child of the root), agree with the truth ([`tree_tolerance`]) and with each other
@@ -2129,7 +2185,7 @@ fn assert_range_task_releases_what_the_offline_command_releases(
         panic!("{:?}", info.spec.kind)
     };
     assert_eq!(kind.name(), mechanism);
-    assert_eq!(info.spec.rounds.min_cohort, u64::from(TREE_DEVICES));
+    assert_eq!(info.spec.rounds.min_cohort, u64::from(oracle.devices()));
     let offline = offline_tree(oracle, "range", options, 0.0);
     assert_same_document(&federated, &offline, &[INPUT, SEED, "estimate", "fraction"]);
     assert_eq!(federated["model"], "shuffle");
@@ -2138,7 +2194,7 @@ fn assert_range_task_releases_what_the_offline_command_releases(
         server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]
     );
-    let truth = tree_prefix(2);
+    let truth = tree_prefix(oracle.devices(), 2);
     let tolerance = tree_tolerance(oracle, 1);
     for release in [&federated, &offline] {
         let estimate = range_estimate(release);
@@ -2177,26 +2233,23 @@ fn a_ghazi_range_task_through_the_relay_releases_what_the_offline_command_releas
 }
 
 /// [`assert_range_task_releases_what_the_offline_command_releases`] on Count-Min, whose
-/// capped reports fit 3,000 devices.
+/// capped reports fit [`COUNT_MIN_TREE`]'s 3,000 devices.
 #[test]
 fn a_count_min_range_task_releases_what_the_offline_command_releases() {
     assert_range_task_releases_what_the_offline_command_releases(
         &Server::start(),
-        TreeOracle::CountMin,
+        TreeOracle::CountMin(COUNT_MIN_TREE),
     );
 }
 
 /// [`a_count_min_range_task_releases_what_the_offline_command_releases`] through the relay:
-/// each device seals each of its cells and blanket cells on its own: thousands of HPKE
-/// encapsulations per device, millions for the 3,000 devices, so it runs on request in a
-/// release build (`cargo test --release -p tally-cli --test federated -- --ignored
-/// through_the_relay`).
+/// each device seals each of its cells and blanket cells on its own and the relay permutes
+/// them all together, for [`RELAYED_COUNT_MIN_TREE`]'s 100 devices (64,300 seals).
 #[test]
-#[ignore = "millions of HPKE seals: run in a release build with --ignored"]
 fn a_count_min_range_task_through_the_relay_releases_what_the_offline_command_releases() {
     assert_range_task_releases_what_the_offline_command_releases(
         &Server::start_split(),
-        TreeOracle::CountMin,
+        TreeOracle::CountMin(RELAYED_COUNT_MIN_TREE),
     );
 }
 
@@ -2205,17 +2258,18 @@ fn a_count_min_range_task_through_the_relay_releases_what_the_offline_command_re
 /// first at least `q·n` ([`tree_tolerance`] of each of the four prefix sums, by the union
 /// bound over them).
 fn tree_quantile_admits(oracle: TreeOracle, quantile: f64, value: f64) -> bool {
-    let target = quantile * f64::from(TREE_DEVICES);
+    let devices = oracle.devices();
+    let target = quantile * f64::from(devices);
     // The prefix sum of leaves 0..j is one node's estimate for j = 1, 2 and 4, two for j = 3.
     let slack = |j: u32| tree_tolerance(oracle, if j == 3 { 2 } else { 1 });
     (1..=4_u32).any(|j| {
         (value - 25.0 * f64::from(j)).abs() < 1e-9
-            && tree_prefix(j) >= target - slack(j)
-            && (j == 1 || tree_prefix(j - 1) < target + slack(j - 1))
+            && tree_prefix(devices, j) >= target - slack(j)
+            && (j == 1 || tree_prefix(devices, j - 1) < target + slack(j - 1))
     })
 }
 
-/// `tally task create --algorithm hierarchical-quantiles` on `oracle` over 3,000 devices: the
+/// `tally task create --algorithm hierarchical-quantiles` on `oracle` over its devices: the
 /// document is `tally quantiles`'s for the same options but for its input, seed and
 /// quantiles, and every quantile of both is one the truth admits at α ≤ 1e-6
 /// ([`tree_quantile_admits`]); a simulation over numbers moved up by 50 is caught.
@@ -2270,7 +2324,9 @@ fn a_ghazi_quantile_task_releases_what_the_offline_command_releases() {
 /// [`assert_quantile_task_releases_what_the_offline_command_releases`] on Count-Min.
 #[test]
 fn a_count_min_quantile_task_releases_what_the_offline_command_releases() {
-    assert_quantile_task_releases_what_the_offline_command_releases(TreeOracle::CountMin);
+    assert_quantile_task_releases_what_the_offline_command_releases(TreeOracle::CountMin(
+        COUNT_MIN_TREE,
+    ));
 }
 
 /// A Count-Min range-query tree at the default `β = 0.01` does not fit the largest
@@ -2302,7 +2358,7 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
             && count_min.contains("no smaller number of levels fits either"),
         "{count_min}"
     );
-    let devices = format!("--expected-population {TREE_DEVICES}");
+    let devices = format!("--expected-population {HADAMARD_TREE_DEVICES}");
     let hadamard = create(
         "ghazi-hadamard",
         &format!("--epsilon 0.14 --delta 1e-3 --levels 3 {devices}"),
@@ -2324,73 +2380,100 @@ fn a_ghazi_count_min_tree_is_refused_for_its_report_size() {
     assert!(local.contains("--mechanism grr"), "{local}");
 }
 
-/// `tally task create --algorithm count-min-prefix-tree` run by [`PREFIX_TREE_DEVICES`]
-/// `tally fleet` devices through `tally serve` (3,000, at the weak parameters of
+/// `tally task create --algorithm count-min-prefix-tree` run by [`PREFIX_TREE`]'s 3,000
+/// `tally fleet` devices through `tally serve` (at the weak parameters of
 /// `common/prefix_tree.rs`, where level 2's longest report fits `--max-report-bytes 32768`
-/// with its blanket capped): one round
-/// per level, and the document is the offline command's for the same options but for its
-/// input, seed and items. Both paths draw their public hash functions and device coins from
-/// different streams (the server's seeded stream, the command's seed), so the two releases
-/// are equal in distribution, not byte for byte: each finds the heavy item alone with an
-/// estimate the protocol's law admits at α ≤ 1e-6 ([`prefix_tree_admits`], two releases);
-/// an offline release over data whose heavy item moved is caught.
+/// with its blanket capped): one round per level, and the document is the offline command's
+/// for the same options but for its input, seed and items. Both paths draw their public hash
+/// functions and device coins from different streams (the server's seeded stream, the
+/// command's seed), so the two releases are equal in distribution, not byte for byte: each
+/// finds the heavy item alone with an estimate the protocol's law admits at α ≤ 1e-6
+/// ([`prefix_tree::PrefixTree::admits`], two releases); an offline release over data whose
+/// heavy item moved is caught.
 #[test]
 fn a_count_min_prefix_tree_task_releases_what_the_offline_command_releases() {
     assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
         &Server::start_seeded(SHUFFLE_SEED),
+        &PREFIX_TREE,
     );
 }
 
 /// [`a_count_min_prefix_tree_task_releases_what_the_offline_command_releases`] through the
 /// relay: each device seals each of its level's cells on its own, and the relay permutes
-/// every message of the level's round together. As
-/// [`a_count_min_range_task_through_the_relay_releases_what_the_offline_command_releases`],
-/// millions of seals: it runs on request in a release build.
+/// every message of the level's round together, for [`RELAYED_PREFIX_TREE`]'s 100 devices.
 #[test]
-#[ignore = "millions of HPKE seals: run in a release build with --ignored"]
 fn a_count_min_prefix_tree_task_through_the_relay_releases_what_the_offline_command_releases() {
     assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
         &Server::start_split(),
+        &RELAYED_PREFIX_TREE,
     );
 }
 
-/// The Count-Min prefix-tree task over [`PREFIX_TREE_DEVICES`] devices through `server`: the
-/// offline command's document, and the heavy item found with an admitted estimate.
-fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(server: &Server) {
-    use prefix_tree::{
-        PREFIX_TREE_DEVICES, PREFIX_TREE_OPTIONS, prefix_tree_admits, prefix_tree_items,
-    };
+/// The prefix tree through the relay, where every device seals each of its cells on its own
+/// ([`PREFIX_TREE`]'s 3,000 devices would seal 21 million): 100 devices, 5 holding each light
+/// item, `τ_HH = 50`, at `ε = 16` and `δ = 1e-3` (8 and 5e-4 a level, within
+/// [`WEAK_POPULATION`]'s budget). Level 1 has nine rows of `2n = 200` cells, `γn = 9.35`
+/// (standard deviation 2.91) by the exact analysis, a blanket averaging 168 cells, capped at
+/// 261 (1,349 bytes at most); level 2 ten rows, `γn = 9.46` (2.93), 189 cells on average,
+/// capped at 287, so its longest report is 297 cells of at most 4 digits, 1,484 bytes: about
+/// 37,600 seals in all.
+///
+/// Its law ([`prefix_tree::PrefixTree::admits`]): the light prefix `0` (10 holders) is found
+/// only if every row of its cell that no heavier prefix collides with holds at least
+/// `τ_HH/2 − 10 = 15` more blanket messages than `γn`, which a row does with probability below
+/// 4.1e-6 (scipy), three rows below 1e-16, and more than six of the nine rows collide (each
+/// with probability at most `3·2/2n = 0.03`) with probability below 7.5e-10; the light item `3`
+/// (5 holders) needs 20 more, below 6.9e-9 a row. The heavy item's cells hold 85 real messages,
+/// far above `τ_HH/2 + γn`. More than six of the ten rows of level 2 collide with probability
+/// below 2.5e-9 (`collided_rows`). The capped blankets move the releases' law by
+/// `nη ≤ δ_cap/(1 + e^ε) ≤ 1.7e-9` a level in total variation.
+const RELAYED_PREFIX_TREE: PrefixTree = PrefixTree {
+    devices: 100,
+    light: 5,
+    threshold: 50,
+    epsilon: 16.0,
+    delta: 1e-3,
+    collided_rows: 6,
+};
+
+/// The Count-Min prefix-tree task of `tree` through `server`: the offline command's document,
+/// and the heavy item found with an admitted estimate.
+fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
+    server: &Server,
+    tree: &PrefixTree,
+) {
     let analyst = &server.analyst;
+    let devices = tree.devices;
     let create = |extra: &str| {
         format!(
-            "task create {analyst} {PREFIX_TREE_OPTIONS} --population {WEAK_POPULATION} \
-             --expected-population {PREFIX_TREE_DEVICES} --max-report-bytes 32768 {extra} --json"
+            "task create {analyst} {} --population {WEAK_POPULATION} --expected-population \
+             {devices} --max-report-bytes 32768 {extra} --json",
+            tree.options()
         )
     };
     // The blanket cap's union bound counts the calibrated devices: no round may wait for more.
-    let waits = failure(&create(&format!(
-        "--cohort-target {}",
-        PREFIX_TREE_DEVICES + 1
-    )));
+    let waits = failure(&create(&format!("--cohort-target {}", devices + 1)));
     assert!(
-        waits.contains("caps every device's blanket") && waits.contains("at most 3000"),
+        waits.contains("caps every device's blanket")
+            && waits.contains(&format!("at most {devices}")),
         "{waits}"
     );
     let info: TaskInfo = parse(json(&create("")));
-    assert!(matches!(
-        info.spec.kind,
-        TaskKind::CountMinPrefixTree {
-            domain_bits: 2,
-            threshold: 160,
-            failure_probability: None,
-            public_coins: Some(_),
-        }
-    ));
-    assert_eq!(info.spec.rounds.min_cohort, PREFIX_TREE_DEVICES);
+    let TaskKind::CountMinPrefixTree {
+        domain_bits: 2,
+        threshold,
+        failure_probability: None,
+        public_coins: Some(_),
+    } = info.spec.kind
+    else {
+        panic!("{:?}", info.spec.kind)
+    };
+    assert_eq!(threshold, tree.threshold);
+    assert_eq!(info.spec.rounds.min_cohort, devices);
     let items = |heavy: u32| {
         temp_file(
-            &format!("prefix-tree-{heavy}.txt"),
-            prefix_tree_items(heavy).as_bytes(),
+            &format!("prefix-tree-{devices}-{heavy}.txt"),
+            tree.items(heavy).as_bytes(),
         )
     };
     let report = json(&format!(
@@ -2400,11 +2483,7 @@ fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
     ));
     let rounds = report["rounds"].as_array().unwrap();
     assert_eq!(rounds.len(), 2, "{report}");
-    assert_eq!(
-        report["total"]["accepted"],
-        2 * PREFIX_TREE_DEVICES,
-        "{report}"
-    );
+    assert_eq!(report["total"]["accepted"], 2 * devices, "{report}");
     let federated = server.result(&info.id);
     let table = tally(&format!("task result {analyst} {}", info.id));
     assert!(table.status.success(), "{table:?}");
@@ -2417,8 +2496,9 @@ fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
     }
     let offline = |heavy: u32| {
         json(&format!(
-            "heavy-hitters --input {} {PREFIX_TREE_OPTIONS} --seed {SHUFFLE_SEED} --json",
-            items(heavy).display()
+            "heavy-hitters --input {} {} --seed {SHUFFLE_SEED} --json",
+            items(heavy).display(),
+            tree.options()
         ))
     };
     let simulated = offline(2);
@@ -2431,13 +2511,10 @@ fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
         server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
         federated["guarantee"]
     );
-    assert!(prefix_tree_admits(&federated, 2), "{federated}");
-    assert!(prefix_tree_admits(&simulated, 2), "{simulated}");
+    assert!(tree.admits(&federated, 2), "{federated}");
+    assert!(tree.admits(&simulated, 2), "{simulated}");
     let mutant = offline(3);
-    assert!(
-        !prefix_tree_admits(&mutant, 2),
-        "the mutant passes: {mutant}"
-    );
+    assert!(!tree.admits(&mutant, 2), "the mutant passes: {mutant}");
 }
 
 /// The acceptance test's 3,000 devices' words, and how many devices hold each.
