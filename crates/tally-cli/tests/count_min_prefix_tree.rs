@@ -39,6 +39,9 @@ fn finds_the_heavy_item_at_weak_parameters() {
     let parameters = &release["parameters"];
     assert_eq!(parameters["domain_bits"], 2);
     assert_eq!(parameters["threshold"], 160.0);
+    // A prefix is kept when its estimate reaches τ_HH/2, which the explanation of a thin
+    // release states.
+    assert_eq!(release["diagnosis"]["release_point"], 80, "{release}");
     assert_eq!(parameters["users"], PREFIX_TREE.devices);
     let levels = parameters["levels"].as_array().unwrap();
     assert_eq!(levels.len(), 2);

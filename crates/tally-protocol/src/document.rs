@@ -682,19 +682,21 @@ pub fn count_min_prefix_tree(
         })
         .collect();
     let (messages, bits) = protocol.message_cost();
-    let threshold = protocol.threshold();
+    let kept_at = protocol.kept_at();
     let diagnosis = diagnose(
         &items,
         users,
         protocol.guarantee().delta,
         &ReleaseRule {
-            // An estimate is about the true count: an item holds about the threshold's count
-            // when its estimate passes it half the time.
-            release_point: Some(threshold.max(0.0).ceil() as u64),
+            // An estimate is about the true count: an item holds about the count a prefix is
+            // kept at when its estimate passes it half the time.
+            release_point: Some(kept_at.max(0.0).ceil() as u64),
             exact: false,
             rule: format!(
-                "a prefix is kept at each of {} levels when its Count-Min estimate reaches {threshold:.1}",
-                protocol.levels().len()
+                "a prefix is kept at each of {} levels when its Count-Min estimate reaches \
+                 {kept_at:.1} (half the threshold {:.1})",
+                protocol.levels().len(),
+                protocol.threshold()
             ),
             count_kind: "estimate",
         },

@@ -124,6 +124,11 @@ impl ShuffleHeavyHitters {
         self.threshold
     }
 
+    /// The estimate at which a prefix is kept at each level: `τ_HH/2`.
+    pub fn kept_at(&self) -> f64 {
+        kept_at(self.threshold)
+    }
+
     /// What a device holding `item` answers at level `level` (1…L): its length-`level` prefix.
     pub fn prefix(&self, item: u32, level: u32) -> u32 {
         item >> (self.levels.len() as u32 - level)
@@ -181,6 +186,11 @@ impl Task for ShuffleHeavyHitters {
     }
 }
 
+/// The estimate at which a prefix is kept at threshold `τ_HH`: `τ_HH/2`.
+fn kept_at(threshold: f64) -> f64 {
+    threshold / 2.0
+}
+
 /// [`ShuffleHeavyHitters::decode`] at threshold `τ_HH`: keep the prefixes whose estimate is at
 /// least `τ_HH/2`, and at the next level look only at the two children of each survivor.
 ///
@@ -188,7 +198,7 @@ impl Task for ShuffleHeavyHitters {
 ///
 /// Unless `estimates[i]` has `2^{i+1}` entries.
 pub fn decode_levels(estimates: &[Vec<f64>], threshold: f64) -> Vec<(u32, f64)> {
-    let keep = threshold / 2.0;
+    let keep = kept_at(threshold);
     let mut survivors = vec![0u32]; // the empty prefix
     let mut found = Vec::new();
     for (i, level) in estimates.iter().enumerate() {
