@@ -440,16 +440,10 @@ impl Fleet {
             sealing.spawn_blocking(move || {
                 let _core = core;
                 let mut rng = chunk_rng(round_stream, index);
-                let sealed: Vec<Vec<String>> = items[start..end]
-                    .iter()
-                    .map(|item| {
-                        let messages = responder
-                            .respond_messages_with_rng(item, &mut rng)
-                            .unwrap_or_default();
-                        sealer.seal(messages)
-                    })
-                    .collect();
-                (index, sealed)
+                (
+                    index,
+                    seal_batch(&items[start..end], &responder, &sealer, &mut rng),
+                )
             });
         }
         let mut batches = Vec::new();
@@ -617,18 +611,24 @@ impl ChunkWork {
                 (timed(answer, sent), reported)
             }
             Some(sealer) => {
-                let sealed = self.sealed.take().unwrap_or_else(|| {
-                    items
-                        .iter()
-                        .map(|item| {
-                            let messages = self
-                                .responder
-                                .respond_messages_with_rng(item, &mut self.rng)
-                                .unwrap_or_default();
-                            sealer.seal(messages)
+                let sealed = match self.sealed.take() {
+                    Some(sealed) => sealed,
+                    // Sealing is CPU work: off the async workers, so that the requests of
+                    // other batches in flight are not held up (and made to time out).
+                    None => {
+                        let (items, range) = (Arc::clone(&self.items), self.range.clone());
+                        let (responder, sealer) = (Arc::clone(&self.responder), Arc::clone(sealer));
+                        let mut rng = self.rng.clone();
+                        let (sealed, rng) = tokio::task::spawn_blocking(move || {
+                            let sealed = seal_batch(&items[range], &responder, &sealer, &mut rng);
+                            (sealed, rng)
                         })
-                        .collect()
-                });
+                        .await
+                        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+                        self.rng = rng;
+                        sealed
+                    }
+                };
                 let uploads: Vec<SealedUpload> = tokens
                     .into_iter()
                     .zip(sealed)
@@ -652,6 +652,25 @@ impl ChunkWork {
             None => self.client.clone(),
         }
     }
+}
+
+/// The sealed messages of devices holding `items`, each answered by `responder` with coins
+/// from `rng` and sealed by `sealer`.
+fn seal_batch(
+    items: &[String],
+    responder: &Responder,
+    sealer: &RoundSealer,
+    rng: &mut ChaCha20Rng,
+) -> Vec<Vec<String>> {
+    items
+        .iter()
+        .map(|item| {
+            let messages = responder
+                .respond_messages_with_rng(item, rng)
+                .unwrap_or_default();
+            sealer.seal(messages)
+        })
+        .collect()
 }
 
 fn lock(ledger: &Mutex<DeviceLedger>) -> std::sync::MutexGuard<'_, DeviceLedger> {
