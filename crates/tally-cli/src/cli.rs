@@ -426,7 +426,9 @@ pub(crate) enum TaskCommand {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = true)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (every one of `tally histogram`); with --algorithm
+    /// A one-round histogram mechanism (every one of `tally histogram`; laplace-threshold,
+    /// gaussian-threshold and truncated-geometric: every device reports its item and the
+    /// aggregator adds the noise, trusted as it sees every report); with --algorithm
     /// range or hierarchical-quantiles, sample-threshold (their default), ghazi-hadamard or
     /// ghazi-count-min (as `tally range` and `tally quantiles` take them).
     #[arg(long, value_enum)]
@@ -517,6 +519,11 @@ pub(crate) struct TaskCreateArgs {
     /// threshold τ_HH.
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
+    /// One-round histograms of the devices' items: each device contributes at most K items.
+    /// A device holds one item and reports it once, so K is 1 (the default); bound clients of
+    /// several items offline, with `tally histogram --max-items-per-client K`.
+    #[arg(long, value_name = "K")]
+    pub(crate) max_items_per_client: Option<u32>,
     /// TrieHH++: prefix-tree levels L; hierarchical quantiles and range: the tree's levels L
     /// (its resolution is β^(−L) of the range); binary search: the rounds h of each search
     /// (resolution 2^(−h)) [default: 10].

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_client::Client;
 use tally_messages::{
     DomainHistogramMechanism, ErrorCode, HeavyHittersAlgorithm,
@@ -19,8 +20,9 @@ use tally_protocol::definition;
 use tally_sim::Population;
 
 use crate::cli::{
-    HistogramMechanism, ListenerArgs, RelayArgs, SegmentArg, ServeArgs, ServerArgs,
-    ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs, TaskResultArgs,
+    HistogramMechanism, ListenerArgs, Method, RelayArgs, SamplingArg, SegmentArg, ServeArgs,
+    ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs,
+    TaskResultArgs,
 };
 use crate::output::{guarantee_body_line, print_diagnosis, print_fields, print_items};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
@@ -196,6 +198,9 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     {
         bail!("--failure-probability applies to --mechanism ghazi-count-min only");
     }
+    if let Some(k) = args.max_items_per_client {
+        refuse_items_per_client(args, k)?;
+    }
     let kind = match (args.kind.mechanism, args.kind.algorithm) {
         (
             mechanism,
@@ -221,11 +226,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             }
             federated_domain::task_kind(args, mechanism)?
         }
-        (Some(HistogramMechanism::Selection(method)), None) => bail!(
-            "--mechanism {method} runs offline only for now (`tally histogram --mechanism \
-             {method}`, or tally.histogram in Python); a federated task takes --mechanism \
-             sample-threshold"
-        ),
+        (Some(HistogramMechanism::Selection(method)), None) => selection_kind(args, method)?,
         (Some(HistogramMechanism::SampleThreshold), None) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
@@ -366,6 +367,61 @@ pub(crate) fn refuse_options(
         bail!("{name} does not apply to {kind}");
     }
     Ok(())
+}
+
+/// Refuses `--max-items-per-client k` but for a one-round histogram of the devices' items at
+/// `k = 1`: a device holds one item and reports it once.
+fn refuse_items_per_client(args: &TaskCreateArgs, k: u32) -> Result<()> {
+    let histogram = args.kind.algorithm.is_none()
+        && matches!(
+            args.kind.mechanism,
+            Some(HistogramMechanism::SampleThreshold | HistogramMechanism::Selection(_))
+        );
+    if !histogram {
+        bail!(
+            "--max-items-per-client applies to --mechanism sample-threshold, laplace-threshold, \
+             gaussian-threshold or truncated-geometric only"
+        );
+    }
+    if k != 1 {
+        bail!(
+            "--max-items-per-client {k}: a device of a federated task holds one item and reports \
+             it once, so each contributes at most 1 item; to bound clients of several items to \
+             {k} each, run the offline command over their rows (`tally histogram --mechanism \
+             ... --max-items-per-client {k} --input FILE`)"
+        );
+    }
+    Ok(())
+}
+
+/// A partition-selection histogram task from the arguments: every device reports its item and
+/// the aggregator calibrates the noise and threshold from (ε, δ), for one item per device, as
+/// `tally histogram --mechanism METHOD` does.
+fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<TaskKind> {
+    refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
+    if args.sampling_rate.is_some() || args.threshold.is_some() {
+        bail!(
+            "--sampling-rate and --threshold set sample-threshold's parameters; --mechanism \
+             {method} calibrates its noise and threshold from --epsilon and --delta: drop them"
+        );
+    }
+    if args.sampling == SamplingArg::Device {
+        bail!(
+            "--sampling device: --mechanism {method} flips no sampling coin (every device \
+             reports its item and the aggregator adds the noise): drop --sampling"
+        );
+    }
+    if !matches!(args.privacy.method, Method::Tight) {
+        bail!(
+            "--method chooses the analysis of one-item sample-and-threshold; --mechanism \
+             {method} has its own: drop --method"
+        );
+    }
+    Ok(TaskKind::Histogram {
+        mechanism: WireMechanism::of_selection(method),
+        sampling_rate: None,
+        threshold: None,
+    })
 }
 
 /// A TrieHH task from the arguments: the offline command's options (`θ` and `m` are
@@ -686,13 +742,11 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
 /// A task's fields, for people.
 fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
     let spec = &info.spec;
+    let kind = definition(&spec.kind);
     let mut rows = vec![
         ("id", info.id.clone()),
         ("state", info.state.name().to_owned()),
-        (
-            "kind",
-            definition(&spec.kind).description(spec.privacy.neighbours),
-        ),
+        ("kind", kind.description(spec.privacy.neighbours)),
         (
             "population",
             format!(
@@ -703,11 +757,7 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
         ("guarantee", guarantee_body_line(&info.guarantee)),
         (
             "rounds released",
-            format!(
-                "{} of {}",
-                info.rounds_released,
-                definition(&spec.kind).rounds()
-            ),
+            format!("{} of {}", info.rounds_released, kind.rounds()),
         ),
         (
             "round policy",
@@ -721,8 +771,11 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
                 spec.rounds.max_attempts
             ),
         ),
-        ("sampling", format!("by the {}", spec.sampling.name())),
+        ("sampling", kind.sampling(spec.sampling)),
     ];
+    if let Some(trust) = kind.trust() {
+        rows.push(("trust", trust.to_owned()));
+    }
     if let Some(round) = &info.open_round {
         rows.push(("open round", round.clone()));
     }

@@ -2894,3 +2894,227 @@ fn a_curious_relay_never_holds_a_plaintext() {
             .any(|s| unsealed.contains(s.as_str()))
     );
 }
+
+/// The items of the partition-selection tests' 290 devices and how many hold each: "heavy"
+/// far above every method's release point at (1, 1e-6), "mid" near it, and 50 items held by
+/// one device each, never to be shown.
+fn selection_holders() -> Vec<(String, u64)> {
+    let mut holders = vec![("heavy".to_owned(), 200), ("mid".to_owned(), 40)];
+    holders.extend((0..50).map(|i| (format!("own-{i}"), 1)));
+    holders
+}
+
+/// The significance of each check of a partition-selection release against its law.
+const SELECTION_ALPHA: f64 = 1e-6;
+
+/// `tally task create --mechanism METHOD` over the devices of [`selection_holders`], run by a
+/// fleet against `server`: its document, checked against `tally histogram --mechanism METHOD`
+/// over the same devices (same fields, parameters and guarantee; the input, seed, execution
+/// and released items cannot match) and against the calibration's law at α ≤ 1e-6
+/// ([`assert_admissible_selection`]); the task's table says who sees what.
+fn selection_task_matches_the_offline_command(server: &Server, method: &str) -> Value {
+    let analyst = &server.analyst;
+    let holders = selection_holders();
+    let pairs: Vec<(&str, u64)> = holders.iter().map(|(w, n)| (w.as_str(), *n)).collect();
+    let file = words_file(&format!("selection-{method}.txt"), &pairs);
+    let devices: u64 = holders.iter().map(|h| h.1).sum();
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --mechanism {method} --epsilon 1 --delta 1e-6 \
+         --population words --expected-population {devices} --min-cohort 100 --json"
+    )));
+    assert!(
+        matches!(info.spec.kind, TaskKind::Histogram { .. }),
+        "{:?}",
+        info.spec.kind
+    );
+    let table =
+        String::from_utf8(tally(&format!("task status {analyst} {}", info.id)).stdout).unwrap();
+    for said in [
+        "relay forwards every report",
+        "not against the aggregator, which sees every report",
+    ] {
+        assert!(table.contains(said), "{table}");
+    }
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --batch 100 --json",
+        server.devices["words"],
+        file.display()
+    ));
+    assert_eq!(report["total"]["accepted"], devices, "{report}");
+    let federated = server.result(&info.id);
+    assert_eq!(federated["execution"], "federated");
+    assert_eq!(
+        server.as_offline(serde_json::to_value(&info.guarantee).unwrap()),
+        federated["guarantee"]
+    );
+    let offline = json(&format!(
+        "histogram --mechanism {method} --epsilon 1 --delta 1e-6 --input {} --seed 3 --json",
+        file.display()
+    ));
+    assert_same_document(
+        &federated,
+        &offline,
+        &[
+            &[INPUT, SEED, "execution", "items", "released_items"][..],
+            &FROM_ITEMS,
+        ]
+        .concat(),
+    );
+    assert_admissible_selection(&federated, method, &holders);
+    assert_admissible_selection(&offline, method, &holders);
+    federated
+}
+
+/// Asserts that `release`, a partition selection by `method` at (1, 1e-6) over devices of one
+/// item each held as `holders` says, is admissible at α ≤ 1e-6 under the calibration's law
+/// (`tally_accounting`'s `release_probability`): every item released with probability above
+/// `1 − α` is shown, none released with probability below `α` is (an item no device holds has
+/// probability 0), and every noisy count lies within the noise's two-sided `α` quantile of
+/// its item's count. Fails if the law makes no item certain and another impossible (the test
+/// would check nothing).
+fn assert_admissible_selection(release: &Value, method: &str, holders: &[(String, u64)]) {
+    use tally_accounting::Neighbours;
+    use tally_accounting::partition_selection::PartitionSelection;
+
+    let calibration =
+        PartitionSelection::calibrate(method.parse().unwrap(), 1.0, 1e-6, 1, Neighbours::AddRemove)
+            .unwrap();
+    let law = |word: &str| {
+        let count = holders.iter().find(|h| h.0 == word).map_or(0, |h| h.1);
+        (count, calibration.release_probability(count))
+    };
+    let shown: HashMap<String, Option<f64>> = release["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["item"].as_str().unwrap().to_owned(),
+                i["estimate"].as_f64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown.len() as u64,
+        release["released_items"].as_u64().unwrap()
+    );
+    assert!(law("heavy").1 > 1.0 - SELECTION_ALPHA && law("own-0").1 < SELECTION_ALPHA);
+    for (word, _) in holders {
+        let p = law(word).1;
+        if p > 1.0 - SELECTION_ALPHA {
+            assert!(
+                shown.contains_key(word),
+                "{method}: {word} missing: {release}"
+            );
+        }
+    }
+    // The noise's two-sided α quantile: discrete Laplace of scale b has P[|X| ≥ t] ≤
+    // 2·exp(−(t − 1)/b); a discrete Gaussian of σ, at most the continuous one's tail plus a
+    // lattice step, within 5.1σ + 1.
+    let parameters = &release["parameters"];
+    let tolerance = match method {
+        "laplace-threshold" => {
+            Some(1.0 + parameters["scale"].as_f64().unwrap() * (2.0 / SELECTION_ALPHA).ln())
+        }
+        "gaussian-threshold" => Some(1.0 + 5.1 * parameters["sigma"].as_f64().unwrap()),
+        _ => None,
+    };
+    for (word, estimate) in &shown {
+        let (count, p) = law(word);
+        assert!(
+            p >= SELECTION_ALPHA,
+            "{method}: {word} (p = {p:e}) shown: {release}"
+        );
+        match (tolerance, estimate) {
+            (Some(tolerance), Some(noisy)) => assert!(
+                (noisy - count as f64).abs() <= tolerance,
+                "{method}: {word} held by {count}, shown {noisy} (tolerance {tolerance})"
+            ),
+            (None, None) => {}
+            _ => panic!("{method}: {word}'s estimate {estimate:?}"),
+        }
+    }
+}
+
+/// `tally task create --mechanism laplace-threshold` over a fleet releases what `tally
+/// histogram --mechanism laplace-threshold` releases, as the law says.
+#[test]
+fn a_laplace_threshold_task_releases_what_the_offline_command_releases() {
+    let release = selection_task_matches_the_offline_command(&Server::start(), "laplace-threshold");
+    assert!(
+        release["parameters"]["scale"].as_f64().is_some(),
+        "{release}"
+    );
+}
+
+/// [`a_laplace_threshold_task_releases_what_the_offline_command_releases`] for the Gaussian
+/// threshold, through the relay, which forwards every report (no sampling coin).
+#[test]
+fn a_gaussian_threshold_task_through_the_relay_releases_what_the_offline_command_releases() {
+    let release =
+        selection_task_matches_the_offline_command(&Server::start_split(), "gaussian-threshold");
+    assert!(
+        release["parameters"]["sigma"].as_f64().is_some(),
+        "{release}"
+    );
+}
+
+/// [`a_laplace_threshold_task_releases_what_the_offline_command_releases`] for the truncated
+/// geometric, which releases keys alone.
+#[test]
+fn a_truncated_geometric_task_releases_what_the_offline_command_releases() {
+    let release =
+        selection_task_matches_the_offline_command(&Server::start(), "truncated-geometric");
+    let items = release["items"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["estimate"].is_null()), "{release}");
+}
+
+/// `tally task create` refuses a partition selection asked for what it cannot do: several
+/// items per device, sample-and-threshold's parameters or device-side coins, no `δ`; and the
+/// server refuses a population too small for a round to release (as for sample-and-threshold).
+#[test]
+fn a_partition_selection_task_is_refused_what_it_cannot_do() {
+    let create = "task create --server http://127.0.0.1:9 --epsilon 1 --population p \
+                  --expected-population 300";
+    let error = failure(&format!(
+        "{create} --mechanism laplace-threshold --delta 1e-6 --max-items-per-client 2"
+    ));
+    assert!(
+        error.contains("holds one item") && error.contains("tally histogram --mechanism"),
+        "{error}"
+    );
+    let error = failure(&format!(
+        "{create} --algorithm triehh++ --delta 1e-6 --max-items-per-client 1"
+    ));
+    assert!(
+        error.contains("--max-items-per-client applies to"),
+        "{error}"
+    );
+    let error = failure(&format!(
+        "{create} --mechanism gaussian-threshold --delta 1e-6 --threshold 20"
+    ));
+    assert!(
+        error.contains("calibrates its noise and threshold"),
+        "{error}"
+    );
+    let error = failure(&format!(
+        "{create} --mechanism truncated-geometric --delta 1e-6 --sampling device"
+    ));
+    assert!(error.contains("flips no sampling coin"), "{error}");
+    let output = tally(&format!("{create} --mechanism laplace-threshold"));
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(!output.status.success());
+    assert!(error.contains("--delta"), "{error}");
+    let server = Server::start();
+    for mechanism in ["sample-threshold", "laplace-threshold"] {
+        let error = failure(&format!(
+            "task create {} --mechanism {mechanism} --epsilon 1 --delta 1e-6 --population words \
+             --expected-population 10",
+            server.analyst
+        ));
+        assert!(
+            error.contains("expected_population (10) is below min_cohort (100)"),
+            "{mechanism}: {error}"
+        );
+    }
+}

@@ -14,7 +14,7 @@ pub use domain::{DomainHistogram, DomainMap, MessageCost, bucket};
 pub use gaussian::GaussianHistogram;
 pub use laplace::LaplaceHistogram;
 pub use partition_selection::{
-    PartitionSelection, SelectedItem, SelectionAggregator, SelectionRelease,
+    PartitionSelection, SelectedItem, SelectedKey, SelectionAggregator, SelectionRelease,
 };
 pub use round_plan::{RoundPlan, compose_sample_threshold_rounds, plan_rounds};
 pub use sample_and_threshold::{

@@ -40,6 +40,7 @@ mod fixed_batch;
 mod local_histogram;
 mod messages;
 mod searches;
+mod selection_round;
 mod shuffled;
 mod single_round;
 mod threshold_round;
@@ -59,6 +60,7 @@ pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use local_histogram::{LocalHistogramRound, LocalRandomizer};
 pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
 pub use searches::QuantileSearches;
+pub use selection_round::{ItemReport, PartitionSelectionRound, SelectedItems, SelectionCounts};
 pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;
 pub use threshold_round::{

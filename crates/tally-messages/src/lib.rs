@@ -42,6 +42,7 @@ pub mod split;
 use serde::{Deserialize, Serialize};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::partition_selection;
 use tally_accounting::sample_threshold::Analysis;
 
 pub use domain::{DomainHistogramMechanism, PublicDomain};
@@ -393,12 +394,43 @@ pub enum TreeReading {
     Quantiles(Vec<f64>),
 }
 
-/// The histogram mechanisms the federated runtime runs.
+/// The histogram mechanisms over the devices' items (an unknown domain) the federated runtime
+/// runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum HistogramMechanism {
     /// Sample-and-threshold: each device's own Poisson coin, a threshold in the aggregator.
     SampleThreshold,
+    /// Partition selection: every device reports its item, the aggregator adds discrete
+    /// Laplace noise to each item's count and releases the items whose noisy count passes a
+    /// threshold.
+    LaplaceThreshold,
+    /// As `laplace-threshold`, with discrete Gaussian noise.
+    GaussianThreshold,
+    /// Partition selection: every device reports its item, the aggregator releases each item
+    /// with the optimal probability of its count (keys only).
+    TruncatedGeometric,
+}
+
+impl HistogramMechanism {
+    /// The partition-selection method this mechanism is; `None` for sample-and-threshold.
+    pub fn selection(self) -> Option<partition_selection::Method> {
+        match self {
+            Self::SampleThreshold => None,
+            Self::LaplaceThreshold => Some(partition_selection::Method::LaplaceThreshold),
+            Self::GaussianThreshold => Some(partition_selection::Method::GaussianThreshold),
+            Self::TruncatedGeometric => Some(partition_selection::Method::TruncatedGeometric),
+        }
+    }
+
+    /// The mechanism of the partition-selection method `method`.
+    pub fn of_selection(method: partition_selection::Method) -> Self {
+        match method {
+            partition_selection::Method::LaplaceThreshold => Self::LaplaceThreshold,
+            partition_selection::Method::GaussianThreshold => Self::GaussianThreshold,
+            partition_selection::Method::TruncatedGeometric => Self::TruncatedGeometric,
+        }
+    }
 }
 
 /// The multi-round heavy-hitter algorithms the federated runtime runs.
@@ -578,6 +610,9 @@ pub enum Ask {
         /// The sampling rate `p_s`.
         sampling_rate: f64,
     },
+    /// Report your item, always: there is no coin (a partition selection, whose aggregator
+    /// adds the noise to the counts).
+    ItemReport {},
     /// Report the prefix of `word + '$'` that is `round · segment` characters long, with
     /// probability `sampling_rate`; with `live_parents` set, only when your shorter prefix is
     /// among them.

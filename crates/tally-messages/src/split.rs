@@ -122,7 +122,8 @@ impl crate::Ask {
             | Self::Prefix { sampling_rate, .. }
             | Self::Split { sampling_rate, .. }
             | Self::Bucket { sampling_rate, .. } => Some(*sampling_rate),
-            Self::PrefixBallot { .. }
+            Self::ItemReport {}
+            | Self::PrefixBallot { .. }
             | Self::DomainElement { .. }
             | Self::ShuffledGrr { .. }
             | Self::BalcerCheu { .. }

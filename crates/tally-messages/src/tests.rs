@@ -462,3 +462,33 @@ fn the_documented_examples_parse() {
     }
     assert!(checked >= 10, "only {checked} examples");
 }
+
+/// A partition-selection histogram and its ask are spelt as the protocol document says, the
+/// ask with no sampling rate (a relay forwards every report), and each mechanism names its
+/// method by the method's own name.
+#[test]
+fn a_partition_selection_task_and_its_ask_have_their_documented_spelling() {
+    let kind: TaskKind =
+        serde_json::from_str(r#"{"type": "histogram", "mechanism": "gaussian-threshold"}"#)
+            .unwrap();
+    assert_eq!(
+        kind,
+        TaskKind::Histogram {
+            mechanism: HistogramMechanism::GaussianThreshold,
+            sampling_rate: None,
+            threshold: None,
+        }
+    );
+    let ask: Ask = serde_json::from_str(r#"{"type": "item-report"}"#).unwrap();
+    assert_eq!(ask, Ask::ItemReport {});
+    assert_eq!(ask.sampling_rate(), None);
+    assert_eq!(HistogramMechanism::SampleThreshold.selection(), None);
+    for method in partition_selection::Method::ALL {
+        let mechanism = HistogramMechanism::of_selection(method);
+        assert_eq!(mechanism.selection(), Some(method));
+        assert_eq!(
+            serde_json::to_value(mechanism).unwrap(),
+            serde_json::json!(method.name())
+        );
+    }
+}

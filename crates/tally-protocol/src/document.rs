@@ -15,7 +15,7 @@ use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{
     OptPrefixTreeOutput, SegmentPolicy, Selection, TrieHhOutput, TrieNode, TrieOutput,
 };
-use tally_core::histogram::{PartitionSelection, SampleThreshold};
+use tally_core::histogram::{PartitionSelection, SampleThreshold, SelectedKey};
 use tally_core::ldp::UnaryVariant;
 use tally_core::quantiles::{HierarchicalRelease, TreeShape, ValueRange};
 use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleHeavyHitters};
@@ -515,6 +515,19 @@ pub fn partition_selection(
         seed,
         diagnosis: Some(diagnosis),
     }
+}
+
+/// The items a partition selection released, as a document lists them: the noisy count as
+/// the estimate for the noise-based methods, the key alone for the truncated geometric.
+pub fn selected_items<K: Into<String>>(selected: Vec<SelectedKey<K>>) -> Vec<ReleasedItem> {
+    selected
+        .into_iter()
+        .map(|item| ReleasedItem {
+            item: item.key.into(),
+            count: None,
+            estimate: item.noisy_count.map(|count| count as f64),
+        })
+        .collect()
 }
 
 /// How sample-and-threshold `mechanism` releases an item: one coin per contribution at its

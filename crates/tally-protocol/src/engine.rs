@@ -43,6 +43,7 @@ mod count_min_prefix_tree;
 mod domain;
 mod opt_prefix_tree;
 mod range_tree;
+mod selection;
 
 pub use domain::draw_public_coins;
 
@@ -85,6 +86,17 @@ pub trait TaskDefinition {
          The guarantee above is what it promises."
     }
 
+    /// Who flips the task's sampling coins, for people, when its spec says `sampling`.
+    fn sampling(&self, sampling: Sampling) -> String {
+        format!("by the {}", sampling.name())
+    }
+
+    /// What the aggregator sees and whom the guarantee holds against, for people, when the
+    /// guarantee's trust model does not say it all.
+    fn trust(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Calibrates the task `spec` asks for and computes its guarantee.
     ///
     /// # Errors
@@ -98,14 +110,21 @@ pub trait TaskDefinition {
 pub fn definition(kind: &TaskKind) -> Box<dyn TaskDefinition + '_> {
     match kind {
         TaskKind::Histogram {
-            mechanism: _,
+            mechanism,
             sampling_rate,
             threshold,
-        } => Box::new(HistogramTask {
-            sampling_rate: *sampling_rate,
-            threshold: *threshold,
-            publication: Publication::Histogram,
-        }),
+        } => match mechanism.selection() {
+            Some(method) => Box::new(selection::SelectionTask {
+                method,
+                sampling_rate: *sampling_rate,
+                threshold: *threshold,
+            }),
+            None => Box::new(HistogramTask {
+                sampling_rate: *sampling_rate,
+                threshold: *threshold,
+                publication: Publication::Histogram,
+            }),
+        },
         TaskKind::SingleRound {
             sampling_rate,
             threshold,

@@ -11,8 +11,8 @@ use tally_core::histogram::{DomainHistogram, SampleThresholdQuery};
 use tally_core::protocol::DomainElement;
 use tally_core::protocol::wire::{BoundedDomainQuery, DeviceResponder};
 use tally_core::protocol::{
-    BucketOfLevel, CoinHolder, LocalHistogramRound, LocalRandomizer, PrefixBallot, ReportFeature,
-    SampleThresholdAsk, SideOfSplit, WholeItem, WireReport,
+    BucketOfLevel, CoinHolder, ItemReport, LocalHistogramRound, LocalRandomizer, PrefixBallot,
+    ReportFeature, SampleThresholdAsk, SideOfSplit, WholeItem, WireReport,
 };
 use tally_core::quantiles::{TreeShape, ValueRange};
 use tally_core::shuffle::{
@@ -65,6 +65,15 @@ impl WireQuery for WholeItem {
 
     fn ask(&self, sampling_rate: f64) -> Ask {
         Ask::Item { sampling_rate }
+    }
+}
+
+impl PublishedQuery for ItemReport {
+    /// Never used: every item is admitted.
+    const REFUSAL: ErrorCode = ErrorCode::Malformed;
+
+    fn ask(&self) -> Ask {
+        Ask::ItemReport {}
     }
 }
 
@@ -296,6 +305,7 @@ impl AskResponder for Ask {
         }
         match self {
             Self::Item { sampling_rate } => ask(WholeItem, *sampling_rate, sampling),
+            Self::ItemReport {} => Ok(Arc::new(ItemReport)),
             Self::Prefix {
                 level,
                 segment,

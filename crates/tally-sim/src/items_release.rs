@@ -22,7 +22,7 @@ use tally_accounting::partition_selection::{Method, check_max_items};
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_core::histogram::{PartitionSelection, SampleThreshold};
 use tally_core::sampling::{SamplingKey, bound_items};
-use tally_messages::{HistogramRelease, ReleasedItem};
+use tally_messages::HistogramRelease;
 use tally_protocol::diagnosis::ReleaseRule;
 use tally_protocol::document;
 
@@ -173,9 +173,9 @@ pub struct ItemCounts {
 }
 
 impl ItemCounts {
-    /// The items' names, item `i` the `i`-th in increasing order, with their counts: the
-    /// order a partition selection draws its noise in, so that the same counts and seed give
-    /// the same release whatever the order of the rows.
+    /// The items' names, item `i` the `i`-th in increasing order, with their counts: the ids
+    /// sample-and-threshold's aggregator counts (a partition selection numbers them the same
+    /// way, in [`PartitionSelection::release_named`]).
     ///
     /// # Errors
     ///
@@ -361,21 +361,15 @@ fn selection_release(
     counted: &ItemCounts,
     options: &ItemsRelease,
 ) -> Result<HistogramRelease, Error> {
-    let names = counted.numbered()?;
-    let mut aggregator = selection.aggregator();
-    for (item, &(_, count)) in (0..).zip(&names) {
-        aggregator.absorb_many(item, count);
-    }
-    let release = aggregator.release(&mut stream(options.seed, Purpose::PartitionSelection, 0));
-    let items = release
-        .items
+    let counts = counted
+        .counts
         .iter()
-        .map(|selected| ReleasedItem {
-            item: names[selected.item as usize].0.to_owned(),
-            count: None,
-            estimate: selected.noisy_count.map(|count| count as f64),
-        })
-        .collect();
+        .map(|(name, &count)| (name.as_str(), count));
+    let release = selection.release_named(
+        counts,
+        &mut stream(options.seed, Purpose::PartitionSelection, 0),
+    )?;
+    let items = document::selected_items(release);
     Ok(options.document(
         counted,
         &document::selection_rule_of(selection),

@@ -401,6 +401,9 @@ pub(crate) fn uploads(
                 ask @ Ask::LocalReport { .. } => {
                     panic!("the crash tests run no local histogram: {ask:?}")
                 }
+                ask @ Ask::ItemReport {} => {
+                    panic!("the crash tests run no partition selection: {ask:?}")
+                }
             };
             Upload { token, report }
         })

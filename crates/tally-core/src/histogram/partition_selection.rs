@@ -203,3 +203,122 @@ impl SelectionAggregator {
         }
     }
 }
+
+/// One released item of a release over named counts ([`PartitionSelection::release_named`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SelectedKey<K> {
+    /// The item.
+    pub key: K,
+    /// Its noisy count, for the noise-based methods.
+    pub noisy_count: Option<i64>,
+}
+
+impl PartitionSelection {
+    /// The release of the items `counts` names, each with the number of clients that
+    /// contributed it (a key named twice counts the sum): every item numbered in increasing
+    /// order of its key and released by [`SelectionAggregator::release`] with draws from
+    /// `rng`, so the same counts and generator give the same release whatever the order of
+    /// `counts`. The release order is [`SelectionRelease::items`']. What the offline command
+    /// and a federated task's aggregator both release.
+    ///
+    /// # Privacy
+    ///
+    /// As [`SelectionAggregator::release`]: `rng` must be secret from everyone the guarantee
+    /// protects against, and every client must have contributed each key at most once and at
+    /// most as many keys as the selection was calibrated for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] past `u32::MAX` distinct items.
+    pub fn release_named<K: Ord, R: Rng + ?Sized>(
+        &self,
+        counts: impl IntoIterator<Item = (K, u64)>,
+        rng: &mut R,
+    ) -> Result<Vec<SelectedKey<K>>, Error> {
+        let mut summed = std::collections::BTreeMap::new();
+        for (key, count) in counts {
+            *summed.entry(key).or_insert(0_u64) += count;
+        }
+        if u32::try_from(summed.len()).is_err() {
+            return Err(Error::invalid(
+                "distinct items",
+                summed.len(),
+                "at most 2^32 - 1",
+            ));
+        }
+        let mut aggregator = self.aggregator();
+        for (item, &count) in (0..).zip(summed.values()) {
+            aggregator.absorb_many(item, count);
+        }
+        let release = aggregator.release(rng);
+        let mut keys: Vec<Option<K>> = summed.into_keys().map(Some).collect();
+        Ok(release
+            .items
+            .into_iter()
+            .map(|selected| SelectedKey {
+                // Unwrap safety: every released id numbers one key and is released once.
+                key: keys[selected.item as usize].take().expect("a released id"),
+                noisy_count: selected.noisy_count,
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha20Rng;
+
+    use super::*;
+
+    #[test]
+    fn named_counts_release_in_key_order_whatever_their_order() {
+        let selection = PartitionSelection::calibrate(
+            Method::LaplaceThreshold,
+            1.0,
+            1e-6,
+            1,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        let counts = [("pear", 40), ("apple", 500), ("fig", 1), ("kiwi", 300)];
+        let rng = || ChaCha20Rng::seed_from_u64(9);
+        let forward = selection.release_named(counts, &mut rng()).unwrap();
+        let mut reversed = counts;
+        reversed.reverse();
+        let backward = selection.release_named(reversed, &mut rng()).unwrap();
+        assert_eq!(forward, backward);
+        // The same draws as the aggregator over the keys numbered in increasing order.
+        let mut aggregator = selection.aggregator();
+        for (id, count) in [(0, 500), (1, 1), (2, 300), (3, 40)] {
+            aggregator.absorb_many(id, count);
+        }
+        let names = ["apple", "fig", "kiwi", "pear"];
+        let by_id: Vec<SelectedKey<&str>> = aggregator
+            .release(&mut rng())
+            .items
+            .into_iter()
+            .map(|item| SelectedKey {
+                key: names[item.item as usize],
+                noisy_count: item.noisy_count,
+            })
+            .collect();
+        assert_eq!(forward, by_id);
+        assert_eq!(forward[0].key, "apple");
+        assert!(forward.iter().all(|item| item.key != "fig"));
+        // A key named twice counts the sum.
+        let split = selection
+            .release_named(
+                [
+                    ("apple", 200),
+                    ("kiwi", 300),
+                    ("apple", 300),
+                    ("pear", 40),
+                    ("fig", 1),
+                ],
+                &mut rng(),
+            )
+            .unwrap();
+        assert_eq!(split, forward);
+    }
+}
