@@ -131,4 +131,5 @@ def plan_triehh_plus(
     levels: int,
     sampling_rate: float | None = None,
     threshold: int | None = None,
+    method: str = "tight",
 ) -> str: ...

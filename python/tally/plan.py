@@ -136,6 +136,7 @@ class TriePlusPlan:
     composition: str
     neighbours: str
     levels: int
+    method: str
     epsilon: float
     delta: float
     per_level: dict[str, float]
@@ -153,10 +154,12 @@ def triehh_plus(
     *,
     sampling_rate: float | None = None,
     threshold: int | None = None,
+    method: str = "tight",
 ) -> TriePlusPlan:
     """`tally plan triehh++`: per-level sample-and-threshold parameters whose `levels` rounds
-    compose tightly to `(epsilon, delta)` (add/remove neighbours): the largest rate for
-    `threshold` (26 if neither is given), the smallest threshold for `sampling_rate`, or the
-    composed ε of both."""
-    document = _plan_triehh_plus(epsilon, delta, levels, sampling_rate, threshold)
+    compose tightly to `(epsilon, delta)` (add/remove neighbours), as a TrieHH++ run chooses
+    them: the largest rate for `threshold`, the smallest threshold for `sampling_rate`, with
+    neither the threshold of the smallest count a level can show at (ε/levels, δ/levels) under
+    the analysis `method` and the largest rate for it, or the composed ε of both."""
+    document = _plan_triehh_plus(epsilon, delta, levels, sampling_rate, threshold, method)
     return TriePlusPlan(**json.loads(document))

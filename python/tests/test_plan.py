@@ -82,6 +82,7 @@ def test_errors_carry_the_cli_messages():
         ({"threshold": 30}, ("--threshold", "30")),
         ({"sampling_rate": 0.05}, ("--sampling-rate", "0.05")),
         ({"sampling_rate": 0.05, "threshold": 30}, ("--sampling-rate", "0.05", "--threshold", "30")),
+        ({"method": "exact"}, ("--method", "exact")),
     ],
 )
 def test_triehh_plus_equals_the_cli(given, flags):

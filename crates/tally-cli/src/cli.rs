@@ -913,14 +913,19 @@ pub(crate) struct PlanTrieArgs {
     /// Number of levels L (S&T rounds over the same clients).
     #[arg(long)]
     pub(crate) levels: u64,
-    /// Per-level threshold τ; alone, the sampling rate is then the largest that fits [default:
-    /// 26 unless --sampling-rate is given].
+    /// Per-level threshold τ; alone, the sampling rate is then the largest that fits. Without
+    /// it or --sampling-rate, the threshold is that of the smallest count a level can show at
+    /// (ε/L, δ/L), as `tally heavy-hitters --algorithm triehh++` chooses it.
     #[arg(long)]
     pub(crate) threshold: Option<u64>,
     /// Per-level sampling rate p_s; alone, the threshold is then the smallest that fits; with
     /// --threshold, the composed ε at δ is reported.
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) sampling_rate: Option<f64>,
+    /// The analysis of each level, as `tally heavy-hitters --method` takes it (it sets the
+    /// threshold when neither --threshold nor --sampling-rate is given).
+    #[arg(long, value_enum, default_value = "tight")]
+    pub(crate) method: Method,
     /// Characters added per level G, for the report's prediction on a population (as
     /// `tally heavy-hitters --segment`).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), requires = "report")]

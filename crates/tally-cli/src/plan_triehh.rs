@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Result;
+use tally_accounting::sample_threshold::Analysis;
 use tally_cli::triehh_plus_report::{self, KnownWords, SweepTarget};
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
 use tally_sim::CountedPopulation;
@@ -18,6 +19,7 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
         args.epsilon,
         args.delta,
         args.levels,
+        Analysis::from(args.method),
         args.sampling_rate,
         args.threshold,
     )?;
@@ -38,6 +40,7 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
                 format!("{:.6}", plan.params.sampling_rate()),
             ),
             ("threshold", plan.params.threshold().to_string()),
+            ("analysis of a level", plan.analysis.name().to_owned()),
             (
                 "composed epsilon",
                 format!("{:.6} at delta {delta:e}", plan.composed_epsilon),

@@ -275,6 +275,7 @@ fn sweep(
                     epsilon,
                     plan.delta,
                     plan.levels,
+                    plan.analysis,
                     target.sampling_rate,
                     target.threshold,
                 )

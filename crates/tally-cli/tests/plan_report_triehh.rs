@@ -53,15 +53,18 @@ fn report_is_written_with_its_figures_and_numbers() {
     let sweep = report["population"]["sweep"].as_array().unwrap();
     assert_eq!(sweep.len(), 6);
     assert!(sweep.iter().all(|p| p["top"] == 8));
-    // Recall grows with ε.
+    // Recall grows with ε, up to a hair near 1: each ε gets its own threshold (that of the
+    // smallest count a level can show, as the run chooses it), and a pair with a smaller
+    // releasable count can find a frequent word with a little less probability.
     let recalls: Vec<f64> = sweep
         .iter()
         .map(|p| p["recall"].as_f64().unwrap())
         .collect();
     assert!(
-        recalls.windows(2).all(|w| w[0] <= w[1] + 1e-12),
+        recalls.windows(2).all(|w| w[0] <= w[1] + 1e-5),
         "{recalls:?}"
     );
+    assert!(recalls[0] < 0.5 && recalls[5] > 0.999, "{recalls:?}");
     assert_eq!(
         report["population"]["top_words"].as_array().unwrap().len(),
         8

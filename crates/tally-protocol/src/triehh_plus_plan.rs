@@ -2,14 +2,14 @@
 //! tightly to a target `(ε, δ)`.
 
 use serde_json::{Value, json};
-use tally_accounting::composition::compose_basic;
+use tally_accounting::Neighbours;
+use tally_accounting::composition::{Composition, compose_basic};
 use tally_accounting::sample_threshold::{
-    MAX_TIGHT_ROUNDS, SampleThresholdParams, TIGHT_STEP, tight_max_sampling_rate,
-    tight_min_threshold,
+    Analysis, MAX_TIGHT_ROUNDS, PlanTarget, SampleThresholdParams, TIGHT_STEP,
 };
+use tally_core::histogram::plan_rounds;
 
-/// The threshold used when neither it nor the sampling rate is given.
-pub const DEFAULT_THRESHOLD: u64 = 26;
+use crate::plan_document;
 
 /// A TrieHH++ plan: one level's parameters and what `levels` of them compose to.
 #[derive(Clone, Debug)]
@@ -20,6 +20,9 @@ pub struct TriePlusPlan {
     pub delta: f64,
     /// The number of levels (S&T rounds over the same clients).
     pub levels: u64,
+    /// The analysis of each level (it sets the threshold when neither the rate nor the
+    /// threshold is given).
+    pub analysis: Analysis,
     /// Each level's sampling rate and threshold.
     pub params: SampleThresholdParams,
     /// The ε the levels compose to at `delta` (tight composition).
@@ -28,7 +31,8 @@ pub struct TriePlusPlan {
     /// at `δ/L` (its infinite-loss mass exceeds `δ/L`, while the levels' joint mass stays
     /// within `δ`).
     pub basic_epsilon: Option<f64>,
-    /// What was solved for: `"sampling_rate"`, `"threshold"` or `"epsilon"`.
+    /// What was solved for: `"sampling_rate"`, `"threshold"`, `"sampling_rate,threshold"` or
+    /// `"epsilon"`.
     pub solved_for: &'static str,
 }
 
@@ -44,12 +48,18 @@ pub enum TriePlusPlanError {
     /// The accountant rejected the request.
     #[error(transparent)]
     Accounting(#[from] tally_accounting::Error),
+    /// The levels' calibration rejected the request.
+    #[error(transparent)]
+    Calibration(#[from] tally_core::Error),
 }
 
 impl TriePlusPlan {
-    /// Solves for what is not given: the largest rate for `threshold` (default
-    /// [`DEFAULT_THRESHOLD`]), the smallest threshold for `sampling_rate`, or the composed ε of
-    /// both.
+    /// Solves for what is not given, as a TrieHH++ run (`tally heavy-hitters --algorithm
+    /// triehh++`, `tally task create --algorithm triehh++`) calibrates its levels with tight
+    /// composition and add/remove neighbours ([`plan_rounds`]): the largest rate for
+    /// `threshold`, the smallest threshold for `sampling_rate`, and with neither the threshold
+    /// of the smallest releasable count at `(ε/L, δ/L)` under `analysis` with the largest rate
+    /// for it. With both, the composed ε of the pair is reported (a run takes one of them).
     ///
     /// # Errors
     ///
@@ -58,32 +68,27 @@ impl TriePlusPlan {
         epsilon: f64,
         delta: f64,
         levels: u64,
+        analysis: Analysis,
         sampling_rate: Option<f64>,
         threshold: Option<u64>,
     ) -> Result<Self, TriePlusPlanError> {
-        let (params, solved_for) = match (sampling_rate, threshold) {
-            (Some(rate), Some(threshold)) => {
-                (SampleThresholdParams::new(rate, threshold)?, "epsilon")
-            }
-            (Some(rate), None) => (
-                SampleThresholdParams::new(
-                    rate,
-                    tight_min_threshold(epsilon, delta, levels, rate)?,
-                )?,
-                "threshold",
-            ),
-            (None, threshold) => {
-                let threshold = threshold.unwrap_or(DEFAULT_THRESHOLD);
-                let rate = tight_max_sampling_rate(epsilon, delta, levels, threshold)?;
-                (
-                    SampleThresholdParams::new(rate, threshold)?,
-                    "sampling_rate",
-                )
-            }
-        };
         if !(1..=MAX_TIGHT_ROUNDS).contains(&levels) {
             return Err(TriePlusPlanError::Levels { levels });
         }
+        let target = match (sampling_rate, threshold) {
+            (Some(rate), Some(threshold)) => Err(SampleThresholdParams::new(rate, threshold)?),
+            (Some(rate), None) => Ok(PlanTarget::SamplingRate(rate)),
+            (None, Some(threshold)) => Ok(PlanTarget::Threshold(threshold)),
+            (None, None) => Ok(PlanTarget::MinReleasedCount),
+        };
+        // Both given: the pair is evaluated; otherwise solved as the run solves it.
+        let (params, solved_for) = match target {
+            Ok(target) => (
+                per_level_params(epsilon, delta, levels, analysis, target)?,
+                plan_document::solved_for(target).0,
+            ),
+            Err(given) => (given, "epsilon"),
+        };
         // One level's loss pair, built once: composed over the levels (as
         // `tight_rounds_epsilon` does), and alone at δ/L for the same levels by basic
         // composition, each level's own (ε, δ/L) summed.
@@ -100,6 +105,7 @@ impl TriePlusPlan {
             epsilon,
             delta,
             levels,
+            analysis,
             params,
             composed_epsilon,
             basic_epsilon,
@@ -119,6 +125,7 @@ impl TriePlusPlan {
             "composition": "tight",
             "neighbours": "add-remove",
             "levels": self.levels,
+            "method": self.analysis.name(),
             "epsilon": self.epsilon,
             "delta": self.delta,
             "per_level": {
@@ -132,4 +139,25 @@ impl TriePlusPlan {
             "solved_for": self.solved_for,
         })
     }
+}
+
+/// One level's parameters for `target`, as a TrieHH++ run with tight composition over
+/// add/remove neighbours calibrates them (`levels` within `1..=MAX_TIGHT_ROUNDS`).
+fn per_level_params(
+    epsilon: f64,
+    delta: f64,
+    levels: u64,
+    analysis: Analysis,
+    target: PlanTarget,
+) -> Result<SampleThresholdParams, tally_core::Error> {
+    let plan = plan_rounds(
+        epsilon,
+        delta,
+        levels as usize,
+        Composition::Tight,
+        target,
+        analysis,
+        Neighbours::AddRemove,
+    )?;
+    Ok(*plan.per_round.params())
 }

@@ -375,15 +375,17 @@ fn plan_compose(
 
 /// `tally plan triehh++ --json`.
 #[pyfunction]
-#[pyo3(signature = (epsilon, delta, levels, sampling_rate=None, threshold=None))]
+#[pyo3(signature = (epsilon, delta, levels, sampling_rate=None, threshold=None, method="tight"))]
 fn plan_triehh_plus(
     epsilon: f64,
     delta: f64,
     levels: u64,
     sampling_rate: Option<f64>,
     threshold: Option<u64>,
+    method: &str,
 ) -> PyResult<String> {
-    let plan = TriePlusPlan::solve(epsilon, delta, levels, sampling_rate, threshold)
+    let analysis = method.parse::<Analysis>().map_err(value_error)?;
+    let plan = TriePlusPlan::solve(epsilon, delta, levels, analysis, sampling_rate, threshold)
         .map_err(value_error)?;
     Ok(plan.document().to_string())
 }
