@@ -318,6 +318,45 @@ fn parse<T: serde::de::DeserializeOwned>(value: Value) -> T {
     serde_json::from_value(value).unwrap()
 }
 
+/// `tally task create` calibrates a task as `tally plan` plans it for the same inputs: the
+/// task's guarantee, which the server computes from the parameters it chose, is the plan's,
+/// for TrieHH++ (`tally plan triehh++`), a sample-and-threshold histogram (`tally plan
+/// sample-threshold`) and hierarchical quantiles (`tally plan quantiles`).
+#[test]
+fn a_task_is_calibrated_as_its_planner_plans_it() {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let create = |options: String, population: &str| {
+        json(&format!(
+            "task create {analyst} {options} --population {population} \
+             --expected-population 1000 --json"
+        ))
+    };
+    let privacy = "--epsilon 1 --delta 1e-8";
+    let plan = json(&format!("plan triehh++ {privacy} --levels 10 --json"));
+    let task = create(
+        format!("--algorithm triehh++ {privacy} --levels 10"),
+        "words",
+    );
+    assert_eq!(
+        task["guarantee"]["epsilon"], plan["composed_epsilon"],
+        "{task}"
+    );
+    let plan = json(&format!("plan sample-threshold {privacy} --json"));
+    let task = create(format!("--mechanism sample-threshold {privacy}"), "test");
+    assert_eq!(task["guarantee"]["epsilon"], plan["epsilon"], "{task}");
+    assert_eq!(task["guarantee"]["delta"], plan["achieved_delta"], "{task}");
+    let plan = json(&format!("plan quantiles {privacy} --levels 4 --json"));
+    let task = create(
+        format!(
+            "--algorithm hierarchical-quantiles {privacy} --levels 4 --min 0 --max 1 \
+             --quantiles 0.5"
+        ),
+        "numbers",
+    );
+    assert_eq!(task["guarantee"], plan["guarantee"], "{task}");
+}
+
 #[test]
 fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
     let server = Server::start();

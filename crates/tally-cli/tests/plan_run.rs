@@ -3,8 +3,10 @@
 //! sample-threshold` and `tally histogram` and `tally heavy-hitters --algorithm single-round`;
 //! `tally plan histogram` (with and without `--mechanism`) and `tally histogram`; `tally plan
 //! shuffle` and `tally histogram --mechanism shuffled-grr`; `tally plan quantiles` and `tally
-//! range`. (`tally plan quantiles` against `tally quantiles` is in `plan_quantiles.rs`, and
-//! `tally task create` against the offline commands, parameters included, in `federated.rs`.)
+//! range`. (`tally plan quantiles` against `tally quantiles` is in `plan_quantiles.rs`; `tally
+//! task create` against the planners is `a_task_is_calibrated_as_its_planner_plans_it` in
+//! `federated.rs`, beside the tests that a task's release, parameters included, is the offline
+//! command's.)
 
 #[allow(dead_code)] // `failure` is not needed here.
 mod common;
