@@ -12,7 +12,7 @@ use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 use tally_accounting::shuffle::ShuffleBound;
 use tally_accounting::{ErrorLaw, EstimateError, Guarantee, Neighbours, TrustModel};
 use tally_core::histogram::{DomainHistogram, DomainMap, MessageCost};
-use tally_messages::{DomainHistogramMechanism, PrivacyTarget};
+use tally_messages::{DomainHistogramMechanism, GuaranteeBody, PrivacyTarget};
 use tally_protocol::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration,
 };
@@ -509,12 +509,7 @@ impl MechanismPlan {
             Self::Calibrated(c) => json!({
                 "mechanism": c.mechanism.name(),
                 "model": c.guarantee.model.name(),
-                "guarantee": {
-                    "epsilon": c.guarantee.epsilon,
-                    "delta": c.guarantee.delta,
-                    "neighbours": c.guarantee.neighbours.to_string(),
-                    "analysis": c.guarantee.analysis,
-                },
+                "guarantee": GuaranteeBody::from(&c.guarantee),
                 "local_epsilon": c.local_guarantee.as_ref().map(|g| g.epsilon),
                 "messages_per_client": c.cost.map(|c| c.messages_per_client),
                 "bits_per_message": c.cost.map(|c| c.bits_per_message),

@@ -148,9 +148,7 @@ fn plan_histogram_calibrates_each_mechanism_as_histogram_runs_it() {
             ],
             &options,
         );
-        let (planned, ran) = (&plan["guarantee"], &run["guarantee"]);
-        assert_fields_equal(planned, ran, &["epsilon", "delta", "neighbours"], &options);
-        assert_eq!(planned["analysis"], ran["method"], "{options}");
+        assert_eq!(plan["guarantee"], run["guarantee"], "{options}");
     }
 }
 
