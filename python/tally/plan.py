@@ -145,6 +145,7 @@ class TriePlusPlan:
     basic_composition_epsilon: float | None
     grid_step: float
     solved_for: str
+    explanation: str
 
 
 def triehh_plus(

@@ -52,7 +52,7 @@ pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
                     |e| format!("{e:.6} (each level at delta/L, summed)"),
                 ),
             ),
-            ("solved for", plan.solved_for.to_owned()),
+            ("solved for", plan.explanation.to_owned()),
         ],
     )?;
     Ok(())

@@ -34,6 +34,8 @@ pub struct TriePlusPlan {
     /// What was solved for: `"sampling_rate"`, `"threshold"`, `"sampling_rate,threshold"` or
     /// `"epsilon"`.
     pub solved_for: &'static str,
+    /// What was solved for, in words.
+    pub explanation: &'static str,
 }
 
 /// Errors of [`TriePlusPlan::solve`].
@@ -82,12 +84,15 @@ impl TriePlusPlan {
             (None, None) => Ok(PlanTarget::MinReleasedCount),
         };
         // Both given: the pair is evaluated; otherwise solved as the run solves it.
-        let (params, solved_for) = match target {
+        let (params, (solved_for, explanation)) = match target {
             Ok(target) => (
                 per_level_params(epsilon, delta, levels, analysis, target)?,
-                plan_document::solved_for(target).0,
+                solved_for(target),
             ),
-            Err(given) => (given, "epsilon"),
+            Err(given) => (
+                given,
+                ("epsilon", "the ε the given pair's levels compose to at δ"),
+            ),
         };
         // One level's loss pair, built once: composed over the levels (as
         // `tight_rounds_epsilon` does), and alone at δ/L for the same levels by basic
@@ -110,6 +115,7 @@ impl TriePlusPlan {
             composed_epsilon,
             basic_epsilon,
             solved_for,
+            explanation,
         })
     }
 
@@ -137,6 +143,7 @@ impl TriePlusPlan {
             "basic_composition_epsilon": self.basic_epsilon,
             "grid_step": TIGHT_STEP,
             "solved_for": self.solved_for,
+            "explanation": self.explanation,
         })
     }
 }
@@ -160,4 +167,18 @@ fn per_level_params(
         Neighbours::AddRemove,
     )?;
     Ok(*plan.per_round.params())
+}
+
+/// What the plan solved for at `target` and why, as [`plan_document::solved_for`] says it
+/// for one round, but for the levels' own choice with neither the rate nor the threshold.
+fn solved_for(target: PlanTarget) -> (&'static str, &'static str) {
+    let (key, one_round) = plan_document::solved_for(target);
+    let why = match target {
+        PlanTarget::MinReleasedCount => {
+            "the threshold of the smallest count a level can show at (ε/L, δ/L), and the \
+             largest rate at which the levels compose within (ε, δ)"
+        }
+        _ => one_round,
+    };
+    (key, why)
 }
