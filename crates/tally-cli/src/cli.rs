@@ -827,8 +827,9 @@ pub(crate) struct PlanHistogramArgs {
     /// it, the planner chooses over clients of several items: every mechanism `tally
     /// histogram --max-items-per-client K` runs (sample-threshold, laplace-threshold,
     /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client
-    /// of --input/--dataset/--synthetic, predicts the released items on that data and
-    /// recommends one.
+    /// of --input/--dataset/--synthetic, predicts the released items on that data and the
+    /// expected error of a released item's estimate (against the clients holding it, what K
+    /// drops included; the truncated geometric shows no count), and recommends one.
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<DomainHistogramMechanism>,
     #[command(flatten)]

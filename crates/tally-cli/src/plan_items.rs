@@ -4,7 +4,7 @@
 
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
-use tally_sim::items_plan::{HeldItems, ItemsTarget, plan_items};
+use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsTarget, plan_items};
 
 use crate::cli::{InputArgs, PlanHistogramArgs};
 use crate::histogram::load_keyed_population;
@@ -39,20 +39,21 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
         return Ok(print_json(&document)?);
     }
     println!(
-        "{:>4}  {:<20}  {:>14}  {:>18}",
-        "k", "mechanism", "50% released at", "expected released"
+        "{:>4}  {:<20}  {:>15}  {:>17}  {:>18}",
+        "k", "mechanism", "50% released at", "expected released", "error if released"
     );
     for (i, setting) in plan.settings.iter().enumerate() {
         let mark = if i == plan.recommended { " *" } else { "" };
         match &setting.outcome {
             Ok(predicted) => println!(
-                "{:>4}  {:<20}  {:>14}  {:>18.1}{mark}",
+                "{:>4}  {:<20}  {:>15}  {:>17.1}  {:>18}{mark}",
                 setting.max_items,
                 setting.name(),
                 predicted
                     .half_release_point
                     .map_or_else(|| "never".to_owned(), |c| format!("{c} clients")),
-                predicted.expected_released
+                predicted.expected_released,
+                predicted.error.describe()
             ),
             Err(error) => println!(
                 "{:>4}  {:<20}  not calibrated: {error}",
@@ -83,6 +84,13 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
                 "expected released",
                 format!("{:.1} items", best.expected_released()),
             ),
+            (
+                "error if released",
+                best.outcome
+                    .as_ref()
+                    .map_or_else(|_| "none".to_owned(), |p| p.error.describe()),
+            ),
+            ("error is", ERROR_DEFINITION.to_owned()),
             ("why", plan.why(&held)),
             ("run", command),
         ],

@@ -225,9 +225,39 @@ fn plan_chooses_the_mechanism_and_k_on_per_speaker_shakespeare() {
         "{command}"
     );
     let why = chosen["why"].as_str().expect("why");
-    for words in ["never shown", "aggregator sees", "noise"] {
+    for words in [
+        "never shown",
+        "aggregator sees",
+        "noise",
+        "expected to be off by",
+    ] {
         assert!(why.contains(words), "{why}");
     }
+    // Every setting states its error: none for the truncated geometric, which shows no count,
+    // and for the others an error that the bound k drops less of as k grows.
+    for setting in settings {
+        let error = &setting["error"];
+        if setting["mechanism"] == "truncated-geometric" {
+            assert_eq!(error["kind"], "no count", "{setting}");
+        } else if setting["expected_released_items"].as_f64().expect("count") > 0.0 {
+            let relative = error["expected_relative_error"].as_f64().expect("relative");
+            assert!(relative > 0.0, "{setting}");
+        }
+    }
+    assert_eq!(chosen["error"]["kind"], "estimates");
+    let absolute = chosen["error"]["expected_absolute_error"]
+        .as_f64()
+        .expect("absolute");
+    assert!(
+        why.contains(&format!("off by {absolute:.1} clients")),
+        "{why}"
+    );
+    assert!(
+        document["error_definition"]
+            .as_str()
+            .expect("definition")
+            .contains("weighted by their probability of release")
+    );
 }
 
 #[test]
