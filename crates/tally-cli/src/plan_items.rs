@@ -9,6 +9,7 @@ use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsTarget, plan_items
 use crate::cli::{InputArgs, PlanHistogramArgs};
 use crate::histogram::load_keyed_population;
 use crate::output::{Stage, print_fields, print_json};
+use crate::plan_items_page;
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     refuse_options(args)?;
@@ -25,17 +26,28 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
         neighbours: Neighbours::from(args.privacy.neighbours),
     };
     let stage = Stage::start("loading the population");
-    let population = load_keyed_population(&input, None, false, 0)?;
+    let population = load_keyed_population(
+        &input,
+        args.report.format,
+        false,
+        args.report.population_seed,
+    )?;
     stage.next(format!("predicting over {} clients", population.len()));
     let held = HeldItems::new(&population);
     let plan = plan_items(&held, target);
     drop(stage);
     let best = plan.recommendation();
     let command = command(&input, best.name(), best.max_items, args);
+    let mut document = plan.document(&held, target);
+    document["input"] = population.source().into();
+    document["recommendation"]["command"] = command.clone().into();
+    if let Some(dir) = &args.report.report {
+        plan_items_page::write(&plan, &held, &document, dir)?;
+    }
     if args.privacy.json {
-        let mut document = plan.document(&held, target);
-        document["input"] = population.source().into();
-        document["recommendation"]["command"] = command.into();
+        if let Some(dir) = &args.report.report {
+            eprintln!("report: {}", dir.join("index.html").display());
+        }
         return Ok(print_json(&document)?);
     }
     println!(
@@ -95,6 +107,9 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
             ("run", command),
         ],
     )?;
+    if let Some(dir) = &args.report.report {
+        println!("report: {}", dir.join("index.html").display());
+    }
     Ok(())
 }
 
@@ -126,10 +141,10 @@ fn refuse_options(args: &PlanHistogramArgs) -> Result<()> {
              or give --mechanism"
         );
     }
-    if args.report.report.is_some() {
+    if args.report.top != crate::cli::DEFAULT_TOP {
         bail!(
-            "--report draws a --mechanism over a public domain; without --mechanism the \
-             planner prints its choice as a table, or as JSON with --json: drop --report"
+            "--top is the recall@k of a public-domain --mechanism's report; the chooser's \
+             report predicts the released items and their error: drop --top"
         );
     }
     if !matches!(args.privacy.method, crate::cli::Method::Tight) {

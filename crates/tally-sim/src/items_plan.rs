@@ -75,6 +75,13 @@ impl HeldItems {
         self.per_client.iter().copied().max().unwrap_or(0)
     }
 
+    /// The mean over the clients of the number of distinct items each contributes at `k`,
+    /// `min(m, k)`: the reports a client sends before any sampling.
+    pub fn mean_contributed(&self, k: u64) -> f64 {
+        let total: u64 = self.per_client.iter().map(|&m| m.min(k)).sum();
+        total as f64 / self.clients().max(1) as f64
+    }
+
     /// The number of clients holding more than `k` distinct items (who lose some at `k`).
     pub fn clients_over(&self, k: u64) -> u64 {
         self.per_client.iter().filter(|&&m| m > k).count() as u64
