@@ -231,6 +231,181 @@ fn thresholded_binomial(count: u64, clients: u64, p: f64) -> EstimateError {
     }
 }
 
+/// How a release over an unknown domain estimates the count of an item that `c` clients
+/// contributed, and when it shows the item (docs/privacy/partition-selection.md, "The error
+/// of a released estimate"). The truncated-geometric selection shows no count and has no
+/// entry here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ThresholdedEstimate {
+    /// `c + X`, `X` discrete Laplace of scale `t` (`P[X = x] ∝ e^{−|x|/t}`), shown when
+    /// `c + X ≥ T`.
+    DiscreteLaplace {
+        /// The scale `t > 0`.
+        scale: f64,
+        /// The threshold `T`.
+        threshold: u64,
+    },
+    /// `c + X`, `X` discrete Gaussian (`P[X = x] ∝ e^{−x²/(2σ²)}`), shown when `c + X ≥ T`.
+    DiscreteGaussian {
+        /// The variance parameter `σ² > 0`.
+        sigma2: f64,
+        /// The threshold `T`.
+        threshold: u64,
+    },
+    /// Sample-and-threshold: each contribution is sent with probability `p`, the item is
+    /// shown when its sent count `S ~ Bin(c, p)` reaches `τ`, with the estimate `S/p`.
+    Sampled {
+        /// The sampling rate `p ∈ (0, 1]`.
+        rate: f64,
+        /// The threshold `τ`.
+        threshold: u64,
+    },
+}
+
+impl ThresholdedEstimate {
+    /// The evaluator of [`ShownError::expected_absolute_error`] for this law (the discrete
+    /// Gaussian's tails tabulated once).
+    pub fn shown_error(&self) -> ShownError {
+        ShownError(match *self {
+            Self::DiscreteLaplace { scale, threshold } => Prepared::Laplace { scale, threshold },
+            Self::DiscreteGaussian { sigma2, threshold } => Prepared::Gaussian {
+                tails: GaussianTails::new(sigma2),
+                threshold,
+            },
+            Self::Sampled { rate, threshold } => Prepared::Sampled { rate, threshold },
+        })
+    }
+}
+
+/// `E[|estimate − truth| · 1{shown}]` of a [`ThresholdedEstimate`], for an item `c` clients
+/// contributed and `truth` clients hold.
+#[derive(Clone, Debug)]
+pub struct ShownError(Prepared);
+
+/// A [`ThresholdedEstimate`] ready to evaluate.
+#[derive(Clone, Debug)]
+enum Prepared {
+    Laplace {
+        scale: f64,
+        threshold: u64,
+    },
+    Gaussian {
+        tails: GaussianTails,
+        threshold: u64,
+    },
+    Sampled {
+        rate: f64,
+        threshold: u64,
+    },
+}
+
+impl ShownError {
+    /// `E[|estimate − truth| · 1{shown}]` when `contributed` clients sent the item and
+    /// `truth` hold it (the error counts what bounding each client's items dropped, too); 0
+    /// when none contributed (the item is never shown). Dividing by `P[shown]` gives the
+    /// expected error of the estimate given that it is shown.
+    pub fn expected_absolute_error(&self, contributed: u64, truth: u64) -> f64 {
+        if contributed == 0 {
+            return 0.0;
+        }
+        match &self.0 {
+            &Prepared::Laplace { scale, threshold } => {
+                noisy_count_error(contributed, truth, threshold, |x| laplace_tail(scale, x))
+            }
+            Prepared::Gaussian { tails, threshold } => {
+                noisy_count_error(contributed, truth, *threshold, |x| tails.at(x))
+            }
+            &Prepared::Sampled { rate, threshold } => {
+                let (start, masses) = binomial_window(contributed, rate);
+                (start..)
+                    .zip(&masses)
+                    .filter(|&(sent, _)| sent >= threshold)
+                    .map(|(sent, mass)| mass * (sent as f64 / rate - truth as f64).abs())
+                    .sum()
+            }
+        }
+    }
+}
+
+/// `E[|c + X − n| · 1{c + X ≥ T}]` for integer noise `X` whose upper tails are
+/// `tail(x) = (P[X ≥ x], E[X · 1{X ≥ x}])`: with `l = T − c` and `y = n − c`, the part at
+/// or above `max(l, y)` and the part in `[l, y)`.
+fn noisy_count_error(
+    count: u64,
+    truth: u64,
+    threshold: u64,
+    tail: impl Fn(i64) -> (f64, f64),
+) -> f64 {
+    let low = threshold as i64 - count as i64;
+    let target = truth as i64 - count as i64;
+    let y = target as f64;
+    let split = low.max(target);
+    let (mass, first) = tail(split);
+    let above = first - y * mass;
+    let below = if low < target {
+        let (mass_low, first_low) = tail(low);
+        let (mass_y, first_y) = tail(target);
+        y * (mass_low - mass_y) - (first_low - first_y)
+    } else {
+        0.0
+    };
+    (above + below).max(0.0)
+}
+
+/// `(P[X ≥ x], E[X · 1{X ≥ x}])` for `X` discrete Laplace of scale `t`, `q = e^{−1/t}`: for
+/// `x ≥ 1`, `q^x/(1 + q)` and `q^x (x(1 − q) + q)/((1 + q)(1 − q))`; for `x ≤ 0`, by
+/// symmetry, `1 − P[X ≥ 1 − x]` and `E[X · 1{X ≥ 1 − x}]` (`E[X] = 0`).
+fn laplace_tail(scale: f64, x: i64) -> (f64, f64) {
+    let upper = |x: i64| {
+        let x = x as f64;
+        let q = (-1.0 / scale).exp();
+        let one_minus_q = -(-1.0 / scale).exp_m1();
+        let qx = (-x / scale).exp();
+        (
+            qx / (1.0 + q),
+            qx * (x * one_minus_q + q) / ((1.0 + q) * one_minus_q),
+        )
+    };
+    if x >= 1 {
+        upper(x)
+    } else {
+        let (mass, first) = upper(1 - x);
+        (1.0 - mass, first)
+    }
+}
+
+/// The upper tails `(P[X ≥ x], E[X · 1{X ≥ x}])` of `X ~ N_Z(0, σ²)` over `|x| ≤ 12σ + 12`
+/// (the mass beyond is below `e^{−70}`), normalised over that window.
+#[derive(Clone, Debug)]
+struct GaussianTails {
+    reach: i64,
+    mass: Vec<f64>,
+    first: Vec<f64>,
+}
+
+impl GaussianTails {
+    fn new(sigma2: f64) -> Self {
+        let reach = (TAIL_WIDTHS * (sigma2.sqrt() + 1.0)).ceil() as i64;
+        let weights: Vec<f64> = (-reach..=reach)
+            .map(|x| (-(x * x) as f64 / (2.0 * sigma2)).exp())
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut mass = vec![0.0; weights.len() + 1];
+        let mut first = vec![0.0; weights.len() + 1];
+        for (i, w) in weights.iter().enumerate().rev() {
+            let x = i as i64 - reach;
+            mass[i] = mass[i + 1] + w / total;
+            first[i] = first[i + 1] + x as f64 * w / total;
+        }
+        Self { reach, mass, first }
+    }
+
+    fn at(&self, x: i64) -> (f64, f64) {
+        let index = (x.clamp(-self.reach, self.reach + 1) + self.reach) as usize;
+        (self.mass[index], self.first[index])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +438,28 @@ mod tests {
                 (fast - slow).abs() <= 1e-10 * slow,
                 "{parts:?}: {fast} vs {slow}"
             );
+        }
+    }
+
+    #[test]
+    fn laplace_tails_in_closed_form_match_their_sums() {
+        for scale in [0.7_f64, 3.0, 25.0] {
+            let q = (-1.0 / scale).exp();
+            let reach = (80.0 * scale) as i64 + 50;
+            let pmf = |x: i64| (1.0 - q) / (1.0 + q) * q.powi(x.abs() as i32);
+            for at in [-40, -3, 0, 1, 2, 17, 90] {
+                let (mass, first) = laplace_tail(scale, at);
+                let summed: f64 = (at..=reach).map(pmf).sum();
+                let first_summed: f64 = (at..=reach).map(|x| x as f64 * pmf(x)).sum();
+                assert!(
+                    (mass - summed).abs() < 1e-12,
+                    "{scale} {at}: {mass} vs {summed}"
+                );
+                assert!(
+                    (first - first_summed).abs() < 1e-10,
+                    "{scale} {at}: {first} vs {first_summed}"
+                );
+            }
         }
     }
 

@@ -27,5 +27,5 @@ pub mod shuffle_loss;
 pub mod triehh;
 
 pub use error::Error;
-pub use estimate_error::{ErrorLaw, EstimateError};
+pub use estimate_error::{ErrorLaw, EstimateError, ShownError, ThresholdedEstimate};
 pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds, honest_users};

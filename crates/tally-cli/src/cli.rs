@@ -827,8 +827,9 @@ pub(crate) struct PlanHistogramArgs {
     /// it, the planner chooses over clients of several items: every mechanism `tally
     /// histogram --max-items-per-client K` runs (sample-threshold, laplace-threshold,
     /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client
-    /// of --input/--dataset/--synthetic, predicts the released items on that data and
-    /// recommends one.
+    /// of --input/--dataset/--synthetic, predicts the released items on that data and the
+    /// expected error of a released item's estimate (against the clients holding it, what K
+    /// drops included; the truncated geometric shows no count), and recommends one.
     #[arg(long, value_enum)]
     pub(crate) mechanism: Option<DomainHistogramMechanism>,
     #[command(flatten)]
@@ -1072,12 +1073,17 @@ pub(crate) struct PlanArgs {
     pub(crate) report: ReportArgs,
 }
 
+/// The default k of a report's predicted recall@k.
+pub(crate) const DEFAULT_TOP: usize = 20;
+
 /// `--report DIR` and the population it predicts utility on.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
     /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
     /// release curves beside Laplace and Gaussian thresholding, the error of released
     /// estimates, and with a population, predicted recall and error over a sweep of ε.
+    /// `plan histogram` without --mechanism: every mechanism's predicted released items and
+    /// error against K, the recommended setting marked, and why.
     #[arg(long, value_name = "DIR")]
     pub(crate) report: Option<PathBuf>,
     /// A population to predict utility on (data the analyst may look at, e.g. a proxy).
@@ -1086,8 +1092,8 @@ pub(crate) struct ReportArgs {
     /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
     #[arg(long, value_enum, requires = "report")]
     pub(crate) format: Option<Format>,
-    /// The k of the predicted recall@k.
-    #[arg(long, default_value_t = 20, requires = "report")]
+    /// The k of the predicted recall@k (with --mechanism).
+    #[arg(long, default_value_t = DEFAULT_TOP, requires = "report")]
     pub(crate) top: usize,
     /// Seed of a --synthetic population and of a TSV file's choice of one row per client.
     #[arg(long, default_value_t = 0, requires = "report")]

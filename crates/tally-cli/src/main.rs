@@ -23,6 +23,7 @@ mod plan_compose;
 mod plan_histogram;
 mod plan_histogram_page;
 mod plan_items;
+mod plan_items_page;
 mod plan_quantiles;
 mod plan_report_page;
 mod plan_report_quantiles_page;

@@ -4,11 +4,12 @@
 
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
-use tally_sim::items_plan::{HeldItems, ItemsTarget, plan_items};
+use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsTarget, plan_items};
 
 use crate::cli::{InputArgs, PlanHistogramArgs};
 use crate::histogram::load_keyed_population;
 use crate::output::{Stage, print_fields, print_json};
+use crate::plan_items_page;
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     refuse_options(args)?;
@@ -25,34 +26,46 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
         neighbours: Neighbours::from(args.privacy.neighbours),
     };
     let stage = Stage::start("loading the population");
-    let population = load_keyed_population(&input, None, false, 0)?;
+    let population = load_keyed_population(
+        &input,
+        args.report.format,
+        false,
+        args.report.population_seed,
+    )?;
     stage.next(format!("predicting over {} clients", population.len()));
     let held = HeldItems::new(&population);
     let plan = plan_items(&held, target);
     drop(stage);
     let best = plan.recommendation();
     let command = command(&input, best.name(), best.max_items, args);
+    let mut document = plan.document(&held, target);
+    document["input"] = population.source().into();
+    document["recommendation"]["command"] = command.clone().into();
+    if let Some(dir) = &args.report.report {
+        plan_items_page::write(&plan, &held, &document, dir)?;
+    }
     if args.privacy.json {
-        let mut document = plan.document(&held, target);
-        document["input"] = population.source().into();
-        document["recommendation"]["command"] = command.into();
+        if let Some(dir) = &args.report.report {
+            eprintln!("report: {}", dir.join("index.html").display());
+        }
         return Ok(print_json(&document)?);
     }
     println!(
-        "{:>4}  {:<20}  {:>14}  {:>18}",
-        "k", "mechanism", "50% released at", "expected released"
+        "{:>4}  {:<20}  {:>15}  {:>17}  {:>18}",
+        "k", "mechanism", "50% released at", "expected released", "error if released"
     );
     for (i, setting) in plan.settings.iter().enumerate() {
         let mark = if i == plan.recommended { " *" } else { "" };
         match &setting.outcome {
             Ok(predicted) => println!(
-                "{:>4}  {:<20}  {:>14}  {:>18.1}{mark}",
+                "{:>4}  {:<20}  {:>15}  {:>17.1}  {:>18}{mark}",
                 setting.max_items,
                 setting.name(),
                 predicted
                     .half_release_point
                     .map_or_else(|| "never".to_owned(), |c| format!("{c} clients")),
-                predicted.expected_released
+                predicted.expected_released,
+                predicted.error.describe()
             ),
             Err(error) => println!(
                 "{:>4}  {:<20}  not calibrated: {error}",
@@ -83,10 +96,20 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
                 "expected released",
                 format!("{:.1} items", best.expected_released()),
             ),
+            (
+                "error if released",
+                best.outcome
+                    .as_ref()
+                    .map_or_else(|_| "none".to_owned(), |p| p.error.describe()),
+            ),
+            ("error is", ERROR_DEFINITION.to_owned()),
             ("why", plan.why(&held)),
             ("run", command),
         ],
     )?;
+    if let Some(dir) = &args.report.report {
+        println!("report: {}", dir.join("index.html").display());
+    }
     Ok(())
 }
 
@@ -118,10 +141,10 @@ fn refuse_options(args: &PlanHistogramArgs) -> Result<()> {
              or give --mechanism"
         );
     }
-    if args.report.report.is_some() {
+    if args.report.top != crate::cli::DEFAULT_TOP {
         bail!(
-            "--report draws a --mechanism over a public domain; without --mechanism the \
-             planner prints its choice as a table, or as JSON with --json: drop --report"
+            "--top is the recall@k of a public-domain --mechanism's report; the chooser's \
+             report predicts the released items and their error: drop --top"
         );
     }
     if !matches!(args.privacy.method, crate::cli::Method::Tight) {

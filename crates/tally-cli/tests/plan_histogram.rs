@@ -225,8 +225,126 @@ fn plan_chooses_the_mechanism_and_k_on_per_speaker_shakespeare() {
         "{command}"
     );
     let why = chosen["why"].as_str().expect("why");
-    for words in ["never shown", "aggregator sees", "noise"] {
+    for words in [
+        "never shown",
+        "aggregator sees",
+        "noise",
+        "expected to be off by",
+    ] {
         assert!(why.contains(words), "{why}");
+    }
+    // Every setting states its error: none for the truncated geometric, which shows no count,
+    // and for the others an error that the bound k drops less of as k grows.
+    for setting in settings {
+        let error = &setting["error"];
+        if setting["mechanism"] == "truncated-geometric" {
+            assert_eq!(error["kind"], "no count", "{setting}");
+        } else if setting["expected_released_items"].as_f64().expect("count") > 0.0 {
+            let relative = error["expected_relative_error"].as_f64().expect("relative");
+            assert!(relative > 0.0, "{setting}");
+        }
+    }
+    assert_eq!(chosen["error"]["kind"], "estimates");
+    let absolute = chosen["error"]["expected_absolute_error"]
+        .as_f64()
+        .expect("absolute");
+    assert!(
+        why.contains(&format!("off by {absolute:.1} clients")),
+        "{why}"
+    );
+    assert!(
+        document["error_definition"]
+            .as_str()
+            .expect("definition")
+            .contains("weighted by their probability of release")
+    );
+}
+
+/// Without --mechanism, `--report DIR` draws every mechanism's released items and error
+/// against k with the recommendation, and writes `plan.json` with the numbers the table
+/// printed.
+#[test]
+fn the_choosers_report_draws_every_mechanism_and_the_recommendation() {
+    let dir = scratch("choice");
+    let out = tally(&format!(
+        "plan histogram --input {} --epsilon 1 --delta 1e-8 --report {}",
+        speakers(),
+        dir.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).expect("UTF-8");
+    let index = dir.join("index.html");
+    assert!(
+        table.contains(&format!("report: {}", index.display())),
+        "{table}"
+    );
+    let html = std::fs::read_to_string(&index).expect("index.html");
+    let figures: Vec<&str> = html.split("<svg").skip(1).collect();
+    assert_eq!(figures.len(), 2);
+    for figure in &figures {
+        for name in [
+            "sample-threshold",
+            "truncated-geometric",
+            "laplace-threshold",
+            "gaussian-threshold",
+            "recommended (k = 128)",
+        ] {
+            assert!(figure.contains(name), "{name} is not in a figure's legend");
+        }
+    }
+    for outside in ["<script", "<link", "<img", "src=", "url("] {
+        assert!(
+            !html.contains(outside),
+            "the page loads something: {outside}"
+        );
+    }
+    for words in [
+        "Recommended: sample-threshold with k = 128",
+        "never shown",
+        "aggregator sees",
+        "right choice",
+        "no count",
+    ] {
+        assert!(html.contains(words), "{words}");
+    }
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("plan.json")).expect("plan.json"))
+            .expect("JSON");
+    assert_eq!(document["recommendation"]["mechanism"], "sample-threshold");
+    let settings = document["settings"].as_array().expect("settings");
+    assert_eq!(settings.len(), 32);
+    for setting in settings {
+        let mechanism = setting["mechanism"].as_str().expect("mechanism");
+        let k = setting["max_items_per_client"].as_u64().expect("k");
+        let row_start = format!("{k:>4}  {mechanism:<20}");
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&row_start))
+            .unwrap_or_else(|| panic!("no row {row_start:?} in {table}"));
+        let released = setting["expected_released_items"]
+            .as_f64()
+            .expect("released");
+        let error = &setting["error"];
+        let error = match error["kind"].as_str().expect("kind") {
+            "estimates" => format!(
+                "{:.1} ({:.1}%)",
+                error["expected_absolute_error"].as_f64().expect("absolute"),
+                100.0 * error["expected_relative_error"].as_f64().expect("relative")
+            ),
+            other => other.to_owned(),
+        };
+        assert!(
+            row.contains(&format!(" {released:.1}  ")) && row.contains(&error),
+            "{row} against {setting}"
+        );
+        assert!(
+            html.contains(&format!("<td>{released:.1}</td><td>{error}</td>")),
+            "{row}"
+        );
     }
 }
 
@@ -245,6 +363,12 @@ fn plan_without_a_mechanism_refuses_what_does_not_apply() {
         speakers()
     ));
     assert!(err.contains("add --report DIR"), "{err}");
+    let err = failure(&format!(
+        "plan histogram --input {} --epsilon 1 --delta 1e-8 --report {} --top 5",
+        speakers(),
+        scratch("top").display()
+    ));
+    assert!(err.contains("drop --top"), "{err}");
     let err = failure("plan histogram --mechanism laplace --domain 16 --epsilon 1 --delta 1e-8");
     assert!(err.contains("give --clients N"), "{err}");
 }

@@ -105,6 +105,51 @@ fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The marker shapes, series `i` getting shape `i mod 4`, so that series stay apart where
+/// colours do not (in print, for colour-blind readers).
+#[derive(Clone, Copy)]
+enum Marker {
+    Circle,
+    Triangle,
+    Square,
+    Cross,
+}
+
+impl Marker {
+    fn of(series: usize) -> Self {
+        [Self::Circle, Self::Triangle, Self::Square, Self::Cross][series % 4]
+    }
+}
+
+/// Draws series `series`'s marker of half-width `size` at each of `at` with `draw`, which
+/// takes the elements of one shape.
+macro_rules! draw_markers {
+    ($series:expr, $at:expr, $size:expr, |$elements:ident| $draw:expr) => {{
+        let style = colour($series).filled();
+        let size: i32 = $size;
+        match Marker::of($series) {
+            Marker::Circle => {
+                let $elements = $at.map(|at| Circle::new(at, size, style));
+                $draw
+            }
+            Marker::Triangle => {
+                let $elements = $at.map(|at| TriangleMarker::new(at, size + 1, style));
+                $draw
+            }
+            Marker::Square => {
+                let $elements = $at.map(|at| {
+                    EmptyElement::at(at) + Rectangle::new([(-size, -size), (size, size)], style)
+                });
+                $draw
+            }
+            Marker::Cross => {
+                let $elements = $at.map(|at| Cross::new(at, size, colour($series).stroke_width(2)));
+                $draw
+            }
+        }
+    }};
+}
+
 /// Registers the embedded font once.
 fn register_fonts() -> Result<(), String> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
@@ -256,8 +301,11 @@ impl GridPlot {
             let style = colour(i).stroke_width(3);
             area.draw(&PathElement::new(vec![(x, y), (x + 34, y)], style))
                 .map_err(err)?;
-            area.draw(&Circle::new((x + 17, y), 4, colour(i).filled()))
-                .map_err(err)?;
+            draw_markers!(i, std::iter::once((x + 17, y)), 4, |elements| {
+                for element in elements {
+                    area.draw(&element).map_err(err)?;
+                }
+            });
             area.draw(&Text::new(name.clone(), (x + 42, y - 9), font.clone()))
                 .map_err(err)?;
             x += widths[i];
@@ -354,13 +402,14 @@ impl GridPlot {
                 ))
                 .map_err(err)?;
             if line.markers {
-                chart
-                    .draw_series(
-                        visible
-                            .iter()
-                            .map(|p| Circle::new((p.x, p.y), 3, style.filled())),
-                    )
-                    .map_err(err)?;
+                draw_markers!(
+                    line.series,
+                    visible.iter().map(|p| (p.x, p.y)),
+                    3,
+                    |elements| {
+                        chart.draw_series(elements).map_err(err)?;
+                    }
+                );
             }
             chart
                 .draw_series(visible.iter().filter(|p| p.error > 0.0).map(|p| {

@@ -13,9 +13,9 @@
 //! `Σ_c P[c contribute] · P[released | c]`; the expected number of released items is the sum
 //! over the items the clients hold (an item nobody holds is never released).
 
-use tally_accounting::Neighbours;
 use tally_accounting::partition_selection::{MAX_ITEMS_PER_CLIENT, Method};
 use tally_accounting::sample_threshold::PlanTarget;
+use tally_accounting::{Neighbours, ThresholdedEstimate};
 
 use crate::KeyedPopulation;
 use crate::items_release::{Error, ItemsMechanism};
@@ -73,6 +73,13 @@ impl HeldItems {
     /// The largest number of distinct items of one client.
     pub fn largest(&self) -> u64 {
         self.per_client.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The mean over the clients of the number of distinct items each contributes at `k`,
+    /// `min(m, k)`: the reports a client sends before any sampling.
+    pub fn mean_contributed(&self, k: u64) -> f64 {
+        let total: u64 = self.per_client.iter().map(|&m| m.min(k)).sum();
+        total as f64 / self.clients().max(1) as f64
     }
 
     /// The number of clients holding more than `k` distinct items (who lose some at `k`).
@@ -166,6 +173,73 @@ pub struct Predicted {
     pub expected_released: f64,
     /// The smallest number of contributing clients released at least half the time.
     pub half_release_point: Option<u64>,
+    /// The error of the released estimates.
+    pub error: PredictedError,
+}
+
+/// The error of the estimates a setting releases, against the number of clients holding
+/// each item in the data (so what bounding each client to `k` items drops counts too): the
+/// expected error of a released item's estimate given that it is released, averaged over the
+/// items weighted by their probability of release, that is the expected sum of the errors of
+/// the released estimates over the expected number of released items
+/// (docs/privacy/partition-selection.md, "The error of a released estimate").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum PredictedError {
+    /// The mechanism releases no count (the truncated-geometric selection).
+    NoCount,
+    /// No item is expected to be released.
+    NothingReleased,
+    /// The error of the released estimates.
+    Estimates {
+        /// `Σ_i E[|estimate_i − n_i| · 1{i released}] / E[released items]`, `n_i` the
+        /// clients holding item `i`.
+        absolute: f64,
+        /// `Σ_i E[|estimate_i − n_i| · 1{i released}] / n_i / E[released items]`.
+        relative: f64,
+    },
+}
+
+impl PredictedError {
+    /// The error in words for a table: `± A (R%)`, `no count` or `nothing released`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::NoCount => "no count".to_owned(),
+            Self::NothingReleased => "nothing released".to_owned(),
+            Self::Estimates { absolute, relative } => {
+                format!("{absolute:.1} ({:.1}%)", 100.0 * relative)
+            }
+        }
+    }
+
+    /// The error in a sentence, for the recommendation's words.
+    pub fn sentence(&self) -> String {
+        match self {
+            Self::NoCount => "It shows no count, so no count can be wrong".to_owned(),
+            Self::NothingReleased => "No item is expected to be released".to_owned(),
+            Self::Estimates { absolute, relative } => format!(
+                "A released item's estimate is expected to be off by {absolute:.1} clients \
+                 ({:.1}% of the clients holding it in the data, what the bound k drops \
+                 included)",
+                100.0 * relative
+            ),
+        }
+    }
+
+    /// The error as the plan's JSON gives it.
+    pub fn document(&self) -> serde_json::Value {
+        match self {
+            Self::NoCount => serde_json::json!({
+                "kind": "no count",
+                "note": "the truncated-geometric selection releases the items alone, with no count",
+            }),
+            Self::NothingReleased => serde_json::json!({"kind": "nothing released"}),
+            Self::Estimates { absolute, relative } => serde_json::json!({
+                "kind": "estimates",
+                "expected_absolute_error": absolute,
+                "expected_relative_error": relative,
+            }),
+        }
+    }
 }
 
 /// Every setting tried and the one recommended.
@@ -196,8 +270,12 @@ impl ItemsPlan {
             .map(|(_, s)| s)
             .max_by(|a, b| a.expected_released().total_cmp(&b.expected_released()));
         let against = runner_up.map_or_else(String::new, |s| {
+            let error = s.outcome.as_ref().map_or_else(
+                |_| String::new(),
+                |p| format!(", error {}", p.error.describe()),
+            );
             format!(
-                ", against {:.1} for the next best ({} at k = {})",
+                ", against {:.1} for the next best ({} at k = {}{error})",
                 s.expected_released(),
                 s.name(),
                 s.max_items
@@ -207,9 +285,10 @@ impl ItemsPlan {
             |error| format!("no setting could be calibrated ({error})"),
             |p| {
                 format!(
-                    "{}; {}",
+                    "{}; {}. {}",
                     noise(&p.mechanism, held.clients()),
-                    sees(best.method)
+                    sees(best.method),
+                    p.error.sentence()
                 )
             },
         );
@@ -247,6 +326,7 @@ impl ItemsPlan {
                         let described = p.mechanism.described(held.clients(), target.delta);
                         row["expected_released_items"] = p.expected_released.into();
                         row["half_release_point"] = p.half_release_point.into();
+                        row["error"] = p.error.document();
                         row["parameters"] = described.parameters;
                         row["guarantee"] = serde_json::to_value(&described.guarantee)
                             .unwrap_or(serde_json::Value::Null);
@@ -265,11 +345,13 @@ impl ItemsPlan {
             "delta": target.delta,
             "neighbours": target.neighbours.to_string(),
             "prediction": "exact: each item's contributing clients are Poisson-binomial over its holders",
+            "error_definition": ERROR_DEFINITION,
             "settings": settings,
             "recommendation": {
                 "mechanism": best.name(),
                 "max_items_per_client": best.max_items,
                 "expected_released_items": best.expected_released(),
+                "error": best.outcome.as_ref().map_or(serde_json::Value::Null, |p| p.error.document()),
                 "why": self.why(held),
             },
         })
@@ -373,8 +455,19 @@ pub fn plan_items(held: &HeldItems, target: ItemsTarget) -> ItemsPlan {
     }
 }
 
-/// The expected number of items `mechanism` releases when item `i` is contributed by
-/// `laws[i].0` clients for certain and by `j` more with probability `laws[i].1[j]`.
+/// What the predicted error of a setting means, as the table and the JSON state it.
+pub const ERROR_DEFINITION: &str = "the expected error of a released item's estimate given \
+     that it is released, against the number of clients holding the item in the data (what \
+     the bound k drops included), averaged over the items weighted by their probability of \
+     release; relative: the same of the error divided by the item's holders";
+
+/// The terms `P[C = c]` below this are left out of the predicted error: together they move
+/// it by less than `10⁻²⁰` of the largest possible error of one item.
+const NEGLIGIBLE: f64 = 1e-30;
+
+/// The expected number of items `mechanism` releases, and the error of their estimates, when
+/// item `i` is contributed by `laws[i].0` clients for certain and by `j` more with
+/// probability `laws[i].1[j]` (and held by `laws[i].0 + laws[i].1.len() − 1`).
 fn predict(mechanism: ItemsMechanism, laws: &[(u64, Vec<f64>)]) -> Predicted {
     let most = laws
         .iter()
@@ -395,10 +488,44 @@ fn predict(mechanism: ItemsMechanism, laws: &[(u64, Vec<f64>)]) -> Predicted {
         .sum();
     let half_release_point =
         tally_accounting::key_selection::release_point(|c| mechanism.release_probability(c), 0.5);
+    let error = predicted_error(mechanism.thresholded_estimate(), laws, expected_released);
     Predicted {
         mechanism,
         expected_released,
         half_release_point,
+        error,
+    }
+}
+
+/// The error ([`PredictedError`]) of the estimates `estimate` releases (`None`: no count)
+/// over items whose contributions follow `laws` as [`HeldItems::contribution_laws`] gives
+/// them, `expected_released` the expected number of released items.
+pub fn predicted_error(
+    estimate: Option<ThresholdedEstimate>,
+    laws: &[(u64, Vec<f64>)],
+    expected_released: f64,
+) -> PredictedError {
+    let Some(estimate) = estimate else {
+        return PredictedError::NoCount;
+    };
+    if expected_released <= 0.0 {
+        return PredictedError::NothingReleased;
+    }
+    let shown = estimate.shown_error();
+    let (mut absolute, mut relative) = (0.0, 0.0);
+    for (sure, law) in laws {
+        let holders = sure + law.len() as u64 - 1;
+        let item: f64 = (*sure..)
+            .zip(law)
+            .filter(|&(_, &p)| p >= NEGLIGIBLE)
+            .map(|(c, p)| p * shown.expected_absolute_error(c, holders))
+            .sum();
+        absolute += item;
+        relative += item / holders as f64;
+    }
+    PredictedError::Estimates {
+        absolute: absolute / expected_released,
+        relative: relative / expected_released,
     }
 }
 

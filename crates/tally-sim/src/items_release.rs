@@ -16,10 +16,10 @@
 
 use std::collections::BTreeMap;
 
-use tally_accounting::Neighbours;
 use tally_accounting::key_selection::KeySelection;
-use tally_accounting::partition_selection::{Method, check_max_items};
+use tally_accounting::partition_selection::{self as selections, Method, check_max_items};
 use tally_accounting::sample_threshold::PlanTarget;
+use tally_accounting::{Neighbours, ThresholdedEstimate};
 use tally_core::histogram::{PartitionSelection, SampleThreshold};
 use tally_core::sampling::{SamplingKey, bound_items};
 use tally_messages::HistogramRelease;
@@ -256,6 +256,33 @@ impl ItemsMechanism {
             Self::SampleThreshold(mechanism) => {
                 KeySelection::SampleThreshold(*mechanism.params()).release_probability(count)
             }
+        }
+    }
+
+    /// How the release estimates an item's count and when it shows it, or `None` for the
+    /// truncated-geometric selection, which shows no count.
+    pub fn thresholded_estimate(&self) -> Option<ThresholdedEstimate> {
+        let ratio = |(num, den): (u64, u64)| num as f64 / den as f64;
+        match self {
+            Self::Selection(selection) => match selection.calibration() {
+                selections::PartitionSelection::Laplace(s) => {
+                    Some(ThresholdedEstimate::DiscreteLaplace {
+                        scale: ratio(s.scale()),
+                        threshold: s.threshold(),
+                    })
+                }
+                selections::PartitionSelection::Gaussian(s) => {
+                    Some(ThresholdedEstimate::DiscreteGaussian {
+                        sigma2: ratio(s.sigma2()),
+                        threshold: s.threshold(),
+                    })
+                }
+                selections::PartitionSelection::TruncatedGeometric(_) => None,
+            },
+            Self::SampleThreshold(mechanism) => Some(ThresholdedEstimate::Sampled {
+                rate: mechanism.params().sampling_rate(),
+                threshold: mechanism.params().threshold(),
+            }),
         }
     }
 
