@@ -113,6 +113,22 @@ async fn open_rounds(Extract(state): App, headers: HeaderMap) -> Response {
     answer(result)
 }
 
+/// The caller, if it takes part in rounds (a device or an operator), and its request body of
+/// at most `limit` bytes.
+async fn participant_request<T: serde::de::DeserializeOwned>(
+    state: &State,
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<(Principal, T), ApiError> {
+    let who = state
+        .credentials
+        .authorize(headers, &DEVICES_AND_OPERATORS)
+        .await?;
+    let request = state.credentials.read_json(headers, body, limit).await?;
+    Ok((who, request))
+}
+
 async fn check_in(
     Extract(state): App,
     Path(id): Path<String>,
@@ -120,14 +136,8 @@ async fn check_in(
     body: Body,
 ) -> Response {
     let result = async {
-        let who = state
-            .credentials
-            .authorize(&headers, &DEVICES_AND_OPERATORS)
-            .await?;
-        let request: CheckIn = state
-            .credentials
-            .read_json(&headers, body, BODY_LIMIT)
-            .await?;
+        let (who, request): (_, CheckIn) =
+            participant_request(&state, &headers, body, BODY_LIMIT).await?;
         check_check_in(&request, who.role)?;
         let device = who.role == Role::Device;
         let round = round(&state, &id, &who)?;
@@ -153,14 +163,8 @@ async fn upload(
     body: Body,
 ) -> Response {
     let result = async {
-        let who = state
-            .credentials
-            .authorize(&headers, &DEVICES_AND_OPERATORS)
-            .await?;
-        let batch: SealedUploadBatch = state
-            .credentials
-            .read_json(&headers, body, SEALED_BODY_LIMIT)
-            .await?;
+        let (who, batch): (_, SealedUploadBatch) =
+            participant_request(&state, &headers, body, SEALED_BODY_LIMIT).await?;
         check_upload_batch(batch.version, batch.uploads.len())?;
         let round = round(&state, &id, &who)?;
         let outcome = round.upload(batch.uploads).ok_or_else(|| closed(&id))?;
