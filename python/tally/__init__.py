@@ -109,6 +109,7 @@ def heavy_hitters(
     segment: int = 1,
     restricted: bool = True,
     composition: str | None = None,
+    mechanism: str = "sample-threshold",
     sampling_rate: float | None = None,
     threshold: int | None = None,
     method: str = "tight",
@@ -121,6 +122,12 @@ def heavy_hitters(
     `levels` rounds, each growing the prefix tree by `segment` characters (as `tally
     heavy-hitters --algorithm triehh++`). Inputs and seeds as in `histogram`; the document
     also has the accepted prefix tree (`release.document["trie"]`).
+
+    `mechanism` is how each level releases prefixes, as `tally heavy-hitters --mechanism`:
+    `"sample-threshold"` (the paper's), or a partition selection, `"laplace-threshold"` or
+    `"gaussian-threshold"`: noise on every reported prefix's exact count (the aggregator sees
+    the counts; nobody is sampled), composed over the levels by `composition` (optimal by
+    default). `sampling_rate`, `threshold` and `method` apply to sample-and-threshold only.
     """
     if algorithm != "triehh++":
         raise ValueError(f"algorithm {algorithm!r}: the package runs triehh++ only")
@@ -129,7 +136,7 @@ def heavy_hitters(
         items_column,
         _clients(clients),
         calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
-        trie(levels, segment, restricted, composition),
+        trie(levels, segment, restricted, composition, mechanism),
         seed,
         rows_as_clients,
         description,

@@ -24,6 +24,7 @@ class TrieShape(TypedDict):
     segment: int
     restricted: bool
     composition: str | None
+    mechanism: str
 
 
 class Hierarchy(TypedDict):
@@ -54,9 +55,21 @@ def calibration(
     )
 
 
-def trie(levels: int, segment: int, restricted: bool, composition: str | None) -> TrieShape:
+def trie(
+    levels: int,
+    segment: int,
+    restricted: bool,
+    composition: str | None,
+    mechanism: str = "sample-threshold",
+) -> TrieShape:
     """A TrieHH++ run's round keywords as one dict."""
-    return TrieShape(levels=levels, segment=segment, restricted=restricted, composition=composition)
+    return TrieShape(
+        levels=levels,
+        segment=segment,
+        restricted=restricted,
+        composition=composition,
+        mechanism=mechanism,
+    )
 
 
 def hierarchy(branching: int, levels: int, consistent: bool, composition: str | None) -> Hierarchy:

@@ -25,6 +25,11 @@ probability pi_c. Each client contributes at most k distinct items.
   ceil(s2_min * 2^(s/8) * 2^20)/2^20 for s = 1..16 and then s = s* - 1 + i/8, i = 0..16 around the
   best s*, each with its smallest threshold; the lowest (T, s2) wins.
 * Truncated geometric: Theorem 1's closed form with its crossovers n1, n2, at 50 digits.
+* TrieHH++ levels (`triehh_levels.json`): a run of L levels at a total (eps, delta) by basic
+  composition; every level is Laplace or Gaussian thresholding of one prefix per client at
+  (eps', delta') = (the largest doubles at or below eps/L and delta/L), calibrated as above; the
+  run is (L eps_realized, L delta_exact)-DP (sums rounded up to a double), eps_realized = L1 / t for
+  Laplace (the scale on the grid) and eps' for Gaussian.
 
 Every run checks the formulas against brute force and fails otherwise:
 * the Laplace and Gaussian delta against the literal hockey-stick divergence of the joint
@@ -69,6 +74,15 @@ NOISE_SETTINGS = [
     (0.5, 1e-6, 1, "add-remove"),
     (2.0, 1e-10, 1, "add-remove"),
     (1.0, 1e-8, 2, "add-remove"),
+]
+# (method, total eps, total delta, levels, neighbours) of TrieHH++ runs with partition-selection
+# levels under basic composition.
+LEVEL_SETTINGS = [
+    ("laplace", 1.0, 1e-8, 10, "add-remove"),
+    ("laplace", 2.0, 1e-6, 4, "replace-one"),
+    ("laplace", 0.5, 1e-8, 3, "add-remove"),
+    ("gaussian", 1.0, 1e-8, 10, "add-remove"),
+    ("gaussian", 4.0, 1e-6, 8, "replace-one"),
 ]
 # (eps, delta) for the truncated geometric (one item per client, add-remove).
 GEOMETRIC_SETTINGS = [(1.0, 1e-8), (0.5, 1e-6), (2.0, 1e-10), (0.1, 1e-5), (4.0, 1e-12)]
@@ -407,6 +421,42 @@ def geometric_case(eps: float, delta: float) -> dict:
     }
 
 
+def below(total: float, levels: int) -> float:
+    """The largest double at or below total / levels."""
+    share = total / levels
+    while Fraction(share) * levels > Fraction(total):
+        share = math.nextafter(share, 0.0)
+    return share
+
+
+def sum_up(value: Fraction) -> float:
+    """The smallest double at or above a nonnegative rational."""
+    x = float(value)
+    while Fraction(x) < value:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def levels_case(method: str, eps: float, delta: float, levels: int, neighbours: str) -> dict:
+    level_eps, level_delta = below(eps, levels), below(delta, levels)
+    if method == "laplace":
+        level = laplace_case(level_eps, level_delta, 1, neighbours)
+        realized = Fraction(changed_counts(1, neighbours)) / Fraction(level["scale_numerator"], level["scale_denominator"])
+    else:
+        level = gaussian_case(level_eps, level_delta, 1, neighbours)
+        realized = Fraction(level_eps)
+    return {
+        "method": method,
+        "epsilon": eps,
+        "delta": delta,
+        "levels": levels,
+        "neighbours": neighbours,
+        "level": level,
+        "total_epsilon": sum_up(levels * realized),
+        "total_delta": sum_up(levels * Fraction(float(level["exact_delta"]))),
+    }
+
+
 def generate(log) -> dict[str, str]:
     files = {}
     laplace = [laplace_case(*s) for s in NOISE_SETTINGS]
@@ -415,10 +465,13 @@ def generate(log) -> dict[str, str]:
     log("gaussian thresholding: done")
     geometric = [geometric_case(*s) for s in GEOMETRIC_SETTINGS]
     log("truncated geometric: done")
+    levels = [levels_case(*s) for s in LEVEL_SETTINGS]
+    log("triehh++ levels: done")
     for name, cases, description in [
         ("laplace.json", laplace, "Discrete Laplace thresholding: scale, threshold, exact delta and release points."),
         ("gaussian.json", gaussian, "Discrete Gaussian thresholding by the documented rule: variance, threshold, exact delta and release points."),
         ("truncated_geometric.json", geometric, "Theorem 1 of Desfontaines et al. (2022): pi_n, crossovers and release points."),
+        ("triehh_levels.json", levels, "TrieHH++ runs whose levels are Laplace or Gaussian thresholding of one prefix per client, by basic composition: each level's calibration and the run's total guarantee."),
     ]:
         files[name] = JSON.document({"generated_by": SCRIPT.generated_by, "description": description, "cases": cases})
     return files

@@ -1488,9 +1488,15 @@ pub(crate) struct HeavyHittersArgs {
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(long)]
     pub(crate) beam: Option<usize>,
+    /// TrieHH++: how each level releases the clients' prefixes: `sample-threshold` (the
+    /// paper's: each client is sampled, a prefix kept when its sampled count reaches the
+    /// threshold), or a partition selection, `laplace-threshold` or `gaussian-threshold`
+    /// (central: the aggregator counts every client's prefix and noise decides; no sampling).
+    #[arg(long, default_value = "sample-threshold", value_name = "MECHANISM")]
+    pub(crate) mechanism: LevelMechanismArg,
     /// How the levels' guarantees compose (TrieHH++: tight for add-remove neighbours, basic
-    /// for replace-one; opt-prefix-tree: tight, the T-fold composition of the shuffle clone
-    /// pair's privacy-loss distribution).
+    /// for replace-one, optimal for partition-selection levels; opt-prefix-tree: tight, the
+    /// T-fold composition of the shuffle clone pair's privacy-loss distribution).
     #[arg(long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Show only the K most frequent items found (and score against the true top K).
@@ -1515,6 +1521,38 @@ pub(crate) struct HeavyHittersArgs {
     pub(crate) sampling_key: Option<String>,
     #[command(flatten)]
     pub(crate) opt: OptPrefixTreeArgs,
+}
+
+/// `heavy-hitters --mechanism`: how each TrieHH++ level releases prefixes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LevelMechanismArg {
+    /// Sample-and-threshold.
+    SampleThreshold,
+    /// A partition selection.
+    Selection(SelectionMethod),
+}
+
+impl LevelMechanismArg {
+    /// The partition selection, if the levels run one.
+    pub(crate) fn selection(self) -> Option<SelectionMethod> {
+        match self {
+            Self::SampleThreshold => None,
+            Self::Selection(method) => Some(method),
+        }
+    }
+}
+
+impl std::str::FromStr for LevelMechanismArg {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "sample-threshold" {
+            return Ok(Self::SampleThreshold);
+        }
+        s.parse().map(Self::Selection).map_err(|_| {
+            format!("expected sample-threshold, laplace-threshold or gaussian-threshold, not {s:?}")
+        })
+    }
 }
 
 /// `--segment`: a number of characters, or an OptPrefixTree segment policy.

@@ -29,8 +29,8 @@ use tally_sim::{
 };
 
 use crate::cli::{
-    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, InputArgs, OptPrefixTreeArgs,
-    RandomizerArg, SegmentArg, SelectionArg, round_composition,
+    AggregationArg, Algorithm, EncodingArg, Format, HeavyHittersArgs, InputArgs, LevelMechanismArg,
+    OptPrefixTreeArgs, RandomizerArg, SegmentArg, SelectionArg,
 };
 use crate::count_min_prefix_tree;
 use crate::histogram::load_keyed_population;
@@ -55,6 +55,11 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     anyhow::ensure!(
         args.sampling_key.is_none() || args.algorithm == Algorithm::TrieHhPlus,
         "--sampling-key applies to --algorithm triehh++ only"
+    );
+    anyhow::ensure!(
+        args.mechanism == LevelMechanismArg::SampleThreshold
+            || args.algorithm == Algorithm::TrieHhPlus,
+        "--mechanism applies to --algorithm triehh++ only"
     );
     anyhow::ensure!(
         args.algorithm == Algorithm::CountMinPrefixTree
@@ -133,16 +138,21 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             (Some(population), release)
         }
         Algorithm::TrieHhPlus => {
+            let selection = args.mechanism.selection();
             let settings = TriePlusSettings {
                 epsilon: args.privacy.epsilon,
                 delta: args.release.delta,
                 levels: args.levels,
                 segment,
                 restricted: !args.unrestricted,
-                composition: round_composition(args.composition, neighbours),
+                composition: args.composition.map_or_else(
+                    || TriePlusSettings::default_composition(selection, neighbours),
+                    Into::into,
+                ),
                 target,
                 analysis,
                 neighbours,
+                selection,
             };
             if let Some(key) = &args.sampling_key {
                 let key = SamplingKey::derive(key.as_bytes())?;

@@ -110,6 +110,7 @@ fn predicted_recall_matches_simulated_runs() {
         target: PlanTarget::Threshold(10),
         analysis: Analysis::Tight,
         neighbours: Neighbours::AddRemove,
+        selection: None,
     };
     let params = *per_level_mechanism(&settings, false)
         .expect("plan")

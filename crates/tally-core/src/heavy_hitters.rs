@@ -19,4 +19,7 @@ pub use triehh::{
     DEFAULT_THETA_RULE, TRIEHH_ANALYSIS, TrieHh, TrieHhAggregator, TrieHhConfig, TrieHhOutput,
     TrieHhQuery, tff,
 };
-pub use triehh_plus::{TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieNode, TrieOutput};
+pub use triehh_plus::{
+    LevelMechanism, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieNode, TrieOutput,
+    plan_selection_levels, release_prefix_selection,
+};

@@ -6,7 +6,7 @@
 //! `tally range --json` prints for a simulation with the same parameters: both build it here. Item names are strings already (the command line maps its item ids to names first);
 //! the caller says what the input was and how it ran.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tally_accounting::Guarantee;
 use tally_accounting::composition::Composition;
 use tally_accounting::key_selection::KeySelection;
@@ -268,8 +268,17 @@ pub struct TriePlusParameters<'a> {
     pub restricted: bool,
     /// How the levels' guarantees compose.
     pub composition: Composition,
-    /// The sample-and-threshold mechanism every level ran.
-    pub per_level: &'a SampleThreshold,
+    /// The mechanism every level ran.
+    pub per_level: LevelRelease<'a>,
+}
+
+/// The mechanism every level of a TrieHH++ run used to release the clients' prefixes.
+#[derive(Clone, Copy, Debug)]
+pub enum LevelRelease<'a> {
+    /// Sample-and-threshold (the paper's).
+    SampleThreshold(&'a SampleThreshold),
+    /// A noise-based partition selection of one prefix per client.
+    Selection(&'a PartitionSelection),
 }
 
 /// The document of a TrieHH++ run over `population` clients: its parameters, its guarantee,
@@ -282,7 +291,6 @@ pub fn triehh_plus(
     input: String,
     seed: Option<u64>,
 ) -> HeavyHittersRelease {
-    let params = parameters.per_level.params();
     let items: Vec<ReleasedItem> = output
         .heavy_hitters()
         .into_iter()
@@ -294,19 +302,69 @@ pub fn triehh_plus(
             })
         })
         .collect();
+    let (level_mechanism, level_fields, level_guarantee, level_rule) = match parameters.per_level {
+        LevelRelease::SampleThreshold(mechanism) => {
+            let params = mechanism.params();
+            (
+                "sample-threshold",
+                Map::from_iter([
+                    ("sampling_rate".to_owned(), json!(params.sampling_rate())),
+                    ("threshold".to_owned(), json!(params.threshold())),
+                ]),
+                mechanism.guarantee(),
+                ReleaseRule {
+                    exact: false,
+                    rule: format!(
+                        "at each of up to {} levels every client is sampled at rate {:.4} and \
+                         a prefix is kept when its sampled count reaches {}; a word must pass \
+                         every level",
+                        parameters.levels,
+                        params.sampling_rate(),
+                        params.threshold()
+                    ),
+                    ..sample_threshold_rule(mechanism)
+                },
+            )
+        }
+        LevelRelease::Selection(selection) => {
+            let rule = selection_rule_of(selection);
+            (
+                selection.method().name(),
+                selection_parameters(selection),
+                selection.guarantee(),
+                ReleaseRule {
+                    exact: false,
+                    rule: format!(
+                        "at each of up to {} levels every client reports one prefix and {}; a \
+                         word must pass every level",
+                        parameters.levels,
+                        rule.rule.replace("item", "prefix")
+                    ),
+                    ..rule
+                },
+            )
+        }
+    };
+    let mut fields = Map::from_iter([
+        ("levels".to_owned(), json!(parameters.levels)),
+        ("levels_run".to_owned(), json!(output.levels_run)),
+        ("segment".to_owned(), json!(parameters.segment)),
+        ("restricted".to_owned(), json!(parameters.restricted)),
+        (
+            "composition".to_owned(),
+            json!(parameters.composition.name()),
+        ),
+        ("level_mechanism".to_owned(), json!(level_mechanism)),
+    ]);
+    fields.extend(level_fields);
+    fields.insert(
+        "per_level_guarantee".to_owned(),
+        json!(GuaranteeBody::from(level_guarantee)),
+    );
+    fields.insert("population".to_owned(), json!(population));
     HeavyHittersRelease {
         mechanism: TRIEHH_PLUS.to_owned(),
-        parameters: json!({
-            "levels": parameters.levels,
-            "levels_run": output.levels_run,
-            "segment": parameters.segment,
-            "restricted": parameters.restricted,
-            "composition": parameters.composition.name(),
-            "sampling_rate": params.sampling_rate(),
-            "threshold": params.threshold(),
-            "per_level_guarantee": GuaranteeBody::from(parameters.per_level.guarantee()),
-            "population": population,
-        }),
+        parameters: Value::Object(fields),
         guarantee: GuaranteeBody::from(&output.guarantee),
         input,
         found_items: items.len(),
@@ -314,21 +372,11 @@ pub fn triehh_plus(
             &items,
             population,
             output.guarantee.delta,
-            &ReleaseRule {
-                exact: false,
-                rule: format!(
-                    "at each of up to {} levels every client is sampled at rate {:.4} and a \
-                     prefix is kept when its sampled count reaches {}; a word must pass every \
-                     level",
-                    parameters.levels,
-                    params.sampling_rate(),
-                    params.threshold()
-                ),
-                ..sample_threshold_rule(parameters.per_level)
-            },
+            &level_rule,
             Remedies::HeavyHitters {
                 levels: true,
-                planner: Some("tally plan triehh++"),
+                planner: matches!(parameters.per_level, LevelRelease::SampleThreshold(_))
+                    .then_some("tally plan triehh++"),
             },
         )),
         items,
@@ -475,27 +523,8 @@ pub fn partition_selection(
     execution: &str,
     seed: Option<u64>,
 ) -> HistogramRelease {
-    let mut parameters = match selection.calibration() {
-        Calibration::Laplace(laplace) => {
-            let (numerator, denominator) = laplace.scale();
-            json!({
-                "scale": numerator as f64 / denominator as f64,
-                "threshold": laplace.threshold(),
-            })
-        }
-        Calibration::Gaussian(gaussian) => {
-            let (numerator, denominator) = gaussian.sigma2();
-            json!({
-                "sigma": (numerator as f64 / denominator as f64).sqrt(),
-                "threshold": gaussian.threshold(),
-            })
-        }
-        Calibration::TruncatedGeometric(geometric) => {
-            let (epsilon, delta) = geometric.cell_budget();
-            json!({ "item_epsilon": epsilon, "item_delta": delta })
-        }
-    };
-    parameters["population"] = json!(population);
+    let mut parameters = selection_parameters(selection);
+    parameters.insert("population".to_owned(), json!(population));
     let diagnosis = histogram_diagnosis(
         &items,
         population,
@@ -505,7 +534,7 @@ pub fn partition_selection(
     );
     HistogramRelease {
         mechanism: selection.method().name().to_owned(),
-        parameters,
+        parameters: Value::Object(parameters),
         guarantee: GuaranteeBody::from(selection.guarantee()),
         target_delta,
         input,
@@ -515,6 +544,42 @@ pub fn partition_selection(
         seed,
         diagnosis: Some(diagnosis),
     }
+}
+
+/// The calibrated parameters of a partition selection, as its documents show them: the noise's
+/// scale (Laplace) or standard deviation (Gaussian) and the threshold, or the per-item budget
+/// of the truncated geometric's table.
+fn selection_parameters(selection: &PartitionSelection) -> Map<String, Value> {
+    let fields: [(&str, Value); 2] = match selection.calibration() {
+        Calibration::Laplace(laplace) => {
+            let (numerator, denominator) = laplace.scale();
+            [
+                ("scale", json!(numerator as f64 / denominator as f64)),
+                ("threshold", json!(laplace.threshold())),
+            ]
+        }
+        Calibration::Gaussian(gaussian) => {
+            let (numerator, denominator) = gaussian.sigma2();
+            [
+                (
+                    "sigma",
+                    json!((numerator as f64 / denominator as f64).sqrt()),
+                ),
+                ("threshold", json!(gaussian.threshold())),
+            ]
+        }
+        Calibration::TruncatedGeometric(geometric) => {
+            let (epsilon, delta) = geometric.cell_budget();
+            [
+                ("item_epsilon", json!(epsilon)),
+                ("item_delta", json!(delta)),
+            ]
+        }
+    };
+    fields
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect()
 }
 
 /// The items a partition selection released, as a document lists them: the noisy count as

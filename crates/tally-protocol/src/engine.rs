@@ -703,7 +703,7 @@ impl Kind for TriePlus {
                 segment: self.segment,
                 restricted: self.restricted,
                 composition: self.composition,
-                per_level: &self.per_level,
+                per_level: document::LevelRelease::SampleThreshold(&self.per_level),
             },
             spec.expected_population,
             input_description(spec),

@@ -89,6 +89,7 @@ struct TrieShape {
     segment: usize,
     restricted: bool,
     composition: Option<String>,
+    mechanism: String,
 }
 
 /// The keywords of a hierarchical histogram of numbers besides its calibration
@@ -506,10 +507,7 @@ fn items_mechanism(
     keyed: bool,
 ) -> PyResult<ItemsMechanism> {
     let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
-    let method = match mechanism {
-        "sample-threshold" => None,
-        name => Some(name.parse::<SelectionMethod>().map_err(value_error)?),
-    };
+    let method = selection_method(mechanism)?;
     if !matches!(analysis, Analysis::Tight) {
         return Err(value_error(format!(
             "method={:?} chooses the analysis of one-item sample-and-threshold; mechanism \
@@ -535,6 +533,14 @@ fn items_mechanism(
         keyed,
     )
     .map_err(value_error)
+}
+
+/// The partition selection `mechanism` names, or `None` for `"sample-threshold"`.
+fn selection_method(mechanism: &str) -> PyResult<Option<SelectionMethod>> {
+    match mechanism {
+        "sample-threshold" => Ok(None),
+        name => Ok(Some(name.parse().map_err(value_error)?)),
+    }
 }
 
 /// `tally histogram --json` with a partition selection (`mechanism` `laplace-threshold`,
@@ -657,16 +663,22 @@ fn heavy_hitters(
 /// The options of `tally heavy-hitters --algorithm triehh++`, from keyword arguments.
 fn trie_settings(calibration: &Calibration, shape: &TrieShape) -> PyResult<TriePlusSettings> {
     let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
+    let selection = selection_method(&shape.mechanism)?;
+    let composition = match shape.composition.as_deref() {
+        None => TriePlusSettings::default_composition(selection, neighbours),
+        Some(name) => name.parse().map_err(value_error)?,
+    };
     Ok(TriePlusSettings {
         epsilon: calibration.epsilon,
         delta: calibration.delta,
         levels: shape.levels,
         segment: shape.segment,
         restricted: shape.restricted,
-        composition: round_composition(shape.composition.as_deref(), neighbours)?,
+        composition,
         target: calibration.target(),
         analysis,
         neighbours,
+        selection,
     })
 }
 

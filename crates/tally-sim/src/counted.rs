@@ -22,8 +22,8 @@ use std::path::Path;
 
 use rand_distr::Distribution;
 use rayon::prelude::*;
-use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieOutput};
-use tally_core::histogram::{SampleThreshold, SampleThresholdRelease};
+use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieOutput, release_prefix_selection};
+use tally_core::histogram::{PartitionSelection, SampleThreshold, SampleThresholdRelease};
 use tally_core::sampling::ExactBinomial;
 use tally_core::task::Task;
 
@@ -121,6 +121,42 @@ pub fn run_triehh_plus_counted(
     task.finish()
 }
 
+/// Runs a TrieHH++ task whose levels are a partition selection over `population`: level `ℓ`
+/// counts the clients reporting each prefix exactly and releases them with the noise of its
+/// own stream of `seed` ([`release_prefix_selection`]). Nobody is sampled, so the counts are
+/// those of one report per client.
+///
+/// # Errors
+///
+/// [`tally_core::Error::InvalidParameter`] past `u32::MAX` distinct prefixes in a level.
+pub fn run_triehh_plus_selection_counted(
+    population: &CountedPopulation,
+    mut task: TrieHhPlus<PartitionSelection>,
+    seed: u64,
+) -> Result<TrieOutput, tally_core::Error> {
+    while let Some(query) = task.next_query() {
+        let level_seed = round_seed(seed, query.prefixes.round);
+        let release = release_prefix_selection(
+            &query.mechanism,
+            prefix_reporters(population, &query.prefixes),
+            &mut stream(level_seed, Purpose::PartitionSelection, 0),
+        )?;
+        task.observe(release);
+    }
+    Ok(task.finish())
+}
+
+/// How many clients of `population` report each prefix for `prefixes`, by prefix.
+fn prefix_reporters(population: &CountedPopulation, prefixes: &PrefixRound) -> Vec<(String, u64)> {
+    let mut reporters: BTreeMap<String, u64> = BTreeMap::new();
+    for (word, count) in &population.items {
+        if let Some(prefix) = prefixes.report(word) {
+            *reporters.entry(prefix).or_insert(0) += count;
+        }
+    }
+    reporters.into_iter().collect()
+}
+
 /// One S&T round over the prefixes the clients report for `prefixes`, released as
 /// `(prefix, count, estimate)`: each prefix's sampled holders are `Bin(N, p)`, `N` the number
 /// of clients reporting it; the `k`-th prefix in order draws from stream `k` of `seed`, so the
@@ -131,13 +167,7 @@ fn counted_prefix_round(
     mechanism: &SampleThreshold,
     seed: u64,
 ) -> Vec<(String, u64, f64)> {
-    let mut reporters: BTreeMap<String, u64> = BTreeMap::new();
-    for (word, count) in &population.items {
-        if let Some(prefix) = prefixes.report(word) {
-            *reporters.entry(prefix).or_insert(0) += count;
-        }
-    }
-    let reporters: Vec<(String, u64)> = reporters.into_iter().collect();
+    let reporters = prefix_reporters(population, prefixes);
     let holders: Vec<u64> = reporters.iter().map(|&(_, holders)| holders).collect();
     let release = counted_round(&holders, mechanism, seed);
     let names: Vec<String> = reporters.into_iter().map(|(prefix, _)| prefix).collect();

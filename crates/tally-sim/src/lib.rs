@@ -115,7 +115,7 @@ pub mod triehh_plus_release;
 mod values;
 pub mod values_release;
 
-pub use counted::{CountedPopulation, run_triehh_plus_counted};
+pub use counted::{CountedPopulation, run_triehh_plus_counted, run_triehh_plus_selection_counted};
 pub use dataset::{DATASETS, english_word_frequencies};
 pub use domain::{
     DomainItems, DomainMechanism, PlaceInDomain, RoundMechanism, mechanism_rng,

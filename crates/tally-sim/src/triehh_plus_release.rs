@@ -1,18 +1,23 @@
 //! Running TrieHH++ heavy hitters and building their document, as `tally heavy-hitters
 //! --algorithm triehh++ --json` prints it.
 
-use crate::{CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted};
+use crate::{
+    CountedPopulation, KeyedPopulation, run_keyed_triehh_plus, run_triehh_plus_counted,
+    run_triehh_plus_selection_counted,
+};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::partition_selection::Method;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::heavy_hitters::{
-    TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism, release_prefix_counts,
+    TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism, plan_selection_levels,
+    release_prefix_counts,
 };
 use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::sampling::SamplingKey;
 use tally_core::task::Task as _;
 use tally_messages::HeavyHittersRelease;
-use tally_protocol::document::{self, TriePlusParameters};
+use tally_protocol::document::{self, LevelRelease, TriePlusParameters};
 
 /// How a TrieHH++ run is configured.
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +40,49 @@ pub struct TriePlusSettings {
     pub analysis: Analysis,
     /// The neighbour relation.
     pub neighbours: Neighbours,
+    /// The partition selection every level runs instead of sample-and-threshold (`target` and
+    /// `analysis` then play no part), or `None` for sample-and-threshold.
+    pub selection: Option<Method>,
+}
+
+impl TriePlusSettings {
+    /// The composition a run uses when the caller names none: [`Composition::Optimal`] for
+    /// partition-selection levels (the exact curve of `L` identical `(ε', δ')` pairs),
+    /// [`Composition::default_for_rounds`] for sample-and-threshold levels.
+    pub fn default_composition(selection: Option<Method>, neighbours: Neighbours) -> Composition {
+        match selection {
+            Some(_) => Composition::Optimal,
+            None => Composition::default_for_rounds(neighbours),
+        }
+    }
+
+    /// Refuses sample-and-threshold's options with partition-selection levels: a fixed
+    /// sampling rate or threshold, and an analysis other than the default tight one.
+    fn check_selection(&self) -> Result<(), tally_core::Error> {
+        let fixed = match self.target {
+            PlanTarget::MinReleasedCount => None,
+            PlanTarget::SamplingRate(rate) => Some(("sampling rate", rate.to_string())),
+            PlanTarget::Threshold(threshold) => Some(("threshold", threshold.to_string())),
+            PlanTarget::Alpha(alpha) => Some(("alpha", alpha.to_string())),
+        };
+        if let Some((name, value)) = fixed {
+            return Err(tally_core::Error::InvalidParameter {
+                name,
+                value,
+                expected: "none with partition-selection levels, which calibrate their noise \
+                           and threshold from ε and δ (drop it)",
+            });
+        }
+        if self.analysis != Analysis::Tight {
+            return Err(tally_core::Error::InvalidParameter {
+                name: "analysis",
+                value: self.analysis.to_string(),
+                expected: "the default (tight) with partition-selection levels: the analysis \
+                           is sample-and-threshold's (drop it)",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// Runs TrieHH++ over a counted population (each level one exact binomial per distinct
@@ -52,6 +100,34 @@ pub fn triehh_plus_counted(
     shown_seed: Option<u64>,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
     let clients = population.clients();
+    if let Some(method) = settings.selection {
+        settings.check_selection()?;
+        let per_level = plan_selection_levels(
+            method,
+            settings.epsilon,
+            settings.delta,
+            settings.levels,
+            settings.composition,
+            settings.neighbours,
+        )?;
+        let task = TrieHhPlus::new(TrieHhPlusConfig {
+            levels: settings.levels,
+            segment: settings.segment,
+            restricted: settings.restricted,
+            per_level: per_level.clone(),
+            composition: settings.composition,
+            total_delta: settings.delta,
+        })?;
+        let output = run_triehh_plus_selection_counted(population, task, seed)?;
+        return Ok(document(
+            &output,
+            settings,
+            LevelRelease::Selection(&per_level),
+            clients,
+            population.description(),
+            shown_seed,
+        ));
+    }
     release(
         settings,
         shown_seed,
@@ -147,8 +223,13 @@ pub fn per_level_mechanism(
     }
 }
 
-/// Plans the levels (for keyed coins when `keyed`), runs the task with `run` over `clients`
-/// clients described by `description`, and builds the document.
+/// Plans the sample-and-threshold levels (for keyed coins when `keyed`), runs the task with
+/// `run` over `clients` clients described by `description`, and builds the document.
+///
+/// # Errors
+///
+/// Whatever the planner and the task reject, and partition-selection levels with `keyed`
+/// coins (they sample nobody).
 fn release(
     settings: &TriePlusSettings,
     shown_seed: Option<u64>,
@@ -157,6 +238,14 @@ fn release(
     keyed: bool,
     run: impl FnOnce(TrieHhPlus) -> Result<TrieOutput, tally_core::Error>,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
+    if let Some(method) = settings.selection {
+        return Err(tally_core::Error::InvalidParameter {
+            name: "level mechanism",
+            value: method.name().to_owned(),
+            expected: "sample-threshold with a sampling key (the key draws sampling coins; \
+                       partition-selection levels sample nobody: drop the key)",
+        });
+    }
     let per_level = per_level_mechanism(settings, keyed)?;
     let task = TrieHhPlus::new(TrieHhPlusConfig {
         levels: settings.levels,
@@ -167,17 +256,36 @@ fn release(
         total_delta: settings.delta,
     })?;
     let output = run(task)?;
-    Ok(document::triehh_plus(
+    Ok(document(
         &output,
+        settings,
+        LevelRelease::SampleThreshold(&per_level),
+        clients,
+        description,
+        shown_seed,
+    ))
+}
+
+/// The document of a run with `settings` whose levels ran `per_level`.
+fn document(
+    output: &TrieOutput,
+    settings: &TriePlusSettings,
+    per_level: LevelRelease<'_>,
+    clients: u64,
+    description: &str,
+    shown_seed: Option<u64>,
+) -> HeavyHittersRelease {
+    document::triehh_plus(
+        output,
         &TriePlusParameters {
             levels: settings.levels,
             segment: settings.segment,
             restricted: settings.restricted,
             composition: settings.composition,
-            per_level: &per_level,
+            per_level,
         },
         clients,
         description.to_owned(),
         shown_seed,
-    ))
+    )
 }
