@@ -197,3 +197,22 @@ def test_heavy_hitters_equal_the_cli_for_the_same_file_and_seed(words_txt):
     assert found["list"], "something is found"
     for name, items in found.items():
         assert [str(item) for item in items] == [str(item) for item in found["list"]], name
+
+
+def test_heavy_hitters_with_noise_based_levels_equal_the_cli(words_txt):
+    for mechanism in ["laplace-threshold", "gaussian-threshold"]:
+        release = tally.heavy_hitters(
+            words_txt, epsilon=4.0, delta=1e-6, levels=6, mechanism=mechanism, seed=2
+        )
+        expected = cli_json(
+            "heavy-hitters", "--input", str(words_txt), "--algorithm", "triehh++",
+            "--mechanism", mechanism, "--epsilon", "4", "--delta", "1e-6", "--levels", "6",
+            "--seed", "2",
+        )
+        assert release.document == expected
+        assert release.document["parameters"]["level_mechanism"] == mechanism
+        assert "apple" in found_items(release)
+    with pytest.raises(ValueError, match="calibrate their noise and threshold"):
+        tally.heavy_hitters(
+            words_txt, epsilon=1.0, delta=1e-6, mechanism="laplace-threshold", threshold=20
+        )

@@ -1550,7 +1550,7 @@ impl std::str::FromStr for LevelMechanismArg {
             return Ok(Self::SampleThreshold);
         }
         s.parse().map(Self::Selection).map_err(|_| {
-            format!("expected sample-threshold, laplace-threshold or gaussian-threshold, not {s:?}")
+            "expected sample-threshold, laplace-threshold or gaussian-threshold".to_owned()
         })
     }
 }

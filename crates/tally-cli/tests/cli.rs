@@ -4,7 +4,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::{failure, json, temp_file};
+use common::{failure, json, tally, temp_file};
 use tally_sim::Population;
 
 /// The word counts of the shipped Shakespeare dialogue, from the dataset the binary embeds
@@ -253,6 +253,83 @@ fn heavy_hitters_triehh_plus_finds_the_true_top_20_words() {
         assert!(truth.contains_key(word), "{word} is not in the data");
         assert!(item["count"].as_u64().unwrap() >= threshold);
     }
+}
+
+#[test]
+fn heavy_hitters_with_noise_based_levels_release_noisy_counts_within_the_budget() {
+    let truth = shakespeare_counts();
+    for (mechanism, noise) in [("laplace-threshold", "scale"), ("gaussian-threshold", "sigma")] {
+        let out = json(&format!(
+            "heavy-hitters --dataset shakespeare --algorithm triehh++ --mechanism {mechanism} \
+             --epsilon 1 --delta 1e-8 --seed 1 --json --truth"
+        ));
+        let parameters = &out["parameters"];
+        assert_eq!(parameters["level_mechanism"], mechanism, "{parameters}");
+        // The levels' (ε, δ) pairs compose optimally by default.
+        assert_eq!(parameters["composition"], "optimal");
+        assert!(parameters[noise].as_f64().unwrap() > 0.0, "{parameters}");
+        assert!(parameters.get("sampling_rate").is_none(), "{parameters}");
+        let epsilon = out["guarantee"]["epsilon"].as_f64().unwrap();
+        assert!(epsilon <= 1.0 && epsilon > 0.99, "{epsilon}");
+        assert!(out["guarantee"]["delta"].as_f64().unwrap() <= 1e-8);
+        let level = &parameters["per_level_guarantee"];
+        assert!(level["delta"].as_f64().unwrap() < 1e-9, "{level}");
+        assert!(out["truth"]["true_top_k_found"].as_u64().unwrap() >= 20);
+        let threshold = parameters["threshold"].as_u64().unwrap();
+        for item in out["items"].as_array().unwrap() {
+            let word = item["item"].as_str().unwrap();
+            let count = item["count"].as_u64().unwrap();
+            // Nobody is sampled: the count is the word's own, plus noise, and is its estimate.
+            assert!(count >= threshold, "{item}");
+            assert_eq!(item["estimate"].as_f64().unwrap(), count as f64, "{item}");
+            let true_count = truth[word] as f64;
+            assert!(
+                (count as f64 - true_count).abs() < 400.0,
+                "{word}: {count} against {true_count}"
+            );
+        }
+    }
+}
+
+#[test]
+fn heavy_hitters_refuse_what_noise_based_levels_cannot_run() {
+    let base = "heavy-hitters --dataset shakespeare --epsilon 1 --delta 1e-8";
+    for (extra, expected) in [
+        (
+            "--algorithm triehh --mechanism laplace-threshold",
+            "--mechanism applies to --algorithm triehh++ only",
+        ),
+        (
+            "--algorithm triehh++ --mechanism laplace-threshold --sampling-rate 0.1",
+            "calibrate their noise and threshold from ε and δ",
+        ),
+        (
+            "--algorithm triehh++ --mechanism gaussian-threshold --threshold 20",
+            "calibrate their noise and threshold from ε and δ",
+        ),
+        (
+            "--algorithm triehh++ --mechanism laplace-threshold --sampling-key secret",
+            "partition-selection levels sample nobody",
+        ),
+        (
+            "--algorithm triehh++ --mechanism truncated-geometric",
+            "releases keys without the counts",
+        ),
+        (
+            "--algorithm triehh++ --mechanism laplace-threshold --composition tight",
+            "basic, advanced, optimal or pld",
+        ),
+    ] {
+        let message = failure(&format!("{base} {extra}"));
+        assert!(message.contains(expected), "{extra}: {message}");
+    }
+    let unknown = tally(&format!("{base} --algorithm triehh++ --mechanism laplace"));
+    let message = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success());
+    assert!(
+        message.contains("expected sample-threshold, laplace-threshold or gaussian-threshold"),
+        "{message}"
+    );
 }
 
 #[test]
