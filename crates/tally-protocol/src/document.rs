@@ -1038,7 +1038,7 @@ mod tests {
             segment: 1,
             restricted: true,
             composition: Composition::Basic,
-            per_level: &per_level,
+            per_level: LevelRelease::SampleThreshold(&per_level),
         };
         let doc = triehh_plus(&output, &parameters, 400, "data".into(), Some(3));
         assert_eq!(doc.mechanism, TRIEHH_PLUS);
@@ -1090,6 +1090,7 @@ mod tests {
             serde_json::to_value(GuaranteeBody::from(per_level.guarantee())).unwrap()
         );
         assert_eq!(params["population"], 400);
-        assert_eq!(params.as_object().map(|o| o.len()), Some(9));
+        assert_eq!(params["level_mechanism"], "sample-threshold");
+        assert_eq!(params.as_object().map(|o| o.len()), Some(10));
     }
 }
