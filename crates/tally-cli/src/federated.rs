@@ -24,7 +24,9 @@ use crate::cli::{
     ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs,
     TaskResultArgs,
 };
-use crate::output::{guarantee_body_line, print_diagnosis, print_fields, print_items};
+use crate::output::{
+    guarantee_body_line, parameters_line, print_diagnosis, print_fields, print_items,
+};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 use crate::{federated_domain, federated_range_tree};
 
@@ -619,7 +621,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 &[
                     ("input", release.input.clone()),
                     ("guarantee", guarantee_body_line(&release.guarantee)),
-                    ("parameters", compact(&release.parameters)),
+                    ("parameters", parameters_line(&release.parameters)),
                     ("execution", release.execution.clone()),
                     ("released items", release.released_items.to_string()),
                 ],
@@ -633,7 +635,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 &[
                     ("input", release.input.clone()),
                     ("guarantee", guarantee_body_line(&release.guarantee)),
-                    ("parameters", compact(&release.parameters)),
+                    ("parameters", parameters_line(&release.parameters)),
                     ("found items", release.found_items.to_string()),
                 ],
             )?;
@@ -646,7 +648,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
                 &[
                     ("input", release.input.clone()),
                     ("guarantee", guarantee_body_line(&release.guarantee)),
-                    ("parameters", compact(&release.parameters)),
+                    ("parameters", parameters_line(&release.parameters)),
                 ],
             )?;
             print_quantile_table(&release.quantiles)?;
@@ -791,17 +793,6 @@ fn rows(items: &[ReleasedItem]) -> Vec<(String, Option<u64>, Option<f64>)> {
         .iter()
         .map(|i| (i.item.clone(), i.count, i.estimate))
         .collect()
-}
-
-fn compact(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| format!("{k} {v}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        other => other.to_string(),
-    }
 }
 
 /// Prints a protocol value as pretty JSON.

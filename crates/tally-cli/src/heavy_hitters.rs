@@ -36,8 +36,8 @@ use crate::count_min_prefix_tree;
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_body_line, guarantee_line, print_diagnosis, print_fields, print_items,
-    print_json, print_warning_lines, print_warnings,
+    Stage, guarantee_body_line, guarantee_line, parameters_line, print_diagnosis, print_fields,
+    print_items, print_json, print_warning_lines, print_warnings,
 };
 
 /// Items scored against the truth when `--top` is not given.
@@ -261,7 +261,7 @@ fn print_report(
     let mut rows = vec![
         ("input", release.input.clone()),
         ("guarantee", guarantee_body_line(&release.guarantee)),
-        ("parameters", release.parameters.to_string()),
+        ("parameters", parameters_line(&release.parameters)),
         ("found items", release.found_items.to_string()),
     ];
     if let Some(truth) = &truth {
@@ -605,7 +605,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         ("input", population.description().to_owned()),
         ("guarantee", guarantee_line(&output.guarantee)),
         ("local guarantee", guarantee_line(&output.local_guarantee)),
-        ("parameters", parameters.to_string()),
+        ("parameters", parameters_line(&parameters)),
         ("found items", output.words.len().to_string()),
         (
             "captured mass",

@@ -12,8 +12,8 @@ use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 use crate::cli::{HistogramArgs, Method};
 use crate::histogram::load_keyed_population;
 use crate::output::{
-    Stage, guarantee_body_line, print_diagnosis, print_fields, print_items, print_json,
-    print_warnings,
+    Stage, guarantee_body_line, parameters_line, print_diagnosis, print_fields, print_items,
+    print_json, print_warnings,
 };
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -102,23 +102,12 @@ fn print(args: &HistogramArgs, name: &str, document: &HistogramRelease) -> Resul
         print_warnings(document.diagnosis.as_ref());
         return Ok(());
     }
-    let parameters = document
-        .parameters
-        .as_object()
-        .map(|fields| {
-            fields
-                .iter()
-                .map(|(field, value)| format!("{field} {value}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        })
-        .unwrap_or_default();
     print_fields(
         &format!("{name} histogram"),
         &[
             ("input", document.input.clone()),
             ("guarantee", guarantee_body_line(&document.guarantee)),
-            ("parameters", parameters),
+            ("parameters", parameters_line(&document.parameters)),
             (
                 "trust",
                 "central: the aggregator sees the exact counts of the items the clients \

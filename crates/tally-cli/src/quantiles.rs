@@ -13,7 +13,7 @@ use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
 use crate::cli::{
     QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism, round_composition,
 };
-use crate::output::{Stage, guarantee_line, print_fields, print_json};
+use crate::output::{Stage, guarantee_line, parameters_line, print_fields, print_json};
 use crate::shuffle_values;
 
 pub(crate) use tally_sim::values_release::{DEFAULT_QUANTILES, Row, check_quantiles};
@@ -105,7 +105,7 @@ pub(crate) fn print_range(
     let mut rows = vec![
         ("input", document.input.clone()),
         ("guarantee", guarantee.to_owned()),
-        ("parameters", document.parameters.to_string()),
+        ("parameters", parameters_line(&document.parameters)),
     ];
     rows.extend(extra.iter().cloned());
     rows.push((
@@ -241,7 +241,7 @@ fn print_quantiles(
         &[
             ("input", release.input.clone()),
             ("guarantee", guarantee_line(guarantee)),
-            ("parameters", release.parameters.to_string()),
+            ("parameters", parameters_line(&release.parameters)),
             ("seed", common.release.seed_description()),
         ],
     )?;

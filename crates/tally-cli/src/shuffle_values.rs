@@ -10,7 +10,7 @@ use tally_protocol::document::{self, TreeDocument};
 use tally_sim::Values;
 
 use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
-use crate::output::{Stage, guarantee_line, print_fields, print_json};
+use crate::output::{Stage, guarantee_line, parameters_line, print_fields, print_json};
 use crate::quantiles::{Row, load_values, report_quantiles};
 
 /// Loads the values `common` names and runs `command` on the range-query tree of the mechanism
@@ -199,7 +199,7 @@ pub(crate) fn print_range(
         &[
             ("input", release.input.clone()),
             ("guarantee", guarantee.to_owned()),
-            ("parameters", release.parameters.to_string()),
+            ("parameters", parameters_line(&release.parameters)),
             extra,
             (
                 "range",
