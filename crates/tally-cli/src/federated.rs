@@ -13,8 +13,7 @@ use tally_client::Client;
 use tally_messages::{
     DomainHistogramMechanism, ErrorCode, HeavyHittersAlgorithm,
     HistogramMechanism as WireMechanism, LedgerBalance, PROTOCOL_VERSION, PrivacyTarget,
-    QuantileMethod, ReleasedItem, RoundPolicy, SegmentRule, TaskInfo, TaskKind, TaskResult,
-    TaskSpec, TaskState,
+    QuantileMethod, RoundPolicy, SegmentRule, TaskInfo, TaskKind, TaskResult, TaskSpec, TaskState,
 };
 use tally_protocol::definition;
 use tally_sim::Population;
@@ -25,7 +24,8 @@ use crate::cli::{
     TaskResultArgs,
 };
 use crate::output::{
-    guarantee_body_line, parameters_line, print_diagnosis, print_fields, print_items,
+    guarantee_body_line, parameters_line, print_fields, print_heavy_hitters_release,
+    print_histogram_release,
 };
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 use crate::{federated_domain, federated_range_tree};
@@ -615,33 +615,18 @@ fn result(args: &TaskResultArgs) -> Result<()> {
         .with_context(|| format!("the result of task {} is not a release document", args.id))?;
     let shown = args.top.unwrap_or(DEFAULT_TABLE_ROWS);
     match release {
-        TaskResult::Histogram(release) => {
-            print_fields(
-                &format!("{} histogram (task {})", release.mechanism, args.id),
-                &[
-                    ("input", release.input.clone()),
-                    ("guarantee", guarantee_body_line(&release.guarantee)),
-                    ("parameters", parameters_line(&release.parameters)),
-                    ("execution", release.execution.clone()),
-                    ("released items", release.released_items.to_string()),
-                ],
-            )?;
-            print_items(&rows(&release.items), shown)?;
-            print_diagnosis(release.diagnosis.as_ref())?;
-        }
-        TaskResult::HeavyHitters(release) => {
-            print_fields(
-                &format!("{} heavy hitters (task {})", release.mechanism, args.id),
-                &[
-                    ("input", release.input.clone()),
-                    ("guarantee", guarantee_body_line(&release.guarantee)),
-                    ("parameters", parameters_line(&release.parameters)),
-                    ("found items", release.found_items.to_string()),
-                ],
-            )?;
-            print_items(&rows(&release.items), shown)?;
-            print_diagnosis(release.diagnosis.as_ref())?;
-        }
+        TaskResult::Histogram(release) => print_histogram_release(
+            &format!("{} histogram", release.mechanism),
+            &release,
+            &[("task", args.id.clone())],
+            shown,
+        )?,
+        TaskResult::HeavyHitters(release) => print_heavy_hitters_release(
+            &format!("{} heavy hitters", release.mechanism),
+            &release,
+            &[("task", args.id.clone())],
+            shown,
+        )?,
         TaskResult::Quantiles(release) => {
             print_fields(
                 &format!("quantiles ({}, task {})", release.mechanism, args.id),
@@ -786,13 +771,6 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
     }
     print_fields(title, &rows)?;
     Ok(())
-}
-
-fn rows(items: &[ReleasedItem]) -> Vec<(String, Option<u64>, Option<f64>)> {
-    items
-        .iter()
-        .map(|i| (i.item.clone(), i.count, i.estimate))
-        .collect()
 }
 
 /// Prints a protocol value as pretty JSON.

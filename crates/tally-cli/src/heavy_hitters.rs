@@ -36,8 +36,8 @@ use crate::count_min_prefix_tree;
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_body_line, guarantee_line, parameters_line, print_diagnosis, print_fields,
-    print_items, print_json, print_warning_lines, print_warnings,
+    Stage, guarantee_line, parameters_line, print_fields, print_heavy_hitters_release, print_items,
+    print_json, print_warning_lines, print_warnings,
 };
 
 /// Items scored against the truth when `--top` is not given.
@@ -258,29 +258,21 @@ fn print_report(
         print_warnings(release.diagnosis.as_ref());
         return Ok(());
     }
-    let mut rows = vec![
-        ("input", release.input.clone()),
-        ("guarantee", guarantee_body_line(&release.guarantee)),
-        ("parameters", parameters_line(&release.parameters)),
-        ("found items", release.found_items.to_string()),
-    ];
-    if let Some(truth) = &truth {
-        rows.push((
+    let truth_row = truth.as_ref().map(|truth| {
+        (
             "against the truth",
             format!(
                 "top {}: recall {:.3}, precision {:.3}, F1 {:.3}",
                 truth["k"], truth["recall"], truth["precision"], truth["f1"]
             ),
-        ));
-    }
-    print_fields(&release.mechanism, &rows)?;
-    let rows: Vec<_> = release
-        .items
-        .iter()
-        .map(|f| (f.item.clone(), f.count, f.estimate))
-        .collect();
-    print_items(&rows, shown)?;
-    print_diagnosis(release.diagnosis.as_ref())?;
+        )
+    });
+    print_heavy_hitters_release(
+        &format!("{} heavy hitters", release.mechanism),
+        &release,
+        truth_row.as_slice(),
+        shown,
+    )?;
     Ok(())
 }
 

@@ -11,9 +11,7 @@ use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};
 use crate::domain_histogram::{self, domain_map};
 use crate::input::{input_format, load_population, stream_format};
 use crate::items_histogram;
-use crate::output::{
-    Stage, guarantee_line, print_diagnosis, print_fields, print_items, print_json, print_warnings,
-};
+use crate::output::{Stage, print_histogram_release, print_json, print_warnings};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -120,46 +118,28 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     } else {
         DEFAULT_TABLE_ROWS
     });
-    let guarantee = mechanism.guarantee();
-    let params = mechanism.params();
     if args.privacy.json {
         document.items.truncate(shown);
         print_json(&serde_json::to_value(&document)?)?;
         print_warnings(document.diagnosis.as_ref());
         return Ok(());
     }
-    print_fields(
+    let seed = if args.sampling_key.is_some() {
+        "none (keyed sampling)".to_owned()
+    } else {
+        args.release.seed_description()
+    };
+    let params = mechanism.params();
+    let smallest = params.threshold() as f64 / params.sampling_rate();
+    print_histogram_release(
         "sample-and-threshold histogram",
+        &document,
         &[
-            ("input", document.input),
-            ("guarantee", guarantee_line(guarantee)),
-            (
-                "parameters",
-                format!(
-                    "sampling rate {:.6}, threshold {} (smallest count shown ≈ {:.0})",
-                    params.sampling_rate(),
-                    params.threshold(),
-                    params.threshold() as f64 / params.sampling_rate()
-                ),
-            ),
-            ("released items", document.released_items.to_string()),
-            (
-                "seed",
-                if args.sampling_key.is_some() {
-                    "none (keyed sampling)".to_owned()
-                } else {
-                    args.release.seed_description()
-                },
-            ),
+            ("smallest count shown", format!("≈ {smallest:.0} (threshold / rate)")),
+            ("seed", seed),
         ],
+        shown,
     )?;
-    let rows: Vec<_> = document
-        .items
-        .into_iter()
-        .map(|cell| (cell.item, cell.count, cell.estimate))
-        .collect();
-    print_items(&rows, shown)?;
-    print_diagnosis(document.diagnosis.as_ref())?;
     Ok(())
 }
 

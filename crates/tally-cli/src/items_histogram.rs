@@ -11,10 +11,7 @@ use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 
 use crate::cli::{HistogramArgs, Method};
 use crate::histogram::load_keyed_population;
-use crate::output::{
-    Stage, guarantee_body_line, parameters_line, print_diagnosis, print_fields, print_items,
-    print_json, print_warnings,
-};
+use crate::output::{Stage, print_histogram_release, print_json, print_warnings};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;
@@ -102,12 +99,10 @@ fn print(args: &HistogramArgs, name: &str, document: &HistogramRelease) -> Resul
         print_warnings(document.diagnosis.as_ref());
         return Ok(());
     }
-    print_fields(
+    print_histogram_release(
         &format!("{name} histogram"),
+        document,
         &[
-            ("input", document.input.clone()),
-            ("guarantee", guarantee_body_line(&document.guarantee)),
-            ("parameters", parameters_line(&document.parameters)),
             (
                 "trust",
                 "central: the aggregator sees the exact counts of the items the clients \
@@ -115,17 +110,9 @@ fn print(args: &HistogramArgs, name: &str, document: &HistogramRelease) -> Resul
                  never shown"
                     .to_owned(),
             ),
-            ("released items", document.released_items.to_string()),
             ("seed", args.release.seed_description()),
         ],
+        args.top.unwrap_or(DEFAULT_TABLE_ROWS),
     )?;
-    let rows: Vec<_> = document
-        .items
-        .iter()
-        .map(|cell| (cell.item.clone(), cell.count, cell.estimate))
-        .collect();
-    let shown = args.top.unwrap_or(DEFAULT_TABLE_ROWS);
-    print_items(&rows, shown)?;
-    print_diagnosis(document.diagnosis.as_ref())?;
     Ok(())
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 use serde_json::Value;
 use tally_accounting::Guarantee;
-use tally_messages::{GuaranteeBody, ReleaseDiagnosis};
+use tally_messages::{
+    GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleaseDiagnosis, ReleasedItem,
+};
 
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &Value) -> io::Result<()> {
@@ -227,6 +229,57 @@ pub(crate) fn print_items(
         )?;
     }
     Ok(())
+}
+
+/// Prints a histogram release for people, the same offline and federated: its title, input,
+/// guarantee, parameters, execution and number of released items, then `extra` rows (the seed,
+/// the task, the trust), the first `shown` items and the diagnosis.
+pub(crate) fn print_histogram_release(
+    title: &str,
+    release: &HistogramRelease,
+    extra: &[(&str, String)],
+    shown: usize,
+) -> io::Result<()> {
+    let mut rows = vec![
+        ("input", release.input.clone()),
+        ("guarantee", guarantee_body_line(&release.guarantee)),
+        ("parameters", parameters_line(&release.parameters)),
+        ("execution", release.execution.clone()),
+        ("released items", release.released_items.to_string()),
+    ];
+    rows.extend_from_slice(extra);
+    print_fields(title, &rows)?;
+    print_items(&item_rows(&release.items), shown)?;
+    print_diagnosis(release.diagnosis.as_ref())
+}
+
+/// Prints a heavy-hitter release for people, the same offline and federated: its title, input,
+/// guarantee, parameters and number of found items, then `extra` rows (the truth scores, the
+/// task), the first `shown` items and the diagnosis.
+pub(crate) fn print_heavy_hitters_release(
+    title: &str,
+    release: &HeavyHittersRelease,
+    extra: &[(&str, String)],
+    shown: usize,
+) -> io::Result<()> {
+    let mut rows = vec![
+        ("input", release.input.clone()),
+        ("guarantee", guarantee_body_line(&release.guarantee)),
+        ("parameters", parameters_line(&release.parameters)),
+        ("found items", release.found_items.to_string()),
+    ];
+    rows.extend_from_slice(extra);
+    print_fields(title, &rows)?;
+    print_items(&item_rows(&release.items), shown)?;
+    print_diagnosis(release.diagnosis.as_ref())
+}
+
+/// A release's items as the rows of [`print_items`].
+fn item_rows(items: &[ReleasedItem]) -> Vec<(String, Option<u64>, Option<f64>)> {
+    items
+        .iter()
+        .map(|item| (item.item.clone(), item.count, item.estimate))
+        .collect()
 }
 
 /// After a release's table: why a thin release holds so few items and what would help, on
