@@ -24,10 +24,9 @@ use crate::cli::{
     TaskResultArgs,
 };
 use crate::output::{
-    guarantee_body_line, parameters_line, print_fields, print_heavy_hitters_release,
-    print_histogram_release,
+    guarantee_body_line, print_fields, print_heavy_hitters_release, print_histogram_release,
 };
-use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
+use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles};
 use crate::{federated_domain, federated_range_tree};
 
 /// Rows shown in a result's table when `--top` is not given.
@@ -628,15 +627,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             shown,
         )?,
         TaskResult::Quantiles(release) => {
-            print_fields(
-                &format!("quantiles ({}, task {})", release.mechanism, args.id),
-                &[
-                    ("input", release.input.clone()),
-                    ("guarantee", guarantee_body_line(&release.guarantee)),
-                    ("parameters", parameters_line(&release.parameters)),
-                ],
-            )?;
-            print_quantile_table(&release.quantiles)?;
+            crate::quantiles::print_quantiles_release(&release, &[("task", args.id.clone())])?;
         }
         TaskResult::DomainHistogram(release) => {
             federated_domain::print_release(&release, &args.id, shown)?;

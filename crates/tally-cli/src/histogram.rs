@@ -135,7 +135,10 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         "sample-and-threshold histogram",
         &document,
         &[
-            ("smallest count shown", format!("≈ {smallest:.0} (threshold / rate)")),
+            (
+                "smallest count shown",
+                format!("≈ {smallest:.0} (threshold / rate)"),
+            ),
             ("seed", seed),
         ],
         shown,

@@ -13,7 +13,9 @@ use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
 use crate::cli::{
     QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism, round_composition,
 };
-use crate::output::{Stage, guarantee_line, parameters_line, print_fields, print_json};
+use crate::output::{
+    Stage, guarantee_body_line, guarantee_line, parameters_line, print_fields, print_json,
+};
 use crate::shuffle_values;
 
 pub(crate) use tally_sim::values_release::{DEFAULT_QUANTILES, Row, check_quantiles};
@@ -32,10 +34,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     }
     let mut running = None;
     let (seed, shown_seed) = (common.release.seed_or_random(), common.release.seed);
-    let Released {
-        document,
-        guarantee,
-    } = match args.method {
+    let Released { document, .. } = match args.method {
         QuantileMethod::Hierarchical => values_release::hierarchical_quantiles(
             &settings(common),
             &args.quantiles,
@@ -55,7 +54,7 @@ pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
         )?,
     };
     drop(running);
-    print_quantiles(common, &document, &guarantee)
+    print_quantiles(common, &document)
 }
 
 pub(crate) fn run_range(args: &RangeArgs) -> Result<()> {
@@ -223,28 +222,31 @@ pub(crate) fn report_quantiles(
         common.release.delta,
         common.release.seed,
     );
-    print_quantiles(common, &release, guarantee)
+    print_quantiles(common, &release)
 }
 
 /// Prints a quantiles document, as JSON with `--json`.
-fn print_quantiles(
-    common: &ValuesArgs,
-    release: &QuantilesRelease,
-    guarantee: &tally_accounting::Guarantee,
-) -> Result<()> {
+fn print_quantiles(common: &ValuesArgs, release: &QuantilesRelease) -> Result<()> {
     if common.privacy.json {
         print_json(&serde_json::to_value(release)?)?;
         return Ok(());
     }
-    print_fields(
-        &format!("quantiles ({})", release.mechanism),
-        &[
-            ("input", release.input.clone()),
-            ("guarantee", guarantee_line(guarantee)),
-            ("parameters", parameters_line(&release.parameters)),
-            ("seed", common.release.seed_description()),
-        ],
-    )?;
+    print_quantiles_release(release, &[("seed", common.release.seed_description())])
+}
+
+/// Prints a quantiles release for people, the same offline and federated: its title, input,
+/// guarantee and parameters, then `extra` rows (the seed, the task) and the quantiles.
+pub(crate) fn print_quantiles_release(
+    release: &QuantilesRelease,
+    extra: &[(&str, String)],
+) -> Result<()> {
+    let mut rows = vec![
+        ("input", release.input.clone()),
+        ("guarantee", guarantee_body_line(&release.guarantee)),
+        ("parameters", parameters_line(&release.parameters)),
+    ];
+    rows.extend_from_slice(extra);
+    print_fields(&format!("quantiles ({})", release.mechanism), &rows)?;
     print_quantile_table(&release.quantiles)
 }
 
