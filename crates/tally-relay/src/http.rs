@@ -18,7 +18,7 @@ use tally_messages::{
 };
 use tally_server::service::{
     ApiError, HostPolicy, Principal, check_check_in, check_upload_batch, check_version,
-    refuse_browser,
+    refuse_request,
 };
 use tracing::warn;
 
@@ -49,7 +49,7 @@ pub(crate) fn router(state: Arc<State>, hosts: HostPolicy) -> Router {
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             let hosts = Arc::clone(&hosts);
             async move {
-                match refuse_browser(request.headers(), &hosts) {
+                match refuse_request(&request, &hosts) {
                     Some(refusal) => refusal.into_response(),
                     None => next.run(request).await,
                 }

@@ -177,7 +177,7 @@ async fn refuse_browsers(
     request: Request,
     next: Next,
 ) -> Response {
-    match browser_refusal(request.headers(), hosts) {
+    match request_refusal(&request, hosts) {
         Some(refusal) => {
             runtime.metrics.reject(refusal.code);
             refusal.into_response()
@@ -186,9 +186,19 @@ async fn refuse_browsers(
     }
 }
 
+/// Why a request is refused before it is routed, if it is: a request a browser page could
+/// make ([`browser_refusal`]), or a path or query holding a NUL character (`%00`).
+pub(crate) fn request_refusal(request: &Request, hosts: &HostPolicy) -> Option<ApiError> {
+    browser_refusal(request.headers(), hosts).or_else(|| {
+        let uri = request.uri();
+        let target = uri.path_and_query().map_or("", |target| target.as_str());
+        target.contains("%00").then(|| nul_refusal("the path"))
+    })
+}
+
 /// Why a request a browser page could make is refused, if it is one: it carries an `Origin`
 /// header, or a `Host` that `hosts` does not allow.
-pub(crate) fn browser_refusal(headers: &HeaderMap, hosts: &HostPolicy) -> Option<ApiError> {
+fn browser_refusal(headers: &HeaderMap, hosts: &HostPolicy) -> Option<ApiError> {
     let host = headers.get(HOST).map(|h| h.to_str().unwrap_or("\u{fffd}"));
     let message = if headers.contains_key(ORIGIN) {
         "requests from browser pages (with an Origin header) are refused"
@@ -346,7 +356,29 @@ pub(crate) async fn read_json_within<T: DeserializeOwned>(
         ));
     }
     let bytes = read_body(headers, body, limit, timeout).await?;
+    if has_nul_escape(&bytes) {
+        return Err(nul_refusal("the body"));
+    }
     serde_json::from_slice(&bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
+}
+
+/// Whether a JSON text holds a NUL character: the escape `\u0000` with its backslash not
+/// itself escaped (an odd run of backslashes before the `u`). A raw NUL byte is not valid JSON
+/// and the parser refuses it; a backslash appears nowhere in JSON but in strings.
+fn has_nul_escape(json: &[u8]) -> bool {
+    memchr::memmem::find_iter(json, b"u0000").any(|at| {
+        let backslashes = json[..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        backslashes % 2 == 1
+    })
+}
+
+/// The refusal of a request whose `part` holds a NUL character: no name, id or text of the
+/// API may hold one, and a database may not store it.
+fn nul_refusal(part: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::Malformed,
+        format!("{part} holds a NUL character (\\u0000 or %00), which no field may hold"),
+    )
 }
 
 async fn metrics(State(runtime): App, headers: HeaderMap) -> Response {

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 
 use axum::Router;
 use axum::body::Body;
+use axum::extract::Request;
 use axum::http::HeaderMap;
 use serde::de::DeserializeOwned;
 use tally_messages::{ErrorCode, Role};
@@ -19,7 +20,7 @@ pub use crate::auth::Principal;
 use crate::auth::{self, CredentialCache};
 pub use crate::error::ApiError;
 pub use crate::http::{HostPolicy, MAX_BATCH, MAX_CHECK_IN, check_check_in, check_upload_batch};
-use crate::http::{admit, bearer, browser_refusal, read_json_within};
+use crate::http::{admit, bearer, read_json_within, request_refusal};
 use crate::rate::RateLimit;
 pub use crate::runtime::{check_version, unix_now};
 use crate::store::{Store, WriterLease};
@@ -164,11 +165,13 @@ pub async fn enroll_devices(
     enrolled
 }
 
-/// Why a request a browser page could make is refused, if it is one: it carries an `Origin`
-/// header (browsers send it with every cross-origin request and every POST), or a `Host` that
-/// `hosts` does not allow. No endpoint of a tally service is meant for a browser.
-pub fn refuse_browser(headers: &HeaderMap, hosts: &HostPolicy) -> Option<ApiError> {
-    browser_refusal(headers, hosts)
+/// Why a request is refused before it is routed, if it is: a request a browser page could make
+/// (it carries an `Origin` header, which browsers send with every cross-origin request and
+/// every POST, or a `Host` that `hosts` does not allow: no endpoint of a tally service is meant
+/// for a browser), or one whose path or query holds a NUL character (`%00`), which no name or
+/// id may hold.
+pub fn refuse_request(request: &Request, hosts: &HostPolicy) -> Option<ApiError> {
+    request_refusal(request, hosts)
 }
 
 /// Refuses to serve plain HTTP (`tls` false) on any of `addresses` that is not a loopback

@@ -238,3 +238,53 @@ async fn of_two_concurrent_tasks_that_fit_the_budget_only_alone_exactly_one_star
         server.shutdown().await;
     }
 }
+
+/// No name, id or text of the API may hold a NUL character: PostgreSQL cannot store one and
+/// answered 500 to a credential named with one; SQLite stored it. Refused as malformed (400)
+/// on both stores, in a JSON body and in a path, while a backslash followed by `u0000` (no NUL)
+/// is an ordinary name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nul_character_anywhere_in_a_request_is_refused_as_malformed() {
+    for db in databases().await {
+        let (server, router, _) = start(&db.url, (10.0, 1e-5)).await;
+        let credential = |name: &str| {
+            serde_json::json!({
+                "version": tally_messages::PROTOCOL_VERSION,
+                "role": "analyst",
+                "name": name,
+                "populations": [POPULATION],
+            })
+            .to_string()
+        };
+        for (method, path, body) in [
+            (
+                Method::POST,
+                "/v1/credentials".to_owned(),
+                Some(credential("alice\u{0}")),
+            ),
+            (Method::GET, "/v1/tasks/abc%00".to_owned(), None),
+            (
+                Method::POST,
+                "/v1/populations/beta%00/devices".to_owned(),
+                Some(r#"{"version":1,"count":1}"#.to_owned()),
+            ),
+            (Method::GET, "/v1/tasks?state=%00".to_owned(), None),
+        ] {
+            let (status, text) = call(&router, method.clone(), &path, body).await;
+            assert_eq!(
+                status,
+                StatusCode::BAD_REQUEST,
+                "{}: {method} {path}: {text}",
+                db.name
+            );
+            assert!(text.contains("NUL character"), "{}: {text}", db.name);
+            assert!(text.contains(ErrorCode::Malformed.name()), "{text}");
+        }
+        // A backslash, then "u0000": an escaped backslash in JSON, not a NUL.
+        let body = credential("alice\\u0000");
+        assert!(body.contains(r#""alice\\u0000""#), "{body}");
+        let (status, text) = call(&router, Method::POST, "/v1/credentials", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{}: {text}", db.name);
+        server.shutdown().await;
+    }
+}
