@@ -620,12 +620,9 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             &[("task", args.id.clone())],
             shown,
         )?,
-        TaskResult::HeavyHitters(release) => print_heavy_hitters_release(
-            &format!("{} heavy hitters", release.mechanism),
-            &release,
-            &[("task", args.id.clone())],
-            shown,
-        )?,
+        TaskResult::HeavyHitters(release) => {
+            print_heavy_hitters_release(&release, &[("task", args.id.clone())], shown)?
+        }
         TaskResult::Quantiles(release) => {
             crate::quantiles::print_quantiles_release(&release, &[("task", args.id.clone())])?;
         }

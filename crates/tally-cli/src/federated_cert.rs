@@ -1,13 +1,10 @@
 //! `tally cert`: a self-signed certificate and key for `tally serve --tls-cert --tls-key`,
 //! for a demo or a test (clients trust it with `--ca-cert`).
 
-use std::io::Write;
-#[cfg(unix)]
-use std::os::unix::fs::OpenOptionsExt;
-
 use anyhow::{Context, Result};
 
 use crate::cli::CertArgs;
+use crate::output::write_owner_only;
 
 /// `tally cert`.
 pub(crate) fn run(args: &CertArgs) -> Result<()> {
@@ -16,14 +13,7 @@ pub(crate) fn run(args: &CertArgs) -> Result<()> {
     std::fs::write(&args.cert, made.cert.pem())
         .with_context(|| format!("cannot write {}", args.cert.display()))?;
     // The key is readable by its owner only.
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    options.mode(0o600);
-    let mut key = options
-        .open(&args.key)
-        .with_context(|| format!("cannot write {}", args.key.display()))?;
-    key.write_all(made.signing_key.serialize_pem().as_bytes())
+    write_owner_only(&args.key, made.signing_key.serialize_pem().as_bytes())
         .with_context(|| format!("cannot write {}", args.key.display()))?;
     eprintln!(
         "self-signed certificate for {} in {} (key in {}); clients trust it with --ca-cert {}",

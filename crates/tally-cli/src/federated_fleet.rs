@@ -17,7 +17,7 @@ use tally_sim::word_multisets;
 
 use crate::heavy_hitters::load_users;
 use crate::input::load_population;
-use crate::output::print_fields;
+use crate::output::{print_fields, write_owner_only};
 
 /// `tally client`: one device, its item read from a file.
 pub(crate) fn run_client(args: &ClientArgs) -> Result<()> {
@@ -222,7 +222,7 @@ fn run_fleet(
     // What was spent is kept even when the run failed part way.
     if let (Some(path), Some(ledger)) = (&devices.device_ledger, fleet.ledger()) {
         let text = serde_json::to_string_pretty(&ledger)?;
-        std::fs::write(path, text + "\n")
+        write_owner_only(path, (text + "\n").as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(report?)

@@ -16,6 +16,7 @@ use crate::cli::{
     ProvisionArgs, TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
 };
 use crate::federated::{connect, print_serialized, runtime};
+use crate::output::open_owner_only;
 
 /// `tally token ...`.
 pub(crate) fn run(command: &TokenCommand) -> Result<()> {
@@ -139,12 +140,7 @@ fn enroll(args: &DeviceEnrollArgs) -> Result<()> {
     let keeper = Keeper::of(&args.store)?;
     let runtime = runtime()?;
     // The file first, so that no credential is made that could not be written.
-    let mut file = std::fs::OpenOptions::new();
-    file.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut file, 0o600);
-    let file = file
-        .open(&args.out)
+    let file = open_owner_only(&args.out, true)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut out = io::BufWriter::new(file);
     let mut left = args.count;

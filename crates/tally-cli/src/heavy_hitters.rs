@@ -267,12 +267,7 @@ fn print_report(
             ),
         )
     });
-    print_heavy_hitters_release(
-        &format!("{} heavy hitters", release.mechanism),
-        &release,
-        truth_row.as_slice(),
-        shown,
-    )?;
+    print_heavy_hitters_release(&release, truth_row.as_slice(), shown)?;
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 //! below their value), other parameters to the nearest four; the JSON keeps full precision.
 
 use std::io::{self, Write};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -62,6 +63,38 @@ pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
         guarantee.method,
         guarantee.trust_model.name()
     )
+}
+
+/// Opens `path` for writing, readable and writable by its owner alone (mode 0600 on Unix, also
+/// when the file existed with a wider mode): keys, credentials and device ledgers. With `new`,
+/// refuses a file that exists; otherwise truncates it.
+///
+/// # Errors
+///
+/// If the file cannot be created or restricted.
+pub(crate) fn open_owner_only(path: &Path, new: bool) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if new {
+        options.create_new(true);
+    } else {
+        options.create(true).truncate(true);
+    }
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path)?;
+    #[cfg(unix)]
+    file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    Ok(file)
+}
+
+/// Writes `contents` to `path` through [`open_owner_only`] (replacing what it held).
+///
+/// # Errors
+///
+/// If the file cannot be created, restricted or written.
+pub(crate) fn write_owner_only(path: &Path, contents: &[u8]) -> io::Result<()> {
+    open_owner_only(path, false)?.write_all(contents)
 }
 
 /// Significant digits of the numbers shown to people.
@@ -253,15 +286,19 @@ pub(crate) fn print_histogram_release(
     print_diagnosis(release.diagnosis.as_ref())
 }
 
-/// Prints a heavy-hitter release for people, the same offline and federated: its title, input,
-/// guarantee, parameters and number of found items, then `extra` rows (the truth scores, the
-/// task), the first `shown` items and the diagnosis.
+/// Prints a heavy-hitter release for people, the same offline and federated: its algorithm,
+/// input, guarantee, parameters and number of found items, then `extra` rows (the truth
+/// scores, the task), the first `shown` items and the diagnosis.
 pub(crate) fn print_heavy_hitters_release(
-    title: &str,
     release: &HeavyHittersRelease,
     extra: &[(&str, String)],
     shown: usize,
 ) -> io::Result<()> {
+    let title = if release.mechanism.contains("heavy hitters") {
+        release.mechanism.clone()
+    } else {
+        format!("{} heavy hitters", release.mechanism)
+    };
     let mut rows = vec![
         ("input", release.input.clone()),
         ("guarantee", guarantee_body_line(&release.guarantee)),
@@ -269,7 +306,7 @@ pub(crate) fn print_heavy_hitters_release(
         ("found items", release.found_items.to_string()),
     ];
     rows.extend_from_slice(extra);
-    print_fields(title, &rows)?;
+    print_fields(&title, &rows)?;
     print_items(&item_rows(&release.items), shown)?;
     print_diagnosis(release.diagnosis.as_ref())
 }

@@ -559,6 +559,13 @@ fn enrolled_devices_answer_with_their_own_credentials() {
     let kept: Value = serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
     let spent = &kept["spent"][&server.url]["one"][&task.id]["epsilon"];
     assert_eq!(spent.as_f64(), Some(task.guarantee.epsilon), "{kept}");
+    // The ledger tells which tasks the device answered: its owner alone reads it.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&ledger).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    }
 }
 
 /// The words of [`four_words_file`] and how many devices hold each.
