@@ -167,7 +167,9 @@ async fn upload(
             participant_request(&state, &headers, body, SEALED_BODY_LIMIT).await?;
         check_upload_batch(batch.version, batch.uploads.len())?;
         let round = round(&state, &id, &who)?;
-        let outcome = round.upload(batch.uploads).ok_or_else(|| closed(&id))?;
+        let outcome = round
+            .upload(&who, batch.uploads)
+            .ok_or_else(|| closed(&id))?;
         if outcome.full {
             let state = Arc::clone(&state);
             tokio::spawn(async move { state.close_round(&id).await });

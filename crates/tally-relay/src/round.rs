@@ -125,28 +125,37 @@ impl RelayRound {
         )
     }
 
-    /// Holds a batch of sealed uploads, or `None` once the round closed. Each token is good
-    /// for one upload, spent by its first (accepted or not); a round holds at most its pool,
-    /// and refuses the rest as [`ErrorCode::ClosedRound`] with their tokens unspent.
+    /// Holds a batch of sealed uploads the credential `uploader` sent, or `None` once the
+    /// round closed. Each token is good for one upload, spent by its first (accepted or not),
+    /// and only in the hands of the credential it was issued to (another's is
+    /// [`ErrorCode::UnknownToken`] and stays unspent); a round holds at most its pool, and
+    /// refuses the rest as [`ErrorCode::ClosedRound`] with their tokens unspent.
     ///
     /// # Privacy
     ///
     /// A sealed message is checked only for its alphabet and its length, against the
     /// round's `max_report_bytes` plus the seal's overhead; it is never opened, parsed,
     /// logged or written anywhere, and a refusal names its code alone.
-    pub(crate) fn upload(&self, uploads: Vec<SealedUpload>) -> Option<BatchOutcome> {
+    pub(crate) fn upload(
+        &self,
+        uploader: &Principal,
+        uploads: Vec<SealedUpload>,
+    ) -> Option<BatchOutcome> {
         let mut guard = self.lock();
         let held = &mut *guard;
         if !held.open {
             return None;
         }
+        let uploader = held.relayers.get(&uploader.id).copied();
         let mut outcome = BatchOutcome {
             accepted: 0,
             rejected: Vec::new(),
             full: false,
         };
         for (index, upload) in uploads.into_iter().enumerate() {
-            let token = parse_token(&upload.token).and_then(|t| held.tokens.get_mut(&t));
+            let token = parse_token(&upload.token)
+                .and_then(|t| held.tokens.get_mut(&t))
+                .filter(|token| Some(token.relayer) == uploader);
             let verdict = match token {
                 _ if held.uploads.len() as u64 >= self.pool => Err(ErrorCode::ClosedRound),
                 None => Err(ErrorCode::UnknownToken),
@@ -336,12 +345,15 @@ mod tests {
         let again = round.check_in(&device, 1, true, &mut rng).unwrap();
         assert_eq!(first, again);
         let outcome = round
-            .upload(vec![
-                upload(&first[0], vec![sealed(14)]),
-                upload(&first[0], vec![sealed(14)]),
-                upload(&"0".repeat(32), vec![sealed(14)]),
-                upload("not a token", Vec::new()),
-            ])
+            .upload(
+                &device,
+                vec![
+                    upload(&first[0], vec![sealed(14)]),
+                    upload(&first[0], vec![sealed(14)]),
+                    upload(&"0".repeat(32), vec![sealed(14)]),
+                    upload("not a token", Vec::new()),
+                ],
+            )
             .unwrap();
         assert_eq!(outcome.accepted, 1);
         let codes: Vec<_> = outcome.rejected.iter().map(|r| (r.index, r.code)).collect();
@@ -362,9 +374,36 @@ mod tests {
         assert!(round.check_in(&device, 1, true, &mut rng).is_none());
         assert!(
             round
-                .upload(vec![upload(&relayed[0], Vec::new())])
+                .upload(&operator, vec![upload(&relayed[0], Vec::new())])
                 .is_none()
         );
+    }
+
+    /// A token is good only in the hands of the credential it was issued to: another device's
+    /// (or operator's) upload with it is refused as unknown and leaves it unspent for its
+    /// holder. Without the check, device B uploaded with device A's token.
+    #[test]
+    fn a_token_is_good_only_for_the_credential_it_was_issued_to() {
+        let round = round(100);
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let alice = who("d1", tally_messages::Role::Device);
+        let bob = who("d2", tally_messages::Role::Device);
+        let operator = who("o1", tally_messages::Role::Operator);
+        let token = round.check_in(&alice, 1, true, &mut rng).unwrap().remove(0);
+        // Bob holds a token of his own; the operator and a third device hold none.
+        round.check_in(&bob, 1, true, &mut rng).unwrap();
+        let stranger = who("d3", tally_messages::Role::Device);
+        for thief in [&bob, &operator, &stranger] {
+            let outcome = round
+                .upload(thief, vec![upload(&token, vec![sealed(14)])])
+                .unwrap();
+            assert_eq!(outcome.accepted, 0, "{}", thief.id);
+            assert_eq!(outcome.rejected[0].code, ErrorCode::UnknownToken);
+        }
+        let outcome = round
+            .upload(&alice, vec![upload(&token, vec![sealed(14)])])
+            .unwrap();
+        assert_eq!(outcome.accepted, 1);
     }
 
     /// Sealed messages are checked for their alphabet and length alone: each at most the
@@ -391,7 +430,7 @@ mod tests {
             .zip(messages)
             .map(|(t, m)| upload(t, m))
             .collect();
-        let outcome = round.upload(uploads).unwrap();
+        let outcome = round.upload(&operator, uploads).unwrap();
         let codes: Vec<_> = outcome.rejected.iter().map(|r| (r.index, r.code)).collect();
         assert_eq!(
             codes,
@@ -414,7 +453,7 @@ mod tests {
         let operator = who("o1", tally_messages::Role::Operator);
         let tokens = round.check_in(&operator, 5, false, &mut rng).unwrap();
         let uploads = tokens.iter().map(|t| upload(t, Vec::new())).collect();
-        let outcome = round.upload(uploads).unwrap();
+        let outcome = round.upload(&operator, uploads).unwrap();
         assert_eq!(outcome.accepted, 3);
         assert!(outcome.full);
         assert!(

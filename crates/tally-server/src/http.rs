@@ -505,7 +505,7 @@ async fn upload(
         check_upload_batch(batch.version, batch.uploads.len())?;
         let round = runtime.round(&id, &who)?;
         let outcome = round
-            .upload(batch.uploads)
+            .upload(&who.id, batch.uploads)
             .ok_or_else(|| runtime.not_open(&id))?;
         runtime
             .metrics

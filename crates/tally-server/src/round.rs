@@ -50,13 +50,21 @@ pub(crate) struct Round {
     state: Mutex<RoundState>,
 }
 
+/// An upload token: the number of the credential it was issued to, and whether it was used.
+struct Token {
+    holder: u32,
+    used: bool,
+}
+
 struct RoundState {
     /// `None` once closed.
     aggregator: Option<Box<dyn WireAggregator>>,
-    /// Issued tokens and whether each was used.
-    tokens: FxHashMap<u128, bool>,
+    /// Issued tokens: the credential each was issued to, and whether it was used.
+    tokens: FxHashMap<u128, Token>,
     /// The token issued to each device credential that checked in.
     devices: FxHashMap<String, u128>,
+    /// The credentials that took tokens, numbered within the round.
+    holders: FxHashMap<String, u32>,
     uploads: u64,
     /// Whether a relayed batch arrived (or is being opened): a round takes one.
     relayed: bool,
@@ -118,23 +126,27 @@ impl Round {
                 aggregator: Some(aggregator),
                 tokens: FxHashMap::default(),
                 devices: FxHashMap::default(),
+                holders: FxHashMap::default(),
                 uploads: 0,
                 relayed: false,
             }),
         }
     }
 
-    /// Issues `devices` fresh single-use tokens (a relay's check-in), or `None` if the round
-    /// is closed.
+    /// Issues `devices` fresh single-use tokens to the credential `holder` (an operator
+    /// relaying check-ins), or `None` if the round is closed.
     pub(crate) fn check_in<R: Rng + ?Sized>(
         &self,
+        holder: &str,
         devices: u32,
         rng: &mut R,
     ) -> Option<Vec<String>> {
-        let mut state = self.lock();
+        let mut guard = self.lock();
+        let state = &mut *guard;
         state.aggregator.as_ref()?;
+        let holder = holder_number(&mut state.holders, holder);
         let tokens = (0..devices)
-            .map(|_| format!("{:032x}", fresh_token(&mut state.tokens, rng)))
+            .map(|_| format!("{:032x}", fresh_token(&mut state.tokens, holder, rng)))
             .collect();
         Some(tokens)
     }
@@ -153,7 +165,8 @@ impl Round {
         let token = match state.devices.get(device) {
             Some(&token) => token,
             None => {
-                let token = fresh_token(&mut state.tokens, rng);
+                let holder = holder_number(&mut state.holders, device);
+                let token = fresh_token(&mut state.tokens, holder, rng);
                 state.devices.insert(device.to_owned(), token);
                 token
             }
@@ -161,8 +174,11 @@ impl Round {
         Some(format!("{token:032x}"))
     }
 
-    /// Validates and counts a batch, or `None` if the round is closed. Each token is good for
-    /// one upload: it is spent by its first upload, accepted or not.
+    /// Validates and counts a batch the credential `uploader` sent, or `None` if the round is
+    /// closed. Each token is good for one upload: it is spent by its first upload, accepted or
+    /// not. A token is good only in the hands of the credential it was issued to: another's is
+    /// [`ErrorCode::UnknownToken`] and stays unspent, so a device cannot upload with (or spend)
+    /// another device's token, nor with its own once its credential is revoked.
     ///
     /// # Privacy
     ///
@@ -171,11 +187,12 @@ impl Round {
     /// [`ErrorCode::ClosedRound`] with its token unspent. A mechanism whose guarantee is
     /// computed for at most that many devices (Count-Min's blanket cap takes a union bound
     /// over them) relies on it.
-    pub(crate) fn upload(&self, uploads: Vec<Upload>) -> Option<BatchOutcome> {
+    pub(crate) fn upload(&self, uploader: &str, uploads: Vec<Upload>) -> Option<BatchOutcome> {
         let max_bytes = self.query.max_report_bytes as usize;
         let mut guard = self.lock();
         let state = &mut *guard;
         let aggregator = state.aggregator.as_mut()?;
+        let uploader = state.holders.get(uploader).copied();
         let mut outcome = BatchOutcome {
             reports: 0,
             abstentions: 0,
@@ -184,12 +201,15 @@ impl Round {
         };
         for (index, upload) in uploads.into_iter().enumerate() {
             let counted = state.uploads + outcome.reports + outcome.abstentions;
-            let verdict = match parse_token(&upload.token).and_then(|t| state.tokens.get_mut(&t)) {
+            let token = parse_token(&upload.token)
+                .and_then(|t| state.tokens.get_mut(&t))
+                .filter(|token| Some(token.holder) == uploader);
+            let verdict = match token {
                 _ if counted >= self.cohort_target => Err(ErrorCode::ClosedRound),
                 None => Err(ErrorCode::UnknownToken),
-                Some(used) if *used => Err(ErrorCode::ReusedToken),
-                Some(used) => {
-                    *used = true;
+                Some(token) if token.used => Err(ErrorCode::ReusedToken),
+                Some(token) => {
+                    token.used = true;
                     match upload.report {
                         None => Ok(false),
                         Some(report) if report.len() > max_bytes => Err(ErrorCode::Oversized),
@@ -377,14 +397,33 @@ impl Round {
 }
 
 /// Draws a token not issued before and records it as unused.
-fn fresh_token<R: Rng + ?Sized>(tokens: &mut FxHashMap<u128, bool>, rng: &mut R) -> u128 {
+/// Draws a token not issued before and records it as unused, issued to `holder`.
+fn fresh_token<R: Rng + ?Sized>(
+    tokens: &mut FxHashMap<u128, Token>,
+    holder: u32,
+    rng: &mut R,
+) -> u128 {
     loop {
         let token: u128 = rng.next_u64() as u128 | (u128::from(rng.next_u64()) << 64);
         if let Entry::Vacant(slot) = tokens.entry(token) {
-            slot.insert(false);
+            slot.insert(Token {
+                holder,
+                used: false,
+            });
             return token;
         }
     }
+}
+
+/// The number of the credential `id` among a round's token holders, numbering it if new.
+fn holder_number(holders: &mut FxHashMap<String, u32>, id: &str) -> u32 {
+    if let Some(&number) = holders.get(id) {
+        return number;
+    }
+    // Unwrap safety: a round issues far fewer than 2^32 tokens, so it has fewer holders.
+    let number = u32::try_from(holders.len()).expect("fewer than 2^32 holders");
+    holders.insert(id.to_owned(), number);
+    number
 }
 
 fn parse_token(token: &str) -> Option<u128> {
@@ -471,6 +510,38 @@ pub(crate) mod tests {
         assert_eq!(closed, Some(ErrorCode::ClosedRound));
     }
 
+    /// A token is good only in the hands of the credential it was issued to: another device,
+    /// an operator or a credential that took no token uploading with it is refused as unknown
+    /// and leaves it unspent for its holder (a revoked holder can no longer authenticate, so
+    /// its token dies with it). Without the check, device B uploaded with device A's token.
+    #[test]
+    fn a_token_is_good_only_for_the_credential_it_was_issued_to() {
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        let round = Round::new(
+            item_query("r", "t"),
+            TrustModel::SingleParty,
+            deadline,
+            Cohort { min: 1, target: 10 },
+            Box::new(AdmitAll),
+            ErrorCode::Malformed,
+        );
+        let mut rng = ChaCha20Rng::seed_from_u64(2);
+        let token = round.check_in_device("alice", &mut rng).unwrap();
+        round.check_in_device("bob", &mut rng).unwrap();
+        round.check_in("operator", 2, &mut rng).unwrap();
+        let upload = || Upload {
+            token: token.clone(),
+            report: Some("x".to_owned()),
+        };
+        for thief in ["bob", "operator", "stranger"] {
+            let outcome = round.upload(thief, vec![upload()]).unwrap();
+            assert_eq!(outcome.reports, 0, "{thief}");
+            assert_eq!(outcome.rejected[0].code, ErrorCode::UnknownToken, "{thief}");
+        }
+        let outcome = round.upload("alice", vec![upload()]).unwrap();
+        assert_eq!(outcome.reports, 1);
+    }
+
     /// A round with a cohort target of 3 that 5 devices upload to in one batch, then 1 more
     /// in another, before it closes: it counts 3 uploads and refuses the other 3 as closed,
     /// their tokens unspent. Without the check it counted all 6.
@@ -486,7 +557,7 @@ pub(crate) mod tests {
             ErrorCode::Malformed,
         );
         let mut tokens = round
-            .check_in(6, &mut ChaCha20Rng::seed_from_u64(1))
+            .check_in("operator", 6, &mut ChaCha20Rng::seed_from_u64(1))
             .unwrap();
         let last = tokens.pop().unwrap();
         let upload = |token: String| Upload {
@@ -494,7 +565,7 @@ pub(crate) mod tests {
             report: Some("x".to_owned()),
         };
         let first = round
-            .upload(tokens.into_iter().map(upload).collect())
+            .upload("operator", tokens.into_iter().map(upload).collect())
             .unwrap();
         assert_eq!((first.reports, first.abstentions), (3, 0));
         assert!(first.reached_target);
@@ -503,7 +574,7 @@ pub(crate) mod tests {
             refused,
             [(3, ErrorCode::ClosedRound), (4, ErrorCode::ClosedRound)]
         );
-        let second = round.upload(vec![upload(last)]).unwrap();
+        let second = round.upload("operator", vec![upload(last)]).unwrap();
         assert_eq!(second.reports + second.abstentions, 0);
         assert_eq!(second.rejected[0].code, ErrorCode::ClosedRound);
         assert_eq!(round.close().unwrap().uploads, 3);

@@ -919,7 +919,7 @@ impl Runtime {
                     .ok_or_else(not_open)?,
             ],
             Role::Operator => round
-                .check_in(devices, &mut rand::rng())
+                .check_in(&who.id, devices, &mut rand::rng())
                 .ok_or_else(not_open)?,
             Role::Analyst => return Err(forbidden("an analyst takes no upload tokens".into())),
             Role::Relay => {

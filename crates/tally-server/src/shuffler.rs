@@ -136,22 +136,32 @@ mod tests {
             ErrorCode::Malformed,
         );
         let mut tokens = round
-            .check_in(DEVICES as u32 + 1, &mut ChaCha20Rng::seed_from_u64(!seed))
+            .check_in(
+                "operator",
+                DEVICES as u32 + 1,
+                &mut ChaCha20Rng::seed_from_u64(!seed),
+            )
             .unwrap();
         let refused = round
-            .upload(vec![Upload {
-                token: tokens.pop().unwrap(),
-                report: Some("a,b,c".to_owned()),
-            }])
+            .upload(
+                "operator",
+                vec![Upload {
+                    token: tokens.pop().unwrap(),
+                    report: Some("a,b,c".to_owned()),
+                }],
+            )
             .unwrap();
         // A refusal says why by its code alone, never with the report.
         assert_eq!(refused.rejected.len(), 1);
         assert_eq!(refused.rejected[0].code, ErrorCode::Malformed);
         for (i, token) in tokens.into_iter().enumerate() {
-            let outcome = round.upload(vec![Upload {
-                token,
-                report: Some(format!("m{i}a,m{i}b")),
-            }]);
+            let outcome = round.upload(
+                "operator",
+                vec![Upload {
+                    token,
+                    report: Some(format!("m{i}a,m{i}b")),
+                }],
+            );
             assert_eq!(outcome.unwrap().reports, 1);
         }
         let cells: Vec<WireCell> = round.close().unwrap().aggregator.release();
