@@ -509,7 +509,8 @@ fn enrolled_devices_answer_with_their_own_credentials() {
          --population test --expected-population 40 --min-cohort 40 --json",
         server.analyst
     )));
-    // Each device checks in with its line of the file; a batch uploads in one request.
+    // Each device checks in and uploads with its line of the file (a token is good only for
+    // the credential that checked in): one upload request per device.
     let report = json(&format!(
         "fleet --server {} --credentials {} --synthetic uniform:n=40,domain=2 --task {} \
          --seed 3 --batch 8 --json",
@@ -518,7 +519,7 @@ fn enrolled_devices_answer_with_their_own_credentials() {
         info.id
     ));
     assert_eq!(report["total"]["accepted"], 40, "{report}");
-    assert_eq!(report["total"]["upload_requests"], 5, "{report}");
+    assert_eq!(report["total"]["upload_requests"], 40, "{report}");
     let done: TaskInfo = parse(json(&format!(
         "task status {} {} --json",
         server.analyst, info.id

@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
-use tally_messages::{ErrorCode, RoundQuery, SealedUpload, TaskState, Upload, UploadReceipt};
+use tally_messages::{
+    ErrorCode, Rejection, RoundQuery, SealedUpload, TaskState, Upload, UploadReceipt,
+};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::{JoinError, JoinSet};
 
@@ -510,8 +512,9 @@ pub(crate) struct Chunk {
     pub(crate) abstentions: u64,
     /// Uploads refused, by code.
     pub(crate) rejected: Vec<ErrorCode>,
-    /// How long the upload request took, retries included, if it was answered.
-    pub(crate) latency: Option<Duration>,
+    /// How long each answered upload request took, retries included: one request for the
+    /// batch, or one per device with enrolled credentials.
+    pub(crate) latencies: Vec<Duration>,
 }
 
 impl ChunkWork {
@@ -536,11 +539,11 @@ impl ChunkWork {
         };
         let (sent, reported) = self.upload(tokens).await;
         chunk.devices = reported.len() as u64;
-        let (receipt, latency) = match sent {
+        let (receipt, latencies) = match sent {
             Ok(answered) => answered,
             Err(error) => return over(error, &self.closed).map(|()| chunk),
         };
-        chunk.latency = Some(latency);
+        chunk.latencies = latencies;
         let mut refused = vec![false; reported.len()];
         for rejection in &receipt.rejected {
             if let Some(slot) = refused.get_mut(rejection.index as usize) {
@@ -583,18 +586,18 @@ impl ChunkWork {
         Ok(tokens)
     }
 
-    /// Answers for the batch's devices, one per token, and uploads their answers in one
-    /// request (each message sealed, in a split-trust population): the receipt and how long
-    /// the request took, and which device reported (rather than abstained).
+    /// Answers for the batch's devices, one per token, and uploads their answers
+    /// ([`Self::send`]; each message sealed, in a split-trust population): the receipt and how
+    /// long each request took, and which device reported (rather than abstained).
     async fn upload(
         &mut self,
         tokens: Vec<String>,
-    ) -> (Result<(UploadReceipt, Duration), ClientError>, Vec<bool>) {
+    ) -> (
+        Result<(UploadReceipt, Vec<Duration>), ClientError>,
+        Vec<bool>,
+    ) {
         let items = &self.items[self.range.clone()];
-        let uploader = self.uploader();
-        let timed = |answer: Result<UploadReceipt, ClientError>, sent: Instant| {
-            answer.map(|receipt| (receipt, sent.elapsed()))
-        };
+        let round = self.round_id.clone();
         match &self.sealer {
             None => {
                 let uploads: Vec<Upload> = tokens
@@ -606,9 +609,13 @@ impl ChunkWork {
                     })
                     .collect();
                 let reported = uploads.iter().map(|u| u.report.is_some()).collect();
-                let sent = Instant::now();
-                let answer = uploader.upload(&self.round_id, &uploads).await;
-                (timed(answer, sent), reported)
+                let answer = self
+                    .send(uploads, |client, batch| {
+                        let round = round.clone();
+                        async move { client.upload(&round, &batch).await }
+                    })
+                    .await;
+                (answer, reported)
             }
             Some(sealer) => {
                 let sealed = match self.sealed.take() {
@@ -635,22 +642,68 @@ impl ChunkWork {
                     .map(|(token, messages)| SealedUpload { token, messages })
                     .collect();
                 let reported = uploads.iter().map(|u| !u.messages.is_empty()).collect();
-                let sent = Instant::now();
-                let answer = uploader.upload_sealed(&self.round_id, &uploads).await;
-                (timed(answer, sent), reported)
+                let answer = self
+                    .send(uploads, |client, batch| {
+                        let round = round.clone();
+                        async move { client.upload_sealed(&round, &batch).await }
+                    })
+                    .await;
+                (answer, reported)
             }
         }
     }
 
-    /// The client the batch's uploads go through.
-    fn uploader(&self) -> Client {
-        match &self.credentials {
-            Some(credentials) => self
-                .client
-                .clone()
-                .with_token(&credentials[self.range.start]),
-            None => self.client.clone(),
+    /// Sends the batch's `uploads` with `send`: in one request through the client's
+    /// credential, or, with enrolled credentials, each with its own device's credential (a
+    /// token is good only in the hands of the credential that checked in), one request each,
+    /// the receipts joined in the batch's order. The receipt and how long each request took;
+    /// once the round is over the uploads not yet sent are refused as closed.
+    async fn send<U, F, Fut>(
+        &self,
+        uploads: Vec<U>,
+        send: F,
+    ) -> Result<(UploadReceipt, Vec<Duration>), ClientError>
+    where
+        F: Fn(Client, Vec<U>) -> Fut,
+        Fut: Future<Output = Result<UploadReceipt, ClientError>>,
+    {
+        let Some(credentials) = &self.credentials else {
+            let sent = Instant::now();
+            let receipt = send(self.client.clone(), uploads).await?;
+            return Ok((receipt, vec![sent.elapsed()]));
+        };
+        let mut joined = UploadReceipt {
+            accepted: 0,
+            rejected: Vec::new(),
+        };
+        let mut latencies = Vec::with_capacity(uploads.len());
+        let mut over = false;
+        let devices = credentials[self.range.clone()].iter();
+        for ((index, upload), credential) in (0_u32..).zip(uploads).zip(devices) {
+            if !over {
+                let sent = Instant::now();
+                match send(self.client.clone().with_token(credential), vec![upload]).await {
+                    Ok(receipt) => {
+                        latencies.push(sent.elapsed());
+                        joined.accepted += receipt.accepted;
+                        joined.rejected.extend(
+                            receipt
+                                .rejected
+                                .into_iter()
+                                .map(|rejection| Rejection { index, ..rejection }),
+                        );
+                        continue;
+                    }
+                    Err(error) if error.round_is_over() && index > 0 => over = true,
+                    Err(error) => return Err(error),
+                }
+            }
+            joined.rejected.push(Rejection {
+                index,
+                code: ErrorCode::ClosedRound,
+            });
         }
+        Ok((joined, latencies))
     }
 }
 

@@ -164,7 +164,7 @@ impl RoundTally {
         for code in &chunk.rejected {
             *counts.rejected.entry(code.name().to_owned()).or_default() += 1;
         }
-        if let Some(latency) = chunk.latency {
+        for &latency in &chunk.latencies {
             counts.upload_requests += 1;
             self.latencies.record(latency);
         }
@@ -233,7 +233,7 @@ mod tests {
                 reports: 3,
                 abstentions: 6,
                 rejected: vec![ErrorCode::ReusedToken],
-                latency: Some(Duration::from_millis(millis)),
+                latencies: vec![Duration::from_millis(millis)],
             });
         }
         round.absorb(&Chunk::default());
