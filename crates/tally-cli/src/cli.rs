@@ -157,7 +157,7 @@ pub(crate) struct PopulationCreateArgs {
     pub(crate) store: ProvisionArgs,
     /// Its exact name: 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit.
     pub(crate) name: String,
-    /// Its whole ε budget (tasks over it add up by basic composition).
+    /// Its whole ε budget (see --task-bound-rate for how its tasks share it).
     #[arg(long, allow_negative_numbers = true)]
     pub(crate) budget_epsilon: f64,
     /// Its whole δ budget.
@@ -174,6 +174,28 @@ pub(crate) struct PopulationCreateArgs {
     /// takes them only from the relay and enrolls no device).
     #[arg(long, value_enum, default_value_t = TrustArg::SingleParty)]
     pub(crate) trust: TrustArg,
+    /// Let its tasks ask their devices to sample themselves (`sampling: device`). Off by
+    /// default: device-side sampling holds only if every enrolled device flips its own coin
+    /// honestly, and τ − 1 colluding devices that always report cross a threshold τ with one
+    /// victim; without it, rounds sample at the aggregator (or the relay).
+    #[arg(long)]
+    pub(crate) allow_device_sampling: bool,
+    /// Declare a per-round sample-and-threshold pair: tasks whose every round samples at most
+    /// this rate (with at least --task-bound-threshold, under add-remove neighbours) take one
+    /// of a fixed number of rounds, composed tightly within the pair's share of the budget;
+    /// every other task is charged its own (ε, δ) by basic composition within the rest.
+    /// Without a pair every task is charged its own (ε, δ).
+    #[arg(long, value_name = "P", requires = "task_bound_threshold")]
+    pub(crate) task_bound_rate: Option<f64>,
+    /// The declared pair's smallest threshold.
+    #[arg(long, value_name = "T", requires = "task_bound_rate")]
+    pub(crate) task_bound_threshold: Option<u64>,
+    /// The declared pair's share of the ε budget [default: all of it].
+    #[arg(long, value_name = "E", requires_all = ["task_bound_rate", "task_bound_delta"])]
+    pub(crate) task_bound_epsilon: Option<f64>,
+    /// The declared pair's share of the δ budget [default: all of it].
+    #[arg(long, value_name = "D", requires_all = ["task_bound_rate", "task_bound_epsilon"])]
+    pub(crate) task_bound_delta: Option<f64>,
     /// Print the population as JSON.
     #[arg(long)]
     pub(crate) json: bool,

@@ -679,37 +679,47 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<20} {:>24} {:>24} {:>24} {:>24} {:>24} {:>24}",
+        "{:<20} {:>15} {:>24} {:>24} {:>24} {:>24} {:>28}",
         "population",
+        "device sampling",
         "budget (ε, δ)",
         "spent (ε, δ)",
         "reserved (ε, δ)",
         "remaining (ε, δ)",
-        "tight ε at budget δ",
-        "tight δ at budget ε",
+        "declared pair: rounds used",
     )?;
     for balance in &balances {
         let pair = |b: &tally_messages::Budget| format!("({:.4}, {:.3e})", b.epsilon, b.delta);
-        let tight = &balance.tight;
         writeln!(
             out,
-            "{:<20} {:>24} {:>24} {:>24} {:>24} {:>24} {:>24}",
+            "{:<20} {:>15} {:>24} {:>24} {:>24} {:>24} {:>28}",
             balance.population,
+            if balance.allow_device_sampling {
+                "allowed"
+            } else {
+                "not allowed"
+            },
             pair(&balance.budget),
             pair(&balance.spent),
             pair(&balance.reserved),
             pair(&balance.remaining),
-            tight
-                .epsilon_at_budget_delta
-                .map_or_else(|| "none".to_owned(), |e| format!("{e:.4}")),
-            format!("{:.3e}", tight.delta_at_budget_epsilon),
+            balance.task_bound.map_or_else(
+                || "none".to_owned(),
+                |bound| format!(
+                    "(≤ {}, ≥ {}): {} of {}",
+                    bound.bound.sampling_rate,
+                    bound.bound.threshold,
+                    bound.rounds_used,
+                    bound.bound.rounds
+                )
+            ),
         )?;
     }
     writeln!(
         out,
-        "spent, reserved and remaining add the tasks' (ε, δ) (basic composition); the tight \
-         columns compose their S&T rounds' privacy-loss pairs (the basic sum where a task has \
-         none), and a task is admitted while the tight δ at the budget's ε stays within it"
+        "spent and reserved add the tasks' own (ε, δ); remaining is what the server enforces for \
+         tasks outside the declared pair (p_s ≤ P, τ ≥ T): the budget less the pair's share, less \
+         their (ε, δ) by basic composition; tasks within the pair take the pair's rounds"
     )?;
     Ok(())
 }

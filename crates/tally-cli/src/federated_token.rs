@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use tally_client::Client;
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, IssuedCredential, PROTOCOL_VERSION, PopulationInfo,
-    PopulationSpec,
+    PopulationSpec, TaskBound,
 };
 
 use crate::cli::{
@@ -214,6 +214,17 @@ fn create_population(args: &PopulationCreateArgs) -> Result<()> {
         min_cohort: args.min_cohort,
         max_task_epsilon: args.max_task_epsilon,
         trust: args.trust.into(),
+        allow_device_sampling: args.allow_device_sampling,
+        task_bound: args.task_bound_rate.zip(args.task_bound_threshold).map(
+            |(sampling_rate, threshold)| TaskBound {
+                sampling_rate,
+                threshold,
+                share: args
+                    .task_bound_epsilon
+                    .zip(args.task_bound_delta)
+                    .map(|(epsilon, delta)| Budget { epsilon, delta }),
+            },
+        ),
     };
     let created = match Keeper::of(&args.store)? {
         Keeper::Database(db) => runtime()?
@@ -251,12 +262,28 @@ fn population_line(population: &PopulationInfo) -> String {
         .map_or_else(String::new, |cap| format!(", at most ε = {cap} per task"));
     format!(
         "population {}: budget (ε = {}, δ = {:e}), minimum cohort at least {}{cap}, trust \
-         model {}",
+         model {}, device-side sampling {}{}",
         population.name,
         population.budget.epsilon,
         population.budget.delta,
         population.min_cohort,
-        population.trust.name()
+        population.trust.name(),
+        if population.allow_device_sampling {
+            "allowed"
+        } else {
+            "not allowed"
+        },
+        population.task_bound.map_or_else(
+            || ", no declared pair (every task charged its own (ε, δ))".to_owned(),
+            |bound| format!(
+                ", declared pair p_s ≤ {}, τ ≥ {} covering {} rounds within (ε = {}, δ = {:e})",
+                bound.sampling_rate,
+                bound.threshold,
+                bound.rounds,
+                bound.share.epsilon,
+                bound.share.delta
+            )
+        )
     )
 }
 

@@ -104,9 +104,11 @@ fn provision_at(db: String, trust: &str) -> (String, String, String) {
         } else {
             (10, 1e-5)
         };
+        // Some tests count chosen uploads exactly: their tasks sample on the devices, which
+        // the operator allows.
         let line = format!(
             "population create --db {db} {population} --budget-epsilon {epsilon} \
-             --budget-delta {delta} --trust {trust}"
+             --budget-delta {delta} --trust {trust} --allow-device-sampling"
         );
         assert!(tally(&line).status.success(), "{line}");
     }
@@ -422,13 +424,12 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
         (test.spent.epsilon - info.guarantee.epsilon).abs() < 1e-12,
         "{test:?}"
     );
+    // No declared pair: the task is charged its own guarantee.
     assert!((test.remaining.epsilon - (10.0 - info.guarantee.epsilon)).abs() < 1e-9);
-    // One S&T round under add/remove: the tight total is at most its own ε.
-    let tight = test.tight.epsilon_at_budget_delta.unwrap();
-    assert!(tight <= test.spent.epsilon, "{test:?}");
+    assert!(test.task_bound.is_none(), "{test:?}");
     let table = String::from_utf8(tally(&format!("ledger {analyst}")).stdout).unwrap();
     assert!(
-        table.contains("test") && table.contains("remaining") && table.contains("tight ε"),
+        table.contains("test") && table.contains("remaining") && table.contains("declared pair"),
         "{table}"
     );
 
@@ -924,10 +925,34 @@ fn an_operator_provisions_populations_and_credentials_through_the_server() {
         (created.min_cohort, created.max_task_epsilon),
         (10, Some(1.0))
     );
+    assert!(!created.allow_device_sampling && created.task_bound.is_none());
     let again = failure(&format!(
         "population create {admin} fresh --budget-epsilon 2 --budget-delta 1e-6"
     ));
     assert!(again.contains("exists already"), "{again}");
+    // The operator's policies: device-side sampling and a declared S&T pair, whose share (the
+    // whole budget) covers 11 rounds (`tools/reference/ledger_filter.py`).
+    let bounded: tally_messages::PopulationInfo = parse(json(&format!(
+        "population create {admin} bounded --budget-epsilon 2 --budget-delta 1e-5 \
+         --allow-device-sampling --task-bound-rate 0.36 --task-bound-threshold 18 --json"
+    )));
+    assert!(bounded.allow_device_sampling);
+    assert_eq!(bounded.task_bound.map(|b| b.rounds), Some(11));
+    let listed = String::from_utf8(tally(&format!("population list {admin}")).stdout).unwrap();
+    assert!(
+        listed.contains("device-side sampling allowed")
+            && listed.contains("declared pair p_s ≤ 0.36, τ ≥ 18 covering 11 rounds"),
+        "{listed}"
+    );
+    let unpaired = tally(&format!(
+        "population create {admin} half --budget-epsilon 2 --budget-delta 1e-5 \
+         --task-bound-rate 0.36"
+    ));
+    let error = String::from_utf8(unpaired.stderr).unwrap();
+    assert!(
+        !unpaired.status.success() && error.contains("--task-bound-threshold"),
+        "{error}"
+    );
     let output = tally(&format!(
         "token create {admin} --role analyst --population fresh --name bob"
     ));

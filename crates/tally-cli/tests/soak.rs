@@ -34,7 +34,7 @@ use server::{
 };
 use tally_messages::{ErrorCode, TaskState};
 
-/// Each population's budget: a few dozen of the test's tasks by the tight accountant.
+/// Each population's budget: a few of the test's tasks, each charged its own guarantee.
 const BUDGET: (f64, f64) = (8.0, 1e-5);
 
 /// A variable of the run, or its default.

@@ -261,6 +261,8 @@ impl FleetServer {
             min_cohort: 1,
             max_task_epsilon: None,
             trust: tally_messages::TrustModel::SingleParty,
+            allow_device_sampling: false,
+            task_bound: None,
         };
         tally_server::create_population(&db, &population)
             .await

@@ -127,6 +127,8 @@ async fn a_relay_serving_its_own_key_reads_nothing_devices_seal() {
         min_cohort: 1,
         max_task_epsilon: None,
         trust: TrustModel::Split,
+        allow_device_sampling: false,
+        task_bound: None,
     };
     tally_server::create_population(&db, &population)
         .await

@@ -868,31 +868,66 @@ pub struct LedgerBalance {
     pub population: String,
     /// Its total budget.
     pub budget: Budget,
-    /// Debited by released results (basic composition across tasks).
+    /// Whether its tasks may ask `sampling: device` (the operator's policy).
+    #[serde(default)]
+    pub allow_device_sampling: bool,
+    /// Debited by released results: the sum of their own guarantees.
     pub spent: Budget,
-    /// Held for tasks that are running but have released nothing yet (basic composition).
+    /// Held for tasks that are running but have released nothing yet: the sum of their own
+    /// guarantees.
     pub reserved: Budget,
-    /// What is left by basic composition: budget − spent − reserved. The server admits a task
-    /// when either this or the tight accountant ([`Self::tight`]) finds it within the budget,
-    /// so S&T tasks may fit beyond it.
+    /// What tasks outside the declared pair ([`Self::task_bound`]) may still spend, as the
+    /// server enforces it: the budget less the declared pair's share (the whole budget without
+    /// one), less the sum of those tasks' own guarantees, spent and reserved (basic
+    /// composition, a filter valid against an adaptive analyst). A task outside the pair is
+    /// admitted when its `(ε, δ)` fits in it.
     pub remaining: Budget,
-    /// The spent and reserved tasks together by the tight accountant.
-    pub tight: TightTotal,
+    /// The declared per-round pair and how many of its rounds the tasks within it took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_bound: Option<TaskBoundUse>,
     /// Every debit, oldest first.
     pub entries: Vec<LedgerEntry>,
 }
 
-/// The joint guarantee of a population's spent and reserved tasks by the tight accountant: the
-/// composed privacy-loss pairs of their S&T rounds (add/remove neighbours), plus the basic sum
-/// of the tasks that have none, never above the basic sum of all.
+/// A population's declared per-round sample-and-threshold pair and its use.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TightTotal {
-    /// The smallest `ε` (rounded up) at which they are jointly `(ε, δ)`-DP at the budget's
-    /// `δ`; `None` where no `ε` holds at that `δ`.
-    pub epsilon_at_budget_delta: Option<f64>,
-    /// An upper bound on their joint `δ` at the budget's `ε`; a task is admitted when this,
-    /// with the task added, is at most the budget's `δ`.
-    pub delta_at_budget_epsilon: f64,
+pub struct TaskBoundUse {
+    /// The declared pair and the rounds its share covers.
+    pub bound: TaskBoundInfo,
+    /// The rounds the spent and running tasks within the pair take.
+    pub rounds_used: u64,
+}
+
+/// A per-round sample-and-threshold pair an operator declares with a population's budget: a
+/// task whose every round is an S&T round under add/remove neighbours with `sampling_rate ≤
+/// P` and `threshold ≥ T` takes one of a fixed number of rounds, composed tightly within
+/// `share`; every other task is charged its own `(ε, δ)` by basic composition within the rest
+/// of the budget.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskBound {
+    /// The largest sampling rate `P` of a round within the pair.
+    pub sampling_rate: f64,
+    /// The smallest threshold `T` of a round within the pair.
+    pub threshold: u64,
+    /// The share of the budget the pair's rounds compose within; the whole budget when left
+    /// out (then no task outside the pair fits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<Budget>,
+}
+
+/// A declared pair as the server keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskBoundInfo {
+    /// The largest sampling rate of a round within the pair.
+    pub sampling_rate: f64,
+    /// The smallest threshold of a round within the pair.
+    pub threshold: u64,
+    /// The share of the budget its rounds compose within.
+    pub share: Budget,
+    /// How many rounds at the pair fit the share: the largest `K` whose `K`-fold tight
+    /// composition is within it.
+    pub rounds: u64,
 }
 
 /// An amount of privacy budget.
@@ -924,7 +959,7 @@ pub struct PopulationSpec {
     /// Its exact name: 1 to 64 of `a-z`, `0-9`, `.`, `_` and `-`, starting with a letter or
     /// a digit.
     pub name: String,
-    /// Its whole privacy budget; tasks over it add up by basic composition.
+    /// Its whole privacy budget (see [`Self::task_bound`] for how tasks share it).
     pub budget: Budget,
     /// The smallest `min_cohort` a task over it may ask (a task may raise it, not lower it).
     #[serde(default = "one_u64")]
@@ -938,6 +973,20 @@ pub struct PopulationSpec {
     /// device).
     #[serde(default)]
     pub trust: TrustModel,
+    /// Whether its tasks may ask `sampling: device` (off by default). Device-side sampling
+    /// holds only if every device flips its own coin honestly: enrolled devices that collude
+    /// with the analyst report every time, and a threshold of `τ` is crossed by `τ − 1` of them
+    /// and a victim whenever the victim's own coin comes up. Only the operator can allow it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub allow_device_sampling: bool,
+    /// The per-round sample-and-threshold pair whose rounds compose tightly, if declared;
+    /// without one every task is charged its own `(ε, δ)` by basic composition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_bound: Option<TaskBound>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn one_u64() -> u64 {
@@ -959,6 +1008,12 @@ pub struct PopulationInfo {
     /// Who its devices' reports go through.
     #[serde(default)]
     pub trust: TrustModel,
+    /// Whether its tasks may ask `sampling: device`.
+    #[serde(default)]
+    pub allow_device_sampling: bool,
+    /// Its declared per-round pair, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_bound: Option<TaskBoundInfo>,
     /// When it was created, in seconds since the Unix epoch.
     pub created_at: i64,
 }

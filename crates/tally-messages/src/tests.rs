@@ -186,16 +186,23 @@ fn every_message_round_trips() {
         epsilon: 1.0,
         delta: 1e-8,
     };
+    let declared = TaskBoundInfo {
+        sampling_rate: 0.36,
+        threshold: 18,
+        share: budget,
+        rounds: 11,
+    };
     round_trip(&LedgerBalance {
         population: "shakespeare".into(),
         budget,
+        allow_device_sampling: true,
         spent: budget,
         reserved: budget,
         remaining: budget,
-        tight: TightTotal {
-            epsilon_at_budget_delta: Some(0.5),
-            delta_at_budget_epsilon: 1e-12,
-        },
+        task_bound: Some(TaskBoundUse {
+            bound: declared,
+            rounds_used: 3,
+        }),
         entries: vec![LedgerEntry {
             task_id: "t1".into(),
             amount: budget,
@@ -228,6 +235,12 @@ fn every_message_round_trips() {
         min_cohort: 100,
         max_task_epsilon: Some(1.0),
         trust: TrustModel::Split,
+        allow_device_sampling: true,
+        task_bound: Some(TaskBound {
+            sampling_rate: 0.36,
+            threshold: 18,
+            share: Some(budget),
+        }),
     });
     round_trip(&PopulationInfo {
         name: "shakespeare".into(),
@@ -235,6 +248,8 @@ fn every_message_round_trips() {
         min_cohort: 100,
         max_task_epsilon: None,
         trust: TrustModel::SingleParty,
+        allow_device_sampling: false,
+        task_bound: Some(declared),
         created_at: 1,
     });
     for role in [Role::Operator, Role::Analyst, Role::Device, Role::Relay] {

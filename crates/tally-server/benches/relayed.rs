@@ -103,6 +103,8 @@ fn relayed(c: &mut Criterion) {
             min_cohort: 1,
             max_task_epsilon: None,
             trust: TrustModel::Split,
+            allow_device_sampling: false,
+            task_bound: None,
         };
         tally_server::create_population(&db, &population)
             .await

@@ -34,7 +34,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use tally_messages::{
     Budget, CredentialSpec, ErrorCode, GuaranteeBody, PROTOCOL_VERSION, PopulationSpec, Role,
-    TaskSpec, TrustModel,
+    TaskBound, TaskSpec, TrustModel,
 };
 
 use crate::auth::Principal;
@@ -382,6 +382,61 @@ struct PopulationForm {
     /// `single-party` or `split`; `single-party` when left out.
     #[serde(default)]
     trust: String,
+    /// `on` when the operator allows device-side sampling (an unchecked box is left out).
+    #[serde(default)]
+    allow_device_sampling: Option<String>,
+    /// The declared pair's largest sampling rate; none when empty.
+    #[serde(default)]
+    bound_rate: String,
+    /// The declared pair's smallest threshold.
+    #[serde(default)]
+    bound_threshold: String,
+    /// The declared pair's share of ε; the whole budget when empty.
+    #[serde(default)]
+    bound_epsilon: String,
+    /// The declared pair's share of δ; the whole budget when empty.
+    #[serde(default)]
+    bound_delta: String,
+}
+
+impl PopulationForm {
+    /// The declared pair the form asks, if any.
+    fn task_bound(&self) -> Result<Option<TaskBound>, ApiError> {
+        let optional = |field: &str, value: &str| -> Result<Option<f64>, ApiError> {
+            match value.trim() {
+                "" => Ok(None),
+                given => number(field, given).map(Some),
+            }
+        };
+        let rate = optional("bound_rate", &self.bound_rate)?;
+        let threshold = self.bound_threshold.trim();
+        let share = (
+            optional("bound_epsilon", &self.bound_epsilon)?,
+            optional("bound_delta", &self.bound_delta)?,
+        );
+        match (rate, threshold) {
+            (None, "") if share == (None, None) => Ok(None),
+            (Some(sampling_rate), threshold) if !threshold.is_empty() => Ok(Some(TaskBound {
+                sampling_rate,
+                threshold: number("bound_threshold", threshold)?,
+                share: match share {
+                    (None, None) => None,
+                    (Some(epsilon), Some(delta)) => Some(Budget { epsilon, delta }),
+                    _ => {
+                        return Err(ApiError::new(
+                            ErrorCode::Malformed,
+                            "the declared pair's share: give both ε and δ, or neither (the whole \
+                             budget)",
+                        ));
+                    }
+                },
+            })),
+            _ => Err(ApiError::new(
+                ErrorCode::Malformed,
+                "the declared pair: give both its sampling rate and its threshold, or neither",
+            )),
+        }
+    }
 }
 
 /// A number from a form field, or why not.
@@ -423,6 +478,8 @@ async fn create_population(
                     )
                 })?,
             },
+            allow_device_sampling: form.allow_device_sampling.is_some(),
+            task_bound: form.task_bound()?,
         };
         console.runtime.create_population(&spec).await
     }

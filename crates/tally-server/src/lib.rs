@@ -386,9 +386,9 @@ pub async fn create_population(
     db: &str,
     spec: &PopulationSpec,
 ) -> Result<PopulationInfo, ServerError> {
-    population::check_spec(spec).map_err(ServerError::Invalid)?;
+    let task_bound = population::check_spec(spec).map_err(ServerError::Invalid)?;
     let store = Store::open(db).await?;
-    let created = population::provision(&store, spec, runtime::unix_now()).await;
+    let created = population::provision(&store, spec, task_bound, runtime::unix_now()).await;
     store.close().await;
     created?
         .ok_or_else(|| ServerError::Invalid(format!("population {:?} exists already", spec.name)))

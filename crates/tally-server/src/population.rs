@@ -1,15 +1,21 @@
 //! Provisioned populations: an operator creates each one with its budget, the floor of its
-//! tasks' minimum cohort and an optional cap on one task's `ε`; a task can only name a
-//! population that exists, so no spelling of a name gets a budget of its own.
+//! tasks' minimum cohort, an optional cap on one task's `ε`, whether its tasks may sample on
+//! the devices and an optional per-round S&T pair with its share of the budget; a task can only name a population that exists, so no spelling of a name
+//! gets a budget of its own.
 
-use tally_messages::{Budget, CredentialSpec, PopulationInfo, PopulationSpec, Role, TrustModel};
+use tally_messages::{
+    Budget, CredentialSpec, PopulationInfo, PopulationSpec, Role, TaskBoundInfo, TrustModel,
+};
 
 use crate::ServerError;
 use crate::auth::check_population_name;
+use crate::ledger::TaskBound;
 use crate::store::{Store, StoredPopulation};
 
-/// What a population request must respect, or why it is refused.
-pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<(), String> {
+/// What a population request must respect, or why it is refused; `Ok` holds its declared pair
+/// with the rounds its share covers (computed here: it composes the pair up to that many times,
+/// so call it off the async workers).
+pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<Option<TaskBound>, String> {
     check_population_name(&spec.name)?;
     let Budget { epsilon, delta } = spec.budget;
     if !(epsilon.is_finite() && epsilon > 0.0) {
@@ -28,13 +34,36 @@ pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<(), String> {
             "max_task_epsilon {cap}: expected a positive number"
         ));
     }
-    Ok(())
+    spec.task_bound
+        .map(|bound| {
+            let share = bound.share.unwrap_or(spec.budget);
+            if !(share.epsilon.is_finite() && share.epsilon > 0.0 && share.epsilon <= epsilon) {
+                return Err(format!(
+                    "task bound share ε {}: expected a positive number at most the budget's {epsilon}",
+                    share.epsilon
+                ));
+            }
+            if !(share.delta > 0.0 && share.delta <= delta) {
+                return Err(format!(
+                    "task bound share δ {:e}: expected a positive number at most the budget's {delta:e}",
+                    share.delta
+                ));
+            }
+            TaskBound::declare(
+                bound.sampling_rate,
+                bound.threshold,
+                (share.epsilon, share.delta),
+            )
+        })
+        .transpose()
 }
 
-/// Stores a checked population; `None` if one of that name exists.
+/// Stores a checked population with the declared pair [`check_spec`] gave; `None` if one of
+/// that name exists.
 pub(crate) async fn provision(
     store: &Store,
     spec: &PopulationSpec,
+    task_bound: Option<TaskBound>,
     created_at: i64,
 ) -> Result<Option<PopulationInfo>, ServerError> {
     let stored = StoredPopulation {
@@ -44,6 +73,8 @@ pub(crate) async fn provision(
         min_cohort: spec.min_cohort,
         max_task_epsilon: spec.max_task_epsilon,
         trust: spec.trust,
+        allow_device_sampling: spec.allow_device_sampling,
+        task_bound,
         created_at,
     };
     Ok(store
@@ -63,7 +94,22 @@ pub(crate) fn info(stored: &StoredPopulation) -> PopulationInfo {
         min_cohort: stored.min_cohort,
         max_task_epsilon: stored.max_task_epsilon,
         trust: stored.trust,
+        allow_device_sampling: stored.allow_device_sampling,
+        task_bound: stored.task_bound.as_ref().map(bound_info),
         created_at: stored.created_at,
+    }
+}
+
+/// A declared pair as the API shows it.
+pub(crate) fn bound_info(bound: &TaskBound) -> TaskBoundInfo {
+    TaskBoundInfo {
+        sampling_rate: bound.sampling_rate,
+        threshold: bound.threshold,
+        share: Budget {
+            epsilon: bound.share.0,
+            delta: bound.share.1,
+        },
+        rounds: bound.rounds,
     }
 }
 

@@ -15,7 +15,7 @@ use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, MAX_REPORT_BYTES,
     PROTOCOL_VERSION, PopulationInfo, PopulationSpec, RelayReceipt, RelayedBatch, Role, RoundQuery,
-    Sampling, TaskInfo, TaskSpec, TaskState, TightTotal, TrustModel,
+    Sampling, TaskBoundUse, TaskInfo, TaskSpec, TaskState, TrustModel,
 };
 use tally_protocol::{Engine, definition, draw_public_coins};
 use tokio::sync::Mutex;
@@ -26,7 +26,7 @@ use crate::aggregator::AggregatorCoins;
 use crate::auth::{self, CredentialCache, Principal};
 use crate::error::ApiError;
 use crate::keys::{AggregatorKeys, LiveKeys};
-use crate::ledger::{Charge, CompositionMemo, LossRounds, Total};
+use crate::ledger::{Charge, Ledger, LossRounds};
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
@@ -49,7 +49,7 @@ struct LiveTask {
     rounds_released: u32,
     /// Whether the ledger holds this task's debit.
     debited: bool,
-    /// Its S&T rounds for the ledger's tight accountant, if they have a loss pair.
+    /// Its S&T rounds, which a declared pair may bound, if they have a loss pair.
     loss: Option<LossRounds>,
     /// `Some` while running.
     engine: Option<Engine>,
@@ -97,8 +97,6 @@ pub(crate) struct Runtime {
     /// The HPKE keys that open a split-trust population's sealed reports.
     keys: AggregatorKeys,
     tasks: Mutex<BTreeMap<String, LiveTask>>,
-    /// The tight ledger's composed loss pairs, remembered between budget checks.
-    compositions: CompositionMemo,
     open: RwLock<FxHashMap<String, Arc<Round>>>,
     closed: RwLock<FxHashSet<String>>,
 }
@@ -130,7 +128,6 @@ impl Runtime {
             rate_limit: limits.requests_per_second.map(RateLimit::new),
             coins,
             tasks: Mutex::new(BTreeMap::new()),
-            compositions: CompositionMemo::default(),
             open: RwLock::default(),
             closed: RwLock::default(),
         });
@@ -141,9 +138,30 @@ impl Runtime {
             .into_iter()
             .map(|d| d.task_id)
             .collect();
+        // A running task stored before populations had a sampling policy may ask its devices to
+        // sample themselves on a population that does not allow it: its remaining rounds sample
+        // at the aggregator instead (the same distribution for honest devices, so its guarantee
+        // stands, and colluding devices can no longer choose to be sampled).
+        let device_sampling: FxHashSet<String> = runtime
+            .store
+            .populations()
+            .await?
+            .into_iter()
+            .filter(|p| p.allow_device_sampling)
+            .map(|p| p.name)
+            .collect();
         let mut tasks = runtime.tasks.lock().await;
         for stored in runtime.store.tasks().await? {
-            let task = runtime.restore(stored, &debited).await?;
+            let mut task = runtime.restore(stored, &debited).await?;
+            if task.state == TaskState::Running
+                && task.spec.sampling == Sampling::Device
+                && !device_sampling.contains(&task.spec.population)
+            {
+                warn!(task = %task.id, population = ?task.spec.population,
+                      "the population does not allow device-side sampling: the task's rounds \
+                       sample at the aggregator");
+                task.spec.sampling = Sampling::Aggregator;
+            }
             tasks.insert(task.id.clone(), task);
         }
         for task in tasks.values_mut() {
@@ -263,6 +281,12 @@ impl Runtime {
                 ),
             ));
         }
+        if spec.sampling == Sampling::Device && !population.allow_device_sampling {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTask,
+                device_sampling_refused(&spec.population),
+            ));
+        }
         if let Some(cap) = population.max_task_epsilon
             && guarantee.epsilon > cap
         {
@@ -296,7 +320,7 @@ impl Runtime {
             trust_model: trust,
             ..GuaranteeBody::from(&guarantee)
         };
-        // Its S&T rounds as the ledger's tight accountant composes them; `None` where they
+        // Its S&T rounds, which the population's declared pair may bound; `None` where they
         // have no loss pair (replace-one neighbours).
         let loss = engine
             .threshold_rounds()
@@ -328,7 +352,7 @@ impl Runtime {
         };
         self.store
             .insert_task_within_budget(&stored, |population, charges| {
-                admit(population, charges, charge, &self.compositions)
+                admit(population, &charges, &charge)
             })
             .await?;
         engine.advance();
@@ -423,7 +447,7 @@ impl Runtime {
         let debits = self.store.debits().await?;
         let mut balances = Vec::new();
         for stored in self.store.populations().await? {
-            let (population, epsilon, delta) = (stored.name, stored.epsilon, stored.delta);
+            let (population, epsilon, delta) = (stored.name.clone(), stored.epsilon, stored.delta);
             if who.role != Role::Operator && !who.covers(&population) {
                 continue;
             }
@@ -443,10 +467,13 @@ impl Runtime {
                 (e + entry.amount.epsilon, d + entry.amount.delta)
             });
             let reserved = reserved(tasks.values(), &population);
-            let total = Total::of(&charges(&tasks, &debits, &population), &self.compositions);
+            let ledger = ledger_of(&stored);
+            let spending = ledger.spending(&charges(&tasks, &debits, &population));
+            let remaining = ledger.remaining(&spending);
             balances.push(LedgerBalance {
                 population,
                 budget: Budget { epsilon, delta },
+                allow_device_sampling: stored.allow_device_sampling,
                 spent: Budget {
                     epsilon: spent.0,
                     delta: spent.1,
@@ -456,13 +483,13 @@ impl Runtime {
                     delta: reserved.1,
                 },
                 remaining: Budget {
-                    epsilon: epsilon - spent.0 - reserved.0,
-                    delta: delta - spent.1 - reserved.1,
+                    epsilon: remaining.0,
+                    delta: remaining.1,
                 },
-                tight: TightTotal {
-                    epsilon_at_budget_delta: total.epsilon_at(delta),
-                    delta_at_budget_epsilon: total.delta_at(epsilon),
-                },
+                task_bound: stored.task_bound.as_ref().map(|bound| TaskBoundUse {
+                    bound: population::bound_info(bound),
+                    rounds_used: spending.bounded_rounds,
+                }),
                 entries,
             });
         }
@@ -856,8 +883,15 @@ impl Runtime {
         spec: &PopulationSpec,
     ) -> Result<PopulationInfo, ApiError> {
         check_version(spec.version)?;
-        population::check_spec(spec).map_err(|m| ApiError::new(ErrorCode::Malformed, m))?;
-        let info = population::provision(&self.store, spec, unix_now())
+        // Declaring a pair composes it up to its number of rounds: off the async workers.
+        let checked = {
+            let spec = spec.clone();
+            tokio::task::spawn_blocking(move || population::check_spec(&spec))
+                .await
+                .map_err(|e| ServerError::Corrupt(format!("checking a population failed: {e}")))?
+        };
+        let task_bound = checked.map_err(|m| ApiError::new(ErrorCode::Malformed, m))?;
+        let info = population::provision(&self.store, spec, task_bound, unix_now())
             .await?
             .ok_or_else(|| {
                 ApiError::new(
@@ -1070,36 +1104,37 @@ fn forbidden(message: String) -> ApiError {
 /// the population's tasks stay jointly within its budget (by the ledger's accountant).
 fn admit(
     population: &StoredPopulation,
-    mut charges: Vec<Charge>,
-    charge: Charge,
-    memo: &CompositionMemo,
+    charges: &[Charge],
+    charge: &Charge,
 ) -> Result<(), ApiError> {
-    let budget = (population.epsilon, population.delta);
-    charges.push(charge);
-    let after = Total::of(&charges, memo);
-    if after.fits(budget.0, budget.1) {
-        return Ok(());
+    ledger_of(population).admit(charges, charge).map_err(|why| {
+        ApiError::new(
+            ErrorCode::BudgetExceeded,
+            format!(
+                "population {:?}'s budget (ε = {}, δ = {:e}): {why}",
+                population.name, population.epsilon, population.delta
+            ),
+        )
+    })
+}
+
+/// The ledger's rule for `population`.
+fn ledger_of(population: &StoredPopulation) -> Ledger {
+    Ledger {
+        budget: (population.epsilon, population.delta),
+        bound: population.task_bound,
     }
-    charges.pop();
-    let before = Total::of(&charges, memo);
-    Err(ApiError::new(
-        ErrorCode::BudgetExceeded,
-        format!(
-            "the task needs (ε = {}, δ = {:e}); with it, population {:?}'s tasks would be \
-             jointly (ε = {}, δ ≤ {:e}) by the tight accountant (and {:e} without it), over its \
-             budget (ε = {}, δ = {:e}); by basic composition (ε = {}, δ = {:e}) is left",
-            charge.epsilon,
-            charge.delta,
-            population.name,
-            budget.0,
-            after.delta_at(budget.0),
-            before.delta_at(budget.0),
-            budget.0,
-            budget.1,
-            budget.0 - before.basic.0,
-            budget.1 - before.basic.1,
-        ),
-    ))
+}
+
+/// Why a task asking `sampling: device` is refused on `population`, whose operator did not
+/// allow it.
+fn device_sampling_refused(population: &str) -> String {
+    format!(
+        "sampling device: population {population:?} does not allow device-side sampling (enrolled \
+         devices colluding with the analyst would report every time and cross the threshold \
+         with one victim); ask sampling aggregator, or have the operator create the population \
+         with `tally population create ... --allow-device-sampling`"
+    )
 }
 
 /// What `population`'s released (debited) and reserved tasks charge to it.

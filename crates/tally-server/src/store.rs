@@ -11,11 +11,11 @@ use sqlx::{AnyPool, Row};
 use tally_core::protocol::wire::WireCell;
 use tally_messages::{TaskState, TrustModel};
 
-use crate::ledger::{Charge, LossRounds};
+use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 11] = [
+const SCHEMA: [&str; 13] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -85,6 +85,22 @@ const SCHEMA: [&str; 11] = [
         name TEXT PRIMARY KEY,
         trust TEXT NOT NULL
     )",
+    // The populations whose operator allowed device-side sampling (a table of its own, so
+    // that a population made before the policy existed has no row: not allowed).
+    "CREATE TABLE IF NOT EXISTS population_device_sampling (
+        name TEXT PRIMARY KEY
+    )",
+    // A population's declared per-round S&T pair, its share of the budget and the rounds that
+    // share covers (a table of its own: a population made before declared pairs has no row, and
+    // every one of its tasks is charged by basic composition).
+    "CREATE TABLE IF NOT EXISTS population_task_bounds (
+        name TEXT PRIMARY KEY,
+        sampling_rate DOUBLE PRECISION NOT NULL,
+        threshold BIGINT NOT NULL,
+        share_epsilon DOUBLE PRECISION NOT NULL,
+        share_delta DOUBLE PRECISION NOT NULL,
+        rounds BIGINT NOT NULL
+    )",
     // The aggregator's HPKE key pairs (RFC 9180), by RFC 9458 key id: the private key in
     // base64url, when it was made, and when it stops opening messages (null for the current
     // key, which is the newest one without it).
@@ -97,13 +113,27 @@ const SCHEMA: [&str; 11] = [
 ];
 
 /// `SELECT` of a stored population's columns `FROM populations`, then `$rest`; its trust
-/// model is read from `population_trust` (`single-party` where it has no row).
+/// model is read from `population_trust` (`single-party` where it has no row), its sampling
+/// policy from `population_device_sampling` (device-side sampling allowed where it has a row),
+/// its declared pair from `population_task_bounds` (none where it has no row).
 macro_rules! select_populations {
     ($rest:literal) => {
         concat!(
             "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at,
                 (SELECT trust FROM population_trust
-                 WHERE population_trust.name = populations.name) AS trust
+                 WHERE population_trust.name = populations.name) AS trust,
+                (SELECT COUNT(*) FROM population_device_sampling
+                 WHERE population_device_sampling.name = populations.name) AS device_sampling,
+                (SELECT sampling_rate FROM population_task_bounds b
+                 WHERE b.name = populations.name) AS bound_rate,
+                (SELECT threshold FROM population_task_bounds b
+                 WHERE b.name = populations.name) AS bound_threshold,
+                (SELECT share_epsilon FROM population_task_bounds b
+                 WHERE b.name = populations.name) AS bound_epsilon,
+                (SELECT share_delta FROM population_task_bounds b
+                 WHERE b.name = populations.name) AS bound_delta,
+                (SELECT rounds FROM population_task_bounds b
+                 WHERE b.name = populations.name) AS bound_rounds
              FROM populations ",
             $rest
         )
@@ -168,8 +198,8 @@ pub(crate) struct StoredTask {
     pub(crate) error: Option<String>,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
-    /// Its S&T rounds for the ledger's tight accountant, where they have a loss pair (none
-    /// for tasks stored before the ledger kept them: those are charged basically).
+    /// Its S&T rounds, which a declared pair may bound, where they have a loss pair (none for
+    /// tasks stored before the ledger kept them: those are charged basically).
     pub(crate) loss: Option<LossRounds>,
 }
 
@@ -242,6 +272,10 @@ pub(crate) struct StoredPopulation {
     pub(crate) max_task_epsilon: Option<f64>,
     /// Who its devices' reports go through.
     pub(crate) trust: TrustModel,
+    /// Whether its tasks may ask devices to sample themselves.
+    pub(crate) allow_device_sampling: bool,
+    /// Its declared per-round pair, if any.
+    pub(crate) task_bound: Option<TaskBound>,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
 }
@@ -390,8 +424,8 @@ impl Store {
         }
     }
 
-    /// Stores a new population (with its trust model, in the same transaction); `false` if
-    /// one of that name exists.
+    /// Stores a new population (with its trust model, sampling policy and declared pair, in
+    /// the same transaction); `false` if one of that name exists.
     pub(crate) async fn insert_population(
         &self,
         population: &StoredPopulation,
@@ -418,6 +452,27 @@ impl Store {
                 .bind(population.trust.name())
                 .execute(&mut *tx)
                 .await?;
+        }
+        if population.allow_device_sampling {
+            sqlx::query("INSERT INTO population_device_sampling (name) VALUES ($1)")
+                .bind(&population.name)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if let Some(bound) = &population.task_bound {
+            sqlx::query(
+                "INSERT INTO population_task_bounds
+                 (name, sampling_rate, threshold, share_epsilon, share_delta, rounds)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&population.name)
+            .bind(bound.sampling_rate)
+            .bind(to_i64(bound.threshold))
+            .bind(bound.share.0)
+            .bind(bound.share.1)
+            .bind(to_i64(bound.rounds))
+            .execute(&mut *tx)
+            .await?;
         }
         tx.commit().await?;
         Ok(true)
@@ -932,8 +987,31 @@ fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerErro
             Some(name) => TrustModel::from_name(name)
                 .ok_or_else(|| ServerError::Corrupt(format!("trust model {name:?}")))?,
         },
+        allow_device_sampling: row.try_get::<i64, _>("device_sampling")? > 0,
+        task_bound: stored_bound(row)?,
         created_at: row.try_get("created_at")?,
     })
+}
+
+/// A population's [`TaskBound`] from the columns of `population_task_bounds` (all null where it
+/// has none).
+fn stored_bound(row: &sqlx::any::AnyRow) -> Result<Option<TaskBound>, ServerError> {
+    let sampling_rate: Option<f64> = row.try_get("bound_rate")?;
+    let threshold: Option<i64> = row.try_get("bound_threshold")?;
+    let epsilon: Option<f64> = row.try_get("bound_epsilon")?;
+    let delta: Option<f64> = row.try_get("bound_delta")?;
+    let rounds: Option<i64> = row.try_get("bound_rounds")?;
+    let (Some(sampling_rate), Some(threshold), Some(epsilon), Some(delta), Some(rounds)) =
+        (sampling_rate, threshold, epsilon, delta, rounds)
+    else {
+        return Ok(None);
+    };
+    Ok(Some(TaskBound {
+        sampling_rate,
+        threshold: stored_count("task bound threshold", threshold)?,
+        share: (epsilon, delta),
+        rounds: stored_count("task bound rounds", rounds)?,
+    }))
 }
 
 /// A task's [`LossRounds`] from the columns of `task_losses` (all null where it has none).
@@ -945,14 +1023,16 @@ fn stored_loss(row: &sqlx::any::AnyRow) -> Result<Option<LossRounds>, ServerErro
     else {
         return Ok(None);
     };
-    let count = |name: &str, n: i64| {
-        u64::try_from(n).map_err(|_| ServerError::Corrupt(format!("task loss {name} {n}")))
-    };
     Ok(Some(LossRounds {
         sampling_rate,
-        threshold: count("threshold", threshold)?,
-        rounds: count("rounds", rounds)?,
+        threshold: stored_count("task loss threshold", threshold)?,
+        rounds: stored_count("task loss rounds", rounds)?,
     }))
+}
+
+/// A stored count, which no valid row has negative.
+fn stored_count(what: &str, n: i64) -> Result<u64, ServerError> {
+    u64::try_from(n).map_err(|_| ServerError::Corrupt(format!("{what} {n}")))
 }
 
 fn credential_of(row: &sqlx::any::AnyRow) -> Result<StoredCredential, ServerError> {

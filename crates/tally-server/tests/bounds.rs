@@ -208,8 +208,8 @@ async fn an_analyst_runs_at_most_100_tasks_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn of_two_concurrent_tasks_that_fit_the_budget_only_alone_exactly_one_starts() {
     for db in databases().await {
-        // Each task's ε = 1 fits a budget of 1.5; both do not (by basic composition: the
-        // tight accountant would admit both S&T rounds under add/remove neighbours).
+        // Each task's ε = 1 fits a budget of 1.5; both do not (by basic composition, which
+        // charges every task of a population without a declared pair).
         let (server, router, _) = start(&db.url, (1.5, 1e-5)).await;
         let body = serde_json::to_string(&charged_basically(spec(
             histogram(0.3),

@@ -1,83 +1,163 @@
-//! The ledger's tight accountant: a population's budget admits more S&T tasks than basic
-//! composition would, the tight total never exceeds the basic sum, and a restart recomputes the
-//! same totals from what the store keeps.
+//! The ledger through the API: a population's declared S&T pair admits exactly the rounds the
+//! reference's `K`-fold composition allows, a task outside the pair is charged by basic
+//! composition within the rest of the budget, `remaining` is what the ledger enforces, and a
+//! restart recomputes the same from what the store keeps.
 
 mod common;
 
 use axum::http::{Method, StatusCode};
 use common::*;
-use tally_accounting::composition::compose_basic;
-use tally_messages::{LedgerBalance, RoundPolicy, TaskInfo};
-
-/// One task of `(ε, δ) = (2, ≤ 1e-6)` by basic composition.
-const BUDGET: (f64, f64) = (2.5, 1e-5);
+use tally_messages::{
+    Budget, LedgerBalance, PROTOCOL_VERSION, PopulationInfo, PopulationSpec, RoundPolicy,
+    TaskBound, TaskInfo, TaskSpec, TrustModel,
+};
 
 /// The most tasks the test creates (below the per-credential cap of running tasks).
-const MOST: usize = 60;
+const MOST: usize = 40;
+
+/// The vectors of `tools/reference/ledger_filter.py`: `K` for the pair (0.36, 18) within
+/// (2, 1e-5).
+const VECTORS: &str =
+    include_str!("../../tally-accounting/tests/test_vectors/ledger_filter/ledger_filter.json");
+
+/// A one-round S&T histogram at `p_s = 0.36` whose threshold is calibrated for
+/// `(ε, δ) = (4, 1e-8)` (at least 18).
+fn round_at_the_pair() -> TaskSpec {
+    TaskSpec {
+        privacy: tally_messages::PrivacyTarget {
+            delta: 1e-8,
+            ..spec(histogram(0.36), 4.0, RoundPolicy::default()).privacy
+        },
+        ..spec(histogram(0.36), 4.0, RoundPolicy::default())
+    }
+}
+
+/// Creates `body` until the budget refuses it; the tasks created and the refusal's text.
+async fn fill(router: &axum::Router, body: &str) -> (Vec<TaskInfo>, String) {
+    let mut tasks = Vec::new();
+    loop {
+        let (status, text) = call(router, Method::POST, "/v1/tasks", Some(body.into())).await;
+        if status != StatusCode::CREATED {
+            assert_eq!(status, StatusCode::CONFLICT, "{text}");
+            assert!(text.contains("budget_exceeded"), "{text}");
+            return (tasks, text);
+        }
+        tasks.push(serde_json::from_str(&text).unwrap());
+        assert!(tasks.len() < MOST, "the budget never ran out");
+    }
+}
+
+/// A `POST /v1/tasks` of `body` as `token`.
+async fn create_as(router: &axum::Router, token: &str, body: &str) -> (StatusCode, String) {
+    call_with(router, token, Method::POST, "/v1/tasks", Some(body.into())).await
+}
+
+/// Every population's balance, as the operator reads it.
+async fn operator_ledger(router: &axum::Router, operator: &str) -> Vec<LedgerBalance> {
+    let (status, text) = call_with(router, operator, Method::GET, "/v1/ledger", None).await;
+    assert!(status.is_success(), "{text}");
+    serde_json::from_str(&text).unwrap()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_tight_ledger_admits_more_s_and_t_tasks_than_basic_and_survives_a_restart() {
+async fn a_declared_pair_admits_the_reference_number_of_rounds_and_survives_a_restart() {
+    let vectors: serde_json::Value = serde_json::from_str(VECTORS).unwrap();
+    let reference = vectors["declared"]["tasks"].as_u64().unwrap();
     for db in databases().await {
-        let (server, router, credentials) = start(&db.url, BUDGET).await;
-        // TrieHH++ over 4 levels at p_s = 0.35, planned by basic composition: each task states
-        // (ε, δ) = (2, ≤ 1e-6).
-        let body = serde_json::to_string(&spec(triehh_plus(4, 0.35), 2.0, RoundPolicy::default()))
-            .unwrap();
-        let mut tasks: Vec<TaskInfo> = Vec::new();
-        loop {
-            let (status, text) = call(&router, Method::POST, "/v1/tasks", Some(body.clone())).await;
+        // The test population has no pair; "declared" has (0.36, 18) over all of (2, 1e-5).
+        let (server, router, credentials) = start(&db.url, (2.0, 1e-5)).await;
+        let declared = PopulationSpec {
+            version: PROTOCOL_VERSION,
+            name: "declared".into(),
+            budget: Budget {
+                epsilon: 2.0,
+                delta: 1e-5,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+            trust: TrustModel::SingleParty,
+            allow_device_sampling: true,
+            task_bound: Some(TaskBound {
+                sampling_rate: 0.36,
+                threshold: 18,
+                share: None,
+            }),
+        };
+        let created: PopulationInfo = post(&router, "/v1/populations", &declared).await;
+        assert_eq!(created.task_bound.unwrap().rounds, reference, "{}", db.name);
+        let analyst = credential(&db.url, tally_messages::Role::Analyst, "d", &["declared"]).await;
+        let as_declared = |spec: TaskSpec| TaskSpec {
+            population: "declared".into(),
+            ..spec
+        };
+        let mut admitted = 0u64;
+        let body = serde_json::to_string(&as_declared(round_at_the_pair())).unwrap();
+        let refusal = loop {
+            let (status, text) = create_as(&router, &analyst, &body).await;
             if status != StatusCode::CREATED {
                 assert_eq!(status, StatusCode::CONFLICT, "{}: {text}", db.name);
-                assert!(text.contains("budget_exceeded"), "{text}");
-                break;
+                break text;
             }
-            tasks.push(serde_json::from_str(&text).unwrap());
-            assert!(tasks.len() < MOST, "{}: the budget never ran out", db.name);
-        }
-        let guarantee = (tasks[0].guarantee.epsilon, tasks[0].guarantee.delta);
-        // What basic composition admits: the most copies whose rounded-up sum fits.
-        let basic = (1..=MOST)
-            .take_while(|&n| {
-                let (e, d) = compose_basic(&vec![guarantee; n]).unwrap();
-                e <= BUDGET.0 && d <= BUDGET.1
-            })
-            .count();
-        assert_eq!(basic, 1, "{}: {guarantee:?}", db.name);
+            admitted += 1;
+            assert!(
+                admitted < MOST as u64,
+                "{}: the pair never ran out",
+                db.name
+            );
+        };
+        assert_eq!(admitted, reference, "{}: {refusal}", db.name);
         assert!(
-            tasks.len() >= 2 * basic,
-            "{}: {} tasks",
-            db.name,
-            tasks.len()
+            refusal.contains("round(s) within the declared pair"),
+            "{refusal}"
         );
-        eprintln!(
-            "{}: tight admits {} tasks of {guarantee:?}, basic {basic}",
-            db.name,
-            tasks.len()
-        );
+        // A task outside the pair gets the filter, which the pair's share left empty.
+        let outside = serde_json::to_string(&as_declared(charged_basically(spec(
+            histogram(0.2),
+            0.5,
+            RoundPolicy::default(),
+        ))))
+        .unwrap();
+        let (status, text) = create_as(&router, &analyst, &outside).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{}: {text}", db.name);
+        assert!(text.contains("outside the pair"), "{text}");
 
-        let ledger: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
-        let balance = &ledger[0];
-        let sum = (
-            balance.spent.epsilon + balance.reserved.epsilon,
-            balance.spent.delta + balance.reserved.delta,
+        // Without a pair, S&T tasks are charged their own guarantee: what basic composition
+        // admits, and `remaining` never below zero (the tight accountant of the realized
+        // sequence used to admit more and show ε remaining far below zero).
+        let small = spec(histogram(0.3), 0.6, RoundPolicy::default());
+        let (tasks, _) = fill(&router, &serde_json::to_string(&small).unwrap()).await;
+        let one = tasks[0].guarantee.epsilon;
+        assert_eq!(
+            tasks.len(),
+            (2.0 / one).floor() as usize,
+            "{}: ε = {one}",
+            db.name
         );
-        // The basic sum is over the budget; the tight total is within it, and below the sum.
-        assert!(sum.0 > BUDGET.0, "{balance:?}");
-        assert!(balance.remaining.epsilon < 0.0, "{balance:?}");
-        let tight = balance.tight.epsilon_at_budget_delta.unwrap();
-        assert!(tight <= BUDGET.0 && tight < sum.0, "{balance:?}");
+        let ledger = operator_ledger(&router, &credentials.operator).await;
+        let test = ledger.iter().find(|b| b.population == POPULATION).unwrap();
+        assert!(test.task_bound.is_none());
         assert!(
-            balance.tight.delta_at_budget_epsilon <= BUDGET.1,
-            "{balance:?}"
+            test.remaining.epsilon >= 0.0 && test.remaining.epsilon < one,
+            "{}: {test:?}",
+            db.name
+        );
+        assert!(test.remaining.delta >= 0.0, "{test:?}");
+        let bounded = ledger.iter().find(|b| b.population == "declared").unwrap();
+        let used = bounded.task_bound.unwrap();
+        assert_eq!(used.rounds_used, reference);
+        assert_eq!(
+            bounded.remaining,
+            Budget {
+                epsilon: 0.0,
+                delta: 0.0
+            }
         );
 
         server.shutdown().await;
         let (server, router) = restart(&db.url, &credentials).await;
-        let again: Vec<LedgerBalance> = get(&router, "/v1/ledger").await;
-        assert_eq!(again[0].tight, balance.tight, "{}", db.name);
-        assert_eq!(again[0].reserved, balance.reserved, "{}", db.name);
-        // And it still refuses one more.
-        let (status, _) = call(&router, Method::POST, "/v1/tasks", Some(body)).await;
+        let again = operator_ledger(&router, &credentials.operator).await;
+        assert_eq!(again, ledger, "{}", db.name);
+        let (status, _) = create_as(&router, &analyst, &body).await;
         assert_eq!(status, StatusCode::CONFLICT, "{}", db.name);
         server.shutdown().await;
     }

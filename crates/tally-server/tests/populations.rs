@@ -139,6 +139,8 @@ async fn the_operator_sets_the_cohort_floor_and_the_cap_per_task() {
             min_cohort: 50,
             max_task_epsilon: Some(2.0),
             trust: tally_messages::TrustModel::SingleParty,
+            allow_device_sampling: true,
+            task_bound: None,
         };
         let created: PopulationInfo = post(&router, "/v1/populations", &floor).await;
         assert_eq!(

@@ -65,6 +65,8 @@ async fn the_store_connects_to_postgres_over_verified_tls_and_refuses_another_ca
         min_cohort: 1,
         max_task_epsilon: None,
         trust: tally_messages::TrustModel::SingleParty,
+        allow_device_sampling: false,
+        task_bound: None,
     };
     tally_server::create_population(&url, &population)
         .await

@@ -389,8 +389,7 @@ async fn one_token_is_accepted_once_among_a_hundred_concurrent_uploads() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ledger_refuses_what_the_budget_cannot_cover() {
     for db in databases().await {
-        // Charged by basic composition (replace-one neighbours): the tight accountant would
-        // admit both S&T rounds.
+        // Charged by basic composition (no declared pair).
         let (server, router, _) = start_tls(&db.url, (1.5, 1e-5)).await;
         let first: TaskInfo = post(
             &router,

@@ -2,13 +2,18 @@
 //! its devices to, its rounds tell devices to report every time, and the release counts a
 //! Poisson sample of the reports rather than every one; 19 enrolled devices that always
 //! report a victim's secret at τ = 20 learn whether the victim holds it under device-side
-//! sampling, and nothing under aggregator-side sampling.
+//! sampling, and nothing under aggregator-side sampling; so only the operator can allow
+//! device-side sampling, per population.
 
 mod common;
 
 use axum::http::Method;
+use axum::http::StatusCode;
 use common::*;
-use tally_messages::{HistogramRelease, RoundPolicy, Sampling, TaskInfo};
+use tally_messages::{
+    Budget, HistogramRelease, PROTOCOL_VERSION, PopulationSpec, Role, RoundPolicy, Sampling,
+    TaskInfo, TrustModel,
+};
 
 /// Runs a histogram round at rate 0.5 in which 400 devices all report "a", and returns the
 /// round's sampling and the released count of "a".
@@ -75,20 +80,7 @@ async fn attack_round(
     seed: u64,
 ) -> (bool, bool) {
     let taking_part = if victim { devices } else { &devices[1..] };
-    let policy = RoundPolicy {
-        min_cohort: 1,
-        cohort_target: Some(taking_part.len() as u64),
-        ..RoundPolicy::default()
-    };
-    let kind = tally_messages::TaskKind::Histogram {
-        mechanism: tally_messages::HistogramMechanism::SampleThreshold,
-        sampling_rate: None,
-        threshold: Some(20),
-    };
-    let spec = tally_messages::TaskSpec {
-        sampling,
-        ..spec(kind, 1.0, policy)
-    };
+    let spec = attack_task(POPULATION, sampling, taking_part.len() as u64);
     let task: TaskInfo = post(router, "/v1/tasks", &spec).await;
     let round = open_round(router, &task.id).await;
     let responder = tally_client::Responder::new(&round).unwrap();
@@ -139,6 +131,80 @@ async fn attack_round(
     (leaked, victim_reported)
 }
 
+/// The attack's task: one S&T round at τ = 20 over `population`, its rounds closing at
+/// `cohort` uploads.
+fn attack_task(population: &str, sampling: Sampling, cohort: u64) -> tally_messages::TaskSpec {
+    let policy = RoundPolicy {
+        min_cohort: 1,
+        cohort_target: Some(cohort),
+        ..RoundPolicy::default()
+    };
+    let kind = tally_messages::TaskKind::Histogram {
+        mechanism: tally_messages::HistogramMechanism::SampleThreshold,
+        sampling_rate: None,
+        threshold: Some(20),
+    };
+    tally_messages::TaskSpec {
+        population: population.into(),
+        sampling,
+        ..spec(kind, 1.0, policy)
+    }
+}
+
+/// The defence against the attack below: device-side sampling is the operator's choice per
+/// population, off by default, so an analyst with 19 colluding enrolled devices cannot switch
+/// it on for a task: the attack's task is refused at creation with a message naming the
+/// operator's flag, and the same task sampling at the aggregator is admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_analyst_cannot_switch_on_device_sampling_for_colluding_devices() {
+    for db in databases().await {
+        let (server, router, _) = start_seeded(&db.url, (1e4, 0.5), 13).await;
+        let guarded = PopulationSpec {
+            version: PROTOCOL_VERSION,
+            name: "guarded".into(),
+            budget: Budget {
+                epsilon: 1e4,
+                delta: 0.5,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+            trust: TrustModel::SingleParty,
+            allow_device_sampling: false,
+            task_bound: None,
+        };
+        // The operator's default, as `tally population create` without the flag.
+        let default: PopulationSpec = serde_json::from_value(serde_json::json!({
+            "version": PROTOCOL_VERSION,
+            "name": "guarded",
+            "budget": {"epsilon": 1e4, "delta": 0.5},
+        }))
+        .unwrap();
+        assert_eq!(default, guarded);
+        tally_server::create_population(&db.url, &guarded)
+            .await
+            .unwrap();
+        let analyst = credential(&db.url, Role::Analyst, "mallory", &["guarded"]).await;
+        // The victim and the 19 colluders are enrolled.
+        let devices = enroll(&router, "guarded", 20).await;
+        assert_eq!(devices.len(), 20);
+        let create = |sampling| {
+            let body = serde_json::to_string(&attack_task("guarded", sampling, 20)).unwrap();
+            call_with(&router, &analyst, Method::POST, "/v1/tasks", Some(body))
+        };
+        let (status, text) = create(Sampling::Device).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}: {text}",
+            db.name
+        );
+        assert!(text.contains("--allow-device-sampling"), "{text}");
+        let (status, text) = create(Sampling::Aggregator).await;
+        assert_eq!(status, StatusCode::CREATED, "{}: {text}", db.name);
+        server.shutdown().await;
+    }
+}
+
 /// The attack through the API with enrolled devices, every coin seeded (the devices' and the
 /// aggregator's): under `--sampling device` the secret is released exactly when the victim's
 /// own coin came up (and never without the victim); under aggregator-side sampling, never in
@@ -151,7 +217,8 @@ async fn always_reporting_devices_reveal_nothing_under_aggregator_sampling() {
     /// Rounds of the device-side attack, enough to see it.
     const SHOWN: u64 = 30;
     let db = databases().await.remove(0);
-    // The aggregator's coins are fixed too, so that every run sees the same rounds.
+    // The aggregator's coins are fixed too, so that every run sees the same rounds. The
+    // population allows device-side sampling (`common::population`): the operator's choice.
     let (server, router, _) = start_seeded(&db.url, (1e4, 0.5), 13).await;
     let devices = enroll(&router, POPULATION, 30).await;
     let mut device_side = 0;

@@ -47,6 +47,8 @@ async fn aggregator(db: &str) -> Aggregator {
         min_cohort: 1,
         max_task_epsilon: None,
         trust: TrustModel::Split,
+        allow_device_sampling: true,
+        task_bound: None,
     };
     tally_server::create_population(db, &spec).await.unwrap();
     Aggregator {

@@ -144,12 +144,14 @@ pub(super) fn overview(
                             "; min cohort " (population.min_cohort)
                             @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
                             "; trust model " (population.trust.name())
+                            "; device-side sampling " (allowed(population.allow_device_sampling))
                         }
                         @if let Some(balance) = balance {
                             p {
                                 "Spent ε = " (balance.spent.epsilon) ", reserved " (balance.reserved.epsilon)
                                 ", remaining " strong { (balance.remaining.epsilon) }
                                 " (δ remaining " (num(balance.remaining.delta)) ")"
+                                (bound_use(balance))
                             }
                             (charts::budget(population.created_at, balance))
                         }
@@ -170,6 +172,14 @@ pub(super) fn overview(
                             option value="single-party" selected { "single-party" }
                             option value="split" { "split (through a relay)" }
                         } } " "
+                        label { input type="checkbox" name="allow_device_sampling" value="on"; " Allow device-side sampling (only if every enrolled device is trusted to flip its own coin)" } " "
+                        br;
+                        "Declared S&T pair (optional): "
+                        label { "p_s ≤ " input name="bound_rate" size="6" placeholder="none"; } " "
+                        label { "τ ≥ " input name="bound_threshold" size="4"; } " "
+                        label { "its share ε " input name="bound_epsilon" size="6" placeholder="all"; } " "
+                        label { "δ " input name="bound_delta" size="8" placeholder="all"; } " "
+                        br;
                         button type="submit" { "Create population" }
                     }
                 }
@@ -234,6 +244,26 @@ fn kind_name(spec: &TaskSpec) -> String {
         .unwrap_or_default()
 }
 
+/// The rounds of a population's declared pair left, in words (nothing without one).
+fn bound_use(balance: &LedgerBalance) -> String {
+    balance.task_bound.map_or_else(String::new, |bound| {
+        format!(
+            "; {} of {} rounds left within the declared pair",
+            bound.bound.rounds.saturating_sub(bound.rounds_used),
+            bound.bound.rounds
+        )
+    })
+}
+
+/// A population's device-sampling policy in words.
+fn allowed(allow_device_sampling: bool) -> &'static str {
+    if allow_device_sampling {
+        "allowed by the operator"
+    } else {
+        "not allowed (rounds sample at the aggregator)"
+    }
+}
+
 /// Each population's spending, debit by debit.
 pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
     layout(
@@ -244,20 +274,23 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
             @for balance in ledger {
                 section {
                     h2 { (balance.population) }
+                    p { "Device-side sampling " (allowed(balance.allow_device_sampling)) "." }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
                         tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (num(balance.budget.delta)) } }
                         tr { td { "Spent" } td.n { (balance.spent.epsilon) } td.n { (num(balance.spent.delta)) } }
                         tr { td { "Reserved by running tasks" } td.n { (balance.reserved.epsilon) } td.n { (num(balance.reserved.delta)) } }
-                        tr { td { "Remaining (basic composition)" } td.n { (balance.remaining.epsilon) } td.n { (num(balance.remaining.delta)) } }
+                        tr { td { "Remaining for tasks charged their own guarantee (basic composition, what the server enforces)" } td.n { (balance.remaining.epsilon) } td.n { (num(balance.remaining.delta)) } }
                     }
                     p {
-                        "By the tight accountant the tasks are jointly (ε = " (balance.budget.epsilon) ", δ ≤ "
-                        (num(balance.tight.delta_at_budget_epsilon)) ")"
-                        @if let Some(epsilon) = balance.tight.epsilon_at_budget_delta {
-                            ", and (ε = " (epsilon) ", δ = " (num(balance.budget.delta)) ")"
+                        @match &balance.task_bound {
+                            None => "No declared pair: every task is charged its own (ε, δ) by basic composition.",
+                            Some(bound) => {
+                                "Declared pair p_s ≤ " (bound.bound.sampling_rate) ", τ ≥ " (bound.bound.threshold)
+                                ": its share (ε = " (bound.bound.share.epsilon) ", δ = " (num(bound.bound.share.delta))
+                                ") covers " (bound.bound.rounds) " rounds, " (bound.rounds_used) " taken; other tasks share the rest of the budget."
+                            }
                         }
-                        "."
                     }
                     @if balance.entries.is_empty() { p.note { "Nothing debited yet." } }
                     @else {
@@ -545,8 +578,12 @@ pub(super) fn plan(
                 @if let Some(balance) = balance {
                     p {
                         "Population " strong { (balance.population) } " has ε = " (balance.remaining.epsilon)
-                        " and δ = " (num(balance.remaining.delta)) " left by basic composition; the server admits the task if the population's tasks, with it, stay within the budget ε = "
-                        (balance.budget.epsilon) ", δ = " (num(balance.budget.delta)) " by the tight accountant."
+                        " and δ = " (num(balance.remaining.delta)) " left for tasks charged their own guarantee (basic composition)"
+                        @if let Some(bound) = &balance.task_bound {
+                            ", and " (bound.bound.rounds.saturating_sub(bound.rounds_used)) " of " (bound.bound.rounds)
+                            " rounds within its declared pair (p_s ≤ " (bound.bound.sampling_rate) ", τ ≥ " (bound.bound.threshold) ")"
+                        }
+                        "; the server admits the task if it fits what its kind draws on."
                     }
                 }
                 h2 { "What it releases: P[released | c] for an item held by c devices" }

@@ -62,7 +62,7 @@ fn spec() -> TaskSpec {
             threshold: None,
         },
         rounds: RoundPolicy::default(),
-        sampling: Sampling::Device,
+        sampling: Sampling::Aggregator,
     }
 }
 
@@ -93,6 +93,8 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
             min_cohort: 1,
             max_task_epsilon: None,
             trust: TrustModel::SingleParty,
+            allow_device_sampling: false,
+            task_bound: None,
             created_at: unix_now(),
         };
         assert!(
@@ -130,6 +132,70 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
         assert_eq!(stored.len(), ADMITS, "{name}");
         for coordinator in coordinators {
             coordinator.shutdown().await;
+        }
+    }
+}
+
+/// A running task that asks its devices to sample, stored before its population had a sampling
+/// policy (no row in `population_device_sampling`: not allowed), samples at the aggregator
+/// once the server restarts; on a population that allows it, it keeps sampling on the devices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_device_sampled_task_samples_at_the_aggregator_without_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let analyst = Principal {
+        id: "analyst".into(),
+        role: Role::Analyst,
+        populations: vec![POPULATION.into()],
+    };
+    for (name, url) in databases(&dir).await {
+        let store = Store::open(&url).await.unwrap();
+        let population = StoredPopulation {
+            name: POPULATION.into(),
+            epsilon: 100.0,
+            delta: 1e-3,
+            min_cohort: 1,
+            max_task_epsilon: None,
+            trust: TrustModel::SingleParty,
+            allow_device_sampling: true,
+            task_bound: None,
+            created_at: unix_now(),
+        };
+        assert!(store.insert_population(&population).await.unwrap());
+        let runtime = Runtime::start(store, &Limits::default(), AggregatorCoins::Os)
+            .await
+            .unwrap();
+        let device_sampled = TaskSpec {
+            sampling: Sampling::Device,
+            ..spec()
+        };
+        runtime.create_task(device_sampled, &analyst).await.unwrap();
+        let sampling = |runtime: &Runtime| {
+            let rounds = runtime.open_rounds(&analyst);
+            assert_eq!(rounds.len(), 1, "{name}");
+            rounds[0].sampling
+        };
+        assert_eq!(sampling(&runtime), Sampling::Device, "{name}");
+        runtime.shutdown().await;
+        drop(runtime);
+        // Restarted as it stands, the task keeps its devices' sampling; restarted on a
+        // database older than the policy (no row), it samples at the aggregator.
+        for (older, expected) in [(false, Sampling::Device), (true, Sampling::Aggregator)] {
+            if older {
+                let mut database = sqlx::AnyConnection::connect(&url).await.unwrap();
+                sqlx::query("DELETE FROM population_device_sampling")
+                    .execute(&mut database)
+                    .await
+                    .unwrap();
+            }
+            let runtime = Runtime::start(
+                Store::open(&url).await.unwrap(),
+                &Limits::default(),
+                AggregatorCoins::Os,
+            )
+            .await
+            .unwrap();
+            assert_eq!(sampling(&runtime), expected, "{name}");
+            runtime.shutdown().await;
         }
     }
 }

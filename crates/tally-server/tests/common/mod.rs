@@ -145,6 +145,10 @@ pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
         min_cohort: 1,
         max_task_epsilon: None,
         trust: tally_messages::TrustModel::SingleParty,
+        // The tests that upload chosen reports count them exactly: their tasks sample on the
+        // devices, which the operator allows here.
+        allow_device_sampling: true,
+        task_bound: None,
     };
     tally_server::create_population(db, &spec).await.unwrap();
 }
