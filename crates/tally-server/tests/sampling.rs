@@ -85,7 +85,6 @@ async fn attack_round(
     let round = open_round(router, &task.id).await;
     let responder = tally_client::Responder::new(&round).unwrap();
     let mut coins = tally_client::device_rng(Some(seed));
-    let mut uploads = Vec::new();
     let mut victim_reported = false;
     for (i, device) in devices.iter().enumerate() {
         if i == 0 && !victim {
@@ -107,24 +106,24 @@ async fn attack_round(
             _ => responder.respond_with_rng(&format!("other-{i}"), &mut coins),
         };
         victim_reported |= i == 0 && report.is_some();
-        uploads.push(tally_messages::Upload {
-            token: grant.tokens[0].clone(),
-            report,
-        });
+        // Each device uploads with its own credential: its token is good for no other.
+        let batch = tally_messages::UploadBatch {
+            version: tally_messages::PROTOCOL_VERSION,
+            uploads: vec![tally_messages::Upload {
+                token: grant.tokens[0].clone(),
+                report,
+            }],
+        };
+        let (status, text) = call_with(
+            router,
+            device,
+            Method::POST,
+            &format!("/v1/rounds/{}/uploads", round.round_id),
+            Some(serde_json::to_string(&batch).unwrap()),
+        )
+        .await;
+        assert!(status.is_success(), "{text}");
     }
-    let batch = tally_messages::UploadBatch {
-        version: tally_messages::PROTOCOL_VERSION,
-        uploads,
-    };
-    let (status, text) = call_with(
-        router,
-        &devices[0],
-        Method::POST,
-        &format!("/v1/rounds/{}/uploads", round.round_id),
-        Some(serde_json::to_string(&batch).unwrap()),
-    )
-    .await;
-    assert!(status.is_success(), "{text}");
     let release: HistogramRelease =
         serde_json::from_str(&released(router, &task.id).await).unwrap();
     let leaked = release.items.iter().any(|i| i.item == "secret");
