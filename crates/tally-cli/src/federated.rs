@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::partition_selection::Method as SelectionMethod;
@@ -24,7 +23,9 @@ use crate::cli::{
     ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs,
     TaskResultArgs,
 };
-use crate::output::{guarantee_body_line, print_diagnosis, print_fields, print_items};
+use crate::output::{
+    guarantee_body_line, print_diagnosis, print_fields, print_items, print_serialized,
+};
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles, print_quantile_table};
 use crate::{federated_domain, federated_range_tree};
 
@@ -802,10 +803,4 @@ fn compact(value: &serde_json::Value) -> String {
             .join(", "),
         other => other.to_string(),
     }
-}
-
-/// Prints a protocol value as pretty JSON.
-pub(crate) fn print_serialized<T: Serialize>(value: &T) -> Result<()> {
-    crate::output::print_json(&serde_json::to_value(value)?)?;
-    Ok(())
 }

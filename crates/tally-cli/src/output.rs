@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use serde::Serialize;
 use serde_json::Value;
 use tally_accounting::Guarantee;
 use tally_messages::{GuaranteeBody, ReleaseDiagnosis};
@@ -14,6 +15,12 @@ pub(crate) fn print_json(value: &Value) -> io::Result<()> {
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)
+}
+
+/// Prints a serializable value (a protocol value, a release) as pretty JSON on stdout.
+pub(crate) fn print_serialized<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    print_json(&serde_json::to_value(value)?)?;
+    Ok(())
 }
 
 /// Prints a title and `label  value` rows with the values aligned.
