@@ -9,6 +9,8 @@ use common::*;
 use tally_accounting::composition::compose_basic;
 use tally_messages::{LedgerBalance, RoundPolicy, TaskInfo};
 
+common::postgres_half!();
+
 /// One task of `(ε, δ) = (2, ≤ 1e-6)` by basic composition.
 const BUDGET: (f64, f64) = (2.5, 1e-5);
 
