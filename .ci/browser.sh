@@ -3,7 +3,7 @@
 #
 # Installs Debian's `chromium` and `chromium-driver` when /usr/bin/chromium or
 # /usr/bin/chromedriver is missing, and exports TALLY_REQUIRE_BROWSER=1 so that the test fails
-# instead of skipping if they are still absent.
+# instead of being ignored if they are still absent (crates/tally-cli/build.rs).
 
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
     if [ "$(id -u)" -ne 0 ]; then

@@ -16,7 +16,7 @@ report before its clock starts, so the figures are the relay's (sealed reports t
 second, upload-request latency), the aggregator's opening of the batch included only in the
 round's end.
 
-    cargo build --release -p tally-cli
+    cargo build --release -p tally-cli --features federated
     python3 tools/bench/federated_load.py [--repeats 3] [--tally target/release/tally] [--split]
 """
 

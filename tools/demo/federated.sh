@@ -13,7 +13,7 @@ port="${1:-8080}"
 relay_port="$((port + 1))"
 aggregator="https://127.0.0.1:$port"
 relay="https://127.0.0.1:$relay_port"
-cargo build --release --quiet -p tally-cli
+cargo build --release --quiet -p tally-cli --features federated
 tally=target/release/tally
 work="$(mktemp -d)"
 trap 'kill "${relay_pid:-}" "${serve_pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT

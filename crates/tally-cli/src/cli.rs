@@ -1,5 +1,6 @@
 //! Command-line arguments.
 
+#[cfg(feature = "federated")]
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::LazyLock;
@@ -46,42 +47,54 @@ pub(crate) enum Command {
     Repro(ReproCommand),
     /// Run the federated server: tasks, rounds, the secure aggregator and the privacy-budget
     /// ledger (logs on stderr; RUST_LOG sets the level, default info).
+    #[cfg(feature = "federated")]
     Serve(ServeArgs),
     /// Run the relay of a split-trust deployment, run by another party than the aggregator:
     /// devices enrolled here upload reports sealed to the aggregator's key; the relay picks
     /// each round's cohort, flips its sampling coins, shuffles every message and forwards
     /// them to the aggregator without who sent them (logs on stderr; RUST_LOG sets the
     /// level, default info).
+    #[cfg(feature = "federated")]
     Relay(RelayArgs),
     /// Create, inspect and cancel federated tasks, and read their results.
+    #[cfg(feature = "federated")]
     #[command(subcommand)]
     Task(TaskCommand),
     /// The privacy budget of every population: spent, reserved and remaining (ε, δ).
+    #[cfg(feature = "federated")]
     Ledger(ServerQueryArgs),
     /// Act as one device: answer every open round from the one item in a file, until the
     /// tasks end.
+    #[cfg(feature = "federated")]
     Client(ClientArgs),
     /// Run simulated devices over HTTP, one per client of a population, until the tasks end;
     /// report uploads per second and latency percentiles.
+    #[cfg(feature = "federated")]
     Fleet(FleetArgs),
     /// Create, list and revoke the federated server's credentials (operator, analyst,
     /// device), in its database or through a running server.
+    #[cfg(feature = "federated")]
     #[command(subcommand)]
     Token(TokenCommand),
     /// Provision the federated server's populations: a task can only name one that exists.
+    #[cfg(feature = "federated")]
     #[command(subcommand)]
     Population(PopulationCommand),
     /// Enroll devices of a population: one device credential each.
+    #[cfg(feature = "federated")]
     #[command(subcommand)]
     Device(DeviceCommand),
     /// Make a self-signed TLS certificate and key for `tally serve --tls-cert --tls-key` (a
     /// demo or a test; clients trust it with --ca-cert).
+    #[cfg(feature = "federated")]
     Cert(CertArgs),
     /// The aggregator's HPKE keys, which open a split-trust population's sealed reports.
+    #[cfg(feature = "federated")]
     #[command(subcommand)]
     HpkeKey(HpkeKeyCommand),
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum HpkeKeyCommand {
     /// Make a new current key in the aggregator's database (a running `tally serve` serves it
@@ -90,6 +103,7 @@ pub(crate) enum HpkeKeyCommand {
     Rotate(HpkeKeyRotateArgs),
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct HpkeKeyRotateArgs {
     /// The aggregator's database (sqlite://FILE or postgres://...).
@@ -101,6 +115,7 @@ pub(crate) struct HpkeKeyRotateArgs {
     pub(crate) grace_secs: Option<u64>,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum DeviceCommand {
     /// Enroll N devices of a population and write their credentials to a file, one per line
@@ -109,6 +124,7 @@ pub(crate) enum DeviceCommand {
     Enroll(DeviceEnrollArgs),
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct DeviceEnrollArgs {
     #[command(flatten)]
@@ -129,6 +145,7 @@ pub(crate) struct DeviceEnrollArgs {
     pub(crate) out: PathBuf,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct CertArgs {
     /// A name (DNS name or IP address) the certificate is valid for.
@@ -142,6 +159,7 @@ pub(crate) struct CertArgs {
     pub(crate) key: PathBuf,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum PopulationCommand {
     /// Create a population with its privacy budget, its tasks' minimum-cohort floor and an
@@ -151,6 +169,7 @@ pub(crate) enum PopulationCommand {
     List(TokenListArgs),
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct PopulationCreateArgs {
     #[command(flatten)]
@@ -201,6 +220,7 @@ pub(crate) struct PopulationCreateArgs {
     pub(crate) json: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCommand {
     /// Create a credential and print its token (shown this once; the server keeps a hash).
@@ -213,6 +233,7 @@ pub(crate) enum TokenCommand {
 
 /// Where the server's credentials and populations are kept: its database, or a running
 /// server.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct ProvisionArgs {
     /// The server's database (sqlite://FILE or postgres://...): works without a running
@@ -237,6 +258,7 @@ pub(crate) struct ProvisionArgs {
     pub(crate) ca_cert: Option<PathBuf>,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct TokenCreateArgs {
     #[command(flatten)]
@@ -255,6 +277,7 @@ pub(crate) struct TokenCreateArgs {
     pub(crate) json: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct TokenListArgs {
     #[command(flatten)]
@@ -264,6 +287,7 @@ pub(crate) struct TokenListArgs {
     pub(crate) json: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct TokenRevokeArgs {
     #[command(flatten)]
@@ -273,6 +297,7 @@ pub(crate) struct TokenRevokeArgs {
 }
 
 /// A credential's role.
+#[cfg(feature = "federated")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RoleArg {
     /// Populations, budgets and credentials.
@@ -285,6 +310,7 @@ pub(crate) enum RoleArg {
     Relay,
 }
 
+#[cfg(feature = "federated")]
 impl From<RoleArg> for tally_messages::Role {
     fn from(role: RoleArg) -> Self {
         match role {
@@ -297,6 +323,7 @@ impl From<RoleArg> for tally_messages::Role {
 }
 
 /// A population's trust model.
+#[cfg(feature = "federated")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TrustArg {
     /// One aggregator sees who sent each report and what it says.
@@ -305,6 +332,7 @@ pub(crate) enum TrustArg {
     Split,
 }
 
+#[cfg(feature = "federated")]
 impl From<TrustArg> for tally_messages::TrustModel {
     fn from(trust: TrustArg) -> Self {
         match trust {
@@ -315,6 +343,7 @@ impl From<TrustArg> for tally_messages::TrustModel {
 }
 
 /// The server a command talks to, and the credential it shows.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
     /// The server's base URL, e.g. https://127.0.0.1:8443 or http://127.0.0.1:8080.
@@ -336,6 +365,7 @@ pub(crate) struct ServerArgs {
     pub(crate) token: Option<String>,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The address to listen on.
@@ -354,6 +384,7 @@ pub(crate) struct ServeArgs {
 }
 
 /// `tally relay`: the relay of a split-trust deployment.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct RelayArgs {
     /// The address to listen on.
@@ -397,6 +428,7 @@ pub(crate) struct RelayArgs {
 }
 
 /// How a service listens: its bounds and its TLS.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct ListenerArgs {
     /// Seconds a client has to send a request's headers (also how long a connection may stay
@@ -425,6 +457,7 @@ pub(crate) struct ListenerArgs {
     pub(crate) insecure_http: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Subcommand)]
 pub(crate) enum TaskCommand {
     /// Create a task over a population's devices: a histogram (sample-and-threshold or a
@@ -445,6 +478,7 @@ pub(crate) enum TaskCommand {
 
 /// What a task runs: one mechanism, one multi-round algorithm, or a range or quantile
 /// algorithm on a mechanism.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 #[group(required = true, multiple = true)]
 pub(crate) struct TaskKindArgs {
@@ -461,6 +495,7 @@ pub(crate) struct TaskKindArgs {
 }
 
 /// The multi-round algorithms the federated runtime runs.
+#[cfg(feature = "federated")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum TaskAlgorithm {
     /// TrieHH++ heavy hitters: one S&T histogram of prefixes per level (--levels,
@@ -506,6 +541,7 @@ pub(crate) enum TaskAlgorithm {
 }
 
 /// The population a task asks: named with its size, or a shipped dataset.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 #[group(required = true, multiple = true)]
 pub(crate) struct PopulationArgs {
@@ -521,6 +557,7 @@ pub(crate) struct PopulationArgs {
     pub(crate) dataset: Option<String>,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct TaskCreateArgs {
     #[command(flatten)]
@@ -633,6 +670,7 @@ pub(crate) struct TaskCreateArgs {
 }
 
 /// Who flips a round's coins.
+#[cfg(feature = "federated")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum SamplingArg {
     /// The aggregator samples the reports every device uploads.
@@ -641,6 +679,7 @@ pub(crate) enum SamplingArg {
     Device,
 }
 
+#[cfg(feature = "federated")]
 impl From<SamplingArg> for tally_messages::Sampling {
     fn from(sampling: SamplingArg) -> Self {
         match sampling {
@@ -651,6 +690,7 @@ impl From<SamplingArg> for tally_messages::Sampling {
 }
 
 /// A server to ask, and how to print its answer (`task list`, `ledger`).
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct ServerQueryArgs {
     #[command(flatten)]
@@ -660,6 +700,7 @@ pub(crate) struct ServerQueryArgs {
     pub(crate) json: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct TaskIdArgs {
     #[command(flatten)]
@@ -671,6 +712,7 @@ pub(crate) struct TaskIdArgs {
     pub(crate) json: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct TaskResultArgs {
     #[command(flatten)]
@@ -685,6 +727,7 @@ pub(crate) struct TaskResultArgs {
     pub(crate) top: Option<usize>,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct ClientArgs {
     #[command(flatten)]
@@ -697,6 +740,7 @@ pub(crate) struct ClientArgs {
 }
 
 /// What `tally client` and `tally fleet` share.
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct DeviceArgs {
     /// The devices' own credentials, one per line (`tally device enroll --out FILE`): device
@@ -740,6 +784,7 @@ pub(crate) struct DeviceArgs {
     pub(crate) json: bool,
 }
 
+#[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct FleetArgs {
     #[command(flatten)]

@@ -9,11 +9,15 @@ use serde_json::{Value, json};
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_core::shuffle::ShuffleHeavyHitters;
 use tally_core::shuffle::prefix_level::MAX_DOMAIN_BITS;
-use tally_messages::{HeavyHittersRelease, TaskKind};
+use tally_messages::HeavyHittersRelease;
+#[cfg(feature = "federated")]
+use tally_messages::TaskKind;
 use tally_protocol::document;
 use tally_sim::{DomainMap, run_shuffle_heavy_hitters};
 
-use crate::cli::{HeavyHittersArgs, TaskCreateArgs};
+use crate::cli::HeavyHittersArgs;
+#[cfg(feature = "federated")]
+use crate::cli::TaskCreateArgs;
 use crate::domain_histogram::domain_counts;
 
 /// The protocol's parameters as the command line and a task give them.
@@ -96,6 +100,7 @@ pub(crate) fn build(
 /// # Errors
 ///
 /// As [`TreeOptions::resolve`], and for `--sampling-rate` or `--beam`.
+#[cfg(feature = "federated")]
 pub(crate) fn task_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     if args.sampling_rate.is_some() || args.beam.is_some() {
         bail!("--sampling-rate and --beam do not apply to --algorithm count-min-prefix-tree");

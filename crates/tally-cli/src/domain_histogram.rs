@@ -13,9 +13,10 @@ use tally_protocol::diagnosis::delta_warning;
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
 
 use crate::cli::{DomainArgs, Format, HistogramArgs, InputArgs, PrivacyArgs};
-use crate::federated::print_serialized;
 use crate::input::{load_population, stream_format};
-use crate::output::{Stage, guarantee_line, print_fields, print_items, print_warning_lines};
+use crate::output::{
+    Stage, guarantee_line, print_fields, print_items, print_serialized, print_warning_lines,
+};
 
 /// Rows shown in the human-readable table when `--top` is not given.
 const DEFAULT_TABLE_ROWS: usize = 20;

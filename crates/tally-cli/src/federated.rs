@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::partition_selection::Method as SelectionMethod;
@@ -25,6 +24,7 @@ use crate::cli::{
 };
 use crate::output::{
     guarantee_body_line, print_fields, print_heavy_hitters_release, print_histogram_release,
+    print_serialized,
 };
 use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles};
 use crate::{federated_domain, federated_range_tree};
@@ -768,11 +768,5 @@ fn print_task(info: &TaskInfo, title: &str) -> Result<()> {
         rows.push(("error", error.clone()));
     }
     print_fields(title, &rows)?;
-    Ok(())
-}
-
-/// Prints a protocol value as pretty JSON.
-pub(crate) fn print_serialized<T: Serialize>(value: &T) -> Result<()> {
-    crate::output::print_json(&serde_json::to_value(value)?)?;
     Ok(())
 }

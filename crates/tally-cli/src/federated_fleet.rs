@@ -11,7 +11,8 @@ use tally_client::fleet::RoundReport;
 use tally_client::{AggregatorKey, DeviceLedger, Fleet, FleetConfig, FleetEvent, FleetReport};
 
 use crate::cli::{ClientArgs, DeviceArgs, FleetArgs, ServerArgs};
-use crate::federated::{client, connect, print_serialized, runtime};
+use crate::federated::{client, connect, runtime};
+use crate::output::print_serialized;
 use tally_core::heavy_hitters::WordMultiset;
 use tally_sim::word_multisets;
 

@@ -15,8 +15,8 @@ use crate::cli::{
     DeviceCommand, DeviceEnrollArgs, HpkeKeyCommand, PopulationCommand, PopulationCreateArgs,
     ProvisionArgs, TokenCommand, TokenCreateArgs, TokenListArgs, TokenRevokeArgs,
 };
-use crate::federated::{connect, print_serialized, runtime};
-use crate::output::open_owner_only;
+use crate::federated::{connect, runtime};
+use crate::output::{open_owner_only, print_serialized};
 
 /// `tally token ...`.
 pub(crate) fn run(command: &TokenCommand) -> Result<()> {

@@ -16,9 +16,9 @@ use tally_core::heavy_hitters::{
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
-use tally_messages::{
-    HeavyHittersRelease, OptPrefixTreeOptions, ReleasedItem, SegmentRule, TrieNodeBody,
-};
+#[cfg(feature = "federated")]
+use tally_messages::OptPrefixTreeOptions;
+use tally_messages::{HeavyHittersRelease, ReleasedItem, SegmentRule, TrieNodeBody};
 use tally_protocol::document;
 use tally_protocol::opt_prefix_tree;
 use tally_sim::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
@@ -428,6 +428,7 @@ fn randomizer(arg: RandomizerArg) -> UnaryVariant {
 /// The options of a federated OptPrefixTree task (`tally task create --algorithm
 /// opt-prefix-tree`): the offline command's, with the Huffman code's table and the deny
 /// list's words written out, for the server to run.
+#[cfg(feature = "federated")]
 pub(crate) fn opt_prefix_tree_options(
     opt: &OptPrefixTreeArgs,
     segment: Option<SegmentArg>,

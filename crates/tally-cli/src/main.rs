@@ -7,11 +7,17 @@ mod bench_triehh;
 mod cli;
 mod count_min_prefix_tree;
 mod domain_histogram;
+#[cfg(feature = "federated")]
 mod federated;
+#[cfg(feature = "federated")]
 mod federated_cert;
+#[cfg(feature = "federated")]
 mod federated_domain;
+#[cfg(feature = "federated")]
 mod federated_fleet;
+#[cfg(feature = "federated")]
 mod federated_range_tree;
+#[cfg(feature = "federated")]
 mod federated_token;
 mod heavy_hitters;
 mod histogram;
@@ -41,7 +47,21 @@ use clap::Parser;
 use crate::cli::{BenchCommand, Cli, Command, PlanCommand, ReproCommand};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            #[cfg(not(feature = "federated"))]
+            if let Some(command) = federated_command(&error) {
+                eprintln!(
+                    "error: `tally {command}` is part of the federated runtime, which this build \
+                     leaves out; build it with `--features federated` (`cargo install --locked \
+                     --path crates/tally-cli --features federated`)"
+                );
+                return ExitCode::from(2);
+            }
+            error.exit()
+        }
+    };
     if cli.quiet {
         output::hide_progress();
     }
@@ -62,16 +82,27 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::StComposition(args)) => bench_st_composition::run(&args),
         Command::Repro(ReproCommand::SampleThreshold(args)) => repro::run_sample_threshold(&args),
         Command::Repro(ReproCommand::OptPrefixTree(args)) => repro::run_opt_prefix_tree(&args),
+        #[cfg(feature = "federated")]
         Command::Serve(args) => federated::serve(&args),
+        #[cfg(feature = "federated")]
         Command::Relay(args) => federated::relay(&args),
+        #[cfg(feature = "federated")]
         Command::Task(command) => federated::task(&command),
+        #[cfg(feature = "federated")]
         Command::Ledger(args) => federated::ledger(&args),
+        #[cfg(feature = "federated")]
         Command::Client(args) => federated_fleet::run_client(&args),
+        #[cfg(feature = "federated")]
         Command::Fleet(args) => federated_fleet::run(&args),
+        #[cfg(feature = "federated")]
         Command::Token(command) => federated_token::run(&command),
+        #[cfg(feature = "federated")]
         Command::Population(command) => federated_token::run_population(&command),
+        #[cfg(feature = "federated")]
         Command::Device(command) => federated_token::run_device(&command),
+        #[cfg(feature = "federated")]
         Command::Cert(args) => federated_cert::run(&args),
+        #[cfg(feature = "federated")]
         Command::HpkeKey(command) => federated_token::run_hpke_key(&command),
     };
     match result {
@@ -88,5 +119,36 @@ fn main() -> ExitCode {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The commands of the federated runtime (the `federated` feature), by name.
+#[cfg(not(feature = "federated"))]
+const FEDERATED_COMMANDS: [&str; 11] = [
+    "serve",
+    "relay",
+    "task",
+    "ledger",
+    "client",
+    "fleet",
+    "token",
+    "population",
+    "device",
+    "cert",
+    "hpke-key",
+];
+
+/// The federated command `error` found unknown, if it is one: this build leaves them out.
+#[cfg(not(feature = "federated"))]
+fn federated_command(error: &clap::Error) -> Option<&str> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if error.kind() != ErrorKind::InvalidSubcommand {
+        return None;
+    }
+    match error.get(ContextKind::InvalidSubcommand) {
+        Some(ContextValue::String(command)) => FEDERATED_COMMANDS
+            .contains(&command.as_str())
+            .then_some(command.as_str()),
+        _ => None,
     }
 }

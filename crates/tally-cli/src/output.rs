@@ -4,11 +4,13 @@
 //! below their value), other parameters to the nearest four; the JSON keeps full precision.
 
 use std::io::{self, Write};
+#[cfg(feature = "federated")]
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
+use serde::Serialize;
 use serde_json::Value;
 use tally_accounting::Guarantee;
 use tally_messages::{
@@ -20,6 +22,12 @@ pub(crate) fn print_json(value: &Value) -> io::Result<()> {
     let mut out = io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)
+}
+
+/// Prints a serializable value (a protocol value, a release) as pretty JSON on stdout.
+pub(crate) fn print_serialized<T: Serialize>(value: &T) -> anyhow::Result<()> {
+    print_json(&serde_json::to_value(value)?)?;
+    Ok(())
 }
 
 /// Prints a title and `label  value` rows with the values aligned.
@@ -72,6 +80,7 @@ pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
 /// # Errors
 ///
 /// If the file cannot be created or restricted.
+#[cfg(feature = "federated")]
 pub(crate) fn open_owner_only(path: &Path, new: bool) -> io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
@@ -93,6 +102,7 @@ pub(crate) fn open_owner_only(path: &Path, new: bool) -> io::Result<std::fs::Fil
 /// # Errors
 ///
 /// If the file cannot be created, restricted or written.
+#[cfg(feature = "federated")]
 pub(crate) fn write_owner_only(path: &Path, contents: &[u8]) -> io::Result<()> {
     open_owner_only(path, false)?.write_all(contents)
 }

@@ -3,8 +3,9 @@
 //! analyst, plans a task through the form and sees its release curve, creates it, and after
 //! a `tally fleet` sees the release table and the debited budget; the same pages refuse a missing or wrong token.
 //!
-//! Skipped without `/usr/bin/chromium` and `/usr/bin/chromedriver`, unless
-//! `TALLY_REQUIRE_BROWSER=1` (as in CI), which makes their absence a failure.
+//! Ignored when the build found no `/usr/bin/chromium` and `/usr/bin/chromedriver`
+//! (`cfg(tally_browser)`, `build.rs`), unless `TALLY_REQUIRE_BROWSER=1` (as in CI), which makes
+//! their absence a failure.
 
 // The helpers this test does not use are other tests'.
 #[allow(dead_code)]
@@ -69,19 +70,6 @@ impl Drop for Running {
 /// Starts `program` and waits until it listens on `port`.
 fn listening(command: Command, port: u16) -> Running {
     Running(spawn_listening(command, port))
-}
-
-/// Whether the browser is here; its absence fails the test under `TALLY_REQUIRE_BROWSER=1`.
-fn browser_present() -> bool {
-    let present = Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists();
-    if !present {
-        assert!(
-            std::env::var("TALLY_REQUIRE_BROWSER").as_deref() != Ok("1"),
-            "TALLY_REQUIRE_BROWSER=1 but {CHROMIUM} or {CHROMEDRIVER} is missing"
-        );
-        eprintln!("skipped: no {CHROMIUM} and {CHROMEDRIVER}");
-    }
-    present
 }
 
 /// A headless Chromium with a fresh profile, through `chromedriver` on `port`.
@@ -181,9 +169,16 @@ async fn refused(browser: &Client, url: &str, path: &str, why: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(tally_browser),
+    ignore = "needs /usr/bin/chromium and /usr/bin/chromedriver: source .ci/browser.sh"
+)]
 fn the_console_runs_a_task_from_sign_in_to_release_in_a_browser() {
-    if !browser_present() {
-        return;
+    for program in [CHROMIUM, CHROMEDRIVER] {
+        assert!(
+            Path::new(program).exists(),
+            "{program} is missing: source .ci/browser.sh"
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let db = format!("sqlite://{}", dir.path().join("tally.db").display());

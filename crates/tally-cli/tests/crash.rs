@@ -98,8 +98,10 @@ async fn killed_servers_never_show_an_undebited_result_a_changed_result_or_a_rep
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(tally_postgres),
+    ignore = "needs PostgreSQL: source .ci/postgres.sh"
+)]
 async fn killed_servers_keep_their_promises_on_postgres() {
-    if let Some(db) = postgres_database("tally_crash") {
-        crash_repeatedly(&db, None).await;
-    }
+    crash_repeatedly(&postgres_database("tally_crash"), None).await;
 }

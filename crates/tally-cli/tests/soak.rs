@@ -154,7 +154,5 @@ async fn sigkilled_server_keeps_its_promises_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "the soak run: minutes; cargo test --release -p tally-cli --test soak -- --ignored"]
 async fn sigkilled_server_keeps_its_promises_on_postgres() {
-    if let Some(db) = postgres_database("tally_soak") {
-        soak(&db, None).await;
-    }
+    soak(&postgres_database("tally_soak"), None).await;
 }

@@ -16,6 +16,8 @@ use tally_messages::{
 use tally_server::Server;
 use tower::ServiceExt;
 
+common::postgres_half!();
+
 const BUDGET: (f64, f64) = (10.0, 1e-5);
 
 /// A request to the bare router: the given credential and headers, nothing added.

@@ -13,6 +13,8 @@ use tally_server::{Limits, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+common::postgres_half!();
+
 /// The API on `api`, in plain HTTP.
 fn listeners(api: TcpListener) -> tally_server::Listeners {
     tally_server::Listeners {

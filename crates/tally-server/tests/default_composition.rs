@@ -6,6 +6,8 @@ mod common;
 use common::*;
 use tally_messages::{HeavyHittersAlgorithm, RoundPolicy, TaskInfo, TaskKind};
 
+common::postgres_half!();
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_left_out_composition_follows_the_neighbour_relation() {
     for db in databases().await {

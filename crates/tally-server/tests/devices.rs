@@ -8,6 +8,8 @@ use axum::http::{Method, StatusCode};
 use common::*;
 use tally_messages::{CheckInGrant, CredentialInfo, ErrorBody, ErrorCode, Role, RoundPolicy};
 
+common::postgres_half!();
+
 const BUDGET: (f64, f64) = (10.0, 1e-5);
 
 fn check_in_path(round: &str) -> String {

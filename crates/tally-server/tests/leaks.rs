@@ -18,6 +18,8 @@ use tally_messages::{ErrorCode, RoundPolicy, TaskInfo};
 use tracing::subscriber::DefaultGuard;
 use tracing_subscriber::layer::SubscriberExt;
 
+common::postgres_half!();
+
 /// What the server logged, as the command line's subscriber prints it (without times or
 /// colours), and how many events it logged.
 #[derive(Clone, Default)]

@@ -7,6 +7,8 @@ mod common;
 use common::*;
 use tally_server::{Server, ServerError};
 
+common::postgres_half!();
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_server_on_the_same_database_refuses_to_start() {
     for db in databases().await {

@@ -12,6 +12,8 @@ use tally_messages::{
     TaskBound, TaskInfo, TaskSpec, TrustModel,
 };
 
+common::postgres_half!();
+
 /// The most tasks the test creates (below the per-credential cap of running tasks).
 const MOST: usize = 40;
 

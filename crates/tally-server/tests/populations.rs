@@ -12,6 +12,8 @@ use tally_messages::{
     Role, RoundPolicy, TaskInfo, TaskSpec,
 };
 
+common::postgres_half!();
+
 const BUDGET: (f64, f64) = (10.0, 1e-5);
 
 fn rounds(min_cohort: u64) -> RoundPolicy {

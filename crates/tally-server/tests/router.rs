@@ -14,6 +14,8 @@ use tally_messages::{
     TaskState, UploadReceipt,
 };
 
+common::postgres_half!();
+
 const BUDGET: (f64, f64) = (2.0, 1e-5);
 
 fn policy(min_cohort: u64, cohort_target: u64) -> RoundPolicy {

@@ -19,6 +19,8 @@ use tally_messages::{
 use tally_seal::{Binding, KeyConfig, KeyPair, decode_key_configs, seal};
 use tower::ServiceExt;
 
+common::postgres_half!();
+
 const BUDGET: (f64, f64) = (10.0, 1e-5);
 const SPLIT: &str = "split";
 

@@ -12,6 +12,8 @@ use tally_messages::{RoundPolicy, TaskState};
 use tally_server::{Listeners, ServeConfig};
 use tokio::net::TcpListener;
 
+common::postgres_half!();
+
 /// One attempt, so that a refused connection fails at once.
 fn once() -> RetryPolicy {
     RetryPolicy {
