@@ -20,7 +20,8 @@ mod server;
 use listening::postgres_database;
 
 use server::{
-    Invariants, ServerProcess, Tls, Tokens, check_in, ensure_task, finish_tasks, uploads,
+    Invariants, ServerProcess, Tls, Tokens, check_in, ensure_task, finish_tasks, upload_each,
+    uploads,
 };
 
 /// Kills in all; each of the four kill points is hit six times.
@@ -53,8 +54,7 @@ async fn crash_repeatedly(db: &str, dir: Option<&Path>) {
                     } else {
                         all.len()
                     };
-                    devices[0]
-                        .upload(&round.round_id, &all[..cut])
+                    upload_each(&devices, &round.round_id, &all[..cut])
                         .await
                         .unwrap();
                     // 2: killed while the round closes; 3: after it had time to release.

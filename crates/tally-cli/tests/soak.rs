@@ -30,7 +30,8 @@ use listening::postgres_database;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use server::{
-    Invariants, ServerProcess, Tls, Tokens, check_in, ensure_task, finish_tasks, uploads,
+    Invariants, ServerProcess, Tls, Tokens, check_in, ensure_task, finish_tasks, upload_each,
+    uploads,
 };
 use tally_messages::{ErrorCode, TaskState};
 
@@ -98,9 +99,10 @@ async fn soak(db: &str, dir: Option<&Path>) {
                 all.len()
             };
             let delay = Duration::from_micros(rng.random_range(0..150_000));
-            let (device, round_id) = (devices[0].clone(), round.round_id.clone());
+            let (devices, round_id) = (devices.clone(), round.round_id.clone());
             let batch = all[..cut].to_vec();
-            let upload = tokio::spawn(async move { device.upload(&round_id, &batch).await });
+            let upload =
+                tokio::spawn(async move { upload_each(&devices, &round_id, &batch).await });
             tokio::time::sleep(delay).await;
             server.kill();
             // The upload may have been cut by the kill.
