@@ -10,8 +10,8 @@ use tally_accounting::composition::Composition;
 use tally_accounting::partition_selection::Method;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::heavy_hitters::{
-    TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism, plan_selection_levels,
-    release_prefix_counts,
+    LevelMechanism, TrieHhPlus, TrieHhPlusConfig, TrieOutput, keyed_level_mechanism,
+    plan_selection_levels, release_prefix_counts,
 };
 use tally_core::histogram::{SampleThreshold, plan_rounds};
 use tally_core::sampling::SamplingKey;
@@ -54,6 +54,22 @@ impl TriePlusSettings {
             Some(_) => Composition::Optimal,
             None => Composition::default_for_rounds(neighbours),
         }
+    }
+
+    /// The task of a run with these settings whose levels run `per_level`.
+    ///
+    /// # Errors
+    ///
+    /// Whatever [`TrieHhPlus::new`] rejects.
+    fn task<M: LevelMechanism>(&self, per_level: M) -> Result<TrieHhPlus<M>, tally_core::Error> {
+        TrieHhPlus::new(TrieHhPlusConfig {
+            levels: self.levels,
+            segment: self.segment,
+            restricted: self.restricted,
+            per_level,
+            composition: self.composition,
+            total_delta: self.delta,
+        })
     }
 
     /// Refuses sample-and-threshold's options with partition-selection levels: a fixed
@@ -110,14 +126,7 @@ pub fn triehh_plus_counted(
             settings.composition,
             settings.neighbours,
         )?;
-        let task = TrieHhPlus::new(TrieHhPlusConfig {
-            levels: settings.levels,
-            segment: settings.segment,
-            restricted: settings.restricted,
-            per_level: per_level.clone(),
-            composition: settings.composition,
-            total_delta: settings.delta,
-        })?;
+        let task = settings.task(per_level.clone())?;
         let output = run_triehh_plus_selection_counted(population, task, seed)?;
         return Ok(document(
             &output,
@@ -247,14 +256,7 @@ fn release(
         });
     }
     let per_level = per_level_mechanism(settings, keyed)?;
-    let task = TrieHhPlus::new(TrieHhPlusConfig {
-        levels: settings.levels,
-        segment: settings.segment,
-        restricted: settings.restricted,
-        per_level: per_level.clone(),
-        composition: settings.composition,
-        total_delta: settings.delta,
-    })?;
+    let task = settings.task(per_level.clone())?;
     let output = run(task)?;
     Ok(document(
         &output,

@@ -179,6 +179,26 @@ pub fn split_sample_lower_bound<O: Hash + Eq + Clone>(
     violation_lower_bound((&select.0, &select.1), (&evaluate.0, &evaluate.1), epsilon)
 }
 
+/// The largest `ε` on the grid `0, step, 2·step, …, points·step` whose lower confidence
+/// bound on `δ(ε)` ([`violation_lower_bound`]) exceeds `claimed_delta`, in either order of the
+/// two datasets' outcomes; `0` if there is none: an empirical lower bound on the `ε` of a
+/// mechanism that claims `claimed_delta`.
+pub fn epsilon_lower_bound<O: Hash + Eq + Clone>(
+    select: (&Outcomes<O>, &Outcomes<O>),
+    evaluate: (&Outcomes<O>, &Outcomes<O>),
+    claimed_delta: f64,
+    (step, points): (f64, u32),
+) -> f64 {
+    (0..=points)
+        .map(|i| f64::from(i) * step)
+        .filter(|&epsilon| {
+            violation_lower_bound(select, evaluate, epsilon) > claimed_delta
+                || violation_lower_bound((select.1, select.0), (evaluate.1, evaluate.0), epsilon)
+                    > claimed_delta
+        })
+        .fold(0.0, f64::max)
+}
+
 #[cfg(test)]
 mod tests {
     use rand::RngExt;

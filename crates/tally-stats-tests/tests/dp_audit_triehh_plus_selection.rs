@@ -15,8 +15,6 @@
 //!   the whole `(1, 0.05)`, the run planned as if its budget were twice as large), still
 //!   claiming the real run's guarantee: the lower bound exceeds that claim.
 
-use std::hash::Hash;
-
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::Neighbours;
@@ -26,7 +24,7 @@ use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig, plan_selection_lev
 use tally_core::histogram::PartitionSelection;
 use tally_core::task::Task;
 use tally_sim::{CountedPopulation, Population, run_triehh_plus_selection_counted};
-use tally_stats_tests::{Outcomes, violation_lower_bound};
+use tally_stats_tests::{Outcomes, epsilon_lower_bound};
 
 /// Levels of the audited run.
 const LEVELS: usize = 2;
@@ -38,8 +36,7 @@ const MUTANT_FACTOR: f64 = LEVELS as f64;
 /// Runs per dataset and sample half.
 const RUNS: u64 = 20_000;
 /// The `ε` grid of the lower bound: `0, 0.05, …, 8`.
-const GRID_STEP: f64 = 0.05;
-const GRID_POINTS: u32 = 160;
+const GRID: (f64, u32) = (0.05, 160);
 
 /// `k` clients with `"ab"`.
 fn population(k: u64) -> CountedPopulation {
@@ -87,23 +84,6 @@ fn threshold(per_level: &PartitionSelection) -> u64 {
 /// The whole released tree: every node's prefix and noisy count.
 type Tree = Vec<(String, u64)>;
 
-/// The largest `ε` on the grid whose lower confidence bound on `δ(ε)` exceeds `claimed_delta`,
-/// in either order of `p` and `q`; `0` if there is none.
-fn epsilon_lower_bound<O: Hash + Eq + Clone>(
-    select: (&Outcomes<O>, &Outcomes<O>),
-    evaluate: (&Outcomes<O>, &Outcomes<O>),
-    claimed_delta: f64,
-) -> f64 {
-    (0..=GRID_POINTS)
-        .map(|i| f64::from(i) * GRID_STEP)
-        .filter(|&epsilon| {
-            violation_lower_bound(select, evaluate, epsilon) > claimed_delta
-                || violation_lower_bound((select.1, select.0), (evaluate.1, evaluate.0), epsilon)
-                    > claimed_delta
-        })
-        .fold(0.0, f64::max)
-}
-
 /// The empirical lower bound on the `ε` of `task` at `claimed_delta` between `k` and `k − 1`
 /// clients holding the word.
 fn audited_epsilon(
@@ -128,6 +108,7 @@ fn audited_epsilon(
         (&select.0, &select.1),
         (&evaluate.0, &evaluate.1),
         claimed_delta,
+        GRID,
     )
 }
 

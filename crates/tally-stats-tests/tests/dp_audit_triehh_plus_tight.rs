@@ -17,8 +17,6 @@
 //! `k = τ..τ+3` with 100,000 runs is ignored by default:
 //! `cargo test --release -p tally-stats-tests --test dp_audit_triehh_plus_tight -- --ignored`.
 
-use std::hash::Hash;
-
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::Neighbours;
@@ -28,7 +26,7 @@ use tally_core::heavy_hitters::{TrieHhPlus, TrieHhPlusConfig};
 use tally_core::histogram::{RoundPlan, plan_rounds};
 use tally_core::task::Task;
 use tally_sim::{ExecutionPath, Population, run_triehh_plus};
-use tally_stats_tests::{Outcomes, violation_lower_bound};
+use tally_stats_tests::{Outcomes, epsilon_lower_bound};
 
 /// Levels of the audited run.
 const LEVELS: usize = 2;
@@ -42,8 +40,7 @@ const MUTANT_FACTOR: f64 = 4.0;
 /// Clients with another word, in every dataset.
 const OTHERS: usize = 3;
 /// The `ε` grid of the lower bound: `0, 0.05, …, 8`.
-const GRID_STEP: f64 = 0.05;
-const GRID_POINTS: u32 = 160;
+const GRID: (f64, u32) = (0.05, 160);
 
 /// `k` clients with `"ab"` and [`OTHERS`] with `"zz"`.
 fn population(k: u64) -> Population {
@@ -82,23 +79,6 @@ fn task(plan: &RoundPlan) -> TrieHhPlus {
 /// The whole released tree: every node's prefix and count.
 type Tree = Vec<(String, u64)>;
 
-/// The largest `ε` on the grid whose lower confidence bound on `δ(ε)` exceeds `claimed_delta`,
-/// in either order of `p` and `q`; `0` if there is none.
-fn epsilon_lower_bound<O: Hash + Eq + Clone>(
-    select: (&Outcomes<O>, &Outcomes<O>),
-    evaluate: (&Outcomes<O>, &Outcomes<O>),
-    claimed_delta: f64,
-) -> f64 {
-    (0..=GRID_POINTS)
-        .map(|i| f64::from(i) * GRID_STEP)
-        .filter(|&epsilon| {
-            violation_lower_bound(select, evaluate, epsilon) > claimed_delta
-                || violation_lower_bound((select.1, select.0), (evaluate.1, evaluate.0), epsilon)
-                    > claimed_delta
-        })
-        .fold(0.0, f64::max)
-}
-
 /// The empirical lower bound on the `ε` of `task` at `claimed_delta`, the largest over the
 /// audited group sizes `ks`, from `runs` runs per dataset and sample half.
 fn audited_epsilon(task: &TrieHhPlus, ks: &[u64], runs: u64, claimed_delta: f64, seed: u64) -> f64 {
@@ -126,6 +106,7 @@ fn audited_epsilon(task: &TrieHhPlus, ks: &[u64], runs: u64, claimed_delta: f64,
                 (&select.0, &select.1),
                 (&evaluate.0, &evaluate.1),
                 claimed_delta,
+                GRID,
             )
         })
         .fold(0.0, f64::max)
