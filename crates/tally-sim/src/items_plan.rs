@@ -361,7 +361,12 @@ impl ItemsPlan {
 /// Whether `mechanism` adds noise, and what it shows, in words.
 fn noise(mechanism: &ItemsMechanism, clients: u64) -> String {
     let parameters = mechanism.described(clients, 0.0).parameters;
-    let p = |name: &str| parameters[name].clone();
+    // Counts as they are; other numbers to four significant digits, for people to read.
+    let p = |name: &str| match (&parameters[name], parameters[name].as_f64()) {
+        (value, _) if value.is_u64() => value.to_string(),
+        (_, Some(x)) => format!("{x:.3e}").parse::<f64>().unwrap_or(x).to_string(),
+        (value, None) => value.to_string(),
+    };
     match mechanism {
         ItemsMechanism::SampleThreshold(_) => format!(
             "no noise is added: each client sends each kept item with probability {}, and an \
