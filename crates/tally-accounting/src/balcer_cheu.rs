@@ -29,6 +29,7 @@
 //! assume exactly `n`.
 
 use crate::blanket::{BlanketAnalysis, BlanketCell, MessageChange, least_noise};
+use crate::collusion::{Collusion, blanket_epsilon};
 use crate::{Error, Guarantee, Neighbours, TrustModel};
 
 /// Which Balcer–Cheu protocol a [`BalcerCheu`] calibration is for.
@@ -179,6 +180,27 @@ impl BalcerCheu {
     /// secret (`n` for the guarantee itself).
     pub fn blanket(&self, honest: u64) -> (BlanketCell, MessageChange) {
         blanket_of(self.protocol, honest, self.noise_probability)
+    }
+
+    /// The guarantee an honest user keeps when a fraction `colluding_fraction` of the users
+    /// colludes with the analyst: the exact analysis of the honest users' noise alone at the
+    /// same `δ` ([`crate::collusion`]), whichever analysis calibrated `p`; no floor (`∞`: a
+    /// user's real message is not randomized).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::honest_users`] and [`BlanketCell::epsilon`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Collusion::over_honest(
+            colluding_fraction,
+            self.users,
+            (self.epsilon, self.delta),
+            f64::INFINITY,
+            |honest| {
+                let (cell, change) = self.blanket(honest);
+                Ok((blanket_epsilon(cell, change, self.delta)?, self.delta))
+            },
+        )
     }
 
     /// The guarantee: `(ε, δ)`, replace-one, in the shuffle model.
@@ -413,6 +435,31 @@ pub fn min_users(epsilon: f64, delta: f64) -> Result<u64, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With nobody colluding the guarantee stands; with a tenth and a half of the users
+    /// colluding it is the exact blanket of the others' noise, larger the more collude; with
+    /// every other user colluding a user's one real message is in the clear.
+    #[test]
+    fn colluders_leave_the_honest_users_noise() {
+        let histogram = BalcerCheu::histogram(1.0, 1e-6, 20_000).unwrap();
+        let honest = histogram.collusion(0.0).unwrap();
+        assert_eq!((honest.epsilon, honest.delta), (1.0, 1e-6));
+        assert!(honest.floor.is_infinite());
+        let tenth = histogram.collusion(0.1).unwrap();
+        let (cell, change) = histogram.blanket(18_000);
+        let exact = cell.epsilon(change, 1e-6).unwrap();
+        assert_eq!(tenth.epsilon.to_bits(), exact.max(1.0).to_bits());
+        assert!(tenth.epsilon > 1.0, "{tenth:?}");
+        let half = histogram.collusion(0.5).unwrap();
+        assert!(half.epsilon > tenth.epsilon, "{half:?} vs {tenth:?}");
+        assert_eq!(half.delta.to_bits(), 1e-6_f64.to_bits());
+        let alone = histogram.collusion(1.0).unwrap();
+        assert!(
+            alone.epsilon.is_infinite() && alone.floor.is_infinite(),
+            "{alone:?}"
+        );
+        assert!(histogram.collusion(1.5).is_err());
+    }
 
     #[test]
     fn noise_term_bounds_the_plain_formula() {

@@ -27,6 +27,7 @@
 use std::f64::consts::E;
 
 use crate::blanket::{BlanketAnalysis, BlanketCell, MessageChange, least_noise};
+use crate::collusion::{Collusion, blanket_epsilon};
 use crate::composition::{Composition, compose_basic, split_budget};
 use crate::numeric::ln_binomial_upper_tail_chernoff;
 use crate::{Error, Guarantee, Neighbours, TrustModel};
@@ -264,6 +265,27 @@ impl HadamardParams {
     /// are secret (see [`hadamard_blanket`]).
     pub fn blanket(&self, honest: u64) -> (BlanketCell, MessageChange) {
         hadamard_blanket(self.tau, self.set_size, honest, self.rho)
+    }
+
+    /// The guarantee an honest user keeps when a fraction `colluding_fraction` of the users
+    /// colludes with the analyst: the exact analysis of the blanket of the honest users'
+    /// tuples alone at the same `δ` ([`crate::collusion`]); no floor (`∞`: a user's real
+    /// tuples are not randomized).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::honest_users`] and [`BlanketCell::epsilon`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Collusion::over_honest(
+            colluding_fraction,
+            self.users,
+            (self.epsilon, self.delta),
+            f64::INFINITY,
+            |honest| {
+                let (cell, change) = self.blanket(honest);
+                Ok((blanket_epsilon(cell, change, self.delta)?, self.delta))
+            },
+        )
     }
 
     /// `log2(2B)`, the bits of one coordinate.
@@ -651,6 +673,35 @@ impl CountMinParams {
     /// users' coins are secret (see [`count_min_blanket`]).
     pub fn blanket(&self, honest: u64) -> (BlanketCell, MessageChange) {
         count_min_blanket(self.rows, self.set_size, honest, self.gamma)
+    }
+
+    /// The guarantee an honest user keeps when a fraction `colluding_fraction` of the users
+    /// colludes with the analyst: the exact analysis of the honest users' blanket alone at
+    /// `δ_L` ([`Self::exact_epsilon`]), and the cap's share paid at that `ε`: the cap bounds
+    /// `nη ≤ δ_cap/(1 + e^ε)` at the target `ε` ([`count_min_blanket_cap`]), so at the larger
+    /// `ε_c` the capped protocol pays `nη(1 + e^{ε_c}) ≤ δ_cap·(1 + e^{ε_c})/(1 + e^ε)`
+    /// (rounded up). No floor (`∞`: a user's real messages are not randomized).
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::honest_users`] and [`BlanketCell::epsilon`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Collusion::over_honest(
+            colluding_fraction,
+            self.users,
+            (self.epsilon, self.delta),
+            f64::INFINITY,
+            |honest| {
+                let Some(epsilon) = self.exact_epsilon(honest)? else {
+                    return Ok((f64::INFINITY, self.delta));
+                };
+                let cap_delta = self.delta - self.lemma_delta;
+                let growth = (1.0 + epsilon.exp()) / (1.0 + self.epsilon.exp());
+                // A few roundings in the product and the sum: a relative 1e-12 covers them.
+                let delta = (self.lemma_delta + cap_delta * growth) * (1.0 + 1e-12);
+                Ok((epsilon, delta.min(1.0)))
+            },
+        )
     }
 
     /// The smallest `ε` at which the uncapped protocol is `(ε, δ_L)`-DP by the exact analysis

@@ -9,6 +9,7 @@
 pub mod balcer_cheu;
 pub mod blanket;
 pub mod central;
+pub mod collusion;
 pub mod composition;
 mod error;
 mod estimate_error;
@@ -26,6 +27,7 @@ pub mod shuffle;
 pub mod shuffle_loss;
 pub mod triehh;
 
+pub use collusion::Collusion;
 pub use error::Error;
 pub use estimate_error::{ErrorLaw, EstimateError, ShownError, ThresholdedEstimate};
 pub use guarantee::{Guarantee, Neighbours, TrustModel, compose_rounds, honest_users};

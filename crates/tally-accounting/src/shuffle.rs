@@ -33,6 +33,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::Collusion;
 use crate::error::Error;
 use crate::numeric;
 
@@ -458,6 +459,29 @@ pub fn colluding_epsilon(
         return Ok(eps0);
     }
     Ok(shuffle_epsilon(eps0, honest, delta, bound)?.min(eps0))
+}
+
+/// The guarantee an honest user of `n` shuffled `eps0`-LDP reports, calibrated to
+/// `(epsilon, delta)`, keeps when a fraction `colluding_fraction` of them colludes with the
+/// analyst: [`colluding_epsilon`] at the same `δ` and `bound`, with the floor `ε₀` (every
+/// other user colluding leaves the user's own `ε₀`-LDP report).
+///
+/// # Errors
+///
+/// As [`colluding_epsilon`].
+pub fn grr_collusion(
+    eps0: f64,
+    n: u64,
+    (epsilon, delta): (f64, f64),
+    bound: ShuffleBound,
+    colluding_fraction: f64,
+) -> Result<Collusion, Error> {
+    Collusion::over_honest(colluding_fraction, n, (epsilon, delta), eps0, |_| {
+        Ok((
+            colluding_epsilon(eps0, n, delta, bound, colluding_fraction)?,
+            delta,
+        ))
+    })
 }
 
 /// Balle et al.'s privacy-blanket bound (Theorem 5.3; ALGORITHMS.md §8.3): a `δ` for which

@@ -215,6 +215,14 @@ pub(crate) struct PopulationCreateArgs {
     /// The declared pair's share of the δ budget [default: all of it].
     #[arg(long, value_name = "D", requires_all = ["task_bound_rate", "task_bound_epsilon"])]
     pub(crate) task_bound_delta: Option<f64>,
+    /// The fraction of its devices that may collude with the analyst, in [0, 1]. A
+    /// shuffle-model task's guarantee assumes the other devices honest (their randomness hides
+    /// each device's messages): over this population it is charged the guarantee an honest
+    /// device keeps when this fraction colludes, and refused when that does not fit the
+    /// budget. Central and local tasks are charged as they are. 0 (the default): the budget
+    /// assumes honest devices.
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub(crate) colluding_fraction: f64,
     /// Print the population as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -1188,6 +1196,13 @@ pub(crate) struct ReleaseArgs {
     /// randomness stays secret.
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+    /// The fraction of the devices assumed to collude with the analyst, in [0, 1], for the
+    /// guarantee printed beside a shuffle-model release's (which assumes every other device
+    /// honest): what an honest device keeps when this fraction colludes, and the floor when
+    /// every other device does. Central and local guarantees do not depend on other devices'
+    /// honesty and print none.
+    #[arg(long, value_name = "F", default_value_t = 0.1)]
+    pub(crate) colluding_fraction: f64,
 }
 
 impl ReleaseArgs {

@@ -163,8 +163,14 @@ pub(crate) fn run(args: &HeavyHittersArgs, seed: u64) -> Result<(HeavyHittersRel
     ));
     let found = run_shuffle_heavy_hitters(protocol.clone(), &counts, seed);
     drop(stage);
-    let release =
+    let mut release =
         document::count_min_prefix_tree(&found, &protocol, clients, description, args.release.seed);
+    release.guarantee.collusion = Some(
+        (&protocol
+            .collusion(args.release.colluding_fraction)
+            .map_err(|e| anyhow!(e))?)
+            .into(),
+    );
     Ok((release, counts))
 }
 

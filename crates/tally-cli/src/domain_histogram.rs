@@ -7,7 +7,7 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with};
 use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease,
+    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, GuaranteeBody,
 };
 use tally_protocol::diagnosis::delta_warning;
 use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
@@ -15,7 +15,8 @@ use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_dom
 use crate::cli::{DomainArgs, Format, HistogramArgs, InputArgs, PrivacyArgs};
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_line, print_fields, print_items, print_serialized, print_warning_lines,
+    Stage, guarantee_body_line, guarantee_line, print_fields, print_items, print_serialized,
+    print_warning_lines,
 };
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -162,6 +163,8 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
     }
 
     let guarantee = mechanism.guarantee();
+    let collusion = mechanism.collusion(args.release.colluding_fraction)?;
+    let published = GuaranteeBody::with_collusion(&guarantee, collusion.as_ref());
     let local = mechanism.local_guarantee();
     let cost = mechanism.message_cost();
     let mean_absolute_error = estimates
@@ -199,7 +202,7 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
         print_serialized(&DomainHistogramRelease {
             mechanism: mechanism.name().to_owned(),
             model: guarantee.model.name().to_owned(),
-            guarantee: (&guarantee).into(),
+            guarantee: published,
             local_guarantee: local.as_ref().map(Into::into),
             local_epsilon: local.as_ref().map(|g| g.epsilon),
             target_delta: args.release.delta,
@@ -222,7 +225,7 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
     let mut fields = vec![
         ("input", description),
         ("domain", map.to_string()),
-        ("guarantee", guarantee_line(&guarantee)),
+        ("guarantee", guarantee_body_line(&published)),
     ];
     if let Some(local) = local.as_ref().filter(|local| **local != guarantee) {
         fields.push(("local guarantee", guarantee_line(local)));

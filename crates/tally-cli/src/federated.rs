@@ -679,9 +679,10 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<20} {:>15} {:>24} {:>24} {:>24} {:>24} {:>28}",
+        "{:<20} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
         "population",
         "device sampling",
+        "colluding",
         "budget (ε, δ)",
         "spent (ε, δ)",
         "reserved (ε, δ)",
@@ -692,13 +693,14 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
         let pair = |b: &tally_messages::Budget| format!("({:.4}, {:.3e})", b.epsilon, b.delta);
         writeln!(
             out,
-            "{:<20} {:>15} {:>24} {:>24} {:>24} {:>24} {:>28}",
+            "{:<20} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
             balance.population,
             if balance.allow_device_sampling {
                 "allowed"
             } else {
                 "not allowed"
             },
+            balance.colluding_fraction,
             pair(&balance.budget),
             pair(&balance.spent),
             pair(&balance.reserved),
@@ -719,7 +721,9 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
         out,
         "spent and reserved add the tasks' own (ε, δ); remaining is what the server enforces for \
          tasks outside the declared pair (p_s ≤ P, τ ≥ T): the budget less the pair's share, less \
-         their (ε, δ) by basic composition; tasks within the pair take the pair's rounds"
+         their (ε, δ) by basic composition; tasks within the pair take the pair's rounds; \
+         colluding is the fraction of devices a population's shuffle tasks are charged against \
+         (0: the budget assumes honest devices)"
     )?;
     Ok(())
 }

@@ -215,6 +215,7 @@ fn create_population(args: &PopulationCreateArgs) -> Result<()> {
         max_task_epsilon: args.max_task_epsilon,
         trust: args.trust.into(),
         allow_device_sampling: args.allow_device_sampling,
+        colluding_fraction: args.colluding_fraction,
         task_bound: args.task_bound_rate.zip(args.task_bound_threshold).map(
             |(sampling_rate, threshold)| TaskBound {
                 sampling_rate,
@@ -262,7 +263,7 @@ fn population_line(population: &PopulationInfo) -> String {
         .map_or_else(String::new, |cap| format!(", at most ε = {cap} per task"));
     format!(
         "population {}: budget (ε = {}, δ = {:e}), minimum cohort at least {}{cap}, trust \
-         model {}, device-side sampling {}{}",
+         model {}, device-side sampling {}{}, {}",
         population.name,
         population.budget.epsilon,
         population.budget.delta,
@@ -283,8 +284,21 @@ fn population_line(population: &PopulationInfo) -> String {
                 bound.share.epsilon,
                 bound.share.delta
             )
-        )
+        ),
+        colluding_policy(population.colluding_fraction)
     )
+}
+
+/// A population's colluding fraction in words, as `population list` and `ledger` show it.
+fn colluding_policy(colluding_fraction: f64) -> String {
+    if colluding_fraction > 0.0 {
+        format!(
+            "shuffle tasks charged their guarantee against a fraction {colluding_fraction} of \
+             devices colluding"
+        )
+    } else {
+        "budget assumes honest devices (colluding fraction 0)".to_owned()
+    }
 }
 
 /// A credential's name and populations, its name quoted so that no name forges a line.

@@ -64,8 +64,15 @@ pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
     } else {
         format!("{}", PrivacyPair(guarantee.epsilon, guarantee.delta))
     };
+    let collusion = guarantee.collusion.map_or_else(String::new, |collusion| {
+        format!(
+            "; {}; {}",
+            collusion.colluding_text(),
+            collusion.floor_text()
+        )
+    });
     format!(
-        "{privacy}-DP in the {} model, {} neighbours; {}; trust model {}",
+        "{privacy}-DP in the {} model, {} neighbours; {}; trust model {}{collusion}",
         guarantee.model,
         guarantee.neighbours,
         guarantee.method,

@@ -202,16 +202,17 @@ pub(crate) fn values_error(error: ValuesError) -> anyhow::Error {
 }
 
 pub(crate) fn report_quantiles(
-    common: &ValuesArgs,
-    truth: bool,
+    args: &QuantilesArgs,
     values: &Values,
     mechanism: &str,
     parameters: serde_json::Value,
     guarantee: &tally_accounting::Guarantee,
+    collusion: &tally_accounting::Collusion,
     quantiles: &[Row],
 ) -> Result<()> {
-    let sorted = truth.then(|| values.sorted());
-    let release = values_release::quantiles_document(
+    let common = &args.values;
+    let sorted = args.truth.then(|| values.sorted());
+    let mut release = values_release::quantiles_document(
         values.description(),
         values.range(),
         sorted.as_ref(),
@@ -222,6 +223,7 @@ pub(crate) fn report_quantiles(
         common.release.delta,
         common.release.seed,
     );
+    release.guarantee.collusion = Some(collusion.into());
     print_quantiles(common, &release)
 }
 

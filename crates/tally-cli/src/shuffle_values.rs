@@ -10,7 +10,7 @@ use tally_protocol::document::{self, TreeDocument};
 use tally_sim::Values;
 
 use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
-use crate::output::{Stage, guarantee_line, parameters_line, print_fields, print_json};
+use crate::output::{Stage, guarantee_body_line, parameters_line, print_fields, print_json};
 use crate::quantiles::{Row, load_values, report_quantiles};
 
 /// Loads the values `common` names and runs `command` on the range-query tree of the mechanism
@@ -123,12 +123,12 @@ impl TreeCommand for Quantiles<'_> {
             })
             .collect();
         report_quantiles(
-            common,
-            args.truth,
+            args,
             values,
             &name(common),
             parameters,
             protocol.guarantee(),
+            &protocol.collusion(common.release.colluding_fraction)?,
             &rows,
         )
     }
@@ -161,7 +161,7 @@ where
     let buckets = tree.domain();
     let leaf = |x: f64| ((x * f64::from(buckets)).floor() as u32).min(buckets - 1);
     let counts = simulate(tree, &bucket_counts(values, leaf, buckets), values, seed);
-    let release = document::tree_range_count(
+    let mut release = document::tree_range_count(
         &counts,
         values.range(),
         (args.lo, args.hi),
@@ -175,13 +175,15 @@ where
             seed: common.release.seed,
         },
     );
+    release.guarantee.collusion =
+        Some((&tree.collusion(common.release.colluding_fraction)?).into());
     if common.privacy.json {
         print_json(&serde_json::to_value(&release)?)?;
         return Ok(());
     }
     print_range(
         &release,
-        &guarantee_line(tree.guarantee()),
+        &guarantee_body_line(&release.guarantee),
         ("seed", common.release.seed_description()),
     )
 }

@@ -165,6 +165,7 @@ mod tests {
             model: "central".into(),
             method: "tight".into(),
             trust_model: tally_messages::TrustModel::SingleParty,
+            collusion: None,
         }
     }
 

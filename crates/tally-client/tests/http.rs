@@ -262,6 +262,7 @@ impl FleetServer {
             max_task_epsilon: None,
             trust: tally_messages::TrustModel::SingleParty,
             allow_device_sampling: false,
+            colluding_fraction: 0.0,
             task_bound: None,
         };
         tally_server::create_population(&db, &population)

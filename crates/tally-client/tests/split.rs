@@ -128,6 +128,7 @@ async fn a_relay_serving_its_own_key_reads_nothing_devices_seal() {
         max_task_epsilon: None,
         trust: TrustModel::Split,
         allow_device_sampling: false,
+        colluding_fraction: 0.0,
         task_bound: None,
     };
     tally_server::create_population(&db, &population)

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha20Rng;
 use statrs::distribution::{Binomial, Discrete};
 use tally_accounting::blanket::BlanketAnalysis;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
-use tally_accounting::{Guarantee, Neighbours, TrustModel};
+use tally_accounting::{Collusion, Guarantee, Neighbours, TrustModel};
 use tally_core::Error;
 use tally_core::histogram::{DomainHistogram, DomainMap, MessageCost};
 use tally_core::protocol::{
@@ -437,6 +437,15 @@ impl SetOracleRound for ExactOracle {
             model: TrustModel::Shuffle,
             analysis: "none (test stub)".to_owned(),
         }
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Ok(Collusion {
+            colluding_fraction,
+            epsilon: f64::INFINITY,
+            delta: 1.0,
+            floor: f64::INFINITY,
+        })
     }
 
     fn message_cost(&self) -> MessageCost {

@@ -49,11 +49,12 @@ pub use domain::{DomainHistogramMechanism, PublicDomain};
 pub use opt_prefix_tree::{
     OptPrefixTreeOptions, Randomizer, SegmentRule, SelectionRule, UnknownName, WordEncoding,
 };
-pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use release::{
-    GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow, QuantilesRelease, RangeBody,
-    RangeRelease, ReleaseDiagnosis, ReleasedItem, TreeRangeRelease, TrieNodeBody,
+    CollusionBody, GuaranteeBody, HeavyHittersRelease, HistogramRelease, QuantileRow,
+    QuantilesRelease, RangeBody, RangeRelease, ReleaseDiagnosis, ReleasedItem, TreeRangeRelease,
+    TrieNodeBody,
 };
+pub use release::{DomainBody, DomainElementBody, DomainHistogramRelease};
 pub use split::{
     HPKE_KEYS_MEDIA_TYPE, RefusedMessages, RelayReceipt, RelayedBatch, SealedUpload,
     SealedUploadBatch, TrustModel,
@@ -885,6 +886,10 @@ pub struct LedgerBalance {
     /// The declared per-round pair and how many of its rounds the tasks within it took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_bound: Option<TaskBoundUse>,
+    /// The fraction of its devices its shuffle-model tasks are charged as colluding with the
+    /// analyst (0: the budget assumes honest devices).
+    #[serde(default)]
+    pub colluding_fraction: f64,
     /// Every debit, oldest first.
     pub entries: Vec<LedgerEntry>,
 }
@@ -983,6 +988,18 @@ pub struct PopulationSpec {
     /// without one every task is charged its own `(ε, δ)` by basic composition.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_bound: Option<TaskBound>,
+    /// The fraction of its devices that may collude with the analyst, in `[0, 1]` (0, the
+    /// default: the budget assumes honest devices). A shuffle-model task's guarantee holds
+    /// only while the other devices' randomness hides each device's messages: over such a
+    /// population it is charged the guarantee an honest device keeps when this fraction
+    /// colludes, and refused when that does not fit the budget. Central and local guarantees
+    /// do not depend on other devices' honesty and are charged as they are.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub colluding_fraction: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 fn is_false(value: &bool) -> bool {
@@ -1014,6 +1031,10 @@ pub struct PopulationInfo {
     /// Its declared per-round pair, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_bound: Option<TaskBoundInfo>,
+    /// The fraction of its devices its shuffle-model tasks are charged as colluding (0: the
+    /// budget assumes honest devices).
+    #[serde(default)]
+    pub colluding_fraction: f64,
     /// When it was created, in seconds since the Unix epoch.
     pub created_at: i64,
 }

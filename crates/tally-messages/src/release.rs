@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tally_accounting::Guarantee;
+use tally_accounting::{Collusion, Guarantee};
 
 /// A guarantee as published next to a result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -25,6 +25,11 @@ pub struct GuaranteeBody {
     /// reader of the release and, under `split`, against either party alone.
     #[serde(default)]
     pub trust_model: crate::TrustModel,
+    /// For a shuffle-model guarantee, what holds when devices collude with the analyst (the
+    /// guarantee itself assumes every other device honest); absent for central and local
+    /// guarantees, which do not depend on other devices' honesty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collusion: Option<CollusionBody>,
 }
 
 impl From<&Guarantee> for GuaranteeBody {
@@ -36,6 +41,69 @@ impl From<&Guarantee> for GuaranteeBody {
             model: guarantee.model.name().to_owned(),
             method: guarantee.analysis.clone(),
             trust_model: crate::TrustModel::SingleParty,
+            collusion: None,
+        }
+    }
+}
+
+impl GuaranteeBody {
+    /// The body of `guarantee` with what holds against colluding devices, `collusion`.
+    pub fn with_collusion(guarantee: &Guarantee, collusion: Option<&Collusion>) -> Self {
+        Self {
+            collusion: collusion.map(CollusionBody::from),
+            ..Self::from(guarantee)
+        }
+    }
+}
+
+/// What a shuffle-model guarantee keeps when devices collude with the analyst, as published
+/// beside it (full precision).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollusionBody {
+    /// The fraction of the cohort assumed to collude.
+    pub colluding_fraction: f64,
+    /// `ε` an honest device keeps against them; `null` when no finite `ε` reaches
+    /// [`Self::delta`].
+    pub epsilon: Option<f64>,
+    /// `δ` it keeps against them.
+    pub delta: f64,
+    /// `ε` when every other device colludes: the local `ε₀` (pure); `null` (`∞`) for a
+    /// protocol whose devices' messages have no local guarantee.
+    pub floor: Option<f64>,
+}
+
+impl CollusionBody {
+    /// The guarantee against `colluding_fraction` of the devices, for people: `ε` and `δ`
+    /// (`∞` where no finite `ε` reaches `δ`).
+    pub fn colluding_text(&self) -> String {
+        format!(
+            "if a fraction {} of the devices colludes with the analyst: {}",
+            self.colluding_fraction,
+            match self.epsilon {
+                Some(epsilon) => format!("ε = {epsilon}, δ = {:e}", self.delta),
+                None => format!("ε = ∞ at δ = {:e}", self.delta),
+            }
+        )
+    }
+
+    /// The floor, for people.
+    pub fn floor_text(&self) -> String {
+        match self.floor {
+            Some(floor) => format!("if every other device colludes: ε = {floor} (the local ε₀)"),
+            None => "if every other device colludes: ε = ∞ (no local guarantee)".to_owned(),
+        }
+    }
+}
+
+impl From<&Collusion> for CollusionBody {
+    fn from(collusion: &Collusion) -> Self {
+        let finite = |value: f64| value.is_finite().then_some(value);
+        Self {
+            colluding_fraction: collusion.colluding_fraction,
+            epsilon: finite(collusion.epsilon),
+            delta: collusion.delta,
+            floor: finite(collusion.floor),
         }
     }
 }

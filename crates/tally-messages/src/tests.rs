@@ -104,6 +104,7 @@ fn every_message_round_trips() {
         model: "central".into(),
         method: "tight".into(),
         trust_model: TrustModel::Split,
+        collusion: None,
     };
     round_trip(&TaskInfo {
         id: "t1".into(),
@@ -199,6 +200,7 @@ fn every_message_round_trips() {
         spent: budget,
         reserved: budget,
         remaining: budget,
+        colluding_fraction: 0.0,
         task_bound: Some(TaskBoundUse {
             bound: declared,
             rounds_used: 3,
@@ -236,6 +238,7 @@ fn every_message_round_trips() {
         max_task_epsilon: Some(1.0),
         trust: TrustModel::Split,
         allow_device_sampling: true,
+        colluding_fraction: 0.1,
         task_bound: Some(TaskBound {
             sampling_rate: 0.36,
             threshold: 18,
@@ -249,6 +252,7 @@ fn every_message_round_trips() {
         max_task_epsilon: None,
         trust: TrustModel::SingleParty,
         allow_device_sampling: false,
+        colluding_fraction: 0.0,
         task_bound: Some(declared),
         created_at: 1,
     });
@@ -341,6 +345,7 @@ fn every_message_round_trips() {
             model: "central".into(),
             method: "tight".into(),
             trust_model: TrustModel::SingleParty,
+            collusion: None,
         },
         target_delta: 1e-6,
         input: "federated".into(),
@@ -506,4 +511,30 @@ fn a_partition_selection_task_and_its_ask_have_their_documented_spelling() {
             serde_json::json!(method.name())
         );
     }
+}
+
+/// A shuffle guarantee carries what holds against colluding devices at full precision, an
+/// infinite `ε` or floor as `null`; a guarantee without one leaves the field out.
+#[test]
+fn a_collusion_guarantee_round_trips_and_infinity_is_null() {
+    let guarantee = tally_accounting::Guarantee {
+        epsilon: 1.0,
+        delta: 1e-6,
+        neighbours: tally_accounting::Neighbours::ReplaceOne,
+        model: tally_accounting::TrustModel::Shuffle,
+        analysis: "exact".into(),
+    };
+    let collusion = tally_accounting::Collusion {
+        colluding_fraction: 0.1,
+        epsilon: 1.234_567_890_123_456_7,
+        delta: 1.000_000_000_000_1e-6,
+        floor: f64::INFINITY,
+    };
+    let body = GuaranteeBody::with_collusion(&guarantee, Some(&collusion));
+    round_trip(&body);
+    let json = serde_json::to_value(&body).unwrap();
+    assert_eq!(json["collusion"]["floor"], serde_json::Value::Null);
+    assert_eq!(json["collusion"]["epsilon"], 1.234_567_890_123_456_7);
+    let plain = serde_json::to_value(GuaranteeBody::from(&guarantee)).unwrap();
+    assert!(plain.get("collusion").is_none(), "{plain}");
 }

@@ -15,7 +15,7 @@ mod triehh;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Collusion, Guarantee, Neighbours, TrustModel};
 use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
@@ -300,6 +300,20 @@ impl Engine {
         self.0.observe(cells)
     }
 
+    /// What the task's guarantee keeps when a fraction `colluding_fraction` of its devices
+    /// colludes with the analyst, and the floor when every other device does
+    /// ([`tally_accounting::collusion`]): `Some` for every task whose guarantee is in the
+    /// shuffle model, `None` for the others (central and local guarantees do not rest on other
+    /// devices' honesty).
+    ///
+    /// # Errors
+    ///
+    /// A message saying why it cannot be computed (`colluding_fraction ∉ [0, 1]`, or a
+    /// shuffle-model task without an analysis of collusion).
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, String> {
+        self.0.collusion(colluding_fraction)
+    }
+
     /// The released document of a finished task (call once [`Engine::advance`] returned
     /// `false`).
     pub fn document(self, spec: &TaskSpec) -> String {
@@ -314,6 +328,7 @@ trait FederatedTask: Send + Sync {
     fn round(&self) -> u32;
     fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound;
     fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String>;
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, String>;
     fn document(self: Box<Self>, spec: &TaskSpec) -> String;
     fn clone_box(&self) -> Box<dyn FederatedTask>;
 }
@@ -346,6 +361,20 @@ trait Kind: Clone + Send + Sync + 'static {
         query: &QueryOf<Self>,
         release: RoundReleaseOf<Self>,
     ) -> <Self::Task as Task>::Release;
+
+    /// What the task's guarantee keeps when a fraction `colluding_fraction` of its devices
+    /// colludes with the analyst ([`tally_accounting::collusion`]), for a kind whose guarantee
+    /// is in the shuffle model; `None` (the default) for a kind whose guarantee does not rest
+    /// on other devices' honesty (central and local guarantees). [`Engine::collusion`] refuses
+    /// a shuffle-model task whose kind gives `None`.
+    ///
+    /// # Errors
+    ///
+    /// What the mechanism's analysis returns.
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+        let _ = colluding_fraction;
+        Ok(None)
+    }
 
     /// The document of the finished task, whose guarantee was `guarantee`.
     fn document(
@@ -438,6 +467,21 @@ impl<K: Kind> FederatedTask for Driven<K> {
         let release = K::release(self.current(), release);
         self.task.observe(release);
         Ok(())
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, String> {
+        let collusion = self
+            .kind
+            .collusion(colluding_fraction)
+            .map_err(|e| e.to_string())?;
+        if collusion.is_none() && self.task.guarantee().model == TrustModel::Shuffle {
+            return Err(format!(
+                "the task's guarantee ({}) is in the shuffle model, but its kind states no \
+                 guarantee against colluding devices",
+                self.task.guarantee().analysis
+            ));
+        }
+        Ok(collusion)
     }
 
     fn document(self: Box<Self>, spec: &TaskSpec) -> String {

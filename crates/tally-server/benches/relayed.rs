@@ -104,6 +104,7 @@ fn relayed(c: &mut Criterion) {
             max_task_epsilon: None,
             trust: TrustModel::Split,
             allow_device_sampling: false,
+            colluding_fraction: 0.0,
             task_bound: None,
         };
         tally_server::create_population(&db, &population)

@@ -397,6 +397,9 @@ struct PopulationForm {
     /// The declared pair's share of δ; the whole budget when empty.
     #[serde(default)]
     bound_delta: String,
+    /// The fraction of devices that may collude with the analyst; 0 when empty.
+    #[serde(default)]
+    colluding_fraction: String,
 }
 
 impl PopulationForm {
@@ -480,6 +483,10 @@ async fn create_population(
             },
             allow_device_sampling: form.allow_device_sampling.is_some(),
             task_bound: form.task_bound()?,
+            colluding_fraction: match form.colluding_fraction.trim() {
+                "" => 0.0,
+                given => number("colluding_fraction", given)?,
+            },
         };
         console.runtime.create_population(&spec).await
     }
@@ -659,7 +666,7 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
     let runtime = &console.runtime;
     let planned = async {
         let spec = read_spec(&form.spec)?;
-        let (engine, guarantee) = runtime.plan_task(&spec, &session.who).await?;
+        let (engine, guarantee, collusion) = runtime.plan_task(&spec, &session.who).await?;
         let curves = engine
             .threshold_rounds()
             .map(|rounds| release_curve::release_curves(&rounds, &guarantee));
@@ -668,7 +675,8 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
             .await?
             .into_iter()
             .find(|b| b.population == spec.population);
-        Ok::<_, ApiError>((spec, GuaranteeBody::from(&guarantee), curves, balance))
+        let guarantee = GuaranteeBody::with_collusion(&guarantee, collusion.as_ref());
+        Ok::<_, ApiError>((spec, guarantee, curves, balance))
     }
     .await;
     Ok(match planned {

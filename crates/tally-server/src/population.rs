@@ -1,6 +1,7 @@
 //! Provisioned populations: an operator creates each one with its budget, the floor of its
 //! tasks' minimum cohort, an optional cap on one task's `ε`, whether its tasks may sample on
-//! the devices and an optional per-round S&T pair with its share of the budget; a task can only name a population that exists, so no spelling of a name
+//! the devices, an optional per-round S&T pair with its share of the budget and the fraction of
+//! its devices that may collude with the analyst; a task can only name a population that exists, so no spelling of a name
 //! gets a budget of its own.
 
 use tally_messages::{
@@ -32,6 +33,13 @@ pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<Option<TaskBound>, Str
     {
         return Err(format!(
             "max_task_epsilon {cap}: expected a positive number"
+        ));
+    }
+    if !(0.0..=1.0).contains(&spec.colluding_fraction) {
+        return Err(format!(
+            "colluding_fraction {}: expected a number in [0, 1] (0: the budget assumes honest \
+             devices)",
+            spec.colluding_fraction
         ));
     }
     spec.task_bound
@@ -75,6 +83,7 @@ pub(crate) async fn provision(
         trust: spec.trust,
         allow_device_sampling: spec.allow_device_sampling,
         task_bound,
+        colluding_fraction: spec.colluding_fraction,
         created_at,
     };
     Ok(store
@@ -96,6 +105,7 @@ pub(crate) fn info(stored: &StoredPopulation) -> PopulationInfo {
         trust: stored.trust,
         allow_device_sampling: stored.allow_device_sampling,
         task_bound: stored.task_bound.as_ref().map(bound_info),
+        colluding_fraction: stored.colluding_fraction,
         created_at: stored.created_at,
     }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
 use rustc_hash::{FxHashMap, FxHashSet};
-use tally_accounting::Guarantee;
+use tally_accounting::{Collusion, Guarantee};
 use tally_messages::{
     Budget, CredentialInfo, CredentialSpec, DeviceEnrollment, EnrolledDevices, ErrorCode,
     GuaranteeBody, IssuedCredential, LedgerBalance, LedgerEntry, MAX_REPORT_BYTES,
@@ -77,8 +77,7 @@ impl LiveTask {
 
     /// What the ledger holds back for this task before its first release.
     fn reserved(&self) -> Option<(f64, f64)> {
-        (self.state == TaskState::Running && !self.debited)
-            .then_some((self.guarantee.epsilon, self.guarantee.delta))
+        (self.state == TaskState::Running && !self.debited).then(|| charged(&self.guarantee))
     }
 }
 
@@ -243,11 +242,14 @@ impl Runtime {
     /// Calibrates the task `spec` asks for `who` and computes its guarantee, refusing it as
     /// task creation does (but for the budget, which only creation checks): what the console
     /// shows before the task is created, and the first step of creating it.
+    ///
+    /// The third part is, for a shuffle-model task, its guarantee against the population's
+    /// colluding fraction ([`Engine::collusion`]), which the ledger charges ([`charged`]).
     pub(crate) async fn plan_task(
         &self,
         spec: &TaskSpec,
         who: &Principal,
-    ) -> Result<(Engine, Guarantee), ApiError> {
+    ) -> Result<(Engine, Guarantee, Option<Collusion>), ApiError> {
         check_version(spec.version)?;
         check_spec(spec)?;
         if !who.covers(&spec.population) {
@@ -287,18 +289,43 @@ impl Runtime {
                 device_sampling_refused(&spec.population),
             ));
         }
+        let collusion = {
+            let engine = engine.clone();
+            let fraction = population.colluding_fraction;
+            tokio::task::spawn_blocking(move || engine.collusion(fraction))
+                .await
+                .map_err(|e| ServerError::Corrupt(format!("calibrating a task failed: {e}")))?
+                .map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?
+        };
+        let (epsilon, _) = charged(&GuaranteeBody::with_collusion(
+            &guarantee,
+            collusion.as_ref(),
+        ));
+        if !epsilon.is_finite() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidTask,
+                format!(
+                    "population {:?} tolerates a fraction {} of its devices colluding with the \
+                     analyst, against which the task's shuffle-model guarantee has no finite ε \
+                     at δ = {:e}: more ε or δ, more devices, or a central or local mechanism \
+                     would fit",
+                    spec.population, population.colluding_fraction, guarantee.delta
+                ),
+            ));
+        }
         if let Some(cap) = population.max_task_epsilon
-            && guarantee.epsilon > cap
+            && epsilon > cap
         {
             return Err(ApiError::new(
                 ErrorCode::InvalidTask,
                 format!(
-                    "the task's ε = {} exceeds population {:?}'s cap of {cap} per task",
-                    guarantee.epsilon, spec.population
+                    "the task's ε = {epsilon}{} exceeds population {:?}'s cap of {cap} per task",
+                    colluding_note(collusion.as_ref()),
+                    spec.population
                 ),
             ));
         }
-        Ok((engine, guarantee))
+        Ok((engine, guarantee, collusion))
     }
 
     /// Creates a task if the population's budget covers its guarantee, and opens its first
@@ -309,7 +336,7 @@ impl Runtime {
         who: &Principal,
     ) -> Result<TaskInfo, ApiError> {
         draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
-        let (mut engine, guarantee) = self.plan_task(&spec, who).await?;
+        let (mut engine, guarantee, collusion) = self.plan_task(&spec, who).await?;
         let trust = self
             .store
             .population(&spec.population)
@@ -318,8 +345,9 @@ impl Runtime {
             .trust;
         let guarantee_body = GuaranteeBody {
             trust_model: trust,
-            ..GuaranteeBody::from(&guarantee)
+            ..GuaranteeBody::with_collusion(&guarantee, collusion.as_ref())
         };
+        let (epsilon, delta) = charged(&guarantee_body);
         // Its S&T rounds, which the population's declared pair may bound; `None` where they
         // have no loss pair (replace-one neighbours).
         let loss = engine
@@ -336,8 +364,8 @@ impl Runtime {
             // Unwrap safety: the spec was just parsed from JSON.
             spec: serde_json::to_string(&spec).expect("specs serialize"),
             guarantee: serde_json::to_string(&guarantee_body).expect("guarantees serialize"),
-            epsilon: guarantee.epsilon,
-            delta: guarantee.delta,
+            epsilon,
+            delta,
             state: TaskState::Running.name().to_owned(),
             error: None,
             created_at,
@@ -346,13 +374,14 @@ impl Runtime {
         // The budget check and the reservation are one database transaction: what the
         // population's tasks charge is read from the database, not from this process's tasks.
         let charge = Charge {
-            epsilon: guarantee.epsilon,
-            delta: guarantee.delta,
+            epsilon,
+            delta,
             rounds: loss,
         };
+        let note = colluding_note(collusion.as_ref());
         self.store
             .insert_task_within_budget(&stored, |population, charges| {
-                admit(population, &charges, &charge)
+                admit(population, &charges, &charge, &note)
             })
             .await?;
         engine.advance();
@@ -490,6 +519,7 @@ impl Runtime {
                     bound: population::bound_info(bound),
                     rounds_used: spending.bounded_rounds,
                 }),
+                colluding_fraction: stored.colluding_fraction,
                 entries,
             });
         }
@@ -719,14 +749,18 @@ impl Runtime {
             .map_err(|e| ServerError::Corrupt(format!("round {round_id}: {e}")))?;
         let more = engine.advance();
         let document = (!more)
-            .then(|| with_trust_model(engine.clone().document(&task.spec), &task.guarantee))
+            .then(|| {
+                with_trust_model(engine.clone().document(&task.spec), &task.guarantee)
+                    .and_then(|document| with_collusion(document, &task.guarantee))
+            })
             .transpose()?;
         let now = unix_now();
+        let (epsilon, delta) = charged(&task.guarantee);
         let debit = (!task.debited).then(|| StoredDebit {
             task_id: task.id.clone(),
             population: task.spec.population.clone(),
-            epsilon: task.guarantee.epsilon,
-            delta: task.guarantee.delta,
+            epsilon,
+            delta,
             at: now,
         });
         self.store
@@ -1096,6 +1130,58 @@ fn with_trust_model(document: String, guarantee: &GuaranteeBody) -> Result<Strin
     serde_json::to_string_pretty(&value).map_err(corrupt)
 }
 
+/// `document` with its guarantee's `collusion` set from the task's `guarantee` (computed at
+/// the population's colluding fraction when the task was created); as it is when the task has
+/// none (a task that is not in the shuffle model).
+fn with_collusion(document: String, guarantee: &GuaranteeBody) -> Result<String, ServerError> {
+    let Some(collusion) = &guarantee.collusion else {
+        return Ok(document);
+    };
+    let corrupt = |e: serde_json::Error| ServerError::Corrupt(format!("a task's document: {e}"));
+    let mut value: serde_json::Value = serde_json::from_str(&document).map_err(corrupt)?;
+    let Some(published) = value.get_mut("guarantee").and_then(|g| g.as_object_mut()) else {
+        return Err(ServerError::Corrupt(
+            "a shuffle task's document without a guarantee".into(),
+        ));
+    };
+    published.insert(
+        "collusion".into(),
+        serde_json::to_value(collusion).map_err(corrupt)?,
+    );
+    serde_json::to_string_pretty(&value).map_err(corrupt)
+}
+
+/// What the ledger charges for a task whose published guarantee is `guarantee`: its guarantee
+/// against the population's colluding fraction where it has one (every shuffle-model task
+/// created since populations state one; at fraction 0 it is the guarantee itself), else the
+/// guarantee (central and local guarantees do not depend on other devices' honesty).
+///
+/// # Privacy
+///
+/// A shuffle-model guarantee holds only while the other devices' randomness hides a device's
+/// messages; against an analyst with colluding devices it is the collusion guarantee that
+/// holds, so that is what the population's budget must cover.
+fn charged(guarantee: &GuaranteeBody) -> (f64, f64) {
+    match &guarantee.collusion {
+        Some(collusion) => (collusion.epsilon.unwrap_or(f64::INFINITY), collusion.delta),
+        None => (guarantee.epsilon, guarantee.delta),
+    }
+}
+
+/// What a refusal adds for a task charged its guarantee against colluding devices: the
+/// fraction and that guarantee; nothing for a population that assumes honest devices.
+fn colluding_note(collusion: Option<&Collusion>) -> String {
+    match collusion {
+        Some(c) if c.colluding_fraction > 0.0 => format!(
+            " (the population tolerates a fraction {} of its devices colluding with the \
+             analyst: the task is charged the guarantee an honest device keeps against them, \
+             ε = {}, δ = {:e}, not the one that assumes every device honest)",
+            c.colluding_fraction, c.epsilon, c.delta
+        ),
+        _ => String::new(),
+    }
+}
+
 fn forbidden(message: String) -> ApiError {
     ApiError::new(ErrorCode::Forbidden, message)
 }
@@ -1106,12 +1192,13 @@ fn admit(
     population: &StoredPopulation,
     charges: &[Charge],
     charge: &Charge,
+    note: &str,
 ) -> Result<(), ApiError> {
     ledger_of(population).admit(charges, charge).map_err(|why| {
         ApiError::new(
             ErrorCode::BudgetExceeded,
             format!(
-                "population {:?}'s budget (ε = {}, δ = {:e}): {why}",
+                "population {:?}'s budget (ε = {}, δ = {:e}): {why}{note}",
                 population.name, population.epsilon, population.delta
             ),
         )

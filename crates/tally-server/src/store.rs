@@ -15,7 +15,7 @@ use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 13] = [
+const SCHEMA: [&str; 14] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -101,6 +101,13 @@ const SCHEMA: [&str; 13] = [
         share_delta DOUBLE PRECISION NOT NULL,
         rounds BIGINT NOT NULL
     )",
+    // The fraction of a population's devices its shuffle-model tasks are charged as colluding
+    // with the analyst (a table of its own: a population made before the policy has no row,
+    // and its budget assumes honest devices).
+    "CREATE TABLE IF NOT EXISTS population_collusion (
+        name TEXT PRIMARY KEY,
+        colluding_fraction DOUBLE PRECISION NOT NULL
+    )",
     // The aggregator's HPKE key pairs (RFC 9180), by RFC 9458 key id: the private key in
     // base64url, when it was made, and when it stops opening messages (null for the current
     // key, which is the newest one without it).
@@ -115,7 +122,8 @@ const SCHEMA: [&str; 13] = [
 /// `SELECT` of a stored population's columns `FROM populations`, then `$rest`; its trust
 /// model is read from `population_trust` (`single-party` where it has no row), its sampling
 /// policy from `population_device_sampling` (device-side sampling allowed where it has a row),
-/// its declared pair from `population_task_bounds` (none where it has no row).
+/// its declared pair from `population_task_bounds` (none where it has no row), its colluding
+/// fraction from `population_collusion` (0 where it has no row).
 macro_rules! select_populations {
     ($rest:literal) => {
         concat!(
@@ -133,7 +141,9 @@ macro_rules! select_populations {
                 (SELECT share_delta FROM population_task_bounds b
                  WHERE b.name = populations.name) AS bound_delta,
                 (SELECT rounds FROM population_task_bounds b
-                 WHERE b.name = populations.name) AS bound_rounds
+                 WHERE b.name = populations.name) AS bound_rounds,
+                (SELECT colluding_fraction FROM population_collusion c
+                 WHERE c.name = populations.name) AS colluding_fraction
              FROM populations ",
             $rest
         )
@@ -276,6 +286,8 @@ pub(crate) struct StoredPopulation {
     pub(crate) allow_device_sampling: bool,
     /// Its declared per-round pair, if any.
     pub(crate) task_bound: Option<TaskBound>,
+    /// The fraction of its devices its shuffle-model tasks are charged as colluding.
+    pub(crate) colluding_fraction: f64,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
 }
@@ -424,8 +436,8 @@ impl Store {
         }
     }
 
-    /// Stores a new population (with its trust model, sampling policy and declared pair, in
-    /// the same transaction); `false` if one of that name exists.
+    /// Stores a new population (with its trust model, sampling policy, declared pair and
+    /// colluding fraction, in the same transaction); `false` if one of that name exists.
     pub(crate) async fn insert_population(
         &self,
         population: &StoredPopulation,
@@ -471,6 +483,15 @@ impl Store {
             .bind(bound.share.0)
             .bind(bound.share.1)
             .bind(to_i64(bound.rounds))
+            .execute(&mut *tx)
+            .await?;
+        }
+        if population.colluding_fraction > 0.0 {
+            sqlx::query(
+                "INSERT INTO population_collusion (name, colluding_fraction) VALUES ($1, $2)",
+            )
+            .bind(&population.name)
+            .bind(population.colluding_fraction)
             .execute(&mut *tx)
             .await?;
         }
@@ -989,6 +1010,9 @@ fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerErro
         },
         allow_device_sampling: row.try_get::<i64, _>("device_sampling")? > 0,
         task_bound: stored_bound(row)?,
+        colluding_fraction: row
+            .try_get::<Option<f64>, _>("colluding_fraction")?
+            .unwrap_or(0.0),
         created_at: row.try_get("created_at")?,
     })
 }

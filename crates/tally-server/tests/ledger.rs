@@ -79,6 +79,7 @@ async fn a_declared_pair_admits_the_reference_number_of_rounds_and_survives_a_re
             max_task_epsilon: None,
             trust: TrustModel::SingleParty,
             allow_device_sampling: true,
+            colluding_fraction: 0.0,
             task_bound: Some(TaskBound {
                 sampling_rate: 0.36,
                 threshold: 18,

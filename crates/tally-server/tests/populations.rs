@@ -142,6 +142,7 @@ async fn the_operator_sets_the_cohort_floor_and_the_cap_per_task() {
             max_task_epsilon: Some(2.0),
             trust: tally_messages::TrustModel::SingleParty,
             allow_device_sampling: true,
+            colluding_fraction: 0.0,
             task_bound: None,
         };
         let created: PopulationInfo = post(&router, "/v1/populations", &floor).await;

@@ -58,6 +58,7 @@ async fn the_store_connects_to_postgres_over_verified_tls_and_refuses_another_ca
         max_task_epsilon: None,
         trust: tally_messages::TrustModel::SingleParty,
         allow_device_sampling: false,
+        colluding_fraction: 0.0,
         task_bound: None,
     };
     tally_server::create_population(&url, &population)

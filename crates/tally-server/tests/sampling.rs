@@ -169,6 +169,7 @@ async fn an_analyst_cannot_switch_on_device_sampling_for_colluding_devices() {
             max_task_epsilon: None,
             trust: TrustModel::SingleParty,
             allow_device_sampling: false,
+            colluding_fraction: 0.0,
             task_bound: None,
         };
         // The operator's default, as `tally population create` without the flag.

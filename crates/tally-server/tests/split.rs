@@ -50,6 +50,7 @@ async fn aggregator(db: &str) -> Aggregator {
         max_task_epsilon: None,
         trust: TrustModel::Split,
         allow_device_sampling: true,
+        colluding_fraction: 0.0,
         task_bound: None,
     };
     tally_server::create_population(db, &spec).await.unwrap();

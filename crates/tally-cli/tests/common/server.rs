@@ -71,6 +71,7 @@ impl Tokens {
             max_task_epsilon: None,
             trust: tally_messages::TrustModel::SingleParty,
             allow_device_sampling: true,
+            colluding_fraction: 0.0,
             task_bound: None,
         };
         tally_server::create_population(db, &spec).await.unwrap();

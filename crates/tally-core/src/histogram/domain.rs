@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use tally_accounting::{ErrorLaw, Guarantee};
+use tally_accounting::{Collusion, ErrorLaw, Guarantee};
 
 use crate::Error;
 
@@ -94,6 +94,20 @@ pub trait DomainHistogram: Send + Sync {
     /// on the client.
     fn local_guarantee(&self) -> Option<Guarantee> {
         None
+    }
+
+    /// The guarantee an honest device keeps when a fraction `colluding_fraction` of the
+    /// devices colludes with the analyst, and the floor when every other device does
+    /// ([`tally_accounting::collusion`]), for a shuffle-model mechanism; `None` for central
+    /// and local mechanisms, whose guarantees do not rest on other devices' honesty (the
+    /// curator's noise, or each device's own, does all the hiding).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Accounting`] if `colluding_fraction ∉ [0, 1]` or the analysis fails.
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, Error> {
+        let _ = colluding_fraction;
+        Ok(None)
     }
 
     /// What each client sends, for mechanisms whose clients send messages.

@@ -46,7 +46,7 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rand_distr::Distribution;
 use tally_accounting::balcer_cheu::BalcerCheu;
-use tally_accounting::{ErrorLaw, Guarantee, TrustModel};
+use tally_accounting::{Collusion, ErrorLaw, Guarantee, TrustModel};
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
@@ -198,6 +198,10 @@ impl DomainHistogram for BalcerCheuHistogram {
 
     fn guarantee(&self) -> Guarantee {
         self.params.guarantee()
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, Error> {
+        Ok(Some(self.params.collusion(colluding_fraction)?))
     }
 
     fn message_cost(&self) -> Option<MessageCost> {

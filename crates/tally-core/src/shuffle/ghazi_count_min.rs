@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Guarantee;
 use tally_accounting::ghazi::CountMinParams;
+use tally_accounting::{Collusion, Guarantee};
 
 use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
@@ -294,6 +294,10 @@ impl DomainHistogram for GhaziCountMin {
 
     fn guarantee(&self) -> Guarantee {
         self.params.guarantee()
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, Error> {
+        Ok(Some(self.params.collusion(colluding_fraction)?))
     }
 
     fn message_cost(&self) -> Option<MessageCost> {
@@ -698,6 +702,10 @@ impl SetOracleRound for CountMinRound {
 
     fn guarantee(&self) -> Guarantee {
         self.protocol.params.guarantee()
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Ok(self.protocol.params.collusion(colluding_fraction)?)
     }
 
     fn message_cost(&self) -> MessageCost {

@@ -40,7 +40,7 @@ use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 
 use tally_accounting::ghazi::HadamardParams;
-use tally_accounting::{ErrorLaw, Guarantee};
+use tally_accounting::{Collusion, ErrorLaw, Guarantee};
 
 use super::set_oracle::{SetHolders, SetOracleRound, SetQuery, check_set_size, valid_set};
 use crate::Error;
@@ -450,6 +450,10 @@ impl DomainHistogram for GhaziHadamard {
 
     fn guarantee(&self) -> Guarantee {
         self.params.guarantee()
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, Error> {
+        Ok(Some(self.params.collusion(colluding_fraction)?))
     }
 
     fn message_cost(&self) -> Option<MessageCost> {
@@ -1033,6 +1037,10 @@ impl SetOracleRound for HadamardRound {
 
     fn guarantee(&self) -> Guarantee {
         self.protocol.params.guarantee()
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Ok(self.protocol.params.collusion(colluding_fraction)?)
     }
 
     fn message_cost(&self) -> MessageCost {

@@ -9,9 +9,9 @@
 //! `τ_HH/2`; it gives no further constants.
 
 use rand::Rng;
-use tally_accounting::Guarantee;
 use tally_accounting::composition::compose_basic;
 use tally_accounting::ghazi::heavy_hitter_levels;
+use tally_accounting::{Collusion, Guarantee};
 
 use super::ghazi_count_min::{CountMinHashes, CountMinRound, GhaziCountMin};
 use super::prefix_level::{PrefixLevelRound, check_domain_bits};
@@ -137,6 +137,22 @@ impl ShuffleHeavyHitters {
     /// The basic composition of the levels' guarantees.
     pub fn guarantee(&self) -> &Guarantee {
         &self.guarantee
+    }
+
+    /// The basic composition of the levels' guarantees when a fraction `colluding_fraction`
+    /// of the devices colludes with the analyst ([`Collusion::compose_basic`], as
+    /// [`Self::guarantee`] composes them without collusion).
+    ///
+    /// # Errors
+    ///
+    /// As [`SetOracleRound::collusion`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        let levels = self
+            .levels
+            .iter()
+            .map(|level| level.oracle().collusion(colluding_fraction))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Collusion::compose_basic(&levels)?)
     }
 
     /// The expected number of messages per device summed over the levels, and the largest

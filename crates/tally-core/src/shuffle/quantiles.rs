@@ -9,7 +9,7 @@
 //! E.1's `k`-th `q'`-quantile is `q = k/q'`. The error is `n/B` from the bucketing plus the
 //! range tree's error.
 
-use tally_accounting::Guarantee;
+use tally_accounting::{Collusion, Guarantee};
 
 use super::number_tree::unit_leaf;
 use super::range_tree::{RangeCounts, RangeRound};
@@ -66,6 +66,16 @@ impl<O: SetOracleRound> ShuffleQuantiles<O> {
     /// The guarantee of the release.
     pub fn guarantee(&self) -> &Guarantee {
         self.tree.guarantee()
+    }
+
+    /// The guarantee of the release when a fraction `colluding_fraction` of the devices
+    /// colludes with the analyst: the tree's ([`RangeRound::collusion`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`RangeRound::collusion`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        self.tree.collusion(colluding_fraction)
     }
 
     /// What each device sends.

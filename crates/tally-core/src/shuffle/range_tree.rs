@@ -27,7 +27,7 @@
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::Guarantee;
+use tally_accounting::{Collusion, Guarantee};
 
 use super::ghazi_count_min::{CountMinHashes, CountMinRound, GhaziCountMin};
 use super::ghazi_hadamard::{GhaziHadamard, HadamardRound};
@@ -293,6 +293,16 @@ impl<O: SetOracleRound> RangeRound<O> {
     /// The oracle's guarantee (Theorem 5.1).
     pub fn guarantee(&self) -> &Guarantee {
         &self.guarantee
+    }
+
+    /// The oracle's guarantee when a fraction `colluding_fraction` of the devices colludes
+    /// with the analyst ([`SetOracleRound::collusion`]): the tree is its one round.
+    ///
+    /// # Errors
+    ///
+    /// As [`SetOracleRound::collusion`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        self.oracle.collusion(colluding_fraction)
     }
 
     /// What each device sends (the oracle's cost for a `k`-set).

@@ -5,7 +5,7 @@
 //! such oracles; the range tree ([`super::RangeRound`]) is built on any of them.
 
 use rand::Rng;
-use tally_accounting::Guarantee;
+use tally_accounting::{Collusion, Guarantee};
 
 use crate::Error;
 use crate::histogram::MessageCost;
@@ -80,6 +80,15 @@ pub trait SetOracleRound: RoundProtocol<Query: SetQuery, Release = Estimates> {
 
     /// The guarantee of one round.
     fn guarantee(&self) -> Guarantee;
+
+    /// The guarantee of one round an honest device keeps when a fraction
+    /// `colluding_fraction` of the devices colludes with the analyst
+    /// ([`tally_accounting::collusion`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Accounting`] if `colluding_fraction ∉ [0, 1]` or the analysis fails.
+    fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error>;
 
     /// What each device sends.
     fn message_cost(&self) -> MessageCost;

@@ -34,8 +34,8 @@
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
-use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon};
-use tally_accounting::{ErrorLaw, Guarantee, Neighbours, TrustModel};
+use tally_accounting::shuffle::{ShuffleBound, grr_collusion, max_local_epsilon};
+use tally_accounting::{Collusion, ErrorLaw, Guarantee, Neighbours, TrustModel};
 
 use crate::Error;
 use crate::histogram::{DomainHistogram, DomainMap, MessageCost, check_map};
@@ -141,6 +141,16 @@ impl DomainHistogram for ShuffledGrr {
 
     fn local_guarantee(&self) -> Option<Guarantee> {
         Some(self.grr.guarantee())
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, Error> {
+        Ok(Some(grr_collusion(
+            self.local_epsilon(),
+            self.users,
+            (self.epsilon, self.delta),
+            self.bound,
+            colluding_fraction,
+        )?))
     }
 
     fn message_cost(&self) -> Option<MessageCost> {

@@ -5,7 +5,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{Estimates, RoundProtocol};
@@ -141,6 +141,10 @@ impl Kind for PrefixTree {
 
     fn release(_: &PrefixLevelRound<CountMinRound>, release: Estimates) -> Estimates {
         release
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+        Ok(Some(self.protocol.collusion(colluding_fraction)?))
     }
 
     /// The document `tally heavy-hitters --algorithm count-min-prefix-tree --json` prints for

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
 use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
@@ -292,6 +292,10 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
 
     fn release(_: &R, release: R::Release) -> R::Release {
         release
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+        self.mechanism.collusion(colluding_fraction)
     }
 
     /// The document `tally histogram --mechanism M --json` prints for the same parameters

@@ -5,7 +5,7 @@
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
@@ -275,6 +275,10 @@ where
 
     fn release(_: &NumberTreeRound<O>, release: Estimates) -> Estimates {
         release
+    }
+
+    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+        Ok(Some(self.tree.collusion(colluding_fraction)?))
     }
 
     /// The document `tally range --mechanism M --json` or `tally quantiles --mechanism M

@@ -145,6 +145,7 @@ pub(super) fn overview(
                             @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
                             "; trust model " (population.trust.name())
                             "; device-side sampling " (allowed(population.allow_device_sampling))
+                            "; " (colluding(population.colluding_fraction))
                         }
                         @if let Some(balance) = balance {
                             p {
@@ -173,6 +174,7 @@ pub(super) fn overview(
                             option value="split" { "split (through a relay)" }
                         } } " "
                         label { input type="checkbox" name="allow_device_sampling" value="on"; " Allow device-side sampling (only if every enrolled device is trusted to flip its own coin)" } " "
+                        label { "Colluding fraction " input name="colluding_fraction" size="5" placeholder="0"; " (shuffle tasks are charged their guarantee against this fraction of devices colluding with the analyst)" } " "
                         br;
                         "Declared S&T pair (optional): "
                         label { "p_s ≤ " input name="bound_rate" size="6" placeholder="none"; } " "
@@ -264,6 +266,18 @@ fn allowed(allow_device_sampling: bool) -> &'static str {
     }
 }
 
+/// A population's collusion policy in words.
+fn colluding(colluding_fraction: f64) -> String {
+    if colluding_fraction > 0.0 {
+        format!(
+            "shuffle tasks charged their guarantee against a fraction {colluding_fraction} of \
+             devices colluding with the analyst"
+        )
+    } else {
+        "the budget assumes honest devices (colluding fraction 0)".to_owned()
+    }
+}
+
 /// Each population's spending, debit by debit.
 pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
     layout(
@@ -275,6 +289,7 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
                 section {
                     h2 { (balance.population) }
                     p { "Device-side sampling " (allowed(balance.allow_device_sampling)) "." }
+                    p { "Colluding devices: " (colluding(balance.colluding_fraction)) "." }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
                         tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (num(balance.budget.delta)) } }
@@ -321,6 +336,9 @@ fn guarantee_table(guarantee: &GuaranteeBody) -> Markup {
             tr { th { "Neighbours" } td { (guarantee.neighbours) } }
             tr { th { "Trust model" } td { (guarantee.model) } }
             tr { th { "Analysis" } td { (guarantee.method) } }
+            @if let Some(collusion) = &guarantee.collusion {
+                tr { th { "Colluding devices" } td { (collusion.colluding_text()) "; " (collusion.floor_text()) } }
+            }
         }
     }
 }

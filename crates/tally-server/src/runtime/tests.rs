@@ -108,6 +108,7 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
             max_task_epsilon: None,
             trust: TrustModel::SingleParty,
             allow_device_sampling: false,
+            colluding_fraction: 0.0,
             task_bound: None,
             created_at: unix_now(),
         };
@@ -171,6 +172,7 @@ async fn a_stored_device_sampled_task_samples_at_the_aggregator_without_the_poli
             max_task_epsilon: None,
             trust: TrustModel::SingleParty,
             allow_device_sampling: true,
+            colluding_fraction: 0.0,
             task_bound: None,
             created_at: unix_now(),
         };

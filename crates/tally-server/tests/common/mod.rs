@@ -168,6 +168,7 @@ pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
         // The tests that upload chosen reports count them exactly: their tasks sample on the
         // devices, which the operator allows here.
         allow_device_sampling: true,
+        colluding_fraction: 0.0,
         task_bound: None,
     };
     tally_server::create_population(db, &spec).await.unwrap();
