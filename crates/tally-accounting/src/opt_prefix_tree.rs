@@ -40,10 +40,10 @@
 //! (users with nothing to report send `⊥`); with sampled participation, pass a lower
 //! confidence bound on the count, since the bound improves as `n` grows.
 
-use crate::composition::{Composition, split_budget};
+use crate::composition::{Composition, compose_basic, split_budget};
 use crate::shuffle::{ShuffleBound, max_local_epsilon, shuffle_epsilon};
 use crate::shuffle_loss::shuffle_loss_pair;
-use crate::{Error, Guarantee, Neighbours, TrustModel, compose_rounds};
+use crate::{Collusion, Error, Guarantee, Neighbours, TrustModel, compose_rounds};
 
 /// A solved local `ε₀` with the guarantees it gives.
 #[derive(Clone, Debug, PartialEq)]
@@ -147,6 +147,46 @@ pub fn solve_local_epsilon_best(
         }
     }
     best.ok_or(last_error)
+}
+
+impl LocalEpsilonPlan {
+    /// The aggregate guarantee an honest user keeps when a fraction `colluding_fraction` of
+    /// the users colludes with the analyst ([`crate::collusion`]): the same iterations over
+    /// the honest users' reports alone ([`aggregate_guarantee`] at the plan's `δ`, its
+    /// composition and bound), and the local guarantee of all iterations (`T·ε₀`, pure, by
+    /// basic composition) as the floor and wherever the amplified one is not smaller.
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::honest_users`] and [`aggregate_guarantee`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        let floor = compose_basic(&vec![(self.local_epsilon, 0.0); self.iterations])?.0;
+        Collusion::over_honest(
+            colluding_fraction,
+            self.users,
+            (self.aggregate.epsilon, self.aggregate.delta),
+            floor,
+            |honest| {
+                if honest < 2 {
+                    return Ok((floor, 0.0));
+                }
+                let over_honest = aggregate_guarantee(
+                    self.local_epsilon,
+                    self.aggregate.delta,
+                    self.iterations,
+                    honest,
+                    self.composition,
+                    self.bound,
+                )?
+                .aggregate;
+                Ok(if over_honest.epsilon < floor {
+                    (over_honest.epsilon, over_honest.delta)
+                } else {
+                    (floor, 0.0)
+                })
+            },
+        )
+    }
 }
 
 /// The aggregate guarantee of `iterations` rounds in which `users` reports of an `ε₀`-LDP

@@ -155,3 +155,46 @@ fn tight_composition_meets_the_target_with_the_largest_local_epsilon() {
         .is_err()
     );
 }
+
+/// Against colluding users the iterations run over the honest users' reports alone: the
+/// guarantee itself with nobody colluding, the same iterations over half the users with half
+/// colluding, and the local `T·ε₀` with every other user colluding.
+#[test]
+fn colluders_leave_the_iterations_over_the_honest_reports() {
+    let plan = aggregate_guarantee(
+        1.0,
+        1e-6,
+        4,
+        10_000,
+        Composition::Tight,
+        ShuffleBound::Fmt21,
+    )
+    .unwrap();
+    let none = plan.collusion(0.0).unwrap();
+    assert_eq!(
+        (none.epsilon.to_bits(), none.delta.to_bits()),
+        (
+            plan.aggregate.epsilon.to_bits(),
+            plan.aggregate.delta.to_bits()
+        )
+    );
+    assert_eq!(none.floor.to_bits(), 4.0_f64.to_bits());
+    let half = plan.collusion(0.5).unwrap();
+    let over_half = aggregate_guarantee(
+        1.0,
+        plan.aggregate.delta,
+        4,
+        5_000,
+        Composition::Tight,
+        ShuffleBound::Fmt21,
+    )
+    .unwrap()
+    .aggregate;
+    assert_eq!(half.epsilon.to_bits(), over_half.epsilon.to_bits());
+    assert!(
+        half.epsilon > plan.aggregate.epsilon && half.epsilon < 4.0,
+        "{half:?}"
+    );
+    let alone = plan.collusion(1.0).unwrap();
+    assert_eq!(alone.epsilon.to_bits(), 4.0_f64.to_bits());
+}

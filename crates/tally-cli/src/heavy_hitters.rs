@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, anyhow};
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
@@ -18,7 +18,9 @@ use tally_core::ldp::UnaryVariant;
 use tally_core::sampling::SamplingKey;
 #[cfg(feature = "federated")]
 use tally_messages::OptPrefixTreeOptions;
-use tally_messages::{HeavyHittersRelease, ReleasedItem, SegmentRule, TrieNodeBody};
+use tally_messages::{
+    CollusionBody, GuaranteeBody, HeavyHittersRelease, ReleasedItem, SegmentRule, TrieNodeBody,
+};
 use tally_protocol::document;
 use tally_protocol::opt_prefix_tree;
 use tally_sim::triehh_plus_release::{TriePlusSettings, triehh_plus_counted, triehh_plus_keyed};
@@ -36,8 +38,8 @@ use crate::count_min_prefix_tree;
 use crate::histogram::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
-    Stage, guarantee_line, parameters_line, print_fields, print_heavy_hitters_release, print_items,
-    print_json, print_warning_lines, print_warnings,
+    Stage, guarantee_body_line, guarantee_line, parameters_line, print_fields,
+    print_heavy_hitters_release, print_items, print_json, print_warning_lines, print_warnings,
 };
 
 /// Items scored against the truth when `--top` is not given.
@@ -535,6 +537,11 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
         population.description().to_owned(),
         args.release.seed,
     );
+    let collusion = output
+        .plan
+        .collusion(args.release.colluding_fraction)
+        .map_err(|e| anyhow!(e))?;
+    document["guarantee"]["collusion"] = json!(CollusionBody::from(&collusion));
     document["parameters"]["aggregation"] = json!(match path {
         AggregationPath::Binomial => "binomial",
         AggregationPath::PerReport => "per-report",
@@ -591,7 +598,13 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     }
     let mut rows = vec![
         ("input", population.description().to_owned()),
-        ("guarantee", guarantee_line(&output.guarantee)),
+        (
+            "guarantee",
+            guarantee_body_line(&GuaranteeBody::with_collusion(
+                &output.guarantee,
+                Some(&collusion),
+            )),
+        ),
         ("local guarantee", guarantee_line(&output.local_guarantee)),
         ("parameters", parameters_line(&parameters)),
         ("found items", output.words.len().to_string()),

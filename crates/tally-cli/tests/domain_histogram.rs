@@ -94,6 +94,21 @@ fn every_mechanism_runs_on_shakespeare_at_epsilon_1() {
             "{mechanism}"
         );
         assert_eq!(out["local_epsilon"].is_number(), has_local, "{mechanism}");
+        // A shuffle guarantee says what holds against colluding devices (a tenth of them by
+        // default) and the floor with every other device colluding: the local ε₀ where there
+        // is one, none (null) otherwise. Central and local guarantees do not depend on it.
+        let collusion = &guarantee["collusion"];
+        if model == "shuffle" {
+            assert_eq!(collusion["colluding_fraction"], 0.1, "{mechanism}");
+            let colluding = collusion["epsilon"].as_f64().unwrap();
+            assert!(
+                colluding >= guarantee["epsilon"].as_f64().unwrap(),
+                "{mechanism}: {collusion}"
+            );
+            assert_eq!(collusion["floor"], out["local_epsilon"], "{mechanism}");
+        } else {
+            assert!(collusion.is_null(), "{mechanism}: {collusion}");
+        }
         assert_eq!(
             out["local_guarantee"]["model"].as_str() == Some("local"),
             has_local

@@ -934,14 +934,18 @@ fn an_operator_provisions_populations_and_credentials_through_the_server() {
     // whole budget) covers 11 rounds (`tools/reference/ledger_filter.py`).
     let bounded: tally_messages::PopulationInfo = parse(json(&format!(
         "population create {admin} bounded --budget-epsilon 2 --budget-delta 1e-5 \
-         --allow-device-sampling --task-bound-rate 0.36 --task-bound-threshold 18 --json"
+         --allow-device-sampling --task-bound-rate 0.36 --task-bound-threshold 18 \
+         --colluding-fraction 0.1 --json"
     )));
     assert!(bounded.allow_device_sampling);
+    assert_eq!(bounded.colluding_fraction.to_bits(), 0.1_f64.to_bits());
     assert_eq!(bounded.task_bound.map(|b| b.rounds), Some(11));
     let listed = String::from_utf8(tally(&format!("population list {admin}")).stdout).unwrap();
     assert!(
         listed.contains("device-side sampling allowed")
-            && listed.contains("declared pair p_s ≤ 0.36, τ ≥ 18 covering 11 rounds"),
+            && listed.contains("declared pair p_s ≤ 0.36, τ ≥ 18 covering 11 rounds")
+            && listed.contains("against a fraction 0.1 of devices colluding")
+            && listed.contains("budget assumes honest devices (colluding fraction 0)"),
         "{listed}"
     );
     let unpaired = tally(&format!(
@@ -1119,7 +1123,7 @@ fn domain_histogram_releases(server: &Server, mechanism: &str, seed: u64) -> (Va
     let federated = server.result(&info.id);
     let simulated = json(&format!(
         "histogram --input {} --mechanism {mechanism} --domain 16 --epsilon 1 --delta 1e-6 \
-         --seed {seed} --json",
+         --seed {seed} --json --colluding-fraction 0",
         file.display()
     ));
     (federated, simulated)
@@ -1238,7 +1242,7 @@ fn simulated_shuffle_histogram(mechanism: &str, epsilon: f64, items: &[u8]) -> V
     let file = temp_file("simulated.txt", items);
     json(&format!(
         "histogram --input {} --mechanism {mechanism} --domain 16 --epsilon {epsilon} \
-         --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json",
+         --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json --colluding-fraction 0",
         file.display()
     ))
 }
@@ -1435,7 +1439,8 @@ fn a_count_min_histogram_runs_over_a_fleet_where_its_reports_fit() {
         let file = temp_file("count-min-simulated.txt", items.as_bytes());
         json(&format!(
             "histogram --input {} --mechanism ghazi-count-min --domain 2 --epsilon \
-             {COUNT_MIN_EPSILON} --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json",
+             {COUNT_MIN_EPSILON} --delta 1e-6 --seed {SHUFFLE_SEED} --truth --json \
+             --colluding-fraction 0",
             file.display()
         ))
     };
@@ -1514,7 +1519,7 @@ fn assert_opt_prefix_tree_task_matches_the_offline_command(server: &Server) {
     let federated = server.result(&info.id);
     let simulated = json(&format!(
         "heavy-hitters --algorithm opt-prefix-tree {options} --input {speakers} --format tsv \
-         --seed 3 --json"
+         --seed 3 --json --colluding-fraction 0"
     ));
     for key in ["mechanism", "guarantee", "local_guarantee"] {
         assert_eq!(federated[key], simulated[key], "{key}");
@@ -1645,7 +1650,7 @@ fn local_domain_histograms_run_as_in_the_simulator(server: &Server) {
         let federated = server.result(&info.id);
         let simulated = json(&format!(
             "histogram --input {} --mechanism {mechanism} --domain 16 --epsilon 1 \
-             --delta 1e-6 --seed 5 --json",
+             --delta 1e-6 --seed 5 --json --colluding-fraction 0",
             file.display()
         ));
         for field in [
@@ -2208,7 +2213,7 @@ fn federated_tree(
 /// [`tree_numbers`] moved by `shift`.
 fn offline_tree(oracle: TreeOracle, command: &str, options: &str, shift: f64) -> Value {
     json(&format!(
-        "{command} --input {} {} {options} --seed 5 --json",
+        "{command} --input {} {} {options} --seed 5 --json --colluding-fraction 0",
         tree_numbers(oracle.devices(), shift).display(),
         oracle.options()
     ))
@@ -2568,7 +2573,7 @@ fn assert_count_min_prefix_tree_task_releases_what_the_offline_command_releases(
     }
     let offline = |heavy: u32| {
         json(&format!(
-            "heavy-hitters --input {} {} --seed {SHUFFLE_SEED} --json",
+            "heavy-hitters --input {} {} --seed {SHUFFLE_SEED} --json --colluding-fraction 0",
             items(heavy).display(),
             tree.options()
         ))

@@ -362,7 +362,7 @@ trait Kind: Clone + Send + Sync + 'static {
         release: RoundReleaseOf<Self>,
     ) -> <Self::Task as Task>::Release;
 
-    /// What the task's guarantee keeps when a fraction `colluding_fraction` of its devices
+    /// What the guarantee of `task` keeps when a fraction `colluding_fraction` of its devices
     /// colludes with the analyst ([`tally_accounting::collusion`]), for a kind whose guarantee
     /// is in the shuffle model; `None` (the default) for a kind whose guarantee does not rest
     /// on other devices' honesty (central and local guarantees). [`Engine::collusion`] refuses
@@ -371,8 +371,12 @@ trait Kind: Clone + Send + Sync + 'static {
     /// # Errors
     ///
     /// What the mechanism's analysis returns.
-    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
-        let _ = colluding_fraction;
+    fn collusion(
+        &self,
+        task: &Self::Task,
+        colluding_fraction: f64,
+    ) -> Result<Option<Collusion>, tally_core::Error> {
+        let _ = (task, colluding_fraction);
         Ok(None)
     }
 
@@ -472,7 +476,7 @@ impl<K: Kind> FederatedTask for Driven<K> {
     fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, String> {
         let collusion = self
             .kind
-            .collusion(colluding_fraction)
+            .collusion(&self.task, colluding_fraction)
             .map_err(|e| e.to_string())?;
         if collusion.is_none() && self.task.guarantee().model == TrustModel::Shuffle {
             return Err(format!(

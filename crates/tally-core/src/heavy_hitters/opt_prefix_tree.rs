@@ -60,8 +60,8 @@ mod threshold;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use tally_accounting::Guarantee;
 use tally_accounting::opt_prefix_tree::LocalEpsilonPlan;
+use tally_accounting::{Collusion, Guarantee};
 
 pub use encoding::{Decoded, Encoding, HuffmanCode};
 pub use round::{IterationReport, IterationSumsAggregator, PublishedIteration, WordMultiset};
@@ -290,6 +290,16 @@ pub struct OptPrefixTree {
 }
 
 impl OptPrefixTree {
+    /// The aggregate guarantee when a fraction `colluding_fraction` of the devices colludes
+    /// with the analyst ([`LocalEpsilonPlan::collusion`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Accounting`] as [`LocalEpsilonPlan::collusion`].
+    pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
+        Ok(self.config.plan.collusion(colluding_fraction)?)
+    }
+
     /// Validates the configuration.
     ///
     /// # Errors

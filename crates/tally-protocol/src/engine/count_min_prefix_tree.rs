@@ -143,7 +143,11 @@ impl Kind for PrefixTree {
         release
     }
 
-    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+    fn collusion(
+        &self,
+        _: &Self::Task,
+        colluding_fraction: f64,
+    ) -> Result<Option<Collusion>, tally_core::Error> {
         Ok(Some(self.protocol.collusion(colluding_fraction)?))
     }
 

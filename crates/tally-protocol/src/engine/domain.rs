@@ -294,7 +294,11 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
         release
     }
 
-    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+    fn collusion(
+        &self,
+        _: &Self::Task,
+        colluding_fraction: f64,
+    ) -> Result<Option<Collusion>, tally_core::Error> {
         self.mechanism.collusion(colluding_fraction)
     }
 
@@ -367,6 +371,21 @@ mod shuffle_tests {
         }
     }
 
+    /// The task of `mechanism` over `0..domain` at [`shuffle_privacy`] for 3,000 devices, all
+    /// of which every round waits for.
+    fn for_3000_devices(mechanism: DomainHistogramMechanism, domain: u32) -> (Engine, Guarantee) {
+        build(
+            mechanism,
+            PublicDomain::Integers(domain),
+            None,
+            &shuffle_privacy(),
+            3000,
+            3000,
+            MAX_REPORT_BYTES,
+        )
+        .unwrap()
+    }
+
     /// The shuffle mechanisms are published as their own asks, their devices' responders and
     /// the rounds the driver opens trust a shuffler, so `shuffler::aggregator` puts the
     /// analyzer behind `Shuffled` (whose input the server's `shuffler.rs` tests); 3,000
@@ -374,21 +393,11 @@ mod shuffle_tests {
     /// standing out.
     #[test]
     fn shuffle_mechanisms_run_behind_the_shuffler() {
-        let privacy = shuffle_privacy();
         for mechanism in [
             DomainHistogramMechanism::BalcerCheu,
             DomainHistogramMechanism::ShuffledGrr,
         ] {
-            let (mut engine, guarantee) = build(
-                mechanism,
-                PublicDomain::Integers(16),
-                None,
-                &privacy,
-                3000,
-                3000,
-                MAX_REPORT_BYTES,
-            )
-            .unwrap();
+            let (mut engine, guarantee) = for_3000_devices(mechanism, 16);
             assert_eq!(guarantee.model, TrustModel::Shuffle, "{mechanism:?}");
             assert!(engine.advance());
             let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1));
@@ -412,6 +421,48 @@ mod shuffle_tests {
             let estimates = Estimates::from_cells(aggregator.release()).unwrap().0;
             assert_eq!(estimates.len(), 16);
             assert!(estimates[0] > 1000.0, "{mechanism:?}: {estimates:?}");
+        }
+    }
+
+    /// Every mechanism states what its guarantee keeps against colluding devices exactly when
+    /// that guarantee is in the shuffle model: never less than the guarantee, the guarantee
+    /// itself when nobody colludes; central and local guarantees state none (they do not rest
+    /// on other devices' honesty).
+    #[test]
+    fn every_shuffle_mechanism_states_its_guarantee_against_colluding_devices() {
+        use DomainHistogramMechanism as M;
+        for mechanism in [
+            M::Grr,
+            M::Sue,
+            M::Oue,
+            M::Olh,
+            M::HadamardResponse,
+            M::SubsetSelection,
+            M::Laplace,
+            M::Gaussian,
+            M::BalcerCheu,
+            M::ShuffledGrr,
+            M::GhaziHadamard,
+            M::GhaziCountMin,
+        ] {
+            let (engine, guarantee) = for_3000_devices(mechanism, 2);
+            let shuffled = guarantee.model == TrustModel::Shuffle;
+            assert_eq!(shuffled, mechanism.is_shuffled(), "{mechanism:?}");
+            let tenth = engine.collusion(0.1).unwrap();
+            assert_eq!(tenth.is_some(), shuffled, "{mechanism:?}");
+            if let Some(tenth) = tenth {
+                assert!(
+                    tenth.epsilon >= guarantee.epsilon,
+                    "{mechanism:?}: {tenth:?}"
+                );
+                let none = engine.collusion(0.0).unwrap().unwrap();
+                assert_eq!(
+                    (none.epsilon.to_bits(), none.delta.to_bits()),
+                    (guarantee.epsilon.to_bits(), guarantee.delta.to_bits()),
+                    "{mechanism:?}"
+                );
+                assert!(engine.collusion(1.5).is_err(), "{mechanism:?}");
+            }
         }
     }
 

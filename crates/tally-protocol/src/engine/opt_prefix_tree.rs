@@ -7,7 +7,7 @@
 use tally_accounting::composition::Composition;
 use tally_accounting::opt_prefix_tree::solve_local_epsilon;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_accounting::{Guarantee, Neighbours};
+use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::heavy_hitters::{
     Encoding, IterationQuery, IterationSums, OptPrefixTree, OptPrefixTreeConfig,
     OptPrefixTreeOutput,
@@ -158,6 +158,14 @@ impl OptPrefixTreeKind {
 impl Kind for OptPrefixTreeKind {
     type Task = OptPrefixTree;
     type Round = IterationQuery;
+
+    fn collusion(
+        &self,
+        task: &OptPrefixTree,
+        colluding_fraction: f64,
+    ) -> Result<Option<Collusion>, tally_core::Error> {
+        Ok(Some(task.collusion(colluding_fraction)?))
+    }
 
     fn round(&self, query: &IterationQuery, _: Sampling) -> IterationQuery {
         query.clone()

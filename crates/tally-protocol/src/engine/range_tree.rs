@@ -277,7 +277,11 @@ where
         release
     }
 
-    fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, tally_core::Error> {
+    fn collusion(
+        &self,
+        _: &Self::Task,
+        colluding_fraction: f64,
+    ) -> Result<Option<Collusion>, tally_core::Error> {
         Ok(Some(self.tree.collusion(colluding_fraction)?))
     }
 
