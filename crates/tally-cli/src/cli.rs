@@ -45,6 +45,9 @@ pub(crate) enum Command {
     /// Reproduce a paper's experiments: CSV, figures and a report with its findings checked.
     #[command(subcommand)]
     Repro(ReproCommand),
+    /// Make a secret key for keyed sampling (--sampling-key-file): 256 random bits from the
+    /// operating system, as 64 hexadecimal digits, in a file only its owner can read.
+    SamplingKey(SamplingKeyGenerateArgs),
     /// Run the federated server: tasks, rounds, the secure aggregator and the privacy-budget
     /// ledger (logs on stderr; RUST_LOG sets the level, default info).
     #[cfg(feature = "federated")]
@@ -92,6 +95,35 @@ pub(crate) enum Command {
     #[cfg(feature = "federated")]
     #[command(subcommand)]
     HpkeKey(HpkeKeyCommand),
+}
+
+/// The secret key of keyed sampling, given as text or in a file.
+#[derive(Debug, Args)]
+pub(crate) struct SamplingKeyArgs {
+    /// A secret key for keyed sampling (sample-and-threshold, the partition selections and
+    /// TrieHH++): each client's coins and its one row (its kept items with
+    /// --max-items-per-client; at each TrieHH++ level, that level's coin) become keyed
+    /// functions of its client_id (of its 0-based position when the input has no ids), so the
+    /// same key reproduces the release exactly, here, in Python and on Spark. Rates are rounded
+    /// down to a multiple of 2^-64 and the guarantee computed for them. At least 32
+    /// hexadecimal digits (128 bits) drawn at random: `tally sampling-key` makes one. The
+    /// release is private only while the key stays secret; prefer --sampling-key-file, which
+    /// keeps it out of the shell's history and the process list.
+    #[arg(long, value_name = "KEY", conflicts_with = "sampling_key_file")]
+    pub(crate) sampling_key: Option<String>,
+    /// A file holding the secret key of --sampling-key (a trailing newline is ignored), as
+    /// `tally sampling-key --output FILE` writes it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) sampling_key_file: Option<PathBuf>,
+}
+
+/// Arguments of `tally sampling-key`.
+#[derive(Debug, Args)]
+pub(crate) struct SamplingKeyGenerateArgs {
+    /// The file to write the key to, readable by its owner alone; an existing file is
+    /// refused, so that no key in use is lost.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
 }
 
 #[cfg(feature = "federated")]
@@ -1306,15 +1338,8 @@ pub(crate) struct HistogramArgs {
     /// Show only the K items with the largest counts.
     #[arg(long)]
     pub(crate) top: Option<usize>,
-    /// A secret key for keyed sampling: each client's coin and its one row (with
-    /// --max-items-per-client, its kept items and their coins) become keyed functions of its
-    /// client_id (of its 0-based position when the input has no ids), so the same key
-    /// reproduces the release exactly, here, in Python and on Spark; a partition selection's
-    /// noise still comes from --seed or the operating system. The rate is
-    /// rounded down to a multiple of 2^-64 and the guarantee computed for it. The release is
-    /// private only while the key stays secret.
-    #[arg(long, value_name = "KEY", conflicts_with_all = ["domain", "buckets"])]
-    pub(crate) sampling_key: Option<String>,
+    #[command(flatten)]
+    pub(crate) sampling_key: SamplingKeyArgs,
     /// The mechanism. Sample-and-threshold and the partition selections (laplace-threshold,
     /// gaussian-threshold, truncated-geometric) release only items clients hold; every other
     /// mechanism releases an estimate for each element of a public domain, given by --domain
@@ -1579,13 +1604,8 @@ pub(crate) struct HeavyHittersArgs {
     /// number of hash rows [default: 0.01].
     #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
     pub(crate) failure_probability: Option<f64>,
-    /// TrieHH++: a secret key for keyed sampling. Level L's coin of a client is a keyed
-    /// function of (key, L, client_id) and its one row a keyed choice (of its 0-based position
-    /// when the input has no ids), so the same key reproduces the release exactly, here, in
-    /// Python and on Spark. Each level's rate is rounded down to a multiple of 2^-64 and the
-    /// guarantee computed for it. The release is private only while the key stays secret.
-    #[arg(long, value_name = "KEY")]
-    pub(crate) sampling_key: Option<String>,
+    #[command(flatten)]
+    pub(crate) sampling_key: SamplingKeyArgs,
     #[command(flatten)]
     pub(crate) opt: OptPrefixTreeArgs,
 }

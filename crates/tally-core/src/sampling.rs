@@ -43,7 +43,8 @@ pub use cohort::{
 pub use contribution::bound_items;
 pub use geometric::ExactGeometric;
 pub use keyed::{
-    KeyedCoin, SamplingKey, choose_items, choose_row, item_score, keyed_rate, row_score,
+    GENERATED_KEY_BYTES, KeyedCoin, MIN_KEY_HEX_DIGITS, SamplingKey, choose_items, choose_row,
+    item_score, keyed_rate, row_score,
 };
 pub use poisson::{PoissonIndices, PoissonSampler};
 pub use sliced_coins::SlicedCoins;
