@@ -231,7 +231,14 @@ pub(crate) struct PopulationCreateArgs {
     /// victim; without it, rounds sample at the aggregator (or the relay).
     #[arg(long)]
     pub(crate) allow_device_sampling: bool,
-    /// Declare a per-round sample-and-threshold pair: tasks whose every round samples at most
+    /// The one neighbour relation the budget is kept under. A task under the other relation
+    /// is charged what its guarantee gives under this one: an add-remove (ε, δ) costs (2ε,
+    /// (1 + e^ε)δ) on a replace-one budget, and a replace-one task (the shuffle and local
+    /// mechanisms, OptPrefixTree, TrieHH: each holds for a fixed number of clients) is refused
+    /// on an add-remove budget.
+    #[arg(long, value_enum, default_value_t = NeighboursArg::AddRemove)]
+    pub(crate) neighbours: NeighboursArg,
+    /// Declare a per-round sample-and-threshold pair (add-remove budgets only): tasks whose every round samples at most
     /// this rate (with at least --task-bound-threshold, under add-remove neighbours) take one
     /// of a fixed number of rounds, composed tightly within the pair's share of the budget;
     /// every other task is charged its own (ε, δ) by basic composition within the rest.

@@ -263,6 +263,7 @@ impl FleetServer {
             trust: tally_messages::TrustModel::SingleParty,
             allow_device_sampling: false,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         tally_server::create_population(&db, &population)
             .await

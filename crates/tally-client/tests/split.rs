@@ -129,6 +129,7 @@ async fn a_relay_serving_its_own_key_reads_nothing_devices_seal() {
         trust: TrustModel::Split,
         allow_device_sampling: false,
         task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
     };
     tally_server::create_population(&db, &population)
         .await

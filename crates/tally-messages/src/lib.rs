@@ -40,7 +40,7 @@ mod release;
 pub mod split;
 
 use serde::{Deserialize, Serialize};
-use tally_accounting::Neighbours;
+pub use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::partition_selection;
 use tally_accounting::sample_threshold::Analysis;
@@ -871,10 +871,14 @@ pub struct LedgerBalance {
     /// Whether its tasks may ask `sampling: device` (the operator's policy).
     #[serde(default)]
     pub allow_device_sampling: bool,
-    /// Debited by released results: the sum of their own guarantees.
+    /// The neighbour relation its budget and every amount below are under.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
+    /// Debited by released results: the sum of their charges (each task's guarantee under
+    /// [`Self::neighbours`]).
     pub spent: Budget,
-    /// Held for tasks that are running but have released nothing yet: the sum of their own
-    /// guarantees.
+    /// Held for tasks that are running but have released nothing yet: the sum of their
+    /// charges.
     pub reserved: Budget,
     /// What tasks outside the declared pair ([`Self::task_bound`]) may still spend, as the
     /// server enforces it: the budget less the declared pair's share (the whole budget without
@@ -980,9 +984,17 @@ pub struct PopulationSpec {
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_device_sampling: bool,
     /// The per-round sample-and-threshold pair whose rounds compose tightly, if declared;
-    /// without one every task is charged its own `(ε, δ)` by basic composition.
+    /// without one every task is charged its own `(ε, δ)` by basic composition. Only under
+    /// add/remove neighbours, the relation of the pair's loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_bound: Option<TaskBound>,
+    /// The one neighbour relation its budget is kept under (`add-remove` by default): a task
+    /// whose guarantee is under the other relation is charged what it gives under this one
+    /// (an add/remove `(ε, δ)` costs `(2ε, (1 + e^ε) δ)` on a replace-one budget), and a
+    /// replace-one task, which holds for a fixed number of clients only, is refused on an
+    /// add/remove budget.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -1014,6 +1026,9 @@ pub struct PopulationInfo {
     /// Its declared per-round pair, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_bound: Option<TaskBoundInfo>,
+    /// The neighbour relation its budget is kept under.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
     /// When it was created, in seconds since the Unix epoch.
     pub created_at: i64,
 }

@@ -196,6 +196,7 @@ fn every_message_round_trips() {
         population: "shakespeare".into(),
         budget,
         allow_device_sampling: true,
+        neighbours: Neighbours::ReplaceOne,
         spent: budget,
         reserved: budget,
         remaining: budget,
@@ -241,6 +242,7 @@ fn every_message_round_trips() {
             threshold: 18,
             share: Some(budget),
         }),
+        neighbours: Neighbours::AddRemove,
     });
     round_trip(&PopulationInfo {
         name: "shakespeare".into(),
@@ -250,6 +252,7 @@ fn every_message_round_trips() {
         trust: TrustModel::SingleParty,
         allow_device_sampling: false,
         task_bound: Some(declared),
+        neighbours: Neighbours::ReplaceOne,
         created_at: 1,
     });
     for role in [Role::Operator, Role::Analyst, Role::Device, Role::Relay] {

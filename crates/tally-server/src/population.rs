@@ -1,8 +1,10 @@
 //! Provisioned populations: an operator creates each one with its budget, the floor of its
 //! tasks' minimum cohort, an optional cap on one task's `ε`, whether its tasks may sample on
-//! the devices and an optional per-round S&T pair with its share of the budget; a task can only name a population that exists, so no spelling of a name
-//! gets a budget of its own.
+//! the devices, the one neighbour relation its budget is kept under and an optional per-round
+//! S&T pair with its share of the budget; a task can only name a population that exists, so no
+//! spelling of a name gets a budget of its own.
 
+use tally_accounting::Neighbours;
 use tally_messages::{
     Budget, CredentialSpec, PopulationInfo, PopulationSpec, Role, TaskBoundInfo, TrustModel,
 };
@@ -32,6 +34,14 @@ pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<Option<TaskBound>, Str
     {
         return Err(format!(
             "max_task_epsilon {cap}: expected a positive number"
+        ));
+    }
+    if spec.task_bound.is_some() && spec.neighbours != Neighbours::AddRemove {
+        return Err(format!(
+            "a task bound is a sample-and-threshold loss pair under add/remove neighbours, and \
+             the budget is under {} neighbours: drop the task bound, or keep the budget under \
+             add-remove",
+            spec.neighbours
         ));
     }
     spec.task_bound
@@ -75,6 +85,7 @@ pub(crate) async fn provision(
         trust: spec.trust,
         allow_device_sampling: spec.allow_device_sampling,
         task_bound,
+        neighbours: spec.neighbours,
         created_at,
     };
     Ok(store
@@ -96,6 +107,7 @@ pub(crate) fn info(stored: &StoredPopulation) -> PopulationInfo {
         trust: stored.trust,
         allow_device_sampling: stored.allow_device_sampling,
         task_bound: stored.task_bound.as_ref().map(bound_info),
+        neighbours: stored.neighbours,
         created_at: stored.created_at,
     }
 }

@@ -49,6 +49,9 @@ struct LiveTask {
     rounds_released: u32,
     /// Whether the ledger holds this task's debit.
     debited: bool,
+    /// What the task costs its population: its guarantee under the population's neighbour
+    /// relation ([`Guarantee::under`]), the amount reserved, then debited.
+    charge: (f64, f64),
     /// Its S&T rounds, which a declared pair may bound, if they have a loss pair.
     loss: Option<LossRounds>,
     /// `Some` while running.
@@ -77,8 +80,7 @@ impl LiveTask {
 
     /// What the ledger holds back for this task before its first release.
     fn reserved(&self) -> Option<(f64, f64)> {
-        (self.state == TaskState::Running && !self.debited)
-            .then_some((self.guarantee.epsilon, self.guarantee.delta))
+        (self.state == TaskState::Running && !self.debited).then_some(self.charge)
     }
 }
 
@@ -203,6 +205,7 @@ impl Runtime {
             created_at: stored.created_at,
             rounds_released: 0,
             debited: false,
+            charge: (stored.epsilon, stored.delta),
             loss: stored.loss,
             engine: None,
             round: None,
@@ -240,14 +243,15 @@ impl Runtime {
         Ok(task)
     }
 
-    /// Calibrates the task `spec` asks for `who` and computes its guarantee, refusing it as
-    /// task creation does (but for the budget, which only creation checks): what the console
-    /// shows before the task is created, and the first step of creating it.
+    /// Calibrates the task `spec` asks for `who` and computes its guarantee and what it
+    /// charges its population (the guarantee under the population's neighbour relation),
+    /// refusing it as task creation does (but for the budget, which only creation checks): what
+    /// the console shows before the task is created, and the first step of creating it.
     pub(crate) async fn plan_task(
         &self,
         spec: &TaskSpec,
         who: &Principal,
-    ) -> Result<(Engine, Guarantee), ApiError> {
+    ) -> Result<(Engine, Guarantee, (f64, f64)), ApiError> {
         check_version(spec.version)?;
         check_spec(spec)?;
         if !who.covers(&spec.population) {
@@ -287,18 +291,25 @@ impl Runtime {
                 device_sampling_refused(&spec.population),
             ));
         }
+        let charge = guarantee.under(population.neighbours).map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidTask,
+                neighbours_refused(&spec.population, &guarantee),
+            )
+        })?;
         if let Some(cap) = population.max_task_epsilon
-            && guarantee.epsilon > cap
+            && charge.0 > cap
         {
             return Err(ApiError::new(
                 ErrorCode::InvalidTask,
                 format!(
-                    "the task's ε = {} exceeds population {:?}'s cap of {cap} per task",
-                    guarantee.epsilon, spec.population
+                    "the task's ε = {} (under {} neighbours) exceeds population {:?}'s cap of \
+                     {cap} per task",
+                    charge.0, population.neighbours, spec.population
                 ),
             ));
         }
-        Ok((engine, guarantee))
+        Ok((engine, guarantee, charge))
     }
 
     /// Creates a task if the population's budget covers its guarantee, and opens its first
@@ -309,7 +320,7 @@ impl Runtime {
         who: &Principal,
     ) -> Result<TaskInfo, ApiError> {
         draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
-        let (mut engine, guarantee) = self.plan_task(&spec, who).await?;
+        let (mut engine, guarantee, charge) = self.plan_task(&spec, who).await?;
         let trust = self
             .store
             .population(&spec.population)
@@ -336,8 +347,8 @@ impl Runtime {
             // Unwrap safety: the spec was just parsed from JSON.
             spec: serde_json::to_string(&spec).expect("specs serialize"),
             guarantee: serde_json::to_string(&guarantee_body).expect("guarantees serialize"),
-            epsilon: guarantee.epsilon,
-            delta: guarantee.delta,
+            epsilon: charge.0,
+            delta: charge.1,
             state: TaskState::Running.name().to_owned(),
             error: None,
             created_at,
@@ -345,14 +356,14 @@ impl Runtime {
         };
         // The budget check and the reservation are one database transaction: what the
         // population's tasks charge is read from the database, not from this process's tasks.
-        let charge = Charge {
-            epsilon: guarantee.epsilon,
-            delta: guarantee.delta,
+        let admitted = Charge {
+            epsilon: charge.0,
+            delta: charge.1,
             rounds: loss,
         };
         self.store
             .insert_task_within_budget(&stored, |population, charges| {
-                admit(population, &charges, &charge)
+                admit(population, &charges, &admitted)
             })
             .await?;
         engine.advance();
@@ -366,6 +377,7 @@ impl Runtime {
             created_at,
             rounds_released: 0,
             debited: false,
+            charge,
             loss,
             engine: Some(engine),
             round: None,
@@ -474,6 +486,7 @@ impl Runtime {
                 population,
                 budget: Budget { epsilon, delta },
                 allow_device_sampling: stored.allow_device_sampling,
+                neighbours: stored.neighbours,
                 spent: Budget {
                     epsilon: spent.0,
                     delta: spent.1,
@@ -725,8 +738,8 @@ impl Runtime {
         let debit = (!task.debited).then(|| StoredDebit {
             task_id: task.id.clone(),
             population: task.spec.population.clone(),
-            epsilon: task.guarantee.epsilon,
-            delta: task.guarantee.delta,
+            epsilon: task.charge.0,
+            delta: task.charge.1,
             at: now,
         });
         self.store
@@ -1134,6 +1147,18 @@ fn device_sampling_refused(population: &str) -> String {
          devices colluding with the analyst would report every time and cross the threshold \
          with one victim); ask sampling aggregator, or have the operator create the population \
          with `tally population create ... --allow-device-sampling`"
+    )
+}
+
+/// Why a task whose guarantee has no rule into `population`'s neighbour relation is refused.
+fn neighbours_refused(population: &str, guarantee: &Guarantee) -> String {
+    format!(
+        "the task's guarantee is under {} neighbours, and population {population:?}'s budget is \
+         kept under add-remove neighbours: a replace-one guarantee holds for a fixed number of \
+         clients, and adding or removing one changes it; create the task with --neighbours \
+         add-remove where its mechanism offers it, or run it on a population created with \
+         --neighbours replace-one",
+        guarantee.neighbours
     )
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
+use tally_accounting::Neighbours;
 use tally_core::protocol::wire::WireCell;
 use tally_messages::{TaskState, TrustModel};
 
@@ -15,7 +16,7 @@ use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 13] = [
+const SCHEMA: [&str; 14] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -101,6 +102,13 @@ const SCHEMA: [&str; 13] = [
         share_delta DOUBLE PRECISION NOT NULL,
         rounds BIGINT NOT NULL
     )",
+    // The populations whose budget is kept under replace-one neighbours (a table of its own:
+    // a population without a row, made before the relation was chosen among them, is
+    // add/remove).
+    "CREATE TABLE IF NOT EXISTS population_neighbours (
+        name TEXT PRIMARY KEY,
+        neighbours TEXT NOT NULL
+    )",
     // The aggregator's HPKE key pairs (RFC 9180), by RFC 9458 key id: the private key in
     // base64url, when it was made, and when it stops opening messages (null for the current
     // key, which is the newest one without it).
@@ -115,13 +123,16 @@ const SCHEMA: [&str; 13] = [
 /// `SELECT` of a stored population's columns `FROM populations`, then `$rest`; its trust
 /// model is read from `population_trust` (`single-party` where it has no row), its sampling
 /// policy from `population_device_sampling` (device-side sampling allowed where it has a row),
-/// its declared pair from `population_task_bounds` (none where it has no row).
+/// its declared pair from `population_task_bounds` (none where it has no row), its neighbour
+/// relation from `population_neighbours` (add/remove where it has no row).
 macro_rules! select_populations {
     ($rest:literal) => {
         concat!(
             "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at,
                 (SELECT trust FROM population_trust
                  WHERE population_trust.name = populations.name) AS trust,
+                (SELECT neighbours FROM population_neighbours n
+                 WHERE n.name = populations.name) AS neighbours,
                 (SELECT COUNT(*) FROM population_device_sampling
                  WHERE population_device_sampling.name = populations.name) AS device_sampling,
                 (SELECT sampling_rate FROM population_task_bounds b
@@ -276,6 +287,8 @@ pub(crate) struct StoredPopulation {
     pub(crate) allow_device_sampling: bool,
     /// Its declared per-round pair, if any.
     pub(crate) task_bound: Option<TaskBound>,
+    /// The neighbour relation its budget is kept under.
+    pub(crate) neighbours: Neighbours,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
 }
@@ -450,6 +463,13 @@ impl Store {
             sqlx::query("INSERT INTO population_trust (name, trust) VALUES ($1, $2)")
                 .bind(&population.name)
                 .bind(population.trust.name())
+                .execute(&mut *tx)
+                .await?;
+        }
+        if population.neighbours != Neighbours::AddRemove {
+            sqlx::query("INSERT INTO population_neighbours (name, neighbours) VALUES ($1, $2)")
+                .bind(&population.name)
+                .bind(population.neighbours.name())
                 .execute(&mut *tx)
                 .await?;
         }
@@ -989,6 +1009,12 @@ fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerErro
         },
         allow_device_sampling: row.try_get::<i64, _>("device_sampling")? > 0,
         task_bound: stored_bound(row)?,
+        neighbours: match row.try_get::<Option<String>, _>("neighbours")? {
+            None => Neighbours::AddRemove,
+            Some(name) => name
+                .parse()
+                .map_err(|_| ServerError::Corrupt(format!("neighbours {name:?}")))?,
+        },
         created_at: row.try_get("created_at")?,
     })
 }

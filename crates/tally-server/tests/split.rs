@@ -51,6 +51,7 @@ async fn aggregator(db: &str) -> Aggregator {
         trust: TrustModel::Split,
         allow_device_sampling: true,
         task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
     };
     tally_server::create_population(db, &spec).await.unwrap();
     Aggregator {

@@ -72,6 +72,7 @@ impl Tokens {
             trust: tally_messages::TrustModel::SingleParty,
             allow_device_sampling: true,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         tally_server::create_population(db, &spec).await.unwrap();
         let analyst = CredentialSpec {

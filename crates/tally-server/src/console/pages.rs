@@ -145,6 +145,7 @@ pub(super) fn overview(
                             @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
                             "; trust model " (population.trust.name())
                             "; device-side sampling " (allowed(population.allow_device_sampling))
+                            "; budget under " (population.neighbours.name()) " neighbours"
                         }
                         @if let Some(balance) = balance {
                             p {
@@ -173,6 +174,10 @@ pub(super) fn overview(
                             option value="split" { "split (through a relay)" }
                         } } " "
                         label { input type="checkbox" name="allow_device_sampling" value="on"; " Allow device-side sampling (only if every enrolled device is trusted to flip its own coin)" } " "
+                        label { "Neighbours " select name="neighbours" {
+                            option value="add-remove" selected { "add-remove (a client present or absent)" }
+                            option value="replace-one" { "replace-one (needed by shuffle and local tasks)" }
+                        } } " "
                         br;
                         "Declared S&T pair (optional): "
                         label { "p_s ≤ " input name="bound_rate" size="6" placeholder="none"; } " "
@@ -274,7 +279,10 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
             @for balance in ledger {
                 section {
                     h2 { (balance.population) }
-                    p { "Device-side sampling " (allowed(balance.allow_device_sampling)) "." }
+                    p {
+                        "Device-side sampling " (allowed(balance.allow_device_sampling)) ". "
+                        "Every amount is under " (balance.neighbours.name()) " neighbours."
+                    }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
                         tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (num(balance.budget.delta)) } }
@@ -566,6 +574,7 @@ pub(super) fn plan(
     guarantee: &GuaranteeBody,
     curves: Option<&ReleaseCurves>,
     balance: Option<&LedgerBalance>,
+    charge: (f64, f64),
 ) -> Markup {
     let text = spec_text(spec);
     layout(
@@ -584,6 +593,10 @@ pub(super) fn plan(
                             " rounds within its declared pair (p_s ≤ " (bound.bound.sampling_rate) ", τ ≥ " (bound.bound.threshold) ")"
                         }
                         "; the server admits the task if it fits what its kind draws on."
+                    }
+                    p {
+                        "The task charges ε = " (charge.0) ", δ = " (num(charge.1)) ": its guarantee under "
+                        (balance.neighbours.name()) " neighbours, the relation the population's budget is kept under."
                     }
                 }
                 h2 { "What it releases: P[released | c] for an item held by c devices" }
