@@ -819,11 +819,11 @@ pub(crate) struct FleetArgs {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ReproCommand {
-    /// Seed 000 §5: sample-and-threshold against central Laplace, local Hadamard response and
-    /// the Balcer–Cheu shuffle histogram (Figures 1 and 2).
+    /// Bharadwaj and Cormode (AISTATS 2022) §5: sample-and-threshold against central Laplace, local
+    /// Hadamard response and the Balcer–Cheu shuffle histogram (Figures 1 and 2).
     SampleThreshold(ReproSampleThresholdArgs),
-    /// Seed 001: OptPrefixTree's captured mass against ε for adaptive vs fixed segments,
-    /// uniform vs weighted selection, one vs two runs with a deny list, and TrieHH++ and
+    /// Chadha et al. (SaTML 2024): OptPrefixTree's captured mass against ε for adaptive vs fixed
+    /// segments, uniform vs weighted selection, one vs two runs with a deny list, and TrieHH++ and
     /// single-round S&T as comparators.
     OptPrefixTree(ReproOptPrefixTreeArgs),
 }
@@ -1869,7 +1869,7 @@ pub(crate) struct RangeArgs {
     pub(crate) method: QuantileMethod,
 }
 
-/// Amplification-by-shuffling analyses (ALGORITHMS.md §8).
+/// Amplification-by-shuffling analyses (docs/algorithms.md §8).
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum ShuffleBoundArg {
     /// Feldman–McMillan–Talwar 2021 numerical bound (clone probability e^(−ε₀)); rests on
