@@ -289,7 +289,7 @@ pub(crate) struct ProvisionArgs {
     /// A running server's base URL (with --token, an operator's credential).
     #[arg(help_heading = heading::SERVER, long, value_name = "URL", conflicts_with = "db")]
     pub(crate) server: Option<String>,
-    /// An operator's credential, with --server [env: TALLY_TOKEN].
+    /// An operator's credential, with --server.
     #[arg(
         help_heading = heading::SERVER,
         long,
@@ -300,8 +300,8 @@ pub(crate) struct ProvisionArgs {
     )]
     pub(crate) token: Option<String>,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --server (a
-    /// self-signed certificate; ignored with --db) [env: TALLY_CA_CERT].
-    #[arg(help_heading = heading::SERVER, long, value_name = "FILE", env = "TALLY_CA_CERT")]
+    /// self-signed certificate; ignored with --db).
+    #[arg(help_heading = heading::SERVER, long, value_name = "FILE", env = "TALLY_CA_CERT", hide_env_values = true)]
     pub(crate) ca_cert: Option<PathBuf>,
 }
 
@@ -397,8 +397,8 @@ pub(crate) struct ServerArgs {
     #[arg(help_heading = heading::SERVER, long, value_name = "URL")]
     pub(crate) server: String,
     /// Trust only the CA certificate(s) in this PEM file for an https:// server (a
-    /// self-signed certificate) [env: TALLY_CA_CERT].
-    #[arg(help_heading = heading::SERVER, long, value_name = "FILE", env = "TALLY_CA_CERT")]
+    /// self-signed certificate).
+    #[arg(help_heading = heading::SERVER, long, value_name = "FILE", env = "TALLY_CA_CERT", hide_env_values = true)]
     pub(crate) ca_cert: Option<PathBuf>,
     /// Your credential: an analyst's for tasks and the ledger, an operator's for credentials
     /// and for `client` and `fleet` relaying for devices without --credentials (made by
@@ -447,7 +447,7 @@ pub(crate) struct RelayArgs {
     /// The aggregator's base URL (`tally serve`), e.g. https://aggregator.example:8443.
     #[arg(help_heading = heading::AGGREGATOR, long, value_name = "URL")]
     pub(crate) aggregator: String,
-    /// The relay's credential at the aggregator, of role relay [env: TALLY_AGGREGATOR_TOKEN].
+    /// The relay's credential at the aggregator, of role relay.
     #[arg(
         help_heading = heading::AGGREGATOR,
         long,
@@ -456,9 +456,8 @@ pub(crate) struct RelayArgs {
         hide_env_values = true
     )]
     pub(crate) aggregator_token: String,
-    /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator
-    /// [env: TALLY_AGGREGATOR_CA_CERT].
-    #[arg(help_heading = heading::AGGREGATOR, long, value_name = "FILE", env = "TALLY_AGGREGATOR_CA_CERT")]
+    /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator.
+    #[arg(help_heading = heading::AGGREGATOR, long, value_name = "FILE", env = "TALLY_AGGREGATOR_CA_CERT", hide_env_values = true)]
     pub(crate) aggregator_ca_cert: Option<PathBuf>,
     /// Seconds before a round's deadline at which the relay stops taking uploads and
     /// forwards its batch (it must reach the aggregator in time); a round whose deadline is
@@ -1209,8 +1208,16 @@ pub(crate) struct ReportArgs {
     /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
     #[arg(help_heading = heading::REPORT, long, value_enum, requires = "report")]
     pub(crate) format: Option<Format>,
-    /// The k of the predicted recall@k (with --mechanism).
-    #[arg(help_heading = heading::REPORT, long, default_value_t = DEFAULT_TOP, requires = "report")]
+    /// The k of the predicted recall@k: the share of the population's k most frequent items
+    /// the release is predicted to show (with --mechanism).
+    #[arg(
+        help_heading = heading::REPORT,
+        long = "recall-at",
+        alias = "top",
+        value_name = "K",
+        default_value_t = DEFAULT_TOP,
+        requires = "report"
+    )]
     pub(crate) top: usize,
     /// Seed of a --synthetic population and of a TSV file's choice of one row per client.
     #[arg(help_heading = heading::REPORT, long, default_value_t = 0, requires = "report")]
