@@ -1812,14 +1812,9 @@ fn rename_analysis(arg: clap::Arg) -> clap::Arg {
     arg.long("analysis").value_name("ANALYSIS")
 }
 
-/// Quantile algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum QuantileMethod {
-    /// A β-ary hierarchical histogram: --levels S&T rounds answer every quantile at once.
-    Hierarchical,
-    /// One interactive binary search per quantile, --levels S&T rounds each.
-    BinarySearch,
-}
+/// Quantile algorithms (`--method` of `quantiles` and `range`, `--algorithm` of `plan
+/// quantiles`): the wire's type, which the simulator runs too.
+pub(crate) use tally_messages::QuantileMethod;
 
 /// The numbers, the privacy target and the rounds, shared by `quantiles` and `range`.
 #[derive(Debug, Args)]
