@@ -183,7 +183,11 @@ pub(crate) struct DeviceEnrollArgs {
     #[arg(help_heading = heading::SERVER, long, requires = "db")]
     pub(crate) relay: bool,
     /// How many devices to enroll.
-    #[arg(help_heading = heading::DEVICES, long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
     pub(crate) count: u32,
     /// The file to write the credentials to (created readable by its owner only; an
     /// existing file is refused).
@@ -195,7 +199,12 @@ pub(crate) struct DeviceEnrollArgs {
 #[derive(Debug, Args)]
 pub(crate) struct CertArgs {
     /// A name (DNS name or IP address) the certificate is valid for.
-    #[arg(help_heading = heading::INPUT, long = "name", value_name = "NAME", default_values_t = ["127.0.0.1".to_owned(), "localhost".to_owned()])]
+    #[arg(
+        help_heading = heading::INPUT,
+        long = "name",
+        value_name = "NAME",
+        default_values_t = ["127.0.0.1".to_owned(), "localhost".to_owned()]
+    )]
     pub(crate) names: Vec<String>,
     /// Where to write the certificate (PEM).
     #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
@@ -237,29 +246,51 @@ pub(crate) struct PopulationCreateArgs {
     /// Who its devices' reports go through: single-party (they upload to the aggregator) or
     /// split (they upload sealed reports to a relay run by another party; the aggregator
     /// takes them only from the relay and enrolls no device).
-    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value_t = TrustArg::SingleParty)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        value_enum,
+        default_value_t = TrustArg::SingleParty
+    )]
     pub(crate) trust: TrustArg,
-    /// Let its tasks ask their devices to sample themselves (`sampling: device`). Off by
-    /// default: device-side sampling holds only if every enrolled device flips its own coin
+    /// Let its tasks ask their devices to sample themselves (`sampling: device`).
+    ///
+    /// Off by default: device-side sampling holds only if every enrolled device flips its own coin
     /// honestly, and τ − 1 colluding devices that always report cross a threshold τ with one
     /// victim; without it, rounds sample at the aggregator (or the relay).
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) allow_device_sampling: bool,
-    /// Declare a per-round sample-and-threshold pair: tasks whose every round samples at most
-    /// this rate (with at least --task-bound-threshold, under add-remove neighbours) take one
-    /// of a fixed number of rounds, composed tightly within the pair's share of the budget;
-    /// every other task is charged its own (ε, δ) by basic composition within the rest.
-    /// Without a pair every task is charged its own (ε, δ).
-    #[arg(help_heading = heading::BUDGET, long, value_name = "P", requires = "task_bound_threshold")]
+    /// Declare a per-round sample-and-threshold pair: tasks whose every round samples at most this
+    /// rate (with at least --task-bound-threshold, under add-remove neighbours) take one of a fixed
+    /// number of rounds, composed tightly within the pair's share of the budget.
+    ///
+    /// Every other task is charged its own (ε, δ) by basic composition within the rest. Without a
+    /// pair every task is charged its own (ε, δ).
+    #[arg(
+        help_heading = heading::BUDGET,
+        long,
+        value_name = "P",
+        requires = "task_bound_threshold"
+    )]
     pub(crate) task_bound_rate: Option<f64>,
     /// The declared pair's smallest threshold.
     #[arg(help_heading = heading::BUDGET, long, value_name = "T", requires = "task_bound_rate")]
     pub(crate) task_bound_threshold: Option<u64>,
     /// The declared pair's share of the ε budget [default: all of it].
-    #[arg(help_heading = heading::BUDGET, long, value_name = "E", requires_all = ["task_bound_rate", "task_bound_delta"])]
+    #[arg(
+        help_heading = heading::BUDGET,
+        long,
+        value_name = "E",
+        requires_all = ["task_bound_rate", "task_bound_delta"]
+    )]
     pub(crate) task_bound_epsilon: Option<f64>,
     /// The declared pair's share of the δ budget [default: all of it].
-    #[arg(help_heading = heading::BUDGET, long, value_name = "D", requires_all = ["task_bound_rate", "task_bound_epsilon"])]
+    #[arg(
+        help_heading = heading::BUDGET,
+        long,
+        value_name = "D",
+        requires_all = ["task_bound_rate", "task_bound_epsilon"]
+    )]
     pub(crate) task_bound_delta: Option<f64>,
     /// Print the population as JSON.
     #[arg(help_heading = heading::OUTPUT, long)]
@@ -284,7 +315,12 @@ pub(crate) enum TokenCommand {
 pub(crate) struct ProvisionArgs {
     /// The server's database (sqlite://FILE or postgres://...): works without a running
     /// server, and is how the first operator credential is made.
-    #[arg(help_heading = heading::SERVER, long, value_name = "URL", required_unless_present = "server")]
+    #[arg(
+        help_heading = heading::SERVER,
+        long,
+        value_name = "URL",
+        required_unless_present = "server"
+    )]
     pub(crate) db: Option<String>,
     /// A running server's base URL (with --token, an operator's credential).
     #[arg(help_heading = heading::SERVER, long, value_name = "URL", conflicts_with = "db")]
@@ -301,7 +337,13 @@ pub(crate) struct ProvisionArgs {
     pub(crate) token: Option<String>,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --server (a
     /// self-signed certificate; ignored with --db).
-    #[arg(help_heading = heading::SERVER, long, value_name = "FILE", env = "TALLY_CA_CERT", hide_env_values = true)]
+    #[arg(
+        help_heading = heading::SERVER,
+        long,
+        value_name = "FILE",
+        env = "TALLY_CA_CERT",
+        hide_env_values = true
+    )]
     pub(crate) ca_cert: Option<PathBuf>,
 }
 
@@ -398,7 +440,13 @@ pub(crate) struct ServerArgs {
     pub(crate) server: String,
     /// Trust only the CA certificate(s) in this PEM file for an https:// server (a
     /// self-signed certificate).
-    #[arg(help_heading = heading::SERVER, long, value_name = "FILE", env = "TALLY_CA_CERT", hide_env_values = true)]
+    #[arg(
+        help_heading = heading::SERVER,
+        long,
+        value_name = "FILE",
+        env = "TALLY_CA_CERT",
+        hide_env_values = true
+    )]
     pub(crate) ca_cert: Option<PathBuf>,
     /// Your credential: an analyst's for tasks and the ledger, an operator's for credentials
     /// and for `client` and `fleet` relaying for devices without --credentials (made by
@@ -457,11 +505,18 @@ pub(crate) struct RelayArgs {
     )]
     pub(crate) aggregator_token: String,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator.
-    #[arg(help_heading = heading::AGGREGATOR, long, value_name = "FILE", env = "TALLY_AGGREGATOR_CA_CERT", hide_env_values = true)]
+    #[arg(
+        help_heading = heading::AGGREGATOR,
+        long,
+        value_name = "FILE",
+        env = "TALLY_AGGREGATOR_CA_CERT",
+        hide_env_values = true
+    )]
     pub(crate) aggregator_ca_cert: Option<PathBuf>,
-    /// Seconds before a round's deadline at which the relay stops taking uploads and
-    /// forwards its batch (it must reach the aggregator in time); a round whose deadline is
-    /// nearer when the relay first sees it is not relayed.
+    /// Seconds before a round's deadline at which the relay stops taking uploads and forwards its
+    /// batch (it must reach the aggregator in time).
+    ///
+    /// A round whose deadline is nearer when the relay first sees it is not relayed.
     #[arg(help_heading = heading::ROUNDS, long, value_name = "SECS", default_value_t = 10)]
     pub(crate) forward_margin: u64,
     /// The relay holds a round's uploads from up to this many times its cohort target, and
@@ -471,7 +526,13 @@ pub(crate) struct RelayArgs {
     pub(crate) cohort_pool: f64,
     /// The most devices one relaying credential (an operator checking in many devices, such
     /// as `tally fleet` without --credentials) contributes to a round's cohort.
-    #[arg(help_heading = heading::ROUNDS, long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(
+        help_heading = heading::ROUNDS,
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
     pub(crate) max_per_credential: u64,
 }
 
@@ -530,9 +591,10 @@ pub(crate) enum TaskCommand {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = true)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (every one of `tally histogram`; laplace-threshold,
-    /// gaussian-threshold and truncated-geometric: every device reports its item and the
-    /// aggregator adds the noise, trusted as it sees every report); with --algorithm
+    /// A one-round histogram mechanism, any of `tally histogram`'s.
+    ///
+    /// With laplace-threshold, gaussian-threshold and truncated-geometric every device reports its
+    /// item and the aggregator adds the noise, trusted as it sees every report. With --algorithm
     /// range or hierarchical-quantiles, sample-threshold (their default), ghazi-hadamard or
     /// ghazi-count-min (as `tally range` and `tally quantiles` take them).
     #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
@@ -594,10 +656,20 @@ pub(crate) enum TaskAlgorithm {
 #[group(required = true, multiple = true)]
 pub(crate) struct PopulationArgs {
     /// The population's name: the privacy-budget ledger is kept per population.
-    #[arg(help_heading = heading::POPULATION, long, requires = "expected_population", conflicts_with = "dataset")]
+    #[arg(
+        help_heading = heading::POPULATION,
+        long,
+        requires = "expected_population",
+        conflicts_with = "dataset"
+    )]
     pub(crate) population: Option<String>,
     /// How many devices the population has (the default cohort target).
-    #[arg(help_heading = heading::POPULATION, long, requires = "population", conflicts_with = "dataset")]
+    #[arg(
+        help_heading = heading::POPULATION,
+        long,
+        requires = "population",
+        conflicts_with = "dataset"
+    )]
     pub(crate) expected_population: Option<u64>,
     /// A shipped dataset (`shakespeare`): the population takes its name and its number of
     /// clients.
@@ -619,25 +691,34 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) delta: f64,
     /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
     /// round's share of (ε, δ).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "threshold"
+    )]
     pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ). --algorithm count-min-prefix-tree: the heavy-hitter
-    /// threshold τ_HH.
+    /// Threshold τ of each S&T round.
+    ///
+    /// The sampling rate is then the largest that meets the round's share of (ε, δ). --algorithm
+    /// count-min-prefix-tree: the heavy-hitter threshold τ_HH.
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
     /// One-round histograms of the devices' items: each device contributes at most K items.
+    ///
     /// A device holds one item and reports it once, so K is 1 (the default); bound clients of
     /// several items offline, with `tally histogram --max-items-per-client K`.
     #[arg(help_heading = heading::PRIVACY, long, value_name = "K")]
     pub(crate) max_items_per_client: Option<u32>,
-    /// TrieHH++: prefix-tree levels L; hierarchical quantiles and range: the tree's levels L
-    /// (its resolution is β^(−L) of the range); binary search: the rounds h of each search
-    /// (resolution 2^(−h)) [default: 10].
+    /// TrieHH++: prefix-tree levels L.
+    ///
+    /// Hierarchical quantiles and range: the tree's levels L (its resolution is β^(−L) of the
+    /// range); binary search: the rounds h of each search (resolution 2^(−h)) [default: 10].
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) levels: Option<u32>,
-    /// TrieHH++ and TrieHH: characters added per level G [default: 1]; opt-prefix-tree: the
-    /// segment policy, `fixed:S`, `max-under-cap` (default) or `max-mass`.
+    /// TrieHH++ and TrieHH: characters added per level G [default: 1].
+    ///
+    /// Opt-prefix-tree: the segment policy, `fixed:S`, `max-under-cap` (default) or `max-mass`.
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) segment: Option<SegmentArg>,
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
@@ -652,7 +733,12 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) composition: Option<CompositionArg>,
     /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
     /// [default: 0.1,0.5,0.9].
-    #[arg(help_heading = heading::ALGORITHM, long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
     pub(crate) quantiles: Option<Vec<f64>>,
     /// Hierarchical quantiles and range: the tree's branching factor β [default: 4].
     #[arg(help_heading = heading::ALGORITHM, long)]
@@ -677,9 +763,10 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) hi: Option<f64>,
     #[command(flatten)]
     pub(crate) population: PopulationArgs,
-    /// No release from a round with fewer uploads (reports and abstentions) than this
+    /// No release from a round with fewer uploads (reports and abstentions) than this.
+    ///
     /// [default: 100; for a shuffle mechanism, the expected population, whose messages its
-    /// guarantee counts on: the server refuses less].
+    /// guarantee counts on: the server refuses less]
     #[arg(help_heading = heading::ROUNDS, long)]
     pub(crate) min_cohort: Option<u64>,
     /// A round closes once this many devices uploaded [default: the expected population].
@@ -694,15 +781,27 @@ pub(crate) struct TaskCreateArgs {
     /// The largest report accepted, in bytes of UTF-8 (devices with longer ones abstain).
     #[arg(help_heading = heading::ROUNDS, long, default_value_t = 256)]
     pub(crate) max_report_bytes: u32,
-    /// Who flips the sample-and-threshold coins: the aggregator, with its own secret
-    /// randomness (every device uploads its report every round), or each device (less
-    /// traffic; private only if every device flips its coin honestly).
-    #[arg(help_heading = heading::ROUNDS, long, value_enum, default_value_t = SamplingArg::Aggregator)]
+    /// Who flips the sample-and-threshold coins.
+    ///
+    /// The aggregator, with its own secret randomness (every device uploads its report every
+    /// round), or each device (less traffic; private only if every device flips its coin
+    /// honestly).
+    #[arg(
+        help_heading = heading::ROUNDS,
+        long,
+        value_enum,
+        default_value_t = SamplingArg::Aggregator
+    )]
     pub(crate) sampling: SamplingArg,
     /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles, and
     /// with --algorithm count-min-prefix-tree: the failure probability β of the sketch's
     /// accuracy bound, which sets its number of hash rows [default: 0.01].
-    #[arg(help_heading = heading::ALGORITHM, long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
     /// --algorithm count-min-prefix-tree: the devices' items are integers in [0, 2^L).
     #[arg(help_heading = heading::ALGORITHM, long, value_name = "L")]
@@ -771,7 +870,7 @@ pub(crate) struct TaskResultArgs {
     #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
     /// Show only the K first items of the table.
-    #[arg(help_heading = heading::OUTPUT, long)]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
 }
 
@@ -791,21 +890,34 @@ pub(crate) struct ClientArgs {
 #[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct DeviceArgs {
-    /// The devices' own credentials, one per line (`tally device enroll --out FILE`): device
-    /// i checks in with line i. Without it, --token (an operator's) relays for every device.
+    /// The devices' own credentials, one per line (`tally device enroll --out FILE`): device i
+    /// checks in with line i.
+    ///
+    /// Without it, --token (an operator's) relays for every device.
     #[arg(help_heading = heading::DEVICES, long, value_name = "FILE")]
     pub(crate) credentials: Option<PathBuf>,
-    /// The devices' own ε budget: they take no part in a task whose guarantee would bring
-    /// the ε of every task they answered (basic composition) past it, whatever the server
-    /// asks. Kept in --device-ledger FILE across runs.
+    /// The devices' own ε budget: they take no part in a task whose guarantee would bring the ε of
+    /// every task they answered (basic composition) past it, whatever the server asks.
+    ///
+    /// Kept in --device-ledger FILE across runs.
     #[arg(help_heading = heading::DEVICES, long, value_name = "E")]
     pub(crate) device_budget_epsilon: Option<f64>,
     /// The devices' own δ budget, with --device-budget-epsilon [default: 1, no bound].
-    #[arg(help_heading = heading::DEVICES, long, value_name = "D", requires = "device_budget_epsilon")]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_name = "D",
+        requires = "device_budget_epsilon"
+    )]
     pub(crate) device_budget_delta: Option<f64>,
     /// The file keeping the devices' ledger between runs (JSON: the tasks answered and their
     /// guarantees, per server and population), read when it exists and written after the run.
-    #[arg(help_heading = heading::DEVICES, long, value_name = "FILE", requires = "device_budget_epsilon")]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_name = "FILE",
+        requires = "device_budget_epsilon"
+    )]
     pub(crate) device_ledger: Option<PathBuf>,
     /// Take part only in this task's rounds [default: every task running].
     #[arg(help_heading = heading::DEVICES, long)]
@@ -813,7 +925,12 @@ pub(crate) struct DeviceArgs {
     /// A split-trust population's devices: --server is their relay's address, and this the
     /// aggregator's own, from which they fetch the key they seal each message of their
     /// reports to (never through the relay; https, or plain http on loopback only).
-    #[arg(help_heading = heading::DEVICES, long, value_name = "URL", conflicts_with = "aggregator_key")]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_name = "URL",
+        conflicts_with = "aggregator_key"
+    )]
     pub(crate) aggregator: Option<String>,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator.
     #[arg(help_heading = heading::DEVICES, long, value_name = "FILE", requires = "aggregator")]
@@ -938,13 +1055,14 @@ pub(crate) enum PlanCommand {
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanHistogramArgs {
-    /// The mechanism over a public domain, as `tally histogram --mechanism` takes it. Without
-    /// it, the planner chooses over clients of several items: every mechanism `tally
+    /// The mechanism over a public domain, as `tally histogram --mechanism` takes it.
+    ///
+    /// Without it, the planner chooses over clients of several items: every mechanism `tally
     /// histogram --max-items-per-client K` runs (sample-threshold, laplace-threshold,
-    /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client
-    /// of --input/--dataset/--synthetic, predicts the released items on that data and the
-    /// expected error of a released item's estimate (against the clients holding it, what K
-    /// drops included; the truncated geometric shows no count), and recommends one.
+    /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client of
+    /// --input/--dataset/--synthetic, predicts the released items on that data and the expected
+    /// error of a released item's estimate (against the clients holding it, what K drops included;
+    /// the truncated geometric shows no count), and recommends one.
     #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) mechanism: Option<DomainHistogramMechanism>,
     #[command(flatten)]
@@ -991,7 +1109,12 @@ pub(crate) struct PlanQuantilesArgs {
     pub(crate) delta: f64,
     /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
     /// round's share of (ε, δ).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "threshold"
+    )]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
     /// round's share of (ε, δ).
@@ -1001,18 +1124,25 @@ pub(crate) struct PlanQuantilesArgs {
     /// replace-one].
     #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
-    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
-    /// the release curve of every level, the error of a released bucket, and with --input,
-    /// the probability that each level's buckets are released.
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory.
+    ///
+    /// The report shows the release curve of every level, the error of a released bucket, and with
+    /// --input, the probability that each level's buckets are released.
     #[arg(help_heading = heading::REPORT, long, value_name = "DIR")]
     pub(crate) report: Option<PathBuf>,
     /// A file of numbers, one per line (`.gz` is decompressed), to predict a hierarchical
-    /// histogram's releases on (data the analyst may look at, e.g. a proxy); in [0, 1] unless
-    /// --min and --max are given.
+    /// histogram's releases on (data the analyst may look at, e.g. a proxy).
+    ///
+    /// In [0, 1] unless --min and --max are given.
     #[arg(help_heading = heading::REPORT, long, requires = "report")]
     pub(crate) input: Option<PathBuf>,
     /// Rescale --input from [MIN, MAX] to [0, 1] (with --max).
-    #[arg(help_heading = heading::REPORT, long, allow_negative_numbers = true, requires_all = ["max", "input"])]
+    #[arg(
+        help_heading = heading::REPORT,
+        long,
+        allow_negative_numbers = true,
+        requires_all = ["max", "input"]
+    )]
     pub(crate) min: Option<f64>,
     /// The upper end of the range to rescale --input from (with --min).
     #[arg(help_heading = heading::REPORT, long, allow_negative_numbers = true, requires = "min")]
@@ -1030,9 +1160,11 @@ pub(crate) struct PlanTrieArgs {
     /// Number of levels L (S&T rounds over the same clients).
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) levels: u64,
-    /// Per-level threshold τ; alone, the sampling rate is then the largest that fits. Without
-    /// it or --sampling-rate, the threshold is that of the smallest count a level can show at
-    /// (ε/L, δ/L), as `tally heavy-hitters --algorithm triehh++` chooses it.
+    /// Per-level threshold τ.
+    ///
+    /// Alone, the sampling rate is then the largest that fits. Without it or --sampling-rate, the
+    /// threshold is that of the smallest count a level can show at (ε/L, δ/L), as `tally
+    /// heavy-hitters --algorithm triehh++` chooses it.
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
     /// Per-level sampling rate p_s; alone, the threshold is then the smallest that fits; with
@@ -1045,7 +1177,13 @@ pub(crate) struct PlanTrieArgs {
     pub(crate) method: Method,
     /// Characters added per level G, for the report's prediction on a population (as
     /// `tally heavy-hitters --segment`).
-    #[arg(help_heading = heading::REPORT, long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), requires = "report")]
+    #[arg(
+        help_heading = heading::REPORT,
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u64).range(1..),
+        requires = "report"
+    )]
     pub(crate) segment: u64,
     /// Print JSON instead of a table.
     #[arg(help_heading = heading::OUTPUT, long)]
@@ -1099,10 +1237,20 @@ pub(crate) struct BenchMechanismArgs {
     #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) mechanism: DomainHistogramMechanism,
     /// ε of the mechanism's guarantee (the local ε for hadamard-response).
-    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub(crate) epsilon: f64,
     /// δ of the mechanism's guarantee, for mechanisms that have one.
-    #[arg(help_heading = heading::PRIVACY, long, default_value = "1e-8", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value = "1e-8",
+        allow_negative_numbers = true
+    )]
     pub(crate) delta: f64,
     /// Time on the items of this file (one integer below --domain per line; --clients is then
     /// ignored) instead of generated ones, so that another implementation can use the same data.
@@ -1177,7 +1325,12 @@ pub(crate) struct PlanArgs {
     #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: Option<f64>,
     /// Sampling rate as a fraction α of its largest allowed value 1 − e^(−ε).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true, conflicts_with_all = ["sampling_rate", "threshold"])]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with_all = ["sampling_rate", "threshold"]
+    )]
     pub(crate) alpha: Option<f64>,
     /// Sampling rate p_s in (0, 1).
     #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
@@ -1195,11 +1348,12 @@ pub(crate) const DEFAULT_TOP: usize = 20;
 /// `--report DIR` and the population it predicts utility on.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
-    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
-    /// release curves beside Laplace and Gaussian thresholding, the error of released
-    /// estimates, and with a population, predicted recall and error over a sweep of ε.
-    /// `plan histogram` without --mechanism: every mechanism's predicted released items and
-    /// error against K, the recommended setting marked, and why.
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory.
+    ///
+    /// The report shows release curves beside Laplace and Gaussian thresholding, the error of
+    /// released estimates, and with a population, predicted recall and error over a sweep of ε;
+    /// `plan histogram` without --mechanism: every mechanism's predicted released items and error
+    /// against K, the recommended setting marked, and why.
     #[arg(help_heading = heading::REPORT, long, value_name = "DIR")]
     pub(crate) report: Option<PathBuf>,
     /// A population to predict utility on (data the analyst may look at, e.g. a proxy).
@@ -1233,16 +1387,23 @@ pub(crate) struct ReleaseArgs {
     pub(crate) delta: f64,
     /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
     /// round's share of (ε, δ).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "threshold"
+    )]
     pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ). heavy-hitters --algorithm count-min-prefix-tree: the
-    /// heavy-hitter threshold τ_HH.
+    /// Threshold τ of each S&T round.
+    ///
+    /// The sampling rate is then the largest that meets the round's share of (ε, δ). heavy-hitters
+    /// --algorithm count-min-prefix-tree: the heavy-hitter threshold τ_HH.
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
-    /// Seed for a reproducible simulation. Without it the run draws from the operating
-    /// system's randomness and prints no seed: a release is private only while its sampling
-    /// randomness stays secret.
+    /// Seed for a reproducible simulation.
+    ///
+    /// Without it the run draws from the operating system's randomness and prints no seed: a
+    /// release is private only while its sampling randomness stays secret.
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) seed: Option<u64>,
 }
@@ -1339,7 +1500,9 @@ pub(crate) struct InputArgs {
     /// A shipped dataset: `shakespeare` (one client per spoken word).
     #[arg(help_heading = heading::INPUT, long)]
     pub(crate) dataset: Option<String>,
-    /// A generator, e.g. `geometric:n=1000000,domain=16384`, `binomial:n=1000000,domain=1024`,
+    /// A generated population, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
+    ///
+    /// The generators: `geometric:n=1000000,domain=16384`, `binomial:n=1000000,domain=1024`,
     /// `zipf:n=1000000,domain=100000,s=1.1`, `uniform:n=1000,domain=10`.
     #[arg(help_heading = heading::INPUT, long)]
     pub(crate) synthetic: Option<String>,
@@ -1361,27 +1524,37 @@ pub(crate) struct HistogramArgs {
     #[command(flatten)]
     pub(crate) release: ReleaseArgs,
     /// Show only the K items with the largest counts.
-    #[arg(help_heading = heading::OUTPUT, long)]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
-    /// A secret key for keyed sampling: each client's coin and its one row (with
-    /// --max-items-per-client, its kept items and their coins) become keyed functions of its
-    /// client_id (of its 0-based position when the input has no ids), so the same key
-    /// reproduces the release exactly, here, in Python and on Spark; a partition selection's
-    /// noise still comes from --seed or the operating system. The rate is
-    /// rounded down to a multiple of 2^-64 and the guarantee computed for it. The release is
-    /// private only while the key stays secret.
-    #[arg(help_heading = heading::PRIVACY, long, value_name = "KEY", conflicts_with_all = ["domain", "buckets"])]
+    /// A secret key for keyed sampling: the same key gives the same release.
+    ///
+    /// Each client's coin and its one row (with --max-items-per-client, its kept items and their
+    /// coins) become keyed functions of its client_id (of its 0-based position when the input
+    /// has no ids), so the same key reproduces the release exactly, here, in Python and on
+    /// Spark; a partition selection's noise still comes from --seed or the operating system.
+    /// The rate is rounded down to a multiple of 2^-64 and the guarantee computed for it. The
+    /// release is private only while the key stays secret.
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        value_name = "KEY",
+        conflicts_with_all = ["domain", "buckets"]
+    )]
     pub(crate) sampling_key: Option<String>,
-    /// The mechanism. Sample-and-threshold and the partition selections (laplace-threshold,
+    /// The mechanism.
+    ///
+    /// Sample-and-threshold and the partition selections (laplace-threshold,
     /// gaussian-threshold, truncated-geometric) release only items clients hold; every other
     /// mechanism releases an estimate for each element of a public domain, given by --domain
     /// or --buckets.
     #[arg(help_heading = heading::ALGORITHM, long, value_enum, default_value = "sample-threshold")]
     pub(crate) mechanism: HistogramMechanism,
-    /// Each client contributes at most K distinct items, chosen uniformly among its rows'
-    /// distinct items (keyed by --sampling-key when given), instead of one row. Applies to
-    /// sample-threshold (one coin per client and item, the tight composition of the per-item
-    /// rounds) and the partition selections (sensitivity K; their default K is 1).
+    /// Each client contributes at most K distinct items instead of one row.
+    ///
+    /// The K items are chosen uniformly among the client's rows' distinct items (keyed by
+    /// --sampling-key when given). Applies to sample-threshold (one coin per client and item,
+    /// the tight composition of the per-item rounds) and the partition selections (sensitivity
+    /// K; their default K is 1).
     #[arg(help_heading = heading::PRIVACY, long, value_name = "K")]
     pub(crate) max_items_per_client: Option<u32>,
     #[command(flatten)]
@@ -1389,8 +1562,9 @@ pub(crate) struct HistogramArgs {
     /// Replace negative estimates by 0 (a post-processing; it biases small counts upwards).
     #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) clamp: bool,
-    /// Also report the true counts and the mean absolute error against them: metrics against
-    /// the input, not a private output.
+    /// Also report the true counts and the mean absolute error against them.
+    ///
+    /// These are metrics against the input, not a private output.
     #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) truth: bool,
 }
@@ -1478,7 +1652,12 @@ pub(crate) struct DomainArgs {
     pub(crate) bound: ShuffleBoundArg,
     /// For --mechanism ghazi-count-min: the failure probability β of the accuracy bound,
     /// which sets the number of hash rows τ = ⌈log2(2B/β)⌉.
-    #[arg(help_heading = heading::ALGORITHM, long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
 }
 
@@ -1602,8 +1781,10 @@ pub(crate) struct HeavyHittersArgs {
     /// Prefix-tree levels L; words of L·G characters or more are not found.
     #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 10)]
     pub(crate) levels: usize,
-    /// Characters added per level G (default 1); for opt-prefix-tree the segment policy:
-    /// `fixed:S` (S symbols per iteration), `max-under-cap` (default) or `max-mass`.
+    /// Characters added per level G (default 1).
+    ///
+    /// For opt-prefix-tree the segment policy: `fixed:S` (S symbols per iteration), `max-under-cap`
+    /// (default) or `max-mass`.
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) segment: Option<SegmentArg>,
     /// TrieHH++: every client reports at every level, not only below surviving prefixes.
@@ -1612,19 +1793,28 @@ pub(crate) struct HeavyHittersArgs {
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) beam: Option<usize>,
-    /// TrieHH++: how each level releases the clients' prefixes: `sample-threshold` (the
-    /// paper's: each client is sampled, a prefix kept when its sampled count reaches the
-    /// threshold), or a partition selection, `laplace-threshold` or `gaussian-threshold`
-    /// (central: the aggregator counts every client's prefix and noise decides; no sampling).
-    #[arg(help_heading = heading::ALGORITHM, long, default_value = "sample-threshold", value_name = "MECHANISM")]
+    /// TrieHH++: how each level releases the clients' prefixes.
+    ///
+    /// `sample-threshold` (the paper's: each client is sampled, a prefix kept when its sampled
+    /// count reaches the threshold), or a partition selection, `laplace-threshold` or
+    /// `gaussian-threshold` (central: the aggregator counts every client's prefix and noise
+    /// decides; no sampling).
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        default_value = "sample-threshold",
+        value_name = "MECHANISM"
+    )]
     pub(crate) mechanism: LevelMechanismArg,
-    /// How the levels' guarantees compose (TrieHH++: tight for add-remove neighbours, basic
-    /// for replace-one, optimal for partition-selection levels; opt-prefix-tree: tight, the
-    /// T-fold composition of the shuffle clone pair's privacy-loss distribution).
+    /// How the levels' guarantees compose.
+    ///
+    /// Default: for TrieHH++, tight for add-remove neighbours, basic for replace-one, optimal
+    /// for partition-selection levels; for opt-prefix-tree, tight, the T-fold composition of
+    /// the shuffle clone pair's privacy-loss distribution.
     #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Show only the K most frequent items found (and score against the true top K).
-    #[arg(help_heading = heading::OUTPUT, long)]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
     /// Score the result against the input's true top items: precision, recall, F1.
     #[arg(help_heading = heading::OUTPUT, long)]
@@ -1634,13 +1824,20 @@ pub(crate) struct HeavyHittersArgs {
     pub(crate) domain_bits: Option<u32>,
     /// count-min-prefix-tree: the failure probability β of each level's sketch, which sets its
     /// number of hash rows [default: 0.01].
-    #[arg(help_heading = heading::ALGORITHM, long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
-    /// TrieHH++: a secret key for keyed sampling. Level L's coin of a client is a keyed
-    /// function of (key, L, client_id) and its one row a keyed choice (of its 0-based position
-    /// when the input has no ids), so the same key reproduces the release exactly, here, in
-    /// Python and on Spark. Each level's rate is rounded down to a multiple of 2^-64 and the
-    /// guarantee computed for it. The release is private only while the key stays secret.
+    /// TrieHH++: a secret key for keyed sampling.
+    ///
+    /// Level L's coin of a client is a keyed function of (key, L, client_id) and its one row a
+    /// keyed choice (of its 0-based position when the input has no ids), so the same key reproduces
+    /// the release exactly, here, in Python and on Spark. Each level's rate is rounded down to a
+    /// multiple of 2^-64 and the guarantee computed for it. The release is private only while the
+    /// key stays secret.
     #[arg(help_heading = heading::PRIVACY, long, value_name = "KEY")]
     pub(crate) sampling_key: Option<String>,
     #[command(flatten)]
@@ -1713,10 +1910,20 @@ pub(crate) struct OptPrefixTreeArgs {
     #[arg(help_heading = heading::OPT_PREFIX_TREE, long, default_value_t = 65_537)]
     pub(crate) domain_cap: u64,
     /// OptPrefixTree: target false-positive ratio of the threshold rule, in (0, 1).
-    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, default_value_t = 0.1, allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::OPT_PREFIX_TREE,
+        long,
+        default_value_t = 0.1,
+        allow_negative_numbers = true
+    )]
     pub(crate) fpr: f64,
     /// OptPrefixTree: how a device picks the data point it reports.
-    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, value_enum, default_value = "uniform-support")]
+    #[arg(
+        help_heading = heading::OPT_PREFIX_TREE,
+        long,
+        value_enum,
+        default_value = "uniform-support"
+    )]
     pub(crate) selection: SelectionArg,
     /// OptPrefixTree: the one-hot + randomized-response variant.
     #[arg(help_heading = heading::OPT_PREFIX_TREE, long, value_enum, default_value = "oue")]
@@ -1734,9 +1941,10 @@ pub(crate) struct OptPrefixTreeArgs {
     /// OptPrefixTree: how the simulator sums the reports (both are exact in distribution).
     #[arg(help_heading = heading::OPT_PREFIX_TREE, long, value_enum, default_value = "binomial")]
     pub(crate) aggregation: AggregationArg,
-    /// OptPrefixTree: solve ε₀ by the FMT23 amplification bound instead of FMT21's. UNPROVEN
-    /// for the OUE/SUE one-hot randomizers: FMT23 needs R(x) ≥ (R(x0) + R(x1))/(e^ε₀ + 1) for
-    /// every report, which a report with both x0's and x1's bits set and x's clear violates
+    /// OptPrefixTree: solve ε₀ by the FMT23 amplification bound instead of FMT21's.
+    ///
+    /// UNPROVEN for the OUE/SUE one-hot randomizers: FMT23 needs R(x) ≥ (R(x0) + R(x1))/(e^ε₀ + 1)
+    /// for every report, which a report with both x0's and x1's bits set and x's clear violates
     /// (the best factor is e^−ε₀, FMT21's). The JSON then says the bound is unproven.
     #[arg(help_heading = heading::OPT_PREFIX_TREE, long)]
     pub(crate) unproven_fmt23: bool,
@@ -1787,10 +1995,20 @@ pub(crate) struct BenchTrieHhArgs {
     #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 5)]
     pub(crate) rounds: usize,
     /// Total ε from which Corollary 1 sets the threshold θ and the batch size m.
-    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub(crate) epsilon: f64,
     /// Total δ from which Corollary 1 sets θ (1e-8 gives θ = 12).
-    #[arg(help_heading = heading::PRIVACY, long, default_value = "1e-8", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value = "1e-8",
+        allow_negative_numbers = true
+    )]
     pub(crate) delta: f64,
     /// Vote threshold θ instead of Corollary 1's (give --batch-size too).
     #[arg(help_heading = heading::PRIVACY, long, requires = "batch_size")]
@@ -1833,8 +2051,9 @@ pub(crate) struct ValuesArgs {
     /// Branching factor β of the hierarchical histogram.
     #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 4)]
     pub(crate) branching: u32,
-    /// Levels L of the hierarchical histogram (its resolution is β^(−L)); with
-    /// --method binary-search, the rounds h of each search (resolution 2^(−h)); with
+    /// Levels L of the hierarchical histogram (its resolution is β^(−L)).
+    ///
+    /// With --method binary-search, the rounds h of each search (resolution 2^(−h)); with
     /// --mechanism ghazi-*, the depth of the binary range-query tree (2^L buckets).
     #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 10)]
     pub(crate) levels: u32,
@@ -1850,14 +2069,20 @@ pub(crate) struct ValuesArgs {
     /// replace-one].
     #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
-    /// The trust model and mechanism: sample-and-threshold rounds (central), or one round of
-    /// Ghazi et al.'s range-query tree over 2^levels buckets through a multi-message shuffle
-    /// frequency oracle.
+    /// The trust model and mechanism.
+    ///
+    /// Sample-and-threshold rounds (central), or one round of Ghazi et al.'s range-query tree over
+    /// 2^levels buckets through a multi-message shuffle frequency oracle.
     #[arg(help_heading = heading::ALGORITHM, long, value_enum, default_value = "sample-threshold")]
     pub(crate) mechanism: ValuesMechanism,
     /// With --mechanism ghazi-count-min: the failure probability β of the sketch's accuracy
     /// bound, which sets its number of hash rows.
-    #[arg(help_heading = heading::ALGORITHM, long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
 }
 
@@ -1895,8 +2120,10 @@ pub(crate) struct QuantilesArgs {
         default_value = "hierarchical"
     )]
     pub(crate) method: QuantileMethod,
-    /// Also print each quantile's true value and rank error (the share of values below the
-    /// estimate, minus the quantile): metrics against the input, not a private output.
+    /// Also print each quantile's true value and rank error.
+    ///
+    /// The rank error is the share of values below the estimate, minus the quantile: metrics
+    /// against the input, not a private output.
     #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) truth: bool,
 }
@@ -1942,7 +2169,12 @@ pub(crate) enum ShuffleBoundArg {
 #[derive(Debug, Args)]
 pub(crate) struct PlanShuffleArgs {
     /// Local ε₀ of each user's randomizer: report the central ε.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true, conflicts_with = "epsilon")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "epsilon"
+    )]
     pub(crate) local_epsilon: Option<f64>,
     /// Central ε: report the largest local ε₀ that meets it.
     #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
@@ -1982,7 +2214,12 @@ pub(crate) struct PlanComposeArgs {
     #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
     /// δ of each round, in [0, 1).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true, default_value_t = 0.0)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        default_value_t = 0.0
+    )]
     pub(crate) delta: f64,
     /// Number of rounds K.
     #[arg(help_heading = heading::PRIVACY, long)]
