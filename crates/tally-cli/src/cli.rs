@@ -12,6 +12,8 @@ use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_messages::DomainHistogramMechanism;
 
+use crate::help_examples;
+
 /// The headings `--help` groups the options under. Every option names one, so that the
 /// privacy options stand together whatever struct declares them.
 pub(crate) mod heading {
@@ -76,14 +78,18 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Plan(PlanCommand),
     /// Release a sample-and-threshold histogram of the input.
+    #[command(after_long_help = help_examples::HISTOGRAM)]
     Histogram(HistogramArgs),
     /// Find the frequent items (TrieHH, TrieHH++ or one S&T round over whole items).
+    #[command(after_long_help = help_examples::HEAVY_HITTERS)]
     HeavyHitters(HeavyHittersArgs),
     /// Estimate quantiles of numbers (a hierarchical histogram or binary searches).
     #[command(mut_arg("method", rename_analysis))]
+    #[command(after_long_help = help_examples::QUANTILES)]
     Quantiles(QuantilesArgs),
     /// Estimate the number of values in a range [lo, hi) from a hierarchical histogram.
     #[command(mut_arg("method", rename_analysis))]
+    #[command(after_long_help = help_examples::RANGE)]
     Range(RangeArgs),
     /// Time a mechanism's kernel on generated data.
     #[command(subcommand)]
@@ -94,6 +100,7 @@ pub(crate) enum Command {
     /// Run the federated server: tasks, rounds, the secure aggregator and the privacy-budget
     /// ledger (logs on stderr; RUST_LOG sets the level, default info).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::SERVE)]
     Serve(ServeArgs),
     /// Run the relay of a split-trust deployment, run by another party than the aggregator:
     /// devices enrolled here upload reports sealed to the aggregator's key; the relay picks
@@ -101,6 +108,7 @@ pub(crate) enum Command {
     /// them to the aggregator without who sent them (logs on stderr; RUST_LOG sets the
     /// level, default info).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::RELAY)]
     Relay(RelayArgs),
     /// Create, inspect and cancel federated tasks, and read their results.
     #[cfg(feature = "federated")]
@@ -108,14 +116,17 @@ pub(crate) enum Command {
     Task(TaskCommand),
     /// The privacy budget of every population: spent, reserved and remaining (ε, δ).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::LEDGER)]
     Ledger(ServerQueryArgs),
     /// Act as one device: answer every open round from the one item in a file, until the
     /// tasks end.
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::CLIENT)]
     Client(ClientArgs),
     /// Run simulated devices over HTTP, one per client of a population, until the tasks end;
     /// report uploads per second and latency percentiles.
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::FLEET)]
     Fleet(FleetArgs),
     /// Create, list and revoke the federated server's credentials (operator, analyst,
     /// device), in its database or through a running server.
@@ -133,6 +144,7 @@ pub(crate) enum Command {
     /// Make a self-signed TLS certificate and key for `tally serve --tls-cert --tls-key` (a
     /// demo or a test; clients trust it with --ca-cert).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::CERT)]
     Cert(CertArgs),
     /// The aggregator's HPKE keys, which open a split-trust population's sealed reports.
     #[cfg(feature = "federated")]
@@ -146,6 +158,7 @@ pub(crate) enum HpkeKeyCommand {
     /// Make a new current key in the aggregator's database (a running `tally serve` serves it
     /// at GET /v1/hpke-keys within two seconds); older keys keep opening reports for the
     /// grace period, then retire.
+    #[command(after_long_help = help_examples::HPKE_KEY_ROTATE)]
     Rotate(HpkeKeyRotateArgs),
 }
 
@@ -167,6 +180,7 @@ pub(crate) enum DeviceCommand {
     /// Enroll N devices of a population and write their credentials to a file, one per line
     /// (shown this once; the server keeps their hashes). A device credential answers only its
     /// population's rounds and holds at most one upload token per round.
+    #[command(after_long_help = help_examples::DEVICE_ENROLL)]
     Enroll(DeviceEnrollArgs),
 }
 
@@ -219,8 +233,10 @@ pub(crate) struct CertArgs {
 pub(crate) enum PopulationCommand {
     /// Create a population with its privacy budget, its tasks' minimum-cohort floor and an
     /// optional cap on one task's ε.
+    #[command(after_long_help = help_examples::POPULATION_CREATE)]
     Create(PopulationCreateArgs),
     /// List the populations.
+    #[command(after_long_help = help_examples::POPULATION_LIST)]
     List(TokenListArgs),
 }
 
@@ -301,10 +317,13 @@ pub(crate) struct PopulationCreateArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCommand {
     /// Create a credential and print its token (shown this once; the server keeps a hash).
+    #[command(after_long_help = help_examples::TOKEN_CREATE)]
     Create(TokenCreateArgs),
     /// List the credentials (never a secret).
+    #[command(after_long_help = help_examples::TOKEN_LIST)]
     List(TokenListArgs),
     /// Revoke a credential: the server refuses it from its next request on.
+    #[command(after_long_help = help_examples::TOKEN_REVOKE)]
     Revoke(TokenRevokeArgs),
 }
 
@@ -573,15 +592,20 @@ pub(crate) enum TaskCommand {
     /// mechanism over a public domain), heavy hitters (TrieHH++, TrieHH, single-round,
     /// OptPrefixTree), quantiles from a hierarchical histogram or by binary search, or a range
     /// count.
+    #[command(after_long_help = help_examples::TASK_CREATE)]
     Create(Box<TaskCreateArgs>),
     /// List every task.
+    #[command(after_long_help = help_examples::TASK_LIST)]
     List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
+    #[command(after_long_help = help_examples::TASK_STATUS)]
     Status(TaskIdArgs),
     /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters` /
     /// `quantiles` / `range`).
+    #[command(after_long_help = help_examples::TASK_RESULT)]
     Result(TaskResultArgs),
     /// Cancel a task: nothing more is released.
+    #[command(after_long_help = help_examples::TASK_CANCEL)]
     Cancel(TaskIdArgs),
 }
 
@@ -986,10 +1010,12 @@ pub(crate) struct FleetArgs {
 pub(crate) enum ReproCommand {
     /// Bharadwaj and Cormode (AISTATS 2022) §5: sample-and-threshold against central Laplace, local
     /// Hadamard response and the Balcer–Cheu shuffle histogram (Figures 1 and 2).
+    #[command(after_long_help = help_examples::REPRO_SAMPLE_THRESHOLD)]
     SampleThreshold(ReproSampleThresholdArgs),
     /// Chadha et al. (SaTML 2024): OptPrefixTree's captured mass against ε for adaptive vs fixed
     /// segments, uniform vs weighted selection, one vs two runs with a deny list, and TrieHH++ and
     /// single-round S&T as comparators.
+    #[command(after_long_help = help_examples::REPRO_OPT_PREFIX_TREE)]
     OptPrefixTree(ReproOptPrefixTreeArgs),
 }
 
@@ -1034,22 +1060,28 @@ pub(crate) struct ReproSampleThresholdArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum PlanCommand {
     /// Sample-and-threshold: solve for the sampling rate and threshold, or report δ.
+    #[command(after_long_help = help_examples::PLAN_SAMPLE_THRESHOLD)]
     SampleThreshold(PlanArgs),
     /// Amplification by shuffling: the central ε of n shuffled ε₀-LDP reports, or the largest
     /// ε₀ for a central (ε, δ) (replace-one neighbours).
+    #[command(after_long_help = help_examples::PLAN_SHUFFLE)]
     Shuffle(PlanShuffleArgs),
     /// Composition: the total ε (at a total δ) of K rounds that are each (ε, δ)-DP.
+    #[command(after_long_help = help_examples::PLAN_COMPOSE)]
     Compose(PlanComposeArgs),
     /// TrieHH++: the per-level sampling rate and threshold whose L levels compose tightly
     /// (S&T privacy-loss distribution, add/remove neighbours) within (ε, δ).
     #[command(name = "triehh++")]
+    #[command(after_long_help = help_examples::PLAN_TRIEHH_PLUS)]
     TrieHhPlus(PlanTrieArgs),
     /// A mechanism over a public domain: its calibration and guarantee, and the error of one
     /// element's estimate across counts, beside every other such mechanism with --report.
+    #[command(after_long_help = help_examples::PLAN_HISTOGRAM)]
     Histogram(PlanHistogramArgs),
     /// Quantiles: the per-level sampling rate and threshold of a hierarchical histogram or of
     /// binary searches, as `tally quantiles` calibrates them, and the release's guarantee.
     #[command(mut_arg("method", rename_analysis))]
+    #[command(after_long_help = help_examples::PLAN_QUANTILES)]
     Quantiles(PlanQuantilesArgs),
 }
 
@@ -1195,14 +1227,18 @@ pub(crate) struct PlanTrieArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Time sampling, counting and thresholding on Geometric(1/√B) items.
+    #[command(after_long_help = help_examples::BENCH_SAMPLE_THRESHOLD)]
     SampleThreshold(BenchArgs),
     /// Time a whole TrieHH run (fixed-size batches, votes, threshold) on Geometric(1/√B) items.
+    #[command(after_long_help = help_examples::BENCH_TRIEHH)]
     Triehh(BenchTrieHhArgs),
     /// Time a whole domain-histogram mechanism (all clients and the server) on Geometric(1/√B)
     /// items or on items read from a file.
+    #[command(after_long_help = help_examples::BENCH_MECHANISM)]
     Mechanism(BenchMechanismArgs),
     /// Time the tight composition of S&T rounds in process: building one round's loss pair,
     /// and composing it over the levels with ε at δ.
+    #[command(after_long_help = help_examples::BENCH_ST_COMPOSITION)]
     StComposition(BenchStCompositionArgs),
 }
 
