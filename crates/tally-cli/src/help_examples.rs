@@ -113,13 +113,13 @@ Examples:
 /// `tally repro sample-threshold`.
 pub(crate) const REPRO_SAMPLE_THRESHOLD: &str = "\
 Examples:
-  # The reduced grid (minutes); drop --quick for the paper's whole grid
+  # A reduced grid for a quick check; drop --quick for the paper's whole grid
   tally repro sample-threshold --quick --out out/sample-threshold";
 
 /// `tally repro opt-prefix-tree`.
 pub(crate) const REPRO_OPT_PREFIX_TREE: &str = "\
 Examples:
-  # The reduced grid (minutes); drop --quick for the whole grid
+  # A reduced grid for a quick check; drop --quick for the whole grid
   tally repro opt-prefix-tree --quick --out out/opt-prefix-tree";
 
 /// `tally serve`.

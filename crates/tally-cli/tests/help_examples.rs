@@ -1,8 +1,7 @@
 //! Every example a command's `--help` shows runs as written: the offline commands' examples
 //! run here with the built `tally`, from a scratch directory that sees the shipped `data/`
 //! (through bash, as a user would paste them). The federated commands' examples need a server
-//! or its database, so `src/help_examples.rs` only parses them; the reproductions take minutes
-//! and run with `cargo test -p tally-cli --test help_examples -- --ignored`.
+//! or its database, so `src/help_examples.rs` only parses them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,9 +19,6 @@ const FEDERATED: [&str; 10] = [
     "device",
     "hpke-key",
 ];
-
-/// The commands whose examples take minutes.
-const SLOW: [&str; 1] = ["repro"];
 
 fn tally(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_tally"))
@@ -70,8 +66,8 @@ fn examples(help: &str) -> Vec<String> {
         .collect()
 }
 
-/// The offline commands' examples (with `slow`, only the slow ones; otherwise the others).
-fn offline_examples(slow: bool) -> Vec<String> {
+/// The examples of every command but the federated ones.
+fn offline_examples() -> Vec<String> {
     let mut all = Vec::new();
     leaves(&[], &mut all);
     assert!(all.len() >= 30, "only {} commands", all.len());
@@ -85,10 +81,9 @@ fn offline_examples(slow: bool) -> Vec<String> {
             "`tally {} --help` shows no example",
             words.join(" ")
         );
-        if FEDERATED.contains(&words[0]) || SLOW.contains(&words[0]) != slow {
-            continue;
+        if !FEDERATED.contains(&words[0]) {
+            out.extend(found);
         }
-        out.extend(found);
     }
     out
 }
@@ -128,15 +123,7 @@ fn run_all(examples: &[String]) {
 
 #[test]
 fn offline_examples_run_as_written() {
-    let examples = offline_examples(false);
-    assert!(examples.len() >= 20, "only {} examples", examples.len());
-    run_all(&examples);
-}
-
-#[test]
-#[ignore = "the reproductions' examples take minutes: cargo test -p tally-cli --test help_examples -- --ignored"]
-fn slow_examples_run_as_written() {
-    let examples = offline_examples(true);
-    assert!(!examples.is_empty(), "no slow example");
+    let examples = offline_examples();
+    assert!(examples.len() >= 25, "only {} examples", examples.len());
     run_all(&examples);
 }
