@@ -257,10 +257,17 @@ mod tests {
 
     use crate::cli::Cli;
 
+    /// One example command line.
+    struct Example {
+        /// The `NAME=VALUE` environment assignments before `tally`.
+        assignments: Vec<(String, String)>,
+        /// `tally` and its arguments.
+        words: Vec<String>,
+    }
+
     /// The example commands of a help text: its lines that run `tally`, each split into words
-    /// as a shell would (quotes, and `<(...)` or `$(...)` kept whole), with any leading
-    /// `NAME=VALUE` assignments apart.
-    fn example_commands(help: &str) -> Vec<(Vec<(String, String)>, Vec<String>)> {
+    /// as a shell would (quotes, and `<(...)` or `$(...)` kept whole).
+    fn example_commands(help: &str) -> Vec<Example> {
         help.lines()
             .map(str::trim)
             .filter(|line| !line.starts_with('#') && line.contains("tally "))
@@ -274,7 +281,10 @@ mod tests {
                         (name.to_owned(), value.to_owned())
                     })
                     .collect();
-                (assignments, words[start..].to_vec())
+                Example {
+                    assignments,
+                    words: words[start..].to_vec(),
+                }
             })
             .collect()
     }
@@ -353,7 +363,11 @@ mod tests {
                 .to_string();
             let examples = example_commands(&help);
             assert!(!examples.is_empty(), "`{path} --help` shows no example");
-            for (assignments, mut words) in examples {
+            for Example {
+                assignments,
+                mut words,
+            } in examples
+            {
                 assert!(
                     words.join(" ").starts_with(&path),
                     "`{path} --help` shows an example of another command: {}",

@@ -41,7 +41,7 @@
 //! * **Aggregate (primary):** the server sees only the sum of the `n` reports, a function of
 //!   their shuffled multiset, so each iteration is `(ε', δ')`-DP for replace-one device-level
 //!   neighbours by amplification by shuffling (FMT23 numerical bound, docs/algorithms.md §8), and
-//! the   `T` iterations (of all runs) compose by the chosen [`Composition`]. `ε₀` is solved from
+//!   the `T` iterations (of all runs) compose by the chosen [`Composition`]. `ε₀` is solved from
 //!   the target by [`tally_accounting::opt_prefix_tree::solve_local_epsilon`]. The guarantee is
 //!   reported with [`TrustModel::Shuffle`]: the aggregate model is a derivative of the shuffle
 //!   model (secure aggregation reveals less than a shuffler). It assumes every device reports

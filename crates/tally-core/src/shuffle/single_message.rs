@@ -27,7 +27,7 @@
 //! * [`ShuffleBound::Fmt23`] (the default) uses the "stronger clone" probability
 //!   `2/(e^{ε₀}+1)`; that this worst case covers every `ε₀`-LDP randomizer rests on a
 //!   monotonicity claim of FMT23 and Wang et al. that was not verified here (docs/algorithms.md
-//! §8.1   caveat). For GRR on `k > 2` items the clone decomposition of §8.1 has
+//!   §8.1 caveat). For GRR on `k > 2` items the clone decomposition of §8.1 has
 //!   `α = TV/(e^{ε₀}−1) = 1/(e^{ε₀}+k−1) < 1/(e^{ε₀}+1)`, which is exactly where that claim is
 //!   needed; for `k = 2` (binary randomized response) the pair is exact. Pick
 //!   [`ShuffleBound::Fmt21`] for the code-backed conservative bound.
