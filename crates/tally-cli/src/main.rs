@@ -20,6 +20,7 @@ mod federated_range_tree;
 #[cfg(feature = "federated")]
 mod federated_token;
 mod heavy_hitters;
+mod help_examples;
 mod histogram;
 mod input;
 mod items_histogram;

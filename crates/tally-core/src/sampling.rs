@@ -13,7 +13,7 @@
 //! - [`exact_binomial`] / [`ExactBinomial`]: `Bin(n, p)` by counting geometric gaps or by
 //!   bit-sliced exact coins, whichever is cheaper.
 //! - [`PaperCohort`] and [`ExactPoissonCohort`]: the fixed-size cohort emulations of
-//!   ALGORITHMS.md §1.3.
+//!   docs/algorithms.md §1.3.
 //! - [`KeyedCoin`] and [`choose_row`]: a client's coin and its one row as keyed pseudorandom
 //!   functions of a secret [`SamplingKey`], reproducible wherever the key is known.
 //! - [`bound_items`] and [`choose_items`]: at most `k` distinct items of a client, uniformly

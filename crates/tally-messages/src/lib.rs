@@ -441,14 +441,17 @@ pub enum HeavyHittersAlgorithm {
     TrieHhPlus,
 }
 
-/// The multi-round quantile algorithms the federated runtime runs.
+/// The quantile algorithms over sample-and-threshold rounds, as the simulator, the federated
+/// runtime and the command line know them (with the `clap` feature, each variant's doc is its
+/// help text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(any(test, feature = "clap"), derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum QuantileMethod {
-    /// A `β`-ary hierarchical histogram: one sample-and-threshold histogram of buckets per
-    /// level answers every quantile at once.
+    /// A β-ary hierarchical histogram: one sample-and-threshold histogram of buckets per level
+    /// answers every quantile at once.
     Hierarchical,
-    /// One interactive binary search per quantile, one sample-and-threshold histogram of two
+    /// One interactive binary search per quantile: one sample-and-threshold histogram of two
     /// buckets (at or below the split point, above it) per round.
     BinarySearch,
 }
