@@ -3,9 +3,9 @@
     spark-submit examples/spark_histogram.py rows.tsv KEYFILE [EPSILON] [DELTA]
 
 `rows.tsv` holds `client_id<TAB>item` rows (a header row `client_id<TAB>item` is allowed);
-KEYFILE holds the secret sampling key. With the same rows and key,
-`tally histogram --input rows.tsv --sampling-key "$(cat KEYFILE)" --epsilon ... --delta ...`
-prints the same release. Needs the `tally-dp` package (with pyarrow) on the driver and the
+KEYFILE holds the secret sampling key, at least 32 hexadecimal digits (`tally sampling-key
+--output KEYFILE` makes one). With the same rows and key, `tally histogram --input rows.tsv
+--sampling-key-file KEYFILE --epsilon ... --delta ...` prints the same release. Needs the `tally-dp` package (with pyarrow) on the driver and the
 executors.
 """
 

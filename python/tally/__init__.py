@@ -60,7 +60,10 @@ def histogram(
     (and not private against whoever knows it); without it the randomness comes from the
     operating system. `sampling_key` samples with keyed coins instead: the same key reproduces
     the release here, on the command line (`--sampling-key`) and on Spark
-    (`tally.spark.histogram`).
+    (`tally.spark.histogram`). The key is at least 32 hexadecimal digits (128 bits) drawn at
+    random, for example `secrets.token_hex(32)` or `tally sampling-key --output FILE`; shorter
+    or other text raises `ValueError`. The release is private only while the key stays secret:
+    whoever knows it can recompute which clients were sampled.
 
     `mechanism` is `"sample-threshold"` or a partition selection over the items the clients
     hold: `"laplace-threshold"`, `"gaussian-threshold"` (noisy counts) or

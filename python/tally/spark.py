@@ -17,6 +17,7 @@ from ._input import column
 from ._keywords import calibration, trie
 from ._release import Release
 from ._tally import KeyedCounter as _KeyedCounter
+from ._tally import check_sampling_key as _check_sampling_key
 from ._tally import keyed_coins as _keyed_coins
 from ._tally import keyed_counts_document as _keyed_counts_document
 from ._tally import keyed_items_document as _keyed_items_document
@@ -172,8 +173,12 @@ def _counts_batch(counter: Any, integers: bool) -> Any:
 
 
 def _key(sampling_key: str | None) -> str:
-    """The sampling key: the one given, or a fresh secret one (never shown)."""
-    return sampling_key if sampling_key is not None else secrets.token_hex(32)
+    """The sampling key: the one given, refused on the driver unless it has at least 32
+    hexadecimal digits, or a fresh secret one (never shown)."""
+    if sampling_key is None:
+        return secrets.token_hex(32)
+    _check_sampling_key(sampling_key)
+    return sampling_key
 
 
 def _client_ids(df: Any, client: str) -> Any:
@@ -217,7 +222,9 @@ def histogram(
     are compared as text: integers by their decimal form).
 
     With the same rows and `sampling_key`, the release equals `tally histogram --input rows.tsv
-    --sampling-key KEY`. Without a key, a fresh secret key is drawn and never shown.
+    --sampling-key KEY`. Without a key, a fresh secret key is drawn and never shown. A key is at
+    least 32 hexadecimal digits (128 bits) drawn at random (`secrets.token_hex(32)`), and the
+    release is private only while it stays secret: keep it out of notebooks and logs.
 
     `rows_as_clients=True` states that no two rows share a client id (as `tally histogram
     --rows-as-clients`): the rows are then neither grouped by client nor counted distinct,
@@ -426,7 +433,9 @@ def heavy_hitters(
     prefix (in Rust), Spark counts the prefixes, and the driver keeps the released ones (those
     reaching the threshold), whose prefixes it sends with the next level's tasks. With the same
     rows and `sampling_key`, the release equals `tally heavy-hitters --algorithm triehh++
-    --sampling-key KEY` on them. Without a key, a fresh secret key is drawn and never shown.
+    --sampling-key KEY` on them. Without a key, a fresh secret key is drawn and never shown. A
+    key is at least 32 hexadecimal digits (128 bits) drawn at random (`secrets.token_hex(32)`),
+    and the release is private only while it stays secret.
     `rows_as_clients=True` as in `histogram`.
     """
     from pyspark.sql import functions as F

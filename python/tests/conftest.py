@@ -92,7 +92,7 @@ def check_large_arrow_batches(session, tmp_path: Path) -> None:
             epsilon=1.0,
             delta=1e-6,
             threshold=10,
-            sampling_key="B1",
+            sampling_key="00000000000000000000000000004231",
             rows_as_clients=True,
         )
         assert len(release.items) == 7

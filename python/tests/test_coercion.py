@@ -49,7 +49,7 @@ def test_missing_items_are_refused_alike_for_every_input(kind):
 
 def test_missing_clients_are_refused():
     with pytest.raises(ValueError, match=r"clients: missing value \(NaN\) at position 1"):
-        tally.histogram(WORDS, pd.Series([1.0, np.nan] * 150), sampling_key="k", **SETTINGS)
+        tally.histogram(WORDS, pd.Series([1.0, np.nan] * 150), sampling_key="0000000000000000000000000000006b", **SETTINGS)
 
 
 MISSING_NUMBERS = {

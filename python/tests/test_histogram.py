@@ -32,14 +32,14 @@ def test_to_json_equals_the_cli_for_the_same_file_and_seed(words_txt, rows_tsv):
 
 
 def test_keyed_release_equals_the_cli_with_the_same_key(rows_tsv):
-    release = tally.histogram(rows_tsv, sampling_key="K1", **SETTINGS)
-    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "K1")
+    release = tally.histogram(rows_tsv, sampling_key="00000000000000000000000000004b31", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004b31")
     assert release.document == expected
     assert release.document["execution"] == "keyed"
     # The same rows given as columns release the same items.
     lines = rows_tsv.read_text().splitlines()[1:]
     clients, items = zip(*(line.split("\t") for line in lines))
-    columns = tally.histogram(list(items), list(clients), sampling_key="K1", **SETTINGS)
+    columns = tally.histogram(list(items), list(clients), sampling_key="00000000000000000000000000004b31", **SETTINGS)
     assert columns.items == expected["items"]
 
 
@@ -73,7 +73,7 @@ class ArrowCapsule:
         return self._array.__arrow_c_array__(requested_schema)
 
 
-@pytest.mark.parametrize("key", [None, "key"])
+@pytest.mark.parametrize("key", [None, "6b6579" * 11])
 def test_every_input_kind_gives_the_same_release(key):
     values = [v % 7 for v in range(5000)] + [3] * 1000
     seed = None if key else 5
@@ -97,10 +97,10 @@ def as_text(items):
 def test_clients_given_as_columns_of_every_kind():
     clients = [c // 2 for c in range(6000)]
     items = [c % 5 for c in range(6000)]
-    expected = tally.histogram(items, clients, sampling_key="k", **SETTINGS)
+    expected = tally.histogram(items, clients, sampling_key="0000000000000000000000000000006b", **SETTINGS)
     assert expected.parameters["population"] == 3000
     for name, column in inputs(clients).items():
-        release = tally.histogram(pd.Series(items), column, sampling_key="k", **SETTINGS)
+        release = tally.histogram(pd.Series(items), column, sampling_key="0000000000000000000000000000006b", **SETTINGS)
         assert release.items == expected.items, name
     seeded = tally.histogram(items, clients, seed=4, **SETTINGS)
     assert seeded.parameters["population"] == 3000
@@ -129,8 +129,12 @@ def test_errors_carry_the_cli_messages(words_txt):
         tally.histogram("/no/such/file.txt", **SETTINGS)
     with pytest.raises(ValueError, match="sampling key"):
         tally.histogram(["a"], sampling_key="", **SETTINGS)
+    for short in ["my-own-key", "0123456789abcdef0123456789abcde", "correct horse battery staple!!!!"]:
+        with pytest.raises(ValueError, match="at least 32 hexadecimal digits") as error:
+            tally.histogram(["a"], sampling_key=short, **SETTINGS)
+        assert short not in str(error.value)
     with pytest.raises(ValueError, match="different lengths|differ in length"):
-        tally.histogram(["a", "b"], ["c"], sampling_key="k", **SETTINGS)
+        tally.histogram(["a", "b"], ["c"], sampling_key="0000000000000000000000000000006b", **SETTINGS)
 
 
 def test_plans_equal_the_cli():
@@ -149,18 +153,18 @@ def test_keyed_coin_frequency_matches_the_rate_at_alpha_1e_6():
     # Two-sided normal bound at alpha = 1e-6 (z = 4.8916) around n·p, with p the rate used.
     n, rate = 200_000, 0.05
     ids = [str(c) for c in range(n)]
-    heads = _tally.keyed_coins("frequency", rate, column(ids, "clients"))
+    heads = _tally.keyed_coins("000000000000006672657175656e6379", rate, column(ids, "clients"))
     assert heads.dtype == np.bool_
     mean, sd = n * rate, math.sqrt(n * rate * (1 - rate))
     assert abs(int(heads.sum()) - mean) <= 4.8916 * sd, (heads.sum(), mean)
     # Integer ids flip the coins of their decimal form, whatever the column's kind.
     for form in (np.arange(n, dtype=np.int64), pa.array(ids), pa.array(ids, pa.large_string())):
-        same = _tally.keyed_coins("frequency", rate, column(form, "clients"))
+        same = _tally.keyed_coins("000000000000006672657175656e6379", rate, column(form, "clients"))
         assert np.array_equal(same, heads)
     sliced = pa.array(ids).slice(1000, 500)
-    assert np.array_equal(_tally.keyed_coins("frequency", rate, column(sliced, "clients")), heads[1000:1500])
+    assert np.array_equal(_tally.keyed_coins("000000000000006672657175656e6379", rate, column(sliced, "clients")), heads[1000:1500])
     # A different key gives different coins.
-    other = _tally.keyed_coins("another key", rate, column(ids, "clients"))
+    other = _tally.keyed_coins("0000000000616e6f74686572206b6579", rate, column(ids, "clients"))
     assert not np.array_equal(other, heads)
 
 

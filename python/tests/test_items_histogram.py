@@ -46,11 +46,11 @@ def test_replace_one_neighbours_reach_the_guarantee(rows_tsv):
 
 
 def test_keyed_items_equal_the_cli_and_the_columns(rows_tsv):
-    options = dict(max_items_per_client=2, sampling_key="K1", threshold=20, **SETTINGS)
+    options = dict(max_items_per_client=2, sampling_key="00000000000000000000000000004b31", threshold=20, **SETTINGS)
     release = tally.histogram(rows_tsv, **options)
     expected = cli_json(
         "histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--max-items-per-client", "2",
-        "--sampling-key", "K1", "--threshold", "20",
+        "--sampling-key", "00000000000000000000000000004b31", "--threshold", "20",
     )
     assert release.document == expected
     assert release.document["execution"] == "keyed"

@@ -45,8 +45,8 @@ def sorted_items(items):
 
 def test_spark_equals_the_cli_with_the_same_key(spark, rows_tsv):
     df = rows_frame(spark, rows_tsv)
-    release = tally.spark.histogram(df, item="item", client="client", sampling_key="K1", **SETTINGS)
-    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "K1")
+    release = tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004b31", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004b31")
     assert release.items, "something is released"
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
@@ -55,7 +55,7 @@ def test_spark_equals_the_cli_with_the_same_key(spark, rows_tsv):
 
 def test_a_retried_task_leaves_the_release_unchanged(spark, rows_tsv, tmp_path):
     df = rows_frame(spark, rows_tsv)
-    before = tally.spark.histogram(df, item="item", client="client", sampling_key="K2", **SETTINGS)
+    before = tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004b32", **SETTINGS)
     marker = str(tmp_path / "failed-once")
 
     def fail_once(batches):
@@ -68,7 +68,7 @@ def test_a_retried_task_leaves_the_release_unchanged(spark, rows_tsv, tmp_path):
             yield batch
 
     flaky = df.mapInArrow(fail_once, df.schema)
-    after = tally.spark.histogram(flaky, item="item", client="client", sampling_key="K2", **SETTINGS)
+    after = tally.spark.histogram(flaky, item="item", client="client", sampling_key="00000000000000000000000000004b32", **SETTINGS)
     assert os.path.exists(marker), "a task failed and was retried"
     assert after.items == before.items
 
@@ -78,8 +78,8 @@ def test_integer_client_ids_are_those_of_their_decimal_form(spark, tmp_path):
     path = tmp_path / "numbered.tsv"
     path.write_text("client_id\titem\n" + "".join(f"{c}\t{w}\n" for c, w in pairs))
     df = spark.createDataFrame(pairs, "client long, item string").repartition(3)
-    release = tally.spark.histogram(df, item="item", client="client", sampling_key="K4", **SETTINGS)
-    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K4")
+    release = tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004b34", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004b34")
     assert release.items, "something is released"
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
@@ -89,9 +89,9 @@ def test_rows_as_clients_equals_the_cli_on_one_item_per_line(spark, words_txt):
     words = words_txt.read_text().splitlines()
     df = spark.createDataFrame(list(enumerate(words)), "client long, item string").repartition(3)
     release = tally.spark.histogram(
-        df, item="item", client="client", sampling_key="K3", rows_as_clients=True, **SETTINGS
+        df, item="item", client="client", sampling_key="00000000000000000000000000004b33", rows_as_clients=True, **SETTINGS
     )
-    expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "K3")
+    expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004b33")
     assert release.items, "something is released"
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
@@ -103,11 +103,19 @@ def test_nulls_are_refused(spark, rows_as_clients):
     df = spark.createDataFrame([(1, "a"), (2, None), (3, "b")], "client long, item string")
     with pytest.raises(Exception, match="may not hold nulls"):
         tally.spark.histogram(
-            df, item="item", client="client", sampling_key="K5", rows_as_clients=rows_as_clients, **SETTINGS
+            df, item="item", client="client", sampling_key="00000000000000000000000000004b35", rows_as_clients=rows_as_clients, **SETTINGS
         )
     # No rows: nothing released, no clients.
-    empty = tally.spark.histogram(df.limit(0), item="item", client="client", sampling_key="K5", **SETTINGS)
+    empty = tally.spark.histogram(df.limit(0), item="item", client="client", sampling_key="00000000000000000000000000004b35", **SETTINGS)
     assert empty.items == [] and empty.parameters["population"] == 0
+
+
+def test_a_short_key_is_refused_on_the_driver(spark):
+    df = spark.createDataFrame([(1, "a")], "client long, item string")
+    for call in [tally.spark.histogram, tally.spark.heavy_hitters]:
+        with pytest.raises(ValueError, match="at least 32 hexadecimal digits") as error:
+            call(df, item="item", client="client", sampling_key="my-secret", epsilon=4.0, delta=1e-6)
+        assert "my-secret" not in str(error.value)
 
 
 def test_columns_declared_without_nulls(spark, words_txt):
@@ -117,7 +125,7 @@ def test_columns_declared_without_nulls(spark, words_txt):
     df = spark.range(3000).select(F.col("id").alias("client"), (F.col("id") % 4).alias("item"))
     for rows_as_clients in (False, True):
         release = tally.spark.histogram(
-            df, item="item", client="client", sampling_key="K6", rows_as_clients=rows_as_clients, **SETTINGS
+            df, item="item", client="client", sampling_key="00000000000000000000000000004b36", rows_as_clients=rows_as_clients, **SETTINGS
         )
         assert release.parameters["population"] == 3000
         assert sorted(row["item"] for row in release.items) == [0, 1, 2, 3]
@@ -132,10 +140,10 @@ def test_heavy_hitters_equal_the_cli_with_the_same_key(spark, tmp_path):
     path.write_text("client_id\titem\n" + "".join(f"{c}\t{w}\n" for c, w in pairs))
     df = spark.createDataFrame(pairs, "client string, item string").repartition(3)
     settings = dict(epsilon=4.0, delta=1e-6, levels=5)
-    release = tally.spark.heavy_hitters(df, item="item", client="client", sampling_key="K7", **settings)
+    release = tally.spark.heavy_hitters(df, item="item", client="client", sampling_key="00000000000000000000000000004b37", **settings)
     expected = cli_json(
         "heavy-hitters", "--algorithm", "triehh++", "--input", str(path), "--epsilon", "4",
-        "--delta", "1e-6", "--levels", "5", "--sampling-key", "K7",
+        "--delta", "1e-6", "--levels", "5", "--sampling-key", "00000000000000000000000000004b37",
     )
     assert {row["item"] for row in release.items} >= {"ap", "ba"}
     assert release.items == expected["items"]
@@ -169,12 +177,12 @@ def test_rows_sorted_by_client_count_as_lists_do_across_batch_boundaries():
         pa.array(np.append(starts, len(clients)).astype(np.int32)), pa.array(items)
     )
     chosen = _chosen_items("K", pa.RecordBatch.from_arrays([pa.array(ids), lists], names=["c", "l"]))
-    heads = keyed_coins("K", 0.5, column(pa.array(ids), "clients"))
+    heads = keyed_coins("0000000000000000000000000000004b", 0.5, column(pa.array(ids), "clients"))
     expected = collections.Counter(np.asarray(chosen.to_pylist())[heads].tolist())
     assert len(expected) == 5 and 0 < heads.sum() < len(ids)
     for size in (1, 2, 3, 7, 64, 2000):
         batches = rows.to_batches(max_chunksize=size)
-        counter = _counted_clients(KeyedCounter("K", 0.5, False), iter(batches))
+        counter = _counted_clients(KeyedCounter("0000000000000000000000000000004b", 0.5, False), iter(batches))
         (offsets, data), counts, absorbed = counter.finish()
         texts = pa.Array.from_buffers(
             pa.large_string(), len(counts), [None, pa.py_buffer(offsets), pa.py_buffer(data)]
@@ -189,9 +197,9 @@ def test_integer_items_are_counted_by_value_as_the_cli_counts_their_text(spark, 
     path.write_text("".join(f"{item}\n" for item in items))
     df = spark.createDataFrame(list(enumerate(items)), "client long, item long").repartition(3)
     release = tally.spark.histogram(
-        df, item="item", client="client", sampling_key="K6", rows_as_clients=True, **SETTINGS
+        df, item="item", client="client", sampling_key="00000000000000000000000000004b36", rows_as_clients=True, **SETTINGS
     )
-    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K6")
+    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004b36")
     assert len(release.items) > 10, "negative items too"
     assert {type(row["item"]) for row in release.items} == {int}
     assert sorted_items(as_text(release.items)) == sorted_items(expected["items"])
@@ -206,9 +214,9 @@ def test_float_items_are_grouped_by_their_text(spark, tmp_path):
     path.write_text("".join(f"{item!r}\n" for item in items))
     df = spark.createDataFrame(list(enumerate(items)), "client long, item double").repartition(3)
     release = tally.spark.histogram(
-        df, item="item", client="client", sampling_key="K8", rows_as_clients=True, **SETTINGS
+        df, item="item", client="client", sampling_key="00000000000000000000000000004b38", rows_as_clients=True, **SETTINGS
     )
-    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "K8")
+    expected = cli_json("histogram", "--input", str(path), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004b38")
     assert {"0.0", "-0.0"} <= {repr(row["item"]) for row in release.items}
     assert {type(row["item"]) for row in release.items} == {float}
     assert sorted_items(as_text(release.items)) == sorted_items(expected["items"])
@@ -227,13 +235,13 @@ ITEMS_CLI_SETTINGS = ("--epsilon", "1", "--delta", "1e-8")
 @pytest.mark.parametrize("mechanism", SELECTIONS)
 def test_a_selection_equals_python_and_the_cli_with_the_same_key_and_seed(spark, rows_tsv, mechanism):
     # Client u{c} holds w{c % 6} and x{c % 4}; one kept by the key, the noise from the seed.
-    options = dict(mechanism=mechanism, max_items_per_client=1, sampling_key="K7", seed=5)
+    options = dict(mechanism=mechanism, max_items_per_client=1, sampling_key="00000000000000000000000000004b37", seed=5)
     df = rows_frame(spark, rows_tsv)
     release = tally.spark.histogram(df, item="item", client="client", **options, **ITEMS_SETTINGS)
     python = tally.histogram(rows_tsv, **options, **ITEMS_SETTINGS)
     expected = cli_json(
         "histogram", "--input", str(rows_tsv), *ITEMS_CLI_SETTINGS, "--mechanism", mechanism,
-        "--max-items-per-client", "1", "--sampling-key", "K7", "--seed", "5",
+        "--max-items-per-client", "1", "--sampling-key", "00000000000000000000000000004b37", "--seed", "5",
     )
     assert python.document == expected
     assert release.items, "something is released"
@@ -246,11 +254,11 @@ def test_a_selection_equals_python_and_the_cli_with_the_same_key_and_seed(spark,
 
 def test_sample_threshold_with_two_items_per_client_equals_the_cli(spark, rows_tsv):
     df = rows_frame(spark, rows_tsv)
-    options = dict(max_items_per_client=2, sampling_key="K8", threshold=20)
+    options = dict(max_items_per_client=2, sampling_key="00000000000000000000000000004b38", threshold=20)
     release = tally.spark.histogram(df, item="item", client="client", **options, **ITEMS_SETTINGS)
     expected = cli_json(
         "histogram", "--input", str(rows_tsv), *ITEMS_CLI_SETTINGS, "--max-items-per-client", "2",
-        "--sampling-key", "K8", "--threshold", "20",
+        "--sampling-key", "00000000000000000000000000004b38", "--threshold", "20",
     )
     assert release.items, "something is released"
     assert release.items == expected["items"]
@@ -287,4 +295,4 @@ def test_a_selection_over_rows_as_clients_equals_the_cli(spark, words_txt):
 def test_bad_item_keywords_are_refused_with_the_fix(spark, rows_tsv, keywords, message):
     df = rows_frame(spark, rows_tsv)
     with pytest.raises(ValueError, match=message):
-        tally.spark.histogram(df, item="item", client="client", sampling_key="K9", **ITEMS_SETTINGS, **keywords)
+        tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004b39", **ITEMS_SETTINGS, **keywords)

@@ -41,8 +41,8 @@ def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words
     assert isinstance(connect, ConnectSession)
     lines = rows_tsv.read_text().splitlines()[1:]
     df = connect.createDataFrame([tuple(line.split("\t")) for line in lines], "client string, item string")
-    release = tally.spark.histogram(df, item="item", client="client", sampling_key="C1", **SETTINGS)
-    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "C1")
+    release = tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004331", **SETTINGS)
+    expected = cli_json("histogram", "--input", str(rows_tsv), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004331")
     assert release.items, "something is released"
     assert sorted_items(release.items) == sorted_items(expected["items"])
     assert release.parameters == expected["parameters"]
@@ -50,20 +50,20 @@ def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words
     words = words_txt.read_text().splitlines()
     df = connect.createDataFrame(list(enumerate(words)), "client long, item string")
     release = tally.spark.histogram(
-        df, item="item", client="client", sampling_key="C2", rows_as_clients=True, **SETTINGS
+        df, item="item", client="client", sampling_key="00000000000000000000000000004332", rows_as_clients=True, **SETTINGS
     )
-    expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "C2")
+    expected = cli_json("histogram", "--input", str(words_txt), *CLI_SETTINGS, "--sampling-key", "00000000000000000000000000004332")
     assert sorted_items(release.items) == sorted_items(expected["items"])
 
     # Keyed TrieHH++, level by level, on the same session (rows as clients: one level's jobs
     # stay few).
     found = tally.spark.heavy_hitters(
-        df, item="item", client="client", sampling_key="C3", rows_as_clients=True,
+        df, item="item", client="client", sampling_key="00000000000000000000000000004333", rows_as_clients=True,
         epsilon=4.0, delta=1e-6, levels=4,
     )
     expected = cli_json(
         "heavy-hitters", "--algorithm", "triehh++", "--input", str(words_txt), "--epsilon", "4",
-        "--delta", "1e-6", "--levels", "4", "--sampling-key", "C3",
+        "--delta", "1e-6", "--levels", "4", "--sampling-key", "00000000000000000000000000004333",
     )
     assert found.document["trie"], "prefixes are released"
     assert found.document["trie"] == expected["trie"]
@@ -73,11 +73,11 @@ def test_a_connect_session_gives_the_release_of_the_cli(connect, rows_tsv, words
 def test_a_selection_over_several_items_per_client_on_a_connect_session(connect, rows_tsv):
     lines = rows_tsv.read_text().splitlines()[1:]
     df = connect.createDataFrame([tuple(line.split("\t")) for line in lines], "client string, item string")
-    options = dict(mechanism="truncated-geometric", max_items_per_client=2, sampling_key="C4", seed=7)
+    options = dict(mechanism="truncated-geometric", max_items_per_client=2, sampling_key="00000000000000000000000000004334", seed=7)
     release = tally.spark.histogram(df, item="item", client="client", epsilon=1.0, delta=1e-8, **options)
     expected = cli_json(
         "histogram", "--input", str(rows_tsv), "--epsilon", "1", "--delta", "1e-8",
-        "--mechanism", "truncated-geometric", "--max-items-per-client", "2", "--sampling-key", "C4",
+        "--mechanism", "truncated-geometric", "--max-items-per-client", "2", "--sampling-key", "00000000000000000000000000004334",
         "--seed", "7",
     )
     assert release.items, "something is released"

@@ -2,7 +2,7 @@
 """A faithful pure-Python TrieHH, the peer that `tally bench triehh` is compared with.
 
 The algorithm is the authors' simulation (`SimulateTrieHH.start` in triehh/triehh `triehh.py`,
-ALGORITHMS.md §2.2), with a set for the trie:
+docs/algorithms.md §2.2), with a set for the trie:
 
     T = {}
     for r = 1, 2, ..., L:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Independent reference for the Balcer-Cheu shuffle-model protocols (ALGORITHMS.md section 7.3).
+"""Independent reference for the Balcer-Cheu shuffle-model protocols (docs/algorithms.md §7.3).
 
-Written from ALGORITHMS.md section 7.3 (Balcer & Cheu, ITC 2020, Fig. 1-2 and Theorems 3.1-3.2),
+Written from docs/algorithms.md §7.3 (Balcer & Cheu, ITC 2020, Fig. 1-2 and Theorems 3.1-3.2),
 NOT from the Rust code in `crates/tally-accounting/src/balcer_cheu.rs`. Everything is computed
 with mpmath at 50 significant digits and rounded to a double only at the end, in the direction
 the Rust side must respect:
@@ -80,7 +80,7 @@ def down_or_none(x):
 
 
 def check_table() -> None:
-    """ALGORITHMS.md section 7.3 test vectors (8 decimals)."""
+    """docs/algorithms.md §7.3 test vectors (8 decimals)."""
     for eps, delta, n, want in ((1.0, 1e-8, 10**5, "0.99044309"), (0.5, 1e-8, 10**5, "0.96177234"), (1.0, 1e-6, 10**4, "0.92745671")):
         got = mp.nstr(zsum_p(eps, delta, n), 8, strip_zeros=False)
         if got != want:

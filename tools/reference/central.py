@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent reference for the central Laplace and discrete Gaussian histogram accounting.
 
-Written from ALGORITHMS.md section 7.1 and Canonne, Kamath and Steinke (2020), "The Discrete
+Written from docs/algorithms.md §7.1 and Canonne, Kamath and Steinke (2020), "The Discrete
 Gaussian for Differential Privacy" (CKS), NOT from the Rust code in
 `crates/tally-accounting/src/central.rs`. Exact rationals (fractions.Fraction) for the Laplace
 scale, mpmath at 40 digits for the discrete Gaussian.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent high-precision reference for differential-privacy composition.
 
-Written from the definitions in ALGORITHMS.md section 0 item 5 (and the cited theorems), NOT from
+Written from the definitions in docs/algorithms.md §0 item 5 (and the cited theorems), NOT from
 the Rust code in `crates/tally-accounting/src/composition.rs`. Everything is computed with mpmath
 at 50 significant digits, or exactly with `fractions.Fraction` where only sums and products of
 the input doubles are involved. The outputs are JSON test vectors for the Rust crate.
@@ -16,7 +16,7 @@ Definitions (k-fold composition of (eps, delta)-DP mechanisms)
 * basic:     (sum eps_i, sum delta_i).
 * advanced:  Dwork-Rothblum-Vadhan / Dwork-Roth Thm 3.20, for any slack d~ > 0:
              (eps sqrt(2k ln(1/d~)) + k eps (e^eps - 1), k delta + d~).
-* optimal:   Kairouz-Oh-Viswanath 2015 Thm 3.3 (ALGORITHMS.md marks it MEMORY). For
+* optimal:   Kairouz-Oh-Viswanath 2015 Thm 3.3 (docs/algorithms.md marks it MEMORY). For
              i in {0..floor(k/2)} the composition is ((k-2i) eps, 1 - (1-delta)^k (1 - d_i))-DP,
              d_i = sum_{l<i} C(k,l) (e^{(k-l)eps} - e^{(k-2i+l)eps}) / (1+e^eps)^k.
              Between those points we use the exact hockey-stick curve of the k-fold product of

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Independent reference for the Ghazi et al. multi-message shuffle parameters (ALGORITHMS.md section 5).
+"""Independent reference for the Ghazi et al. multi-message shuffle parameters (docs/algorithms.md §5).
 
-Written from ALGORITHMS.md sections 5.1, 5.2 and 5.6 and Appendix A item 8, NOT from the Rust code in
+Written from docs/algorithms.md §5.1, §5.2 and §5.6 and Appendix A item 8, NOT from the Rust code in
 `crates/tally-accounting/src/ghazi.rs`. mpmath at 50 significant digits; integers (tau, rows,
 rho, minimum n) are decided exactly from the high-precision values.
 
@@ -133,7 +133,7 @@ def build_count_min(log) -> dict:
 
 
 def generate(log) -> dict[str, str]:
-    # Spot checks against ALGORITHMS.md section 5.1 and Appendix A item 8.
+    # Spot checks against docs/algorithms.md §5.1 and Appendix A item 8.
     h = hadamard_case(1 << 20, 1 << 10, 1, 1.0, 1e-6, 0.01)
     assert h["tau"] == 20 and h["rho"] == 559 and h["tuple_bits"] == 220
     assert abs(h["rho_theorem"] - mpf("533.36")) < mpf("0.005")

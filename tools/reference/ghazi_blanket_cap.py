@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent reference for the cap on Ghazi et al.'s Count-Min blanket (ALGORITHMS.md section 5.2).
+"""Independent reference for the cap on Ghazi et al.'s Count-Min blanket (docs/algorithms.md §5.2).
 
 Written from docs/privacy/ghazi.md ("The blanket cap"), NOT from the Rust code in
 `crates/tally-accounting/src/ghazi.rs`. mpmath at 50 significant digits for the Chernoff bound;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Independent high-precision reference for sample-and-threshold (S&T) privacy accounting.
 
-This script is deliberately written from the definitions in ALGORITHMS.md sections 1.4-1.6
+This script is deliberately written from the definitions in docs/algorithms.md §1.4–§1.6
 (and the seed paper, Bharadwaj & Cormode, "Sample and Threshold Differential Privacy", section 3),
 NOT from the Rust code in `crates/tally-accounting`. Everything is computed with mpmath at
 50 significant decimal digits; the binomial probabilities are exact binomial pmfs (no normal
@@ -162,7 +162,7 @@ def exact_and_tight(eps: mpf, p: mpf, tau: int):
 
     For a cell whose item has k copies in D and k-1 copies in D' (add/remove), let V ~ Bin(k,p)
     and V' ~ Bin(k-1,p). Released outputs are the counts v >= tau; smaller counts are merged into
-    one "suppressed" outcome which contributes 0 to either hockey-stick divergence (ALGORITHMS.md
+    one "suppressed" outcome which contributes 0 to either hockey-stick divergence (docs/algorithms.md
     1.4(c)). The likelihood ratio b(v;k,p)/b(v;k-1,p) = k(1-p)/(k-v) exceeds e^eps iff v > kq.
 
       f_b(k) = Pr[V >= m_k],  m_k = max(tau, floor(kq)+1)          (the "bad event", method (b))
@@ -280,7 +280,7 @@ def replace_one_tight(eps: mpf, p: mpf, tau: int):
 
 
 # ----------------------------------------------------------------------------------------------
-# Paper's strict form (only used to check the number quoted in ALGORITHMS.md 1.4)
+# Paper's strict form (only used to check the number quoted in docs/algorithms.md §1.4)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -537,7 +537,7 @@ def exact_sampling_rate_crossings(eps: mpf, tau: int, delta: mpf):
 
 
 # ----------------------------------------------------------------------------------------------
-# Legacy theta analysis (ALGORITHMS.md 1.4 "Legacy") and accuracy bounds (1.5)
+# Legacy theta analysis (docs/algorithms.md §1.4 "Legacy") and accuracy bounds (1.5)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -592,7 +592,7 @@ def sig_digits(s: str) -> int:
 
 
 def agrees(value: mpf, given: str, what: str) -> None:
-    """Check `value` against a decimal quoted in ALGORITHMS.md.
+    """Check `value` against a decimal quoted in docs/algorithms.md.
 
     Short quotes (<= 6 significant digits) must equal the value rounded to that many digits.
     Long quotes (16-17 digits, produced in double precision by the spec's author) must agree to a
@@ -614,7 +614,7 @@ def agrees(value: mpf, given: str, what: str) -> None:
             WARNINGS.append(f"{what}: spec {given} is {ulps:.0f} ulp(s) from the 50-digit value {mpmath.nstr(value, 20)}")
         detail = mpmath.nstr(value, 20)
     if not ok:
-        raise AssertionError(f"{what}: ALGORITHMS.md says {given}, reference computes {detail}")
+        raise AssertionError(f"{what}: docs/algorithms.md says {given}, reference computes {detail}")
 
 
 def check_ordering(case: dict, label: str) -> None:
@@ -758,7 +758,7 @@ def build_delta_json(log) -> tuple[dict, int]:
             "closed_form: Lemma 3.2, exp(-C_alpha*threshold) with alpha = p/(1-e^-eps), "
             "C_alpha = ln(1/alpha) - 1/(1+alpha), null unless eps <= 1 and C_alpha > 0. "
             "theorem1: exp(-(threshold/q) D(q||p)), q = 1 - e^-eps (1-p). "
-            "exact: sup_k Pr[Bin(k,p) >= max(threshold, floor(kq)+1)] (ALGORITHMS.md 1.4 (b)); "
+            "exact: sup_k Pr[Bin(k,p) >= max(threshold, floor(kq)+1)] (docs/algorithms.md §1.4 (b)); "
             "exact_argmax_k is the smallest maximising k. "
             "tight: sup_k sum_{v>=threshold} (b(v;k,p) - e^eps b(v;k-1,p))_+ (1.4 (c)); "
             "tight_argmax_k likewise. "
@@ -778,7 +778,7 @@ def build_delta_json(log) -> tuple[dict, int]:
 
 
 TABLE_1_4 = {
-    # (eps, delta): (closed_form, theorem1, exact, tight) -- ALGORITHMS.md 1.4, alpha = 1/6
+    # (eps, delta): (closed_form, theorem1, exact, tight) -- docs/algorithms.md §1.4, alpha = 1/6
     (0.1, 1e-6): (15, 13, 11, 7),
     (0.1, 1e-8): (20, 17, 15, 11),
     (0.5, 1e-6): (15, 12, 10, 8),
@@ -832,7 +832,7 @@ def build_min_threshold_json(log) -> tuple[dict, int]:
             )
             if row["threshold"] != exp_tau:
                 raise AssertionError(
-                    f"ALGORITHMS.md 1.4 table NOT reproduced: eps={eps_d}, delta={delta_d}, {method}: "
+                    f"docs/algorithms.md §1.4 table NOT reproduced: eps={eps_d}, delta={delta_d}, {method}: "
                     f"spec {exp_tau}, reference {row['threshold']}"
                 )
             alpha_cases.append(row)
@@ -884,7 +884,7 @@ def build_min_threshold_json(log) -> tuple[dict, int]:
             "threshold is null when the method is undefined (closed_form needs eps <= 1 and C_alpha > 0). "
             "alpha_cases: p = alpha (1 - e^-epsilon) computed at 50 digits from the double alpha and "
             "epsilon (sampling_rate is that p rounded to a double, for information; epsilon_recovered = "
-            "ln(alpha/(alpha-p)) must give back epsilon); the first 24 rows are the ALGORITHMS.md 1.4 "
+            "ln(alpha/(alpha-p)) must give back epsilon); the first 24 rows are the docs/algorithms.md §1.4 "
             "minimal-tau table (alpha = 1/6), reproduced exactly. cases: random (Python "
             "random.Random(20261123)); p is exactly the given double sampling_rate. "
             "delta_at_threshold <= delta < delta_at_threshold_minus_one (null when threshold is 1)."
@@ -1063,7 +1063,7 @@ def build_legacy_json(log) -> tuple[dict, int]:
     doc = {
         "generated_by": GENERATED_BY,
         "description": (
-            "Legacy theta analysis of seeds 002/004 (ALGORITHMS.md 1.4 'Legacy'). "
+            "Legacy theta analysis of seeds 002/004 (docs/algorithms.md §1.4 'Legacy'). "
             "theta_std(delta) = 3 + ln(1/delta); p_theta(theta) = exp(-(theta-1)^2/(theta+1)); "
             "theta_lambert(delta) = e exp(W0((ln(1/delta) - 1)/e)), the solution of "
             "theta ln theta - theta + 1 = ln(1/delta); theta_lambert_paper_typo = e W0(ln(1/(e delta))/e), "
@@ -1106,7 +1106,7 @@ def build_accuracy_json(log) -> tuple[dict, int]:
     doc = {
         "generated_by": GENERATED_BY,
         "description": (
-            "S&T accuracy bounds (ALGORITHMS.md 1.5). omission_bound(w, tau) = exp(-(w - tau)^2/(2w)) for "
+            "S&T accuracy bounds (docs/algorithms.md §1.5). omission_bound(w, tau) = exp(-(w - tau)^2/(2w)) for "
             "an item with expected sampled count w > tau. Relative error: beta(gamma, mu) = "
             "2 exp(-gamma^2 mu/3); min_frequency(gamma, beta, m) = (3/(gamma^2 m)) ln(2/beta) "
             "(ln(2/beta), not the paper's ln(1/2beta)). The S1 example (gamma = 1/sqrt(10), ln(2/beta) = 10, "
@@ -1121,7 +1121,7 @@ def build_accuracy_json(log) -> tuple[dict, int]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Assertions against ALGORITHMS.md
+# Assertions against docs/algorithms.md
 # ----------------------------------------------------------------------------------------------
 
 
@@ -1176,7 +1176,7 @@ def verify_spec(log) -> None:
     # Independent brute-force cross-check of the (b)/(c) machinery on a few small cases.
     for e_d, p_d, t, kmax in ((1.0, 0.10535342647142627, 20, 90), (0.3, 0.2, 4, 140), (2.0, 0.5, 1, 60), (0.5, 0.01, 2, 400)):
         brute_force_check(M(e_d), M(p_d), t, kmax)
-    log("ALGORITHMS.md Appendix A items 1, 3, 4 and 1.6 reproduced; brute-force cross-check passed")
+    log("docs/algorithms.md Appendix A items 1, 3, 4 and 1.6 reproduced; brute-force cross-check passed")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Independent reference for amplification by shuffling (ALGORITHMS.md section 8).
+"""Independent reference for amplification by shuffling (docs/algorithms.md §8).
 
-Written from ALGORITHMS.md sections 8.1-8.3, NOT from the Rust code in
+Written from docs/algorithms.md §8.1–§8.3, NOT from the Rust code in
 `crates/tally-accounting/src/shuffle.rs`. Standard library only (no mpmath, no scipy): binomial
 pmfs come from a table of math.lgamma, and every sum is a math.fsum over ALL clone counts
 c = 0..n-1 and ALL outcomes t = 0..c+1 of the pair (no windows, buckets or tail bounds), with
 delta_c = sum_t max(0, P_c(t) - e^eps Q_c(t)) taken term by term (no cutoff formula). That is
 O(n^2), so the random cases keep n small; the Rust crate's large-n speed-ups are checked against
-them and against the ALGORITHMS.md section 8.4 table (hard-coded in the Rust test).
+them and against the docs/algorithms.md §8.4 table (hard-coded in the Rust test).
 
 Usage (from anywhere):
 
@@ -135,7 +135,7 @@ def build_epsilon(log) -> dict:
 
 def generate(log) -> dict[str, str]:
     t0 = time.time()
-    # Spot check against ALGORITHMS.md Appendix A item 10.
+    # Spot check against docs/algorithms.md Appendix A item 10.
     assert abs(closed_form(4.0, 100_000, 1e-6) - 0.5378040242374512) < 1e-15
     files = {"delta.json": JSON.document(build_delta(log)), "epsilon.json": JSON.document(build_epsilon(log))}
     log(f"done in {time.time() - t0:.1f} s")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Independent high-precision reference for the TrieHH privacy analysis (ALGORITHMS.md 2.3).
+"""Independent high-precision reference for the TrieHH privacy analysis (docs/algorithms.md §2.3).
 
-Written from ALGORITHMS.md section 2.3 (Theorem 1 / Corollary 1 as reconstructed from the
+Written from docs/algorithms.md §2.3 (Theorem 1 / Corollary 1 as reconstructed from the
 authors' code, CODE A, and the Facebook re-implementation, CODE B), NOT from the Rust code in
 `crates/tally-accounting/src/triehh.rs`. Factorials and the delta of the theorem are exact
 (Python integers and `fractions.Fraction`); everything else uses mpmath at 50 digits. The outputs
@@ -169,7 +169,7 @@ def corollary1(eps: float, delta: float, rounds: int, n: int, rule: str, theta0:
 
 
 # ----------------------------------------------------------------------------------------------
-# Checks against ALGORITHMS.md
+# Checks against docs/algorithms.md
 # ----------------------------------------------------------------------------------------------
 
 
@@ -191,7 +191,7 @@ def agrees(value, given: str, what: str) -> None:
         if ok and ulps > 0:
             WARNINGS.append(f"{what}: spec {given} is {ulps:.0f} ulp(s) from the 50-digit value {mpmath.nstr(value, 20)}")
     if not ok:
-        raise AssertionError(f"{what}: ALGORITHMS.md says {given}, reference computes {mpmath.nstr(value, 20)}")
+        raise AssertionError(f"{what}: docs/algorithms.md says {given}, reference computes {mpmath.nstr(value, 20)}")
 
 
 # The 2.3 table: (delta, eps, L, theta, s, m at n = 1e6, delta(theta)).
@@ -284,7 +284,7 @@ def build_theta(log, stats):
     return {
         "generated_by": GENERATED_BY,
         "description": (
-            "TrieHH theta rules (ALGORITHMS.md 2.3). theta_factorial_<t0>: CODE A, the smallest theta >= t0 with "
+            "TrieHH theta rules (docs/algorithms.md §2.3). theta_factorial_<t0>: CODE A, the smallest theta >= t0 with "
             "((theta-3)/(theta-2)) theta! >= 1/delta, exact (Python integers); factorial_near_boundary: "
             "delta(theta)/delta > 1 - 1e-5 for t0 = 4 (a computation with a relative safety margin on delta may "
             "then return theta + 1). closed_form_*: CODE B at 50 digits, C = e^-1 ln(8/(7 sqrt(2 pi) delta)), "
@@ -329,7 +329,7 @@ def build_corollary(log):
     return {
         "generated_by": GENERATED_BY,
         "description": (
-            "TrieHH Corollary 1 (ALGORITHMS.md 2.3, RECON) for three theta rules (CODE A from theta0 = 5 and 9, "
+            "TrieHH Corollary 1 (docs/algorithms.md §2.3, RECON) for three theta rules (CODE A from theta0 = 5 and 9, "
             "CODE B closed form): theta = max(rule, ceil(e^{eps/L} - 1)), raised while delta(theta) > delta "
             "(raised_for_delta; only the CODE B band needs it); error 'infeasible' if theta^2 > n or if "
             "m = floor(n (1 - e^{-eps/L})/theta) < theta. epsilon_achieved = -L ln(1 - theta m/n) and "

@@ -1,4 +1,4 @@
-//! Balcer–Cheu 2020 Bernoulli-noise protocols in the shuffle model (ALGORITHMS.md §7.3;
+//! Balcer–Cheu 2020 Bernoulli-noise protocols in the shuffle model (docs/algorithms.md §7.3;
 //! "Separating Local & Shuffled Differential Privacy via Histograms", ITC 2020, Fig. 1–2 and
 //! Theorems 3.1–3.2).
 //!

@@ -1,4 +1,4 @@
-//! Central-model noise for a histogram with one item per client (ALGORITHMS.md §7.1): the
+//! Central-model noise for a histogram with one item per client (docs/algorithms.md §7.1): the
 //! sensitivities, and the accounting of the discrete Laplace and discrete Gaussian noise of
 //! Canonne, Kamath and Steinke (2020), "The Discrete Gaussian for Differential Privacy" (CKS).
 //!

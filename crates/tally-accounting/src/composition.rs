@@ -1,5 +1,5 @@
 //! Composition of differentially private releases, and splitting a total budget over rounds
-//! (ALGORITHMS.md §0 item 5, §3.2, §8.5).
+//! (docs/algorithms.md §0 item 5, §3.2, §8.5).
 //!
 //! | [`Composition`] | `k` releases, release `i` being `(ε_i, δ_i)`-DP, are jointly … |
 //! | --- | --- |
@@ -16,7 +16,7 @@
 //! KOV's Theorem 3.3 says that for `i ∈ {0, …, ⌊k/2⌋}` the `k`-fold composition of
 //! `(ε, δ)`-DP mechanisms is `((k−2i)ε, 1 − (1−δ)^k (1 − δ_i))`-DP with
 //! `δ_i = Σ_{ℓ<i} C(k,ℓ) (e^{(k−ℓ)ε} − e^{(k−2i+ℓ)ε}) / (1+e^ε)^k`, and that nothing better
-//! holds. ALGORITHMS.md recalls it from memory (MEMORY); the paper text was not read here, so
+//! holds. docs/algorithms.md recalls it from memory (MEMORY); the paper text was not read here, so
 //! it was checked numerically instead, by `tools/reference/composition.py` on every run. The
 //! argument behind the theorem is that every `(ε, δ)`-DP mechanism is a post-processing of the
 //! canonical pair
@@ -293,7 +293,7 @@ pub(crate) fn tight_needs_the_mechanism() -> Error {
 /// A per-round budget `(ε', δ')` such that `k` rounds, each `(ε', δ')`-DP, compose by `method`
 /// to at most `(ε_total, δ_total)`. Both are rounded down and checked by composing forward.
 ///
-/// * `Basic`: `ε' = ε_total/k`, `δ' = δ_total/k` (the S&T and TrieHH++ split of ALGORITHMS.md
+/// * `Basic`: `ε' = ε_total/k`, `δ' = δ_total/k` (the S&T and TrieHH++ split of docs/algorithms.md
 ///   §3.2). Checked with exact rounding, so [`compose_basic`] of `k` copies gives back at most
 ///   the totals.
 /// * `Advanced`: the slack is fixed at `δ̃ = δ_total/2` (exact in binary) and

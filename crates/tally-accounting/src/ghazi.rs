@@ -1,6 +1,6 @@
 //! Parameters of the multi-message shuffle protocols of Ghazi, Golowich, Kumar, Pagh and
 //! Velingker, "On the Power of Multiple Anonymous Messages" (arXiv 1908.11358v4;
-//! ALGORITHMS.md §5).
+//! docs/algorithms.md §5).
 //!
 //! Each user holds a set `S ⊂ [B]` of at most `k` items and sends several messages; a trusted
 //! shuffler outputs the multiset of all messages. The guarantees are `(ε, δ)`-DP of the
@@ -103,7 +103,7 @@ pub fn hadamard_tau(users: u64) -> Result<u32, Error> {
 
 /// Theorem 4.3's number of blanket tuples, `(36k²/ε²)·ln(e·k/(εδ))`, unrounded.
 ///
-/// Kept for comparison with the paper (ALGORITHMS.md §5.1 test vector: 533.36 at `k = 1`,
+/// Kept for comparison with the paper (docs/algorithms.md §5.1 test vector: 533.36 at `k = 1`,
 /// `ε = 1`, `δ = 10^{−6}`); [`HadamardParams`] uses [`hadamard_rho_conservative`].
 ///
 /// # Errors
@@ -117,7 +117,7 @@ pub fn hadamard_rho_theorem(set_size: u64, epsilon: f64, delta: f64) -> Result<f
 ///
 /// Lemma 4.4 with `ε' = ε/k` and `ρ = 36 ln(1/δ')/ε'²` gives, by the last line of its proof,
 /// `(kε', 2δ'e^{kε'}/ε')`-DP. Solving `δ = 2δ'e^{ε}k/ε` for `δ'` and using `e^ε ≤ e` for
-/// `ε ≤ 1` gives this `ρ` (ALGORITHMS.md §5.1, "conservative choice").
+/// `ε ≤ 1` gives this `ρ` (docs/algorithms.md §5.1, "conservative choice").
 ///
 /// # Errors
 ///
@@ -463,7 +463,7 @@ pub fn count_min_rows(domain: u64, beta: f64) -> Result<u32, Error> {
 /// Lemma 4.10's lower bound on the expected blanket count per cell,
 /// `γn ≥ 90·τ²·k²·ln(2τk/δ)/ε²`, unrounded.
 ///
-/// ALGORITHMS.md Appendix A item 8: `τ = 28`, `k = 1`, `ε = 1`, `δ = 10^{−6}` gives
+/// docs/algorithms.md Appendix A item 8: `τ = 28`, `k = 1`, `ε = 1`, `δ = 10^{−6}` gives
 /// 1,258,851.2.
 ///
 /// # Errors

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use crate::Error;
 use crate::composition::{
-    Composition, compose_advanced, compose_basic, compose_optimal_homogeneous,
+    Composition, add_up, compose_advanced, compose_basic, compose_optimal_homogeneous, mul_up,
 };
 use crate::pld::compose_pld_homogeneous;
 
@@ -93,6 +93,44 @@ pub struct Guarantee {
     pub model: TrustModel,
     /// The analysis that gives the guarantee, by name (for example `tight`).
     pub analysis: String,
+}
+
+impl Guarantee {
+    /// The `(ε, δ)` this guarantee gives under `neighbours`, rounded up: what a budget kept
+    /// under one neighbour relation charges for it.
+    ///
+    /// # Privacy
+    ///
+    /// * Under its own relation, itself.
+    /// * From add/remove to replace-one: replacing a client's data is removing the client and
+    ///   adding one, so `D` and `D'` differing in one client's data are joined by `D''` with
+    ///   that client removed, and for every event `S`, `P[M(D) ∈ S] ≤ e^ε P[M(D'') ∈ S] + δ ≤
+    ///   e^ε (e^ε P[M(D') ∈ S] + δ) + δ`: `(2ε, (1 + e^ε) δ)`, group privacy for a group of two
+    ///   (Dwork and Roth 2014, §2.3, with the `δ` terms kept). `e^ε` is taken one ulp up
+    ///   (covering the library's error) and every step rounded up.
+    /// * From replace-one to add/remove there is no rule: such a mechanism is calibrated for a
+    ///   fixed number of clients (a shuffle blanket, a local estimate debiased by `n`, a
+    ///   release that states its cohort), and adding or removing a client changes that
+    ///   number, which is not protected.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] from replace-one to add/remove.
+    pub fn under(&self, neighbours: Neighbours) -> Result<(f64, f64), Error> {
+        match (self.neighbours, neighbours) {
+            (from, to) if from == to => Ok((self.epsilon, self.delta)),
+            (Neighbours::AddRemove, Neighbours::ReplaceOne) => {
+                let growth = add_up(1.0, self.epsilon.exp().next_up());
+                Ok((2.0 * self.epsilon, mul_up(growth, self.delta).min(1.0)))
+            }
+            _ => Err(Error::invalid(
+                "neighbours",
+                self.neighbours,
+                "a guarantee convertible to add-remove: a replace-one guarantee holds for a \
+                 fixed number of clients, which adding or removing one changes",
+            )),
+        }
+    }
 }
 
 /// The guarantee of running a mechanism with guarantee `per_round` in each of `rounds` rounds
@@ -185,6 +223,43 @@ pub fn honest_users(users: u64, colluding_fraction: f64) -> Result<u64, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn add_remove_converts_to_replace_one_by_group_privacy_and_not_back() {
+        let guarantee = |epsilon, delta, neighbours| Guarantee {
+            epsilon,
+            delta,
+            neighbours,
+            model: TrustModel::Central,
+            analysis: "test".into(),
+        };
+        let add_remove = guarantee(1.0, 1e-8, Neighbours::AddRemove);
+        assert_eq!(
+            add_remove.under(Neighbours::AddRemove).unwrap(),
+            (1.0, 1e-8)
+        );
+        let (epsilon, delta) = add_remove.under(Neighbours::ReplaceOne).unwrap();
+        assert_eq!(epsilon.to_bits(), 2.0f64.to_bits());
+        let exact = (1.0 + std::f64::consts::E) * 1e-8;
+        assert!(delta >= exact && delta < exact * (1.0 + 1e-15), "{delta}");
+        assert_eq!(
+            guarantee(3.0, 0.5, Neighbours::AddRemove)
+                .under(Neighbours::ReplaceOne)
+                .unwrap()
+                .1,
+            1.0
+        );
+        let replace_one = guarantee(1.0, 1e-8, Neighbours::ReplaceOne);
+        assert_eq!(
+            replace_one.under(Neighbours::ReplaceOne).unwrap(),
+            (1.0, 1e-8)
+        );
+        let refused = replace_one.under(Neighbours::AddRemove).unwrap_err();
+        assert!(
+            refused.to_string().contains("fixed number of clients"),
+            "{refused}"
+        );
+    }
 
     #[test]
     fn colluders_are_rounded_up_and_leave_the_victim() {

@@ -1,6 +1,7 @@
 //! What a key selection releases: the probability that an item held by `c` clients is
 //! released, and how far its released estimate lies from `c`, for sample-and-threshold and for
-//! the noise-based selections it is compared with (ALGORITHMS.md §1.5; docs/privacy/planner.md).
+//! the noise-based selections it is compared with (docs/algorithms.md §1.5;
+//! docs/privacy/planner.md).
 //!
 //! Every quantity is exact from the law of the release: the binomial law of the sampled count
 //! for sample-and-threshold, the noise law for Laplace and Gaussian thresholding. Nothing here

@@ -1,4 +1,4 @@
-//! Calibration of the pure local-DP randomizers (ALGORITHMS.md §7.2 and §7.4): the
+//! Calibration of the pure local-DP randomizers (docs/algorithms.md §7.2 and §7.4): the
 //! probabilities tally-core's frequency oracles flip, and their guarantee.
 //!
 //! # Privacy

@@ -1,4 +1,4 @@
-//! Numerical primitives shared by the analyses (ALGORITHMS.md §0).
+//! Numerical primitives shared by the analyses (docs/algorithms.md §0).
 
 /// Relative safety margin added to every `δ` computed in floating point.
 ///

@@ -1,4 +1,4 @@
-//! The local `ε₀` of OptPrefixTree (ALGORITHMS.md §6.6): the largest per-iteration local
+//! The local `ε₀` of OptPrefixTree (docs/algorithms.md §6.6): the largest per-iteration local
 //! privacy parameter such that `T` iterations, each summing (or shuffling) the reports of about
 //! `n` users, meet an aggregate `(ε, δ)` target.
 //!
@@ -67,7 +67,7 @@ pub struct LocalEpsilonPlan {
 }
 
 /// The largest local `ε₀` such that `iterations` aggregated rounds of `users` reports each are
-/// `(epsilon, delta)`-DP by `composition` and `bound` (ALGORITHMS.md §6.6).
+/// `(epsilon, delta)`-DP by `composition` and `bound` (docs/algorithms.md §6.6).
 ///
 /// # Errors
 ///

@@ -1,5 +1,5 @@
 //! Privacy of the sample-and-threshold (S&T) histogram (Bharadwaj and Cormode, AISTATS 2022;
-//! ALGORITHMS.md §1.4).
+//! docs/algorithms.md §1.4).
 //!
 //! An S&T release samples each client with probability `p_s` and publishes the items whose
 //! sampled count reaches the threshold `τ`. Four analyses give `δ` for `(ε, p_s, τ)`, from the

@@ -1,4 +1,4 @@
-//! Amplification by shuffling (ALGORITHMS.md §8): the central `(ε, δ)` of `n` users who each
+//! Amplification by shuffling (docs/algorithms.md §8): the central `(ε, δ)` of `n` users who each
 //! apply an `ε₀`-LDP randomizer and whose reports are shuffled (or summed), for replace-one
 //! neighbours.
 //!
@@ -43,7 +43,7 @@ pub enum ShuffleBound {
     /// FMT21 numerical bound: clone probability `e^{−ε₀}` (code-backed, conservative).
     Fmt21,
     /// FMT23 numerical bound: clone probability `2/(e^{ε₀}+1)` (tighter; see the module
-    /// caveat). The default, as ALGORITHMS.md §9 recommends.
+    /// caveat). The default, as docs/algorithms.md §9 recommends.
     #[default]
     Fmt23,
     /// FMT21 Theorem 3.1 closed form.
@@ -484,7 +484,7 @@ pub fn grr_collusion(
     })
 }
 
-/// Balle et al.'s privacy-blanket bound (Theorem 5.3; ALGORITHMS.md §8.3): a `δ` for which
+/// Balle et al.'s privacy-blanket bound (Theorem 5.3; docs/algorithms.md §8.3): a `δ` for which
 /// `n` shuffled `eps0`-LDP reports are `(epsilon, δ)`-DP, inflated by
 /// [`numeric::delta_upper`], and capped at 1.
 ///

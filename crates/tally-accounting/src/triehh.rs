@@ -1,4 +1,4 @@
-//! Privacy of TrieHH (Zhu, Kairouz, McMahan, Sun, Li, AISTATS 2020; ALGORITHMS.md §2.3).
+//! Privacy of TrieHH (Zhu, Kairouz, McMahan, Sun, Li, AISTATS 2020; docs/algorithms.md §2.3).
 //!
 //! TrieHH runs `L` rounds. Each round samples `m` of the `n` clients uniformly without
 //! replacement, and each sampled client votes for one prefix; prefixes with at least `θ` votes

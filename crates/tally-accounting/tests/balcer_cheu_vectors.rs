@@ -1,4 +1,4 @@
-//! Balcer–Cheu calibration against the ALGORITHMS.md §7.3 table, against the vectors of the
+//! Balcer–Cheu calibration against the docs/algorithms.md §7.3 table, against the vectors of the
 //! independent Python reference (`python3 tools/reference/balcer_cheu.py` writes
 //! `tests/test_vectors/balcer_cheu/`), plus the validity conditions and the guarantee.
 

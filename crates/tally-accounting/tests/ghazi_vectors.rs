@@ -1,4 +1,4 @@
-//! Parameters of the Ghazi et al. multi-message protocols against ALGORITHMS.md §5.1 and
+//! Parameters of the Ghazi et al. multi-message protocols against docs/algorithms.md §5.1 and
 //! Appendix A item 8, and against the vectors of the independent Python references
 //! (`python3 tools/reference/ghazi.py` writes `tests/test_vectors/ghazi/`,
 //! `python3 tools/reference/ghazi_blanket_cap.py` the Count-Min blanket cap's

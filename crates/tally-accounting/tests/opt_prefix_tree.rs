@@ -1,4 +1,4 @@
-//! The local-ε solver of OptPrefixTree (ALGORITHMS.md §6.6): consistent with the shuffle
+//! The local-ε solver of OptPrefixTree (docs/algorithms.md §6.6): consistent with the shuffle
 //! accountant and the composition rules, and monotone in its inputs.
 
 use tally_accounting::composition::Composition;

@@ -120,8 +120,8 @@ fn many_rounds() {
     }
 }
 
-/// The dominating pair of amplification by shuffling (ALGORITHMS.md §8.1), written out from its
-/// definition for a small `n`: outcomes `(c, t)` with `C ~ Bin(n−1, p_clone)`,
+/// The dominating pair of amplification by shuffling (docs/algorithms.md §8.1), written out from
+/// its definition for a small `n`: outcomes `(c, t)` with `C ~ Bin(n−1, p_clone)`,
 /// `A ~ Bin(C, 1/2)`, `D ~ Ber(e^{ε₀}/(e^{ε₀}+1))`, `t = A + D` under `P` and `A + 1 − D` under
 /// `Q`. `tally_accounting::shuffle` does not expose its pair, so this test builds its own.
 fn shuffle_pair(n: u64, eps0: f64) -> (Vec<f64>, Vec<f64>) {

@@ -1,4 +1,4 @@
-//! Amplification by shuffling against ALGORITHMS.md §8.4 and Appendix A item 10, against the
+//! Amplification by shuffling against docs/algorithms.md §8.4 and Appendix A item 10, against the
 //! vectors of the independent Python reference (`python3 tools/reference/shuffle.py` writes
 //! `tests/test_vectors/shuffle/`), plus monotonicity properties and input validation.
 

@@ -12,13 +12,61 @@ use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_messages::DomainHistogramMechanism;
 
+use crate::help_examples;
+
+/// The headings `--help` groups the options under. Every option names one, so that the
+/// privacy options stand together whatever struct declares them.
+pub(crate) mod heading {
+    /// What the data is and where it comes from.
+    pub(crate) const INPUT: &str = "Input";
+    /// The guarantee: ε, δ, the analysis, the neighbours and what sets them.
+    pub(crate) const PRIVACY: &str = "Privacy";
+    /// The mechanism or algorithm and its parameters.
+    pub(crate) const ALGORITHM: &str = "Algorithm";
+    /// OptPrefixTree's own parameters.
+    pub(crate) const OPT_PREFIX_TREE: &str = "OptPrefixTree";
+    /// What is printed or written, and how.
+    pub(crate) const OUTPUT: &str = "Output";
+    /// A plan's HTML report and the population it predicts on.
+    pub(crate) const REPORT: &str = "Report";
+    /// How a run or a benchmark runs (repetitions, concurrency).
+    pub(crate) const RUNTIME: &str = "Runtime";
+    /// The federated server a command talks to, and the credential it shows.
+    #[cfg(feature = "federated")]
+    pub(crate) const SERVER: &str = "Server";
+    /// The population a federated task asks.
+    #[cfg(feature = "federated")]
+    pub(crate) const POPULATION: &str = "Population";
+    /// How a federated task's rounds run.
+    #[cfg(feature = "federated")]
+    pub(crate) const ROUNDS: &str = "Rounds";
+    /// The devices a command acts as or enrolls.
+    #[cfg(feature = "federated")]
+    pub(crate) const DEVICES: &str = "Devices";
+    /// Where a service listens and keeps its state.
+    #[cfg(feature = "federated")]
+    pub(crate) const SERVICE: &str = "Service";
+    /// A listener's bounds and TLS.
+    #[cfg(feature = "federated")]
+    pub(crate) const LISTENER: &str = "Listener";
+    /// The aggregator a relay forwards to.
+    #[cfg(feature = "federated")]
+    pub(crate) const AGGREGATOR: &str = "Aggregator";
+    /// A population's privacy budget.
+    #[cfg(feature = "federated")]
+    pub(crate) const BUDGET: &str = "Budget";
+    /// The credential a command creates.
+    #[cfg(feature = "federated")]
+    pub(crate) const CREDENTIAL: &str = "Credential";
+}
+
 /// Differentially private federated analytics: private histograms, heavy hitters and
 /// quantiles over data that stays on users' devices.
 #[derive(Debug, Parser)]
 #[command(name = "tally", version, about, long_about = None)]
 pub(crate) struct Cli {
     /// Draw no progress on stderr (it is drawn only when stderr is a terminal anyway).
-    #[arg(long, global = true)]
+    #[arg(help_heading = heading::OUTPUT, long, global = true)]
     pub(crate) quiet: bool,
     #[command(subcommand)]
     pub(crate) command: Command,
@@ -30,14 +78,18 @@ pub(crate) enum Command {
     #[command(subcommand)]
     Plan(PlanCommand),
     /// Release a sample-and-threshold histogram of the input.
+    #[command(after_long_help = help_examples::HISTOGRAM)]
     Histogram(HistogramArgs),
     /// Find the frequent items (TrieHH, TrieHH++ or one S&T round over whole items).
+    #[command(after_long_help = help_examples::HEAVY_HITTERS)]
     HeavyHitters(HeavyHittersArgs),
     /// Estimate quantiles of numbers (a hierarchical histogram or binary searches).
     #[command(mut_arg("method", rename_analysis))]
+    #[command(after_long_help = help_examples::QUANTILES)]
     Quantiles(QuantilesArgs),
     /// Estimate the number of values in a range [lo, hi) from a hierarchical histogram.
     #[command(mut_arg("method", rename_analysis))]
+    #[command(after_long_help = help_examples::RANGE)]
     Range(RangeArgs),
     /// Time a mechanism's kernel on generated data.
     #[command(subcommand)]
@@ -45,9 +97,14 @@ pub(crate) enum Command {
     /// Reproduce a paper's experiments: CSV, figures and a report with its findings checked.
     #[command(subcommand)]
     Repro(ReproCommand),
+    /// Make a secret key for keyed sampling (--sampling-key-file): 256 random bits from the
+    /// operating system, as 64 hexadecimal digits, in a file only its owner can read.
+    #[command(after_long_help = help_examples::SAMPLING_KEY)]
+    SamplingKey(SamplingKeyGenerateArgs),
     /// Run the federated server: tasks, rounds, the secure aggregator and the privacy-budget
     /// ledger (logs on stderr; RUST_LOG sets the level, default info).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::SERVE)]
     Serve(ServeArgs),
     /// Run the relay of a split-trust deployment, run by another party than the aggregator:
     /// devices enrolled here upload reports sealed to the aggregator's key; the relay picks
@@ -55,6 +112,7 @@ pub(crate) enum Command {
     /// them to the aggregator without who sent them (logs on stderr; RUST_LOG sets the
     /// level, default info).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::RELAY)]
     Relay(RelayArgs),
     /// Create, inspect and cancel federated tasks, and read their results.
     #[cfg(feature = "federated")]
@@ -62,14 +120,17 @@ pub(crate) enum Command {
     Task(TaskCommand),
     /// The privacy budget of every population: spent, reserved and remaining (ε, δ).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::LEDGER)]
     Ledger(ServerQueryArgs),
     /// Act as one device: answer every open round from the one item in a file, until the
     /// tasks end.
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::CLIENT)]
     Client(ClientArgs),
     /// Run simulated devices over HTTP, one per client of a population, until the tasks end;
     /// report uploads per second and latency percentiles.
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::FLEET)]
     Fleet(FleetArgs),
     /// Create, list and revoke the federated server's credentials (operator, analyst,
     /// device), in its database or through a running server.
@@ -87,11 +148,49 @@ pub(crate) enum Command {
     /// Make a self-signed TLS certificate and key for `tally serve --tls-cert --tls-key` (a
     /// demo or a test; clients trust it with --ca-cert).
     #[cfg(feature = "federated")]
+    #[command(after_long_help = help_examples::CERT)]
     Cert(CertArgs),
     /// The aggregator's HPKE keys, which open a split-trust population's sealed reports.
     #[cfg(feature = "federated")]
     #[command(subcommand)]
     HpkeKey(HpkeKeyCommand),
+}
+
+/// The secret key of keyed sampling, given as text or in a file.
+#[derive(Debug, Args)]
+pub(crate) struct SamplingKeyArgs {
+    /// A secret key for keyed sampling: the same key gives the same release.
+    ///
+    /// Sample-and-threshold, the partition selections and TrieHH++: each client's coins and its
+    /// one row (its kept items with --max-items-per-client; at each TrieHH++ level, that level's
+    /// coin) become keyed functions of its client_id (of its 0-based position when the input has
+    /// no ids), so the same key reproduces the release exactly, here, in Python and on Spark.
+    /// Rates are rounded down to a multiple of 2^-64 and the guarantee computed for them. At
+    /// least 32 hexadecimal digits (128 bits) drawn at random: `tally sampling-key` makes one.
+    /// The release is private only while the key stays secret; prefer --sampling-key-file,
+    /// which keeps it out of the shell's history and the process list.
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        value_name = "KEY",
+        conflicts_with = "sampling_key_file"
+    )]
+    pub(crate) sampling_key: Option<String>,
+    /// A file holding the secret key of --sampling-key, as `tally sampling-key` writes it.
+    ///
+    /// A trailing newline is ignored.
+    #[arg(help_heading = heading::PRIVACY, long, value_name = "FILE")]
+    pub(crate) sampling_key_file: Option<PathBuf>,
+}
+
+/// Arguments of `tally sampling-key`.
+#[derive(Debug, Args)]
+pub(crate) struct SamplingKeyGenerateArgs {
+    /// The file to write the key to, readable by its owner alone.
+    ///
+    /// An existing file is refused, so that no key in use is lost.
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
+    pub(crate) output: PathBuf,
 }
 
 #[cfg(feature = "federated")]
@@ -100,6 +199,7 @@ pub(crate) enum HpkeKeyCommand {
     /// Make a new current key in the aggregator's database (a running `tally serve` serves it
     /// at GET /v1/hpke-keys within two seconds); older keys keep opening reports for the
     /// grace period, then retire.
+    #[command(after_long_help = help_examples::HPKE_KEY_ROTATE)]
     Rotate(HpkeKeyRotateArgs),
 }
 
@@ -107,11 +207,11 @@ pub(crate) enum HpkeKeyCommand {
 #[derive(Debug, Args)]
 pub(crate) struct HpkeKeyRotateArgs {
     /// The aggregator's database (sqlite://FILE or postgres://...).
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = heading::SERVICE, long, value_name = "URL")]
     pub(crate) db: String,
     /// Seconds the older keys keep opening reports sealed to them [default: a week, the
     /// longest a round stays open].
-    #[arg(long, value_name = "SECS")]
+    #[arg(help_heading = heading::SERVICE, long, value_name = "SECS")]
     pub(crate) grace_secs: Option<u64>,
 }
 
@@ -121,6 +221,7 @@ pub(crate) enum DeviceCommand {
     /// Enroll N devices of a population and write their credentials to a file, one per line
     /// (shown this once; the server keeps their hashes). A device credential answers only its
     /// population's rounds and holds at most one upload token per round.
+    #[command(after_long_help = help_examples::DEVICE_ENROLL)]
     Enroll(DeviceEnrollArgs),
 }
 
@@ -130,18 +231,22 @@ pub(crate) struct DeviceEnrollArgs {
     #[command(flatten)]
     pub(crate) store: ProvisionArgs,
     /// The (provisioned) population the devices belong to.
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = heading::DEVICES, long, value_name = "NAME")]
     pub(crate) population: String,
     /// --db is a relay's database (`tally relay`): the population is provisioned at the
     /// aggregator, and only its name is checked here.
-    #[arg(long, requires = "db")]
+    #[arg(help_heading = heading::SERVER, long, requires = "db")]
     pub(crate) relay: bool,
     /// How many devices to enroll.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
     pub(crate) count: u32,
     /// The file to write the credentials to (created readable by its owner only; an
     /// existing file is refused).
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) out: PathBuf,
 }
 
@@ -149,13 +254,18 @@ pub(crate) struct DeviceEnrollArgs {
 #[derive(Debug, Args)]
 pub(crate) struct CertArgs {
     /// A name (DNS name or IP address) the certificate is valid for.
-    #[arg(long = "name", value_name = "NAME", default_values_t = ["127.0.0.1".to_owned(), "localhost".to_owned()])]
+    #[arg(
+        help_heading = heading::INPUT,
+        long = "name",
+        value_name = "NAME",
+        default_values_t = ["127.0.0.1".to_owned(), "localhost".to_owned()]
+    )]
     pub(crate) names: Vec<String>,
     /// Where to write the certificate (PEM).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
     pub(crate) cert: PathBuf,
     /// Where to write its private key (PEM, readable by its owner only).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "FILE")]
     pub(crate) key: PathBuf,
 }
 
@@ -164,8 +274,10 @@ pub(crate) struct CertArgs {
 pub(crate) enum PopulationCommand {
     /// Create a population with its privacy budget, its tasks' minimum-cohort floor and an
     /// optional cap on one task's ε.
+    #[command(after_long_help = help_examples::POPULATION_CREATE)]
     Create(PopulationCreateArgs),
     /// List the populations.
+    #[command(after_long_help = help_examples::POPULATION_LIST)]
     List(TokenListArgs),
 }
 
@@ -177,43 +289,78 @@ pub(crate) struct PopulationCreateArgs {
     /// Its exact name: 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit.
     pub(crate) name: String,
     /// Its whole ε budget (see --task-bound-rate for how its tasks share it).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::BUDGET, long, allow_negative_numbers = true)]
     pub(crate) budget_epsilon: f64,
     /// Its whole δ budget.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::BUDGET, long, allow_negative_numbers = true)]
     pub(crate) budget_delta: f64,
     /// The smallest minimum cohort a task over it may ask (a task may raise it, not lower it).
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 1)]
     pub(crate) min_cohort: u64,
     /// The largest ε one task over it may spend.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::BUDGET, long, allow_negative_numbers = true)]
     pub(crate) max_task_epsilon: Option<f64>,
     /// Who its devices' reports go through: single-party (they upload to the aggregator) or
     /// split (they upload sealed reports to a relay run by another party; the aggregator
     /// takes them only from the relay and enrolls no device).
-    #[arg(long, value_enum, default_value_t = TrustArg::SingleParty)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        value_enum,
+        default_value_t = TrustArg::SingleParty
+    )]
     pub(crate) trust: TrustArg,
-    /// Let its tasks ask their devices to sample themselves (`sampling: device`). Off by
-    /// default: device-side sampling holds only if every enrolled device flips its own coin
+    /// Let its tasks ask their devices to sample themselves (`sampling: device`).
+    ///
+    /// Off by default: device-side sampling holds only if every enrolled device flips its own coin
     /// honestly, and τ − 1 colluding devices that always report cross a threshold τ with one
     /// victim; without it, rounds sample at the aggregator (or the relay).
-    #[arg(long)]
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) allow_device_sampling: bool,
-    /// Declare a per-round sample-and-threshold pair: tasks whose every round samples at most
-    /// this rate (with at least --task-bound-threshold, under add-remove neighbours) take one
-    /// of a fixed number of rounds, composed tightly within the pair's share of the budget;
-    /// every other task is charged its own (ε, δ) by basic composition within the rest.
-    /// Without a pair every task is charged its own (ε, δ).
-    #[arg(long, value_name = "P", requires = "task_bound_threshold")]
+    /// The one neighbour relation the budget is kept under.
+    ///
+    /// A task under the other relation is charged what its guarantee gives under this one: an
+    /// add-remove (ε, δ) costs (2ε, (1 + e^ε)δ) on a replace-one budget, and a replace-one task
+    /// (the shuffle and local mechanisms, OptPrefixTree, TrieHH: each holds for a fixed number
+    /// of clients) is refused on an add-remove budget.
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        value_enum,
+        default_value_t = NeighboursArg::AddRemove
+    )]
+    pub(crate) neighbours: NeighboursArg,
+    /// Declare a per-round sample-and-threshold pair (add-remove budgets only): tasks whose every
+    /// round samples at most this rate (with at least --task-bound-threshold) take one of a fixed
+    /// number of rounds, composed tightly within the pair's share of the budget.
+    ///
+    /// Every other task is charged its own (ε, δ) by basic composition within the rest. Without a
+    /// pair every task is charged its own (ε, δ).
+    #[arg(
+        help_heading = heading::BUDGET,
+        long,
+        value_name = "P",
+        requires = "task_bound_threshold"
+    )]
     pub(crate) task_bound_rate: Option<f64>,
     /// The declared pair's smallest threshold.
-    #[arg(long, value_name = "T", requires = "task_bound_rate")]
+    #[arg(help_heading = heading::BUDGET, long, value_name = "T", requires = "task_bound_rate")]
     pub(crate) task_bound_threshold: Option<u64>,
     /// The declared pair's share of the ε budget [default: all of it].
-    #[arg(long, value_name = "E", requires_all = ["task_bound_rate", "task_bound_delta"])]
+    #[arg(
+        help_heading = heading::BUDGET,
+        long,
+        value_name = "E",
+        requires_all = ["task_bound_rate", "task_bound_delta"]
+    )]
     pub(crate) task_bound_epsilon: Option<f64>,
     /// The declared pair's share of the δ budget [default: all of it].
-    #[arg(long, value_name = "D", requires_all = ["task_bound_rate", "task_bound_epsilon"])]
+    #[arg(
+        help_heading = heading::BUDGET,
+        long,
+        value_name = "D",
+        requires_all = ["task_bound_rate", "task_bound_epsilon"]
+    )]
     pub(crate) task_bound_delta: Option<f64>,
     /// The fraction of its devices that may collude with the analyst, in [0, 1]. A
     /// shuffle-model task's guarantee assumes the other devices honest (their randomness hides
@@ -221,10 +368,10 @@ pub(crate) struct PopulationCreateArgs {
     /// device keeps when this fraction colludes, and refused when that does not fit the
     /// budget. Central and local tasks are charged as they are. 0 (the default): the budget
     /// assumes honest devices.
-    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    #[arg(help_heading = heading::PRIVACY, long, value_name = "F", default_value_t = 0.0)]
     pub(crate) colluding_fraction: f64,
     /// Print the population as JSON.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -232,10 +379,13 @@ pub(crate) struct PopulationCreateArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum TokenCommand {
     /// Create a credential and print its token (shown this once; the server keeps a hash).
+    #[command(after_long_help = help_examples::TOKEN_CREATE)]
     Create(TokenCreateArgs),
     /// List the credentials (never a secret).
+    #[command(after_long_help = help_examples::TOKEN_LIST)]
     List(TokenListArgs),
     /// Revoke a credential: the server refuses it from its next request on.
+    #[command(after_long_help = help_examples::TOKEN_REVOKE)]
     Revoke(TokenRevokeArgs),
 }
 
@@ -246,13 +396,19 @@ pub(crate) enum TokenCommand {
 pub(crate) struct ProvisionArgs {
     /// The server's database (sqlite://FILE or postgres://...): works without a running
     /// server, and is how the first operator credential is made.
-    #[arg(long, value_name = "URL", required_unless_present = "server")]
+    #[arg(
+        help_heading = heading::SERVER,
+        long,
+        value_name = "URL",
+        required_unless_present = "server"
+    )]
     pub(crate) db: Option<String>,
     /// A running server's base URL (with --token, an operator's credential).
-    #[arg(long, value_name = "URL", conflicts_with = "db")]
+    #[arg(help_heading = heading::SERVER, long, value_name = "URL", conflicts_with = "db")]
     pub(crate) server: Option<String>,
-    /// An operator's credential, with --server [env: TALLY_TOKEN].
+    /// An operator's credential, with --server.
     #[arg(
+        help_heading = heading::SERVER,
         long,
         value_name = "TOKEN",
         env = "TALLY_TOKEN",
@@ -261,8 +417,14 @@ pub(crate) struct ProvisionArgs {
     )]
     pub(crate) token: Option<String>,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --server (a
-    /// self-signed certificate; ignored with --db) [env: TALLY_CA_CERT].
-    #[arg(long, value_name = "FILE", env = "TALLY_CA_CERT")]
+    /// self-signed certificate; ignored with --db).
+    #[arg(
+        help_heading = heading::SERVER,
+        long,
+        value_name = "FILE",
+        env = "TALLY_CA_CERT",
+        hide_env_values = true
+    )]
     pub(crate) ca_cert: Option<PathBuf>,
 }
 
@@ -272,16 +434,16 @@ pub(crate) struct TokenCreateArgs {
     #[command(flatten)]
     pub(crate) store: ProvisionArgs,
     /// What the credential may do.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::CREDENTIAL, long, value_enum)]
     pub(crate) role: RoleArg,
     /// A population it acts on (an analyst or a relay: one or more; a device: exactly one).
-    #[arg(long = "population", value_name = "NAME")]
+    #[arg(help_heading = heading::CREDENTIAL, long = "population", value_name = "NAME")]
     pub(crate) populations: Vec<String>,
     /// Who or what holds it.
-    #[arg(long)]
+    #[arg(help_heading = heading::CREDENTIAL, long)]
     pub(crate) name: String,
     /// Print the credential and its token as JSON.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -291,7 +453,7 @@ pub(crate) struct TokenListArgs {
     #[command(flatten)]
     pub(crate) store: ProvisionArgs,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -355,16 +517,23 @@ impl From<TrustArg> for tally_messages::TrustModel {
 #[derive(Debug, Args)]
 pub(crate) struct ServerArgs {
     /// The server's base URL, e.g. https://127.0.0.1:8443 or http://127.0.0.1:8080.
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = heading::SERVER, long, value_name = "URL")]
     pub(crate) server: String,
     /// Trust only the CA certificate(s) in this PEM file for an https:// server (a
-    /// self-signed certificate) [env: TALLY_CA_CERT].
-    #[arg(long, value_name = "FILE", env = "TALLY_CA_CERT")]
+    /// self-signed certificate).
+    #[arg(
+        help_heading = heading::SERVER,
+        long,
+        value_name = "FILE",
+        env = "TALLY_CA_CERT",
+        hide_env_values = true
+    )]
     pub(crate) ca_cert: Option<PathBuf>,
     /// Your credential: an analyst's for tasks and the ledger, an operator's for credentials
     /// and for `client` and `fleet` relaying for devices without --credentials (made by
     /// `tally token create`).
     #[arg(
+        help_heading = heading::SERVER,
         long,
         value_name = "TOKEN",
         env = "TALLY_TOKEN",
@@ -377,17 +546,17 @@ pub(crate) struct ServerArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// The address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    #[arg(help_heading = heading::SERVICE, long, default_value = "127.0.0.1:8080")]
     pub(crate) listen: SocketAddr,
     /// Serve the operator's /metrics (an operator token required) on this address; the API's
     /// listener never serves it [default: no metrics].
-    #[arg(long, value_name = "ADDR")]
+    #[arg(help_heading = heading::SERVICE, long, value_name = "ADDR")]
     pub(crate) metrics_listen: Option<SocketAddr>,
     #[command(flatten)]
     pub(crate) listener: ListenerArgs,
     /// The database: sqlite://FILE or postgres://USER@HOST/DB [default: sqlite://tally.db in
     /// the working directory, created on first start].
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = heading::SERVICE, long, value_name = "URL")]
     pub(crate) db: Option<String>,
 }
 
@@ -396,42 +565,55 @@ pub(crate) struct ServeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct RelayArgs {
     /// The address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8081")]
+    #[arg(help_heading = heading::SERVICE, long, default_value = "127.0.0.1:8081")]
     pub(crate) listen: SocketAddr,
     #[command(flatten)]
     pub(crate) listener: ListenerArgs,
     /// The relay's database (its operators' and devices' credentials): sqlite://FILE or
     /// postgres://USER@HOST/DB [default: sqlite://relay.db in the working directory].
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = heading::SERVICE, long, value_name = "URL")]
     pub(crate) db: Option<String>,
     /// The aggregator's base URL (`tally serve`), e.g. https://aggregator.example:8443.
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = heading::AGGREGATOR, long, value_name = "URL")]
     pub(crate) aggregator: String,
-    /// The relay's credential at the aggregator, of role relay [env: TALLY_AGGREGATOR_TOKEN].
+    /// The relay's credential at the aggregator, of role relay.
     #[arg(
+        help_heading = heading::AGGREGATOR,
         long,
         value_name = "TOKEN",
         env = "TALLY_AGGREGATOR_TOKEN",
         hide_env_values = true
     )]
     pub(crate) aggregator_token: String,
-    /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator
-    /// [env: TALLY_AGGREGATOR_CA_CERT].
-    #[arg(long, value_name = "FILE", env = "TALLY_AGGREGATOR_CA_CERT")]
+    /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator.
+    #[arg(
+        help_heading = heading::AGGREGATOR,
+        long,
+        value_name = "FILE",
+        env = "TALLY_AGGREGATOR_CA_CERT",
+        hide_env_values = true
+    )]
     pub(crate) aggregator_ca_cert: Option<PathBuf>,
-    /// Seconds before a round's deadline at which the relay stops taking uploads and
-    /// forwards its batch (it must reach the aggregator in time); a round whose deadline is
-    /// nearer when the relay first sees it is not relayed.
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    /// Seconds before a round's deadline at which the relay stops taking uploads and forwards its
+    /// batch (it must reach the aggregator in time).
+    ///
+    /// A round whose deadline is nearer when the relay first sees it is not relayed.
+    #[arg(help_heading = heading::ROUNDS, long, value_name = "SECS", default_value_t = 10)]
     pub(crate) forward_margin: u64,
     /// The relay holds a round's uploads from up to this many times its cohort target, and
     /// picks the cohort uniformly among them (at least 1; it closes the round early once it
     /// holds that many).
-    #[arg(long, value_name = "FACTOR", default_value_t = 2.0)]
+    #[arg(help_heading = heading::ROUNDS, long, value_name = "FACTOR", default_value_t = 2.0)]
     pub(crate) cohort_pool: f64,
     /// The most devices one relaying credential (an operator checking in many devices, such
     /// as `tally fleet` without --credentials) contributes to a round's cohort.
-    #[arg(long, value_name = "N", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(
+        help_heading = heading::ROUNDS,
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
     pub(crate) max_per_credential: u64,
 }
 
@@ -441,27 +623,27 @@ pub(crate) struct RelayArgs {
 pub(crate) struct ListenerArgs {
     /// Seconds a client has to send a request's headers (also how long a connection may stay
     /// idle between requests).
-    #[arg(long, value_name = "SECS", default_value_t = 10)]
+    #[arg(help_heading = heading::LISTENER, long, value_name = "SECS", default_value_t = 10)]
     pub(crate) header_timeout: u64,
     /// Seconds a client has to send a request's body.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    #[arg(help_heading = heading::LISTENER, long, value_name = "SECS", default_value_t = 30)]
     pub(crate) body_timeout: u64,
     /// The most connections served at once.
-    #[arg(long, value_name = "N", default_value_t = 4096)]
+    #[arg(help_heading = heading::LISTENER, long, value_name = "N", default_value_t = 4096)]
     pub(crate) max_connections: usize,
     /// Requests per second each credential may send (429 with Retry-After beyond) [default:
     /// no limit].
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = heading::LISTENER, long, value_name = "N")]
     pub(crate) rate_limit: Option<u32>,
     /// Serve TLS with this PEM certificate chain (with --tls-key).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(help_heading = heading::LISTENER, long, value_name = "FILE", requires = "tls_key")]
     pub(crate) tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert.
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(help_heading = heading::LISTENER, long, value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
     /// Serve plain HTTP on an address that is not loopback (credentials and reports cross
     /// the network in clear).
-    #[arg(long, conflicts_with = "tls_cert")]
+    #[arg(help_heading = heading::LISTENER, long, conflicts_with = "tls_cert")]
     pub(crate) insecure_http: bool,
 }
 
@@ -472,15 +654,20 @@ pub(crate) enum TaskCommand {
     /// mechanism over a public domain), heavy hitters (TrieHH++, TrieHH, single-round,
     /// OptPrefixTree), quantiles from a hierarchical histogram or by binary search, or a range
     /// count.
+    #[command(after_long_help = help_examples::TASK_CREATE)]
     Create(Box<TaskCreateArgs>),
     /// List every task.
+    #[command(after_long_help = help_examples::TASK_LIST)]
     List(ServerQueryArgs),
     /// Show one task: its state, guarantee and rounds.
+    #[command(after_long_help = help_examples::TASK_STATUS)]
     Status(TaskIdArgs),
     /// Print a finished task's release (the same JSON as `histogram` / `heavy-hitters` /
     /// `quantiles` / `range`).
+    #[command(after_long_help = help_examples::TASK_RESULT)]
     Result(TaskResultArgs),
     /// Cancel a task: nothing more is released.
+    #[command(after_long_help = help_examples::TASK_CANCEL)]
     Cancel(TaskIdArgs),
 }
 
@@ -490,15 +677,16 @@ pub(crate) enum TaskCommand {
 #[derive(Debug, Args)]
 #[group(required = true, multiple = true)]
 pub(crate) struct TaskKindArgs {
-    /// A one-round histogram mechanism (every one of `tally histogram`; laplace-threshold,
-    /// gaussian-threshold and truncated-geometric: every device reports its item and the
-    /// aggregator adds the noise, trusted as it sees every report); with --algorithm
+    /// A one-round histogram mechanism, any of `tally histogram`'s.
+    ///
+    /// With laplace-threshold, gaussian-threshold and truncated-geometric every device reports its
+    /// item and the aggregator adds the noise, trusted as it sees every report. With --algorithm
     /// range or hierarchical-quantiles, sample-threshold (their default), ghazi-hadamard or
     /// ghazi-count-min (as `tally range` and `tally quantiles` take them).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) mechanism: Option<HistogramMechanism>,
     /// A multi-round algorithm.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) algorithm: Option<TaskAlgorithm>,
 }
 
@@ -554,14 +742,24 @@ pub(crate) enum TaskAlgorithm {
 #[group(required = true, multiple = true)]
 pub(crate) struct PopulationArgs {
     /// The population's name: the privacy-budget ledger is kept per population.
-    #[arg(long, requires = "expected_population", conflicts_with = "dataset")]
+    #[arg(
+        help_heading = heading::POPULATION,
+        long,
+        requires = "expected_population",
+        conflicts_with = "dataset"
+    )]
     pub(crate) population: Option<String>,
     /// How many devices the population has (the default cohort target).
-    #[arg(long, requires = "population", conflicts_with = "dataset")]
+    #[arg(
+        help_heading = heading::POPULATION,
+        long,
+        requires = "population",
+        conflicts_with = "dataset"
+    )]
     pub(crate) expected_population: Option<u64>,
     /// A shipped dataset (`shakespeare`): the population takes its name and its number of
     /// clients.
-    #[arg(long)]
+    #[arg(help_heading = heading::POPULATION, long)]
     pub(crate) dataset: Option<String>,
 }
 
@@ -575,103 +773,130 @@ pub(crate) struct TaskCreateArgs {
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     /// Target δ in (0, 1) for the whole task.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: f64,
     /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
     /// round's share of (ε, δ).
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "threshold"
+    )]
     pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ). --algorithm count-min-prefix-tree: the heavy-hitter
-    /// threshold τ_HH.
-    #[arg(long)]
+    /// Threshold τ of each S&T round.
+    ///
+    /// The sampling rate is then the largest that meets the round's share of (ε, δ). --algorithm
+    /// count-min-prefix-tree: the heavy-hitter threshold τ_HH.
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
     /// One-round histograms of the devices' items: each device contributes at most K items.
+    ///
     /// A device holds one item and reports it once, so K is 1 (the default); bound clients of
     /// several items offline, with `tally histogram --max-items-per-client K`.
-    #[arg(long, value_name = "K")]
+    #[arg(help_heading = heading::PRIVACY, long, value_name = "K")]
     pub(crate) max_items_per_client: Option<u32>,
-    /// TrieHH++: prefix-tree levels L; hierarchical quantiles and range: the tree's levels L
-    /// (its resolution is β^(−L) of the range); binary search: the rounds h of each search
-    /// (resolution 2^(−h)) [default: 10].
-    #[arg(long)]
+    /// TrieHH++: prefix-tree levels L.
+    ///
+    /// Hierarchical quantiles and range: the tree's levels L (its resolution is β^(−L) of the
+    /// range); binary search: the rounds h of each search (resolution 2^(−h)) [default: 10].
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) levels: Option<u32>,
-    /// TrieHH++ and TrieHH: characters added per level G [default: 1]; opt-prefix-tree: the
-    /// segment policy, `fixed:S`, `max-under-cap` (default) or `max-mass`.
-    #[arg(long)]
+    /// TrieHH++ and TrieHH: characters added per level G [default: 1].
+    ///
+    /// Opt-prefix-tree: the segment policy, `fixed:S`, `max-under-cap` (default) or `max-mass`.
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) segment: Option<SegmentArg>,
     /// TrieHH++: every device reports at every level, not only below surviving prefixes.
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) unrestricted: bool,
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) beam: Option<u32>,
     /// TrieHH++, quantiles and range: how the levels' guarantees compose [default: tight for
     /// add-remove neighbours, basic for replace-one].
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
     /// [default: 0.1,0.5,0.9].
-    #[arg(long, value_delimiter = ',', allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_delimiter = ',',
+        allow_negative_numbers = true
+    )]
     pub(crate) quantiles: Option<Vec<f64>>,
     /// Hierarchical quantiles and range: the tree's branching factor β [default: 4].
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) branching: Option<u32>,
     /// Quantiles and range: the devices' numbers lie in [MIN, MAX] (with --max) [default:
     /// [0, 1]]; a number outside counts at the nearer end.
-    #[arg(long, allow_negative_numbers = true, requires = "max")]
+    #[arg(help_heading = heading::ALGORITHM, long, allow_negative_numbers = true, requires = "max")]
     pub(crate) min: Option<f64>,
     /// Quantiles and range: the upper end of the devices' range (with --min).
-    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    #[arg(help_heading = heading::ALGORITHM, long, allow_negative_numbers = true, requires = "min")]
     pub(crate) max: Option<f64>,
     /// Hierarchical quantiles and range: make children sum to their parents before reading
     /// the tree.
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) consistent: bool,
     /// Range: the lower end of the counted range (included), in the devices' units.
-    #[arg(long, allow_negative_numbers = true, requires = "hi")]
+    #[arg(help_heading = heading::ALGORITHM, long, allow_negative_numbers = true, requires = "hi")]
     pub(crate) lo: Option<f64>,
     /// Range: the upper end of the counted range (excluded, except that a range ending at
     /// --max, or 1, includes it).
-    #[arg(long, allow_negative_numbers = true, requires = "lo")]
+    #[arg(help_heading = heading::ALGORITHM, long, allow_negative_numbers = true, requires = "lo")]
     pub(crate) hi: Option<f64>,
     #[command(flatten)]
     pub(crate) population: PopulationArgs,
-    /// No release from a round with fewer uploads (reports and abstentions) than this
+    /// No release from a round with fewer uploads (reports and abstentions) than this.
+    ///
     /// [default: 100; for a shuffle mechanism, the expected population, whose messages its
-    /// guarantee counts on: the server refuses less].
-    #[arg(long)]
+    /// guarantee counts on: the server refuses less]
+    #[arg(help_heading = heading::ROUNDS, long)]
     pub(crate) min_cohort: Option<u64>,
     /// A round closes once this many devices uploaded [default: the expected population].
-    #[arg(long)]
+    #[arg(help_heading = heading::ROUNDS, long)]
     pub(crate) cohort_target: Option<u64>,
     /// A round closes this many seconds after it opened, whatever its cohort.
-    #[arg(long, default_value_t = 600)]
+    #[arg(help_heading = heading::ROUNDS, long, default_value_t = 600)]
     pub(crate) deadline_secs: u64,
     /// Runs of a round that closed below the minimum cohort before the task fails.
-    #[arg(long, default_value_t = 3)]
+    #[arg(help_heading = heading::ROUNDS, long, default_value_t = 3)]
     pub(crate) max_attempts: u32,
     /// The largest report accepted, in bytes of UTF-8 (devices with longer ones abstain).
-    #[arg(long, default_value_t = 256)]
+    #[arg(help_heading = heading::ROUNDS, long, default_value_t = 256)]
     pub(crate) max_report_bytes: u32,
-    /// Who flips the sample-and-threshold coins: the aggregator, with its own secret
-    /// randomness (every device uploads its report every round), or each device (less
-    /// traffic; private only if every device flips its coin honestly).
-    #[arg(long, value_enum, default_value_t = SamplingArg::Aggregator)]
+    /// Who flips the sample-and-threshold coins.
+    ///
+    /// The aggregator, with its own secret randomness (every device uploads its report every
+    /// round), or each device (less traffic; private only if every device flips its coin
+    /// honestly).
+    #[arg(
+        help_heading = heading::ROUNDS,
+        long,
+        value_enum,
+        default_value_t = SamplingArg::Aggregator
+    )]
     pub(crate) sampling: SamplingArg,
     /// With --mechanism ghazi-count-min and --algorithm range|hierarchical-quantiles, and
     /// with --algorithm count-min-prefix-tree: the failure probability β of the sketch's
     /// accuracy bound, which sets its number of hash rows [default: 0.01].
-    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
     /// --algorithm count-min-prefix-tree: the devices' items are integers in [0, 2^L).
-    #[arg(long, value_name = "L")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_name = "L")]
     pub(crate) domain_bits: Option<u32>,
     /// --mechanism laplace|gaussian: items are integers in [0, B).
-    #[arg(long, value_name = "B", conflicts_with = "buckets")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_name = "B", conflicts_with = "buckets")]
     pub(crate) domain: Option<u32>,
     /// --mechanism laplace|gaussian: hash every item into one of B buckets.
-    #[arg(long, value_name = "B")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_name = "B")]
     pub(crate) buckets: Option<u32>,
     #[command(flatten)]
     pub(crate) opt: OptPrefixTreeArgs,
@@ -704,7 +929,7 @@ pub(crate) struct ServerQueryArgs {
     #[command(flatten)]
     pub(crate) server: ServerArgs,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -716,7 +941,7 @@ pub(crate) struct TaskIdArgs {
     /// The task's id.
     pub(crate) id: String,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -728,10 +953,10 @@ pub(crate) struct TaskResultArgs {
     /// The task's id.
     pub(crate) id: String,
     /// Print the released JSON document exactly as the server stored it.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
     /// Show only the K first items of the table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
 }
 
@@ -741,7 +966,7 @@ pub(crate) struct ClientArgs {
     #[command(flatten)]
     pub(crate) server: ServerArgs,
     /// A file holding the device's one item (its first non-empty line).
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) input: PathBuf,
     #[command(flatten)]
     pub(crate) devices: DeviceArgs,
@@ -751,44 +976,62 @@ pub(crate) struct ClientArgs {
 #[cfg(feature = "federated")]
 #[derive(Debug, Args)]
 pub(crate) struct DeviceArgs {
-    /// The devices' own credentials, one per line (`tally device enroll --out FILE`): device
-    /// i checks in with line i. Without it, --token (an operator's) relays for every device.
-    #[arg(long, value_name = "FILE")]
+    /// The devices' own credentials, one per line (`tally device enroll --out FILE`): device i
+    /// checks in with line i.
+    ///
+    /// Without it, --token (an operator's) relays for every device.
+    #[arg(help_heading = heading::DEVICES, long, value_name = "FILE")]
     pub(crate) credentials: Option<PathBuf>,
-    /// The devices' own ε budget: they take no part in a task whose guarantee would bring
-    /// the ε of every task they answered (basic composition) past it, whatever the server
-    /// asks. Kept in --device-ledger FILE across runs.
-    #[arg(long, value_name = "E")]
+    /// The devices' own ε budget: they take no part in a task whose guarantee would bring the ε of
+    /// every task they answered (basic composition) past it, whatever the server asks.
+    ///
+    /// Kept in --device-ledger FILE across runs.
+    #[arg(help_heading = heading::DEVICES, long, value_name = "E")]
     pub(crate) device_budget_epsilon: Option<f64>,
     /// The devices' own δ budget, with --device-budget-epsilon [default: 1, no bound].
-    #[arg(long, value_name = "D", requires = "device_budget_epsilon")]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_name = "D",
+        requires = "device_budget_epsilon"
+    )]
     pub(crate) device_budget_delta: Option<f64>,
     /// The file keeping the devices' ledger between runs (JSON: the tasks answered and their
     /// guarantees, per server and population), read when it exists and written after the run.
-    #[arg(long, value_name = "FILE", requires = "device_budget_epsilon")]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_name = "FILE",
+        requires = "device_budget_epsilon"
+    )]
     pub(crate) device_ledger: Option<PathBuf>,
     /// Take part only in this task's rounds [default: every task running].
-    #[arg(long)]
+    #[arg(help_heading = heading::DEVICES, long)]
     pub(crate) task: Option<String>,
     /// A split-trust population's devices: --server is their relay's address, and this the
     /// aggregator's own, from which they fetch the key they seal each message of their
     /// reports to (never through the relay; https, or plain http on loopback only).
-    #[arg(long, value_name = "URL", conflicts_with = "aggregator_key")]
+    #[arg(
+        help_heading = heading::DEVICES,
+        long,
+        value_name = "URL",
+        conflicts_with = "aggregator_key"
+    )]
     pub(crate) aggregator: Option<String>,
     /// Trust only the CA certificate(s) in this PEM file for an https:// --aggregator.
-    #[arg(long, value_name = "FILE", requires = "aggregator")]
+    #[arg(help_heading = heading::DEVICES, long, value_name = "FILE", requires = "aggregator")]
     pub(crate) aggregator_ca_cert: Option<PathBuf>,
     /// A split-trust population's devices: the aggregator's key pinned, as a file holding
     /// its key configurations (what GET /v1/hpke-keys answers, saved from the aggregator);
     /// --server is the relay's address.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = heading::DEVICES, long, value_name = "FILE")]
     pub(crate) aggregator_key: Option<PathBuf>,
     /// Seed of the devices' coins (and of a population's sampling), for tests only: a release
     /// is private only while the devices' coins stay secret.
-    #[arg(long)]
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) seed: Option<u64>,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -800,123 +1043,132 @@ pub(crate) struct FleetArgs {
     #[command(flatten)]
     pub(crate) input: InputArgs,
     /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::INPUT, long, value_enum)]
     pub(crate) format: Option<Format>,
     /// With --format tsv: make every row its own device instead of one uniformly chosen row
     /// per client.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) rows_as_clients: bool,
     /// Requests in flight at most (each checks a batch in, then uploads it).
-    #[arg(long, default_value_t = 8)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 8)]
     pub(crate) concurrency: usize,
     /// Devices per request (1: every device uploads alone).
-    #[arg(long, default_value_t = 256)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 256)]
     pub(crate) batch: usize,
     #[command(flatten)]
     pub(crate) devices: DeviceArgs,
     /// With a TSV file (or a dataset): every device holds all the rows of one client, one per
     /// line, as an OptPrefixTree device needs its whole multiset of words.
-    #[arg(long, conflicts_with = "rows_as_clients")]
+    #[arg(help_heading = heading::INPUT, long, conflicts_with = "rows_as_clients")]
     pub(crate) whole_clients: bool,
     /// With --aggregator or --aggregator-key: answer and seal for every device of a round
     /// before the round's clock starts, so that uploads per second and latencies measure the
     /// relay alone (a benchmark).
-    #[arg(long)]
+    #[arg(help_heading = heading::RUNTIME, long)]
     pub(crate) seal_first: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum ReproCommand {
-    /// Seed 000 §5: sample-and-threshold against central Laplace, local Hadamard response and
-    /// the Balcer–Cheu shuffle histogram (Figures 1 and 2).
+    /// Bharadwaj and Cormode (AISTATS 2022) §5: sample-and-threshold against central Laplace, local
+    /// Hadamard response and the Balcer–Cheu shuffle histogram (Figures 1 and 2).
+    #[command(after_long_help = help_examples::REPRO_SAMPLE_THRESHOLD)]
     SampleThreshold(ReproSampleThresholdArgs),
-    /// Seed 001: OptPrefixTree's captured mass against ε for adaptive vs fixed segments,
-    /// uniform vs weighted selection, one vs two runs with a deny list, and TrieHH++ and
+    /// Chadha et al. (SaTML 2024): OptPrefixTree's captured mass against ε for adaptive vs fixed
+    /// segments, uniform vs weighted selection, one vs two runs with a deny list, and TrieHH++ and
     /// single-round S&T as comparators.
+    #[command(after_long_help = help_examples::REPRO_OPT_PREFIX_TREE)]
     OptPrefixTree(ReproOptPrefixTreeArgs),
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct ReproOptPrefixTreeArgs {
     /// The directory for runs.csv, summary.csv, the figures and report.md.
-    #[arg(long, default_value = "out/opt-prefix-tree")]
+    #[arg(help_heading = heading::OUTPUT, long, default_value = "out/opt-prefix-tree")]
     pub(crate) out: PathBuf,
     /// Repetitions per setting [default: 3, or 1 with --quick].
-    #[arg(long)]
+    #[arg(help_heading = heading::RUNTIME, long)]
     pub(crate) reps: Option<usize>,
     /// Users of the reddit-like population [default: 200000, or 20000 with --quick].
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) users: Option<u64>,
     /// The seed of every random draw; results do not depend on the number of threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// A reduced grid (20,000 users, ε ∈ {2, 8}, one repetition) for a quick check.
-    #[arg(long)]
+    #[arg(help_heading = heading::RUNTIME, long)]
     pub(crate) quick: bool,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct ReproSampleThresholdArgs {
     /// The directory for runs.csv, summary.csv, calibration.csv, the figures and report.md.
-    #[arg(long, default_value = "out/sample-threshold")]
+    #[arg(help_heading = heading::OUTPUT, long, default_value = "out/sample-threshold")]
     pub(crate) out: PathBuf,
     /// Repetitions per setting [default: 10, or 3 with --quick].
-    #[arg(long)]
+    #[arg(help_heading = heading::RUNTIME, long)]
     pub(crate) reps: Option<usize>,
     /// Clients in each synthetic population (Shakespeare always has 835,229).
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(help_heading = heading::INPUT, long, default_value_t = 1_000_000)]
     pub(crate) population: u64,
     /// The seed of every random draw; results do not depend on the number of threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// A reduced grid (B ∈ {2^6, 2^10}, ε ∈ {0.1, 0.5, 1}, 3 repetitions) for a quick check.
-    #[arg(long)]
+    #[arg(help_heading = heading::RUNTIME, long)]
     pub(crate) quick: bool,
 }
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum PlanCommand {
     /// Sample-and-threshold: solve for the sampling rate and threshold, or report δ.
+    #[command(after_long_help = help_examples::PLAN_SAMPLE_THRESHOLD)]
     SampleThreshold(PlanArgs),
     /// Amplification by shuffling: the central ε of n shuffled ε₀-LDP reports, or the largest
     /// ε₀ for a central (ε, δ) (replace-one neighbours).
+    #[command(after_long_help = help_examples::PLAN_SHUFFLE)]
     Shuffle(PlanShuffleArgs),
     /// Composition: the total ε (at a total δ) of K rounds that are each (ε, δ)-DP.
+    #[command(after_long_help = help_examples::PLAN_COMPOSE)]
     Compose(PlanComposeArgs),
     /// TrieHH++: the per-level sampling rate and threshold whose L levels compose tightly
     /// (S&T privacy-loss distribution, add/remove neighbours) within (ε, δ).
     #[command(name = "triehh++")]
+    #[command(after_long_help = help_examples::PLAN_TRIEHH_PLUS)]
     TrieHhPlus(PlanTrieArgs),
     /// A mechanism over a public domain: its calibration and guarantee, and the error of one
     /// element's estimate across counts, beside every other such mechanism with --report.
+    #[command(after_long_help = help_examples::PLAN_HISTOGRAM)]
     Histogram(PlanHistogramArgs),
     /// Quantiles: the per-level sampling rate and threshold of a hierarchical histogram or of
     /// binary searches, as `tally quantiles` calibrates them, and the release's guarantee.
     #[command(mut_arg("method", rename_analysis))]
+    #[command(after_long_help = help_examples::PLAN_QUANTILES)]
     Quantiles(PlanQuantilesArgs),
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanHistogramArgs {
-    /// The mechanism over a public domain, as `tally histogram --mechanism` takes it. Without
-    /// it, the planner chooses over clients of several items: every mechanism `tally
+    /// The mechanism over a public domain, as `tally histogram --mechanism` takes it.
+    ///
+    /// Without it, the planner chooses over clients of several items: every mechanism `tally
     /// histogram --max-items-per-client K` runs (sample-threshold, laplace-threshold,
-    /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client
-    /// of --input/--dataset/--synthetic, predicts the released items on that data and the
-    /// expected error of a released item's estimate (against the clients holding it, what K
-    /// drops included; the truncated geometric shows no count), and recommends one.
-    #[arg(long, value_enum)]
+    /// gaussian-threshold, truncated-geometric) at K = 1, 2, 4, ... up to the largest client of
+    /// --input/--dataset/--synthetic, predicts the released items on that data and the expected
+    /// error of a released item's estimate (against the clients holding it, what K drops included;
+    /// the truncated geometric shows no count), and recommends one.
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) mechanism: Option<DomainHistogramMechanism>,
     #[command(flatten)]
     pub(crate) domain: DomainArgs,
     /// The number of clients N that report (the shuffle mechanisms are calibrated for them);
     /// required with --mechanism.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) clients: Option<u64>,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     /// Target δ in (0, 1) (pure-ε mechanisms ignore it).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: f64,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
@@ -925,11 +1177,12 @@ pub(crate) struct PlanHistogramArgs {
 #[derive(Debug, Args)]
 pub(crate) struct PlanQuantilesArgs {
     /// The algorithm (binary search spends --levels rounds per quantile).
-    #[arg(long, value_enum, default_value = "hierarchical")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum, default_value = "hierarchical")]
     pub(crate) algorithm: QuantileMethod,
     /// The quantiles to estimate, comma separated, each in [0, 1] (binary search runs one
     /// search per quantile).
     #[arg(
+        help_heading = heading::ALGORITHM,
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
@@ -937,77 +1190,97 @@ pub(crate) struct PlanQuantilesArgs {
     )]
     pub(crate) quantiles: Vec<f64>,
     /// Branching factor β of the hierarchical histogram.
-    #[arg(long, default_value_t = 4)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 4)]
     pub(crate) branching: u32,
     /// Levels L of the hierarchical histogram (its resolution is β^(−L)); with
     /// --algorithm binary-search, the rounds h of each search (resolution 2^(−h)).
-    #[arg(long, default_value_t = 10)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 10)]
     pub(crate) levels: u32,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     /// Target δ in (0, 1) for the whole release.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: f64,
     /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
     /// round's share of (ε, δ).
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "threshold"
+    )]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
     /// round's share of (ε, δ).
-    #[arg(long)]
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
     /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
     /// replace-one].
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
-    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
-    /// the release curve of every level, the error of a released bucket, and with --input,
-    /// the probability that each level's buckets are released.
-    #[arg(long, value_name = "DIR")]
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory.
+    ///
+    /// The report shows the release curve of every level, the error of a released bucket, and with
+    /// --input, the probability that each level's buckets are released.
+    #[arg(help_heading = heading::REPORT, long, value_name = "DIR")]
     pub(crate) report: Option<PathBuf>,
     /// A file of numbers, one per line (`.gz` is decompressed), to predict a hierarchical
-    /// histogram's releases on (data the analyst may look at, e.g. a proxy); in [0, 1] unless
-    /// --min and --max are given.
-    #[arg(long, requires = "report")]
+    /// histogram's releases on (data the analyst may look at, e.g. a proxy).
+    ///
+    /// In [0, 1] unless --min and --max are given.
+    #[arg(help_heading = heading::REPORT, long, requires = "report")]
     pub(crate) input: Option<PathBuf>,
     /// Rescale --input from [MIN, MAX] to [0, 1] (with --max).
-    #[arg(long, allow_negative_numbers = true, requires_all = ["max", "input"])]
+    #[arg(
+        help_heading = heading::REPORT,
+        long,
+        allow_negative_numbers = true,
+        requires_all = ["max", "input"]
+    )]
     pub(crate) min: Option<f64>,
     /// The upper end of the range to rescale --input from (with --min).
-    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    #[arg(help_heading = heading::REPORT, long, allow_negative_numbers = true, requires = "min")]
     pub(crate) max: Option<f64>,
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanTrieArgs {
     /// Total privacy-loss bound ε (> 0) of all levels.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
     /// Total δ in (0, 1) of all levels.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: f64,
     /// Number of levels L (S&T rounds over the same clients).
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) levels: u64,
-    /// Per-level threshold τ; alone, the sampling rate is then the largest that fits. Without
-    /// it or --sampling-rate, the threshold is that of the smallest count a level can show at
-    /// (ε/L, δ/L), as `tally heavy-hitters --algorithm triehh++` chooses it.
-    #[arg(long)]
+    /// Per-level threshold τ.
+    ///
+    /// Alone, the sampling rate is then the largest that fits. Without it or --sampling-rate, the
+    /// threshold is that of the smallest count a level can show at (ε/L, δ/L), as `tally
+    /// heavy-hitters --algorithm triehh++` chooses it.
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
     /// Per-level sampling rate p_s; alone, the threshold is then the smallest that fits; with
     /// --threshold, the composed ε at δ is reported.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) sampling_rate: Option<f64>,
     /// The analysis of each level, as `tally heavy-hitters --method` takes it (it sets the
     /// threshold when neither --threshold nor --sampling-rate is given).
-    #[arg(long, value_enum, default_value = "tight")]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "tight")]
     pub(crate) method: Method,
     /// Characters added per level G, for the report's prediction on a population (as
     /// `tally heavy-hitters --segment`).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..), requires = "report")]
+    #[arg(
+        help_heading = heading::REPORT,
+        long,
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u64).range(1..),
+        requires = "report"
+    )]
     pub(crate) segment: u64,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
@@ -1016,36 +1289,40 @@ pub(crate) struct PlanTrieArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum BenchCommand {
     /// Time sampling, counting and thresholding on Geometric(1/√B) items.
+    #[command(after_long_help = help_examples::BENCH_SAMPLE_THRESHOLD)]
     SampleThreshold(BenchArgs),
     /// Time a whole TrieHH run (fixed-size batches, votes, threshold) on Geometric(1/√B) items.
+    #[command(after_long_help = help_examples::BENCH_TRIEHH)]
     Triehh(BenchTrieHhArgs),
     /// Time a whole domain-histogram mechanism (all clients and the server) on Geometric(1/√B)
     /// items or on items read from a file.
+    #[command(after_long_help = help_examples::BENCH_MECHANISM)]
     Mechanism(BenchMechanismArgs),
     /// Time the tight composition of S&T rounds in process: building one round's loss pair,
     /// and composing it over the levels with ε at δ.
+    #[command(after_long_help = help_examples::BENCH_ST_COMPOSITION)]
     StComposition(BenchStCompositionArgs),
 }
 
 #[derive(Debug, Args)]
 pub(crate) struct BenchStCompositionArgs {
     /// Per-round sampling rate p_s.
-    #[arg(long, default_value_t = 0.1420227)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 0.1420227)]
     pub(crate) sampling_rate: f64,
     /// Per-round threshold τ.
-    #[arg(long, default_value_t = 26)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 26)]
     pub(crate) threshold: u64,
     /// Number of rounds composed.
-    #[arg(long, default_value_t = 10)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 10)]
     pub(crate) levels: u64,
     /// The δ at which ε is computed.
-    #[arg(long, default_value_t = 1e-8)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 1e-8)]
     pub(crate) delta: f64,
     /// Number of timed repetitions.
-    #[arg(long, default_value_t = 11)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 11)]
     pub(crate) repeats: usize,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -1055,17 +1332,27 @@ pub(crate) struct BenchMechanismArgs {
     pub(crate) data: BenchDataArgs,
     /// The mechanism: any of `tally histogram`'s mechanisms over a public domain (central ones
     /// for add-remove neighbours; shuffled-grr with the fmt23 bound).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) mechanism: DomainHistogramMechanism,
     /// ε of the mechanism's guarantee (the local ε for hadamard-response).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub(crate) epsilon: f64,
     /// δ of the mechanism's guarantee, for mechanisms that have one.
-    #[arg(long, default_value = "1e-8", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value = "1e-8",
+        allow_negative_numbers = true
+    )]
     pub(crate) delta: f64,
     /// Time on the items of this file (one integer below --domain per line; --clients is then
     /// ignored) instead of generated ones, so that another implementation can use the same data.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) items: Option<PathBuf>,
 }
 
@@ -1115,16 +1402,16 @@ impl From<NeighboursArg> for tally_accounting::Neighbours {
 #[derive(Debug, Args)]
 pub(crate) struct PrivacyArgs {
     /// Privacy-loss bound ε (> 0).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
     /// The analysis used to compute δ.
-    #[arg(long, value_enum, default_value = "tight")]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "tight")]
     pub(crate) method: Method,
     /// The neighbour relation the guarantee holds for.
-    #[arg(long, value_enum, default_value = "add-remove")]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "add-remove")]
     pub(crate) neighbours: NeighboursArg,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -1133,16 +1420,21 @@ pub(crate) struct PlanArgs {
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     /// Target δ in (0, 1). Without it, give both --sampling-rate and --threshold to get δ.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: Option<f64>,
     /// Sampling rate as a fraction α of its largest allowed value 1 − e^(−ε).
-    #[arg(long, allow_negative_numbers = true, conflicts_with_all = ["sampling_rate", "threshold"])]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with_all = ["sampling_rate", "threshold"]
+    )]
     pub(crate) alpha: Option<f64>,
     /// Sampling rate p_s in (0, 1).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) sampling_rate: Option<f64>,
     /// Threshold τ (≥ 1).
-    #[arg(long)]
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
@@ -1154,24 +1446,33 @@ pub(crate) const DEFAULT_TOP: usize = 20;
 /// `--report DIR` and the population it predicts utility on.
 #[derive(Debug, Args)]
 pub(crate) struct ReportArgs {
-    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory:
-    /// release curves beside Laplace and Gaussian thresholding, the error of released
-    /// estimates, and with a population, predicted recall and error over a sweep of ε.
-    /// `plan histogram` without --mechanism: every mechanism's predicted released items and
-    /// error against K, the recommended setting marked, and why.
-    #[arg(long, value_name = "DIR")]
+    /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory.
+    ///
+    /// The report shows release curves beside Laplace and Gaussian thresholding, the error of
+    /// released estimates, and with a population, predicted recall and error over a sweep of ε;
+    /// `plan histogram` without --mechanism: every mechanism's predicted released items and error
+    /// against K, the recommended setting marked, and why.
+    #[arg(help_heading = heading::REPORT, long, value_name = "DIR")]
     pub(crate) report: Option<PathBuf>,
     /// A population to predict utility on (data the analyst may look at, e.g. a proxy).
     #[command(flatten)]
     pub(crate) population: PlanPopulationArgs,
     /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(long, value_enum, requires = "report")]
+    #[arg(help_heading = heading::REPORT, long, value_enum, requires = "report")]
     pub(crate) format: Option<Format>,
-    /// The k of the predicted recall@k (with --mechanism).
-    #[arg(long, default_value_t = DEFAULT_TOP, requires = "report")]
+    /// The k of the predicted recall@k: the share of the population's k most frequent items
+    /// the release is predicted to show (with --mechanism).
+    #[arg(
+        help_heading = heading::REPORT,
+        long = "recall-at",
+        alias = "top",
+        value_name = "K",
+        default_value_t = DEFAULT_TOP,
+        requires = "report"
+    )]
     pub(crate) top: usize,
     /// Seed of a --synthetic population and of a TSV file's choice of one row per client.
-    #[arg(long, default_value_t = 0, requires = "report")]
+    #[arg(help_heading = heading::REPORT, long, default_value_t = 0, requires = "report")]
     pub(crate) population_seed: u64,
 }
 
@@ -1180,28 +1481,35 @@ pub(crate) struct ReportArgs {
 #[derive(Debug, Args)]
 pub(crate) struct ReleaseArgs {
     /// Target δ in (0, 1) for the whole release.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: f64,
     /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
     /// round's share of (ε, δ).
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "threshold")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "threshold"
+    )]
     pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ). heavy-hitters --algorithm count-min-prefix-tree: the
-    /// heavy-hitter threshold τ_HH.
-    #[arg(long)]
+    /// Threshold τ of each S&T round.
+    ///
+    /// The sampling rate is then the largest that meets the round's share of (ε, δ). heavy-hitters
+    /// --algorithm count-min-prefix-tree: the heavy-hitter threshold τ_HH.
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) threshold: Option<u64>,
-    /// Seed for a reproducible simulation. Without it the run draws from the operating
-    /// system's randomness and prints no seed: a release is private only while its sampling
-    /// randomness stays secret.
-    #[arg(long)]
+    /// Seed for a reproducible simulation.
+    ///
+    /// Without it the run draws from the operating system's randomness and prints no seed: a
+    /// release is private only while its sampling randomness stays secret.
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) seed: Option<u64>,
     /// The fraction of the devices assumed to collude with the analyst, in [0, 1], for the
     /// guarantee printed beside a shuffle-model release's (which assumes every other device
     /// honest): what an honest device keeps when this fraction colludes, and the floor when
     /// every other device does. Central and local guarantees do not depend on other devices'
     /// honesty and print none.
-    #[arg(long, value_name = "F", default_value_t = 0.1)]
+    #[arg(help_heading = heading::PRIVACY, long, value_name = "F", default_value_t = 0.1)]
     pub(crate) colluding_fraction: f64,
 }
 
@@ -1251,13 +1559,13 @@ pub(crate) enum Format {
 #[group(required = false, multiple = false)]
 pub(crate) struct PlanPopulationArgs {
     /// A file of items (`.gz` is decompressed) to predict utility on.
-    #[arg(long)]
+    #[arg(help_heading = heading::REPORT, long)]
     pub(crate) input: Option<PathBuf>,
     /// A shipped dataset to predict utility on: `shakespeare` (one client per spoken word).
-    #[arg(long)]
+    #[arg(help_heading = heading::REPORT, long)]
     pub(crate) dataset: Option<String>,
     /// A generated population to predict utility on, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
-    #[arg(long)]
+    #[arg(help_heading = heading::REPORT, long)]
     pub(crate) synthetic: Option<String>,
 }
 
@@ -1292,14 +1600,16 @@ impl PlanPopulationArgs {
 #[group(required = true, multiple = false)]
 pub(crate) struct InputArgs {
     /// A file of items (`.gz` is decompressed).
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) input: Option<PathBuf>,
     /// A shipped dataset: `shakespeare` (one client per spoken word).
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) dataset: Option<String>,
-    /// A generator, e.g. `geometric:n=1000000,domain=16384`, `binomial:n=1000000,domain=1024`,
+    /// A generated population, e.g. `zipf:n=1000000,domain=100000,s=1.1`.
+    ///
+    /// The generators: `geometric:n=1000000,domain=16384`, `binomial:n=1000000,domain=1024`,
     /// `zipf:n=1000000,domain=100000,s=1.1`, `uniform:n=1000,domain=10`.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) synthetic: Option<String>,
 }
 
@@ -1308,48 +1618,46 @@ pub(crate) struct HistogramArgs {
     #[command(flatten)]
     pub(crate) input: InputArgs,
     /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::INPUT, long, value_enum)]
     pub(crate) format: Option<Format>,
     /// With --format tsv: make every row its own client instead of one uniformly chosen row
     /// per client.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) rows_as_clients: bool,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
     pub(crate) release: ReleaseArgs,
     /// Show only the K items with the largest counts.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
-    /// A secret key for keyed sampling: each client's coin and its one row (with
-    /// --max-items-per-client, its kept items and their coins) become keyed functions of its
-    /// client_id (of its 0-based position when the input has no ids), so the same key
-    /// reproduces the release exactly, here, in Python and on Spark; a partition selection's
-    /// noise still comes from --seed or the operating system. The rate is
-    /// rounded down to a multiple of 2^-64 and the guarantee computed for it. The release is
-    /// private only while the key stays secret.
-    #[arg(long, value_name = "KEY", conflicts_with_all = ["domain", "buckets"])]
-    pub(crate) sampling_key: Option<String>,
-    /// The mechanism. Sample-and-threshold and the partition selections (laplace-threshold,
+    #[command(flatten)]
+    pub(crate) sampling_key: SamplingKeyArgs,
+    /// The mechanism.
+    ///
+    /// Sample-and-threshold and the partition selections (laplace-threshold,
     /// gaussian-threshold, truncated-geometric) release only items clients hold; every other
     /// mechanism releases an estimate for each element of a public domain, given by --domain
     /// or --buckets.
-    #[arg(long, value_enum, default_value = "sample-threshold")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum, default_value = "sample-threshold")]
     pub(crate) mechanism: HistogramMechanism,
-    /// Each client contributes at most K distinct items, chosen uniformly among its rows'
-    /// distinct items (keyed by --sampling-key when given), instead of one row. Applies to
-    /// sample-threshold (one coin per client and item, the tight composition of the per-item
-    /// rounds) and the partition selections (sensitivity K; their default K is 1).
-    #[arg(long, value_name = "K")]
+    /// Each client contributes at most K distinct items instead of one row.
+    ///
+    /// The K items are chosen uniformly among the client's rows' distinct items (keyed by
+    /// --sampling-key when given). Applies to sample-threshold (one coin per client and item,
+    /// the tight composition of the per-item rounds) and the partition selections (sensitivity
+    /// K; their default K is 1).
+    #[arg(help_heading = heading::PRIVACY, long, value_name = "K")]
     pub(crate) max_items_per_client: Option<u32>,
     #[command(flatten)]
     pub(crate) domain: DomainArgs,
     /// Replace negative estimates by 0 (a post-processing; it biases small counts upwards).
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) clamp: bool,
-    /// Also report the true counts and the mean absolute error against them: metrics against
-    /// the input, not a private output.
-    #[arg(long)]
+    /// Also report the true counts and the mean absolute error against them.
+    ///
+    /// These are metrics against the input, not a private output.
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) truth: bool,
 }
 
@@ -1426,17 +1734,22 @@ impl ValueEnum for HistogramMechanism {
 #[derive(Debug, Args)]
 pub(crate) struct DomainArgs {
     /// Items are integers in [0, B).
-    #[arg(long, value_name = "B", conflicts_with = "buckets")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_name = "B", conflicts_with = "buckets")]
     pub(crate) domain: Option<u32>,
     /// Hash every item into one of B buckets (the same bucket on every run).
-    #[arg(long, value_name = "B")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_name = "B")]
     pub(crate) buckets: Option<u32>,
     /// For --mechanism shuffled-grr: the amplification-by-shuffling analysis.
-    #[arg(long, value_enum, default_value = "fmt23")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum, default_value = "fmt23")]
     pub(crate) bound: ShuffleBoundArg,
     /// For --mechanism ghazi-count-min: the failure probability β of the accuracy bound,
     /// which sets the number of hash rows τ = ⌈log2(2B/β)⌉.
-    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
 }
 
@@ -1444,19 +1757,19 @@ pub(crate) struct DomainArgs {
 #[derive(Debug, Args)]
 pub(crate) struct BenchDataArgs {
     /// Number of clients n.
-    #[arg(long, default_value_t = 1_000_000)]
+    #[arg(help_heading = heading::INPUT, long, default_value_t = 1_000_000)]
     pub(crate) clients: u64,
     /// Domain size B; items are Geometric(1/√B), redrawn when ≥ B, named in decimal.
-    #[arg(long, default_value_t = 16_384)]
+    #[arg(help_heading = heading::INPUT, long, default_value_t = 16_384)]
     pub(crate) domain: u64,
     /// Number of timed repetitions.
-    #[arg(long, default_value_t = 11)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 11)]
     pub(crate) repeats: usize,
     /// Seed of the generated data and of the sampling.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = heading::RUNTIME, long, default_value_t = 1)]
     pub(crate) seed: u64,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -1465,14 +1778,14 @@ pub(crate) struct BenchArgs {
     #[command(flatten)]
     pub(crate) data: BenchDataArgs,
     /// Sampling rate p_s.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 0.01)]
     pub(crate) sampling_rate: f64,
     /// Threshold τ.
-    #[arg(long, default_value_t = 20)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 20)]
     pub(crate) threshold: u64,
     /// ε at which the mechanism's guarantee is computed (the sampling rate must not exceed
     /// 1 − e^(−ε)).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(help_heading = heading::PRIVACY, long, default_value_t = 1.0)]
     pub(crate) epsilon: f64,
 }
 
@@ -1545,62 +1858,73 @@ pub(crate) struct HeavyHittersArgs {
     #[command(flatten)]
     pub(crate) input: InputArgs,
     /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::INPUT, long, value_enum)]
     pub(crate) format: Option<Format>,
     /// With --format tsv: make every row its own client.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) rows_as_clients: bool,
     /// The algorithm.
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) algorithm: Algorithm,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
     pub(crate) release: ReleaseArgs,
     /// Prefix-tree levels L; words of L·G characters or more are not found.
-    #[arg(long, default_value_t = 10)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 10)]
     pub(crate) levels: usize,
-    /// Characters added per level G (default 1); for opt-prefix-tree the segment policy:
-    /// `fixed:S` (S symbols per iteration), `max-under-cap` (default) or `max-mass`.
-    #[arg(long)]
+    /// Characters added per level G (default 1).
+    ///
+    /// For opt-prefix-tree the segment policy: `fixed:S` (S symbols per iteration), `max-under-cap`
+    /// (default) or `max-mass`.
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) segment: Option<SegmentArg>,
     /// TrieHH++: every client reports at every level, not only below surviving prefixes.
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) unrestricted: bool,
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) beam: Option<usize>,
-    /// TrieHH++: how each level releases the clients' prefixes: `sample-threshold` (the
-    /// paper's: each client is sampled, a prefix kept when its sampled count reaches the
-    /// threshold), or a partition selection, `laplace-threshold` or `gaussian-threshold`
-    /// (central: the aggregator counts every client's prefix and noise decides; no sampling).
-    #[arg(long, default_value = "sample-threshold", value_name = "MECHANISM")]
+    /// TrieHH++: how each level releases the clients' prefixes.
+    ///
+    /// `sample-threshold` (the paper's: each client is sampled, a prefix kept when its sampled
+    /// count reaches the threshold), or a partition selection, `laplace-threshold` or
+    /// `gaussian-threshold` (central: the aggregator counts every client's prefix and noise
+    /// decides; no sampling).
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        default_value = "sample-threshold",
+        value_name = "MECHANISM"
+    )]
     pub(crate) mechanism: LevelMechanismArg,
-    /// How the levels' guarantees compose (TrieHH++: tight for add-remove neighbours, basic
-    /// for replace-one, optimal for partition-selection levels; opt-prefix-tree: tight, the
-    /// T-fold composition of the shuffle clone pair's privacy-loss distribution).
-    #[arg(long, value_enum)]
+    /// How the levels' guarantees compose.
+    ///
+    /// Default: for TrieHH++, tight for add-remove neighbours, basic for replace-one, optimal
+    /// for partition-selection levels; for opt-prefix-tree, tight, the T-fold composition of
+    /// the shuffle clone pair's privacy-loss distribution.
+    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
     /// Show only the K most frequent items found (and score against the true top K).
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
     /// Score the result against the input's true top items: precision, recall, F1.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) truth: bool,
     /// count-min-prefix-tree: items are integers in [0, 2^L) (L from 1 to 31).
-    #[arg(long, value_name = "L")]
+    #[arg(help_heading = heading::ALGORITHM, long, value_name = "L")]
     pub(crate) domain_bits: Option<u32>,
     /// count-min-prefix-tree: the failure probability β of each level's sketch, which sets its
     /// number of hash rows [default: 0.01].
-    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
-    /// TrieHH++: a secret key for keyed sampling. Level L's coin of a client is a keyed
-    /// function of (key, L, client_id) and its one row a keyed choice (of its 0-based position
-    /// when the input has no ids), so the same key reproduces the release exactly, here, in
-    /// Python and on Spark. Each level's rate is rounded down to a multiple of 2^-64 and the
-    /// guarantee computed for it. The release is private only while the key stays secret.
-    #[arg(long, value_name = "KEY")]
-    pub(crate) sampling_key: Option<String>,
+    #[command(flatten)]
+    pub(crate) sampling_key: SamplingKeyArgs,
     #[command(flatten)]
     pub(crate) opt: OptPrefixTreeArgs,
 }
@@ -1662,41 +1986,52 @@ impl std::str::FromStr for SegmentArg {
 #[derive(Debug, Args)]
 pub(crate) struct OptPrefixTreeArgs {
     /// OptPrefixTree: iterations T per run.
-    #[arg(long, default_value_t = 5)]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, default_value_t = 5)]
     pub(crate) iterations: usize,
     /// OptPrefixTree: runs, each denying the words found by the earlier ones (one shared budget).
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, default_value_t = 1)]
     pub(crate) runs: usize,
     /// OptPrefixTree: domain cap C, the most elements (⊥ included) one iteration may query.
-    #[arg(long, default_value_t = 65_537)]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, default_value_t = 65_537)]
     pub(crate) domain_cap: u64,
     /// OptPrefixTree: target false-positive ratio of the threshold rule, in (0, 1).
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::OPT_PREFIX_TREE,
+        long,
+        default_value_t = 0.1,
+        allow_negative_numbers = true
+    )]
     pub(crate) fpr: f64,
     /// OptPrefixTree: how a device picks the data point it reports.
-    #[arg(long, value_enum, default_value = "uniform-support")]
+    #[arg(
+        help_heading = heading::OPT_PREFIX_TREE,
+        long,
+        value_enum,
+        default_value = "uniform-support"
+    )]
     pub(crate) selection: SelectionArg,
     /// OptPrefixTree: the one-hot + randomized-response variant.
-    #[arg(long, value_enum, default_value = "oue")]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, value_enum, default_value = "oue")]
     pub(crate) randomizer: RandomizerArg,
     /// OptPrefixTree: how words become symbols.
-    #[arg(long, value_enum, default_value = "huffman")]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, value_enum, default_value = "huffman")]
     pub(crate) encoding: EncodingArg,
     /// OptPrefixTree: the longest prefix asked for, in symbols (bits for huffman, bytes for
     /// bytes), end symbol included; default 96 bits or 24 bytes.
-    #[arg(long)]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long)]
     pub(crate) max_length: Option<usize>,
     /// OptPrefixTree: a file of words (one per line) that devices never report.
-    #[arg(long)]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long)]
     pub(crate) deny: Option<PathBuf>,
     /// OptPrefixTree: how the simulator sums the reports (both are exact in distribution).
-    #[arg(long, value_enum, default_value = "binomial")]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long, value_enum, default_value = "binomial")]
     pub(crate) aggregation: AggregationArg,
-    /// OptPrefixTree: solve ε₀ by the FMT23 amplification bound instead of FMT21's. UNPROVEN
-    /// for the OUE/SUE one-hot randomizers: FMT23 needs R(x) ≥ (R(x0) + R(x1))/(e^ε₀ + 1) for
-    /// every report, which a report with both x0's and x1's bits set and x's clear violates
+    /// OptPrefixTree: solve ε₀ by the FMT23 amplification bound instead of FMT21's.
+    ///
+    /// UNPROVEN for the OUE/SUE one-hot randomizers: FMT23 needs R(x) ≥ (R(x0) + R(x1))/(e^ε₀ + 1)
+    /// for every report, which a report with both x0's and x1's bits set and x's clear violates
     /// (the best factor is e^−ε₀, FMT21's). The JSON then says the bound is unproven.
-    #[arg(long)]
+    #[arg(help_heading = heading::OPT_PREFIX_TREE, long)]
     pub(crate) unproven_fmt23: bool,
 }
 
@@ -1742,25 +2077,35 @@ pub(crate) struct BenchTrieHhArgs {
     #[command(flatten)]
     pub(crate) data: BenchDataArgs,
     /// Rounds L.
-    #[arg(long, default_value_t = 5)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 5)]
     pub(crate) rounds: usize,
     /// Total ε from which Corollary 1 sets the threshold θ and the batch size m.
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value_t = 1.0,
+        allow_negative_numbers = true
+    )]
     pub(crate) epsilon: f64,
     /// Total δ from which Corollary 1 sets θ (1e-8 gives θ = 12).
-    #[arg(long, default_value = "1e-8", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        default_value = "1e-8",
+        allow_negative_numbers = true
+    )]
     pub(crate) delta: f64,
     /// Vote threshold θ instead of Corollary 1's (give --batch-size too).
-    #[arg(long, requires = "batch_size")]
+    #[arg(help_heading = heading::PRIVACY, long, requires = "batch_size")]
     pub(crate) threshold: Option<u64>,
     /// Batch size m instead of Corollary 1's (give --threshold too).
-    #[arg(long, requires = "threshold")]
+    #[arg(help_heading = heading::PRIVACY, long, requires = "threshold")]
     pub(crate) batch_size: Option<u64>,
     /// Characters per round g.
-    #[arg(long, default_value_t = 1)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 1)]
     pub(crate) segment: usize,
     /// Keep at most this many non-terminal prefixes per round.
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) beam: Option<usize>,
 }
 
@@ -1770,40 +2115,36 @@ fn rename_analysis(arg: clap::Arg) -> clap::Arg {
     arg.long("analysis").value_name("ANALYSIS")
 }
 
-/// Quantile algorithms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum QuantileMethod {
-    /// A β-ary hierarchical histogram: --levels S&T rounds answer every quantile at once.
-    Hierarchical,
-    /// One interactive binary search per quantile, --levels S&T rounds each.
-    BinarySearch,
-}
+/// Quantile algorithms (`--method` of `quantiles` and `range`, `--algorithm` of `plan
+/// quantiles`): the wire's type, which the simulator runs too.
+pub(crate) use tally_messages::QuantileMethod;
 
 /// The numbers, the privacy target and the rounds, shared by `quantiles` and `range`.
 #[derive(Debug, Args)]
 pub(crate) struct ValuesArgs {
     /// A file with one number per line (`.gz` is decompressed); the numbers must lie in
     /// [0, 1] unless --min and --max are given.
-    #[arg(long)]
+    #[arg(help_heading = heading::INPUT, long)]
     pub(crate) input: PathBuf,
     /// Rescale the numbers from [MIN, MAX] to [0, 1] (with --max); results are reported in
     /// the input's units.
-    #[arg(long, allow_negative_numbers = true, requires = "max")]
+    #[arg(help_heading = heading::INPUT, long, allow_negative_numbers = true, requires = "max")]
     pub(crate) min: Option<f64>,
     /// The upper end of the range to rescale from (with --min).
-    #[arg(long, allow_negative_numbers = true, requires = "min")]
+    #[arg(help_heading = heading::INPUT, long, allow_negative_numbers = true, requires = "min")]
     pub(crate) max: Option<f64>,
     /// Branching factor β of the hierarchical histogram.
-    #[arg(long, default_value_t = 4)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 4)]
     pub(crate) branching: u32,
-    /// Levels L of the hierarchical histogram (its resolution is β^(−L)); with
-    /// --method binary-search, the rounds h of each search (resolution 2^(−h)); with
+    /// Levels L of the hierarchical histogram (its resolution is β^(−L)).
+    ///
+    /// With --method binary-search, the rounds h of each search (resolution 2^(−h)); with
     /// --mechanism ghazi-*, the depth of the binary range-query tree (2^L buckets).
-    #[arg(long, default_value_t = 10)]
+    #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 10)]
     pub(crate) levels: u32,
     /// Post-process the hierarchical histogram so that children sum to their parents
     /// (weighted least squares) before reading it.
-    #[arg(long)]
+    #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) consistent: bool,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
@@ -1811,16 +2152,22 @@ pub(crate) struct ValuesArgs {
     pub(crate) release: ReleaseArgs,
     /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
     /// replace-one].
-    #[arg(long, value_enum)]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
     pub(crate) composition: Option<CompositionArg>,
-    /// The trust model and mechanism: sample-and-threshold rounds (central), or one round of
-    /// Ghazi et al.'s range-query tree over 2^levels buckets through a multi-message shuffle
-    /// frequency oracle.
-    #[arg(long, value_enum, default_value = "sample-threshold")]
+    /// The trust model and mechanism.
+    ///
+    /// Sample-and-threshold rounds (central), or one round of Ghazi et al.'s range-query tree over
+    /// 2^levels buckets through a multi-message shuffle frequency oracle.
+    #[arg(help_heading = heading::ALGORITHM, long, value_enum, default_value = "sample-threshold")]
     pub(crate) mechanism: ValuesMechanism,
     /// With --mechanism ghazi-count-min: the failure probability β of the sketch's accuracy
     /// bound, which sets its number of hash rows.
-    #[arg(long, value_name = "BETA", allow_negative_numbers = true)]
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "BETA",
+        allow_negative_numbers = true
+    )]
     pub(crate) failure_probability: Option<f64>,
 }
 
@@ -1841,6 +2188,7 @@ pub(crate) struct QuantilesArgs {
     pub(crate) values: ValuesArgs,
     /// The quantiles to estimate, comma separated, each in [0, 1].
     #[arg(
+        help_heading = heading::ALGORITHM,
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
@@ -1849,6 +2197,7 @@ pub(crate) struct QuantilesArgs {
     pub(crate) quantiles: Vec<f64>,
     /// The algorithm (binary search spends --levels rounds per quantile).
     #[arg(
+        help_heading = heading::ALGORITHM,
         long = "method",
         id = "quantile_method",
         value_name = "METHOD",
@@ -1856,9 +2205,11 @@ pub(crate) struct QuantilesArgs {
         default_value = "hierarchical"
     )]
     pub(crate) method: QuantileMethod,
-    /// Also print each quantile's true value and rank error (the share of values below the
-    /// estimate, minus the quantile): metrics against the input, not a private output.
-    #[arg(long)]
+    /// Also print each quantile's true value and rank error.
+    ///
+    /// The rank error is the share of values below the estimate, minus the quantile: metrics
+    /// against the input, not a private output.
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) truth: bool,
 }
 
@@ -1867,14 +2218,15 @@ pub(crate) struct RangeArgs {
     #[command(flatten)]
     pub(crate) values: ValuesArgs,
     /// The lower end of the range (included), in the input's units.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::ALGORITHM, long, allow_negative_numbers = true)]
     pub(crate) lo: f64,
     /// The upper end of the range (excluded, except that a range ending at 1, or at --max,
     /// includes it), in the input's units.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::ALGORITHM, long, allow_negative_numbers = true)]
     pub(crate) hi: f64,
     /// The algorithm; range counts come from the hierarchical histogram only.
     #[arg(
+        help_heading = heading::ALGORITHM,
         long = "method",
         id = "quantile_method",
         value_name = "METHOD",
@@ -1884,7 +2236,7 @@ pub(crate) struct RangeArgs {
     pub(crate) method: QuantileMethod,
 }
 
-/// Amplification-by-shuffling analyses (ALGORITHMS.md §8).
+/// Amplification-by-shuffling analyses (docs/algorithms.md §8).
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum ShuffleBoundArg {
     /// Feldman–McMillan–Talwar 2021 numerical bound (clone probability e^(−ε₀)); rests on
@@ -1902,22 +2254,27 @@ pub(crate) enum ShuffleBoundArg {
 #[derive(Debug, Args)]
 pub(crate) struct PlanShuffleArgs {
     /// Local ε₀ of each user's randomizer: report the central ε.
-    #[arg(long, allow_negative_numbers = true, conflicts_with = "epsilon")]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        conflicts_with = "epsilon"
+    )]
     pub(crate) local_epsilon: Option<f64>,
     /// Central ε: report the largest local ε₀ that meets it.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) epsilon: Option<f64>,
     /// Number of users n whose reports are shuffled.
-    #[arg(long)]
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) users: u64,
     /// Central δ in (0, 1).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) delta: f64,
     /// The amplification bound.
-    #[arg(long, value_enum, default_value = "fmt23")]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "fmt23")]
     pub(crate) bound: ShuffleBoundArg,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
 
@@ -1939,21 +2296,26 @@ pub(crate) enum ComposeMethodArg {
 #[derive(Debug, Args)]
 pub(crate) struct PlanComposeArgs {
     /// ε of each round.
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) epsilon: f64,
     /// δ of each round, in [0, 1).
-    #[arg(long, allow_negative_numbers = true, default_value_t = 0.0)]
+    #[arg(
+        help_heading = heading::PRIVACY,
+        long,
+        allow_negative_numbers = true,
+        default_value_t = 0.0
+    )]
     pub(crate) delta: f64,
     /// Number of rounds K.
-    #[arg(long)]
+    #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) rounds: u64,
     /// Total δ at which to report the total ε (all methods but basic).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
     pub(crate) target_delta: Option<f64>,
     /// The accountant.
-    #[arg(long, value_enum, default_value = "optimal")]
+    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "optimal")]
     pub(crate) method: ComposeMethodArg,
     /// Print JSON instead of a table.
-    #[arg(long)]
+    #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }

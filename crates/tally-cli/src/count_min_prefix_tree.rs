@@ -1,5 +1,5 @@
 //! `tally heavy-hitters --algorithm count-min-prefix-tree`: Ghazi et al.'s heavy hitters
-//! through a prefix tree of Count-Min oracles (ALGORITHMS.md §5.6), over integer items of
+//! through a prefix tree of Count-Min oracles (docs/algorithms.md §5.6), over integer items of
 //! `0..2^L`, run by the simulator.
 
 use anyhow::{Result, anyhow, bail};

@@ -679,8 +679,9 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "{:<20} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
+        "{:<20} {:>11} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
         "population",
+        "neighbours",
         "device sampling",
         "colluding",
         "budget (ε, δ)",
@@ -693,8 +694,9 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
         let pair = |b: &tally_messages::Budget| format!("({:.4}, {:.3e})", b.epsilon, b.delta);
         writeln!(
             out,
-            "{:<20} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
+            "{:<20} {:>11} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
             balance.population,
+            balance.neighbours.name(),
             if balance.allow_device_sampling {
                 "allowed"
             } else {
@@ -719,7 +721,8 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "spent and reserved add the tasks' own (ε, δ); remaining is what the server enforces for \
+        "every amount is under the population's neighbours: a task's charge is its (ε, δ) \
+         under them; spent and reserved add the charges; remaining is what the server enforces for \
          tasks outside the declared pair (p_s ≤ P, τ ≥ T): the budget less the pair's share, less \
          their (ε, δ) by basic composition; tasks within the pair take the pair's rounds; \
          colluding is the fraction of devices a population's shuffle tasks are charged against \

@@ -226,6 +226,7 @@ fn create_population(args: &PopulationCreateArgs) -> Result<()> {
                     .map(|(epsilon, delta)| Budget { epsilon, delta }),
             },
         ),
+        neighbours: args.neighbours.into(),
     };
     let created = match Keeper::of(&args.store)? {
         Keeper::Database(db) => runtime()?
@@ -262,11 +263,12 @@ fn population_line(population: &PopulationInfo) -> String {
         .max_task_epsilon
         .map_or_else(String::new, |cap| format!(", at most ε = {cap} per task"));
     format!(
-        "population {}: budget (ε = {}, δ = {:e}), minimum cohort at least {}{cap}, trust \
-         model {}, device-side sampling {}{}, {}",
+        "population {}: budget (ε = {}, δ = {:e}) under {} neighbours, minimum cohort at least \
+         {}{cap}, trust model {}, device-side sampling {}{}, {}",
         population.name,
         population.budget.epsilon,
         population.budget.delta,
+        population.neighbours,
         population.min_cohort,
         population.trust.name(),
         if population.allow_device_sampling {

@@ -15,7 +15,6 @@ use tally_core::heavy_hitters::{
 };
 use tally_core::histogram::SampleThreshold;
 use tally_core::ldp::UnaryVariant;
-use tally_core::sampling::SamplingKey;
 #[cfg(feature = "federated")]
 use tally_messages::OptPrefixTreeOptions;
 use tally_messages::{
@@ -55,7 +54,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
     let path = ExecutionPath::default();
     let segment = segment_length(args)?;
     anyhow::ensure!(
-        args.sampling_key.is_none() || args.algorithm == Algorithm::TrieHhPlus,
+        !args.sampling_key.given() || args.algorithm == Algorithm::TrieHhPlus,
         "--sampling-key applies to --algorithm triehh++ only"
     );
     anyhow::ensure!(
@@ -156,8 +155,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 neighbours,
                 selection,
             };
-            if let Some(key) = &args.sampling_key {
-                let key = SamplingKey::derive(key.as_bytes())?;
+            if let Some(key) = args.sampling_key.key()? {
                 let _stage = Stage::start("loading the rows");
                 let rows =
                     load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;

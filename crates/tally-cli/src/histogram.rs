@@ -3,7 +3,6 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_core::sampling::SamplingKey;
 use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::{KeyedPopulation, PlaceInDomain};
 
@@ -19,7 +18,7 @@ const DEFAULT_TABLE_ROWS: usize = 20;
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     match args.mechanism {
         HistogramMechanism::Domain(mechanism) => {
-            if args.sampling_key.is_some() {
+            if args.sampling_key.given() {
                 bail!(
                     "--sampling-key applies to --mechanism sample-threshold and the partition \
                      selections only"
@@ -44,11 +43,14 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     let neighbours = Neighbours::from(args.privacy.neighbours);
     // Validate the privacy target and the key before reading any data.
     let target = args.release.target();
-    let key = args
-        .sampling_key
-        .as_deref()
-        .map(|key| SamplingKey::derive(key.as_bytes()))
-        .transpose()?;
+    let on_domain = args.domain.domain.is_some() || args.domain.buckets.is_some();
+    if on_domain && args.sampling_key.given() {
+        bail!(
+            "--sampling-key samples the items clients hold, with no public domain: drop \
+             --domain/--buckets or the key"
+        );
+    }
+    let key = args.sampling_key.key()?;
     let delta = args.release.delta;
     let mechanism = sample_threshold_release::calibrate(
         epsilon,
@@ -61,7 +63,6 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.release.seed_or_random();
-    let on_domain = args.domain.domain.is_some() || args.domain.buckets.is_some();
     let mut document = match (key, &args.input.input) {
         (Some(key), _) => {
             let stage = Stage::start("loading the population");
@@ -124,7 +125,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         print_warnings(document.diagnosis.as_ref());
         return Ok(());
     }
-    let seed = if args.sampling_key.is_some() {
+    let seed = if args.sampling_key.given() {
         "none (keyed sampling)".to_owned()
     } else {
         args.release.seed_description()

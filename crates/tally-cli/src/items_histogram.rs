@@ -5,7 +5,6 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::partition_selection::Method as SelectionMethod;
-use tally_core::sampling::SamplingKey;
 use tally_messages::HistogramRelease;
 use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 
@@ -25,11 +24,7 @@ pub(crate) fn run(args: &HistogramArgs, method: Option<SelectionMethod>) -> Resu
     let epsilon = args.privacy.epsilon;
     let delta = args.release.delta;
     let neighbours = Neighbours::from(args.privacy.neighbours);
-    let key = args
-        .sampling_key
-        .as_deref()
-        .map(|key| SamplingKey::derive(key.as_bytes()))
-        .transpose()?;
+    let key = args.sampling_key.key()?;
     // Calibrate before reading any data, so a bad target fails fast.
     let mechanism = ItemsMechanism::calibrate(
         method,

@@ -20,6 +20,7 @@ mod federated_range_tree;
 #[cfg(feature = "federated")]
 mod federated_token;
 mod heavy_hitters;
+mod help_examples;
 mod histogram;
 mod input;
 mod items_histogram;
@@ -38,6 +39,7 @@ mod plan_shuffle;
 mod plan_triehh;
 mod quantiles;
 mod repro;
+mod sampling_key;
 mod shuffle_values;
 
 use std::process::ExitCode;
@@ -82,6 +84,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCommand::StComposition(args)) => bench_st_composition::run(&args),
         Command::Repro(ReproCommand::SampleThreshold(args)) => repro::run_sample_threshold(&args),
         Command::Repro(ReproCommand::OptPrefixTree(args)) => repro::run_opt_prefix_tree(&args),
+        Command::SamplingKey(args) => sampling_key::run(&args),
         #[cfg(feature = "federated")]
         Command::Serve(args) => federated::serve(&args),
         #[cfg(feature = "federated")]

@@ -4,7 +4,6 @@
 //! below their value), other parameters to the nearest four; the JSON keeps full precision.
 
 use std::io::{self, Write};
-#[cfg(feature = "federated")]
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -87,7 +86,6 @@ pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
 /// # Errors
 ///
 /// If the file cannot be created or restricted.
-#[cfg(feature = "federated")]
 pub(crate) fn open_owner_only(path: &Path, new: bool) -> io::Result<std::fs::File> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true);

@@ -143,8 +143,8 @@ fn refuse_options(args: &PlanHistogramArgs) -> Result<()> {
     }
     if args.report.top != crate::cli::DEFAULT_TOP {
         bail!(
-            "--top is the recall@k of a public-domain --mechanism's report; the chooser's \
-             report predicts the released items and their error: drop --top"
+            "--recall-at is the k of a public-domain --mechanism's recall@k; the chooser's \
+             report predicts the released items and their error: drop --recall-at"
         );
     }
     if !matches!(args.privacy.method, crate::cli::Method::Tight) {

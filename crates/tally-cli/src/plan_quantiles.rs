@@ -9,7 +9,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
 use tally_cli::quantiles_report::{self, KnownValues};
 use tally_core::quantiles::TreeShape;
-use tally_sim::values_release::{self, QuantilesPlan, ValuesSettings};
+use tally_sim::values_release::{QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange};
 
 use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
@@ -19,7 +19,7 @@ use crate::quantiles::{check_quantiles, values_error};
 
 pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
     check_quantiles(&args.quantiles)?;
-    let plan = QuantilesPlan::solve(&settings(args), method(args), args.quantiles.len())?;
+    let plan = QuantilesPlan::solve(&settings(args), args.algorithm, args.quantiles.len())?;
     if let Some(dir) = &args.report {
         write_report(&plan, args, dir)?;
     }
@@ -35,7 +35,7 @@ fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> R
     let counted = match &args.input {
         None => None,
         Some(input) => {
-            if plan.method != values_release::QuantileMethod::Hierarchical {
+            if plan.method != QuantileMethod::Hierarchical {
                 bail!(
                     "--input predicts a hierarchical histogram's releases: a binary search's \
                      rounds depend on the earlier ones; drop --input or use --algorithm \
@@ -69,14 +69,6 @@ fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> R
     plan_report_quantiles_page::write(&report, dir)
 }
 
-/// The algorithm the arguments name.
-fn method(args: &PlanQuantilesArgs) -> values_release::QuantileMethod {
-    match args.algorithm {
-        QuantileMethod::Hierarchical => values_release::QuantileMethod::Hierarchical,
-        QuantileMethod::BinarySearch => values_release::QuantileMethod::BinarySearch,
-    }
-}
-
 /// The settings `tally quantiles` would run with for the same options.
 fn settings(args: &PlanQuantilesArgs) -> ValuesSettings {
     let neighbours = Neighbours::from(args.privacy.neighbours);
@@ -99,14 +91,14 @@ fn print_plan(plan: &QuantilesPlan) -> Result<()> {
     let params = mechanism.params();
     let (rate, threshold) = (params.sampling_rate(), params.threshold());
     let (title, passes) = match plan.method {
-        values_release::QuantileMethod::Hierarchical => (
+        QuantileMethod::Hierarchical => (
             format!(
                 "quantiles plan: hierarchical histogram ({} levels, branching {})",
                 plan.levels, plan.branching
             ),
             "one tree answers every quantile".to_owned(),
         ),
-        values_release::QuantileMethod::BinarySearch => (
+        QuantileMethod::BinarySearch => (
             format!(
                 "quantiles plan: binary search ({} rounds each)",
                 plan.levels
@@ -141,8 +133,8 @@ fn print_plan(plan: &QuantilesPlan) -> Result<()> {
     let mut out = io::stdout().lock();
     writeln!(out)?;
     let (unit, width) = match plan.method {
-        values_release::QuantileMethod::Hierarchical => ("level", "bucket width"),
-        values_release::QuantileMethod::BinarySearch => ("round", "interval width"),
+        QuantileMethod::Hierarchical => ("level", "bucket width"),
+        QuantileMethod::BinarySearch => ("round", "interval width"),
     };
     writeln!(
         out,
@@ -152,10 +144,10 @@ fn print_plan(plan: &QuantilesPlan) -> Result<()> {
     for level in 1..=plan.levels {
         // A binary search's round asks one question of two buckets, whatever its depth.
         let buckets = match plan.method {
-            values_release::QuantileMethod::Hierarchical => u64::from(plan.branching)
+            QuantileMethod::Hierarchical => u64::from(plan.branching)
                 .checked_pow(level)
                 .map_or_else(|| format!("{}^{level}", plan.branching), |b| b.to_string()),
-            values_release::QuantileMethod::BinarySearch => "2".to_owned(),
+            QuantileMethod::BinarySearch => "2".to_owned(),
         };
         writeln!(
             out,

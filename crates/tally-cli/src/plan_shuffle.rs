@@ -1,4 +1,4 @@
-//! `tally plan shuffle`: amplification by shuffling (ALGORITHMS.md §8).
+//! `tally plan shuffle`: amplification by shuffling (docs/algorithms.md §8).
 
 use anyhow::Result;
 use tally_accounting::shuffle::ShuffleBound;

@@ -75,7 +75,7 @@ pub(crate) fn run_sample_threshold(args: &ReproSampleThresholdArgs) -> Result<()
     }
     config.population = args.population;
     reproduce(
-        "sample-and-threshold reproduction (seed 000 §5)",
+        "sample-and-threshold reproduction (Bharadwaj and Cormode 2022, §5)",
         config.runs(),
         |tick, elapsed| {
             let results = sample_threshold::run(&config, tick)?;
@@ -104,7 +104,7 @@ pub(crate) fn run_opt_prefix_tree(args: &ReproOptPrefixTreeArgs) -> Result<()> {
         config.users = users;
     }
     reproduce(
-        "OptPrefixTree reproduction (seed 001)",
+        "OptPrefixTree reproduction (Chadha et al. 2024)",
         config.runs(),
         |tick, elapsed| {
             let results = opt_prefix_tree::run(&config, tick)?;

@@ -312,7 +312,7 @@ fn heavy_hitters_refuse_what_noise_based_levels_cannot_run() {
             "calibrate their noise and threshold from ε and δ",
         ),
         (
-            "--algorithm triehh++ --mechanism laplace-threshold --sampling-key secret",
+            "--algorithm triehh++ --mechanism laplace-threshold --sampling-key 00000000000000000000736563726574",
             "partition-selection levels sample nobody",
         ),
         (

@@ -62,9 +62,15 @@ enum Running {
     Split { aggregator: Child, relay: Child },
 }
 
-/// The populations the tests' tasks ask: every budget is (ε = 10, δ = 1e-5) but
-/// [`WEAK_POPULATION`]'s.
+/// The populations the tests' tasks ask: `test` and `one` keep an add/remove budget of
+/// (ε = 10, δ = 1e-5); `words`, `numbers` and [`WEAK_POPULATION`] a replace-one budget
+/// ([`REPLACE_ONE_POPULATIONS`]), on which the shuffle, local, OptPrefixTree and TrieHH tasks
+/// run and add/remove tasks are charged `(2ε, (1 + e^ε)δ)`.
 const POPULATIONS: [&str; 5] = ["test", "one", "words", "numbers", WEAK_POPULATION];
+
+/// The test populations whose budget is kept under replace-one neighbours, (ε = 40, δ = 1e-3)
+/// but [`WEAK_POPULATION`]'s.
+const REPLACE_ONE_POPULATIONS: [&str; 3] = ["words", "numbers", WEAK_POPULATION];
 
 /// The population of the tests whose tasks fit their reports only at weak parameters (Ghazi et
 /// al.'s Hadamard range trees at `δ = 1e-3`, Count-Min at `ε = 1.2`, its range trees at
@@ -99,16 +105,20 @@ fn provision(dir: &std::path::Path, trust: &str) -> (String, String, String) {
 /// As [`provision`], in the database `db`.
 fn provision_at(db: String, trust: &str) -> (String, String, String) {
     for population in POPULATIONS {
-        let (epsilon, delta) = if population == WEAK_POPULATION {
-            (60, 1e-2)
+        let replace_one = REPLACE_ONE_POPULATIONS.contains(&population);
+        let (epsilon, delta, neighbours) = if population == WEAK_POPULATION {
+            (60, 1e-2, "replace-one")
+        } else if replace_one {
+            (40, 1e-3, "replace-one")
         } else {
-            (10, 1e-5)
+            (10, 1e-5, "add-remove")
         };
         // Some tests count chosen uploads exactly: their tasks sample on the devices, which
         // the operator allows.
         let line = format!(
             "population create --db {db} {population} --budget-epsilon {epsilon} \
-             --budget-delta {delta} --trust {trust} --allow-device-sampling"
+             --budget-delta {delta} --trust {trust} --allow-device-sampling --neighbours \
+             {neighbours}"
         );
         assert!(tally(&line).status.success(), "{line}");
     }

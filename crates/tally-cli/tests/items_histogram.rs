@@ -103,7 +103,8 @@ fn one_item_per_client_is_the_default_bound_of_a_selection() {
 
 #[test]
 fn keyed_per_item_sample_and_threshold_is_fixed_by_the_key() {
-    let options = "--max-items-per-client 4 --sampling-key secret-1 --threshold 20";
+    let options =
+        "--max-items-per-client 4 --sampling-key 00000000000000007365637265742d31 --threshold 20";
     let first = run("items-keyed.tsv", &format!("{options} --seed 1"));
     assert_eq!(first["mechanism"], "sample-and-threshold");
     assert_eq!(first["execution"], "keyed");
@@ -117,7 +118,7 @@ fn keyed_per_item_sample_and_threshold_is_fixed_by_the_key() {
     assert_eq!(first["items"], reversed["items"]);
     let other = run(
         "items-keyed-other.tsv",
-        "--max-items-per-client 4 --sampling-key secret-2 --threshold 20",
+        "--max-items-per-client 4 --sampling-key 00000000000000007365637265742d32 --threshold 20",
     );
     assert_ne!(first["items"], other["items"]);
 }

@@ -42,24 +42,24 @@ fn words(release: &Value) -> Vec<&str> {
 
 #[test]
 fn the_key_alone_fixes_the_prefix_tree() {
-    let first = keyed("hh-keyed.tsv", "secret-1");
+    let first = keyed("hh-keyed.tsv", "00000000000000007365637265742d31");
     assert_eq!(first["parameters"]["population"], 20_000);
     assert_eq!(
         words(&first),
         ["apple", "apricot", "banana", "band", "cherry", "kiwi"]
     );
     // The row order plays no part.
-    let reversed = keyed("hh-keyed-reversed.tsv", "secret-1");
+    let reversed = keyed("hh-keyed-reversed.tsv", "00000000000000007365637265742d31");
     assert_eq!(first["items"], reversed["items"]);
     assert_eq!(first["trie"], reversed["trie"]);
     // Another key draws other coins.
-    let other = keyed("hh-keyed-other.tsv", "secret-2");
+    let other = keyed("hh-keyed-other.tsv", "00000000000000007365637265742d32");
     assert_ne!(first["trie"], other["trie"]);
 }
 
 #[test]
 fn every_level_uses_a_rate_of_the_prf_resolution() {
-    let release = keyed("hh-keyed-rate.tsv", "k");
+    let release = keyed("hh-keyed-rate.tsv", "0000000000000000000000000000006b");
     let rate = release["parameters"]["sampling_rate"].as_f64().unwrap();
     let scaled = rate * 2f64.powi(64);
     assert_eq!(scaled.fract().to_bits(), 0f64.to_bits(), "{rate}");
@@ -71,7 +71,7 @@ fn every_level_uses_a_rate_of_the_prf_resolution() {
 fn keyed_sampling_is_refused_for_other_algorithms() {
     let path = temp_file("hh-keyed-refused.tsv", rows(false).as_bytes());
     let refused = failure(&format!(
-        "heavy-hitters --algorithm triehh --input {} --epsilon 4 --delta 1e-6 --sampling-key k",
+        "heavy-hitters --algorithm triehh --input {} --epsilon 4 --delta 1e-6 --sampling-key 0000000000000000000000000000006b",
         path.display()
     ));
     assert!(refused.contains("--sampling-key"), "{refused}");

@@ -368,7 +368,7 @@ fn plan_without_a_mechanism_refuses_what_does_not_apply() {
         speakers(),
         scratch("top").display()
     ));
-    assert!(err.contains("drop --top"), "{err}");
+    assert!(err.contains("drop --recall-at"), "{err}");
     let err = failure("plan histogram --mechanism laplace --domain 16 --epsilon 1 --delta 1e-8");
     assert!(err.contains("give --clients N"), "{err}");
 }

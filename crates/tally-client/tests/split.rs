@@ -130,6 +130,7 @@ async fn a_relay_serving_its_own_key_reads_nothing_devices_seal() {
         allow_device_sampling: false,
         colluding_fraction: 0.0,
         task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
     };
     tally_server::create_population(&db, &population)
         .await

@@ -1,4 +1,4 @@
-//! Standard pure local-DP frequency oracles (ALGORITHMS.md §7.2 and §7.4).
+//! Standard pure local-DP frequency oracles (docs/algorithms.md §7.2 and §7.4).
 //!
 //! Each client holds one item, a `u32` id in `0..k`, and sends one randomized report; the server
 //! counts how many reports *support* each item and debiases the counts.
@@ -47,7 +47,7 @@ pub use subset_selection::{
 pub use support::{SupportAggregator, SupportRule};
 pub use unary::{UnaryAggregator, UnaryRandomizer, UnaryReport, UnarySupport, UnaryVariant};
 
-/// The support probabilities of a pure frequency oracle (ALGORITHMS.md §7.4).
+/// The support probabilities of a pure frequency oracle (docs/algorithms.md §7.4).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SupportProbabilities {
     /// `p*`: the probability that a client's report supports the client's own item.

@@ -1,5 +1,5 @@
 //! Quantiles and range counts of values in `[0, 1]` from sample-and-threshold histograms
-//! (Bharadwaj and Cormode, AISTATS 2022, §4.2; ALGORITHMS.md §4).
+//! (Bharadwaj and Cormode, AISTATS 2022, §4.2; docs/algorithms.md §4).
 //!
 //! Two tasks, both driven through [`Task`](crate::task::Task):
 //!

@@ -13,7 +13,7 @@
 //! - [`exact_binomial`] / [`ExactBinomial`]: `Bin(n, p)` by counting geometric gaps or by
 //!   bit-sliced exact coins, whichever is cheaper.
 //! - [`PaperCohort`] and [`ExactPoissonCohort`]: the fixed-size cohort emulations of
-//!   ALGORITHMS.md §1.3.
+//!   docs/algorithms.md §1.3.
 //! - [`KeyedCoin`] and [`choose_row`]: a client's coin and its one row as keyed pseudorandom
 //!   functions of a secret [`SamplingKey`], reproducible wherever the key is known.
 //! - [`bound_items`] and [`choose_items`]: at most `k` distinct items of a client, uniformly
@@ -43,7 +43,8 @@ pub use cohort::{
 pub use contribution::bound_items;
 pub use geometric::ExactGeometric;
 pub use keyed::{
-    KeyedCoin, SamplingKey, choose_items, choose_row, item_score, keyed_rate, row_score,
+    GENERATED_KEY_BYTES, KeyedCoin, MIN_KEY_HEX_DIGITS, SamplingKey, choose_items, choose_row,
+    item_score, keyed_rate, row_score,
 };
 pub use poisson::{PoissonIndices, PoissonSampler};
 pub use sliced_coins::SlicedCoins;

@@ -1,12 +1,12 @@
 //! Histogram mechanisms in the shuffle model: clients send messages to a trusted shuffler,
 //! which forwards their anonymous multiset to the analyst.
 //!
-//! - [`balcer_cheu`]: Balcer–Cheu 2020 Bernoulli-noise multi-message histogram (ALGORITHMS.md
+//! - [`balcer_cheu`]: Balcer–Cheu 2020 Bernoulli-noise multi-message histogram (docs/algorithms.md
 //!   §7.3).
 //! - [`single_message`]: shuffled generalized randomized response, calibrated with the
-//!   amplification-by-shuffling accountant (ALGORITHMS.md §5.8 and §8).
+//!   amplification-by-shuffling accountant (docs/algorithms.md §5.8 and §8).
 //! - [`ghazi_hadamard`], [`ghazi_count_min`]: the multi-message frequency oracles of Ghazi et
-//!   al. (Algorithms 1 and 2, ALGORITHMS.md §5.1–5.2); [`range_tree`] (range counting, §5.4),
+//!   al. (Algorithms 1 and 2, docs/algorithms.md §5.1–§5.2); [`range_tree`] (range counting, §5.4),
 //!   [`heavy_hitters`] (Appendix D, §5.6) and [`quantiles`] (Appendix E, §5.7) built on them as
 //!   [`set_oracle`] rounds; [`number_tree`] is the range tree over devices holding numbers,
 //!   and [`prefix_level`] one level of the heavy hitters' prefix tree, as both the simulator

@@ -1,4 +1,4 @@
-//! The multi-message shuffle protocols of Ghazi et al. (ALGORITHMS.md §5): parameter vectors,
+//! The multi-message shuffle protocols of Ghazi et al. (docs/algorithms.md §5): parameter vectors,
 //! the kernel decoder against brute force, unbiasedness and variance of the Hadamard estimates,
 //! Count-Min's one-sided queries, the per-client and fast simulation paths against each other
 //! and against their exact laws, and the range tree, quantiles and heavy hitters (with a

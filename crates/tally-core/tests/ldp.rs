@@ -1,11 +1,11 @@
-//! Tests of the local-DP frequency oracles of `tally_core::ldp` (ALGORITHMS.md §7.2, §7.4):
+//! Tests of the local-DP frequency oracles of `tally_core::ldp` (docs/algorithms.md §7.2, §7.4):
 //!
 //! 1. the exact ε-LDP ratio, by enumerating every output of every input (no sampling);
 //! 2. a mutant check: a randomizer at `2ε` fails that ratio test, so the test can fail;
 //! 3. the samplers draw from the distributions the ratio test enumerates (chi-square);
 //! 4. unbiasedness of the estimates (z-test with the analytic variance) and the analytic
 //!    variance itself (chi-square on the sample variance), with fixed ChaCha20 seeds;
-//! 5. the null variances of ALGORITHMS.md Appendix A item 9;
+//! 5. the null variances of docs/algorithms.md Appendix A item 9;
 //! 6. merging shards gives the same estimate as one aggregator.
 //!
 //! Statistical tests use significance level 1e-6 each (see `common`).
@@ -431,7 +431,7 @@ fn estimates_are_unbiased_with_the_analytic_variance() {
     }
 }
 
-/// ALGORITHMS.md Appendix A item 9 (§7.4 test vector): ε = 1, d = 1024, n = 10⁵.
+/// docs/algorithms.md Appendix A item 9 (§7.4 test vector): ε = 1, d = 1024, n = 10⁵.
 #[test]
 fn appendix_a_null_variances() {
     let (d, eps, n) = (1024u32, 1.0f64, 100_000u64);

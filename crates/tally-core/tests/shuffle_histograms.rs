@@ -1,4 +1,4 @@
-//! Tests of the shuffle-model histograms of `tally_core::shuffle` (ALGORITHMS.md §7.3, §5.8):
+//! Tests of the shuffle-model histograms of `tally_core::shuffle` (docs/algorithms.md §7.3, §5.8):
 //!
 //! 1. Balcer–Cheu: every device's messages summed, and the counts drawn cell by cell, both
 //!    give each cell's message count the law `#{clients holding j} + Bin(n, p)` (chi-square

@@ -1,5 +1,5 @@
-//! TrieHH (ALGORITHMS.md §2): calibration through `tally-accounting` (the §2.3 table), the task
-//! as a state machine driven by hand-made releases, the aggregator's threshold and beam, the
+//! TrieHH (docs/algorithms.md §2): calibration through `tally-accounting` (the §2.3 table), the
+//! task as a state machine driven by hand-made releases, the aggregator's threshold and beam, the
 //! TFF unit-test vectors of §2.5, and the fixed-size sampler (`uniform_subset`) checked to be
 //! an exactly uniform subset at α = 1e-6.
 
@@ -46,7 +46,7 @@ fn config(threshold: u64, batch_size: u64, rounds: usize) -> TrieHhConfig {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Calibration: ALGORITHMS.md §2.3 through TrieHhConfig::calibrate and TrieHh::new.
+// Calibration: docs/algorithms.md §2.3 through TrieHhConfig::calibrate and TrieHh::new.
 // ---------------------------------------------------------------------------------------------
 
 #[test]
@@ -300,7 +300,7 @@ fn beam_keeps_the_top_non_terminal_prefixes_and_every_terminal_one() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// TFF TrieHH: the unit-test vectors of `triehh_tf_test.py` (ALGORITHMS.md §2.5).
+// TFF TrieHH: the unit-test vectors of `triehh_tf_test.py` (docs/algorithms.md §2.5).
 // ---------------------------------------------------------------------------------------------
 
 fn rows(matrix: &VoteMatrix) -> Vec<Vec<u64>> {

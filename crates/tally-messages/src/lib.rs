@@ -40,7 +40,7 @@ mod release;
 pub mod split;
 
 use serde::{Deserialize, Serialize};
-use tally_accounting::Neighbours;
+pub use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::partition_selection;
 use tally_accounting::sample_threshold::Analysis;
@@ -442,14 +442,17 @@ pub enum HeavyHittersAlgorithm {
     TrieHhPlus,
 }
 
-/// The multi-round quantile algorithms the federated runtime runs.
+/// The quantile algorithms over sample-and-threshold rounds, as the simulator, the federated
+/// runtime and the command line know them (with the `clap` feature, each variant's doc is its
+/// help text).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(any(test, feature = "clap"), derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum QuantileMethod {
-    /// A `β`-ary hierarchical histogram: one sample-and-threshold histogram of buckets per
-    /// level answers every quantile at once.
+    /// A β-ary hierarchical histogram: one sample-and-threshold histogram of buckets per level
+    /// answers every quantile at once.
     Hierarchical,
-    /// One interactive binary search per quantile, one sample-and-threshold histogram of two
+    /// One interactive binary search per quantile: one sample-and-threshold histogram of two
     /// buckets (at or below the split point, above it) per round.
     BinarySearch,
 }
@@ -872,10 +875,14 @@ pub struct LedgerBalance {
     /// Whether its tasks may ask `sampling: device` (the operator's policy).
     #[serde(default)]
     pub allow_device_sampling: bool,
-    /// Debited by released results: the sum of their own guarantees.
+    /// The neighbour relation its budget and every amount below are under.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
+    /// Debited by released results: the sum of their charges (each task's guarantee under
+    /// [`Self::neighbours`]).
     pub spent: Budget,
-    /// Held for tasks that are running but have released nothing yet: the sum of their own
-    /// guarantees.
+    /// Held for tasks that are running but have released nothing yet: the sum of their
+    /// charges.
     pub reserved: Budget,
     /// What tasks outside the declared pair ([`Self::task_bound`]) may still spend, as the
     /// server enforces it: the budget less the declared pair's share (the whole budget without
@@ -985,7 +992,8 @@ pub struct PopulationSpec {
     #[serde(default, skip_serializing_if = "is_false")]
     pub allow_device_sampling: bool,
     /// The per-round sample-and-threshold pair whose rounds compose tightly, if declared;
-    /// without one every task is charged its own `(ε, δ)` by basic composition.
+    /// without one every task is charged its own `(ε, δ)` by basic composition. Only under
+    /// add/remove neighbours, the relation of the pair's loss.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_bound: Option<TaskBound>,
     /// The fraction of its devices that may collude with the analyst, in `[0, 1]` (0, the
@@ -996,6 +1004,13 @@ pub struct PopulationSpec {
     /// do not depend on other devices' honesty and are charged as they are.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub colluding_fraction: f64,
+    /// The one neighbour relation its budget is kept under (`add-remove` by default): a task
+    /// whose guarantee is under the other relation is charged what it gives under this one
+    /// (an add/remove `(ε, δ)` costs `(2ε, (1 + e^ε) δ)` on a replace-one budget), and a
+    /// replace-one task, which holds for a fixed number of clients only, is refused on an
+    /// add/remove budget.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
 }
 
 fn is_zero(value: &f64) -> bool {
@@ -1035,6 +1050,9 @@ pub struct PopulationInfo {
     /// budget assumes honest devices).
     #[serde(default)]
     pub colluding_fraction: f64,
+    /// The neighbour relation its budget is kept under.
+    #[serde(with = "named", default = "add_remove")]
+    pub neighbours: Neighbours,
     /// When it was created, in seconds since the Unix epoch.
     pub created_at: i64,
 }

@@ -197,6 +197,7 @@ fn every_message_round_trips() {
         population: "shakespeare".into(),
         budget,
         allow_device_sampling: true,
+        neighbours: Neighbours::ReplaceOne,
         spent: budget,
         reserved: budget,
         remaining: budget,
@@ -244,6 +245,7 @@ fn every_message_round_trips() {
             threshold: 18,
             share: Some(budget),
         }),
+        neighbours: Neighbours::AddRemove,
     });
     round_trip(&PopulationInfo {
         name: "shakespeare".into(),
@@ -254,6 +256,7 @@ fn every_message_round_trips() {
         allow_device_sampling: false,
         colluding_fraction: 0.0,
         task_bound: Some(declared),
+        neighbours: Neighbours::ReplaceOne,
         created_at: 1,
     });
     for role in [Role::Operator, Role::Analyst, Role::Device, Role::Relay] {

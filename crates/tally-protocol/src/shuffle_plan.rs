@@ -1,5 +1,5 @@
 //! Planning amplification by shuffling and its document, as `tally plan shuffle --json` prints
-//! it (ALGORITHMS.md §8).
+//! it (docs/algorithms.md §8).
 
 use serde_json::{Value, json};
 use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon, shuffle_epsilon};

@@ -1035,14 +1035,20 @@ fn rate_and_threshold(mechanism: &SampleThreshold) -> (f64, u64) {
     )
 }
 
-/// The sampling key derived from the text of `--sampling-key`.
+/// The sampling key given as text: at least 32 hexadecimal digits.
 fn derived_key(key: &str) -> PyResult<SamplingKey> {
-    SamplingKey::derive(key.as_bytes()).map_err(value_error)
+    SamplingKey::from_hex_text(key).map_err(value_error)
 }
 
 /// The keyed coin of `(key, rate)`.
 fn keyed_coin(key: &str, rate: f64) -> PyResult<KeyedCoin> {
     KeyedCoin::new(derived_key(key)?, rate).map_err(value_error)
+}
+
+/// Refuses a sampling key shorter than 32 hexadecimal digits, before any job runs.
+#[pyfunction]
+fn check_sampling_key(key: &str) -> PyResult<()> {
+    derived_key(key).map(drop)
 }
 
 /// Which clients of the column `clients` the keyed coin of `(key, rate)` samples in round 0,
@@ -1451,6 +1457,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(quantiles, module)?)?;
     module.add_function(wrap_pyfunction!(range_count, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_parameters, module)?)?;
+    module.add_function(wrap_pyfunction!(check_sampling_key, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_coins, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_rows, module)?)?;
     module.add_class::<KeyedCounter>()?;

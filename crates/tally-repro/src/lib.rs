@@ -12,11 +12,11 @@
 //!
 //! Each experiment lives in its own module:
 //!
-//! - [`sample_threshold`]: seed 000 §5 (Bharadwaj and Cormode), sample-and-threshold against
+//! - [`sample_threshold`]: Bharadwaj and Cormode (AISTATS 2022) §5, sample-and-threshold against
 //!   central Laplace, local Hadamard response and the Balcer–Cheu shuffle histogram
-//!   (ALGORITHMS.md §7).
-//! - [`opt_prefix_tree`]: seed 001 (Chadha et al.), OptPrefixTree's captured mass against ε
-//!   for its design choices and two single-item comparators (ALGORITHMS.md §6).
+//!   (docs/algorithms.md §7).
+//! - [`opt_prefix_tree`]: Chadha et al. (SaTML 2024), OptPrefixTree's captured mass against ε
+//!   for its design choices and two single-item comparators (docs/algorithms.md §6).
 //!
 //! # Determinism
 //!

@@ -1,6 +1,6 @@
-//! Seed 001 (Chadha et al., OptPrefixTree; ALGORITHMS.md §6): captured mass against ε on a
-//! `reddit-like` population of users with many words, for the paper's design choices and two
-//! single-item comparators.
+//! Chadha et al., OptPrefixTree (SaTML 2024, seed 001; docs/algorithms.md §6): captured mass
+//! against ε on a `reddit-like` population of users with many words, for the paper's design choices
+//! and two single-item comparators.
 //!
 //! # The grid
 //!
@@ -574,7 +574,7 @@ pub fn findings(results: &Results) -> Vec<Finding> {
         ),
         (
             "The max-mass segment policy captures no less mass (within two standard errors) than max-under-cap, at every ε",
-            "tally's heuristic (ALGORITHMS.md §6.5 leaves the objective open)",
+            "tally's heuristic (docs/algorithms.md §6.5 leaves the objective open)",
             Variant::MaxMass,
             Variant::Adaptive,
         ),
@@ -646,9 +646,12 @@ pub fn write_outputs(results: &Results, dir: &Path, wall_time: Duration) -> Resu
 
 fn write_report(results: &Results, wall_time: Duration) -> Markdown {
     let config = &results.config;
-    let mut doc = Markdown::new("OptPrefixTree: captured mass against ε (seed 001)");
+    let mut doc = Markdown::new(
+        "OptPrefixTree: captured mass against ε, after Chadha et al., \"Differentially Private \
+         Heavy Hitter Detection using Federated Analytics\" (SaTML 2024)",
+    );
     doc.paragraph(
-        "OptPrefixTree (Chadha et al., ALGORITHMS.md §6; reconstructed from §1–§4.1 of the \
+        "OptPrefixTree (Chadha et al., docs/algorithms.md §6; reconstructed from §1–§4.1 of the \
          paper, see docs/privacy/opt-prefix-tree.md) on a synthetic Reddit-like population of \
          users with many words, for the paper's design choices (adaptive segmentation, \
          selection uniform over the support, a second run with a deny list) and two \

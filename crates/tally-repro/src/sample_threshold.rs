@@ -1,4 +1,4 @@
-//! Seed 000 §5 (Bharadwaj and Cormode, AISTATS 2022; ALGORITHMS.md §1 and §7): the
+//! Bharadwaj and Cormode, AISTATS 2022, §5 (seed 000; docs/algorithms.md §1 and §7): the
 //! sample-and-threshold (S&T) histogram against central, local and shuffle baselines.
 //!
 //! # The grid
@@ -187,7 +187,7 @@ pub struct Config {
 }
 
 impl Config {
-    /// The paper's grid (ALGORITHMS.md §7): all three datasets, `B ∈ {2^6, 2^8, …, 2^14}`,
+    /// The paper's grid (docs/algorithms.md §7): all three datasets, `B ∈ {2^6, 2^8, …, 2^14}`,
     /// ε from 0.1 to 1.0 in steps of 0.1, δ = 1e−8, α = 1/6, 10 repetitions, `n = 10^6`.
     pub fn full(seed: u64) -> Self {
         Self {

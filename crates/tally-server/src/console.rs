@@ -32,6 +32,7 @@ use rand::Rng;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
+use tally_accounting::Neighbours;
 use tally_messages::{
     Budget, CredentialSpec, ErrorCode, GuaranteeBody, PROTOCOL_VERSION, PopulationSpec, Role,
     TaskBound, TaskSpec, TrustModel,
@@ -385,6 +386,9 @@ struct PopulationForm {
     /// `on` when the operator allows device-side sampling (an unchecked box is left out).
     #[serde(default)]
     allow_device_sampling: Option<String>,
+    /// `add-remove` or `replace-one`; `add-remove` when left out.
+    #[serde(default)]
+    neighbours: String,
     /// The declared pair's largest sampling rate; none when empty.
     #[serde(default)]
     bound_rate: String,
@@ -486,6 +490,12 @@ async fn create_population(
             colluding_fraction: match form.colluding_fraction.trim() {
                 "" => 0.0,
                 given => number("colluding_fraction", given)?,
+            },
+            neighbours: match form.neighbours.trim() {
+                "" => Neighbours::AddRemove,
+                name => name.parse().map_err(|e: tally_accounting::Error| {
+                    ApiError::new(ErrorCode::Malformed, e.to_string())
+                })?,
             },
         };
         console.runtime.create_population(&spec).await
@@ -666,7 +676,7 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
     let runtime = &console.runtime;
     let planned = async {
         let spec = read_spec(&form.spec)?;
-        let (engine, guarantee, collusion) = runtime.plan_task(&spec, &session.who).await?;
+        let (engine, guarantee, collusion, charge) = runtime.plan_task(&spec, &session.who).await?;
         let curves = engine
             .threshold_rounds()
             .map(|rounds| release_curve::release_curves(&rounds, &guarantee));
@@ -676,16 +686,17 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
             .into_iter()
             .find(|b| b.population == spec.population);
         let guarantee = GuaranteeBody::with_collusion(&guarantee, collusion.as_ref());
-        Ok::<_, ApiError>((spec, guarantee, curves, balance))
+        Ok::<_, ApiError>((spec, guarantee, curves, balance, charge))
     }
     .await;
     Ok(match planned {
-        Ok((spec, guarantee, curves, balance)) => pages::plan(
+        Ok((spec, guarantee, curves, balance, charge)) => pages::plan(
             &session,
             &spec,
             &guarantee,
             curves.as_ref(),
             balance.as_ref(),
+            charge,
         )
         .into_response(),
         // The form again, with the reason, so that the task can be corrected.

@@ -1,9 +1,11 @@
 //! Provisioned populations: an operator creates each one with its budget, the floor of its
 //! tasks' minimum cohort, an optional cap on one task's `ε`, whether its tasks may sample on
-//! the devices, an optional per-round S&T pair with its share of the budget and the fraction of
-//! its devices that may collude with the analyst; a task can only name a population that exists, so no spelling of a name
-//! gets a budget of its own.
+//! the devices, the one neighbour relation its budget is kept under, an optional per-round
+//! S&T pair with its share of the budget and the fraction of its devices that may collude with
+//! the analyst; a task can only name a population that exists, so no spelling of a name gets a
+//! budget of its own.
 
+use tally_accounting::Neighbours;
 use tally_messages::{
     Budget, CredentialSpec, PopulationInfo, PopulationSpec, Role, TaskBoundInfo, TrustModel,
 };
@@ -40,6 +42,14 @@ pub(crate) fn check_spec(spec: &PopulationSpec) -> Result<Option<TaskBound>, Str
             "colluding_fraction {}: expected a number in [0, 1] (0: the budget assumes honest \
              devices)",
             spec.colluding_fraction
+        ));
+    }
+    if spec.task_bound.is_some() && spec.neighbours != Neighbours::AddRemove {
+        return Err(format!(
+            "a task bound is a sample-and-threshold loss pair under add/remove neighbours, and \
+             the budget is under {} neighbours: drop the task bound, or keep the budget under \
+             add-remove",
+            spec.neighbours
         ));
     }
     spec.task_bound
@@ -84,6 +94,7 @@ pub(crate) async fn provision(
         allow_device_sampling: spec.allow_device_sampling,
         task_bound,
         colluding_fraction: spec.colluding_fraction,
+        neighbours: spec.neighbours,
         created_at,
     };
     Ok(store
@@ -106,6 +117,7 @@ pub(crate) fn info(stored: &StoredPopulation) -> PopulationInfo {
         allow_device_sampling: stored.allow_device_sampling,
         task_bound: stored.task_bound.as_ref().map(bound_info),
         colluding_fraction: stored.colluding_fraction,
+        neighbours: stored.neighbours,
         created_at: stored.created_at,
     }
 }

@@ -49,6 +49,9 @@ struct LiveTask {
     rounds_released: u32,
     /// Whether the ledger holds this task's debit.
     debited: bool,
+    /// What the task costs its population: its guarantee under the population's neighbour
+    /// relation ([`Guarantee::under`]), the amount reserved, then debited.
+    charge: (f64, f64),
     /// Its S&T rounds, which a declared pair may bound, if they have a loss pair.
     loss: Option<LossRounds>,
     /// `Some` while running.
@@ -77,7 +80,7 @@ impl LiveTask {
 
     /// What the ledger holds back for this task before its first release.
     fn reserved(&self) -> Option<(f64, f64)> {
-        (self.state == TaskState::Running && !self.debited).then(|| charged(&self.guarantee))
+        (self.state == TaskState::Running && !self.debited).then_some(self.charge)
     }
 }
 
@@ -202,6 +205,7 @@ impl Runtime {
             created_at: stored.created_at,
             rounds_released: 0,
             debited: false,
+            charge: (stored.epsilon, stored.delta),
             loss: stored.loss,
             engine: None,
             round: None,
@@ -239,17 +243,20 @@ impl Runtime {
         Ok(task)
     }
 
-    /// Calibrates the task `spec` asks for `who` and computes its guarantee, refusing it as
-    /// task creation does (but for the budget, which only creation checks): what the console
-    /// shows before the task is created, and the first step of creating it.
+    /// Calibrates the task `spec` asks for `who` and computes its guarantee and what it
+    /// charges its population, refusing it as task creation does (but for the budget, which only
+    /// creation checks): what the console shows before the task is created, and the first step
+    /// of creating it.
     ///
     /// The third part is, for a shuffle-model task, its guarantee against the population's
-    /// colluding fraction ([`Engine::collusion`]), which the ledger charges ([`charged`]).
+    /// colluding fraction ([`Engine::collusion`]); the fourth what the ledger charges: that
+    /// guarantee (the task's own without collusion, [`charged`]) under the population's
+    /// neighbour relation ([`Guarantee::under`]).
     pub(crate) async fn plan_task(
         &self,
         spec: &TaskSpec,
         who: &Principal,
-    ) -> Result<(Engine, Guarantee, Option<Collusion>), ApiError> {
+    ) -> Result<(Engine, Guarantee, Option<Collusion>, (f64, f64)), ApiError> {
         check_version(spec.version)?;
         check_spec(spec)?;
         if !who.covers(&spec.population) {
@@ -289,6 +296,15 @@ impl Runtime {
                 device_sampling_refused(&spec.population),
             ));
         }
+        let refused = || {
+            ApiError::new(
+                ErrorCode::InvalidTask,
+                neighbours_refused(&spec.population, &guarantee),
+            )
+        };
+        guarantee
+            .under(population.neighbours)
+            .map_err(|_| refused())?;
         let collusion = {
             let engine = engine.clone();
             let fraction = population.colluding_fraction;
@@ -297,7 +313,7 @@ impl Runtime {
                 .map_err(|e| ServerError::Corrupt(format!("calibrating a task failed: {e}")))?
                 .map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?
         };
-        let (epsilon, _) = charged(&GuaranteeBody::with_collusion(
+        let (epsilon, delta) = charged(&GuaranteeBody::with_collusion(
             &guarantee,
             collusion.as_ref(),
         ));
@@ -313,19 +329,29 @@ impl Runtime {
                 ),
             ));
         }
+        let charge = Guarantee {
+            epsilon,
+            delta,
+            ..guarantee.clone()
+        }
+        .under(population.neighbours)
+        .map_err(|_| refused())?;
         if let Some(cap) = population.max_task_epsilon
-            && epsilon > cap
+            && charge.0 > cap
         {
             return Err(ApiError::new(
                 ErrorCode::InvalidTask,
                 format!(
-                    "the task's ε = {epsilon}{} exceeds population {:?}'s cap of {cap} per task",
+                    "the task's ε = {} (under {} neighbours){} exceeds population {:?}'s cap of \
+                     {cap} per task",
+                    charge.0,
+                    population.neighbours,
                     colluding_note(collusion.as_ref()),
                     spec.population
                 ),
             ));
         }
-        Ok((engine, guarantee, collusion))
+        Ok((engine, guarantee, collusion, charge))
     }
 
     /// Creates a task if the population's budget covers its guarantee, and opens its first
@@ -336,7 +362,7 @@ impl Runtime {
         who: &Principal,
     ) -> Result<TaskInfo, ApiError> {
         draw_public_coins(&mut spec.kind, || self.coins.round_rng().next_u64());
-        let (mut engine, guarantee, collusion) = self.plan_task(&spec, who).await?;
+        let (mut engine, guarantee, collusion, charge) = self.plan_task(&spec, who).await?;
         let trust = self
             .store
             .population(&spec.population)
@@ -347,7 +373,6 @@ impl Runtime {
             trust_model: trust,
             ..GuaranteeBody::with_collusion(&guarantee, collusion.as_ref())
         };
-        let (epsilon, delta) = charged(&guarantee_body);
         // Its S&T rounds, which the population's declared pair may bound; `None` where they
         // have no loss pair (replace-one neighbours).
         let loss = engine
@@ -364,8 +389,8 @@ impl Runtime {
             // Unwrap safety: the spec was just parsed from JSON.
             spec: serde_json::to_string(&spec).expect("specs serialize"),
             guarantee: serde_json::to_string(&guarantee_body).expect("guarantees serialize"),
-            epsilon,
-            delta,
+            epsilon: charge.0,
+            delta: charge.1,
             state: TaskState::Running.name().to_owned(),
             error: None,
             created_at,
@@ -373,15 +398,15 @@ impl Runtime {
         };
         // The budget check and the reservation are one database transaction: what the
         // population's tasks charge is read from the database, not from this process's tasks.
-        let charge = Charge {
-            epsilon,
-            delta,
+        let admitted = Charge {
+            epsilon: charge.0,
+            delta: charge.1,
             rounds: loss,
         };
         let note = colluding_note(collusion.as_ref());
         self.store
             .insert_task_within_budget(&stored, |population, charges| {
-                admit(population, &charges, &charge, &note)
+                admit(population, &charges, &admitted, &note)
             })
             .await?;
         engine.advance();
@@ -395,6 +420,7 @@ impl Runtime {
             created_at,
             rounds_released: 0,
             debited: false,
+            charge,
             loss,
             engine: Some(engine),
             round: None,
@@ -503,6 +529,7 @@ impl Runtime {
                 population,
                 budget: Budget { epsilon, delta },
                 allow_device_sampling: stored.allow_device_sampling,
+                neighbours: stored.neighbours,
                 spent: Budget {
                     epsilon: spent.0,
                     delta: spent.1,
@@ -755,12 +782,11 @@ impl Runtime {
             })
             .transpose()?;
         let now = unix_now();
-        let (epsilon, delta) = charged(&task.guarantee);
         let debit = (!task.debited).then(|| StoredDebit {
             task_id: task.id.clone(),
             population: task.spec.population.clone(),
-            epsilon,
-            delta,
+            epsilon: task.charge.0,
+            delta: task.charge.1,
             at: now,
         });
         self.store
@@ -1221,6 +1247,18 @@ fn device_sampling_refused(population: &str) -> String {
          devices colluding with the analyst would report every time and cross the threshold \
          with one victim); ask sampling aggregator, or have the operator create the population \
          with `tally population create ... --allow-device-sampling`"
+    )
+}
+
+/// Why a task whose guarantee has no rule into `population`'s neighbour relation is refused.
+fn neighbours_refused(population: &str, guarantee: &Guarantee) -> String {
+    format!(
+        "the task's guarantee is under {} neighbours, and population {population:?}'s budget is \
+         kept under add-remove neighbours: a replace-one guarantee holds for a fixed number of \
+         clients, and adding or removing one changes it; create the task with --neighbours \
+         add-remove where its mechanism offers it, or run it on a population created with \
+         --neighbours replace-one",
+        guarantee.neighbours
     )
 }
 

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
+use tally_accounting::Neighbours;
 use tally_core::protocol::wire::WireCell;
 use tally_messages::{TaskState, TrustModel};
 
@@ -15,7 +16,7 @@ use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 14] = [
+const SCHEMA: [&str; 15] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -108,6 +109,13 @@ const SCHEMA: [&str; 14] = [
         name TEXT PRIMARY KEY,
         colluding_fraction DOUBLE PRECISION NOT NULL
     )",
+    // The populations whose budget is kept under replace-one neighbours (a table of its own:
+    // a population without a row, made before the relation was chosen among them, is
+    // add/remove).
+    "CREATE TABLE IF NOT EXISTS population_neighbours (
+        name TEXT PRIMARY KEY,
+        neighbours TEXT NOT NULL
+    )",
     // The aggregator's HPKE key pairs (RFC 9180), by RFC 9458 key id: the private key in
     // base64url, when it was made, and when it stops opening messages (null for the current
     // key, which is the newest one without it).
@@ -123,13 +131,16 @@ const SCHEMA: [&str; 14] = [
 /// model is read from `population_trust` (`single-party` where it has no row), its sampling
 /// policy from `population_device_sampling` (device-side sampling allowed where it has a row),
 /// its declared pair from `population_task_bounds` (none where it has no row), its colluding
-/// fraction from `population_collusion` (0 where it has no row).
+/// fraction from `population_collusion` (0 where it has no row), its neighbour relation from
+/// `population_neighbours` (add/remove where it has no row).
 macro_rules! select_populations {
     ($rest:literal) => {
         concat!(
             "SELECT name, epsilon, delta, min_cohort, max_task_epsilon, created_at,
                 (SELECT trust FROM population_trust
                  WHERE population_trust.name = populations.name) AS trust,
+                (SELECT neighbours FROM population_neighbours n
+                 WHERE n.name = populations.name) AS neighbours,
                 (SELECT COUNT(*) FROM population_device_sampling
                  WHERE population_device_sampling.name = populations.name) AS device_sampling,
                 (SELECT sampling_rate FROM population_task_bounds b
@@ -288,6 +299,8 @@ pub(crate) struct StoredPopulation {
     pub(crate) task_bound: Option<TaskBound>,
     /// The fraction of its devices its shuffle-model tasks are charged as colluding.
     pub(crate) colluding_fraction: f64,
+    /// The neighbour relation its budget is kept under.
+    pub(crate) neighbours: Neighbours,
     /// Creation time, seconds since the Unix epoch.
     pub(crate) created_at: i64,
 }
@@ -462,6 +475,13 @@ impl Store {
             sqlx::query("INSERT INTO population_trust (name, trust) VALUES ($1, $2)")
                 .bind(&population.name)
                 .bind(population.trust.name())
+                .execute(&mut *tx)
+                .await?;
+        }
+        if population.neighbours != Neighbours::AddRemove {
+            sqlx::query("INSERT INTO population_neighbours (name, neighbours) VALUES ($1, $2)")
+                .bind(&population.name)
+                .bind(population.neighbours.name())
                 .execute(&mut *tx)
                 .await?;
         }
@@ -1013,6 +1033,12 @@ fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerErro
         colluding_fraction: row
             .try_get::<Option<f64>, _>("colluding_fraction")?
             .unwrap_or(0.0),
+        neighbours: match row.try_get::<Option<String>, _>("neighbours")? {
+            None => Neighbours::AddRemove,
+            Some(name) => name
+                .parse()
+                .map_err(|_| ServerError::Corrupt(format!("neighbours {name:?}")))?,
+        },
         created_at: row.try_get("created_at")?,
     })
 }

@@ -213,11 +213,11 @@ async fn of_two_concurrent_tasks_that_fit_the_budget_only_alone_exactly_one_star
         // Each task's ε = 1 fits a budget of 1.5; both do not (by basic composition, which
         // charges every task of a population without a declared pair).
         let (server, router, _) = start(&db.url, (1.5, 1e-5)).await;
-        let body = serde_json::to_string(&charged_basically(spec(
+        let body = serde_json::to_string(&spec(
             histogram(0.3),
             1.0,
             tally_messages::RoundPolicy::default(),
-        )))
+        ))
         .unwrap();
         let ((first, _), (second, _)) = tokio::join!(
             call(&router, Method::POST, "/v1/tasks", Some(body.clone())),

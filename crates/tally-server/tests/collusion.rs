@@ -32,7 +32,7 @@ fn shuffled_grr(population: &str, epsilon: f64) -> TaskSpec {
     };
     TaskSpec {
         population: population.into(),
-        ..charged_basically(spec(kind, epsilon, policy))
+        ..replace_one(spec(kind, epsilon, policy))
     }
 }
 
@@ -72,6 +72,7 @@ async fn a_population_tolerating_colluders_charges_shuffle_tasks_their_guarantee
             allow_device_sampling: true,
             colluding_fraction: 0.1,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::ReplaceOne,
         };
         let created = tally_server::create_population(&db.url, &tolerating)
             .await
@@ -83,8 +84,15 @@ async fn a_population_tolerating_colluders_charges_shuffle_tasks_their_guarantee
             call_with(&router, &analyst, Method::POST, "/v1/tasks", Some(body))
         };
 
-        // Over the population that assumes honest devices the task at ε = 1 fits.
-        let honest: TaskInfo = post(&router, "/v1/tasks", &shuffled_grr(POPULATION, 1.0)).await;
+        // Over a population that assumes honest devices the task at ε = 1 fits.
+        let honest_analyst = swapped(&db.url, (budget, 1e-5)).await;
+        let honest: TaskInfo = post_as(
+            &router,
+            &honest_analyst,
+            "/v1/tasks",
+            &shuffled_grr(SWAPPED, 1.0),
+        )
+        .await;
         let floor = honest.guarantee.collusion.expect("a shuffle task").floor;
         assert!(floor.is_some_and(|floor| floor > 1.0), "{floor:?}");
 

@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, Method, Request, StatusCode};
 use tally_messages::Role;
 use tower::ServiceExt;
 
-use common::{Credentials, POPULATION, credential, population};
+use common::{Credentials, POPULATION, credential, population, swapped};
 
 const HOST_NAME: &str = "console.test:8080";
 const OWN_ORIGIN: &str = "http://console.test:8080";
@@ -459,7 +459,7 @@ async fn the_plan_shows_the_release_curve_of_the_calibrated_round() {
 
 #[tokio::test]
 async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarantee() {
-    let (server, router, credentials, _db, _dir) = console().await;
+    let (server, router, credentials, db, _dir) = console().await;
     let analyst = credentials.analyst.as_str();
     let spec = task_spec(
         2.0,
@@ -470,11 +470,14 @@ async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarant
     assert!(html.contains("ε = 0.500 and δ = 2.500e-7"), "{html}");
     assert!(!curve_points(&html, "sample-threshold").is_empty());
     assert!(!html.contains("no-curve"));
+    // OUE's guarantee is under replace-one neighbours: it runs on a replace-one population.
+    let swapped_analyst = swapped(&db, (10.0, 1e-5)).await;
     let spec = task_spec(
         1.0,
         r#"{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}}"#,
-    );
-    let html = plan_page(&router, analyst, &spec).await;
+    )
+    .replace(r#""population":"test""#, r#""population":"swapped""#);
+    let html = plan_page(&router, &swapped_analyst, &spec).await;
     assert!(html.contains(r#"id="no-curve""#), "{html}");
     assert!(!html.contains("<polyline"), "{html}");
     assert!(html.contains("Create the task"), "{html}");
@@ -490,8 +493,8 @@ async fn a_replace_one_plan_shows_its_curve_without_the_add_remove_comparisons()
     use tally_accounting::key_selection::KeySelection;
     use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
 
-    let (server, router, credentials, _db, _dir) = console().await;
-    let analyst = credentials.analyst.as_str();
+    let (server, router, _, db, _dir) = console().await;
+    let analyst = swapped(&db, (10.0, 1e-5)).await;
     let spec = task_spec(
         1.0,
         r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
@@ -499,8 +502,9 @@ async fn a_replace_one_plan_shows_its_curve_without_the_add_remove_comparisons()
     .replace(
         r#""delta":1e-6}"#,
         r#""delta":1e-6,"neighbours":"replace-one"}"#,
-    );
-    let html = plan_page(&router, analyst, &spec).await;
+    )
+    .replace(r#""population":"test""#, r#""population":"swapped""#);
+    let html = plan_page(&router, &analyst, &spec).await;
     assert!(html.contains("replace-one"), "{html}");
     assert!(!html.contains("no-curve"), "{html}");
     assert!(html.contains(r#"id="not-compared""#), "{html}");
@@ -536,9 +540,11 @@ fn form_spec(html: &str) -> String {
 
 #[tokio::test]
 async fn every_kind_the_form_offers_plans_and_creates() {
-    let (server, router, credentials, _db, _dir) = console().await;
-    let analyst = credentials.analyst.as_str();
-    let form = page(&router, "/console/tasks/new", analyst).await;
+    let (server, router, credentials, db, _dir) = console().await;
+    // The kinds whose guarantee is under replace-one neighbours run on a replace-one population,
+    // which the example of an analyst over it names.
+    let swapped_analyst = swapped(&db, (10.0, 1e-5)).await;
+    let form = page(&router, "/console/tasks/new", &credentials.analyst).await;
     let kinds: Vec<&str> = form
         .split(r#"href="/console/tasks/new?kind="#)
         .skip(1)
@@ -546,6 +552,11 @@ async fn every_kind_the_form_offers_plans_and_creates() {
         .collect();
     assert_eq!(kinds.len(), 8, "{form}");
     for kind in kinds {
+        let analyst = if ["domain-histogram", "triehh", "opt-prefix-tree"].contains(&kind) {
+            swapped_analyst.as_str()
+        } else {
+            credentials.analyst.as_str()
+        };
         let example = page(&router, &format!("/console/tasks/new?kind={kind}"), analyst).await;
         let spec = form_spec(&example);
         assert!(spec.contains(&format!(r#""type": "{kind}""#)), "{spec}");
@@ -563,7 +574,7 @@ async fn every_kind_the_form_offers_plans_and_creates() {
         &router,
         Method::GET,
         "/console/tasks/new?kind=nonsense",
-        Some(analyst),
+        Some(credentials.analyst.as_str()),
         None,
         None,
     )

@@ -34,10 +34,12 @@ async fn a_left_out_composition_follows_the_neighbour_relation() {
             db.name,
             tight.guarantee
         );
-        let basic: TaskInfo = post(
+        let analyst = swapped(&db.url, (10.0, 1e-5)).await;
+        let basic: TaskInfo = post_as(
             &router,
+            &analyst,
             "/v1/tasks",
-            &charged_basically(spec(kind, 1.0, RoundPolicy::default())),
+            &replace_one(spec(kind, 1.0, RoundPolicy::default())),
         )
         .await;
         assert!(

@@ -85,6 +85,7 @@ async fn a_declared_pair_admits_the_reference_number_of_rounds_and_survives_a_re
                 threshold: 18,
                 share: None,
             }),
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         let created: PopulationInfo = post(&router, "/v1/populations", &declared).await;
         assert_eq!(created.task_bound.unwrap().rounds, reference, "{}", db.name);
@@ -114,11 +115,11 @@ async fn a_declared_pair_admits_the_reference_number_of_rounds_and_survives_a_re
             "{refusal}"
         );
         // A task outside the pair gets the filter, which the pair's share left empty.
-        let outside = serde_json::to_string(&as_declared(charged_basically(spec(
-            histogram(0.2),
-            0.5,
+        let outside = serde_json::to_string(&as_declared(spec(
+            histogram(0.5),
+            1.0,
             RoundPolicy::default(),
-        ))))
+        )))
         .unwrap();
         let (status, text) = create_as(&router, &analyst, &outside).await;
         assert_eq!(status, StatusCode::CONFLICT, "{}: {text}", db.name);
@@ -162,6 +163,128 @@ async fn a_declared_pair_admits_the_reference_number_of_rounds_and_survives_a_re
         assert_eq!(again, ledger, "{}", db.name);
         let (status, _) = create_as(&router, &analyst, &body).await;
         assert_eq!(status, StatusCode::CONFLICT, "{}", db.name);
+        server.shutdown().await;
+    }
+}
+
+/// A population's budget is kept under one neighbour relation: on an add/remove budget a
+/// replace-one task (here shuffled GRR, whose guarantee holds for a fixed number of clients) is
+/// refused with the fix; on a replace-one budget an add/remove S&T task is charged
+/// `(2ε, (1 + e^ε) δ)`, which the ledger reserves, debits and shows with the relation, and a
+/// declared pair (an add/remove loss pair) is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_is_kept_under_one_neighbour_relation() {
+    for db in databases().await {
+        let (server, router, credentials) = start(&db.url, (2.0, 1e-5)).await;
+        let shuffled = TaskSpec {
+            population: POPULATION.into(),
+            ..replace_one(spec(
+                tally_messages::TaskKind::DomainHistogram {
+                    mechanism: tally_messages::DomainHistogramMechanism::ShuffledGrr,
+                    domain: tally_messages::PublicDomain::Integers(2),
+                    public_coins: None,
+                },
+                1.0,
+                RoundPolicy {
+                    min_cohort: 1000,
+                    cohort_target: Some(1000),
+                    ..RoundPolicy::default()
+                },
+            ))
+        };
+        let body = serde_json::to_string(&shuffled).unwrap();
+        let (status, text) = create_as(&router, &credentials.analyst, &body).await;
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}: {text}",
+            db.name
+        );
+        assert!(
+            text.contains("replace-one neighbours") && text.contains("--neighbours replace-one"),
+            "{text}"
+        );
+
+        let replace_one = PopulationSpec {
+            version: PROTOCOL_VERSION,
+            name: "swapped".into(),
+            budget: Budget {
+                epsilon: 2.0,
+                delta: 1e-5,
+            },
+            min_cohort: 1,
+            max_task_epsilon: None,
+            trust: TrustModel::SingleParty,
+            allow_device_sampling: true,
+            colluding_fraction: 0.0,
+            task_bound: None,
+            neighbours: tally_messages::Neighbours::ReplaceOne,
+        };
+        let declared = PopulationSpec {
+            name: "swapped-pair".into(),
+            task_bound: Some(TaskBound {
+                sampling_rate: 0.36,
+                threshold: 18,
+                share: None,
+            }),
+            ..replace_one.clone()
+        };
+        let (status, text) = call(
+            &router,
+            Method::POST,
+            "/v1/populations",
+            Some(serde_json::to_string(&declared).unwrap()),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{}: {text}", db.name);
+        assert!(text.contains("add/remove neighbours"), "{text}");
+        let created: PopulationInfo = post(&router, "/v1/populations", &replace_one).await;
+        assert_eq!(created.neighbours, tally_messages::Neighbours::ReplaceOne);
+        let analyst = credential(&db.url, tally_messages::Role::Analyst, "s", &["swapped"]).await;
+        let over_swapped = |spec: TaskSpec| TaskSpec {
+            population: "swapped".into(),
+            ..spec
+        };
+        // Its shuffled task is charged its own guarantee.
+        let (status, text) = create_as(
+            &router,
+            &analyst,
+            &serde_json::to_string(&over_swapped(shuffled.clone())).unwrap(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CREATED, "{}: {text}", db.name);
+        let own: TaskInfo = serde_json::from_str(&text).unwrap();
+        // An add/remove S&T task at ε = 0.4 costs 0.8 here: one fits beside the shuffled
+        // task's 1, a second does not, although 1 + 2 · 0.4 ≤ 2.
+        let small = serde_json::to_string(&over_swapped(spec(
+            histogram(0.3),
+            0.4,
+            RoundPolicy::default(),
+        )))
+        .unwrap();
+        let (status, text) = create_as(&router, &analyst, &small).await;
+        assert_eq!(status, StatusCode::CREATED, "{}: {text}", db.name);
+        let converted: TaskInfo = serde_json::from_str(&text).unwrap();
+        let (status, text) = create_as(&router, &analyst, &small).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{}: {text}", db.name);
+        assert!(text.contains("budget_exceeded"), "{text}");
+        let ledger = operator_ledger(&router, &credentials.operator).await;
+        let balance = ledger.iter().find(|b| b.population == "swapped").unwrap();
+        assert_eq!(balance.neighbours, tally_messages::Neighbours::ReplaceOne);
+        let (epsilon, delta) = (converted.guarantee.epsilon, converted.guarantee.delta);
+        let charged = (2.0 * epsilon, (1.0 + epsilon.exp()) * delta);
+        assert!(
+            (balance.reserved.epsilon - (own.guarantee.epsilon + charged.0)).abs() < 1e-12,
+            "{}: {balance:?}",
+            db.name
+        );
+        let reserved_delta = own.guarantee.delta + charged.1;
+        assert!(
+            balance.reserved.delta >= reserved_delta
+                && balance.reserved.delta < reserved_delta * (1.0 + 1e-12),
+            "{}: {balance:?}",
+            db.name
+        );
         server.shutdown().await;
     }
 }

@@ -24,10 +24,10 @@ fn rounds(min_cohort: u64) -> RoundPolicy {
     }
 }
 
-/// A histogram task of `ε` over `population`, charged to its budget by basic composition
-/// (replace-one neighbours), so that the budget counts tasks plainly.
+/// A histogram task of `ε` over `population`, charged to its budget by basic composition (no
+/// declared pair), so that the budget counts tasks plainly.
 fn task(population: &str, epsilon: f64, min_cohort: u64) -> TaskSpec {
-    let mut spec = charged_basically(spec(histogram(0.3), epsilon, rounds(min_cohort)));
+    let mut spec = spec(histogram(0.3), epsilon, rounds(min_cohort));
     spec.population = population.into();
     spec
 }
@@ -144,6 +144,7 @@ async fn the_operator_sets_the_cohort_floor_and_the_cap_per_task() {
             allow_device_sampling: true,
             colluding_fraction: 0.0,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         let created: PopulationInfo = post(&router, "/v1/populations", &floor).await;
         assert_eq!(

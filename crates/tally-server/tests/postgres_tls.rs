@@ -60,6 +60,7 @@ async fn the_store_connects_to_postgres_over_verified_tls_and_refuses_another_ca
         allow_device_sampling: false,
         colluding_fraction: 0.0,
         task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
     };
     tally_server::create_population(&url, &population)
         .await

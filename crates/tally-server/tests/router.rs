@@ -396,15 +396,10 @@ async fn the_ledger_refuses_what_the_budget_cannot_cover() {
         let first: TaskInfo = post(
             &router,
             "/v1/tasks",
-            &charged_basically(spec(histogram(0.3), 1.0, policy(1, 1000))),
+            &spec(histogram(0.3), 1.0, policy(1, 1000)),
         )
         .await;
-        let body = serde_json::to_string(&charged_basically(spec(
-            histogram(0.3),
-            0.8,
-            policy(1, 1000),
-        )))
-        .unwrap();
+        let body = serde_json::to_string(&spec(histogram(0.3), 0.8, policy(1, 1000))).unwrap();
         let (status, code) =
             error_code(&router, Method::POST, "/v1/tasks", Some(body.clone())).await;
         assert_eq!(
@@ -818,14 +813,14 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
 }
 
 /// A Count-Min task over `0..2` for 350 devices at `ε = 27` (its longest report fits in
-/// 32 KiB), charged its own `(ε, δ)`.
+/// 32 KiB), over [`SWAPPED`] (its guarantee is under replace-one neighbours).
 fn count_min_spec() -> TaskSpec {
     let kind = tally_messages::TaskKind::DomainHistogram {
         mechanism: tally_messages::DomainHistogramMechanism::GhaziCountMin,
         domain: tally_messages::PublicDomain::Integers(2),
         public_coins: None,
     };
-    let mut spec = charged_basically(spec(kind, 27.0, policy(350, 350)));
+    let mut spec = replace_one(spec(kind, 27.0, policy(350, 350)));
     spec.expected_population = 350;
     spec.rounds.max_report_bytes = 32_768;
     spec
@@ -851,8 +846,9 @@ async fn a_count_min_task_keeps_its_own_hash_functions_across_a_restart() {
     let mut seeds = Vec::new();
     for db in databases().await.into_iter().chain(databases().await) {
         let (server, router, credentials) = start_seeded(&db.url, budget, 7).await;
-        let first: TaskInfo = post(&router, "/v1/tasks", &count_min_spec()).await;
-        let second: TaskInfo = post(&router, "/v1/tasks", &count_min_spec()).await;
+        let analyst = swapped(&db.url, budget).await;
+        let first: TaskInfo = post_as(&router, &analyst, "/v1/tasks", &count_min_spec()).await;
+        let second: TaskInfo = post_as(&router, &analyst, "/v1/tasks", &count_min_spec()).await;
         let asked = open_round(&router, &first.id).await.ask;
         let other = open_round(&router, &second.id).await.ask;
         assert_ne!(public_coins(&first), public_coins(&second), "{}", db.name);

@@ -171,6 +171,7 @@ async fn an_analyst_cannot_switch_on_device_sampling_for_colluding_devices() {
             allow_device_sampling: false,
             colluding_fraction: 0.0,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         // The operator's default, as `tally population create` without the flag.
         let default: PopulationSpec = serde_json::from_value(serde_json::json!({

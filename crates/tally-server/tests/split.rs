@@ -52,6 +52,7 @@ async fn aggregator(db: &str) -> Aggregator {
         allow_device_sampling: true,
         colluding_fraction: 0.0,
         task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
     };
     tally_server::create_population(db, &spec).await.unwrap();
     Aggregator {

@@ -14,7 +14,7 @@ use crate::rng::{Purpose, round_seed, stream};
 /// Runs a TrieHH task over `population`, each round drawing from its own ChaCha12 stream of
 /// `seed`: deterministic for `(population, task, seed)`.
 ///
-/// Each round, exactly as ALGORITHMS.md §2.2:
+/// Each round, exactly as docs/algorithms.md §2.2:
 ///
 /// 1. a batch of `m` distinct clients is drawn uniformly without replacement, by Floyd's
 ///    algorithm on exact uniform integers: every `m`-subset of the `n` clients has

@@ -29,14 +29,8 @@ pub enum ValuesReleaseError {
     Core(#[from] tally_core::Error),
 }
 
-/// How the quantiles are estimated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum QuantileMethod {
-    /// One hierarchical histogram, read at every quantile.
-    Hierarchical,
-    /// One binary search per quantile.
-    BinarySearch,
-}
+/// How the quantiles are estimated: the wire's and the command line's one type.
+pub use tally_messages::QuantileMethod;
 
 /// How a release over numbers is configured (the options `tally quantiles` and `tally range`
 /// share).

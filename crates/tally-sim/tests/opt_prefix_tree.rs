@@ -1,4 +1,4 @@
-//! OptPrefixTree (ALGORITHMS.md §6): debiasing, the false-positive threshold rule, data
+//! OptPrefixTree (docs/algorithms.md §6): debiasing, the false-positive threshold rule, data
 //! selection, the `⊥` report, the Huffman code, determinism and whole runs.
 //!
 //! Statistical checks use significance level `1e-6` with fixed seeds.

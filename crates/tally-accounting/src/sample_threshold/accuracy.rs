@@ -1,4 +1,4 @@
-//! Accuracy bounds of the S&T histogram (paper §3.3; ALGORITHMS.md §1.5).
+//! Accuracy bounds of the S&T histogram (paper §3.3; docs/algorithms.md §1.5).
 
 /// Upper bound on the probability that an item with expected sampled count `w = W·p_s > τ`
 /// is omitted: `exp(−(w − τ)²/(2w))`. Returns 1 when `w ≤ τ`, where the bound says nothing.

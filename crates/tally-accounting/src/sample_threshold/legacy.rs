@@ -1,5 +1,5 @@
 //! The earlier "θ" analysis of the workshop version (seed 002) and of "Federated Heavy
-//! Hitters revisited" (seed 004), kept to reproduce those notes (ALGORITHMS.md §1.4, Legacy).
+//! Hitters revisited" (seed 004), kept to reproduce those notes (docs/algorithms.md §1.4, Legacy).
 //! Prefer [`super::Analysis`] for new work.
 
 use crate::Error;

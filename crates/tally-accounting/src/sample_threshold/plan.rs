@@ -563,7 +563,7 @@ mod tests {
 
     #[test]
     fn min_table_of_section_1_4() {
-        // ALGORITHMS.md §1.4, α = 1/6: (ε, δ) → τ for closed-form, theorem1, exact, tight.
+        // docs/algorithms.md §1.4, α = 1/6: (ε, δ) → τ for closed-form, theorem1, exact, tight.
         let table = [
             (0.1_f64, 1e-6, [15, 13, 11, 7]),
             (0.1, 1e-8, [20, 17, 15, 11]),

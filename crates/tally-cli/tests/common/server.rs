@@ -73,6 +73,7 @@ impl Tokens {
             allow_device_sampling: true,
             colluding_fraction: 0.0,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         tally_server::create_population(db, &spec).await.unwrap();
         let analyst = CredentialSpec {

@@ -1,11 +1,11 @@
 //! OptPrefixTree (Chadha et al., "Differentially private heavy hitter detection using
-//! federated analytics", arXiv 2307.11749; ALGORITHMS.md §6): heavy hitters among users who each
-//! hold *many* data points, found by growing a prefix tree one adaptive segment per iteration,
+//! federated analytics", arXiv 2307.11749; docs/algorithms.md §6): heavy hitters among users who
+//! each hold *many* data points, found by growing a prefix tree one adaptive segment per iteration,
 //! each iteration a one-hot + randomized-response report per device summed by secure
 //! aggregation.
 //!
 //! Only §1–§4.1 of the paper were available; the algorithm below is the reconstruction of
-//! ALGORITHMS.md §6.2 (marked RECON there), with its policies pluggable:
+//! docs/algorithms.md §6.2 (marked RECON there), with its policies pluggable:
 //!
 //! * the server keeps a list `P_{t−1}` of live prefixes of length `ℓ_{t−1}` (in symbols of the
 //!   public [`Encoding`]), a deny list, and the discovered list `P_disc` of complete words;
@@ -40,8 +40,8 @@
 //!   all iterations the local guarantee is `(T·ε₀, 0)` by basic composition.
 //! * **Aggregate (primary):** the server sees only the sum of the `n` reports, a function of
 //!   their shuffled multiset, so each iteration is `(ε', δ')`-DP for replace-one device-level
-//!   neighbours by amplification by shuffling (FMT23 numerical bound, ALGORITHMS.md §8), and the
-//!   `T` iterations (of all runs) compose by the chosen [`Composition`]. `ε₀` is solved from
+//!   neighbours by amplification by shuffling (FMT23 numerical bound, docs/algorithms.md §8), and
+//!   the `T` iterations (of all runs) compose by the chosen [`Composition`]. `ε₀` is solved from
 //!   the target by [`tally_accounting::opt_prefix_tree::solve_local_epsilon`]. The guarantee is
 //!   reported with [`TrustModel::Shuffle`]: the aggregate model is a derivative of the shuffle
 //!   model (secure aggregation reveals less than a shuffler). It assumes every device reports
@@ -231,7 +231,7 @@ impl IterationQuery {
 
     /// The unbiased estimates `f̂(d) = (Y_d − n q)/(p − q)` of the number of devices that
     /// selected each element (`⊥` last) from the sums, and the null noise scale
-    /// `σ = √(n q (1 − q))/(p − q)` (ALGORITHMS.md §6.3).
+    /// `σ = √(n q (1 − q))/(p − q)` (docs/algorithms.md §6.3).
     ///
     /// # Panics
     ///

@@ -1,5 +1,5 @@
 //! TrieHH (Zhu, Kairouz, McMahan, Sun and Li, "Federated Heavy Hitters Discovery with
-//! Differential Privacy", AISTATS 2020 [ZKMSL20]), exactly as ALGORITHMS.md §2: a trie of
+//! Differential Privacy", AISTATS 2020 [ZKMSL20]), exactly as docs/algorithms.md §2: a trie of
 //! frequent prefixes grown one character (or one segment of `g` characters) per round, each
 //! round a fresh fixed-size sample of `m` clients drawn uniformly *without replacement*, each
 //! sampled client casting one vote for the next piece of its word, and the prefixes with at
@@ -27,7 +27,7 @@
 //! # Beam
 //!
 //! With [`TrieHhConfig::beam`] `= Some(b)` (`max_beam_size` of the Facebook re-implementation,
-//! ALGORITHMS.md §2.4), each round keeps only the `b` non-terminal accepted prefixes with the
+//! docs/algorithms.md §2.4), each round keeps only the `b` non-terminal accepted prefixes with the
 //! most votes (ties broken by the prefix, in `str` order); terminal prefixes are always kept.
 //! The selection needs the vote counts, so it happens inside the aggregator
 //! ([`TrieHhAggregator::release`]), never on the analyst's side.
@@ -36,7 +36,7 @@
 //!
 //! TrieHH with `L` rounds, threshold `θ` and batch `m` out of `n` clients is `(ε, δ)`-DP with
 //! `ε = −L·ln(1 − θm/n)` and `δ = (θ − 2)/((θ − 3)·θ!)` when `4 ≤ θ ≤ √n` and
-//! `m/n ≤ 1/(θ + 1)` (Theorem 1 of [ZKMSL20], reconstructed in ALGORITHMS.md §2.3 from the
+//! `m/n ≤ 1/(θ + 1)` (Theorem 1 of [ZKMSL20], reconstructed in docs/algorithms.md §2.3 from the
 //! authors' code and Facebook's, which agree; the paper's text was not available). The
 //! `(ε, δ)` and the Corollary 1 calibration of `(θ, m)` from `(ε, δ, L, n)` come from
 //! [`tally_accounting::triehh`]. As in both codebases, `δ` is the total for the run, not per
@@ -55,7 +55,7 @@
 //!   information about the vote counts beyond the threshold test.
 //! - **Beam** [RECON]: the beam's choice depends on the counts of the accepted prefixes. It is
 //!   post-processing of the thresholded vote histogram `{(p, v_p) : v_p ≥ θ}`, so it inherits
-//!   the guarantee if Theorem 1's proof covers that histogram; ALGORITHMS.md does not record
+//!   the guarantee if Theorem 1's proof covers that histogram; docs/algorithms.md does not record
 //!   whether it does. The Facebook code runs the beam under the same `ε`, and so does tally;
 //!   check the proof before relying on it.
 //! - The TFF variant ([`tff`]: several words per client, a top-`k` cap on new prefixes, counts
@@ -104,7 +104,7 @@ pub struct TrieHhConfig {
 }
 
 impl TrieHhConfig {
-    /// Corollary 1 (ALGORITHMS.md §2.3) with [`DEFAULT_THETA_RULE`]: the threshold `θ` and
+    /// Corollary 1 (docs/algorithms.md §2.3) with [`DEFAULT_THETA_RULE`]: the threshold `θ` and
     /// batch size `m` for a total `(ε, δ)` over `rounds` rounds and `population` clients, one
     /// character per round and no beam. Use [`TrieHhConfig::with_segment`] and
     /// [`TrieHhConfig::with_beam`] to change those.
@@ -123,7 +123,7 @@ impl TrieHhConfig {
     }
 
     /// [`TrieHhConfig::calibrate`] with the given rule for `θ` (CODE A's factorial search or
-    /// CODE B's closed form; ALGORITHMS.md §2.3).
+    /// CODE B's closed form; docs/algorithms.md §2.3).
     ///
     /// # Errors
     ///
@@ -436,8 +436,8 @@ fn theorem_guarantee(config: &TrieHhConfig) -> Result<Guarantee, Error> {
 
 pub mod tff {
     //! The TensorFlow Federated variant of TrieHH (`google-research/federated`,
-    //! `triehh/triehh_tf.py`; ALGORITHMS.md §2.5), as pure functions with the unit-test vectors
-    //! of `triehh_tf_test.py` as tests.
+    //! `triehh/triehh_tf.py`; docs/algorithms.md §2.5), as pure functions with the unit-test
+    //! vectors of `triehh_tf_test.py` as tests.
     //!
     //! A client holds a dataset of words and keeps up to `max_user_contribution` distinct ones
     //! (its most frequent, [`top_elements`]); each is lower-cased and gets `'$'` appended. In

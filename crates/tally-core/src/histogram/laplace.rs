@@ -1,5 +1,5 @@
-//! The central discrete Laplace histogram (ALGORITHMS.md §7.1): the exact count of every domain
-//! element plus independent discrete Laplace noise.
+//! The central discrete Laplace histogram (docs/algorithms.md §7.1): the exact count of every
+//! domain element plus independent discrete Laplace noise.
 //!
 //! # Privacy
 //!

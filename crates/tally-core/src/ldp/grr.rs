@@ -1,4 +1,4 @@
-//! Generalized randomized response (k-RR, "direct encoding"; ALGORITHMS.md §7.4).
+//! Generalized randomized response (k-RR, "direct encoding"; docs/algorithms.md §7.4).
 //!
 //! The client reports its item with probability `p = e^ε/(e^ε + k − 1)` and otherwise an item
 //! drawn uniformly from the `k − 1` others. The report supports exactly the item it names, so

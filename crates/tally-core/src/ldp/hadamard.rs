@@ -1,4 +1,4 @@
-//! Basic Hadamard response (Acharya, Sun and Zhang 2019; ALGORITHMS.md §7.2, the authors'
+//! Basic Hadamard response (Acharya, Sun and Zhang 2019; docs/algorithms.md §7.2, the authors'
 //! `Hadamard_Rand_high_priv`).
 //!
 //! Let `K = 2^{⌈log2(k + 1)⌉}`, the smallest power of two above `k`, and `H_K` the Sylvester

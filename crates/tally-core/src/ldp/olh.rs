@@ -1,4 +1,4 @@
-//! Optimized local hashing (OLH; ALGORITHMS.md §7.4).
+//! Optimized local hashing (OLH; docs/algorithms.md §7.4).
 //!
 //! Each client draws its own hash function `h: [k] → [g]` from a universal family, with
 //! `g = ⌈e^ε + 1⌉`, and sends `(h, GRR_g(h(x)))`: randomized response over `[g]` applied to

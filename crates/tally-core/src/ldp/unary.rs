@@ -1,4 +1,4 @@
-//! Unary encoding: symmetric (SUE, basic RAPPOR) and optimized (OUE) (ALGORITHMS.md §7.4).
+//! Unary encoding: symmetric (SUE, basic RAPPOR) and optimized (OUE) (docs/algorithms.md §7.4).
 //!
 //! The client one-hot encodes its item as `k` bits and sends each bit independently: a 1 stays
 //! 1 with probability `p`, a 0 becomes 1 with probability `q`. A report supports the items whose

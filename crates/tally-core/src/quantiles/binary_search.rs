@@ -1,5 +1,5 @@
 //! One quantile by interactive binary search over `[0, 1]` (Bharadwaj and Cormode, AISTATS
-//! 2022, Lemma 4.2; ALGORITHMS.md §4.1): `h` rounds, each a sample-and-threshold histogram
+//! 2022, Lemma 4.2; docs/algorithms.md §4.1): `h` rounds, each a sample-and-threshold histogram
 //! with two buckets.
 //!
 //! See [`BinarySearchQuantile`] for the procedure and its privacy.
@@ -24,7 +24,7 @@ pub enum Normalisation {
     /// `c_0/(c_0 + c_1)` from the round's own release (0 if both are suppressed).
     #[default]
     Released,
-    /// `c_0/(n·p_s)` with the population size `n` taken as public (ALGORITHMS.md §4.1).
+    /// `c_0/(n·p_s)` with the population size `n` taken as public (docs/algorithms.md §4.1).
     PopulationSize(u64),
 }
 
@@ -149,13 +149,13 @@ pub struct QuantileSearch {
 ///
 /// The paper gives the guarantee (`t ± 2^{−h}` is a `φ ± O(m^{−1/2})` quantile) and says that
 /// the search starts at 1/2 and "recursively tries different split points"; the procedure
-/// above is ALGORITHMS.md's reconstruction, with these choices made here:
+/// above is docs/algorithms.md's reconstruction, with these choices made here:
 ///
 /// * **The estimated fraction.** [`Normalisation::Released`] (the default) uses the round's
 ///   own release, `φ̂ = c_0/(c_0 + c_1)` (0 when both buckets are suppressed): a
 ///   post-processing of the release, so the guarantee covers it under add/remove neighbours,
 ///   and a ratio estimator with variance about `φ(1−φ)/m` instead of `φ(1−p_s)/m`.
-///   [`Normalisation::PopulationSize`] is ALGORITHMS.md's literal `φ̂ = c_0/m` with the
+///   [`Normalisation::PopulationSize`] is docs/algorithms.md's literal `φ̂ = c_0/m` with the
 ///   expected sample size `m = n·p_s` taken as public; under add/remove neighbours the
 ///   number of clients `n` is itself not protected, so this is private only where `n` is
 ///   public anyway.

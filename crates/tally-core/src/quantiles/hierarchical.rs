@@ -1,5 +1,5 @@
 //! The `β`-ary hierarchical histogram over `[0, 1]` (Bharadwaj and Cormode, AISTATS 2022, §4.2;
-//! ALGORITHMS.md §4.2): one sample-and-threshold histogram per level of a [`TreeShape`], from
+//! docs/algorithms.md §4.2): one sample-and-threshold histogram per level of a [`TreeShape`], from
 //! which range counts, ranks and quantiles are read.
 //!
 //! See [`HierarchicalHistogram`] for the rounds and their privacy and

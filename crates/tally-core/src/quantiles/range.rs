@@ -1,5 +1,5 @@
 //! The geometry of the `β`-ary tree over `[0, 1]`: buckets, nodes, and the greedy decomposition
-//! of a range into maximal tree nodes (ALGORITHMS.md §4.2).
+//! of a range into maximal tree nodes (docs/algorithms.md §4.2).
 
 use crate::Error;
 use crate::sampling::decompose;
@@ -136,7 +136,7 @@ impl TreeShape {
     }
 
     /// The greedy decomposition of the leaves `[lo, hi)` into maximal tree nodes, ordered by
-    /// position (ALGORITHMS.md §4.2): from the leaves up, the nodes at each end that do not
+    /// position (docs/algorithms.md §4.2): from the leaves up, the nodes at each end that do not
     /// fill a whole parent are taken at their own level, and the aligned middle moves up one
     /// level. At most `2(β−1)` nodes per level below level 1, and at most `β` at level 1;
     /// for `lo = 0` it is exactly the prefix decomposition of §4.2 (`d_ℓ` buckets per level).
@@ -223,7 +223,7 @@ mod tests {
 
     #[test]
     fn appendix_a_11_bucket_of_one_third() {
-        // ALGORITHMS.md Appendix A item 11: β = 4, x = 1/3 is in bucket 1 at level 1
+        // docs/algorithms.md Appendix A item 11: β = 4, x = 1/3 is in bucket 1 at level 1
         // ([0.25, 0.5)) and bucket 5 at level 2 ([5/16, 6/16)).
         let shape = TreeShape::new(4, 2).unwrap();
         assert_eq!(shape.bucket(1, 1.0 / 3.0), 1);
@@ -332,7 +332,7 @@ mod tests {
 
     #[test]
     fn appendix_a_12_prefix_nodes_of_the_binary_tree() {
-        // ALGORITHMS.md Appendix A item 12 (Ghazi et al., B = 4): P(3) = y_{1,1} + y_{2,3},
+        // docs/algorithms.md Appendix A item 12 (Ghazi et al., B = 4): P(3) = y_{1,1} + y_{2,3},
         // nodes v_{t,s} with 1-based positions s. In this tree that is level-1 bucket 0 and
         // level-2 bucket 2 (0-based); the chosen node set C_B = root + left children is the
         // union of every prefix decomposition (plus the root, which this tree does not have).

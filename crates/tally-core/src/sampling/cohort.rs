@@ -1,4 +1,4 @@
-//! Fixed-size cohorts that emulate Poisson sampling (ALGORITHMS.md §1.3).
+//! Fixed-size cohorts that emulate Poisson sampling (docs/algorithms.md §1.3).
 //!
 //! A real round cannot ask all `n` clients to flip a coin: the server contacts a cohort of a
 //! size fixed in advance, and the clients of the cohort either participate or abstain (an
@@ -194,7 +194,7 @@ impl PaperCohort {
     }
 }
 
-/// An exact emulation of Poisson(`p`) sampling with a fixed contact size (ALGORITHMS.md §1.3,
+/// An exact emulation of Poisson(`p`) sampling with a fixed contact size (docs/algorithms.md §1.3,
 /// engineering note): with `m = n·p` and `s_max = min(n, ⌊m + c√m⌋)`, draw the sample size
 /// `S ~ Bin(n, p)` secretly with [`ExactBinomial`]; if `S ≤ s_max`, contact `s_max` uniform
 /// distinct clients and let a uniform subset of exactly `S` of them participate (the others
@@ -222,7 +222,7 @@ impl PaperCohort {
 /// Poisson(`p`) sample, running it on this cohort (and publishing the failure) is
 /// `(ε, δ + e^ε·β)`-DP, by the coupling above (for an output set `E` without the failure
 /// symbol, `Pr[out(D) ∈ E] ≤ e^ε (Pr[out(D') ∈ E] + β) + δ`; with it, `δ + β` suffices).
-/// ALGORITHMS.md §1.3 writes "add β to δ"; the factor `e^ε` is what this generic argument
+/// docs/algorithms.md §1.3 writes "add β to δ"; the factor `e^ε` is what this generic argument
 /// gives. With `c = 10` and `m ≥ 100`, `β ≤ e^-33.3 ≈ 3.4·10^-15`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ExactPoissonCohort {
@@ -297,7 +297,7 @@ impl ExactPoissonCohort {
     /// It is the Chernoff bound `Pr[S ≥ (1+γ)m] ≤ exp(−γ²m/(2+γ))`, valid for every `γ > 0`,
     /// at `(1+γ)m = s_max + 1`, i.e. `exp(−(s_max + 1 − m)² / (s_max + 1 + m))`, rounded up.
     /// Since `s_max + 1 > m + c√m`, it is at most `exp(−c²/(2 + c/√m))`, which is at most the
-    /// `exp(−c²/3)` of ALGORITHMS.md §1.3 when `c ≤ √m`. For `c > √m` the paper's
+    /// `exp(−c²/3)` of docs/algorithms.md §1.3 when `c ≤ √m`. For `c > √m` the paper's
     /// `exp(−c²/3)` is *not* a valid bound (e.g. `m = 1`, `c = 10`: `Pr[S ≥ 12] ≈ 10^-9` but
     /// `e^-33.3 ≈ 3·10^-15`), which is why this method does not return it. It is 0 when
     /// `s_max = n`.

@@ -50,6 +50,14 @@ const ITEM_TAG: u8 = 3;
 /// The domain-separation byte of a per-item coin's input.
 const ITEM_COIN_TAG: u8 = 4;
 
+/// The fewest hexadecimal digits a key's text may have ([`SamplingKey::from_hex_text`]): 32,
+/// that is 128 bits, the SipHash-2-4 key's length.
+pub const MIN_KEY_HEX_DIGITS: usize = 32;
+
+/// The bytes of a generated key ([`SamplingKey::generate_hex_text`]): 256 bits, so that the
+/// derived 128-bit key is uniform whatever the derivation loses.
+pub const GENERATED_KEY_BYTES: usize = 32;
+
 /// A secret sampling key: the 128-bit SipHash-2-4 key derived from the secret the user gave.
 ///
 /// Its `Debug` form never shows the key.
@@ -73,6 +81,43 @@ impl SamplingKey {
             .finalize_xof()
             .fill(&mut key);
         Ok(Self(SipHasher24::new_with_key(&key)))
+    }
+
+    /// Parses a key given as text, as the command line, the Python package and Spark take it:
+    /// at least [`MIN_KEY_HEX_DIGITS`] hexadecimal digits (128 bits), then derived as
+    /// [`SamplingKey::derive`] derives the text's bytes.
+    ///
+    /// # Privacy
+    ///
+    /// A keyed sample is private only while nobody can guess the key: a short or memorable
+    /// string (a word, `a`) is found by trying candidates, and with it who was sampled. The
+    /// digits should be drawn uniformly by a cryptographic generator (`tally sampling-key`,
+    /// Python's `secrets.token_hex(32)`); their count bounds the key's entropy, so at least 128
+    /// bits are asked for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] unless `text` is at least [`MIN_KEY_HEX_DIGITS`] hexadecimal
+    /// digits and nothing else. The message gives the text's length, never the text.
+    pub fn from_hex_text(text: &str) -> Result<Self, Error> {
+        if text.len() < MIN_KEY_HEX_DIGITS || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::invalid(
+                "sampling key",
+                format!("<{} characters, not shown>", text.chars().count()),
+                "at least 32 hexadecimal digits (128 bits) drawn at random and kept secret: \
+                 make one with `tally sampling-key --output FILE` and pass --sampling-key-file \
+                 FILE, or in Python `secrets.token_hex(32)`",
+            ));
+        }
+        Self::derive(text.as_bytes())
+    }
+
+    /// A fresh key's text: [`GENERATED_KEY_BYTES`] bytes from `rng` as lowercase hexadecimal
+    /// digits, accepted by [`SamplingKey::from_hex_text`].
+    pub fn generate_hex_text<R: rand::CryptoRng + ?Sized>(rng: &mut R) -> String {
+        let mut bytes = [0u8; GENERATED_KEY_BYTES];
+        rng.fill_bytes(&mut bytes);
+        bytes.iter().map(|byte| format!("{byte:02x}")).collect()
     }
 
     /// SipHash-2-4 of `message`.
@@ -292,6 +337,8 @@ pub fn choose_row<T: AsRef<[u8]>>(
 
 #[cfg(test)]
 mod tests {
+    use rand::SeedableRng;
+
     use super::*;
 
     fn key() -> SamplingKey {
@@ -336,6 +383,26 @@ mod tests {
             SamplingKey::derive(b"a").unwrap(),
             SamplingKey::derive(b"b").unwrap()
         );
+    }
+
+    #[test]
+    fn a_key_text_needs_128_bits_of_hexadecimal_digits_and_is_never_echoed() {
+        let short = "0123456789abcdef0123456789abcde";
+        for bad in ["", "a", "secret", short, "0123456789abcdef0123456789abcdeg"] {
+            let error = SamplingKey::from_hex_text(bad).unwrap_err().to_string();
+            assert!(error.contains("at least 32 hexadecimal digits"), "{error}");
+            assert!(bad.len() < 8 || !error.contains(bad), "{error}");
+        }
+        let text = format!("{short}F");
+        assert_eq!(
+            SamplingKey::from_hex_text(&text).unwrap(),
+            SamplingKey::derive(text.as_bytes()).unwrap()
+        );
+        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+        let generated = SamplingKey::generate_hex_text(&mut rng);
+        assert_eq!(generated.len(), 2 * GENERATED_KEY_BYTES);
+        assert!(SamplingKey::from_hex_text(&generated).is_ok());
+        assert_ne!(generated, SamplingKey::generate_hex_text(&mut rng));
     }
 
     #[test]

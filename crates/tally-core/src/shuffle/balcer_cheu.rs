@@ -1,4 +1,4 @@
-//! The Balcer–Cheu 2020 histogram protocol `P^hist` (ALGORITHMS.md §7.3; Balcer & Cheu,
+//! The Balcer–Cheu 2020 histogram protocol `P^hist` (docs/algorithms.md §7.3; Balcer & Cheu,
 //! "Separating Local & Shuffled Differential Privacy via Histograms", ITC 2020, Fig. 2).
 //!
 //! **Randomizer.** A client holding `x ∈ 0..d` sends the message `x` and, for every cell `j` of

@@ -1,5 +1,5 @@
 //! Algorithm 2 of Ghazi, Golowich, Kumar, Pagh and Velingker (arXiv 1908.11358v4, §4.2;
-//! ALGORITHMS.md §5.2): public-coin Count-Min sketch with binomial blanket noise, `P^CM`.
+//! docs/algorithms.md §5.2): public-coin Count-Min sketch with binomial blanket noise, `P^CM`.
 //!
 //! Public coins: `τ` hash functions `h_t : [B] → [s]` from the pairwise-independent family
 //! `h(x) = ((a·x + b) mod P) mod s` with `P = 2^61 − 1` (prime, above `B·s`), `a` uniform in

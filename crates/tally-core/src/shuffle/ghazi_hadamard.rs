@@ -1,5 +1,5 @@
 //! Algorithm 1 of Ghazi, Golowich, Kumar, Pagh and Velingker (arXiv 1908.11358v4, §4.1;
-//! ALGORITHMS.md §5.1): private-coin multi-message Hadamard response, `P^Had`.
+//! docs/algorithms.md §5.1): private-coin multi-message Hadamard response, `P^Had`.
 //!
 //! # Indexing
 //!

@@ -1,5 +1,5 @@
 //! Heavy hitters through a prefix tree of Count-Min oracles: Appendix D of Ghazi, Golowich,
-//! Kumar, Pagh and Velingker (arXiv 1908.11358v4; ALGORITHMS.md §5.6).
+//! Kumar, Pagh and Velingker (arXiv 1908.11358v4; docs/algorithms.md §5.6).
 //!
 //! The domain is `0..2^L`. Level `i = 1…L` runs one frequency oracle over `0..2^i` on the
 //! length-`i` binary prefixes `x >> (L − i)` of the users' items, each at `(ε/L, δ/L)`

@@ -1,6 +1,6 @@
 //! The range query tree ([`RangeRound`](super::RangeRound)) as a round whose devices hold
 //! numbers: what a federated runtime opens for `tally range` and `tally quantiles` with Ghazi
-//! et al.'s oracles (ALGORITHMS.md §5.4 and §5.7).
+//! et al.'s oracles (docs/algorithms.md §5.4 and §5.7).
 //!
 //! A device maps its number into `[0, 1]` through the task's public range (clamping it to the
 //! range; `[0, 1]` itself without one), takes the leaf `min(⌊x·B⌋, B−1)` of the one-dimensional

@@ -1,6 +1,6 @@
 //! One level of the prefix-tree heavy hitters ([`ShuffleHeavyHitters`](super::ShuffleHeavyHitters))
 //! as a round whose devices hold an item of `0..2^L`: what both the simulator and a federated
-//! runtime run for each level (ALGORITHMS.md §5.6).
+//! runtime run for each level (docs/algorithms.md §5.6).
 //!
 //! At level `i` a device holding `x` answers the frequency oracle over `0..2^i` with its
 //! length-`i` prefix `x >> (L − i)`; a device whose item lies outside `0..2^L` abstains. The

@@ -1,5 +1,5 @@
 //! Quantiles through the range query tree: Appendix E of Ghazi, Golowich, Kumar, Pagh and
-//! Velingker (arXiv 1908.11358v4; ALGORITHMS.md §5.7).
+//! Velingker (arXiv 1908.11358v4; docs/algorithms.md §5.7).
 //!
 //! Values `x ∈ [0, 1]` are mapped to `B` buckets `I_j = [(j−1)/B, j/B]` (0-indexed bucket
 //! `min(⌊x·B⌋, B−1)`), the one-dimensional [`RangeRound`] runs once, and any `q`-quantile is

@@ -1,5 +1,5 @@
 //! Range counting through the matrix mechanism: Algorithms 3 and 4 of Ghazi, Golowich, Kumar,
-//! Pagh and Velingker (arXiv 1908.11358v4, §5; ALGORITHMS.md §5.4), on the range query tree.
+//! Pagh and Velingker (arXiv 1908.11358v4, §5; docs/algorithms.md §5.4), on the range query tree.
 //!
 //! # The tree (`d = 1`)
 //!

@@ -1,5 +1,5 @@
 //! Single-message shuffle histogram: generalized randomized response (k-RR) whose reports are
-//! shuffled (ALGORITHMS.md §5.8, "B-ary randomized response"), with the local `ε₀` solved
+//! shuffled (docs/algorithms.md §5.8, "B-ary randomized response"), with the local `ε₀` solved
 //! numerically by the amplification-by-shuffling accountant of §8.
 //!
 //! Each client sends one [`Grr`] report at local `ε₀`; the analyst sees the shuffled multiset of
@@ -26,8 +26,8 @@
 //!   Theorems 3.1–3.2) hold for any `ε₀`-LDP randomizer, adaptively chosen per client.
 //! * [`ShuffleBound::Fmt23`] (the default) uses the "stronger clone" probability
 //!   `2/(e^{ε₀}+1)`; that this worst case covers every `ε₀`-LDP randomizer rests on a
-//!   monotonicity claim of FMT23 and Wang et al. that was not verified here (ALGORITHMS.md §8.1
-//!   caveat). For GRR on `k > 2` items the clone decomposition of §8.1 has
+//!   monotonicity claim of FMT23 and Wang et al. that was not verified here (docs/algorithms.md
+//!   §8.1 caveat). For GRR on `k > 2` items the clone decomposition of §8.1 has
 //!   `α = TV/(e^{ε₀}−1) = 1/(e^{ε₀}+k−1) < 1/(e^{ε₀}+1)`, which is exactly where that claim is
 //!   needed; for `k = 2` (binary randomized response) the pair is exact. Pick
 //!   [`ShuffleBound::Fmt21`] for the code-backed conservative bound.

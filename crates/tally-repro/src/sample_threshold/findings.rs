@@ -1,4 +1,5 @@
-//! The paper's stated findings (seed 000 §5), each evaluated from a run's summaries.
+//! The paper's stated findings (Bharadwaj and Cormode, AISTATS 2022, §5), each evaluated from a
+//! run's summaries.
 
 use super::output::domain_label as b_label;
 use super::{Dataset, Mechanism, Results};
@@ -556,7 +557,7 @@ pub fn findings(results: &Results) -> Vec<Finding> {
     out.push(finding(
         "(tally's own) S&T with the tight calibration has a lower error than with the paper's \
          at every setting",
-        "ALGORITHMS.md §1.4 (c)",
+        "docs/algorithms.md §1.4 (c)",
         verdict_of(
             &errors,
             format!("tight / paper error: {}", ratio_range(&ratios)),
@@ -566,7 +567,7 @@ pub fn findings(results: &Results) -> Vec<Finding> {
     out.push(finding(
         "(tally's own) S&T with the tight calibration has a recall no lower than the paper's \
          calibration (within two standard errors) at every setting",
-        "ALGORITHMS.md §1.4 (c)",
+        "docs/algorithms.md §1.4 (c)",
         verdict_of(&recalls, format!("mean recall gain {mean_gain:+.3}")),
     ));
     out

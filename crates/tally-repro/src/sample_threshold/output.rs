@@ -151,11 +151,14 @@ pub fn write_outputs(results: &Results, dir: &Path, wall_time: Duration) -> Resu
 
 fn write_report(results: &Results, wall_time: Duration) -> Markdown {
     let config = &results.config;
-    let mut doc = Markdown::new("Sample-and-threshold: reproduction of seed 000 §5");
+    let mut doc = Markdown::new(
+        "Sample-and-threshold: reproduction of Bharadwaj and Cormode, \"Sample and Threshold \
+         Differential Privacy\" (AISTATS 2022), §5 Experiments",
+    );
     doc.paragraph(
         "Sample-and-threshold (S&T) histograms against central Laplace, local Hadamard response \
          and the Balcer–Cheu shuffle histogram, each run on a Poisson sample of the same expected \
-         size m = p_s·n (Bharadwaj and Cormode, §5, Figures 1 and 2; ALGORITHMS.md §7). \
+         size m = p_s·n (Bharadwaj and Cormode, §5, Figures 1 and 2; docs/algorithms.md §7). \
          `S&T (tight)` keeps τ and (ε, δ) but samples at the largest rate the exact \
          hockey-stick analysis allows. See docs/repro/sample-threshold.md for the setup and \
          the deviations from the paper.",
@@ -218,7 +221,7 @@ fn write_report(results: &Results, wall_time: Duration) -> Markdown {
     doc.bullets(notes(results));
     doc.heading(2, "The tight calibration's gain");
     doc.paragraph(
-        "At the same (ε, δ) and τ, the exact hockey-stick analysis (ALGORITHMS.md §1.4 (c)) \
+        "At the same (ε, δ) and τ, the exact hockey-stick analysis (docs/algorithms.md §1.4 (c)) \
          allows a larger sampling rate than the paper's closed form. Error and recall are \
          averaged over every dataset and B of the grid.",
     );
@@ -317,10 +320,10 @@ fn notes(results: &Results) -> Vec<String> {
         .filter(|s| s.released_mean == Some(0.0))
         .count();
     notes.push(format!(
-        "Balcer–Cheu's analyzer (ALGORITHMS.md §7.3) reports a cell only when its message count \
-         exceeds m, i.e. when its true share of the sample exceeds 1 − p. It released no bucket \
-         in any repetition at {silent} of the {} settings where it applies; there its error \
-         equals the all-zero error and its line lies on the all-zero line.",
+        "Balcer–Cheu's analyzer (docs/algorithms.md §7.3) reports a cell only when its message \
+         count exceeds m, i.e. when its true share of the sample exceeds 1 − p. It released no \
+         bucket in any repetition at {silent} of the {} settings where it applies; there its \
+         error equals the all-zero error and its line lies on the all-zero line.",
         applicable.len()
     ));
     let laplace_above = by(Mechanism::Laplace)

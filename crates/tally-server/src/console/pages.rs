@@ -146,6 +146,7 @@ pub(super) fn overview(
                             "; trust model " (population.trust.name())
                             "; device-side sampling " (allowed(population.allow_device_sampling))
                             "; " (colluding(population.colluding_fraction))
+                            "; budget under " (population.neighbours.name()) " neighbours"
                         }
                         @if let Some(balance) = balance {
                             p {
@@ -175,6 +176,10 @@ pub(super) fn overview(
                         } } " "
                         label { input type="checkbox" name="allow_device_sampling" value="on"; " Allow device-side sampling (only if every enrolled device is trusted to flip its own coin)" } " "
                         label { "Colluding fraction " input name="colluding_fraction" size="5" placeholder="0"; " (shuffle tasks are charged their guarantee against this fraction of devices colluding with the analyst)" } " "
+                        label { "Neighbours " select name="neighbours" {
+                            option value="add-remove" selected { "add-remove (a client present or absent)" }
+                            option value="replace-one" { "replace-one (needed by shuffle and local tasks)" }
+                        } } " "
                         br;
                         "Declared S&T pair (optional): "
                         label { "p_s ≤ " input name="bound_rate" size="6" placeholder="none"; } " "
@@ -288,7 +293,10 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
             @for balance in ledger {
                 section {
                     h2 { (balance.population) }
-                    p { "Device-side sampling " (allowed(balance.allow_device_sampling)) "." }
+                    p {
+                        "Device-side sampling " (allowed(balance.allow_device_sampling)) ". "
+                        "Every amount is under " (balance.neighbours.name()) " neighbours."
+                    }
                     p { "Colluding devices: " (colluding(balance.colluding_fraction)) "." }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
@@ -584,6 +592,7 @@ pub(super) fn plan(
     guarantee: &GuaranteeBody,
     curves: Option<&ReleaseCurves>,
     balance: Option<&LedgerBalance>,
+    charge: (f64, f64),
 ) -> Markup {
     let text = spec_text(spec);
     layout(
@@ -602,6 +611,10 @@ pub(super) fn plan(
                             " rounds within its declared pair (p_s ≤ " (bound.bound.sampling_rate) ", τ ≥ " (bound.bound.threshold) ")"
                         }
                         "; the server admits the task if it fits what its kind draws on."
+                    }
+                    p {
+                        "The task charges ε = " (charge.0) ", δ = " (num(charge.1)) ": its guarantee under "
+                        (balance.neighbours.name()) " neighbours, the relation the population's budget is kept under."
                     }
                 }
                 h2 { "What it releases: P[released | c] for an item held by c devices" }

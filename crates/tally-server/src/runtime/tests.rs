@@ -57,8 +57,8 @@ async fn the_race_ran_on_postgres_too() {
     assert_eq!(stores, ["sqlite", "postgres"]);
 }
 
-/// A one-round S&T histogram under replace-one neighbours: the ledger charges it its own
-/// `(ε, δ)` by basic composition, so the budget admits a known number of them.
+/// A one-round S&T histogram: without a declared pair the ledger charges it its own `(ε, δ)`
+/// by basic composition, so the budget admits a known number of them.
 fn spec() -> TaskSpec {
     TaskSpec {
         version: PROTOCOL_VERSION,
@@ -67,7 +67,7 @@ fn spec() -> TaskSpec {
         privacy: PrivacyTarget {
             epsilon: 1.0,
             delta: 1e-7,
-            neighbours: tally_accounting::Neighbours::ReplaceOne,
+            neighbours: tally_accounting::Neighbours::AddRemove,
             analysis: tally_accounting::sample_threshold::Analysis::Tight,
         },
         kind: TaskKind::Histogram {
@@ -110,6 +110,7 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
             allow_device_sampling: false,
             colluding_fraction: 0.0,
             task_bound: None,
+            neighbours: tally_accounting::Neighbours::AddRemove,
             created_at: unix_now(),
         };
         assert!(
@@ -174,6 +175,7 @@ async fn a_stored_device_sampled_task_samples_at_the_aggregator_without_the_poli
             allow_device_sampling: true,
             colluding_fraction: 0.0,
             task_bound: None,
+            neighbours: tally_accounting::Neighbours::AddRemove,
             created_at: unix_now(),
         };
         assert!(store.insert_population(&population).await.unwrap());

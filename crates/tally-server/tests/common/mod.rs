@@ -170,6 +170,7 @@ pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
         allow_device_sampling: true,
         colluding_fraction: 0.0,
         task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
     };
     tally_server::create_population(db, &spec).await.unwrap();
 }
@@ -289,6 +290,19 @@ pub async fn post<B: Serialize, T: DeserializeOwned>(
     serde_json::from_str(&body).unwrap()
 }
 
+/// [`post`] with the credential `token`.
+pub async fn post_as<B: Serialize, T: DeserializeOwned>(
+    router: &impl Api,
+    token: &str,
+    path: &str,
+    value: &B,
+) -> T {
+    let body = Some(serde_json::to_string(value).unwrap());
+    let (status, body) = call_with(router, token, Method::POST, path, body).await;
+    assert!(status.is_success(), "{path}: {status} {body}");
+    serde_json::from_str(&body).unwrap()
+}
+
 /// A rejection counter's value on `/metrics`.
 pub async fn rejections<A: Api>(router: &A, reason: &str) -> u64 {
     let (_, text) = call(router, Method::GET, "/metrics", None).await;
@@ -319,11 +333,36 @@ pub fn spec(kind: TaskKind, epsilon: f64, rounds: RoundPolicy) -> TaskSpec {
     }
 }
 
-/// `spec` under replace-one neighbours: its rounds have no privacy-loss pair, so the ledger
-/// charges it its own `(ε, δ)` by basic composition (for tests of the ledger's bookkeeping
-/// rather than of its accountant).
-pub fn charged_basically(mut spec: TaskSpec) -> TaskSpec {
+/// The population whose budget is kept under replace-one neighbours, for the tasks whose
+/// guarantee is (see [`swapped`]).
+pub const SWAPPED: &str = "swapped";
+
+/// Provisions [`SWAPPED`] with `budget` under replace-one neighbours; an analyst's credential
+/// over it.
+pub async fn swapped(db: &str, budget: (f64, f64)) -> String {
+    let spec = PopulationSpec {
+        version: PROTOCOL_VERSION,
+        name: SWAPPED.into(),
+        budget: Budget {
+            epsilon: budget.0,
+            delta: budget.1,
+        },
+        min_cohort: 1,
+        max_task_epsilon: None,
+        trust: tally_messages::TrustModel::SingleParty,
+        allow_device_sampling: true,
+        colluding_fraction: 0.0,
+        task_bound: None,
+        neighbours: tally_messages::Neighbours::ReplaceOne,
+    };
+    tally_server::create_population(db, &spec).await.unwrap();
+    credential(db, Role::Analyst, "swapped-analyst", &[SWAPPED]).await
+}
+
+/// `spec` under replace-one neighbours, over [`SWAPPED`].
+pub fn replace_one(mut spec: TaskSpec) -> TaskSpec {
     spec.privacy.neighbours = tally_accounting::Neighbours::ReplaceOne;
+    spec.population = SWAPPED.into();
     spec
 }
 

@@ -1,5 +1,5 @@
-//! How OptPrefixTree turns words into strings of symbols (ALGORITHMS.md §6.7): UTF-8 bytes with
-//! a zero end byte, or a binary Huffman code over characters plus an end symbol `⊣`.
+//! How OptPrefixTree turns words into strings of symbols (docs/algorithms.md §6.7): UTF-8 bytes
+//! with a zero end byte, or a binary Huffman code over characters plus an end symbol `⊣`.
 //!
 //! Both codes are *prefix-free over words*: no word's code is a proper prefix of another's
 //! (a byte code ends at its first zero; a Huffman word code decodes character by character and
@@ -108,7 +108,7 @@ enum Node {
     Inner([usize; 2]),
 }
 
-/// A binary Huffman code over characters plus an end-of-word symbol `⊣` (ALGORITHMS.md §6.7).
+/// A binary Huffman code over characters plus an end-of-word symbol `⊣` (docs/algorithms.md §6.7).
 /// A word's code is its characters' codes followed by the code of `⊣`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HuffmanCode {

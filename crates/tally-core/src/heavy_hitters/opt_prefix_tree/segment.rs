@@ -1,4 +1,4 @@
-//! Segment policies (ALGORITHMS.md §6.5, RECON): how many symbols the next iteration adds to
+//! Segment policies (docs/algorithms.md §6.5, RECON): how many symbols the next iteration adds to
 //! every live prefix, under the domain cap `C` (the query domain `D_t` has
 //! `|P_{t−1}|·|𝒜|^s + 1 ≤ C` elements, `⊥` included). Every policy is a function of the
 //! released estimates only (post-processing).

@@ -1,10 +1,10 @@
-//! How a device picks the one data point it reports in an iteration (ALGORITHMS.md §6.1).
+//! How a device picks the one data point it reports in an iteration (docs/algorithms.md §6.1).
 
 use rand::Rng;
 
 use crate::sampling::uniform_below;
 
-/// The data-selection rule a device uses to pick one eligible data point (ALGORITHMS.md §6.1).
+/// The data-selection rule a device uses to pick one eligible data point (docs/algorithms.md §6.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Selection {
     /// Uniformly over the distinct eligible data points (the *support*); the paper's choice.

@@ -1,4 +1,4 @@
-//! Threshold selection that controls the false-positive ratio (ALGORITHMS.md §6.4, RECON).
+//! Threshold selection that controls the false-positive ratio (docs/algorithms.md §6.4, RECON).
 //!
 //! The estimates of elements nobody reported are about `N(0, σ²)`, so at threshold `τ` at most
 //! `m·(1 − Φ(τ/σ))` of the `m` candidates are expected to pass by chance (conservatively,
@@ -12,7 +12,7 @@
 //! `m·(1 − Φ(f̂_(K)/σ)) ≤ FPR·K`; the rule keeps the largest such `K`. This is the
 //! Benjamini–Hochberg step-up procedure on the normal-approximation p-values
 //! `1 − Φ(f̂/σ)`, which on a null population keeps anything at all with probability at most
-//! `FPR`. (§6.4 of ALGORITHMS.md evaluates the bound at `f̂_(K+1)`, the largest estimate *not*
+//! `FPR`. (§6.4 of docs/algorithms.md evaluates the bound at `f̂_(K+1)`, the largest estimate *not*
 //! kept; that variant drops a real signal whenever the largest null estimate is unremarkable,
 //! which the tests showed, so the bound is evaluated at the boundary of the kept set.) Ties
 //! at the cut are never split: if `f̂_(K) = f̂_(K+1)`, that `K` is not a candidate.
