@@ -176,7 +176,7 @@ def test_rows_sorted_by_client_count_as_lists_do_across_batch_boundaries():
     lists = pa.ListArray.from_arrays(
         pa.array(np.append(starts, len(clients)).astype(np.int32)), pa.array(items)
     )
-    chosen = _chosen_items("K", pa.RecordBatch.from_arrays([pa.array(ids), lists], names=["c", "l"]))
+    chosen = _chosen_items("0000000000000000000000000000004b", pa.RecordBatch.from_arrays([pa.array(ids), lists], names=["c", "l"]))
     heads = keyed_coins("0000000000000000000000000000004b", 0.5, column(pa.array(ids), "clients"))
     expected = collections.Counter(np.asarray(chosen.to_pylist())[heads].tolist())
     assert len(expected) == 5 and 0 < heads.sum() < len(ids)

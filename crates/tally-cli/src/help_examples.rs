@@ -253,6 +253,12 @@ pub(crate) const HPKE_KEY_ROTATE: &str = "\
 Examples:
   tally hpke-key rotate --db sqlite://tally.db";
 
+/// `tally sampling-key`.
+pub(crate) const SAMPLING_KEY: &str = "\
+Examples:
+  # A fresh key in key.txt (never over an existing file), for --sampling-key-file key.txt
+  tally sampling-key --output key.txt";
+
 #[cfg(test)]
 mod tests {
     use clap::{CommandFactory, Parser};
@@ -419,9 +425,3 @@ mod tests {
         );
     }
 }
-
-/// `tally sampling-key`.
-pub(crate) const SAMPLING_KEY: &str = "\
-Examples:
-  # A fresh key in key.txt (never over an existing file), for --sampling-key-file key.txt
-  tally sampling-key --output key.txt";

@@ -106,6 +106,7 @@ fn relayed(c: &mut Criterion) {
             allow_device_sampling: false,
             colluding_fraction: 0.0,
             task_bound: None,
+            neighbours: tally_messages::Neighbours::AddRemove,
         };
         tally_server::create_population(&db, &population)
             .await
