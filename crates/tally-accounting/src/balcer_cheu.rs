@@ -29,7 +29,7 @@
 //! assume exactly `n`.
 
 use crate::blanket::{BlanketAnalysis, BlanketCell, MessageChange, least_noise};
-use crate::collusion::{Collusion, blanket_epsilon};
+use crate::collusion::Collusion;
 use crate::{Error, Guarantee, Neighbours, TrustModel};
 
 /// Which Balcer–Cheu protocol a [`BalcerCheu`] calibration is for.
@@ -191,15 +191,11 @@ impl BalcerCheu {
     ///
     /// As [`crate::honest_users`] and [`BlanketCell::epsilon`].
     pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
-        Collusion::over_honest(
+        Collusion::of_blanket(
             colluding_fraction,
             self.users,
             (self.epsilon, self.delta),
-            f64::INFINITY,
-            |honest| {
-                let (cell, change) = self.blanket(honest);
-                Ok((blanket_epsilon(cell, change, self.delta)?, self.delta))
-            },
+            |honest| self.blanket(honest),
         )
     }
 

@@ -70,6 +70,32 @@ impl Collusion {
         })
     }
 
+    /// The collusion guarantee of a binomial-blanket protocol whose own guarantee is
+    /// `guarantee` over `users` devices, where `blanket(honest)` is a user's blanket cell and
+    /// change with `honest` devices alone: the exact analysis at the same `δ`, and no floor
+    /// (`∞`: a user's real messages are not randomized).
+    ///
+    /// # Errors
+    ///
+    /// As [`honest_users`] and [`BlanketCell::epsilon`].
+    pub(crate) fn of_blanket(
+        colluding_fraction: f64,
+        users: u64,
+        guarantee: (f64, f64),
+        blanket: impl FnOnce(u64) -> (BlanketCell, MessageChange),
+    ) -> Result<Self, Error> {
+        Self::over_honest(
+            colluding_fraction,
+            users,
+            guarantee,
+            f64::INFINITY,
+            |honest| {
+                let (cell, change) = blanket(honest);
+                Ok((blanket_epsilon(cell, change, guarantee.1)?, guarantee.1))
+            },
+        )
+    }
+
     /// The collusion guarantee of running every one of `rounds` (all at the same colluding
     /// fraction) over the same devices, by basic composition (Dwork–Roth Theorem 3.16: it
     /// holds for any mechanisms, adaptively chosen, so also against the colluders): the sums
@@ -117,11 +143,7 @@ impl Collusion {
 /// # Errors
 ///
 /// As [`BlanketCell::epsilon`], but for [`Error::Infeasible`].
-pub(crate) fn blanket_epsilon(
-    cell: BlanketCell,
-    change: MessageChange,
-    delta: f64,
-) -> Result<f64, Error> {
+fn blanket_epsilon(cell: BlanketCell, change: MessageChange, delta: f64) -> Result<f64, Error> {
     match cell.epsilon(change, delta) {
         Ok(epsilon) => Ok(epsilon),
         Err(Error::Infeasible { .. }) => Ok(f64::INFINITY),

@@ -27,7 +27,7 @@
 use std::f64::consts::E;
 
 use crate::blanket::{BlanketAnalysis, BlanketCell, MessageChange, least_noise};
-use crate::collusion::{Collusion, blanket_epsilon};
+use crate::collusion::Collusion;
 use crate::composition::{Composition, compose_basic, split_budget};
 use crate::numeric::ln_binomial_upper_tail_chernoff;
 use crate::{Error, Guarantee, Neighbours, TrustModel};
@@ -276,15 +276,11 @@ impl HadamardParams {
     ///
     /// As [`crate::honest_users`] and [`BlanketCell::epsilon`].
     pub fn collusion(&self, colluding_fraction: f64) -> Result<Collusion, Error> {
-        Collusion::over_honest(
+        Collusion::of_blanket(
             colluding_fraction,
             self.users,
             (self.epsilon, self.delta),
-            f64::INFINITY,
-            |honest| {
-                let (cell, change) = self.blanket(honest);
-                Ok((blanket_epsilon(cell, change, self.delta)?, self.delta))
-            },
+            |honest| self.blanket(honest),
         )
     }
 
