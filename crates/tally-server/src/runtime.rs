@@ -296,15 +296,6 @@ impl Runtime {
                 device_sampling_refused(&spec.population),
             ));
         }
-        let refused = || {
-            ApiError::new(
-                ErrorCode::InvalidTask,
-                neighbours_refused(&spec.population, &guarantee),
-            )
-        };
-        guarantee
-            .under(population.neighbours)
-            .map_err(|_| refused())?;
         let collusion = {
             let engine = engine.clone();
             let fraction = population.colluding_fraction;
@@ -317,7 +308,21 @@ impl Runtime {
             &guarantee,
             collusion.as_ref(),
         ));
-        if !epsilon.is_finite() {
+        // The charge keeps the guarantee's relation, so this refuses what the guarantee's own
+        // relation cannot be converted from.
+        let charge = Guarantee {
+            epsilon,
+            delta,
+            ..guarantee.clone()
+        }
+        .under(population.neighbours)
+        .map_err(|_| {
+            ApiError::new(
+                ErrorCode::InvalidTask,
+                neighbours_refused(&spec.population, &guarantee),
+            )
+        })?;
+        if !charge.0.is_finite() {
             return Err(ApiError::new(
                 ErrorCode::InvalidTask,
                 format!(
@@ -329,13 +334,6 @@ impl Runtime {
                 ),
             ));
         }
-        let charge = Guarantee {
-            epsilon,
-            delta,
-            ..guarantee.clone()
-        }
-        .under(population.neighbours)
-        .map_err(|_| refused())?;
         if let Some(cap) = population.max_task_epsilon
             && charge.0 > cap
         {

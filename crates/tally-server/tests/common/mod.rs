@@ -155,6 +155,16 @@ pub fn signed_in(router: Router, credentials: &Credentials) -> Router {
 /// Provisions `name` with a budget `(ε, δ)` and no floor or cap of its own, as `tally
 /// population create --db` does.
 pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
+    population_under(db, name, budget, tally_messages::Neighbours::AddRemove).await;
+}
+
+/// [`population`] with its budget kept under `neighbours`.
+async fn population_under(
+    db: &str,
+    name: &str,
+    budget: (f64, f64),
+    neighbours: tally_messages::Neighbours,
+) {
     let spec = PopulationSpec {
         version: PROTOCOL_VERSION,
         name: name.into(),
@@ -170,7 +180,7 @@ pub async fn population(db: &str, name: &str, budget: (f64, f64)) {
         allow_device_sampling: true,
         colluding_fraction: 0.0,
         task_bound: None,
-        neighbours: tally_messages::Neighbours::AddRemove,
+        neighbours,
     };
     tally_server::create_population(db, &spec).await.unwrap();
 }
@@ -340,22 +350,7 @@ pub const SWAPPED: &str = "swapped";
 /// Provisions [`SWAPPED`] with `budget` under replace-one neighbours; an analyst's credential
 /// over it.
 pub async fn swapped(db: &str, budget: (f64, f64)) -> String {
-    let spec = PopulationSpec {
-        version: PROTOCOL_VERSION,
-        name: SWAPPED.into(),
-        budget: Budget {
-            epsilon: budget.0,
-            delta: budget.1,
-        },
-        min_cohort: 1,
-        max_task_epsilon: None,
-        trust: tally_messages::TrustModel::SingleParty,
-        allow_device_sampling: true,
-        colluding_fraction: 0.0,
-        task_bound: None,
-        neighbours: tally_messages::Neighbours::ReplaceOne,
-    };
-    tally_server::create_population(db, &spec).await.unwrap();
+    population_under(db, SWAPPED, budget, tally_messages::Neighbours::ReplaceOne).await;
     credential(db, Role::Analyst, "swapped-analyst", &[SWAPPED]).await
 }
 
