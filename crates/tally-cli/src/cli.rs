@@ -900,6 +900,9 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) buckets: Option<u32>,
     #[command(flatten)]
     pub(crate) opt: OptPrefixTreeArgs,
+    /// Print only the new task's id (for scripts: `TASK_ID=$(tally task create ... --id-only)`).
+    #[arg(help_heading = heading::OUTPUT, long, conflicts_with = "json")]
+    pub(crate) id_only: bool,
 }
 
 /// Who flips a round's coins.

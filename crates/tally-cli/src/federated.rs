@@ -157,6 +157,10 @@ fn create(args: &TaskCreateArgs) -> Result<()> {
     if args.privacy.json {
         return print_serialized(&info);
     }
+    if args.id_only {
+        println!("{}", info.id);
+        return Ok(());
+    }
     print_task(&info, "task created")
 }
 

@@ -145,7 +145,9 @@ Examples:
   # TrieHH++ heavy hitters over the shakespeare population (an analyst's TALLY_TOKEN)
   tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8
   # A sample-and-threshold histogram over a population of 100,000 devices
-  tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --mechanism sample-threshold --population phones --expected-population 100000 --epsilon 1 --delta 1e-8";
+  tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --mechanism sample-threshold --population phones --expected-population 100000 --epsilon 1 --delta 1e-8
+  # Keep the new task's id for the commands that follow
+  TASK_ID=$(tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8 --id-only)";
 
 /// `tally task list`.
 #[cfg(feature = "federated")]

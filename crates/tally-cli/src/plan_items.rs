@@ -45,9 +45,6 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
         plan_items_page::write(&plan, &held, &document, dir)?;
     }
     if args.privacy.json {
-        if let Some(dir) = &args.report.report {
-            eprintln!("report: {}", dir.join("index.html").display());
-        }
         return Ok(print_json(&document)?);
     }
     println!(
@@ -107,9 +104,6 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
             ("run", command),
         ],
     )?;
-    if let Some(dir) = &args.report.report {
-        println!("report: {}", dir.join("index.html").display());
-    }
     Ok(())
 }
 

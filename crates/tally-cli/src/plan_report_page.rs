@@ -6,8 +6,13 @@ use std::fs;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use tally_cli::plan_report::{Calibrated, PlanReport, RoundCurves, parameters_text};
+use tally_accounting::key_selection::KeySelection;
+use tally_cli::plan_report::{
+    Calibrated, NAMES, PlanReport, PopulationSweep, RoundCurves, count_text, parameters_text,
+};
 use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
+
+use crate::output::{parameters_line, privacy_number};
 
 /// The size of a report figure's one panel: the page's width.
 pub(crate) const FIGURE_SIZE: (u32, u32) = (880, 420);
@@ -18,7 +23,8 @@ pub(crate) fn write(report: &PlanReport, dir: &Path) -> Result<()> {
 }
 
 /// Writes `document` as `dir/plan.json` and the page `page` renders (its figures' files
-/// named inside `dir`) as `dir/index.html`, creating `dir` if needed.
+/// named inside `dir`) as `dir/index.html`, creating `dir` if needed, and says where on
+/// stderr (stdout keeps the plan, a table or its JSON).
 pub(crate) fn write_documents(
     dir: &Path,
     document: &serde_json::Value,
@@ -38,6 +44,11 @@ pub(crate) fn write_documents(
         let path = dir.join(name);
         fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
+    eprintln!(
+        "report: {} (its numbers in {})",
+        dir.join("index.html").display(),
+        dir.join("plan.json").display()
+    );
     Ok(())
 }
 
@@ -195,7 +206,8 @@ pub(crate) fn relative_error_figure(
 /// The horizontal axis of a figure over the sweep of ε.
 pub(crate) const SWEEP_X_LABEL: &str = "log₂ ε (−2 is ε = 0.25, 0 is ε = 1, 3 is ε = 8)";
 
-/// The sweep figures: recall@k and the mean absolute error against `log₂ ε`.
+/// The sweep figures: recall@k, the expected number of items released and the mean absolute
+/// error against `log₂ ε`.
 fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
     let Some(sweep) = &report.population else {
         return Vec::new();
@@ -236,6 +248,18 @@ fn sweep_figures(report: &PlanReport) -> Vec<GridPlot> {
             panels: vec![vec![Panel {
                 title: String::new(),
                 lines: metric(|u| u.recall),
+            }]],
+            panel_size: FIGURE_SIZE,
+        },
+        GridPlot {
+            title: "Expected number of items released by ε".into(),
+            series: names(report),
+            x_label: x_label.clone(),
+            y_label: "expected items released".into(),
+            y_axis: YAxis::Log,
+            panels: vec![vec![Panel {
+                title: String::new(),
+                lines: metric(|u| u.expected_released),
             }]],
             panel_size: FIGURE_SIZE,
         },
@@ -292,7 +316,8 @@ pub(crate) fn page_end(command: &str) -> String {
 }
 
 /// The start of a report page titled `title`: the head, the summary, and a section "The plan"
-/// with a row per field of the plan's `--json` document.
+/// with a row per field of the plan's `--json` document, for people: names in words, `ε` and
+/// `δ` rounded up to four significant digits, other numbers to the nearest four.
 pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -> Result<String> {
     let mut html = String::new();
     write!(
@@ -304,12 +329,11 @@ pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -
     )?;
     if let Some(fields) = plan.as_object() {
         for (key, value) in fields {
-            let text = plain(value);
             write!(
                 html,
                 "<tr><td>{}</td><td>{}</td></tr>",
-                escape(key),
-                escape(&text)
+                escape(&key.replace('_', " ")),
+                escape(&plan_field(key, value))
             )?;
         }
     }
@@ -317,21 +341,102 @@ pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -
     Ok(html)
 }
 
-/// A plan field as a person reads it: a string as it is, an object as `key value` pairs and a
-/// list as its items, separated by commas.
-fn plain(value: &serde_json::Value) -> String {
-    use serde_json::Value;
-    match value {
-        Value::String(text) => text.clone(),
-        Value::Object(fields) => fields
-            .iter()
-            .map(|(key, value)| format!("{} {}", key.replace('_', " "), plain(value)))
-            .collect::<Vec<_>>()
-            .join(", "),
-        Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(", "),
-        other => other.to_string(),
+/// A plan field `key` as a person reads it: a privacy parameter (`epsilon`, `delta` in its
+/// name) rounded up, anything else as [`parameters_line`] writes it.
+fn plan_field(key: &str, value: &serde_json::Value) -> String {
+    match value.as_f64() {
+        Some(x) if key.contains("epsilon") || key.contains("delta") => privacy_number(x),
+        _ => parameters_line(value),
     }
 }
+
+/// The section "Which to choose": when each selection compared is the right one, with this
+/// plan's numbers.
+fn choice_section(report: &PlanReport) -> String {
+    let [_, paper, laplace, gaussian] = NAMES;
+    let half = |name: &str| {
+        report
+            .selections
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| count_text(s.marked[0]))
+    };
+    let st = &report.selections[0];
+    let share = match st.selection {
+        KeySelection::SampleThreshold(params) => format!("{:.4}", params.sampling_rate()),
+        _ => "—".to_owned(),
+    };
+    let mut items = vec![format!(
+        "<li><b>{}</b> when released counts must carry no added noise (an estimate is a \
+         sampled count divided by the sampling rate) and when no party should receive every \
+         client's item: only a share {share} of the clients sends anything (less traffic), \
+         and in the federated runtime the coins can be flipped by the devices themselves or \
+         by a relay. Its price is a larger count before an item shows: released half the \
+         time at {} clients.</li>",
+        escape(st.name),
+        count_text(st.marked[0]),
+    )];
+    if let Some(count) = half(paper) {
+        items.push(format!(
+            "<li><b>{}</b> only to reproduce the paper: the same mechanism calibrated by its \
+             Theorem 1, released half the time at {count} clients; the exact analysis is \
+             never worse at the same (ε, δ).</li>",
+            escape(paper)
+        ));
+    }
+    if let Some(count) = half(laplace) {
+        items.push(format!(
+            "<li><b>{}</b> when a trusted aggregator receives every client's items and rare \
+             items matter most: it releases half the time at {count} clients, but every \
+             released count carries Laplace noise and every client sends its item.</li>",
+            escape(laplace)
+        ));
+    }
+    if let Some(count) = half(gaussian) {
+        items.push(format!(
+            "<li><b>{}</b> under the same trust when each client contributes many items: its \
+             noise grows with the square root of the items per client, Laplace's linearly. \
+             With one item per client, as here, it needs more: released half the time at \
+             {count} clients.</li>",
+            escape(gaussian)
+        ));
+    }
+    format!(
+        "<h2>Which to choose</h2>\n<p>All of them release only items that some client holds, \
+         never one absent from the data.</p>\n<ul>{}</ul>\n",
+        items.join("\n")
+    )
+}
+
+/// A note under the sweep's table when every selection has the same recall at every `ε` (their
+/// lines coincide): recall does not tell them apart, the items released do.
+fn recall_note(sweep: &PopulationSweep) -> String {
+    let coincide = sweep.points.iter().all(|point| {
+        let recalls: Vec<f64> = point.utilities.iter().flatten().map(|u| u.recall).collect();
+        recalls
+            .iter()
+            .all(|r| (r - recalls[0]).abs() < RECALL_TOLERANCE)
+    });
+    let top = sweep
+        .points
+        .iter()
+        .flat_map(|p| p.utilities.iter().flatten())
+        .map(|u| u.top)
+        .next();
+    match top {
+        Some(top) if coincide => format!(
+            "<p>Every selection has the same recall@{top} at every ε (within \
+             {RECALL_TOLERANCE}): the {top} most common items are common enough for all of \
+             them, so their recall lines coincide. The expected number of items released \
+             tells them apart; a larger <code>--recall-at</code> reaches the items where they \
+             differ.</p>\n"
+        ),
+        _ => String::new(),
+    }
+}
+
+/// Recalls closer than this are the same on the page (they print alike to three decimals).
+const RECALL_TOLERANCE: f64 = 5e-4;
 
 /// The whole page.
 fn page(report: &PlanReport, dir: &Path) -> Result<String> {
@@ -341,6 +446,7 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
         &report.summary,
         &report.plan,
     )?;
+    html += &choice_section(report);
 
     html += "<h2>Release curves</h2>\n<p>The probability that an item held by <i>c</i> \
              clients is released, exact from the binomial law for sample-and-threshold and from \
@@ -387,7 +493,8 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
             html,
             "<h2>Predicted utility on {}</h2>\n<p>{} clients, {} distinct items. For each ε the \
              selections are calibrated again at the same δ; recall@k is the expected share of \
-             the k most common items that is released, and the mean absolute error is that of \
+             the k most common items that is released, items released the expected number of \
+             distinct items released, and the mean absolute error is that of \
              the released counts (expected total error over expected number released), both \
              exact from each item's law, with no simulation.</p>\n<table><tr><th>ε</th>",
             escape(&sweep.description),
@@ -395,7 +502,11 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
             sweep.items
         )?;
         for s in &report.selections {
-            write!(html, "<th>{}: recall, error</th>", escape(s.name))?;
+            write!(
+                html,
+                "<th>{}: recall, items released, error</th>",
+                escape(s.name)
+            )?;
         }
         html += "</tr>";
         for point in &sweep.points {
@@ -404,8 +515,8 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
                 match utility {
                     Some(u) => write!(
                         html,
-                        "<td>{:.3}, {:.2}</td>",
-                        u.recall, u.mean_absolute_error
+                        "<td>{:.3}, {:.1}, {:.2}</td>",
+                        u.recall, u.expected_released, u.mean_absolute_error
                     )?,
                     None => html += "<td>no parameters</td>",
                 }
@@ -413,6 +524,7 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
             html += "</tr>";
         }
         html += "</table>\n";
+        html += &recall_note(sweep);
         push_figures(&mut html, &sweep_figures(report), dir, "sweep")?;
     }
     html += &page_end("tally plan");
@@ -421,15 +533,31 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::plain;
+    use super::plan_field;
 
     #[test]
-    fn a_nested_plan_field_reads_as_words() {
+    fn a_plan_field_reads_as_words_with_privacy_rounded_up() {
         let value = serde_json::json!({"sampling_rate": 0.25, "threshold": 26, "levels": [1, 2]});
         assert_eq!(
-            plain(&value),
-            "sampling rate 0.25, threshold 26, levels 1, 2"
+            plan_field("per_level", &value),
+            "sampling rate 0.25, threshold 26, levels [1, 2]"
         );
-        assert_eq!(plain(&serde_json::json!("tight")), "tight");
+        assert_eq!(plan_field("method", &serde_json::json!("tight")), "tight");
+        assert_eq!(
+            plan_field("achieved_delta", &serde_json::json!(9.999_999_999_999_98e-9)),
+            "1.000e-8"
+        );
+        assert_eq!(
+            plan_field("epsilon", &serde_json::json!(0.999_950_251_423_787_8)),
+            "1"
+        );
+        assert_eq!(
+            plan_field("delta", &serde_json::json!(1.000_04e-8)),
+            "1.001e-8"
+        );
+        assert_eq!(
+            plan_field("sampling_rate", &serde_json::json!(0.240_272_804_994_160_2)),
+            "0.2403"
+        );
     }
 }

@@ -276,11 +276,11 @@ fn the_choosers_report_draws_every_mechanism_and_the_recommendation() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let table = String::from_utf8(out.stdout).expect("UTF-8");
+    let said = String::from_utf8(out.stderr).expect("UTF-8");
     let index = dir.join("index.html");
     assert!(
-        table.contains(&format!("report: {}", index.display())),
-        "{table}"
+        said.contains(&format!("report: {}", index.display())),
+        "{said}"
     );
     let html = std::fs::read_to_string(&index).expect("index.html");
     let figures: Vec<&str> = html.split("<svg").skip(1).collect();

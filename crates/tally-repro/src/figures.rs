@@ -386,9 +386,12 @@ impl GridPlot {
             .y_labels(6)
             .draw()
             .map_err(err)?;
-        // The first series last, so that it is drawn on top where lines overlap.
+        // The first series last, so that it is drawn on top where lines overlap; each of the
+        // next three series wider, and its markers larger, so that lines that coincide still
+        // show each series as a band of colour around the ones before it.
         for line in panel.lines.iter().rev() {
             let style = colour(line.series);
+            let spread = u8::try_from(line.series.min(3)).unwrap_or(3);
             let visible: Vec<Point> = line
                 .points
                 .iter()
@@ -398,14 +401,15 @@ impl GridPlot {
             chart
                 .draw_series(LineSeries::new(
                     visible.iter().map(|p| (p.x, p.y)),
-                    style.stroke_width(2),
+                    style.stroke_width(2 + 2 * u32::from(spread)),
                 ))
                 .map_err(err)?;
             if line.markers {
+                let size = 3 + 2 * i32::from(spread);
                 draw_markers!(
                     line.series,
                     visible.iter().map(|p| (p.x, p.y)),
-                    3,
+                    size,
                     |elements| {
                         chart.draw_series(elements).map_err(err)?;
                     }

@@ -15,14 +15,20 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs `tally command_line`, which writes a report to `dir`, and returns its `index.html`,
-/// checked to be a self-contained page (nothing loaded from elsewhere), and its `plan.json`.
+/// Runs `tally command_line`, which writes a report to `dir` and says where on stderr, and
+/// returns its `index.html`, checked to be a self-contained page (nothing loaded from
+/// elsewhere), and its `plan.json`.
 pub(crate) fn written_report(command_line: &str, dir: &Path) -> (String, Value) {
     let output = tally(command_line);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{said}");
     assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        said.contains(&format!(
+            "report: {} (its numbers in {})",
+            dir.join("index.html").display(),
+            dir.join("plan.json").display()
+        )),
+        "{said}"
     );
     let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
     assert!(html.starts_with("<!DOCTYPE html>"));
