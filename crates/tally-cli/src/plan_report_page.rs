@@ -533,7 +533,41 @@ fn page(report: &PlanReport, dir: &Path) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::plan_field;
+    use tally_accounting::key_selection::PopulationUtility;
+    use tally_cli::plan_report::{PopulationSweep, SweepPoint};
+
+    use super::{plan_field, recall_note};
+
+    fn sweep(recalls: &[[f64; 2]]) -> PopulationSweep {
+        let utility = |recall| {
+            Some(PopulationUtility {
+                top: 20,
+                recall,
+                expected_released: 10.0,
+                mean_absolute_error: 1.0,
+            })
+        };
+        PopulationSweep {
+            description: "test".into(),
+            clients: 100,
+            items: 30,
+            points: recalls
+                .iter()
+                .enumerate()
+                .map(|(i, pair)| SweepPoint {
+                    epsilon: f64::from(u8::try_from(i).unwrap() + 1),
+                    utilities: pair.iter().copied().map(utility).collect(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn coinciding_recall_lines_are_said_to_coincide() {
+        let note = recall_note(&sweep(&[[1.0, 1.0], [0.9, 0.9002]]));
+        assert!(note.contains("same recall@20 at every ε"), "{note}");
+        assert_eq!(recall_note(&sweep(&[[1.0, 1.0], [0.9, 0.8]])), "");
+    }
 
     #[test]
     fn a_plan_field_reads_as_words_with_privacy_rounded_up() {

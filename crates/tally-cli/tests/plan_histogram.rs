@@ -276,6 +276,7 @@ fn the_choosers_report_draws_every_mechanism_and_the_recommendation() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    let table = String::from_utf8(out.stdout).expect("UTF-8");
     let said = String::from_utf8(out.stderr).expect("UTF-8");
     let index = dir.join("index.html");
     assert!(

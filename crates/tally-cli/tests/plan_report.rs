@@ -27,9 +27,18 @@ fn report_is_written_with_its_figures_and_numbers() {
         ),
         &dir,
     );
-    // Four figures inline: release curves, relative error, recall and error by ε.
-    assert_eq!(html.matches("<svg").count(), 4, "figures");
-    assert_eq!(html.matches("</svg>").count(), 4);
+    // Five figures inline: release curves, relative error, and recall, items released and
+    // error by ε.
+    assert_eq!(html.matches("<svg").count(), 5, "figures");
+    assert_eq!(html.matches("</svg>").count(), 5);
+    // The plan's table is for people: names in words, δ rounded up (plan.json keeps it whole).
+    assert!(html.contains("<td>achieved delta</td>"), "{html}");
+    assert!(!html.contains("achieved_delta"));
+    let achieved = report["plan"]["achieved_delta"].as_f64().unwrap().to_string();
+    assert!(
+        achieved.len() <= 8 || !html.contains(&achieved),
+        "δ shown whole: {achieved}"
+    );
     // The plan is the document of `--json`.
     assert_eq!(report["plan"], json(&format!("{PLAN} --json")));
     // Its 50% and 95% points are the library's for the planned parameters.
@@ -51,6 +60,24 @@ fn report_is_written_with_its_figures_and_numbers() {
         "{summary}"
     );
     assert!(html.contains(&format!("held by {c50} clients half the time")));
+    // When each selection is the right one, with this plan's numbers.
+    let choice = &html[html.find("<h2>Which to choose</h2>").expect("the choice section")..];
+    let choice = &choice[..choice.find("</ul>").unwrap()];
+    for (name, selection) in report["selections"].as_array().unwrap().iter().map(|s| {
+        (
+            s["name"].as_str().unwrap().replace('&', "&amp;"),
+            s["release_50"].as_u64().unwrap(),
+        )
+    }) {
+        assert!(
+            choice.contains(&format!("<b>{name}</b>")),
+            "{name} in {choice}"
+        );
+        assert!(
+            choice.contains(&format!("half the time at {selection} clients")),
+            "{name}'s 50% count {selection} in {choice}"
+        );
+    }
     let sweep = report["population"]["sweep"].as_array().unwrap();
     assert_eq!(sweep.len(), 6);
     assert!(sweep.iter().all(|p| p["selections"][0]["top"] == 10));
