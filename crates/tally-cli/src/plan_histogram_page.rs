@@ -9,6 +9,8 @@ use tally_accounting::TrustModel;
 use tally_cli::domain_plan::{DomainReport, MechanismPlan, table_counts};
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
+use crate::output::privacy_number;
+
 use crate::plan_report_page::{
     FIGURE_SIZE, STYLE, escape, line, page_end, push_figures, write_documents,
 };
@@ -62,6 +64,63 @@ fn by_model(
             (!lines.is_empty()).then(|| figure(model, series, lines))
         })
         .collect()
+}
+
+/// What each trust model assumes, and when it is the right choice.
+const MODEL_CHOICE: [(TrustModel, &str); 3] = [
+    (
+        TrustModel::Central,
+        "when one party may receive every client's true item and is trusted to add the noise: \
+         the smallest error",
+    ),
+    (
+        TrustModel::Shuffle,
+        "when no party should see both who sent a report and what it says: a shuffler cuts \
+         the reports from their senders, and the guarantee counts on the other devices' \
+         messages (see the colluding fraction it states)",
+    ),
+    (
+        TrustModel::Local,
+        "when no party is trusted at all: each device randomizes its item before it sends \
+         it, and the error is the largest",
+    ),
+];
+
+/// The section "Which to choose": per trust model, what it assumes and its mechanism with the
+/// smallest expected error at the middle count of the table `counts`.
+fn choice_section(report: &DomainReport, counts: &[u64]) -> String {
+    let Some(&count) = counts.get(counts.len() / 2) else {
+        return String::new();
+    };
+    let mut items = Vec::new();
+    for (model, when) in MODEL_CHOICE {
+        let best = report
+            .mechanisms
+            .iter()
+            .filter_map(|plan| {
+                let calibrated = plan.calibrated()?;
+                let error = calibrated.table.iter().find(|e| e.count == count)?;
+                (calibrated.guarantee.model == model)
+                    .then_some((plan.mechanism().name(), error.error.mean_absolute_error))
+            })
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((name, error)) = best else {
+            continue;
+        };
+        items.push(format!(
+            "<li><b>{}</b> {when}; here <code>{name}</code> is its best, E|error| {} at a true \
+             count of {count}.</li>",
+            model.name(),
+            cell(Some(error)),
+        ));
+    }
+    format!(
+        "<h2>Which to choose</h2>\n<p>Every mechanism here estimates every element of a public \
+         domain. Sample-and-threshold (<code>tally histogram</code> without \
+         <code>--mechanism</code>) needs none: it adds no noise and releases only the items \
+         enough clients hold.</p>\n<ul>{}</ul>\n",
+        items.join("\n")
+    )
 }
 
 /// The expected absolute error by true count, a figure per trust model.
@@ -193,12 +252,8 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
                     html,
                     "<td>{}</td><td>ε = {}, δ = {}, {}</td><td>{}</td>",
                     g.model.name(),
-                    g.epsilon,
-                    if g.delta == 0.0 {
-                        "0".to_owned()
-                    } else {
-                        format!("{:.2e}", g.delta)
-                    },
+                    privacy_number(g.epsilon),
+                    privacy_number(g.delta),
                     escape(&g.neighbours.to_string()),
                     c.cost.map_or_else(
                         || "—".to_owned(),
@@ -227,6 +282,7 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
         html += "</tr>";
     }
     html += "</table>\n";
+    html += &choice_section(report, &counts);
     push_figures(&mut html, &error_figures(report), dir, "error")?;
 
     if let Some(sweep) = &report.population {

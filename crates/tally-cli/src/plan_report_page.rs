@@ -578,7 +578,10 @@ mod tests {
         );
         assert_eq!(plan_field("method", &serde_json::json!("tight")), "tight");
         assert_eq!(
-            plan_field("achieved_delta", &serde_json::json!(9.999_999_999_999_98e-9)),
+            plan_field(
+                "achieved_delta",
+                &serde_json::json!(9.999_999_999_999_98e-9)
+            ),
             "1.000e-8"
         );
         assert_eq!(

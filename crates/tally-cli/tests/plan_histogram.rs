@@ -148,6 +148,18 @@ fn report_compares_every_mechanism_and_the_population() {
     for model in ["central model", "shuffle model", "local model"] {
         assert!(html.contains(model), "{model}");
     }
+    // When each trust model is the right choice, with its best mechanism here.
+    let choice = &html[html
+        .find("<h2>Which to choose</h2>")
+        .expect("the choice section")..];
+    let choice = &choice[..choice.find("</ul>").expect("its list")];
+    for model in ["central", "shuffle", "local"] {
+        assert!(
+            choice.contains(&format!("<li><b>{model}</b> when")),
+            "{choice}"
+        );
+    }
+    assert!(choice.contains("is its best, E|error|"), "{choice}");
     for outside in ["<script", "<link", "<img", "src=", "url("] {
         assert!(
             !html.contains(outside),

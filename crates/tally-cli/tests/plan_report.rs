@@ -34,7 +34,10 @@ fn report_is_written_with_its_figures_and_numbers() {
     // The plan's table is for people: names in words, δ rounded up (plan.json keeps it whole).
     assert!(html.contains("<td>achieved delta</td>"), "{html}");
     assert!(!html.contains("achieved_delta"));
-    let achieved = report["plan"]["achieved_delta"].as_f64().unwrap().to_string();
+    let achieved = report["plan"]["achieved_delta"]
+        .as_f64()
+        .unwrap()
+        .to_string();
     assert!(
         achieved.len() <= 8 || !html.contains(&achieved),
         "δ shown whole: {achieved}"
@@ -61,7 +64,9 @@ fn report_is_written_with_its_figures_and_numbers() {
     );
     assert!(html.contains(&format!("held by {c50} clients half the time")));
     // When each selection is the right one, with this plan's numbers.
-    let choice = &html[html.find("<h2>Which to choose</h2>").expect("the choice section")..];
+    let choice = &html[html
+        .find("<h2>Which to choose</h2>")
+        .expect("the choice section")..];
     let choice = &choice[..choice.find("</ul>").unwrap()];
     for (name, selection) in report["selections"].as_array().unwrap().iter().map(|s| {
         (
