@@ -53,6 +53,18 @@ def test_spark_equals_the_cli_with_the_same_key(spark, rows_tsv):
     assert release.guarantee == expected["guarantee"]
 
 
+def test_pyspark_does_not_warn_about_the_pandas_the_extras_install(spark, rows_tsv):
+    """The extras (and the CI's pins) keep pandas below 3: PySpark 4 warns on every job that
+    it does not fully support pandas 3."""
+    import warnings
+
+    df = rows_frame(spark, rows_tsv)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tally.spark.histogram(df, item="item", client="client", sampling_key="0" * 32, **SETTINGS)
+    assert not [str(w.message) for w in caught if "pandas" in str(w.message)]
+
+
 def test_a_retried_task_leaves_the_release_unchanged(spark, rows_tsv, tmp_path):
     df = rows_frame(spark, rows_tsv)
     before = tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004b32", **SETTINGS)

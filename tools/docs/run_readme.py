@@ -2,9 +2,9 @@
 """Run the README's shell and Python blocks as written, top to bottom.
 
 Every fenced ```sh and ```python block of README.md runs in order, from a scratch directory
-that links every file and directory the repository tracks at its top level (so `data/...`,
-`crates/...` and `cargo` find what they would find in a clone, and whatever the blocks write
-stays out of the clone). Shell blocks run with `bash -e -o pipefail`, one script per block;
+holding a copy of the clone's files (so `data/...`, `crates/...`, `cargo` and `pip install ./`
+find what they would find in a fresh clone, and whatever the blocks write stays out of the
+clone; builds reuse the clone's `target/`). Shell blocks run with `bash -e -o pipefail`, one script per block;
 Python blocks with the given interpreter. Both find `tally` in `--tally-dir` first on `PATH`
 (the README has it installed by `cargo install`), then the virtual environment's `bin/`.
 
@@ -25,6 +25,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -107,13 +108,23 @@ def shell_script(text, skipped):
 
 
 def scratch_directory(root):
-    """A scratch directory linking every entry the repository tracks at its top level."""
-    tracked = subprocess.run(
-        ["git", "ls-files"], cwd=root, check=True, capture_output=True, text=True
-    ).stdout.split()
+    """A scratch directory holding a copy of the clone's files (those git tracks, and new ones
+    it does not ignore), as a fresh clone would have them. (Copies, not links: the wheel's
+    build does not follow a linked `python/`.)"""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="tally-readme-"))
-    for entry in sorted({path.split("/")[0] for path in tracked}):
-        (scratch / entry).symlink_to(root / entry)
+    for path in filter(None, listed):
+        source = root / path
+        if not source.is_file():
+            continue  # deleted in the working tree
+        (scratch / path).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, scratch / path)
     return scratch
 
 
@@ -224,7 +235,7 @@ def main():
                 sys.exit(f"README.md block {index} (line {line}) failed with status {status}")
             print(f"   ok in {time.monotonic() - started:.0f} s", flush=True)
     finally:
-        subprocess.run(["rm", "-rf", str(scratch)], check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
     if args.only is None and unused:
         sys.exit("--skip names lines the README does not have: " + ", ".join(sorted(unused)))
 
