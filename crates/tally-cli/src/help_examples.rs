@@ -146,8 +146,8 @@ Examples:
   tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8
   # A sample-and-threshold histogram over a population of 100,000 devices
   tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --mechanism sample-threshold --population phones --expected-population 100000 --epsilon 1 --delta 1e-8
-  # Keep the new task's id for the commands that follow
-  TASK_ID=$(tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8 --id-only)";
+  # Print only the new task's id, to keep it: TASK_ID=$(tally task create ... --id-only)
+  tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8 --id-only";
 
 /// `tally task list`.
 #[cfg(feature = "federated")]

@@ -30,7 +30,7 @@ use crate::ledger::{Charge, Ledger, LossRounds};
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
-use crate::round::{Cohort, Round};
+use crate::round::{CheckInRefused, Cohort, Round};
 use crate::store::{
     self, ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredTask,
 };
@@ -276,6 +276,9 @@ impl Runtime {
                 .map_err(|e| ServerError::Corrupt(format!("calibrating a task failed: {e}")))?
         };
         let (engine, guarantee) = built.map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?;
+        // After the kind's own checks, which say more where a cohort cap is part of its
+        // guarantee (the shuffle protocols).
+        check_cohort_target(spec)?;
         let population = self
             .store
             .population(&spec.population)
@@ -858,6 +861,7 @@ impl Runtime {
             Cohort {
                 min: policy.min_cohort,
                 target: cohort_target,
+                expected: task.spec.expected_population,
             },
             opened.aggregator,
             opened.refusal,
@@ -1010,9 +1014,21 @@ impl Runtime {
                     .check_in_device(&who.id, &mut rand::rng())
                     .ok_or_else(not_open)?,
             ],
-            Role::Operator => round
-                .check_in(&who.id, devices, &mut rand::rng())
-                .ok_or_else(not_open)?,
+            Role::Operator => match round.check_in(&who.id, devices, &mut rand::rng()) {
+                Ok(tokens) => tokens,
+                Err(CheckInRefused::Closed) => return Err(not_open()),
+                Err(CheckInRefused::PastPopulation { issued, expected }) => {
+                    return Err(ApiError::new(
+                        ErrorCode::Oversized,
+                        format!(
+                            "this credential took {issued} upload tokens in this round, and \
+                             {devices} more would pass the {expected} devices its task \
+                             expects: a relaying credential takes at most one token per \
+                             device"
+                        ),
+                    ));
+                }
+            },
             Role::Analyst => return Err(forbidden("an analyst takes no upload tokens".into())),
             Role::Relay => {
                 return Err(forbidden(
@@ -1358,6 +1374,24 @@ fn check_spec(spec: &TaskSpec) -> Result<(), ApiError> {
         return invalid(format!("max_report_bytes: 1 to {MAX_REPORT_BYTES}"));
     }
     Ok(())
+}
+
+/// Refuses a cohort target above the expected population: a round would wait for devices the
+/// task does not count on (and a relaying credential could be asked for that many upload
+/// tokens).
+fn check_cohort_target(spec: &TaskSpec) -> Result<(), ApiError> {
+    match spec.rounds.cohort_target {
+        Some(target) if target > spec.expected_population => Err(ApiError::new(
+            ErrorCode::InvalidTask,
+            format!(
+                "cohort_target {target}: above the expected population of {} devices, so a \
+                 round would wait for devices the task does not count on; set cohort_target \
+                 to at most {}, or expected_population to the devices there are",
+                spec.expected_population, spec.expected_population
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The most devices a task may expect.

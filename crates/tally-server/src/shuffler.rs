@@ -131,6 +131,7 @@ mod tests {
             Cohort {
                 min: 1,
                 target: 100,
+                expected: DEVICES as u64 + 1,
             },
             aggregator,
             ErrorCode::Malformed,

@@ -766,6 +766,8 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
         never_releases.expected_population = 10;
         never_releases.rounds.min_cohort = 100;
         never_releases.rounds.cohort_target = None;
+        let mut past_the_population = base.clone();
+        past_the_population.rounds.cohort_target = Some(u64::MAX);
         let too_deep = spec(triehh_plus(300, 0.2), 1.0, policy(1, 1000));
         let mut too_many_quantiles = spec(quantiles(3, 0.2), 1.0, policy(1, 1000));
         if let tally_messages::TaskKind::Quantiles { quantiles, .. } = &mut too_many_quantiles.kind
@@ -781,6 +783,10 @@ async fn tasks_past_the_bounds_are_refused_with_what_is_allowed() {
                 "expected_population (10) is below min_cohort (100)",
             ),
             (too_deep, "levels 300: at most 64"),
+            (
+                past_the_population,
+                "above the expected population of 1000 devices",
+            ),
             (too_many_quantiles, "quantiles: at most"),
             (
                 spec(range(60.0, 10.0, 3, 0.2), 1.0, policy(1, 1000)),
