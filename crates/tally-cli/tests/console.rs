@@ -359,6 +359,6 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
     }
     browser.delete_all_cookies().await.unwrap();
     for path in &pages {
-        refused(browser, url, path, "sign in with").await;
+        refused(browser, url, path, "Sign in with the token").await;
     }
 }

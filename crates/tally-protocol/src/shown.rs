@@ -5,7 +5,7 @@
 //! rounded.
 
 use serde_json::{Map, Value};
-use tally_messages::GuaranteeBody;
+use tally_messages::{CollusionBody, GuaranteeBody};
 
 /// Significant digits of the numbers shown to people.
 const SHOWN_DIGITS: i32 = 4;
@@ -80,9 +80,13 @@ pub fn privacy_number(x: f64) -> String {
 }
 
 /// A `δ` for people: four significant digits in scientific notation, rounded as `rounding`
-/// says (up for a guarantee, down for what is left).
+/// says (up for a guarantee, down for what is left); zero as `0`.
 pub fn delta_number(x: f64, rounding: Rounding) -> String {
-    format!("{:.3e}", to_shown_digits(x, rounding))
+    if x == 0.0 {
+        "0".to_owned()
+    } else {
+        format!("{:.3e}", to_shown_digits(x, rounding))
+    }
 }
 
 /// An estimate for people: to the nearest whole number from 1,000 on, else to four significant
@@ -119,11 +123,7 @@ pub fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
         format!("{}", PrivacyPair(guarantee.epsilon, guarantee.delta))
     };
     let collusion = guarantee.collusion.map_or_else(String::new, |collusion| {
-        format!(
-            "; {}; {}",
-            collusion.colluding_text(),
-            collusion.floor_text()
-        )
+        format!("; {}", collusion_text(&collusion))
     });
     format!(
         "{privacy}-DP in the {} model, {} neighbours; {}; trust model {}{collusion}",
@@ -134,13 +134,55 @@ pub fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
     )
 }
 
+/// What a shuffle-model guarantee keeps against devices colluding with the analyst, for
+/// people: against the assumed fraction (`ε`, `δ` rounded up; `∞` where no finite `ε` reaches
+/// `δ`), then the floor when every other device colludes.
+pub fn collusion_text(collusion: &CollusionBody) -> String {
+    let against_fraction = match collusion.epsilon {
+        Some(epsilon) => format!(
+            "ε = {}, δ = {}",
+            privacy_number(epsilon),
+            delta_number(collusion.delta, Rounding::Up)
+        ),
+        None => format!(
+            "ε = ∞ at δ = {}",
+            delta_number(collusion.delta, Rounding::Up)
+        ),
+    };
+    let floor = match collusion.floor {
+        Some(floor) => format!("ε = {} (the local ε₀)", privacy_number(floor)),
+        None => "ε = ∞ (no local guarantee)".to_owned(),
+    };
+    format!(
+        "if a fraction {} of the devices colludes with the analyst: {against_fraction}; if every \
+         other device colludes: {floor}",
+        number(collusion.colluding_fraction, Rounding::Nearest)
+    )
+}
+
 /// A document's `parameters` as rows for people: each field's name in words and its value as
-/// [`parameters_line`] shows it.
+/// [`field_text`] shows it.
 pub fn parameter_rows(parameters: &Map<String, Value>) -> Vec<(String, String)> {
     parameters
         .iter()
-        .map(|(name, value)| (name.replace('_', " "), parameters_line(value)))
+        .map(|(name, value)| (name.replace('_', " "), field_text(name, value)))
         .collect()
+}
+
+/// The field `name` of a document for people: a number whose name is an `ε` or a `δ`
+/// (`epsilon`, `target_delta`, `local_epsilon`, …) rounded up, anything else as
+/// [`parameters_line`] shows it.
+pub fn field_text(name: &str, value: &Value) -> String {
+    match value.as_f64() {
+        Some(x) if name.contains("epsilon") || name.contains("delta") => {
+            if name.contains("delta") && x != 0.0 {
+                delta_number(x, Rounding::Up)
+            } else {
+                privacy_number(x)
+            }
+        }
+        _ => parameters_line(value),
+    }
 }
 
 /// A document's `parameters` in one line for people: `name value` pairs, names in words,
@@ -231,6 +273,21 @@ mod tests {
             }
             x *= 3.7;
         }
+    }
+
+    #[test]
+    fn a_collusion_statement_is_rounded_up() {
+        let collusion = CollusionBody {
+            colluding_fraction: 0.1,
+            epsilon: Some(1.234_567_8),
+            delta: 9.99999999999998e-9,
+            floor: None,
+        };
+        assert_eq!(
+            collusion_text(&collusion),
+            "if a fraction 0.1 of the devices colludes with the analyst: ε = 1.235, δ = \
+             1.000e-8; if every other device colludes: ε = ∞ (no local guarantee)"
+        );
     }
 
     #[test]

@@ -209,7 +209,8 @@ impl Console {
     fn refuse(&self, error: &ApiError, session: Option<&Session>) -> Response {
         self.runtime.metrics.reject(error.code);
         let page = if error.code == ErrorCode::Unauthenticated {
-            pages::login(Some(error.message()))
+            // A page asked without a session prompts to sign in; a token refused says why.
+            pages::login(Some(error.message()).filter(|message| *message != SIGN_IN))
         } else {
             pages::refusal(session, error.message())
         };
@@ -325,8 +326,21 @@ async fn ledger(State(console): App, headers: HeaderMap) -> Answer {
     Ok(console.page(result, &session))
 }
 
-/// A task, its round, and (for its analyst, as `GET /v1/tasks/{id}/result`) its release.
-async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -> Answer {
+#[derive(Deserialize)]
+struct TaskPageQuery {
+    /// The page of the release's lists to show, from 1.
+    #[serde(default)]
+    page: Option<usize>,
+}
+
+/// A task, its round, and (for its analyst, as `GET /v1/tasks/{id}/result`) its release, its
+/// lists a page at a time.
+async fn task(
+    State(console): App,
+    Path(id): Path<String>,
+    Query(query): Query<TaskPageQuery>,
+    headers: HeaderMap,
+) -> Answer {
     let session = console.session(&headers, &PEOPLE).await?;
     let runtime = &console.runtime;
     let result = async {
@@ -353,6 +367,7 @@ async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -
             &info,
             round.as_ref(),
             release.as_deref(),
+            query.page.unwrap_or(1),
         ))
     }
     .await;

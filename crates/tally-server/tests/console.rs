@@ -11,6 +11,7 @@ use axum::http::header::{
 };
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use tally_messages::Role;
+use tally_protocol::shown::Rounding;
 use tower::ServiceExt;
 
 use common::{Credentials, POPULATION, credential, population, swapped};
@@ -467,7 +468,7 @@ async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarant
     );
     let html = plan_page(&router, analyst, &spec).await;
     assert!(html.contains("Each of the task's 4 levels"), "{html}");
-    assert!(html.contains("ε = 0.500 and δ = 2.500e-7"), "{html}");
+    assert!(html.contains("ε = 0.5 and δ = 2.500e-7"), "{html}");
     assert!(!curve_points(&html, "sample-threshold").is_empty());
     assert!(!html.contains("no-curve"));
     // OUE's guarantee is under replace-one neighbours: it runs on a replace-one population.
@@ -580,5 +581,198 @@ async fn every_kind_the_form_offers_plans_and_creates() {
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    server.shutdown().await;
+}
+
+/// The numbers written with a decimal point on `html` (plain or in scientific notation) that
+/// have more than six significant digits: a number for people has at most four (six for a
+/// whole estimate).
+fn long_numbers(html: &str) -> Vec<String> {
+    let bytes = html.as_bytes();
+    let mut long = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_digit() {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && (bytes[at].is_ascii_digit() || bytes[at] == b'.') {
+            at += 1;
+        }
+        let number = &html[start..at];
+        let digits = number
+            .trim_start_matches(['0', '.'])
+            .chars()
+            .filter(char::is_ascii_digit)
+            .count();
+        if number.contains('.') && digits > 6 {
+            long.push(number.to_owned());
+        }
+    }
+    long
+}
+
+#[test]
+fn long_numbers_are_found() {
+    let html = "ε = 0.9999502514237878, δ = 9.99999999999998e-9; 1.000e-8, 0.5234, 27763.7";
+    assert_eq!(
+        long_numbers(html),
+        ["0.9999502514237878", "9.99999999999998"]
+    );
+}
+
+/// Whether `html` holds the text of a JSON object (escaped as the templates escape it).
+fn holds_json_object(html: &str) -> bool {
+    ["{\"", "{&quot;", "&quot;:", "\":"]
+        .iter()
+        .any(|marker| html.contains(marker))
+}
+
+/// The `ε` of the finished task: 2.001 rounded up to four significant digits, 2 to the nearest.
+const TASK_EPSILON: f64 = 2.000_123_4;
+
+/// A finished sample-and-threshold histogram task of the test population: `items` items, each
+/// held (and uploaded, the devices sampling) by `holders` devices, at a sampling rate of 0.5.
+async fn finished_histogram(router: &Router, credentials: &Credentials, items: usize) -> String {
+    use tally_messages::{RoundPolicy, TaskInfo, UploadReceipt};
+    let holders = 40;
+    let api = common::signed_in(router.clone(), credentials);
+    let devices = u32::try_from(items * holders).unwrap();
+    let policy = RoundPolicy {
+        min_cohort: 1,
+        cohort_target: Some(u64::from(devices)),
+        ..RoundPolicy::default()
+    };
+    let task: TaskInfo = common::post(
+        &api,
+        "/v1/tasks",
+        &common::spec(common::histogram(0.5), TASK_EPSILON, policy),
+    )
+    .await;
+    let round = common::open_round(&api, &task.id).await;
+    let tokens = common::tokens(&api, &round.round_id, devices).await;
+    let reports: Vec<String> = (0..items)
+        .flat_map(|item| std::iter::repeat_n(format!("item-{item:03}"), holders))
+        .collect();
+    let uploads = tokens
+        .into_iter()
+        .zip(&reports)
+        .map(|(token, report)| (token, Some(report.as_str())))
+        .collect();
+    let receipt: UploadReceipt = common::post(
+        &api,
+        &format!("/v1/rounds/{}/uploads", round.round_id),
+        &common::batch(uploads),
+    )
+    .await;
+    assert!(receipt.rejected.is_empty(), "{receipt:?}");
+    let released = common::released(&api, &task.id).await;
+    let release: tally_messages::TaskResult = serde_json::from_str(&released).unwrap();
+    let tally_messages::TaskResult::Histogram(release) = release else {
+        panic!("a histogram: {released}");
+    };
+    assert_eq!(release.released_items, items, "{released}");
+    task.id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_task_shows_rounded_numbers_and_its_release_a_page_at_a_time() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let id = finished_histogram(&router, &credentials, 60).await;
+    let analyst = credentials.analyst.as_str();
+    let path = format!("/console/tasks/{id}");
+    let first = page(&router, &path, analyst).await;
+    let second = page(&router, &format!("{path}?page=2"), analyst).await;
+    let ledger = page(&router, "/console/ledger", analyst).await;
+    let overview = page(&router, "/console", analyst).await;
+    for (name, html) in [
+        ("first page", &first),
+        ("second page", &second),
+        ("ledger", &ledger),
+        ("overview", &overview),
+    ] {
+        assert!(
+            long_numbers(html).is_empty(),
+            "{name}: {:?}",
+            long_numbers(html)
+        );
+        assert!(!holds_json_object(html), "{name}: {html}");
+    }
+    // The guarantee as the accountant computed it, rounded up.
+    let info: tally_messages::TaskInfo = serde_json::from_str(
+        &common::call_with(
+            &router,
+            analyst,
+            Method::GET,
+            &format!("/v1/tasks/{id}"),
+            None,
+        )
+        .await
+        .1,
+    )
+    .unwrap();
+    assert_eq!(info.guarantee.epsilon.to_bits(), TASK_EPSILON.to_bits());
+    assert!(
+        first.contains(r#"<th>ε</th><td class="n">2.001</td>"#),
+        "{first}"
+    );
+    let delta = tally_protocol::shown::delta_number(info.guarantee.delta, Rounding::Up);
+    assert!(
+        first.contains(&format!(r#"<th>δ</th><td class="n">{delta}</td>"#)),
+        "{first}"
+    );
+    assert!(ledger.contains(r#"<td class="n">2.001</td>"#), "{ledger}");
+    // Sixty items: fifty on the first page, ten on the second, each linking to the other.
+    let items = |html: &str| html.matches("<td>item-").count();
+    assert_eq!((items(&first), items(&second)), (50, 10));
+    assert!(first.contains("<td>item-000</td>") && !first.contains("<td>item-050</td>"));
+    assert!(second.contains("<td>item-050</td>") && second.contains("<td>item-059</td>"));
+    assert!(
+        first.contains(&format!(r#"href="{path}?page=2""#)),
+        "{first}"
+    );
+    assert!(!first.contains(r#"rel="prev""#));
+    assert!(
+        second.contains(&format!(r#"href="{path}?page=1""#)),
+        "{second}"
+    );
+    assert!(!second.contains(r#"rel="next""#));
+    // A page past the last shows the last; the API keeps the whole release.
+    let past = page(&router, &format!("{path}?page=9"), analyst).await;
+    assert_eq!(items(&past), 10);
+    let (status, whole) = common::call_with(
+        &router,
+        analyst,
+        Method::GET,
+        &format!("/v1/tasks/{id}/result"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(whole.matches(r#""item":"#).count(), 60);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_sign_in_page_prompts_and_a_refused_token_is_an_error() {
+    let (server, router, _, _db, _dir) = console().await;
+    for path in ["/console/login", "/console"] {
+        let (_, _, html) = send(&router, Method::GET, path, None, None, None).await;
+        assert!(html.contains(r#"<p class="prompt">"#), "{path}: {html}");
+        assert!(!html.contains(r#"class="error""#), "{path}: {html}");
+    }
+    let (status, _, html) = send(
+        &router,
+        Method::GET,
+        "/console",
+        Some("garbage"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(html.contains(r#"<p class="error">"#), "{html}");
+    assert!(!html.contains(r#"class="prompt""#), "{html}");
     server.shutdown().await;
 }
