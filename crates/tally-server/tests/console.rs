@@ -530,57 +530,352 @@ async fn a_replace_one_plan_shows_its_curve_without_the_add_remove_comparisons()
     server.shutdown().await;
 }
 
-/// The text of the task form's spec, unescaped.
-fn form_spec(html: &str) -> String {
-    after(html, r#"<textarea name="spec" rows="24">"#, '<')
-        .replace("&quot;", "\"")
+/// HTML text unescaped.
+fn unescape(text: &str) -> String {
+    text.replace("&quot;", "\"")
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&")
 }
 
-#[tokio::test]
-async fn every_kind_the_form_offers_plans_and_creates() {
-    let (server, router, credentials, db, _dir) = console().await;
-    // The kinds whose guarantee is under replace-one neighbours run on a replace-one population,
-    // which the example of an analyst over it names.
-    let swapped_analyst = swapped(&db, (10.0, 1e-5)).await;
-    let form = page(&router, "/console/tasks/new", &credentials.analyst).await;
-    let kinds: Vec<&str> = form
-        .split(r#"href="/console/tasks/new?kind="#)
-        .skip(1)
-        .map(|rest| rest.split('"').next().unwrap())
+/// The value of the attribute `name` in the tag `tag` (its text between `<` and `>`).
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let marker = format!(r#" {name}=""#);
+    let (_, rest) = tag.split_once(&marker)?;
+    Some(unescape(rest.split('"').next().unwrap()))
+}
+
+/// The fields of the form `#id` on `html` with the values a browser would send: every input
+/// but an unchecked box, every select's selected option (its first without one).
+fn form_fields(html: &str, id: &str) -> Vec<(String, String)> {
+    let form = after(html, &format!(r#"<form id="{id}""#), '\u{0}');
+    let form = form.split("</form>").next().unwrap();
+    let mut fields = Vec::new();
+    for (at, _) in form.match_indices('<') {
+        let tag = form[at..].split('>').next().unwrap();
+        if tag.starts_with("<input") {
+            let Some(name) = attribute(tag, "name") else {
+                continue;
+            };
+            let checkbox = tag.contains(r#"type="checkbox""#);
+            if checkbox && !tag.contains(" checked") {
+                continue;
+            }
+            fields.push((name, attribute(tag, "value").unwrap_or_default()));
+        } else if tag.starts_with("<select") {
+            let name = attribute(tag, "name").unwrap();
+            let options = form[at..].split("</select>").next().unwrap();
+            let chosen = options
+                .split("<option")
+                .skip(1)
+                .find(|option| option.split('>').next().unwrap().contains(" selected"))
+                .or_else(|| options.split("<option").nth(1))
+                .unwrap();
+            let value = attribute(&format!(" {}", chosen.split('>').next().unwrap()), "value");
+            fields.push((name, value.unwrap()));
+        }
+    }
+    fields
+}
+
+/// `fields` with `changes` made (a field set to its new value, or added).
+fn with(mut fields: Vec<(String, String)>, changes: &[(&str, &str)]) -> Vec<(String, String)> {
+    for (name, value) in changes {
+        match fields.iter_mut().find(|(n, _)| n == name) {
+            Some(field) => field.1 = (*value).to_owned(),
+            None => fields.push(((*name).to_owned(), (*value).to_owned())),
+        }
+    }
+    fields
+}
+
+/// Sends the task form `fields` to the plan page as the analyst.
+async fn plan_form(
+    router: &Router,
+    analyst: &str,
+    fields: &[(String, String)],
+) -> (StatusCode, String) {
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
         .collect();
-    assert_eq!(kinds.len(), 8, "{form}");
-    for kind in kinds {
-        let analyst = if ["domain-histogram", "triehh", "opt-prefix-tree"].contains(&kind) {
-            swapped_analyst.as_str()
-        } else {
-            credentials.analyst.as_str()
-        };
-        let example = page(&router, &format!("/console/tasks/new?kind={kind}"), analyst).await;
-        let spec = form_spec(&example);
-        assert!(spec.contains(&format!(r#""type": "{kind}""#)), "{spec}");
-        let token = form_token(&example);
-        let form = encode(&[("form_token", &token), ("spec", &spec)]);
-        let (status, _, plan) = post(&router, "/console/tasks/plan", Some(analyst), form).await;
+    let (status, _, html) =
+        post(router, "/console/tasks/plan", Some(analyst), encode(&pairs)).await;
+    (status, html)
+}
+
+/// The spec a plan page confirms, as its hidden field carries it.
+fn planned_spec(plan: &str) -> tally_messages::TaskSpec {
+    let tag = after(plan, r#"<input type="hidden" name="spec""#, '>');
+    serde_json::from_str(&attribute(tag, "value").unwrap()).unwrap()
+}
+
+/// The kinds the task form offers, by their names in its address.
+fn offered_kinds(html: &str) -> Vec<String> {
+    let select = after(html, r#"<select name="kind">"#, '\u{0}');
+    let select = select.split("</select>").next().unwrap();
+    select
+        .split(r#"<option value=""#)
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .collect()
+}
+
+/// What each kind's form needs beyond its defaults, and the spec the API reads for the same
+/// task (the command line's `tally task create` with the same options), where the test
+/// compares them.
+fn form_case(kind: &str) -> (Vec<(&'static str, &'static str)>, Option<String>) {
+    let privacy = [
+        ("expected_population", "1000"),
+        ("privacy.epsilon", "1"),
+        ("privacy.delta", "1e-6"),
+    ];
+    let rounds = r#""rounds":{"min_cohort":100,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256},"sampling":"aggregator""#;
+    let add_remove =
+        r#""privacy":{"epsilon":1.0,"delta":1e-6,"neighbours":"add-remove","analysis":"tight"}"#;
+    let replace_one =
+        r#""privacy":{"epsilon":1.0,"delta":1e-6,"neighbours":"replace-one","analysis":"tight"}"#;
+    let spec = |population: &str, privacy: &str, kind: &str, rounds: &str| {
+        format!(
+            r#"{{"version":1,"population":"{population}","expected_population":1000,{privacy},"kind":{kind},{rounds}}}"#
+        )
+    };
+    let mut fields = privacy.to_vec();
+    let expected = match kind {
+        "histogram" => Some(spec(
+            "test",
+            add_remove,
+            r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
+            rounds,
+        )),
+        "heavy-hitters" => Some(spec(
+            "test",
+            add_remove,
+            r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":10,"segment":1,"restricted":true,"composition":"tight"}"#,
+            rounds,
+        )),
+        "quantiles" => {
+            fields.extend([
+                ("kind.range.0", "0"),
+                ("kind.range.1", "100"),
+                ("kind.levels", "3"),
+            ]);
+            Some(spec(
+                "test",
+                add_remove,
+                r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.1,0.5,0.9],"levels":3,"consistent":false,"composition":"tight","range":[0,100]}"#,
+                rounds,
+            ))
+        }
+        "range" => {
+            fields.extend([
+                ("kind.lo", "10"),
+                ("kind.hi", "50"),
+                ("kind.range.0", "0"),
+                ("kind.range.1", "100"),
+                ("kind.levels", "3"),
+            ]);
+            Some(spec(
+                "test",
+                add_remove,
+                r#"{"type":"range","lo":10,"hi":50,"levels":3,"consistent":false,"composition":"tight","range":[0,100]}"#,
+                rounds,
+            ))
+        }
+        "domain-histogram" => {
+            // A shuffle mechanism: its minimum cohort is the expected population.
+            fields.extend([
+                ("kind.mechanism", "balcer-cheu"),
+                ("kind.domain.integers", "16"),
+            ]);
+            Some(spec(
+                "swapped",
+                replace_one,
+                r#"{"type":"domain-histogram","mechanism":"balcer-cheu","domain":{"integers":16}}"#,
+                &rounds.replace(r#""min_cohort":100"#, r#""min_cohort":1000"#),
+            ))
+        }
+        "central-domain-histogram" => {
+            fields.push(("kind.domain.integers", "16"));
+            None
+        }
+        "triehh" => {
+            fields.push(("kind.levels", "4"));
+            None
+        }
+        "count-min-prefix-tree" => {
+            // The weak parameters under which a shuffled tree's reports fit (as the CLI's tests).
+            fields.extend([
+                ("kind.domain_bits", "2"),
+                ("kind.threshold", "160"),
+                ("expected_population", "3000"),
+                ("privacy.epsilon", "3"),
+                ("rounds.max_report_bytes", "32768"),
+            ]);
+            None
+        }
+        "opt-prefix-tree" => {
+            // A report over the default domain cap does not fit the default report size.
+            fields.push(("kind.domain_cap", "512"));
+            None
+        }
+        _ => None,
+    };
+    (fields, expected)
+}
+
+#[tokio::test]
+async fn every_kind_the_form_offers_plans_and_creates_the_task_its_json_gives() {
+    let (server, router, _, db, _dir) = console().await;
+    // One analyst over both populations: each kind's form opens on the population whose budget
+    // is kept under the kind's relation.
+    swapped(&db, (10.0, 1e-5)).await;
+    let analyst = credential(&db, Role::Analyst, "both", &[POPULATION, "swapped"]).await;
+    let form = page(&router, "/console/tasks/new", &analyst).await;
+    let kinds = offered_kinds(&form);
+    assert_eq!(kinds.len(), 10, "{form}");
+    let mut compared = 0;
+    for kind in &kinds {
+        let html = page(
+            &router,
+            &format!("/console/tasks/new?kind={kind}"),
+            &analyst,
+        )
+        .await;
+        let defaults = form_fields(&html, "task-form");
+        let (changes, expected) = form_case(kind);
+        let fields = with(defaults, &changes);
+        let (status, plan) = plan_form(&router, &analyst, &fields).await;
         assert_eq!(status, StatusCode::OK, "{kind}: {plan}");
-        let form = encode(&[("form_token", &token), ("spec", &spec)]);
-        let (status, headers, body) = post(&router, "/console/tasks", Some(analyst), form).await;
+        let spec = planned_spec(&plan);
+        if let Some(expected) = expected {
+            let expected: tally_messages::TaskSpec = serde_json::from_str(&expected).unwrap();
+            assert_eq!(spec, expected, "{kind}");
+            // The same JSON through the advanced form plans the same task.
+            let json = serde_json::to_string(&expected).unwrap();
+            let token = form_token(&html);
+            let sent = encode(&[("form_token", &token), ("spec", &json)]);
+            let (status, _, by_json) =
+                post(&router, "/console/tasks/plan", Some(&analyst), sent).await;
+            assert_eq!(status, StatusCode::OK, "{kind}: {by_json}");
+            assert_eq!(planned_spec(&by_json), spec, "{kind}");
+            compared += 1;
+        }
+        let token = form_token(&plan);
+        let sent = encode(&[
+            ("form_token", &token),
+            ("spec", &serde_json::to_string(&spec).unwrap()),
+        ]);
+        let (status, headers, body) = post(&router, "/console/tasks", Some(&analyst), sent).await;
         assert_eq!(status, StatusCode::SEE_OTHER, "{kind}: {body}");
-        let task = page(&router, headers[LOCATION].to_str().unwrap(), analyst).await;
+        let task = page(&router, headers[LOCATION].to_str().unwrap(), &analyst).await;
         assert!(task.contains("running"), "{kind}: {task}");
     }
+    assert_eq!(compared, 5);
     let (status, _, _) = send(
         &router,
         Method::GET,
         "/console/tasks/new?kind=nonsense",
-        Some(credentials.analyst.as_str()),
+        Some(&analyst),
         None,
         None,
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_form_opens_on_a_population_that_fits_and_names_a_bad_field() {
+    let (server, router, credentials, db, _dir) = console().await;
+    swapped(&db, (10.0, 1e-5)).await;
+    let analyst = credential(&db, Role::Analyst, "both", &[POPULATION, "swapped"]).await;
+    // Seven devices enrolled in the test population besides the tests' own: its size, known to
+    // the server.
+    let operator = common::signed_in(router.clone(), &credentials);
+    common::enroll(&operator, POPULATION, 7).await;
+    let population = |html: &str| {
+        form_fields(html, "task-form")
+            .into_iter()
+            .find(|(name, _)| name == "population")
+            .unwrap()
+            .1
+    };
+    let histogram = page(&router, "/console/tasks/new?kind=histogram", &analyst).await;
+    assert_eq!(population(&histogram), POPULATION);
+    let fields = form_fields(&histogram, "task-form");
+    assert!(
+        fields.contains(&("expected_population".into(), "8".into())),
+        "{fields:?}"
+    );
+    assert!(
+        histogram.contains("the 8 devices enrolled in test"),
+        "{histogram}"
+    );
+    for kind in [
+        "triehh",
+        "opt-prefix-tree",
+        "domain-histogram",
+        "count-min-prefix-tree",
+    ] {
+        let html = page(
+            &router,
+            &format!("/console/tasks/new?kind={kind}"),
+            &analyst,
+        )
+        .await;
+        assert_eq!(population(&html), "swapped", "{kind}");
+        let neighbours = form_fields(&html, "task-form")
+            .into_iter()
+            .find(|(name, _)| name == "privacy.neighbours")
+            .unwrap()
+            .1;
+        assert_eq!(neighbours, "replace-one", "{kind}");
+    }
+    // Nothing known of the swapped population: the field is empty and required.
+    let triehh = page(&router, "/console/tasks/new?kind=triehh", &analyst).await;
+    assert!(triehh.contains("not known to the server"), "{triehh}");
+    // A bad field comes back with the form, its values kept, and a message naming it.
+    let heavy = page(&router, "/console/tasks/new?kind=heavy-hitters", &analyst).await;
+    let base = with(
+        form_fields(&heavy, "task-form"),
+        &[
+            ("privacy.epsilon", "1"),
+            ("privacy.delta", "1e-6"),
+            ("expected_population", "1000"),
+        ],
+    );
+    let cases = [
+        (vec![("kind.levels", "ten")], "kind.levels"),
+        (vec![("privacy.epsilon", "")], "privacy.epsilon"),
+        (vec![("kind.sampling_rate", "2")], "sampling"),
+        (vec![("rounds.deadline_secs", "-1")], "rounds.deadline_secs"),
+    ];
+    for (changes, named) in cases {
+        let (status, html) = plan_form(&router, &analyst, &with(base.clone(), &changes)).await;
+        assert!(status.is_client_error(), "{changes:?}: {html}");
+        let refusal = after(&html, r#"<p class="error" id="refusal">"#, '<');
+        assert!(refusal.contains(named), "{changes:?}: {refusal}");
+        let kept = form_fields(&html, "task-form");
+        for (name, value) in &changes {
+            assert!(
+                kept.contains(&((*name).into(), (*value).into())),
+                "{name}: {kept:?}"
+            );
+        }
+    }
+    let quantiles = page(&router, "/console/tasks/new?kind=quantiles", &analyst).await;
+    let half_range = with(
+        form_fields(&quantiles, "task-form"),
+        &[
+            ("privacy.epsilon", "1"),
+            ("privacy.delta", "1e-6"),
+            ("kind.range.0", "0"),
+        ],
+    );
+    let (status, html) = plan_form(&router, &analyst, &half_range).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(html.contains("kind.range.1"), "{html}");
     server.shutdown().await;
 }
 

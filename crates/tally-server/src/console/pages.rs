@@ -14,9 +14,12 @@ use tally_protocol::shown::{
     Rounding, collusion_text, delta_number, estimate_number, field_text, number, privacy_number,
 };
 
+use std::collections::HashMap;
+
 use super::Session;
 use super::charts;
 use super::release_curve::ReleaseCurves;
+use super::task_form::{self, Field, FormKind, Input};
 
 /// The console's one stylesheet, inline and allowed by its hash alone.
 pub(super) const STYLE: &str = "\
@@ -627,30 +630,134 @@ pub(super) fn credentials(
     )
 }
 
-/// The task form, filled with `spec`, with why the last plan was refused.
-pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> Markup {
+/// What the task form shows: the kind and population chosen, the fields' values, and why the
+/// last plan was refused.
+pub(super) struct TaskFormPage<'a> {
+    /// The kind whose fields the form has.
+    pub(super) kind: &'static FormKind,
+    /// The analyst's populations.
+    pub(super) populations: &'a [PopulationInfo],
+    /// The population the task runs over.
+    pub(super) population: &'a str,
+    /// The population's size when the server knows it, and how it knows.
+    pub(super) size: Option<(u64, String)>,
+    /// The values sent, when the form comes back refused; the defaults otherwise.
+    pub(super) values: Option<&'a HashMap<String, String>>,
+    /// The spec sent as JSON, when that came back refused.
+    pub(super) spec: Option<&'a str>,
+    /// Why the last plan was refused.
+    pub(super) refusal: Option<&'a str>,
+}
+
+/// The task form: the kind and population first, then the kind's fields grouped as `tally task
+/// create`'s help groups them, and the task as JSON for those who prefer it.
+pub(super) fn new_task(session: &Session, page: &TaskFormPage<'_>) -> Markup {
+    let kind = page.kind;
+    let value = |field: &Field| -> String {
+        match (page.values, field.name) {
+            (Some(values), name) => values.get(name).cloned().unwrap_or_default(),
+            (None, "expected_population") => page
+                .size
+                .as_ref()
+                .map_or_else(String::new, |(size, _)| size.to_string()),
+            (None, _) => field.default.to_owned(),
+        }
+    };
     layout(
         Some(session),
         "New task",
         html! {
             section {
-                @if let Some(refusal) = refusal { p.error #refusal { (refusal) } }
-                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it and what it releases; nothing is created before you confirm." }
-                p {
-                    "Start from an example: "
-                    @for (index, (kind, ..)) in super::EXAMPLE_KINDS.iter().enumerate() {
-                        @if index > 0 { ", " }
-                        a href=(format!("/console/tasks/new?kind={kind}")) { (kind) }
-                    }
+                @if let Some(refusal) = page.refusal { p.error #refusal { (refusal) } }
+                p.note { "The next page shows the guarantee the server fixes for the task and what it releases; nothing is created before you confirm." }
+                form #choose-kind method="get" action="/console/tasks/new" {
+                    label.field { "Kind " select name="kind" {
+                        @for option in &task_form::KINDS {
+                            option value=(option.name) selected[option.name == kind.name] { (option.title) }
+                        }
+                    } }
+                    label.field { "Population " select name="population" {
+                        @for population in page.populations {
+                            option value=(population.name) selected[population.name == page.population] {
+                                (population.name) " (" (population.neighbours.name()) " budget)"
+                            }
+                        }
+                    } }
+                    button type="submit" { "Show its fields" }
                 }
+            }
+            section {
+                h2 { (kind.title) }
+                p.note {
+                    "The fields of " code { "tally task create " (kind.command) } ", with its defaults. "
+                    "Its guarantee is for " (kind.neighbours.name()) " neighbours"
+                    @if kind.neighbours == tally_accounting::Neighbours::ReplaceOne {
+                        ": it runs on a population whose budget is kept under replace-one neighbours"
+                    }
+                    "."
+                }
+                form #task-form method="post" action="/console/tasks/plan" {
+                    (form_token(session))
+                    input type="hidden" name="form_kind" value=(kind.name);
+                    input type="hidden" name="population" value=(page.population);
+                    @for (group, legend) in task_form::GROUPS {
+                        fieldset {
+                            legend { (legend) }
+                            @if group == task_form::Group::Task {
+                                p { "Population " strong { (page.population) } }
+                            }
+                            @for field in kind.all_fields().filter(|f| f.group == group) {
+                                (form_field(&field, &value(&field), page.size.as_ref()))
+                            }
+                        }
+                    }
+                    button type="submit" { "Show the plan" }
+                }
+            }
+            details open[page.spec.is_some()] {
+                summary { "Advanced: the task as JSON" }
+                p.note { "The task as the API takes it (POST /v1/tasks, as in docs/federated.md)." }
                 form method="post" action="/console/tasks/plan" {
                     (form_token(session))
-                    textarea name="spec" rows="24" { (spec) }
+                    textarea name="spec" rows="16" { (page.spec.unwrap_or_default()) }
                     button type="submit" { "Show the plan" }
                 }
             }
         },
     )
+}
+
+/// One field of the task form: its label, its input, its option of the command line and what
+/// leaving it empty means.
+fn form_field(field: &Field, value: &str, size: Option<&(u64, String)>) -> Markup {
+    let hint = match (field.name, size) {
+        ("expected_population", Some((_, known))) => known.clone(),
+        ("expected_population", None) => {
+            "not known to the server: the number of devices in the population".to_owned()
+        }
+        _ => field.hint.to_owned(),
+    };
+    html! {
+        label.field {
+            (field.label) " "
+            @match field.input {
+                Input::Flag => input type="checkbox" name=(field.name) value="on" checked[!value.is_empty()];,
+                Input::Choice(names) => select name=(field.name) {
+                    @for name in names {
+                        option value=(name) selected[*name == value] { (name) }
+                    }
+                },
+                Input::Composition => select name=(field.name) {
+                    option value="" selected[value.is_empty()] { "default" }
+                    @for composition in tally_accounting::composition::Composition::ALL {
+                        option value=(composition.name()) selected[composition.name() == value] { (composition.name()) }
+                    }
+                },
+                _ => input name=(field.name) value=(value) size="10" required[field.required];,
+            }
+            small { code { (field.flag) } @if !hint.is_empty() { " · " (hint) } }
+        }
+    }
 }
 
 /// What a task's rounds release: their release curves beside the noise-based selections, and
