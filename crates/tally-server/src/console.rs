@@ -681,7 +681,10 @@ impl Console {
             .map(|task| {
                 (
                     task.spec.expected_population,
-                    format!("as task {} over {population} expected", task.id),
+                    format!(
+                        "the expected population of task {}, the latest over {population}",
+                        task.id
+                    ),
                 )
             })
     }

@@ -314,6 +314,7 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
                         "Every amount is under " (balance.neighbours.name()) " neighbours."
                     }
                     p { "Colluding devices: " (colluding(balance.colluding_fraction)) "." }
+                    p.note { "ε and δ to four significant digits: rounded up, and what remains rounded down." }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
                         tr { td { "Budget" } td.n { (epsilon(balance.budget.epsilon)) } td.n { (delta(balance.budget.delta)) } }
