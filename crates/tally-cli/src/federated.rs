@@ -15,6 +15,7 @@ use tally_messages::{
     QuantileMethod, RoundPolicy, SegmentRule, TaskInfo, TaskKind, TaskResult, TaskSpec, TaskState,
 };
 use tally_protocol::definition;
+use tally_protocol::shown::{Rounding, delta_number, number};
 use tally_sim::Population;
 
 use crate::cli::{
@@ -695,7 +696,14 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
         "declared pair: rounds used",
     )?;
     for balance in &balances {
-        let pair = |b: &tally_messages::Budget| format!("({:.4}, {:.3e})", b.epsilon, b.delta);
+        // Every amount a bound on privacy loss is rounded up; what is left, down.
+        let pair = |b: &tally_messages::Budget, rounding: Rounding| {
+            format!(
+                "({}, {})",
+                number(b.epsilon, rounding),
+                delta_number(b.delta, rounding)
+            )
+        };
         writeln!(
             out,
             "{:<20} {:>11} {:>15} {:>10} {:>24} {:>24} {:>24} {:>24} {:>28}",
@@ -707,10 +715,10 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
                 "not allowed"
             },
             balance.colluding_fraction,
-            pair(&balance.budget),
-            pair(&balance.spent),
-            pair(&balance.reserved),
-            pair(&balance.remaining),
+            pair(&balance.budget, Rounding::Up),
+            pair(&balance.spent, Rounding::Up),
+            pair(&balance.reserved, Rounding::Up),
+            pair(&balance.remaining, Rounding::Down),
             balance.task_bound.map_or_else(
                 || "none".to_owned(),
                 |bound| format!(
@@ -725,8 +733,8 @@ pub(crate) fn ledger(args: &ServerQueryArgs) -> Result<()> {
     }
     writeln!(
         out,
-        "every amount is under the population's neighbours: a task's charge is its (ε, δ) \
-         under them; spent and reserved add the charges; remaining is what the server enforces for \
+        "every amount is under the population's neighbours, to four significant digits (rounded \
+         up, and remaining down): a task's charge is its (ε, δ) under them; spent and reserved add the charges; remaining is what the server enforces for \
          tasks outside the declared pair (p_s ≤ P, τ ≥ T): the budget less the pair's share, less \
          their (ε, δ) by basic composition; tasks within the pair take the pair's rounds; \
          colluding is the fraction of devices a population's shuffle tasks are charged against \

@@ -1,7 +1,8 @@
 //! Printing results: aligned tables for people, JSON for machines.
 //!
-//! Numbers meant for people are rounded: `ε` and `δ` up to four significant digits (never shown
-//! below their value), other parameters to the nearest four; the JSON keeps full precision.
+//! Numbers meant for people are rounded by [`tally_protocol::shown`], as the console rounds
+//! them: `ε` and `δ` up to four significant digits (never shown below their value), other
+//! parameters to the nearest four; the JSON keeps full precision.
 
 use std::io::{self, Write};
 use std::path::Path;
@@ -15,6 +16,7 @@ use tally_accounting::Guarantee;
 use tally_messages::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleaseDiagnosis, ReleasedItem,
 };
+pub(crate) use tally_protocol::shown::{guarantee_body_line, parameters_line};
 
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &Value) -> io::Result<()> {
@@ -55,30 +57,6 @@ pub(crate) fn guarantee_line(guarantee: &Guarantee) -> String {
     guarantee_body_line(&GuaranteeBody::from(guarantee))
 }
 
-/// A published guarantee in one line of words, `ε` and `δ` rounded up to four significant
-/// digits (the JSON keeps them whole).
-pub(crate) fn guarantee_body_line(guarantee: &GuaranteeBody) -> String {
-    let privacy = if guarantee.delta == 0.0 {
-        format!("ε = {} (pure)", privacy_number(guarantee.epsilon))
-    } else {
-        format!("{}", PrivacyPair(guarantee.epsilon, guarantee.delta))
-    };
-    let collusion = guarantee.collusion.map_or_else(String::new, |collusion| {
-        format!(
-            "; {}; {}",
-            collusion.colluding_text(),
-            collusion.floor_text()
-        )
-    });
-    format!(
-        "{privacy}-DP in the {} model, {} neighbours; {}; trust model {}{collusion}",
-        guarantee.model,
-        guarantee.neighbours,
-        guarantee.method,
-        guarantee.trust_model.name()
-    )
-}
-
 /// Opens `path` for writing, readable and writable by its owner alone (mode 0600 on Unix, also
 /// when the file existed with a wider mode): keys, credentials and device ledgers. With `new`,
 /// refuses a file that exists; otherwise truncates it.
@@ -110,92 +88,6 @@ pub(crate) fn open_owner_only(path: &Path, new: bool) -> io::Result<std::fs::Fil
 #[cfg(feature = "federated")]
 pub(crate) fn write_owner_only(path: &Path, contents: &[u8]) -> io::Result<()> {
     open_owner_only(path, false)?.write_all(contents)
-}
-
-/// Significant digits of the numbers shown to people.
-const SHOWN_DIGITS: i32 = 4;
-
-/// `x ≥ 0` to [`SHOWN_DIGITS`] significant digits, rounded up when `up` (a privacy parameter
-/// is never shown below its value) and to the nearest otherwise.
-fn to_shown_digits(x: f64, up: bool) -> f64 {
-    if !x.is_finite() || x <= 0.0 {
-        return x;
-    }
-    let scale = 10f64.powi(SHOWN_DIGITS - 1 - x.log10().floor() as i32);
-    let nearest = (x * scale).round();
-    if up && nearest / scale < x {
-        (nearest + 1.0) / scale
-    } else {
-        nearest / scale
-    }
-}
-
-/// A number for people: plain between 0.001 and 100,000, else in scientific notation.
-fn shown(x: f64) -> String {
-    if x == 0.0 || (1e-3..1e5).contains(&x.abs()) {
-        format!("{x}")
-    } else {
-        format!("{x:.3e}")
-    }
-}
-
-/// An `ε` or `δ` for people: rounded up to four significant digits.
-pub(crate) fn privacy_number(x: f64) -> String {
-    shown(to_shown_digits(x, true))
-}
-
-/// `(ε = …, δ = …)` for people, both rounded up to four significant digits.
-struct PrivacyPair(f64, f64);
-
-impl std::fmt::Display for PrivacyPair {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "(ε = {}, δ = {:.3e})",
-            privacy_number(self.0),
-            to_shown_digits(self.1, true)
-        )
-    }
-}
-
-/// A document's `parameters` in one line for people: `name value` pairs, names in words,
-/// numbers to four significant digits, a nested guarantee as its `(ε, δ)` rounded up.
-pub(crate) fn parameters_line(parameters: &Value) -> String {
-    match parameters {
-        Value::Object(fields) => {
-            if let (Some(epsilon), Some(delta)) = (
-                fields.get("epsilon").and_then(Value::as_f64),
-                fields.get("delta").and_then(Value::as_f64),
-            ) {
-                return PrivacyPair(epsilon, delta).to_string();
-            }
-            fields
-                .iter()
-                .map(|(name, value)| {
-                    format!("{} {}", name.replace('_', " "), parameters_line(value))
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-        Value::Number(number) => match number.as_f64() {
-            Some(x) if !number.is_u64() && !number.is_i64() => {
-                shown(to_shown_digits(x.abs(), false).copysign(x))
-            }
-            _ => number.to_string(),
-        },
-        Value::Bool(true) => "yes".to_owned(),
-        Value::Bool(false) => "no".to_owned(),
-        Value::String(text) => text.clone(),
-        Value::Array(values) => format!(
-            "[{}]",
-            values
-                .iter()
-                .map(parameters_line)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        Value::Null => "none".to_owned(),
-    }
 }
 
 /// Whether `--quiet` hid the progress.
@@ -359,47 +251,5 @@ pub(crate) fn print_warnings(diagnosis: Option<&ReleaseDiagnosis>) {
 pub(crate) fn print_warning_lines(warnings: &[String]) {
     for warning in warnings {
         eprintln!("warning: {warning}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn privacy_numbers_are_rounded_up_to_four_digits() {
-        assert_eq!(privacy_number(0.9999502514237878), "1");
-        assert_eq!(privacy_number(0.5233783398103751), "0.5234");
-        assert_eq!(privacy_number(0.1), "0.1");
-        assert_eq!(privacy_number(1.0), "1");
-        assert_eq!(privacy_number(21.4), "21.4");
-        assert_eq!(privacy_number(0.000_123_41), "1.235e-4");
-        assert_eq!(
-            PrivacyPair(0.10000030517671259, 9.99999999999998e-9).to_string(),
-            "(ε = 0.1001, δ = 1.000e-8)"
-        );
-        assert_eq!(
-            PrivacyPair(2.0, 4.861718314491602e-10).to_string(),
-            "(ε = 2, δ = 4.862e-10)"
-        );
-    }
-
-    #[test]
-    fn parameters_read_as_words_and_rounded_numbers() {
-        let parameters = serde_json::json!({
-            "levels": 10,
-            "restricted": true,
-            "composition": "tight",
-            "sampling_rate": 0.21794661713462468,
-            "scale": 9.999969482421875,
-            "per_level_guarantee": {"epsilon": 0.5233783398103751, "delta": 9.99999000000941e-9,
-                                    "neighbours": "add-remove"},
-            "population": 835229,
-        });
-        assert_eq!(
-            parameters_line(&parameters),
-            "levels 10, restricted yes, composition tight, sampling rate 0.2179, scale 10, \
-             per level guarantee (ε = 0.5234, δ = 1.000e-8), population 835229"
-        );
     }
 }

@@ -122,7 +122,7 @@ async fn texts(browser: &Client, css: &str) -> Vec<String> {
 /// Fills the form field `name` with `value` (replacing what it held).
 async fn fill(browser: &Client, name: &str, value: &str) {
     let field = browser
-        .find(Locator::Css(&format!("[name={name}]")))
+        .find(Locator::Css(&format!(r#"[name="{name}"]"#)))
         .await
         .unwrap();
     field.clear().await.unwrap();
@@ -226,7 +226,7 @@ fn the_console_runs_a_task_from_sign_in_to_release_in_a_browser() {
 
 async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, devices: usize) {
     // Without a session, and with a wrong token, every page is the sign-in form.
-    refused(browser, url, "/console", "sign in with").await;
+    refused(browser, url, "/console", "Sign in with the token").await;
     sign_in(
         browser,
         url,
@@ -267,16 +267,15 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
     // The analyst plans the task, reads the guarantee, then confirms it.
     sign_in(browser, url, analyst.trim()).await;
     browser
-        .goto(&format!("{url}/console/tasks/new"))
+        .goto(&format!("{url}/console/tasks/new?kind=histogram"))
         .await
         .unwrap();
-    let spec = format!(
-        r#"{{"version":1,"population":"shop","expected_population":{devices},
-        "privacy":{{"epsilon":1.0,"delta":1e-6}},
-        "kind":{{"type":"histogram","mechanism":"sample-threshold"}},
-        "rounds":{{"min_cohort":100,"deadline_secs":120,"max_attempts":1,"max_report_bytes":256}}}}"#
-    );
-    fill(browser, "spec", &spec).await;
+    // The form of a sample-and-threshold histogram: the fields of `tally task create`.
+    fill(browser, "expected_population", &devices.to_string()).await;
+    fill(browser, "privacy.epsilon", "1").await;
+    fill(browser, "privacy.delta", "1e-6").await;
+    fill(browser, "rounds.deadline_secs", "120").await;
+    fill(browser, "rounds.max_attempts", "1").await;
     click(browser, "Show the plan").await;
     let plan = text(browser).await;
     assert!(
@@ -359,6 +358,6 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
     }
     browser.delete_all_cookies().await.unwrap();
     for path in &pages {
-        refused(browser, url, path, "sign in with").await;
+        refused(browser, url, path, "Sign in with the token").await;
     }
 }

@@ -442,6 +442,9 @@ fn a_histogram_task_runs_over_a_fleet_and_debits_the_ledger() {
         table.contains("test") && table.contains("remaining") && table.contains("declared pair"),
         "{table}"
     );
+    // The charge rounded up to four significant digits, as every privacy number for people.
+    let spent = tally_protocol::shown::privacy_number(info.guarantee.epsilon);
+    assert!(table.contains(&format!("({spent}, ")), "{spent}: {table}");
 
     // One device alone: its round closes at its cohort target of one.
     let created: TaskInfo = parse(json(&format!(

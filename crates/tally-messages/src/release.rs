@@ -73,29 +73,6 @@ pub struct CollusionBody {
     pub floor: Option<f64>,
 }
 
-impl CollusionBody {
-    /// The guarantee against `colluding_fraction` of the devices, for people: `ε` and `δ`
-    /// (`∞` where no finite `ε` reaches `δ`).
-    pub fn colluding_text(&self) -> String {
-        format!(
-            "if a fraction {} of the devices colludes with the analyst: {}",
-            self.colluding_fraction,
-            match self.epsilon {
-                Some(epsilon) => format!("ε = {epsilon}, δ = {:e}", self.delta),
-                None => format!("ε = ∞ at δ = {:e}", self.delta),
-            }
-        )
-    }
-
-    /// The floor, for people.
-    pub fn floor_text(&self) -> String {
-        match self.floor {
-            Some(floor) => format!("if every other device colludes: ε = {floor} (the local ε₀)"),
-            None => "if every other device colludes: ε = ∞ (no local guarantee)".to_owned(),
-        }
-    }
-}
-
 impl From<&Collusion> for CollusionBody {
     fn from(collusion: &Collusion) -> Self {
         let finite = |value: f64| value.is_finite().then_some(value);

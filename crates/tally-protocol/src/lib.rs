@@ -15,7 +15,9 @@
 //! - [`document`]: the released documents, the same for a simulation (`tally histogram`,
 //!   `tally heavy-hitters`, `tally quantiles`, `tally range`) and for a federated task;
 //! - [`plan_document`], [`compose_plan`], [`shuffle_plan`], [`triehh_plus_plan`]: the plans'
-//!   documents (`tally plan ... --json`, and the Python package's).
+//!   documents (`tally plan ... --json`, and the Python package's);
+//! - [`shown`]: the numbers of those documents for people, rounded the same way in the command
+//!   line's tables and the console's pages.
 #![forbid(unsafe_code)]
 
 pub mod compose_plan;
@@ -26,6 +28,7 @@ pub mod engine;
 pub mod opt_prefix_tree;
 pub mod plan_document;
 pub mod rounds;
+pub mod shown;
 pub mod shuffle_plan;
 pub mod shuffler;
 pub mod triehh_plus_plan;

@@ -13,7 +13,9 @@
 mod charts;
 mod pages;
 mod release_curve;
+mod task_form;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -209,7 +211,8 @@ impl Console {
     fn refuse(&self, error: &ApiError, session: Option<&Session>) -> Response {
         self.runtime.metrics.reject(error.code);
         let page = if error.code == ErrorCode::Unauthenticated {
-            pages::login(Some(error.message()))
+            // A page asked without a session prompts to sign in; a token refused says why.
+            pages::login(Some(error.message()).filter(|message| *message != SIGN_IN))
         } else {
             pages::refusal(session, error.message())
         };
@@ -325,8 +328,21 @@ async fn ledger(State(console): App, headers: HeaderMap) -> Answer {
     Ok(console.page(result, &session))
 }
 
-/// A task, its round, and (for its analyst, as `GET /v1/tasks/{id}/result`) its release.
-async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -> Answer {
+#[derive(Deserialize)]
+struct TaskPageQuery {
+    /// The page of the release's lists to show, from 1.
+    #[serde(default)]
+    page: Option<usize>,
+}
+
+/// A task, its round, and (for its analyst, as `GET /v1/tasks/{id}/result`) its release, its
+/// lists a page at a time.
+async fn task(
+    State(console): App,
+    Path(id): Path<String>,
+    Query(query): Query<TaskPageQuery>,
+    headers: HeaderMap,
+) -> Answer {
     let session = console.session(&headers, &PEOPLE).await?;
     let runtime = &console.runtime;
     let result = async {
@@ -353,6 +369,7 @@ async fn task(State(console): App, Path(id): Path<String>, headers: HeaderMap) -
             &info,
             round.as_ref(),
             release.as_deref(),
+            query.page.unwrap_or(1),
         ))
     }
     .await;
@@ -561,109 +578,130 @@ async fn create_credential(
 
 #[derive(Deserialize)]
 struct NewTaskQuery {
-    /// The kind of the example the form is filled with ([`EXAMPLE_KINDS`]).
+    /// The kind whose form to show ([`task_form::KINDS`]; the first by default).
     #[serde(default)]
     kind: Option<String>,
+    /// The population the task runs over; by default the analyst's first whose budget is kept
+    /// under the kind's neighbour relation.
+    #[serde(default)]
+    population: Option<String>,
 }
 
-/// The task form (an analyst's, as `POST /v1/tasks`), filled with an example of the kind the
-/// query names (sample-and-threshold's histogram by default).
+/// The task form (an analyst's, as `POST /v1/tasks`) of the kind and population the query
+/// names.
 async fn new_task(
     State(console): App,
     headers: HeaderMap,
     Query(query): Query<NewTaskQuery>,
-) -> Response {
-    let session = match console.session(&headers, &[Role::Analyst]).await {
-        Ok(session) => session,
-        Err(refused) => return refused,
-    };
-    let kind = query.kind.as_deref().unwrap_or(EXAMPLE_KINDS[0].0);
-    match example_spec(&session.who, kind) {
-        Some(spec) => pages::new_task(&session, &spec, None).into_response(),
-        None => {
-            let error = ApiError::new(ErrorCode::Malformed, format!("no example of kind {kind:?}"));
-            console.refuse(&error, Some(&session))
+) -> Answer {
+    let session = console.session(&headers, &[Role::Analyst]).await?;
+    let kind = query.kind.as_deref().unwrap_or(task_form::KINDS[0].name);
+    let result = async {
+        let kind = task_form::kind(kind).ok_or_else(|| {
+            let names: Vec<&str> = task_form::KINDS.iter().map(|k| k.name).collect();
+            ApiError::new(
+                ErrorCode::Malformed,
+                format!("kind {kind:?}: no such form; one of {}", names.join(", ")),
+            )
+        })?;
+        let populations = console.runtime.populations(&session.who).await?;
+        let population = match &query.population {
+            Some(name) if populations.iter().any(|p| &p.name == name) => name.clone(),
+            Some(name) => {
+                return Err(ApiError::new(
+                    ErrorCode::Malformed,
+                    format!("population {name:?}: not one of this analyst's"),
+                ));
+            }
+            None => populations
+                .iter()
+                .find(|p| p.neighbours == kind.neighbours)
+                .or(populations.first())
+                .map(|p| p.name.clone())
+                .unwrap_or_default(),
+        };
+        Ok(console
+            .task_form(&session, kind, &populations, &population, None, None, None)
+            .await)
+    }
+    .await;
+    Ok(console.page(result, &session))
+}
+
+impl Console {
+    /// The task form of `kind` over `population`, with the values sent (or the defaults) and
+    /// why the last plan was refused.
+    #[allow(clippy::too_many_arguments)]
+    async fn task_form(
+        &self,
+        session: &Session,
+        kind: &'static task_form::FormKind,
+        populations: &[tally_messages::PopulationInfo],
+        population: &str,
+        values: Option<&HashMap<String, String>>,
+        spec: Option<&str>,
+        refusal: Option<&str>,
+    ) -> maud::Markup {
+        let size = self.population_size(&session.who, population).await;
+        pages::new_task(
+            session,
+            &pages::TaskFormPage {
+                kind,
+                populations,
+                population,
+                size,
+                values,
+                spec,
+                refusal,
+            },
+        )
+    }
+
+    /// The number of devices in `population` when the server knows it, and how: its live
+    /// enrolled devices, or else the expected population of the analyst's latest task over it.
+    async fn population_size(&self, who: &Principal, population: &str) -> Option<(u64, String)> {
+        let enrolled = self.runtime.credentials().await.ok().map(|credentials| {
+            credentials
+                .iter()
+                .filter(|c| c.role == Role::Device && !c.revoked && c.populations == [population])
+                .count() as u64
+        });
+        if let Some(enrolled) = enrolled.filter(|&n| n > 0) {
+            return Some((
+                enrolled,
+                format!("the {enrolled} devices enrolled in {population}"),
+            ));
         }
+        self.runtime
+            .tasks(who)
+            .await
+            .into_iter()
+            .filter(|task| task.spec.population == population)
+            .max_by_key(|task| task.created_at)
+            .map(|task| {
+                (
+                    task.spec.expected_population,
+                    format!(
+                        "the expected population of task {}, the latest over {population}",
+                        task.id
+                    ),
+                )
+            })
     }
 }
 
-/// The task kinds the form offers an example of: the kind's name, its `kind` object, and
-/// whether its guarantee is for replace-one neighbours only.
-const EXAMPLE_KINDS: [(&str, &str, bool); 8] = [
-    (
-        "histogram",
-        r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
-        false,
-    ),
-    ("single-round", r#"{"type":"single-round"}"#, false),
-    (
-        "heavy-hitters",
-        r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":2,"restricted":true}"#,
-        false,
-    ),
-    (
-        "quantiles",
-        r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.25,0.5,0.75],"levels":3,"range":[0,100]}"#,
-        false,
-    ),
-    (
-        "range",
-        r#"{"type":"range","lo":10,"hi":50,"levels":3,"range":[0,100]}"#,
-        false,
-    ),
-    (
-        "domain-histogram",
-        r#"{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}}"#,
-        false,
-    ),
-    (
-        "triehh",
-        r#"{"type":"triehh","levels":4,"segment":2}"#,
-        true,
-    ),
-    (
-        "opt-prefix-tree",
-        r#"{"type":"opt-prefix-tree","encoding":{"type":"bytes"},"domain_cap":512}"#,
-        true,
-    ),
-];
-
-/// An example task of kind `kind` ([`EXAMPLE_KINDS`]) over the analyst's first population,
-/// with the defaults the server fills in: the task form's starting point.
-fn example_spec(who: &Principal, kind: &str) -> Option<String> {
-    let (_, kind, replace_one) = EXAMPLE_KINDS.iter().find(|(name, ..)| *name == kind)?;
-    let spec = TaskSpec {
-        version: PROTOCOL_VERSION,
-        population: who.populations.first().cloned().unwrap_or_default(),
-        expected_population: 1000,
-        privacy: tally_messages::PrivacyTarget {
-            epsilon: 1.0,
-            delta: 1e-6,
-            neighbours: if *replace_one {
-                tally_accounting::Neighbours::ReplaceOne
-            } else {
-                tally_accounting::Neighbours::AddRemove
-            },
-            analysis: tally_accounting::sample_threshold::Analysis::Tight,
-        },
-        // Unwrap safety: the examples are kinds the protocol reads (tested).
-        kind: serde_json::from_str(kind).expect("an example kind"),
-        rounds: tally_messages::RoundPolicy::default(),
-        sampling: tally_messages::Sampling::default(),
-    };
-    // Unwrap safety: a spec serializes.
-    Some(serde_json::to_string_pretty(&spec).expect("specs serialize"))
-}
-
-#[derive(Deserialize)]
-struct TaskForm {
-    form_token: String,
-    spec: String,
-}
-
-/// The task a form asks for, or why it cannot be read.
+/// The task a form asks for, as JSON, or why it cannot be read.
 fn read_spec(text: &str) -> Result<TaskSpec, ApiError> {
     serde_json::from_str(text).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
+}
+
+/// A form that sends a task: its anti-forgery token and its fields, either the kind's form
+/// (`form_kind`, `population` and the kind's fields) or the task as JSON (`spec`).
+type TaskForm = HashMap<String, String>;
+
+/// The anti-forgery token a form carries (empty without one, which is refused).
+fn token_of(form: &TaskForm) -> &str {
+    form.get("form_token").map_or("", String::as_str)
 }
 
 /// Shows the plan of a task: the guarantee and parameters the server would fix for it,
@@ -671,11 +709,22 @@ fn read_spec(text: &str) -> Result<TaskSpec, ApiError> {
 /// curve, where they are sample-and-threshold rounds), and a form to confirm it.
 async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<TaskForm>) -> Answer {
     let session = console
-        .act(&headers, &[Role::Analyst], &form.form_token)
+        .act(&headers, &[Role::Analyst], token_of(&form))
         .await?;
     let runtime = &console.runtime;
+    let kind = form.get("form_kind").and_then(|name| task_form::kind(name));
+    let population = form.get("population").cloned().unwrap_or_default();
     let planned = async {
-        let spec = read_spec(&form.spec)?;
+        let spec = match (form.get("spec"), kind) {
+            (Some(text), _) => read_spec(text)?,
+            (None, Some(kind)) => kind.spec(&population, &form)?,
+            (None, None) => {
+                return Err(ApiError::new(
+                    ErrorCode::Malformed,
+                    "the form names no task kind: open the new-task page again",
+                ));
+            }
+        };
         let (engine, guarantee, collusion, charge) = runtime.plan_task(&spec, &session.who).await?;
         let curves = engine
             .threshold_rounds()
@@ -702,7 +751,19 @@ async fn plan_task(State(console): App, headers: HeaderMap, Form(form): Form<Tas
         // The form again, with the reason, so that the task can be corrected.
         Err(error) => {
             runtime.metrics.reject(error.code);
-            let page = pages::new_task(&session, &form.spec, Some(error.message()));
+            let populations = runtime.populations(&session.who).await.unwrap_or_default();
+            let spec = form.get("spec").map(String::as_str);
+            let page = console
+                .task_form(
+                    &session,
+                    kind.unwrap_or(&task_form::KINDS[0]),
+                    &populations,
+                    &population,
+                    spec.is_none().then_some(&form),
+                    spec,
+                    Some(error.message()),
+                )
+                .await;
             (error.status(), page).into_response()
         }
     })
@@ -715,10 +776,10 @@ async fn create_task(
     Form(form): Form<TaskForm>,
 ) -> Answer {
     let session = console
-        .act(&headers, &[Role::Analyst], &form.form_token)
+        .act(&headers, &[Role::Analyst], token_of(&form))
         .await?;
     let result = async {
-        let spec = read_spec(&form.spec)?;
+        let spec = read_spec(form.get("spec").map_or("", String::as_str))?;
         console.runtime.create_task(spec, &session.who).await
     }
     .await;

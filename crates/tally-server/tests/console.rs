@@ -11,6 +11,7 @@ use axum::http::header::{
 };
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use tally_messages::Role;
+use tally_protocol::shown::Rounding;
 use tower::ServiceExt;
 
 use common::{Credentials, POPULATION, credential, population, swapped};
@@ -467,7 +468,7 @@ async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarant
     );
     let html = plan_page(&router, analyst, &spec).await;
     assert!(html.contains("Each of the task's 4 levels"), "{html}");
-    assert!(html.contains("ε = 0.500 and δ = 2.500e-7"), "{html}");
+    assert!(html.contains("ε = 0.5 and δ = 2.500e-7"), "{html}");
     assert!(!curve_points(&html, "sample-threshold").is_empty());
     assert!(!html.contains("no-curve"));
     // OUE's guarantee is under replace-one neighbours: it runs on a replace-one population.
@@ -529,56 +530,544 @@ async fn a_replace_one_plan_shows_its_curve_without_the_add_remove_comparisons()
     server.shutdown().await;
 }
 
-/// The text of the task form's spec, unescaped.
-fn form_spec(html: &str) -> String {
-    after(html, r#"<textarea name="spec" rows="24">"#, '<')
-        .replace("&quot;", "\"")
+/// HTML text unescaped.
+fn unescape(text: &str) -> String {
+    text.replace("&quot;", "\"")
         .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&")
 }
 
-#[tokio::test]
-async fn every_kind_the_form_offers_plans_and_creates() {
-    let (server, router, credentials, db, _dir) = console().await;
-    // The kinds whose guarantee is under replace-one neighbours run on a replace-one population,
-    // which the example of an analyst over it names.
-    let swapped_analyst = swapped(&db, (10.0, 1e-5)).await;
-    let form = page(&router, "/console/tasks/new", &credentials.analyst).await;
-    let kinds: Vec<&str> = form
-        .split(r#"href="/console/tasks/new?kind="#)
-        .skip(1)
-        .map(|rest| rest.split('"').next().unwrap())
+/// The value of the attribute `name` in the tag `tag` (its text between `<` and `>`).
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let marker = format!(r#" {name}=""#);
+    let (_, rest) = tag.split_once(&marker)?;
+    Some(unescape(rest.split('"').next().unwrap()))
+}
+
+/// The fields of the form `#id` on `html` with the values a browser would send: every input
+/// but an unchecked box, every select's selected option (its first without one).
+fn form_fields(html: &str, id: &str) -> Vec<(String, String)> {
+    let form = after(html, &format!(r#"<form id="{id}""#), '\u{0}');
+    let form = form.split("</form>").next().unwrap();
+    let mut fields = Vec::new();
+    for (at, _) in form.match_indices('<') {
+        let tag = form[at..].split('>').next().unwrap();
+        if tag.starts_with("<input") {
+            let Some(name) = attribute(tag, "name") else {
+                continue;
+            };
+            let checkbox = tag.contains(r#"type="checkbox""#);
+            if checkbox && !tag.contains(" checked") {
+                continue;
+            }
+            fields.push((name, attribute(tag, "value").unwrap_or_default()));
+        } else if tag.starts_with("<select") {
+            let name = attribute(tag, "name").unwrap();
+            let options = form[at..].split("</select>").next().unwrap();
+            let chosen = options
+                .split("<option")
+                .skip(1)
+                .find(|option| option.split('>').next().unwrap().contains(" selected"))
+                .or_else(|| options.split("<option").nth(1))
+                .unwrap();
+            let value = attribute(&format!(" {}", chosen.split('>').next().unwrap()), "value");
+            fields.push((name, value.unwrap()));
+        }
+    }
+    fields
+}
+
+/// `fields` with `changes` made (a field set to its new value, or added).
+fn with(mut fields: Vec<(String, String)>, changes: &[(&str, &str)]) -> Vec<(String, String)> {
+    for (name, value) in changes {
+        match fields.iter_mut().find(|(n, _)| n == name) {
+            Some(field) => field.1 = (*value).to_owned(),
+            None => fields.push(((*name).to_owned(), (*value).to_owned())),
+        }
+    }
+    fields
+}
+
+/// Sends the task form `fields` to the plan page as the analyst.
+async fn plan_form(
+    router: &Router,
+    analyst: &str,
+    fields: &[(String, String)],
+) -> (StatusCode, String) {
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
         .collect();
-    assert_eq!(kinds.len(), 8, "{form}");
-    for kind in kinds {
-        let analyst = if ["domain-histogram", "triehh", "opt-prefix-tree"].contains(&kind) {
-            swapped_analyst.as_str()
-        } else {
-            credentials.analyst.as_str()
-        };
-        let example = page(&router, &format!("/console/tasks/new?kind={kind}"), analyst).await;
-        let spec = form_spec(&example);
-        assert!(spec.contains(&format!(r#""type": "{kind}""#)), "{spec}");
-        let token = form_token(&example);
-        let form = encode(&[("form_token", &token), ("spec", &spec)]);
-        let (status, _, plan) = post(&router, "/console/tasks/plan", Some(analyst), form).await;
+    let (status, _, html) =
+        post(router, "/console/tasks/plan", Some(analyst), encode(&pairs)).await;
+    (status, html)
+}
+
+/// The spec a plan page confirms, as its hidden field carries it.
+fn planned_spec(plan: &str) -> tally_messages::TaskSpec {
+    let tag = after(plan, r#"<input type="hidden" name="spec""#, '>');
+    serde_json::from_str(&attribute(tag, "value").unwrap()).unwrap()
+}
+
+/// The kinds the task form offers, by their names in its address.
+fn offered_kinds(html: &str) -> Vec<String> {
+    let select = after(html, r#"<select name="kind">"#, '\u{0}');
+    let select = select.split("</select>").next().unwrap();
+    select
+        .split(r#"<option value=""#)
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap().to_owned())
+        .collect()
+}
+
+/// What each kind's form needs beyond its defaults, and the spec the API reads for the same
+/// task (the command line's `tally task create` with the same options), where the test
+/// compares them.
+fn form_case(kind: &str) -> (Vec<(&'static str, &'static str)>, Option<String>) {
+    let privacy = [
+        ("expected_population", "1000"),
+        ("privacy.epsilon", "1"),
+        ("privacy.delta", "1e-6"),
+    ];
+    let rounds = r#""rounds":{"min_cohort":100,"deadline_secs":600,"max_attempts":3,"max_report_bytes":256},"sampling":"aggregator""#;
+    let add_remove =
+        r#""privacy":{"epsilon":1.0,"delta":1e-6,"neighbours":"add-remove","analysis":"tight"}"#;
+    let replace_one =
+        r#""privacy":{"epsilon":1.0,"delta":1e-6,"neighbours":"replace-one","analysis":"tight"}"#;
+    let spec = |population: &str, privacy: &str, kind: &str, rounds: &str| {
+        format!(
+            r#"{{"version":1,"population":"{population}","expected_population":1000,{privacy},"kind":{kind},{rounds}}}"#
+        )
+    };
+    let mut fields = privacy.to_vec();
+    let expected = match kind {
+        "histogram" => Some(spec(
+            "test",
+            add_remove,
+            r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
+            rounds,
+        )),
+        "heavy-hitters" => Some(spec(
+            "test",
+            add_remove,
+            r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":10,"segment":1,"restricted":true,"composition":"tight"}"#,
+            rounds,
+        )),
+        "quantiles" => {
+            fields.extend([
+                ("kind.range.0", "0"),
+                ("kind.range.1", "100"),
+                ("kind.levels", "3"),
+            ]);
+            Some(spec(
+                "test",
+                add_remove,
+                r#"{"type":"quantiles","method":"hierarchical","quantiles":[0.1,0.5,0.9],"levels":3,"consistent":false,"composition":"tight","range":[0,100]}"#,
+                rounds,
+            ))
+        }
+        "range" => {
+            fields.extend([
+                ("kind.lo", "10"),
+                ("kind.hi", "50"),
+                ("kind.range.0", "0"),
+                ("kind.range.1", "100"),
+                ("kind.levels", "3"),
+            ]);
+            Some(spec(
+                "test",
+                add_remove,
+                r#"{"type":"range","lo":10,"hi":50,"levels":3,"consistent":false,"composition":"tight","range":[0,100]}"#,
+                rounds,
+            ))
+        }
+        "domain-histogram" => {
+            // A shuffle mechanism: its minimum cohort is the expected population.
+            fields.extend([
+                ("kind.mechanism", "balcer-cheu"),
+                ("kind.domain.integers", "16"),
+            ]);
+            Some(spec(
+                "swapped",
+                replace_one,
+                r#"{"type":"domain-histogram","mechanism":"balcer-cheu","domain":{"integers":16}}"#,
+                &rounds.replace(r#""min_cohort":100"#, r#""min_cohort":1000"#),
+            ))
+        }
+        "central-domain-histogram" => {
+            fields.push(("kind.domain.integers", "16"));
+            None
+        }
+        "triehh" => {
+            fields.push(("kind.levels", "4"));
+            None
+        }
+        "count-min-prefix-tree" => {
+            // The weak parameters under which a shuffled tree's reports fit (as the CLI's tests).
+            fields.extend([
+                ("kind.domain_bits", "2"),
+                ("kind.threshold", "160"),
+                ("expected_population", "3000"),
+                ("privacy.epsilon", "3"),
+                ("rounds.max_report_bytes", "32768"),
+            ]);
+            None
+        }
+        "opt-prefix-tree" => {
+            // A report over the default domain cap does not fit the default report size.
+            fields.push(("kind.domain_cap", "512"));
+            None
+        }
+        _ => None,
+    };
+    (fields, expected)
+}
+
+#[tokio::test]
+async fn every_kind_the_form_offers_plans_and_creates_the_task_its_json_gives() {
+    let (server, router, _, db, _dir) = console().await;
+    // One analyst over both populations: each kind's form opens on the population whose budget
+    // is kept under the kind's relation.
+    swapped(&db, (10.0, 1e-5)).await;
+    let analyst = credential(&db, Role::Analyst, "both", &[POPULATION, "swapped"]).await;
+    let form = page(&router, "/console/tasks/new", &analyst).await;
+    let kinds = offered_kinds(&form);
+    assert_eq!(kinds.len(), 10, "{form}");
+    let mut compared = 0;
+    for kind in &kinds {
+        let html = page(
+            &router,
+            &format!("/console/tasks/new?kind={kind}"),
+            &analyst,
+        )
+        .await;
+        let defaults = form_fields(&html, "task-form");
+        let (changes, expected) = form_case(kind);
+        let fields = with(defaults, &changes);
+        let (status, plan) = plan_form(&router, &analyst, &fields).await;
         assert_eq!(status, StatusCode::OK, "{kind}: {plan}");
-        let form = encode(&[("form_token", &token), ("spec", &spec)]);
-        let (status, headers, body) = post(&router, "/console/tasks", Some(analyst), form).await;
+        let spec = planned_spec(&plan);
+        if let Some(expected) = expected {
+            let expected: tally_messages::TaskSpec = serde_json::from_str(&expected).unwrap();
+            assert_eq!(spec, expected, "{kind}");
+            // The same JSON through the advanced form plans the same task.
+            let json = serde_json::to_string(&expected).unwrap();
+            let token = form_token(&html);
+            let sent = encode(&[("form_token", &token), ("spec", &json)]);
+            let (status, _, by_json) =
+                post(&router, "/console/tasks/plan", Some(&analyst), sent).await;
+            assert_eq!(status, StatusCode::OK, "{kind}: {by_json}");
+            assert_eq!(planned_spec(&by_json), spec, "{kind}");
+            compared += 1;
+        }
+        let token = form_token(&plan);
+        let sent = encode(&[
+            ("form_token", &token),
+            ("spec", &serde_json::to_string(&spec).unwrap()),
+        ]);
+        let (status, headers, body) = post(&router, "/console/tasks", Some(&analyst), sent).await;
         assert_eq!(status, StatusCode::SEE_OTHER, "{kind}: {body}");
-        let task = page(&router, headers[LOCATION].to_str().unwrap(), analyst).await;
+        let task = page(&router, headers[LOCATION].to_str().unwrap(), &analyst).await;
         assert!(task.contains("running"), "{kind}: {task}");
     }
+    assert_eq!(compared, 5);
     let (status, _, _) = send(
         &router,
         Method::GET,
         "/console/tasks/new?kind=nonsense",
-        Some(credentials.analyst.as_str()),
+        Some(&analyst),
         None,
         None,
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_form_opens_on_a_population_that_fits_and_names_a_bad_field() {
+    let (server, router, credentials, db, _dir) = console().await;
+    swapped(&db, (10.0, 1e-5)).await;
+    let analyst = credential(&db, Role::Analyst, "both", &[POPULATION, "swapped"]).await;
+    // Seven devices enrolled in the test population besides the tests' own: its size, known to
+    // the server.
+    let operator = common::signed_in(router.clone(), &credentials);
+    common::enroll(&operator, POPULATION, 7).await;
+    let population = |html: &str| {
+        form_fields(html, "task-form")
+            .into_iter()
+            .find(|(name, _)| name == "population")
+            .unwrap()
+            .1
+    };
+    let histogram = page(&router, "/console/tasks/new?kind=histogram", &analyst).await;
+    assert_eq!(population(&histogram), POPULATION);
+    let fields = form_fields(&histogram, "task-form");
+    assert!(
+        fields.contains(&("expected_population".into(), "8".into())),
+        "{fields:?}"
+    );
+    assert!(
+        histogram.contains("the 8 devices enrolled in test"),
+        "{histogram}"
+    );
+    for kind in [
+        "triehh",
+        "opt-prefix-tree",
+        "domain-histogram",
+        "count-min-prefix-tree",
+    ] {
+        let html = page(
+            &router,
+            &format!("/console/tasks/new?kind={kind}"),
+            &analyst,
+        )
+        .await;
+        assert_eq!(population(&html), "swapped", "{kind}");
+        let neighbours = form_fields(&html, "task-form")
+            .into_iter()
+            .find(|(name, _)| name == "privacy.neighbours")
+            .unwrap()
+            .1;
+        assert_eq!(neighbours, "replace-one", "{kind}");
+    }
+    // Nothing known of the swapped population: the field is empty and required.
+    let triehh = page(&router, "/console/tasks/new?kind=triehh", &analyst).await;
+    assert!(triehh.contains("not known to the server"), "{triehh}");
+    // A bad field comes back with the form, its values kept, and a message naming it.
+    let heavy = page(&router, "/console/tasks/new?kind=heavy-hitters", &analyst).await;
+    let base = with(
+        form_fields(&heavy, "task-form"),
+        &[
+            ("privacy.epsilon", "1"),
+            ("privacy.delta", "1e-6"),
+            ("expected_population", "1000"),
+        ],
+    );
+    let cases = [
+        (vec![("kind.levels", "ten")], "kind.levels"),
+        (vec![("privacy.epsilon", "")], "privacy.epsilon"),
+        (vec![("kind.sampling_rate", "2")], "sampling"),
+        (vec![("rounds.deadline_secs", "-1")], "rounds.deadline_secs"),
+    ];
+    for (changes, named) in cases {
+        let (status, html) = plan_form(&router, &analyst, &with(base.clone(), &changes)).await;
+        assert!(status.is_client_error(), "{changes:?}: {html}");
+        let refusal = after(&html, r#"<p class="error" id="refusal">"#, '<');
+        assert!(refusal.contains(named), "{changes:?}: {refusal}");
+        let kept = form_fields(&html, "task-form");
+        for (name, value) in &changes {
+            assert!(
+                kept.contains(&((*name).into(), (*value).into())),
+                "{name}: {kept:?}"
+            );
+        }
+    }
+    let quantiles = page(&router, "/console/tasks/new?kind=quantiles", &analyst).await;
+    let half_range = with(
+        form_fields(&quantiles, "task-form"),
+        &[
+            ("privacy.epsilon", "1"),
+            ("privacy.delta", "1e-6"),
+            ("kind.range.0", "0"),
+        ],
+    );
+    let (status, html) = plan_form(&router, &analyst, &half_range).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(html.contains("kind.range.1"), "{html}");
+    server.shutdown().await;
+}
+
+/// The numbers written with a decimal point on `html` (plain or in scientific notation) that
+/// have more than six significant digits: a number for people has at most four (six for a
+/// whole estimate).
+fn long_numbers(html: &str) -> Vec<String> {
+    let bytes = html.as_bytes();
+    let mut long = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_digit() {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < bytes.len() && (bytes[at].is_ascii_digit() || bytes[at] == b'.') {
+            at += 1;
+        }
+        let number = &html[start..at];
+        let digits = number
+            .trim_start_matches(['0', '.'])
+            .chars()
+            .filter(char::is_ascii_digit)
+            .count();
+        if number.contains('.') && digits > 6 {
+            long.push(number.to_owned());
+        }
+    }
+    long
+}
+
+#[test]
+fn long_numbers_are_found() {
+    let html = "ε = 0.9999502514237878, δ = 9.99999999999998e-9; 1.000e-8, 0.5234, 27763.7";
+    assert_eq!(
+        long_numbers(html),
+        ["0.9999502514237878", "9.99999999999998"]
+    );
+}
+
+/// Whether `html` holds the text of a JSON object (escaped as the templates escape it).
+fn holds_json_object(html: &str) -> bool {
+    ["{\"", "{&quot;", "&quot;:", "\":"]
+        .iter()
+        .any(|marker| html.contains(marker))
+}
+
+/// The `ε` of the finished task: 2.001 rounded up to four significant digits, 2 to the nearest.
+const TASK_EPSILON: f64 = 2.000_123_4;
+
+/// A finished sample-and-threshold histogram task of the test population: `items` items, each
+/// held (and uploaded, the devices sampling) by `holders` devices, at a sampling rate of 0.5.
+async fn finished_histogram(router: &Router, credentials: &Credentials, items: usize) -> String {
+    use tally_messages::{RoundPolicy, TaskInfo, UploadReceipt};
+    let holders = 40;
+    let api = common::signed_in(router.clone(), credentials);
+    let devices = u32::try_from(items * holders).unwrap();
+    let policy = RoundPolicy {
+        min_cohort: 1,
+        cohort_target: Some(u64::from(devices)),
+        ..RoundPolicy::default()
+    };
+    let task: TaskInfo = common::post(
+        &api,
+        "/v1/tasks",
+        &common::spec(common::histogram(0.5), TASK_EPSILON, policy),
+    )
+    .await;
+    let round = common::open_round(&api, &task.id).await;
+    let tokens = common::tokens(&api, &round.round_id, devices).await;
+    let reports: Vec<String> = (0..items)
+        .flat_map(|item| std::iter::repeat_n(format!("item-{item:03}"), holders))
+        .collect();
+    let uploads = tokens
+        .into_iter()
+        .zip(&reports)
+        .map(|(token, report)| (token, Some(report.as_str())))
+        .collect();
+    let receipt: UploadReceipt = common::post(
+        &api,
+        &format!("/v1/rounds/{}/uploads", round.round_id),
+        &common::batch(uploads),
+    )
+    .await;
+    assert!(receipt.rejected.is_empty(), "{receipt:?}");
+    let released = common::released(&api, &task.id).await;
+    let release: tally_messages::TaskResult = serde_json::from_str(&released).unwrap();
+    let tally_messages::TaskResult::Histogram(release) = release else {
+        panic!("a histogram: {released}");
+    };
+    assert_eq!(release.released_items, items, "{released}");
+    task.id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_task_shows_rounded_numbers_and_its_release_a_page_at_a_time() {
+    let (server, router, credentials, _db, _dir) = console().await;
+    let id = finished_histogram(&router, &credentials, 60).await;
+    let analyst = credentials.analyst.as_str();
+    let path = format!("/console/tasks/{id}");
+    let first = page(&router, &path, analyst).await;
+    let second = page(&router, &format!("{path}?page=2"), analyst).await;
+    let ledger = page(&router, "/console/ledger", analyst).await;
+    let overview = page(&router, "/console", analyst).await;
+    for (name, html) in [
+        ("first page", &first),
+        ("second page", &second),
+        ("ledger", &ledger),
+        ("overview", &overview),
+    ] {
+        assert!(
+            long_numbers(html).is_empty(),
+            "{name}: {:?}",
+            long_numbers(html)
+        );
+        assert!(!holds_json_object(html), "{name}: {html}");
+    }
+    // The guarantee as the accountant computed it, rounded up.
+    let info: tally_messages::TaskInfo = serde_json::from_str(
+        &common::call_with(
+            &router,
+            analyst,
+            Method::GET,
+            &format!("/v1/tasks/{id}"),
+            None,
+        )
+        .await
+        .1,
+    )
+    .unwrap();
+    assert_eq!(info.guarantee.epsilon.to_bits(), TASK_EPSILON.to_bits());
+    assert!(
+        first.contains(r#"<th>ε</th><td class="n">2.001</td>"#),
+        "{first}"
+    );
+    let delta = tally_protocol::shown::delta_number(info.guarantee.delta, Rounding::Up);
+    assert!(
+        first.contains(&format!(r#"<th>δ</th><td class="n">{delta}</td>"#)),
+        "{first}"
+    );
+    assert!(ledger.contains(r#"<td class="n">2.001</td>"#), "{ledger}");
+    // Sixty items: fifty on the first page, ten on the second, each linking to the other.
+    let items = |html: &str| html.matches("<td>item-").count();
+    assert_eq!((items(&first), items(&second)), (50, 10));
+    assert!(first.contains("<td>item-000</td>") && !first.contains("<td>item-050</td>"));
+    assert!(second.contains("<td>item-050</td>") && second.contains("<td>item-059</td>"));
+    assert!(
+        first.contains(&format!(r#"href="{path}?page=2""#)),
+        "{first}"
+    );
+    assert!(!first.contains(r#"rel="prev""#));
+    assert!(
+        second.contains(&format!(r#"href="{path}?page=1""#)),
+        "{second}"
+    );
+    assert!(!second.contains(r#"rel="next""#));
+    // A page past the last shows the last; the API keeps the whole release.
+    let past = page(&router, &format!("{path}?page=9"), analyst).await;
+    assert_eq!(items(&past), 10);
+    let (status, whole) = common::call_with(
+        &router,
+        analyst,
+        Method::GET,
+        &format!("/v1/tasks/{id}/result"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(whole.matches(r#""item":"#).count(), 60);
+    server.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_sign_in_page_prompts_and_a_refused_token_is_an_error() {
+    let (server, router, _, _db, _dir) = console().await;
+    for path in ["/console/login", "/console"] {
+        let (_, _, html) = send(&router, Method::GET, path, None, None, None).await;
+        assert!(html.contains(r#"<p class="prompt">"#), "{path}: {html}");
+        assert!(!html.contains(r#"class="error""#), "{path}: {html}");
+    }
+    let (status, _, html) = send(
+        &router,
+        Method::GET,
+        "/console",
+        Some("garbage"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(html.contains(r#"<p class="error">"#), "{html}");
+    assert!(!html.contains(r#"class="prompt""#), "{html}");
     server.shutdown().await;
 }

@@ -3,6 +3,7 @@
 use maud::{Markup, html};
 use serde_json::Value;
 use tally_messages::LedgerBalance;
+use tally_protocol::shown::{estimate_number, privacy_number};
 
 use super::release_curve::ReleaseCurves;
 
@@ -38,12 +39,12 @@ pub(super) fn budget(created_at: i64, balance: &LedgerBalance) -> Markup {
     let reserved_top = y(spent + balance.reserved.epsilon);
     html! {
         svg.budget width=(width) height=(height + 16.0) viewBox=(format!("0 -2 {width} {}", height + 18.0))
-            role="img" aria-label=(format!("ε spent {} of {}", balance.spent.epsilon, balance.budget.epsilon)) {
+            role="img" aria-label=(format!("ε spent {} of {}", privacy_number(balance.spent.epsilon), privacy_number(balance.budget.epsilon))) {
             rect x="0" y="0" width=(width) height=(height) fill="#f0f2f5" {}
-            rect x=(width - 6.0) y=(reserved_top) width="6" height=((y(spent) - reserved_top).max(0.0)) fill="#e0a030" {}
+            rect x=(width - 6.0) y=(format!("{reserved_top:.1}")) width="6" height=(format!("{:.1}", (y(spent) - reserved_top).max(0.0))) fill="#e0a030" {}
             line x1="0" y1="0" x2=(width) y2="0" stroke="#9b1c1c" stroke-dasharray="4 3" {}
             path d=(path) fill="none" stroke="#2457c5" stroke-width="2" {}
-            text x="2" y=(height + 14.0) font-size="11" fill="#566" { "ε spent over time, up to the budget ε = " (balance.budget.epsilon) }
+            text x="2" y=(height + 14.0) font-size="11" fill="#566" { "ε spent over time, up to the budget ε = " (privacy_number(balance.budget.epsilon)) }
         }
     }
 }
@@ -85,7 +86,7 @@ pub(super) fn bars(rows: &[Value]) -> Markup {
                 @let top = index as f64 * row_height;
                 text x=(label_width - 6.0) y=(top + 13.0) font-size="12" text-anchor="end" { (label) }
                 rect x=(label_width) y=(top + 3.0) width=(format!("{:.1}", value / largest * bar_width)) height=(row_height - 6.0) fill="#2457c5" {}
-                text x=(label_width + value / largest * bar_width + 4.0) y=(top + 13.0) font-size="12" { (value) }
+                text x=(label_width + value / largest * bar_width + 4.0) y=(top + 13.0) font-size="12" { (estimate_number(*value)) }
             }
         }
     }

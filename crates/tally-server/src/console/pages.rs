@@ -10,10 +10,16 @@ use tally_messages::{
     RoundQuery, TaskInfo, TaskSpec,
 };
 use tally_protocol::definition;
+use tally_protocol::shown::{
+    Rounding, collusion_text, delta_number, estimate_number, field_text, number, privacy_number,
+};
+
+use std::collections::HashMap;
 
 use super::Session;
 use super::charts;
 use super::release_curve::ReleaseCurves;
+use super::task_form::{self, Field, FormKind, Input};
 
 /// The console's one stylesheet, inline and allowed by its hash alone.
 pub(super) const STYLE: &str = "\
@@ -23,12 +29,18 @@ header a{color:#fff}header form{margin-left:auto}\
 main{padding:1em 1.2em;max-width:70em}\
 section{background:#fff;border:1px solid #dde1e7;border-radius:6px;padding:.8em 1em;margin:0 0 1em}\
 h1{font-size:1.3em}h2{font-size:1.1em;margin:.2em 0 .6em}\
-table{border-collapse:collapse;margin:.4em 0}td,th{border-bottom:1px solid #e4e7ec;padding:.25em .7em;text-align:left}td{overflow-wrap:anywhere}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}\
+body,td,th,p,li{overflow-wrap:break-word;word-break:normal;hyphens:manual}\
+table{border-collapse:collapse;margin:.4em 0;max-width:100%}td,th{border-bottom:1px solid #e4e7ec;padding:.25em .7em;text-align:left;vertical-align:top}\
+td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\
+table.fields th{white-space:nowrap;font-weight:500;color:#384152}table.fields table.fields{margin:0}\
 textarea{width:100%;font-family:monospace}\
 .error{color:#9b1c1c;font-weight:600}.note{color:#566}\
+.prompt{background:#eef3fc;border-left:4px solid #2457c5;padding:.5em .8em}\
 .cards{display:flex;flex-wrap:wrap;gap:1em}.cards section{flex:1 1 22em}\
-pre{background:#f0f2f5;padding:.5em;overflow:auto}";
+.pages a{padding:0 .3em}\
+fieldset{border:1px solid #dde1e7;border-radius:4px;margin:.6em 0;padding:.4em .8em}legend{font-weight:600}\
+.field{display:inline-block;margin:.25em 1.2em .25em 0}.field small{display:block;color:#566}\
+pre{background:#f0f2f5;padding:.5em;overflow:auto;white-space:pre-wrap}";
 
 /// A whole page.
 fn layout(session: Option<&Session>, title: &str, body: Markup) -> Markup {
@@ -74,13 +86,14 @@ fn form_token(session: &Session) -> Markup {
     html! { input type="hidden" name="form_token" value=(session.form_token); }
 }
 
-/// A number as text: a small one (a `δ`) in scientific notation, in full either way.
-fn num(x: f64) -> String {
-    if x != 0.0 && x.abs() < 1e-3 {
-        format!("{x:e}")
-    } else {
-        x.to_string()
-    }
+/// An `ε` for people: rounded up ([`privacy_number`]).
+fn epsilon(x: f64) -> String {
+    privacy_number(x)
+}
+
+/// A `δ` for people: rounded up, in scientific notation.
+fn delta(x: f64) -> String {
+    delta_number(x, Rounding::Up)
 }
 
 /// A time in seconds since the Unix epoch, as a date.
@@ -98,6 +111,8 @@ pub(super) fn login(refusal: Option<&str>) -> Markup {
             section {
                 @if let Some(refusal) = refusal {
                     p.error { (refusal) }
+                } @else {
+                    p.prompt { "Sign in with the token of an operator or an analyst." }
                 }
                 form method="post" action="/console/login" {
                     label { "Token of an operator or an analyst " input type="password" name="token" autocomplete="off" required; }
@@ -140,9 +155,9 @@ pub(super) fn overview(
                     section {
                         h2 { (population.name) }
                         p {
-                            "Budget ε = " (population.budget.epsilon) ", δ = " (num(population.budget.delta))
+                            "Budget ε = " (epsilon(population.budget.epsilon)) ", δ = " (delta(population.budget.delta))
                             "; min cohort " (population.min_cohort)
-                            @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (cap) " per task" }
+                            @if let Some(cap) = population.max_task_epsilon { "; at most ε = " (epsilon(cap)) " per task" }
                             "; trust model " (population.trust.name())
                             "; device-side sampling " (allowed(population.allow_device_sampling))
                             "; " (colluding(population.colluding_fraction))
@@ -150,9 +165,9 @@ pub(super) fn overview(
                         }
                         @if let Some(balance) = balance {
                             p {
-                                "Spent ε = " (balance.spent.epsilon) ", reserved " (balance.reserved.epsilon)
-                                ", remaining " strong { (balance.remaining.epsilon) }
-                                " (δ remaining " (num(balance.remaining.delta)) ")"
+                                "Spent ε = " (epsilon(balance.spent.epsilon)) ", reserved " (epsilon(balance.reserved.epsilon))
+                                ", remaining " strong { (number(balance.remaining.epsilon, Rounding::Down)) }
+                                " (δ remaining " (delta_number(balance.remaining.delta, Rounding::Down)) ")"
                                 (bound_use(balance))
                             }
                             (charts::budget(population.created_at, balance))
@@ -203,8 +218,8 @@ pub(super) fn overview(
                                 td { (task.spec.population) }
                                 td { (kind_name(&task.spec)) }
                                 td { (task.state.name()) }
-                                td.n { (task.guarantee.epsilon) }
-                                td.n { (num(task.guarantee.delta)) }
+                                td.n { (epsilon(task.guarantee.epsilon)) }
+                                td.n { (delta(task.guarantee.delta)) }
                                 td.n { (task.rounds_released) }
                                 td { @if let Some(round) = &task.open_round { code { (round) } } }
                                 td { (date(task.created_at)) }
@@ -275,8 +290,9 @@ fn allowed(allow_device_sampling: bool) -> &'static str {
 fn colluding(colluding_fraction: f64) -> String {
     if colluding_fraction > 0.0 {
         format!(
-            "shuffle tasks charged their guarantee against a fraction {colluding_fraction} of \
-             devices colluding with the analyst"
+            "shuffle tasks charged their guarantee against a fraction {} of devices colluding \
+             with the analyst",
+            number(colluding_fraction, Rounding::Nearest)
         )
     } else {
         "the budget assumes honest devices (colluding fraction 0)".to_owned()
@@ -298,19 +314,20 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
                         "Every amount is under " (balance.neighbours.name()) " neighbours."
                     }
                     p { "Colluding devices: " (colluding(balance.colluding_fraction)) "." }
+                    p.note { "ε and δ to four significant digits: rounded up, and what remains rounded down." }
                     table {
                         tr { th {} th { "ε" } th { "δ" } }
-                        tr { td { "Budget" } td.n { (balance.budget.epsilon) } td.n { (num(balance.budget.delta)) } }
-                        tr { td { "Spent" } td.n { (balance.spent.epsilon) } td.n { (num(balance.spent.delta)) } }
-                        tr { td { "Reserved by running tasks" } td.n { (balance.reserved.epsilon) } td.n { (num(balance.reserved.delta)) } }
-                        tr { td { "Remaining for tasks charged their own guarantee (basic composition, what the server enforces)" } td.n { (balance.remaining.epsilon) } td.n { (num(balance.remaining.delta)) } }
+                        tr { td { "Budget" } td.n { (epsilon(balance.budget.epsilon)) } td.n { (delta(balance.budget.delta)) } }
+                        tr { td { "Spent" } td.n { (epsilon(balance.spent.epsilon)) } td.n { (delta(balance.spent.delta)) } }
+                        tr { td { "Reserved by running tasks" } td.n { (epsilon(balance.reserved.epsilon)) } td.n { (delta(balance.reserved.delta)) } }
+                        tr { td { "Remaining for tasks charged their own guarantee (basic composition, what the server enforces)" } td.n { (number(balance.remaining.epsilon, Rounding::Down)) } td.n { (delta_number(balance.remaining.delta, Rounding::Down)) } }
                     }
                     p {
                         @match &balance.task_bound {
                             None => "No declared pair: every task is charged its own (ε, δ) by basic composition.",
                             Some(bound) => {
-                                "Declared pair p_s ≤ " (bound.bound.sampling_rate) ", τ ≥ " (bound.bound.threshold)
-                                ": its share (ε = " (bound.bound.share.epsilon) ", δ = " (num(bound.bound.share.delta))
+                                "Declared pair p_s ≤ " (number(bound.bound.sampling_rate, Rounding::Nearest)) ", τ ≥ " (bound.bound.threshold)
+                                ": its share (ε = " (epsilon(bound.bound.share.epsilon)) ", δ = " (delta(bound.bound.share.delta))
                                 ") covers " (bound.bound.rounds) " rounds, " (bound.rounds_used) " taken; other tasks share the rest of the budget."
                             }
                         }
@@ -322,8 +339,8 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
                             @for entry in &balance.entries {
                                 tr {
                                     td { a href=(format!("/console/tasks/{}", entry.task_id)) { (entry.task_id) } }
-                                    td.n { (entry.amount.epsilon) }
-                                    td.n { (num(entry.amount.delta)) }
+                                    td.n { (epsilon(entry.amount.epsilon)) }
+                                    td.n { (delta(entry.amount.delta)) }
                                     td { (date(entry.at)) }
                                 }
                             }
@@ -339,30 +356,61 @@ pub(super) fn ledger(session: &Session, ledger: &[LedgerBalance]) -> Markup {
 fn guarantee_table(guarantee: &GuaranteeBody) -> Markup {
     html! {
         table {
-            tr { th { "ε" } td.n { (guarantee.epsilon) } }
-            tr { th { "δ" } td.n { (num(guarantee.delta)) } }
+            tr { th { "ε" } td.n { (epsilon(guarantee.epsilon)) } }
+            tr { th { "δ" } td.n { (delta(guarantee.delta)) } }
             tr { th { "Neighbours" } td { (guarantee.neighbours) } }
             tr { th { "Trust model" } td { (guarantee.model) } }
             tr { th { "Analysis" } td { (guarantee.method) } }
             @if let Some(collusion) = &guarantee.collusion {
-                tr { th { "Colluding devices" } td { (collusion.colluding_text()) "; " (collusion.floor_text()) } }
+                tr { th { "Colluding devices" } td { (collusion_text(collusion)) } }
             }
         }
     }
 }
 
-/// A spec as the server reads it (defaults filled in).
+/// A spec as the server reads it (defaults filled in), as JSON: what the plan's confirmation
+/// sends back.
 fn spec_text(spec: &TaskSpec) -> String {
     // Unwrap safety: a spec serializes.
     serde_json::to_string_pretty(spec).expect("specs serialize")
 }
 
-/// One task: its guarantee, its round, its release (if the session may read it).
+/// A spec as the server reads it (defaults filled in), as a table for people.
+fn spec_table(spec: &TaskSpec) -> Markup {
+    match serde_json::to_value(spec) {
+        Ok(Value::Object(fields)) => fields_table(&fields),
+        // Unwrap safety: a spec serializes to an object.
+        _ => unreachable!("a spec is a JSON object"),
+    }
+}
+
+/// An object's fields as a table for people: names in words, numbers rounded
+/// ([`field_text`]), a nested object as a nested table, nothing for an absent (`null`) field.
+fn fields_table(fields: &serde_json::Map<String, Value>) -> Markup {
+    html! {
+        table.fields {
+            @for (name, value) in fields {
+                @match value {
+                    Value::Null => {},
+                    Value::Object(nested) => tr { th { (name.replace('_', " ")) } td { (fields_table(nested)) } },
+                    _ => tr { th { (name.replace('_', " ")) } td { (cell(name, value)) } },
+                }
+            }
+        }
+    }
+}
+
+/// The rows of a released list shown on one page of a task.
+pub(super) const RELEASE_PAGE_ROWS: usize = 50;
+
+/// One task: its guarantee, its round, its release (if the session may read it), the release's
+/// lists at `page` (from 1, [`RELEASE_PAGE_ROWS`] rows each).
 pub(super) fn task(
     session: &Session,
     info: &TaskInfo,
     round: Option<&(RoundQuery, (u64, u64))>,
     release: Option<&str>,
+    page: usize,
 ) -> Markup {
     layout(
         Some(session),
@@ -392,33 +440,96 @@ pub(super) fn task(
                 @match (session.who.role, release) {
                     (Role::Operator, _) => p.note { "An operator reads no release: only the analyst who created the task does." },
                     (_, None) => p.note { "Not released yet." },
-                    (_, Some(document)) => (release_view(document)),
+                    (_, Some(document)) => {
+                        p.note {
+                            "Numbers rounded for reading (ε and δ up). The whole release at full precision is its JSON: "
+                            code { "GET /v1/tasks/" (info.id) "/result" } " with the analyst's token, or "
+                            code { "tally task result " (info.id) " --json" } "."
+                        }
+                        (release_view(document, &format!("/console/tasks/{}", info.id), page))
+                    }
                 }
             }
-            details { summary { "Spec" } pre { (spec_text(&info.spec)) } }
+            details { summary { "Spec" } (spec_table(&info.spec)) }
         },
     )
 }
 
-/// A release document as tables: its scalar fields, then each list of rows, with a bar
-/// chart of the first numeric column beside its first text column.
-fn release_view(document: &str) -> Markup {
+/// A release document for people: its single fields as a table (the guarantee as its own
+/// table, the diagnosis as sentences), then each released list a page at a time, `page` of
+/// them (from 1) with links to the pages beside it at `path?page=`, with a bar chart of that
+/// page's rows.
+fn release_view(document: &str, path: &str, page: usize) -> Markup {
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(document) else {
         return html! { pre { (document) } };
     };
-    let scalars: Vec<(&String, &Value)> = fields.iter().filter(|(_, v)| !v.is_array()).collect();
-    let lists: Vec<(&String, &Vec<Value>)> = fields
-        .iter()
-        .filter_map(|(k, v)| v.as_array().map(|rows| (k, rows)))
-        .collect();
+    let mut single = serde_json::Map::new();
+    let mut guarantees = Vec::new();
+    let mut sentences: Vec<(&str, &Vec<Value>)> = Vec::new();
+    let mut lists: Vec<(&str, &Vec<Value>)> = Vec::new();
+    for (name, value) in &fields {
+        match value {
+            Value::Object(_) if name.ends_with("guarantee") => {
+                if let Ok(guarantee) = serde_json::from_value::<GuaranteeBody>(value.clone()) {
+                    guarantees.push((name.replace('_', " "), guarantee));
+                }
+            }
+            Value::Object(diagnosis) if name == "diagnosis" => {
+                for part in ["explanation", "warnings"] {
+                    if let Some(Value::Array(lines)) = diagnosis.get(part) {
+                        sentences.push((part, lines));
+                    }
+                }
+            }
+            Value::Array(rows) if rows.iter().all(Value::is_string) => {
+                sentences.push((name, rows));
+            }
+            Value::Array(rows) => lists.push((name, rows)),
+            _ => {
+                single.insert(name.clone(), value.clone());
+            }
+        }
+    }
     html! {
-        table {
-            @for (name, value) in &scalars { tr { th { (name) } td { (cell(value)) } } }
+        (fields_table(&single))
+        @for (name, guarantee) in &guarantees {
+            h3 { (name) }
+            (guarantee_table(guarantee))
+        }
+        @for (part, lines) in &sentences {
+            @if !lines.is_empty() {
+                div.sentences data-part=(part) {
+                    @for line in lines.iter() { p { (line.as_str().unwrap_or_default()) } }
+                }
+            }
         }
         @for (name, rows) in &lists {
-            h2 { (name) " (" (rows.len()) ")" }
-            (charts::bars(rows))
-            (rows_table(rows))
+            @let pages = rows.len().div_ceil(RELEASE_PAGE_ROWS).max(1);
+            @let page = page.clamp(1, pages);
+            @let shown = &rows[(page - 1) * RELEASE_PAGE_ROWS..(page * RELEASE_PAGE_ROWS).min(rows.len())];
+            h2 { (name.replace('_', " ")) " (" (rows.len()) ")" }
+            @if pages > 1 {
+                (page_links(path, page, pages, rows.len()))
+            }
+            (charts::bars(shown))
+            (rows_table(shown))
+            @if pages > 1 {
+                (page_links(path, page, pages, rows.len()))
+            }
+        }
+    }
+}
+
+/// The links to the pages before and after `page` of `pages`, and which rows of `rows` it
+/// shows.
+fn page_links(path: &str, page: usize, pages: usize, rows: usize) -> Markup {
+    let first = (page - 1) * RELEASE_PAGE_ROWS + 1;
+    let last = (page * RELEASE_PAGE_ROWS).min(rows);
+    html! {
+        p.pages {
+            @if page > 1 { a rel="prev" href=(format!("{path}?page={}", page - 1)) { "← previous" } " " }
+            "rows " (first) "–" (last) " of " (rows) " (page " (page) " of " (pages) ")"
+            @if page < pages { " " a rel="next" href=(format!("{path}?page={}", page + 1)) { "next →" } }
         }
     }
 }
@@ -438,14 +549,14 @@ fn rows_table(rows: &[Value]) -> Markup {
     html! {
         table.release {
             @if columns.is_empty() {
-                @for row in rows { tr { td { (cell(row)) } } }
+                @for row in rows { tr { td { (cell("", row)) } } }
             } @else {
-                tr { @for column in &columns { th { (column) } } }
+                tr { @for column in &columns { th { (column.replace('_', " ")) } } }
                 @for row in rows {
                     tr {
                         @for column in &columns {
                             @let value = row.get(column).unwrap_or(&Value::Null);
-                            @if value.is_number() { td.n { (cell(value)) } } @else { td { (cell(value)) } }
+                            @if value.is_number() { td.n { (cell(column, value)) } } @else { td { (cell(column, value)) } }
                         }
                     }
                 }
@@ -454,12 +565,16 @@ fn rows_table(rows: &[Value]) -> Markup {
     }
 }
 
-/// One value as text: a string as itself, anything else as JSON.
-fn cell(value: &Value) -> String {
+/// The field `name` of a release as text for people: a string as itself, an estimate to the
+/// nearest whole number from 1,000 on, any other number rounded ([`field_text`]), nothing for
+/// `null`.
+fn cell(name: &str, value: &Value) -> String {
     match value {
-        Value::String(s) => s.clone(),
         Value::Null => String::new(),
-        other => other.to_string(),
+        Value::Number(_) if name.starts_with("estimate") => value
+            .as_f64()
+            .map_or_else(|| value.to_string(), estimate_number),
+        other => field_text(name, other),
     }
 }
 
@@ -516,30 +631,134 @@ pub(super) fn credentials(
     )
 }
 
-/// The task form, filled with `spec`, with why the last plan was refused.
-pub(super) fn new_task(session: &Session, spec: &str, refusal: Option<&str>) -> Markup {
+/// What the task form shows: the kind and population chosen, the fields' values, and why the
+/// last plan was refused.
+pub(super) struct TaskFormPage<'a> {
+    /// The kind whose fields the form has.
+    pub(super) kind: &'static FormKind,
+    /// The analyst's populations.
+    pub(super) populations: &'a [PopulationInfo],
+    /// The population the task runs over.
+    pub(super) population: &'a str,
+    /// The population's size when the server knows it, and how it knows.
+    pub(super) size: Option<(u64, String)>,
+    /// The values sent, when the form comes back refused; the defaults otherwise.
+    pub(super) values: Option<&'a HashMap<String, String>>,
+    /// The spec sent as JSON, when that came back refused.
+    pub(super) spec: Option<&'a str>,
+    /// Why the last plan was refused.
+    pub(super) refusal: Option<&'a str>,
+}
+
+/// The task form: the kind and population first, then the kind's fields grouped as `tally task
+/// create`'s help groups them, and the task as JSON for those who prefer it.
+pub(super) fn new_task(session: &Session, page: &TaskFormPage<'_>) -> Markup {
+    let kind = page.kind;
+    let value = |field: &Field| -> String {
+        match (page.values, field.name) {
+            (Some(values), name) => values.get(name).cloned().unwrap_or_default(),
+            (None, "expected_population") => page
+                .size
+                .as_ref()
+                .map_or_else(String::new, |(size, _)| size.to_string()),
+            (None, _) => field.default.to_owned(),
+        }
+    };
     layout(
         Some(session),
         "New task",
         html! {
             section {
-                @if let Some(refusal) = refusal { p.error #refusal { (refusal) } }
-                p.note { "The task as the API takes it (POST /v1/tasks). The next page shows the guarantee the server fixes for it and what it releases; nothing is created before you confirm." }
-                p {
-                    "Start from an example: "
-                    @for (index, (kind, ..)) in super::EXAMPLE_KINDS.iter().enumerate() {
-                        @if index > 0 { ", " }
-                        a href=(format!("/console/tasks/new?kind={kind}")) { (kind) }
-                    }
+                @if let Some(refusal) = page.refusal { p.error #refusal { (refusal) } }
+                p.note { "The next page shows the guarantee the server fixes for the task and what it releases; nothing is created before you confirm." }
+                form #choose-kind method="get" action="/console/tasks/new" {
+                    label.field { "Kind " select name="kind" {
+                        @for option in &task_form::KINDS {
+                            option value=(option.name) selected[option.name == kind.name] { (option.title) }
+                        }
+                    } }
+                    label.field { "Population " select name="population" {
+                        @for population in page.populations {
+                            option value=(population.name) selected[population.name == page.population] {
+                                (population.name) " (" (population.neighbours.name()) " budget)"
+                            }
+                        }
+                    } }
+                    button type="submit" { "Show its fields" }
                 }
+            }
+            section {
+                h2 { (kind.title) }
+                p.note {
+                    "The fields of " code { "tally task create " (kind.command) } ", with its defaults. "
+                    "Its guarantee is for " (kind.neighbours.name()) " neighbours"
+                    @if kind.neighbours == tally_accounting::Neighbours::ReplaceOne {
+                        ": it runs on a population whose budget is kept under replace-one neighbours"
+                    }
+                    "."
+                }
+                form #task-form method="post" action="/console/tasks/plan" {
+                    (form_token(session))
+                    input type="hidden" name="form_kind" value=(kind.name);
+                    input type="hidden" name="population" value=(page.population);
+                    @for (group, legend) in task_form::GROUPS {
+                        fieldset {
+                            legend { (legend) }
+                            @if group == task_form::Group::Task {
+                                p { "Population " strong { (page.population) } }
+                            }
+                            @for field in kind.all_fields().filter(|f| f.group == group) {
+                                (form_field(&field, &value(&field), page.size.as_ref()))
+                            }
+                        }
+                    }
+                    button type="submit" { "Show the plan" }
+                }
+            }
+            details open[page.spec.is_some()] {
+                summary { "Advanced: the task as JSON" }
+                p.note { "The task as the API takes it (POST /v1/tasks, as in docs/federated.md)." }
                 form method="post" action="/console/tasks/plan" {
                     (form_token(session))
-                    textarea name="spec" rows="24" { (spec) }
+                    textarea name="spec" rows="16" { (page.spec.unwrap_or_default()) }
                     button type="submit" { "Show the plan" }
                 }
             }
         },
     )
+}
+
+/// One field of the task form: its label, its input, its option of the command line and what
+/// leaving it empty means.
+fn form_field(field: &Field, value: &str, size: Option<&(u64, String)>) -> Markup {
+    let hint = match (field.name, size) {
+        ("expected_population", Some((_, known))) => known.clone(),
+        ("expected_population", None) => {
+            "not known to the server: the number of devices in the population".to_owned()
+        }
+        _ => field.hint.to_owned(),
+    };
+    html! {
+        label.field {
+            (field.label) " "
+            @match field.input {
+                Input::Flag => input type="checkbox" name=(field.name) value="on" checked[!value.is_empty()];,
+                Input::Choice(names) => select name=(field.name) {
+                    @for name in names {
+                        option value=(name) selected[*name == value] { (name) }
+                    }
+                },
+                Input::Composition => select name=(field.name) {
+                    option value="" selected[value.is_empty()] { "default" }
+                    @for composition in tally_accounting::composition::Composition::ALL {
+                        option value=(composition.name()) selected[composition.name() == value] { (composition.name()) }
+                    }
+                },
+                _ => input name=(field.name) value=(value) size="10" required[field.required];,
+            }
+            small { code { (field.flag) } @if !hint.is_empty() { " · " (hint) } }
+        }
+    }
 }
 
 /// What a task's rounds release: their release curves beside the noise-based selections, and
@@ -559,10 +778,10 @@ fn release_prediction(spec: &TaskSpec, curves: Option<&ReleaseCurves>) -> Markup
         @match curves.compared_at {
             Some((epsilon, delta)) if curves.rounds > 1 => p {
                 "Laplace and Gaussian thresholding are calibrated for the level's share of the task's "
-                "guarantee by basic composition, ε = " (format!("{epsilon:.3}")) " and δ = " (format!("{delta:.3e}")) "."
+                "guarantee by basic composition, ε = " (self::epsilon(epsilon)) " and δ = " (self::delta(delta)) "."
             },
             Some((epsilon, delta)) => p {
-                "Laplace and Gaussian thresholding are calibrated for the same ε = " (format!("{epsilon:.3}")) " and δ = " (format!("{delta:.3e}")) "."
+                "Laplace and Gaussian thresholding are calibrated for the same ε = " (self::epsilon(epsilon)) " and δ = " (self::delta(delta)) "."
             },
             None => p #not-compared {
                 "The task's guarantee is for replace-one neighbours; Laplace and Gaussian thresholding as calibrated here "
@@ -604,23 +823,23 @@ pub(super) fn plan(
                 (guarantee_table(guarantee))
                 @if let Some(balance) = balance {
                     p {
-                        "Population " strong { (balance.population) } " has ε = " (balance.remaining.epsilon)
-                        " and δ = " (num(balance.remaining.delta)) " left for tasks charged their own guarantee (basic composition)"
+                        "Population " strong { (balance.population) } " has ε = " (number(balance.remaining.epsilon, Rounding::Down))
+                        " and δ = " (delta_number(balance.remaining.delta, Rounding::Down)) " left for tasks charged their own guarantee (basic composition)"
                         @if let Some(bound) = &balance.task_bound {
                             ", and " (bound.bound.rounds.saturating_sub(bound.rounds_used)) " of " (bound.bound.rounds)
-                            " rounds within its declared pair (p_s ≤ " (bound.bound.sampling_rate) ", τ ≥ " (bound.bound.threshold) ")"
+                            " rounds within its declared pair (p_s ≤ " (number(bound.bound.sampling_rate, Rounding::Nearest)) ", τ ≥ " (bound.bound.threshold) ")"
                         }
                         "; the server admits the task if it fits what its kind draws on."
                     }
                     p {
-                        "The task charges ε = " (charge.0) ", δ = " (num(charge.1)) ": its guarantee under "
+                        "The task charges ε = " (epsilon(charge.0)) ", δ = " (delta(charge.1)) ": its guarantee under "
                         (balance.neighbours.name()) " neighbours, the relation the population's budget is kept under."
                     }
                 }
                 h2 { "What it releases: P[released | c] for an item held by c devices" }
                 (release_prediction(spec, curves))
                 h2 { "Parameters" }
-                pre { (text) }
+                (spec_table(spec))
                 form method="post" action="/console/tasks" {
                     (form_token(session))
                     input type="hidden" name="spec" value=(text);
@@ -641,7 +860,7 @@ mod tests {
         let document = r#"{"mechanism":"sample-threshold","released_items":2,
             "items":[{"item":"<script>alert(1)</script>","count":30,"estimate":300.0},
                      {"item":"a&b\"c","count":10,"estimate":100.0}]}"#;
-        let html = release_view(document).into_string();
+        let html = release_view(document, "/console/tasks/t", 1).into_string();
         assert!(!html.contains("<script"), "{html}");
         // Once in the table, once as the bar's label.
         assert_eq!(
