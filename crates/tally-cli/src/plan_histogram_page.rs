@@ -9,7 +9,7 @@ use tally_accounting::TrustModel;
 use tally_cli::domain_plan::{DomainReport, MechanismPlan, table_counts};
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
-use crate::output::privacy_number;
+use tally_protocol::shown::{Rounding, delta_number, privacy_number};
 
 use crate::plan_report_page::{
     FIGURE_SIZE, STYLE, escape, line, page_end, push_figures, write_documents,
@@ -253,7 +253,7 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
                     "<td>{}</td><td>ε = {}, δ = {}, {}</td><td>{}</td>",
                     g.model.name(),
                     privacy_number(g.epsilon),
-                    privacy_number(g.delta),
+                    delta_number(g.delta, Rounding::Up),
                     escape(&g.neighbours.to_string()),
                     c.cost.map_or_else(
                         || "—".to_owned(),

@@ -12,7 +12,7 @@ use tally_cli::plan_report::{
 };
 use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
 
-use crate::output::{parameters_line, privacy_number};
+use tally_protocol::shown::parameter_rows;
 
 /// The size of a report figure's one panel: the page's width.
 pub(crate) const FIGURE_SIZE: (u32, u32) = (880, 420);
@@ -328,26 +328,17 @@ pub(crate) fn page_start(title: &str, summary: &str, plan: &serde_json::Value) -
         escape(summary)
     )?;
     if let Some(fields) = plan.as_object() {
-        for (key, value) in fields {
+        for (name, value) in parameter_rows(fields) {
             write!(
                 html,
                 "<tr><td>{}</td><td>{}</td></tr>",
-                escape(&key.replace('_', " ")),
-                escape(&plan_field(key, value))
+                escape(&name),
+                escape(&value)
             )?;
         }
     }
     html += "</table>\n";
     Ok(html)
-}
-
-/// A plan field `key` as a person reads it: a privacy parameter (`epsilon`, `delta` in its
-/// name) rounded up, anything else as [`parameters_line`] writes it.
-fn plan_field(key: &str, value: &serde_json::Value) -> String {
-    match value.as_f64() {
-        Some(x) if key.contains("epsilon") || key.contains("delta") => privacy_number(x),
-        _ => parameters_line(value),
-    }
 }
 
 /// The section "Which to choose": when each selection compared is the right one, with this
@@ -536,7 +527,7 @@ mod tests {
     use tally_accounting::key_selection::PopulationUtility;
     use tally_cli::plan_report::{PopulationSweep, SweepPoint};
 
-    use super::{plan_field, recall_note};
+    use super::recall_note;
 
     fn sweep(recalls: &[[f64; 2]]) -> PopulationSweep {
         let utility = |recall| {
@@ -567,34 +558,5 @@ mod tests {
         let note = recall_note(&sweep(&[[1.0, 1.0], [0.9, 0.9002]]));
         assert!(note.contains("same recall@20 at every ε"), "{note}");
         assert_eq!(recall_note(&sweep(&[[1.0, 1.0], [0.9, 0.8]])), "");
-    }
-
-    #[test]
-    fn a_plan_field_reads_as_words_with_privacy_rounded_up() {
-        let value = serde_json::json!({"sampling_rate": 0.25, "threshold": 26, "levels": [1, 2]});
-        assert_eq!(
-            plan_field("per_level", &value),
-            "sampling rate 0.25, threshold 26, levels [1, 2]"
-        );
-        assert_eq!(plan_field("method", &serde_json::json!("tight")), "tight");
-        assert_eq!(
-            plan_field(
-                "achieved_delta",
-                &serde_json::json!(9.999_999_999_999_98e-9)
-            ),
-            "1.000e-8"
-        );
-        assert_eq!(
-            plan_field("epsilon", &serde_json::json!(0.999_950_251_423_787_8)),
-            "1"
-        );
-        assert_eq!(
-            plan_field("delta", &serde_json::json!(1.000_04e-8)),
-            "1.001e-8"
-        );
-        assert_eq!(
-            plan_field("sampling_rate", &serde_json::json!(0.240_272_804_994_160_2)),
-            "0.2403"
-        );
     }
 }

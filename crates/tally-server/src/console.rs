@@ -657,21 +657,11 @@ impl Console {
         )
     }
 
-    /// The number of devices in `population` when the server knows it, and how: its live
-    /// enrolled devices, or else the expected population of the analyst's latest task over it.
+    /// The number of devices in `population` as the analyst `who` last gave it, and where it
+    /// comes from: the expected population of its latest task over it. (Not the devices
+    /// enrolled: the credential list is the operator's, and an analyst's API calls never show
+    /// it.)
     async fn population_size(&self, who: &Principal, population: &str) -> Option<(u64, String)> {
-        let enrolled = self.runtime.credentials().await.ok().map(|credentials| {
-            credentials
-                .iter()
-                .filter(|c| c.role == Role::Device && !c.revoked && c.populations == [population])
-                .count() as u64
-        });
-        if let Some(enrolled) = enrolled.filter(|&n| n > 0) {
-            return Some((
-                enrolled,
-                format!("the {enrolled} devices enrolled in {population}"),
-            ));
-        }
         self.runtime
             .tasks(who)
             .await
