@@ -717,7 +717,7 @@ pub(super) fn new_task(session: &Session, page: &TaskFormPage<'_>) -> Markup {
             }
             details open[page.spec.is_some()] {
                 summary { "Advanced: the task as JSON" }
-                p.note { "The task as the API takes it (POST /v1/tasks, as in docs/federated.md)." }
+                p.note { "The task as the API takes it (POST /v1/tasks, as in docs/federated/protocol.md)." }
                 form method="post" action="/console/tasks/plan" {
                     (form_token(session))
                     textarea name="spec" rows="16" { (page.spec.unwrap_or_default()) }
