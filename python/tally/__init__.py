@@ -21,13 +21,14 @@ from . import plan
 from ._input import column, numbers, typed_column
 from ._keywords import calibration, hierarchy, trie
 from ._release import Release
+from ._tally import __version__
 from ._tally import heavy_hitters as _heavy_hitters
 from ._tally import histogram as _histogram
 from ._tally import items_histogram as _items_histogram
 from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
 
-__all__ = ["Release", "heavy_hitters", "histogram", "plan", "quantiles", "range_count"]
+__all__ = ["Release", "__version__", "heavy_hitters", "histogram", "plan", "quantiles", "range_count"]
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 

@@ -7,6 +7,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ._shown import privacy_pair
+
 
 def _bool_item(text: str) -> bool:
     """A released boolean item from its text: `1` (the integer it was counted as) or `true`
@@ -24,7 +26,7 @@ _ITEM_TYPES: dict[str, tuple[Any, str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Release:
     """A private release.
 
@@ -57,6 +59,41 @@ class Release:
         document = json.loads(head)
         document["items"] = _typed_items(items, item_type)
         return cls(document, text, item_type)._warned()
+
+    def __repr__(self) -> str:
+        """The kind of release, its size and its guarantee for people (ε and δ rounded up to
+        four significant digits), never the document."""
+        mechanism = self.document.get("mechanism")
+        by = f" ({mechanism})" if mechanism else ""
+        return f"<Release {self.kind}{by}: {self._size()}, {self._guarantee_shown()}>"
+
+    @property
+    def kind(self) -> str:
+        """What was released: `"histogram"`, `"heavy hitters"`, `"quantiles"` or
+        `"range count"`."""
+        if "trie" in self.document:
+            return "heavy hitters"
+        if "quantiles" in self.document:
+            return "quantiles"
+        if "range" in self.document:
+            return "range count"
+        return "histogram"
+
+    def _size(self) -> str:
+        """How much was released, in words."""
+        if "items" in self.document:
+            count = len(self.items)
+            return f"{count} item{'' if count == 1 else 's'}"
+        if "quantiles" in self.document:
+            count = len(self.document["quantiles"])
+            return f"{count} quantile{'' if count == 1 else 's'}"
+        return "1 count"
+
+    def _guarantee_shown(self) -> str:
+        """`(ε = …, δ = …), neighbours` for people."""
+        guarantee = self.guarantee
+        pair = privacy_pair(guarantee["epsilon"], guarantee["delta"])
+        return f"{pair}, {guarantee['neighbours']}"
 
     def _warned(self) -> "Release":
         """This release, once its diagnosis's warnings (δ ≥ 1/n) are issued as

@@ -4,6 +4,8 @@ from typing import Any
 
 from ._keywords import Calibration, Hierarchy, TrieShape
 
+__version__: str
+
 def plan_sample_threshold(
     epsilon: float,
     delta: float | None = None,

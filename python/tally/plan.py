@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ._shown import privacy_pair
 from ._tally import plan_compose as _plan_compose
 from ._tally import plan_sample_threshold as _plan_sample_threshold
 from ._tally import plan_shuffle as _plan_shuffle
@@ -23,7 +24,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+def _number(x: float) -> str:
+    """A parameter for people: four significant digits."""
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True, repr=False)
 class SampleThresholdPlan:
     """The fields of `tally plan sample-threshold --json`; those of the other form (the δ of
     given parameters) that do not apply are None."""
@@ -42,6 +48,13 @@ class SampleThresholdPlan:
     explanation: str | None = None
     target_delta: float | None = None
     meets_target: bool | None = None
+
+    def __repr__(self) -> str:
+        delta = self.delta if self.achieved_delta is None else self.achieved_delta
+        return (
+            f"<SampleThresholdPlan: sampling rate {_number(self.sampling_rate)}, threshold "
+            f"{self.threshold}, {privacy_pair(self.epsilon, delta)}, {self.neighbours}>"
+        )
 
     @classmethod
     def _from_document(cls, document: dict[str, Any]) -> "SampleThresholdPlan":
@@ -67,7 +80,7 @@ def sample_threshold(
     return SampleThresholdPlan._from_document(json.loads(document))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ShufflePlan:
     """The fields of `tally plan shuffle --json`: amplification by shuffling (replace-one
     neighbours)."""
@@ -80,6 +93,12 @@ class ShufflePlan:
     bound: str
     neighbours: str
     solved_for: str
+
+    def __repr__(self) -> str:
+        return (
+            f"<ShufflePlan: {self.users} users, local ε {_number(self.local_epsilon)}, "
+            f"{privacy_pair(self.epsilon, self.delta)}, {self.neighbours}>"
+        )
 
 
 def shuffle(
@@ -98,7 +117,7 @@ def shuffle(
     return ShufflePlan(**json.loads(document))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CompositionPlan:
     """The fields of `tally plan compose --json`; `per_round` holds the `epsilon` and `delta`
     of each round."""
@@ -109,6 +128,12 @@ class CompositionPlan:
     rounds: int
     per_round: dict[str, float]
     target_delta: float | None
+
+    def __repr__(self) -> str:
+        return (
+            f"<CompositionPlan: {self.rounds} rounds by {self.method}, "
+            f"{privacy_pair(self.epsilon, self.delta)}>"
+        )
 
 
 def compose(
@@ -126,7 +151,7 @@ def compose(
     return CompositionPlan(**json.loads(document))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TriePlusPlan:
     """The fields of `tally plan triehh++ --json`; `per_level` holds each level's
     `sampling_rate` and `threshold`, and `basic_composition_epsilon` is None where a level
@@ -146,6 +171,14 @@ class TriePlusPlan:
     grid_step: float
     solved_for: str
     explanation: str
+
+    def __repr__(self) -> str:
+        rate, threshold = self.per_level["sampling_rate"], self.per_level["threshold"]
+        return (
+            f"<TriePlusPlan: {self.levels} levels at sampling rate {_number(rate)}, threshold "
+            f"{int(threshold)}, {privacy_pair(self.composed_epsilon, self.delta)}, "
+            f"{self.neighbours}>"
+        )
 
 
 def triehh_plus(

@@ -1445,6 +1445,8 @@ fn keyed_triehh_document(
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The package's version is the crate's: one source of truth (maturin reads it too).
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
     module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
