@@ -5,11 +5,13 @@ same release, and `Release.to_json()` is the document `tally histogram --json` (
 `heavy-hitters`, `quantiles`, `range`) prints. (A histogram of a column held in memory, one
 value per client, is sampled 64 clients at a time: equal in law to the command's run on the
 column written to a file, and the same for every kind of column given the same seed.)
-Errors raise `ValueError` (or `OSError` for files) with the command line's messages; input
-that would otherwise be silently coerced raises naming the position and the fix: a missing
-value (None, NaN, pandas NA or NaT, a null) a `ValueError`, a table, dict or nested array where
-one column is expected, or values of mixed or unsupported types, a `TypeError`. Released
-items keep the type of the column they came from (`int`, `float`, `bool` or `str`).
+Errors raise `ValueError` (or `OSError` for files) with the command line's messages, naming
+the keyword argument at fault (`delta=`) where the command line names its flag (`--delta`); a
+keyword of the wrong type raises `TypeError` naming it. Input that would otherwise be silently
+coerced raises naming the position and the fix: a missing value (None, NaN, pandas NA or NaT,
+a null) a `ValueError`, a table, dict or nested array where one column is expected, or values
+of mixed or unsupported types, a `TypeError`. Released items keep the type of the column they
+came from (`int`, `float`, `bool` or `str`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,17 @@ from typing import Any
 
 from . import plan
 from ._input import column, numbers, typed_column
-from ._keywords import calibration, hierarchy, trie
+from ._keywords import (
+    calibration,
+    flag,
+    hierarchy,
+    number,
+    optional_number,
+    optional_text,
+    optional_whole,
+    text,
+    trie,
+)
 from ._release import Release
 from ._tally import __version__
 from ._tally import heavy_hitters as _heavy_hitters
@@ -28,7 +40,15 @@ from ._tally import items_histogram as _items_histogram
 from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
 
-__all__ = ["Release", "__version__", "heavy_hitters", "histogram", "plan", "quantiles", "range_count"]
+__all__ = [
+    "Release",
+    "__version__",
+    "heavy_hitters",
+    "histogram",
+    "plan",
+    "quantiles",
+    "range_count",
+]
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
 
@@ -76,6 +96,12 @@ def histogram(
     The GIL is released while the release is computed.
     """
     keywords = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    mechanism = text("mechanism", mechanism)
+    max_items_per_client = optional_whole("max_items_per_client", max_items_per_client)
+    seed = optional_whole("seed", seed)
+    sampling_key = optional_text("sampling_key", sampling_key)
+    rows_as_clients = flag("rows_as_clients", rows_as_clients)
+    description = optional_text("description", description)
     items_column, item_type = typed_column(items, "items")
     if mechanism != "sample-threshold" or max_items_per_client is not None:
         parts = _items_histogram(
@@ -134,16 +160,16 @@ def heavy_hitters(
     default). `sampling_rate`, `threshold` and `method` apply to sample-and-threshold only.
     """
     if algorithm != "triehh++":
-        raise ValueError(f"algorithm {algorithm!r}: the package runs triehh++ only")
+        raise ValueError(f"invalid algorithm={algorithm!r}: the package runs \"triehh++\" only")
     items_column, item_type = typed_column(items, "items")
     document = _heavy_hitters(
         items_column,
         _clients(clients),
         calibration(epsilon, delta, sampling_rate, threshold, method, neighbours),
         trie(levels, segment, restricted, composition, mechanism),
-        seed,
-        rows_as_clients,
-        description,
+        optional_whole("seed", seed),
+        flag("rows_as_clients", rows_as_clients),
+        optional_text("description", description),
     )
     return Release._from_json(document, item_type)
 
@@ -183,15 +209,15 @@ def quantiles(
     """
     document = _quantiles(
         numbers(values),
-        [float(q) for q in quantiles],
-        calibration(epsilon, delta, sampling_rate, threshold, analysis, neighbours),
+        [number("quantiles", q) for q in quantiles],
+        calibration(epsilon, delta, sampling_rate, threshold, analysis, neighbours, "analysis"),
         hierarchy(branching, levels, consistent, composition),
-        min,
-        max,
-        method,
-        seed,
-        truth,
-        description,
+        optional_number("min", min),
+        optional_number("max", max),
+        text("method", method),
+        optional_whole("seed", seed),
+        flag("truth", truth),
+        optional_text("description", description),
     )
     return Release._from_json(document)
 
@@ -223,14 +249,14 @@ def range_count(
     """
     document = _range_count(
         numbers(values),
-        lo,
-        hi,
-        calibration(epsilon, delta, sampling_rate, threshold, analysis, neighbours),
+        number("lo", lo),
+        number("hi", hi),
+        calibration(epsilon, delta, sampling_rate, threshold, analysis, neighbours, "analysis"),
         hierarchy(branching, levels, consistent, composition),
-        min,
-        max,
-        seed,
-        description,
+        optional_number("min", min),
+        optional_number("max", max),
+        optional_whole("seed", seed),
+        optional_text("description", description),
     )
     return Release._from_json(document)
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ._keywords import number, optional_number, optional_whole, text, whole
 from ._shown import privacy_pair
 from ._tally import plan_compose as _plan_compose
 from ._tally import plan_sample_threshold as _plan_sample_threshold
@@ -75,7 +76,13 @@ def sample_threshold(
     """`tally plan sample-threshold`: the parameters that meet `(epsilon, delta)`, or the δ of
     a given `sampling_rate` and `threshold`."""
     document = _plan_sample_threshold(
-        epsilon, delta, sampling_rate, threshold, alpha, method, neighbours
+        number("epsilon", epsilon),
+        optional_number("delta", delta),
+        optional_number("sampling_rate", sampling_rate),
+        optional_whole("threshold", threshold),
+        optional_number("alpha", alpha),
+        text("method", method),
+        text("neighbours", neighbours),
     )
     return SampleThresholdPlan._from_document(json.loads(document))
 
@@ -113,7 +120,13 @@ def shuffle(
     of `local_epsilon` give at `delta`, or the largest `local_epsilon` (rounded down) that
     meets `epsilon`. Give exactly one of the two; `bound` is `fmt23`, `fmt21` or
     `closed-form`."""
-    document = _plan_shuffle(users, delta, local_epsilon, epsilon, bound)
+    document = _plan_shuffle(
+        whole("users", users),
+        number("delta", delta),
+        optional_number("local_epsilon", local_epsilon),
+        optional_number("epsilon", epsilon),
+        text("bound", bound),
+    )
     return ShufflePlan(**json.loads(document))
 
 
@@ -147,7 +160,13 @@ def compose(
     """`tally plan compose`: the total `(epsilon, delta)` of `rounds` rounds that are each
     `(epsilon, delta)`-DP, by `method` (`basic`, `advanced`, `optimal`, `pld`, or `rdp` for
     pure rounds); every method but `basic` reports the total ε at `target_delta`."""
-    document = _plan_compose(epsilon, rounds, delta, target_delta, method)
+    document = _plan_compose(
+        number("epsilon", epsilon),
+        whole("rounds", rounds),
+        number("delta", delta),
+        optional_number("target_delta", target_delta),
+        text("method", method),
+    )
     return CompositionPlan(**json.loads(document))
 
 
@@ -195,5 +214,12 @@ def triehh_plus(
     them: the largest rate for `threshold`, the smallest threshold for `sampling_rate`, with
     neither the threshold of the smallest count a level can show at (ε/levels, δ/levels) under
     the analysis `method` and the largest rate for it, or the composed ε of both."""
-    document = _plan_triehh_plus(epsilon, delta, levels, sampling_rate, threshold, method)
+    document = _plan_triehh_plus(
+        number("epsilon", epsilon),
+        number("delta", delta),
+        whole("levels", levels),
+        optional_number("sampling_rate", sampling_rate),
+        optional_whole("threshold", threshold),
+        text("method", method),
+    )
     return TriePlusPlan(**json.loads(document))

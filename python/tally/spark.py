@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ._input import column
-from ._keywords import calibration, trie
+from ._keywords import calibration, optional_whole, trie
 from ._release import Release
 from ._tally import KeyedCounter as _KeyedCounter
 from ._tally import check_sampling_key as _check_sampling_key
@@ -247,10 +247,11 @@ def histogram(
 
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    seed = optional_whole("seed", seed)
     if seed is not None and mechanism == "sample-threshold":
         raise ValueError(
-            "seed draws a partition selection's noise; sample-and-threshold on Spark flips "
-            "keyed coins (sampling_key): drop seed"
+            "seed= draws a partition selection's noise; sample-and-threshold on Spark flips "
+            "keyed coins (sampling_key=): drop seed="
         )
     if mechanism != "sample-threshold" or max_items_per_client is not None:
         return _items_histogram(
@@ -442,7 +443,7 @@ def heavy_hitters(
     from pyspark.sql import types as T
 
     if algorithm != "triehh++":
-        raise ValueError(f"algorithm {algorithm!r}: tally.spark runs triehh++ only")
+        raise ValueError(f"invalid algorithm={algorithm!r}: tally.spark runs \"triehh++\" only")
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
     shape = trie(levels, segment, restricted, composition)

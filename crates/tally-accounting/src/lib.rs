@@ -17,6 +17,7 @@ pub mod ghazi;
 mod guarantee;
 pub mod key_selection;
 pub mod local;
+pub mod naming;
 pub mod numeric;
 pub mod opt_prefix_tree;
 pub mod partition_selection;

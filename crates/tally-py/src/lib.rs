@@ -19,6 +19,7 @@ use rand::Rng as _;
 use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::naming::Naming;
 use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
@@ -45,11 +46,26 @@ fn value_error(error: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
-/// Parses `--method` and `--neighbours` values.
+/// Parses the privacy analysis (the keyword `method`) and the neighbour relation.
 fn analysis_and_neighbours(method: &str, neighbours: &str) -> PyResult<(Analysis, Neighbours)> {
     let analysis = method.parse::<Analysis>().map_err(value_error)?;
     let neighbours = neighbours.parse::<Neighbours>().map_err(value_error)?;
     Ok((analysis, neighbours))
+}
+
+/// The privacy analysis given as the keyword `analysis` (where `method` means another choice,
+/// as in `tally.quantiles`): the accountant's error names that keyword.
+fn analysis_keyword(analysis: &str) -> PyResult<Analysis> {
+    analysis.parse::<Analysis>().map_err(|error| match error {
+        tally_accounting::Error::InvalidParameter {
+            value, expected, ..
+        } => value_error(tally_accounting::Error::InvalidParameter {
+            name: "analysis",
+            value,
+            expected,
+        }),
+        other => value_error(other),
+    })
 }
 
 /// The keywords every sample-and-threshold release is calibrated from, handed over by the
@@ -510,17 +526,17 @@ fn items_mechanism(
     let method = selection_method(mechanism)?;
     if !matches!(analysis, Analysis::Tight) {
         return Err(value_error(format!(
-            "method={:?} chooses the analysis of one-item sample-and-threshold; mechanism \
-             {mechanism:?} with max_items_per_client has its own: drop method",
+            "method={:?} chooses the analysis of one-item sample-and-threshold; \
+             mechanism={mechanism:?} with max_items_per_client= has its own: drop method=",
             calibration.method
         )));
     }
     if method.is_some() && (calibration.sampling_rate.is_some() || calibration.threshold.is_some())
     {
         return Err(value_error(format!(
-            "sampling_rate and threshold set sample-threshold's parameters; mechanism \
-             {mechanism:?} calibrates its noise and threshold from epsilon, delta and \
-             max_items_per_client: drop them"
+            "sampling_rate= and threshold= set sample-threshold's parameters; \
+             mechanism={mechanism:?} calibrates its noise and threshold from epsilon=, delta= and \
+             max_items_per_client=: drop them"
         )));
     }
     ItemsMechanism::calibrate(
@@ -684,7 +700,11 @@ fn trie_settings(calibration: &Calibration, shape: &TrieShape) -> PyResult<TrieP
 
 /// The options `tally quantiles` and `tally range` share, from keyword arguments.
 fn values_settings(calibration: &Calibration, hierarchy: &Hierarchy) -> PyResult<ValuesSettings> {
-    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
+    let analysis = analysis_keyword(&calibration.method)?;
+    let neighbours = calibration
+        .neighbours
+        .parse::<Neighbours>()
+        .map_err(value_error)?;
     Ok(ValuesSettings {
         epsilon: calibration.epsilon,
         delta: calibration.delta,
@@ -710,7 +730,7 @@ fn value_range(min: Option<f64>, max: Option<f64>) -> PyResult<Option<ValueRange
     match (min, max) {
         (Some(min), Some(max)) => Ok(Some(ValueRange::new(min, max).map_err(value_error)?)),
         (None, None) => Ok(None),
-        _ => Err(value_error("give both min and max, or neither")),
+        _ => Err(value_error("give both min= and max=, or neither")),
     }
 }
 
@@ -793,7 +813,7 @@ fn quantiles(
         "binary-search" => QuantileMethod::BinarySearch,
         other => {
             return Err(value_error(format!(
-                "invalid method {other:?}: expected \"hierarchical\" or \"binary-search\""
+                "invalid method={other:?}: expected \"hierarchical\" or \"binary-search\""
             )));
         }
     };
@@ -1447,6 +1467,12 @@ fn keyed_triehh_document(
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     // The package's version is the crate's: one source of truth (maturin reads it too).
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The crates' messages name parameters as this package's keyword arguments (`delta=`).
+    tally_accounting::naming::name_parameters_as(Naming::Keywords).map_err(|chosen| {
+        value_error(format!(
+            "parameters are already named as {chosen:?} in this process"
+        ))
+    })?;
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
     module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
