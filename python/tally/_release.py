@@ -28,14 +28,40 @@ _ITEM_TYPES: dict[str, tuple[Any, str, str]] = {
 
 @dataclass(frozen=True, repr=False)
 class Release:
-    """A private release.
+    """A private release: what `tally.histogram` and its peers return.
 
-    `document` is the JSON document the command line prints with `--json` for the same input
-    and seed; `guarantee` and `parameters` are its fields of those names, `items` the released
-    items of a histogram or heavy hitters (`item`, `count`, `estimate`), and `rows` any
-    release as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold). Items keep
-    the type of the column they came from (`int`, `bool`, `float` or `str`); `to_json` holds
-    them as text, as the command line prints them.
+    Items keep the type of the column they came from (`int`, `bool`, `float` or `str`);
+    `to_json` holds them as text, as the command line prints them. `rows` gives any release
+    as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold).
+
+    Attributes
+    ----------
+    document : dict
+        The JSON document the command line prints with `--json` for the same input and seed.
+    kind : str
+        What was released: `"histogram"`, `"heavy hitters"`, `"quantiles"` or
+        `"range count"`.
+    guarantee : dict
+        The privacy guarantee: ε, δ, the neighbour relation, the model and the analysis.
+    parameters : dict
+        The mechanism's parameters (sampling rate, threshold, population, ...).
+    items : list of dict
+        The released items of a histogram or heavy hitters (`item`, `count`, `estimate`),
+        by decreasing count.
+    diagnosis : dict or None
+        Why a histogram or heavy-hitter release holds few items.
+
+    Examples
+    --------
+    >>> import tally
+    >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+    >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+    >>> release
+    <Release histogram (sample-and-threshold): 2 items, (ε = 1, δ = 1.000e-8), add-remove>
+    >>> release.kind, release.guarantee["epsilon"], release.parameters["threshold"]
+    ('histogram', 1.0, 19)
+    >>> release.diagnosis["release_point"]
+    78
     """
 
     document: dict[str, Any]
@@ -126,14 +152,43 @@ class Release:
         return self.document["items"]
 
     def to_json(self) -> str:
-        """The document exactly as `tally ... --json` prints it (without the final newline)."""
+        """The document exactly as `tally ... --json` prints it (without the final newline).
+
+        Returns
+        -------
+        str
+            The JSON document; items are held as text, as the command line prints them.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> import json
+        >>> json.loads(release.to_json())["parameters"]["threshold"]
+        19
+        """
         return self._text
 
     def rows(self) -> list[dict[str, Any]]:
-        """The release as table rows: the released items (`item`, `count`, `estimate`), the
-        estimated quantiles (`quantile`, `value`, and `interval_lo`/`interval_hi` of a binary
-        search, `true_value`/`rank_error` with `truth`), or the one range count (`lo`, `hi`,
-        `grid_lo`, `grid_hi`, `estimate`, `fraction`)."""
+        """The release as table rows.
+
+        Returns
+        -------
+        list of dict
+            The released items (`item`, `count`, `estimate`), the estimated quantiles
+            (`quantile`, `value`, and `interval_lo`/`interval_hi` of a binary search,
+            `true_value`/`rank_error` with `truth`), or the one range count (`lo`, `hi`,
+            `grid_lo`, `grid_hi`, `estimate`, `fraction`).
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> [(row["item"], row["count"]) for row in release.rows()]
+        [('apple', 81), ('pear', 40)]
+        """
         if "items" in self.document:
             return self.items
         if "quantiles" in self.document:
@@ -149,7 +204,21 @@ class Release:
         return [dict(ranged, estimate=self.document["estimate"], fraction=self.document["fraction"])]
 
     def to_pandas(self) -> Any:
-        """The rows (see `rows`) as a pandas DataFrame."""
+        """The rows (see `rows`) as a pandas DataFrame.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per released item (items keep their input's type), quantile or range.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.to_pandas()["item"].tolist()
+        ['apple', 'pear']
+        """
         import pandas as pd
 
         if "items" in self.document:
@@ -157,7 +226,21 @@ class Release:
         return pd.DataFrame(self.rows())
 
     def to_polars(self) -> Any:
-        """The rows (see `rows`) as a Polars DataFrame."""
+        """The rows (see `rows`) as a Polars DataFrame.
+
+        Returns
+        -------
+        polars.DataFrame
+            One row per released item (`count` as `UInt64`), quantile or range.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.to_polars()["count"].to_list()
+        [81, 40]
+        """
         import polars as pl
 
         if "items" in self.document:
@@ -167,7 +250,21 @@ class Release:
         return pl.DataFrame(self.rows())
 
     def to_arrow(self) -> Any:
-        """The rows (see `rows`) as a pyarrow Table."""
+        """The rows (see `rows`) as a pyarrow Table.
+
+        Returns
+        -------
+        pyarrow.Table
+            One row per released item (`count` as `uint64`), quantile or range.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.to_arrow().column_names
+        ['item', 'count', 'estimate']
+        """
         import pyarrow as pa
 
         if "items" not in self.document:

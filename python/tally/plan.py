@@ -32,8 +32,48 @@ def _number(x: float) -> str:
 
 @dataclass(frozen=True, repr=False)
 class SampleThresholdPlan:
-    """The fields of `tally plan sample-threshold --json`; those of the other form (the δ of
-    given parameters) that do not apply are None."""
+    """The fields of `tally plan sample-threshold --json` (see `sample_threshold`).
+
+    Fields of the other form (the δ of given parameters) that do not apply are None.
+
+    Attributes
+    ----------
+    mechanism : str
+        `"sample-and-threshold"`.
+    epsilon : float
+        The ε asked for.
+    delta : float
+        The target δ, or the δ of the given parameters.
+    sampling_rate : float
+        The sampling rate.
+    threshold : int
+        The threshold.
+    method : str
+        The privacy analysis.
+    neighbours : str
+        The neighbour relation.
+    solved_for : str
+        What was solved for (`"sampling_rate,threshold"`, `"threshold"`, `"delta"`, ...).
+    achieved_delta : float or None
+        The δ the parameters achieve (at most the target).
+    alpha : float or None
+        The pair's `threshold / sampling_rate` over the smallest.
+    min_released_count : float or None
+        The smallest population count a release can show, `threshold / sampling_rate`.
+    explanation : str or None
+        How the pair was chosen.
+    target_delta : float or None
+        The target δ the given parameters are checked against.
+    meets_target : bool or None
+        Whether they meet it.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> planned = plan.sample_threshold(1.0, 1e-8)
+    >>> planned.threshold, planned.solved_for
+    (19, 'sampling_rate,threshold')
+    """
 
     mechanism: str
     epsilon: float
@@ -73,8 +113,48 @@ def sample_threshold(
     method: str = "tight",
     neighbours: str = "add-remove",
 ) -> SampleThresholdPlan:
-    """`tally plan sample-threshold`: the parameters that meet `(epsilon, delta)`, or the δ of
-    a given `sampling_rate` and `threshold`."""
+    """Plan sample-and-threshold, as `tally plan sample-threshold`.
+
+    The parameters that meet `(epsilon, delta)`, or the δ of a given `sampling_rate` and
+    `threshold`.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy loss ε, > 0.
+    delta : float, optional
+        The target δ, in (0, 1); needed unless both `sampling_rate` and `threshold` are given.
+    sampling_rate : float, optional
+        Fix the sampling rate (the threshold is solved for).
+    threshold : int, optional
+        Fix the threshold (the sampling rate is solved for).
+    alpha : float, optional
+        Solve for the pair whose `threshold / sampling_rate` is `alpha` times the smallest.
+    method : str, default "tight"
+        The privacy analysis: `"tight"`, `"exact"`, `"theorem1"` or `"closed-form"`.
+    neighbours : str, default "add-remove"
+        The neighbour relation: `"add-remove"` or `"replace-one"`.
+
+    Returns
+    -------
+    SampleThresholdPlan
+        The planned parameters and their guarantee.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or no `delta` without both parameters (naming the keyword).
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.sample_threshold(1.0, 1e-8)
+    <SampleThresholdPlan: sampling rate 0.2403, threshold 19, (ε = 1, δ = 1.000e-8), add-remove>
+    >>> plan.sample_threshold(1.0, sampling_rate=0.2, threshold=20).delta
+    2.7681684189818963e-10
+    """
     document = _plan_sample_threshold(
         number("epsilon", epsilon),
         optional_number("delta", delta),
@@ -89,8 +169,34 @@ def sample_threshold(
 
 @dataclass(frozen=True, repr=False)
 class ShufflePlan:
-    """The fields of `tally plan shuffle --json`: amplification by shuffling (replace-one
-    neighbours)."""
+    """The fields of `tally plan shuffle --json` (see `shuffle`).
+
+    Attributes
+    ----------
+    mechanism : str
+        `"shuffle"`.
+    epsilon : float
+        The central ε (rounded up).
+    delta : float
+        The central δ.
+    local_epsilon : float
+        Each report's local ε₀ (rounded down when solved for).
+    users : int
+        The number of users.
+    bound : str
+        The amplification bound.
+    neighbours : str
+        `"replace-one"`.
+    solved_for : str
+        `"epsilon"` or `"local_epsilon"`.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> planned = plan.shuffle(10000, 1e-8, epsilon=0.5)
+    >>> planned.solved_for, planned.local_epsilon < 4
+    ('local_epsilon', True)
+    """
 
     mechanism: str
     epsilon: float
@@ -116,10 +222,42 @@ def shuffle(
     epsilon: float | None = None,
     bound: str = "fmt23",
 ) -> ShufflePlan:
-    """`tally plan shuffle`: the central `epsilon` (rounded up) that `users` shuffled reports
-    of `local_epsilon` give at `delta`, or the largest `local_epsilon` (rounded down) that
-    meets `epsilon`. Give exactly one of the two; `bound` is `fmt23`, `fmt21` or
-    `closed-form`."""
+    """Plan amplification by shuffling, as `tally plan shuffle` (replace-one neighbours).
+
+    Either the central ε (rounded up) that `users` shuffled reports of `local_epsilon` give at
+    `delta`, or the largest `local_epsilon` (rounded down) that meets `epsilon`.
+
+    Parameters
+    ----------
+    users : int
+        The number of users whose reports are shuffled, in [2, 10^7].
+    delta : float
+        The central δ, in (0, 1).
+    local_epsilon : float, optional
+        Each report's local ε₀ (give exactly one of `local_epsilon` and `epsilon`).
+    epsilon : float, optional
+        The central ε to meet.
+    bound : str, default "fmt23"
+        The amplification bound: `"fmt23"`, `"fmt21"` or `"closed-form"`.
+
+    Returns
+    -------
+    ShufflePlan
+        The central and local ε at `delta`.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or not exactly one of `local_epsilon` and `epsilon`.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.shuffle(10000, 1e-8, local_epsilon=2.0)
+    <ShufflePlan: 10000 users, local ε 2, (ε = 0.146, δ = 1.000e-8), replace-one>
+    """
     document = _plan_shuffle(
         whole("users", users),
         number("delta", delta),
@@ -132,8 +270,29 @@ def shuffle(
 
 @dataclass(frozen=True, repr=False)
 class CompositionPlan:
-    """The fields of `tally plan compose --json`; `per_round` holds the `epsilon` and `delta`
-    of each round."""
+    """The fields of `tally plan compose --json` (see `compose`).
+
+    Attributes
+    ----------
+    epsilon : float
+        The total ε.
+    delta : float
+        The total δ.
+    method : str
+        The composition method.
+    rounds : int
+        The number of rounds.
+    per_round : dict
+        Each round's `epsilon` and `delta`.
+    target_delta : float or None
+        The total δ asked for.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.compose(0.1, 10, 1e-9, target_delta=1e-6).rounds
+    10
+    """
 
     epsilon: float
     delta: float
@@ -157,9 +316,41 @@ def compose(
     target_delta: float | None = None,
     method: str = "optimal",
 ) -> CompositionPlan:
-    """`tally plan compose`: the total `(epsilon, delta)` of `rounds` rounds that are each
-    `(epsilon, delta)`-DP, by `method` (`basic`, `advanced`, `optimal`, `pld`, or `rdp` for
-    pure rounds); every method but `basic` reports the total ε at `target_delta`."""
+    """Compose `rounds` rounds of `(epsilon, delta)`, as `tally plan compose`.
+
+    Parameters
+    ----------
+    epsilon : float
+        Each round's ε, > 0.
+    rounds : int
+        The number of rounds, ≥ 1.
+    delta : float, default 0.0
+        Each round's δ.
+    target_delta : float, optional
+        The total δ at which to report the total ε (every method but `"basic"`).
+    method : str, default "optimal"
+        `"basic"`, `"advanced"`, `"optimal"`, `"pld"`, or `"rdp"` for pure rounds.
+
+    Returns
+    -------
+    CompositionPlan
+        The total `(epsilon, delta)`.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or a method that needs `target_delta` without it.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.compose(0.1, 10, 1e-9, target_delta=1e-6)
+    <CompositionPlan: 10 rounds by optimal, (ε = 0.9994, δ = 1.000e-6)>
+    >>> plan.compose(0.1, 10, 1e-9, method="basic").per_round
+    {'epsilon': 0.1, 'delta': 1e-09}
+    """
     document = _plan_compose(
         number("epsilon", epsilon),
         whole("rounds", rounds),
@@ -172,9 +363,45 @@ def compose(
 
 @dataclass(frozen=True, repr=False)
 class TriePlusPlan:
-    """The fields of `tally plan triehh++ --json`; `per_level` holds each level's
-    `sampling_rate` and `threshold`, and `basic_composition_epsilon` is None where a level
-    alone has no ε at δ/levels."""
+    """The fields of `tally plan triehh++ --json` (see `triehh_plus`).
+
+    Attributes
+    ----------
+    mechanism : str
+        `"triehh++"`.
+    composition : str
+        How the levels compose.
+    neighbours : str
+        The neighbour relation.
+    levels : int
+        The number of levels.
+    method : str
+        The privacy analysis of a level.
+    epsilon : float
+        The run's target ε.
+    delta : float
+        The run's δ.
+    per_level : dict
+        Each level's `sampling_rate` and `threshold`.
+    composed_epsilon : float
+        The ε the levels compose to.
+    meets_target : bool
+        Whether it is at most `epsilon`.
+    basic_composition_epsilon : float or None
+        The ε of basic composition, None where a level alone has no ε at δ/levels.
+    grid_step : float
+        The step of the rate search.
+    solved_for : str
+        What was solved for.
+    explanation : str
+        How the parameters were chosen.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.triehh_plus(1.0, 1e-8, 10).meets_target
+    True
+    """
 
     mechanism: str
     composition: str
@@ -209,11 +436,47 @@ def triehh_plus(
     threshold: int | None = None,
     method: str = "tight",
 ) -> TriePlusPlan:
-    """`tally plan triehh++`: per-level sample-and-threshold parameters whose `levels` rounds
-    compose tightly to `(epsilon, delta)` (add/remove neighbours), as a TrieHH++ run chooses
-    them: the largest rate for `threshold`, the smallest threshold for `sampling_rate`, with
-    neither the threshold of the smallest count a level can show at (ε/levels, δ/levels) under
-    the analysis `method` and the largest rate for it, or the composed ε of both."""
+    """Plan a TrieHH++ run's levels, as `tally plan triehh++`.
+
+    Per-level sample-and-threshold parameters whose `levels` rounds compose tightly to
+    `(epsilon, delta)` (add/remove neighbours), as a run chooses them: the largest rate for
+    `threshold`, the smallest threshold for `sampling_rate`, with neither the threshold of the
+    smallest count a level can show at (ε/levels, δ/levels) and the largest rate for it.
+
+    Parameters
+    ----------
+    epsilon : float
+        The run's ε, > 0.
+    delta : float
+        The run's δ, in (0, 1).
+    levels : int
+        The number of levels, in [1, 10000].
+    sampling_rate : float, optional
+        Fix each level's sampling rate.
+    threshold : int, optional
+        Fix each level's threshold.
+    method : str, default "tight"
+        The privacy analysis of a level.
+
+    Returns
+    -------
+    TriePlusPlan
+        The per-level parameters and the composed ε.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or no parameters meeting the target.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> planned = plan.triehh_plus(1.0, 1e-8, 10)
+    >>> planned.per_level
+    {'sampling_rate': 0.21794661713462468, 'threshold': 28}
+    """
     document = _plan_triehh_plus(
         number("epsilon", epsilon),
         number("delta", delta),
