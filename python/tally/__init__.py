@@ -23,6 +23,7 @@ from . import plan
 from ._input import column, numbers, typed_column
 from ._keywords import (
     calibration,
+    domain as domain_keywords,
     flag,
     hierarchy,
     number,
@@ -35,7 +36,9 @@ from ._keywords import (
 from ._release import Release
 from ._tally import __version__
 from ._tally import heavy_hitters as _heavy_hitters
+from ._tally import domain_histogram as _domain_histogram
 from ._tally import histogram as _histogram
+from ._tally import is_domain_mechanism as _is_domain_mechanism
 from ._tally import items_histogram as _items_histogram
 from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
@@ -69,6 +72,13 @@ def histogram(
     sampling_key: str | None = None,
     rows_as_clients: bool = False,
     description: str | None = None,
+    domain: int | None = None,
+    buckets: int | None = None,
+    bound: str = "fmt23",
+    failure_probability: float | None = None,
+    colluding_fraction: float = 0.1,
+    clamp: bool = False,
+    truth: bool = False,
 ) -> Release:
     """Release a histogram of `items` at `(epsilon, delta)`, as `tally histogram` does.
 
@@ -89,7 +99,12 @@ def histogram(
     mechanism : str, default "sample-threshold"
         `"sample-threshold"`, or a partition selection over the items the clients hold:
         `"laplace-threshold"`, `"gaussian-threshold"` (noisy counts) or `"truncated-geometric"`
-        (keys only), whose noise comes from `seed`.
+        (keys only), whose noise comes from `seed`. Or a mechanism that estimates every
+        element of a public domain (`domain` or `buckets`), as `tally histogram --mechanism`:
+        central `"laplace"`, `"gaussian"`; local `"grr"`, `"sue"`, `"oue"`, `"olh"`,
+        `"hadamard-response"`, `"subset-selection"`; shuffle `"balcer-cheu"`,
+        `"shuffled-grr"`, `"ghazi-hadamard"`, `"ghazi-count-min"` (their guarantees are
+        under `neighbours="replace-one"`, the local ones always).
     epsilon : float
         The privacy loss ε, > 0.
     delta : float
@@ -118,11 +133,28 @@ def histogram(
         State that no two rows of a TSV file share a client id (they are not grouped).
     description : str, optional
         The input's description in the document.
+    domain : int, optional
+        The public domain of integer items `[0, B)`, for a mechanism over one.
+    buckets : int, optional
+        The public domain of `B` buckets that items are hashed into, for a mechanism over one.
+    bound : str, default "fmt23"
+        Shuffled GRR's amplification bound: `"fmt23"`, `"fmt21"` or `"closed-form"`.
+    failure_probability : float, optional
+        Count-Min's failure probability β, which sets its hash rows (default 0.01).
+    colluding_fraction : float, default 0.1
+        The fraction of devices colluding with the analyst that a shuffle guarantee is also
+        stated at (`release.guarantee["collusion"]`).
+    clamp : bool, default False
+        Raise negative estimates of a domain mechanism to 0.
+    truth : bool, default False
+        Add every domain element's true count and the mean absolute error (not private: for
+        evaluation).
 
     Returns
     -------
     Release
-        The released items (`Release.items`), the guarantee and the diagnosis of a thin release.
+        The released items (`Release.items`), the guarantee and the diagnosis of a thin
+        release; over a public domain, every element (`item`, `estimate`).
 
     Raises
     ------
@@ -148,6 +180,11 @@ def histogram(
     >>> noisy = tally.histogram(words, mechanism="laplace-threshold", seed=1, **privacy)
     >>> [(row["item"], row["estimate"]) for row in noisy.items]
     [('apple', 300.0), ('pear', 201.0)]
+    >>> ratings = [1] * 300 + [2] * 500 + [3] * 200
+    >>> local = tally.histogram(ratings, mechanism="grr", domain=4, neighbours="replace-one",
+    ...                         seed=1, **privacy)
+    >>> [row["item"] for row in local.items]
+    [0, 1, 2, 3]
     """
     keywords = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
     mechanism = text("mechanism", mechanism)
@@ -156,7 +193,30 @@ def histogram(
     sampling_key = optional_text("sampling_key", sampling_key)
     rows_as_clients = flag("rows_as_clients", rows_as_clients)
     description = optional_text("description", description)
+    over_domain = domain_keywords(
+        domain, buckets, bound, failure_probability, colluding_fraction, clamp, truth
+    )
     items_column, item_type = typed_column(items, "items")
+    if _is_domain_mechanism(mechanism):
+        given = (sampling_key is not None, max_items_per_client is not None)
+        document = _domain_histogram(
+            items_column,
+            _clients(clients),
+            keywords,
+            mechanism,
+            over_domain,
+            given,
+            seed,
+            rows_as_clients,
+            description,
+        )
+        return Release._from_json(document, "int")
+    if domain is not None or buckets is not None:
+        raise ValueError(
+            f"domain= and buckets= set the public domain of the mechanisms that estimate every "
+            f"element (laplace, gaussian, grr, ...); mechanism={mechanism!r} releases only items "
+            f"clients hold: drop them"
+        )
     if mechanism != "sample-threshold" or max_items_per_client is not None:
         parts = _items_histogram(
             items_column,

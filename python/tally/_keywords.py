@@ -18,6 +18,18 @@ class Calibration(TypedDict):
     neighbours: str
 
 
+class Domain(TypedDict):
+    """The public domain of a mechanism that estimates every element, and its options."""
+
+    domain: int | None
+    buckets: int | None
+    bound: str
+    failure_probability: float | None
+    colluding_fraction: float
+    clamp: bool
+    truth: bool
+
+
 class TrieShape(TypedDict):
     """A TrieHH++ run's rounds: `levels` of `segment` characters each."""
 
@@ -129,4 +141,25 @@ def hierarchy(branching: int, levels: int, consistent: bool, composition: str | 
         levels=whole("levels", levels),
         consistent=flag("consistent", consistent),
         composition=optional_text("composition", composition),
+    )
+
+
+def domain(
+    domain: int | None,
+    buckets: int | None,
+    bound: str,
+    failure_probability: float | None,
+    colluding_fraction: float,
+    clamp: bool,
+    truth: bool,
+) -> Domain:
+    """A public domain's keywords as one dict, their types checked."""
+    return Domain(
+        domain=optional_whole("domain", domain),
+        buckets=optional_whole("buckets", buckets),
+        bound=text("bound", bound),
+        failure_probability=optional_number("failure_probability", failure_probability),
+        colluding_fraction=number("colluding_fraction", colluding_fraction),
+        clamp=flag("clamp", clamp),
+        truth=flag("truth", truth),
     )

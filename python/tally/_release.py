@@ -124,7 +124,8 @@ class Release:
     def _warned(self) -> "Release":
         """This release, once its diagnosis's warnings (δ ≥ 1/n) are issued as
         `UserWarning`s, as the command line prints them on stderr."""
-        for warning in (self.diagnosis or {}).get("warnings", []):
+        warned = (self.diagnosis or {}).get("warnings", []) + self.document.get("warnings", [])
+        for warning in warned:
             warnings.warn(warning, UserWarning, stacklevel=4)
         return self
 
@@ -281,7 +282,7 @@ class Release:
     def _item_columns(self) -> dict[str, list[Any]]:
         return {
             "item": [row["item"] for row in self.items],
-            "count": [row["count"] for row in self.items],
+            "count": [row.get("count") for row in self.items],
             "estimate": [row["estimate"] for row in self.items],
         }
 

@@ -36,4 +36,5 @@ def privacy_number(x: float) -> str:
 
 def privacy_pair(epsilon: float, delta: float) -> str:
     """`(ε = …, δ = …)` for people, both rounded up to four significant digits."""
-    return f"(ε = {privacy_number(epsilon)}, δ = {_scientific(_up_to_shown_digits(delta))})"
+    shown_delta = "0" if delta == 0 else _scientific(_up_to_shown_digits(delta))
+    return f"(ε = {privacy_number(epsilon)}, δ = {shown_delta})"

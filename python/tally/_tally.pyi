@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from ._keywords import Calibration, Hierarchy, TrieShape
+from ._keywords import Calibration, Domain, Hierarchy, TrieShape
 
 __version__: str
 
@@ -35,6 +35,18 @@ def items_histogram(
     rows_as_clients: bool,
     description: str | None,
 ) -> tuple[str, str, list[dict[str, Any]]]: ...
+def is_domain_mechanism(mechanism: str) -> bool: ...
+def domain_histogram(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    calibration: Calibration,
+    mechanism: str,
+    options: Domain,
+    given: tuple[bool, bool],
+    seed: int | None,
+    rows_as_clients: bool,
+    description: str | None,
+) -> str: ...
 def heavy_hitters(
     items: tuple[str, Any],
     clients: tuple[str, Any] | None,

@@ -19,17 +19,20 @@ use rand::Rng as _;
 use rustc_hash::FxHashMap;
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::naming::Naming;
 use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::shuffle::ShuffleBound;
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
-use tally_messages::HistogramRelease;
+use tally_messages::{DomainHistogramMechanism, HistogramRelease};
 use tally_protocol::compose_plan::{self, ComposeMethod};
 use tally_protocol::plan_document;
 use tally_protocol::shuffle_plan::ShufflePlan;
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
+use tally_sim::domain_release::{self, DomainRun, DomainSetting, ItemsOptions};
 use tally_sim::items_release::{ItemChoice, ItemCounts, ItemsMechanism, ItemsRelease};
 use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::triehh_plus_release::{
@@ -37,8 +40,9 @@ use tally_sim::triehh_plus_release::{
 };
 use tally_sim::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_sim::{
-    ClientMode, CountedPopulation, KeyedItemCounts, KeyedPartCounts, KeyedPopulation, Population,
-    StreamFormat, ValueRange, sample_threshold_integers, sample_threshold_values,
+    ClientMode, CountedPopulation, DomainCounts, KeyedItemCounts, KeyedPartCounts, KeyedPopulation,
+    PlaceInDomain, Population, StreamFormat, ValueRange, sample_threshold_integers,
+    sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -428,11 +432,7 @@ fn histogram<'py>(
     let items = Column::extract(items)?;
     if let (Column::Path(path), None) = (&items, &key) {
         // A file streams, exactly as `tally histogram --input FILE` reads it.
-        let format = match (is_tsv(path), rows_as_clients) {
-            (false, _) => StreamFormat::Lines,
-            (true, true) => StreamFormat::Tsv(ClientMode::RowsAsClients),
-            (true, false) => StreamFormat::Tsv(ClientMode::ClientLevel { seed: run_seed }),
-        };
+        let format = stream_format(path, rows_as_clients, run_seed);
         let document = py.detach(|| {
             sample_threshold_release::streamed_histogram(
                 path,
@@ -609,6 +609,108 @@ fn items_histogram<'py>(
     histogram_parts(py, document)
 }
 
+/// The keywords of `tally.histogram` for a mechanism over a public domain
+/// (`tally._keywords.domain`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct DomainOptions {
+    domain: Option<u32>,
+    buckets: Option<u32>,
+    bound: String,
+    failure_probability: Option<f64>,
+    colluding_fraction: f64,
+    clamp: bool,
+    truth: bool,
+}
+
+/// Whether `mechanism` is one over a public domain (it releases an estimate for every
+/// element), the mechanisms [`domain_histogram`] runs.
+#[pyfunction]
+fn is_domain_mechanism(mechanism: &str) -> bool {
+    DomainHistogramMechanism::named(mechanism).is_some()
+}
+
+/// `tally histogram --mechanism M --json` for a mechanism `M` over a public domain (central,
+/// local or shuffle).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
+fn domain_histogram(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    clients: Option<&Bound<'_, PyAny>>,
+    calibration: Calibration,
+    mechanism: &str,
+    options: DomainOptions,
+    given: (bool, bool),
+    seed: Option<u64>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<String> {
+    let Some(mechanism) = DomainHistogramMechanism::named(mechanism) else {
+        return Err(value_error(format!(
+            "invalid mechanism={mechanism:?}: expected a mechanism over a public domain"
+        )));
+    };
+    let (sampling_key, max_items_per_client) = given;
+    domain_release::refuse_items_options(ItemsOptions {
+        sampling_key,
+        max_items_per_client,
+        sampling_rate_or_threshold: calibration.sampling_rate.is_some()
+            || calibration.threshold.is_some(),
+    })
+    .map_err(value_error)?;
+    let map = domain_release::public_domain(options.domain, options.buckets, mechanism.name())
+        .map_err(value_error)?;
+    domain_release::check_failure_probability(options.failure_probability.is_some(), mechanism)
+        .map_err(value_error)?;
+    let (_, neighbours) = calibration.analysis_and_neighbours()?;
+    let bound = options.bound.parse::<ShuffleBound>().map_err(value_error)?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let items = Column::extract(items)?;
+    let (truth, clients, description) = if let Column::Path(path) = &items {
+        let format = stream_format(path, rows_as_clients, run_seed);
+        let counted = py
+            .detach(|| DomainCounts::from_file(path, format, map, &|_| {}))
+            .map_err(file_error)?;
+        let description = counted.description().to_owned();
+        (counted.counts().to_vec(), counted.clients(), description)
+    } else {
+        let clients = clients.map(Column::extract).transpose()?;
+        let population = Input::seeded(py, items, clients, run_seed, rows_as_clients, description)?;
+        let placed = map.apply(&population).map_err(value_error)?;
+        let description = population.description().to_owned();
+        (
+            placed.true_counts().to_vec(),
+            population.len() as u64,
+            description,
+        )
+    };
+    let setting = DomainSetting {
+        map,
+        clients,
+        epsilon: calibration.epsilon,
+        delta: calibration.delta,
+        neighbours,
+        bound,
+        beta: options
+            .failure_probability
+            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
+    };
+    let run = DomainRun {
+        seed: run_seed,
+        shown_seed: seed,
+        colluding_fraction: options.colluding_fraction,
+        clamp: options.clamp,
+        truth: options.truth,
+        top: None,
+    };
+    let released = py
+        .detach(|| domain_release::release(mechanism, &setting, &truth, description, &run))
+        .map_err(value_error)?;
+    serde_json::to_string_pretty(&released.document).map_err(value_error)
+}
+
 /// A histogram document as `tally.Release` takes it: the text `--json` prints, the document
 /// without its items as JSON (`"items": []`), and the items as a list of dictionaries.
 type HistogramParts<'py> = (String, String, Bound<'py, PyList>);
@@ -655,18 +757,7 @@ fn heavy_hitters(
     let items = Column::extract(items)?;
     let clients = clients.map(Column::extract).transpose()?;
     let description = description.unwrap_or_else(|| "items from Python".to_owned());
-    let Input::Seeded(population) = Input::read(
-        py,
-        items,
-        clients,
-        run_seed,
-        rows_as_clients,
-        false,
-        description,
-    )?
-    else {
-        unreachable!("rows are read keyed only with a key")
-    };
+    let population = Input::seeded(py, items, clients, run_seed, rows_as_clients, description)?;
     let document = py
         .detach(|| {
             let counted = CountedPopulation::from_population(&population);
@@ -926,6 +1017,29 @@ enum Input {
 }
 
 impl Input {
+    /// The rows of a seeded run: [`Self::read`] without keys.
+    fn seeded(
+        py: Python<'_>,
+        items: Column<'_>,
+        clients: Option<Column<'_>>,
+        seed: u64,
+        rows_as_clients: bool,
+        description: String,
+    ) -> PyResult<Population> {
+        match Self::read(
+            py,
+            items,
+            clients,
+            seed,
+            rows_as_clients,
+            false,
+            description,
+        )? {
+            Self::Seeded(population) => Ok(population),
+            Self::Keyed(_) => unreachable!("rows are read keyed only with keyed = true"),
+        }
+    }
+
     fn read(
         py: Python<'_>,
         items: Column<'_>,
@@ -981,6 +1095,16 @@ impl Input {
 fn is_tsv(path: &Path) -> bool {
     let name = path.to_string_lossy();
     name.ends_with(".tsv") || name.ends_with(".tsv.gz")
+}
+
+/// How `tally histogram --input` streams `path`: TSV rows (each client's chosen by `seed`,
+/// unless `rows_as_clients`) or lines.
+fn stream_format(path: &Path, rows_as_clients: bool, seed: u64) -> StreamFormat {
+    match (is_tsv(path), rows_as_clients) {
+        (false, _) => StreamFormat::Lines,
+        (true, true) => StreamFormat::Tsv(ClientMode::RowsAsClients),
+        (true, false) => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
+    }
 }
 
 /// A file that cannot be found or opened is an `OSError`, anything wrong inside it a
@@ -1479,6 +1603,8 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_triehh_plus, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(is_domain_mechanism, module)?)?;
+    module.add_function(wrap_pyfunction!(domain_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_items_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_items_document, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;
