@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import plan
+from ._budget import Budget, BudgetExceeded
 from ._input import column, numbers, typed_column
 from ._keywords import (
     calibration,
@@ -44,6 +45,8 @@ from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
 
 __all__ = [
+    "Budget",
+    "BudgetExceeded",
     "Release",
     "__version__",
     "heavy_hitters",

@@ -13,6 +13,7 @@ pub mod collusion;
 pub mod composition;
 mod error;
 mod estimate_error;
+pub mod filter;
 pub mod ghazi;
 mod guarantee;
 pub mod key_selection;

@@ -17,13 +17,14 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rand::Rng as _;
 use rustc_hash::FxHashMap;
-use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::filter::BasicFilter;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::naming::Naming;
 use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_accounting::shuffle::ShuffleBound;
+use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
@@ -1586,6 +1587,46 @@ fn keyed_triehh_document(
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
 
+/// The `(ε, δ)` a budget kept under `budget_neighbours` charges for a release of `(epsilon,
+/// delta)` under `neighbours` (`tally_accounting::Guarantee::under`, the server ledger's rule).
+#[pyfunction]
+fn charge_under(
+    epsilon: f64,
+    delta: f64,
+    neighbours: &str,
+    budget_neighbours: &str,
+) -> PyResult<(f64, f64)> {
+    let guarantee = Guarantee {
+        epsilon,
+        delta,
+        neighbours: neighbours.parse().map_err(value_error)?,
+        // Neither changes what the guarantee costs under another relation.
+        model: TrustModel::Central,
+        analysis: String::new(),
+    };
+    let budget_neighbours = budget_neighbours.parse().map_err(value_error)?;
+    guarantee.under(budget_neighbours).map_err(value_error)
+}
+
+/// What `charges` spend together by basic composition, rounded up (`BasicFilter::spent`).
+#[pyfunction]
+fn filter_spent(charges: Vec<(f64, f64)>) -> (f64, f64) {
+    BasicFilter::spent(&charges)
+}
+
+/// Whether the filter of `budget` admits `charge` after `charges`, and what it has left after
+/// `charges` (rounded down).
+#[pyfunction]
+fn filter_admits(
+    budget: (f64, f64),
+    charges: Vec<(f64, f64)>,
+    charge: (f64, f64),
+) -> PyResult<(bool, (f64, f64))> {
+    let filter = BasicFilter::new(budget.0, budget.1).map_err(value_error)?;
+    let left = filter.remaining(BasicFilter::spent(&charges));
+    Ok((filter.admits(&charges, charge), left))
+}
+
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1604,6 +1645,9 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(is_domain_mechanism, module)?)?;
+    module.add_function(wrap_pyfunction!(charge_under, module)?)?;
+    module.add_function(wrap_pyfunction!(filter_spent, module)?)?;
+    module.add_function(wrap_pyfunction!(filter_admits, module)?)?;
     module.add_function(wrap_pyfunction!(domain_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_items_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_items_document, module)?)?;
