@@ -232,7 +232,8 @@ def histogram(
             rows_as_clients,
             description,
         )
-        return Release._from_parts(parts, item_type)
+        calibrated_by = (keywords, mechanism, max_items_per_client, sampling_key is not None)
+        return Release._from_parts(parts, item_type, calibrated_by)
     parts = _histogram(
         items_column,
         _clients(clients),
@@ -242,7 +243,8 @@ def histogram(
         rows_as_clients,
         description,
     )
-    return Release._from_parts(parts, item_type)
+    calibrated_by = (keywords, mechanism, None, sampling_key is not None)
+    return Release._from_parts(parts, item_type, calibrated_by)
 
 
 def heavy_hitters(

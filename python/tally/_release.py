@@ -50,6 +50,8 @@ class Release:
         by decreasing count.
     diagnosis : dict or None
         Why a histogram or heavy-hitter release holds few items.
+    release_point : int or None
+        The count at which an item is released with probability ½ (histograms of held items).
 
     Examples
     --------
@@ -67,6 +69,9 @@ class Release:
     document: dict[str, Any]
     _text: str
     _item_type: str = "str"
+    # What calibrated a histogram's mechanism (the calibration keywords, the mechanism,
+    # max_items_per_client, keyed), to compute its accuracy; None for other releases.
+    _calibrated_by: tuple[Any, str, int | None, bool] | None = None
 
     @classmethod
     def _from_json(cls, text: str, item_type: str = "str") -> "Release":
@@ -77,14 +82,77 @@ class Release:
 
     @classmethod
     def _from_parts(
-        cls, parts: tuple[str, str, list[dict[str, Any]]], item_type: str = "str"
+        cls,
+        parts: tuple[str, str, list[dict[str, Any]]],
+        item_type: str,
+        calibrated_by: tuple[Any, str, int | None, bool],
     ) -> "Release":
         """A histogram from its text, its document without the items, and the items (of
-        `item_type`)."""
+        `item_type`), its mechanism calibrated by `calibrated_by`."""
         text, head, items = parts
         document = json.loads(head)
         document["items"] = _typed_items(items, item_type)
-        return cls(document, text, item_type)._warned()
+        return cls(document, text, item_type, calibrated_by)._warned()
+
+    @property
+    def release_point(self) -> int | None:
+        """The count at which an item is released with probability ½: the smallest count the
+        release can be expected to show (None past the largest count searched)."""
+        return self._accuracy([])[0]
+
+    def error_at(self, count: int) -> dict[str, Any]:
+        """How an item `count` clients hold fares in this histogram's mechanism.
+
+        Computed by the library from the mechanism the release ran (not from the data):
+        for sample-and-threshold, `P[Bin(count, rate) ≥ threshold]` and the error of
+        `sampled count / rate`; for the partition selections, the noisy count's.
+
+        Parameters
+        ----------
+        count : int
+            The clients holding the item (each contributing it).
+
+        Returns
+        -------
+        dict
+            `count`, `release_probability` (that the item is released) and
+            `expected_absolute_error` (of its estimate given that it is released; None for
+            the truncated-geometric selection, which shows no count).
+
+        Raises
+        ------
+        ValueError
+            For a release other than `tally.histogram`'s over the items clients hold.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.release_point
+        78
+        >>> at = release.error_at(300)
+        >>> round(at["release_probability"], 6), round(at["expected_absolute_error"], 1)
+        (1.0, 24.6)
+        """
+        from ._keywords import whole
+
+        (_, [(shown, probability, error)]) = self._accuracy([whole("count", count)])
+        return {
+            "count": shown,
+            "release_probability": probability,
+            "expected_absolute_error": error,
+        }
+
+    def _accuracy(self, counts: list[int]) -> tuple[int | None, list[Any]]:
+        from ._tally import histogram_accuracy
+
+        if self._calibrated_by is None:
+            raise ValueError(
+                f"the accuracy of a release is known for tally.histogram's releases of the items "
+                f"clients hold; this is a {self.kind} release ({self.document.get('mechanism')})"
+            )
+        return histogram_accuracy(*self._calibrated_by, counts)
 
     def __repr__(self) -> str:
         """The kind of release, its size and its guarantee for people (ε and δ rounded up to

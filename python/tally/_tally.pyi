@@ -39,6 +39,13 @@ def is_domain_mechanism(mechanism: str) -> bool: ...
 def charge_under(
     epsilon: float, delta: float, neighbours: str, budget_neighbours: str
 ) -> tuple[float, float]: ...
+def histogram_accuracy(
+    calibration: Calibration,
+    mechanism: str,
+    max_items_per_client: int | None,
+    keyed: bool,
+    counts: list[int],
+) -> tuple[int | None, list[tuple[int, float, float | None]]]: ...
 def filter_spent(charges: list[tuple[float, float]]) -> tuple[float, float]: ...
 def filter_admits(
     budget: tuple[float, float], charges: list[tuple[float, float]], charge: tuple[float, float]

@@ -1627,6 +1627,37 @@ fn filter_admits(
     Ok((filter.admits(&charges, charge), left))
 }
 
+/// `(count, release probability, expected absolute error of a shown estimate)`.
+type AccuracyAt = (u64, f64, Option<f64>);
+
+/// The accuracy of a histogram's mechanism, calibrated as the release was (`mechanism`,
+/// `max_items_per_client` and `keyed` as given to it): the count released with probability ½,
+/// and at each of `counts` the release probability and the expected absolute error of a shown
+/// estimate (`None` without a count).
+#[pyfunction]
+fn histogram_accuracy(
+    calibration: Calibration,
+    mechanism: &str,
+    max_items_per_client: Option<u32>,
+    keyed: bool,
+    counts: Vec<u64>,
+) -> PyResult<(Option<u64>, Vec<AccuracyAt>)> {
+    let mechanism = match (mechanism, max_items_per_client) {
+        ("sample-threshold", None) => {
+            ItemsMechanism::SampleThreshold(calibrated(&calibration, keyed)?)
+        }
+        (name, max_items) => items_mechanism(&calibration, name, max_items.unwrap_or(1), keyed)?,
+    };
+    let accuracy = counts
+        .into_iter()
+        .map(|count| {
+            let at = mechanism.accuracy_at(count);
+            (at.count, at.release_probability, at.expected_absolute_error)
+        })
+        .collect();
+    Ok((mechanism.release_point(), accuracy))
+}
+
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1646,6 +1677,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(is_domain_mechanism, module)?)?;
     module.add_function(wrap_pyfunction!(charge_under, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_accuracy, module)?)?;
     module.add_function(wrap_pyfunction!(filter_spent, module)?)?;
     module.add_function(wrap_pyfunction!(filter_admits, module)?)?;
     module.add_function(wrap_pyfunction!(domain_histogram, module)?)?;
