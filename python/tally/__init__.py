@@ -216,9 +216,9 @@ def histogram(
         return Release._from_json(document, "int")
     if domain is not None or buckets is not None:
         raise ValueError(
-            f"domain= and buckets= set the public domain of the mechanisms that estimate every "
+            "domain= and buckets= set the public domain of the mechanisms that estimate every "
             f"element (laplace, gaussian, grr, ...); mechanism={mechanism!r} releases only items "
-            f"clients hold: drop them"
+            "clients hold: drop them"
         )
     if mechanism != "sample-threshold" or max_items_per_client is not None:
         parts = _items_histogram(
