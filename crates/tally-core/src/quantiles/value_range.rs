@@ -27,7 +27,7 @@ impl ValueRange {
             Err(Error::invalid(
                 "max",
                 max,
-                "a finite number above min, less than 1.8e308 above it",
+                "a finite number above min (min < max, less than 1.8e308 apart)",
             ))
         }
     }
