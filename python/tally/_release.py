@@ -7,6 +7,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ._shown import privacy_pair
+
 
 def _bool_item(text: str) -> bool:
     """A released boolean item from its text: `1` (the integer it was counted as) or `true`
@@ -24,21 +26,52 @@ _ITEM_TYPES: dict[str, tuple[Any, str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Release:
-    """A private release.
+    """A private release: what `tally.histogram` and its peers return.
 
-    `document` is the JSON document the command line prints with `--json` for the same input
-    and seed; `guarantee` and `parameters` are its fields of those names, `items` the released
-    items of a histogram or heavy hitters (`item`, `count`, `estimate`), and `rows` any
-    release as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold). Items keep
-    the type of the column they came from (`int`, `bool`, `float` or `str`); `to_json` holds
-    them as text, as the command line prints them.
+    Items keep the type of the column they came from (`int`, `bool`, `float` or `str`);
+    `to_json` holds them as text, as the command line prints them. `rows` gives any release
+    as table rows (what `to_pandas`, `to_polars` and `to_arrow` hold).
+
+    Attributes
+    ----------
+    document : dict
+        The JSON document the command line prints with `--json` for the same input and seed.
+    kind : str
+        What was released: `"histogram"`, `"heavy hitters"`, `"quantiles"` or
+        `"range count"`.
+    guarantee : dict
+        The privacy guarantee: ε, δ, the neighbour relation, the model and the analysis.
+    parameters : dict
+        The mechanism's parameters (sampling rate, threshold, population, ...).
+    items : list of dict
+        The released items of a histogram or heavy hitters (`item`, `count`, `estimate`),
+        by decreasing count.
+    diagnosis : dict or None
+        Why a histogram or heavy-hitter release holds few items.
+    release_point : int or None
+        The count at which an item is released with probability ½ (histograms of held items).
+
+    Examples
+    --------
+    >>> import tally
+    >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+    >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+    >>> release
+    <Release histogram (sample-and-threshold): 2 items, (ε = 1, δ = 1.000e-8), add-remove>
+    >>> release.kind, release.guarantee["epsilon"], release.parameters["threshold"]
+    ('histogram', 1.0, 19)
+    >>> release.diagnosis["release_point"]
+    78
     """
 
     document: dict[str, Any]
     _text: str
     _item_type: str = "str"
+    # What calibrated a histogram's mechanism (the calibration keywords, the mechanism,
+    # max_items_per_client, keyed), to compute its accuracy; None for other releases.
+    _calibrated_by: tuple[Any, str, int | None, bool] | None = None
 
     @classmethod
     def _from_json(cls, text: str, item_type: str = "str") -> "Release":
@@ -49,19 +82,118 @@ class Release:
 
     @classmethod
     def _from_parts(
-        cls, parts: tuple[str, str, list[dict[str, Any]]], item_type: str = "str"
+        cls,
+        parts: tuple[str, str, list[dict[str, Any]]],
+        item_type: str,
+        calibrated_by: tuple[Any, str, int | None, bool],
     ) -> "Release":
         """A histogram from its text, its document without the items, and the items (of
-        `item_type`)."""
+        `item_type`), its mechanism calibrated by `calibrated_by`."""
         text, head, items = parts
         document = json.loads(head)
         document["items"] = _typed_items(items, item_type)
-        return cls(document, text, item_type)._warned()
+        return cls(document, text, item_type, calibrated_by)._warned()
+
+    @property
+    def release_point(self) -> int | None:
+        """The count at which an item is released with probability ½: the smallest count the
+        release can be expected to show (None past the largest count searched)."""
+        return self._accuracy([])[0]
+
+    def error_at(self, count: int) -> dict[str, Any]:
+        """How an item `count` clients hold fares in this histogram's mechanism.
+
+        Computed by the library from the mechanism the release ran (not from the data):
+        for sample-and-threshold, `P[Bin(count, rate) ≥ threshold]` and the error of
+        `sampled count / rate`; for the partition selections, the noisy count's.
+
+        Parameters
+        ----------
+        count : int
+            The clients holding the item (each contributing it).
+
+        Returns
+        -------
+        dict
+            `count`, `release_probability` (that the item is released) and
+            `expected_absolute_error` (of its estimate given that it is released; None for
+            the truncated-geometric selection, which shows no count).
+
+        Raises
+        ------
+        ValueError
+            For a release other than `tally.histogram`'s over the items clients hold.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.release_point
+        78
+        >>> at = release.error_at(300)
+        >>> round(at["release_probability"], 6), round(at["expected_absolute_error"], 1)
+        (1.0, 24.6)
+        """
+        from ._keywords import whole
+
+        (_, [(shown, probability, error)]) = self._accuracy([whole("count", count)])
+        return {
+            "count": shown,
+            "release_probability": probability,
+            "expected_absolute_error": error,
+        }
+
+    def _accuracy(self, counts: list[int]) -> tuple[int | None, list[Any]]:
+        from ._tally import histogram_accuracy
+
+        if self._calibrated_by is None:
+            raise ValueError(
+                f"the accuracy of a release is known for tally.histogram's releases of the items "
+                f"clients hold; this is a {self.kind} release ({self.document.get('mechanism')})"
+            )
+        return histogram_accuracy(*self._calibrated_by, counts)
+
+    def __repr__(self) -> str:
+        """The kind of release, its size and its guarantee for people (ε and δ rounded up to
+        four significant digits), never the document."""
+        mechanism = self.document.get("mechanism")
+        by = f" ({mechanism})" if mechanism else ""
+        return f"<Release {self.kind}{by}: {self._size()}, {self._guarantee_shown()}>"
+
+    @property
+    def kind(self) -> str:
+        """What was released: `"histogram"`, `"heavy hitters"`, `"quantiles"` or
+        `"range count"`."""
+        if "trie" in self.document:
+            return "heavy hitters"
+        if "quantiles" in self.document:
+            return "quantiles"
+        if "range" in self.document:
+            return "range count"
+        return "histogram"
+
+    def _size(self) -> str:
+        """How much was released, in words."""
+        if "items" in self.document:
+            count = len(self.items)
+            return f"{count} item{'' if count == 1 else 's'}"
+        if "quantiles" in self.document:
+            count = len(self.document["quantiles"])
+            return f"{count} quantile{'' if count == 1 else 's'}"
+        return "1 count"
+
+    def _guarantee_shown(self) -> str:
+        """`(ε = …, δ = …), neighbours` for people."""
+        guarantee = self.guarantee
+        pair = privacy_pair(guarantee["epsilon"], guarantee["delta"])
+        return f"{pair}, {guarantee['neighbours']}"
 
     def _warned(self) -> "Release":
         """This release, once its diagnosis's warnings (δ ≥ 1/n) are issued as
         `UserWarning`s, as the command line prints them on stderr."""
-        for warning in (self.diagnosis or {}).get("warnings", []):
+        warned = (self.diagnosis or {}).get("warnings", []) + self.document.get("warnings", [])
+        for warning in warned:
             warnings.warn(warning, UserWarning, stacklevel=4)
         return self
 
@@ -89,14 +221,43 @@ class Release:
         return self.document["items"]
 
     def to_json(self) -> str:
-        """The document exactly as `tally ... --json` prints it (without the final newline)."""
+        """The document exactly as `tally ... --json` prints it (without the final newline).
+
+        Returns
+        -------
+        str
+            The JSON document; items are held as text, as the command line prints them.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> import json
+        >>> json.loads(release.to_json())["parameters"]["threshold"]
+        19
+        """
         return self._text
 
     def rows(self) -> list[dict[str, Any]]:
-        """The release as table rows: the released items (`item`, `count`, `estimate`), the
-        estimated quantiles (`quantile`, `value`, and `interval_lo`/`interval_hi` of a binary
-        search, `true_value`/`rank_error` with `truth`), or the one range count (`lo`, `hi`,
-        `grid_lo`, `grid_hi`, `estimate`, `fraction`)."""
+        """The release as table rows.
+
+        Returns
+        -------
+        list of dict
+            The released items (`item`, `count`, `estimate`), the estimated quantiles
+            (`quantile`, `value`, and `interval_lo`/`interval_hi` of a binary search,
+            `true_value`/`rank_error` with `truth`), or the one range count (`lo`, `hi`,
+            `grid_lo`, `grid_hi`, `estimate`, `fraction`).
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> [(row["item"], row["count"]) for row in release.rows()]
+        [('apple', 81), ('pear', 40)]
+        """
         if "items" in self.document:
             return self.items
         if "quantiles" in self.document:
@@ -112,7 +273,21 @@ class Release:
         return [dict(ranged, estimate=self.document["estimate"], fraction=self.document["fraction"])]
 
     def to_pandas(self) -> Any:
-        """The rows (see `rows`) as a pandas DataFrame."""
+        """The rows (see `rows`) as a pandas DataFrame.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per released item (items keep their input's type), quantile or range.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.to_pandas()["item"].tolist()
+        ['apple', 'pear']
+        """
         import pandas as pd
 
         if "items" in self.document:
@@ -120,7 +295,21 @@ class Release:
         return pd.DataFrame(self.rows())
 
     def to_polars(self) -> Any:
-        """The rows (see `rows`) as a Polars DataFrame."""
+        """The rows (see `rows`) as a Polars DataFrame.
+
+        Returns
+        -------
+        polars.DataFrame
+            One row per released item (`count` as `UInt64`), quantile or range.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.to_polars()["count"].to_list()
+        [81, 40]
+        """
         import polars as pl
 
         if "items" in self.document:
@@ -130,7 +319,21 @@ class Release:
         return pl.DataFrame(self.rows())
 
     def to_arrow(self) -> Any:
-        """The rows (see `rows`) as a pyarrow Table."""
+        """The rows (see `rows`) as a pyarrow Table.
+
+        Returns
+        -------
+        pyarrow.Table
+            One row per released item (`count` as `uint64`), quantile or range.
+
+        Examples
+        --------
+        >>> import tally
+        >>> words = ["apple"] * 300 + ["pear"] * 200 + ["fig"] * 3
+        >>> release = tally.histogram(words, epsilon=1.0, delta=1e-8, seed=1)
+        >>> release.to_arrow().column_names
+        ['item', 'count', 'estimate']
+        """
         import pyarrow as pa
 
         if "items" not in self.document:
@@ -147,7 +350,7 @@ class Release:
     def _item_columns(self) -> dict[str, list[Any]]:
         return {
             "item": [row["item"] for row in self.items],
-            "count": [row["count"] for row in self.items],
+            "count": [row.get("count") for row in self.items],
             "estimate": [row["estimate"] for row in self.items],
         }
 

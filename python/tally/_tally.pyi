@@ -2,7 +2,9 @@
 
 from typing import Any
 
-from ._keywords import Calibration, Hierarchy, TrieShape
+from ._keywords import Calibration, Domain, Hierarchy, TrieShape
+
+__version__: str
 
 def plan_sample_threshold(
     epsilon: float,
@@ -33,6 +35,32 @@ def items_histogram(
     rows_as_clients: bool,
     description: str | None,
 ) -> tuple[str, str, list[dict[str, Any]]]: ...
+def is_domain_mechanism(mechanism: str) -> bool: ...
+def charge_under(
+    epsilon: float, delta: float, neighbours: str, budget_neighbours: str
+) -> tuple[float, float]: ...
+def histogram_accuracy(
+    calibration: Calibration,
+    mechanism: str,
+    max_items_per_client: int | None,
+    keyed: bool,
+    counts: list[int],
+) -> tuple[int | None, list[tuple[int, float, float | None]]]: ...
+def filter_spent(charges: list[tuple[float, float]]) -> tuple[float, float]: ...
+def filter_admits(
+    budget: tuple[float, float], charges: list[tuple[float, float]], charge: tuple[float, float]
+) -> tuple[bool, tuple[float, float]]: ...
+def domain_histogram(
+    items: tuple[str, Any],
+    clients: tuple[str, Any] | None,
+    calibration: Calibration,
+    mechanism: str,
+    options: Domain,
+    given: tuple[bool, bool],
+    seed: int | None,
+    rows_as_clients: bool,
+    description: str | None,
+) -> str: ...
 def heavy_hitters(
     items: tuple[str, Any],
     clients: tuple[str, Any] | None,

@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ._keywords import number, optional_number, optional_whole, text, whole
+from ._shown import privacy_pair
 from ._tally import plan_compose as _plan_compose
 from ._tally import plan_sample_threshold as _plan_sample_threshold
 from ._tally import plan_shuffle as _plan_shuffle
@@ -23,10 +25,55 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+def _number(x: float) -> str:
+    """A parameter for people: four significant digits."""
+    return f"{x:.4g}"
+
+
+@dataclass(frozen=True, repr=False)
 class SampleThresholdPlan:
-    """The fields of `tally plan sample-threshold --json`; those of the other form (the δ of
-    given parameters) that do not apply are None."""
+    """The fields of `tally plan sample-threshold --json` (see `sample_threshold`).
+
+    Fields of the other form (the δ of given parameters) that do not apply are None.
+
+    Attributes
+    ----------
+    mechanism : str
+        `"sample-and-threshold"`.
+    epsilon : float
+        The ε asked for.
+    delta : float
+        The target δ, or the δ of the given parameters.
+    sampling_rate : float
+        The sampling rate.
+    threshold : int
+        The threshold.
+    method : str
+        The privacy analysis.
+    neighbours : str
+        The neighbour relation.
+    solved_for : str
+        What was solved for (`"sampling_rate,threshold"`, `"threshold"`, `"delta"`, ...).
+    achieved_delta : float or None
+        The δ the parameters achieve (at most the target).
+    alpha : float or None
+        The pair's `threshold / sampling_rate` over the smallest.
+    min_released_count : float or None
+        The smallest population count a release can show, `threshold / sampling_rate`.
+    explanation : str or None
+        How the pair was chosen.
+    target_delta : float or None
+        The target δ the given parameters are checked against.
+    meets_target : bool or None
+        Whether they meet it.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> planned = plan.sample_threshold(1.0, 1e-8)
+    >>> planned.threshold, planned.solved_for
+    (19, 'sampling_rate,threshold')
+    """
 
     mechanism: str
     epsilon: float
@@ -42,6 +89,13 @@ class SampleThresholdPlan:
     explanation: str | None = None
     target_delta: float | None = None
     meets_target: bool | None = None
+
+    def __repr__(self) -> str:
+        delta = self.delta if self.achieved_delta is None else self.achieved_delta
+        return (
+            f"<SampleThresholdPlan: sampling rate {_number(self.sampling_rate)}, threshold "
+            f"{self.threshold}, {privacy_pair(self.epsilon, delta)}, {self.neighbours}>"
+        )
 
     @classmethod
     def _from_document(cls, document: dict[str, Any]) -> "SampleThresholdPlan":
@@ -59,18 +113,90 @@ def sample_threshold(
     method: str = "tight",
     neighbours: str = "add-remove",
 ) -> SampleThresholdPlan:
-    """`tally plan sample-threshold`: the parameters that meet `(epsilon, delta)`, or the δ of
-    a given `sampling_rate` and `threshold`."""
+    """Plan sample-and-threshold, as `tally plan sample-threshold`.
+
+    The parameters that meet `(epsilon, delta)`, or the δ of a given `sampling_rate` and
+    `threshold`.
+
+    Parameters
+    ----------
+    epsilon : float
+        The privacy loss ε, > 0.
+    delta : float, optional
+        The target δ, in (0, 1); needed unless both `sampling_rate` and `threshold` are given.
+    sampling_rate : float, optional
+        Fix the sampling rate (the threshold is solved for).
+    threshold : int, optional
+        Fix the threshold (the sampling rate is solved for).
+    alpha : float, optional
+        Solve for the pair whose `threshold / sampling_rate` is `alpha` times the smallest.
+    method : str, default "tight"
+        The privacy analysis: `"tight"`, `"exact"`, `"theorem1"` or `"closed-form"`.
+    neighbours : str, default "add-remove"
+        The neighbour relation: `"add-remove"` or `"replace-one"`.
+
+    Returns
+    -------
+    SampleThresholdPlan
+        The planned parameters and their guarantee.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or no `delta` without both parameters (naming the keyword).
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.sample_threshold(1.0, 1e-8)
+    <SampleThresholdPlan: sampling rate 0.2403, threshold 19, (ε = 1, δ = 1.000e-8), add-remove>
+    >>> plan.sample_threshold(1.0, sampling_rate=0.2, threshold=20).delta
+    2.7681684189818963e-10
+    """
     document = _plan_sample_threshold(
-        epsilon, delta, sampling_rate, threshold, alpha, method, neighbours
+        number("epsilon", epsilon),
+        optional_number("delta", delta),
+        optional_number("sampling_rate", sampling_rate),
+        optional_whole("threshold", threshold),
+        optional_number("alpha", alpha),
+        text("method", method),
+        text("neighbours", neighbours),
     )
     return SampleThresholdPlan._from_document(json.loads(document))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ShufflePlan:
-    """The fields of `tally plan shuffle --json`: amplification by shuffling (replace-one
-    neighbours)."""
+    """The fields of `tally plan shuffle --json` (see `shuffle`).
+
+    Attributes
+    ----------
+    mechanism : str
+        `"shuffle"`.
+    epsilon : float
+        The central ε (rounded up).
+    delta : float
+        The central δ.
+    local_epsilon : float
+        Each report's local ε₀ (rounded down when solved for).
+    users : int
+        The number of users.
+    bound : str
+        The amplification bound.
+    neighbours : str
+        `"replace-one"`.
+    solved_for : str
+        `"epsilon"` or `"local_epsilon"`.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> planned = plan.shuffle(10000, 1e-8, epsilon=0.5)
+    >>> planned.solved_for, planned.local_epsilon < 4
+    ('local_epsilon', True)
+    """
 
     mechanism: str
     epsilon: float
@@ -81,6 +207,12 @@ class ShufflePlan:
     neighbours: str
     solved_for: str
 
+    def __repr__(self) -> str:
+        return (
+            f"<ShufflePlan: {self.users} users, local ε {_number(self.local_epsilon)}, "
+            f"{privacy_pair(self.epsilon, self.delta)}, {self.neighbours}>"
+        )
+
 
 def shuffle(
     users: int,
@@ -90,18 +222,77 @@ def shuffle(
     epsilon: float | None = None,
     bound: str = "fmt23",
 ) -> ShufflePlan:
-    """`tally plan shuffle`: the central `epsilon` (rounded up) that `users` shuffled reports
-    of `local_epsilon` give at `delta`, or the largest `local_epsilon` (rounded down) that
-    meets `epsilon`. Give exactly one of the two; `bound` is `fmt23`, `fmt21` or
-    `closed-form`."""
-    document = _plan_shuffle(users, delta, local_epsilon, epsilon, bound)
+    """Plan amplification by shuffling, as `tally plan shuffle` (replace-one neighbours).
+
+    Either the central ε (rounded up) that `users` shuffled reports of `local_epsilon` give at
+    `delta`, or the largest `local_epsilon` (rounded down) that meets `epsilon`.
+
+    Parameters
+    ----------
+    users : int
+        The number of users whose reports are shuffled, in [2, 10^7].
+    delta : float
+        The central δ, in (0, 1).
+    local_epsilon : float, optional
+        Each report's local ε₀ (give exactly one of `local_epsilon` and `epsilon`).
+    epsilon : float, optional
+        The central ε to meet.
+    bound : str, default "fmt23"
+        The amplification bound: `"fmt23"`, `"fmt21"` or `"closed-form"`.
+
+    Returns
+    -------
+    ShufflePlan
+        The central and local ε at `delta`.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or not exactly one of `local_epsilon` and `epsilon`.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.shuffle(10000, 1e-8, local_epsilon=2.0)
+    <ShufflePlan: 10000 users, local ε 2, (ε = 0.146, δ = 1.000e-8), replace-one>
+    """
+    document = _plan_shuffle(
+        whole("users", users),
+        number("delta", delta),
+        optional_number("local_epsilon", local_epsilon),
+        optional_number("epsilon", epsilon),
+        text("bound", bound),
+    )
     return ShufflePlan(**json.loads(document))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CompositionPlan:
-    """The fields of `tally plan compose --json`; `per_round` holds the `epsilon` and `delta`
-    of each round."""
+    """The fields of `tally plan compose --json` (see `compose`).
+
+    Attributes
+    ----------
+    epsilon : float
+        The total ε.
+    delta : float
+        The total δ.
+    method : str
+        The composition method.
+    rounds : int
+        The number of rounds.
+    per_round : dict
+        Each round's `epsilon` and `delta`.
+    target_delta : float or None
+        The total δ asked for.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.compose(0.1, 10, 1e-9, target_delta=1e-6).rounds
+    10
+    """
 
     epsilon: float
     delta: float
@@ -109,6 +300,12 @@ class CompositionPlan:
     rounds: int
     per_round: dict[str, float]
     target_delta: float | None
+
+    def __repr__(self) -> str:
+        return (
+            f"<CompositionPlan: {self.rounds} rounds by {self.method}, "
+            f"{privacy_pair(self.epsilon, self.delta)}>"
+        )
 
 
 def compose(
@@ -119,18 +316,92 @@ def compose(
     target_delta: float | None = None,
     method: str = "optimal",
 ) -> CompositionPlan:
-    """`tally plan compose`: the total `(epsilon, delta)` of `rounds` rounds that are each
-    `(epsilon, delta)`-DP, by `method` (`basic`, `advanced`, `optimal`, `pld`, or `rdp` for
-    pure rounds); every method but `basic` reports the total ε at `target_delta`."""
-    document = _plan_compose(epsilon, rounds, delta, target_delta, method)
+    """Compose `rounds` rounds of `(epsilon, delta)`, as `tally plan compose`.
+
+    Parameters
+    ----------
+    epsilon : float
+        Each round's ε, > 0.
+    rounds : int
+        The number of rounds, ≥ 1.
+    delta : float, default 0.0
+        Each round's δ.
+    target_delta : float, optional
+        The total δ at which to report the total ε (every method but `"basic"`).
+    method : str, default "optimal"
+        `"basic"`, `"advanced"`, `"optimal"`, `"pld"`, or `"rdp"` for pure rounds.
+
+    Returns
+    -------
+    CompositionPlan
+        The total `(epsilon, delta)`.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or a method that needs `target_delta` without it.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.compose(0.1, 10, 1e-9, target_delta=1e-6)
+    <CompositionPlan: 10 rounds by optimal, (ε = 0.9994, δ = 1.000e-6)>
+    >>> plan.compose(0.1, 10, 1e-9, method="basic").per_round
+    {'epsilon': 0.1, 'delta': 1e-09}
+    """
+    document = _plan_compose(
+        number("epsilon", epsilon),
+        whole("rounds", rounds),
+        number("delta", delta),
+        optional_number("target_delta", target_delta),
+        text("method", method),
+    )
     return CompositionPlan(**json.loads(document))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TriePlusPlan:
-    """The fields of `tally plan triehh++ --json`; `per_level` holds each level's
-    `sampling_rate` and `threshold`, and `basic_composition_epsilon` is None where a level
-    alone has no ε at δ/levels."""
+    """The fields of `tally plan triehh++ --json` (see `triehh_plus`).
+
+    Attributes
+    ----------
+    mechanism : str
+        `"triehh++"`.
+    composition : str
+        How the levels compose.
+    neighbours : str
+        The neighbour relation.
+    levels : int
+        The number of levels.
+    method : str
+        The privacy analysis of a level.
+    epsilon : float
+        The run's target ε.
+    delta : float
+        The run's δ.
+    per_level : dict
+        Each level's `sampling_rate` and `threshold`.
+    composed_epsilon : float
+        The ε the levels compose to.
+    meets_target : bool
+        Whether it is at most `epsilon`.
+    basic_composition_epsilon : float or None
+        The ε of basic composition, None where a level alone has no ε at δ/levels.
+    grid_step : float
+        The step of the rate search.
+    solved_for : str
+        What was solved for.
+    explanation : str
+        How the parameters were chosen.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> plan.triehh_plus(1.0, 1e-8, 10).meets_target
+    True
+    """
 
     mechanism: str
     composition: str
@@ -147,6 +418,14 @@ class TriePlusPlan:
     solved_for: str
     explanation: str
 
+    def __repr__(self) -> str:
+        rate, threshold = self.per_level["sampling_rate"], self.per_level["threshold"]
+        return (
+            f"<TriePlusPlan: {self.levels} levels at sampling rate {_number(rate)}, threshold "
+            f"{int(threshold)}, {privacy_pair(self.composed_epsilon, self.delta)}, "
+            f"{self.neighbours}>"
+        )
+
 
 def triehh_plus(
     epsilon: float,
@@ -157,10 +436,53 @@ def triehh_plus(
     threshold: int | None = None,
     method: str = "tight",
 ) -> TriePlusPlan:
-    """`tally plan triehh++`: per-level sample-and-threshold parameters whose `levels` rounds
-    compose tightly to `(epsilon, delta)` (add/remove neighbours), as a TrieHH++ run chooses
-    them: the largest rate for `threshold`, the smallest threshold for `sampling_rate`, with
-    neither the threshold of the smallest count a level can show at (ε/levels, δ/levels) under
-    the analysis `method` and the largest rate for it, or the composed ε of both."""
-    document = _plan_triehh_plus(epsilon, delta, levels, sampling_rate, threshold, method)
+    """Plan a TrieHH++ run's levels, as `tally plan triehh++`.
+
+    Per-level sample-and-threshold parameters whose `levels` rounds compose tightly to
+    `(epsilon, delta)` (add/remove neighbours), as a run chooses them: the largest rate for
+    `threshold`, the smallest threshold for `sampling_rate`, with neither the threshold of the
+    smallest count a level can show at (ε/levels, δ/levels) and the largest rate for it.
+
+    Parameters
+    ----------
+    epsilon : float
+        The run's ε, > 0.
+    delta : float
+        The run's δ, in (0, 1).
+    levels : int
+        The number of levels, in [1, 10000].
+    sampling_rate : float, optional
+        Fix each level's sampling rate.
+    threshold : int, optional
+        Fix each level's threshold.
+    method : str, default "tight"
+        The privacy analysis of a level.
+
+    Returns
+    -------
+    TriePlusPlan
+        The per-level parameters and the composed ε.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range, or no parameters meeting the target.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> from tally import plan
+    >>> planned = plan.triehh_plus(1.0, 1e-8, 10)
+    >>> planned.per_level
+    {'sampling_rate': 0.21794661713462468, 'threshold': 28}
+    """
+    document = _plan_triehh_plus(
+        number("epsilon", epsilon),
+        number("delta", delta),
+        whole("levels", levels),
+        optional_number("sampling_rate", sampling_rate),
+        optional_whole("threshold", threshold),
+        text("method", method),
+    )
     return TriePlusPlan(**json.loads(document))

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from ._input import column
-from ._keywords import calibration, trie
+from ._keywords import calibration, optional_whole, trie
 from ._release import Release
 from ._tally import KeyedCounter as _KeyedCounter
 from ._tally import check_sampling_key as _check_sampling_key
@@ -218,39 +218,86 @@ def histogram(
     rows_as_clients: bool = False,
     description: str | None = None,
 ) -> Release:
-    """Release a histogram of column `item` of `df`, one row per value of column `client` (ids
-    are compared as text: integers by their decimal form).
+    """Release a histogram of column `item` of `df` with keyed sample-and-threshold.
 
-    With the same rows and `sampling_key`, the release equals `tally histogram --input rows.tsv
-    --sampling-key KEY`. Without a key, a fresh secret key is drawn and never shown. A key is at
-    least 32 hexadecimal digits (128 bits) drawn at random (`secrets.token_hex(32)`), and the
-    release is private only while it stays secret: keep it out of notebooks and logs.
+    One client per value of column `client` (ids are compared as text: integers by their
+    decimal form). With the same rows and `sampling_key`, the release equals `tally histogram
+    --input rows.tsv --sampling-key KEY` and `tally.histogram(..., sampling_key=KEY)`: the coins
+    are a keyed function of the client id, so a retried task draws the same sample.
 
-    `rows_as_clients=True` states that no two rows share a client id (as `tally histogram
-    --rows-as-clients`): the rows are then neither grouped by client nor counted distinct,
-    which saves two shuffles. The guarantee holds only if the statement is true. With ids
-    `0, 1, …, n-1` the release equals `tally histogram --input items.txt --sampling-key KEY`
-    on the items one per line in id order.
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The rows (a classic or a Spark Connect DataFrame).
+    item : str
+        The column of items.
+    client : str
+        The column of client ids.
+    epsilon : float
+        The privacy loss ε, > 0.
+    delta : float
+        The target δ, in (0, 1).
+    sampling_key : str, optional
+        The key of the coins: at least 32 hexadecimal digits (128 bits) drawn at random
+        (`secrets.token_hex(32)`). Without it a fresh secret key is drawn and never shown. The
+        release is private only while the key stays secret: keep it out of notebooks and logs.
+    sampling_rate : float, optional
+        Fix the sampling rate (the threshold is solved for).
+    threshold : int, optional
+        Fix the threshold (the sampling rate is solved for).
+    method : str, default "tight"
+        The privacy analysis.
+    neighbours : str, default "add-remove"
+        The neighbour relation.
+    mechanism : str, default "sample-threshold"
+        As for `tally.histogram`: or a partition selection (`"laplace-threshold"`,
+        `"gaussian-threshold"`, `"truncated-geometric"`), for which the driver, as the trusted
+        aggregator, receives the counts of every item and draws the noise from `seed`.
+    max_items_per_client : int, optional
+        Let each client contribute up to this many of its distinct items, chosen by the key
+        (sample-and-threshold then flips one keyed coin per item).
+    seed : int, optional
+        The partition selection's noise (sample-and-threshold takes none: its coins are keyed).
+    rows_as_clients : bool, default False
+        State that no two rows share a client id: the rows are then neither grouped by client
+        nor counted distinct, which saves two shuffles. The guarantee holds only if it is true.
+    description : str, optional
+        The input's description in the document.
 
-    `mechanism` and `max_items_per_client` are those of `tally.histogram`: a partition
-    selection (`"laplace-threshold"`, `"gaussian-threshold"`, `"truncated-geometric"`) and
-    each client contributing up to `k` distinct items, chosen by the key (sample-and-threshold
-    then flips one keyed coin per item). Every client's rows are then shuffled by client and
-    its kept items counted in its partition; for a partition selection the driver, as the
-    trusted aggregator, receives the counts of every item and draws the noise from `seed` (or
-    the operating system). With the same rows, key and seed, the release equals
-    `tally.histogram(..., sampling_key=KEY, seed=SEED)`'s and `tally histogram --sampling-key
-    KEY --seed SEED`'s.
+    Returns
+    -------
+    tally.Release
+        The released items; only they reach the driver.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (naming the keyword), a short key, or nulls in the columns.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> import tally.spark
+    >>> rows = [(c, "apple" if c % 3 else "pear") for c in range(900)]
+    >>> df = spark.createDataFrame(rows, "client long, item string")
+    >>> key = "0123456789abcdef" * 2
+    >>> release = tally.spark.histogram(
+    ...     df, item="item", client="client", epsilon=1.0, delta=1e-8, sampling_key=key
+    ... )
+    >>> [row["item"] for row in release.items]
+    ['apple', 'pear']
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
+    seed = optional_whole("seed", seed)
     if seed is not None and mechanism == "sample-threshold":
         raise ValueError(
-            "seed draws a partition selection's noise; sample-and-threshold on Spark flips "
-            "keyed coins (sampling_key): drop seed"
+            "seed= draws a partition selection's noise; sample-and-threshold on Spark flips "
+            "keyed coins (sampling_key=): drop seed="
         )
     if mechanism != "sample-threshold" or max_items_per_client is not None:
         return _items_histogram(
@@ -426,23 +473,82 @@ def heavy_hitters(
     rows_as_clients: bool = False,
     description: str | None = None,
 ) -> Release:
-    """Find the heavy hitters of column `item` of `df` with keyed TrieHH++ at `(epsilon,
-    delta)` for the whole run, one row per value of column `client` (chosen by the key).
+    """Find the heavy hitters of column `item` of `df` with keyed TrieHH++.
 
-    Level by level: `mapInArrow` flips each client's keyed coin for the level and computes its
-    prefix (in Rust), Spark counts the prefixes, and the driver keeps the released ones (those
-    reaching the threshold), whose prefixes it sends with the next level's tasks. With the same
-    rows and `sampling_key`, the release equals `tally heavy-hitters --algorithm triehh++
-    --sampling-key KEY` on them. Without a key, a fresh secret key is drawn and never shown. A
-    key is at least 32 hexadecimal digits (128 bits) drawn at random (`secrets.token_hex(32)`),
-    and the release is private only while it stays secret.
-    `rows_as_clients=True` as in `histogram`.
+    `(epsilon, delta)` holds for the whole run, one word per value of column `client` (chosen
+    by the key). Level by level, `mapInArrow` flips each client's keyed coin for the level and
+    computes its prefix (in Rust), Spark counts the prefixes, and the driver keeps the released
+    ones, whose prefixes it sends with the next level's tasks. With the same rows and key, the
+    release equals `tally heavy-hitters --algorithm triehh++ --sampling-key KEY` on them.
+
+    Parameters
+    ----------
+    df : pyspark.sql.DataFrame
+        The rows.
+    item : str
+        The column of words.
+    client : str
+        The column of client ids.
+    epsilon : float
+        The privacy loss ε, > 0.
+    delta : float
+        The target δ, in (0, 1).
+    sampling_key : str, optional
+        The key of the coins: at least 32 hexadecimal digits (128 bits) drawn at random
+        (`secrets.token_hex(32)`). Without it a fresh secret key is drawn and never shown. The
+        release is private only while the key stays secret: keep it out of notebooks and logs.
+    algorithm : str, default "triehh++"
+        The algorithm; `tally.spark` runs `"triehh++"` only.
+    levels : int, default 10
+        The number of levels.
+    segment : int, default 1
+        Characters added to the prefixes at each level.
+    restricted : bool, default True
+        Let a level extend only the prefixes the previous level released.
+    composition : str, optional
+        How the levels compose.
+    sampling_rate : float, optional
+        Fix each level's sampling rate.
+    threshold : int, optional
+        Fix each level's threshold.
+    method : str, default "tight"
+        The privacy analysis of a level.
+    neighbours : str, default "add-remove"
+        The neighbour relation.
+    rows_as_clients : bool, default False
+        As for `histogram`.
+    description : str, optional
+        The input's description in the document.
+
+    Returns
+    -------
+    tally.Release
+        The found words; `release.document["trie"]` holds the accepted prefix tree.
+
+    Raises
+    ------
+    ValueError
+        A parameter out of range (naming the keyword), a short key, or nulls in the columns.
+    TypeError
+        A keyword of the wrong type.
+
+    Examples
+    --------
+    >>> import tally.spark
+    >>> rows = [(c, "apple" if c % 3 else "fig") for c in range(900)]
+    >>> df = spark.createDataFrame(rows, "client long, item string")
+    >>> release = tally.spark.heavy_hitters(
+    ...     df, item="item", client="client", epsilon=1.0, delta=1e-8, levels=2, segment=3,
+    ...     sampling_key="0123456789abcdef" * 2,
+    ... )
+    >>> [row["item"] for row in release.items]
+    ['apple', 'fig']
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     if algorithm != "triehh++":
-        raise ValueError(f"algorithm {algorithm!r}: tally.spark runs triehh++ only")
+        raise ValueError(f"invalid algorithm={algorithm!r}: tally.spark runs \"triehh++\" only")
     key = _key(sampling_key)
     calibrated = calibration(epsilon, delta, sampling_rate, threshold, method, neighbours)
     shape = trie(levels, segment, restricted, composition)

@@ -124,10 +124,12 @@ def test_errors_carry_the_cli_messages(words_txt):
     done = run_cli("histogram", "--input", str(words_txt), "--epsilon", "-1", "--delta", "1e-6")
     with pytest.raises(ValueError) as error:
         tally.histogram(str(words_txt), epsilon=-1, delta=1e-6)
-    assert done.stderr.strip() == f"error: {error.value}"
+    # One message, each front end naming the parameter its way.
+    assert done.stderr.strip() == "error: invalid epsilon = -1: expected a finite number > 0"
+    assert str(error.value) == "invalid epsilon=-1: expected a finite number > 0"
     with pytest.raises(OSError, match="file not found"):
         tally.histogram("/no/such/file.txt", **SETTINGS)
-    with pytest.raises(ValueError, match="sampling key"):
+    with pytest.raises(ValueError, match="sampling_key="):
         tally.histogram(["a"], sampling_key="", **SETTINGS)
     for short in ["my-own-key", "0123456789abcdef0123456789abcde", "correct horse battery staple!!!!"]:
         with pytest.raises(ValueError, match="at least 32 hexadecimal digits") as error:
@@ -145,7 +147,7 @@ def test_plans_equal_the_cli():
     assert plan.solved_for == expected["solved_for"]
     delta = tally.plan.sample_threshold(1.0, sampling_rate=0.1, threshold=20)
     assert delta.solved_for == "delta"
-    with pytest.raises(ValueError, match="missing --delta"):
+    with pytest.raises(ValueError, match="missing delta="):
         tally.plan.sample_threshold(1.0)
 
 

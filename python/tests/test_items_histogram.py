@@ -65,10 +65,10 @@ def test_keyed_items_equal_the_cli_and_the_columns(rows_tsv):
 @pytest.mark.parametrize(
     ("keywords", "message"),
     [
-        (dict(max_items_per_client=2, method="exact"), "drop method"),
+        (dict(max_items_per_client=2, method="exact"), "drop method="),
         (dict(mechanism="laplace-threshold", threshold=10), "drop them"),
         (dict(mechanism="laplace-thresholds"), "laplace-threshold, gaussian-threshold"),
-        (dict(mechanism="truncated-geometric", max_items_per_client=0), "max items per client"),
+        (dict(mechanism="truncated-geometric", max_items_per_client=0), "max_items_per_client=0"),
     ],
 )
 def test_bad_keywords_are_refused_with_the_fix(rows_tsv, keywords, message):

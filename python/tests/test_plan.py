@@ -58,18 +58,18 @@ def test_compose_rdp_of_pure_rounds_equals_the_cli():
 
 
 def test_errors_carry_the_cli_messages():
-    message = "give exactly one of --local-epsilon"
-    with pytest.raises(ValueError, match=message):
+    # One message, each front end naming the parameters its way.
+    with pytest.raises(ValueError, match="give exactly one of local_epsilon= "):
         tally.plan.shuffle(1000, 1e-6)
-    assert message in run_cli("plan", "shuffle", "--users", "1000", "--delta", "1e-6").stderr
-    message = "missing --target-delta: the total δ at which to report ε"
-    with pytest.raises(ValueError, match=message):
+    done = run_cli("plan", "shuffle", "--users", "1000", "--delta", "1e-6")
+    assert "give exactly one of --local-epsilon " in done.stderr
+    with pytest.raises(ValueError, match="missing target_delta=: the total δ at which to report ε"):
         tally.plan.compose(0.5, 10, 1e-7)
     done = run_cli("plan", "compose", "--epsilon", "0.5", "--delta", "1e-7", "--rounds", "10")
-    assert message in done.stderr
-    with pytest.raises(ValueError, match="--method rdp composes pure ε-DP rounds only"):
+    assert "missing --target-delta: the total δ at which to report ε" in done.stderr
+    with pytest.raises(ValueError, match='method="rdp" composes pure ε-DP rounds only'):
         tally.plan.compose(0.5, 10, 1e-7, target_delta=1e-5, method="rdp")
-    with pytest.raises(ValueError, match="invalid method"):
+    with pytest.raises(ValueError, match="invalid method="):
         tally.plan.compose(0.5, 10, 1e-7, target_delta=1e-5, method="nope")
     with pytest.raises(ValueError, match="bound"):
         tally.plan.shuffle(1000, 1e-6, local_epsilon=1.0, bound="nope")
@@ -97,4 +97,5 @@ def test_triehh_plus_errors_carry_the_cli_messages():
     done = run_cli("plan", "triehh++", "--epsilon", "2", "--delta", "1e-6", "--levels", "0")
     with pytest.raises(ValueError) as error:
         tally.plan.triehh_plus(2.0, 1e-6, 0)
-    assert done.stderr.strip() == f"error: {error.value}"
+    assert done.stderr.strip() == "error: --levels 0: between 1 and 10000"
+    assert str(error.value) == "levels=0: between 1 and 10000"

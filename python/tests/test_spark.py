@@ -308,3 +308,10 @@ def test_bad_item_keywords_are_refused_with_the_fix(spark, rows_tsv, keywords, m
     df = rows_frame(spark, rows_tsv)
     with pytest.raises(ValueError, match=message):
         tally.spark.histogram(df, item="item", client="client", sampling_key="00000000000000000000000000004b39", **ITEMS_SETTINGS, **keywords)
+
+
+def test_the_examples_run(spark):
+    import doctest
+
+    failed, attempted = doctest.testmod(tally.spark, extraglobs={"spark": spark})
+    assert attempted > 0 and failed == 0, (failed, attempted)

@@ -272,7 +272,7 @@ pub fn optimal_homogeneous_delta(
     check_optimal(epsilon, delta, k)?;
     if !(epsilon_total.is_finite() && epsilon_total >= 0.0) {
         return Err(Error::invalid(
-            "epsilon total",
+            "epsilon",
             epsilon_total,
             "a finite number ≥ 0",
         ));
@@ -320,7 +320,7 @@ pub fn split_budget(
 ) -> Result<(f64, f64), Error> {
     if !(epsilon_total.is_finite() && epsilon_total > 0.0) {
         return Err(Error::invalid(
-            "epsilon total",
+            "epsilon",
             epsilon_total,
             "a finite number > 0",
         ));

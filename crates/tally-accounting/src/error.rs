@@ -5,7 +5,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// A parameter is outside the range the analysis accepts.
-    #[error("invalid {name} = {value}: expected {expected}")]
+    #[error("{}: expected {expected}", crate::naming::invalid(name, value))]
     InvalidParameter {
         /// The parameter's name as the user knows it.
         name: &'static str,

@@ -112,7 +112,7 @@ impl FromStr for Method {
             .find(|method| method.name() == s)
             .ok_or_else(|| {
                 Error::invalid(
-                    "partition selection",
+                    "mechanism",
                     s,
                     "laplace-threshold, gaussian-threshold or truncated-geometric",
                 )

@@ -1,16 +1,14 @@
 //! `tally histogram --mechanism M` for the mechanisms over a public domain: central, local and
 //! shuffle histograms that release an estimate for every domain element.
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::Result;
 use tally_accounting::Neighbours;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with};
-use tally_messages::{
-    DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, GuaranteeBody,
-};
-use tally_protocol::diagnosis::delta_warning;
-use tally_sim::{DomainCounts, DomainMap, DomainMechanism, PlaceInDomain, run_domain_histogram};
+use tally_messages::DomainHistogramMechanism;
+pub(crate) use tally_sim::domain_release::build_mechanism;
+use tally_sim::domain_release::{self, DomainRun, DomainSetting};
+use tally_sim::{DomainCounts, DomainMap, PlaceInDomain};
 
 use crate::cli::{DomainArgs, Format, HistogramArgs, InputArgs, PrivacyArgs};
 use crate::input::{load_population, stream_format};
@@ -34,19 +32,7 @@ pub(crate) fn public_domain(
     buckets: Option<u32>,
     mechanism: &str,
 ) -> Result<DomainMap> {
-    let map = match (domain, buckets) {
-        (Some(size), None) => DomainMap::Integers(size),
-        (None, Some(size)) => DomainMap::Buckets(size),
-        _ => bail!(
-            "--mechanism {mechanism} needs a public domain: give --domain B (integer items in [0, B)) or \
-             --buckets B (hash items into B buckets); a domain read off the data would reveal \
-             which items occur (--mechanism sample-threshold needs none)"
-        ),
-    };
-    if map.size() < 2 {
-        bail!("invalid domain size {}: expected at least 2", map.size());
-    }
-    Ok(map)
+    Ok(domain_release::public_domain(domain, buckets, mechanism)?)
 }
 
 /// The setting `--domain`'s arguments calibrate a mechanism over `map` for: `clients`, the
@@ -69,32 +55,15 @@ pub(crate) fn domain_setting(
     }
 }
 
-/// `mechanism` calibrated for `setting`, as its registered round; a mechanism that publishes
-/// coins draws them from `seed`.
-pub(crate) fn build_mechanism(
-    mechanism: DomainHistogramMechanism,
-    setting: &DomainSetting,
-    seed: u64,
-) -> Result<DomainMechanism> {
-    calibrate_with(mechanism, setting, seed, Simulated).map_err(|e| match mechanism {
-        DomainHistogramMechanism::GhaziCountMin => anyhow!(
-            "{e}; fewer hash rows need fewer users: raise --failure-probability (now {}) or \
-             use a smaller domain",
-            setting.beta
-        ),
-        _ => e.into(),
-    })
-}
-
 /// Refuses `--failure-probability` for a mechanism other than Count-Min.
 pub(crate) fn check_failure_probability(
     args: &DomainArgs,
     mechanism: DomainHistogramMechanism,
 ) -> Result<()> {
-    if args.failure_probability.is_some() && mechanism != DomainHistogramMechanism::GhaziCountMin {
-        bail!("--failure-probability applies to --mechanism ghazi-count-min only");
-    }
-    Ok(())
+    Ok(domain_release::check_failure_probability(
+        args.failure_probability.is_some(),
+        mechanism,
+    )?)
 }
 
 /// The input's clients placed in `map`'s domain: a progress stage, the number holding each
@@ -132,9 +101,6 @@ pub(crate) fn domain_counts(
 
 /// `tally histogram --mechanism M` for `mechanism`, a mechanism over a public domain.
 pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> Result<()> {
-    if args.release.sampling_rate.is_some() || args.release.threshold.is_some() {
-        bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
-    }
     let map = domain_map(&args.domain, mechanism.name())?;
 
     let seed = args.release.seed_or_random();
@@ -148,118 +114,64 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
         &args.privacy,
         args.release.delta,
     );
-    let built = build_mechanism(mechanism, &setting, seed)?;
-    let mechanism = built.describe();
     stage.next(format!(
         "running {} over {clients} clients",
         mechanism.name()
     ));
-    let mut estimates = run_domain_histogram(&built, &truth, seed);
-    drop(stage);
-    if args.clamp {
-        for e in &mut estimates {
-            *e = e.max(0.0);
-        }
-    }
-
-    let guarantee = mechanism.guarantee();
-    let collusion = mechanism.collusion(args.release.colluding_fraction)?;
-    let published = GuaranteeBody::with_collusion(&guarantee, collusion.as_ref());
-    let local = mechanism.local_guarantee();
-    let cost = mechanism.message_cost();
-    let mean_absolute_error = estimates
-        .iter()
-        .zip(&truth)
-        .map(|(e, &t)| (e - t as f64).abs())
-        .sum::<f64>()
-        / f64::from(map.size());
-    // The elements by decreasing estimate, for the table and --top.
-    let mut order: Vec<u32> = (0..map.size()).collect();
-    order.sort_by(|&a, &b| estimates[b as usize].total_cmp(&estimates[a as usize]));
-    let warnings: Vec<String> = delta_warning(guarantee.delta, clients)
-        .into_iter()
-        .collect();
-    print_warning_lines(&warnings);
     let shown = args.top.unwrap_or(if args.privacy.json {
         usize::MAX
     } else {
         DEFAULT_TABLE_ROWS
     });
+    let run = DomainRun {
+        seed,
+        shown_seed: args.release.seed,
+        colluding_fraction: args.release.colluding_fraction,
+        clamp: args.clamp,
+        truth: args.truth,
+        top: args.top,
+    };
+    let released = domain_release::release(mechanism, &setting, &truth, description, &run)?;
+    drop(stage);
+    let document = &released.document;
+    print_warning_lines(&document.warnings);
 
     if args.privacy.json {
-        let truth = args.truth.then_some(truth.as_slice());
-        let items = if args.top.is_some() {
-            order
-                .iter()
-                .take(shown)
-                .map(|&x| element_json(x, &estimates, truth))
-                .collect()
-        } else {
-            (0..map.size())
-                .map(|x| element_json(x, &estimates, truth))
-                .collect()
-        };
-        print_serialized(&DomainHistogramRelease {
-            mechanism: mechanism.name().to_owned(),
-            model: guarantee.model.name().to_owned(),
-            guarantee: published,
-            local_guarantee: local.as_ref().map(Into::into),
-            local_epsilon: local.as_ref().map(|g| g.epsilon),
-            target_delta: args.release.delta,
-            domain: DomainBody {
-                size: map.size(),
-                mapping: map.to_string(),
-            },
-            messages_per_client: cost.map(|c| c.messages_per_client),
-            bits_per_message: cost.map(|c| c.bits_per_message),
-            clamped: args.clamp,
-            input: description,
-            clients,
-            items,
-            seed: args.release.seed,
-            mean_absolute_error: args.truth.then_some(mean_absolute_error),
-            warnings,
-        })?;
+        print_serialized(document)?;
         return Ok(());
     }
     let mut fields = vec![
-        ("input", description),
+        ("input", document.input.clone()),
         ("domain", map.to_string()),
-        ("guarantee", guarantee_body_line(&published)),
+        ("guarantee", guarantee_body_line(&document.guarantee)),
     ];
-    if let Some(local) = local.as_ref().filter(|local| **local != guarantee) {
+    if let Some(local) = released
+        .local_guarantee
+        .as_ref()
+        .filter(|local| **local != released.guarantee)
+    {
         fields.push(("local guarantee", guarantee_line(local)));
     }
-    if let Some(cost) = cost {
+    if let (Some(messages), Some(bits)) = (document.messages_per_client, document.bits_per_message)
+    {
         fields.push((
             "messages",
-            format!(
-                "{:.1} per client, {} bits each",
-                cost.messages_per_client, cost.bits_per_message
-            ),
+            format!("{messages:.1} per client, {bits} bits each"),
         ));
     }
     if args.truth {
         fields.push((
             "mean absolute error",
-            format!("{mean_absolute_error:.2} per element"),
+            format!("{:.2} per element", released.mean_absolute_error),
         ));
     }
     fields.push(("seed", args.release.seed_description()));
-    print_fields(&format!("{} histogram", mechanism.name()), &fields)?;
-    let rows: Vec<_> = order
+    print_fields(&format!("{} histogram", document.mechanism), &fields)?;
+    let rows: Vec<_> = released
+        .order
         .iter()
-        .map(|&x| (x.to_string(), None, Some(estimates[x as usize])))
+        .map(|&x| (x.to_string(), None, Some(released.estimates[x as usize])))
         .collect();
     print_items(&rows, shown)?;
     Ok(())
-}
-
-/// One domain element's estimate (and, with `truth`, its true count).
-fn element_json(element: u32, estimates: &[f64], truth: Option<&[u64]>) -> DomainElementBody {
-    DomainElementBody {
-        item: element,
-        estimate: estimates[element as usize],
-        true_count: truth.map(|truth| truth[element as usize]),
-    }
 }

@@ -9,15 +9,12 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use tally_accounting::key_selection::{KeySelection, PopulationUtility, population_utility};
 use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
-use tally_accounting::shuffle::ShuffleBound;
-use tally_accounting::{ErrorLaw, EstimateError, Guarantee, Neighbours, TrustModel};
-use tally_core::histogram::{DomainHistogram, DomainMap, MessageCost};
-use tally_messages::{DomainHistogramMechanism, GuaranteeBody, PrivacyTarget};
-use tally_protocol::{
-    BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration,
-};
+use tally_accounting::{ErrorLaw, EstimateError, Guarantee, TrustModel};
+use tally_core::histogram::{DomainHistogram, MessageCost};
+use tally_messages::{DomainHistogramMechanism, GuaranteeBody};
+use tally_protocol::{DomainRoundVisitor, FederatedDomainRound};
 
-use tally_sim::DomainMechanism;
+pub use tally_sim::domain_release::{DomainSetting, Simulated, calibrate_with};
 
 use crate::plan_report::SWEEP_EPSILONS;
 
@@ -36,25 +33,6 @@ pub const COMPARED: [DomainHistogramMechanism; 12] = [
     DomainHistogramMechanism::HadamardResponse,
     DomainHistogramMechanism::SubsetSelection,
 ];
-
-/// The setting every mechanism is calibrated for.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct DomainSetting {
-    /// The public domain.
-    pub map: DomainMap,
-    /// The number of clients (the shuffle mechanisms are calibrated for them).
-    pub clients: u64,
-    /// The target `ε`.
-    pub epsilon: f64,
-    /// The target `δ`.
-    pub delta: f64,
-    /// The neighbour relation of the central mechanisms.
-    pub neighbours: Neighbours,
-    /// The amplification bound of shuffled GRR.
-    pub bound: ShuffleBound,
-    /// The accuracy failure probability of Ghazi et al.'s Count-Min protocol.
-    pub beta: f64,
-}
 
 /// One element's error at one true count.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -138,21 +116,6 @@ impl DomainRoundVisitor for Describe {
     }
 }
 
-/// Simulates a registered mechanism as its round, as `tally histogram` runs it.
-pub struct Simulated;
-
-impl DomainRoundVisitor for Simulated {
-    type Output = DomainMechanism;
-
-    fn visit<M, R>(self, mechanism: M, round: R) -> DomainMechanism
-    where
-        M: DomainHistogram + 'static,
-        R: FederatedDomainRound,
-    {
-        DomainMechanism::round(mechanism, round)
-    }
-}
-
 /// `mechanism` calibrated for `setting`, described (its guarantee, cost and error law).
 ///
 /// # Errors
@@ -163,33 +126,6 @@ pub fn calibrate(
     setting: &DomainSetting,
 ) -> Result<Box<dyn DomainHistogram>, tally_core::Error> {
     calibrate_with(mechanism, setting, 0, Describe)
-}
-
-/// `mechanism` calibrated for `setting` through the registry, handed to `visitor`; a
-/// mechanism that publishes coins draws them from `public_coins`.
-///
-/// # Errors
-///
-/// The calibration's error where the setting is outside what the mechanism accepts.
-pub fn calibrate_with<V: DomainRoundVisitor>(
-    mechanism: DomainHistogramMechanism,
-    setting: &DomainSetting,
-    public_coins: u64,
-    visitor: V,
-) -> Result<V::Output, tally_core::Error> {
-    let privacy = PrivacyTarget {
-        epsilon: setting.epsilon,
-        delta: setting.delta,
-        neighbours: setting.neighbours,
-        analysis: Analysis::Tight,
-    };
-    let shuffle = ShuffleCalibration {
-        clients: setting.clients,
-        bound: setting.bound,
-        beta: setting.beta,
-        public_coins,
-    };
-    mechanism.build(setting.map, &privacy, shuffle, visitor)
 }
 
 /// The counts the error is shown at: 0, then 1, 2, 5, 10, 20, 50, … below `clients`, and

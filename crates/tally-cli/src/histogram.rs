@@ -3,6 +3,7 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
+use tally_sim::domain_release::{self, ItemsOptions};
 use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::{KeyedPopulation, PlaceInDomain};
 
@@ -18,18 +19,12 @@ const DEFAULT_TABLE_ROWS: usize = 20;
 pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
     match args.mechanism {
         HistogramMechanism::Domain(mechanism) => {
-            if args.sampling_key.given() {
-                bail!(
-                    "--sampling-key applies to --mechanism sample-threshold and the partition \
-                     selections only"
-                );
-            }
-            if args.max_items_per_client.is_some() {
-                bail!(
-                    "--max-items-per-client applies to --mechanism sample-threshold, \
-                     laplace-threshold, gaussian-threshold and truncated-geometric only"
-                );
-            }
+            domain_release::refuse_items_options(ItemsOptions {
+                sampling_key: args.sampling_key.given(),
+                max_items_per_client: args.max_items_per_client.is_some(),
+                sampling_rate_or_threshold: args.release.sampling_rate.is_some()
+                    || args.release.threshold.is_some(),
+            })?;
             return domain_histogram::run(args, mechanism);
         }
         HistogramMechanism::Selection(method) => return items_histogram::run(args, Some(method)),

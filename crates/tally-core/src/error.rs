@@ -5,7 +5,10 @@
 #[non_exhaustive]
 pub enum Error {
     /// A parameter is outside the range the mechanism accepts.
-    #[error("invalid {name} = {value}: expected {expected}")]
+    #[error(
+        "{}: expected {expected}",
+        tally_accounting::naming::invalid(name, value)
+    )]
     InvalidParameter {
         /// The parameter's name as the user knows it.
         name: &'static str,

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 use tally_accounting::composition::{Composition, compose_basic};
+use tally_accounting::naming::Parameter;
 use tally_accounting::rdp::compose_rdp_homogeneous;
 use tally_accounting::{Guarantee, Neighbours, TrustModel, compose_rounds};
 
@@ -45,7 +46,8 @@ impl std::str::FromStr for ComposeMethod {
         }
         s.parse::<Composition>().map(Self::Rule).map_err(|_| {
             ComposePlanError::Invalid(format!(
-                "invalid method {s:?}: expected basic, advanced, optimal, pld or rdp"
+                "{}: expected basic, advanced, optimal, pld or rdp",
+                tally_accounting::naming::invalid("method", s)
             ))
         })
     }
@@ -65,24 +67,26 @@ pub fn compose(
     target_delta: Option<f64>,
     method: ComposeMethod,
 ) -> Result<(f64, f64, Value), ComposePlanError> {
-    let count = usize::try_from(rounds)
-        .map_err(|_| ComposePlanError::Invalid("--rounds does not fit in memory".to_owned()))?;
+    let count = usize::try_from(rounds).map_err(|_| {
+        ComposePlanError::Invalid(format!("{} does not fit in memory", Parameter("rounds")))
+    })?;
     let target = || {
         target_delta.ok_or_else(|| {
-            ComposePlanError::Invalid(
-                "missing --target-delta: the total δ at which to report ε".to_owned(),
-            )
+            ComposePlanError::Invalid(format!(
+                "missing {}: the total δ at which to report ε",
+                Parameter("target_delta")
+            ))
         })
     };
     let (total_epsilon, total_delta) = match method {
         ComposeMethod::Rule(Composition::Basic) => compose_basic(&vec![(epsilon, delta); count])?,
         ComposeMethod::Rdp => {
             if delta != 0.0 {
-                return Err(ComposePlanError::Invalid(
-                    "--method rdp composes pure ε-DP rounds only: give --delta 0, or use pld or \
-                     optimal"
-                        .to_owned(),
-                ));
+                return Err(ComposePlanError::Invalid(format!(
+                    "{} composes pure ε-DP rounds only: give {}, or use pld or optimal",
+                    Parameter("method").with_choice("rdp"),
+                    Parameter("delta").with(0),
+                )));
             }
             compose_rdp_homogeneous(epsilon, rounds, target()?)?
         }

@@ -9,6 +9,7 @@
 //! of any item) is never stated: an empty release says only that every count stayed below the
 //! threshold, which the release itself shows.
 
+use tally_accounting::naming::Parameter;
 use tally_messages::{ReleaseDiagnosis, ReleasedItem};
 
 /// How a mechanism decides what to release, as the diagnosis states it.
@@ -137,18 +138,20 @@ fn explain(
 /// What would release more.
 fn advice(remedies: Remedies) -> String {
     match remedies {
-        Remedies::Histogram { max_items: 1 } => "What would help: a larger ε (the count an item \
-             needs falls as ε grows); when a client holds several items, counting each \
-             client's up to K distinct items (--max-items-per-client K) rather than one row per \
-             client; `tally plan histogram` on the same input, ε and δ compares every \
-             mechanism and K on the data and recommends one."
-            .to_owned(),
+        Remedies::Histogram { max_items: 1 } => format!(
+            "What would help: a larger ε (the count an item needs falls as ε grows); when a \
+             client holds several items, counting each client's up to K distinct items ({}) \
+             rather than one row per client; `tally plan histogram` on the same input, ε and δ \
+             compares every mechanism and K on the data and recommends one.",
+            Parameter("max_items_per_client").with("K")
+        ),
         Remedies::Histogram { max_items } => format!(
             "What would help: a larger ε (the count an item needs falls as ε grows); a different \
-             bound on each client's items than {max_items} (--max-items-per-client: a smaller \
-             bound needs fewer clients per item but keeps fewer of each client's items); `tally \
-             plan histogram` on the same input, ε and δ predicts the released items of every \
-             mechanism and bound on the data and recommends one."
+             bound on each client's items than {max_items} ({}: a smaller bound needs fewer \
+             clients per item but keeps fewer of each client's items); `tally plan histogram` \
+             on the same input, ε and δ predicts the released items of every mechanism and \
+             bound on the data and recommends one.",
+            Parameter("max_items_per_client")
         ),
         Remedies::HeavyHitters { levels, planner } => {
             let levels = if levels {

@@ -1,6 +1,7 @@
 //! The JSON documents of `tally plan sample-threshold --json`.
 
 use serde_json::{Value, json};
+use tally_accounting::naming::Parameter;
 use tally_accounting::sample_threshold::{self, Analysis, Plan, PlanTarget, SampleThresholdParams};
 use tally_accounting::{Guarantee, Neighbours};
 
@@ -10,7 +11,10 @@ use tally_accounting::{Guarantee, Neighbours};
 pub enum PlanError {
     /// Neither a target δ nor both parameters.
     #[error(
-        "missing --delta: give a target δ, or both --sampling-rate and --threshold to compute δ"
+        "missing {}: give a target δ, or both {} and {} to compute δ",
+        Parameter("delta"),
+        Parameter("sampling_rate"),
+        Parameter("threshold")
     )]
     MissingDelta,
     /// The accountant rejected the request.

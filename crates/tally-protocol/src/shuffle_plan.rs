@@ -2,6 +2,7 @@
 //! it (docs/algorithms.md §8).
 
 use serde_json::{Value, json};
+use tally_accounting::naming::Parameter;
 use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon, shuffle_epsilon};
 
 /// Why a shuffle plan was refused.
@@ -9,7 +10,9 @@ use tally_accounting::shuffle::{ShuffleBound, max_local_epsilon, shuffle_epsilon
 pub enum ShufflePlanError {
     /// Neither or both of the local and the central `ε` were given.
     #[error(
-        "give exactly one of --local-epsilon (to get the central ε) and --epsilon (to get the largest local ε₀)"
+        "give exactly one of {} (to get the central ε) and {} (to get the largest local ε₀)",
+        Parameter("local_epsilon"),
+        Parameter("epsilon")
     )]
     OneEpsilon,
     /// Whatever the accountant rejects.

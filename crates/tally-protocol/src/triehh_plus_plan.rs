@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::{Composition, compose_basic};
+use tally_accounting::naming::Parameter;
 use tally_accounting::sample_threshold::{
     Analysis, MAX_TIGHT_ROUNDS, PlanTarget, SampleThresholdParams, TIGHT_STEP,
 };
@@ -42,7 +43,7 @@ pub struct TriePlusPlan {
 #[derive(Debug, thiserror::Error)]
 pub enum TriePlusPlanError {
     /// The number of levels is out of range.
-    #[error("--levels {levels}: between 1 and {MAX_TIGHT_ROUNDS}")]
+    #[error("{}: between 1 and {MAX_TIGHT_ROUNDS}", Parameter("levels").with(levels))]
     Levels {
         /// The levels asked for.
         levels: u64,

@@ -17,18 +17,23 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use rand::Rng as _;
 use rustc_hash::FxHashMap;
-use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
+use tally_accounting::filter::BasicFilter;
+use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
+use tally_accounting::naming::Naming;
 use tally_accounting::partition_selection::Method as SelectionMethod;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
+use tally_accounting::shuffle::ShuffleBound;
+use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
-use tally_messages::HistogramRelease;
+use tally_messages::{DomainHistogramMechanism, HistogramRelease};
 use tally_protocol::compose_plan::{self, ComposeMethod};
 use tally_protocol::plan_document;
 use tally_protocol::shuffle_plan::ShufflePlan;
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
+use tally_sim::domain_release::{self, DomainRun, DomainSetting, ItemsOptions};
 use tally_sim::items_release::{ItemChoice, ItemCounts, ItemsMechanism, ItemsRelease};
 use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::triehh_plus_release::{
@@ -36,8 +41,9 @@ use tally_sim::triehh_plus_release::{
 };
 use tally_sim::values_release::{self, QuantileMethod, ValuesSettings};
 use tally_sim::{
-    ClientMode, CountedPopulation, KeyedItemCounts, KeyedPartCounts, KeyedPopulation, Population,
-    StreamFormat, ValueRange, sample_threshold_integers, sample_threshold_values,
+    ClientMode, CountedPopulation, DomainCounts, KeyedItemCounts, KeyedPartCounts, KeyedPopulation,
+    PlaceInDomain, Population, StreamFormat, ValueRange, sample_threshold_integers,
+    sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -45,11 +51,26 @@ fn value_error(error: impl std::fmt::Display) -> PyErr {
     PyValueError::new_err(error.to_string())
 }
 
-/// Parses `--method` and `--neighbours` values.
+/// Parses the privacy analysis (the keyword `method`) and the neighbour relation.
 fn analysis_and_neighbours(method: &str, neighbours: &str) -> PyResult<(Analysis, Neighbours)> {
     let analysis = method.parse::<Analysis>().map_err(value_error)?;
     let neighbours = neighbours.parse::<Neighbours>().map_err(value_error)?;
     Ok((analysis, neighbours))
+}
+
+/// The privacy analysis given as the keyword `analysis` (where `method` means another choice,
+/// as in `tally.quantiles`): the accountant's error names that keyword.
+fn analysis_keyword(analysis: &str) -> PyResult<Analysis> {
+    analysis.parse::<Analysis>().map_err(|error| match error {
+        tally_accounting::Error::InvalidParameter {
+            value, expected, ..
+        } => value_error(tally_accounting::Error::InvalidParameter {
+            name: "analysis",
+            value,
+            expected,
+        }),
+        other => value_error(other),
+    })
 }
 
 /// The keywords every sample-and-threshold release is calibrated from, handed over by the
@@ -412,11 +433,7 @@ fn histogram<'py>(
     let items = Column::extract(items)?;
     if let (Column::Path(path), None) = (&items, &key) {
         // A file streams, exactly as `tally histogram --input FILE` reads it.
-        let format = match (is_tsv(path), rows_as_clients) {
-            (false, _) => StreamFormat::Lines,
-            (true, true) => StreamFormat::Tsv(ClientMode::RowsAsClients),
-            (true, false) => StreamFormat::Tsv(ClientMode::ClientLevel { seed: run_seed }),
-        };
+        let format = stream_format(path, rows_as_clients, run_seed);
         let document = py.detach(|| {
             sample_threshold_release::streamed_histogram(
                 path,
@@ -510,17 +527,17 @@ fn items_mechanism(
     let method = selection_method(mechanism)?;
     if !matches!(analysis, Analysis::Tight) {
         return Err(value_error(format!(
-            "method={:?} chooses the analysis of one-item sample-and-threshold; mechanism \
-             {mechanism:?} with max_items_per_client has its own: drop method",
+            "method={:?} chooses the analysis of one-item sample-and-threshold; \
+             mechanism={mechanism:?} with max_items_per_client= has its own: drop method=",
             calibration.method
         )));
     }
     if method.is_some() && (calibration.sampling_rate.is_some() || calibration.threshold.is_some())
     {
         return Err(value_error(format!(
-            "sampling_rate and threshold set sample-threshold's parameters; mechanism \
-             {mechanism:?} calibrates its noise and threshold from epsilon, delta and \
-             max_items_per_client: drop them"
+            "sampling_rate= and threshold= set sample-threshold's parameters; \
+             mechanism={mechanism:?} calibrates its noise and threshold from epsilon=, delta= and \
+             max_items_per_client=: drop them"
         )));
     }
     ItemsMechanism::calibrate(
@@ -593,6 +610,108 @@ fn items_histogram<'py>(
     histogram_parts(py, document)
 }
 
+/// The keywords of `tally.histogram` for a mechanism over a public domain
+/// (`tally._keywords.domain`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct DomainOptions {
+    domain: Option<u32>,
+    buckets: Option<u32>,
+    bound: String,
+    failure_probability: Option<f64>,
+    colluding_fraction: f64,
+    clamp: bool,
+    truth: bool,
+}
+
+/// Whether `mechanism` is one over a public domain (it releases an estimate for every
+/// element), the mechanisms [`domain_histogram`] runs.
+#[pyfunction]
+fn is_domain_mechanism(mechanism: &str) -> bool {
+    DomainHistogramMechanism::named(mechanism).is_some()
+}
+
+/// `tally histogram --mechanism M --json` for a mechanism `M` over a public domain (central,
+/// local or shuffle).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.histogram`
+fn domain_histogram(
+    py: Python<'_>,
+    items: &Bound<'_, PyAny>,
+    clients: Option<&Bound<'_, PyAny>>,
+    calibration: Calibration,
+    mechanism: &str,
+    options: DomainOptions,
+    given: (bool, bool),
+    seed: Option<u64>,
+    rows_as_clients: bool,
+    description: Option<String>,
+) -> PyResult<String> {
+    let Some(mechanism) = DomainHistogramMechanism::named(mechanism) else {
+        return Err(value_error(format!(
+            "invalid mechanism={mechanism:?}: expected a mechanism over a public domain"
+        )));
+    };
+    let (sampling_key, max_items_per_client) = given;
+    domain_release::refuse_items_options(ItemsOptions {
+        sampling_key,
+        max_items_per_client,
+        sampling_rate_or_threshold: calibration.sampling_rate.is_some()
+            || calibration.threshold.is_some(),
+    })
+    .map_err(value_error)?;
+    let map = domain_release::public_domain(options.domain, options.buckets, mechanism.name())
+        .map_err(value_error)?;
+    domain_release::check_failure_probability(options.failure_probability.is_some(), mechanism)
+        .map_err(value_error)?;
+    let (_, neighbours) = calibration.analysis_and_neighbours()?;
+    let bound = options.bound.parse::<ShuffleBound>().map_err(value_error)?;
+    let run_seed = seed.unwrap_or_else(random_seed);
+    let description = description.unwrap_or_else(|| "items from Python".to_owned());
+    let items = Column::extract(items)?;
+    let (truth, clients, description) = if let Column::Path(path) = &items {
+        let format = stream_format(path, rows_as_clients, run_seed);
+        let counted = py
+            .detach(|| DomainCounts::from_file(path, format, map, &|_| {}))
+            .map_err(file_error)?;
+        let description = counted.description().to_owned();
+        (counted.counts().to_vec(), counted.clients(), description)
+    } else {
+        let clients = clients.map(Column::extract).transpose()?;
+        let population = Input::seeded(py, items, clients, run_seed, rows_as_clients, description)?;
+        let placed = map.apply(&population).map_err(value_error)?;
+        let description = population.description().to_owned();
+        (
+            placed.true_counts().to_vec(),
+            population.len() as u64,
+            description,
+        )
+    };
+    let setting = DomainSetting {
+        map,
+        clients,
+        epsilon: calibration.epsilon,
+        delta: calibration.delta,
+        neighbours,
+        bound,
+        beta: options
+            .failure_probability
+            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
+    };
+    let run = DomainRun {
+        seed: run_seed,
+        shown_seed: seed,
+        colluding_fraction: options.colluding_fraction,
+        clamp: options.clamp,
+        truth: options.truth,
+        top: None,
+    };
+    let released = py
+        .detach(|| domain_release::release(mechanism, &setting, &truth, description, &run))
+        .map_err(value_error)?;
+    serde_json::to_string_pretty(&released.document).map_err(value_error)
+}
+
 /// A histogram document as `tally.Release` takes it: the text `--json` prints, the document
 /// without its items as JSON (`"items": []`), and the items as a list of dictionaries.
 type HistogramParts<'py> = (String, String, Bound<'py, PyList>);
@@ -639,18 +758,7 @@ fn heavy_hitters(
     let items = Column::extract(items)?;
     let clients = clients.map(Column::extract).transpose()?;
     let description = description.unwrap_or_else(|| "items from Python".to_owned());
-    let Input::Seeded(population) = Input::read(
-        py,
-        items,
-        clients,
-        run_seed,
-        rows_as_clients,
-        false,
-        description,
-    )?
-    else {
-        unreachable!("rows are read keyed only with a key")
-    };
+    let population = Input::seeded(py, items, clients, run_seed, rows_as_clients, description)?;
     let document = py
         .detach(|| {
             let counted = CountedPopulation::from_population(&population);
@@ -684,7 +792,11 @@ fn trie_settings(calibration: &Calibration, shape: &TrieShape) -> PyResult<TrieP
 
 /// The options `tally quantiles` and `tally range` share, from keyword arguments.
 fn values_settings(calibration: &Calibration, hierarchy: &Hierarchy) -> PyResult<ValuesSettings> {
-    let (analysis, neighbours) = calibration.analysis_and_neighbours()?;
+    let analysis = analysis_keyword(&calibration.method)?;
+    let neighbours = calibration
+        .neighbours
+        .parse::<Neighbours>()
+        .map_err(value_error)?;
     Ok(ValuesSettings {
         epsilon: calibration.epsilon,
         delta: calibration.delta,
@@ -710,7 +822,7 @@ fn value_range(min: Option<f64>, max: Option<f64>) -> PyResult<Option<ValueRange
     match (min, max) {
         (Some(min), Some(max)) => Ok(Some(ValueRange::new(min, max).map_err(value_error)?)),
         (None, None) => Ok(None),
-        _ => Err(value_error("give both min and max, or neither")),
+        _ => Err(value_error("give both min= and max=, or neither")),
     }
 }
 
@@ -793,7 +905,7 @@ fn quantiles(
         "binary-search" => QuantileMethod::BinarySearch,
         other => {
             return Err(value_error(format!(
-                "invalid method {other:?}: expected \"hierarchical\" or \"binary-search\""
+                "invalid method={other:?}: expected \"hierarchical\" or \"binary-search\""
             )));
         }
     };
@@ -906,6 +1018,29 @@ enum Input {
 }
 
 impl Input {
+    /// The rows of a seeded run: [`Self::read`] without keys.
+    fn seeded(
+        py: Python<'_>,
+        items: Column<'_>,
+        clients: Option<Column<'_>>,
+        seed: u64,
+        rows_as_clients: bool,
+        description: String,
+    ) -> PyResult<Population> {
+        match Self::read(
+            py,
+            items,
+            clients,
+            seed,
+            rows_as_clients,
+            false,
+            description,
+        )? {
+            Self::Seeded(population) => Ok(population),
+            Self::Keyed(_) => unreachable!("rows are read keyed only with keyed = true"),
+        }
+    }
+
     fn read(
         py: Python<'_>,
         items: Column<'_>,
@@ -961,6 +1096,16 @@ impl Input {
 fn is_tsv(path: &Path) -> bool {
     let name = path.to_string_lossy();
     name.ends_with(".tsv") || name.ends_with(".tsv.gz")
+}
+
+/// How `tally histogram --input` streams `path`: TSV rows (each client's chosen by `seed`,
+/// unless `rows_as_clients`) or lines.
+fn stream_format(path: &Path, rows_as_clients: bool, seed: u64) -> StreamFormat {
+    match (is_tsv(path), rows_as_clients) {
+        (false, _) => StreamFormat::Lines,
+        (true, true) => StreamFormat::Tsv(ClientMode::RowsAsClients),
+        (true, false) => StreamFormat::Tsv(ClientMode::ClientLevel { seed }),
+    }
 }
 
 /// A file that cannot be found or opened is an `OSError`, anything wrong inside it a
@@ -1442,15 +1587,100 @@ fn keyed_triehh_document(
     serde_json::to_string_pretty(&document).map_err(value_error)
 }
 
+/// The `(ε, δ)` a budget kept under `budget_neighbours` charges for a release of `(epsilon,
+/// delta)` under `neighbours` (`tally_accounting::Guarantee::under`, the server ledger's rule).
+#[pyfunction]
+fn charge_under(
+    epsilon: f64,
+    delta: f64,
+    neighbours: &str,
+    budget_neighbours: &str,
+) -> PyResult<(f64, f64)> {
+    let guarantee = Guarantee {
+        epsilon,
+        delta,
+        neighbours: neighbours.parse().map_err(value_error)?,
+        // Neither changes what the guarantee costs under another relation.
+        model: TrustModel::Central,
+        analysis: String::new(),
+    };
+    let budget_neighbours = budget_neighbours.parse().map_err(value_error)?;
+    guarantee.under(budget_neighbours).map_err(value_error)
+}
+
+/// What `charges` spend together by basic composition, rounded up (`BasicFilter::spent`).
+#[pyfunction]
+fn filter_spent(charges: Vec<(f64, f64)>) -> (f64, f64) {
+    BasicFilter::spent(&charges)
+}
+
+/// Whether the filter of `budget` admits `charge` after `charges`, and what it has left after
+/// `charges` (rounded down).
+#[pyfunction]
+fn filter_admits(
+    budget: (f64, f64),
+    charges: Vec<(f64, f64)>,
+    charge: (f64, f64),
+) -> PyResult<(bool, (f64, f64))> {
+    let filter = BasicFilter::new(budget.0, budget.1).map_err(value_error)?;
+    let left = filter.remaining(BasicFilter::spent(&charges));
+    Ok((filter.admits(&charges, charge), left))
+}
+
+/// `(count, release probability, expected absolute error of a shown estimate)`.
+type AccuracyAt = (u64, f64, Option<f64>);
+
+/// The accuracy of a histogram's mechanism, calibrated as the release was (`mechanism`,
+/// `max_items_per_client` and `keyed` as given to it): the count released with probability ½,
+/// and at each of `counts` the release probability and the expected absolute error of a shown
+/// estimate (`None` without a count).
+#[pyfunction]
+fn histogram_accuracy(
+    calibration: Calibration,
+    mechanism: &str,
+    max_items_per_client: Option<u32>,
+    keyed: bool,
+    counts: Vec<u64>,
+) -> PyResult<(Option<u64>, Vec<AccuracyAt>)> {
+    let mechanism = match (mechanism, max_items_per_client) {
+        ("sample-threshold", None) => {
+            ItemsMechanism::SampleThreshold(calibrated(&calibration, keyed)?)
+        }
+        (name, max_items) => items_mechanism(&calibration, name, max_items.unwrap_or(1), keyed)?,
+    };
+    let accuracy = counts
+        .into_iter()
+        .map(|count| {
+            let at = mechanism.accuracy_at(count);
+            (at.count, at.release_probability, at.expected_absolute_error)
+        })
+        .collect();
+    Ok((mechanism.release_point(), accuracy))
+}
+
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    // The package's version is the crate's: one source of truth (maturin reads it too).
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The crates' messages name parameters as this package's keyword arguments (`delta=`).
+    tally_accounting::naming::name_parameters_as(Naming::Keywords).map_err(|chosen| {
+        value_error(format!(
+            "parameters are already named as {chosen:?} in this process"
+        ))
+    })?;
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
     module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
     module.add_function(wrap_pyfunction!(plan_triehh_plus, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(is_domain_mechanism, module)?)?;
+    module.add_function(wrap_pyfunction!(charge_under, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_accuracy, module)?)?;
+    module.add_function(wrap_pyfunction!(filter_spent, module)?)?;
+    module.add_function(wrap_pyfunction!(filter_admits, module)?)?;
+    module.add_function(wrap_pyfunction!(domain_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_items_parameters, module)?)?;
     module.add_function(wrap_pyfunction!(keyed_items_document, module)?)?;
     module.add_function(wrap_pyfunction!(heavy_hitters, module)?)?;

@@ -19,7 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 use tally_accounting::Neighbours;
-use tally_accounting::composition::compose_basic;
+use tally_accounting::filter::{BasicFilter, less_rounded_down};
 use tally_accounting::sample_threshold::{SampleThresholdParams, TIGHT_STEP};
 use tally_core::histogram::SampleThreshold;
 
@@ -193,21 +193,23 @@ impl Ledger {
                 None => filtered.push((charge.epsilon, charge.delta)),
             }
         }
-        // One rounded-up sum over every charge (not a running sum, which rounds at each step).
         Spending {
             bounded_rounds,
-            filtered: compose_basic(&filtered).unwrap_or((f64::INFINITY, 1.0)),
+            filtered: BasicFilter::spent(&filtered),
         }
     }
 
     /// What the filter has left after `spending`, rounded down: a task of at most that is
     /// admitted (negative where a database filled by an earlier rule is over it).
     pub(crate) fn remaining(&self, spending: &Spending) -> (f64, f64) {
-        let (epsilon, delta) = self.filter_budget();
-        (
-            less_rounded_down(epsilon, spending.filtered.0),
-            less_rounded_down(delta, spending.filtered.1),
-        )
+        self.filter().remaining(spending.filtered)
+    }
+
+    /// The filter of the charges outside the declared pair, over [`Self::filter_budget`].
+    fn filter(&self) -> BasicFilter {
+        BasicFilter {
+            budget: self.filter_budget(),
+        }
     }
 
     /// Whether `charge` may join `charges`; `Err` says why not.
@@ -238,7 +240,7 @@ impl Ledger {
             ));
         }
         let (epsilon, delta) = self.filter_budget();
-        if after.filtered.0 <= epsilon && after.filtered.1 <= delta {
+        if self.filter().fits(after.filtered) {
             return Ok(());
         }
         let left = self.remaining(&before);
@@ -256,18 +258,6 @@ impl Ledger {
             charge.epsilon, charge.delta, left.0, left.1
         ))
     }
-}
-
-/// `total − part`, rounded down so that it and `part` add up (rounded up, as basic composition
-/// adds) to at most `total`; negative where `part` exceeds `total`.
-fn less_rounded_down(total: f64, part: f64) -> f64 {
-    let mut left = total - part;
-    while left > 0.0
-        && compose_basic(&[(left, 0.0), (part, 0.0)]).map_or(true, |(sum, _)| sum > total)
-    {
-        left = left.next_down();
-    }
-    left
 }
 
 #[cfg(test)]

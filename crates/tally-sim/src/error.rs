@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use tally_accounting::naming::Parameter;
+
 /// Why a population could not be loaded or generated, or a simulation could not run.
 ///
 /// Messages say what was wrong, where (file and line) and, where it helps, what would be valid.
@@ -150,7 +152,10 @@ pub enum Error {
     },
     /// An item cannot be placed in the public domain `0..size`.
     #[error(
-        "item {item:?} is not an integer in [0, {size}): --domain needs integer items below the domain size (use --buckets to hash any item into buckets)"
+        "item {item:?} is not an integer in [0, {size}): {} needs integer items below the domain \
+         size (use {} to hash any item into buckets)",
+        Parameter("domain"),
+        Parameter("buckets")
     )]
     NotInDomain {
         /// The item's name.
@@ -160,7 +165,10 @@ pub enum Error {
     },
     /// An item of an input file cannot be placed in the public domain `0..size`.
     #[error(
-        "{file}:{line}: item {item:?} is not an integer in [0, {size}): --domain needs integer items below the domain size (use --buckets to hash any item into buckets)"
+        "{file}:{line}: item {item:?} is not an integer in [0, {size}): {} needs integer items \
+         below the domain size (use {} to hash any item into buckets)",
+        Parameter("domain"),
+        Parameter("buckets")
     )]
     NotInDomainAt {
         /// The file.

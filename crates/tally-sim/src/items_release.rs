@@ -199,6 +199,18 @@ impl ItemCounts {
 /// The errors of a release over clients of several items.
 pub type Error = tally_core::Error;
 
+/// How an item held by `count` clients fares in a release ([`ItemsMechanism::accuracy_at`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ItemAccuracy {
+    /// The clients holding the item, each contributing it.
+    pub count: u64,
+    /// The probability the item is released.
+    pub release_probability: f64,
+    /// The expected absolute error of its estimate given that it is released, `None` where no
+    /// count is shown or the item is never released.
+    pub expected_absolute_error: Option<f64>,
+}
+
 /// A mechanism calibrated for clients of at most `k` distinct items.
 #[derive(Clone, Debug)]
 pub enum ItemsMechanism {
@@ -256,6 +268,30 @@ impl ItemsMechanism {
             Self::SampleThreshold(mechanism) => {
                 KeySelection::SampleThreshold(*mechanism.params()).release_probability(count)
             }
+        }
+    }
+
+    /// The count at which an item is released with probability ½ (`None` past the largest
+    /// count searched): the smallest count a release can be expected to show.
+    pub fn release_point(&self) -> Option<u64> {
+        tally_accounting::key_selection::release_point(|c| self.release_probability(c), 0.5)
+    }
+
+    /// How an item `count` clients hold (each contributing it) fares: the probability it is
+    /// released, and the expected absolute error of its estimate when it is (`None` for the
+    /// truncated-geometric selection, which shows no count, or an item never released).
+    pub fn accuracy_at(&self, count: u64) -> ItemAccuracy {
+        let release_probability = self.release_probability(count);
+        let expected_absolute_error = self
+            .thresholded_estimate()
+            .filter(|_| release_probability > 0.0)
+            .map(|estimate| {
+                estimate.shown_error().expected_absolute_error(count, count) / release_probability
+            });
+        ItemAccuracy {
+            count,
+            release_probability,
+            expected_absolute_error,
         }
     }
 

@@ -84,6 +84,7 @@
 mod counted;
 mod dataset;
 mod domain;
+pub mod domain_release;
 mod error;
 mod execute;
 mod heavy_hitters;

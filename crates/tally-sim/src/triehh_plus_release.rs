@@ -72,6 +72,18 @@ impl TriePlusSettings {
         })
     }
 
+    /// Refuses a run of no levels (named as the user gives them, not as composition's rounds).
+    fn check_levels(&self) -> Result<(), tally_core::Error> {
+        if self.levels == 0 {
+            return Err(tally_core::Error::InvalidParameter {
+                name: "levels",
+                value: "0".to_owned(),
+                expected: "an integer ≥ 1",
+            });
+        }
+        Ok(())
+    }
+
     /// Refuses sample-and-threshold's options with partition-selection levels: a fixed
     /// sampling rate or threshold, and an analysis other than the default tight one.
     fn check_selection(&self) -> Result<(), tally_core::Error> {
@@ -115,6 +127,7 @@ pub fn triehh_plus_counted(
     seed: u64,
     shown_seed: Option<u64>,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
+    settings.check_levels()?;
     let clients = population.clients();
     if let Some(method) = settings.selection {
         settings.check_selection()?;
@@ -215,6 +228,7 @@ pub fn per_level_mechanism(
     settings: &TriePlusSettings,
     keyed: bool,
 ) -> Result<SampleThreshold, tally_core::Error> {
+    settings.check_levels()?;
     let per_level = plan_rounds(
         settings.epsilon,
         settings.delta,

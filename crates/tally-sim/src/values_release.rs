@@ -7,6 +7,7 @@ use crate::{
 };
 use serde_json::{Value, json};
 use tally_accounting::composition::Composition;
+use tally_accounting::naming::{Naming, Parameter, naming};
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
 use tally_accounting::{Guarantee, Neighbours};
 use tally_core::histogram::{RoundPlan, plan_rounds};
@@ -161,8 +162,10 @@ pub fn rescaling_hint(error: &ValuesError) -> Option<String> {
             rescaling: false,
             ..
         } => Some(format!(
-            "{file}:{line}: value {value} is outside [0, 1]: give --min and --max to rescale \
-             the input"
+            "{file}:{line}: value {value} is outside [0, 1]: give {} and {} to rescale the \
+             input",
+            Parameter("min"),
+            Parameter("max")
         )),
         _ => None,
     }
@@ -176,7 +179,11 @@ pub fn rescaling_hint(error: &ValuesError) -> Option<String> {
 pub fn check_quantiles(quantiles: &[f64]) -> Result<(), ValuesReleaseError> {
     if let Some(q) = quantiles.iter().find(|q| !(0.0..=1.0).contains(*q)) {
         return Err(ValuesReleaseError::Invalid(format!(
-            "invalid quantile {q}: expected numbers in [0, 1], e.g. --quantiles 0.1,0.5,0.9"
+            "invalid quantile {q}: expected numbers in [0, 1], e.g. {}",
+            Parameter("quantiles").with(match naming() {
+                Naming::Flags => "0.1,0.5,0.9",
+                Naming::Keywords => "[0.1, 0.5, 0.9]",
+            })
         )));
     }
     Ok(())
@@ -189,16 +196,19 @@ pub fn check_quantiles(quantiles: &[f64]) -> Result<(), ValuesReleaseError> {
 /// [`ValuesReleaseError::Invalid`] for a bound outside the units or `lo > hi`.
 pub fn check_range(range: Option<ValueRange>, lo: f64, hi: f64) -> Result<(), ValuesReleaseError> {
     let (min, max) = range.map_or((0.0, 1.0), |r| (r.min(), r.max()));
-    for (name, x) in [("--lo", lo), ("--hi", hi)] {
+    for (name, x) in [("lo", lo), ("hi", hi)] {
         if !(min..=max).contains(&x) {
             return Err(ValuesReleaseError::Invalid(format!(
-                "invalid {name} {x}: expected a number in [{min}, {max}]"
+                "invalid {}: expected a number in [{min}, {max}]",
+                Parameter(name).with(x)
             )));
         }
     }
     if lo > hi {
         return Err(ValuesReleaseError::Invalid(format!(
-            "invalid range: --lo {lo} is above --hi {hi}"
+            "invalid range: {} is above {}",
+            Parameter("lo").with(lo),
+            Parameter("hi").with(hi)
         )));
     }
     Ok(())
@@ -457,14 +467,17 @@ impl BinarySearches {
     /// rounds each, all composed.
     fn prepare(settings: &ValuesSettings, searches: usize) -> Result<Self, ValuesReleaseError> {
         if settings.consistent {
-            return Err(ValuesReleaseError::Invalid(
-                "--consistent applies to --method hierarchical only".to_owned(),
-            ));
+            return Err(ValuesReleaseError::Invalid(format!(
+                "{} applies to {} only",
+                Parameter("consistent"),
+                Parameter("method").with_choice("hierarchical")
+            )));
         }
         let rounds = settings.levels as usize;
         if !(1..=MAX_SEARCH_ROUNDS).contains(&rounds) {
             return Err(ValuesReleaseError::Invalid(format!(
-                "invalid --levels {rounds}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds"
+                "invalid {}: a binary search runs 1 to {MAX_SEARCH_ROUNDS} rounds",
+                Parameter("levels").with(rounds)
             )));
         }
         let plan = plan(settings, rounds * searches)?;
@@ -605,12 +618,13 @@ impl Hierarchical {
             let params = release.params();
             return Err(ValuesReleaseError::Invalid(format!(
                 "nothing was released at level 1: {} values are too few for threshold {} at \
-                 sampling rate {:.6} (a bucket needs about {:.0} values); use fewer --levels or \
+                 sampling rate {:.6} (a bucket needs about {:.0} values); lower {} or use \
                  a larger ε",
                 values.clients(),
                 params.threshold(),
                 params.sampling_rate(),
-                params.threshold() as f64 / params.sampling_rate()
+                params.threshold() as f64 / params.sampling_rate(),
+                Parameter("levels")
             )));
         }
         Ok(if self.consistent {

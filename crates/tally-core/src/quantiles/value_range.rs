@@ -16,16 +16,18 @@ impl ValueRange {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] unless both are finite, `min < max` and `max − min` is
-    /// finite.
+    /// [`Error::InvalidParameter`] naming `min` unless it is finite, else naming `max` unless
+    /// it is finite, above `min`, and `max − min` is finite.
     pub fn new(min: f64, max: f64) -> Result<Self, Error> {
-        if min.is_finite() && max.is_finite() && min < max && (max - min).is_finite() {
+        if !min.is_finite() {
+            Err(Error::invalid("min", min, "a finite number"))
+        } else if max.is_finite() && min < max && (max - min).is_finite() {
             Ok(Self { min, max })
         } else {
             Err(Error::invalid(
-                "value range",
-                format!("[{min}, {max}]"),
-                "finite numbers min < max",
+                "max",
+                max,
+                "a finite number above min (min < max, less than 1.8e308 apart)",
             ))
         }
     }
@@ -74,14 +76,14 @@ mod tests {
 
     #[test]
     fn refuses_empty_and_infinite_ranges() {
-        for (min, max) in [
-            (1.0, 1.0),
-            (2.0, 1.0),
-            (f64::NAN, 1.0),
-            (-f64::MAX, f64::MAX),
+        for (min, max, named) in [
+            (1.0, 1.0, "invalid max = 1"),
+            (2.0, 1.0, "invalid max = 1"),
+            (f64::NAN, 1.0, "invalid min = NaN"),
+            (-f64::MAX, f64::MAX, "invalid max = 1797"),
         ] {
             let error = ValueRange::new(min, max).unwrap_err().to_string();
-            assert!(error.contains("min < max"), "{error}");
+            assert!(error.starts_with(named), "{error}");
         }
     }
 }

@@ -29,6 +29,7 @@
 
 use std::fmt;
 use std::hash::Hasher as _;
+use tally_accounting::naming::{Naming, naming};
 
 use siphasher::sip::SipHasher24;
 
@@ -104,9 +105,18 @@ impl SamplingKey {
             return Err(Error::invalid(
                 "sampling key",
                 format!("<{} characters, not shown>", text.chars().count()),
-                "at least 32 hexadecimal digits (128 bits) drawn at random and kept secret: \
-                 make one with `tally sampling-key --output FILE` and pass --sampling-key-file \
-                 FILE, or in Python `secrets.token_hex(32)`",
+                match naming() {
+                    Naming::Flags => {
+                        "at least 32 hexadecimal digits (128 bits) drawn at random and kept \
+                         secret: make one with `tally sampling-key --output FILE` and pass \
+                         --sampling-key-file FILE, or in Python `secrets.token_hex(32)`"
+                    }
+                    Naming::Keywords => {
+                        "at least 32 hexadecimal digits (128 bits) drawn at random and kept \
+                         secret: make one with `secrets.token_hex(32)` and pass it as \
+                         sampling_key="
+                    }
+                },
             ));
         }
         Self::derive(text.as_bytes())
