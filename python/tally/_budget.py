@@ -7,7 +7,7 @@ from typing import Any
 
 from ._keywords import number, text
 from ._release import Release
-from ._shown import privacy_pair
+from ._tally import privacy_pair
 from ._tally import charge_under as _charge_under
 from ._tally import filter_admits as _filter_admits
 from ._tally import filter_spent as _filter_spent

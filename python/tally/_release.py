@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ._shown import privacy_pair
+from ._tally import privacy_pair
 
 
 def _bool_item(text: str) -> bool:

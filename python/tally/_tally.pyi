@@ -154,6 +154,7 @@ def plan_compose(
     target_delta: float | None = None,
     method: str = "optimal",
 ) -> str: ...
+def privacy_pair(epsilon: float, delta: float) -> str: ...
 def plan_triehh_plus(
     epsilon: float,
     delta: float,

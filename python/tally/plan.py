@@ -7,7 +7,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from ._keywords import number, optional_number, optional_whole, text, whole
-from ._shown import privacy_pair
+from ._tally import privacy_pair
 from ._tally import plan_compose as _plan_compose
 from ._tally import plan_sample_threshold as _plan_sample_threshold
 from ._tally import plan_shuffle as _plan_shuffle

@@ -8,7 +8,7 @@ import tomllib
 
 import tally
 from tally import plan
-from tally._shown import privacy_number, privacy_pair
+from tally._tally import privacy_pair
 
 from conftest import ROOT
 
@@ -67,11 +67,10 @@ def test_plan_reprs_are_one_line_with_the_guarantee() -> None:
 
 
 def test_privacy_numbers_round_up_as_the_command_line_does() -> None:
-    # The command line's own cases (crates/tally-cli/src/output.rs).
-    assert privacy_number(0.9999502514237878) == "1"
-    assert privacy_number(0.5233783398103751) == "0.5234"
-    assert privacy_number(0.1) == "0.1"
-    assert privacy_number(21.4) == "21.4"
-    assert privacy_number(0.000_123_41) == "1.235e-4"
+    # The command line's own cases (tally_protocol::shown), through the same function.
+    assert privacy_pair(0.9999502514237878, 1e-8) == "(ε = 1, δ = 1.000e-8)"
+    assert privacy_pair(0.5233783398103751, 1e-8) == "(ε = 0.5234, δ = 1.000e-8)"
+    assert privacy_pair(21.4, 0.000_123_41) == "(ε = 21.4, δ = 1.235e-4)"
     assert privacy_pair(0.10000030517671259, 9.99999999999998e-9) == "(ε = 0.1001, δ = 1.000e-8)"
     assert privacy_pair(2.0, 4.861718314491602e-10) == "(ε = 2, δ = 4.862e-10)"
+    assert privacy_pair(1.0, 0.0) == "(ε = 1, δ = 0)"

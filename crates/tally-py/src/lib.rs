@@ -1658,6 +1658,13 @@ fn histogram_accuracy(
     Ok((mechanism.release_point(), accuracy))
 }
 
+/// `(ε = …, δ = …)` for people, both rounded up to four significant digits, as the command
+/// line prints them (`tally_protocol::shown`).
+#[pyfunction]
+fn privacy_pair(epsilon: f64, delta: f64) -> String {
+    tally_protocol::shown::PrivacyPair(epsilon, delta).to_string()
+}
+
 /// The native module.
 #[pymodule]
 fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1669,6 +1676,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
             "parameters are already named as {chosen:?} in this process"
         ))
     })?;
+    module.add_function(wrap_pyfunction!(privacy_pair, module)?)?;
     module.add_function(wrap_pyfunction!(plan_sample_threshold, module)?)?;
     module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
