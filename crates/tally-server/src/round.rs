@@ -513,6 +513,19 @@ pub(crate) mod tests {
         }
     }
 
+    /// An open single-party test round asking for items, of `cohort`, admitting every report.
+    fn single_party_round(cohort: Cohort) -> Round {
+        let deadline = Instant::now() + std::time::Duration::from_secs(60);
+        Round::new(
+            item_query("r", "t"),
+            TrustModel::SingleParty,
+            deadline,
+            cohort,
+            Box::new(AdmitAll),
+            ErrorCode::Malformed,
+        )
+    }
+
     /// A round takes one relayed batch: while one is being opened a second is refused as
     /// already relayed (and the deadline waits for it), and a batch dropped before it was
     /// counted frees the round. Without the claim both batches were counted.
@@ -555,19 +568,11 @@ pub(crate) mod tests {
     /// its token dies with it). Without the check, device B uploaded with device A's token.
     #[test]
     fn a_token_is_good_only_for_the_credential_it_was_issued_to() {
-        let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        let round = Round::new(
-            item_query("r", "t"),
-            TrustModel::SingleParty,
-            deadline,
-            Cohort {
-                min: 1,
-                target: 10,
-                expected: 10,
-            },
-            Box::new(AdmitAll),
-            ErrorCode::Malformed,
-        );
+        let round = single_party_round(Cohort {
+            min: 1,
+            target: 10,
+            expected: 10,
+        });
         let mut rng = ChaCha20Rng::seed_from_u64(2);
         let token = round.check_in_device("alice", &mut rng).unwrap();
         round.check_in_device("bob", &mut rng).unwrap();
@@ -590,19 +595,11 @@ pub(crate) mod tests {
     /// took 1,000,000 tokens of a round in 1.4 s.
     #[test]
     fn a_relaying_credential_takes_at_most_a_token_per_expected_device() {
-        let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        let round = Round::new(
-            item_query("r", "t"),
-            TrustModel::SingleParty,
-            deadline,
-            Cohort {
-                min: 1,
-                target: 5,
-                expected: 5,
-            },
-            Box::new(AdmitAll),
-            ErrorCode::Malformed,
-        );
+        let round = single_party_round(Cohort {
+            min: 1,
+            target: 5,
+            expected: 5,
+        });
         let mut rng = ChaCha20Rng::seed_from_u64(3);
         assert_eq!(round.check_in("operator", 3, &mut rng).unwrap().len(), 3);
         assert_eq!(
@@ -622,19 +619,11 @@ pub(crate) mod tests {
     /// their tokens unspent. Without the check it counted all 6.
     #[test]
     fn a_round_never_counts_more_than_its_cohort_target() {
-        let deadline = Instant::now() + std::time::Duration::from_secs(60);
-        let round = Round::new(
-            item_query("r", "t"),
-            TrustModel::SingleParty,
-            deadline,
-            Cohort {
-                min: 1,
-                target: 3,
-                expected: 6,
-            },
-            Box::new(AdmitAll),
-            ErrorCode::Malformed,
-        );
+        let round = single_party_round(Cohort {
+            min: 1,
+            target: 3,
+            expected: 6,
+        });
         let mut tokens = round
             .check_in("operator", 6, &mut ChaCha20Rng::seed_from_u64(1))
             .unwrap();
