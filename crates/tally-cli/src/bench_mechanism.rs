@@ -19,7 +19,7 @@ use tally_sim::{DomainMap, Generator, SyntheticSpec};
 
 use crate::bench::Timings;
 use crate::cli::BenchMechanismArgs;
-use tally_cli::domain_plan::DomainSetting;
+use tally_plan::domain::DomainSetting;
 
 use crate::domain_histogram::build_mechanism;
 use crate::output::{Stage, guarantee_json, guarantee_line, print_fields, print_json};

@@ -1,9 +1,19 @@
-//! The parts of the `tally` commands that build their reports: `tally plan ... --report` and
-//! the benchmarks read them. The documents other front ends share (the Python package's
-//! `to_json()`) are built by the registry (`tally-protocol`) and the simulator (`tally-sim`).
+//! The `tally` command. Its commands are the binary's (`src/main.rs`); this library names the
+//! commands of the federated runtime, which the `federated` feature adds: a build without it
+//! refuses them with the way to build them, and the tests tell them apart.
 #![forbid(unsafe_code)]
 
-pub mod domain_plan;
-pub mod plan_report;
-pub mod quantiles_report;
-pub mod triehh_plus_report;
+/// The commands of the federated runtime (the `federated` feature), by name.
+pub const FEDERATED_COMMANDS: [&str; 11] = [
+    "serve",
+    "relay",
+    "task",
+    "ledger",
+    "client",
+    "fleet",
+    "token",
+    "population",
+    "device",
+    "cert",
+    "hpke-key",
+];

@@ -28,13 +28,8 @@ mod output;
 mod plan;
 mod plan_compose;
 mod plan_histogram;
-mod plan_histogram_page;
 mod plan_items;
-mod plan_items_page;
 mod plan_quantiles;
-mod plan_report_page;
-mod plan_report_quantiles_page;
-mod plan_report_triehh_page;
 mod plan_shuffle;
 mod plan_triehh;
 mod quantiles;
@@ -125,22 +120,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// The commands of the federated runtime (the `federated` feature), by name.
-#[cfg(not(feature = "federated"))]
-const FEDERATED_COMMANDS: [&str; 11] = [
-    "serve",
-    "relay",
-    "task",
-    "ledger",
-    "client",
-    "fleet",
-    "token",
-    "population",
-    "device",
-    "cert",
-    "hpke-key",
-];
-
 /// The federated command `error` found unknown, if it is one: this build leaves them out.
 #[cfg(not(feature = "federated"))]
 fn federated_command(error: &clap::Error) -> Option<&str> {
@@ -149,7 +128,7 @@ fn federated_command(error: &clap::Error) -> Option<&str> {
         return None;
     }
     match error.get(ContextKind::InvalidSubcommand) {
-        Some(ContextValue::String(command)) => FEDERATED_COMMANDS
+        Some(ContextValue::String(command)) => tally_cli::FEDERATED_COMMANDS
             .contains(&command.as_str())
             .then_some(command.as_str()),
         _ => None,

@@ -5,10 +5,11 @@
 //! parameters to the nearest four; the JSON keeps full precision.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use anyhow::Context as _;
 use indicatif::{HumanBytes, ProgressBar, ProgressStyle};
 use serde::Serialize;
 use serde_json::Value;
@@ -16,6 +17,7 @@ use tally_accounting::Guarantee;
 use tally_messages::{
     GuaranteeBody, HeavyHittersRelease, HistogramRelease, ReleaseDiagnosis, ReleasedItem,
 };
+use tally_plan::ReportError;
 pub(crate) use tally_protocol::shown::{guarantee_body_line, parameters_line};
 
 /// Prints `value` as pretty JSON on stdout.
@@ -252,4 +254,19 @@ pub(crate) fn print_warning_lines(warnings: &[String]) {
     for warning in warnings {
         eprintln!("warning: {warning}");
     }
+}
+
+/// Writes a planner's report into `dir` with `write` and says where on stderr (stdout keeps
+/// the plan, a table or its JSON).
+pub(crate) fn save_report(
+    dir: &Path,
+    write: impl FnOnce(&Path) -> Result<PathBuf, ReportError>,
+) -> anyhow::Result<()> {
+    let page = write(dir).context("--report")?;
+    eprintln!(
+        "report: {} (its numbers in {})",
+        page.display(),
+        dir.join("plan.json").display()
+    );
+    Ok(())
 }

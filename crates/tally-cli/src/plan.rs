@@ -9,13 +9,13 @@ use tally_accounting::sample_threshold::{
 };
 use tally_accounting::{Guarantee, Neighbours};
 
-use tally_cli::plan_report::{self, KnownPopulation};
+use tally_plan::key_selection::{self, KnownPopulation};
+use tally_plan::page;
 use tally_protocol::plan_document::{self, Planned, solved_for};
 
 use crate::cli::PlanArgs;
 use crate::input::load_report_population;
-use crate::output::{print_fields, print_json};
-use crate::plan_report_page;
+use crate::output::{print_fields, print_json, save_report};
 
 pub(crate) fn run(args: &PlanArgs) -> Result<()> {
     args.report.refuse_population_without_report()?;
@@ -55,8 +55,8 @@ fn write_report(planned: &Planned, args: &PlanArgs, dir: &Path) -> Result<()> {
         counts: &counts,
         top: args.report.top,
     });
-    let report = plan_report::build(planned, known)?;
-    plan_report_page::write(&report, dir)
+    let report = key_selection::build(planned, known)?;
+    save_report(dir, |dir| page::key_selection::write(&report, dir))
 }
 
 fn report_plan(plan: &Plan, as_json: bool) -> io::Result<()> {

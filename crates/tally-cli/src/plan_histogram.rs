@@ -4,7 +4,8 @@
 //! [`plan_items`] chooses over clients of several items.
 
 use anyhow::{Result, bail};
-use tally_cli::domain_plan::{self, DomainPopulation, MechanismPlan};
+use tally_plan::domain::{self, DomainPopulation, MechanismPlan};
+use tally_plan::page;
 use tally_sim::PlaceInDomain;
 
 use crate::cli::PlanHistogramArgs;
@@ -12,8 +13,8 @@ use crate::domain_histogram::{
     build_mechanism, check_failure_probability, domain_map, domain_setting,
 };
 use crate::input::load_report_population;
-use crate::output::{guarantee_line, print_fields, print_json};
-use crate::{plan_histogram_page, plan_items};
+use crate::output::{guarantee_line, print_fields, print_json, save_report};
+use crate::plan_items;
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     let Some(mechanism) = args.mechanism else {
@@ -49,10 +50,10 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
                 item_counts: &item_counts,
                 top: args.report.top,
             });
-        let report = domain_plan::build(&setting, mechanism, known);
-        plan_histogram_page::write(&report, dir)?;
+        let report = domain::build(&setting, mechanism, known);
+        save_report(dir, |dir| page::domain::write(&report, dir))?;
     }
-    let planned = domain_plan::plan(mechanism, &setting);
+    let planned = domain::plan(mechanism, &setting);
     if args.privacy.json {
         return Ok(print_json(&planned.document())?);
     }

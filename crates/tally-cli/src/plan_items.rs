@@ -8,8 +8,8 @@ use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsTarget, plan_items
 
 use crate::cli::{InputArgs, PlanHistogramArgs};
 use crate::histogram::load_keyed_population;
-use crate::output::{Stage, print_fields, print_json};
-use crate::plan_items_page;
+use crate::output::{Stage, print_fields, print_json, save_report};
+use tally_plan::page;
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     refuse_options(args)?;
@@ -42,7 +42,7 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     document["input"] = population.source().into();
     document["recommendation"]["command"] = command.clone().into();
     if let Some(dir) = &args.report.report {
-        plan_items_page::write(&plan, &held, &document, dir)?;
+        save_report(dir, |dir| page::items::write(&plan, &held, &document, dir))?;
     }
     if args.privacy.json {
         return Ok(print_json(&document)?);

@@ -7,14 +7,14 @@ use std::path::Path;
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::quantiles_report::{self, KnownValues};
 use tally_core::quantiles::TreeShape;
+use tally_plan::page;
+use tally_plan::quantiles::{self, KnownValues};
 use tally_sim::values_release::{QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange};
 
 use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
-use crate::output::{Stage, guarantee_line, print_fields, print_json};
-use crate::plan_report_quantiles_page;
+use crate::output::{Stage, guarantee_line, print_fields, print_json, save_report};
 use crate::quantiles::{check_quantiles, values_error};
 
 pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
@@ -65,8 +65,8 @@ fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> R
         description: c.description(),
         leaves: c.leaves(),
     });
-    let report = quantiles_report::build(plan.clone(), &settings(args), known);
-    plan_report_quantiles_page::write(&report, dir)
+    let report = quantiles::build(plan.clone(), &settings(args), known);
+    save_report(dir, |dir| page::quantiles::write(&report, dir))
 }
 
 /// The settings `tally quantiles` would run with for the same options.

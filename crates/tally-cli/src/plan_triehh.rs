@@ -4,14 +4,14 @@ use std::path::Path;
 
 use anyhow::Result;
 use tally_accounting::sample_threshold::Analysis;
-use tally_cli::triehh_plus_report::{self, KnownWords, SweepTarget};
+use tally_plan::triehh_plus::{self, KnownWords, SweepTarget};
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
 use tally_sim::CountedPopulation;
 
 use crate::cli::PlanTrieArgs;
 use crate::input::load_report_population;
-use crate::output::{print_fields, print_json};
-use crate::plan_report_triehh_page;
+use crate::output::{print_fields, print_json, save_report};
+use tally_plan::page;
 
 pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
     args.report.refuse_population_without_report()?;
@@ -73,6 +73,6 @@ fn write_report(plan: &TriePlusPlan, args: &PlanTrieArgs, dir: &Path) -> Result<
         threshold: args.threshold,
     };
     let segment = usize::try_from(args.segment)?;
-    let report = triehh_plus_report::build(plan.clone(), segment, target, words);
-    plan_report_triehh_page::write(&report, dir)
+    let report = triehh_plus::build(plan.clone(), segment, target, words);
+    save_report(dir, |dir| page::triehh_plus::write(&report, dir))
 }

@@ -6,19 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The commands whose examples talk to a server or its database.
-const FEDERATED: [&str; 10] = [
-    "serve",
-    "relay",
-    "task",
-    "ledger",
-    "client",
-    "fleet",
-    "token",
-    "population",
-    "device",
-    "hpke-key",
-];
+/// Whether `command`'s examples talk to a server or its database: every federated command's
+/// but `cert`'s, which only writes files.
+fn needs_a_server(command: &str) -> bool {
+    tally_cli::FEDERATED_COMMANDS.contains(&command) && command != "cert"
+}
 
 fn tally(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_tally"))
@@ -81,7 +73,7 @@ fn offline_examples() -> Vec<String> {
             "`tally {} --help` shows no example",
             words.join(" ")
         );
-        if !FEDERATED.contains(&words[0]) {
+        if !needs_a_server(words[0]) {
             out.extend(found);
         }
     }

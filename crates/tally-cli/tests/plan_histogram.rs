@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use common::{failure, json, tally};
 use tally_accounting::Neighbours;
 use tally_accounting::shuffle::ShuffleBound;
-use tally_cli::domain_plan::{DomainSetting, Simulated, calibrate_with, error_at};
 use tally_core::histogram::DomainMap;
 use tally_messages::DomainHistogramMechanism;
+use tally_plan::domain::{DomainSetting, Simulated, calibrate_with, error_at};
 use tally_sim::run_domain_histogram;
 
 /// The clients holding each of the 8 elements: 2000 in all, some elements held by nobody.

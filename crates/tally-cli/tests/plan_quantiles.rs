@@ -12,8 +12,8 @@ use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::key_selection::{KeySelection, gaussian_threshold, laplace_threshold};
 use tally_accounting::sample_threshold::{Analysis, PlanTarget, SampleThresholdParams};
-use tally_cli::quantiles_report::{predict_levels, suppressed_share_bound};
 use tally_core::quantiles::{HierarchicalConfig, HierarchicalHistogram, TreeShape};
+use tally_plan::quantiles::{predict_levels, suppressed_share_bound};
 use tally_sim::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, Values, run_hierarchical_counted};
 

@@ -13,7 +13,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
 use tally_accounting::key_selection::KeySelection;
 use tally_accounting::sample_threshold::{Analysis, PlanTarget};
-use tally_cli::triehh_plus_report::PrefixCounts;
+use tally_plan::triehh_plus::PrefixCounts;
 use tally_sim::triehh_plus_release::{TriePlusSettings, per_level_mechanism, triehh_plus_counted};
 use tally_sim::{CountedPopulation, Population};
 

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use tally_accounting::key_selection::KeySelection;
 use tally_accounting::sample_threshold::SampleThresholdParams;
-use tally_cli::triehh_plus_report::PrefixCounts;
+use tally_plan::triehh_plus::PrefixCounts;
 
 /// A double written as its shortest decimal string.
 fn number(value: &Value) -> f64 {

@@ -78,7 +78,7 @@ pub(crate) fn assert_compared_at_level_share(
         assert!(!document["release_curve"].as_array().unwrap().is_empty());
         let row = format!(
             "<tr><td>{name}</td><td>{}</td><td>{half}</td>",
-            tally_cli::plan_report::parameters_text(&selection)
+            tally_plan::key_selection::parameters_text(&selection)
         );
         assert!(html.contains(&row), "{row} in the page's table");
         assert!(

@@ -2,24 +2,27 @@
 //! `DIR/index.html` (inline SVG and CSS, nothing loaded from elsewhere) and `DIR/plan.json`.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use super::Result;
+use crate::domain::{DomainReport, MechanismPlan, table_counts};
 use tally_accounting::TrustModel;
-use tally_cli::domain_plan::{DomainReport, MechanismPlan, table_counts};
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
 use tally_protocol::shown::{Rounding, delta_number, privacy_number};
 
-use crate::plan_report_page::{
-    FIGURE_SIZE, STYLE, escape, line, page_end, push_figures, write_documents,
-};
+use crate::page::{FIGURE_SIZE, STYLE, escape, line, page_end, push_figures, write_documents};
 
 /// The trust models, one figure each, in the order the report compares them.
 const MODELS: [TrustModel; 3] = [TrustModel::Central, TrustModel::Shuffle, TrustModel::Local];
 
-/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
-pub(crate) fn write(report: &DomainReport, dir: &Path) -> Result<()> {
+/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed, and
+/// returns the page's path.
+///
+/// # Errors
+///
+/// [`crate::ReportError`] if a figure cannot be drawn or a file written.
+pub fn write(report: &DomainReport, dir: &Path) -> Result<PathBuf> {
     write_documents(dir, &report.document(), |dir| page(report, dir))
 }
 

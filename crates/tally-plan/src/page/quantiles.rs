@@ -2,21 +2,26 @@
 //! (self-contained: inline SVG and CSS) and writes `DIR/plan.json`.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use tally_cli::plan_report::parameters_text;
-use tally_cli::quantiles_report::QuantilesReport;
+use super::Result;
+use crate::key_selection::parameters_text;
+use crate::quantiles::QuantilesReport;
 use tally_repro::figures::GridPlot;
 use tally_sim::values_release::QuantileMethod;
 
-use crate::plan_report_page::{
+use crate::page::{
     count_cell, escape, inline_svg, page_end, page_start, round_comparison, round_error_figure,
     round_release_figure, write_documents,
 };
 
-/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
-pub(crate) fn write(report: &QuantilesReport, dir: &Path) -> Result<()> {
+/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed, and
+/// returns the page's path.
+///
+/// # Errors
+///
+/// [`crate::ReportError`] if a figure cannot be drawn or a file written.
+pub fn write(report: &QuantilesReport, dir: &Path) -> Result<PathBuf> {
     write_documents(dir, &report.document(), |dir| page(report, dir))
 }
 

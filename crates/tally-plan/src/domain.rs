@@ -16,7 +16,7 @@ use tally_protocol::{DomainRoundVisitor, FederatedDomainRound};
 
 pub use tally_sim::domain_release::{DomainSetting, Simulated, calibrate_with};
 
-use crate::plan_report::SWEEP_EPSILONS;
+use crate::key_selection::SWEEP_EPSILONS;
 
 /// The mechanisms in the order the report compares them: central, shuffle, local.
 pub const COMPARED: [DomainHistogramMechanism; 12] = [

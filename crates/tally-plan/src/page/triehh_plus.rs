@@ -2,20 +2,25 @@
 //! (self-contained: inline SVG and CSS) and writes `DIR/plan.json`.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
-use tally_cli::plan_report::parameters_text;
-use tally_cli::triehh_plus_report::{TriePlusReport, TrieSweep};
+use super::Result;
+use crate::key_selection::parameters_text;
+use crate::triehh_plus::{TriePlusReport, TrieSweep};
 use tally_repro::figures::{GridPlot, Panel, YAxis};
 
-use crate::plan_report_page::{
+use crate::page::{
     FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_end, page_start,
     push_figures, round_comparison, round_error_figure, round_release_figure, write_documents,
 };
 
-/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed.
-pub(crate) fn write(report: &TriePlusReport, dir: &Path) -> Result<()> {
+/// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed, and
+/// returns the page's path.
+///
+/// # Errors
+///
+/// [`crate::ReportError`] if a figure cannot be drawn or a file written.
+pub fn write(report: &TriePlusReport, dir: &Path) -> Result<PathBuf> {
     write_documents(dir, &report.document(), |dir| page(report, dir))
 }
 
@@ -31,7 +36,7 @@ fn sweep_figures(sweep: &TrieSweep) -> Vec<GridPlot> {
         .iter()
         .filter_map(|p| Some(p.utility?.expected_found))
         .fold(0.0, f64::max);
-    let metric = |pick: fn(&tally_cli::triehh_plus_report::TrieUtility) -> f64| {
+    let metric = |pick: fn(&crate::triehh_plus::TrieUtility) -> f64| {
         vec![line(
             0,
             sweep

@@ -23,7 +23,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::key_selection::KeySelection;
 use tally_core::heavy_hitters::{PrefixRound, TERMINATOR};
 
-use crate::plan_report::{
+use crate::key_selection::{
     RoundCurves, count_text, level_share, parameters_json, parameters_text, sweep_epsilons,
 };
 use tally_protocol::triehh_plus_plan::TriePlusPlan;

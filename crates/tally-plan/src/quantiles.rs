@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use tally_accounting::key_selection::KeySelection;
 
-use crate::plan_report::{
+use crate::key_selection::{
     NAMES, RoundCurves, count_text, level_share, noise_based, parameters_text, sweep_epsilons,
 };
 use tally_sim::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};

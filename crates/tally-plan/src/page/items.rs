@@ -4,26 +4,29 @@
 //! setting marked, and why in words.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use super::Result;
 use tally_accounting::partition_selection::Method;
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsPlan, METHODS, PredictedError};
 use tally_sim::items_release::ItemsMechanism;
 
-use crate::plan_report_page::{
-    FIGURE_SIZE, escape, line, page_end, page_start, push_figures, write_documents,
-};
+use crate::page::{FIGURE_SIZE, escape, line, page_end, page_start, push_figures, write_documents};
 
 /// Writes `dir/index.html` and `dir/plan.json` (`document`, the plan as `--json` prints it),
-/// creating `dir` if needed.
-pub(crate) fn write(
+/// creating `dir` if needed, and
+/// returns the page's path.
+///
+/// # Errors
+///
+/// [`crate::ReportError`] if a figure cannot be drawn or a file written.
+pub fn write(
     plan: &ItemsPlan,
     held: &HeldItems,
     document: &serde_json::Value,
     dir: &Path,
-) -> Result<()> {
+) -> Result<PathBuf> {
     write_documents(dir, document, |dir| page(plan, held, document, dir))
 }
 
