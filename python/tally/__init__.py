@@ -17,6 +17,7 @@ came from (`int`, `float`, `bool` or `str`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 from . import plan
@@ -37,7 +38,9 @@ from ._keywords import (
 from ._release import Release
 from ._tally import __version__
 from ._tally import heavy_hitters as _heavy_hitters
+from ._tally import domain_accuracy as _domain_accuracy
 from ._tally import domain_histogram as _domain_histogram
+from ._tally import histogram_accuracy as _histogram_accuracy
 from ._tally import histogram as _histogram
 from ._tally import is_domain_mechanism as _is_domain_mechanism
 from ._tally import items_histogram as _items_histogram
@@ -213,7 +216,13 @@ def histogram(
             rows_as_clients,
             description,
         )
-        return Release._from_json(document, "int")
+        def accuracy_of(counts: list[int]) -> tuple[int | None, list[Any]]:
+            # Calibrated for the clients that reported, as the release was.
+            clients = release.document["clients"]
+            return _domain_accuracy(keywords, mechanism, over_domain, clients, counts)
+
+        release = Release._from_json(document, "int", accuracy_of)
+        return release
     if domain is not None or buckets is not None:
         raise ValueError(
             "domain= and buckets= set the public domain of the mechanisms that estimate every "
@@ -232,8 +241,10 @@ def histogram(
             rows_as_clients,
             description,
         )
-        calibrated_by = (keywords, mechanism, max_items_per_client, sampling_key is not None)
-        return Release._from_parts(parts, item_type, calibrated_by)
+        accuracy_of = partial(
+            _histogram_accuracy, keywords, mechanism, max_items_per_client, sampling_key is not None
+        )
+        return Release._from_parts(parts, item_type, accuracy_of)
     parts = _histogram(
         items_column,
         _clients(clients),
@@ -243,8 +254,8 @@ def histogram(
         rows_as_clients,
         description,
     )
-    calibrated_by = (keywords, mechanism, None, sampling_key is not None)
-    return Release._from_parts(parts, item_type, calibrated_by)
+    accuracy_of = partial(_histogram_accuracy, keywords, mechanism, None, sampling_key is not None)
+    return Release._from_parts(parts, item_type, accuracy_of)
 
 
 def heavy_hitters(

@@ -11,6 +11,7 @@ from ._tally import privacy_pair
 from ._tally import charge_under as _charge_under
 from ._tally import filter_admits as _filter_admits
 from ._tally import filter_spent as _filter_spent
+from ._tally import histogram_neighbours as _histogram_neighbours
 
 
 class BudgetExceeded(ValueError):
@@ -128,19 +129,24 @@ class Budget:
                 f"for a smaller epsilon= or delta=, or start a new budget on fresh data"
             )
 
-    def _release(self, run: Callable[..., Release], keywords: dict[str, Any]) -> Release:
-        """Runs `run(**keywords)` if the budget covers the `(epsilon, delta)` asked for, and
-        charges the release's own guarantee (at most that)."""
+    def _release(
+        self,
+        run: Callable[..., Release],
+        keywords: dict[str, Any],
+        stated_under: Callable[[str], str] = lambda asked: asked,
+    ) -> Release:
+        """Runs `run(**keywords)` if the budget covers the `(epsilon, delta)` asked for, under
+        the relation the guarantee will be stated under (`stated_under` of the one asked for),
+        and charges the release's own guarantee (at most that)."""
         keywords.setdefault("neighbours", self.neighbours)
         asked = (number("epsilon", keywords["epsilon"]), number("delta", keywords["delta"]))
         self._refuse_unless_admitted(
-            self._charge(*asked, text("neighbours", keywords["neighbours"]))
+            self._charge(*asked, stated_under(text("neighbours", keywords["neighbours"])))
         )
         release = run(**keywords)
         guarantee = release.guarantee
         charge = self._charge(guarantee["epsilon"], guarantee["delta"], guarantee["neighbours"])
-        # A mechanism whose guarantee is under another relation than asked (local and shuffle
-        # histograms are replace-one) may cost more: the release is then withheld.
+        # The guarantee is at most what was asked: a release that costs more is withheld.
         self._refuse_unless_admitted(charge)
         self.releases.append(release)
         self.charges.append(charge)
@@ -177,7 +183,12 @@ class Budget:
         """
         from . import histogram
 
-        return self._release(histogram, dict(keywords, items=items, clients=clients))
+        mechanism = text("mechanism", keywords.get("mechanism", "sample-threshold"))
+        return self._release(
+            histogram,
+            dict(keywords, items=items, clients=clients),
+            lambda asked: _histogram_neighbours(mechanism, asked),
+        )
 
     def heavy_hitters(self, items: Any, clients: Any = None, **keywords: Any) -> Release:
         """Find heavy hitters as `tally.heavy_hitters`, charged to this budget.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,30 +70,35 @@ class Release:
     document: dict[str, Any]
     _text: str
     _item_type: str = "str"
-    # What calibrated a histogram's mechanism (the calibration keywords, the mechanism,
-    # max_items_per_client, keyed), to compute its accuracy; None for other releases.
-    _calibrated_by: tuple[Any, str, int | None, bool] | None = None
+    # A histogram's accuracy: the native function of the mechanism as the release calibrated
+    # it, taking the counts to evaluate at; None for other releases.
+    _accuracy_of: Callable[[list[int]], tuple[int | None, list[Any]]] | None = None
 
     @classmethod
-    def _from_json(cls, text: str, item_type: str = "str") -> "Release":
+    def _from_json(
+        cls,
+        text: str,
+        item_type: str = "str",
+        accuracy_of: Callable[[list[int]], tuple[int | None, list[Any]]] | None = None,
+    ) -> "Release":
         """A release from its document's text, its items (if any) of `item_type`."""
         document = json.loads(text)
         _typed_items(document.get("items", []), item_type)
-        return cls(document, text, item_type)._warned()
+        return cls(document, text, item_type, accuracy_of)._warned()
 
     @classmethod
     def _from_parts(
         cls,
         parts: tuple[str, str, list[dict[str, Any]]],
         item_type: str,
-        calibrated_by: tuple[Any, str, int | None, bool],
+        accuracy_of: Callable[[list[int]], tuple[int | None, list[Any]]],
     ) -> "Release":
         """A histogram from its text, its document without the items, and the items (of
-        `item_type`), its mechanism calibrated by `calibrated_by`."""
+        `item_type`), its mechanism's accuracy given by `accuracy_of`."""
         text, head, items = parts
         document = json.loads(head)
         document["items"] = _typed_items(items, item_type)
-        return cls(document, text, item_type, calibrated_by)._warned()
+        return cls(document, text, item_type, accuracy_of)._warned()
 
     @property
     def release_point(self) -> int | None:
@@ -105,7 +111,9 @@ class Release:
 
         Computed by the library from the mechanism the release ran (not from the data):
         for sample-and-threshold, `P[Bin(count, rate) ≥ threshold]` and the error of
-        `sampled count / rate`; for the partition selections, the noisy count's.
+        `sampled count / rate`; for the partition selections, the noisy count's; over a public
+        domain every element is released, with its estimate's error law for the clients that
+        reported (unclamped: an upper bound for a `clamp=True` release).
 
         Parameters
         ----------
@@ -117,12 +125,13 @@ class Release:
         dict
             `count`, `release_probability` (that the item is released) and
             `expected_absolute_error` (of its estimate given that it is released; None for
-            the truncated-geometric selection, which shows no count).
+            the truncated-geometric selection, which shows no count, and for a domain
+            mechanism whose error has no closed form).
 
         Raises
         ------
         ValueError
-            For a release other than `tally.histogram`'s over the items clients hold.
+            For a release other than `tally.histogram`'s.
 
         Examples
         --------
@@ -134,6 +143,11 @@ class Release:
         >>> at = release.error_at(300)
         >>> round(at["release_probability"], 6), round(at["expected_absolute_error"], 1)
         (1.0, 24.6)
+        >>> ratings = [1] * 300 + [2] * 500 + [3] * 200
+        >>> local = tally.histogram(ratings, mechanism="grr", domain=4, epsilon=1.0, delta=1e-8,
+        ...                         neighbours="replace-one", seed=1)
+        >>> local.release_point, round(local.error_at(300)["expected_absolute_error"], 1)
+        (0, 35.2)
         """
         from ._keywords import whole
 
@@ -145,14 +159,12 @@ class Release:
         }
 
     def _accuracy(self, counts: list[int]) -> tuple[int | None, list[Any]]:
-        from ._tally import histogram_accuracy
-
-        if self._calibrated_by is None:
+        if self._accuracy_of is None:
             raise ValueError(
-                f"the accuracy of a release is known for tally.histogram's releases of the items "
-                f"clients hold; this is a {self.kind} release ({self.document.get('mechanism')})"
+                f"the accuracy of a release is known for tally.histogram's releases; this is a "
+                f"{self.kind} release ({self.document.get('mechanism')})"
             )
-        return histogram_accuracy(*self._calibrated_by, counts)
+        return self._accuracy_of(counts)
 
     def __repr__(self) -> str:
         """The kind of release, its size and its guarantee for people (ε and δ rounded up to

@@ -1,5 +1,6 @@
 """Type stubs of the native module `tally._tally` (see crates/tally-py)."""
 
+import os
 from typing import Any
 
 from ._keywords import Calibration, Domain, Hierarchy, TrieShape
@@ -39,6 +40,14 @@ def is_domain_mechanism(mechanism: str) -> bool: ...
 def charge_under(
     epsilon: float, delta: float, neighbours: str, budget_neighbours: str
 ) -> tuple[float, float]: ...
+def histogram_neighbours(mechanism: str, neighbours: str) -> str: ...
+def domain_accuracy(
+    calibration: Calibration,
+    mechanism: str,
+    options: Domain,
+    clients: int,
+    counts: list[int],
+) -> tuple[int | None, list[tuple[int, float, float | None]]]: ...
 def histogram_accuracy(
     calibration: Calibration,
     mechanism: str,
@@ -155,6 +164,29 @@ def plan_compose(
     method: str = "optimal",
 ) -> str: ...
 def privacy_pair(epsilon: float, delta: float) -> str: ...
+def plan_domain_histogram(
+    mechanism: str,
+    clients: int,
+    calibration: Calibration,
+    options: Domain,
+    report: str | None,
+    items: tuple[str, Any] | None,
+    item_clients: tuple[str, Any] | None,
+    recall_at: int,
+    population_seed: int,
+    description: str | None,
+) -> tuple[str, os.PathLike[str] | None]: ...
+def plan_quantiles(
+    quantiles: list[float],
+    calibration: Calibration,
+    hierarchy: Hierarchy,
+    quantile_method: str,
+    report: str | None,
+    values: tuple[str, Any] | None,
+    min: float | None,
+    max: float | None,
+    description: str | None,
+) -> tuple[str, os.PathLike[str] | None]: ...
 def plan_triehh_plus(
     epsilon: float,
     delta: float,

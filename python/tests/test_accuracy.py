@@ -62,7 +62,29 @@ def test_the_release_point_is_the_diagnosis(keywords) -> None:
 def test_other_releases_say_where_accuracy_is_known() -> None:
     values = [i / 1000 for i in range(1000)] * 5
     release = tally.quantiles(values, epsilon=1.0, delta=1e-8, seed=1)
-    with pytest.raises(ValueError, match="tally.histogram's releases of the items"):
+    with pytest.raises(ValueError, match="known for tally.histogram's releases; this is a"):
         release.error_at(10)
     with pytest.raises(ValueError, match="count="):
         tally.histogram(WORDS, epsilon=1.0, delta=1e-8, seed=1).error_at(-1)
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "neighbours"),
+    [("laplace", "add-remove"), ("gaussian", "add-remove"), ("grr", "replace-one"),
+     ("olh", "replace-one"), ("balcer-cheu", "replace-one"), ("shuffled-grr", "replace-one")],
+)
+def test_a_domain_release_s_accuracy_is_its_plan_s(mechanism: str, neighbours: str) -> None:
+    items = [(c * c) % 17 % 16 for c in range(3000)]
+    release = tally.histogram(
+        items, mechanism=mechanism, domain=16, epsilon=1.0, delta=1e-6, neighbours=neighbours,
+        seed=1,
+    )
+    planned = tally.plan.histogram(
+        mechanism, 3000, epsilon=1.0, delta=1e-6, domain=16, neighbours=neighbours
+    )
+    # Every element is shown; the error at a count is the plan's for the clients that reported.
+    assert release.release_point == 0
+    for row in planned.errors:
+        at = release.error_at(row["count"])
+        assert at["release_probability"] == 1.0
+        assert at["expected_absolute_error"] == row["mean_absolute_error"]

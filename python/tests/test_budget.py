@@ -52,10 +52,21 @@ def test_a_replace_one_release_on_an_add_remove_budget_is_refused_with_the_fix()
     message = str(refused.value)
     assert "neighbours='add-remove'" in message and "tally.Budget(" in message, message
     assert "--" not in message
-    # A local mechanism's guarantee is replace-one whatever was asked: withheld, not charged.
-    with pytest.raises(ValueError, match="cannot be charged"):
-        budget.histogram([1, 2] * 100, mechanism="grr", domain=4, epsilon=1.0, delta=1e-8)
+    # A local or shuffle mechanism's guarantee is replace-one whatever was asked: refused
+    # before the data is read, not charged.
+    for mechanism in ("grr", "olh", "balcer-cheu", "ghazi-count-min"):
+        with pytest.raises(ValueError, match="cannot be charged"):
+            budget.histogram(
+                Untouchable(), mechanism=mechanism, domain=4, epsilon=1.0, delta=1e-8
+            )
     assert budget.charges == [] and budget.spent == (0.0, 0.0)
+    # A central one is charged under the relation asked for.
+    budget.histogram([1, 2] * 100, mechanism="laplace", domain=4, epsilon=1.0, delta=1e-8)
+    assert budget.charges == [(1.0, 0.0)]
+    # On a replace-one budget the local mechanism is charged its own (ε, δ).
+    local = tally.Budget(epsilon=2.0, delta=1e-6, neighbours="replace-one")
+    local.histogram([1, 2] * 100, mechanism="grr", domain=4, epsilon=1.0, delta=1e-8, seed=1)
+    assert local.charges == [(1.0, 0.0)]
 
 
 def test_the_spent_budget_is_the_accounting_crate_s_basic_composition() -> None:

@@ -4,12 +4,11 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
-use tally_core::quantiles::TreeShape;
 use tally_plan::page;
-use tally_plan::quantiles::{self, KnownValues};
+use tally_plan::quantiles::{self, KnownValues, KnownValuesRefused};
 use tally_sim::values_release::{QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange};
 
@@ -35,21 +34,15 @@ fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> R
     let counted = match &args.input {
         None => None,
         Some(input) => {
-            if plan.method != QuantileMethod::Hierarchical {
-                bail!(
-                    "--input predicts a hierarchical histogram's releases: a binary search's \
-                     rounds depend on the earlier ones; drop --input or use --algorithm \
-                     hierarchical"
-                );
-            }
-            let shape = TreeShape::new(plan.branching, plan.levels)?;
-            if !CountedValues::fits(shape) {
-                bail!(
-                    "--input: a tree of {} leaves is too large to count the values in; use \
-                     fewer --levels",
-                    shape.leaves()
-                );
-            }
+            let shape = quantiles::known_values_tree(plan).map_err(|refused| {
+                let fix = match refused {
+                    KnownValuesRefused::NotHierarchical => {
+                        "drop --input or use --algorithm hierarchical"
+                    }
+                    _ => "use fewer --levels",
+                };
+                anyhow!("--input: {refused}; {fix}")
+            })?;
             let range = match (args.min, args.max) {
                 (Some(min), Some(max)) => Some(ValueRange::new(min, max)?),
                 _ => None,

@@ -70,6 +70,13 @@ impl DomainHistogramMechanism {
         matches!(self, Self::GhaziCountMin)
     }
 
+    /// Whether the mechanism adds its noise to the exact counts (central): its guarantee then
+    /// holds under the neighbour relation it is calibrated for, where a local or shuffle
+    /// mechanism's guarantee, from each report's randomizer, holds for replace-one neighbours.
+    pub fn is_central(self) -> bool {
+        matches!(self, Self::Laplace | Self::Gaussian)
+    }
+
     /// Whether the mechanism's guarantee trusts a shuffler, and so holds only when at least
     /// the devices it was calibrated for report (`tally_protocol::ShuffleCalibration::clients`).
     pub fn is_shuffled(self) -> bool {

@@ -498,3 +498,39 @@ impl DomainReport {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use tally_accounting::Neighbours;
+    use tally_accounting::shuffle::ShuffleBound;
+    use tally_core::histogram::DomainMap;
+    use tally_sim::domain_release::guarantee_neighbours;
+
+    use super::{COMPARED, DomainSetting, calibrate};
+
+    /// The relation a budget charges before reading data is the one each calibrated
+    /// mechanism's guarantee states, under either relation asked for.
+    #[test]
+    fn the_relation_known_before_the_data_is_the_guarantee_s() {
+        for asked in [Neighbours::AddRemove, Neighbours::ReplaceOne] {
+            let setting = DomainSetting {
+                map: DomainMap::Integers(16),
+                clients: 100_000,
+                epsilon: 1.0,
+                delta: 1e-8,
+                neighbours: asked,
+                bound: ShuffleBound::default(),
+                beta: 0.01,
+            };
+            for mechanism in COMPARED {
+                let built = calibrate(mechanism, &setting).expect("calibrated");
+                assert_eq!(
+                    built.guarantee().neighbours,
+                    guarantee_neighbours(mechanism, asked),
+                    "{} asked under {asked:?}",
+                    mechanism.name()
+                );
+            }
+        }
+    }
+}

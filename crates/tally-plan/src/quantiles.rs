@@ -22,6 +22,8 @@ use tally_accounting::key_selection::KeySelection;
 use crate::key_selection::{
     NAMES, RoundCurves, count_text, level_share, noise_based, parameters_text, sweep_epsilons,
 };
+use tally_core::quantiles::TreeShape;
+use tally_sim::CountedValues;
 use tally_sim::values_release::{QuantileMethod, QuantilesPlan, ValuesSettings};
 
 /// What one level of a hierarchical histogram is expected to release on a population.
@@ -192,8 +194,47 @@ pub struct KnownValues<'a> {
     pub leaves: &'a [u64],
 }
 
+/// Why a population of numbers cannot be predicted on for a plan.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KnownValuesRefused {
+    /// The plan is a binary search, whose rounds depend on the earlier ones' releases.
+    #[error(
+        "values predict a hierarchical histogram's releases: a binary search's rounds depend on \
+         the earlier ones"
+    )]
+    NotHierarchical,
+    /// The plan's tree has too many leaves to count the values in.
+    #[error("a tree of {leaves} leaves is too large to count the values in")]
+    TooManyLeaves {
+        /// The tree's leaves.
+        leaves: u64,
+    },
+    /// The plan's tree is not one.
+    #[error(transparent)]
+    Tree(#[from] tally_core::Error),
+}
+
+/// The tree that values are counted in to predict `plan`'s releases on them.
+///
+/// # Errors
+///
+/// [`KnownValuesRefused`] if the plan's releases cannot be predicted on values.
+pub fn known_values_tree(plan: &QuantilesPlan) -> Result<TreeShape, KnownValuesRefused> {
+    if plan.method != QuantileMethod::Hierarchical {
+        return Err(KnownValuesRefused::NotHierarchical);
+    }
+    let shape = TreeShape::new(plan.branching, plan.levels)?;
+    if !CountedValues::fits(shape) {
+        return Err(KnownValuesRefused::TooManyLeaves {
+            leaves: shape.leaves(),
+        });
+    }
+    Ok(shape)
+}
+
 /// Builds the report of `plan`, planned from `settings`, predicting on `values` (counted in
-/// the plan's tree).
+/// the tree of [`known_values_tree`]).
 pub fn build(
     plan: QuantilesPlan,
     settings: &ValuesSettings,

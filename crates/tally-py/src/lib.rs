@@ -39,11 +39,11 @@ use tally_sim::sample_threshold_release::{self, Sampling};
 use tally_sim::triehh_plus_release::{
     TriePlusSettings, per_level_mechanism, triehh_plus_counted, triehh_plus_keyed_counts,
 };
-use tally_sim::values_release::{self, QuantileMethod, ValuesSettings};
+use tally_sim::values_release::{self, QuantileMethod, QuantilesPlan, ValuesSettings};
 use tally_sim::{
-    ClientMode, CountedPopulation, DomainCounts, KeyedItemCounts, KeyedPartCounts, KeyedPopulation,
-    PlaceInDomain, Population, StreamFormat, ValueRange, sample_threshold_integers,
-    sample_threshold_values,
+    ClientMode, CountedPopulation, CountedValues, DomainCounts, KeyedItemCounts, KeyedPartCounts,
+    KeyedPopulation, PlaceInDomain, Population, StreamFormat, ValueRange,
+    sample_threshold_integers, sample_threshold_values,
 };
 
 /// A Rust error as a Python `ValueError` with the command line's message.
@@ -624,6 +624,203 @@ struct DomainOptions {
     truth: bool,
 }
 
+/// The mechanism over a public domain named `mechanism`.
+fn domain_mechanism(mechanism: &str) -> PyResult<DomainHistogramMechanism> {
+    DomainHistogramMechanism::named(mechanism).ok_or_else(|| {
+        value_error(format!(
+            "invalid mechanism={mechanism:?}: expected a mechanism over a public domain"
+        ))
+    })
+}
+
+/// The public domain of `options` for `mechanism`, its options checked.
+fn domain_map(
+    mechanism: DomainHistogramMechanism,
+    options: &DomainOptions,
+) -> PyResult<tally_sim::DomainMap> {
+    let map = domain_release::public_domain(options.domain, options.buckets, mechanism.name())
+        .map_err(value_error)?;
+    domain_release::check_failure_probability(options.failure_probability.is_some(), mechanism)
+        .map_err(value_error)?;
+    Ok(map)
+}
+
+/// The setting a mechanism over `map` is calibrated for, for `clients`: the one
+/// [`domain_histogram`] runs and [`plan_domain_histogram`] plans.
+fn domain_setting(
+    calibration: &Calibration,
+    options: &DomainOptions,
+    map: tally_sim::DomainMap,
+    clients: u64,
+) -> PyResult<DomainSetting> {
+    let (_, neighbours) = calibration.analysis_and_neighbours()?;
+    Ok(DomainSetting {
+        map,
+        clients,
+        epsilon: calibration.epsilon,
+        delta: calibration.delta,
+        neighbours,
+        bound: options.bound.parse::<ShuffleBound>().map_err(value_error)?,
+        beta: options
+            .failure_probability
+            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
+    })
+}
+
+/// `tally plan histogram --mechanism M --json`, and with `report`, `--report DIR` predicting
+/// on `items` (and their `item_clients`) when given: the plan's document, and the report
+/// page's path.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.plan.histogram`
+fn plan_domain_histogram(
+    py: Python<'_>,
+    mechanism: &str,
+    clients: u64,
+    calibration: Calibration,
+    options: DomainOptions,
+    report: Option<PathBuf>,
+    items: Option<&Bound<'_, PyAny>>,
+    item_clients: Option<&Bound<'_, PyAny>>,
+    recall_at: usize,
+    population_seed: u64,
+    description: Option<String>,
+) -> PyResult<(String, Option<PathBuf>)> {
+    let mechanism = domain_mechanism(mechanism)?;
+    let map = domain_map(mechanism, &options)?;
+    if clients == 0 {
+        return Err(value_error(format!(
+            "invalid clients=0: mechanism={:?} is calibrated for the clients that report; give \
+             their number (at least 1)",
+            mechanism.name()
+        )));
+    }
+    let setting = domain_setting(&calibration, &options, map, clients)?;
+    let planned = py.detach(|| tally_plan::domain::plan(mechanism, &setting));
+    if let tally_plan::domain::MechanismPlan::Unavailable { reason, .. } = &planned {
+        return Err(value_error(reason));
+    }
+    let document = serde_json::to_string_pretty(&planned.document()).map_err(value_error)?;
+    let Some(dir) = report else {
+        if items.is_some() {
+            return Err(value_error(
+                "items= is predicted on in the report: give report= a directory, or drop items=",
+            ));
+        }
+        return Ok((document, None));
+    };
+    let population = items
+        .map(|items| {
+            let items = Column::extract(items)?;
+            let item_clients = item_clients.map(Column::extract).transpose()?;
+            let description = description.unwrap_or_else(|| "items from Python".to_owned());
+            Input::seeded(py, items, item_clients, population_seed, false, description)
+        })
+        .transpose()?;
+    let placed = population
+        .as_ref()
+        .map(|p| map.apply(p))
+        .transpose()
+        .map_err(value_error)?;
+    let item_counts: Vec<u64> = population
+        .iter()
+        .flat_map(|p| p.item_counts().iter().map(|&(_, count)| count))
+        .collect();
+    let known = population.as_ref().zip(placed.as_ref()).map(|(p, placed)| {
+        tally_plan::domain::DomainPopulation {
+            description: p.description(),
+            clients: p.len() as u64,
+            domain_counts: placed.true_counts(),
+            item_counts: &item_counts,
+            top: recall_at,
+        }
+    });
+    let page = py
+        .detach(|| {
+            let report = tally_plan::domain::build(&setting, mechanism, known);
+            tally_plan::page::domain::write(&report, &dir)
+        })
+        .map_err(report_error)?;
+    Ok((document, Some(page)))
+}
+
+/// `tally plan quantiles --json`, and with `report`, `--report DIR` predicting on `values`
+/// when given: the plan's document, and the report page's path.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)] // the keyword arguments of `tally.plan.quantiles`
+fn plan_quantiles(
+    py: Python<'_>,
+    quantiles: Vec<f64>,
+    calibration: Calibration,
+    hierarchy: Hierarchy,
+    quantile_method: &str,
+    report: Option<PathBuf>,
+    values: Option<&Bound<'_, PyAny>>,
+    min: Option<f64>,
+    max: Option<f64>,
+    description: Option<String>,
+) -> PyResult<(String, Option<PathBuf>)> {
+    let quantile_method = quantile_method_named(quantile_method)?;
+    values_release::check_quantiles(&quantiles).map_err(value_error)?;
+    let settings = values_settings(&calibration, &hierarchy)?;
+    let plan =
+        QuantilesPlan::solve(&settings, quantile_method, quantiles.len()).map_err(value_error)?;
+    let document = serde_json::to_string_pretty(&plan.document()).map_err(value_error)?;
+    let Some(dir) = report else {
+        if values.is_some() {
+            return Err(value_error(
+                "values= is predicted on in the report: give report= a directory, or drop values=",
+            ));
+        }
+        return Ok((document, None));
+    };
+    let counted = values
+        .map(|values| -> PyResult<CountedValues> {
+            let shape = tally_plan::quantiles::known_values_tree(&plan).map_err(|refused| {
+                let fix = match refused {
+                    tally_plan::quantiles::KnownValuesRefused::NotHierarchical => {
+                        "drop values= or use method=\"hierarchical\""
+                    }
+                    _ => "use fewer levels=",
+                };
+                value_error(format!("values=: {refused}; {fix}"))
+            })?;
+            let load = load_numbers(values, value_range(min, max)?, description)?;
+            let loaded = py.detach(load)?;
+            Ok(CountedValues::from_values(&loaded, shape))
+        })
+        .transpose()?;
+    let known = counted
+        .as_ref()
+        .map(|c| tally_plan::quantiles::KnownValues {
+            description: c.description(),
+            leaves: c.leaves(),
+        });
+    let page = py
+        .detach(|| {
+            let report = tally_plan::quantiles::build(plan, &settings, known);
+            tally_plan::page::quantiles::write(&report, &dir)
+        })
+        .map_err(report_error)?;
+    Ok((document, Some(page)))
+}
+
+/// A report that could not be written as an `OSError` (a directory or file) or a
+/// `ValueError`, with its causes.
+fn report_error(error: tally_plan::ReportError) -> PyErr {
+    let mut message = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    while let Some(inner) = cause {
+        message = format!("{message}: {inner}");
+        cause = inner.source();
+    }
+    match error {
+        tally_plan::ReportError::NotADirectory(_)
+        | tally_plan::ReportError::CreateDirectory { .. }
+        | tally_plan::ReportError::Write { .. } => PyOSError::new_err(message),
+        _ => value_error(message),
+    }
+}
+
 /// Whether `mechanism` is one over a public domain (it releases an estimate for every
 /// element), the mechanisms [`domain_histogram`] runs.
 #[pyfunction]
@@ -647,11 +844,7 @@ fn domain_histogram(
     rows_as_clients: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let Some(mechanism) = DomainHistogramMechanism::named(mechanism) else {
-        return Err(value_error(format!(
-            "invalid mechanism={mechanism:?}: expected a mechanism over a public domain"
-        )));
-    };
+    let mechanism = domain_mechanism(mechanism)?;
     let (sampling_key, max_items_per_client) = given;
     domain_release::refuse_items_options(ItemsOptions {
         sampling_key,
@@ -660,12 +853,7 @@ fn domain_histogram(
             || calibration.threshold.is_some(),
     })
     .map_err(value_error)?;
-    let map = domain_release::public_domain(options.domain, options.buckets, mechanism.name())
-        .map_err(value_error)?;
-    domain_release::check_failure_probability(options.failure_probability.is_some(), mechanism)
-        .map_err(value_error)?;
-    let (_, neighbours) = calibration.analysis_and_neighbours()?;
-    let bound = options.bound.parse::<ShuffleBound>().map_err(value_error)?;
+    let map = domain_map(mechanism, &options)?;
     let run_seed = seed.unwrap_or_else(random_seed);
     let description = description.unwrap_or_else(|| "items from Python".to_owned());
     let items = Column::extract(items)?;
@@ -687,17 +875,7 @@ fn domain_histogram(
             description,
         )
     };
-    let setting = DomainSetting {
-        map,
-        clients,
-        epsilon: calibration.epsilon,
-        delta: calibration.delta,
-        neighbours,
-        bound,
-        beta: options
-            .failure_probability
-            .unwrap_or(DEFAULT_COUNT_MIN_BETA),
-    };
+    let setting = domain_setting(&calibration, &options, map, clients)?;
     let run = DomainRun {
         seed: run_seed,
         shown_seed: seed,
@@ -900,15 +1078,7 @@ fn quantiles(
     truth: bool,
     description: Option<String>,
 ) -> PyResult<String> {
-    let quantile_method = match quantile_method {
-        "hierarchical" => QuantileMethod::Hierarchical,
-        "binary-search" => QuantileMethod::BinarySearch,
-        other => {
-            return Err(value_error(format!(
-                "invalid method={other:?}: expected \"hierarchical\" or \"binary-search\""
-            )));
-        }
-    };
+    let quantile_method = quantile_method_named(quantile_method)?;
     let settings = values_settings(&calibration, &hierarchy)?;
     let load = load_numbers(values, value_range(min, max)?, description)?;
     let run_seed = seed.unwrap_or_else(random_seed);
@@ -925,6 +1095,17 @@ fn quantiles(
     });
     let released = released.map_err(|refused| refused.0)?;
     serde_json::to_string_pretty(&released.document).map_err(value_error)
+}
+
+/// The quantile method given as the keyword `method`.
+fn quantile_method_named(method: &str) -> PyResult<QuantileMethod> {
+    match method {
+        "hierarchical" => Ok(QuantileMethod::Hierarchical),
+        "binary-search" => Ok(QuantileMethod::BinarySearch),
+        other => Err(value_error(format!(
+            "invalid method={other:?}: expected \"hierarchical\" or \"binary-search\""
+        ))),
+    }
 }
 
 /// `tally range --json` with the sample-and-threshold mechanism.
@@ -1608,6 +1789,17 @@ fn charge_under(
     guarantee.under(budget_neighbours).map_err(value_error)
 }
 
+/// The neighbour relation a histogram by `mechanism` asked for under `neighbours` states its
+/// guarantee under, known before any data is read (a budget charges it first).
+#[pyfunction]
+fn histogram_neighbours(mechanism: &str, neighbours: &str) -> PyResult<String> {
+    let asked = neighbours.parse::<Neighbours>().map_err(value_error)?;
+    let stated = DomainHistogramMechanism::named(mechanism).map_or(asked, |domain| {
+        domain_release::guarantee_neighbours(domain, asked)
+    });
+    Ok(stated.to_string())
+}
+
 /// What `charges` spend together by basic composition, rounded up (`BasicFilter::spent`).
 #[pyfunction]
 fn filter_spent(charges: Vec<(f64, f64)>) -> (f64, f64) {
@@ -1658,6 +1850,33 @@ fn histogram_accuracy(
     Ok((mechanism.release_point(), accuracy))
 }
 
+/// The accuracy of a mechanism over a public domain, calibrated as the release was (for its
+/// `clients`): every element is shown (the release point is 0), and at each of `counts` its
+/// estimate's expected absolute error (`None` where the error has no closed form; unclamped,
+/// so an upper bound for a clamped release).
+#[pyfunction]
+fn domain_accuracy(
+    calibration: Calibration,
+    mechanism: &str,
+    options: DomainOptions,
+    clients: u64,
+    counts: Vec<u64>,
+) -> PyResult<(Option<u64>, Vec<AccuracyAt>)> {
+    let mechanism = domain_mechanism(mechanism)?;
+    let map = domain_map(mechanism, &options)?;
+    let setting = domain_setting(&calibration, &options, map, clients)?;
+    let built = tally_plan::domain::calibrate(mechanism, &setting).map_err(value_error)?;
+    let accuracy = counts
+        .into_iter()
+        .map(|count| {
+            let error = tally_plan::domain::error_at(built.as_ref(), clients, count)
+                .map(|at| at.error.mean_absolute_error);
+            (count, 1.0, error)
+        })
+        .collect();
+    Ok((Some(0), accuracy))
+}
+
 /// `(ε = …, δ = …)` for people, both rounded up to four significant digits, as the command
 /// line prints them (`tally_protocol::shown`).
 #[pyfunction]
@@ -1681,11 +1900,15 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_shuffle, module)?)?;
     module.add_function(wrap_pyfunction!(plan_compose, module)?)?;
     module.add_function(wrap_pyfunction!(plan_triehh_plus, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_domain_histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(plan_quantiles, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
     module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(is_domain_mechanism, module)?)?;
     module.add_function(wrap_pyfunction!(charge_under, module)?)?;
+    module.add_function(wrap_pyfunction!(histogram_neighbours, module)?)?;
     module.add_function(wrap_pyfunction!(histogram_accuracy, module)?)?;
+    module.add_function(wrap_pyfunction!(domain_accuracy, module)?)?;
     module.add_function(wrap_pyfunction!(filter_spent, module)?)?;
     module.add_function(wrap_pyfunction!(filter_admits, module)?)?;
     module.add_function(wrap_pyfunction!(domain_histogram, module)?)?;

@@ -93,6 +93,17 @@ pub fn calibrate_with<V: DomainRoundVisitor>(
     mechanism.build(setting.map, &privacy, shuffle, visitor)
 }
 
+/// The neighbour relation the guarantee of `mechanism`, asked for under `asked`, is stated
+/// under: `asked` for a central mechanism, replace-one for a local or shuffle one. Known before
+/// any data is read, so that a budget kept under another relation refuses the release first.
+pub fn guarantee_neighbours(mechanism: DomainHistogramMechanism, asked: Neighbours) -> Neighbours {
+    if mechanism.is_central() {
+        asked
+    } else {
+        Neighbours::ReplaceOne
+    }
+}
+
 /// The public domain of `domain` (integer items in `[0, B)`) or `buckets` (items hashed into
 /// `B` buckets): exactly one of them, `B ≥ 2`, for the mechanism named `mechanism`.
 ///
