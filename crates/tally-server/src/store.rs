@@ -385,7 +385,10 @@ pub(crate) struct ReleaseCommit<'a> {
 /// same budget twice.
 /// (An in-memory SQLite database holds neither: no other process can open it.)
 pub(crate) struct WriterLease {
-    /// An exclusive lock on `FILE.lock` beside a SQLite file, released when it closes.
+    /// An exclusive `flock` on a SQLite database file itself, released when it closes: it
+    /// belongs to the file (its device and inode), so that every name of the file (a symbolic
+    /// link, a hard link, another spelling of its path) meets it. SQLite's own locks are POSIX
+    /// record locks, which a `flock` does not touch.
     _file: Option<std::fs::File>,
     /// The connection (outside the pool) whose PostgreSQL session holds the advisory lock,
     /// released when it ends. Never used, only held: the mutex makes the lease, and so a
@@ -464,8 +467,7 @@ impl Store {
                 _session: None,
             }),
             Some(path) => {
-                let lock_path = format!("{path}.lock");
-                let file = create_private(Path::new(&lock_path))?;
+                let file = create_private(Path::new(path))?;
                 match file.try_lock() {
                     Ok(()) => Ok(WriterLease {
                         _file: Some(file),
@@ -1102,7 +1104,7 @@ fn sqlite_path(url: &str) -> Option<&str> {
 }
 
 /// Opens `path`, creating it readable and writable by its owner only (0600) if it does not
-/// exist: the database holds the ledger and credential hashes, and the lock file sits beside it.
+/// exist: the database holds the ledger and credential hashes.
 fn create_private(path: &Path) -> Result<std::fs::File, ServerError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);
