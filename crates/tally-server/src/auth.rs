@@ -356,8 +356,18 @@ const UNKNOWN_HASH: &str = "----------------------------------------------------
 fn split(token: &str) -> Option<(&str, &str)> {
     let rest = token.strip_prefix(TOKEN_PREFIX)?;
     let (id, secret) = rest.split_once('_')?;
-    let hex_digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
-    (hex_digits(id, ID_DIGITS) && hex_digits(secret, 2 * SECRET_BYTES)).then_some((id, secret))
+    (hex_digits(id, ID_DIGITS) && is_random_secret(secret)).then_some((id, secret))
+}
+
+/// Whether `text` has the shape of a [`random_secret`]: a token's secret, or a console
+/// session's id.
+pub(crate) fn is_random_secret(text: &str) -> bool {
+    hex_digits(text, 2 * SECRET_BYTES)
+}
+
+/// Whether `text` is `n` hex digits.
+fn hex_digits(text: &str, n: usize) -> bool {
+    text.len() == n && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The stored form of a token's secret (or a console session's id): `SHA-256(SECRET)` in hex.

@@ -46,7 +46,7 @@ use tally_messages::{
     TaskBound, TaskSpec, TrustModel,
 };
 
-use crate::auth::Principal;
+use crate::auth::{self, Principal};
 use crate::error::ApiError;
 use crate::http::{HostPolicy, admit, authorize_token};
 use crate::runtime::Runtime;
@@ -232,7 +232,8 @@ impl Console {
             let id = session_id(headers)
                 .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, SIGN_IN))?;
             let ended = || ApiError::new(ErrorCode::Unauthenticated, SESSION_ENDED);
-            if !well_formed(id) {
+            // Only what has the shape of a session's id is looked up.
+            if !auth::is_random_secret(id) {
                 return Err(ended());
             }
             let who = self
@@ -281,12 +282,6 @@ impl Console {
         };
         (error.status(), page).into_response()
     }
-}
-
-/// Whether `id` has the shape of a session's id (hex of a secret), so that nothing else is
-/// looked up.
-fn well_formed(id: &str) -> bool {
-    id.len() == 2 * 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// The session id in the request's cookie, if any.
