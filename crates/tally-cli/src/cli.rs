@@ -58,6 +58,9 @@ pub(crate) mod heading {
     /// The credential a command creates.
     #[cfg(feature = "federated")]
     pub(crate) const CREDENTIAL: &str = "Credential";
+    /// The operator's console of a server.
+    #[cfg(feature = "federated")]
+    pub(crate) const CONSOLE: &str = "Console";
 }
 
 /// Differentially private federated analytics: private histograms, heavy hitters and
@@ -558,6 +561,24 @@ pub(crate) struct ServeArgs {
     /// the working directory, created on first start].
     #[arg(help_heading = heading::SERVICE, long, value_name = "URL")]
     pub(crate) db: Option<String>,
+    /// Seconds a console sign-in may go unused before it ends.
+    #[arg(
+        help_heading = heading::CONSOLE,
+        long,
+        value_name = "SECS",
+        default_value_t = tally_server::ConsoleSessions::default().idle_timeout.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub(crate) console_idle_timeout: u64,
+    /// Seconds a console sign-in lasts at most, however recently it was used.
+    #[arg(
+        help_heading = heading::CONSOLE,
+        long,
+        value_name = "SECS",
+        default_value_t = tally_server::ConsoleSessions::default().lifetime.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub(crate) console_session_lifetime: u64,
 }
 
 /// `tally relay`: the relay of a split-trust deployment.

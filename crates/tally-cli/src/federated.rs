@@ -51,6 +51,10 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
         tls: tls(&args.listener)?,
         insecure_http: args.listener.insecure_http,
         db: args.db.clone(),
+        console_sessions: tally_server::ConsoleSessions {
+            idle_timeout: Duration::from_secs(args.console_idle_timeout),
+            lifetime: Duration::from_secs(args.console_session_lifetime),
+        },
     };
     runtime()?
         .block_on(tally_server::serve(config))

@@ -341,7 +341,7 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
     assert!(ledger.contains(&task_id), "{ledger}");
     assert!(!ledger.contains("Nothing debited yet."), "{ledger}");
 
-    // With the analyst's credential revoked, the pages its cookie still names refuse; signed
+    // With the analyst's credential revoked, its session has ended: the pages refuse; signed
     // out, without a cookie, they refuse too.
     let analyst_id = analyst.trim().split('_').nth(1).unwrap();
     let revoked = tally(&format!(
@@ -354,7 +354,7 @@ async fn drive(browser: &Client, url: &str, operator: &str, input: &Path, device
         format!("/console/tasks/{task_id}"),
     ];
     for path in &pages {
-        refused(browser, url, path, "the credential is unknown or revoked").await;
+        refused(browser, url, path, "this sign-in has ended").await;
     }
     browser.delete_all_cookies().await.unwrap();
     for path in &pages {

@@ -61,13 +61,15 @@ pub struct RetryPolicy {
 }
 
 impl Default for RetryPolicy {
-    /// Six tries, waiting 50 ms, doubling up to 2 s; up to 30 rate-limit refusals waited out
-    /// within 2 minutes.
+    /// Ten tries, waiting 100 ms, doubling up to 4 s: a request that keeps failing waits
+    /// between 9.15 s and 18.3 s in all before it gives up (besides its tries' own time), so
+    /// that devices ride out a server's restart of several seconds. Up to 30 rate-limit
+    /// refusals waited out within 2 minutes.
     fn default() -> Self {
         Self {
-            attempts: 6,
-            initial: Duration::from_millis(50),
-            max: Duration::from_secs(2),
+            attempts: 10,
+            initial: Duration::from_millis(100),
+            max: Duration::from_secs(4),
             rate_limited_attempts: 30,
             rate_limited_wait: Duration::from_secs(120),
         }
@@ -681,7 +683,7 @@ mod tests {
     fn backoff_doubles_up_to_the_cap_with_jitter_in_the_upper_half() {
         let policy = RetryPolicy::default();
         let mut rng = ChaCha20Rng::seed_from_u64(7);
-        let ceilings = [50, 100, 200, 400, 800, 1600, 2000, 2000];
+        let ceilings = [100, 200, 400, 800, 1600, 3200, 4000, 4000, 4000];
         for (retry, ceiling) in (1..).zip(ceilings) {
             let ceiling = Duration::from_millis(ceiling);
             for _ in 0..200 {
@@ -694,6 +696,10 @@ mod tests {
             }
         }
         assert_eq!(RetryPolicy::NONE.delay(1, &mut rng), Duration::ZERO);
+        // A request that keeps failing waits between half of the ceilings' sum and all of it
+        // over its retries, as the default's documentation says.
+        assert_eq!(ceilings.len() + 1, policy.attempts as usize);
+        assert_eq!(ceilings.iter().sum::<u64>(), 18_300);
     }
 
     #[test]

@@ -242,13 +242,19 @@ struct FleetServer {
     _dir: tempfile::TempDir,
 }
 
-impl FleetServer {
-    async fn start(devices: u32) -> Self {
-        Self::start_with(devices, &tally_server::Limits::default()).await
-    }
+/// The database of a [`FleetServer`], before a server runs on it.
+struct FleetDb {
+    url: String,
+    analyst: String,
+    operator: String,
+    enrolled: Vec<String>,
+    dir: tempfile::TempDir,
+}
 
-    /// [`FleetServer::start`] with the given bounds on requests.
-    async fn start_with(devices: u32, limits: &tally_server::Limits) -> Self {
+impl FleetDb {
+    /// A fresh database with population "fleet" (budget (10, 1e-5), no cohort floor), an
+    /// analyst's and an operator's credential and `devices` enrolled devices.
+    async fn new(devices: u32) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = format!("sqlite://{}", dir.path().join("tally.db").display());
         let population = PopulationSpec {
@@ -292,15 +298,35 @@ impl FleetServer {
         let enrolled = tally_server::enroll_devices(&db, "fleet", devices)
             .await
             .unwrap();
-        let server = tally_server::Server::start_with(&db, limits).await.unwrap();
+        Self {
+            url: db,
+            analyst,
+            operator,
+            enrolled,
+            dir,
+        }
+    }
+}
+
+impl FleetServer {
+    async fn start(devices: u32) -> Self {
+        Self::start_with(devices, &tally_server::Limits::default()).await
+    }
+
+    /// [`FleetServer::start`] with the given bounds on requests.
+    async fn start_with(devices: u32, limits: &tally_server::Limits) -> Self {
+        let db = FleetDb::new(devices).await;
+        let server = tally_server::Server::start_with(&db.url, limits)
+            .await
+            .unwrap();
         let url = serve(server.router()).await;
         Self {
             server,
             url,
-            analyst,
-            operator,
-            enrolled,
-            _dir: dir,
+            analyst: db.analyst,
+            operator: db.operator,
+            enrolled: db.enrolled,
+            _dir: db.dir,
         }
     }
 }
@@ -549,4 +575,116 @@ async fn a_fleet_and_an_analyst_finish_under_a_small_rate_limit() {
         .unwrap();
     assert!(refused >= 30, "{refused} requests refused");
     server.shutdown().await;
+}
+
+/// A server serving on a listener of its own until it is stopped.
+struct Running {
+    server: Arc<tally_server::Server>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// Starts a server on the database `db` and serves it on `listener`.
+    async fn start(db: &str, listener: TcpListener) -> Self {
+        let server = Arc::new(tally_server::Server::start(db).await.unwrap());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = {
+            let server = Arc::clone(&server);
+            tokio::spawn(async move {
+                let listeners = tally_server::Listeners {
+                    api: listener,
+                    metrics: None,
+                    tls: None,
+                };
+                let stopped = async {
+                    // A dropped sender stops the server as well.
+                    let _ = stopped.await;
+                };
+                let limits = tally_server::Limits::default();
+                server.serve(listeners, &limits, stopped).await.unwrap();
+            })
+        };
+        Self {
+            server,
+            stop,
+            serving,
+        }
+    }
+
+    /// Stops taking requests, lets those in flight finish, and shuts the server down (its
+    /// open rounds close unreleased and run again at the next start), as `tally serve` does on
+    /// SIGTERM.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.serving.await.unwrap();
+        let Ok(server) = Arc::try_unwrap(self.server) else {
+            panic!("the server is still shared");
+        };
+        server.shutdown().await;
+    }
+}
+
+/// Devices with the client's default retries ride out a server restart: the server is stopped
+/// just after the first upload of a round, stays down 4 s (every request meets a refused
+/// connection) and starts again on the same port and database; the devices' requests are
+/// retried with backoff through the gap, the round cut short is over for them, and they finish
+/// the task in the round the restart runs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_finish_their_task_across_a_server_restart() {
+    let db = FleetDb::new(200).await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let url = format!("http://{address}");
+    let first = Running::start(&db.url, listener).await;
+    let client = Client::new(&url).unwrap().with_token(&db.analyst);
+    let task = client.create_task(&histogram_task(200)).await.unwrap();
+    let items: Vec<String> = (0..200).map(|i| format!("item{}", i % 4)).collect();
+    let config = FleetConfig {
+        concurrency: 1,
+        batch: 1,
+        task: Some(task.id.clone()),
+        seed: Some(11),
+        poll_interval: Duration::from_millis(20),
+    };
+    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(db.enrolled.clone())
+        .unwrap();
+    let (first_upload, uploaded) = tokio::sync::oneshot::channel();
+    let devices = tokio::spawn(async move {
+        let mut first_upload = Some(first_upload);
+        fleet
+            .run(|event| {
+                if let FleetEvent::Uploaded { .. } = event
+                    && let Some(signal) = first_upload.take()
+                {
+                    let _ = signal.send(());
+                }
+            })
+            .await
+    });
+    uploaded.await.unwrap();
+    first.stop().await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert!(
+        reqwest::get(format!("{url}/healthz")).await.is_err(),
+        "the server is down"
+    );
+    let second = Running::start(&db.url, TcpListener::bind(address).await.unwrap()).await;
+    let report = devices.await.unwrap().unwrap();
+    // The round cut short, then the one run again, which the 200 devices filled.
+    assert_eq!(report.rounds.len(), 2, "{report:?}");
+    let attempts: Vec<u32> = report.rounds.iter().map(|r| r.attempt).collect();
+    assert_eq!(attempts, [1, 2], "{report:?}");
+    assert_eq!(report.rounds[1].counts.accepted, 200, "{report:?}");
+    assert_eq!(
+        client.task(&task.id).await.unwrap().state,
+        TaskState::Finished
+    );
+    assert!(matches!(
+        client.result(&task.id).await.unwrap(),
+        TaskResult::Histogram(_)
+    ));
+    second.stop().await;
 }

@@ -59,11 +59,8 @@ struct Minted {
 
 /// Makes a credential for a checked `spec`.
 fn mint(spec: &CredentialSpec, created_at: i64) -> Minted {
-    let mut rng = rand::rng();
-    let id = format!("{:016x}", rng.next_u64());
-    let mut secret = [0u8; SECRET_BYTES];
-    rng.fill_bytes(&mut secret);
-    let secret = hex(&secret);
+    let id = format!("{:016x}", rand::rng().next_u64());
+    let secret = random_secret();
     Minted {
         stored: StoredCredential {
             id: id.clone(),
@@ -77,6 +74,14 @@ fn mint(spec: &CredentialSpec, created_at: i64) -> Minted {
         },
         token: format!("{TOKEN_PREFIX}{id}_{secret}"),
     }
+}
+
+/// [`SECRET_BYTES`] bytes from the operating system's randomness (through a CSPRNG), in hex:
+/// a token's secret, or a console session's id.
+pub(crate) fn random_secret() -> String {
+    let mut secret = [0u8; SECRET_BYTES];
+    rand::rng().fill_bytes(&mut secret);
+    hex(&secret)
 }
 
 /// Stores new credentials, and puts them in the running server's `cache` (if any) at once.
@@ -233,17 +238,37 @@ impl CredentialCache {
     }
 
     fn lookup(&self, id: &str, presented: &str, now: Instant) -> Lookup {
+        self.confirmed(id, now, |entry| {
+            Lookup::Known(
+                hashes_match(presented, &entry.secret_hash),
+                entry.principal.clone(),
+            )
+        })
+        .unwrap_or(Lookup::Ask)
+    }
+
+    /// What `read` makes of the entry of credential `id`, if the cache is confirmed at `now`
+    /// and holds it.
+    fn confirmed<T>(&self, id: &str, now: Instant, read: impl FnOnce(&Entry) -> T) -> Option<T> {
         let state = self.read();
         let confirmed = state
             .confirmed_at
             .is_some_and(|at| now.saturating_duration_since(at) <= CREDENTIALS_STALENESS);
-        match state.entries.get(id) {
-            Some(entry) if confirmed => Lookup::Known(
-                hashes_match(presented, &entry.secret_hash),
-                entry.principal.clone(),
-            ),
-            _ => Lookup::Ask,
+        state.entries.get(id).filter(|_| confirmed).map(read)
+    }
+
+    /// The credential `id` if it is live (a console session's, already authenticated): from
+    /// memory while the cache is confirmed and holds it, from the database otherwise.
+    pub(crate) async fn live(
+        &self,
+        store: &Store,
+        id: &str,
+    ) -> Result<Option<Principal>, ServerError> {
+        if let Some(principal) = self.confirmed(id, Instant::now(), |entry| entry.principal.clone())
+        {
+            return Ok(principal);
         }
+        Ok(store.credential(id).await?.as_ref().and_then(principal))
     }
 
     /// Brings the cache in step with the database: reads the credential generation and, when
@@ -331,12 +356,22 @@ const UNKNOWN_HASH: &str = "----------------------------------------------------
 fn split(token: &str) -> Option<(&str, &str)> {
     let rest = token.strip_prefix(TOKEN_PREFIX)?;
     let (id, secret) = rest.split_once('_')?;
-    let hex_digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
-    (hex_digits(id, ID_DIGITS) && hex_digits(secret, 2 * SECRET_BYTES)).then_some((id, secret))
+    (hex_digits(id, ID_DIGITS) && is_random_secret(secret)).then_some((id, secret))
 }
 
-/// The stored form of a token's secret: `SHA-256(SECRET)` in hex.
-fn hash_secret(secret: &str) -> String {
+/// Whether `text` has the shape of a [`random_secret`]: a token's secret, or a console
+/// session's id.
+pub(crate) fn is_random_secret(text: &str) -> bool {
+    hex_digits(text, 2 * SECRET_BYTES)
+}
+
+/// Whether `text` is `n` hex digits.
+fn hex_digits(text: &str, n: usize) -> bool {
+    text.len() == n && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The stored form of a token's secret (or a console session's id): `SHA-256(SECRET)` in hex.
+pub(crate) fn hash_secret(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 

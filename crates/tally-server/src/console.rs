@@ -1,10 +1,15 @@
 //! The operator's console at `/console`: server-rendered pages over the same runtime, roles and
 //! refusals as the API, for a browser.
 //!
-//! A person signs in with an operator's or an analyst's token, which then lives in an
-//! `HttpOnly`, `SameSite=Strict` cookie (`Secure` over TLS) and never in a URL. Every page
-//! and action authenticates that cookie as the API authenticates a bearer token, for the roles
-//! the matching API call admits, and shows only what that call shows the role. Defences:
+//! A person signs in with an operator's or an analyst's token, which opens a session on the
+//! server: a random id (256 bits from a CSPRNG; the database keeps only its SHA-256) that lives
+//! in an `HttpOnly`, `SameSite=Strict` cookie (`Secure` over TLS) and never in a URL. The
+//! cookie never holds the token, and its id is no credential of the API. A session ends when
+//! it signs out, when it has been idle or alive longer than [`ConsoleSessions`] allows, and
+//! when its credential is revoked (the revocation deletes it, and every request checks its
+//! credential is live). Every page and action admits a session's credential as the API admits
+//! a bearer token, for the roles the matching API call admits, and shows only what that call
+//! shows the role. Defences:
 //! every value is HTML-escaped (the templates escape whatever they interpolate); every form
 //! that changes state carries a token derived from the session and is refused without it, and
 //! every POST must come from the console's own origin; the pages forbid every outside load,
@@ -17,6 +22,7 @@ mod task_form;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Form, Path, Query, Request, State};
@@ -40,16 +46,52 @@ use tally_messages::{
     TaskBound, TaskSpec, TrustModel,
 };
 
-use crate::auth::Principal;
+use crate::auth::{self, Principal};
 use crate::error::ApiError;
-use crate::http::{HostPolicy, authorize_token};
+use crate::http::{HostPolicy, admit, authorize_token};
 use crate::runtime::Runtime;
+use crate::store::SessionCutoffs;
 
-/// The cookie that holds the signed-in token.
+/// The cookie that holds the session's id.
 const SESSION_COOKIE: &str = "tally_console";
 
 /// What a page says when it has no session.
 const SIGN_IN: &str = "sign in with an operator's or an analyst's token";
+
+/// What a page says when its session is unknown or has ended.
+const SESSION_ENDED: &str = "this sign-in has ended (signed out, idle or open too long, or its \
+                             credential revoked): sign in again";
+
+/// How long a console sign-in lasts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConsoleSessions {
+    /// A session unused for this long ends.
+    pub idle_timeout: Duration,
+    /// A session ends this long after its sign-in, however recently it was used.
+    pub lifetime: Duration,
+}
+
+impl Default for ConsoleSessions {
+    /// 30 minutes idle, 12 hours in all.
+    fn default() -> Self {
+        Self {
+            idle_timeout: Duration::from_secs(30 * 60),
+            lifetime: Duration::from_secs(12 * 60 * 60),
+        }
+    }
+}
+
+impl ConsoleSessions {
+    /// The instants before which a session's last use or its sign-in end it, `now` being
+    /// milliseconds since the Unix epoch.
+    pub(crate) fn cutoffs(&self, now: i64) -> SessionCutoffs {
+        let millis = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        SessionCutoffs {
+            last_seen: now.saturating_sub(millis(self.idle_timeout)),
+            created_at: now.saturating_sub(millis(self.lifetime)),
+        }
+    }
+}
 
 /// Who may use the console at all: devices are refused, as the API refuses them everything
 /// but rounds and task states.
@@ -63,6 +105,8 @@ struct Console {
     form_key: [u8; 32],
     /// Whether the server runs TLS: the cookie is then `Secure`, and the origin `https`.
     tls: bool,
+    /// When sessions end.
+    sessions: ConsoleSessions,
     /// The `Content-Security-Policy` of every answer.
     policy: HeaderValue,
 }
@@ -81,7 +125,13 @@ pub(crate) struct Session {
 }
 
 /// The console's router: pages under `/console`, answering only the `hosts` the API answers.
-pub(crate) fn router(runtime: Arc<Runtime>, hosts: Arc<HostPolicy>, tls: bool) -> Router {
+/// Sessions end as `sessions` says.
+pub(crate) fn router(
+    runtime: Arc<Runtime>,
+    hosts: Arc<HostPolicy>,
+    tls: bool,
+    sessions: ConsoleSessions,
+) -> Router {
     let mut form_key = [0u8; 32];
     rand::rng().fill_bytes(&mut form_key);
     let style_hash =
@@ -95,6 +145,7 @@ pub(crate) fn router(runtime: Arc<Runtime>, hosts: Arc<HostPolicy>, tls: bool) -
         hosts,
         form_key,
         tls,
+        sessions,
         // Unwrap safety: the policy is ASCII without control characters.
         policy: HeaderValue::from_str(&policy).expect("an ASCII header"),
     });
@@ -161,11 +212,11 @@ impl Console {
         }
     }
 
-    /// The anti-forgery token of the session `token`: HMAC-SHA-256 under the console's key.
-    fn form_token(&self, token: &str) -> String {
+    /// The anti-forgery token of the session `id`: HMAC-SHA-256 under the console's key.
+    fn form_token(&self, id: &str) -> String {
         // Unwrap safety: HMAC takes a key of any length.
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.form_key).expect("any key length");
-        mac.update(token.as_bytes());
+        mac.update(id.as_bytes());
         mac.finalize()
             .into_bytes()
             .iter()
@@ -173,18 +224,31 @@ impl Console {
             .collect()
     }
 
-    /// The session of a request whose credential has one of `roles`: refused (401 without a
-    /// live credential, 403 with one of another role) as the API refuses it.
+    /// The session of a request whose credential has one of `roles`, used now: refused with
+    /// 401 without a live session (none, unknown, ended, or its credential revoked) and, as
+    /// the API refuses its credential, 403 for another role.
     async fn session(&self, headers: &HeaderMap, roles: &[Role]) -> Result<Session, Response> {
-        let token = session_token(headers);
-        match authorize_token(&self.runtime, token, SIGN_IN, roles).await {
-            Ok(who) => Ok(Session {
+        let admitted = async {
+            let id = session_id(headers)
+                .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, SIGN_IN))?;
+            let ended = || ApiError::new(ErrorCode::Unauthenticated, SESSION_ENDED);
+            // Only what has the shape of a session's id is looked up.
+            if !auth::is_random_secret(id) {
+                return Err(ended());
+            }
+            let who = self
+                .runtime
+                .session(id, &self.sessions)
+                .await?
+                .ok_or_else(ended)?;
+            let who = admit(Some(who), self.runtime.rate_limit.as_ref(), roles)?;
+            Ok(Session {
                 who,
-                // Unwrap safety: a credential was authenticated from the token.
-                form_token: self.form_token(token.expect("an authenticated token")),
-            }),
-            Err(error) => Err(self.refuse(&error, None)),
+                form_token: self.form_token(id),
+            })
         }
+        .await;
+        admitted.map_err(|error| self.refuse(&error, None))
     }
 
     /// The session of a form that changes state: [`Console::session`], and the form must
@@ -220,8 +284,8 @@ impl Console {
     }
 }
 
-/// The token in the request's session cookie, if any.
-fn session_token(headers: &HeaderMap) -> Option<&str> {
+/// The session id in the request's cookie, if any.
+fn session_id(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(COOKIE)
         .iter()
@@ -246,19 +310,25 @@ struct LoginForm {
     token: String,
 }
 
-/// Signs in: the token, if it proves an operator's or an analyst's live credential, is set
-/// as the session cookie; refused as the API refuses it otherwise.
+/// Signs in: if the token proves an operator's or an analyst's live credential, opens a
+/// session of it and sets the session's id (not the token) as the cookie; refused as the API
+/// refuses the token otherwise.
 async fn login(State(console): App, Form(form): Form<LoginForm>) -> Response {
     let token = form.token.trim();
-    if let Err(error) = authorize_token(&console.runtime, Some(token), SIGN_IN, &PEOPLE).await {
-        return console.refuse(&error, None);
+    let opened = async {
+        let who = authorize_token(&console.runtime, Some(token), SIGN_IN, &PEOPLE).await?;
+        console.runtime.open_session(&who, &console.sessions).await
     }
+    .await;
+    let id = match opened {
+        Ok(id) => id,
+        Err(error) => return console.refuse(&error, None),
+    };
     let secure = if console.tls { "; Secure" } else { "" };
-    let cookie =
-        format!("{SESSION_COOKIE}={token}; Path=/console; HttpOnly; SameSite=Strict{secure}");
+    let cookie = format!("{SESSION_COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict{secure}");
     let mut response = see_other("/console");
-    // Unwrap safety: an authenticated token is `tally_`, hex digits and `_`.
-    let cookie = HeaderValue::from_str(&cookie).expect("a token is a header value");
+    // Unwrap safety: a session id is hex digits.
+    let cookie = HeaderValue::from_str(&cookie).expect("a session id is a header value");
     response.headers_mut().insert(SET_COOKIE, cookie);
     response
 }
@@ -268,9 +338,15 @@ struct PlainForm {
     form_token: String,
 }
 
+/// Signs out: ends the session on the server, and drops its cookie.
 async fn logout(State(console): App, headers: HeaderMap, Form(form): Form<PlainForm>) -> Response {
     if let Err(refused) = console.act(&headers, &PEOPLE, &form.form_token).await {
         return refused;
+    }
+    // Unwrap safety: `act` admitted the session of this cookie.
+    let id = session_id(&headers).expect("an admitted session");
+    if let Err(error) = console.runtime.close_session(id).await {
+        return console.refuse(&error, None);
     }
     let mut response = see_other("/console/login");
     response.headers_mut().insert(

@@ -21,6 +21,7 @@ use tally_messages::{
 };
 
 use crate::auth::Principal;
+use crate::console::ConsoleSessions;
 use crate::error::{ApiError, ServerError};
 use crate::rate::RateLimit;
 use crate::runtime::{Runtime, check_version};
@@ -117,10 +118,15 @@ impl HostPolicy {
 }
 
 /// The router of the whole API, and of the operator's console (see [`crate::console`]; its
-/// cookie is `Secure` when the server runs `tls`).
-pub(crate) fn router(runtime: Arc<Runtime>, hosts: HostPolicy, tls: bool) -> Router {
+/// cookie is `Secure` when the server runs `tls`, and its sign-ins end as `sessions` says).
+pub(crate) fn router(
+    runtime: Arc<Runtime>,
+    hosts: HostPolicy,
+    tls: bool,
+    sessions: ConsoleSessions,
+) -> Router {
     let hosts = Arc::new(hosts);
-    let console = crate::console::router(Arc::clone(&runtime), Arc::clone(&hosts), tls);
+    let console = crate::console::router(Arc::clone(&runtime), Arc::clone(&hosts), tls, sessions);
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/v1/tasks", post(create_task).get(list_tasks))

@@ -52,6 +52,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tracing::info;
 
+pub use console::ConsoleSessions;
 pub use error::ServerError;
 use http::HostPolicy;
 pub use keys::DEFAULT_KEY_GRACE;
@@ -85,6 +86,8 @@ pub struct ServeConfig {
     /// The database URL (`sqlite://FILE` or `postgres://...`); `None` for the SQLite file
     /// `tally.db` in the working directory, created on first start.
     pub db: Option<String>,
+    /// When the console's sign-ins end.
+    pub console_sessions: ConsoleSessions,
 }
 
 /// The default database: a SQLite file in the working directory.
@@ -100,6 +103,8 @@ pub struct Server {
     key_poller: JoinHandle<()>,
     /// Held until the server shuts down.
     lease: store::WriterLease,
+    /// When the console's sign-ins end.
+    console_sessions: ConsoleSessions,
 }
 
 impl Server {
@@ -182,12 +187,28 @@ impl Server {
             credential_poller,
             key_poller,
             lease,
+            console_sessions: ConsoleSessions::default(),
         })
+    }
+
+    /// The server, its console's sign-ins ending as `sessions` says (by default, as
+    /// [`ConsoleSessions::default`]).
+    #[must_use]
+    pub fn with_console_sessions(self, sessions: ConsoleSessions) -> Self {
+        Self {
+            console_sessions: sessions,
+            ..self
+        }
     }
 
     /// The HTTP API and the operator's console (over plain HTTP), answering to any `Host`.
     pub fn router(&self) -> Router {
-        http::router(Arc::clone(&self.runtime), HostPolicy::Any, false)
+        http::router(
+            Arc::clone(&self.runtime),
+            HostPolicy::Any,
+            false,
+            self.console_sessions,
+        )
     }
 
     /// The operator's `/metrics` (an operator credential required), for a listener of its
@@ -206,7 +227,7 @@ impl Server {
     /// [`Server::router_for`], over TLS if `tls`.
     fn served_router(&self, listen: SocketAddr, tls: bool) -> Router {
         let hosts = HostPolicy::for_listener(listen);
-        http::router(Arc::clone(&self.runtime), hosts, tls)
+        http::router(Arc::clone(&self.runtime), hosts, tls, self.console_sessions)
     }
 
     /// Stops closing rounds, closes the open ones unreleased (they run again after the next
@@ -235,7 +256,9 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
         std::iter::once(config.listen).chain(config.metrics_listen),
     )?;
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
-    let server = Server::start_with(db, &config.limits).await?;
+    let server = Server::start_with(db, &config.limits)
+        .await?
+        .with_console_sessions(config.console_sessions);
     let api = TcpListener::bind(config.listen).await?;
     info!(address = %api.local_addr()?, db = %redacted(db), tls = config.tls.is_some(), "serving");
     let metrics = match config.metrics_listen {

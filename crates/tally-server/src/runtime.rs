@@ -24,6 +24,7 @@ use tracing::{error, info, warn};
 use crate::ServerError;
 use crate::aggregator::AggregatorCoins;
 use crate::auth::{self, CredentialCache, Principal};
+use crate::console::ConsoleSessions;
 use crate::error::ApiError;
 use crate::keys::{AggregatorKeys, LiveKeys};
 use crate::ledger::{Charge, Ledger, LossRounds};
@@ -32,7 +33,8 @@ use crate::population;
 use crate::rate::RateLimit;
 use crate::round::{CheckInRefused, Cohort, Round};
 use crate::store::{
-    self, ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredTask,
+    self, ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredSession,
+    StoredTask,
 };
 use crate::transport::Limits;
 
@@ -985,7 +987,57 @@ impl Runtime {
         Ok(stored.iter().filter_map(auth::info).collect())
     }
 
-    /// Revokes a credential: from now on it is refused.
+    /// Begins a console session for the authenticated `who`, and drops the sessions `expiry`
+    /// ended; returns the session's id (a secret of [`auth::random_secret`]; the database
+    /// keeps only its hash).
+    pub(crate) async fn open_session(
+        &self,
+        who: &Principal,
+        expiry: &ConsoleSessions,
+    ) -> Result<String, ApiError> {
+        let id = auth::random_secret();
+        let now = unix_now_millis();
+        let session = StoredSession {
+            id_hash: auth::hash_secret(&id),
+            credential_id: who.id.clone(),
+            created_at: now,
+        };
+        self.store
+            .insert_session(&session, expiry.cutoffs(now))
+            .await?;
+        Ok(id)
+    }
+
+    /// The live credential of the console session `id`, used now, if the session has not
+    /// ended (signed out, or expired by `expiry`) and its credential is not revoked; a
+    /// session that ended, or whose credential is revoked, is dropped.
+    pub(crate) async fn session(
+        &self,
+        id: &str,
+        expiry: &ConsoleSessions,
+    ) -> Result<Option<Principal>, ApiError> {
+        let id_hash = auth::hash_secret(id);
+        let now = unix_now_millis();
+        let Some(credential) = self
+            .store
+            .use_session(&id_hash, now, expiry.cutoffs(now))
+            .await?
+        else {
+            return Ok(None);
+        };
+        let live = self.credentials.live(&self.store, &credential).await?;
+        if live.is_none() {
+            self.store.delete_session(&id_hash).await?;
+        }
+        Ok(live)
+    }
+
+    /// Ends the console session `id` (signing out).
+    pub(crate) async fn close_session(&self, id: &str) -> Result<(), ApiError> {
+        Ok(self.store.delete_session(&auth::hash_secret(id)).await?)
+    }
+
+    /// Revokes a credential: from now on it is refused, and its console sessions are ended.
     pub(crate) async fn revoke_credential(&self, id: &str) -> Result<CredentialInfo, ApiError> {
         let stored = self.credentials.revoke(&self.store, id, unix_now()).await?;
         let info = stored.as_ref().and_then(auth::info).ok_or_else(|| {
@@ -1427,6 +1479,13 @@ pub fn unix_now() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Milliseconds since the Unix epoch (0 before it), the clock of console sessions.
+fn unix_now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 15] = [
+const SCHEMA: [&str; 16] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -124,6 +124,14 @@ const SCHEMA: [&str; 15] = [
         secret_key TEXT NOT NULL,
         created_at BIGINT NOT NULL,
         retires_at BIGINT
+    )",
+    // The console's sign-ins: the SHA-256 of each session's id (never the id), the credential
+    // it acts as, and when it began and was last used, in milliseconds since the Unix epoch.
+    "CREATE TABLE IF NOT EXISTS console_sessions (
+        id_hash TEXT PRIMARY KEY,
+        credential_id TEXT NOT NULL,
+        created_at BIGINT NOT NULL,
+        last_seen BIGINT NOT NULL
     )",
 ];
 
@@ -337,6 +345,27 @@ pub(crate) struct StoredCredential {
     pub(crate) revoked_at: Option<i64>,
 }
 
+/// A console session as stored: its id only as a hash.
+#[derive(Clone, Debug)]
+pub(crate) struct StoredSession {
+    /// `SHA-256` of its id, in hex.
+    pub(crate) id_hash: String,
+    /// The credential it acts as.
+    pub(crate) credential_id: String,
+    /// When it began, milliseconds since the Unix epoch.
+    pub(crate) created_at: i64,
+}
+
+/// When a console session ends: the instants (milliseconds since the Unix epoch) before which
+/// its last use, and its beginning, make it expired.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SessionCutoffs {
+    /// A session last used before this is idle too long.
+    pub(crate) last_seen: i64,
+    /// A session begun before this is too old.
+    pub(crate) created_at: i64,
+}
+
 /// What a round's release commits, all in one transaction.
 pub(crate) struct ReleaseCommit<'a> {
     /// The round.
@@ -356,7 +385,10 @@ pub(crate) struct ReleaseCommit<'a> {
 /// same budget twice.
 /// (An in-memory SQLite database holds neither: no other process can open it.)
 pub(crate) struct WriterLease {
-    /// An exclusive lock on `FILE.lock` beside a SQLite file, released when it closes.
+    /// An exclusive `flock` on a SQLite database file itself, released when it closes: it
+    /// belongs to the file (its device and inode), so that every name of the file (a symbolic
+    /// link, a hard link, another spelling of its path) meets it. SQLite's own locks are POSIX
+    /// record locks, which a `flock` does not touch.
     _file: Option<std::fs::File>,
     /// The connection (outside the pool) whose PostgreSQL session holds the advisory lock,
     /// released when it ends. Never used, only held: the mutex makes the lease, and so a
@@ -435,8 +467,7 @@ impl Store {
                 _session: None,
             }),
             Some(path) => {
-                let lock_path = format!("{path}.lock");
-                let file = create_private(Path::new(&lock_path))?;
+                let file = create_private(Path::new(path))?;
                 match file.try_lock() {
                     Ok(()) => Ok(WriterLease {
                         _file: Some(file),
@@ -937,9 +968,77 @@ impl Store {
             .bind(id)
             .execute(&mut *tx)
             .await?;
+        // Its console sessions end with it.
+        sqlx::query("DELETE FROM console_sessions WHERE credential_id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         let generation = bump_credential_generation(&mut tx).await?;
         tx.commit().await?;
         Ok((self.credential(id).await?, generation))
+    }
+
+    /// Stores a new console session, and drops every session expired by `cutoffs`.
+    pub(crate) async fn insert_session(
+        &self,
+        session: &StoredSession,
+        cutoffs: SessionCutoffs,
+    ) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("DELETE FROM console_sessions WHERE last_seen < $1 OR created_at < $2")
+            .bind(cutoffs.last_seen)
+            .bind(cutoffs.created_at)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "INSERT INTO console_sessions (id_hash, credential_id, created_at, last_seen)
+             VALUES ($1, $2, $3, $3)",
+        )
+        .bind(&session.id_hash)
+        .bind(&session.credential_id)
+        .bind(session.created_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The credential of the console session whose id hashes to `id_hash`, which is used
+    /// `now` (milliseconds since the Unix epoch), if it is stored and not expired by
+    /// `cutoffs`; an expired one is dropped.
+    pub(crate) async fn use_session(
+        &self,
+        id_hash: &str,
+        now: i64,
+        cutoffs: SessionCutoffs,
+    ) -> Result<Option<String>, ServerError> {
+        let row = sqlx::query(
+            "UPDATE console_sessions SET last_seen = $1
+             WHERE id_hash = $2 AND last_seen >= $3 AND created_at >= $4
+             RETURNING credential_id",
+        )
+        .bind(now)
+        .bind(id_hash)
+        .bind(cutoffs.last_seen)
+        .bind(cutoffs.created_at)
+        .fetch_optional(&self.pool)
+        .await?;
+        match row {
+            Some(row) => Ok(Some(row.try_get("credential_id")?)),
+            None => {
+                self.delete_session(id_hash).await?;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Drops the console session whose id hashes to `id_hash`, if it is stored.
+    pub(crate) async fn delete_session(&self, id_hash: &str) -> Result<(), ServerError> {
+        sqlx::query("DELETE FROM console_sessions WHERE id_hash = $1")
+            .bind(id_hash)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 
     /// Closes the pool, waiting for connections to finish.
@@ -1005,7 +1104,7 @@ fn sqlite_path(url: &str) -> Option<&str> {
 }
 
 /// Opens `path`, creating it readable and writable by its owner only (0600) if it does not
-/// exist: the database holds the ledger and credential hashes, and the lock file sits beside it.
+/// exist: the database holds the ledger and credential hashes.
 fn create_private(path: &Path) -> Result<std::fs::File, ServerError> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true).write(true).create(true).truncate(false);

@@ -16,15 +16,17 @@ use tower::ServiceExt;
 
 use common::{Credentials, POPULATION, credential, population, swapped};
 
+common::postgres_half!();
+
 const HOST_NAME: &str = "console.test:8080";
 const OWN_ORIGIN: &str = "http://console.test:8080";
 
-/// A browser's request: with the session cookie `token`, an `Origin`, and a form body.
+/// A browser's request: with the session cookie `session`, an `Origin`, and a form body.
 async fn send(
     router: &Router,
     method: Method,
     path: &str,
-    token: Option<&str>,
+    session: Option<&str>,
     origin: Option<&str>,
     form: Option<String>,
 ) -> (StatusCode, HeaderMap, String) {
@@ -32,8 +34,8 @@ async fn send(
         .method(method)
         .uri(path)
         .header(HOST, HOST_NAME);
-    if let Some(token) = token {
-        request = request.header(COOKIE, format!("other=1; tally_console={token}"));
+    if let Some(session) = session {
+        request = request.header(COOKIE, format!("other=1; tally_console={session}"));
     }
     if let Some(origin) = origin {
         request = request.header(ORIGIN, origin);
@@ -56,24 +58,39 @@ async fn send(
 async fn post(
     router: &Router,
     path: &str,
-    token: Option<&str>,
+    session: Option<&str>,
     form: String,
 ) -> (StatusCode, HeaderMap, String) {
     send(
         router,
         Method::POST,
         path,
-        token,
+        session,
         Some(OWN_ORIGIN),
         Some(form),
     )
     .await
 }
 
-async fn page(router: &Router, path: &str, token: &str) -> String {
-    let (status, _, body) = send(router, Method::GET, path, Some(token), None, None).await;
+async fn page(router: &Router, path: &str, session: &str) -> String {
+    let (status, _, body) = send(router, Method::GET, path, Some(session), None, None).await;
     assert_eq!(status, StatusCode::OK, "{path}: {body}");
     body
+}
+
+/// The session cookie an answer sets, if any.
+fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    let cookie = headers.get(SET_COOKIE)?.to_str().unwrap();
+    let (value, _) = cookie.strip_prefix("tally_console=")?.split_once(';')?;
+    Some(value.to_owned())
+}
+
+/// Signs in with the credential `token`; returns the session id its cookie holds.
+async fn sign_in(router: &Router, token: &str) -> String {
+    let form = encode(&[("token", token)]);
+    let (status, headers, body) = post(router, "/console/login", None, form).await;
+    assert_eq!(status, StatusCode::SEE_OTHER, "{body}");
+    session_cookie(&headers).expect("a session cookie")
 }
 
 /// The anti-forgery token of the forms on a page.
@@ -137,35 +154,47 @@ async fn pages_refuse_whom_the_api_refuses() {
         "/console/tasks/new?kind=heavy-hitters",
         "/console/credentials",
     ];
+    // No cookie, or one that is not a session's id (a credential's token among them), is
+    // refused as no credential is.
+    let unknown_session = "0".repeat(64);
     for path in pages {
-        for (token, status) in [
-            (None, StatusCode::UNAUTHORIZED),
-            (Some("garbage"), StatusCode::UNAUTHORIZED),
-            (Some(unknown.as_str()), StatusCode::UNAUTHORIZED),
-            (Some(revoked.as_str()), StatusCode::UNAUTHORIZED),
-            (Some(credentials.device.as_str()), StatusCode::FORBIDDEN),
+        for cookie in [
+            None,
+            Some("garbage"),
+            Some(unknown_session.as_str()),
+            Some(unknown.as_str()),
+            Some(revoked.as_str()),
+            Some(credentials.device.as_str()),
+            Some(credentials.operator.as_str()),
+            Some(credentials.analyst.as_str()),
         ] {
-            let (got, _, body) = send(&router, Method::GET, path, token, None, None).await;
-            assert_eq!(got, status, "{path} with {token:?}: {body}");
-            assert!(!body.contains(POPULATION), "{path} with {token:?}: {body}");
+            let (got, _, body) = send(&router, Method::GET, path, cookie, None, None).await;
+            assert_eq!(
+                got,
+                StatusCode::UNAUTHORIZED,
+                "{path} with {cookie:?}: {body}"
+            );
+            assert!(!body.contains(POPULATION), "{path} with {cookie:?}: {body}");
         }
     }
     // Each role's pages are those its API calls admit.
+    let analyst = sign_in(&router, &credentials.analyst).await;
     let (status, _, _) = send(
         &router,
         Method::GET,
         "/console/credentials",
-        Some(&credentials.analyst),
+        Some(&analyst),
         None,
         None,
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
+    let operator = sign_in(&router, &credentials.operator).await;
     let (status, _, _) = send(
         &router,
         Method::GET,
         "/console/tasks/new",
-        Some(&credentials.operator),
+        Some(&operator),
         None,
         None,
     )
@@ -186,21 +215,22 @@ async fn pages_refuse_whom_the_api_refuses() {
     let (status, headers, _) = post(&router, "/console/login", None, form).await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     assert_eq!(headers[LOCATION], "/console");
-    let cookie = headers[SET_COOKIE].to_str().unwrap();
+    // The cookie holds a new session's id: 256 random bits, not the token.
+    let session = session_cookie(&headers).unwrap();
     assert_eq!(
-        cookie,
-        format!(
-            "tally_console={}; Path=/console; HttpOnly; SameSite=Strict",
-            credentials.operator
-        )
+        headers[SET_COOKIE].to_str().unwrap(),
+        format!("tally_console={session}; Path=/console; HttpOnly; SameSite=Strict")
     );
+    assert!(session.len() == 64 && session.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert!(!credentials.operator.contains(&session) && session != operator);
     server.shutdown().await;
 }
 
 #[tokio::test]
 async fn forms_need_the_sessions_token_and_the_consoles_origin() {
     let (server, router, credentials, _db, _dir) = console().await;
-    let operator = credentials.operator.as_str();
+    let operator = &sign_in(&router, &credentials.operator).await;
+    let analyst = &sign_in(&router, &credentials.analyst).await;
     let token = form_token(&page(&router, "/console", operator).await);
     let fields = |name: &'static str, form_token: String| {
         move || {
@@ -235,15 +265,9 @@ async fn forms_need_the_sessions_token_and_the_consoles_origin() {
         assert_eq!(status, StatusCode::FORBIDDEN, "{origin:?}: {body}");
     }
     // The analyst's own form token does not make it an operator.
-    let analyst_token = form_token(&page(&router, "/console", &credentials.analyst).await);
+    let analyst_token = form_token(&page(&router, "/console", analyst).await);
     let analysts = fields("analysts", analyst_token)();
-    let (status, _, _) = post(
-        &router,
-        "/console/populations",
-        Some(&credentials.analyst),
-        analysts,
-    )
-    .await;
+    let (status, _, _) = post(&router, "/console/populations", Some(analyst), analysts).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let overview = page(&router, "/console", operator).await;
     for refused in ["forged", "analysts", "genuine"] {
@@ -260,7 +284,7 @@ async fn forms_need_the_sessions_token_and_the_consoles_origin() {
             .contains("<h2>genuine</h2>")
     );
     // The analyst sees its own population only, as in the API.
-    let analysts_view = page(&router, "/console", &credentials.analyst).await;
+    let analysts_view = page(&router, "/console", analyst).await;
     assert!(analysts_view.contains("<h2>test</h2>"));
     assert!(!analysts_view.contains("genuine"));
     server.shutdown().await;
@@ -269,8 +293,9 @@ async fn forms_need_the_sessions_token_and_the_consoles_origin() {
 #[tokio::test]
 async fn every_answer_forbids_outside_loads_scripts_frames_and_caching() {
     let (server, router, credentials, _db, _dir) = console().await;
+    let operator = sign_in(&router, &credentials.operator).await;
     let requests = [
-        ("/console", Some(credentials.operator.as_str())),
+        ("/console", Some(operator.as_str())),
         ("/console/login", None),
         ("/console", None),
         ("/console/ledger", Some(credentials.device.as_str())),
@@ -306,7 +331,8 @@ async fn names_from_users_are_text() {
     .await;
     // The credentials in memory take it in within a poll.
     tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
-    let html = page(&router, "/console/credentials", &credentials.operator).await;
+    let operator = sign_in(&router, &credentials.operator).await;
+    let html = page(&router, "/console/credentials", &operator).await;
     assert!(
         html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
         "{html}"
@@ -318,7 +344,7 @@ async fn names_from_users_are_text() {
 #[tokio::test]
 async fn a_task_is_planned_then_created_only_when_confirmed() {
     let (server, router, credentials, _db, _dir) = console().await;
-    let analyst = credentials.analyst.as_str();
+    let analyst = &sign_in(&router, &credentials.analyst).await;
     let new = page(&router, "/console/tasks/new", analyst).await;
     let token = form_token(&new);
     let spec = r#"{"version":1,"population":"test","expected_population":1000,
@@ -348,7 +374,8 @@ async fn a_task_is_planned_then_created_only_when_confirmed() {
             .contains("Not released yet.")
     );
     // An operator reads the task and its round, never a release.
-    let operators = page(&router, &task_page, &credentials.operator).await;
+    let operator = sign_in(&router, &credentials.operator).await;
+    let operators = page(&router, &task_page, &operator).await;
     assert!(operators.contains("0 of 1000"), "{operators}");
     assert!(operators.contains("An operator reads no release"));
     server.shutdown().await;
@@ -363,7 +390,7 @@ fn task_spec(epsilon: f64, kind: &str) -> String {
     )
 }
 
-/// The plan page of `spec`, planned by the analyst.
+/// The plan page of `spec`, planned by the analyst's session.
 async fn plan_page(router: &Router, analyst: &str, spec: &str) -> String {
     let token = form_token(&page(router, "/console/tasks/new", analyst).await);
     let form = encode(&[("form_token", &token), ("spec", spec)]);
@@ -409,7 +436,7 @@ async fn the_plan_shows_the_release_curve_of_the_calibrated_round() {
     use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
 
     let (server, router, credentials, _db, _dir) = console().await;
-    let analyst = credentials.analyst.as_str();
+    let analyst = &sign_in(&router, &credentials.analyst).await;
     let spec = task_spec(
         1.0,
         r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
@@ -461,7 +488,7 @@ async fn the_plan_shows_the_release_curve_of_the_calibrated_round() {
 #[tokio::test]
 async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarantee() {
     let (server, router, credentials, db, _dir) = console().await;
-    let analyst = credentials.analyst.as_str();
+    let analyst = &sign_in(&router, &credentials.analyst).await;
     let spec = task_spec(
         2.0,
         r#"{"type":"heavy-hitters","algorithm":"triehh++","levels":4,"segment":1,"restricted":true}"#,
@@ -472,7 +499,7 @@ async fn a_multi_round_plan_shows_one_levels_curve_and_a_domain_plan_its_guarant
     assert!(!curve_points(&html, "sample-threshold").is_empty());
     assert!(!html.contains("no-curve"));
     // OUE's guarantee is under replace-one neighbours: it runs on a replace-one population.
-    let swapped_analyst = swapped(&db, (10.0, 1e-5)).await;
+    let swapped_analyst = sign_in(&router, &swapped(&db, (10.0, 1e-5)).await).await;
     let spec = task_spec(
         1.0,
         r#"{"type":"domain-histogram","mechanism":"oue","domain":{"integers":16}}"#,
@@ -495,7 +522,7 @@ async fn a_replace_one_plan_shows_its_curve_without_the_add_remove_comparisons()
     use tally_accounting::sample_threshold::{Analysis, PlanTarget, plan};
 
     let (server, router, _, db, _dir) = console().await;
-    let analyst = swapped(&db, (10.0, 1e-5)).await;
+    let analyst = sign_in(&router, &swapped(&db, (10.0, 1e-5)).await).await;
     let spec = task_spec(
         1.0,
         r#"{"type":"histogram","mechanism":"sample-threshold"}"#,
@@ -589,7 +616,7 @@ fn with(mut fields: Vec<(String, String)>, changes: &[(&str, &str)]) -> Vec<(Str
     fields
 }
 
-/// Sends the task form `fields` to the plan page as the analyst.
+/// Sends the task form `fields` to the plan page as the analyst's session.
 async fn plan_form(
     router: &Router,
     analyst: &str,
@@ -731,6 +758,7 @@ async fn every_kind_the_form_offers_plans_and_creates_the_task_its_json_gives() 
     // is kept under the kind's relation.
     swapped(&db, (10.0, 1e-5)).await;
     let analyst = credential(&db, Role::Analyst, "both", &[POPULATION, "swapped"]).await;
+    let analyst = sign_in(&router, &analyst).await;
     let form = page(&router, "/console/tasks/new", &analyst).await;
     let kinds = offered_kinds(&form);
     assert_eq!(kinds.len(), 10, "{form}");
@@ -790,6 +818,7 @@ async fn the_form_opens_on_a_population_that_fits_and_names_a_bad_field() {
     let (server, router, credentials, db, _dir) = console().await;
     swapped(&db, (10.0, 1e-5)).await;
     let analyst = credential(&db, Role::Analyst, "both", &[POPULATION, "swapped"]).await;
+    let analyst = sign_in(&router, &analyst).await;
     // Seven devices enrolled in the test population besides the tests' own: the operator's
     // to know, never shown to an analyst, whose API calls do not show it.
     let operator = common::signed_in(router.clone(), &credentials);
@@ -970,11 +999,12 @@ async fn a_finished_task_shows_rounded_numbers_and_its_release_a_page_at_a_time(
     let (server, router, credentials, _db, _dir) = console().await;
     let id = finished_histogram(&router, &credentials, 60).await;
     let analyst = credentials.analyst.as_str();
+    let session = &sign_in(&router, analyst).await;
     let path = format!("/console/tasks/{id}");
-    let first = page(&router, &path, analyst).await;
-    let second = page(&router, &format!("{path}?page=2"), analyst).await;
-    let ledger = page(&router, "/console/ledger", analyst).await;
-    let overview = page(&router, "/console", analyst).await;
+    let first = page(&router, &path, session).await;
+    let second = page(&router, &format!("{path}?page=2"), session).await;
+    let ledger = page(&router, "/console/ledger", session).await;
+    let overview = page(&router, "/console", session).await;
     for (name, html) in [
         ("first page", &first),
         ("second page", &second),
@@ -1028,7 +1058,7 @@ async fn a_finished_task_shows_rounded_numbers_and_its_release_a_page_at_a_time(
     );
     assert!(!second.contains(r#"rel="next""#));
     // A page past the last shows the last; the API keeps the whole release.
-    let past = page(&router, &format!("{path}?page=9"), analyst).await;
+    let past = page(&router, &format!("{path}?page=9"), session).await;
     assert_eq!(items(&past), 10);
     let (status, whole) = common::call_with(
         &router,
@@ -1064,4 +1094,141 @@ async fn the_sign_in_page_prompts_and_a_refused_token_is_an_error() {
     assert!(html.contains(r#"<p class="error">"#), "{html}");
     assert!(!html.contains(r#"class="prompt""#), "{html}");
     server.shutdown().await;
+}
+
+/// The session `session`'s overview: its status, and whether it is the sign-in page.
+async fn overview_status(router: &Router, session: &str) -> (StatusCode, bool) {
+    let (status, _, html) = send(router, Method::GET, "/console", Some(session), None, None).await;
+    (status, html.contains(r#"name="token""#))
+}
+
+/// The console sessions stored in the database at `db`.
+async fn stored_sessions(db: &str) -> i64 {
+    use sqlx::{Connection, Row};
+    sqlx::any::install_default_drivers();
+    let mut connection = sqlx::AnyConnection::connect(db).await.unwrap();
+    let row = sqlx::query("SELECT COUNT(*) AS n FROM console_sessions")
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
+    row.try_get("n").unwrap()
+}
+
+/// A session's id is no credential of the API, and a session ends on the server: at sign-out
+/// (its cookie, sent again, gets the sign-in page with 401), when its credential is revoked
+/// through the API or beside the server, and once idle or open too long. On SQLite and
+/// PostgreSQL.
+#[tokio::test]
+async fn a_session_is_no_credential_and_ends_on_the_server() {
+    use std::time::Duration;
+    for db in common::databases().await {
+        let url = db.url.as_str();
+        population(url, POPULATION, (10.0, 1e-5)).await;
+        let credentials = common::credentials(url).await;
+        let server = tally_server::Server::start(url)
+            .await
+            .unwrap()
+            .with_console_sessions(tally_server::ConsoleSessions {
+                idle_timeout: Duration::from_millis(1500),
+                lifetime: Duration::from_millis(3000),
+            });
+        let router = server.router();
+        let ended = (StatusCode::UNAUTHORIZED, true);
+
+        // The session's id, as a bearer token, is refused by the API.
+        let operator = sign_in(&router, &credentials.operator).await;
+        for path in ["/v1/credentials", "/v1/ledger"] {
+            let (status, body) =
+                common::call_with(&router, &operator, Method::GET, path, None).await;
+            assert_eq!(
+                status,
+                StatusCode::UNAUTHORIZED,
+                "{}: {path}: {body}",
+                db.name
+            );
+        }
+        assert_eq!(stored_sessions(url).await, 1, "{}", db.name);
+
+        // Signing out ends the session on the server, not only in the browser.
+        let token = form_token(&page(&router, "/console", &operator).await);
+        let form = encode(&[("form_token", &token)]);
+        let (status, headers, _) = post(&router, "/console/logout", Some(&operator), form).await;
+        assert_eq!(status, StatusCode::SEE_OTHER, "{}", db.name);
+        assert_eq!(session_cookie(&headers).as_deref(), Some(""), "{}", db.name);
+        assert_eq!(
+            overview_status(&router, &operator).await,
+            ended,
+            "{}",
+            db.name
+        );
+        let form = encode(&[("form_token", &token)]);
+        let (status, _, _) = post(&router, "/console/logout", Some(&operator), form).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{}", db.name);
+        assert_eq!(stored_sessions(url).await, 0, "{}", db.name);
+
+        // Revoking a credential, through the API or beside the server, ends its sessions.
+        let api = common::signed_in(router.clone(), &credentials);
+        for beside in [false, true] {
+            let token = credential(url, Role::Analyst, "revoked", &[POPULATION]).await;
+            let id = token.split('_').nth(1).unwrap().to_owned();
+            let session = sign_in(&router, &token).await;
+            assert_eq!(overview_status(&router, &session).await.0, StatusCode::OK);
+            if beside {
+                tally_server::revoke_credential(url, &id).await.unwrap();
+            } else {
+                let path = format!("/v1/credentials/{id}/revoke");
+                let (status, body) = common::call(&api, Method::POST, &path, None).await;
+                assert_eq!(status, StatusCode::OK, "{body}");
+            }
+            assert_eq!(
+                overview_status(&router, &session).await,
+                ended,
+                "{}",
+                db.name
+            );
+            assert_eq!(stored_sessions(url).await, 0, "{}: {beside}", db.name);
+        }
+
+        // A credential revoked without its sessions deleted (an older server's revocation)
+        // ends them too: every request checks the session's credential.
+        let token = credential(url, Role::Analyst, "revoked-alone", &[POPULATION]).await;
+        let id = token.split('_').nth(1).unwrap().to_owned();
+        let session = sign_in(&router, &token).await;
+        {
+            use sqlx::Connection;
+            let mut connection = sqlx::AnyConnection::connect(url).await.unwrap();
+            sqlx::query("UPDATE credentials SET revoked_at = 1 WHERE id = $1")
+                .bind(&id)
+                .execute(&mut connection)
+                .await
+                .unwrap();
+            sqlx::query("UPDATE credential_changes SET generation = generation + 1")
+                .execute(&mut connection)
+                .await
+                .unwrap();
+        }
+        assert_eq!(stored_sessions(url).await, 1, "{}", db.name);
+        // Past the credentials' staleness bound, the running server has seen the revocation.
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        assert_eq!(
+            overview_status(&router, &session).await,
+            ended,
+            "{}",
+            db.name
+        );
+
+        // A session used within its idle timeout lives on, up to its lifetime; one left idle
+        // ends.
+        let used = sign_in(&router, &credentials.analyst).await;
+        let idle = sign_in(&router, &credentials.analyst).await;
+        let step = Duration::from_millis(800);
+        for _ in 0..3 {
+            tokio::time::sleep(step).await;
+            assert_eq!(overview_status(&router, &used).await.0, StatusCode::OK);
+        }
+        assert_eq!(overview_status(&router, &idle).await, ended, "{}", db.name);
+        tokio::time::sleep(step).await;
+        assert_eq!(overview_status(&router, &used).await, ended, "{}", db.name);
+        server.shutdown().await;
+    }
 }

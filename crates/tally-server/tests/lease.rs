@@ -27,6 +27,41 @@ async fn a_second_server_on_the_same_database_refuses_to_start() {
     }
 }
 
+/// The lock follows the SQLite file, not its name: a second server reaching the same file
+/// through a symbolic link, a linked directory, a hard link or another spelling of its path
+/// refuses to start.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_server_through_another_name_of_the_sqlite_file_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tally.db");
+    let (server, _, _) = start(&format!("sqlite://{}", path.display()), (10.0, 1e-5)).await;
+    std::os::unix::fs::symlink(&path, dir.path().join("link.db")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), dir.path().join("linked-dir")).unwrap();
+    std::fs::hard_link(&path, dir.path().join("hard.db")).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let names = [
+        dir.path().join("link.db"),
+        dir.path().join("linked-dir").join("tally.db"),
+        dir.path().join("hard.db"),
+        dir.path().join("sub").join("..").join("tally.db"),
+        dir.path().join(".").join("tally.db"),
+    ];
+    for name in &names {
+        match Server::start(&format!("sqlite://{}", name.display())).await {
+            Err(ServerError::Locked(_)) => {}
+            Err(other) => panic!("{}: expected a held lease, got {other}", name.display()),
+            Ok(_) => panic!("{}: two servers started on one file", name.display()),
+        }
+    }
+    server.shutdown().await;
+    // Once the first has stopped, a server starts through the link.
+    let again = Server::start(&format!("sqlite://{}", names[0].display()))
+        .await
+        .unwrap();
+    again.shutdown().await;
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sqlite_database_is_readable_by_its_owner_only() {
@@ -34,9 +69,7 @@ async fn the_sqlite_database_is_readable_by_its_owner_only() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tally.db");
     let (server, _, _) = start(&format!("sqlite://{}", path.display()), (10.0, 1e-5)).await;
-    for file in [path.clone(), dir.path().join("tally.db.lock")] {
-        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o600, "{}: mode {mode:o}", file.display());
-    }
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{}: mode {mode:o}", path.display());
     server.shutdown().await;
 }

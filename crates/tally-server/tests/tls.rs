@@ -116,6 +116,7 @@ async fn plain_http_beyond_loopback_needs_insecure_http() {
         limits: tally_server::Limits::default(),
         tls: None,
         insecure_http: false,
+        console_sessions: tally_server::ConsoleSessions::default(),
     };
     let refused = tally_server::serve(config).await.unwrap_err().to_string();
     assert!(refused.contains("--insecure-http"), "{refused}");
