@@ -12,6 +12,7 @@ use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 use tally_accounting::{ErrorLaw, EstimateError, Guarantee, TrustModel};
 use tally_core::histogram::{DomainHistogram, MessageCost};
 use tally_messages::{DomainHistogramMechanism, GuaranteeBody};
+use tally_protocol::shown::PrivacyPair;
 use tally_protocol::{DomainRoundVisitor, FederatedDomainRound};
 
 pub use tally_sim::domain_release::{DomainSetting, Simulated, calibrate_with};
@@ -346,8 +347,10 @@ fn summary(
     population: Option<&DomainSweep>,
 ) -> String {
     let mut text = format!(
-        "At ε = {} and δ = {:e}, over {} and {} clients, ",
-        setting.epsilon, setting.delta, setting.map, setting.clients
+        "At {}, over {} and {} clients, ",
+        PrivacyPair(setting.epsilon, setting.delta),
+        setting.map,
+        setting.clients
     );
     let chosen_plan = mechanisms.iter().find(|m| m.mechanism() == chosen);
     match chosen_plan {

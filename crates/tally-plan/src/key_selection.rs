@@ -13,6 +13,7 @@ use tally_accounting::key_selection::{
 use tally_accounting::sample_threshold::{self, Analysis, PlanTarget};
 
 use tally_protocol::plan_document::{PlanError, Planned};
+use tally_protocol::shown::PrivacyPair;
 
 /// The values of `ε` the population sweep plans for (with the plan's own `ε`).
 pub const SWEEP_EPSILONS: [f64; 6] = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0];
@@ -198,9 +199,9 @@ impl RoundCurves {
                     })
                     .collect();
                 format!(
-                    " {}; the level's share of the guarantee by basic composition is \
-                     (ε/L, δ/L) = ({epsilon:.4}, {delta:e}).",
-                    compared.join("; ")
+                    " {}; the level's share of the guarantee by basic composition is {}.",
+                    compared.join("; "),
+                    PrivacyPair(epsilon, delta)
                 )
             }
         }
@@ -447,8 +448,9 @@ fn summary(
 ) -> String {
     let st = &selections[0];
     let mut text = format!(
-        "At ε = {epsilon} and δ = {delta:e}, sample-and-threshold ({}) releases an item held by \
+        "At {}, sample-and-threshold ({}) releases an item held by \
          {} clients half the time and one held by {} clients 95% of the time",
+        PrivacyPair(epsilon, delta),
         parameters_text(&st.selection),
         count_text(st.marked[0]),
         count_text(st.marked[1]),

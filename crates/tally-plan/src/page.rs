@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use tally_protocol::shown::parameter_rows;
+use tally_protocol::shown::{PrivacyPair, parameter_rows};
 use tally_repro::figures::{GridPlot, Line, Panel, Point, YAxis};
 
 use crate::ReportError;
@@ -128,9 +128,9 @@ pub(crate) fn round_comparison(curves: &RoundCurves) -> String {
     let paragraph = match curves.compared_at {
         Some((epsilon, delta)) => format!(
             "<p>Beside it, Laplace and Gaussian thresholding calibrated at the level's share of \
-             the guarantee by basic composition, (ε/L, δ/L) = ({epsilon:.4}, {delta:e}), one \
-             item per client: what noise-based key selection would release in one level at \
-             the same total (ε, δ).</p>\n"
+             the guarantee by basic composition, {}, one item per client: what noise-based key \
+             selection would release in one level at the same total (ε, δ).</p>\n",
+            PrivacyPair(epsilon, delta)
         ),
         None => "<p>Laplace and Gaussian thresholding are not drawn: their calibrations hold \
                  for add/remove neighbours, and this plan is for replace-one neighbours.</p>\n"

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 use tally_accounting::key_selection::KeySelection;
+use tally_protocol::shown::PrivacyPair;
 
 use crate::key_selection::{
     NAMES, RoundCurves, count_text, level_share, noise_based, parameters_text, sweep_epsilons,
@@ -276,11 +277,10 @@ fn summary(
     let level = curves.round();
     let guarantee = &plan.guarantee;
     let mut text = format!(
-        "The release is (ε = {:.4}, δ = {:e})-DP over {} sample-and-threshold rounds ({}). \
+        "The release is {}-DP over {} sample-and-threshold rounds ({}). \
          Each bucket needs about {} values in its range to be released half the time and {} \
          to be released 95% of the time",
-        guarantee.epsilon,
-        guarantee.delta,
+        PrivacyPair(guarantee.epsilon, guarantee.delta),
         plan.rounds.rounds,
         parameters_text(&level.selection),
         count_text(level.marked[0]),

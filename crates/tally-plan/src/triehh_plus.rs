@@ -26,6 +26,7 @@ use tally_core::heavy_hitters::{PrefixRound, TERMINATOR};
 use crate::key_selection::{
     RoundCurves, count_text, level_share, parameters_json, parameters_text, sweep_epsilons,
 };
+use tally_protocol::shown::PrivacyPair;
 use tally_protocol::triehh_plus_plan::TriePlusPlan;
 
 /// What TrieHH++ is expected to find in one population.
@@ -315,12 +316,11 @@ fn summary(
 ) -> String {
     let level = curves.round();
     let mut text = format!(
-        "At ε = {} and δ = {:e} over {} levels of {segment} character(s), each level \
+        "At {} over {} levels of {segment} character(s), each level \
          ({}) releases a prefix held by {} devices half the time and one held by {} devices \
          95% of the time; a word is found only when each of its prefixes is released at its \
          level (every prefix is held by at least the word's devices)",
-        plan.epsilon,
-        plan.delta,
+        PrivacyPair(plan.epsilon, plan.delta),
         plan.levels,
         parameters_text(&level.selection),
         count_text(level.marked[0]),

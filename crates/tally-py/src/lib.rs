@@ -701,12 +701,7 @@ fn plan_domain_histogram(
     }
     let document = serde_json::to_string_pretty(&planned.document()).map_err(value_error)?;
     let Some(dir) = report else {
-        if items.is_some() {
-            return Err(value_error(
-                "items= is predicted on in the report: give report= a directory, or drop items=",
-            ));
-        }
-        return Ok((document, None));
+        return without_report(document, items.map(|_| "items"));
     };
     let population = items
         .map(|items| {
@@ -766,12 +761,7 @@ fn plan_quantiles(
         QuantilesPlan::solve(&settings, quantile_method, quantiles.len()).map_err(value_error)?;
     let document = serde_json::to_string_pretty(&plan.document()).map_err(value_error)?;
     let Some(dir) = report else {
-        if values.is_some() {
-            return Err(value_error(
-                "values= is predicted on in the report: give report= a directory, or drop values=",
-            ));
-        }
-        return Ok((document, None));
+        return without_report(document, values.map(|_| "values"));
     };
     let counted = values
         .map(|values| -> PyResult<CountedValues> {
@@ -802,6 +792,21 @@ fn plan_quantiles(
         })
         .map_err(report_error)?;
     Ok((document, Some(page)))
+}
+
+/// A plan's document without a report; `population`, the keyword of a population given to
+/// predict on, is refused: it is predicted on in the report only.
+fn without_report(
+    document: String,
+    population: Option<&str>,
+) -> PyResult<(String, Option<PathBuf>)> {
+    match population {
+        Some(keyword) => Err(value_error(format!(
+            "{keyword}= is predicted on in the report: give report= a directory, or drop \
+             {keyword}="
+        ))),
+        None => Ok((document, None)),
+    }
 }
 
 /// A report that could not be written as an `OSError` (a directory or file) or a

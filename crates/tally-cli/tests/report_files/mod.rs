@@ -16,8 +16,7 @@ pub(crate) fn scratch(name: &str) -> PathBuf {
 }
 
 /// Runs `tally command_line`, which writes a report to `dir` and says where on stderr, and
-/// returns its `index.html`, checked to be a self-contained page (nothing loaded from
-/// elsewhere), and its `plan.json`.
+/// returns its `index.html`, checked by [`assert_page`], and its `plan.json`.
 pub(crate) fn written_report(command_line: &str, dir: &Path) -> (String, Value) {
     let output = tally(command_line);
     let said = String::from_utf8_lossy(&output.stderr);
@@ -31,10 +30,7 @@ pub(crate) fn written_report(command_line: &str, dir: &Path) -> (String, Value) 
         "{said}"
     );
     let html = std::fs::read_to_string(dir.join("index.html")).expect("index.html");
-    assert!(html.starts_with("<!DOCTYPE html>"));
-    for outside in ["<script", "<link", "<img", "src=", "url("] {
-        assert!(!html.contains(outside), "{outside}");
-    }
+    assert_page(&html);
     let text = std::fs::read_to_string(dir.join("plan.json")).expect("plan.json");
     (html, serde_json::from_str(&text).expect("plan.json parses"))
 }
@@ -97,4 +93,58 @@ pub(crate) fn assert_not_compared(level: &Value, html: &str) {
     assert_eq!(level["compared"].as_array().map(Vec::len), Some(0));
     assert!(!html.contains("<tr><td>Laplace thresholding</td>"));
     assert!(html.contains("their calibrations hold for add/remove neighbours"));
+}
+
+/// Checks that `html` is a self-contained page (nothing loaded from elsewhere) whose numbers
+/// are for people.
+pub(crate) fn assert_page(html: &str) {
+    assert!(html.starts_with("<!DOCTYPE html>"));
+    for outside in ["<script", "<link", "<img", "src=", "url("] {
+        assert!(
+            !html.contains(outside),
+            "the page loads something: {outside}"
+        );
+    }
+    assert_numbers_for_people(html);
+}
+
+/// Checks that no fraction on the page `html` outside its figures shows more than six
+/// significant digits (`0.21794661713462468`, `1.6666666666666667e-9`): numbers for people
+/// are rounded, the JSON keeps full precision. Whole numbers (counts) are exact.
+fn assert_numbers_for_people(html: &str) {
+    let mut text = String::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg") {
+        text += &rest[..start];
+        let end = rest[start..].find("</svg>").expect("a closed figure") + start;
+        rest = &rest[end + "</svg>".len()..];
+    }
+    text += rest;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() || (i > 0 && bytes[i - 1].is_ascii_alphanumeric()) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && (bytes[i].is_ascii_digit() || bytes[i] == b'.') {
+            i += 1;
+        }
+        let number = &text[start..i];
+        if number.contains('.') {
+            let significant = number
+                .trim_start_matches(['0', '.'])
+                .chars()
+                .filter(char::is_ascii_digit)
+                .count();
+            let line_start = text[..start].rfind('\n').map_or(0, |n| n + 1);
+            let line_end = text[i..].find('\n').map_or(text.len(), |n| n + i);
+            assert!(
+                significant <= 6,
+                "{number} shows {significant} significant digits: {}",
+                &text[line_start..line_end]
+            );
+        }
+    }
 }

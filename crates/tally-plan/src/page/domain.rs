@@ -9,7 +9,7 @@ use crate::domain::{DomainReport, MechanismPlan, table_counts};
 use tally_accounting::TrustModel;
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
-use tally_protocol::shown::{Rounding, delta_number, privacy_number};
+use tally_protocol::shown::{PrivacyPair, Rounding, delta_number, privacy_number};
 
 use crate::page::{FIGURE_SIZE, STYLE, escape, line, page_end, push_figures, write_documents};
 
@@ -143,10 +143,9 @@ fn error_figures(report: &DomainReport) -> Vec<GridPlot> {
         None,
         |model, series, lines| GridPlot {
             title: format!(
-                "{} model: E|error| of one element (ε = {}, δ = {:e})",
+                "{} model: E|error| of one element {}",
                 model.name(),
-                setting.epsilon,
-                setting.delta,
+                PrivacyPair(setting.epsilon, setting.delta),
             ),
             series,
             x_label: "log₁₀ of the true count (0 is 1 client, 3 is 1000)".into(),
@@ -230,7 +229,7 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
     write!(
         html,
         "<h2>Every mechanism at the same setting</h2>\n<p>{} and {} clients; each mechanism \
-         calibrated for ε = {} and δ = {:e} as <code>tally histogram</code> calibrates it. \
+         calibrated for {} as <code>tally histogram</code> calibrates it. \
          The error of an element's estimate is exact from the mechanism's noise law: discrete \
          Laplace in closed form, the discrete Gaussian by summing its mass function, and the \
          binomial laws of randomized response's support counts and of the shuffle protocols' \
@@ -239,8 +238,7 @@ fn page(report: &DomainReport, dir: &Path) -> Result<String> {
          <table><tr><th>mechanism</th><th>model</th><th>guarantee</th><th>messages per client</th>",
         escape(&report.setting.map.to_string()),
         report.setting.clients,
-        report.setting.epsilon,
-        report.setting.delta
+        PrivacyPair(report.setting.epsilon, report.setting.delta)
     )?;
     for count in &counts {
         write!(html, "<th>count {count}: sd, E|error|</th>")?;

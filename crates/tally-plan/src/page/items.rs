@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::Result;
 use tally_accounting::partition_selection::Method;
+use tally_protocol::shown::PrivacyPair;
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsPlan, METHODS, PredictedError};
 use tally_sim::items_release::ItemsMechanism;
@@ -141,7 +142,7 @@ fn page(
     write!(
         html,
         "<h2>Every mechanism at every k</h2>\n<p>{} clients holding {} distinct items, at most \
-         {} each. Each setting is calibrated for ε = {} and δ = {:e} as <code>tally \
+         {} each. Each setting is calibrated for {} as <code>tally \
          histogram</code> calibrates it; the released items are predicted exactly (each item's \
          contributing clients are Poisson-binomial over its holders). The error is {}.</p>\n\
          <table><tr><th>k</th><th>mechanism</th><th>50% released at</th><th>expected \
@@ -149,8 +150,10 @@ fn page(
         held.clients(),
         held.distinct_items(),
         held.largest(),
-        document["epsilon"],
-        document["delta"].as_f64().unwrap_or(f64::NAN),
+        PrivacyPair(
+            document["epsilon"].as_f64().unwrap_or(f64::NAN),
+            document["delta"].as_f64().unwrap_or(f64::NAN)
+        ),
         escape(ERROR_DEFINITION),
     )?;
     for (i, setting) in plan.settings.iter().enumerate() {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use tally_accounting::key_selection::KeySelection;
+use tally_protocol::shown::PrivacyPair;
 use tally_repro::figures::{GridPlot, Line, Panel, YAxis};
 
 use super::{
@@ -35,8 +36,8 @@ fn names(report: &PlanReport) -> Vec<String> {
 fn release_figure(report: &PlanReport) -> GridPlot {
     release_curves_figure(
         format!(
-            "Release probability (ε = {}, δ = {:e}); dots at 50% and 95%",
-            report.epsilon, report.delta
+            "Release probability {}; dots at 50% and 95%",
+            PrivacyPair(report.epsilon, report.delta)
         ),
         &report.selections,
         &report.release_curves,

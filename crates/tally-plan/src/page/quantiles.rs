@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::Result;
 use crate::key_selection::parameters_text;
 use crate::quantiles::QuantilesReport;
+use tally_protocol::shown::PrivacyPair;
 use tally_repro::figures::GridPlot;
 use tally_sim::values_release::QuantileMethod;
 
@@ -66,9 +67,10 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
         svg(
             &round_release_figure(
                 format!(
-                    "One {unit}'s release probability ({} rounds, ε = {:.4}, δ = {:e} in all); \
-                     dots at 50% and 95%",
-                    plan.rounds.rounds, plan.guarantee.epsilon, plan.guarantee.delta
+                    "One {unit}'s release probability ({} rounds, {} in all); dots at 50% \
+                     and 95%",
+                    plan.rounds.rounds,
+                    PrivacyPair(plan.guarantee.epsilon, plan.guarantee.delta)
                 ),
                 &report.level,
             ),

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use super::Result;
 use crate::key_selection::parameters_text;
 use crate::triehh_plus::{TriePlusReport, TrieSweep};
+use tally_protocol::shown::PrivacyPair;
 use tally_repro::figures::{GridPlot, Panel, YAxis};
 
 use crate::page::{
@@ -105,9 +106,10 @@ fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
         svg(
             &round_release_figure(
                 format!(
-                    "One level's release probability ({} levels, ε = {}, δ = {:e} in all); \
-                     dots at 50% and 95%",
-                    report.plan.levels, report.plan.epsilon, report.plan.delta
+                    "One level's release probability ({} levels, {} in all); dots at 50% and \
+                     95%",
+                    report.plan.levels,
+                    PrivacyPair(report.plan.epsilon, report.plan.delta)
                 ),
                 &report.level,
             ),
