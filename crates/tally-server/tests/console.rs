@@ -1042,6 +1042,8 @@ async fn a_finished_task_shows_rounded_numbers_and_its_release_a_page_at_a_time(
         "{first}"
     );
     assert!(ledger.contains(r#"<td class="n">2.001</td>"#), "{ledger}");
+    // The task's guarantee is shown once: the release's own is the same.
+    assert_eq!(first.matches("<th>Trust model</th>").count(), 1, "{first}");
     // Sixty items: fifty on the first page, ten on the second, each linking to the other.
     let items = |html: &str| html.matches("<td>item-").count();
     assert_eq!((items(&first), items(&second)), (50, 10));

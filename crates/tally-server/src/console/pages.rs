@@ -446,7 +446,7 @@ pub(super) fn task(
                             code { "GET /v1/tasks/" (info.id) "/result" } " with the analyst's token, or "
                             code { "tally task result " (info.id) " --json" } "."
                         }
-                        (release_view(document, &format!("/console/tasks/{}", info.id), page))
+                        (release_view(document, &info.guarantee, &format!("/console/tasks/{}", info.id), page))
                     }
                 }
             }
@@ -455,11 +455,11 @@ pub(super) fn task(
     )
 }
 
-/// A release document for people: its single fields as a table (the guarantee as its own
-/// table, the diagnosis as sentences), then each released list a page at a time, `page` of
-/// them (from 1) with links to the pages beside it at `path?page=`, with a bar chart of that
-/// page's rows.
-fn release_view(document: &str, path: &str, page: usize) -> Markup {
+/// A release document for people: its single fields as a table (each guarantee but the task's
+/// `shown` one above it as its own table, the diagnosis as sentences), then each released list
+/// a page at a time, `page` of them (from 1) with links to the pages beside it at
+/// `path?page=`, with a bar chart of that page's rows.
+fn release_view(document: &str, shown: &GuaranteeBody, path: &str, page: usize) -> Markup {
     let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(document) else {
         return html! { pre { (document) } };
     };
@@ -470,8 +470,10 @@ fn release_view(document: &str, path: &str, page: usize) -> Markup {
     for (name, value) in &fields {
         match value {
             Value::Object(_) if name.ends_with("guarantee") => {
-                if let Ok(guarantee) = serde_json::from_value::<GuaranteeBody>(value.clone()) {
-                    guarantees.push((name.replace('_', " "), guarantee));
+                if let Ok(guarantee) = serde_json::from_value::<GuaranteeBody>(value.clone())
+                    && guarantee != *shown
+                {
+                    guarantees.push((heading(name), guarantee));
                 }
             }
             Value::Object(diagnosis) if name == "diagnosis" => {
@@ -851,16 +853,51 @@ pub(super) fn plan(
     )
 }
 
+/// A document's field name as a heading: `per_round_guarantee` as "Per round guarantee".
+fn heading(name: &str) -> String {
+    let words = name.replace('_', " ");
+    let mut chars = words.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn guarantee(epsilon: f64) -> GuaranteeBody {
+        serde_json::from_value(serde_json::json!({
+            "epsilon": epsilon, "delta": 1e-8, "neighbours": "add-remove", "model": "central",
+            "method": "tight", "trust_model": "single-party"
+        }))
+        .expect("a guarantee")
+    }
+
+    #[test]
+    fn the_task_s_guarantee_is_shown_once() {
+        let task = guarantee(1.0);
+        let document = serde_json::json!({
+            "mechanism": "triehh++",
+            "guarantee": task,
+            "per_round_guarantee": guarantee(0.5),
+            "items": []
+        })
+        .to_string();
+        let html = release_view(&document, &task, "/console/tasks/t", 1).into_string();
+        // The task's guarantee is the page's table above the release; another one is shown.
+        assert!(!html.contains("<h3>guarantee</h3>"), "{html}");
+        assert!(!html.contains("<h3>Guarantee</h3>"), "{html}");
+        assert!(html.contains("<h3>Per round guarantee</h3>"), "{html}");
+        assert_eq!(html.matches("<th>Trust model</th>").count(), 1, "{html}");
+    }
 
     #[test]
     fn released_items_are_text_in_the_table_and_the_chart() {
         let document = r#"{"mechanism":"sample-threshold","released_items":2,
             "items":[{"item":"<script>alert(1)</script>","count":30,"estimate":300.0},
                      {"item":"a&b\"c","count":10,"estimate":100.0}]}"#;
-        let html = release_view(document, "/console/tasks/t", 1).into_string();
+        let html = release_view(document, &guarantee(1.0), "/console/tasks/t", 1).into_string();
         assert!(!html.contains("<script"), "{html}");
         // Once in the table, once as the bar's label.
         assert_eq!(
