@@ -344,7 +344,7 @@ impl GridPlot {
                     .map(|p| p.y + p.error)
                     .fold(f64::NEG_INFINITY, f64::max);
                 let (lo, hi) = if lo <= hi {
-                    (lo / 1.5, hi * 1.5)
+                    log_range(lo / 1.5, hi * 1.5)
                 } else {
                     (1e-6, 1.0)
                 };
@@ -427,9 +427,31 @@ impl GridPlot {
     }
 }
 
+/// The range `lo..hi` of a log axis, widened to the powers of ten around it when it holds
+/// none: a log axis is labelled at powers of ten, and one between two of them had no label.
+fn log_range(lo: f64, hi: f64) -> (f64, f64) {
+    let (below, above) = (lo.log10().floor(), hi.log10().ceil());
+    if above - below <= 1.0 {
+        (10f64.powf(below), 10f64.powf(above))
+    } else {
+        (lo, hi)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_axis_between_two_powers_of_ten_is_widened_to_them() {
+        let close = |(lo, hi): (f64, f64), (a, b): (f64, f64)| {
+            (lo - a).abs() <= 1e-12 * a && (hi - b).abs() <= 1e-12 * b
+        };
+        assert!(close(log_range(1.28, 8.6), (1.0, 10.0)));
+        assert!(close(log_range(0.02, 0.05), (0.01, 0.1)));
+        assert!(close(log_range(0.5, 200.0), (0.5, 200.0)));
+        assert!(close(log_range(2.0, 30.0), (2.0, 30.0)));
+    }
 
     fn plot(y_axis: YAxis) -> GridPlot {
         let line = |series, scale: f64| Line {
