@@ -18,6 +18,12 @@ round's end.
 
     cargo build --release -p tally-cli --features federated
     python3 tools/bench/federated_load.py [--repeats 3] [--tally target/release/tally] [--split]
+
+With --replicas N (and TALLY_TEST_POSTGRES_URL, `source .ci/postgres.sh`), 1 to N replicas of
+`tally serve` over TLS share one PostgreSQL database, each driving one task fed by a fleet of
+its own, all at once; then 2 replicas whose fleets reach the replica that does not drive their
+task, so that every check-in and upload is forwarded. The figure is every fleet's uploads over
+the run's wall time.
 """
 
 import argparse
@@ -178,6 +184,101 @@ def measure_split(tally, workload, work):
     return rate, p50, p99
 
 
+def measure_replicas(tally, workload, replicas, postgres, work, forwarded=False):
+    """`replicas` replicas of `tally serve` over TLS on one fresh PostgreSQL database, one task
+    created on each (so each drives one), and one fleet per task, all at once, each sending
+    its share of the workload's devices to the replica driving its task (with `forwarded`, to
+    the next replica, which forwards every check-in and upload). Returns (uploads/s over the
+    whole run, the fleets' median p50 and p99 ms)."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    name = f"tally_load_{os.getpid()}_{int(time.time() * 1000)}"
+    run(["psql", postgres, "-qc", f"CREATE DATABASE {name}"])
+    db = f"{postgres.rsplit('/', 1)[0]}/{name}"
+    devices = workload["devices"] // replicas
+    run([tally, "population", "create", "--db", db, "load", "--budget-epsilon", "100",
+         "--budget-delta", "1e-3", "--min-cohort", "100"])
+    operator = run([tally, "token", "create", "--db", db, "--role", "operator", "--name",
+                    "operator"]).strip()
+    analyst = run([tally, "token", "create", "--db", db, "--role", "analyst", "--population",
+                   "load", "--name", "analyst"]).strip()
+    cert, key = f"{work}/server.pem", f"{work}/server.key"
+    run([tally, "cert", "--cert", cert, "--key", key])
+    env = dict(os.environ)
+    env["TALLY_CA_CERT"] = cert
+    context = ssl.create_default_context(cafile=cert)
+    urls, servers = [], []
+    try:
+        for _ in range(replicas):
+            port = free_port()
+            servers.append(subprocess.Popen(
+                [tally, "serve", "--quiet", "--listen", f"127.0.0.1:{port}", "--db", db,
+                 "--tls-cert", cert, "--tls-key", key],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+            urls.append(f"https://127.0.0.1:{port}")
+        for url in urls:
+            wait_ready(url, context)
+        tasks = []
+        for url in urls:
+            task = run([tally, "task", "create", "--server", url, "--token", analyst,
+                        "--mechanism", "sample-threshold", "--epsilon", "1", "--delta", "1e-8",
+                        "--sampling-rate", "0.6", "--population", "load",
+                        "--expected-population", str(devices), "--json"], env=env)
+            tasks.append(re.search(r'"id":\s*"?([^",}]+)', task).group(1))
+        # Every replica lists every round before the fleets start.
+        time.sleep(3)
+        started = time.monotonic()
+        fleets = []
+        for i, task_id in enumerate(tasks):
+            url = urls[(i + 1) % replicas] if forwarded else urls[i]
+            fleets.append(subprocess.Popen(
+                [tally, "fleet", "--quiet", "--server", url, "--token", operator,
+                 "--synthetic", f"zipf:n={devices},domain=100000,s=1.1", "--task", task_id,
+                 "--batch", str(workload["batch"]), "--concurrency",
+                 str(workload["concurrency"])],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env))
+        outs = [fleet.communicate()[0] for fleet in fleets]
+        elapsed = time.monotonic() - started
+        if any(fleet.returncode != 0 for fleet in fleets):
+            raise RuntimeError(f"a fleet failed: {outs}")
+    finally:
+        for server in servers:
+            server.send_signal(signal.SIGTERM)
+            server.wait(timeout=30)
+        run(["psql", postgres, "-qc", f"DROP DATABASE IF EXISTS {name}"])
+    p50 = statistics.median(float(re.search(r"p50 ([\d.]+) ms", o).group(1)) for o in outs)
+    p99 = statistics.median(float(re.search(r"p99 ([\d.]+) ms", o).group(1)) for o in outs)
+    return devices * replicas / elapsed, p50, p99
+
+
+def main_replicas(args, work):
+    """Replicas on one PostgreSQL database: 1, 2 and 3 of them in turn (alternating within
+    each repeat), each driving one task fed by its own fleet; then 2 replicas whose fleets
+    reach the replica that does not drive their task (every request forwarded)."""
+    postgres = os.environ.get("TALLY_TEST_POSTGRES_URL")
+    if not postgres:
+        raise SystemExit("--replicas needs TALLY_TEST_POSTGRES_URL: source .ci/postgres.sh")
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
+    for name in args.workload or ["batched", "single"]:
+        workload = WORKLOADS[name]
+        setups = [(n, False) for n in range(1, args.replicas + 1)] + [(2, True)]
+        results = {setup: [] for setup in setups}
+        for _ in range(args.repeats):
+            for setup in setups:
+                results[setup].append(measure_replicas(
+                    args.tally, workload, setup[0], postgres, f"{work}/run", setup[1]))
+        print(f"{workload['describe']}, TLS, PostgreSQL:")
+        for (n, forwarded), runs in results.items():
+            rates = [r[0] for r in runs]
+            print(f"  {n} replica{'s' if n > 1 else ''}"
+                  f"{', every request forwarded' if forwarded else ''}: median "
+                  f"{statistics.median(rates):,.0f} uploads/s (runs: "
+                  f"{', '.join(f'{r:,.0f}' for r in rates)}), "
+                  f"p50 {statistics.median(r[1] for r in runs):.2f} ms, "
+                  f"p99 {statistics.median(r[2] for r in runs):.2f} ms")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
 def main_split(args, work):
     """The split deployment's figures: medians of the repeats, with the load average."""
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
@@ -201,11 +302,17 @@ def main():
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--split", action="store_true",
                         help="a relay in front of the aggregator, TLS on both hops")
+    parser.add_argument("--replicas", type=int, metavar="N",
+                        help="1 to N replicas on one PostgreSQL database "
+                             "(TALLY_TEST_POSTGRES_URL), one task and one fleet each")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="tally-load-")
     try:
         if args.split:
             main_split(args, work)
+            return
+        if args.replicas:
+            main_replicas(args, work)
             return
         for name in args.workload or ["batched", "single"]:
             workload = WORKLOADS[name]

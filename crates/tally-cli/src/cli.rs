@@ -61,6 +61,9 @@ pub(crate) mod heading {
     /// The operator's console of a server.
     #[cfg(feature = "federated")]
     pub(crate) const CONSOLE: &str = "Console";
+    /// Sharing a PostgreSQL database with other replicas.
+    #[cfg(feature = "federated")]
+    pub(crate) const REPLICAS: &str = "Replicas";
 }
 
 /// Differentially private federated analytics: private histograms, heavy hitters and
@@ -579,6 +582,23 @@ pub(crate) struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub(crate) console_session_lifetime: u64,
+    /// Seconds a task's lease lasts unless renewed: how long the other replicas on the same
+    /// PostgreSQL database wait before they take over the tasks of a replica that stopped
+    /// without saying so (each renews its leases every quarter of it).
+    #[arg(
+        help_heading = heading::REPLICAS,
+        long,
+        value_name = "SECS",
+        default_value_t = tally_server::Replication::default().lease.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub(crate) lease_duration: u64,
+    /// Where the other replicas on the same PostgreSQL database reach this one, to forward
+    /// it the check-ins and uploads of the rounds it drives, e.g. https://10.0.0.7:8443
+    /// [default: the address it listens on; required on PostgreSQL when listening on every
+    /// address].
+    #[arg(help_heading = heading::REPLICAS, long, value_name = "URL")]
+    pub(crate) advertise_url: Option<String>,
 }
 
 /// `tally relay`: the relay of a split-trust deployment.

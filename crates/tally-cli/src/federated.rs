@@ -55,6 +55,10 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
             idle_timeout: Duration::from_secs(args.console_idle_timeout),
             lifetime: Duration::from_secs(args.console_session_lifetime),
         },
+        replication: tally_server::Replication {
+            lease: Duration::from_secs(args.lease_duration),
+            address: args.advertise_url.clone(),
+        },
     };
     runtime()?
         .block_on(tally_server::serve(config))

@@ -14,6 +14,8 @@ use std::time::Duration;
 #[allow(dead_code)]
 #[path = "common/listening.rs"]
 mod listening;
+// Of the server process's helpers, only the replicas' tests signal it by its id.
+#[allow(dead_code)]
 #[path = "common/server.rs"]
 mod server;
 

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 #[allow(dead_code)]
 #[path = "common/listening.rs"]
 mod listening;
+// Of the server process's helpers, only the replicas' tests signal it by its id.
+#[allow(dead_code)]
 #[path = "common/server.rs"]
 mod server;
 

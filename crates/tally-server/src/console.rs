@@ -365,7 +365,7 @@ async fn overview(State(console): App, headers: HeaderMap) -> Answer {
     let result = async {
         let populations = runtime.populations(&session.who).await?;
         let ledger = runtime.ledger(&session.who).await?;
-        let tasks = runtime.tasks(&session.who).await;
+        let tasks = runtime.tasks(&session.who).await?;
         // Only an operator reads open rounds (`GET /v1/rounds`) among the console's roles.
         let rounds = if session.who.role == Role::Operator {
             runtime.open_round_progress()
@@ -738,9 +738,11 @@ impl Console {
     /// enrolled: the credential list is the operator's, and an analyst's API calls never show
     /// it.)
     async fn population_size(&self, who: &Principal, population: &str) -> Option<(u64, String)> {
-        self.runtime
-            .tasks(who)
-            .await
+        let tasks = self.runtime.tasks(who).await;
+        // Only a hint for the form: a failure to read the tasks (logged) leaves it out.
+        tasks
+            .map_err(|e| tracing::warn!(code = ?e.code, "could not read the tasks for the form"))
+            .ok()?
             .into_iter()
             .filter(|task| task.spec.population == population)
             .max_by_key(|task| task.created_at)

@@ -15,8 +15,16 @@ pub enum ServerError {
     #[error("stored state is inconsistent: {0}")]
     Corrupt(String),
     /// Another server holds the database (one writer per database).
-    #[error("another tally server holds the database {0}: one server per database (stop it first)")]
+    #[error(
+        "another tally process holds the database {0}: one server per SQLite database, one relay per database (stop it first; on PostgreSQL, servers run as replicas)"
+    )]
     Locked(String),
+    /// This replica no longer holds the lease of the task it drove (another replica took it
+    /// over, or the task was cancelled beside it): it committed nothing and stops driving it.
+    #[error(
+        "task {0} is no longer this replica's to drive: another replica took its lease over, or it no longer runs"
+    )]
+    LeaseLost(String),
     /// A request (such as a credential's) is not valid.
     #[error("{0}")]
     Invalid(String),

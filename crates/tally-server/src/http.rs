@@ -24,7 +24,7 @@ use crate::auth::Principal;
 use crate::console::ConsoleSessions;
 use crate::error::{ApiError, ServerError};
 use crate::rate::RateLimit;
-use crate::runtime::{Runtime, check_version};
+use crate::runtime::{RoundRoute, Runtime, check_version};
 
 /// The largest request body, other than uploads.
 const BODY_LIMIT: usize = 1 << 20;
@@ -350,6 +350,18 @@ pub(crate) async fn read_json_within<T: DeserializeOwned>(
     limit: usize,
     timeout: Duration,
 ) -> Result<T, ApiError> {
+    let bytes = read_json_body(headers, body, limit, timeout).await?;
+    parse_json(&bytes)
+}
+
+/// A body of at most `limit` bytes declared `Content-Type: application/json`, arriving
+/// within `timeout`, not yet parsed.
+async fn read_json_body(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError> {
     let json = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -361,11 +373,33 @@ pub(crate) async fn read_json_within<T: DeserializeOwned>(
             "the body must be sent with Content-Type: application/json",
         ));
     }
-    let bytes = read_body(headers, body, limit, timeout).await?;
-    if has_nul_escape(&bytes) {
+    read_body(headers, body, limit, timeout).await
+}
+
+/// A JSON body's value, refused if it holds a NUL character.
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if has_nul_escape(bytes) {
         return Err(nul_refusal("the body"));
     }
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
+    serde_json::from_slice(bytes).map_err(|e| ApiError::new(ErrorCode::Malformed, e.to_string()))
+}
+
+/// A round request's answer: this replica's, or, for a round another replica drives, that
+/// replica's answer as it came.
+enum Routed<T> {
+    Here(T),
+    Forwarded(Response),
+}
+
+fn answer_routed<T: Serialize>(
+    runtime: &Runtime,
+    result: Result<Routed<(StatusCode, T)>, ApiError>,
+) -> Response {
+    match result {
+        Ok(Routed::Forwarded(response)) => response,
+        Ok(Routed::Here(ok)) => answer(runtime, Ok(ok)),
+        Err(error) => answer::<()>(runtime, Err(error)),
+    }
 }
 
 /// Whether a JSON text holds a NUL character: the escape `\u0000` with its backslash not
@@ -420,7 +454,7 @@ const EVERY_ROLE: [Role; 4] = [Role::Operator, Role::Analyst, Role::Device, Role
 async fn list_tasks(State(runtime): App, headers: HeaderMap) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &EVERY_ROLE).await?;
-        Ok((StatusCode::OK, runtime.tasks(&who).await))
+        Ok((StatusCode::OK, runtime.tasks(&who).await?))
     }
     .await;
     answer(&runtime, result)
@@ -483,20 +517,29 @@ async fn check_in(
 ) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
-        let request: CheckIn = read_json(&runtime, &headers, body, BODY_LIMIT).await?;
+        let bytes = read_json_body(&headers, body, BODY_LIMIT, runtime.body_timeout).await?;
+        let round = match runtime.round(&id, &who).await? {
+            RoundRoute::Here(round) => round,
+            RoundRoute::There(there) => {
+                let path = format!("/v1/rounds/{id}/check-in");
+                return Ok(Routed::Forwarded(
+                    runtime.forward(&there, &path, &headers, bytes).await?,
+                ));
+            }
+        };
+        let request: CheckIn = parse_json(&bytes)?;
         check_check_in(&request, who.role)?;
-        let round = runtime.round(&id, &who)?;
         let tokens = runtime.check_in(&round, &who, request.devices)?;
-        Ok((
+        Ok(Routed::Here((
             StatusCode::OK,
             CheckInGrant {
                 query: round.query.clone(),
                 tokens,
             },
-        ))
+        )))
     }
     .await;
-    answer(&runtime, result)
+    answer_routed(&runtime, result)
 }
 
 async fn upload(
@@ -507,12 +550,21 @@ async fn upload(
 ) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &DEVICES_AND_RELAYS).await?;
-        let batch: UploadBatch = read_json(&runtime, &headers, body, UPLOAD_BODY_LIMIT).await?;
+        let bytes = read_json_body(&headers, body, UPLOAD_BODY_LIMIT, runtime.body_timeout).await?;
+        let round = match runtime.round(&id, &who).await? {
+            RoundRoute::Here(round) => round,
+            RoundRoute::There(there) => {
+                let path = format!("/v1/rounds/{id}/uploads");
+                return Ok(Routed::Forwarded(
+                    runtime.forward(&there, &path, &headers, bytes).await?,
+                ));
+            }
+        };
+        let batch: UploadBatch = parse_json(&bytes)?;
         check_upload_batch(batch.version, batch.uploads.len())?;
-        let round = runtime.round(&id, &who)?;
         let outcome = round
             .upload(&who.id, batch.uploads)
-            .ok_or_else(|| runtime.not_open(&id))?;
+            .ok_or_else(|| runtime.closed(&id))?;
         runtime
             .metrics
             .accepted(outcome.reports + outcome.abstentions);
@@ -523,7 +575,7 @@ async fn upload(
             let runtime = Arc::clone(&runtime);
             tokio::spawn(async move { runtime.close_round(&id).await });
         }
-        Ok((
+        Ok(Routed::Here((
             StatusCode::OK,
             UploadReceipt {
                 // Unwrap safety: batches are capped at MAX_BATCH uploads.
@@ -531,10 +583,10 @@ async fn upload(
                     .expect("batch size fits u32"),
                 rejected: outcome.rejected,
             },
-        ))
+        )))
     }
     .await;
-    answer(&runtime, result)
+    answer_routed(&runtime, result)
 }
 
 /// A split-trust population's round: its relay's one batch of sealed messages.
@@ -546,19 +598,29 @@ async fn relayed(
 ) -> Response {
     let result = async {
         let who = authorize(&runtime, &headers, &[Role::Relay]).await?;
-        let batch: RelayedBatch = read_json(&runtime, &headers, body, RELAYED_BODY_LIMIT).await?;
+        let bytes =
+            read_json_body(&headers, body, RELAYED_BODY_LIMIT, runtime.body_timeout).await?;
+        let round = match runtime.relayed_round(&id, &who).await? {
+            RoundRoute::Here(round) => round,
+            RoundRoute::There(there) => {
+                let path = format!("/v1/rounds/{id}/relayed");
+                return Ok(Routed::Forwarded(
+                    runtime.forward(&there, &path, &headers, bytes).await?,
+                ));
+            }
+        };
+        let batch: RelayedBatch = parse_json(&bytes)?;
         check_version(batch.version)?;
-        let round = runtime.relayed_round(&id, &who)?;
         // Opened, counted, closed and released to the end even if the relay hangs up
         // meanwhile (its request timed out): a round left claimed but open would never close.
         let relaying = Arc::clone(&runtime);
         let receipt = tokio::spawn(async move { relaying.relay(round, batch).await })
             .await
             .map_err(|e| ServerError::Corrupt(format!("taking a relayed batch failed: {e}")))??;
-        Ok((StatusCode::OK, receipt))
+        Ok(Routed::Here((StatusCode::OK, receipt)))
     }
     .await;
-    answer(&runtime, result)
+    answer_routed(&runtime, result)
 }
 
 /// The aggregator's public key configurations (RFC 9458's `application/ohttp-keys`, the

@@ -56,6 +56,7 @@ pub use console::ConsoleSessions;
 pub use error::ServerError;
 use http::HostPolicy;
 pub use keys::DEFAULT_KEY_GRACE;
+pub use runtime::Replication;
 use runtime::Runtime;
 pub(crate) use service::redacted;
 use store::Store;
@@ -88,6 +89,8 @@ pub struct ServeConfig {
     pub db: Option<String>,
     /// When the console's sign-ins end.
     pub console_sessions: ConsoleSessions,
+    /// How this server shares a PostgreSQL database with other replicas.
+    pub replication: Replication,
 }
 
 /// The default database: a SQLite file in the working directory.
@@ -101,8 +104,11 @@ pub struct Server {
     credential_poller: JoinHandle<()>,
     /// Reads the HPKE keys again, for rotations made beside the server and retired keys.
     key_poller: JoinHandle<()>,
-    /// Held until the server shuts down.
-    lease: store::WriterLease,
+    /// Renews this replica's task leases, takes lapsed ones, and reads the others' rounds.
+    lease_ticker: JoinHandle<()>,
+    /// A SQLite database's one-writer lock, held until the server shuts down (PostgreSQL
+    /// takes many replicas, which share the tasks through their leases).
+    lease: Option<store::WriterLease>,
     /// When the console's sign-ins end.
     console_sessions: ConsoleSessions,
 }
@@ -125,7 +131,21 @@ impl Server {
     ///
     /// [`ServerError`] if the database cannot be opened or its state restored.
     pub async fn start_with(db: &str, limits: &Limits) -> Result<Self, ServerError> {
-        Self::start_coins(db, limits, AggregatorCoins::Os).await
+        Self::start_replica(db, limits, &Replication::default()).await
+    }
+
+    /// [`Server::start_with`], sharing a PostgreSQL database with other replicas as
+    /// `replication` says (on SQLite, a second server refuses to start).
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database cannot be opened or its state restored.
+    pub async fn start_replica(
+        db: &str,
+        limits: &Limits,
+        replication: &Replication,
+    ) -> Result<Self, ServerError> {
+        Self::start_coins(db, limits, AggregatorCoins::Os, replication).await
     }
 
     /// [`Server::start_with`], for tests: the aggregator's sampling coins come from a
@@ -144,17 +164,38 @@ impl Server {
     ///
     /// [`ServerError`] if the database cannot be opened or its state restored.
     pub async fn start_seeded(db: &str, limits: &Limits, seed: u64) -> Result<Self, ServerError> {
-        Self::start_coins(db, limits, AggregatorCoins::seeded(seed)).await
+        Self::start_coins(
+            db,
+            limits,
+            AggregatorCoins::seeded(seed),
+            &Replication::default(),
+        )
+        .await
     }
 
     async fn start_coins(
         db: &str,
         limits: &Limits,
         coins: AggregatorCoins,
+        replication: &Replication,
     ) -> Result<Self, ServerError> {
         let store = Store::open(db).await?;
-        let lease = store.lease(db).await?;
-        let runtime = Runtime::start(store, limits, coins).await?;
+        let lease = match store.shared() {
+            true => None,
+            false => Some(store.lease(db).await?),
+        };
+        let runtime = Runtime::start(store, limits, coins, replication).await?;
+        let leasing = Arc::clone(&runtime);
+        let lease_ticker = tokio::spawn(async move {
+            let mut interval = tokio::time::interval(leasing.lease_tick());
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // The first tick is now, and starting did its work.
+            interval.tick().await;
+            loop {
+                interval.tick().await;
+                leasing.lease_tick_logged().await;
+            }
+        });
         let ticking = Arc::clone(&runtime);
         let ticker = tokio::spawn(async move {
             let mut interval = tokio::time::interval(DEADLINE_TICK);
@@ -186,6 +227,7 @@ impl Server {
             ticker,
             credential_poller,
             key_poller,
+            lease_ticker,
             lease,
             console_sessions: ConsoleSessions::default(),
         })
@@ -230,12 +272,13 @@ impl Server {
         http::router(Arc::clone(&self.runtime), hosts, tls, self.console_sessions)
     }
 
-    /// Stops closing rounds, closes the open ones unreleased (they run again after the next
-    /// start) and closes the database.
+    /// Stops closing rounds, closes the open ones unreleased (they run again on another
+    /// replica, or after the next start), lets its task leases lapse and closes the database.
     pub async fn shutdown(self) {
         self.ticker.abort();
         self.credential_poller.abort();
         self.key_poller.abort();
+        self.lease_ticker.abort();
         // The lease goes with the last connection: a next server may start.
         let lease = self.lease;
         self.runtime.shutdown().await;
@@ -256,7 +299,19 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
         std::iter::once(config.listen).chain(config.metrics_listen),
     )?;
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
-    let server = Server::start_with(db, &config.limits)
+    if db.starts_with("postgres")
+        && config.replication.address.is_none()
+        && !config.listen.ip().is_loopback()
+    {
+        return Err(ServerError::Invalid(format!(
+            "on PostgreSQL, replicas of the server forward each other the check-ins and uploads \
+             of the rounds they drive, and a server listening on {} cannot tell them where to \
+             reach it: give --advertise-url (e.g. https://this-host.example:{})",
+            config.listen,
+            config.listen.port()
+        )));
+    }
+    let server = Server::start_replica(db, &config.limits, &config.replication)
         .await?
         .with_console_sessions(config.console_sessions);
     let api = TcpListener::bind(config.listen).await?;
@@ -340,6 +395,10 @@ impl Server {
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), ServerError> {
         let Listeners { api, metrics, tls } = listeners;
+        let address = api.local_addr()?;
+        let chain = tls.as_ref().map(Tls::chain).unwrap_or_default();
+        self.runtime
+            .advertise(&replica_address(address, tls.is_some()), chain)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let router = self.served_router(api.local_addr()?, tls.is_some());
         let api = transport::serve(api, router, tls.clone(), limits, stopping.clone());
@@ -357,6 +416,24 @@ impl Server {
         tokio::join!(api, metrics, signal);
         Ok(())
     }
+}
+
+/// Where the other replicas reach a server listening on `listen` (by default): its loopback
+/// address when it listens on every address, and under TLS the name `localhost` for a
+/// loopback address (the name a local certificate is made for).
+fn replica_address(listen: SocketAddr, tls: bool) -> String {
+    let ip = match listen.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
+        ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    let host = match (tls, ip) {
+        (true, ip) if ip.is_loopback() => "localhost".to_owned(),
+        (_, std::net::IpAddr::V6(v6)) => format!("[{v6}]"),
+        (_, ip) => ip.to_string(),
+    };
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{host}:{}", listen.port())
 }
 
 /// Creates a credential in the database at `db` (creating the database if needed), without a

@@ -5,7 +5,13 @@
 //! touch only their round's own lock.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+
+use axum::body::Bytes;
+use axum::http::HeaderMap;
+use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use axum::response::{IntoResponse, Response};
+use rustls::pki_types::CertificateDer;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
@@ -33,29 +39,26 @@ use crate::population;
 use crate::rate::RateLimit;
 use crate::round::{CheckInRefused, Cohort, Round};
 use crate::store::{
-    self, ReleaseCommit, RoundState, Store, StoredDebit, StoredPopulation, StoredSession,
-    StoredTask,
+    self, Fence, ReleaseCommit, RemoteRound, RoundState, RoundsSummary, Store, StoredDebit,
+    StoredPopulation, StoredSession, StoredTask,
 };
 use crate::transport::Limits;
 
 /// A task as the coordinator holds it.
 struct LiveTask {
     id: String,
-    /// The id of the analyst credential that created it.
-    owner: String,
+    /// The lease this replica drives it under.
+    fence: Fence,
     spec: TaskSpec,
     guarantee: GuaranteeBody,
     state: TaskState,
     error: Option<String>,
-    created_at: i64,
     rounds_released: u32,
     /// Whether the ledger holds this task's debit.
     debited: bool,
     /// What the task costs its population: its guarantee under the population's neighbour
     /// relation ([`Guarantee::under`]), the amount reserved, then debited.
     charge: (f64, f64),
-    /// Its S&T rounds, which a declared pair may bound, if they have a loss pair.
-    loss: Option<LossRounds>,
     /// `Some` while running.
     engine: Option<Engine>,
     /// The open round.
@@ -64,26 +67,6 @@ struct LiveTask {
     attempt: u32,
     /// Attempts at the current round that closed below the minimum cohort.
     short: u32,
-}
-
-impl LiveTask {
-    fn info(&self) -> TaskInfo {
-        TaskInfo {
-            id: self.id.clone(),
-            spec: self.spec.clone(),
-            guarantee: self.guarantee.clone(),
-            state: self.state,
-            rounds_released: self.rounds_released,
-            open_round: self.round.as_ref().map(|r| r.query.round_id.clone()),
-            error: self.error.clone(),
-            created_at: self.created_at,
-        }
-    }
-
-    /// What the ledger holds back for this task before its first release.
-    fn reserved(&self) -> Option<(f64, f64)> {
-        (self.state == TaskState::Running && !self.debited).then_some(self.charge)
-    }
 }
 
 /// The server's state.
@@ -100,25 +83,106 @@ pub(crate) struct Runtime {
     coins: AggregatorCoins,
     /// The HPKE keys that open a split-trust population's sealed reports.
     keys: AggregatorKeys,
+    /// This replica among those sharing the database.
+    replica: Replica,
+    /// The running tasks this replica drives (it holds their leases).
     tasks: Mutex<BTreeMap<String, LiveTask>>,
+    /// The open rounds of the tasks this replica drives.
     open: RwLock<FxHashMap<String, Arc<Round>>>,
+    /// The rounds of the tasks this replica drives that closed.
     closed: RwLock<FxHashSet<String>>,
+    /// The open rounds of the tasks other replicas drive, as read at the last lease tick.
+    remote: RwLock<FxHashMap<String, Forward>>,
+    /// The client forwarding the other replicas' rounds' requests to them.
+    forwarder: OnceLock<reqwest::Client>,
+}
+
+/// The header marking a request one replica forwarded to another.
+const FORWARDED_BY: &str = "x-tally-forwarded-by";
+
+/// The client forwarding requests to the other replicas: over TLS, trusting `chain` (the
+/// certificates the replicas serve) alone.
+fn build_forwarder(chain: &[CertificateDer<'static>]) -> Result<reqwest::Client, ServerError> {
+    // rustls with the ring provider; an error means a provider is installed already.
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .ok();
+    let mut builder = reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(2))
+        .timeout(Duration::from_secs(60))
+        .redirect(reqwest::redirect::Policy::none());
+    if !chain.is_empty() {
+        let certificates = chain
+            .iter()
+            .map(|der| reqwest::Certificate::from_der(der))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| ServerError::Invalid(format!("the served certificate chain: {e}")))?;
+        builder = builder.tls_certs_only(certificates);
+    }
+    builder
+        .build()
+        .map_err(|e| ServerError::Invalid(format!("the client forwarding to replicas: {e}")))
+}
+
+/// This replica: its id (random, at every start), how long its leases last, and where the
+/// others forward it the check-ins and uploads of the rounds it drives.
+struct Replica {
+    id: String,
+    lease: Duration,
+    address: RwLock<String>,
+}
+
+/// An open round another replica drives: its query, and where to forward its check-ins and
+/// uploads.
+#[derive(Clone, Debug)]
+pub(crate) struct Forward {
+    pub(crate) query: RoundQuery,
+    pub(crate) address: String,
+}
+
+/// Where a round's check-ins and uploads go.
+pub(crate) enum RoundRoute {
+    /// This replica drives it.
+    Here(Arc<Round>),
+    /// Another replica does.
+    There(Box<Forward>),
+}
+
+/// How a server shares a PostgreSQL database with other replicas of it (a SQLite database
+/// has one server, which takes every task at once).
+#[derive(Clone, Debug)]
+pub struct Replication {
+    /// How long a task's lease lasts unless renewed (each replica renews its leases every
+    /// quarter of it): how long the others wait before they take over the tasks of a replica
+    /// that stopped without saying so.
+    pub lease: Duration,
+    /// Where the other replicas reach this one (`http://HOST:PORT` or `https://...`); `None`
+    /// for the address the server listens on.
+    pub address: Option<String>,
+}
+
+impl Default for Replication {
+    fn default() -> Self {
+        Self {
+            lease: Duration::from_secs(10),
+            address: None,
+        }
+    }
 }
 
 impl Runtime {
-    /// Loads the stored state: rounds a crash cut short are aborted (nothing released, nothing
-    /// debited), and every running task runs its current round again with a fresh cohort.
+    /// Joins the replicas of the database: takes the running tasks no live lease covers (on
+    /// SQLite, every one: its one writer knows that whoever held them is gone), aborting the
+    /// rounds their last driver left open (nothing released, nothing debited) and running
+    /// them again with a fresh cohort.
     pub(crate) async fn start(
         store: Store,
         limits: &Limits,
         coins: AggregatorCoins,
+        replication: &Replication,
     ) -> Result<Arc<Self>, ServerError> {
-        let aborted = store.abort_open_rounds().await?;
-        if aborted > 0 {
-            warn!(
-                rounds = aborted,
-                "aborted the rounds a restart cut short; they run again"
-            );
+        if !store.shared() {
+            store.expire_leases().await?;
         }
         let credentials = CredentialCache::default();
         credentials.refresh(&store).await?;
@@ -131,50 +195,197 @@ impl Runtime {
             body_timeout: limits.body_timeout,
             rate_limit: limits.requests_per_second.map(RateLimit::new),
             coins,
+            replica: Replica {
+                id: new_id("replica"),
+                lease: replication.lease,
+                address: RwLock::new(replication.address.clone().unwrap_or_default()),
+            },
             tasks: Mutex::new(BTreeMap::new()),
             open: RwLock::default(),
             closed: RwLock::default(),
+            remote: RwLock::default(),
+            forwarder: OnceLock::new(),
         });
-        let debited: FxHashSet<String> = runtime
+        runtime.share_work().await?;
+        Ok(runtime)
+    }
+
+    /// How often this replica renews its leases, takes lapsed ones and reads the other
+    /// replicas' open rounds.
+    pub(crate) fn lease_tick(&self) -> Duration {
+        self.replica.lease / 4
+    }
+
+    /// Sets where the other replicas reach this one, unless configured, and the certificates
+    /// (the chain this one serves, as every replica of it does) this one trusts when it
+    /// forwards them requests over TLS.
+    pub(crate) fn advertise(
+        &self,
+        address: &str,
+        chain: &[CertificateDer<'static>],
+    ) -> Result<(), ServerError> {
+        {
+            let mut current = self.replica.address.write().expect("replica address lock");
+            if current.is_empty() {
+                address.clone_into(&mut current);
+            }
+        }
+        let client = build_forwarder(chain)?;
+        // A server is advertised once, before it serves; a second call keeps the first client.
+        self.forwarder.set(client).ok();
+        Ok(())
+    }
+
+    /// One lease tick, logging a failure (the next tick tries again; a lease not renewed in
+    /// time lapses, and the fence keeps this replica from committing past it).
+    pub(crate) async fn lease_tick_logged(&self) {
+        if let Err(e) = self.share_work().await {
+            warn!(error = %e, "could not renew or take task leases");
+        }
+    }
+
+    /// Says this replica is alive, renews its leases and stops driving the tasks whose lease
+    /// it lost, takes lapsed leases up to its share of the running tasks, and reads the open
+    /// rounds the other replicas drive.
+    async fn share_work(&self) -> Result<(), ServerError> {
+        let now = unix_now_millis();
+        let lease_ms = i64::try_from(self.replica.lease.as_millis()).unwrap_or(i64::MAX);
+        let expires_at = now.saturating_add(lease_ms);
+        let address = self
+            .replica
+            .address
+            .read()
+            .expect("replica address lock")
+            .clone();
+        self.store
+            .heartbeat(&self.replica.id, &address, now)
+            .await?;
+        let mut tasks = self.tasks.lock().await;
+        let held: FxHashSet<(String, i64)> = self
+            .store
+            .renew_leases(&self.replica.id, expires_at)
+            .await?
+            .into_iter()
+            .collect();
+        let lost: Vec<String> = tasks
+            .values()
+            .filter(|t| !held.contains(&(t.id.clone(), t.fence.epoch)))
+            .map(|t| t.id.clone())
+            .collect();
+        for id in lost {
+            if let Some(mut task) = tasks.remove(&id) {
+                warn!(task = %id, "lost the task's lease (taken over, or cancelled beside this replica): it stops driving it");
+                self.forget_round(&mut task);
+            }
+        }
+        let live = self
+            .store
+            .live_replicas(now.saturating_sub(lease_ms))
+            .await?
+            .max(1);
+        let share = self.store.running_tasks().await?.div_ceil(live);
+        let room = usize::try_from(share)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(tasks.len());
+        for id in self.store.unleased_tasks(now).await?.into_iter().take(room) {
+            let Some((fence, aborted)) = self
+                .store
+                .take_lease(&id, &self.replica.id, now, expires_at)
+                .await?
+            else {
+                continue;
+            };
+            if aborted > 0 {
+                warn!(task = %id, rounds = aborted,
+                      "aborted the rounds the task's last driver left open; they run again");
+            }
+            match self.take_over(fence).await {
+                Ok(Some(task)) => {
+                    info!(task = %id, epoch = task.fence.epoch, "took the task's lease");
+                    tasks.insert(id, task);
+                }
+                Ok(None) => {}
+                Err(ServerError::LeaseLost(_)) => {
+                    warn!(task = %id, "lost the task's lease while taking it over");
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        drop(tasks);
+        let remote = self
+            .store
+            .remote_rounds(&self.replica.id, now)
+            .await?
+            .into_iter()
+            .map(|(id, round)| Ok((id, forward_of(round)?)))
+            .collect::<Result<_, ServerError>>()?;
+        *self.remote.write().expect("round index lock") = remote;
+        Ok(())
+    }
+
+    /// The open round `id` another replica drives, read from the database (this replica's
+    /// last read may be older than the round), or why round `id` takes no uploads.
+    async fn elsewhere(&self, id: &str) -> Result<RoundRoute, ApiError> {
+        if !self.closed.read().expect("round index lock").contains(id) {
+            let remote = self
+                .store
+                .remote_rounds(&self.replica.id, unix_now_millis())
+                .await?;
+            if let Some((_, round)) = remote.into_iter().find(|(round_id, _)| round_id == id) {
+                return Ok(RoundRoute::There(Box::new(forward_of(round)?)));
+            }
+        }
+        Err(self.not_open(id).await)
+    }
+
+    /// Loads the running task `fence` leases and opens its current round; `None` if it no
+    /// longer runs.
+    async fn take_over(&self, fence: Fence) -> Result<Option<LiveTask>, ServerError> {
+        let Some(stored) = self.store.task(&fence.task_id).await? else {
+            return Ok(None);
+        };
+        let debited = self
             .store
             .debits()
             .await?
             .into_iter()
-            .map(|d| d.task_id)
-            .collect();
+            .any(|d| d.task_id == stored.id);
+        let mut task = self.restore(stored, fence, debited).await?;
+        if task.state != TaskState::Running {
+            return Ok(None);
+        }
         // A running task stored before populations had a sampling policy may ask its devices to
         // sample themselves on a population that does not allow it: its remaining rounds sample
         // at the aggregator instead (the same distribution for honest devices, so its guarantee
         // stands, and colluding devices can no longer choose to be sampled).
-        let device_sampling: FxHashSet<String> = runtime
+        let device_sampling = self
             .store
-            .populations()
+            .population(&task.spec.population)
             .await?
-            .into_iter()
-            .filter(|p| p.allow_device_sampling)
-            .map(|p| p.name)
-            .collect();
-        let mut tasks = runtime.tasks.lock().await;
-        for stored in runtime.store.tasks().await? {
-            let mut task = runtime.restore(stored, &debited).await?;
-            if task.state == TaskState::Running
-                && task.spec.sampling == Sampling::Device
-                && !device_sampling.contains(&task.spec.population)
-            {
-                warn!(task = %task.id, population = ?task.spec.population,
-                      "the population does not allow device-side sampling: the task's rounds \
-                       sample at the aggregator");
-                task.spec.sampling = Sampling::Aggregator;
-            }
-            tasks.insert(task.id.clone(), task);
+            .is_some_and(|p| p.allow_device_sampling);
+        if task.spec.sampling == Sampling::Device && !device_sampling {
+            warn!(task = %task.id, population = ?task.spec.population,
+                  "the population does not allow device-side sampling: the task's rounds \
+                   sample at the aggregator");
+            task.spec.sampling = Sampling::Aggregator;
         }
-        for task in tasks.values_mut() {
-            if task.state == TaskState::Running {
-                runtime.open_round(task).await?;
-            }
+        self.open_round(&mut task).await?;
+        Ok(Some(task))
+    }
+
+    /// Drops the task's open round from memory, writing nothing: its lease is gone, and
+    /// whoever took it over aborted the round in the database.
+    fn forget_round(&self, task: &mut LiveTask) {
+        if let Some(round) = task.round.take() {
+            let id = &round.query.round_id;
+            self.open.write().expect("round index lock").remove(id);
+            self.closed
+                .write()
+                .expect("round index lock")
+                .insert(id.clone());
+            round.close();
+            self.metrics.round_closed(RoundOutcome::Aborted);
         }
-        drop(tasks);
-        Ok(runtime)
     }
 
     /// Rebuilds a task from storage. A running task is recalibrated from its spec and its
@@ -184,14 +395,10 @@ impl Runtime {
     async fn restore(
         &self,
         stored: StoredTask,
-        debited: &FxHashSet<String>,
+        fence: Fence,
+        debited: bool,
     ) -> Result<LiveTask, ServerError> {
-        let spec: TaskSpec = serde_json::from_str(&stored.spec)
-            .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
-        let state = TaskState::from_name(&stored.state)
-            .ok_or_else(|| ServerError::Corrupt(format!("task state {:?}", stored.state)))?;
-        let guarantee: GuaranteeBody = serde_json::from_str(&stored.guarantee)
-            .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
+        let (spec, guarantee, state) = parsed(&stored)?;
         let rounds = self.store.rounds(&stored.id).await?;
         {
             let mut closed = self.closed.write().expect("round index lock");
@@ -199,22 +406,20 @@ impl Runtime {
         }
         let mut task = LiveTask {
             id: stored.id,
-            owner: stored.owner,
+            fence,
             spec,
             guarantee,
             state,
             error: stored.error,
-            created_at: stored.created_at,
             rounds_released: 0,
             debited: false,
             charge: (stored.epsilon, stored.delta),
-            loss: stored.loss,
             engine: None,
             round: None,
             attempt: 0,
             short: 0,
         };
-        task.debited = debited.contains(&task.id);
+        task.debited = debited;
         let released = rounds.iter().filter(|r| r.state == RoundState::Released);
         if state != TaskState::Running {
             task.rounds_released = u32::try_from(released.count()).unwrap_or(u32::MAX);
@@ -269,7 +474,7 @@ impl Runtime {
         }
         // Refused before calibrating, and again at creation under the same lock as the
         // insertion.
-        check_running_tasks(self.tasks.lock().await.values(), who)?;
+        check_running_tasks(self.store.running_tasks_of(&who.id).await?)?;
         // Calibration can take long: it runs off the async workers, which keep answering.
         let built = {
             let spec = spec.clone();
@@ -381,8 +586,8 @@ impl Runtime {
         let loss = engine
             .threshold_rounds()
             .and_then(|rounds| LossRounds::of(&rounds.per_round, rounds.rounds));
+        check_running_tasks(self.store.running_tasks_of(&who.id).await?)?;
         let mut tasks = self.tasks.lock().await;
-        check_running_tasks(tasks.values(), who)?;
         let id = new_id("t");
         let created_at = unix_now();
         let stored = StoredTask {
@@ -407,24 +612,29 @@ impl Runtime {
             rounds: loss,
         };
         let note = colluding_note(collusion.as_ref());
+        let fence = Fence {
+            task_id: id.clone(),
+            holder: self.replica.id.clone(),
+            epoch: 1,
+        };
+        let lease_ms = i64::try_from(self.replica.lease.as_millis()).unwrap_or(i64::MAX);
+        let expires_at = unix_now_millis().saturating_add(lease_ms);
         self.store
-            .insert_task_within_budget(&stored, |population, charges| {
+            .insert_task_within_budget(&stored, (&fence, expires_at), |population, charges| {
                 admit(population, &charges, &admitted, &note)
             })
             .await?;
         engine.advance();
         let mut task = LiveTask {
             id: id.clone(),
-            owner: who.id.clone(),
+            fence,
             spec,
             guarantee: guarantee_body,
             state: TaskState::Running,
             error: None,
-            created_at,
             rounds_released: 0,
             debited: false,
             charge,
-            loss,
             engine: Some(engine),
             round: None,
             attempt: 0,
@@ -433,75 +643,94 @@ impl Runtime {
         info!(task = %id, population = ?task.spec.population, epsilon = task.guarantee.epsilon,
               delta = task.guarantee.delta, trust_model = trust.name(), "task created");
         self.open_round(&mut task).await?;
-        let info = task.info();
-        tasks.insert(id, task);
-        Ok(info)
+        tasks.insert(id.clone(), task);
+        drop(tasks);
+        self.task(&id, who).await
     }
 
-    /// Every task `who` may read, oldest first.
-    pub(crate) async fn tasks(&self, who: &Principal) -> Vec<TaskInfo> {
-        let tasks = self.tasks.lock().await;
-        let mut infos: Vec<TaskInfo> = tasks
-            .values()
-            .filter(|t| t.allows(who, Access::Read))
-            .map(LiveTask::info)
-            .collect();
-        infos.sort_by(|a, b| {
-            a.created_at
-                .cmp(&b.created_at)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        infos
+    /// Every task `who` may read, oldest first (as the database holds them: any replica
+    /// answers for every task).
+    pub(crate) async fn tasks(&self, who: &Principal) -> Result<Vec<TaskInfo>, ApiError> {
+        let rounds = self.store.rounds_summary().await?;
+        let mut infos = Vec::new();
+        for stored in self.store.tasks().await? {
+            if allows(&stored.owner, &stored.population, who, Access::Read) {
+                let summary = rounds.get(&stored.id).cloned().unwrap_or_default();
+                infos.push(info_of(stored, summary)?);
+            }
+        }
+        Ok(infos)
     }
 
     /// One task.
     pub(crate) async fn task(&self, id: &str, who: &Principal) -> Result<TaskInfo, ApiError> {
-        let tasks = self.tasks.lock().await;
-        let task = tasks.get(id).ok_or_else(|| unknown_task(id))?;
-        task.check(who, Access::Read)?;
-        Ok(task.info())
+        let stored = self.readable(id, who, Access::Read).await?;
+        let mut summary = RoundsSummary::default();
+        for round in self.store.rounds(id).await? {
+            match round.state {
+                RoundState::Released => summary.released += 1,
+                RoundState::Open => summary.open = Some(round.id),
+                RoundState::Short | RoundState::Aborted => {}
+            }
+        }
+        Ok(info_of(stored, summary)?)
+    }
+
+    /// Task `id` as stored, if `who` may do `access` to it.
+    async fn readable(
+        &self,
+        id: &str,
+        who: &Principal,
+        access: Access,
+    ) -> Result<StoredTask, ApiError> {
+        let stored = self.store.task(id).await?.ok_or_else(|| unknown_task(id))?;
+        check_access(&stored, who, access)?;
+        Ok(stored)
     }
 
     /// Cancels a running task: its open round is dropped unreleased, and the budget it held
-    /// back (if it released nothing yet) is freed.
+    /// back (if it released nothing yet) is freed. Any replica cancels any task: the one
+    /// driving it commits nothing for it afterwards, and stops driving it at its next lease
+    /// tick.
     pub(crate) async fn cancel(&self, id: &str, who: &Principal) -> Result<TaskInfo, ApiError> {
+        self.readable(id, who, Access::Cancel).await?;
         let mut tasks = self.tasks.lock().await;
-        let task = tasks.get_mut(id).ok_or_else(|| unknown_task(id))?;
-        task.check(who, Access::Cancel)?;
-        if task.state == TaskState::Running {
-            self.store
-                .set_task_state(id, TaskState::Cancelled.name(), None)
-                .await?;
-            self.drop_round(task).await?;
-            task.state = TaskState::Cancelled;
-            task.engine = None;
+        if let Some(mut task) = tasks.remove(id) {
+            match self.drop_round(&mut task).await {
+                Ok(()) | Err(ServerError::LeaseLost(_)) => {}
+                Err(e) => {
+                    tasks.insert(id.to_owned(), task);
+                    return Err(e.into());
+                }
+            }
+        }
+        drop(tasks);
+        if self.store.cancel_task(id).await? {
             info!(task = %id, "task cancelled");
         }
-        Ok(task.info())
+        self.task(id, who).await
     }
 
     /// A finished task's document, as stored.
     pub(crate) async fn result(&self, id: &str, who: &Principal) -> Result<String, ApiError> {
-        let state = {
-            let tasks = self.tasks.lock().await;
-            let task = tasks.get(id).ok_or_else(|| unknown_task(id))?;
-            task.check(who, Access::Result)?;
-            task.state
-        };
+        let stored = self.readable(id, who, Access::Result).await?;
         if let Some(body) = self.store.result(id).await? {
             return Ok(body);
         }
+        let running = stored.state == TaskState::Running.name();
         Err(ApiError::new(
             ErrorCode::NoResult,
-            format!("task {id} is {} and has no result", state.name()),
+            format!("task {id} is {} and has no result", stored.state),
         )
-        .with_conflict(state == TaskState::Running))
+        .with_conflict(running))
     }
 
     /// The budget, spending and what is left of every population `who` may read (all for an
     /// operator, its own for an analyst).
     pub(crate) async fn ledger(&self, who: &Principal) -> Result<Vec<LedgerBalance>, ApiError> {
-        let tasks = self.tasks.lock().await;
+        // The tasks first: a release committing between the two reads is then seen as a
+        // debit (spent), never as neither spent nor reserved.
+        let tasks = self.store.tasks().await?;
         let debits = self.store.debits().await?;
         let mut balances = Vec::new();
         for stored in self.store.populations().await? {
@@ -524,7 +753,7 @@ impl Runtime {
             let spent = entries.iter().fold((0.0, 0.0), |(e, d), entry| {
                 (e + entry.amount.epsilon, d + entry.amount.delta)
             });
-            let reserved = reserved(tasks.values(), &population);
+            let reserved = reserved(&tasks, &debits, &population);
             let ledger = ledger_of(&stored);
             let spending = ledger.spending(&charges(&tasks, &debits, &population));
             let remaining = ledger.remaining(&spending);
@@ -560,17 +789,21 @@ impl Runtime {
     /// which may relay for devices).
     pub(crate) fn open_rounds(&self, who: &Principal) -> Vec<RoundQuery> {
         let open = self.open.read().expect("round index lock");
+        let remote = self.remote.read().expect("round index lock");
         let mut queries: Vec<RoundQuery> = open
             .values()
-            .filter(|r| who.role == Role::Operator || who.covers(&r.query.population))
-            .map(|r| r.query.clone())
+            .map(|r| &r.query)
+            .chain(remote.values().map(|f| &f.query))
+            .filter(|q| who.role == Role::Operator || who.covers(&q.population))
+            .cloned()
             .collect();
         queries.sort_by(|a, b| a.task_id.cmp(&b.task_id));
         queries
     }
 
-    /// Every open round, with the uploads it accepted so far and the cohort that closes it,
-    /// ordered by task: what an operator, which may relay for any round, watches.
+    /// Every open round this replica drives, with the uploads it accepted so far and the
+    /// cohort that closes it, ordered by task: what an operator, which may relay for any
+    /// round, watches.
     pub(crate) fn open_round_progress(&self) -> Vec<(RoundQuery, (u64, u64))> {
         let open = self.open.read().expect("round index lock");
         let mut rounds: Vec<(RoundQuery, (u64, u64))> = open
@@ -584,7 +817,10 @@ impl Runtime {
     /// The open round `id`, to check in and upload to: if it asks `who`'s population (or
     /// `who` is an operator) and its population is single-party (a split-trust population's
     /// reports come only through its relay).
-    pub(crate) fn round(&self, id: &str, who: &Principal) -> Result<Arc<Round>, ApiError> {
+    pub(crate) async fn round(&self, id: &str, who: &Principal) -> Result<RoundRoute, ApiError> {
+        if let Some(forward) = self.remote.read().expect("round index lock").get(id) {
+            return Ok(RoundRoute::There(Box::new(forward.clone())));
+        }
         if let Some(round) = self.open.read().expect("round index lock").get(id) {
             if who.role != Role::Operator && !who.covers(&round.query.population) {
                 return Err(forbidden(format!(
@@ -600,16 +836,23 @@ impl Runtime {
                     round.query.population
                 )));
             }
-            return Ok(Arc::clone(round));
+            return Ok(RoundRoute::Here(Arc::clone(round)));
         }
-        Err(self.not_open(id))
+        self.elsewhere(id).await
     }
 
     /// The open round `id`, for the relayed batch of the relay credential `who`: a round of
     /// a split-trust population `who` relays for.
-    pub(crate) fn relayed_round(&self, id: &str, who: &Principal) -> Result<Arc<Round>, ApiError> {
+    pub(crate) async fn relayed_round(
+        &self,
+        id: &str,
+        who: &Principal,
+    ) -> Result<RoundRoute, ApiError> {
+        if let Some(forward) = self.remote.read().expect("round index lock").get(id) {
+            return Ok(RoundRoute::There(Box::new(forward.clone())));
+        }
         let Some(round) = self.open.read().expect("round index lock").get(id).cloned() else {
-            return Err(self.not_open(id));
+            return self.elsewhere(id).await;
         };
         if !who.covers(&round.query.population) {
             return Err(forbidden(format!(
@@ -624,7 +867,7 @@ impl Runtime {
                 round.query.population
             )));
         }
-        Ok(round)
+        Ok(RoundRoute::Here(round))
     }
 
     /// The live HPKE keys: the public configurations served at `GET /v1/hpke-keys`, and the
@@ -682,12 +925,73 @@ impl Runtime {
         Ok(receipt)
     }
 
-    /// Why round `id` takes no uploads.
-    pub(crate) fn not_open(&self, id: &str) -> ApiError {
-        if self.closed.read().expect("round index lock").contains(id) {
-            ApiError::new(ErrorCode::ClosedRound, format!("round {id} is closed"))
-        } else {
-            ApiError::new(ErrorCode::UnknownRound, format!("no round {id}"))
+    /// The refusal of a request to round `id`, which this replica drove and closed.
+    pub(crate) fn closed(&self, id: &str) -> ApiError {
+        ApiError::new(ErrorCode::ClosedRound, format!("round {id} is closed"))
+    }
+
+    /// Sends a request to a round another replica drives (`path`, with the caller's
+    /// credential and `body`, as it came) to that replica, and returns its answer as it came.
+    /// A forwarded request is not forwarded again: a round that moved meanwhile is refused
+    /// as closed or unknown there, and the device's next look finds it.
+    pub(crate) async fn forward(
+        &self,
+        there: &Forward,
+        path: &str,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) -> Result<Response, ApiError> {
+        if headers.contains_key(FORWARDED_BY) {
+            return Err(ApiError::new(
+                ErrorCode::UnknownRound,
+                format!("{path}: the round is not this replica's to drive (it moved): look again"),
+            ));
+        }
+        let unreachable = |e: &dyn std::fmt::Display| {
+            warn!(address = %there.address, error = %e, "could not forward a round's request");
+            ApiError::new(
+                ErrorCode::Internal,
+                "the replica driving the round is out of reach; retry later",
+            )
+            .with_retry_after(Duration::from_secs(1))
+        };
+        let mut request = self
+            .forwarder()
+            .post(format!("{}{path}", there.address.trim_end_matches('/')))
+            .header(FORWARDED_BY, &self.replica.id)
+            .body(body);
+        for name in [AUTHORIZATION, CONTENT_TYPE] {
+            if let Some(value) = headers.get(&name) {
+                request = request.header(name, value);
+            }
+        }
+        let answer = request.send().await.map_err(|e| unreachable(&e))?;
+        let status = answer.status();
+        let content_type = answer.headers().get(CONTENT_TYPE).cloned();
+        let retry_after = answer.headers().get(RETRY_AFTER).cloned();
+        let body = answer.bytes().await.map_err(|e| unreachable(&e))?;
+        let mut response = (status, body).into_response();
+        for (name, value) in [(CONTENT_TYPE, content_type), (RETRY_AFTER, retry_after)] {
+            if let Some(value) = value {
+                response.headers_mut().insert(name, value);
+            }
+        }
+        Ok(response)
+    }
+
+    /// The HTTP client that forwards requests to the other replicas.
+    fn forwarder(&self) -> reqwest::Client {
+        self.forwarder
+            .get_or_init(|| build_forwarder(&[]).expect("a client without certificates builds"))
+            .clone()
+    }
+
+    /// Why round `id` takes no uploads here: closed, or never opened.
+    pub(crate) async fn not_open(&self, id: &str) -> ApiError {
+        let closed = self.closed.read().expect("round index lock").contains(id);
+        match closed || self.store.round_exists(id).await.unwrap_or(false) {
+            true => ApiError::new(ErrorCode::ClosedRound, format!("round {id} is closed")),
+            false => ApiError::new(ErrorCode::UnknownRound, format!("no round {id}")),
         }
     }
 
@@ -719,22 +1023,36 @@ impl Runtime {
             .write()
             .expect("round index lock")
             .insert(id.to_owned());
-        let Some(task) = tasks.get_mut(&round.query.task_id) else {
+        let task_id = round.query.task_id.clone();
+        let Some(task) = tasks.get_mut(&task_id) else {
             return;
         };
-        if let Err(e) = self.finish_round(task, &round).await {
-            error!(task = %task.id, round = %id, error = %e, "closing a round failed; the task fails");
-            task.round = None;
-            task.engine = None;
-            task.state = TaskState::Failed;
-            task.error = Some(format!("closing round {id} failed: {e}"));
-            if let Err(e) = self
-                .store
-                .set_task_state(&task.id, TaskState::Failed.name(), task.error.as_deref())
-                .await
-            {
-                error!(task = %task.id, error = %e, "could not record the failure");
+        match self.finish_round(task, &round).await {
+            Ok(()) => {}
+            Err(ServerError::LeaseLost(_)) => {
+                // Another replica took the task over (or it was cancelled beside this one):
+                // this one committed nothing and stops driving it.
+                warn!(task = %task.id, round = %id,
+                      "the task's lease was lost: the round committed nothing here");
+                self.forget_round(task);
+                tasks.remove(&task_id);
+                return;
             }
+            Err(e) => {
+                error!(task = %task.id, round = %id, error = %e, "closing a round failed; the task fails");
+                task.round = None;
+                task.engine = None;
+                task.state = TaskState::Failed;
+                let message = format!("closing round {id} failed: {e}");
+                if let Err(e) = self.store.fail_task(&task.fence, &message).await {
+                    error!(task = %task.id, error = %e, "could not record the failure");
+                }
+                task.error = Some(message);
+            }
+        }
+        // A task that ended leaves this replica's memory: the database holds all of it.
+        if task.state != TaskState::Running {
+            tasks.remove(&task_id);
         }
     }
 
@@ -747,7 +1065,7 @@ impl Runtime {
         let policy = &task.spec.rounds;
         if closed.uploads < policy.min_cohort {
             self.store
-                .close_round(round_id, RoundState::Short, closed.uploads)
+                .close_round(&task.fence, round_id, RoundState::Short, closed.uploads)
                 .await?;
             self.metrics.round_closed(RoundOutcome::Short);
             task.short += 1;
@@ -758,9 +1076,7 @@ impl Runtime {
                     "round {} closed below the minimum cohort of {} in {} attempts",
                     round.query.round, policy.min_cohort, task.short
                 );
-                self.store
-                    .set_task_state(&task.id, TaskState::Failed.name(), Some(&message))
-                    .await?;
+                self.store.fail_task(&task.fence, &message).await?;
                 task.state = TaskState::Failed;
                 task.error = Some(message);
                 task.engine = None;
@@ -794,6 +1110,7 @@ impl Runtime {
         });
         self.store
             .commit_release(ReleaseCommit {
+                fence: &task.fence,
                 round_id,
                 uploads: closed.uploads,
                 release: &release,
@@ -853,8 +1170,16 @@ impl Runtime {
             ask: opened.ask,
             sampling: task.spec.sampling,
         };
+        // Unwrap safety: a query is strings and numbers.
+        let stored_query = serde_json::to_string(&query).expect("queries serialize");
         self.store
-            .insert_round(&id, &task.id, query.round, query.attempt, opened_at)
+            .insert_round(
+                &task.fence,
+                &id,
+                (query.round, query.attempt),
+                opened_at,
+                &stored_query,
+            )
             .await?;
         let round = Arc::new(Round::new(
             query,
@@ -892,21 +1217,26 @@ impl Runtime {
             .insert(id.clone());
         if let Some(closed) = round.close() {
             self.store
-                .close_round(id, RoundState::Aborted, closed.uploads)
+                .close_round(&task.fence, id, RoundState::Aborted, closed.uploads)
                 .await?;
             self.metrics.round_closed(RoundOutcome::Aborted);
         }
         Ok(())
     }
 
-    /// Closes every open round unreleased, for a graceful shutdown: the rounds run again
-    /// after the next start.
+    /// Closes every open round this replica drives unreleased and lets its leases lapse, for
+    /// a graceful shutdown: the rounds run again on another replica, or after the next
+    /// start.
     pub(crate) async fn shutdown(&self) {
         let mut tasks = self.tasks.lock().await;
         for task in tasks.values_mut() {
             if let Err(e) = self.drop_round(task).await {
                 error!(task = %task.id, error = %e, "could not close a round at shutdown");
             }
+        }
+        tasks.clear();
+        if let Err(e) = self.store.leave(&self.replica.id).await {
+            error!(error = %e, "could not let this replica's leases lapse at shutdown");
         }
         self.store.close().await;
     }
@@ -1059,7 +1389,7 @@ impl Runtime {
         who: &Principal,
         devices: u32,
     ) -> Result<Vec<String>, ApiError> {
-        let not_open = || self.not_open(&round.query.round_id);
+        let not_open = || self.closed(&round.query.round_id);
         let tokens = match who.role {
             Role::Device => vec![
                 round
@@ -1144,45 +1474,71 @@ enum Access {
     Result,
 }
 
-impl LiveTask {
-    /// Whether `who` may do `access` to this task: its owner may do anything; an operator
-    /// may read and cancel any task but read no result; a device may read the state of its
-    /// population's tasks.
-    fn allows(&self, who: &Principal, access: Access) -> bool {
-        match who.role {
-            Role::Analyst => who.id == self.owner,
-            Role::Operator => access != Access::Result,
-            Role::Device | Role::Relay => {
-                access == Access::Read && who.covers(&self.spec.population)
-            }
-        }
-    }
-
-    fn check(&self, who: &Principal, access: Access) -> Result<(), ApiError> {
-        if self.allows(who, access) {
-            Ok(())
-        } else {
-            Err(forbidden(format!(
-                "task {} is not this credential's to {}",
-                self.id,
-                match access {
-                    Access::Read => "read",
-                    Access::Cancel => "cancel",
-                    Access::Result => "read the result of",
-                }
-            )))
-        }
+/// Whether `who` may do `access` to the task `stored`: its owner may do anything; an
+/// operator may read and cancel any task but read no result; a device may read the state of
+/// its population's tasks.
+fn allows(owner: &str, population: &str, who: &Principal, access: Access) -> bool {
+    match who.role {
+        Role::Analyst => who.id == owner,
+        Role::Operator => access != Access::Result,
+        Role::Device | Role::Relay => access == Access::Read && who.covers(population),
     }
 }
 
+fn check_access(stored: &StoredTask, who: &Principal, access: Access) -> Result<(), ApiError> {
+    if allows(&stored.owner, &stored.population, who, access) {
+        Ok(())
+    } else {
+        Err(forbidden(format!(
+            "task {} is not this credential's to {}",
+            stored.id,
+            match access {
+                Access::Read => "read",
+                Access::Cancel => "cancel",
+                Access::Result => "read the result of",
+            }
+        )))
+    }
+}
+
+/// A stored task's spec, guarantee and state.
+fn parsed(stored: &StoredTask) -> Result<(TaskSpec, GuaranteeBody, TaskState), ServerError> {
+    let spec: TaskSpec = serde_json::from_str(&stored.spec)
+        .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
+    let state = TaskState::from_name(&stored.state)
+        .ok_or_else(|| ServerError::Corrupt(format!("task state {:?}", stored.state)))?;
+    let guarantee: GuaranteeBody = serde_json::from_str(&stored.guarantee)
+        .map_err(|e| ServerError::Corrupt(format!("task {}: {e}", stored.id)))?;
+    Ok((spec, guarantee, state))
+}
+
+/// What the API says of a stored task whose rounds `rounds` summarizes.
+fn info_of(stored: StoredTask, rounds: RoundsSummary) -> Result<TaskInfo, ServerError> {
+    let (spec, guarantee, state) = parsed(&stored)?;
+    Ok(TaskInfo {
+        id: stored.id,
+        spec,
+        guarantee,
+        state,
+        rounds_released: rounds.released,
+        open_round: rounds.open,
+        error: stored.error,
+        created_at: stored.created_at,
+    })
+}
+
+/// Where to forward the check-ins and uploads of a round another replica drives.
+fn forward_of(round: RemoteRound) -> Result<Forward, ServerError> {
+    let query = serde_json::from_str(&round.query)
+        .map_err(|e| ServerError::Corrupt(format!("a stored round query: {e}")))?;
+    Ok(Forward {
+        query,
+        address: round.address,
+    })
+}
+
 /// Refuses a new task to an analyst that has [`MAX_RUNNING_TASKS`] running already.
-fn check_running_tasks<'a>(
-    tasks: impl Iterator<Item = &'a LiveTask>,
-    who: &Principal,
-) -> Result<(), ApiError> {
-    let running = tasks
-        .filter(|t| t.owner == who.id && t.state == TaskState::Running)
-        .count();
+fn check_running_tasks(running: u64) -> Result<(), ApiError> {
     if running >= MAX_RUNNING_TASKS {
         return Err(ApiError::new(
             ErrorCode::InvalidTask,
@@ -1329,37 +1685,40 @@ fn neighbours_refused(population: &str, guarantee: &Guarantee) -> String {
 }
 
 /// What `population`'s released (debited) and reserved tasks charge to it.
-fn charges(
-    tasks: &BTreeMap<String, LiveTask>,
-    debits: &[StoredDebit],
-    population: &str,
-) -> Vec<Charge> {
+fn charges(tasks: &[StoredTask], debits: &[StoredDebit], population: &str) -> Vec<Charge> {
+    let loss = |id: &str| tasks.iter().find(|t| t.id == id).and_then(|t| t.loss);
     let spent = debits
         .iter()
         .filter(|d| d.population == population)
         .map(|d| Charge {
             epsilon: d.epsilon,
             delta: d.delta,
-            rounds: tasks.get(&d.task_id).and_then(|t| t.loss),
+            rounds: loss(&d.task_id),
         });
-    let reserved = tasks
-        .values()
-        .filter(|t| t.spec.population == population)
-        .filter_map(|t| {
-            t.reserved().map(|(epsilon, delta)| Charge {
-                epsilon,
-                delta,
-                rounds: t.loss,
-            })
-        });
+    let reserved = reserving(tasks, debits, population).map(|t| Charge {
+        epsilon: t.epsilon,
+        delta: t.delta,
+        rounds: t.loss,
+    });
     spent.chain(reserved).collect()
 }
 
-fn reserved<'a>(tasks: impl Iterator<Item = &'a LiveTask>, population: &str) -> (f64, f64) {
-    tasks
-        .filter(|t| t.spec.population == population)
-        .filter_map(LiveTask::reserved)
-        .fold((0.0, 0.0), |(e, d), (te, td)| (e + te, d + td))
+/// What `population`'s running tasks that released nothing yet hold back.
+fn reserved(tasks: &[StoredTask], debits: &[StoredDebit], population: &str) -> (f64, f64) {
+    reserving(tasks, debits, population).fold((0.0, 0.0), |(e, d), t| (e + t.epsilon, d + t.delta))
+}
+
+/// `population`'s running tasks not yet debited: what the ledger holds back for them.
+fn reserving<'a>(
+    tasks: &'a [StoredTask],
+    debits: &'a [StoredDebit],
+    population: &'a str,
+) -> impl Iterator<Item = &'a StoredTask> {
+    tasks.iter().filter(move |t| {
+        t.population == population
+            && t.state == TaskState::Running.name()
+            && !debits.iter().any(|d| d.task_id == t.id)
+    })
 }
 
 /// Refuses a request of another protocol version than [`PROTOCOL_VERSION`] as `malformed`.
@@ -1455,7 +1814,7 @@ const MAX_ATTEMPTS: u32 = 100;
 /// The most levels (rounds per search) of a multi-round task.
 const MAX_LEVELS: u32 = 64;
 /// The most tasks one analyst credential may run at once.
-const MAX_RUNNING_TASKS: usize = 100;
+const MAX_RUNNING_TASKS: u64 = 100;
 /// The most quantiles of one task.
 const MAX_QUANTILES: usize = 100;
 

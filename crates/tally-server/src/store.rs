@@ -16,7 +16,7 @@ use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 16] = [
+const SCHEMA: [&str; 19] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -133,6 +133,28 @@ const SCHEMA: [&str; 16] = [
         created_at BIGINT NOT NULL,
         last_seen BIGINT NOT NULL
     )",
+    // Who drives each running task's rounds: the replica holding its lease, the lease's
+    // epoch (bumped by every takeover, never reused: the fence every dependent write checks),
+    // and when it lapses unless renewed, in milliseconds since the Unix epoch.
+    "CREATE TABLE IF NOT EXISTS task_leases (
+        task_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL
+    )",
+    // The live replicas: where the others forward a round's check-ins and uploads to them,
+    // and when each was last heard of (milliseconds since the Unix epoch).
+    "CREATE TABLE IF NOT EXISTS replicas (
+        id TEXT PRIMARY KEY,
+        address TEXT NOT NULL,
+        seen_at BIGINT NOT NULL
+    )",
+    // Each round's query as its devices read it (public: every device of the population
+    // reads it), so that every replica lists every open round.
+    "CREATE TABLE IF NOT EXISTS round_queries (
+        round_id TEXT PRIMARY KEY,
+        query TEXT NOT NULL
+    )",
 ];
 
 /// `SELECT` of a stored population's columns `FROM populations`, then `$rest`; its trust
@@ -164,6 +186,19 @@ macro_rules! select_populations {
                 (SELECT colluding_fraction FROM population_collusion c
                  WHERE c.name = populations.name) AS colluding_fraction
              FROM populations ",
+            $rest
+        )
+    };
+}
+
+/// `SELECT` of a stored task's columns (with its loss rounds, null where it has none), then
+/// `$rest`.
+macro_rules! select_tasks {
+    ($rest:literal) => {
+        concat!(
+            "SELECT id, owner, population, spec, guarantee, epsilon, delta, state, error,
+                    created_at, sampling_rate, threshold, rounds
+             FROM tasks LEFT JOIN task_losses ON task_losses.task_id = tasks.id ",
             $rest
         )
     };
@@ -368,6 +403,8 @@ pub(crate) struct SessionCutoffs {
 
 /// What a round's release commits, all in one transaction.
 pub(crate) struct ReleaseCommit<'a> {
+    /// The lease its replica drives the task under.
+    pub(crate) fence: &'a Fence,
     /// The round.
     pub(crate) round_id: &'a str,
     /// Uploads it accepted.
@@ -380,9 +417,45 @@ pub(crate) struct ReleaseCommit<'a> {
     pub(crate) result: Option<(&'a str, &'a str)>,
 }
 
-/// The one writer's hold on a database, for the life of a server: a second server on the same
-/// database refuses to start, so that two processes never run the same rounds or spend the
-/// same budget twice.
+/// A running task's lease as the replica driving it holds it: every write that depends on it
+/// (a round opened or closed, a release, a debit, a failure) checks, inside its transaction,
+/// that the lease is still this replica's at this epoch and that the task still runs, and
+/// fails with [`ServerError::LeaseLost`] otherwise. A takeover bumps the epoch, so a replica
+/// that lost its lease (stopped, partitioned, its database sessions killed) commits nothing
+/// once another replica took the task over, whatever its clock says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Fence {
+    /// The task.
+    pub(crate) task_id: String,
+    /// The replica holding the lease.
+    pub(crate) holder: String,
+    /// The lease's epoch when this replica took it.
+    pub(crate) epoch: i64,
+}
+
+/// An open round of a task another replica drives: its query, and where that replica takes
+/// the round's check-ins and uploads.
+#[derive(Clone, Debug)]
+pub(crate) struct RemoteRound {
+    /// The round's query as stored (JSON).
+    pub(crate) query: String,
+    /// The driving replica's address.
+    pub(crate) address: String,
+}
+
+/// What a task's rounds say of it: how many released, and the open one if any.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RoundsSummary {
+    /// Released rounds.
+    pub(crate) released: u32,
+    /// The open round's id.
+    pub(crate) open: Option<String>,
+}
+
+/// The one writer's hold on a database, for the life of a server on SQLite or of a relay: a
+/// second one on the same database refuses to start, so that two processes never run the same
+/// rounds or spend the same budget twice. (Servers on PostgreSQL take none: they are replicas,
+/// each task driven by one of them under a lease, [`Fence`].)
 /// (An in-memory SQLite database holds neither: no other process can open it.)
 pub(crate) struct WriterLease {
     /// An exclusive `flock` on a SQLite database file itself, released when it closes: it
@@ -478,6 +551,173 @@ impl Store {
                 }
             }
         }
+    }
+
+    /// Whether many replicas may share this database (PostgreSQL; SQLite has one writer).
+    pub(crate) fn shared(&self) -> bool {
+        self.postgres
+    }
+
+    /// Says that replica `id` is alive at `now` and takes check-ins and uploads at `address`.
+    pub(crate) async fn heartbeat(
+        &self,
+        id: &str,
+        address: &str,
+        now: i64,
+    ) -> Result<(), ServerError> {
+        sqlx::query(
+            "INSERT INTO replicas (id, address, seen_at) VALUES ($1, $2, $3)
+             ON CONFLICT (id) DO UPDATE SET address = excluded.address, seen_at = excluded.seen_at",
+        )
+        .bind(id)
+        .bind(address)
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The replicas heard of since `since` (replica `id`, asking, among them).
+    pub(crate) async fn live_replicas(&self, since: i64) -> Result<u64, ServerError> {
+        let row = sqlx::query("SELECT COUNT(*) AS live FROM replicas WHERE seen_at >= $1")
+            .bind(since)
+            .fetch_one(&self.pool)
+            .await?;
+        stored_count("replicas", row.try_get("live")?)
+    }
+
+    /// Forgets replica `id` and lets its leases lapse now, for its graceful shutdown: the
+    /// others take its tasks over at their next look.
+    pub(crate) async fn leave(&self, id: &str) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("UPDATE task_leases SET expires_at = 0 WHERE holder = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("DELETE FROM replicas WHERE id = $1")
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Lets every lease lapse: a SQLite database's one writer, starting, knows that whoever
+    /// held them is gone.
+    pub(crate) async fn expire_leases(&self) -> Result<(), ServerError> {
+        sqlx::query("UPDATE task_leases SET expires_at = 0")
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// The running tasks no live lease covers at `now` (never leased, or lapsed), oldest
+    /// first.
+    pub(crate) async fn unleased_tasks(&self, now: i64) -> Result<Vec<String>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT tasks.id AS id FROM tasks
+             LEFT JOIN task_leases ON task_leases.task_id = tasks.id
+             WHERE tasks.state = $1
+               AND (task_leases.task_id IS NULL OR task_leases.expires_at < $2)
+             ORDER BY tasks.created_at, tasks.id",
+        )
+        .bind(TaskState::Running.name())
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(|r| Ok(r.try_get("id")?)).collect()
+    }
+
+    /// Takes running task `task_id`'s lease for replica `holder` until `expires_at`, if no
+    /// live lease covers it at `now`: the epoch goes up by one (from 1 for a task never
+    /// leased), and the task's rounds still open (opened under an earlier epoch, their
+    /// reports gone with the replica that held them) are aborted in the same transaction.
+    /// Returns the fence, and how many rounds it aborted; `None` if another replica holds a
+    /// live lease or the task no longer runs.
+    pub(crate) async fn take_lease(
+        &self,
+        task_id: &str,
+        holder: &str,
+        now: i64,
+        expires_at: i64,
+    ) -> Result<Option<(Fence, u64)>, ServerError> {
+        let mut tx = self.pool.begin().await?;
+        let taken = sqlx::query(
+            "INSERT INTO task_leases (task_id, holder, epoch, expires_at)
+             SELECT id, $1, 1, $2 FROM tasks WHERE id = $3 AND state = $4
+             ON CONFLICT (task_id) DO UPDATE
+             SET holder = excluded.holder, epoch = task_leases.epoch + 1,
+                 expires_at = excluded.expires_at
+             WHERE task_leases.expires_at < $5
+             RETURNING epoch",
+        )
+        .bind(holder)
+        .bind(expires_at)
+        .bind(task_id)
+        .bind(TaskState::Running.name())
+        .bind(now)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(row) = taken else {
+            tx.rollback().await?;
+            return Ok(None);
+        };
+        let epoch: i64 = row.try_get("epoch")?;
+        let aborted = sqlx::query("UPDATE rounds SET state = $1 WHERE task_id = $2 AND state = $3")
+            .bind(RoundState::Aborted.name())
+            .bind(task_id)
+            .bind(RoundState::Open.name())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        let fence = Fence {
+            task_id: task_id.to_owned(),
+            holder: holder.to_owned(),
+            epoch,
+        };
+        Ok(Some((fence, aborted)))
+    }
+
+    /// Renews every lease replica `holder` still holds on a running task until `expires_at`,
+    /// and returns them (task and epoch): a lease another replica took over, or of a task
+    /// cancelled beside it, is not among them.
+    pub(crate) async fn renew_leases(
+        &self,
+        holder: &str,
+        expires_at: i64,
+    ) -> Result<Vec<(String, i64)>, ServerError> {
+        let rows = sqlx::query(
+            "UPDATE task_leases SET expires_at = $1
+             WHERE holder = $2 AND task_id IN (SELECT id FROM tasks WHERE state = $3)
+             RETURNING task_id, epoch",
+        )
+        .bind(expires_at)
+        .bind(holder)
+        .bind(TaskState::Running.name())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get("task_id")?, r.try_get("epoch")?)))
+            .collect()
+    }
+
+    /// The lease of a new task, in `tx`: its creator's replica drives it from the start.
+    async fn lease_new_task(
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        fence: &Fence,
+        expires_at: i64,
+    ) -> Result<(), ServerError> {
+        sqlx::query(
+            "INSERT INTO task_leases (task_id, holder, epoch, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(&fence.task_id)
+        .bind(&fence.holder)
+        .bind(fence.epoch)
+        .bind(expires_at)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
     }
 
     /// Stores a new population (with its trust model, sampling policy, declared pair and
@@ -631,7 +871,8 @@ impl Store {
     /// all in one transaction that no other writer on the database can interleave with: on
     /// SQLite it takes the write lock first (`BEGIN IMMEDIATE`), on PostgreSQL it locks the
     /// population's row. Two handles on one database (two processes) therefore never both
-    /// admit a task the budget covers only once.
+    /// admit a task the budget covers only once. The task's lease (`fence`, until
+    /// `expires_at`) is stored with it.
     ///
     /// # Errors
     ///
@@ -640,6 +881,7 @@ impl Store {
     pub(crate) async fn insert_task_within_budget<E: From<ServerError>>(
         &self,
         task: &StoredTask,
+        (fence, expires_at): (&Fence, i64),
         admit: impl FnOnce(&StoredPopulation, Vec<Charge>) -> Result<(), E>,
     ) -> Result<(), E> {
         let mut tx = if self.postgres {
@@ -702,104 +944,201 @@ impl Store {
             return Err(refused);
         }
         insert_task(&mut tx, task).await?;
+        Self::lease_new_task(&mut tx, fence, expires_at).await?;
         tx.commit().await.map_err(ServerError::from)?;
         Ok(())
     }
 
     /// Every task, oldest first.
     pub(crate) async fn tasks(&self) -> Result<Vec<StoredTask>, ServerError> {
-        let rows = sqlx::query(
-            "SELECT id, owner, population, spec, guarantee, epsilon, delta, state, error, created_at,
-                    sampling_rate, threshold, rounds
-             FROM tasks LEFT JOIN task_losses ON task_losses.task_id = tasks.id
-             ORDER BY created_at, id",
-        )
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(StoredTask {
-                    id: r.try_get("id")?,
-                    owner: r.try_get("owner")?,
-                    population: r.try_get("population")?,
-                    spec: r.try_get("spec")?,
-                    guarantee: r.try_get("guarantee")?,
-                    epsilon: r.try_get("epsilon")?,
-                    delta: r.try_get("delta")?,
-                    state: r.try_get("state")?,
-                    error: r.try_get("error")?,
-                    created_at: r.try_get("created_at")?,
-                    loss: stored_loss(r)?,
-                })
-            })
-            .collect()
+        let rows = sqlx::query(select_tasks!("ORDER BY created_at, id"))
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(task_of).collect()
     }
 
-    /// Sets a task's state (and its error, for a failed task).
-    pub(crate) async fn set_task_state(
-        &self,
-        id: &str,
-        state: &str,
-        error: Option<&str>,
-    ) -> Result<(), ServerError> {
-        sqlx::query("UPDATE tasks SET state = $1, error = $2 WHERE id = $3")
-            .bind(state)
-            .bind(error)
+    /// Task `id`, if there is one.
+    pub(crate) async fn task(&self, id: &str) -> Result<Option<StoredTask>, ServerError> {
+        let row = sqlx::query(select_tasks!("WHERE id = $1"))
             .bind(id)
-            .execute(&self.pool)
+            .fetch_optional(&self.pool)
             .await?;
+        row.as_ref().map(task_of).transpose()
+    }
+
+    /// How many tasks of the analyst credential `owner` run.
+    pub(crate) async fn running_tasks_of(&self, owner: &str) -> Result<u64, ServerError> {
+        let row =
+            sqlx::query("SELECT COUNT(*) AS running FROM tasks WHERE owner = $1 AND state = $2")
+                .bind(owner)
+                .bind(TaskState::Running.name())
+                .fetch_one(&self.pool)
+                .await?;
+        stored_count("running tasks", row.try_get("running")?)
+    }
+
+    /// How many tasks run.
+    pub(crate) async fn running_tasks(&self) -> Result<u64, ServerError> {
+        let row = sqlx::query("SELECT COUNT(*) AS running FROM tasks WHERE state = $1")
+            .bind(TaskState::Running.name())
+            .fetch_one(&self.pool)
+            .await?;
+        stored_count("running tasks", row.try_get("running")?)
+    }
+
+    /// Fails the task `fence` drives, saying why.
+    pub(crate) async fn fail_task(&self, fence: &Fence, error: &str) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
+        check_fence(&mut tx, fence).await?;
+        sqlx::query("UPDATE tasks SET state = $1, error = $2 WHERE id = $3")
+            .bind(TaskState::Failed.name())
+            .bind(error)
+            .bind(&fence.task_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 
-    /// Records a newly opened round.
+    /// Cancels running task `id` (from any replica): its state, and its rounds still open
+    /// aborted, in one transaction; the replica driving it commits nothing for it afterwards
+    /// (its [`Fence`] checks that the task runs). `false` if it was not running.
+    pub(crate) async fn cancel_task(&self, id: &str) -> Result<bool, ServerError> {
+        let mut tx = self.pool.begin().await?;
+        let cancelled = sqlx::query("UPDATE tasks SET state = $1 WHERE id = $2 AND state = $3")
+            .bind(TaskState::Cancelled.name())
+            .bind(id)
+            .bind(TaskState::Running.name())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected()
+            == 1;
+        sqlx::query("UPDATE rounds SET state = $1 WHERE task_id = $2 AND state = $3")
+            .bind(RoundState::Aborted.name())
+            .bind(id)
+            .bind(RoundState::Open.name())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(cancelled)
+    }
+
+    /// Records a newly opened round of the task `fence` drives, with its query (JSON).
     pub(crate) async fn insert_round(
         &self,
+        fence: &Fence,
         id: &str,
-        task_id: &str,
-        round: u32,
-        attempt: u32,
+        (round, attempt): (u32, u32),
         opened_at: i64,
+        query: &str,
     ) -> Result<(), ServerError> {
+        let mut tx = self.pool.begin().await?;
+        check_fence(&mut tx, fence).await?;
         sqlx::query(
             "INSERT INTO rounds (id, task_id, round, attempt, state, uploads, release, opened_at)
              VALUES ($1, $2, $3, $4, $5, 0, NULL, $6)",
         )
         .bind(id)
-        .bind(task_id)
+        .bind(&fence.task_id)
         .bind(i64::from(round))
         .bind(i64::from(attempt))
         .bind(RoundState::Open.name())
         .bind(opened_at)
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await?;
+        sqlx::query("INSERT INTO round_queries (round_id, query) VALUES ($1, $2)")
+            .bind(id)
+            .bind(query)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
         Ok(())
     }
 
-    /// Closes a round without a release (`Short` or `Aborted`).
+    /// Closes a round of the task `fence` drives without a release (`Short` or `Aborted`).
     pub(crate) async fn close_round(
         &self,
+        fence: &Fence,
         id: &str,
         state: RoundState,
         uploads: u64,
     ) -> Result<(), ServerError> {
         debug_assert!(matches!(state, RoundState::Short | RoundState::Aborted));
-        sqlx::query("UPDATE rounds SET state = $1, uploads = $2 WHERE id = $3")
+        let mut tx = self.pool.begin().await?;
+        check_fence(&mut tx, fence).await?;
+        sqlx::query("UPDATE rounds SET state = $1, uploads = $2 WHERE id = $3 AND state = $4")
             .bind(state.name())
             .bind(to_i64(uploads))
             .bind(id)
-            .execute(&self.pool)
+            .bind(RoundState::Open.name())
+            .execute(&mut *tx)
             .await?;
+        tx.commit().await?;
         Ok(())
     }
 
-    /// Marks every round still open as aborted (after a restart) and returns how many.
-    pub(crate) async fn abort_open_rounds(&self) -> Result<u64, ServerError> {
-        let done = sqlx::query("UPDATE rounds SET state = $1 WHERE state = $2")
-            .bind(RoundState::Aborted.name())
+    /// Every task's released rounds and open round, by task.
+    pub(crate) async fn rounds_summary(
+        &self,
+    ) -> Result<rustc_hash::FxHashMap<String, RoundsSummary>, ServerError> {
+        let rows = sqlx::query("SELECT task_id, id, state FROM rounds WHERE state IN ($1, $2)")
+            .bind(RoundState::Released.name())
             .bind(RoundState::Open.name())
-            .execute(&self.pool)
+            .fetch_all(&self.pool)
             .await?;
-        Ok(done.rows_affected())
+        let mut summary = rustc_hash::FxHashMap::<String, RoundsSummary>::default();
+        for row in &rows {
+            let entry = summary.entry(row.try_get("task_id")?).or_default();
+            if row.try_get::<String, _>("state")? == RoundState::Open.name() {
+                entry.open = Some(row.try_get("id")?);
+            } else {
+                entry.released += 1;
+            }
+        }
+        Ok(summary)
+    }
+
+    /// The open rounds of tasks another replica than `holder` drives under a lease live at
+    /// `now`, by round id.
+    pub(crate) async fn remote_rounds(
+        &self,
+        holder: &str,
+        now: i64,
+    ) -> Result<Vec<(String, RemoteRound)>, ServerError> {
+        let rows = sqlx::query(
+            "SELECT rounds.id AS id, round_queries.query AS query, replicas.address AS address
+             FROM rounds
+             JOIN round_queries ON round_queries.round_id = rounds.id
+             JOIN task_leases ON task_leases.task_id = rounds.task_id
+             JOIN replicas ON replicas.id = task_leases.holder
+             WHERE rounds.state = $1 AND task_leases.holder <> $2
+               AND task_leases.expires_at >= $3",
+        )
+        .bind(RoundState::Open.name())
+        .bind(holder)
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get("id")?,
+                    RemoteRound {
+                        query: r.try_get("query")?,
+                        address: r.try_get("address")?,
+                    },
+                ))
+            })
+            .collect()
+    }
+
+    /// Whether round `id` exists (open or closed).
+    pub(crate) async fn round_exists(&self, id: &str) -> Result<bool, ServerError> {
+        let row = sqlx::query("SELECT 1 AS found FROM rounds WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.is_some())
     }
 
     /// A task's rounds, in order.
@@ -833,13 +1172,20 @@ impl Store {
         commit: ReleaseCommit<'_>,
     ) -> Result<(), ServerError> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE rounds SET state = $1, uploads = $2, release = $3 WHERE id = $4")
-            .bind(RoundState::Released.name())
-            .bind(to_i64(commit.uploads))
-            .bind(commit.release)
-            .bind(commit.round_id)
-            .execute(&mut *tx)
-            .await?;
+        check_fence(&mut tx, commit.fence).await?;
+        let released = sqlx::query(
+            "UPDATE rounds SET state = $1, uploads = $2, release = $3 WHERE id = $4 AND state = $5",
+        )
+        .bind(RoundState::Released.name())
+        .bind(to_i64(commit.uploads))
+        .bind(commit.release)
+        .bind(commit.round_id)
+        .bind(RoundState::Open.name())
+        .execute(&mut *tx)
+        .await?;
+        if released.rows_affected() != 1 {
+            return Err(ServerError::LeaseLost(commit.fence.task_id.clone()));
+        }
         if let Some(debit) = &commit.debit {
             sqlx::query(
                 "INSERT INTO ledger (task_id, population, epsilon, delta, at) VALUES ($1, $2, $3, $4, $5)",
@@ -1047,6 +1393,36 @@ impl Store {
     }
 }
 
+/// Checks in `tx` that `fence` still holds: its replica holds the task's lease at its epoch,
+/// and the task runs. The check writes the lease's row (leaving it as it is), so that on
+/// PostgreSQL a takeover waits for `tx` to end, and `tx` never commits beside one.
+///
+/// # Errors
+///
+/// [`ServerError::LeaseLost`] if it does not hold.
+async fn check_fence(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    fence: &Fence,
+) -> Result<(), ServerError> {
+    let held = sqlx::query(
+        "UPDATE task_leases SET epoch = epoch
+         WHERE task_id = $1 AND holder = $2 AND epoch = $3
+           AND EXISTS (SELECT 1 FROM tasks WHERE tasks.id = $4 AND tasks.state = $5)",
+    )
+    .bind(&fence.task_id)
+    .bind(&fence.holder)
+    .bind(fence.epoch)
+    .bind(&fence.task_id)
+    .bind(TaskState::Running.name())
+    .execute(&mut **tx)
+    .await?;
+    if held.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(ServerError::LeaseLost(fence.task_id.clone()))
+    }
+}
+
 /// Counts a change to `credentials` in `tx`, the transaction that makes it; returns the
 /// generation the change makes.
 async fn bump_credential_generation(
@@ -1111,6 +1487,22 @@ fn create_private(path: &Path) -> Result<std::fs::File, ServerError> {
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     Ok(options.open(path)?)
+}
+
+fn task_of(r: &sqlx::any::AnyRow) -> Result<StoredTask, ServerError> {
+    Ok(StoredTask {
+        id: r.try_get("id")?,
+        owner: r.try_get("owner")?,
+        population: r.try_get("population")?,
+        spec: r.try_get("spec")?,
+        guarantee: r.try_get("guarantee")?,
+        epsilon: r.try_get("epsilon")?,
+        delta: r.try_get("delta")?,
+        state: r.try_get("state")?,
+        error: r.try_get("error")?,
+        created_at: r.try_get("created_at")?,
+        loss: stored_loss(r)?,
+    })
 }
 
 fn population_of(row: &sqlx::any::AnyRow) -> Result<StoredPopulation, ServerError> {

@@ -14,6 +14,9 @@ use crate::ServerError;
 #[derive(Clone)]
 pub struct Tls {
     acceptor: TlsAcceptor,
+    /// The certificate chain, which the other replicas of a server present too: what this
+    /// one trusts when it forwards them a round's requests.
+    chain: Vec<CertificateDer<'static>>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -48,13 +51,19 @@ impl Tls {
             .and_then(|builder| {
                 builder
                     .with_no_client_auth()
-                    .with_single_cert(chain, key_der)
+                    .with_single_cert(chain.clone(), key_der)
             })
             .map_err(|e| invalid(key, &e))?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Self {
             acceptor: TlsAcceptor::from(Arc::new(config)),
+            chain,
         })
+    }
+
+    /// The certificate chain served.
+    pub(crate) fn chain(&self) -> &[CertificateDer<'static>] {
+        &self.chain
     }
 
     pub(crate) fn acceptor(&self) -> &TlsAcceptor {

@@ -1,6 +1,6 @@
-//! One writer per database, and a database only its owner can read. Two servers on one
-//! database each ran the open rounds and could each spend the same budget; the SQLite file
-//! was created world-readable.
+//! One writer per SQLite database (replicas on PostgreSQL), and a database only its owner can
+//! read. Two servers on one database each ran the open rounds and could each spend the same
+//! budget; the SQLite file was created world-readable.
 
 mod common;
 
@@ -9,14 +9,18 @@ use tally_server::{Server, ServerError};
 
 common::postgres_half!();
 
+/// A second server on a SQLite database refuses to start; on PostgreSQL it starts, as a
+/// replica sharing the tasks through their leases.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_server_on_the_same_database_refuses_to_start() {
+async fn a_second_server_refuses_on_sqlite_and_joins_as_a_replica_on_postgres() {
     for db in databases().await {
         let (server, _, _) = start(&db.url, (10.0, 1e-5)).await;
-        match Server::start(&db.url).await {
-            Err(ServerError::Locked(_)) => {}
-            Err(other) => panic!("{}: expected a held lease, got {other}", db.name),
-            Ok(_) => panic!("{}: two servers started on one database", db.name),
+        match (db.name, Server::start(&db.url).await) {
+            ("sqlite", Err(ServerError::Locked(_))) => {}
+            ("sqlite", Err(other)) => panic!("sqlite: expected a held lease, got {other}"),
+            ("sqlite", Ok(_)) => panic!("sqlite: two servers started on one database"),
+            (_, Ok(replica)) => replica.shutdown().await,
+            (name, Err(e)) => panic!("{name}: a replica could not start: {e}"),
         }
         // Credentials and populations can still be made beside the running server.
         population(&db.url, "second", (1.0, 1e-6)).await;

@@ -117,6 +117,7 @@ async fn plain_http_beyond_loopback_needs_insecure_http() {
         tls: None,
         insecure_http: false,
         console_sessions: tally_server::ConsoleSessions::default(),
+        replication: tally_server::Replication::default(),
     };
     let refused = tally_server::serve(config).await.unwrap_err().to_string();
     assert!(refused.contains("--insecure-http"), "{refused}");

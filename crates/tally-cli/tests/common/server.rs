@@ -102,13 +102,28 @@ pub(crate) struct ServerProcess {
     child: Child,
     /// A client of it without a credential.
     base: Client,
+    /// Whether its database is PostgreSQL.
+    postgres: bool,
 }
 
 impl ServerProcess {
-    /// Starts `tally serve` on a free port of 127.0.0.1 with the database `db` and `tls`.
+    /// Starts `tally serve` on a free port of 127.0.0.1 with the database `db` and `tls`; on
+    /// PostgreSQL with one-second leases, so that the tasks of a server killed before it run
+    /// again a second later.
     pub(crate) fn start(db: &str, tls: &Tls) -> Self {
+        let lease: &[&str] = if db.starts_with("postgres") {
+            &["--lease-duration", "1"]
+        } else {
+            &[]
+        };
+        Self::start_with(db, tls, lease)
+    }
+
+    /// [`ServerProcess::start`] with more options of `tally serve`.
+    pub(crate) fn start_with(db: &str, tls: &Tls, options: &[&str]) -> Self {
         let port = free_port();
         let child = serve_command(db, port)
+            .args(options)
             .arg("--tls-cert")
             .arg(&tls.cert)
             .arg("--tls-key")
@@ -120,7 +135,11 @@ impl ServerProcess {
         let base = Client::with_ca_cert(&format!("https://127.0.0.1:{port}"), &tls.ca)
             .unwrap()
             .with_retry(RetryPolicy::NONE);
-        Self { child, base }
+        Self {
+            child,
+            base,
+            postgres: db.starts_with("postgres"),
+        }
     }
 
     /// A client of the server with `token`.
@@ -133,8 +152,13 @@ impl ServerProcess {
         tokens.devices.iter().map(|t| self.client(t)).collect()
     }
 
-    /// Waits until the server answers `analyst`.
+    /// Waits until the server answers `analyst`, and on PostgreSQL until the leases of a
+    /// server killed before it lapsed (a second, [`ServerProcess::start`]) and it took their
+    /// tasks over.
     pub(crate) async fn wait_ready(&mut self, analyst: &Client) {
+        if self.postgres {
+            tokio::time::sleep(Duration::from_millis(1300)).await;
+        }
         let started = Instant::now();
         while analyst.tasks().await.is_err() {
             assert!(
@@ -144,6 +168,11 @@ impl ServerProcess {
             assert!(started.elapsed() < Duration::from_secs(30), "no server");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// SIGKILL: no shutdown code runs.

@@ -1,6 +1,7 @@
-//! Two coordinators on one database (as two server processes would be, past the writer lease)
-//! race for one population's budget: a reservation is one database transaction, so together
-//! they admit exactly what one would.
+//! Two coordinators on one database (as two replicas are) race for one population's budget: a
+//! reservation is one database transaction, so together they admit exactly what one would. A
+//! replica that lost a task's lease commits nothing for it: every dependent write checks the
+//! lease's fence in its transaction.
 
 use sqlx::Connection;
 use tally_accounting::composition::compose_basic;
@@ -95,9 +96,14 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
             // Each its own pool, as each process has.
             let store = Store::open(&url).await.unwrap();
             coordinators.push(
-                Runtime::start(store, &Limits::default(), AggregatorCoins::Os)
-                    .await
-                    .unwrap(),
+                Runtime::start(
+                    store,
+                    &Limits::default(),
+                    AggregatorCoins::Os,
+                    &Replication::default(),
+                )
+                .await
+                .unwrap(),
             );
         }
         let population = StoredPopulation {
@@ -179,9 +185,14 @@ async fn a_stored_device_sampled_task_samples_at_the_aggregator_without_the_poli
             created_at: unix_now(),
         };
         assert!(store.insert_population(&population).await.unwrap());
-        let runtime = Runtime::start(store, &Limits::default(), AggregatorCoins::Os)
-            .await
-            .unwrap();
+        let runtime = Runtime::start(
+            store,
+            &Limits::default(),
+            AggregatorCoins::Os,
+            &Replication::default(),
+        )
+        .await
+        .unwrap();
         let device_sampled = TaskSpec {
             sampling: Sampling::Device,
             ..spec()
@@ -209,11 +220,204 @@ async fn a_stored_device_sampled_task_samples_at_the_aggregator_without_the_poli
                 Store::open(&url).await.unwrap(),
                 &Limits::default(),
                 AggregatorCoins::Os,
+                &Replication::default(),
             )
             .await
             .unwrap();
             assert_eq!(sampling(&runtime), expected, "{name}");
             runtime.shutdown().await;
         }
+    }
+}
+
+/// The population of the lease tests: a budget for many tasks, a minimum cohort of one.
+fn roomy_population() -> StoredPopulation {
+    StoredPopulation {
+        name: POPULATION.into(),
+        epsilon: 100.0,
+        delta: 1e-3,
+        min_cohort: 1,
+        max_task_epsilon: None,
+        trust: TrustModel::SingleParty,
+        allow_device_sampling: false,
+        colluding_fraction: 0.0,
+        task_bound: None,
+        neighbours: tally_accounting::Neighbours::AddRemove,
+        created_at: unix_now(),
+    }
+}
+
+/// `count` devices upload a report each to the open round `round`, through `runtime`.
+fn upload_reports(runtime: &Runtime, round: &Round, count: usize) {
+    for device in 0..count {
+        let who = Principal {
+            id: format!("device-{device}"),
+            role: Role::Device,
+            populations: vec![POPULATION.into()],
+        };
+        let tokens = runtime.check_in(round, &who, 1).unwrap();
+        let uploads = vec![tally_messages::Upload {
+            token: tokens[0].clone(),
+            report: Some("word".into()),
+        }];
+        let outcome = round.upload(&who.id, uploads).unwrap();
+        assert!(outcome.rejected.is_empty(), "{:?}", outcome.rejected);
+    }
+}
+
+/// The round `runtime` drives for `task`, if any.
+async fn driven_round(runtime: &Runtime, task: &str) -> Option<Arc<Round>> {
+    runtime
+        .tasks
+        .lock()
+        .await
+        .get(task)
+        .and_then(|t| t.round.clone())
+}
+
+/// Replica A drives a task; its lease lapses (A stalled: stopped, partitioned, its database
+/// sessions killed) and replica B takes the task over. A, resuming, closes its round below the
+/// minimum cohort: the fence refuses the close and the next round A would open, and A drops
+/// the task without marking it failed. Then B stalls and A takes the task back; B, resuming
+/// with its round full of reports, closes it: its release and debit are refused, and A's round
+/// releases the task once, with one debit. Without the fence, A opens a round of its own
+/// beside B's after the short close, and two replicas drive one task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_lost_its_lease_commits_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let analyst = Principal {
+        id: "analyst".into(),
+        role: Role::Analyst,
+        populations: vec![POPULATION.into()],
+    };
+    for (name, url) in databases(&dir).await {
+        let store = Store::open(&url).await.unwrap();
+        assert!(store.insert_population(&roomy_population()).await.unwrap());
+        let replication = Replication {
+            lease: Duration::from_secs(60),
+            address: Some("http://127.0.0.1:9".into()),
+        };
+        let start = || async {
+            Runtime::start(
+                Store::open(&url).await.unwrap(),
+                &Limits::default(),
+                AggregatorCoins::seeded(7),
+                &replication,
+            )
+            .await
+            .unwrap()
+        };
+        let (a, b) = (start().await, start().await);
+        let small_cohort = TaskSpec {
+            rounds: RoundPolicy {
+                min_cohort: 3,
+                ..RoundPolicy::default()
+            },
+            ..spec()
+        };
+        let task = a.create_task(small_cohort, &analyst).await.unwrap().id;
+        let a_round = driven_round(&a, &task).await.expect("A drives the task");
+        b.share_work().await.unwrap();
+        assert!(
+            driven_round(&b, &task).await.is_none(),
+            "{name}: B took a live lease"
+        );
+        // A stalls past its lease, and B takes the task over.
+        store.expire_leases().await.unwrap();
+        b.share_work().await.unwrap();
+        let b_round = driven_round(&b, &task).await.expect("B took the task over");
+        assert_ne!(b_round.query.round_id, a_round.query.round_id);
+        // A resumes, and its round closes empty: below the minimum cohort.
+        a.close_round(&a_round.query.round_id).await;
+        assert!(
+            a.tasks.lock().await.is_empty(),
+            "{name}: A still drives the task"
+        );
+        let open: Vec<String> = store
+            .rounds(&task)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.state == RoundState::Open)
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(open.len(), 1, "{name}: open rounds {open:?}");
+        assert_eq!(open[0], b_round.query.round_id, "{name}");
+        // B stalls in turn with its round full, and A takes the task back.
+        upload_reports(&b, &b_round, 3);
+        store.expire_leases().await.unwrap();
+        a.share_work().await.unwrap();
+        let a_round = driven_round(&a, &task).await.expect("A took the task back");
+        b.close_round(&b_round.query.round_id).await;
+        let info = a.task(&task, &analyst).await.unwrap();
+        assert_eq!(info.state, TaskState::Running, "{name}: {info:?}");
+        assert_eq!(info.rounds_released, 0, "{name}: B released past its lease");
+        assert!(
+            store.debits().await.unwrap().is_empty(),
+            "{name}: B debited"
+        );
+        assert!(
+            b.tasks.lock().await.is_empty(),
+            "{name}: B still drives the task"
+        );
+        // A's round releases the task, once.
+        upload_reports(&a, &a_round, 3);
+        a.close_round(&a_round.query.round_id).await;
+        let info = a.task(&task, &analyst).await.unwrap();
+        assert_eq!(info.state, TaskState::Finished, "{name}: {info:?}");
+        assert_eq!(info.rounds_released, 1, "{name}");
+        assert_eq!(store.debits().await.unwrap().len(), 1, "{name}");
+        assert!(store.result(&task).await.unwrap().is_some(), "{name}");
+        a.shutdown().await;
+        b.shutdown().await;
+    }
+}
+
+/// A replica's lease tick drops a task whose lease another replica took: its open round
+/// leaves memory at once (devices uploading to it are refused), before any close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_stops_driving_a_task_at_the_tick_that_finds_its_lease_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let analyst = Principal {
+        id: "analyst".into(),
+        role: Role::Analyst,
+        populations: vec![POPULATION.into()],
+    };
+    for (name, url) in databases(&dir).await {
+        let store = Store::open(&url).await.unwrap();
+        assert!(store.insert_population(&roomy_population()).await.unwrap());
+        let replication = Replication {
+            lease: Duration::from_secs(60),
+            address: Some("http://127.0.0.1:9".into()),
+        };
+        let start = || async {
+            Runtime::start(
+                Store::open(&url).await.unwrap(),
+                &Limits::default(),
+                AggregatorCoins::Os,
+                &replication,
+            )
+            .await
+            .unwrap()
+        };
+        let (a, b) = (start().await, start().await);
+        let task = a.create_task(spec(), &analyst).await.unwrap().id;
+        let a_round = driven_round(&a, &task).await.unwrap();
+        store.expire_leases().await.unwrap();
+        b.share_work().await.unwrap();
+        assert!(driven_round(&b, &task).await.is_some(), "{name}");
+        a.share_work().await.unwrap();
+        assert!(a.tasks.lock().await.is_empty(), "{name}: A kept the task");
+        let round_id = &a_round.query.round_id;
+        assert!(
+            !a.open.read().unwrap().contains_key(round_id),
+            "{name}: A's round stayed open"
+        );
+        // A now lists B's round and forwards its requests there.
+        let rounds = a.open_rounds(&analyst);
+        assert_eq!(rounds.len(), 1, "{name}");
+        assert_ne!(&rounds[0].round_id, round_id, "{name}");
+        a.shutdown().await;
+        b.shutdown().await;
     }
 }
