@@ -50,8 +50,10 @@ pub(crate) struct AggregatorKeys {
 impl AggregatorKeys {
     /// Reads the live keys, making a current key first if the database has none.
     pub(crate) async fn load(store: &Store, now: i64) -> Result<Self, ServerError> {
-        if !store.keys().await?.iter().any(|k| k.retires_at.is_none()) {
-            rotate(store, now, Duration::ZERO).await?;
+        let stored = store.keys().await?;
+        if !stored.iter().any(|k| k.retires_at.is_none()) {
+            // The database's first key; replicas starting together store one of theirs.
+            store.insert_first_key(&new_key(&stored, now)?).await?;
         }
         Ok(Self {
             live: RwLock::new(Arc::new(live_keys(store, now).await?)),
@@ -101,7 +103,17 @@ async fn live_keys(store: &Store, now: i64) -> Result<LiveKeys, ServerError> {
 /// [`ServerError::Invalid`] if all 256 key ids are live (rotations faster than the grace
 /// period), [`ServerError`] if the database fails.
 pub(crate) async fn rotate(store: &Store, now: i64, grace: Duration) -> Result<u8, ServerError> {
-    let stored = store.keys().await?;
+    let key = new_key(&store.keys().await?, now)?;
+    let key_id = key.key_id;
+    let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
+    store
+        .rotate_key(&key, now, now.saturating_add(grace))
+        .await?;
+    Ok(key_id)
+}
+
+/// A new key pair made at `now`, under the first key id no key of `stored` still uses.
+fn new_key(stored: &[StoredKey], now: i64) -> Result<StoredKey, ServerError> {
     let used = |id: u8| {
         stored
             .iter()
@@ -115,18 +127,10 @@ pub(crate) async fn rotate(store: &Store, now: i64, grace: Duration) -> Result<u
         )
     })?;
     let pair = KeyPair::generate(key_id, &mut rand::rng());
-    let grace = i64::try_from(grace.as_secs()).unwrap_or(i64::MAX);
-    store
-        .rotate_key(
-            &StoredKey {
-                key_id,
-                secret_key: URL_SAFE_NO_PAD.encode(pair.secret_bytes()),
-                created_at: now,
-                retires_at: None,
-            },
-            now,
-            now.saturating_add(grace),
-        )
-        .await?;
-    Ok(key_id)
+    Ok(StoredKey {
+        key_id,
+        secret_key: URL_SAFE_NO_PAD.encode(pair.secret_bytes()),
+        created_at: now,
+        retires_at: None,
+    })
 }

@@ -469,6 +469,12 @@ pub(crate) struct WriterLease {
     _session: Option<std::sync::Mutex<sqlx::AnyConnection>>,
 }
 
+/// The key of the PostgreSQL advisory lock held while the schema is made (per database).
+const SCHEMA_LOCK_KEY: i64 = 0x7461_6c6c_7901;
+
+/// The key of the PostgreSQL advisory lock held while a database's first HPKE key is made.
+const KEYS_LOCK_KEY: i64 = 0x7461_6c6c_7902;
+
 /// The key of the PostgreSQL advisory lock (advisory locks are per database).
 const LEASE_KEY: i64 = 0x7461_6c6c_7900;
 
@@ -501,13 +507,23 @@ impl Store {
             .max_connections(4)
             .connect(&url)
             .await?;
-        for statement in SCHEMA {
-            sqlx::query(statement).execute(&pool).await?;
+        let postgres = url.starts_with("postgres");
+        let mut tx = pool.begin().await?;
+        if postgres {
+            // `CREATE TABLE IF NOT EXISTS` is not safe against itself on PostgreSQL: replicas
+            // (or a replica and `tally token create --db`) starting together on a new database
+            // would collide in its catalog. One at a time, then (SQLite's writes are one at a
+            // time already).
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(SCHEMA_LOCK_KEY)
+                .execute(&mut *tx)
+                .await?;
         }
-        Ok(Self {
-            pool,
-            postgres: url.starts_with("postgres"),
-        })
+        for statement in SCHEMA {
+            sqlx::query(statement).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(Self { pool, postgres })
     }
 
     /// Takes the database's writer lease, or fails if another server holds it.
@@ -842,6 +858,37 @@ impl Store {
         .bind(key.created_at)
         .execute(&mut *tx)
         .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Stores `key` as the current key unless the database has one (its first start), in
+    /// a transaction replicas starting together take in turn.
+    pub(crate) async fn insert_first_key(&self, key: &StoredKey) -> Result<(), ServerError> {
+        let mut tx = if self.postgres {
+            let mut tx = self.pool.begin().await?;
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(KEYS_LOCK_KEY)
+                .execute(&mut *tx)
+                .await?;
+            tx
+        } else {
+            self.pool.begin_with("BEGIN IMMEDIATE").await?
+        };
+        let current = sqlx::query("SELECT key_id FROM hpke_keys WHERE retires_at IS NULL")
+            .fetch_optional(&mut *tx)
+            .await?;
+        if current.is_none() {
+            sqlx::query(
+                "INSERT INTO hpke_keys (key_id, secret_key, created_at, retires_at)
+                 VALUES ($1, $2, $3, NULL)",
+            )
+            .bind(i64::from(key.key_id))
+            .bind(&key.secret_key)
+            .bind(key.created_at)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(())
     }

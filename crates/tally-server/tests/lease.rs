@@ -77,3 +77,26 @@ async fn the_sqlite_database_is_readable_by_its_owner_only() {
     assert_eq!(mode, 0o600, "{}: mode {mode:o}", path.display());
     server.shutdown().await;
 }
+
+/// Replicas starting together on a new PostgreSQL database each make its schema: they take
+/// turns (`CREATE TABLE IF NOT EXISTS` run at once by two sessions collides in PostgreSQL's
+/// catalog), and every one starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_starting_together_on_a_new_database_all_start() {
+    for db in databases().await {
+        if db.name == "sqlite" {
+            continue;
+        }
+        let mut starting = tokio::task::JoinSet::new();
+        for _ in 0..8 {
+            let url = db.url.clone();
+            starting.spawn(async move { Server::start(&url).await });
+        }
+        while let Some(started) = starting.join_next().await {
+            match started.unwrap() {
+                Ok(server) => server.shutdown().await,
+                Err(e) => panic!("{}: a replica could not start: {e}", db.name),
+            }
+        }
+    }
+}
