@@ -1210,7 +1210,7 @@ pub(crate) struct PlanQuantilesArgs {
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
-        default_values_t = crate::quantiles::DEFAULT_QUANTILES
+        default_values_t = tally_sim::values_release::DEFAULT_QUANTILES
     )]
     pub(crate) quantiles: Vec<f64>,
     /// Branching factor β of the hierarchical histogram.
@@ -2216,7 +2216,7 @@ pub(crate) struct QuantilesArgs {
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
-        default_values_t = crate::quantiles::DEFAULT_QUANTILES
+        default_values_t = tally_sim::values_release::DEFAULT_QUANTILES
     )]
     pub(crate) quantiles: Vec<f64>,
     /// The algorithm (binary search spends --levels rounds per quantile).
@@ -2343,3 +2343,6 @@ pub(crate) struct PlanComposeArgs {
     #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
+
+#[cfg(test)]
+mod tests;

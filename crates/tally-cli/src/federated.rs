@@ -17,17 +17,19 @@ use tally_messages::{
 use tally_protocol::definition;
 use tally_protocol::shown::{Rounding, delta_number, number};
 use tally_sim::Population;
+use tally_sim::values_release::DEFAULT_QUANTILES;
 
 use crate::cli::{
     HistogramMechanism, ListenerArgs, Method, RelayArgs, SamplingArg, SegmentArg, ServeArgs,
     ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs,
     TaskResultArgs,
 };
+use crate::federated_options::{DEFAULT_LEVELS, GivenOption, PREFIX_OPTIONS, refuse_options};
 use crate::output::{
     guarantee_body_line, print_fields, print_heavy_hitters_release, print_histogram_release,
     print_serialized,
 };
-use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles};
+use crate::quantiles::check_quantiles;
 use crate::{federated_domain, federated_range_tree};
 
 /// Rows shown in a result's table when `--top` is not given.
@@ -327,18 +329,6 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     })
 }
 
-/// The levels of a multi-round task when `--levels` is not given.
-pub(crate) const DEFAULT_LEVELS: u32 = 10;
-
-/// An option of `task create` and whether it was given.
-pub(crate) type GivenOption = (&'static str, fn(&TaskCreateArgs) -> bool);
-
-/// The options of TrieHH++'s prefix tree.
-pub(crate) const PREFIX_OPTIONS: [GivenOption; 2] = [
-    ("--segment", |a| a.segment.is_some()),
-    ("--unrestricted", |a| a.unrestricted),
-];
-
 /// The options of the hierarchical quantiles' tree.
 const TREE_OPTIONS: [GivenOption; 2] = [
     ("--branching", |a| a.branching.is_some()),
@@ -366,18 +356,6 @@ const MULTI_ROUND_OPTIONS: [GivenOption; 9] = [
     QUANTILE_OPTIONS[3],
     QUANTILE_OPTIONS[4],
 ];
-
-/// Refuses the first of `options` that was given: it does not apply to `kind`.
-pub(crate) fn refuse_options(
-    args: &TaskCreateArgs,
-    options: &[GivenOption],
-    kind: &str,
-) -> Result<()> {
-    if let Some((name, _)) = options.iter().find(|(_, given)| given(args)) {
-        bail!("{name} does not apply to {kind}");
-    }
-    Ok(())
-}
 
 /// Refuses `--max-items-per-client k` but for a one-round histogram of the devices' items at
 /// `k = 1`: a device holds one item and reports it once.
@@ -633,7 +611,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             print_heavy_hitters_release(&release, &[("task", args.id.clone())], shown)?
         }
         TaskResult::Quantiles(release) => {
-            crate::quantiles::print_quantiles_release(&release, &[("task", args.id.clone())])?;
+            crate::values::print_quantiles_release(&release, &[("task", args.id.clone())])?;
         }
         TaskResult::DomainHistogram(release) => {
             federated_domain::print_release(&release, &args.id, shown)?;

@@ -34,7 +34,7 @@ use crate::cli::{
     OptPrefixTreeArgs, RandomizerArg, SegmentArg, SelectionArg,
 };
 use crate::count_min_prefix_tree;
-use crate::histogram::load_keyed_population;
+use crate::input::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
     Stage, guarantee_body_line, guarantee_line, parameters_line, print_fields,

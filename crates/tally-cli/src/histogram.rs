@@ -3,13 +3,13 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
+use tally_sim::PlaceInDomain;
 use tally_sim::domain_release::{self, ItemsOptions};
 use tally_sim::sample_threshold_release::{self, Sampling};
-use tally_sim::{KeyedPopulation, PlaceInDomain};
 
-use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};
+use crate::cli::{HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
-use crate::input::{input_format, load_population, stream_format};
+use crate::input::{load_keyed_population, load_population, stream_format};
 use crate::items_histogram;
 use crate::output::{Stage, print_histogram_release, print_json, print_warnings};
 
@@ -140,22 +140,4 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         shown,
     )?;
     Ok(())
-}
-
-/// The rows a keyed round runs on: a TSV file's rows with their client ids (unless
-/// --rows-as-clients), otherwise every client of the population named by its position.
-pub(crate) fn load_keyed_population(
-    input: &InputArgs,
-    format: Option<Format>,
-    rows_as_clients: bool,
-    seed: u64,
-) -> Result<KeyedPopulation> {
-    if let Some(file) = &input.input
-        && !rows_as_clients
-        && matches!(input_format(file, format), Format::Tsv)
-    {
-        return Ok(KeyedPopulation::from_tsv_file(file)?);
-    }
-    let population = load_population(input, format, rows_as_clients, seed)?;
-    Ok(KeyedPopulation::from_population(&population))
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use tally_sim::{ClientMode, Population, StreamFormat, SyntheticSpec};
+use tally_sim::{ClientMode, KeyedPopulation, Population, StreamFormat, SyntheticSpec};
 
 use crate::cli::{Format, InputArgs, ReportArgs};
 
@@ -70,4 +70,22 @@ pub(crate) fn load_report_population(report: &ReportArgs) -> Result<Option<Popul
         .input()
         .map(|input| load_population(&input, report.format, false, report.population_seed))
         .transpose()
+}
+
+/// The rows a keyed round runs on: a TSV file's rows with their client ids (unless
+/// --rows-as-clients), otherwise every client of the population named by its position.
+pub(crate) fn load_keyed_population(
+    input: &InputArgs,
+    format: Option<Format>,
+    rows_as_clients: bool,
+    seed: u64,
+) -> Result<KeyedPopulation> {
+    if let Some(file) = &input.input
+        && !rows_as_clients
+        && matches!(input_format(file, format), Format::Tsv)
+    {
+        return Ok(KeyedPopulation::from_tsv_file(file)?);
+    }
+    let population = load_population(input, format, rows_as_clients, seed)?;
+    Ok(KeyedPopulation::from_population(&population))
 }

@@ -9,7 +9,7 @@ use tally_messages::HistogramRelease;
 use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 
 use crate::cli::{HistogramArgs, Method};
-use crate::histogram::load_keyed_population;
+use crate::input::load_keyed_population;
 use crate::output::{Stage, print_histogram_release, print_json, print_warnings};
 
 /// Rows shown in the human-readable table when `--top` is not given.

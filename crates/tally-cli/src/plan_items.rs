@@ -7,7 +7,7 @@ use tally_accounting::Neighbours;
 use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsTarget, plan_items};
 
 use crate::cli::{InputArgs, PlanHistogramArgs};
-use crate::histogram::load_keyed_population;
+use crate::input::load_keyed_population;
 use crate::output::{Stage, print_fields, print_json, save_report};
 use tally_plan::page;
 

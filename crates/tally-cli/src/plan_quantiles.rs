@@ -14,7 +14,8 @@ use tally_sim::{CountedValues, ValueRange};
 
 use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
 use crate::output::{Stage, guarantee_line, print_fields, print_json, save_report};
-use crate::quantiles::{check_quantiles, values_error};
+use crate::quantiles::check_quantiles;
+use crate::values::values_error;
 
 pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
     check_quantiles(&args.quantiles)?;
