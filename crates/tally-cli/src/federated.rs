@@ -233,7 +233,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 );
             }
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
-            if args.sampling_rate.is_some() || args.threshold.is_some() {
+            if args.round.sampling_rate.is_some() || args.round.threshold.is_some() {
                 bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
             }
             federated_domain::task_kind(args, mechanism)?
@@ -243,8 +243,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
                 mechanism: WireMechanism::SampleThreshold,
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
+                sampling_rate: args.round.sampling_rate,
+                threshold: args.round.threshold,
             }
         }
         (None, Some(TaskAlgorithm::TrieHhPlus)) => {
@@ -255,8 +255,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 segment: prefix_segment(args)?,
                 restricted: !args.unrestricted,
                 composition,
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
+                sampling_rate: args.round.sampling_rate,
+                threshold: args.round.threshold,
             }
         }
         (None, Some(algorithm @ TaskAlgorithm::HierarchicalQuantiles)) => {
@@ -271,8 +271,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         (None, Some(TaskAlgorithm::SingleRound)) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "--algorithm single-round")?;
             TaskKind::SingleRound {
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
+                sampling_rate: args.round.sampling_rate,
+                threshold: args.round.threshold,
             }
         }
         (None, Some(TaskAlgorithm::Range)) => range_kind(args, composition)?,
@@ -308,10 +308,10 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         population,
         expected_population,
         privacy: PrivacyTarget {
-            epsilon: args.privacy.epsilon,
-            delta: args.delta,
+            epsilon: args.privacy.target.epsilon,
+            delta: args.privacy.target.delta(),
             neighbours: args.privacy.neighbours.into(),
-            analysis: args.privacy.method.into(),
+            analysis: args.privacy.analysis.method.into(),
         },
         kind,
         rounds: RoundPolicy {
@@ -387,7 +387,7 @@ fn refuse_items_per_client(args: &TaskCreateArgs, k: u32) -> Result<()> {
 /// `tally histogram --mechanism METHOD` does.
 fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<TaskKind> {
     refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
-    if args.sampling_rate.is_some() || args.threshold.is_some() {
+    if args.round.sampling_rate.is_some() || args.round.threshold.is_some() {
         bail!(
             "--sampling-rate and --threshold set sample-threshold's parameters; --mechanism \
              {method} calibrates its noise and threshold from --epsilon and --delta: drop them"
@@ -399,7 +399,7 @@ fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<Task
              reports its item and the aggregator adds the noise): drop --sampling"
         );
     }
-    if !matches!(args.privacy.method, Method::Tight) {
+    if !matches!(args.privacy.analysis.method, Method::Tight) {
         bail!(
             "--method chooses the analysis of one-item sample-and-threshold; --mechanism \
              {method} has its own: drop --method"
@@ -417,7 +417,10 @@ fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<Task
 fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     refuse_options(args, &QUANTILE_OPTIONS, "--algorithm triehh")?;
     refuse_options(args, &PREFIX_OPTIONS[1..], "--algorithm triehh")?;
-    if args.sampling_rate.is_some() || args.threshold.is_some() || args.composition.is_some() {
+    if args.round.sampling_rate.is_some()
+        || args.round.threshold.is_some()
+        || args.composition.is_some()
+    {
         bail!(
             "TrieHH calibrates its own threshold and batch size from (ε, δ) and composes its \
              rounds by its theorem: --sampling-rate, --threshold and --composition do not apply"
@@ -453,7 +456,7 @@ fn opt_prefix_tree_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     refuse_options(args, &QUANTILE_OPTIONS, kind)?;
     refuse_options(args, &PREFIX_OPTIONS[1..], kind)?;
     refuse_options(args, &MULTI_ROUND_OPTIONS[..1], kind)?;
-    if args.sampling_rate.is_some() || args.threshold.is_some() {
+    if args.round.sampling_rate.is_some() || args.round.threshold.is_some() {
         bail!("--sampling-rate and --threshold apply to the sample-and-threshold kinds");
     }
     if Neighbours::from(args.privacy.neighbours) != Neighbours::ReplaceOne {
@@ -493,8 +496,8 @@ fn quantile_kind(
         consistent: args.consistent,
         composition,
         range: args.min.zip(args.max).map(|(min, max)| [min, max]),
-        sampling_rate: args.sampling_rate,
-        threshold: args.threshold,
+        sampling_rate: args.round.sampling_rate,
+        threshold: args.round.threshold,
     })
 }
 
@@ -518,8 +521,8 @@ fn range_kind(args: &TaskCreateArgs, composition: Option<Composition>) -> Result
         consistent: args.consistent,
         composition,
         range: args.min.zip(args.max).map(|(min, max)| [min, max]),
-        sampling_rate: args.sampling_rate,
-        threshold: args.threshold,
+        sampling_rate: args.round.sampling_rate,
+        threshold: args.round.threshold,
     })
 }
 

@@ -16,8 +16,8 @@ use crate::quantiles::check_quantiles;
 const ROUND_OPTIONS: [GivenOption; 5] = [
     ("--branching", |a| a.branching.is_some()),
     ("--composition", |a| a.composition.is_some()),
-    ("--sampling-rate", |a| a.sampling_rate.is_some()),
-    ("--threshold", |a| a.threshold.is_some()),
+    ("--sampling-rate", |a| a.round.sampling_rate.is_some()),
+    ("--threshold", |a| a.round.threshold.is_some()),
     ("--beam", |a| a.beam.is_some()),
 ];
 

@@ -159,10 +159,10 @@ fn hierarchical_values(
 /// The settings of a release over numbers, from the command line.
 fn settings(common: &ValuesArgs) -> ValuesSettings {
     ValuesSettings {
-        epsilon: common.privacy.epsilon,
-        delta: common.release.delta,
-        target: common.release.target(),
-        analysis: Analysis::from(common.privacy.method),
+        epsilon: common.privacy.target.epsilon,
+        delta: common.privacy.target.delta(),
+        target: common.release.round.target(),
+        analysis: Analysis::from(common.privacy.analysis.method),
         neighbours: Neighbours::from(common.privacy.neighbours),
         composition: round_composition(
             common.composition,

@@ -27,8 +27,8 @@ fn with_tree(common: &ValuesArgs, command: impl TreeCommand) -> Result<()> {
     let values = load_values(common)?;
     let seed = common.release.seed_or_random();
     let (epsilon, delta, users) = (
-        common.privacy.epsilon,
-        common.release.delta,
+        common.privacy.target.epsilon,
+        common.privacy.target.delta(),
         values.len() as u64,
     );
     match common.mechanism {
@@ -170,7 +170,7 @@ where
             mechanism: name(common),
             parameters: parameters(tree, values),
             guarantee: tree.guarantee(),
-            target_delta: common.release.delta,
+            target_delta: common.privacy.target.delta(),
             input: values.description().to_owned(),
             users: values.len() as u64,
             seed: common.release.seed,

@@ -57,7 +57,7 @@ pub(crate) fn report_quantiles(
         parameters,
         guarantee,
         quantiles,
-        common.release.delta,
+        common.privacy.target.delta(),
         common.release.seed,
     );
     release.guarantee.collusion = Some(collusion.into());

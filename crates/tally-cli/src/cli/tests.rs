@@ -164,3 +164,82 @@ fn shell_words_keeps_quotes_and_substitutions_whole() {
         ]
     );
 }
+
+/// `args` parsed, or clap's error kind.
+fn parse(args: &str) -> Result<Cli, clap::error::ErrorKind> {
+    Cli::try_parse_from(args.split_whitespace()).map_err(|e| e.kind())
+}
+
+/// The command `args` parse to.
+fn command(args: &str) -> super::Command {
+    parse(args)
+        .unwrap_or_else(|e| panic!("{args}: {e}"))
+        .command
+}
+
+#[test]
+fn benchmarks_target_epsilon_1_and_delta_1e_8_unless_told() {
+    use super::{BenchCommand, Command};
+    let targets = [
+        "tally bench mechanism --mechanism laplace",
+        "tally bench triehh",
+    ]
+    .map(|args| match command(args) {
+        Command::Bench(BenchCommand::Mechanism(bench)) => bench.target,
+        Command::Bench(BenchCommand::Triehh(bench)) => bench.target,
+        other => panic!("{args} is {other:?}"),
+    });
+    for target in targets {
+        assert_eq!((target.epsilon, target.delta()), (1.0, 1e-8));
+    }
+    let args = "tally bench mechanism --mechanism laplace --epsilon 2 --delta 1e-6";
+    let Command::Bench(BenchCommand::Mechanism(bench)) = command(args) else {
+        panic!("{args} is not bench mechanism");
+    };
+    assert_eq!((bench.target.epsilon, bench.target.delta()), (2.0, 1e-6));
+}
+
+#[test]
+fn only_plan_sample_threshold_leaves_delta_out() {
+    use super::{Command, PlanCommand};
+    let args = "tally plan sample-threshold --epsilon 1 --sampling-rate 0.25 --threshold 20";
+    let Command::Plan(PlanCommand::SampleThreshold(plan)) = command(args) else {
+        panic!("{args} is not plan sample-threshold");
+    };
+    assert_eq!(plan.privacy.target.delta(), None);
+    for args in [
+        "tally plan quantiles --epsilon 1",
+        "tally plan triehh++ --epsilon 1 --levels 4",
+        "tally histogram --input x --epsilon 1",
+        "tally quantiles --input x --epsilon 1",
+    ] {
+        assert_eq!(
+            parse(args).err(),
+            Some(clap::error::ErrorKind::MissingRequiredArgument),
+            "{args}"
+        );
+    }
+}
+
+#[test]
+fn only_the_plans_of_a_given_round_take_both_its_parameters() {
+    let both = "--epsilon 1 --delta 1e-8 --sampling-rate 0.1 --threshold 20";
+    for command in ["plan sample-threshold", "plan triehh++ --levels 4"] {
+        let args = format!("tally {command} {both}");
+        assert!(parse(&args).is_ok(), "{args}");
+    }
+    for command in [
+        "histogram --input x",
+        "heavy-hitters --input x --algorithm triehh++",
+        "quantiles --input x",
+        "range --input x --lo 0 --hi 1",
+        "plan quantiles",
+    ] {
+        let args = format!("tally {command} {both}");
+        assert_eq!(
+            parse(&args).err(),
+            Some(clap::error::ErrorKind::ArgumentConflict),
+            "{args}"
+        );
+    }
+}
