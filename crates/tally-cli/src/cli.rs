@@ -818,10 +818,8 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) beam: Option<u32>,
-    /// TrieHH++, quantiles and range: how the levels' guarantees compose [default: tight for
-    /// add-remove neighbours, basic for replace-one].
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
     /// [default: 0.1,0.5,0.9].
     #[arg(
@@ -1206,10 +1204,8 @@ pub(crate) struct PlanQuantilesArgs {
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
     pub(crate) round: RoundArgs,
-    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
-    /// replace-one].
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory.
     ///
     /// The report shows the release curve of every level, the error of a released bucket, and with
@@ -1869,17 +1865,38 @@ pub(crate) enum CompositionArg {
     Tight,
 }
 
-/// The composition of a multi-round S&T task: `composition` if given, else tight for
-/// add/remove neighbours (the tight accountant's loss pair is add/remove) and basic for
-/// replace-one.
-pub(crate) fn round_composition(
-    composition: Option<CompositionArg>,
-    neighbours: tally_accounting::Neighbours,
-) -> tally_accounting::composition::Composition {
-    composition.map_or_else(
-        || tally_accounting::composition::Composition::default_for_rounds(neighbours),
-        Into::into,
-    )
+/// How a multi-round release's rounds compose: shared by every command that runs or plans
+/// one.
+#[derive(Debug, Args)]
+pub(crate) struct CompositionArgs {
+    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
+    /// replace-one].
+    ///
+    /// By default `heavy-hitters` composes TrieHH++'s partition-selection levels optimally, and
+    /// opt-prefix-tree's iterations tightly: the T-fold composition of the shuffle clone pair's
+    /// privacy-loss distribution.
+    #[arg(
+        id = "composition",
+        help_heading = heading::PRIVACY,
+        long = "composition",
+        value_name = "COMPOSITION",
+        value_enum
+    )]
+    pub(crate) rule: Option<CompositionArg>,
+}
+
+impl CompositionArgs {
+    /// The composition of a multi-round S&T release: the given one, else tight for add/remove
+    /// neighbours (the tight accountant's loss pair is add/remove) and basic for replace-one.
+    pub(crate) fn of_rounds(
+        &self,
+        neighbours: tally_accounting::Neighbours,
+    ) -> tally_accounting::composition::Composition {
+        self.rule.map_or_else(
+            || tally_accounting::composition::Composition::default_for_rounds(neighbours),
+            Into::into,
+        )
+    }
 }
 
 impl From<CompositionArg> for tally_accounting::composition::Composition {
@@ -1933,13 +1950,8 @@ pub(crate) struct HeavyHittersArgs {
         value_name = "MECHANISM"
     )]
     pub(crate) mechanism: LevelMechanismArg,
-    /// How the levels' guarantees compose.
-    ///
-    /// Default: for TrieHH++, tight for add-remove neighbours, basic for replace-one, optimal
-    /// for partition-selection levels; for opt-prefix-tree, tight, the T-fold composition of
-    /// the shuffle clone pair's privacy-loss distribution.
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// Show only the K most frequent items found (and score against the true top K).
     #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
@@ -2171,10 +2183,8 @@ pub(crate) struct ValuesArgs {
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
     pub(crate) release: ReleaseArgs,
-    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
-    /// replace-one].
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// The trust model and mechanism.
     ///
     /// Sample-and-threshold rounds (central), or one round of Ghazi et al.'s range-query tree over

@@ -178,10 +178,7 @@ const DEFAULT_MIN_COHORT: u64 = 100;
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     // Named in the spec (and so in `task create --json`), as the command line resolves it.
-    let composition = Some(crate::cli::round_composition(
-        args.composition,
-        args.privacy.neighbours.into(),
-    ));
+    let composition = Some(args.composition.of_rounds(args.privacy.neighbours.into()));
     if args.beam.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Triehh) {
         bail!("--beam applies to --algorithm triehh only");
     }
@@ -347,7 +344,7 @@ const QUANTILE_OPTIONS: [GivenOption; 5] = [
 /// The options of every multi-round task.
 const MULTI_ROUND_OPTIONS: [GivenOption; 9] = [
     ("--levels", |a| a.levels.is_some()),
-    ("--composition", |a| a.composition.is_some()),
+    ("--composition", |a| a.composition.rule.is_some()),
     PREFIX_OPTIONS[0],
     PREFIX_OPTIONS[1],
     QUANTILE_OPTIONS[0],
@@ -419,7 +416,7 @@ fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     refuse_options(args, &PREFIX_OPTIONS[1..], "--algorithm triehh")?;
     if args.round.sampling_rate.is_some()
         || args.round.threshold.is_some()
-        || args.composition.is_some()
+        || args.composition.rule.is_some()
     {
         bail!(
             "TrieHH calibrates its own threshold and batch size from (ε, δ) and composes its \
@@ -468,7 +465,7 @@ fn opt_prefix_tree_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     let options = crate::heavy_hitters::opt_prefix_tree_options(
         &args.opt,
         args.segment,
-        args.composition.map(Into::into),
+        args.composition.rule.map(Into::into),
     )?;
     Ok(TaskKind::OptPrefixTree(options))
 }

@@ -15,7 +15,7 @@ use crate::quantiles::check_quantiles;
 /// The options of the sample-and-threshold rounds, which a range-query tree has none of.
 const ROUND_OPTIONS: [GivenOption; 5] = [
     ("--branching", |a| a.branching.is_some()),
-    ("--composition", |a| a.composition.is_some()),
+    ("--composition", |a| a.composition.rule.is_some()),
     ("--sampling-rate", |a| a.round.sampling_rate.is_some()),
     ("--threshold", |a| a.round.threshold.is_some()),
     ("--beam", |a| a.beam.is_some()),

@@ -147,7 +147,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 levels: args.levels,
                 segment,
                 restricted: !args.unrestricted,
-                composition: args.composition.map_or_else(
+                composition: args.composition.rule.map_or_else(
                     || TriePlusSettings::default_composition(selection, neighbours),
                     Into::into,
                 ),
@@ -478,7 +478,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     };
     // By default the iterations compose tightly: the T-fold composition of the clone pair's
     // privacy-loss distribution (docs/privacy/opt-prefix-tree.md).
-    let composition = args.composition.map_or(Composition::Tight, Into::into);
+    let composition = args.composition.rule.map_or(Composition::Tight, Into::into);
     let plan = solve_local_epsilon(epsilon, delta, total_iterations, users, composition, bound)?;
     let (selection, randomizer) = (selection(opt.selection), randomizer(opt.randomizer));
     let path = match opt.aggregation {

@@ -12,7 +12,7 @@ use tally_plan::quantiles::{self, KnownValues, KnownValuesRefused};
 use tally_sim::values_release::{QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange};
 
-use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition};
+use crate::cli::{PlanQuantilesArgs, QuantileMethod};
 use crate::output::{Stage, guarantee_line, print_fields, print_json, save_report};
 use crate::quantiles::check_quantiles;
 use crate::values::values_error;
@@ -72,7 +72,7 @@ fn settings(args: &PlanQuantilesArgs) -> ValuesSettings {
         target: args.round.target(),
         analysis: Analysis::from(args.privacy.analysis.method),
         neighbours,
-        composition: round_composition(args.composition, neighbours),
+        composition: args.composition.of_rounds(neighbours),
         branching: args.branching,
         levels: args.levels,
         consistent: false,

@@ -8,9 +8,7 @@ use tally_messages::RangeRelease;
 use tally_sim::values_release::{self, HierarchicalValues, Released, ValuesSettings};
 use tally_sim::{CountedValues, Values};
 
-use crate::cli::{
-    QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism, round_composition,
-};
+use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_line, parameters_line, print_fields, print_json};
 use crate::shuffle_values;
 use crate::values::{load_values, print_quantiles, value_range, values_error};
@@ -164,10 +162,9 @@ fn settings(common: &ValuesArgs) -> ValuesSettings {
         target: common.release.round.target(),
         analysis: Analysis::from(common.privacy.analysis.method),
         neighbours: Neighbours::from(common.privacy.neighbours),
-        composition: round_composition(
-            common.composition,
-            Neighbours::from(common.privacy.neighbours),
-        ),
+        composition: common
+            .composition
+            .of_rounds(Neighbours::from(common.privacy.neighbours)),
         branching: common.branching,
         levels: common.levels,
         consistent: common.consistent,
