@@ -1424,12 +1424,13 @@ pub(crate) struct AnalysisArgs {
     pub(crate) method: Method,
 }
 
-/// The δ a release targets.
+/// The δ a release targets (`plan shuffle` takes it alone: its ε is optional, the other
+/// direction being --local-epsilon).
 #[derive(Debug, Args)]
 pub(crate) struct TargetDelta {
     /// Target δ in (0, 1) for the whole release.
     #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    delta: f64,
+    pub(crate) delta: f64,
 }
 
 /// The δ `plan sample-threshold` targets, or computes for a given round.
@@ -2298,9 +2299,9 @@ pub(crate) struct PlanShuffleArgs {
     /// Number of users n whose reports are shuffled.
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) users: u64,
-    /// Central δ in (0, 1).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
+    /// The central δ.
+    #[command(flatten)]
+    pub(crate) delta: TargetDelta,
     /// The amplification bound.
     #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "fmt23")]
     pub(crate) bound: ShuffleBoundArg,
