@@ -47,8 +47,8 @@ pub(crate) fn run(args: &BenchMechanismArgs) -> Result<()> {
     let setting = DomainSetting {
         map: DomainMap::Integers(domain),
         clients: items.len() as u64,
-        epsilon: args.epsilon,
-        delta: args.delta,
+        epsilon: args.target.epsilon,
+        delta: args.target.delta(),
         neighbours: Neighbours::AddRemove,
         bound: ShuffleBound::Fmt23,
         beta: DEFAULT_COUNT_MIN_BETA,

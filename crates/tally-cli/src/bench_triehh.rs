@@ -22,7 +22,12 @@ pub(crate) fn run(args: &BenchTrieHhArgs) -> Result<()> {
             batch_size,
             beam: None,
         },
-        _ => TrieHhConfig::calibrate(args.epsilon, args.delta, args.rounds, args.data.clients)?,
+        _ => TrieHhConfig::calibrate(
+            args.target.epsilon,
+            args.target.delta(),
+            args.rounds,
+            args.data.clients,
+        )?,
     };
     config.segment = args.segment;
     config.beam = args.beam;

@@ -813,24 +813,8 @@ pub(crate) struct TaskCreateArgs {
     pub(crate) kind: TaskKindArgs,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1) for the whole task.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
-    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
-    /// round's share of (ε, δ).
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        allow_negative_numbers = true,
-        conflicts_with = "threshold"
-    )]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round.
-    ///
-    /// The sampling rate is then the largest that meets the round's share of (ε, δ). --algorithm
-    /// count-min-prefix-tree: the heavy-hitter threshold τ_HH.
-    #[arg(help_heading = heading::PRIVACY, long)]
-    pub(crate) threshold: Option<u64>,
+    #[command(flatten)]
+    pub(crate) round: RoundArgs,
     /// One-round histograms of the devices' items: each device contributes at most K items.
     ///
     /// A device holds one item and reports it once, so K is 1 (the default); bound clients of
@@ -854,10 +838,8 @@ pub(crate) struct TaskCreateArgs {
     /// TrieHH: keep at most this many non-terminal prefixes per round (by votes).
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) beam: Option<u32>,
-    /// TrieHH++, quantiles and range: how the levels' guarantees compose [default: tight for
-    /// add-remove neighbours, basic for replace-one].
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// Quantiles: the quantiles to estimate, comma separated, each in [0, 1]
     /// [default: 0.1,0.5,0.9].
     #[arg(
@@ -1086,13 +1068,6 @@ pub(crate) struct FleetArgs {
     pub(crate) server: ServerArgs,
     #[command(flatten)]
     pub(crate) input: InputArgs,
-    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(help_heading = heading::INPUT, long, value_enum)]
-    pub(crate) format: Option<Format>,
-    /// With --format tsv: make every row its own device instead of one uniformly chosen row
-    /// per client.
-    #[arg(help_heading = heading::INPUT, long)]
-    pub(crate) rows_as_clients: bool,
     /// Requests in flight at most (each checks a batch in, then uploads it).
     #[arg(help_heading = heading::RUNTIME, long, default_value_t = 8)]
     pub(crate) concurrency: usize,
@@ -1166,6 +1141,7 @@ pub(crate) struct ReproSampleThresholdArgs {
 #[derive(Debug, Subcommand)]
 pub(crate) enum PlanCommand {
     /// Sample-and-threshold: solve for the sampling rate and threshold, or report δ.
+    #[command(mut_group(ROUND, |group| group.multiple(true)))]
     #[command(after_long_help = help_examples::PLAN_SAMPLE_THRESHOLD)]
     SampleThreshold(PlanArgs),
     /// Amplification by shuffling: the central ε of n shuffled ε₀-LDP reports, or the largest
@@ -1177,11 +1153,18 @@ pub(crate) enum PlanCommand {
     Compose(PlanComposeArgs),
     /// TrieHH++: the per-level sampling rate and threshold whose L levels compose tightly
     /// (S&T privacy-loss distribution, add/remove neighbours) within (ε, δ).
+    ///
+    /// Given --sampling-rate or --threshold, the other is the one that fits; given both, the
+    /// composed ε at δ is reported; given neither, the threshold is that of the smallest count
+    /// a level can show at (ε/L, δ/L), as `tally heavy-hitters --algorithm triehh++` chooses
+    /// it.
     #[command(name = "triehh++")]
+    #[command(mut_group(ROUND, |group| group.multiple(true)))]
     #[command(after_long_help = help_examples::PLAN_TRIEHH_PLUS)]
     TrieHhPlus(PlanTrieArgs),
     /// A mechanism over a public domain: its calibration and guarantee, and the error of one
     /// element's estimate across counts, beside every other such mechanism with --report.
+    #[command(mut_arg("delta", |delta| delta.help("Target δ in (0, 1) (pure-ε mechanisms ignore it)")))]
     #[command(after_long_help = help_examples::PLAN_HISTOGRAM)]
     Histogram(PlanHistogramArgs),
     /// Quantiles: the per-level sampling rate and threshold of a hierarchical histogram or of
@@ -1211,9 +1194,6 @@ pub(crate) struct PlanHistogramArgs {
     pub(crate) clients: Option<u64>,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1) (pure-ε mechanisms ignore it).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
 }
@@ -1230,7 +1210,7 @@ pub(crate) struct PlanQuantilesArgs {
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
-        default_values_t = crate::quantiles::DEFAULT_QUANTILES
+        default_values_t = tally_sim::values_release::DEFAULT_QUANTILES
     )]
     pub(crate) quantiles: Vec<f64>,
     /// Branching factor β of the hierarchical histogram.
@@ -1242,26 +1222,10 @@ pub(crate) struct PlanQuantilesArgs {
     pub(crate) levels: u32,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1) for the whole release.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
-    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
-    /// round's share of (ε, δ).
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        allow_negative_numbers = true,
-        conflicts_with = "threshold"
-    )]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
-    /// round's share of (ε, δ).
-    #[arg(help_heading = heading::PRIVACY, long)]
-    pub(crate) threshold: Option<u64>,
-    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
-    /// replace-one].
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) round: RoundArgs,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// Write an HTML report (`index.html`, figures inline) and `plan.json` to this directory.
     ///
     /// The report shows the release curve of every level, the error of a released bucket, and with
@@ -1289,30 +1253,15 @@ pub(crate) struct PlanQuantilesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct PlanTrieArgs {
-    /// Total privacy-loss bound ε (> 0) of all levels.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) epsilon: f64,
-    /// Total δ in (0, 1) of all levels.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
     /// Number of levels L (S&T rounds over the same clients).
     #[arg(help_heading = heading::ALGORITHM, long)]
     pub(crate) levels: u64,
-    /// Per-level threshold τ.
-    ///
-    /// Alone, the sampling rate is then the largest that fits. Without it or --sampling-rate, the
-    /// threshold is that of the smallest count a level can show at (ε/L, δ/L), as `tally
-    /// heavy-hitters --algorithm triehh++` chooses it.
-    #[arg(help_heading = heading::PRIVACY, long)]
-    pub(crate) threshold: Option<u64>,
-    /// Per-level sampling rate p_s; alone, the threshold is then the smallest that fits; with
-    /// --threshold, the composed ε at δ is reported.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) sampling_rate: Option<f64>,
-    /// The analysis of each level, as `tally heavy-hitters --method` takes it (it sets the
-    /// threshold when neither --threshold nor --sampling-rate is given).
-    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "tight")]
-    pub(crate) method: Method,
+    #[command(flatten)]
+    pub(crate) round: RoundArgs,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
     /// Characters added per level G, for the report's prediction on a population (as
     /// `tally heavy-hitters --segment`).
     #[arg(
@@ -1336,10 +1285,15 @@ pub(crate) enum BenchCommand {
     #[command(after_long_help = help_examples::BENCH_SAMPLE_THRESHOLD)]
     SampleThreshold(BenchArgs),
     /// Time a whole TrieHH run (fixed-size batches, votes, threshold) on Geometric(1/√B) items.
+    ///
+    /// Corollary 1 sets the threshold θ and the batch size m from --epsilon and --delta (δ =
+    /// 1e-8 gives θ = 12), unless --threshold and --batch-size give them.
+    #[command(mut_arg("epsilon", bench_epsilon), mut_arg("delta", bench_delta))]
     #[command(after_long_help = help_examples::BENCH_TRIEHH)]
     Triehh(BenchTrieHhArgs),
     /// Time a whole domain-histogram mechanism (all clients and the server) on Geometric(1/√B)
     /// items or on items read from a file.
+    #[command(mut_arg("epsilon", bench_epsilon), mut_arg("delta", bench_delta))]
     #[command(after_long_help = help_examples::BENCH_MECHANISM)]
     Mechanism(BenchMechanismArgs),
     /// Time the tight composition of S&T rounds in process: building one round's loss pair,
@@ -1375,25 +1329,12 @@ pub(crate) struct BenchMechanismArgs {
     #[command(flatten)]
     pub(crate) data: BenchDataArgs,
     /// The mechanism: any of `tally histogram`'s mechanisms over a public domain (central ones
-    /// for add-remove neighbours; shuffled-grr with the fmt23 bound).
+    /// for add-remove neighbours; shuffled-grr with the fmt23 bound; --epsilon is the local ε
+    /// of hadamard-response, and pure-ε mechanisms ignore --delta).
     #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) mechanism: DomainHistogramMechanism,
-    /// ε of the mechanism's guarantee (the local ε for hadamard-response).
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        default_value_t = 1.0,
-        allow_negative_numbers = true
-    )]
-    pub(crate) epsilon: f64,
-    /// δ of the mechanism's guarantee, for mechanisms that have one.
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        default_value = "1e-8",
-        allow_negative_numbers = true
-    )]
-    pub(crate) delta: f64,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
     /// Time on the items of this file (one integer below --domain per line; --clients is then
     /// ignored) instead of generated ones, so that another implementation can use the same data.
     #[arg(help_heading = heading::INPUT, long)]
@@ -1442,15 +1383,14 @@ impl From<NeighboursArg> for tally_accounting::Neighbours {
     }
 }
 
-/// The privacy target and the analysis, shared by every sample-and-threshold command.
+/// The privacy target and the analysis, shared by every command that releases or plans a
+/// release for a neighbour relation. `D` holds its δ, as in [`TargetArgs`].
 #[derive(Debug, Args)]
-pub(crate) struct PrivacyArgs {
-    /// Privacy-loss bound ε (> 0).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) epsilon: f64,
-    /// The analysis used to compute δ.
-    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "tight")]
-    pub(crate) method: Method,
+pub(crate) struct PrivacyArgs<D: Args = TargetDelta> {
+    #[command(flatten)]
+    pub(crate) target: TargetArgs<D>,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
     /// The neighbour relation the guarantee holds for.
     #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "add-remove")]
     pub(crate) neighbours: NeighboursArg,
@@ -1459,13 +1399,72 @@ pub(crate) struct PrivacyArgs {
     pub(crate) json: bool,
 }
 
+/// The (ε, δ) a release targets, shared by every command that calibrates for one. `D` holds
+/// its δ: a target ([`TargetDelta`]), but in `plan sample-threshold`, which computes δ when none
+/// is given ([`OptionalDelta`]). The benchmarks give both a default ([`bench_epsilon`],
+/// [`bench_delta`]).
+#[derive(Debug, Args)]
+pub(crate) struct TargetArgs<D: Args = TargetDelta> {
+    /// Privacy-loss bound ε (> 0) of the whole release.
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
+    pub(crate) epsilon: f64,
+    #[command(flatten)]
+    target_delta: D,
+}
+
+impl TargetArgs {
+    /// The target δ.
+    pub(crate) fn delta(&self) -> f64 {
+        self.target_delta.delta
+    }
+}
+
+impl TargetArgs<OptionalDelta> {
+    /// The target δ, if given.
+    pub(crate) fn delta(&self) -> Option<f64> {
+        self.target_delta.delta
+    }
+}
+
+/// A benchmark's ε when none is given.
+fn bench_epsilon(epsilon: clap::Arg) -> clap::Arg {
+    epsilon.required(false).default_value("1")
+}
+
+/// A benchmark's δ when none is given.
+fn bench_delta(delta: clap::Arg) -> clap::Arg {
+    delta.required(false).default_value("1e-8")
+}
+
+/// The analysis of a sample-and-threshold round's δ.
+#[derive(Debug, Args)]
+pub(crate) struct AnalysisArgs {
+    /// The analysis used to compute δ (and so the threshold or sampling rate that meets it).
+    #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "tight")]
+    pub(crate) method: Method,
+}
+
+/// The δ a release targets (`plan shuffle` takes it alone: its ε is optional, the other
+/// direction being --local-epsilon).
+#[derive(Debug, Args)]
+pub(crate) struct TargetDelta {
+    /// Target δ in (0, 1) for the whole release.
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
+    pub(crate) delta: f64,
+}
+
+/// The δ `plan sample-threshold` targets, or computes for a given round.
+#[derive(Debug, Args)]
+pub(crate) struct OptionalDelta {
+    /// Target δ in (0, 1). Without it, give both --sampling-rate and --threshold to get δ.
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
+    delta: Option<f64>,
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct PlanArgs {
     #[command(flatten)]
-    pub(crate) privacy: PrivacyArgs,
-    /// Target δ in (0, 1). Without it, give both --sampling-rate and --threshold to get δ.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: Option<f64>,
+    pub(crate) privacy: PrivacyArgs<OptionalDelta>,
     /// Sampling rate as a fraction α of its largest allowed value 1 − e^(−ε).
     #[arg(
         help_heading = heading::PRIVACY,
@@ -1474,12 +1473,8 @@ pub(crate) struct PlanArgs {
         conflicts_with_all = ["sampling_rate", "threshold"]
     )]
     pub(crate) alpha: Option<f64>,
-    /// Sampling rate p_s in (0, 1).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ (≥ 1).
-    #[arg(help_heading = heading::PRIVACY, long)]
-    pub(crate) threshold: Option<u64>,
+    #[command(flatten)]
+    pub(crate) round: RoundArgs,
     #[command(flatten)]
     pub(crate) report: ReportArgs,
 }
@@ -1520,28 +1515,11 @@ pub(crate) struct ReportArgs {
     pub(crate) population_seed: u64,
 }
 
-/// The target δ, the round parameters the user fixes, and the seed: shared by every command
-/// that releases.
+/// The round parameters the user fixes, and the seed: shared by every command that releases.
 #[derive(Debug, Args)]
 pub(crate) struct ReleaseArgs {
-    /// Target δ in (0, 1) for the whole release.
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
-    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
-    /// round's share of (ε, δ).
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        allow_negative_numbers = true,
-        conflicts_with = "threshold"
-    )]
-    pub(crate) sampling_rate: Option<f64>,
-    /// Threshold τ of each S&T round.
-    ///
-    /// The sampling rate is then the largest that meets the round's share of (ε, δ). heavy-hitters
-    /// --algorithm count-min-prefix-tree: the heavy-hitter threshold τ_HH.
-    #[arg(help_heading = heading::PRIVACY, long)]
-    pub(crate) threshold: Option<u64>,
+    #[command(flatten)]
+    pub(crate) round: RoundArgs,
     /// Seed for a reproducible simulation.
     ///
     /// Without it the run draws from the operating system's randomness and prints no seed: a
@@ -1558,12 +1536,6 @@ pub(crate) struct ReleaseArgs {
 }
 
 impl ReleaseArgs {
-    /// What the S&T planner solves for: the given rate or threshold, or the pair with the
-    /// smallest count a release can show.
-    pub(crate) fn target(&self) -> PlanTarget {
-        round_target(self.sampling_rate, self.threshold)
-    }
-
     /// The given seed, or one drawn from the operating system (and never printed).
     pub(crate) fn seed_or_random(&self) -> u64 {
         self.seed.unwrap_or_else(|| rand::rng().next_u64())
@@ -1578,13 +1550,37 @@ impl ReleaseArgs {
     }
 }
 
-/// What the S&T planner solves each round for: the given `sampling_rate` or `threshold`, or
-/// the pair with the smallest count a release can show.
-pub(crate) fn round_target(sampling_rate: Option<f64>, threshold: Option<u64>) -> PlanTarget {
-    match (sampling_rate, threshold) {
-        (Some(rate), _) => PlanTarget::SamplingRate(rate),
-        (None, Some(threshold)) => PlanTarget::Threshold(threshold),
-        (None, None) => PlanTarget::MinReleasedCount,
+/// The id of [`RoundArgs`]' group: a command whose plan reports the guarantee of a given pair
+/// lets both be given (`mut_group(ROUND, |group| group.multiple(true))`).
+const ROUND: &str = "round";
+
+/// The parameter of each sample-and-threshold round the user fixes, the planner solving for
+/// the other: shared by every command that runs or plans S&T rounds. One of them at most,
+/// but in the plans that report the guarantee of a given pair.
+#[derive(Debug, Args)]
+#[group(id = ROUND, multiple = false)]
+pub(crate) struct RoundArgs {
+    /// Sampling rate p_s of each S&T round; the threshold is then the smallest that meets the
+    /// round's share of (ε, δ).
+    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
+    pub(crate) sampling_rate: Option<f64>,
+    /// Threshold τ of each S&T round; the sampling rate is then the largest that meets the
+    /// round's share of (ε, δ).
+    ///
+    /// --algorithm count-min-prefix-tree takes it as its heavy-hitter threshold τ_HH.
+    #[arg(help_heading = heading::PRIVACY, long)]
+    pub(crate) threshold: Option<u64>,
+}
+
+impl RoundArgs {
+    /// What the S&T planner solves each round for: the given sampling rate or threshold, or
+    /// the pair with the smallest count a release can show.
+    pub(crate) fn target(&self) -> PlanTarget {
+        match (self.sampling_rate, self.threshold) {
+            (Some(rate), _) => PlanTarget::SamplingRate(rate),
+            (None, Some(threshold)) => PlanTarget::Threshold(threshold),
+            (None, None) => PlanTarget::MinReleasedCount,
+        }
     }
 }
 
@@ -1598,7 +1594,7 @@ pub(crate) enum Format {
 }
 
 /// The population a plan's report predicts utility on: at most one of the inputs of
-/// [`InputArgs`].
+/// [`InputSourceArgs`].
 #[derive(Debug, Args)]
 #[group(required = false, multiple = false)]
 pub(crate) struct PlanPopulationArgs {
@@ -1628,9 +1624,9 @@ impl ReportArgs {
 
 impl PlanPopulationArgs {
     /// The input, if one is given.
-    pub(crate) fn input(&self) -> Option<InputArgs> {
+    pub(crate) fn input(&self) -> Option<InputSourceArgs> {
         (self.input.is_some() || self.dataset.is_some() || self.synthetic.is_some()).then(|| {
-            InputArgs {
+            InputSourceArgs {
                 input: self.input.clone(),
                 dataset: self.dataset.clone(),
                 synthetic: self.synthetic.clone(),
@@ -1639,10 +1635,35 @@ impl PlanPopulationArgs {
     }
 }
 
+impl ReportArgs {
+    /// The population the report predicts on, read as a whole client a line or row.
+    pub(crate) fn population_input(&self) -> Option<InputArgs> {
+        self.population.input().map(|source| InputArgs {
+            source,
+            format: self.format,
+            rows_as_clients: false,
+        })
+    }
+}
+
+/// The clients' items a command runs on: where they come from, and how a file is read.
+#[derive(Debug, Args)]
+pub(crate) struct InputArgs {
+    #[command(flatten)]
+    pub(crate) source: InputSourceArgs,
+    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
+    #[arg(help_heading = heading::INPUT, long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// With --format tsv: make every row its own client instead of one uniformly chosen row
+    /// per client.
+    #[arg(help_heading = heading::INPUT, long)]
+    pub(crate) rows_as_clients: bool,
+}
+
 /// Where the population comes from: exactly one of a file, a shipped dataset or a generator.
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
-pub(crate) struct InputArgs {
+pub(crate) struct InputSourceArgs {
     /// A file of items (`.gz` is decompressed).
     #[arg(help_heading = heading::INPUT, long)]
     pub(crate) input: Option<PathBuf>,
@@ -1661,13 +1682,6 @@ pub(crate) struct InputArgs {
 pub(crate) struct HistogramArgs {
     #[command(flatten)]
     pub(crate) input: InputArgs,
-    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(help_heading = heading::INPUT, long, value_enum)]
-    pub(crate) format: Option<Format>,
-    /// With --format tsv: make every row its own client instead of one uniformly chosen row
-    /// per client.
-    #[arg(help_heading = heading::INPUT, long)]
-    pub(crate) rows_as_clients: bool,
     #[command(flatten)]
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
@@ -1872,17 +1886,38 @@ pub(crate) enum CompositionArg {
     Tight,
 }
 
-/// The composition of a multi-round S&T task: `composition` if given, else tight for
-/// add/remove neighbours (the tight accountant's loss pair is add/remove) and basic for
-/// replace-one.
-pub(crate) fn round_composition(
-    composition: Option<CompositionArg>,
-    neighbours: tally_accounting::Neighbours,
-) -> tally_accounting::composition::Composition {
-    composition.map_or_else(
-        || tally_accounting::composition::Composition::default_for_rounds(neighbours),
-        Into::into,
-    )
+/// How a multi-round release's rounds compose: shared by every command that runs or plans
+/// one.
+#[derive(Debug, Args)]
+pub(crate) struct CompositionArgs {
+    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
+    /// replace-one].
+    ///
+    /// By default `heavy-hitters` composes TrieHH++'s partition-selection levels optimally, and
+    /// opt-prefix-tree's iterations tightly: the T-fold composition of the shuffle clone pair's
+    /// privacy-loss distribution.
+    #[arg(
+        id = "composition",
+        help_heading = heading::PRIVACY,
+        long = "composition",
+        value_name = "COMPOSITION",
+        value_enum
+    )]
+    pub(crate) rule: Option<CompositionArg>,
+}
+
+impl CompositionArgs {
+    /// The composition of a multi-round S&T release: the given one, else tight for add/remove
+    /// neighbours (the tight accountant's loss pair is add/remove) and basic for replace-one.
+    pub(crate) fn of_rounds(
+        &self,
+        neighbours: tally_accounting::Neighbours,
+    ) -> tally_accounting::composition::Composition {
+        self.rule.map_or_else(
+            || tally_accounting::composition::Composition::default_for_rounds(neighbours),
+            Into::into,
+        )
+    }
 }
 
 impl From<CompositionArg> for tally_accounting::composition::Composition {
@@ -1901,12 +1936,6 @@ impl From<CompositionArg> for tally_accounting::composition::Composition {
 pub(crate) struct HeavyHittersArgs {
     #[command(flatten)]
     pub(crate) input: InputArgs,
-    /// Format of --input (by default `tsv` for files ending in .tsv or .tsv.gz, else `lines`).
-    #[arg(help_heading = heading::INPUT, long, value_enum)]
-    pub(crate) format: Option<Format>,
-    /// With --format tsv: make every row its own client.
-    #[arg(help_heading = heading::INPUT, long)]
-    pub(crate) rows_as_clients: bool,
     /// The algorithm.
     #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) algorithm: Algorithm,
@@ -1942,13 +1971,8 @@ pub(crate) struct HeavyHittersArgs {
         value_name = "MECHANISM"
     )]
     pub(crate) mechanism: LevelMechanismArg,
-    /// How the levels' guarantees compose.
-    ///
-    /// Default: for TrieHH++, tight for add-remove neighbours, basic for replace-one, optimal
-    /// for partition-selection levels; for opt-prefix-tree, tight, the T-fold composition of
-    /// the shuffle clone pair's privacy-loss distribution.
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// Show only the K most frequent items found (and score against the true top K).
     #[arg(help_heading = heading::OUTPUT, long, value_name = "K")]
     pub(crate) top: Option<usize>,
@@ -2123,22 +2147,8 @@ pub(crate) struct BenchTrieHhArgs {
     /// Rounds L.
     #[arg(help_heading = heading::ALGORITHM, long, default_value_t = 5)]
     pub(crate) rounds: usize,
-    /// Total ε from which Corollary 1 sets the threshold θ and the batch size m.
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        default_value_t = 1.0,
-        allow_negative_numbers = true
-    )]
-    pub(crate) epsilon: f64,
-    /// Total δ from which Corollary 1 sets θ (1e-8 gives θ = 12).
-    #[arg(
-        help_heading = heading::PRIVACY,
-        long,
-        default_value = "1e-8",
-        allow_negative_numbers = true
-    )]
-    pub(crate) delta: f64,
+    #[command(flatten)]
+    pub(crate) target: TargetArgs,
     /// Vote threshold θ instead of Corollary 1's (give --batch-size too).
     #[arg(help_heading = heading::PRIVACY, long, requires = "batch_size")]
     pub(crate) threshold: Option<u64>,
@@ -2194,10 +2204,8 @@ pub(crate) struct ValuesArgs {
     pub(crate) privacy: PrivacyArgs,
     #[command(flatten)]
     pub(crate) release: ReleaseArgs,
-    /// How the rounds' guarantees compose [default: tight for add-remove neighbours, basic for
-    /// replace-one].
-    #[arg(help_heading = heading::PRIVACY, long, value_enum)]
-    pub(crate) composition: Option<CompositionArg>,
+    #[command(flatten)]
+    pub(crate) composition: CompositionArgs,
     /// The trust model and mechanism.
     ///
     /// Sample-and-threshold rounds (central), or one round of Ghazi et al.'s range-query tree over
@@ -2236,7 +2244,7 @@ pub(crate) struct QuantilesArgs {
         long,
         value_delimiter = ',',
         allow_negative_numbers = true,
-        default_values_t = crate::quantiles::DEFAULT_QUANTILES
+        default_values_t = tally_sim::values_release::DEFAULT_QUANTILES
     )]
     pub(crate) quantiles: Vec<f64>,
     /// The algorithm (binary search spends --levels rounds per quantile).
@@ -2311,9 +2319,9 @@ pub(crate) struct PlanShuffleArgs {
     /// Number of users n whose reports are shuffled.
     #[arg(help_heading = heading::PRIVACY, long)]
     pub(crate) users: u64,
-    /// Central δ in (0, 1).
-    #[arg(help_heading = heading::PRIVACY, long, allow_negative_numbers = true)]
-    pub(crate) delta: f64,
+    /// The central δ.
+    #[command(flatten)]
+    pub(crate) delta: TargetDelta,
     /// The amplification bound.
     #[arg(help_heading = heading::PRIVACY, long, value_enum, default_value = "fmt23")]
     pub(crate) bound: ShuffleBoundArg,
@@ -2363,3 +2371,6 @@ pub(crate) struct PlanComposeArgs {
     #[arg(help_heading = heading::OUTPUT, long)]
     pub(crate) json: bool,
 }
+
+#[cfg(test)]
+mod tests;

@@ -102,12 +102,12 @@ pub(crate) fn build(
 /// As [`TreeOptions::resolve`], and for `--sampling-rate` or `--beam`.
 #[cfg(feature = "federated")]
 pub(crate) fn task_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
-    if args.sampling_rate.is_some() || args.beam.is_some() {
+    if args.round.sampling_rate.is_some() || args.beam.is_some() {
         bail!("--sampling-rate and --beam do not apply to --algorithm count-min-prefix-tree");
     }
     let (domain_bits, threshold, _) = TreeOptions {
         domain_bits: args.domain_bits,
-        threshold: args.threshold,
+        threshold: args.round.threshold,
         failure_probability: args.failure_probability,
     }
     .resolve()?;
@@ -122,18 +122,18 @@ pub(crate) fn task_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
 /// `tally heavy-hitters --algorithm count-min-prefix-tree`: the release and the input's true
 /// counts of each item.
 pub(crate) fn run(args: &HeavyHittersArgs, seed: u64) -> Result<(HeavyHittersRelease, Vec<u64>)> {
-    if args.release.sampling_rate.is_some() {
+    if args.release.round.sampling_rate.is_some() {
         bail!("--sampling-rate applies to sample-and-threshold algorithms only");
     }
     let options = TreeOptions {
         domain_bits: args.domain_bits,
-        threshold: args.release.threshold,
+        threshold: args.release.round.threshold,
         failure_probability: args.failure_probability,
     }
     .resolve()?;
     let map = DomainMap::Integers(1 << options.0);
     let (stage, counts, clients, description) =
-        domain_counts(&args.input, args.format, args.rows_as_clients, map, seed).map_err(|e| {
+        domain_counts(&args.input, map, seed).map_err(|e| {
             let bits = options.0;
             match e.downcast_ref::<tally_sim::Error>() {
                 Some(tally_sim::Error::NotInDomainAt {
@@ -151,8 +151,8 @@ pub(crate) fn run(args: &HeavyHittersArgs, seed: u64) -> Result<(HeavyHittersRel
         })?;
     let protocol = build(
         options,
-        args.privacy.epsilon,
-        args.release.delta,
+        args.privacy.target.epsilon,
+        args.privacy.target.delta(),
         clients,
         seed,
     )

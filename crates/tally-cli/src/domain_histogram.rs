@@ -10,7 +10,7 @@ pub(crate) use tally_sim::domain_release::build_mechanism;
 use tally_sim::domain_release::{self, DomainRun, DomainSetting};
 use tally_sim::{DomainCounts, DomainMap, PlaceInDomain};
 
-use crate::cli::{DomainArgs, Format, HistogramArgs, InputArgs, PrivacyArgs};
+use crate::cli::{DomainArgs, HistogramArgs, InputArgs, PrivacyArgs};
 use crate::input::{load_population, stream_format};
 use crate::output::{
     Stage, guarantee_body_line, guarantee_line, print_fields, print_items, print_serialized,
@@ -42,13 +42,12 @@ pub(crate) fn domain_setting(
     map: DomainMap,
     clients: u64,
     privacy: &PrivacyArgs,
-    delta: f64,
 ) -> DomainSetting {
     DomainSetting {
         map,
         clients,
-        epsilon: privacy.epsilon,
-        delta,
+        epsilon: privacy.target.epsilon,
+        delta: privacy.target.delta(),
         neighbours: Neighbours::from(privacy.neighbours),
         bound: ShuffleBound::from(args.bound),
         beta: args.failure_probability.unwrap_or(DEFAULT_COUNT_MIN_BETA),
@@ -75,14 +74,12 @@ pub(crate) fn check_failure_probability(
 /// As the loaders, and for an item an integer domain does not hold (naming it).
 pub(crate) fn domain_counts(
     input: &InputArgs,
-    format: Option<Format>,
-    rows_as_clients: bool,
     map: DomainMap,
     seed: u64,
 ) -> Result<(Stage, Vec<u64>, u64, String)> {
-    Ok(match &input.input {
+    Ok(match &input.source.input {
         Some(file) => {
-            let format = stream_format(file, format, rows_as_clients, seed);
+            let format = stream_format(input, file, seed);
             let stage = Stage::start(format!("counting the clients of {}", file.display()));
             let counted = DomainCounts::from_file(file, format, map, &stage.bytes_read())?;
             let (clients, description) = (counted.clients(), counted.description().to_owned());
@@ -90,7 +87,7 @@ pub(crate) fn domain_counts(
         }
         None => {
             let stage = Stage::start("loading the population");
-            let population = load_population(input, format, rows_as_clients, seed)?;
+            let population = load_population(input, seed)?;
             let items = map.apply(&population)?;
             let clients = population.len() as u64;
             let description = population.description().to_owned();
@@ -104,16 +101,9 @@ pub(crate) fn run(args: &HistogramArgs, mechanism: DomainHistogramMechanism) -> 
     let map = domain_map(&args.domain, mechanism.name())?;
 
     let seed = args.release.seed_or_random();
-    let (stage, truth, clients, description) =
-        domain_counts(&args.input, args.format, args.rows_as_clients, map, seed)?;
+    let (stage, truth, clients, description) = domain_counts(&args.input, map, seed)?;
     check_failure_probability(&args.domain, mechanism)?;
-    let setting = domain_setting(
-        &args.domain,
-        map,
-        clients,
-        &args.privacy,
-        args.release.delta,
-    );
+    let setting = domain_setting(&args.domain, map, clients, &args.privacy);
     stage.next(format!(
         "running {} over {clients} clients",
         mechanism.name()

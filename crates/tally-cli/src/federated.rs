@@ -17,17 +17,19 @@ use tally_messages::{
 use tally_protocol::definition;
 use tally_protocol::shown::{Rounding, delta_number, number};
 use tally_sim::Population;
+use tally_sim::values_release::DEFAULT_QUANTILES;
 
 use crate::cli::{
     HistogramMechanism, ListenerArgs, Method, RelayArgs, SamplingArg, SegmentArg, ServeArgs,
     ServerArgs, ServerQueryArgs, TaskAlgorithm, TaskCommand, TaskCreateArgs, TaskIdArgs,
     TaskResultArgs,
 };
+use crate::federated_options::{DEFAULT_LEVELS, GivenOption, PREFIX_OPTIONS, refuse_options};
 use crate::output::{
     guarantee_body_line, print_fields, print_heavy_hitters_release, print_histogram_release,
     print_serialized,
 };
-use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles};
+use crate::quantiles::check_quantiles;
 use crate::{federated_domain, federated_range_tree};
 
 /// Rows shown in a result's table when `--top` is not given.
@@ -180,10 +182,7 @@ const DEFAULT_MIN_COHORT: u64 = 100;
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     // Named in the spec (and so in `task create --json`), as the command line resolves it.
-    let composition = Some(crate::cli::round_composition(
-        args.composition,
-        args.privacy.neighbours.into(),
-    ));
+    let composition = Some(args.composition.of_rounds(args.privacy.neighbours.into()));
     if args.beam.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Triehh) {
         bail!("--beam applies to --algorithm triehh only");
     }
@@ -235,7 +234,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 );
             }
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a domain histogram")?;
-            if args.sampling_rate.is_some() || args.threshold.is_some() {
+            if args.round.sampling_rate.is_some() || args.round.threshold.is_some() {
                 bail!("--sampling-rate and --threshold apply to --mechanism sample-threshold only");
             }
             federated_domain::task_kind(args, mechanism)?
@@ -245,8 +244,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
             TaskKind::Histogram {
                 mechanism: WireMechanism::SampleThreshold,
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
+                sampling_rate: args.round.sampling_rate,
+                threshold: args.round.threshold,
             }
         }
         (None, Some(TaskAlgorithm::TrieHhPlus)) => {
@@ -257,8 +256,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 segment: prefix_segment(args)?,
                 restricted: !args.unrestricted,
                 composition,
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
+                sampling_rate: args.round.sampling_rate,
+                threshold: args.round.threshold,
             }
         }
         (None, Some(algorithm @ TaskAlgorithm::HierarchicalQuantiles)) => {
@@ -273,8 +272,8 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         (None, Some(TaskAlgorithm::SingleRound)) => {
             refuse_options(args, &MULTI_ROUND_OPTIONS, "--algorithm single-round")?;
             TaskKind::SingleRound {
-                sampling_rate: args.sampling_rate,
-                threshold: args.threshold,
+                sampling_rate: args.round.sampling_rate,
+                threshold: args.round.threshold,
             }
         }
         (None, Some(TaskAlgorithm::Range)) => range_kind(args, composition)?,
@@ -310,10 +309,10 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         population,
         expected_population,
         privacy: PrivacyTarget {
-            epsilon: args.privacy.epsilon,
-            delta: args.delta,
+            epsilon: args.privacy.target.epsilon,
+            delta: args.privacy.target.delta(),
             neighbours: args.privacy.neighbours.into(),
-            analysis: args.privacy.method.into(),
+            analysis: args.privacy.analysis.method.into(),
         },
         kind,
         rounds: RoundPolicy {
@@ -330,18 +329,6 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         sampling: args.sampling.into(),
     })
 }
-
-/// The levels of a multi-round task when `--levels` is not given.
-pub(crate) const DEFAULT_LEVELS: u32 = 10;
-
-/// An option of `task create` and whether it was given.
-pub(crate) type GivenOption = (&'static str, fn(&TaskCreateArgs) -> bool);
-
-/// The options of TrieHH++'s prefix tree.
-pub(crate) const PREFIX_OPTIONS: [GivenOption; 2] = [
-    ("--segment", |a| a.segment.is_some()),
-    ("--unrestricted", |a| a.unrestricted),
-];
 
 /// The options of the hierarchical quantiles' tree.
 const TREE_OPTIONS: [GivenOption; 2] = [
@@ -361,7 +348,7 @@ const QUANTILE_OPTIONS: [GivenOption; 5] = [
 /// The options of every multi-round task.
 const MULTI_ROUND_OPTIONS: [GivenOption; 9] = [
     ("--levels", |a| a.levels.is_some()),
-    ("--composition", |a| a.composition.is_some()),
+    ("--composition", |a| a.composition.rule.is_some()),
     PREFIX_OPTIONS[0],
     PREFIX_OPTIONS[1],
     QUANTILE_OPTIONS[0],
@@ -370,18 +357,6 @@ const MULTI_ROUND_OPTIONS: [GivenOption; 9] = [
     QUANTILE_OPTIONS[3],
     QUANTILE_OPTIONS[4],
 ];
-
-/// Refuses the first of `options` that was given: it does not apply to `kind`.
-pub(crate) fn refuse_options(
-    args: &TaskCreateArgs,
-    options: &[GivenOption],
-    kind: &str,
-) -> Result<()> {
-    if let Some((name, _)) = options.iter().find(|(_, given)| given(args)) {
-        bail!("{name} does not apply to {kind}");
-    }
-    Ok(())
-}
 
 /// Refuses `--max-items-per-client k` but for a one-round histogram of the devices' items at
 /// `k = 1`: a device holds one item and reports it once.
@@ -413,7 +388,7 @@ fn refuse_items_per_client(args: &TaskCreateArgs, k: u32) -> Result<()> {
 /// `tally histogram --mechanism METHOD` does.
 fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<TaskKind> {
     refuse_options(args, &MULTI_ROUND_OPTIONS, "a one-round histogram")?;
-    if args.sampling_rate.is_some() || args.threshold.is_some() {
+    if args.round.sampling_rate.is_some() || args.round.threshold.is_some() {
         bail!(
             "--sampling-rate and --threshold set sample-threshold's parameters; --mechanism \
              {method} calibrates its noise and threshold from --epsilon and --delta: drop them"
@@ -425,7 +400,7 @@ fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<Task
              reports its item and the aggregator adds the noise): drop --sampling"
         );
     }
-    if !matches!(args.privacy.method, Method::Tight) {
+    if !matches!(args.privacy.analysis.method, Method::Tight) {
         bail!(
             "--method chooses the analysis of one-item sample-and-threshold; --mechanism \
              {method} has its own: drop --method"
@@ -443,7 +418,10 @@ fn selection_kind(args: &TaskCreateArgs, method: SelectionMethod) -> Result<Task
 fn triehh_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     refuse_options(args, &QUANTILE_OPTIONS, "--algorithm triehh")?;
     refuse_options(args, &PREFIX_OPTIONS[1..], "--algorithm triehh")?;
-    if args.sampling_rate.is_some() || args.threshold.is_some() || args.composition.is_some() {
+    if args.round.sampling_rate.is_some()
+        || args.round.threshold.is_some()
+        || args.composition.rule.is_some()
+    {
         bail!(
             "TrieHH calibrates its own threshold and batch size from (ε, δ) and composes its \
              rounds by its theorem: --sampling-rate, --threshold and --composition do not apply"
@@ -479,7 +457,7 @@ fn opt_prefix_tree_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     refuse_options(args, &QUANTILE_OPTIONS, kind)?;
     refuse_options(args, &PREFIX_OPTIONS[1..], kind)?;
     refuse_options(args, &MULTI_ROUND_OPTIONS[..1], kind)?;
-    if args.sampling_rate.is_some() || args.threshold.is_some() {
+    if args.round.sampling_rate.is_some() || args.round.threshold.is_some() {
         bail!("--sampling-rate and --threshold apply to the sample-and-threshold kinds");
     }
     if Neighbours::from(args.privacy.neighbours) != Neighbours::ReplaceOne {
@@ -491,7 +469,7 @@ fn opt_prefix_tree_kind(args: &TaskCreateArgs) -> Result<TaskKind> {
     let options = crate::heavy_hitters::opt_prefix_tree_options(
         &args.opt,
         args.segment,
-        args.composition.map(Into::into),
+        args.composition.rule.map(Into::into),
     )?;
     Ok(TaskKind::OptPrefixTree(options))
 }
@@ -519,8 +497,8 @@ fn quantile_kind(
         consistent: args.consistent,
         composition,
         range: args.min.zip(args.max).map(|(min, max)| [min, max]),
-        sampling_rate: args.sampling_rate,
-        threshold: args.threshold,
+        sampling_rate: args.round.sampling_rate,
+        threshold: args.round.threshold,
     })
 }
 
@@ -544,8 +522,8 @@ fn range_kind(args: &TaskCreateArgs, composition: Option<Composition>) -> Result
         consistent: args.consistent,
         composition,
         range: args.min.zip(args.max).map(|(min, max)| [min, max]),
-        sampling_rate: args.sampling_rate,
-        threshold: args.threshold,
+        sampling_rate: args.round.sampling_rate,
+        threshold: args.round.threshold,
     })
 }
 
@@ -637,7 +615,7 @@ fn result(args: &TaskResultArgs) -> Result<()> {
             print_heavy_hitters_release(&release, &[("task", args.id.clone())], shown)?
         }
         TaskResult::Quantiles(release) => {
-            crate::quantiles::print_quantiles_release(&release, &[("task", args.id.clone())])?;
+            crate::values::print_quantiles_release(&release, &[("task", args.id.clone())])?;
         }
         TaskResult::DomainHistogram(release) => {
             federated_domain::print_release(&release, &args.id, shown)?;

@@ -85,7 +85,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
     let (items, description) = if args.whole_clients {
         whole_clients(args, seed)?
     } else {
-        let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+        let population = load_population(&args.input, seed)?;
         let items = population
             .items()
             .iter()
@@ -122,7 +122,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<()> {
 /// `--whole-clients`: one device per client, holding all its rows, one per line (the text an
 /// OptPrefixTree device reads as its multiset of words); and the input's description.
 fn whole_clients(args: &FleetArgs, seed: u64) -> Result<(Vec<String>, String)> {
-    let population = load_users(&args.input, args.format, false, seed)?;
+    let population = load_users(&args.input, seed)?;
     let devices = word_multisets(population.users(), population.vocabulary())
         .iter()
         .map(WordMultiset::text)

@@ -5,18 +5,19 @@
 use anyhow::{Result, bail};
 use tally_core::quantiles::ValueRange;
 use tally_messages::{DomainHistogramMechanism, RangeTreeMechanism, TaskKind, TreeReading};
+use tally_sim::values_release::DEFAULT_QUANTILES;
 
 use crate::cli::{HistogramMechanism, TaskAlgorithm, TaskCreateArgs};
-use crate::federated::{DEFAULT_LEVELS, GivenOption, PREFIX_OPTIONS, refuse_options};
 use crate::federated_domain::refuse_domain;
-use crate::quantiles::{DEFAULT_QUANTILES, check_quantiles};
+use crate::federated_options::{DEFAULT_LEVELS, GivenOption, PREFIX_OPTIONS, refuse_options};
+use crate::quantiles::check_quantiles;
 
 /// The options of the sample-and-threshold rounds, which a range-query tree has none of.
 const ROUND_OPTIONS: [GivenOption; 5] = [
     ("--branching", |a| a.branching.is_some()),
-    ("--composition", |a| a.composition.is_some()),
-    ("--sampling-rate", |a| a.sampling_rate.is_some()),
-    ("--threshold", |a| a.threshold.is_some()),
+    ("--composition", |a| a.composition.rule.is_some()),
+    ("--sampling-rate", |a| a.round.sampling_rate.is_some()),
+    ("--threshold", |a| a.round.threshold.is_some()),
     ("--beam", |a| a.beam.is_some()),
 ];
 

@@ -34,7 +34,7 @@ use crate::cli::{
     OptPrefixTreeArgs, RandomizerArg, SegmentArg, SelectionArg,
 };
 use crate::count_min_prefix_tree;
-use crate::histogram::load_keyed_population;
+use crate::input::load_keyed_population;
 use crate::input::{load_population, stream_format};
 use crate::output::{
     Stage, guarantee_body_line, guarantee_line, parameters_line, print_fields,
@@ -47,9 +47,9 @@ const DEFAULT_TRUTH_K: usize = 20;
 const DEFAULT_TABLE_ROWS: usize = 20;
 
 pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
-    let analysis = Analysis::from(args.privacy.method);
+    let analysis = Analysis::from(args.privacy.analysis.method);
     let neighbours = Neighbours::from(args.privacy.neighbours);
-    let target = args.release.target();
+    let target = args.release.round.target();
     let seed = args.release.seed_or_random();
     let path = ExecutionPath::default();
     let segment = segment_length(args)?;
@@ -72,7 +72,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         Algorithm::CountMinPrefixTree => {
             let (mut release, counts) = count_min_prefix_tree::run(args, seed)?;
             if args.truth {
-                let threshold = args.release.threshold.unwrap_or_default();
+                let threshold = args.release.round.threshold.unwrap_or_default();
                 release.truth = Some(count_min_prefix_tree::truth_scores(
                     &release, &counts, threshold,
                 ));
@@ -81,14 +81,15 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         }
         Algorithm::TrieHh => {
             anyhow::ensure!(
-                args.release.sampling_rate.is_none() && args.release.threshold.is_none(),
+                args.release.round.sampling_rate.is_none()
+                    && args.release.round.threshold.is_none(),
                 "TrieHH calibrates its own threshold and batch size from (ε, δ); \
                  --sampling-rate and --threshold apply to triehh++ and single-round"
             );
             let (population, counted) = counted_population(args, seed)?;
             let mut config = TrieHhConfig::calibrate(
-                args.privacy.epsilon,
-                args.release.delta,
+                args.privacy.target.epsilon,
+                args.privacy.target.delta(),
                 args.levels,
                 counted.clients(),
             )?
@@ -109,14 +110,14 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         }
         Algorithm::SingleRound => {
             let mechanism = SampleThreshold::calibrate(
-                args.privacy.epsilon,
-                args.release.delta,
+                args.privacy.target.epsilon,
+                args.privacy.target.delta(),
                 target,
                 analysis,
                 neighbours,
             )?;
             let stage = Stage::start("loading the population");
-            let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            let population = load_population(&args.input, seed)?;
             stage.next("sampling");
             let release = run_sample_threshold(&population, &mechanism, path, seed);
             drop(stage);
@@ -141,12 +142,12 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
         Algorithm::TrieHhPlus => {
             let selection = args.mechanism.selection();
             let settings = TriePlusSettings {
-                epsilon: args.privacy.epsilon,
-                delta: args.release.delta,
+                epsilon: args.privacy.target.epsilon,
+                delta: args.privacy.target.delta(),
                 levels: args.levels,
                 segment,
                 restricted: !args.unrestricted,
-                composition: args.composition.map_or_else(
+                composition: args.composition.rule.map_or_else(
                     || TriePlusSettings::default_composition(selection, neighbours),
                     Into::into,
                 ),
@@ -157,15 +158,9 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
             };
             if let Some(key) = args.sampling_key.key()? {
                 let _stage = Stage::start("loading the rows");
-                let rows =
-                    load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;
+                let rows = load_keyed_population(&args.input, seed)?;
                 let population = if args.truth {
-                    Some(load_population(
-                        &args.input,
-                        args.format,
-                        args.rows_as_clients,
-                        seed,
-                    )?)
+                    Some(load_population(&args.input, seed)?)
                 } else {
                     None
                 };
@@ -193,16 +188,16 @@ fn counted_population(
     args: &HeavyHittersArgs,
     seed: u64,
 ) -> Result<(Option<Population>, CountedPopulation)> {
-    if let Some(file) = &args.input.input
+    if let Some(file) = &args.input.source.input
         && !args.truth
     {
         let stage = Stage::start(format!("counting the items of {}", file.display()));
-        let format = stream_format(file, args.format, args.rows_as_clients, seed);
+        let format = stream_format(&args.input, file, seed);
         let counted = CountedPopulation::from_file(file, format, &stage.bytes_read())?;
         return Ok((None, counted));
     }
     let _stage = Stage::start("loading the population");
-    let population = load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let population = load_population(&args.input, seed)?;
     let counted = CountedPopulation::from_population(&population);
     Ok((Some(population), counted))
 }
@@ -348,26 +343,22 @@ fn truth_scores(
 /// Reads the users of an opt-prefix-tree run: whole multisets per `client_id` for TSV files
 /// and datasets, `reddit-like:…` or a one-item generator for `--synthetic`, one data point
 /// per line for line files.
-pub(crate) fn load_users(
-    input: &InputArgs,
-    format: Option<Format>,
-    rows_as_clients: bool,
-    seed: u64,
-) -> Result<MultiPopulation> {
+pub(crate) fn load_users(input: &InputArgs, seed: u64) -> Result<MultiPopulation> {
     anyhow::ensure!(
-        !rows_as_clients,
+        !input.rows_as_clients,
         "--rows-as-clients does not apply to opt-prefix-tree: each client keeps all its rows"
     );
-    if let Some(name) = &input.dataset {
+    let (source, format) = (&input.source, input.format);
+    if let Some(name) = &source.dataset {
         return Ok(MultiPopulation::dataset(name)?);
     }
-    if let Some(spec) = &input.synthetic
+    if let Some(spec) = &source.synthetic
         && spec.starts_with("reddit-like")
     {
         let spec: RedditLikeSpec = spec.parse().context("bad --synthetic")?;
         return Ok(MultiPopulation::reddit_like(&spec, seed));
     }
-    if let Some(file) = &input.input
+    if let Some(file) = &source.input
         && (matches!(format, Some(Format::Tsv))
             || (format.is_none() && {
                 let name = file.to_string_lossy();
@@ -376,7 +367,7 @@ pub(crate) fn load_users(
     {
         return Ok(MultiPopulation::from_tsv_file(file)?);
     }
-    let population = load_population(input, format, false, seed)?;
+    let population = load_population(input, seed)?;
     Ok(MultiPopulation::from_population(&population))
 }
 
@@ -461,12 +452,12 @@ pub(crate) fn opt_prefix_tree_options(
 /// `--algorithm opt-prefix-tree`.
 fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     anyhow::ensure!(
-        args.release.sampling_rate.is_none() && args.release.threshold.is_none(),
+        args.release.round.sampling_rate.is_none() && args.release.round.threshold.is_none(),
         "--sampling-rate and --threshold apply to triehh++ and single-round"
     );
     let opt = &args.opt;
     let stage = Stage::start("loading the users");
-    let population = load_users(&args.input, args.format, args.rows_as_clients, seed)?;
+    let population = load_users(&args.input, seed)?;
     let users = population.len() as u64;
     let encoding = encoding(opt.encoding);
     let max_length = opt.max_length.unwrap_or(match opt.encoding {
@@ -477,7 +468,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     let deny = deny_list(opt)?;
     stage.next("solving the local ε₀");
     let total_iterations = opt.iterations * opt.runs;
-    let (epsilon, delta) = (args.privacy.epsilon, args.release.delta);
+    let (epsilon, delta) = (args.privacy.target.epsilon, args.privacy.target.delta());
     // FMT21's clone factor e^−ε₀ holds for every ε₀-LDP randomizer, OUE and SUE included;
     // FMT23's premise fails for them (see docs/privacy/opt-prefix-tree.md).
     let bound = if opt.unproven_fmt23 {
@@ -487,7 +478,7 @@ fn opt_prefix_tree(args: &HeavyHittersArgs, seed: u64) -> Result<()> {
     };
     // By default the iterations compose tightly: the T-fold composition of the clone pair's
     // privacy-loss distribution (docs/privacy/opt-prefix-tree.md).
-    let composition = args.composition.map_or(Composition::Tight, Into::into);
+    let composition = args.composition.rule.map_or(Composition::Tight, Into::into);
     let plan = solve_local_epsilon(epsilon, delta, total_iterations, users, composition, bound)?;
     let (selection, randomizer) = (selection(opt.selection), randomizer(opt.randomizer));
     let path = match opt.aggregation {

@@ -3,13 +3,13 @@
 use anyhow::{Result, bail};
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
+use tally_sim::PlaceInDomain;
 use tally_sim::domain_release::{self, ItemsOptions};
 use tally_sim::sample_threshold_release::{self, Sampling};
-use tally_sim::{KeyedPopulation, PlaceInDomain};
 
-use crate::cli::{Format, HistogramArgs, HistogramMechanism, InputArgs};
+use crate::cli::{HistogramArgs, HistogramMechanism};
 use crate::domain_histogram::{self, domain_map};
-use crate::input::{input_format, load_population, stream_format};
+use crate::input::{load_keyed_population, load_population, stream_format};
 use crate::items_histogram;
 use crate::output::{Stage, print_histogram_release, print_json, print_warnings};
 
@@ -22,8 +22,8 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
             domain_release::refuse_items_options(ItemsOptions {
                 sampling_key: args.sampling_key.given(),
                 max_items_per_client: args.max_items_per_client.is_some(),
-                sampling_rate_or_threshold: args.release.sampling_rate.is_some()
-                    || args.release.threshold.is_some(),
+                sampling_rate_or_threshold: args.release.round.sampling_rate.is_some()
+                    || args.release.round.threshold.is_some(),
             })?;
             return domain_histogram::run(args, mechanism);
         }
@@ -33,11 +33,11 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         }
         HistogramMechanism::SampleThreshold => {}
     }
-    let epsilon = args.privacy.epsilon;
-    let analysis = Analysis::from(args.privacy.method);
+    let epsilon = args.privacy.target.epsilon;
+    let analysis = Analysis::from(args.privacy.analysis.method);
     let neighbours = Neighbours::from(args.privacy.neighbours);
     // Validate the privacy target and the key before reading any data.
-    let target = args.release.target();
+    let target = args.release.round.target();
     let on_domain = args.domain.domain.is_some() || args.domain.buckets.is_some();
     if on_domain && args.sampling_key.given() {
         bail!(
@@ -46,7 +46,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         );
     }
     let key = args.sampling_key.key()?;
-    let delta = args.release.delta;
+    let delta = args.privacy.target.delta();
     let mechanism = sample_threshold_release::calibrate(
         epsilon,
         delta,
@@ -58,11 +58,10 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
 
     // Without --seed the run draws its seed from the operating system and never prints it.
     let seed = args.release.seed_or_random();
-    let mut document = match (key, &args.input.input) {
+    let mut document = match (key, &args.input.source.input) {
         (Some(key), _) => {
             let stage = Stage::start("loading the population");
-            let population =
-                load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            let population = load_keyed_population(&args.input, seed)?;
             stage.next(format!(
                 "sampling {} clients with the key",
                 population.len()
@@ -75,7 +74,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         }
         // A file streams: clients are sampled before their lines are parsed.
         (None, Some(file)) if !on_domain => {
-            let format = stream_format(file, args.format, args.rows_as_clients, seed);
+            let format = stream_format(&args.input, file, seed);
             let stage = Stage::start(format!("sampling the clients of {}", file.display()));
             let document = sample_threshold_release::streamed_histogram(
                 file,
@@ -91,8 +90,7 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         }
         (None, _) => {
             let stage = Stage::start("loading the population");
-            let mut population =
-                load_population(&args.input, args.format, args.rows_as_clients, seed)?;
+            let mut population = load_population(&args.input, seed)?;
             if on_domain {
                 // Sample-and-threshold needs no public domain, but may run on one for comparison.
                 let map = domain_map(&args.domain, args.mechanism.name())?;
@@ -140,22 +138,4 @@ pub(crate) fn run(args: &HistogramArgs) -> Result<()> {
         shown,
     )?;
     Ok(())
-}
-
-/// The rows a keyed round runs on: a TSV file's rows with their client ids (unless
-/// --rows-as-clients), otherwise every client of the population named by its position.
-pub(crate) fn load_keyed_population(
-    input: &InputArgs,
-    format: Option<Format>,
-    rows_as_clients: bool,
-    seed: u64,
-) -> Result<KeyedPopulation> {
-    if let Some(file) = &input.input
-        && !rows_as_clients
-        && matches!(input_format(file, format), Format::Tsv)
-    {
-        return Ok(KeyedPopulation::from_tsv_file(file)?);
-    }
-    let population = load_population(input, format, rows_as_clients, seed)?;
-    Ok(KeyedPopulation::from_population(&population))
 }

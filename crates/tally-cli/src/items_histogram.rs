@@ -9,7 +9,7 @@ use tally_messages::HistogramRelease;
 use tally_sim::items_release::{ItemChoice, ItemsMechanism, ItemsRelease};
 
 use crate::cli::{HistogramArgs, Method};
-use crate::histogram::load_keyed_population;
+use crate::input::load_keyed_population;
 use crate::output::{Stage, print_histogram_release, print_json, print_warnings};
 
 /// Rows shown in the human-readable table when `--top` is not given.
@@ -21,8 +21,8 @@ pub(crate) fn run(args: &HistogramArgs, method: Option<SelectionMethod>) -> Resu
     let name = args.mechanism.name();
     refuse_options(args, name, method.is_some())?;
     let max_items = args.max_items_per_client.unwrap_or(1);
-    let epsilon = args.privacy.epsilon;
-    let delta = args.release.delta;
+    let epsilon = args.privacy.target.epsilon;
+    let delta = args.privacy.target.delta();
     let neighbours = Neighbours::from(args.privacy.neighbours);
     let key = args.sampling_key.key()?;
     // Calibrate before reading any data, so a bad target fails fast.
@@ -31,13 +31,13 @@ pub(crate) fn run(args: &HistogramArgs, method: Option<SelectionMethod>) -> Resu
         epsilon,
         delta,
         max_items,
-        args.release.target(),
+        args.release.round.target(),
         neighbours,
         key.is_some(),
     )?;
     let seed = args.release.seed_or_random();
     let stage = Stage::start("loading the population");
-    let population = load_keyed_population(&args.input, args.format, args.rows_as_clients, seed)?;
+    let population = load_keyed_population(&args.input, seed)?;
     stage.next(format!("bounding {} clients' items", population.len()));
     let options = ItemsRelease {
         max_items,
@@ -64,14 +64,16 @@ fn refuse_options(args: &HistogramArgs, name: &str, selection: bool) -> Result<(
              hold, with no public domain: drop --domain/--buckets"
         );
     }
-    if !matches!(args.privacy.method, Method::Tight) {
+    if !matches!(args.privacy.analysis.method, Method::Tight) {
         bail!(
             "--method chooses the analysis of one-item sample-and-threshold; --mechanism {name} \
              with --max-items-per-client has its own (the exact or composed δ of its per-item \
              releases): drop --method"
         );
     }
-    if selection && (args.release.sampling_rate.is_some() || args.release.threshold.is_some()) {
+    if selection
+        && (args.release.round.sampling_rate.is_some() || args.release.round.threshold.is_some())
+    {
         bail!(
             "--sampling-rate and --threshold set sample-threshold's parameters; --mechanism \
              {name} calibrates its noise and threshold from --epsilon, --delta and \

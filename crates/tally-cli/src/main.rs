@@ -16,6 +16,8 @@ mod federated_domain;
 #[cfg(feature = "federated")]
 mod federated_fleet;
 #[cfg(feature = "federated")]
+mod federated_options;
+#[cfg(feature = "federated")]
 mod federated_range_tree;
 #[cfg(feature = "federated")]
 mod federated_token;
@@ -36,6 +38,7 @@ mod quantiles;
 mod repro;
 mod sampling_key;
 mod shuffle_values;
+mod values;
 
 use std::process::ExitCode;
 

@@ -20,12 +20,12 @@ use crate::output::{print_fields, print_json, save_report};
 pub(crate) fn run(args: &PlanArgs) -> Result<()> {
     args.report.refuse_population_without_report()?;
     let planned = plan_document::solve(
-        args.privacy.epsilon,
-        args.delta,
+        args.privacy.target.epsilon,
+        args.privacy.target.delta(),
         args.alpha,
-        args.sampling_rate,
-        args.threshold,
-        Analysis::from(args.privacy.method),
+        args.round.sampling_rate,
+        args.round.threshold,
+        Analysis::from(args.privacy.analysis.method),
         Neighbours::from(args.privacy.neighbours),
     )?;
     if let Some(dir) = &args.report.report {

@@ -30,7 +30,7 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
             mechanism.name()
         );
     };
-    let setting = domain_setting(&args.domain, map, clients, &args.privacy, args.delta);
+    let setting = domain_setting(&args.domain, map, clients, &args.privacy);
     // The calibration's own error, as `tally histogram` reports it.
     build_mechanism(mechanism, &setting, 0)?;
     if let Some(dir) = &args.report.report {

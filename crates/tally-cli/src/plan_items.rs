@@ -7,13 +7,13 @@ use tally_accounting::Neighbours;
 use tally_sim::items_plan::{ERROR_DEFINITION, HeldItems, ItemsTarget, plan_items};
 
 use crate::cli::{InputArgs, PlanHistogramArgs};
-use crate::histogram::load_keyed_population;
+use crate::input::load_keyed_population;
 use crate::output::{Stage, print_fields, print_json, save_report};
 use tally_plan::page;
 
 pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
     refuse_options(args)?;
-    let Some(input) = args.report.population.input() else {
+    let Some(input) = args.report.population_input() else {
         bail!(
             "without --mechanism the planner chooses over clients of several items from their \
              data: give --input FILE, --dataset NAME or --synthetic SPEC (or a public-domain \
@@ -21,17 +21,12 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
         );
     };
     let target = ItemsTarget {
-        epsilon: args.privacy.epsilon,
-        delta: args.delta,
+        epsilon: args.privacy.target.epsilon,
+        delta: args.privacy.target.delta(),
         neighbours: Neighbours::from(args.privacy.neighbours),
     };
     let stage = Stage::start("loading the population");
-    let population = load_keyed_population(
-        &input,
-        args.report.format,
-        false,
-        args.report.population_seed,
-    )?;
+    let population = load_keyed_population(&input, args.report.population_seed)?;
     stage.next(format!("predicting over {} clients", population.len()));
     let held = HeldItems::new(&population);
     let plan = plan_items(&held, target);
@@ -109,7 +104,8 @@ pub(crate) fn run(args: &PlanHistogramArgs) -> Result<()> {
 
 /// The `tally histogram` command that runs the recommended setting.
 fn command(input: &InputArgs, mechanism: &str, max_items: u32, args: &PlanHistogramArgs) -> String {
-    let source = match (&input.input, &input.dataset, &input.synthetic) {
+    let source = &input.source;
+    let source = match (&source.input, &source.dataset, &source.synthetic) {
         (Some(file), _, _) => format!("--input {}", file.display()),
         (_, Some(name), _) => format!("--dataset {name}"),
         (_, _, Some(spec)) => format!("--synthetic {spec}"),
@@ -122,7 +118,8 @@ fn command(input: &InputArgs, mechanism: &str, max_items: u32, args: &PlanHistog
     format!(
         "tally histogram {source} --mechanism {mechanism} --max-items-per-client {max_items} \
          --epsilon {} --delta {:e}{neighbours}",
-        args.privacy.epsilon, args.delta
+        args.privacy.target.epsilon,
+        args.privacy.target.delta()
     )
 }
 
@@ -141,7 +138,7 @@ fn refuse_options(args: &PlanHistogramArgs) -> Result<()> {
              report predicts the released items and their error: drop --recall-at"
         );
     }
-    if !matches!(args.privacy.method, crate::cli::Method::Tight) {
+    if !matches!(args.privacy.analysis.method, crate::cli::Method::Tight) {
         bail!(
             "--method chooses the analysis of one-item sample-and-threshold; over clients of \
              several items each mechanism has its own: drop --method"

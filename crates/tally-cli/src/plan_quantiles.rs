@@ -12,9 +12,10 @@ use tally_plan::quantiles::{self, KnownValues, KnownValuesRefused};
 use tally_sim::values_release::{QuantilesPlan, ValuesSettings};
 use tally_sim::{CountedValues, ValueRange};
 
-use crate::cli::{PlanQuantilesArgs, QuantileMethod, round_composition, round_target};
+use crate::cli::{PlanQuantilesArgs, QuantileMethod};
 use crate::output::{Stage, guarantee_line, print_fields, print_json, save_report};
-use crate::quantiles::{check_quantiles, values_error};
+use crate::quantiles::check_quantiles;
+use crate::values::values_error;
 
 pub(crate) fn run(args: &PlanQuantilesArgs) -> Result<()> {
     check_quantiles(&args.quantiles)?;
@@ -66,12 +67,12 @@ fn write_report(plan: &QuantilesPlan, args: &PlanQuantilesArgs, dir: &Path) -> R
 fn settings(args: &PlanQuantilesArgs) -> ValuesSettings {
     let neighbours = Neighbours::from(args.privacy.neighbours);
     ValuesSettings {
-        epsilon: args.privacy.epsilon,
-        delta: args.delta,
-        target: round_target(args.sampling_rate, args.threshold),
-        analysis: Analysis::from(args.privacy.method),
+        epsilon: args.privacy.target.epsilon,
+        delta: args.privacy.target.delta(),
+        target: args.round.target(),
+        analysis: Analysis::from(args.privacy.analysis.method),
         neighbours,
-        composition: round_composition(args.composition, neighbours),
+        composition: args.composition.of_rounds(neighbours),
         branching: args.branching,
         levels: args.levels,
         consistent: false,

@@ -23,7 +23,7 @@ pub(crate) fn run(args: &PlanShuffleArgs) -> Result<()> {
         args.local_epsilon,
         args.epsilon,
         args.users,
-        args.delta,
+        args.delta.delta,
         bound,
     )?;
     if args.json {
@@ -41,7 +41,7 @@ pub(crate) fn run(args: &PlanShuffleArgs) -> Result<()> {
             ("users", args.users.to_string()),
             (local, format!("{:.6}", plan.local_epsilon)),
             (central, format!("{:.6}", plan.epsilon)),
-            ("delta", format!("{:e}", args.delta)),
+            ("delta", format!("{:e}", args.delta.delta)),
         ],
     )?;
     Ok(())

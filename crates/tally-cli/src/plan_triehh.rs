@@ -16,12 +16,12 @@ use tally_plan::page;
 pub(crate) fn run(args: &PlanTrieArgs) -> Result<()> {
     args.report.refuse_population_without_report()?;
     let plan = TriePlusPlan::solve(
-        args.epsilon,
-        args.delta,
+        args.target.epsilon,
+        args.target.delta(),
         args.levels,
-        Analysis::from(args.method),
-        args.sampling_rate,
-        args.threshold,
+        Analysis::from(args.analysis.method),
+        args.round.sampling_rate,
+        args.round.threshold,
     )?;
     if let Some(dir) = &args.report.report {
         write_report(&plan, args, dir)?;
@@ -69,8 +69,8 @@ fn write_report(plan: &TriePlusPlan, args: &PlanTrieArgs, dir: &Path) -> Result<
         top: args.report.top,
     });
     let target = SweepTarget {
-        sampling_rate: args.sampling_rate,
-        threshold: args.threshold,
+        sampling_rate: args.round.sampling_rate,
+        threshold: args.round.threshold,
     };
     let segment = usize::try_from(args.segment)?;
     let report = triehh_plus::build(plan.clone(), segment, target, words);

@@ -1,24 +1,19 @@
 //! `tally quantiles` and `tally range`: quantiles and range counts of numbers.
 
-use std::io::{self, Write};
-
-use anyhow::{Result, anyhow};
+use anyhow::Result;
 use tally_accounting::Neighbours;
 use tally_accounting::sample_threshold::Analysis;
 use tally_core::quantiles::TreeShape;
-use tally_messages::{QuantileRow, QuantilesRelease, RangeRelease};
+use tally_messages::RangeRelease;
 use tally_sim::values_release::{self, HierarchicalValues, Released, ValuesSettings};
-use tally_sim::{CountedValues, ValueRange, Values, ValuesError};
+use tally_sim::{CountedValues, Values};
 
-use crate::cli::{
-    QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism, round_composition,
-};
-use crate::output::{
-    Stage, guarantee_body_line, guarantee_line, parameters_line, print_fields, print_json,
-};
+use crate::cli::{QuantileMethod, QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
+use crate::output::{Stage, guarantee_line, parameters_line, print_fields, print_json};
 use crate::shuffle_values;
+use crate::values::{load_values, print_quantiles, value_range, values_error};
 
-pub(crate) use tally_sim::values_release::{DEFAULT_QUANTILES, Row, check_quantiles};
+pub(crate) use tally_sim::values_release::check_quantiles;
 
 pub(crate) fn run_quantiles(args: &QuantilesArgs) -> Result<()> {
     let common = &args.values;
@@ -162,110 +157,16 @@ fn hierarchical_values(
 /// The settings of a release over numbers, from the command line.
 fn settings(common: &ValuesArgs) -> ValuesSettings {
     ValuesSettings {
-        epsilon: common.privacy.epsilon,
-        delta: common.release.delta,
-        target: common.release.target(),
-        analysis: Analysis::from(common.privacy.method),
+        epsilon: common.privacy.target.epsilon,
+        delta: common.privacy.target.delta(),
+        target: common.release.round.target(),
+        analysis: Analysis::from(common.privacy.analysis.method),
         neighbours: Neighbours::from(common.privacy.neighbours),
-        composition: round_composition(
-            common.composition,
-            Neighbours::from(common.privacy.neighbours),
-        ),
+        composition: common
+            .composition
+            .of_rounds(Neighbours::from(common.privacy.neighbours)),
         branching: common.branching,
         levels: common.levels,
         consistent: common.consistent,
     }
-}
-
-fn value_range(common: &ValuesArgs) -> Result<Option<ValueRange>> {
-    match (common.min, common.max) {
-        (Some(min), Some(max)) => Ok(Some(ValueRange::new(min, max)?)),
-        _ => Ok(None),
-    }
-}
-
-/// Reads `--input`, rescaling with `--min/--max`.
-pub(crate) fn load_values(common: &ValuesArgs) -> Result<Values> {
-    let range = value_range(common)?;
-    let stage = Stage::start("loading the values");
-    let values = Values::from_file(&common.input, range).map_err(values_error)?;
-    drop(stage);
-    Ok(values)
-}
-
-/// A values error, pointing at `--min` and `--max` when rescaling would help.
-pub(crate) fn values_error(error: ValuesError) -> anyhow::Error {
-    match values_release::rescaling_hint(&error) {
-        Some(message) => anyhow!(message),
-        None => error.into(),
-    }
-}
-
-pub(crate) fn report_quantiles(
-    args: &QuantilesArgs,
-    values: &Values,
-    mechanism: &str,
-    parameters: serde_json::Value,
-    guarantee: &tally_accounting::Guarantee,
-    collusion: &tally_accounting::Collusion,
-    quantiles: &[Row],
-) -> Result<()> {
-    let common = &args.values;
-    let sorted = args.truth.then(|| values.sorted());
-    let mut release = values_release::quantiles_document(
-        values.description(),
-        values.range(),
-        sorted.as_ref(),
-        mechanism,
-        parameters,
-        guarantee,
-        quantiles,
-        common.release.delta,
-        common.release.seed,
-    );
-    release.guarantee.collusion = Some(collusion.into());
-    print_quantiles(common, &release)
-}
-
-/// Prints a quantiles document, as JSON with `--json`.
-fn print_quantiles(common: &ValuesArgs, release: &QuantilesRelease) -> Result<()> {
-    if common.privacy.json {
-        print_json(&serde_json::to_value(release)?)?;
-        return Ok(());
-    }
-    print_quantiles_release(release, &[("seed", common.release.seed_description())])
-}
-
-/// Prints a quantiles release for people, the same offline and federated: its title, input,
-/// guarantee and parameters, then `extra` rows (the seed, the task) and the quantiles.
-pub(crate) fn print_quantiles_release(
-    release: &QuantilesRelease,
-    extra: &[(&str, String)],
-) -> Result<()> {
-    let mut rows = vec![
-        ("input", release.input.clone()),
-        ("guarantee", guarantee_body_line(&release.guarantee)),
-        ("parameters", parameters_line(&release.parameters)),
-    ];
-    rows.extend_from_slice(extra);
-    print_fields(&format!("quantiles ({})", release.mechanism), &rows)?;
-    print_quantile_table(&release.quantiles)
-}
-
-/// The estimated quantiles as a table, with their search intervals and truth when known.
-pub(crate) fn print_quantile_table(rows: &[QuantileRow]) -> Result<()> {
-    let mut out = io::stdout().lock();
-    writeln!(out)?;
-    writeln!(out, "  {:>10}  {:>16}", "quantile", "value")?;
-    for row in rows {
-        write!(out, "  {:>10}  {:>16.6}", row.quantile, row.value)?;
-        if let Some([lo, hi]) = row.interval {
-            write!(out, "  in [{lo:.6}, {hi:.6}]")?;
-        }
-        if let (Some(true_value), Some(rank_error)) = (row.true_value, row.rank_error) {
-            write!(out, "  (true {true_value:.6}, rank error {rank_error:.4})")?;
-        }
-        writeln!(out)?;
-    }
-    Ok(())
 }

@@ -8,10 +8,11 @@ use tally_core::shuffle::{RangeCounts, RangeRound, SetOracleRound, ShuffleQuanti
 use tally_messages::TreeRangeRelease;
 use tally_protocol::document::{self, TreeDocument};
 use tally_sim::Values;
+use tally_sim::values_release::Row;
 
 use crate::cli::{QuantilesArgs, RangeArgs, ValuesArgs, ValuesMechanism};
 use crate::output::{Stage, guarantee_body_line, parameters_line, print_fields, print_json};
-use crate::quantiles::{Row, load_values, report_quantiles};
+use crate::values::{load_values, report_quantiles};
 
 /// Loads the values `common` names and runs `command` on the range-query tree of the mechanism
 /// it names, calibrated for their number (which it publishes), with the run's seed (from which
@@ -26,8 +27,8 @@ fn with_tree(common: &ValuesArgs, command: impl TreeCommand) -> Result<()> {
     let values = load_values(common)?;
     let seed = common.release.seed_or_random();
     let (epsilon, delta, users) = (
-        common.privacy.epsilon,
-        common.release.delta,
+        common.privacy.target.epsilon,
+        common.privacy.target.delta(),
         values.len() as u64,
     );
     match common.mechanism {
@@ -169,7 +170,7 @@ where
             mechanism: name(common),
             parameters: parameters(tree, values),
             guarantee: tree.guarantee(),
-            target_delta: common.release.delta,
+            target_delta: common.privacy.target.delta(),
             input: values.description().to_owned(),
             users: values.len() as u64,
             seed: common.release.seed,

@@ -1,5 +1,6 @@
 //! Private histograms.
 
+mod central_noise;
 mod domain;
 mod gaussian;
 mod items_per_client;
@@ -9,6 +10,7 @@ mod partition_selection;
 mod round_plan;
 mod sample_and_threshold;
 
+pub use central_noise::{CentralNoise, CentralNoiseHistogram};
 pub(crate) use domain::check_map;
 pub use domain::{DomainHistogram, DomainMap, MessageCost, bucket};
 pub use gaussian::GaussianHistogram;

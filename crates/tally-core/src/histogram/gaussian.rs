@@ -14,23 +14,20 @@
 //! ([`tally_accounting::central::calibrate_gaussian`]). The noise is drawn by the exact
 //! sampler [`DiscreteGaussian`] (CKS 2020, Algorithm 3).
 
-use rand::Rng;
 use tally_accounting::central::{calibrate_gaussian, gaussian_guarantee};
-use tally_accounting::{ErrorLaw, Guarantee, Neighbours};
+use tally_accounting::{ErrorLaw, Neighbours};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, check_map};
-use crate::ldp::check_domain;
+use crate::histogram::{CentralNoise, CentralNoiseHistogram};
 use crate::noise::DiscreteGaussian;
-use crate::protocol::{CentralHistogramRound, add_noise};
 
 /// The central histogram with discrete Gaussian noise over the domain `0..B`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GaussianHistogram {
-    domain: u32,
-    noise: DiscreteGaussian,
-    guarantee: Guarantee,
-}
+///
+/// # Privacy
+///
+/// `(ε, δ)`-DP in the central model at the requested `ε`, with `δ` at most the requested one
+/// (see the module).
+pub type GaussianHistogram = CentralNoiseHistogram<DiscreteGaussian>;
 
 impl GaussianHistogram {
     /// The mechanism over `domain = B ≥ 2` elements with the smallest grid `σ²` whose `δ` at
@@ -46,12 +43,12 @@ impl GaussianHistogram {
         delta: f64,
         neighbours: Neighbours,
     ) -> Result<Self, Error> {
-        let domain = check_domain(domain)?;
-        let sigma2 = calibrate_gaussian(epsilon, delta, neighbours)?;
-        Ok(Self {
-            domain,
-            noise: DiscreteGaussian::new(sigma2)?,
-            guarantee: gaussian_guarantee(sigma2, epsilon, neighbours)?,
+        Self::calibrated(domain, || {
+            let sigma2 = calibrate_gaussian(epsilon, delta, neighbours)?;
+            Ok((
+                DiscreteGaussian::new(sigma2)?,
+                gaussian_guarantee(sigma2, epsilon, neighbours)?,
+            ))
         })
     }
 
@@ -59,57 +56,16 @@ impl GaussianHistogram {
     pub fn sigma2(&self) -> (u64, u64) {
         self.noise.sigma2()
     }
-
-    /// The central guarantee at the requested `ε`, with `δ` at most the requested one.
-    pub fn guarantee(&self) -> &Guarantee {
-        &self.guarantee
-    }
-
-    /// Releases precomputed exact counts (one per domain element): `counts[j] + X_j` with
-    /// independent discrete Gaussian `X_j`, the release rule of its round's aggregator.
-    ///
-    /// # Panics
-    ///
-    /// If `counts` does not have one entry per domain element, or a count exceeds `i64::MAX`.
-    pub fn release_counts<R: Rng + ?Sized>(&self, counts: &[u64], rng: &mut R) -> Vec<i64> {
-        assert_eq!(
-            counts.len(),
-            self.domain as usize,
-            "one count per domain element"
-        );
-        add_noise(counts, &self.noise, rng)
-    }
-
-    /// Its round over `map`'s domain: devices report their element, the aggregator adds
-    /// discrete Gaussian noise to every count.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] if `map`'s domain is not the mechanism's.
-    pub fn round(&self, map: DomainMap) -> Result<CentralHistogramRound<DiscreteGaussian>, Error> {
-        check_map(self.domain, map)?;
-        Ok(CentralHistogramRound::new(map, self.noise.clone()))
-    }
 }
 
-impl DomainHistogram for GaussianHistogram {
-    fn name(&self) -> &'static str {
-        "gaussian"
-    }
+impl CentralNoise for DiscreteGaussian {
+    const MECHANISM: &'static str = "gaussian";
 
-    fn domain(&self) -> u32 {
-        self.domain
-    }
-
-    fn guarantee(&self) -> Guarantee {
-        self.guarantee.clone()
-    }
-
-    /// The count plus discrete Gaussian noise of the calibrated `σ²`, whatever the counts.
-    fn error_law(&self, _: u64, _: u64) -> Option<ErrorLaw> {
+    /// Discrete Gaussian noise of the calibrated `σ²`.
+    fn error_law(&self) -> ErrorLaw {
         let (numerator, denominator) = self.sigma2();
-        Some(ErrorLaw::DiscreteGaussian {
+        ErrorLaw::DiscreteGaussian {
             sigma2: numerator as f64 / denominator as f64,
-        })
+        }
     }
 }

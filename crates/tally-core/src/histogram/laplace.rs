@@ -13,23 +13,19 @@
 //! by the exact sampler [`DiscreteLaplace`] (CKS 2020, Algorithm 2): no floating point touches
 //! the released values.
 
-use rand::Rng;
 use tally_accounting::central::{calibrate_laplace, laplace_guarantee};
-use tally_accounting::{ErrorLaw, Guarantee, Neighbours};
+use tally_accounting::{ErrorLaw, Neighbours};
 
 use crate::Error;
-use crate::histogram::{DomainHistogram, DomainMap, check_map};
-use crate::ldp::check_domain;
+use crate::histogram::{CentralNoise, CentralNoiseHistogram};
 use crate::noise::DiscreteLaplace;
-use crate::protocol::{CentralHistogramRound, add_noise};
 
 /// The central histogram with discrete Laplace noise over the domain `0..B`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LaplaceHistogram {
-    domain: u32,
-    noise: DiscreteLaplace,
-    guarantee: Guarantee,
-}
+///
+/// # Privacy
+///
+/// Pure `(ε, 0)`-DP in the central model at the realized `ε = Δ₁/t` (see the module).
+pub type LaplaceHistogram = CentralNoiseHistogram<DiscreteLaplace>;
 
 impl LaplaceHistogram {
     /// The mechanism over `domain = B ≥ 2` elements with the smallest grid scale `t` meeting
@@ -41,12 +37,12 @@ impl LaplaceHistogram {
     /// [`Error::InvalidParameter`] if `B < 2`; [`Error::Accounting`] unless `epsilon` is finite
     /// and at least `2^−31`.
     pub fn new(domain: u32, epsilon: f64, neighbours: Neighbours) -> Result<Self, Error> {
-        let domain = check_domain(domain)?;
-        let scale = calibrate_laplace(epsilon, neighbours)?;
-        Ok(Self {
-            domain,
-            noise: DiscreteLaplace::new(scale)?,
-            guarantee: laplace_guarantee(scale, neighbours)?,
+        Self::calibrated(domain, || {
+            let scale = calibrate_laplace(epsilon, neighbours)?;
+            Ok((
+                DiscreteLaplace::new(scale)?,
+                laplace_guarantee(scale, neighbours)?,
+            ))
         })
     }
 
@@ -54,57 +50,16 @@ impl LaplaceHistogram {
     pub fn scale(&self) -> (u64, u64) {
         self.noise.scale()
     }
-
-    /// The central guarantee: pure DP at the realized `ε = Δ₁/t`.
-    pub fn guarantee(&self) -> &Guarantee {
-        &self.guarantee
-    }
-
-    /// Releases precomputed exact counts (one per domain element): `counts[j] + X_j` with
-    /// independent discrete Laplace `X_j`, the release rule of its round's aggregator.
-    ///
-    /// # Panics
-    ///
-    /// If `counts` does not have one entry per domain element, or a count exceeds `i64::MAX`.
-    pub fn release_counts<R: Rng + ?Sized>(&self, counts: &[u64], rng: &mut R) -> Vec<i64> {
-        assert_eq!(
-            counts.len(),
-            self.domain as usize,
-            "one count per domain element"
-        );
-        add_noise(counts, &self.noise, rng)
-    }
-
-    /// Its round over `map`'s domain: devices report their element, the aggregator adds
-    /// discrete Laplace noise to every count.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidParameter`] if `map`'s domain is not the mechanism's.
-    pub fn round(&self, map: DomainMap) -> Result<CentralHistogramRound<DiscreteLaplace>, Error> {
-        check_map(self.domain, map)?;
-        Ok(CentralHistogramRound::new(map, self.noise.clone()))
-    }
 }
 
-impl DomainHistogram for LaplaceHistogram {
-    fn name(&self) -> &'static str {
-        "laplace"
-    }
+impl CentralNoise for DiscreteLaplace {
+    const MECHANISM: &'static str = "laplace";
 
-    fn domain(&self) -> u32 {
-        self.domain
-    }
-
-    fn guarantee(&self) -> Guarantee {
-        self.guarantee.clone()
-    }
-
-    /// The count plus discrete Laplace noise of the calibrated scale, whatever the counts.
-    fn error_law(&self, _: u64, _: u64) -> Option<ErrorLaw> {
+    /// Discrete Laplace noise of the calibrated scale.
+    fn error_law(&self) -> ErrorLaw {
         let (numerator, denominator) = self.scale();
-        Some(ErrorLaw::DiscreteLaplace {
+        ErrorLaw::DiscreteLaplace {
             scale: numerator as f64 / denominator as f64,
-        })
+        }
     }
 }

@@ -1,8 +1,9 @@
 //! The round of a central histogram over a public domain: every device reports its domain
 //! element, the aggregator counts every element and releases each count plus independent
 //! noise drawn from its own secret coins. Central discrete Laplace
-//! ([`crate::histogram::LaplaceHistogram::round`]) and discrete Gaussian
-//! ([`crate::histogram::GaussianHistogram::round`]) are this round with different noise.
+//! ([`crate::histogram::LaplaceHistogram`]) and discrete Gaussian
+//! ([`crate::histogram::GaussianHistogram`]) are this round with different noise
+//! ([`crate::histogram::CentralNoiseHistogram::round`]).
 //!
 //! # Privacy
 //!
