@@ -182,6 +182,14 @@ impl ServerProcess {
     }
 }
 
+impl Drop for ServerProcess {
+    /// A test that fails leaves no server behind.
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
 /// A task of `kind` on `population`, planned at `(ε, δ) = (2, 1e-6)`.
 pub(crate) fn spec(population: &str, kind: TaskKind) -> TaskSpec {
     TaskSpec {
