@@ -122,6 +122,56 @@ pub(crate) fn round_error_figure(curves: &RoundCurves) -> GridPlot {
     relative_error_figure(&curves.selections, &curves.relative_errors)
 }
 
+/// What a report calls its levels in [`level_section`], the section on the round they run.
+pub(crate) struct LevelWords<'a> {
+    /// The section's heading.
+    pub heading: String,
+    /// One level, in the figure's title: `level`, or `round` for a binary search's.
+    pub unit: &'a str,
+    /// How many rounds the release runs in all, with their noun: `4 levels`.
+    pub rounds: String,
+    /// What a released count counts: `values`, `devices`.
+    pub holders: &'a str,
+    /// The release's whole guarantee.
+    pub guarantee: PrivacyPair,
+}
+
+/// The section of a report on the round `curves` every level runs, in `words`: a paragraph
+/// opening with `opening` of the round's parameters (it ends where the counts the round
+/// releases half the time, 95% and 99.9% of the time follow), [`round_comparison`], and the
+/// release curves' figure, named `release-curve.svg` in `dir`.
+pub(crate) fn level_section(
+    words: &LevelWords<'_>,
+    opening: impl FnOnce(&str) -> String,
+    curves: &RoundCurves,
+    dir: &Path,
+) -> Result<String> {
+    let round = curves.round();
+    let LevelWords {
+        heading,
+        unit,
+        rounds,
+        holders,
+        guarantee,
+    } = words;
+    let figure = round_release_figure(
+        format!(
+            "One {unit}'s release probability ({rounds}, {guarantee} in all); dots at 50% and 95%"
+        ),
+        curves,
+    );
+    Ok(format!(
+        "<h2>{heading}</h2>\n<p>{}half the time from {} {holders}, 95% from {}, 99.9% from \
+         {}.</p>\n{}<figure>{}</figure>\n",
+        opening(&escape(&parameters_text(&round.selection))),
+        count_cell(round.marked[0]),
+        count_cell(round.marked[1]),
+        count_cell(round.release_999),
+        round_comparison(curves),
+        inline_svg(&figure, dir, "release-curve.svg")?
+    ))
+}
+
 /// The paragraph saying what the round `curves` every level runs is compared with, and the
 /// table of the counts each selection releases with probability 50%, 95% and 99.9%.
 pub(crate) fn round_comparison(curves: &RoundCurves) -> String {

@@ -5,15 +5,14 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::Result;
-use crate::key_selection::parameters_text;
 use crate::quantiles::QuantilesReport;
 use tally_protocol::shown::PrivacyPair;
 use tally_repro::figures::GridPlot;
 use tally_sim::values_release::QuantileMethod;
 
 use crate::page::{
-    count_cell, escape, inline_svg, page_end, page_start, round_comparison, round_error_figure,
-    round_release_figure, write_documents,
+    LevelWords, escape, inline_svg, level_section, page_end, page_start, round_error_figure,
+    write_documents,
 };
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed, and
@@ -29,7 +28,7 @@ pub fn write(report: &QuantilesReport, dir: &Path) -> Result<PathBuf> {
 /// The whole page.
 fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
     let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
-    let (plan, level) = (&report.plan, report.level.round());
+    let plan = &report.plan;
     let mut html = page_start(
         "tally plan: what a quantile release will resolve",
         &report.summary,
@@ -53,29 +52,23 @@ fn page(report: &QuantilesReport, dir: &Path) -> Result<String> {
             ),
         ),
     };
-    write!(
-        html,
-        "<h2>Release curve of every {unit}</h2>\n<p>{rounds}. Every round is one \
-         sample-and-threshold histogram ({}) with fresh coins, so a bucket holding <i>c</i> \
-         values is released with the probability below, exact from the binomial law: half \
-         the time from {} values, 95% from {}, 99.9% from {}.</p>\n{}<figure>{}</figure>\n",
-        escape(&parameters_text(&level.selection)),
-        count_cell(level.marked[0]),
-        count_cell(level.marked[1]),
-        count_cell(level.release_999),
-        round_comparison(&report.level),
-        svg(
-            &round_release_figure(
-                format!(
-                    "One {unit}'s release probability ({} rounds, {} in all); dots at 50% \
-                     and 95%",
-                    plan.rounds.rounds,
-                    PrivacyPair(plan.guarantee.epsilon, plan.guarantee.delta)
-                ),
-                &report.level,
-            ),
-            "release-curve.svg"
-        )?
+    html += &level_section(
+        &LevelWords {
+            heading: format!("Release curve of every {unit}"),
+            unit,
+            rounds: format!("{} rounds", plan.rounds.rounds),
+            holders: "values",
+            guarantee: PrivacyPair(plan.guarantee.epsilon, plan.guarantee.delta),
+        },
+        |parameters| {
+            format!(
+                "{rounds}. Every round is one sample-and-threshold histogram ({parameters}) \
+                 with fresh coins, so a bucket holding <i>c</i> values is released with the \
+                 probability below, exact from the binomial law: "
+            )
+        },
+        &report.level,
+        dir,
     )?;
     write!(
         html,

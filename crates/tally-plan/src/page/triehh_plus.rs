@@ -11,8 +11,8 @@ use tally_protocol::shown::PrivacyPair;
 use tally_repro::figures::{GridPlot, Panel, YAxis};
 
 use crate::page::{
-    FIGURE_SIZE, SWEEP_X_LABEL, count_cell, escape, inline_svg, line, page_end, page_start,
-    push_figures, round_comparison, round_error_figure, round_release_figure, write_documents,
+    FIGURE_SIZE, LevelWords, SWEEP_X_LABEL, escape, inline_svg, level_section, line, page_end,
+    page_start, push_figures, round_error_figure, write_documents,
 };
 
 /// Writes `dir/index.html` and `dir/plan.json`, creating `dir` if needed, and
@@ -84,37 +84,30 @@ fn sweep_figures(sweep: &TrieSweep) -> Vec<GridPlot> {
 /// The whole page.
 fn page(report: &TriePlusReport, dir: &Path) -> Result<String> {
     let svg = |plot: &GridPlot, name: &str| inline_svg(plot, dir, name);
-    let level = report.level.round();
     let mut html = page_start(
         "tally plan: what TrieHH++ heavy hitters will find",
         &report.summary,
         &report.plan.document(),
     )?;
 
-    write!(
-        html,
-        "<h2>One level's release curve</h2>\n<p>Every level is one sample-and-threshold round \
-         ({}) over the devices' prefixes, with fresh coins. The probability that a prefix \
-         held by <i>c</i> devices is released at its level, exact from the binomial law: \
-         released half the time from {} devices, 95% from {}, 99.9% from {}.</p>\n\
-         {}<figure>{}</figure>\n",
-        escape(&parameters_text(&level.selection)),
-        count_cell(level.marked[0]),
-        count_cell(level.marked[1]),
-        count_cell(level.release_999),
-        round_comparison(&report.level),
-        svg(
-            &round_release_figure(
-                format!(
-                    "One level's release probability ({} levels, {} in all); dots at 50% and \
-                     95%",
-                    report.plan.levels,
-                    PrivacyPair(report.plan.epsilon, report.plan.delta)
-                ),
-                &report.level,
-            ),
-            "release-curve.svg"
-        )?
+    html += &level_section(
+        &LevelWords {
+            heading: "One level's release curve".to_owned(),
+            unit: "level",
+            rounds: format!("{} levels", report.plan.levels),
+            holders: "devices",
+            guarantee: PrivacyPair(report.plan.epsilon, report.plan.delta),
+        },
+        |parameters| {
+            format!(
+                "Every level is one sample-and-threshold round ({parameters}) over the \
+                 devices' prefixes, with fresh coins. The probability that a prefix held by \
+                 <i>c</i> devices is released at its level, exact from the binomial law: \
+                 released "
+            )
+        },
+        &report.level,
+        dir,
     )?;
     write!(
         html,
