@@ -189,7 +189,8 @@ def measure_replicas(tally, workload, replicas, postgres, work, forwarded=False)
     created on each (so each drives one), and one fleet per task, all at once, each sending
     its share of the workload's devices to the replica driving its task (with `forwarded`, to
     the next replica, which forwards every check-in and upload). Returns (uploads/s over the
-    whole run, the fleets' median p50 and p99 ms)."""
+    whole run, the fleets' median p50 and p99 ms, uploads per CPU second of the replicas, from
+    their start to the fleets' end)."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     name = f"tally_load_{os.getpid()}_{int(time.time() * 1000)}"
@@ -241,6 +242,7 @@ def measure_replicas(tally, workload, replicas, postgres, work, forwarded=False)
         elapsed = time.monotonic() - started
         if any(fleet.returncode != 0 for fleet in fleets):
             raise RuntimeError(f"a fleet failed: {outs}")
+        cpu = sum(cpu_seconds(server.pid) for server in servers)
     finally:
         for server in servers:
             server.send_signal(signal.SIGTERM)
@@ -248,7 +250,15 @@ def measure_replicas(tally, workload, replicas, postgres, work, forwarded=False)
         run(["psql", postgres, "-qc", f"DROP DATABASE IF EXISTS {name}"])
     p50 = statistics.median(float(re.search(r"p50 ([\d.]+) ms", o).group(1)) for o in outs)
     p99 = statistics.median(float(re.search(r"p99 ([\d.]+) ms", o).group(1)) for o in outs)
-    return devices * replicas / elapsed, p50, p99
+    return devices * replicas / elapsed, p50, p99, devices * replicas / cpu
+
+
+def cpu_seconds(pid):
+    """The CPU time (user and system) process `pid` used so far, in seconds."""
+    with open(f"/proc/{pid}/stat") as stat:
+        # The fields after the command's closing parenthesis; utime and stime are 14 and 15.
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main_replicas(args, work):
@@ -275,7 +285,8 @@ def main_replicas(args, work):
                   f"{statistics.median(rates):,.0f} uploads/s (runs: "
                   f"{', '.join(f'{r:,.0f}' for r in rates)}), "
                   f"p50 {statistics.median(r[1] for r in runs):.2f} ms, "
-                  f"p99 {statistics.median(r[2] for r in runs):.2f} ms")
+                  f"p99 {statistics.median(r[2] for r in runs):.2f} ms, "
+                  f"{statistics.median(r[3] for r in runs):,.0f} uploads per replica CPU second")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

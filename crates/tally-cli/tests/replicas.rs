@@ -329,10 +329,11 @@ async fn replicas_keep_their_promises_under_faults() {
         let analyst = replica.client(&populations[0].0.analyst);
         replica.process.wait_ready(&analyst).await;
     }
-    let (mut kills, mut stops, mut long_stops, mut session_kills, mut refusals) = (0, 0, 0, 0, 0);
+    let (mut kills, mut stops, mut long_stops, mut session_kills, mut refusals) =
+        (0_u64, 0_u64, 0_u64, 0_u64, 0_u64);
     let mut stopped: Option<(usize, tokio::task::JoinHandle<()>)> = None;
     let started = Instant::now();
-    for _ in 0..faults {
+    while kills + stops + session_kills < faults {
         // Work through a replica that is not stopped.
         let serving = loop {
             let i = rng.random_range(0..replicas.len());
@@ -377,7 +378,10 @@ async fn replicas_keep_their_promises_under_faults() {
             0 => {
                 let replica = replicas.remove(victim);
                 replica.process.kill();
-                replicas.insert(victim, Replica::start(&db, &tls, &lease));
+                let mut restarted = Replica::start(&db, &tls, &lease);
+                let analyst = restarted.client(&populations[0].0.analyst);
+                restarted.process.wait_ready(&analyst).await;
+                replicas.insert(victim, restarted);
                 kills += 1;
             }
             1 if stopped.is_none() => {
@@ -410,9 +414,9 @@ async fn replicas_keep_their_promises_under_faults() {
             .find(|i| stopped.as_ref().is_none_or(|(s, _)| s != i))
             .unwrap();
         for (tokens, invariants) in &mut populations {
-            let analyst = replicas[reader].client(&tokens.analyst);
-            replicas[reader].process.wait_ready(&analyst).await;
-            invariants.check(&analyst, None).await;
+            invariants
+                .check(&replicas[reader].client(&tokens.analyst), None)
+                .await;
         }
     }
     if let Some((_, resume)) = stopped.take() {
