@@ -95,28 +95,58 @@ async fn check_once(analyst: &Client, task: &str, invariants: &mut Invariants) {
     assert!(result.contains("\"ab$\""), "{result}");
 }
 
+/// Two replicas on a new PostgreSQL database, and a three-level TrieHH++ task that replica A
+/// created, and so drives.
+struct TwoReplicas {
+    a: ServerProcess,
+    b: ServerProcess,
+    tokens: Tokens,
+    task: String,
+    /// Holds the replicas' certificate.
+    _scratch: tempfile::TempDir,
+}
+
+/// [`TwoReplicas`], A's database sessions named `application`.
+async fn two_replicas(application: &str) -> TwoReplicas {
+    let db = postgres_database("tally_replicas");
+    let scratch = tempfile::tempdir().unwrap();
+    let tls = Tls::create(scratch.path());
+    let tokens = Tokens::create(&db, "replicas", (1000.0, 0.5)).await;
+    let a_db = format!("{db}?application_name={application}");
+    let mut a = ServerProcess::start_with(&a_db, &tls, &LEASE);
+    let mut b = ServerProcess::start_with(&db, &tls, &LEASE);
+    let (analyst_a, analyst_b) = (a.client(&tokens.analyst), b.client(&tokens.analyst));
+    a.wait_ready(&analyst_a).await;
+    b.wait_ready(&analyst_b).await;
+    let task = analyst_a
+        .create_task(&spec(&tokens.population, task_kind(false)))
+        .await
+        .unwrap()
+        .id;
+    TwoReplicas {
+        a,
+        b,
+        tokens,
+        task,
+        _scratch: scratch,
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     not(tally_postgres),
     ignore = "needs PostgreSQL: source .ci/postgres.sh"
 )]
 async fn two_replicas_finish_a_task_across_one_killed_mid_round() {
-    let db = postgres_database("tally_replicas");
-    let scratch = tempfile::tempdir().unwrap();
-    let tls = Tls::create(scratch.path());
-    let tokens = Tokens::create(&db, "replicas", (1000.0, 0.5)).await;
+    let TwoReplicas {
+        a,
+        b,
+        tokens,
+        task,
+        _scratch,
+    } = two_replicas("tally_a").await;
+    let analyst_b = b.client(&tokens.analyst);
     let mut invariants = Invariants::default();
-    let mut a = ServerProcess::start_with(&db, &tls, &LEASE);
-    let mut b = ServerProcess::start_with(&db, &tls, &LEASE);
-    let (analyst_a, analyst_b) = (a.client(&tokens.analyst), b.client(&tokens.analyst));
-    a.wait_ready(&analyst_a).await;
-    b.wait_ready(&analyst_b).await;
-    // A creates a three-level TrieHH++ task, and drives it.
-    let task = analyst_a
-        .create_task(&spec(&tokens.population, task_kind(false)))
-        .await
-        .unwrap()
-        .id;
     // The devices reach B alone: B lists A's round and forwards their requests to A, whose
     // round takes its whole cohort and releases the first level.
     let devices = b.devices(&tokens);
@@ -178,24 +208,17 @@ fn kill_sessions(application: &str) -> usize {
     ignore = "needs PostgreSQL: source .ci/postgres.sh"
 )]
 async fn a_stopped_replica_whose_sessions_were_killed_commits_nothing() {
-    let db = postgres_database("tally_replicas");
-    let scratch = tempfile::tempdir().unwrap();
-    let tls = Tls::create(scratch.path());
-    let tokens = Tokens::create(&db, "replicas", (1000.0, 0.5)).await;
-    let mut invariants = Invariants::default();
     // A's sessions carry a name of their own, to be killed.
     let application = format!("tally_a_{:08x}", rand::random::<u32>());
-    let a_db = format!("{db}?application_name={application}");
-    let mut a = ServerProcess::start_with(&a_db, &tls, &LEASE);
-    let mut b = ServerProcess::start_with(&db, &tls, &LEASE);
+    let TwoReplicas {
+        a,
+        b,
+        tokens,
+        task,
+        _scratch,
+    } = two_replicas(&application).await;
     let (analyst_a, analyst_b) = (a.client(&tokens.analyst), b.client(&tokens.analyst));
-    a.wait_ready(&analyst_a).await;
-    b.wait_ready(&analyst_b).await;
-    let task = analyst_a
-        .create_task(&spec(&tokens.population, task_kind(false)))
-        .await
-        .unwrap()
-        .id;
+    let mut invariants = Invariants::default();
     let devices = b.devices(&tokens);
     let first = next_round(&devices[0], &task, None).await;
     // Most of the first level's cohort reaches A (through B); then A stops, and its database

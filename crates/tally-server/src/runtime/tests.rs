@@ -247,6 +247,28 @@ fn roomy_population() -> StoredPopulation {
     }
 }
 
+/// The lease tests' database at `url` (with [`roomy_population`]) and two replicas on it,
+/// whose leases last a minute (the tests let them lapse by hand).
+async fn two_replicas(url: &str) -> (Store, Arc<Runtime>, Arc<Runtime>) {
+    let store = Store::open(url).await.unwrap();
+    assert!(store.insert_population(&roomy_population()).await.unwrap());
+    let replication = Replication {
+        lease: Duration::from_secs(60),
+        address: Some("http://127.0.0.1:9".into()),
+    };
+    let start = || async {
+        Runtime::start(
+            Store::open(url).await.unwrap(),
+            &Limits::default(),
+            AggregatorCoins::seeded(7),
+            &replication,
+        )
+        .await
+        .unwrap()
+    };
+    (store, start().await, start().await)
+}
+
 /// `count` devices upload a report each to the open round `round`, through `runtime`.
 fn upload_reports(runtime: &Runtime, round: &Round, count: usize) {
     for device in 0..count {
@@ -291,23 +313,7 @@ async fn a_replica_that_lost_its_lease_commits_nothing() {
         populations: vec![POPULATION.into()],
     };
     for (name, url) in databases(&dir).await {
-        let store = Store::open(&url).await.unwrap();
-        assert!(store.insert_population(&roomy_population()).await.unwrap());
-        let replication = Replication {
-            lease: Duration::from_secs(60),
-            address: Some("http://127.0.0.1:9".into()),
-        };
-        let start = || async {
-            Runtime::start(
-                Store::open(&url).await.unwrap(),
-                &Limits::default(),
-                AggregatorCoins::seeded(7),
-                &replication,
-            )
-            .await
-            .unwrap()
-        };
-        let (a, b) = (start().await, start().await);
+        let (store, a, b) = two_replicas(&url).await;
         let small_cohort = TaskSpec {
             rounds: RoundPolicy {
                 min_cohort: 3,
@@ -384,23 +390,7 @@ async fn a_replica_stops_driving_a_task_at_the_tick_that_finds_its_lease_gone() 
         populations: vec![POPULATION.into()],
     };
     for (name, url) in databases(&dir).await {
-        let store = Store::open(&url).await.unwrap();
-        assert!(store.insert_population(&roomy_population()).await.unwrap());
-        let replication = Replication {
-            lease: Duration::from_secs(60),
-            address: Some("http://127.0.0.1:9".into()),
-        };
-        let start = || async {
-            Runtime::start(
-                Store::open(&url).await.unwrap(),
-                &Limits::default(),
-                AggregatorCoins::Os,
-                &replication,
-            )
-            .await
-            .unwrap()
-        };
-        let (a, b) = (start().await, start().await);
+        let (store, a, b) = two_replicas(&url).await;
         let task = a.create_task(spec(), &analyst).await.unwrap().id;
         let a_round = driven_round(&a, &task).await.unwrap();
         store.expire_leases().await.unwrap();
