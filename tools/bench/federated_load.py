@@ -75,18 +75,25 @@ def wait_ready(url, context):
     raise RuntimeError(f"server at {url} did not start")
 
 
-def measure(tally, workload, tls, work):
-    """One server, one task, one fleet run; returns (uploads/s, p50 ms, p99 ms)."""
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    db = f"sqlite://{work}/tally.db"
-    devices = workload["devices"]
+def provision(tally, db):
+    """The population `load` in the database `db`, and an operator's and an analyst's
+    credentials; returns their tokens."""
     run([tally, "population", "create", "--db", db, "load", "--budget-epsilon", "100",
          "--budget-delta", "1e-3", "--min-cohort", "100"])
     operator = run([tally, "token", "create", "--db", db, "--role", "operator", "--name",
                     "operator"]).strip()
     analyst = run([tally, "token", "create", "--db", db, "--role", "analyst", "--population",
                    "load", "--name", "analyst"]).strip()
+    return operator, analyst
+
+
+def measure(tally, workload, tls, work):
+    """One server, one task, one fleet run; returns (uploads/s, p50 ms, p99 ms)."""
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    db = f"sqlite://{work}/tally.db"
+    devices = workload["devices"]
+    operator, analyst = provision(tally, db)
     port = free_port()
     serve = [tally, "serve", "--quiet", "--listen", f"127.0.0.1:{port}", "--db", db]
     env = dict(os.environ)
@@ -197,12 +204,7 @@ def measure_replicas(tally, workload, replicas, postgres, work, forwarded=False)
     run(["psql", postgres, "-qc", f"CREATE DATABASE {name}"])
     db = f"{postgres.rsplit('/', 1)[0]}/{name}"
     devices = workload["devices"] // replicas
-    run([tally, "population", "create", "--db", db, "load", "--budget-epsilon", "100",
-         "--budget-delta", "1e-3", "--min-cohort", "100"])
-    operator = run([tally, "token", "create", "--db", db, "--role", "operator", "--name",
-                    "operator"]).strip()
-    analyst = run([tally, "token", "create", "--db", db, "--role", "analyst", "--population",
-                   "load", "--name", "analyst"]).strip()
+    operator, analyst = provision(tally, db)
     cert, key = f"{work}/server.pem", f"{work}/server.key"
     run([tally, "cert", "--cert", cert, "--key", key])
     env = dict(os.environ)

@@ -373,16 +373,22 @@ impl Runtime {
         Ok(Some(task))
     }
 
+    /// Takes round `id` out of the open rounds into the closed ones, if it was open, and
+    /// returns it.
+    fn retire_round(&self, id: &str) -> Option<Arc<Round>> {
+        let round = self.open.write().expect("round index lock").remove(id)?;
+        self.closed
+            .write()
+            .expect("round index lock")
+            .insert(id.to_owned());
+        Some(round)
+    }
+
     /// Drops the task's open round from memory, writing nothing: its lease is gone, and
     /// whoever took it over aborted the round in the database.
     fn forget_round(&self, task: &mut LiveTask) {
         if let Some(round) = task.round.take() {
-            let id = &round.query.round_id;
-            self.open.write().expect("round index lock").remove(id);
-            self.closed
-                .write()
-                .expect("round index lock")
-                .insert(id.clone());
+            self.retire_round(&round.query.round_id);
             round.close();
             self.metrics.round_closed(RoundOutcome::Aborted);
         }
@@ -1016,13 +1022,9 @@ impl Runtime {
     /// unreleased and nothing is debited.
     pub(crate) async fn close_round(&self, id: &str) {
         let mut tasks = self.tasks.lock().await;
-        let Some(round) = self.open.write().expect("round index lock").remove(id) else {
+        let Some(round) = self.retire_round(id) else {
             return;
         };
-        self.closed
-            .write()
-            .expect("round index lock")
-            .insert(id.to_owned());
         let task_id = round.query.task_id.clone();
         let Some(task) = tasks.get_mut(&task_id) else {
             return;
@@ -1210,11 +1212,7 @@ impl Runtime {
             return Ok(());
         };
         let id = &round.query.round_id;
-        self.open.write().expect("round index lock").remove(id);
-        self.closed
-            .write()
-            .expect("round index lock")
-            .insert(id.clone());
+        self.retire_round(id);
         if let Some(closed) = round.close() {
             self.store
                 .close_round(&task.fence, id, RoundState::Aborted, closed.uploads)

@@ -58,6 +58,15 @@ async fn the_race_ran_on_postgres_too() {
     assert_eq!(stores, ["sqlite", "postgres"]);
 }
 
+/// The analyst of the tests' population.
+fn analyst() -> Principal {
+    Principal {
+        id: "analyst".into(),
+        role: Role::Analyst,
+        populations: vec![POPULATION.into()],
+    }
+}
+
 /// A one-round S&T histogram: without a declared pair the ledger charges it its own `(ε, δ)`
 /// by basic composition, so the budget admits a known number of them.
 fn spec() -> TaskSpec {
@@ -127,11 +136,7 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
                 .await
                 .unwrap()
         );
-        let analyst = Principal {
-            id: "analyst".into(),
-            role: Role::Analyst,
-            populations: vec![POPULATION.into()],
-        };
+        let analyst = analyst();
         let mut racing = tokio::task::JoinSet::new();
         for _ in 0..ATTEMPTS {
             for coordinator in &coordinators {
@@ -164,11 +169,7 @@ async fn two_coordinators_on_one_database_admit_only_what_the_budget_admits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_device_sampled_task_samples_at_the_aggregator_without_the_policy() {
     let dir = tempfile::tempdir().unwrap();
-    let analyst = Principal {
-        id: "analyst".into(),
-        role: Role::Analyst,
-        populations: vec![POPULATION.into()],
-    };
+    let analyst = analyst();
     for (name, url) in databases(&dir).await {
         let store = Store::open(&url).await.unwrap();
         let population = StoredPopulation {
@@ -307,11 +308,7 @@ async fn driven_round(runtime: &Runtime, task: &str) -> Option<Arc<Round>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_that_lost_its_lease_commits_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let analyst = Principal {
-        id: "analyst".into(),
-        role: Role::Analyst,
-        populations: vec![POPULATION.into()],
-    };
+    let analyst = analyst();
     for (name, url) in databases(&dir).await {
         let (store, a, b) = two_replicas(&url).await;
         let small_cohort = TaskSpec {
@@ -384,11 +381,7 @@ async fn a_replica_that_lost_its_lease_commits_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_stops_driving_a_task_at_the_tick_that_finds_its_lease_gone() {
     let dir = tempfile::tempdir().unwrap();
-    let analyst = Principal {
-        id: "analyst".into(),
-        role: Role::Analyst,
-        populations: vec![POPULATION.into()],
-    };
+    let analyst = analyst();
     for (name, url) in databases(&dir).await {
         let (store, a, b) = two_replicas(&url).await;
         let task = a.create_task(spec(), &analyst).await.unwrap().id;
