@@ -582,23 +582,8 @@ pub(crate) struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub(crate) console_session_lifetime: u64,
-    /// Seconds a task's lease lasts unless renewed: how long the other replicas on the same
-    /// PostgreSQL database wait before they take over the tasks of a replica that stopped
-    /// without saying so (each renews its leases every quarter of it).
-    #[arg(
-        help_heading = heading::REPLICAS,
-        long,
-        value_name = "SECS",
-        default_value_t = tally_server::Replication::default().lease.as_secs(),
-        value_parser = clap::value_parser!(u64).range(1..=3600)
-    )]
-    pub(crate) lease_duration: u64,
-    /// Where the other replicas on the same PostgreSQL database reach this one, to forward
-    /// it the check-ins and uploads of the rounds it drives, e.g. https://10.0.0.7:8443
-    /// [default: the address it listens on; required on PostgreSQL when listening on every
-    /// address].
-    #[arg(help_heading = heading::REPLICAS, long, value_name = "URL")]
-    pub(crate) advertise_url: Option<String>,
+    #[command(flatten)]
+    pub(crate) replicas: ReplicaArgs,
 }
 
 /// `tally relay`: the relay of a split-trust deployment.
@@ -656,6 +641,43 @@ pub(crate) struct RelayArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub(crate) max_per_credential: u64,
+    #[command(flatten)]
+    pub(crate) replicas: ReplicaArgs,
+}
+
+/// How a service (`tally serve`, `tally relay`) shares a PostgreSQL database with other
+/// replicas of it.
+#[cfg(feature = "federated")]
+#[derive(Debug, Args)]
+pub(crate) struct ReplicaArgs {
+    /// Seconds a lease (a task's at a server, a round's at a relay) lasts unless renewed: how
+    /// long the other replicas on the same PostgreSQL database wait before they take over the
+    /// work of a replica that stopped without saying so (each renews its leases every quarter
+    /// of it).
+    #[arg(
+        help_heading = heading::REPLICAS,
+        long,
+        value_name = "SECS",
+        default_value_t = tally_server::Replication::default().lease.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub(crate) lease_duration: u64,
+    /// Where the other replicas on the same PostgreSQL database reach this one, to forward
+    /// it the check-ins and uploads of the rounds it holds, e.g. https://10.0.0.7:8443
+    /// [default: the address it listens on; required on PostgreSQL when listening on every
+    /// address].
+    #[arg(help_heading = heading::REPLICAS, long, value_name = "URL")]
+    pub(crate) advertise_url: Option<String>,
+}
+
+impl ReplicaArgs {
+    /// The replication these options ask for.
+    pub(crate) fn replication(&self) -> tally_server::Replication {
+        tally_server::Replication {
+            lease: std::time::Duration::from_secs(self.lease_duration),
+            address: self.advertise_url.clone(),
+        }
+    }
 }
 
 /// How a service listens: its bounds and its TLS.

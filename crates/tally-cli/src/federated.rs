@@ -57,10 +57,7 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<()> {
             idle_timeout: Duration::from_secs(args.console_idle_timeout),
             lifetime: Duration::from_secs(args.console_session_lifetime),
         },
-        replication: tally_server::Replication {
-            lease: Duration::from_secs(args.lease_duration),
-            address: args.advertise_url.clone(),
-        },
+        replication: args.replicas.replication(),
     };
     runtime()?
         .block_on(tally_server::serve(config))
@@ -85,6 +82,7 @@ pub(crate) fn relay(args: &RelayArgs) -> Result<()> {
             forward_margin: Duration::from_secs(args.forward_margin),
             cohort_pool: args.cohort_pool,
             max_per_credential: args.max_per_credential,
+            replication: args.replicas.replication(),
             ..tally_relay::RelayOptions::new(aggregator)
         },
     };

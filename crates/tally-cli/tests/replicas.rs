@@ -3,9 +3,12 @@
 //! the replica driving it. One replica is killed (SIGKILL) mid-round, or stopped (SIGSTOP) with
 //! its database sessions killed: another takes the task over once its lease lapses, and the
 //! task finishes with exactly one release per round and one debit; the stopped replica,
-//! resuming, commits nothing for it.
+//! resuming, commits nothing for it. Replicas of `tally relay` on one PostgreSQL database
+//! share the aggregator's rounds the same way: the one holding a round is killed mid-round,
+//! another takes it over, and the task finishes with one release and one debit.
 
-use std::process::Command;
+use std::path::Path;
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 // Of the starting helpers, the server process uses only the command, the free port and a
@@ -18,12 +21,15 @@ mod listening;
 #[path = "common/server.rs"]
 mod server;
 
-use listening::postgres_database;
+use listening::{free_port, postgres_database, relay_command, spawn_listening};
 use server::{
-    Invariants, ServerProcess, Tls, Tokens, check_in, spec, task_kind, upload_each, uploads,
+    COHORT, Invariants, ServerProcess, Tls, Tokens, check_in, spec, task_kind, upload_each, uploads,
 };
-use tally_client::Client;
-use tally_messages::{RoundQuery, TaskInfo, TaskState};
+use tally_client::{AggregatorKey, Client};
+use tally_messages::{
+    Budget, CredentialSpec, PROTOCOL_VERSION, PopulationSpec, Role, RoundQuery, SealedUpload,
+    TaskInfo, TaskState,
+};
 
 /// Each replica's lease: a second, so that a takeover comes within the test's patience.
 const LEASE: [&str; 2] = ["--lease-duration", "1"];
@@ -169,6 +175,214 @@ async fn two_replicas_finish_a_task_across_one_killed_mid_round() {
     finish(&analyst_b, &devices, &task, &mut invariants).await;
     check_once(&analyst_b, &task, &mut invariants).await;
     b.kill();
+}
+
+/// A `tally relay` process with leases of a second ([`LEASE`]).
+struct RelayProcess {
+    child: Child,
+    url: String,
+}
+
+impl RelayProcess {
+    /// `tally relay` on a free port over the database `db`, relaying to the aggregator at
+    /// `aggregator` (whose certificate is `ca`) with the relay credential `token`.
+    fn start(db: &str, aggregator: &str, token: &str, ca: &Path) -> Self {
+        let port = free_port();
+        let mut command = relay_command(db, port, aggregator, token);
+        command.args(LEASE).arg("--aggregator-ca-cert").arg(ca);
+        Self {
+            child: spawn_listening(command, port),
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// A client of the relay with `token`.
+    fn client(&self, token: &str) -> Client {
+        Client::new(&self.url).unwrap().with_token(token)
+    }
+}
+
+impl Drop for RelayProcess {
+    /// SIGKILL: no shutdown code runs (and a test that fails leaves no relay behind).
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// Where the relay replica holding round `id` takes requests, and its lease's epoch, as the
+/// relays' database `db` says.
+fn relay_holder(db: &str, id: &str) -> Option<(String, i64)> {
+    let read = Command::new("psql")
+        .args([
+            db,
+            "-tAc",
+            &format!(
+                "SELECT p.address || ' ' || r.epoch FROM relay_rounds r \
+                 JOIN replicas p ON p.id = r.holder WHERE r.round_id = '{id}'"
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(read.status.success(), "{read:?}");
+    let line = String::from_utf8_lossy(&read.stdout).trim().to_owned();
+    let (address, epoch) = line.split_once(' ')?;
+    Some((address.to_owned(), epoch.parse().unwrap()))
+}
+
+/// Waits until the relays' database `db` says that a replica holds round `id` (one whose
+/// address is `at`, if given); its address and epoch.
+async fn wait_relay_holder(db: &str, id: &str, at: Option<&str>) -> (String, i64) {
+    let started = Instant::now();
+    loop {
+        if let Some((address, epoch)) = relay_holder(db, id)
+            && at.is_none_or(|at| at == address)
+        {
+            return (address, epoch);
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no relay held round {id} (at {at:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Each of `devices` checks in for round `round` and uploads "ab", sealed to `key`; returns
+/// how many uploads were accepted.
+async fn upload_sealed_each(devices: &[Client], round: &RoundQuery, key: &AggregatorKey) -> u32 {
+    let sealer = key.sealer(round);
+    let mut accepted = 0;
+    for device in devices {
+        let token = device
+            .check_in(&round.round_id, 1)
+            .await
+            .unwrap()
+            .tokens
+            .remove(0);
+        let messages = sealer.seal(vec!["ab".to_owned()]);
+        let receipt = device
+            .upload_sealed(&round.round_id, &[SealedUpload { token, messages }])
+            .await
+            .unwrap();
+        accepted += receipt.accepted;
+    }
+    accepted
+}
+
+/// Two relays on one PostgreSQL database in front of one aggregator, for a split-trust
+/// population whose [`COHORT`] devices are enrolled at the relays. Half the round's devices
+/// upload through the replica not holding the round, which forwards them to the holder; the
+/// holder is killed (SIGKILL), its uploads gone with its memory; the other takes the round
+/// over once the lease lapses, every device uploads there, and the task finishes with one
+/// release and one debit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(tally_postgres),
+    ignore = "needs PostgreSQL: source .ci/postgres.sh"
+)]
+async fn two_relays_finish_a_round_across_its_holder_killed_mid_round() {
+    let scratch = tempfile::tempdir().unwrap();
+    let tls = Tls::create(scratch.path());
+    let db = format!("sqlite://{}", scratch.path().join("tally.db").display());
+    let relays_db = postgres_database("tally_relays");
+    let population = "split";
+    let spec_of_population = PopulationSpec {
+        version: PROTOCOL_VERSION,
+        name: population.into(),
+        budget: Budget {
+            epsilon: 10.0,
+            delta: 1e-5,
+        },
+        min_cohort: 1,
+        max_task_epsilon: None,
+        trust: tally_messages::TrustModel::Split,
+        allow_device_sampling: true,
+        colluding_fraction: 0.0,
+        task_bound: None,
+        neighbours: tally_messages::Neighbours::AddRemove,
+    };
+    tally_server::create_population(&db, &spec_of_population)
+        .await
+        .unwrap();
+    let credential = |role: Role| CredentialSpec {
+        version: PROTOCOL_VERSION,
+        role,
+        name: format!("{role:?}"),
+        populations: vec![population.into()],
+    };
+    let analyst = tally_server::create_credential(&db, &credential(Role::Analyst))
+        .await
+        .unwrap()
+        .token;
+    let relay_token = tally_server::create_credential(&db, &credential(Role::Relay))
+        .await
+        .unwrap()
+        .token;
+    let devices = tally_relay::enroll_devices(&relays_db, population, COHORT)
+        .await
+        .unwrap();
+    let mut aggregator = ServerProcess::start(&db, &tls);
+    let analyst = aggregator.client(&analyst);
+    aggregator.wait_ready(&analyst).await;
+    let url = aggregator.client("").base_url().to_owned();
+    let relays = [
+        RelayProcess::start(&relays_db, &url, &relay_token, tls.ca_file()),
+        RelayProcess::start(&relays_db, &url, &relay_token, tls.ca_file()),
+    ];
+    let task = analyst
+        .create_task(&spec(population, task_kind(true)))
+        .await
+        .unwrap()
+        .id;
+    let round = next_round(&relays[0].client(&devices[0]), &task, None).await;
+    next_round(&relays[1].client(&devices[0]), &task, None).await;
+    let (address, epoch) = wait_relay_holder(&relays_db, &round.round_id, None).await;
+    assert_eq!(epoch, 1);
+    let [first, second] = relays;
+    let (holder, other) = if address == first.url {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let key = AggregatorKey::fetch(&aggregator.client(""), &other.client(&devices[0]))
+        .await
+        .unwrap();
+    let clients: Vec<Client> = devices.iter().map(|t| other.client(t)).collect();
+    // Half the devices upload through the other replica, which forwards them to the holder.
+    let half = clients.len() / 2;
+    assert_eq!(
+        upload_sealed_each(&clients[..half], &round, &key).await,
+        u32::try_from(half).unwrap()
+    );
+    drop(holder);
+    // The other replica takes the round over once the lease lapses; every device uploads
+    // there (those whose upload died with the holder check in again for a new token).
+    wait_relay_holder(&relays_db, &round.round_id, Some(&other.url)).await;
+    assert_eq!(upload_sealed_each(&clients, &round, &key).await, COHORT);
+    let started = Instant::now();
+    let info = loop {
+        let info: TaskInfo = analyst.task(&task).await.unwrap();
+        if info.state != TaskState::Running {
+            break info;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "task {task} does not finish: {info:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(info.state, TaskState::Finished, "{info:?}");
+    assert_eq!(info.rounds_released, 1, "{info:?}");
+    let ledger = analyst.ledger().await.unwrap();
+    let debits = ledger[0]
+        .entries
+        .iter()
+        .filter(|e| e.task_id == task)
+        .count();
+    assert_eq!(debits, 1, "{ledger:?}");
+    let result = analyst.result_text(&task).await.unwrap();
+    assert!(result.contains("\"ab\""), "{result}");
 }
 
 /// Sends `signal` (`STOP`, `CONT`) to process `pid`.

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Request, State as Extract};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
@@ -17,13 +17,13 @@ use tally_messages::{
     SealedUploadBatch, TaskInfo, UploadReceipt,
 };
 use tally_server::service::{
-    ApiError, HostPolicy, Principal, check_check_in, check_upload_batch, check_version,
+    ApiError, HostPolicy, Principal, check_check_in, check_upload_batch, check_version, parse_json,
     refuse_request,
 };
 use tracing::warn;
 
 use crate::round::RelayRound;
-use crate::state::State;
+use crate::state::{Route, State};
 
 type App = Extract<Arc<State>>;
 
@@ -72,10 +72,10 @@ fn covers(who: &Principal, population: &str) -> bool {
     who.role == Role::Operator || who.covers(population)
 }
 
-/// The round `id`, if it takes uploads from `who`.
-fn round(state: &State, id: &str, who: &Principal) -> Result<Arc<RelayRound>, ApiError> {
-    match state.round(id) {
-        Ok(round) if covers(who, &round.query.population) => Ok(round),
+/// Where round `id` takes uploads from `who`.
+fn route(state: &State, id: &str, who: &Principal) -> Result<Route, ApiError> {
+    match state.route(id) {
+        Ok(route) if covers(who, &route.query().population) => Ok(route),
         Ok(_) => Err(ApiError::new(
             ErrorCode::Forbidden,
             format!("round {id} asks another population than this device's"),
@@ -104,8 +104,7 @@ async fn open_rounds(Extract(state): App, headers: HeaderMap) -> Response {
         let queries: Vec<RoundQuery> = state
             .open_rounds()
             .into_iter()
-            .filter(|r| covers(&who, &r.query.population))
-            .map(|r| r.query.clone())
+            .filter(|query| covers(&who, &query.population))
             .collect();
         Ok((StatusCode::OK, queries))
     }
@@ -113,20 +112,36 @@ async fn open_rounds(Extract(state): App, headers: HeaderMap) -> Response {
     answer(result)
 }
 
-/// The caller, if it takes part in rounds (a device or an operator), and its request body of
-/// at most `limit` bytes.
-async fn participant_request<T: serde::de::DeserializeOwned>(
+/// The round `id` if this replica holds it and the caller (a device or an operator) takes
+/// part in it, with the request's body as it came; the answer of the replica holding it if
+/// another one does.
+async fn round_request(
     state: &State,
+    id: &str,
+    path: &str,
     headers: &HeaderMap,
     body: Body,
     limit: usize,
-) -> Result<(Principal, T), ApiError> {
+) -> Result<Result<(Principal, Arc<RelayRound>, Bytes), Response>, ApiError> {
     let who = state
         .credentials
         .authorize(headers, &DEVICES_AND_OPERATORS)
         .await?;
-    let request = state.credentials.read_json(headers, body, limit).await?;
-    Ok((who, request))
+    let bytes = state
+        .credentials
+        .read_json_body(headers, body, limit)
+        .await?;
+    match route(state, id, &who)? {
+        Route::Here(round) => Ok(Ok((who, round, bytes))),
+        Route::There(there) => {
+            let path = format!("/v1/rounds/{id}/{path}");
+            let answer = state
+                .replica
+                .forward(&there.address, &path, headers, bytes)
+                .await?;
+            Ok(Err(answer))
+        }
+    }
 }
 
 async fn check_in(
@@ -135,25 +150,26 @@ async fn check_in(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let result = async {
-        let (who, request): (_, CheckIn) =
-            participant_request(&state, &headers, body, BODY_LIMIT).await?;
+    let result: Result<Response, ApiError> = async {
+        let (who, round, bytes) =
+            match round_request(&state, &id, "check-in", &headers, body, BODY_LIMIT).await? {
+                Ok(here) => here,
+                Err(forwarded) => return Ok(forwarded),
+            };
+        let request: CheckIn = parse_json(&bytes)?;
         check_check_in(&request, who.role)?;
         let device = who.role == Role::Device;
-        let round = round(&state, &id, &who)?;
         let tokens = round
             .check_in(&who, request.devices, device, &mut rand::rng())
             .ok_or_else(|| closed(&id))?;
-        Ok((
-            StatusCode::OK,
-            CheckInGrant {
-                query: round.query.clone(),
-                tokens,
-            },
-        ))
+        let grant = CheckInGrant {
+            query: round.query.clone(),
+            tokens,
+        };
+        Ok((StatusCode::OK, axum::Json(grant)).into_response())
     }
     .await;
-    answer(result)
+    result.unwrap_or_else(IntoResponse::into_response)
 }
 
 async fn upload(
@@ -162,11 +178,22 @@ async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let result = async {
-        let (who, batch): (_, SealedUploadBatch) =
-            participant_request(&state, &headers, body, SEALED_BODY_LIMIT).await?;
+    let result: Result<Response, ApiError> = async {
+        let (who, round, bytes) = match round_request(
+            &state,
+            &id,
+            "sealed-uploads",
+            &headers,
+            body,
+            SEALED_BODY_LIMIT,
+        )
+        .await?
+        {
+            Ok(here) => here,
+            Err(forwarded) => return Ok(forwarded),
+        };
+        let batch: SealedUploadBatch = parse_json(&bytes)?;
         check_upload_batch(batch.version, batch.uploads.len())?;
-        let round = round(&state, &id, &who)?;
         let outcome = round
             .upload(&who, batch.uploads)
             .ok_or_else(|| closed(&id))?;
@@ -174,16 +201,14 @@ async fn upload(
             let state = Arc::clone(&state);
             tokio::spawn(async move { state.close_round(&id).await });
         }
-        Ok((
-            StatusCode::OK,
-            UploadReceipt {
-                accepted: outcome.accepted,
-                rejected: outcome.rejected,
-            },
-        ))
+        let receipt = UploadReceipt {
+            accepted: outcome.accepted,
+            rejected: outcome.rejected,
+        };
+        Ok((StatusCode::OK, axum::Json(receipt)).into_response())
     }
     .await;
-    answer(result)
+    result.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// What the relay answers when the aggregator refused or failed a request it passed on.

@@ -47,8 +47,8 @@ use std::time::Duration;
 
 use axum::Router;
 use tally_client::Client;
-use tally_server::service::{self, AggregatorCoins, Credentials, HostPolicy};
-use tally_server::{Limits, Tls};
+use tally_server::service::{self, AggregatorCoins, Credentials, HostPolicy, Replica};
+use tally_server::{Limits, Replication, Tls};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tracing::info;
@@ -77,12 +77,16 @@ pub struct RelayOptions {
     pub max_per_credential: u64,
     /// How often the relay lists the aggregator's open rounds.
     pub poll_interval: Duration,
+    /// How the relay shares a PostgreSQL database with other replicas of it: each of the
+    /// aggregator's rounds is held by one replica, under a lease of this duration, and the
+    /// others forward it the round's check-ins and uploads.
+    pub replication: Replication,
 }
 
 impl RelayOptions {
     /// Options relaying to `aggregator`: a margin of 10 s, a pool of twice the cohort target,
-    /// at most 10,000 devices per relaying credential, and the aggregator's rounds listed
-    /// every 250 ms.
+    /// at most 10,000 devices per relaying credential, the aggregator's rounds listed every
+    /// 250 ms, and leases of 10 s among replicas.
     pub fn new(aggregator: Client) -> Self {
         Self {
             aggregator,
@@ -90,6 +94,7 @@ impl RelayOptions {
             cohort_pool: 2.0,
             max_per_credential: 10_000,
             poll_interval: Duration::from_millis(250),
+            replication: Replication::default(),
         }
     }
 
@@ -185,15 +190,21 @@ impl Relay {
     ) -> Result<Self, RelayError> {
         options.check()?;
         let credentials = Credentials::open(db, limits).await?;
-        let state = Arc::new(State::new(credentials, options, coins));
+        let replica = Replica::new("relay", &options.replication);
+        let state = Arc::new(State::new(credentials, replica, options, coins));
+        state.renew().await;
         let mut background = Vec::new();
         let following = Arc::clone(&state);
         background.push(tokio::spawn(async move {
-            let mut interval = tokio::time::interval(following.poll_interval());
-            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut follow = tokio::time::interval(following.poll_interval());
+            follow.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut renew = tokio::time::interval(following.replica.tick());
+            renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                interval.tick().await;
-                following.follow().await;
+                tokio::select! {
+                    _ = follow.tick() => following.follow().await,
+                    _ = renew.tick() => following.renew().await,
+                }
             }
         }));
         let closing = Arc::clone(&state);
@@ -223,6 +234,7 @@ impl Relay {
 
     /// Serves the API on `listener` (over TLS with `tls`) within `limits` until `shutdown`
     /// resolves; on a loopback address it answers only to the loopback names of its port.
+    /// The other replicas reach this one at the configured address, or at the listener's.
     ///
     /// # Errors
     ///
@@ -234,18 +246,24 @@ impl Relay {
         limits: &Limits,
         shutdown: impl Future<Output = ()>,
     ) -> Result<(), RelayError> {
-        let router = self.router(HostPolicy::for_listener(listener.local_addr()?));
+        let address = listener.local_addr()?;
+        let chain = tls.as_ref().map(Tls::chain).unwrap_or_default();
+        self.state.replica.advertise(address, chain)?;
+        // The other replicas learn the address now, not at the next renewal.
+        self.state.renew().await;
+        let router = self.router(HostPolicy::for_listener(address));
         service::serve(listener, router, tls, limits, shutdown).await;
         Ok(())
     }
 
     /// Stops following the aggregator, drops every round's uploads unforwarded (nothing is
-    /// kept: the aggregator runs the rounds again) and closes the database.
+    /// kept: another replica takes the rounds over, or the aggregator runs them again), lets
+    /// this replica's leases lapse and closes the database.
     pub async fn shutdown(self) {
         for task in &self.background {
             task.abort();
         }
-        self.state.drop_rounds();
+        self.state.leave().await;
         // A request still in flight may hold the state: the database then closes with it.
         if let Ok(state) = Arc::try_unwrap(self.state) {
             state.credentials.close().await;
@@ -266,6 +284,10 @@ const CLOSE_TICK: Duration = Duration::from_millis(100);
 pub async fn serve(config: RelayConfig) -> Result<(), RelayError> {
     service::refuse_plain_http(config.tls.is_some(), config.insecure_http, [config.listen])?;
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
+    config
+        .options
+        .replication
+        .check_reachable(db, config.listen)?;
     let relay = Relay::start(db, &config.limits, config.options.clone()).await?;
     let listener = TcpListener::bind(config.listen).await?;
     info!(address = %listener.local_addr()?, db = %service::redacted(db),

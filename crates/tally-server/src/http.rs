@@ -356,7 +356,7 @@ pub(crate) async fn read_json_within<T: DeserializeOwned>(
 
 /// A body of at most `limit` bytes declared `Content-Type: application/json`, arriving
 /// within `timeout`, not yet parsed.
-async fn read_json_body(
+pub(crate) async fn read_json_body(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
@@ -377,7 +377,7 @@ async fn read_json_body(
 }
 
 /// A JSON body's value, refused if it holds a NUL character.
-fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if has_nul_escape(bytes) {
         return Err(nul_refusal("the body"));
     }

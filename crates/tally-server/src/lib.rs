@@ -34,6 +34,7 @@ mod ledger;
 mod metrics;
 mod population;
 mod rate;
+mod replica;
 mod round;
 mod runtime;
 pub mod service;
@@ -56,7 +57,7 @@ pub use console::ConsoleSessions;
 pub use error::ServerError;
 use http::HostPolicy;
 pub use keys::DEFAULT_KEY_GRACE;
-pub use runtime::Replication;
+pub use replica::Replication;
 use runtime::Runtime;
 pub(crate) use service::redacted;
 use store::Store;
@@ -299,18 +300,7 @@ pub async fn serve(config: ServeConfig) -> Result<(), ServerError> {
         std::iter::once(config.listen).chain(config.metrics_listen),
     )?;
     let db = config.db.as_deref().unwrap_or(DEFAULT_DB);
-    if db.starts_with("postgres")
-        && config.replication.address.is_none()
-        && !config.listen.ip().is_loopback()
-    {
-        return Err(ServerError::Invalid(format!(
-            "on PostgreSQL, replicas of the server forward each other the check-ins and uploads \
-             of the rounds they drive, and a server listening on {} cannot tell them where to \
-             reach it: give --advertise-url (e.g. https://this-host.example:{})",
-            config.listen,
-            config.listen.port()
-        )));
-    }
+    config.replication.check_reachable(db, config.listen)?;
     let server = Server::start_replica(db, &config.limits, &config.replication)
         .await?
         .with_console_sessions(config.console_sessions);
@@ -397,8 +387,7 @@ impl Server {
         let Listeners { api, metrics, tls } = listeners;
         let address = api.local_addr()?;
         let chain = tls.as_ref().map(Tls::chain).unwrap_or_default();
-        self.runtime
-            .advertise(&replica_address(address, tls.is_some()), chain)?;
+        self.runtime.replica().advertise(address, chain)?;
         let (stop, stopping) = tokio::sync::watch::channel(false);
         let router = self.served_router(api.local_addr()?, tls.is_some());
         let api = transport::serve(api, router, tls.clone(), limits, stopping.clone());
@@ -416,24 +405,6 @@ impl Server {
         tokio::join!(api, metrics, signal);
         Ok(())
     }
-}
-
-/// Where the other replicas reach a server listening on `listen` (by default): its loopback
-/// address when it listens on every address, and under TLS the name `localhost` for a
-/// loopback address (the name a local certificate is made for).
-fn replica_address(listen: SocketAddr, tls: bool) -> String {
-    let ip = match listen.ip() {
-        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
-        ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
-        ip => ip,
-    };
-    let host = match (tls, ip) {
-        (true, ip) if ip.is_loopback() => "localhost".to_owned(),
-        (_, std::net::IpAddr::V6(v6)) => format!("[{v6}]"),
-        (_, ip) => ip.to_string(),
-    };
-    let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{host}:{}", listen.port())
 }
 
 /// Creates a credential in the database at `db` (creating the database if needed), without a

@@ -5,13 +5,11 @@
 //! touch only their round's own lock.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
-use axum::response::{IntoResponse, Response};
-use rustls::pki_types::CertificateDer;
+use axum::response::Response;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rand::Rng;
@@ -37,6 +35,7 @@ use crate::ledger::{Charge, Ledger, LossRounds};
 use crate::metrics::{Metrics, RoundOutcome};
 use crate::population;
 use crate::rate::RateLimit;
+use crate::replica::{Replica, Replication};
 use crate::round::{CheckInRefused, Cohort, Round};
 use crate::store::{
     self, Fence, ReleaseCommit, RemoteRound, RoundState, RoundsSummary, Store, StoredDebit,
@@ -93,43 +92,6 @@ pub(crate) struct Runtime {
     closed: RwLock<FxHashSet<String>>,
     /// The open rounds of the tasks other replicas drive, as read at the last lease tick.
     remote: RwLock<FxHashMap<String, Forward>>,
-    /// The client forwarding the other replicas' rounds' requests to them.
-    forwarder: OnceLock<reqwest::Client>,
-}
-
-/// The header marking a request one replica forwarded to another.
-const FORWARDED_BY: &str = "x-tally-forwarded-by";
-
-/// The client forwarding requests to the other replicas: over TLS, trusting `chain` (the
-/// certificates the replicas serve) alone.
-fn build_forwarder(chain: &[CertificateDer<'static>]) -> Result<reqwest::Client, ServerError> {
-    // rustls with the ring provider; an error means a provider is installed already.
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    let mut builder = reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(2))
-        .timeout(Duration::from_secs(60))
-        .redirect(reqwest::redirect::Policy::none());
-    if !chain.is_empty() {
-        let certificates = chain
-            .iter()
-            .map(|der| reqwest::Certificate::from_der(der))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| ServerError::Invalid(format!("the served certificate chain: {e}")))?;
-        builder = builder.tls_certs_only(certificates);
-    }
-    builder
-        .build()
-        .map_err(|e| ServerError::Invalid(format!("the client forwarding to replicas: {e}")))
-}
-
-/// This replica: its id (random, at every start), how long its leases last, and where the
-/// others forward it the check-ins and uploads of the rounds it drives.
-struct Replica {
-    id: String,
-    lease: Duration,
-    address: RwLock<String>,
 }
 
 /// An open round another replica drives: its query, and where to forward its check-ins and
@@ -146,28 +108,6 @@ pub(crate) enum RoundRoute {
     Here(Arc<Round>),
     /// Another replica does.
     There(Box<Forward>),
-}
-
-/// How a server shares a PostgreSQL database with other replicas of it (a SQLite database
-/// has one server, which takes every task at once).
-#[derive(Clone, Debug)]
-pub struct Replication {
-    /// How long a task's lease lasts unless renewed (each replica renews its leases every
-    /// quarter of it): how long the others wait before they take over the tasks of a replica
-    /// that stopped without saying so.
-    pub lease: Duration,
-    /// Where the other replicas reach this one (`http://HOST:PORT` or `https://...`); `None`
-    /// for the address the server listens on.
-    pub address: Option<String>,
-}
-
-impl Default for Replication {
-    fn default() -> Self {
-        Self {
-            lease: Duration::from_secs(10),
-            address: None,
-        }
-    }
 }
 
 impl Runtime {
@@ -195,16 +135,11 @@ impl Runtime {
             body_timeout: limits.body_timeout,
             rate_limit: limits.requests_per_second.map(RateLimit::new),
             coins,
-            replica: Replica {
-                id: new_id("replica"),
-                lease: replication.lease,
-                address: RwLock::new(replication.address.clone().unwrap_or_default()),
-            },
+            replica: Replica::new("replica", replication),
             tasks: Mutex::new(BTreeMap::new()),
             open: RwLock::default(),
             closed: RwLock::default(),
             remote: RwLock::default(),
-            forwarder: OnceLock::new(),
         });
         runtime.share_work().await?;
         Ok(runtime)
@@ -213,27 +148,12 @@ impl Runtime {
     /// How often this replica renews its leases, takes lapsed ones and reads the other
     /// replicas' open rounds.
     pub(crate) fn lease_tick(&self) -> Duration {
-        self.replica.lease / 4
+        self.replica.tick()
     }
 
-    /// Sets where the other replicas reach this one, unless configured, and the certificates
-    /// (the chain this one serves, as every replica of it does) this one trusts when it
-    /// forwards them requests over TLS.
-    pub(crate) fn advertise(
-        &self,
-        address: &str,
-        chain: &[CertificateDer<'static>],
-    ) -> Result<(), ServerError> {
-        {
-            let mut current = self.replica.address.write().expect("replica address lock");
-            if current.is_empty() {
-                address.clone_into(&mut current);
-            }
-        }
-        let client = build_forwarder(chain)?;
-        // A server is advertised once, before it serves; a second call keeps the first client.
-        self.forwarder.set(client).ok();
-        Ok(())
+    /// This replica among those sharing the database.
+    pub(crate) fn replica(&self) -> &Replica {
+        &self.replica
     }
 
     /// One lease tick, logging a failure (the next tick tries again; a lease not renewed in
@@ -248,22 +168,14 @@ impl Runtime {
     /// it lost, takes lapsed leases up to its share of the running tasks, and reads the open
     /// rounds the other replicas drive.
     async fn share_work(&self) -> Result<(), ServerError> {
-        let now = unix_now_millis();
-        let lease_ms = i64::try_from(self.replica.lease.as_millis()).unwrap_or(i64::MAX);
-        let expires_at = now.saturating_add(lease_ms);
-        let address = self
-            .replica
-            .address
-            .read()
-            .expect("replica address lock")
-            .clone();
+        let (now, expires_at) = self.replica.lease_from_now();
         self.store
-            .heartbeat(&self.replica.id, &address, now)
+            .heartbeat(self.replica.id(), &self.replica.address(), now)
             .await?;
         let mut tasks = self.tasks.lock().await;
         let held: FxHashSet<(String, i64)> = self
             .store
-            .renew_leases(&self.replica.id, expires_at)
+            .renew_leases(self.replica.id(), expires_at)
             .await?
             .into_iter()
             .collect();
@@ -280,7 +192,7 @@ impl Runtime {
         }
         let live = self
             .store
-            .live_replicas(now.saturating_sub(lease_ms))
+            .live_replicas(now.saturating_sub(self.replica.lease_millis()))
             .await?
             .max(1);
         let share = self.store.running_tasks().await?.div_ceil(live);
@@ -290,7 +202,7 @@ impl Runtime {
         for id in self.store.unleased_tasks(now).await?.into_iter().take(room) {
             let Some((fence, aborted)) = self
                 .store
-                .take_lease(&id, &self.replica.id, now, expires_at)
+                .take_lease(&id, self.replica.id(), now, expires_at)
                 .await?
             else {
                 continue;
@@ -314,7 +226,7 @@ impl Runtime {
         drop(tasks);
         let remote = self
             .store
-            .remote_rounds(&self.replica.id, now)
+            .remote_rounds(self.replica.id(), now)
             .await?
             .into_iter()
             .map(|(id, round)| Ok((id, forward_of(round)?)))
@@ -329,7 +241,7 @@ impl Runtime {
         if !self.closed.read().expect("round index lock").contains(id) {
             let remote = self
                 .store
-                .remote_rounds(&self.replica.id, unix_now_millis())
+                .remote_rounds(self.replica.id(), unix_now_millis())
                 .await?;
             if let Some((_, round)) = remote.into_iter().find(|(round_id, _)| round_id == id) {
                 return Ok(RoundRoute::There(Box::new(forward_of(round)?)));
@@ -620,11 +532,10 @@ impl Runtime {
         let note = colluding_note(collusion.as_ref());
         let fence = Fence {
             task_id: id.clone(),
-            holder: self.replica.id.clone(),
+            holder: self.replica.id().to_owned(),
             epoch: 1,
         };
-        let lease_ms = i64::try_from(self.replica.lease.as_millis()).unwrap_or(i64::MAX);
-        let expires_at = unix_now_millis().saturating_add(lease_ms);
+        let (_, expires_at) = self.replica.lease_from_now();
         self.store
             .insert_task_within_budget(&stored, (&fence, expires_at), |population, charges| {
                 admit(population, &charges, &admitted, &note)
@@ -937,9 +848,8 @@ impl Runtime {
     }
 
     /// Sends a request to a round another replica drives (`path`, with the caller's
-    /// credential and `body`, as it came) to that replica, and returns its answer as it came.
-    /// A forwarded request is not forwarded again: a round that moved meanwhile is refused
-    /// as closed or unknown there, and the device's next look finds it.
+    /// credential and `body`, as it came) to that replica, and returns its answer as it came
+    /// ([`Replica::forward`]).
     pub(crate) async fn forward(
         &self,
         there: &Forward,
@@ -947,49 +857,9 @@ impl Runtime {
         headers: &HeaderMap,
         body: Bytes,
     ) -> Result<Response, ApiError> {
-        if headers.contains_key(FORWARDED_BY) {
-            return Err(ApiError::new(
-                ErrorCode::UnknownRound,
-                format!("{path}: the round is not this replica's to drive (it moved): look again"),
-            ));
-        }
-        let unreachable = |e: &dyn std::fmt::Display| {
-            warn!(address = %there.address, error = %e, "could not forward a round's request");
-            ApiError::new(
-                ErrorCode::Internal,
-                "the replica driving the round is out of reach; retry later",
-            )
-            .with_retry_after(Duration::from_secs(1))
-        };
-        let mut request = self
-            .forwarder()
-            .post(format!("{}{path}", there.address.trim_end_matches('/')))
-            .header(FORWARDED_BY, &self.replica.id)
-            .body(body);
-        for name in [AUTHORIZATION, CONTENT_TYPE] {
-            if let Some(value) = headers.get(&name) {
-                request = request.header(name, value);
-            }
-        }
-        let answer = request.send().await.map_err(|e| unreachable(&e))?;
-        let status = answer.status();
-        let content_type = answer.headers().get(CONTENT_TYPE).cloned();
-        let retry_after = answer.headers().get(RETRY_AFTER).cloned();
-        let body = answer.bytes().await.map_err(|e| unreachable(&e))?;
-        let mut response = (status, body).into_response();
-        for (name, value) in [(CONTENT_TYPE, content_type), (RETRY_AFTER, retry_after)] {
-            if let Some(value) = value {
-                response.headers_mut().insert(name, value);
-            }
-        }
-        Ok(response)
-    }
-
-    /// The HTTP client that forwards requests to the other replicas.
-    fn forwarder(&self) -> reqwest::Client {
-        self.forwarder
-            .get_or_init(|| build_forwarder(&[]).expect("a client without certificates builds"))
-            .clone()
+        self.replica
+            .forward(&there.address, path, headers, body)
+            .await
     }
 
     /// Why round `id` takes no uploads here: closed, or never opened.
@@ -1233,7 +1103,7 @@ impl Runtime {
             }
         }
         tasks.clear();
-        if let Err(e) = self.store.leave(&self.replica.id).await {
+        if let Err(e) = self.store.leave(self.replica.id()).await {
             error!(error = %e, "could not let this replica's leases lapse at shutdown");
         }
         self.store.close().await;
@@ -1827,7 +1697,7 @@ fn unknown_task(id: &str) -> ApiError {
     ApiError::new(ErrorCode::UnknownTask, format!("no task {id}"))
 }
 
-fn new_id(kind: &str) -> String {
+pub(crate) fn new_id(kind: &str) -> String {
     format!("{kind}-{:016x}", rand::rng().next_u64())
 }
 
@@ -1838,8 +1708,8 @@ pub fn unix_now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-/// Milliseconds since the Unix epoch (0 before it), the clock of console sessions.
-fn unix_now_millis() -> i64 {
+/// Milliseconds since the Unix epoch (0 before it), the clock of console sessions and leases.
+pub(crate) fn unix_now_millis() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

@@ -1,6 +1,7 @@
 //! The plumbing of a tally service, for another executor that runs a service of its own (the
 //! relay of a split-trust deployment): credentials kept in a database as hashes and
-//! authenticated from memory, the database's one-writer lease, the listeners with their TLS,
+//! authenticated from memory, the database's one-writer lease (SQLite) or its replicas' round
+//! leases (PostgreSQL), the forwarding between replicas, the listeners with their TLS,
 //! connection and request bounds and graceful shutdown, and the HTTP API's refusals (browser
 //! requests, bodies, roles, rates), answered exactly as `tally serve` answers them.
 
@@ -8,7 +9,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use axum::Router;
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::HeaderMap;
 use serde::de::DeserializeOwned;
@@ -20,9 +21,11 @@ pub use crate::auth::Principal;
 use crate::auth::{self, CredentialCache};
 pub use crate::error::ApiError;
 pub use crate::http::{HostPolicy, MAX_BATCH, MAX_CHECK_IN, check_check_in, check_upload_batch};
-use crate::http::{admit, bearer, read_json_within, request_refusal};
+use crate::http::{admit, bearer, read_json_body, read_json_within, request_refusal};
 use crate::rate::RateLimit;
+pub use crate::replica::Replica;
 pub use crate::runtime::{check_version, unix_now};
+pub use crate::store::RoundPlace;
 use crate::store::{Store, WriterLease};
 use crate::{Limits, ServerError, Tls, transport};
 
@@ -32,14 +35,15 @@ pub const CREDENTIALS_POLL: std::time::Duration = auth::CREDENTIALS_POLL;
 
 /// A service's credentials: bearer tokens of roles, stored in its database (SQLite or
 /// PostgreSQL) as SHA-256 hashes of their secrets, held in memory in step with the database,
-/// compared in constant time, and limited to a request rate each. Holds the database's writer
-/// lease: a second service on the same database refuses to start.
+/// compared in constant time, and limited to a request rate each. On SQLite, holds the
+/// database's writer lease: a second service on the same database refuses to start (on
+/// PostgreSQL, replicas share it, each round held by one of them: [`RoundLeases`]).
 pub struct Credentials {
     store: Store,
     cache: CredentialCache,
     rate_limit: Option<RateLimit>,
     body_timeout: std::time::Duration,
-    _lease: WriterLease,
+    _lease: Option<WriterLease>,
 }
 
 impl std::fmt::Debug for Credentials {
@@ -51,15 +55,23 @@ impl std::fmt::Debug for Credentials {
 
 impl Credentials {
     /// Opens the database at `db` (a SQLite file is created if needed), takes its writer
-    /// lease and loads its credentials; requests are limited as `limits` says.
+    /// lease if it is SQLite (and lets every round lease there lapse: whoever held them is
+    /// gone) and loads its credentials; requests are limited as `limits` says.
     ///
     /// # Errors
     ///
-    /// [`ServerError::Locked`] if another service holds the database, [`ServerError`] if it
-    /// cannot be opened or read.
+    /// [`ServerError::Locked`] if another service holds a SQLite database, [`ServerError`] if
+    /// it cannot be opened or read.
     pub async fn open(db: &str, limits: &Limits) -> Result<Self, ServerError> {
         let store = Store::open(db).await?;
-        let lease = store.lease(db).await?;
+        let lease = match store.shared() {
+            true => None,
+            false => {
+                let lease = store.lease(db).await?;
+                store.expire_leases().await?;
+                Some(lease)
+            }
+        };
         let cache = CredentialCache::default();
         cache.refresh(&store).await?;
         Ok(Self {
@@ -138,10 +150,133 @@ impl Credentials {
         read_json_within(headers, body, limit, self.body_timeout).await
     }
 
+    /// [`Credentials::read_json`], not yet parsed ([`parse_json`]): the body as it came, to
+    /// forward to another replica.
+    ///
+    /// # Errors
+    ///
+    /// The [`ApiError`] to answer: 415, 413 or 408.
+    pub async fn read_json_body(
+        &self,
+        headers: &HeaderMap,
+        body: Body,
+        limit: usize,
+    ) -> Result<Bytes, ApiError> {
+        read_json_body(headers, body, limit, self.body_timeout).await
+    }
+
+    /// The round leases of the replicas sharing this database.
+    pub fn round_leases(&self) -> RoundLeases {
+        RoundLeases {
+            store: self.store.clone(),
+        }
+    }
+
     /// Closes the database and gives up its lease.
     pub async fn close(self) {
         self.store.close().await;
     }
+}
+
+/// A relay's round leases: each of the aggregator's rounds is held by one replica of the
+/// relay on the database (its uploads in that replica's memory alone), under a lease that
+/// its holder renews every [`Replica::tick`], and whose epoch, bumped by every takeover,
+/// fences the round's one forward ([`RoundLeases::close`]).
+#[derive(Clone, Debug)]
+pub struct RoundLeases {
+    store: Store,
+}
+
+impl RoundLeases {
+    /// Says that `replica` is alive and takes requests at its address, renews its leases and
+    /// returns them (round and epoch: a round taken over is not among them), and forgets the
+    /// rounds whose deadline passed an hour ago.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails.
+    pub async fn renew(&self, replica: &Replica) -> Result<Vec<(String, i64)>, ServerError> {
+        let (now, expires_at) = replica.lease_from_now();
+        self.store
+            .heartbeat(replica.id(), &replica.address(), now)
+            .await?;
+        let held = self
+            .store
+            .renew_relay_rounds(replica.id(), expires_at)
+            .await?;
+        self.store
+            .forget_relay_rounds(unix_now().saturating_sub(3600))
+            .await?;
+        Ok(held)
+    }
+
+    /// Takes round `round_id`'s lease for `replica`, if no other replica holds a live one
+    /// and the round was not closed; `deadline` is the aggregator's. Returns the lease's
+    /// epoch.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails.
+    pub async fn claim(
+        &self,
+        replica: &Replica,
+        round_id: &str,
+        deadline: i64,
+    ) -> Result<Option<i64>, ServerError> {
+        self.store
+            .claim_relay_round(round_id, replica.id(), deadline, replica.lease_from_now())
+            .await
+    }
+
+    /// Where the rounds held by other replicas than `replica` are, and which rounds are
+    /// closed.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails.
+    pub async fn places(
+        &self,
+        replica: &Replica,
+    ) -> Result<Vec<(String, RoundPlace)>, ServerError> {
+        let (now, _) = replica.lease_from_now();
+        self.store.relay_round_places(replica.id(), now).await
+    }
+
+    /// Closes round `round_id` for good if `replica` still holds its lease at `epoch`: the
+    /// fence of its one forward. `false`: the round was taken over, and its holder must
+    /// forward nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails (forward nothing then either).
+    pub async fn close(
+        &self,
+        replica: &Replica,
+        round_id: &str,
+        epoch: i64,
+    ) -> Result<bool, ServerError> {
+        self.store
+            .close_relay_round(round_id, replica.id(), epoch)
+            .await
+    }
+
+    /// Forgets `replica` and lets its leases lapse now, for its graceful shutdown.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails.
+    pub async fn leave(&self, replica: &Replica) -> Result<(), ServerError> {
+        self.store.leave(replica.id()).await
+    }
+}
+
+/// A JSON body read by [`Credentials::read_json_body`], parsed.
+///
+/// # Errors
+///
+/// The [`ApiError`] to answer: 400.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    crate::http::parse_json(bytes)
 }
 
 /// Enrolls `count` devices of `population` in the database at `db` (created if needed)

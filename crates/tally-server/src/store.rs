@@ -15,8 +15,11 @@ use tally_messages::{TaskState, TrustModel};
 use crate::ledger::{Charge, LossRounds, TaskBound};
 use crate::{ServerError, redacted};
 
+mod relay_rounds;
+pub use relay_rounds::RoundPlace;
+
 /// The schema, one statement per entry; every statement is idempotent.
-const SCHEMA: [&str; 19] = [
+const SCHEMA: [&str; 20] = [
     "CREATE TABLE IF NOT EXISTS tasks (
         id TEXT PRIMARY KEY,
         owner TEXT NOT NULL,
@@ -154,6 +157,18 @@ const SCHEMA: [&str; 19] = [
     "CREATE TABLE IF NOT EXISTS round_queries (
         round_id TEXT PRIMARY KEY,
         query TEXT NOT NULL
+    )",
+    // A relay's database: which relay replica holds each of the aggregator's rounds (its
+    // lease, as `task_leases`), the aggregator's deadline (seconds since the Unix epoch, when
+    // the row may go), and whether its holder closed it (1: forwarded, or nothing below the
+    // minimum cohort; never taken over again).
+    "CREATE TABLE IF NOT EXISTS relay_rounds (
+        round_id TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        epoch BIGINT NOT NULL,
+        expires_at BIGINT NOT NULL,
+        deadline BIGINT NOT NULL,
+        closed BIGINT NOT NULL
     )",
 ];
 
@@ -602,14 +617,16 @@ impl Store {
         stored_count("replicas", row.try_get("live")?)
     }
 
-    /// Forgets replica `id` and lets its leases lapse now, for its graceful shutdown: the
-    /// others take its tasks over at their next look.
+    /// Forgets replica `id` and lets its leases (of tasks, or of a relay's rounds) lapse now,
+    /// for its graceful shutdown: the others take its work over at their next look.
     pub(crate) async fn leave(&self, id: &str) -> Result<(), ServerError> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query("UPDATE task_leases SET expires_at = 0 WHERE holder = $1")
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
+        for statement in [
+            "UPDATE task_leases SET expires_at = 0 WHERE holder = $1",
+            "UPDATE relay_rounds SET expires_at = 0 WHERE holder = $1",
+        ] {
+            sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+        }
         sqlx::query("DELETE FROM replicas WHERE id = $1")
             .bind(id)
             .execute(&mut *tx)
@@ -621,9 +638,12 @@ impl Store {
     /// Lets every lease lapse: a SQLite database's one writer, starting, knows that whoever
     /// held them is gone.
     pub(crate) async fn expire_leases(&self) -> Result<(), ServerError> {
-        sqlx::query("UPDATE task_leases SET expires_at = 0")
-            .execute(&self.pool)
-            .await?;
+        for statement in [
+            "UPDATE task_leases SET expires_at = 0",
+            "UPDATE relay_rounds SET expires_at = 0",
+        ] {
+            sqlx::query(statement).execute(&self.pool).await?;
+        }
         Ok(())
     }
 

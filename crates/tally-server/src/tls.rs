@@ -62,7 +62,7 @@ impl Tls {
     }
 
     /// The certificate chain served.
-    pub(crate) fn chain(&self) -> &[CertificateDer<'static>] {
+    pub fn chain(&self) -> &[CertificateDer<'static>] {
         &self.chain
     }
 

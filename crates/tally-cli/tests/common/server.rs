@@ -47,6 +47,11 @@ impl Tls {
         let ca = std::fs::read(&cert).unwrap();
         Self { cert, key, ca }
     }
+
+    /// The certificate's file, which a client (`tally relay --aggregator-ca-cert`) trusts.
+    pub(crate) fn ca_file(&self) -> &Path {
+        &self.cert
+    }
 }
 
 /// A provisioned population, its analyst's credential and its enrolled devices'.
