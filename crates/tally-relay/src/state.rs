@@ -212,7 +212,9 @@ impl State {
 
     /// Places the listed rounds this replica does not hold: where another replica holds one
     /// under a live lease, requests go there; a closed one is finished; one nobody holds
-    /// (new, or its holder's lease lapsed) is taken here.
+    /// (new, or its holder's lease lapsed) is taken here, up to this replica's share of the
+    /// listed rounds (rounds ÷ live replicas, rounded up), so that the rounds, and their
+    /// uploads, spread over the replicas.
     async fn place(
         &self,
         unheld: Vec<RoundQuery>,
@@ -229,6 +231,11 @@ impl State {
             .await?
             .into_iter()
             .collect();
+        let held = self.rounds.read().expect("relay rounds lock").len();
+        let live = self.leases.live_replicas(&self.replica).await?.max(1);
+        let listed = u64::try_from(held + unheld.len()).unwrap_or(u64::MAX);
+        let share = usize::try_from(listed.div_ceil(live)).unwrap_or(usize::MAX);
+        let mut room = share.saturating_sub(held);
         let mut elsewhere = FxHashMap::default();
         let mut closed = Vec::new();
         let mut taken = Vec::new();
@@ -240,6 +247,8 @@ impl State {
                     elsewhere.insert(id, Arc::new(Elsewhere { query, address }));
                 }
                 Some(RoundPlace::Closed) => closed.push(id),
+                // Beyond this replica's share: another replica takes it.
+                None if room == 0 => {}
                 None => {
                     let Some(epoch) = self
                         .leases
@@ -270,6 +279,7 @@ impl State {
                     let sealed = sealed_size(&query);
                     let round = Arc::new(RelayRound::new(query, closes_at, pool, sealed));
                     taken.push((id, Held { round, epoch }));
+                    room -= 1;
                 }
             }
         }

@@ -40,6 +40,16 @@ async fn holder(db: &str, id: &str) -> Option<(String, i64)> {
     row
 }
 
+/// How many replicas the database says serve (their address known).
+async fn serving(db: &str) -> i64 {
+    let mut connection = sqlx::PgConnection::connect(db).await.unwrap();
+    let (count,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM replicas WHERE address <> ''")
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
+    count
+}
+
 /// Waits until the database says that the replica at `address` holds round `id`; its epoch.
 async fn held_by(db: &str, id: &str, address: &str) -> i64 {
     let started = Instant::now();
@@ -55,6 +65,18 @@ async fn held_by(db: &str, id: &str, address: &str) -> i64 {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Two relays on a new database with `devices` enrolled devices, relaying to a new aggregator
+/// double, sharing the database as `replication` says: the database, the double's state, and
+/// the two relays.
+async fn two_relays(devices: u32, replication: Replication) -> (String, Shared, Running, Running) {
+    let db = postgres().await;
+    let (shared, url) = aggregator().await;
+    let credentials = provision(&db, devices).await;
+    let a = start(&db, &url, credentials.clone(), replication.clone(), 7).await;
+    let b = start(&db, &url, credentials, replication, 8).await;
+    (db, shared, a, b)
 }
 
 /// Device `token` checks in at `relay` for round `id` and uploads one sealed message marked
@@ -81,16 +103,12 @@ async fn upload(relay: &Running, token: &str, id: &str, mark: usize) -> String {
     ignore = "needs PostgreSQL: source .ci/postgres.sh"
 )]
 async fn two_relays_on_one_database_share_a_round_and_forward_one_batch() {
-    let db = postgres().await;
-    let (shared, url) = aggregator().await;
+    let (_db, shared, a, b) = two_relays(6, Replication::default()).await;
     shared
         .lock()
         .unwrap()
         .rounds
         .push(query("r1", 1, 6, 600, Sampling::Device));
-    let credentials = provision(&db, 6).await;
-    let a = start(&db, &url, credentials.clone(), Replication::default(), 7).await;
-    let b = start(&db, &url, credentials, Replication::default(), 8).await;
     let mut sent = Vec::new();
     for (i, device) in a.devices.iter().enumerate() {
         let relay = if i % 2 == 0 { &a } else { &b };
@@ -109,6 +127,44 @@ async fn two_relays_on_one_database_share_a_round_and_forward_one_batch() {
     b.stop().await;
 }
 
+/// Two rounds and two relays: each relay takes one round (its share), so that their uploads
+/// spread over both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(tally_postgres),
+    ignore = "needs PostgreSQL: source .ci/postgres.sh"
+)]
+async fn two_relays_take_one_round_each() {
+    let (db, shared, a, b) = two_relays(1, Replication::default()).await;
+    // Both replicas serve, and count each other live, before the rounds open.
+    let started = Instant::now();
+    while serving(&db).await < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the replicas never served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shared.lock().unwrap().rounds.extend([
+        query("r5", 1, 10, 600, Sampling::Device),
+        query("r6", 1, 10, 600, Sampling::Device),
+    ]);
+    for relay in [&a, &b] {
+        for id in ["r5", "r6"] {
+            published(&relay.client(&relay.operator), id).await;
+        }
+    }
+    let (five, _) = holder(&db, "r5").await.unwrap();
+    let (six, _) = holder(&db, "r6").await.unwrap();
+    let mut holders = [five, six];
+    holders.sort();
+    let mut relays = [a.url.clone(), b.url.clone()];
+    relays.sort();
+    assert_eq!(holders, relays);
+    a.stop().await;
+    b.stop().await;
+}
+
 /// The replica holding a round loses its lease (as after a stop or a partition longer than
 /// the lease: another takes the round over) while it still holds uploads and still believes
 /// it holds the round: when its time comes it forwards nothing, and the one batch the
@@ -120,15 +176,11 @@ async fn two_relays_on_one_database_share_a_round_and_forward_one_batch() {
     ignore = "needs PostgreSQL: source .ci/postgres.sh"
 )]
 async fn a_relay_that_lost_its_round_forwards_nothing() {
-    let db = postgres().await;
-    let (shared, url) = aggregator().await;
-    let credentials = provision(&db, 4).await;
     let replication = Replication {
         lease: Duration::from_secs(60),
         address: None,
     };
-    let a = start(&db, &url, credentials.clone(), replication.clone(), 7).await;
-    let b = start(&db, &url, credentials, replication, 8).await;
+    let (db, shared, a, b) = two_relays(4, replication).await;
     // The round closes at the relays in 8 s; the leases last a minute, so that neither
     // replica renews (and learns of the takeover) before then.
     shared
@@ -189,16 +241,12 @@ async fn a_relay_that_lost_its_round_forwards_nothing() {
     ignore = "needs PostgreSQL: source .ci/postgres.sh"
 )]
 async fn a_relay_that_stops_hands_its_rounds_to_another() {
-    let db = postgres().await;
-    let (shared, url) = aggregator().await;
+    let (db, shared, a, b) = two_relays(3, Replication::default()).await;
     shared
         .lock()
         .unwrap()
         .rounds
         .push(query("r3", 1, 2, 600, Sampling::Device));
-    let credentials = provision(&db, 3).await;
-    let a = start(&db, &url, credentials.clone(), Replication::default(), 7).await;
-    let b = start(&db, &url, credentials, Replication::default(), 8).await;
     published(&a.client(&a.operator), "r3").await;
     published(&b.client(&b.operator), "r3").await;
     let (address, _) = holder(&db, "r3").await.unwrap();

@@ -14,9 +14,9 @@ pub enum ServerError {
     /// The stored state does not make sense.
     #[error("stored state is inconsistent: {0}")]
     Corrupt(String),
-    /// Another server holds the database (one writer per database).
+    /// Another process holds the SQLite database (one writer per SQLite database).
     #[error(
-        "another tally process holds the database {0}: one server per SQLite database, one relay per database (stop it first; on PostgreSQL, servers run as replicas)"
+        "another tally process holds the database {0}: one server or relay per SQLite database (stop it first; on PostgreSQL, servers and relays run as replicas)"
     )]
     Locked(String),
     /// This replica no longer holds the lease of the task it drove (another replica took it

@@ -183,7 +183,7 @@ impl Server {
         let store = Store::open(db).await?;
         let lease = match store.shared() {
             true => None,
-            false => Some(store.lease(db).await?),
+            false => Some(Store::lease(db)?),
         };
         let runtime = Runtime::start(store, limits, coins, replication).await?;
         let leasing = Arc::clone(&runtime);

@@ -67,7 +67,7 @@ impl Credentials {
         let lease = match store.shared() {
             true => None,
             false => {
-                let lease = store.lease(db).await?;
+                let lease = Store::lease(db)?;
                 store.expire_leases().await?;
                 Some(lease)
             }
@@ -257,6 +257,18 @@ impl RoundLeases {
     ) -> Result<bool, ServerError> {
         self.store
             .close_relay_round(round_id, replica.id(), epoch)
+            .await
+    }
+
+    /// How many replicas were heard of within a lease, `replica` among them once it renewed.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails.
+    pub async fn live_replicas(&self, replica: &Replica) -> Result<u64, ServerError> {
+        let (now, _) = replica.lease_from_now();
+        self.store
+            .live_replicas(now.saturating_sub(replica.lease_millis()))
             .await
     }
 

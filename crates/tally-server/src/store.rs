@@ -467,21 +467,17 @@ pub(crate) struct RoundsSummary {
     pub(crate) open: Option<String>,
 }
 
-/// The one writer's hold on a database, for the life of a server on SQLite or of a relay: a
-/// second one on the same database refuses to start, so that two processes never run the same
-/// rounds or spend the same budget twice. (Servers on PostgreSQL take none: they are replicas,
-/// each task driven by one of them under a lease, [`Fence`].)
-/// (An in-memory SQLite database holds neither: no other process can open it.)
+/// The one writer's hold on a SQLite database, for the life of a server or a relay: a second
+/// one on the same file refuses to start, so that two processes never run the same rounds or
+/// spend the same budget twice. (On PostgreSQL there is none: servers and relays run as
+/// replicas, each task or round held by one of them under a lease, [`Fence`].) An in-memory
+/// SQLite database holds none either: no other process can open it.
 pub(crate) struct WriterLease {
     /// An exclusive `flock` on a SQLite database file itself, released when it closes: it
     /// belongs to the file (its device and inode), so that every name of the file (a symbolic
     /// link, a hard link, another spelling of its path) meets it. SQLite's own locks are POSIX
     /// record locks, which a `flock` does not touch.
     _file: Option<std::fs::File>,
-    /// The connection (outside the pool) whose PostgreSQL session holds the advisory lock,
-    /// released when it ends. Never used, only held: the mutex makes the lease, and so a
-    /// [`crate::Server`], shareable between threads (a test serves it from a task of its own).
-    _session: Option<std::sync::Mutex<sqlx::AnyConnection>>,
 }
 
 /// The key of the PostgreSQL advisory lock held while the schema is made (per database).
@@ -489,9 +485,6 @@ const SCHEMA_LOCK_KEY: i64 = 0x7461_6c6c_7901;
 
 /// The key of the PostgreSQL advisory lock held while a database's first HPKE key is made.
 const KEYS_LOCK_KEY: i64 = 0x7461_6c6c_7902;
-
-/// The key of the PostgreSQL advisory lock (advisory locks are per database).
-const LEASE_KEY: i64 = 0x7461_6c6c_7900;
 
 /// The durable state of a server.
 #[derive(Clone, Debug)]
@@ -541,46 +534,21 @@ impl Store {
         Ok(Self { pool, postgres })
     }
 
-    /// Takes the database's writer lease, or fails if another server holds it.
+    /// Takes a SQLite database's writer lease, or fails if another process holds it.
     ///
     /// # Errors
     ///
-    /// [`ServerError::Locked`] if another server holds it, [`ServerError`] if the database or
-    /// the lock file fails.
-    pub(crate) async fn lease(&self, url: &str) -> Result<WriterLease, ServerError> {
-        let held = || ServerError::Locked(redacted(url));
-        if url.starts_with("postgres") {
-            let mut connection = self.pool.acquire().await?;
-            let row = sqlx::query("SELECT pg_try_advisory_lock($1) AS locked")
-                .bind(LEASE_KEY)
-                .fetch_one(&mut *connection)
-                .await?;
-            let locked: bool = row.try_get("locked")?;
-            return if locked {
-                Ok(WriterLease {
-                    _file: None,
-                    _session: Some(std::sync::Mutex::new(connection.detach())),
-                })
-            } else {
-                Err(held())
-            };
-        }
-        match sqlite_path(url) {
-            None => Ok(WriterLease {
-                _file: None,
-                _session: None,
-            }),
-            Some(path) => {
-                let file = create_private(Path::new(path))?;
-                match file.try_lock() {
-                    Ok(()) => Ok(WriterLease {
-                        _file: Some(file),
-                        _session: None,
-                    }),
-                    Err(std::fs::TryLockError::WouldBlock) => Err(held()),
-                    Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
-                }
-            }
+    /// [`ServerError::Locked`] if another process holds it, [`ServerError`] if the lock file
+    /// fails.
+    pub(crate) fn lease(url: &str) -> Result<WriterLease, ServerError> {
+        let Some(path) = sqlite_path(url) else {
+            return Ok(WriterLease { _file: None });
+        };
+        let file = create_private(Path::new(path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(WriterLease { _file: Some(file) }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::Locked(redacted(url))),
+            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
         }
     }
 
