@@ -670,6 +670,7 @@ pub(crate) struct ReplicaArgs {
     pub(crate) advertise_url: Option<String>,
 }
 
+#[cfg(feature = "federated")]
 impl ReplicaArgs {
     /// The replication these options ask for.
     pub(crate) fn replication(&self) -> tally_server::Replication {
