@@ -239,6 +239,9 @@ impl State {
         let mut elsewhere = FxHashMap::default();
         let mut closed = Vec::new();
         let mut taken = Vec::new();
+        // A failed claim ends the look, but the rounds taken before it are kept: a lease
+        // taken and not held in memory would be renewed for nothing.
+        let mut failure = None;
         for query in unheld {
             let id = query.round_id.clone();
             match places.get(&id) {
@@ -250,13 +253,14 @@ impl State {
                 // Beyond this replica's share: another replica takes it.
                 None if room == 0 => {}
                 None => {
-                    let Some(epoch) = self
-                        .leases
-                        .claim(&self.replica, &id, query.deadline)
-                        .await?
-                    else {
+                    let epoch = match self.leases.claim(&self.replica, &id, query.deadline).await {
+                        Ok(Some(epoch)) => epoch,
                         // Another replica took it meanwhile: the next look finds where.
-                        continue;
+                        Ok(None) => continue,
+                        Err(e) => {
+                            failure = Some(e);
+                            break;
+                        }
                     };
                     let left = query
                         .deadline
@@ -292,11 +296,13 @@ impl State {
             .lock()
             .expect("relay finished lock")
             .extend(closed);
-        Ok(())
+        failure.map_or(Ok(()), Err)
     }
 
-    /// Says this replica is alive, renews the leases of the rounds it holds, and drops at
-    /// once, with their uploads, the rounds another replica took over.
+    /// Says this replica is alive, renews the leases of the rounds it holds, drops at once,
+    /// with their uploads, the rounds another replica took over, and lets lapse now a lease
+    /// it holds on a round it does not hold in memory (taken by a claim whose answer was
+    /// lost), so that another replica takes that round at once.
     pub(crate) async fn renew(&self) {
         let _leasing = self.leasing.lock().await;
         let held: FxHashSet<(String, i64)> = match self.leases.renew(&self.replica).await {
@@ -306,18 +312,33 @@ impl State {
                 return;
             }
         };
-        let mut rounds = self.rounds.write().expect("relay rounds lock");
-        let mut finished = self.finished.lock().expect("relay finished lock");
-        rounds.retain(|id, kept| {
-            if held.contains(&(id.clone(), kept.epoch)) {
-                return true;
+        let orphans: Vec<(String, i64)> = {
+            let mut rounds = self.rounds.write().expect("relay rounds lock");
+            let mut finished = self.finished.lock().expect("relay finished lock");
+            rounds.retain(|id, kept| {
+                if held.contains(&(id.clone(), kept.epoch)) {
+                    return true;
+                }
+                warn!(round = %id, task = %kept.round.query.task_id,
+                      "lost the round's lease (another replica took it over): its uploads are dropped");
+                kept.round.close();
+                finished.insert(id.clone());
+                false
+            });
+            // A round being closed is out of `rounds` but in `finished`: its lease is kept
+            // for the fence.
+            held.into_iter()
+                .filter(|(id, _)| !rounds.contains_key(id) && !finished.contains(id))
+                .collect()
+        };
+        for (id, epoch) in orphans {
+            match self.leases.release(&self.replica, &id, epoch).await {
+                Ok(()) => {
+                    warn!(round = %id, "let lapse the lease of a round this replica does not hold")
+                }
+                Err(e) => warn!(round = %id, error = %e, "could not let a round's lease lapse"),
             }
-            warn!(round = %id, task = %kept.round.query.task_id,
-                  "lost the round's lease (another replica took it over): its uploads are dropped");
-            kept.round.close();
-            finished.insert(id.clone());
-            false
-        });
+        }
     }
 
     /// The forward margin, in whole seconds.

@@ -264,3 +264,59 @@ async fn a_relay_that_stops_hands_its_rounds_to_another() {
     assert_eq!(forwarded, sent);
     new.stop().await;
 }
+
+/// A replica holding the lease of a round it does not hold in memory (a claim committed whose
+/// answer was lost) lets the lease lapse at its next renewal instead of renewing it for
+/// nothing, so that the round is taken (here by the same replica, at the next epoch) and
+/// devices can check in. Renewing every lease it holds, the replica would keep the round
+/// from everyone until its deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(tally_postgres),
+    ignore = "needs PostgreSQL: source .ci/postgres.sh"
+)]
+async fn a_lease_held_without_its_round_is_let_go() {
+    let replication = Replication {
+        lease: Duration::from_secs(2),
+        address: None,
+    };
+    let (db, shared, a, b) = two_relays(1, replication).await;
+    b.stop().await;
+    let started = Instant::now();
+    while serving(&db).await < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the relay never served"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut connection = sqlx::PgConnection::connect(&db).await.unwrap();
+    let (id,): (String,) = sqlx::query_as("SELECT id FROM replicas WHERE address = $1")
+        .bind(&a.url)
+        .fetch_one(&mut connection)
+        .await
+        .unwrap();
+    // The lease of r7 is A's, for ever, before A ever saw r7.
+    let round = query("r7", 1, 10, 600, Sampling::Device);
+    sqlx::query(
+        "INSERT INTO relay_rounds (round_id, holder, epoch, expires_at, deadline, closed)
+         VALUES ('r7', $1, 1, $2, $3, 0)",
+    )
+    .bind(&id)
+    .bind(i64::MAX)
+    .bind(round.deadline)
+    .execute(&mut connection)
+    .await
+    .unwrap();
+    shared.lock().unwrap().rounds.push(round);
+    let started = Instant::now();
+    while holder(&db, "r7").await.map(|(_, epoch)| epoch) != Some(2) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the lease of r7 was never let go"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    upload(&a, &a.devices[0], "r7", 0).await;
+    a.stop().await;
+}

@@ -260,6 +260,23 @@ impl RoundLeases {
             .await
     }
 
+    /// Lets `replica`'s lease of round `round_id` at `epoch` lapse now (if it has not closed
+    /// the round): another replica takes the round at its next look.
+    ///
+    /// # Errors
+    ///
+    /// [`ServerError`] if the database fails.
+    pub async fn release(
+        &self,
+        replica: &Replica,
+        round_id: &str,
+        epoch: i64,
+    ) -> Result<(), ServerError> {
+        self.store
+            .release_relay_round(round_id, replica.id(), epoch)
+            .await
+    }
+
     /// How many replicas were heard of within a lease, `replica` among them once it renewed.
     ///
     /// # Errors

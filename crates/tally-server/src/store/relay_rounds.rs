@@ -127,6 +127,26 @@ impl Store {
         Ok(closed.rows_affected() == 1)
     }
 
+    /// Lets replica `holder`'s lease of round `round_id` at `epoch` lapse now, unless the
+    /// round was closed or taken over.
+    pub(crate) async fn release_relay_round(
+        &self,
+        round_id: &str,
+        holder: &str,
+        epoch: i64,
+    ) -> Result<(), ServerError> {
+        sqlx::query(
+            "UPDATE relay_rounds SET expires_at = 0
+             WHERE round_id = $1 AND holder = $2 AND epoch = $3 AND closed = 0",
+        )
+        .bind(round_id)
+        .bind(holder)
+        .bind(epoch)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Forgets the rounds whose aggregator's deadline passed before `before` (seconds since
     /// the Unix epoch): the aggregator takes no batch for them any more.
     pub(crate) async fn forget_relay_rounds(&self, before: i64) -> Result<(), ServerError> {
