@@ -173,10 +173,6 @@ fn create(args: &TaskCreateArgs) -> Result<()> {
     print_task(&info, "task created")
 }
 
-/// A round's minimum cohort when `--min-cohort` is not given (and the mechanism is not a
-/// shuffle one, whose minimum is the expected population).
-const DEFAULT_MIN_COHORT: u64 = 100;
-
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     // Named in the spec (and so in `task create --json`), as the command line resolves it.
@@ -191,8 +187,6 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         Some(HistogramMechanism::Domain(mechanism)) => Some(mechanism),
         _ => None,
     };
-    let shuffled = domain_mechanism.is_some_and(DomainHistogramMechanism::is_shuffled)
-        || args.kind.algorithm == Some(TaskAlgorithm::CountMinPrefixTree);
     if args.domain_bits.is_some() && args.kind.algorithm != Some(TaskAlgorithm::CountMinPrefixTree)
     {
         bail!("--domain-bits applies to --algorithm count-min-prefix-tree only");
@@ -302,6 +296,9 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
                 .expect("--expected-population"),
         ),
     };
+    let min_cohort = args
+        .min_cohort
+        .unwrap_or_else(|| definition(&kind).default_min_cohort(expected_population));
     Ok(TaskSpec {
         version: PROTOCOL_VERSION,
         population,
@@ -314,11 +311,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
         },
         kind,
         rounds: RoundPolicy {
-            min_cohort: args.min_cohort.unwrap_or(if shuffled {
-                expected_population
-            } else {
-                DEFAULT_MIN_COHORT
-            }),
+            min_cohort,
             cohort_target: args.cohort_target,
             deadline_secs: args.deadline_secs,
             max_attempts: args.max_attempts,

@@ -45,8 +45,6 @@ mod opt_prefix_tree;
 mod range_tree;
 mod selection;
 
-pub use domain::draw_public_coins;
-
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
     format!(
@@ -97,12 +95,50 @@ pub trait TaskDefinition {
         None
     }
 
+    /// The same task with a seed of its own for its public coins, drawn by `draw`, if its
+    /// mechanism publishes some (hash functions every device and the aggregator share) and it
+    /// names none yet; `None` (and `draw` not called) otherwise.
+    fn with_public_coins(&self, draw: &mut dyn FnMut() -> u64) -> Option<TaskKind> {
+        let _ = draw;
+        None
+    }
+
+    /// A round's minimum cohort when the spec's creator names none, for `expected_population`
+    /// devices: [`DEFAULT_MIN_COHORT`], but the expected population for a kind whose
+    /// guarantee trusts a shuffler (it holds only when at least the devices it was calibrated
+    /// for report).
+    fn default_min_cohort(&self, expected_population: u64) -> u64 {
+        let _ = expected_population;
+        DEFAULT_MIN_COHORT
+    }
+
     /// Calibrates the task `spec` asks for and computes its guarantee.
     ///
     /// # Errors
     ///
     /// A message saying why the task cannot run as asked.
     fn build(&self, spec: &TaskSpec) -> Result<(Engine, Guarantee), String>;
+}
+
+/// A round's minimum cohort when the spec's creator names none and the kind trusts no
+/// shuffler ([`TaskDefinition::default_min_cohort`]).
+pub const DEFAULT_MIN_COHORT: u64 = 100;
+
+/// Gives a new task whose mechanism publishes public coins and whose spec names no seed for
+/// them a seed of its own, drawn by `draw` (from the server's stream, seeded only in tests),
+/// which is called only then, so a task without public coins leaves the stream as it was:
+/// every task gets its own hash functions, and a restarted server rebuilds the same ones from
+/// the stored spec ([`TaskDefinition::with_public_coins`]).
+///
+/// # Privacy
+///
+/// The coins are public (published in every ask of the task); the guarantee holds whatever
+/// they are, as long as they are drawn independently of the devices' data, as here.
+pub fn draw_public_coins(kind: &mut TaskKind, mut draw: impl FnMut() -> u64) {
+    let seeded = definition(kind).with_public_coins(&mut draw);
+    if let Some(seeded) = seeded {
+        *kind = seeded;
+    }
 }
 
 /// The definition of the task kind `kind`: the one place a task kind is registered, and the
@@ -1217,4 +1253,108 @@ fn plan(
         privacy.neighbours,
     )
     .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use tally_messages::{
+        DomainHistogramMechanism, HistogramMechanism, PublicDomain, RangeTreeMechanism, TreeReading,
+    };
+
+    use super::*;
+
+    /// A domain histogram and a range tree over Count-Min (and a Count-Min prefix tree) with
+    /// `counting_min`, or over mechanisms that publish no coins, each with the public coins
+    /// `seed`.
+    fn kinds(counting_min: bool, seed: Option<u64>) -> Vec<TaskKind> {
+        let (domain, tree) = match counting_min {
+            true => (
+                DomainHistogramMechanism::GhaziCountMin,
+                RangeTreeMechanism::GhaziCountMin,
+            ),
+            false => (
+                DomainHistogramMechanism::Grr,
+                RangeTreeMechanism::GhaziHadamard,
+            ),
+        };
+        let mut kinds = vec![
+            TaskKind::DomainHistogram {
+                mechanism: domain,
+                domain: PublicDomain::Integers(16),
+                public_coins: seed,
+            },
+            TaskKind::RangeTree {
+                mechanism: tree,
+                levels: 4,
+                range: None,
+                reading: TreeReading::Quantiles(vec![0.5]),
+                failure_probability: None,
+                public_coins: seed,
+            },
+        ];
+        if counting_min {
+            kinds.push(TaskKind::CountMinPrefixTree {
+                domain_bits: 8,
+                threshold: 5,
+                failure_probability: None,
+                public_coins: seed,
+            });
+        }
+        kinds
+    }
+
+    /// A task whose mechanism publishes public coins and that names no seed gets one, drawn
+    /// once from the stream, and keeps everything else; every other task (another mechanism,
+    /// a seed already named) stays as it was and draws nothing, so that the server's stream,
+    /// and the byte-for-byte loopback tests on it, see no change.
+    #[test]
+    fn only_a_task_of_public_coins_without_a_seed_draws_one() {
+        for (kind, seeded) in kinds(true, None).into_iter().zip(kinds(true, Some(7))) {
+            let mut drawn = kind;
+            let mut draws = 0;
+            draw_public_coins(&mut drawn, || {
+                draws += 1;
+                7
+            });
+            assert_eq!((draws, &drawn), (1, &seeded));
+        }
+        let histogram = TaskKind::Histogram {
+            mechanism: HistogramMechanism::SampleThreshold,
+            sampling_rate: None,
+            threshold: None,
+        };
+        let mut unseeded = kinds(false, None);
+        unseeded.push(histogram);
+        for kind in unseeded.into_iter().chain(kinds(true, Some(3))) {
+            let mut drawn = kind.clone();
+            draw_public_coins(&mut drawn, || panic!("{kind:?} drew a seed"));
+            assert_eq!(drawn, kind);
+        }
+    }
+
+    /// A kind whose guarantee trusts a shuffler (the Ghazi et al. oracles, the shuffled
+    /// histograms) waits for the devices it was calibrated for when its creator names no
+    /// minimum cohort; a local or sample-and-threshold one for [`DEFAULT_MIN_COHORT`].
+    #[test]
+    fn a_shuffled_kind_waits_for_its_expected_population_by_default() {
+        let minimum = |kind: &TaskKind| definition(kind).default_min_cohort(3000);
+        for kind in kinds(true, None) {
+            assert_eq!(minimum(&kind), 3000, "{kind:?}");
+        }
+        let [grr, hadamard_tree] = <[TaskKind; 2]>::try_from(kinds(false, None)).unwrap();
+        assert_eq!(minimum(&grr), DEFAULT_MIN_COHORT);
+        assert_eq!(minimum(&hadamard_tree), 3000);
+        let balcer_cheu = TaskKind::DomainHistogram {
+            mechanism: DomainHistogramMechanism::BalcerCheu,
+            domain: PublicDomain::Integers(16),
+            public_coins: None,
+        };
+        assert_eq!(minimum(&balcer_cheu), 3000);
+        let histogram = TaskKind::Histogram {
+            mechanism: HistogramMechanism::SampleThreshold,
+            sampling_rate: None,
+            threshold: None,
+        };
+        assert_eq!(minimum(&histogram), DEFAULT_MIN_COHORT);
+    }
 }

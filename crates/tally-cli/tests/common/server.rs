@@ -443,28 +443,7 @@ pub(crate) fn uploads(
                     }
                     .to_owned(),
                 ),
-                ask @ (Ask::Bucket { .. } | Ask::Split { .. } | Ask::PrefixBallot { .. }) => {
-                    panic!("the crash tests run no quantile or TrieHH task: {ask:?}")
-                }
-                ask @ (Ask::DomainElement { .. }
-                | Ask::ShuffledGrr { .. }
-                | Ask::BalcerCheu { .. }
-                | Ask::GhaziHadamard { .. }
-                | Ask::GhaziCountMin { .. }) => {
-                    panic!("the crash tests run no domain histogram: {ask:?}")
-                }
-                ask @ (Ask::RangeTree { .. } | Ask::PrefixLevel { .. }) => {
-                    panic!("the crash tests run no range-query or prefix tree: {ask:?}")
-                }
-                ask @ Ask::OptPrefixTree { .. } => {
-                    panic!("the crash tests run no OptPrefixTree task: {ask:?}")
-                }
-                ask @ Ask::LocalReport { .. } => {
-                    panic!("the crash tests run no local histogram: {ask:?}")
-                }
-                ask @ Ask::ItemReport {} => {
-                    panic!("the crash tests run no partition selection: {ask:?}")
-                }
+                ask => panic!("the crash tests run only histograms and TrieHH++: {ask:?}"),
             };
             Upload { token, report }
         })

@@ -10,7 +10,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_core::protocol::{Estimates, RoundProtocol};
 use tally_core::shuffle::{CountMinRound, PrefixLevelRound, ShuffleHeavyHitters};
-use tally_messages::{PrivacyTarget, Sampling, TaskSpec};
+use tally_messages::{PrivacyTarget, Sampling, TaskKind, TaskSpec};
 
 use super::domain::{check_count_min_cohort, check_shuffle_cohort};
 use super::{Engine, Kind, TaskDefinition, driven, input_description};
@@ -31,6 +31,21 @@ pub(super) struct TreeTask {
 impl TaskDefinition for TreeTask {
     fn name(&self) -> &'static str {
         COUNT_MIN_PREFIX_TREE
+    }
+
+    fn default_min_cohort(&self, expected_population: u64) -> u64 {
+        expected_population
+    }
+
+    fn with_public_coins(&self, draw: &mut dyn FnMut() -> u64) -> Option<TaskKind> {
+        self.public_coins
+            .is_none()
+            .then(|| TaskKind::CountMinPrefixTree {
+                domain_bits: self.domain_bits,
+                threshold: self.threshold,
+                failure_probability: self.failure_probability,
+                public_coins: Some(draw()),
+            })
     }
 
     fn description(&self, _: Neighbours) -> String {

@@ -13,7 +13,7 @@ use tally_core::protocol::SingleRound;
 use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
-    PublicDomain, RangeTreeMechanism, Sampling, TaskKind, TaskSpec,
+    PublicDomain, Sampling, TaskKind, TaskSpec,
 };
 
 use super::{Engine, Kind, TaskDefinition, driven, input_description};
@@ -35,6 +35,23 @@ pub(super) struct DomainTask {
 impl TaskDefinition for DomainTask {
     fn name(&self) -> &'static str {
         self.mechanism.name()
+    }
+
+    fn default_min_cohort(&self, expected_population: u64) -> u64 {
+        match self.mechanism.is_shuffled() {
+            true => expected_population,
+            false => super::DEFAULT_MIN_COHORT,
+        }
+    }
+
+    fn with_public_coins(&self, draw: &mut dyn FnMut() -> u64) -> Option<TaskKind> {
+        (self.mechanism.publishes_coins() && self.public_coins.is_none()).then(|| {
+            TaskKind::DomainHistogram {
+                mechanism: self.mechanism,
+                domain: self.domain,
+                public_coins: Some(draw()),
+            }
+        })
     }
 
     fn description(&self, _: Neighbours) -> String {
@@ -75,7 +92,7 @@ pub(super) const MAX_DOMAIN: u32 = 1 << 24;
 
 /// The task of `mechanism` over `domain` at `privacy`, calibrated (a shuffle mechanism for
 /// `clients` devices, the expected population), its public coins drawn from the seed
-/// `public_coins` (see [`draw_public_coins`]), with its guarantee.
+/// `public_coins` (see [`draw_public_coins`](super::draw_public_coins)), with its guarantee.
 ///
 /// # Privacy
 ///
@@ -188,37 +205,6 @@ pub(super) fn check_count_min_cohort(spec: &TaskSpec) -> Result<(), String> {
         spec.rounds.cohort_target,
         spec.expected_population,
     )
-}
-
-/// Gives a new task whose mechanism publishes public coins
-/// ([`DomainHistogramMechanism::publishes_coins`]) and whose spec names no seed for them a
-/// seed of its own, drawn by `draw` (from the server's stream, seeded only in tests), which is
-/// called only then, so a task without public coins leaves the stream as it was: every task
-/// gets its own hash functions, and a restarted server rebuilds the same ones from the stored
-/// spec.
-///
-/// # Privacy
-///
-/// The coins are public (published in every ask of the task); the guarantee holds whatever
-/// they are, as long as they are drawn independently of the devices' data, as here.
-pub fn draw_public_coins(kind: &mut TaskKind, draw: impl FnOnce() -> u64) {
-    let public_coins = match kind {
-        TaskKind::DomainHistogram {
-            mechanism,
-            public_coins,
-            ..
-        } if mechanism.publishes_coins() => public_coins,
-        TaskKind::RangeTree {
-            mechanism: RangeTreeMechanism::GhaziCountMin,
-            public_coins,
-            ..
-        }
-        | TaskKind::CountMinPrefixTree { public_coins, .. } => public_coins,
-        _ => return,
-    };
-    if public_coins.is_none() {
-        *public_coins = Some(draw());
-    }
 }
 
 /// Makes the task of a registered mechanism's round over `map`, whose devices' reports must

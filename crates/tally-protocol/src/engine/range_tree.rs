@@ -12,7 +12,7 @@ use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
 use tally_core::quantiles::ValueRange;
 use tally_core::shuffle::{NumberTreeRound, RangeRound, SetOracleRound, ShuffleQuantiles};
 use tally_messages::{
-    PrivacyTarget, QuantileRow, QuantilesRelease, RangeTreeMechanism, Sampling, TaskSpec,
+    PrivacyTarget, QuantileRow, QuantilesRelease, RangeTreeMechanism, Sampling, TaskKind, TaskSpec,
     TreeReading,
 };
 
@@ -44,6 +44,23 @@ impl TaskDefinition for TreeTask<'_> {
             TreeReading::Range { .. } => "range",
             TreeReading::Quantiles(_) => "quantiles",
         }
+    }
+
+    fn default_min_cohort(&self, expected_population: u64) -> u64 {
+        // Both oracles are Ghazi et al.'s shuffle-model ones.
+        expected_population
+    }
+
+    fn with_public_coins(&self, draw: &mut dyn FnMut() -> u64) -> Option<TaskKind> {
+        let counts_min = self.mechanism == RangeTreeMechanism::GhaziCountMin;
+        (counts_min && self.public_coins.is_none()).then(|| TaskKind::RangeTree {
+            mechanism: self.mechanism,
+            levels: self.levels,
+            range: self.range,
+            reading: self.reading.clone(),
+            failure_probability: self.failure_probability,
+            public_coins: Some(draw()),
+        })
     }
 
     fn description(&self, _: Neighbours) -> String {

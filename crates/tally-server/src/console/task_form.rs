@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 use tally_accounting::Neighbours;
 use tally_accounting::composition::Composition;
-use tally_messages::{DomainHistogramMechanism, PROTOCOL_VERSION, TaskSpec};
+use tally_messages::{PROTOCOL_VERSION, TaskKind, TaskSpec};
+use tally_protocol::{DEFAULT_MIN_COHORT, definition};
 
 use crate::error::ApiError;
 use tally_messages::ErrorCode;
@@ -562,25 +563,18 @@ impl FormKind {
                 Value::from(Composition::default_for_rounds(neighbours).name());
         }
         if spec["rounds"]["min_cohort"].is_null() {
-            let shuffled = spec["kind"]["mechanism"]
-                .as_str()
-                .and_then(DomainHistogramMechanism::named)
-                .is_some_and(DomainHistogramMechanism::is_shuffled)
-                || self.name == "count-min-prefix-tree";
-            spec["rounds"]["min_cohort"] = if shuffled {
-                spec["expected_population"].clone()
-            } else {
-                Value::from(DEFAULT_MIN_COHORT)
+            // A kind or population that does not parse is refused below, by the spec's parse.
+            let kind = serde_json::from_value::<TaskKind>(spec["kind"].clone()).ok();
+            let min_cohort = match (kind, spec["expected_population"].as_u64()) {
+                (Some(kind), Some(expected)) => definition(&kind).default_min_cohort(expected),
+                _ => DEFAULT_MIN_COHORT,
             };
+            spec["rounds"]["min_cohort"] = Value::from(min_cohort);
         }
         check_pairs(&spec["kind"])?;
         serde_json::from_value(spec).map_err(|e| malformed(format!("the task's fields: {e}")))
     }
 }
-
-/// A round's minimum cohort when the form leaves it empty and the kind is not a shuffle one,
-/// as `tally task create` has it.
-const DEFAULT_MIN_COHORT: u64 = 100;
 
 /// A malformed form.
 fn malformed(message: String) -> ApiError {
