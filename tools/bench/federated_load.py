@@ -23,10 +23,12 @@ With --replicas N (and TALLY_TEST_POSTGRES_URL, `source .ci/postgres.sh`), 1 to 
 `tally serve` over TLS share one PostgreSQL database, each driving one task fed by a fleet of
 its own, all at once; then 2 replicas whose fleets reach the replica that does not drive their
 task, so that every check-in and upload is forwarded. The figure is every fleet's uploads over
-the run's wall time.
+the run's wall time. With --split and --replicas N, the same for 1 to N relays on one
+PostgreSQL database in front of one aggregator, each holding one task's round.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -131,13 +133,22 @@ def measure(tally, workload, tls, work):
     return rate, p50, p99
 
 
-def measure_split(tally, workload, work):
-    """One aggregator, one relay in front of it, one task, one fleet run, TLS on both hops;
-    returns (sealed uploads/s, p50 ms, p99 ms)."""
+def measure_split(tally, workload, work, relays=1, postgres=None, forwarded=False):
+    """One aggregator, `relays` relays in front of it, one task and one fleet per relay, TLS on
+    both hops; returns (sealed uploads/s, p50 ms, p99 ms, uploads per relay CPU second). One
+    relay keeps a SQLite file; with `postgres`, the relays share a fresh PostgreSQL database
+    as replicas, the fleets run all at once, each reaching the relay that holds its task's round
+    (with `forwarded`, the next relay, which forwards every check-in and upload), and the rate
+    is every fleet's uploads over the span of their upload phases."""
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     db, relay_db = f"sqlite://{work}/tally.db", f"sqlite://{work}/relay.db"
-    devices = workload["devices"]
+    name = None
+    if postgres:
+        name = f"tally_relays_{os.getpid()}_{int(time.time() * 1000)}"
+        run(["psql", postgres, "-qc", f"CREATE DATABASE {name}"])
+        relay_db = f"{postgres.rsplit('/', 1)[0]}/{name}"
+    devices = workload["devices"] // relays
     run([tally, "population", "create", "--db", db, "load", "--budget-epsilon", "100",
          "--budget-delta", "1e-3", "--min-cohort", "100", "--trust", "split"])
     relay_token = run([tally, "token", "create", "--db", db, "--role", "relay", "--population",
@@ -151,44 +162,102 @@ def measure_split(tally, workload, work):
         cert, key = f"{work}/{party}.pem", f"{work}/{party}.key"
         run([tally, "cert", "--cert", cert, "--key", key])
         certs[party] = (cert, key)
-    port, relay_port = free_port(), free_port()
-    url, relay_url = f"https://127.0.0.1:{port}", f"https://127.0.0.1:{relay_port}"
+    port = free_port()
+    url = f"https://127.0.0.1:{port}"
+    aggregator_context = ssl.create_default_context(cafile=certs["aggregator"][0])
+    relay_context = ssl.create_default_context(cafile=certs["relay"][0])
     env = dict(os.environ)
     env.pop("TALLY_CA_CERT", None)
     serve = [tally, "serve", "--quiet", "--listen", f"127.0.0.1:{port}", "--db", db,
              "--tls-cert", certs["aggregator"][0], "--tls-key", certs["aggregator"][1]]
-    relay = [tally, "relay", "--quiet", "--listen", f"127.0.0.1:{relay_port}", "--db",
-             relay_db, "--tls-cert", certs["relay"][0], "--tls-key", certs["relay"][1],
-             "--aggregator", url, "--aggregator-ca-cert", certs["aggregator"][0],
-             "--aggregator-token", relay_token, "--cohort-pool", "1", "--forward-margin", "5",
-             "--max-per-credential", str(devices)]
     processes = [subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   env=env)]
+    relay_processes, relay_urls = [], []
     try:
-        wait_ready(url, ssl.create_default_context(cafile=certs["aggregator"][0]))
-        processes.append(subprocess.Popen(relay, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL, env=env))
-        wait_ready(relay_url, ssl.create_default_context(cafile=certs["relay"][0]))
-        synthetic = f"zipf:n={devices},domain=100000,s=1.1"
-        task = run([tally, "task", "create", "--server", url, "--ca-cert",
-                    certs["aggregator"][0], "--token", analyst, "--mechanism",
-                    "sample-threshold", "--epsilon", "1", "--delta", "1e-8",
-                    "--sampling-rate", "0.6", "--population", "load",
-                    "--expected-population", str(devices), "--json"], env=env)
-        task_id = re.search(r'"id":\s*"?([^",}]+)', task).group(1)
-        out = run([tally, "fleet", "--quiet", "--server", relay_url, "--ca-cert",
-                   certs["relay"][0], "--token", operator, "--aggregator", url,
-                   "--aggregator-ca-cert", certs["aggregator"][0], "--synthetic", synthetic,
-                   "--task", task_id, "--batch", str(workload["batch"]), "--concurrency",
-                   str(workload["concurrency"]), "--seal-first"], env=env)
+        wait_ready(url, aggregator_context)
+        for _ in range(relays):
+            relay_port = free_port()
+            relay_urls.append(f"https://127.0.0.1:{relay_port}")
+            relay_processes.append(subprocess.Popen(
+                [tally, "relay", "--quiet", "--listen", f"127.0.0.1:{relay_port}", "--db",
+                 relay_db, "--tls-cert", certs["relay"][0], "--tls-key", certs["relay"][1],
+                 "--aggregator", url, "--aggregator-ca-cert", certs["aggregator"][0],
+                 "--aggregator-token", relay_token, "--cohort-pool", "1", "--forward-margin",
+                 "5", "--max-per-credential", str(devices)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        processes += relay_processes
+        for relay_url in relay_urls:
+            wait_ready(relay_url, relay_context)
+        tasks = []
+        for _ in range(relays):
+            task = run([tally, "task", "create", "--server", url, "--ca-cert",
+                        certs["aggregator"][0], "--token", analyst, "--mechanism",
+                        "sample-threshold", "--epsilon", "1", "--delta", "1e-8",
+                        "--sampling-rate", "0.6", "--population", "load",
+                        "--expected-population", str(devices), "--json"], env=env)
+            tasks.append(re.search(r'"id":\s*"?([^",}]+)', task).group(1))
+        entry = (relay_holders(relay_db, url, relay_token, aggregator_context, tasks,
+                               relay_urls)
+                 if postgres else {tasks[0]: relay_urls[0]})
+        if forwarded:
+            entry = {task: relay_urls[(relay_urls.index(at) + 1) % relays]
+                     for task, at in entry.items()}
+        fleets = []
+        for task_id in tasks:
+            fleets.append(subprocess.Popen(
+                [tally, "fleet", "--quiet", "--server", entry[task_id], "--ca-cert",
+                 certs["relay"][0], "--token", operator, "--aggregator", url,
+                 "--aggregator-ca-cert", certs["aggregator"][0], "--synthetic",
+                 f"zipf:n={devices},domain=100000,s=1.1", "--task", task_id, "--batch",
+                 str(workload["batch"]), "--concurrency", str(workload["concurrency"]),
+                 "--seal-first"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env))
+        outs, ends = [], []
+        for fleet in fleets:
+            outs.append(fleet.communicate()[0])
+            ends.append(time.monotonic())
+        if any(fleet.returncode != 0 for fleet in fleets):
+            raise RuntimeError(f"a fleet failed: {outs}")
+        cpu = sum(cpu_seconds(relay.pid) for relay in relay_processes)
     finally:
         for process in reversed(processes):
             process.send_signal(signal.SIGTERM)
             process.wait(timeout=30)
-    rate = float(re.search(r"([\d,.]+) uploads/s", out).group(1).replace(",", ""))
-    p50 = float(re.search(r"p50 ([\d.]+) ms", out).group(1))
-    p99 = float(re.search(r"p99 ([\d.]+) ms", out).group(1))
-    return rate, p50, p99
+        if name:
+            run(["psql", postgres, "-qc", f"DROP DATABASE IF EXISTS {name}"])
+    rates = [float(re.search(r"([\d,.]+) uploads/s", o).group(1).replace(",", ""))
+             for o in outs]
+    # A fleet's clock starts once its devices sealed: each upload phase ended when its fleet
+    # did and lasted its devices over its rate.
+    starts = [end - devices / rate for end, rate in zip(ends, rates)]
+    rate = devices * relays / (max(ends) - min(starts))
+    p50 = statistics.median(float(re.search(r"p50 ([\d.]+) ms", o).group(1)) for o in outs)
+    p99 = statistics.median(float(re.search(r"p99 ([\d.]+) ms", o).group(1)) for o in outs)
+    return rate, p50, p99, devices * relays / cpu
+
+
+def relay_holders(relay_db, url, relay_token, context, tasks, relay_urls):
+    """Which relay (of `relay_urls`) holds each task's round, once every task's round is held:
+    the aggregator's rounds (read with the relay's credential) and the relays' leases (a
+    relay advertises itself as localhost over TLS: matched by port)."""
+    by_port = {relay_url.rsplit(":", 1)[1]: relay_url for relay_url in relay_urls}
+    for _ in range(100):
+        request = urllib.request.Request(f"{url}/v1/rounds",
+                                         headers={"Authorization": f"Bearer {relay_token}"})
+        rounds = json.load(urllib.request.urlopen(request, context=context, timeout=5))
+        task_of = {r["round_id"]: r["task_id"] for r in rounds}
+        held = run(["psql", relay_db, "-tAc",
+                    "SELECT r.round_id || ' ' || p.address FROM relay_rounds r "
+                    "JOIN replicas p ON p.id = r.holder WHERE r.closed = 0"])
+        holders = {}
+        for line in held.strip().splitlines():
+            round_id, address = line.split(" ", 1)
+            if round_id in task_of:
+                holders[task_of[round_id]] = by_port[address.rsplit(":", 1)[1]]
+        if all(task in holders for task in tasks):
+            return holders
+        time.sleep(0.1)
+    raise RuntimeError("the relays did not take every task's round")
 
 
 def measure_replicas(tally, workload, replicas, postgres, work, forwarded=False):
@@ -293,18 +362,34 @@ def main_replicas(args, work):
 
 
 def main_split(args, work):
-    """The split deployment's figures: medians of the repeats, with the load average."""
+    """The split deployment's figures: medians of the repeats, with the load average; with
+    --replicas N, 1 to N relays on one PostgreSQL database in turn (alternating within each
+    repeat), then 2 relays whose fleets reach the relay that does not hold their round."""
+    postgres, setups = None, [(1, False)]
+    if args.replicas:
+        postgres = os.environ.get("TALLY_TEST_POSTGRES_URL")
+        if not postgres:
+            raise SystemExit("--replicas needs TALLY_TEST_POSTGRES_URL: source .ci/postgres.sh")
+        setups = [(n, False) for n in range(1, args.replicas + 1)] + [(2, True)]
     print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     for name in args.workload or ["batched", "single"]:
         workload = WORKLOADS[name]
-        results = [measure_split(args.tally, workload, f"{work}/run")
-                   for _ in range(args.repeats)]
-        rates = [r[0] for r in results]
-        print(f"{workload['describe']}, through the relay, TLS on both hops: median "
-              f"{statistics.median(rates):,.0f} sealed uploads/s (runs: "
-              f"{', '.join(f'{r:,.0f}' for r in rates)}), "
-              f"p50 {statistics.median(r[1] for r in results):.2f} ms, "
-              f"p99 {statistics.median(r[2] for r in results):.2f} ms")
+        results = {setup: [] for setup in setups}
+        for _ in range(args.repeats):
+            for setup in setups:
+                results[setup].append(measure_split(args.tally, workload, f"{work}/run",
+                                                    setup[0], postgres, setup[1]))
+        print(f"{workload['describe']}, through the relay, TLS on both hops"
+              f"{', PostgreSQL' if postgres else ''}:")
+        for (n, forwarded), runs in results.items():
+            rates = [r[0] for r in runs]
+            print(f"  {n} relay{'s' if n > 1 else ''}"
+                  f"{', every request forwarded' if forwarded else ''}: median "
+                  f"{statistics.median(rates):,.0f} sealed uploads/s (runs: "
+                  f"{', '.join(f'{r:,.0f}' for r in rates)}), "
+                  f"p50 {statistics.median(r[1] for r in runs):.2f} ms, "
+                  f"p99 {statistics.median(r[2] for r in runs):.2f} ms, "
+                  f"{statistics.median(r[3] for r in runs):,.0f} uploads per relay CPU second")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
@@ -316,8 +401,8 @@ def main():
     parser.add_argument("--split", action="store_true",
                         help="a relay in front of the aggregator, TLS on both hops")
     parser.add_argument("--replicas", type=int, metavar="N",
-                        help="1 to N replicas on one PostgreSQL database "
-                             "(TALLY_TEST_POSTGRES_URL), one task and one fleet each")
+                        help="1 to N replicas (of the relay, with --split) on one PostgreSQL "
+                             "database (TALLY_TEST_POSTGRES_URL), one task and one fleet each")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="tally-load-")
     try:
