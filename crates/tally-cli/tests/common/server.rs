@@ -162,7 +162,10 @@ impl ServerProcess {
     /// tasks over.
     pub(crate) async fn wait_ready(&mut self, analyst: &Client) {
         if self.postgres {
-            tokio::time::sleep(Duration::from_millis(1300)).await;
+            // The lease, then its lapse seen at a lease tick (every quarter of it) that a busy
+            // machine may delay: until then the killed server's open round is still listed,
+            // and a request to it is forwarded to that server, out of reach.
+            tokio::time::sleep(Duration::from_millis(2000)).await;
         }
         let started = Instant::now();
         while analyst.tasks().await.is_err() {
