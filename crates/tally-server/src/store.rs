@@ -516,7 +516,7 @@ impl Store {
             .connect(&url)
             .await?;
         let postgres = url.starts_with("postgres");
-        let mut tx = pool.begin().await?;
+        let mut tx = begin_write(&pool, postgres).await?;
         if postgres {
             // `CREATE TABLE IF NOT EXISTS` is not safe against itself on PostgreSQL: replicas
             // (or a replica and `tally token create --db`) starting together on a new database
@@ -550,6 +550,11 @@ impl Store {
             Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::Locked(redacted(url))),
             Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
         }
+    }
+
+    /// Begins a transaction that writes (see [`begin_write`]).
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>, ServerError> {
+        begin_write(&self.pool, self.postgres).await
     }
 
     /// Whether many replicas may share this database (PostgreSQL; SQLite has one writer).
@@ -588,7 +593,7 @@ impl Store {
     /// Forgets replica `id` and lets its leases (of tasks, or of a relay's rounds) lapse now,
     /// for its graceful shutdown: the others take its work over at their next look.
     pub(crate) async fn leave(&self, id: &str) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for statement in [
             "UPDATE task_leases SET expires_at = 0 WHERE holder = $1",
             "UPDATE relay_rounds SET expires_at = 0 WHERE holder = $1",
@@ -645,7 +650,7 @@ impl Store {
         now: i64,
         expires_at: i64,
     ) -> Result<Option<(Fence, u64)>, ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let taken = sqlx::query(
             "INSERT INTO task_leases (task_id, holder, epoch, expires_at)
              SELECT id, $1, 1, $2 FROM tasks WHERE id = $3 AND state = $4
@@ -730,7 +735,7 @@ impl Store {
         &self,
         population: &StoredPopulation,
     ) -> Result<bool, ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let done = sqlx::query(
             "INSERT INTO populations (name, epsilon, delta, min_cohort, max_task_epsilon, created_at)
              VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
@@ -825,7 +830,7 @@ impl Store {
         now: i64,
         retire_at: i64,
     ) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM hpke_keys WHERE retires_at <= $1 OR key_id = $2")
             .bind(now)
             .bind(i64::from(key.key_id))
@@ -853,16 +858,13 @@ impl Store {
     /// Stores `key` as the current key unless the database has one (its first start), in
     /// a transaction replicas starting together take in turn.
     pub(crate) async fn insert_first_key(&self, key: &StoredKey) -> Result<(), ServerError> {
-        let mut tx = if self.postgres {
-            let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
+        if self.postgres {
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(KEYS_LOCK_KEY)
                 .execute(&mut *tx)
                 .await?;
-            tx
-        } else {
-            self.pool.begin_with("BEGIN IMMEDIATE").await?
-        };
+        }
         let current = sqlx::query("SELECT key_id FROM hpke_keys WHERE retires_at IS NULL")
             .fetch_optional(&mut *tx)
             .await?;
@@ -919,12 +921,7 @@ impl Store {
         (fence, expires_at): (&Fence, i64),
         admit: impl FnOnce(&StoredPopulation, Vec<Charge>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut tx = if self.postgres {
-            self.pool.begin().await
-        } else {
-            self.pool.begin_with("BEGIN IMMEDIATE").await
-        }
-        .map_err(ServerError::from)?;
+        let mut tx = self.begin_write().await?;
         let lock = if self.postgres {
             select_populations!("WHERE name = $1 FOR UPDATE")
         } else {
@@ -1023,7 +1020,7 @@ impl Store {
 
     /// Fails the task `fence` drives, saying why.
     pub(crate) async fn fail_task(&self, fence: &Fence, error: &str) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         check_fence(&mut tx, fence).await?;
         sqlx::query("UPDATE tasks SET state = $1, error = $2 WHERE id = $3")
             .bind(TaskState::Failed.name())
@@ -1039,7 +1036,7 @@ impl Store {
     /// aborted, in one transaction; the replica driving it commits nothing for it afterwards
     /// (its [`Fence`] checks that the task runs). `false` if it was not running.
     pub(crate) async fn cancel_task(&self, id: &str) -> Result<bool, ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let cancelled = sqlx::query("UPDATE tasks SET state = $1 WHERE id = $2 AND state = $3")
             .bind(TaskState::Cancelled.name())
             .bind(id)
@@ -1067,7 +1064,7 @@ impl Store {
         opened_at: i64,
         query: &str,
     ) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         check_fence(&mut tx, fence).await?;
         sqlx::query(
             "INSERT INTO rounds (id, task_id, round, attempt, state, uploads, release, opened_at)
@@ -1099,7 +1096,7 @@ impl Store {
         uploads: u64,
     ) -> Result<(), ServerError> {
         debug_assert!(matches!(state, RoundState::Short | RoundState::Aborted));
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         check_fence(&mut tx, fence).await?;
         sqlx::query("UPDATE rounds SET state = $1, uploads = $2 WHERE id = $3 AND state = $4")
             .bind(state.name())
@@ -1206,7 +1203,7 @@ impl Store {
         &self,
         commit: ReleaseCommit<'_>,
     ) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         check_fence(&mut tx, commit.fence).await?;
         let released = sqlx::query(
             "UPDATE rounds SET state = $1, uploads = $2, release = $3 WHERE id = $4 AND state = $5",
@@ -1282,7 +1279,7 @@ impl Store {
         &self,
         credentials: &[StoredCredential],
     ) -> Result<i64, ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for credential in credentials {
             sqlx::query(
                 "INSERT INTO credentials (id, name, role, populations, secret_hash, created_at, revoked_at)
@@ -1343,7 +1340,7 @@ impl Store {
         id: &str,
         at: i64,
     ) -> Result<(Option<StoredCredential>, i64), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("UPDATE credentials SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(at)
             .bind(id)
@@ -1365,7 +1362,7 @@ impl Store {
         session: &StoredSession,
         cutoffs: SessionCutoffs,
     ) -> Result<(), ServerError> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         sqlx::query("DELETE FROM console_sessions WHERE last_seen < $1 OR created_at < $2")
             .bind(cutoffs.last_seen)
             .bind(cutoffs.created_at)
@@ -1467,6 +1464,23 @@ async fn bump_credential_generation(
         .fetch_one(&mut **tx)
         .await?;
     Ok(row.try_get("generation")?)
+}
+
+/// Begins a transaction that writes. On SQLite it takes the write lock at once (`BEGIN
+/// IMMEDIATE`), waiting its turn behind another writer: a transaction that reads first and asks
+/// for the lock later gets `SQLITE_BUSY` at once, without the busy wait, when another
+/// connection is committing (SQLite refuses what could deadlock), and a command such as
+/// `tally device enroll --db` beside a running service, which writes at every lease tick,
+/// failed with "database is locked".
+async fn begin_write(
+    pool: &AnyPool,
+    postgres: bool,
+) -> Result<sqlx::Transaction<'static, sqlx::Any>, ServerError> {
+    Ok(if postgres {
+        pool.begin().await?
+    } else {
+        pool.begin_with("BEGIN IMMEDIATE").await?
+    })
 }
 
 /// Inserts `task` and its loss rounds in `tx`.

@@ -100,3 +100,35 @@ async fn replicas_starting_together_on_a_new_database_all_start() {
         }
     }
 }
+
+/// A command that writes beside a running service waits its turn at the SQLite write lock
+/// instead of failing. A service writes at every lease tick; a command's transaction that read
+/// first (the schema) and then asked for the lock met one of those writes being committed and
+/// got "database is locked" at once, without the busy wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_beside_a_writing_service_waits_for_the_sqlite_write_lock() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("tally.db").display());
+    population(&url, POPULATION, (1.0, 1e-6)).await;
+    // Another connection holds the write lock, as a service does while it renews its leases.
+    let mut service = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("BEGIN IMMEDIATE")
+        .execute(&mut service)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE credential_changes SET generation = generation")
+        .execute(&mut service)
+        .await
+        .unwrap();
+    let enrolling = tokio::spawn({
+        let url = url.clone();
+        async move { tally_server::enroll_devices(&url, POPULATION, 3).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    sqlx::query("COMMIT").execute(&mut service).await.unwrap();
+    match enrolling.await.unwrap() {
+        Ok(tokens) => assert_eq!(tokens.len(), 3),
+        Err(e) => panic!("the enrollment did not wait for the write lock: {e}"),
+    }
+}
