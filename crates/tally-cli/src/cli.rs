@@ -752,7 +752,56 @@ pub(crate) struct TaskKindArgs {
     /// A multi-round algorithm.
     #[arg(help_heading = heading::ALGORITHM, long, value_enum)]
     pub(crate) algorithm: Option<TaskAlgorithm>,
+    /// Any task kind the server runs, as JSON: the `kind` of a task's spec (`tally task
+    /// status ID --json` shows it), read from FILE, or from standard input for `-`.
+    ///
+    /// It holds every parameter of the kind, so no option of --mechanism or --algorithm goes
+    /// with it; the population, privacy and round options do.
+    #[arg(
+        help_heading = heading::ALGORITHM,
+        long,
+        value_name = "FILE",
+        conflicts_with_all = KIND_OPTIONS
+    )]
+    pub(crate) kind_json: Option<PathBuf>,
 }
+
+/// The options that describe a task's kind, which `--kind-json` holds.
+#[cfg(feature = "federated")]
+const KIND_OPTIONS: [&str; 32] = [
+    "mechanism",
+    "algorithm",
+    "sampling_rate",
+    "threshold",
+    "max_items_per_client",
+    "levels",
+    "segment",
+    "unrestricted",
+    "beam",
+    "composition",
+    "quantiles",
+    "branching",
+    "min",
+    "max",
+    "consistent",
+    "lo",
+    "hi",
+    "failure_probability",
+    "domain_bits",
+    "domain",
+    "buckets",
+    "iterations",
+    "runs",
+    "domain_cap",
+    "fpr",
+    "selection",
+    "randomizer",
+    "encoding",
+    "max_length",
+    "deny",
+    "aggregation",
+    "unproven_fmt23",
+];
 
 /// The multi-round algorithms the federated runtime runs.
 #[cfg(feature = "federated")]

@@ -175,6 +175,51 @@ fn create(args: &TaskCreateArgs) -> Result<()> {
 
 /// The task the arguments describe.
 fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
+    let kind = match &args.kind.kind_json {
+        Some(source) => kind_of_json(source)?,
+        None => kind_of_options(args)?,
+    };
+    let (population, expected_population) = match &args.population.dataset {
+        Some(name) => {
+            let data = Population::dataset(name)?;
+            (name.clone(), data.len() as u64)
+        }
+        None => (
+            // Unwrap safety: clap requires --population with --expected-population when
+            // --dataset is absent.
+            args.population.population.clone().expect("--population"),
+            args.population
+                .expected_population
+                .expect("--expected-population"),
+        ),
+    };
+    let min_cohort = args
+        .min_cohort
+        .unwrap_or_else(|| definition(&kind).default_min_cohort(expected_population));
+    Ok(TaskSpec {
+        version: PROTOCOL_VERSION,
+        population,
+        expected_population,
+        privacy: PrivacyTarget {
+            epsilon: args.privacy.target.epsilon,
+            delta: args.privacy.target.delta(),
+            neighbours: args.privacy.neighbours.into(),
+            analysis: args.privacy.analysis.method.into(),
+        },
+        kind,
+        rounds: RoundPolicy {
+            min_cohort,
+            cohort_target: args.cohort_target,
+            deadline_secs: args.deadline_secs,
+            max_attempts: args.max_attempts,
+            max_report_bytes: args.max_report_bytes,
+        },
+        sampling: args.sampling.into(),
+    })
+}
+
+/// The task kind the options describe.
+fn kind_of_options(args: &TaskCreateArgs) -> Result<TaskKind> {
     // Named in the spec (and so in `task create --json`), as the command line resolves it.
     let composition = Some(args.composition.of_rounds(args.privacy.neighbours.into()));
     if args.beam.is_some() && args.kind.algorithm != Some(TaskAlgorithm::Triehh) {
@@ -206,7 +251,7 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
     if let Some(k) = args.max_items_per_client {
         refuse_items_per_client(args, k)?;
     }
-    let kind = match (args.kind.mechanism, args.kind.algorithm) {
+    Ok(match (args.kind.mechanism, args.kind.algorithm) {
         (
             mechanism,
             Some(algorithm @ (TaskAlgorithm::Range | TaskAlgorithm::HierarchicalQuantiles)),
@@ -279,45 +324,26 @@ fn task_spec(args: &TaskCreateArgs) -> Result<TaskSpec> {
             )?;
             crate::count_min_prefix_tree::task_kind(args)?
         }
-        // Unwrap safety: clap requires exactly one of the two.
-        (None, None) => unreachable!("clap requires --mechanism or --algorithm"),
+        // Unwrap safety: clap requires one of the three, and the caller reads --kind-json.
+        (None, None) => unreachable!("clap requires --mechanism, --algorithm or --kind-json"),
+    })
+}
+
+/// The task kind in the JSON file `source` (`-`: standard input), spelt as a spec's `kind`.
+fn kind_of_json(source: &Path) -> Result<TaskKind> {
+    let (text, name) = if source == Path::new("-") {
+        let text = io::read_to_string(io::stdin()).context("cannot read standard input")?;
+        (text, "standard input".to_owned())
+    } else {
+        let text = std::fs::read_to_string(source)
+            .with_context(|| format!("cannot read {}", source.display()))?;
+        (text, source.display().to_string())
     };
-    let (population, expected_population) = match &args.population.dataset {
-        Some(name) => {
-            let data = Population::dataset(name)?;
-            (name.clone(), data.len() as u64)
-        }
-        None => (
-            // Unwrap safety: clap requires --population with --expected-population when
-            // --dataset is absent.
-            args.population.population.clone().expect("--population"),
-            args.population
-                .expected_population
-                .expect("--expected-population"),
-        ),
-    };
-    let min_cohort = args
-        .min_cohort
-        .unwrap_or_else(|| definition(&kind).default_min_cohort(expected_population));
-    Ok(TaskSpec {
-        version: PROTOCOL_VERSION,
-        population,
-        expected_population,
-        privacy: PrivacyTarget {
-            epsilon: args.privacy.target.epsilon,
-            delta: args.privacy.target.delta(),
-            neighbours: args.privacy.neighbours.into(),
-            analysis: args.privacy.analysis.method.into(),
-        },
-        kind,
-        rounds: RoundPolicy {
-            min_cohort,
-            cohort_target: args.cohort_target,
-            deadline_secs: args.deadline_secs,
-            max_attempts: args.max_attempts,
-            max_report_bytes: args.max_report_bytes,
-        },
-        sampling: args.sampling.into(),
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--kind-json {name}: not a task kind (the `kind` of a task's spec, as `tally task \
+             status ID --json` shows it)"
+        )
     })
 }
 

@@ -146,6 +146,9 @@ Examples:
   tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8
   # A sample-and-threshold histogram over a population of 100,000 devices
   tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --mechanism sample-threshold --population phones --expected-population 100000 --epsilon 1 --delta 1e-8
+  # Any kind the server runs, as the JSON of a spec's kind; here triehh.json holds
+  # {\"type\": \"triehh\", \"levels\": 8, \"segment\": 1}
+  tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --kind-json triehh.json --dataset shakespeare --epsilon 1 --delta 1e-8 --neighbours replace-one
   # Print only the new task's id, to keep it: TASK_ID=$(tally task create ... --id-only)
   tally task create --server https://127.0.0.1:8443 --ca-cert aggregator.pem --algorithm triehh++ --dataset shakespeare --epsilon 1 --delta 1e-8 --id-only";
 

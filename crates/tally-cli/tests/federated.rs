@@ -1009,6 +1009,45 @@ fn an_operator_provisions_populations_and_credentials_through_the_server() {
     );
 }
 
+/// A kind given as JSON, the `kind` of a task's spec, makes the task its options make; the
+/// options of a kind do not go with it, and JSON that is no kind is refused by name.
+#[test]
+fn a_kind_given_as_json_makes_the_task_its_options_make() {
+    let server = Server::start();
+    let analyst = &server.analyst;
+    let rest = "--population words --expected-population 1000 --epsilon 1 --delta 1e-8 --json";
+    let by_options = json(&format!(
+        "task create {analyst} --algorithm triehh++ --levels 6 --segment 2 {rest}"
+    ));
+    let kind = by_options["spec"]["kind"].to_string();
+    let file = temp_file("kind.json", kind.as_bytes());
+    let by_json = json(&format!(
+        "task create {analyst} --kind-json {} {rest}",
+        file.display()
+    ));
+    assert_eq!(by_json["spec"], by_options["spec"], "{by_json}");
+    assert_eq!(by_json["guarantee"], by_options["guarantee"], "{by_json}");
+    let output = tally(&format!(
+        "task create {analyst} --kind-json {} --levels 3 {rest}",
+        file.display()
+    ));
+    let error = String::from_utf8(output.stderr).unwrap();
+    assert!(!output.status.success());
+    assert!(
+        error.contains("'--kind-json <FILE>' cannot be used with '--levels <LEVELS>'"),
+        "{error}"
+    );
+    let file = temp_file("no-kind.json", br#"{"type": "histogrm"}"#);
+    let error = failure(&format!(
+        "task create {analyst} --kind-json {} {rest}",
+        file.display()
+    ));
+    assert!(
+        error.contains("not a task kind") && error.contains("unknown variant `histogrm`"),
+        "{error}"
+    );
+}
+
 #[test]
 fn federated_commands_explain_what_is_wrong() {
     let file = temp_file("two-items.txt", b"apple\npear\n");

@@ -21,5 +21,5 @@ pub use triehh::{
 };
 pub use triehh_plus::{
     LevelMechanism, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieNode, TrieOutput,
-    plan_selection_levels, release_prefix_selection,
+    plan_selection_levels, release_prefix_selection, selected_prefixes,
 };

@@ -60,7 +60,9 @@ pub use fixed_batch::{Ballot, PrefixBallot, TrieHhBatch, TrieHhBatchRound};
 pub use local_histogram::{LocalHistogramRound, LocalRandomizer};
 pub use messages::{MultiMessage, SingleMessage, decode_messages, encode_messages};
 pub use searches::QuantileSearches;
-pub use selection_round::{ItemReport, PartitionSelectionRound, SelectedItems, SelectionCounts};
+pub use selection_round::{
+    ItemReport, PartitionSelectionRound, SelectedItems, SelectionCounts, SelectionReport,
+};
 pub use shuffled::{Shuffled, ShuffledAggregator, uniform_shuffle};
 pub use single_round::SingleRound;
 pub use threshold_round::{

@@ -16,7 +16,9 @@ use rand_chacha::ChaCha20Rng;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
 use tally_accounting::{Collusion, Guarantee, Neighbours, TrustModel};
-use tally_core::heavy_hitters::{PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery};
+use tally_core::heavy_hitters::{
+    PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieOutput,
+};
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
@@ -777,23 +779,34 @@ impl Kind for TriePlus {
     fn document(
         &self,
         _: &Guarantee,
-        output: tally_core::heavy_hitters::TrieOutput,
+        output: TrieOutput,
         spec: &TaskSpec,
     ) -> serde_json::Result<String> {
-        serde_json::to_string_pretty(&document::triehh_plus(
-            &output,
-            &document::TriePlusParameters {
-                levels: self.levels,
-                segment: self.segment,
-                restricted: self.restricted,
-                composition: self.composition,
-                per_level: document::LevelRelease::SampleThreshold(&self.per_level),
-            },
-            spec.expected_population,
-            input_description(spec),
-            None,
-        ))
+        let parameters = document::TriePlusParameters {
+            levels: self.levels,
+            segment: self.segment,
+            restricted: self.restricted,
+            composition: self.composition,
+            per_level: document::LevelRelease::SampleThreshold(&self.per_level),
+        };
+        triehh_plus_document(&output, &parameters, spec)
     }
+}
+
+/// The document of a finished TrieHH++ task whose run had `parameters`: the offline command's
+/// ([`document::triehh_plus`]), over the expected population.
+fn triehh_plus_document(
+    output: &TrieOutput,
+    parameters: &document::TriePlusParameters<'_>,
+    spec: &TaskSpec,
+) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(&document::triehh_plus(
+        output,
+        parameters,
+        spec.expected_population,
+        input_description(spec),
+        None,
+    ))
 }
 
 /// A quantile task by sample-and-threshold rounds: a hierarchical histogram or binary

@@ -32,7 +32,9 @@ use tally_accounting::{Guarantee, Neighbours, compose_rounds};
 
 use super::prefix::{PrefixRound, TERMINATOR};
 use crate::Error;
-use crate::histogram::{PartitionSelection, SampleThreshold, compose_sample_threshold_rounds};
+use crate::histogram::{
+    PartitionSelection, SampleThreshold, SelectedKey, compose_sample_threshold_rounds,
+};
 use crate::task::Task;
 
 /// A mechanism every level of a TrieHH++ run can use to release the clients' prefixes with
@@ -161,8 +163,19 @@ pub fn release_prefix_selection<R: Rng + ?Sized>(
     counts: impl IntoIterator<Item = (String, u64)>,
     rng: &mut R,
 ) -> Result<Vec<(String, u64, f64)>, Error> {
-    Ok(selection
-        .release_named(counts, rng)?
+    Ok(selected_prefixes(selection.release_named(counts, rng)?))
+}
+
+/// A partition-selection level's released prefixes as the level's release of
+/// [`TrieHhPlus`]: `(prefix, noisy count, noisy count)` each (the count is its own estimate:
+/// nobody was sampled).
+///
+/// # Panics
+///
+/// On a prefix released without its noisy count, which no level [`plan_selection_levels`]
+/// plans releases (it refuses the truncated geometric).
+pub fn selected_prefixes(selected: Vec<SelectedKey<String>>) -> Vec<(String, u64, f64)> {
+    selected
         .into_iter()
         .map(|selected| {
             // Unwrap safety: the noise-based methods release a noisy count at or above their
@@ -173,7 +186,7 @@ pub fn release_prefix_selection<R: Rng + ?Sized>(
                 .expect("a noise-based level releases a positive noisy count");
             (selected.key, count, count as f64)
         })
-        .collect())
+        .collect()
 }
 
 /// The parameters of a TrieHH++ run whose levels run the mechanism `M`.

@@ -1,27 +1,52 @@
-//! The round of a partition selection over the devices' items: every device reports its item
-//! (no coin, no sampling), the aggregator counts each item's reports and releases, by the
-//! selection's rule, the items whose noisy count passes its threshold (with their noisy counts)
-//! or whose coin of the optimal probability comes up heads (keys only).
+//! The round of a partition selection over the devices' reports: every device reports its item
+//! (no coin, no sampling), or casts a prefix ballot, the aggregator counts each key's reports
+//! and releases, by the selection's rule, the keys whose noisy count passes its threshold (with
+//! their noisy counts) or whose coin of the optimal probability comes up heads (keys only).
 //!
 //! # Privacy
 //!
 //! The guarantee is the selection's ([`PartitionSelection::guarantee`]), in
-//! [`TrustModel::Central`]: the aggregator sees every report and the exact count of every item,
+//! [`TrustModel::Central`]: the aggregator sees every report and the exact count of every key,
 //! and must be trusted (or stand for a secure aggregation); the guarantee holds against the
-//! analyst and everyone who reads the release. Each device holds one item and reports it at
-//! most once, so it contributes to one item's count by at most 1: the selection must be
-//! calibrated for one item per client. The noise and coins are drawn, through
+//! analyst and everyone who reads the release. Each device sends one report and a report counts
+//! toward at most one key ([`SelectionReport::key`]: its item, its ballot's vote, or none for
+//! "no vote"), so a device contributes to one key's count by at most 1: the selection must be
+//! calibrated for one item per client. A ballot of "no vote" counts toward nothing, so the
+//! counts are those of the votes alone. The noise and coins are drawn, through
 //! [`PartitionSelection::release_named`] (what the offline release runs), from the aggregator's
 //! own secret stream, which no device sees; [`RoundAggregator::release`] is the only way the
 //! counts leave.
+
+use std::marker::PhantomData;
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use rustc_hash::FxHashMap;
 
+use super::fixed_batch::Ballot;
 use super::wire::{DeviceResponder, WireCell, WireRelease};
 use super::{DeviceQuery, RoundAggregator, RoundProtocol, TrustModel};
 use crate::histogram::{PartitionSelection, SelectedKey};
+
+/// A report a partition-selection round counts.
+pub trait SelectionReport {
+    /// The one key the report counts toward, or `None` for a report that counts toward none.
+    fn key(self) -> Option<String>;
+}
+
+impl SelectionReport for String {
+    /// The item itself.
+    fn key(self) -> Option<String> {
+        Some(self)
+    }
+}
+
+impl SelectionReport for Ballot {
+    /// The prefix voted for, or `None` for "no vote".
+    fn key(self) -> Option<String> {
+        self.0
+    }
+}
 
 /// The query of a partition-selection round: every device reports its item itself.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -61,17 +86,28 @@ impl DeviceResponder for ItemReport {
     }
 }
 
-/// A partition-selection round as the server holds it: its query and the calibrated selection
-/// its aggregator releases by.
+/// A partition-selection round as the server holds it: the query its devices answer (by
+/// default [`ItemReport`]: every device reports its item) and the calibrated selection its
+/// aggregator releases by.
 #[derive(Clone, Debug)]
-pub struct PartitionSelectionRound {
+pub struct PartitionSelectionRound<Q = ItemReport> {
+    query: Q,
     selection: PartitionSelection,
 }
 
 impl PartitionSelectionRound {
-    /// The round releasing by `selection`, which must be calibrated for one item per client.
+    /// The round in which every device reports its item and the aggregator releases by
+    /// `selection`, which must be calibrated for one item per client.
     pub fn new(selection: PartitionSelection) -> Self {
-        Self { selection }
+        Self::over(ItemReport, selection)
+    }
+}
+
+impl<Q> PartitionSelectionRound<Q> {
+    /// The round in which devices answer `query` and the aggregator releases the keys of their
+    /// reports by `selection`, which must be calibrated for one item per client.
+    pub fn over(query: Q, selection: PartitionSelection) -> Self {
+        Self { query, selection }
     }
 
     /// The calibrated selection.
@@ -80,44 +116,49 @@ impl PartitionSelectionRound {
     }
 }
 
-impl RoundProtocol for PartitionSelectionRound {
-    type Query = ItemReport;
+impl<Q: DeviceQuery<Report: SelectionReport>> RoundProtocol for PartitionSelectionRound<Q> {
+    type Query = Q;
     type Release = SelectedItems;
-    type Aggregator = SelectionCounts;
+    type Aggregator = SelectionCounts<Q::Report>;
 
-    fn query(&self) -> &ItemReport {
-        &ItemReport
+    fn query(&self) -> &Q {
+        &self.query
     }
 
-    fn aggregator(&self, rng: ChaCha20Rng) -> SelectionCounts {
+    fn aggregator(&self, rng: ChaCha20Rng) -> SelectionCounts<Q::Report> {
         SelectionCounts {
             counts: FxHashMap::default(),
             selection: self.selection.clone(),
             rng,
+            report: PhantomData,
         }
     }
 }
 
-/// The aggregator of a partition-selection round: the exact count of every item reported, and
+/// The aggregator of a partition-selection round: the exact count of every key reported, and
 /// the aggregator's secret stream. Deliberately neither `Debug` nor serializable;
 /// [`RoundAggregator::release`] is the only way out.
-pub struct SelectionCounts {
+pub struct SelectionCounts<R = String> {
     counts: FxHashMap<String, u64>,
     selection: PartitionSelection,
     rng: ChaCha20Rng,
+    report: PhantomData<fn(R)>,
 }
 
-impl RoundAggregator for SelectionCounts {
-    type Report = String;
+impl<R: SelectionReport> RoundAggregator for SelectionCounts<R> {
+    type Report = R;
     type Release = SelectedItems;
 
-    fn absorb(&mut self, item: String) {
-        *self.counts.entry(item).or_insert(0) += 1;
+    /// Counts the report toward its key, if it has one.
+    fn absorb(&mut self, report: R) {
+        if let Some(key) = report.key() {
+            *self.counts.entry(key).or_insert(0) += 1;
+        }
     }
 
     fn merge(&mut self, other: Self) {
-        for (item, count) in other.counts {
-            *self.counts.entry(item).or_insert(0) += count;
+        for (key, count) in other.counts {
+            *self.counts.entry(key).or_insert(0) += count;
         }
     }
 
@@ -225,6 +266,52 @@ mod tests {
                 method != Method::TruncatedGeometric
             );
         }
+    }
+
+    /// Over prefix ballots the round counts the votes alone: a ballot of "no vote" counts
+    /// toward no key, and the release is the selection's over the votes' counts.
+    #[test]
+    fn a_round_over_prefix_ballots_counts_the_votes_alone() {
+        use std::collections::HashSet;
+        use std::sync::Arc;
+
+        use crate::heavy_hitters::PrefixRound;
+        use crate::protocol::PrefixBallot;
+
+        let live: HashSet<String> = ["a".to_owned()].into();
+        let ballot = PrefixBallot(PrefixRound {
+            round: 2,
+            segment: 1,
+            live_parents: Some(Arc::new(live)),
+        });
+        let selection = PartitionSelection::calibrate(
+            Method::GaussianThreshold,
+            1.0,
+            1e-6,
+            1,
+            Neighbours::AddRemove,
+        )
+        .unwrap();
+        let round = PartitionSelectionRound::over(ballot, selection.clone());
+        let rng = || ChaCha20Rng::seed_from_u64(5);
+        let mut aggregator = round.aggregator(rng());
+        let mut device = ChaCha20Rng::seed_from_u64(0);
+        let words = ["ab", "ab", "ac", "b", "bc", ""];
+        for i in 0..1200 {
+            let report =
+                DeviceQuery::respond(round.query(), words[i % words.len()], &mut device).unwrap();
+            assert!(round.query().admits(&report));
+            aggregator.absorb(report);
+        }
+        let release = aggregator.release();
+        let votes = vec![("ab".to_owned(), 400), ("ac".to_owned(), 200)];
+        assert_eq!(
+            release.0,
+            selection.release_named(votes, &mut rng()).unwrap()
+        );
+        let mut keys: Vec<&str> = release.0.iter().map(|item| item.key.as_str()).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["ab", "ac"]);
     }
 
     #[test]
