@@ -1268,6 +1268,32 @@ fn plan(
     .map_err(|e| e.to_string())
 }
 
+/// Runs the task `spec` asks for as the server runs it, through its wire form, over devices
+/// holding `words`: each round every device answers the published ask (coins from the stream
+/// `!seed`), and the round's aggregator draws its coins from the round's stream of `seed`. The
+/// released document.
+#[cfg(test)]
+fn run_over_words(spec: &TaskSpec, words: &[String], seed: u64) -> String {
+    use rand::SeedableRng;
+
+    use crate::AskResponder;
+
+    let (mut engine, _) = Engine::build(spec).unwrap();
+    let mut coins = ChaCha20Rng::seed_from_u64(seed);
+    let mut devices = ChaCha20Rng::seed_from_u64(!seed);
+    while engine.advance() {
+        let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::from_rng(&mut coins));
+        let responder = opened.ask.responder(Sampling::Aggregator).unwrap();
+        let mut aggregator = opened.aggregator;
+        for word in words {
+            let report = responder.respond(word, 256, &mut devices).unwrap();
+            aggregator.absorb(report).unwrap();
+        }
+        engine.observe(aggregator.release()).unwrap();
+    }
+    engine.document(spec)
+}
+
 #[cfg(test)]
 mod tests {
     use tally_messages::{

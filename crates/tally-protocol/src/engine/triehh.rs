@@ -129,7 +129,6 @@ impl Kind for TrieHhKind {
 
 #[cfg(test)]
 mod tests {
-    use crate::AskResponder;
     use rand::SeedableRng;
     use rand_chacha::ChaCha20Rng;
     use tally_accounting::numeric::ln_choose;
@@ -182,24 +181,9 @@ mod tests {
         TrieHhConfig::calibrate(EPSILON, DELTA, LEVELS as usize, N).unwrap()
     }
 
-    /// The task run as the server runs it, through its wire form: each round every device
-    /// answers the published ask, and the round's aggregator (its coins from `seed`) draws
-    /// the batch. The released document.
+    /// The task run as the server runs it (`engine::run_over_words`): the released document.
     fn federated(words: &[String], seed: u64) -> HeavyHittersRelease {
-        let (mut engine, _) = Engine::build(&spec()).unwrap();
-        let mut coins = ChaCha20Rng::seed_from_u64(seed);
-        let mut devices = ChaCha20Rng::seed_from_u64(!seed);
-        while engine.advance() {
-            let opened = engine.open(Sampling::Aggregator, ChaCha20Rng::from_rng(&mut coins));
-            let responder = opened.ask.responder(Sampling::Aggregator).unwrap();
-            let mut aggregator = opened.aggregator;
-            for word in words {
-                let ballot = responder.respond(word, 256, &mut devices).unwrap();
-                aggregator.absorb(ballot).unwrap();
-            }
-            engine.observe(aggregator.release()).unwrap();
-        }
-        serde_json::from_str(&engine.document(&spec())).unwrap()
+        serde_json::from_str(&super::super::run_over_words(&spec(), words, seed)).unwrap()
     }
 
     /// A mutant of the federated run: the batch is drawn from the devices that vote alone
