@@ -723,6 +723,62 @@ fn assert_triehh_plus_finds_what_the_simulator_finds(release: &HeavyHittersRelea
     );
 }
 
+/// TrieHH++ over partition-selection levels, a kind given as JSON, over 2,103 devices (900
+/// "the", 700 "and", 500 "to", 3 "rare") run by a fleet against `server`: the frequent words
+/// are found and "rare" is not, and the document is `tally heavy-hitters --algorithm triehh++
+/// --mechanism gaussian-threshold`'s over the same words (its guarantee, per-level parameters
+/// and composition; the noise is each run's own).
+fn assert_triehh_plus_selection_matches_the_offline_command(server: &Server) {
+    let analyst = &server.analyst;
+    let kind = temp_file(
+        "triehh-plus-selection.json",
+        br#"{"type": "triehh-plus-selection", "mechanism": "gaussian-threshold", "levels": 5, "segment": 1}"#,
+    );
+    let info: TaskInfo = parse(json(&format!(
+        "task create {analyst} --kind-json {} --epsilon 4 --delta 1e-6 --population words \
+         --expected-population 2103 --json",
+        kind.display()
+    )));
+    let file = four_words_file();
+    let report = json(&format!(
+        "fleet {} --input {} --seed 3 --batch 300 --json",
+        server.devices["words"],
+        file.display()
+    ));
+    let rounds = report["rounds"].as_array().unwrap();
+    assert!(rounds.len() >= 3, "{report}");
+    assert!(rounds.iter().all(|r| r["accepted"] == 2103), "{report}");
+    let federated = server.result(&info.id);
+    let release: HeavyHittersRelease = parse(federated.clone());
+    let found: Vec<&str> = release.items.iter().map(|i| i.item.as_str()).collect();
+    for word in ["the", "and", "to"] {
+        assert!(found.contains(&word), "{word} not in {found:?}");
+    }
+    assert!(!found.contains(&"rare"), "{found:?}");
+    let offline = json(&format!(
+        "heavy-hitters --algorithm triehh++ --mechanism gaussian-threshold --epsilon 4 \
+         --delta 1e-6 --levels 5 --input {} --seed 3 --json",
+        file.display()
+    ));
+    assert_same_document(
+        &federated,
+        &offline,
+        &[&[INPUT, SEED, "items", "trie"][..], &FROM_ITEMS].concat(),
+    );
+}
+
+#[test]
+fn a_triehh_plus_selection_task_given_as_json_matches_the_offline_command() {
+    assert_triehh_plus_selection_matches_the_offline_command(&Server::start());
+}
+
+/// [`a_triehh_plus_selection_task_given_as_json_matches_the_offline_command`] through the
+/// relay: the aggregator opens the sealed ballots the relay forwards.
+#[test]
+fn a_triehh_plus_selection_task_through_the_relay_matches_the_offline_command() {
+    assert_triehh_plus_selection_matches_the_offline_command(&Server::start_split());
+}
+
 /// TrieHH over 2,103 devices (900 "the", 700 "and", 500 "to", 3 "rare") run by a fleet
 /// against a server whose aggregator's coins are seeded: the document `tally task result`
 /// prints has the words, prefix tree, parameters and guarantee of `tally heavy-hitters

@@ -357,6 +357,26 @@ pub enum TaskKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         public_coins: Option<u64>,
     },
+    /// TrieHH++ heavy hitters whose levels are partition selections: at each level every
+    /// device below a surviving prefix votes for its next prefix, and the aggregator releases
+    /// the prefixes whose noisy vote count passes the threshold.
+    TriehhPlusSelection {
+        /// The partition selection of every level: `laplace-threshold` or
+        /// `gaussian-threshold`.
+        mechanism: HistogramMechanism,
+        /// Prefix-tree levels `L`.
+        levels: u32,
+        /// Characters added per level `g`.
+        segment: u32,
+        /// How the levels' guarantees compose; left out, optimal composition (the exact curve
+        /// of `L` identical pairs).
+        #[serde(
+            with = "named::optional",
+            default,
+            skip_serializing_if = "Option::is_none"
+        )]
+        composition: Option<Composition>,
+    },
 }
 
 /// The frequency oracles a [`TaskKind::RangeTree`] runs on.

@@ -46,6 +46,7 @@ mod domain;
 mod opt_prefix_tree;
 mod range_tree;
 mod selection;
+mod triehh_plus_selection;
 
 /// What a finished federated run's document says its input was.
 fn input_description(spec: &TaskSpec) -> String {
@@ -273,6 +274,17 @@ pub fn definition(kind: &TaskKind) -> Box<dyn TaskDefinition + '_> {
             threshold: *threshold,
             failure_probability: *failure_probability,
             public_coins: *public_coins,
+        }),
+        TaskKind::TriehhPlusSelection {
+            mechanism,
+            levels,
+            segment,
+            composition,
+        } => Box::new(triehh_plus_selection::TrieSelectionTask {
+            mechanism: *mechanism,
+            levels: *levels,
+            segment: *segment,
+            composition: *composition,
         }),
     }
 }
