@@ -349,16 +349,22 @@ def main_replicas(args, work):
                 results[setup].append(measure_replicas(
                     args.tally, workload, setup[0], postgres, f"{work}/run", setup[1]))
         print(f"{workload['describe']}, TLS, PostgreSQL:")
-        for (n, forwarded), runs in results.items():
-            rates = [r[0] for r in runs]
-            print(f"  {n} replica{'s' if n > 1 else ''}"
-                  f"{', every request forwarded' if forwarded else ''}: median "
-                  f"{statistics.median(rates):,.0f} uploads/s (runs: "
-                  f"{', '.join(f'{r:,.0f}' for r in rates)}), "
-                  f"p50 {statistics.median(r[1] for r in runs):.2f} ms, "
-                  f"p99 {statistics.median(r[2] for r in runs):.2f} ms, "
-                  f"{statistics.median(r[3] for r in runs):,.0f} uploads per replica CPU second")
+        print_setups(results, "uploads", "replica")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+
+
+def print_setups(results, unit, party):
+    """One line per setup `(n, forwarded)` of `results`: the medians of its runs' rates (in
+    `unit` per second), latencies and uploads per CPU second of a `party` (replica, relay)."""
+    for (n, forwarded), runs in results.items():
+        rates = [r[0] for r in runs]
+        print(f"  {n} {party}{'s' if n > 1 else ''}"
+              f"{', every request forwarded' if forwarded else ''}: median "
+              f"{statistics.median(rates):,.0f} {unit}/s (runs: "
+              f"{', '.join(f'{r:,.0f}' for r in rates)}), "
+              f"p50 {statistics.median(r[1] for r in runs):.2f} ms, "
+              f"p99 {statistics.median(r[2] for r in runs):.2f} ms, "
+              f"{statistics.median(r[3] for r in runs):,.0f} uploads per {party} CPU second")
 
 
 def main_split(args, work):
@@ -381,15 +387,7 @@ def main_split(args, work):
                                                     setup[0], postgres, setup[1]))
         print(f"{workload['describe']}, through the relay, TLS on both hops"
               f"{', PostgreSQL' if postgres else ''}:")
-        for (n, forwarded), runs in results.items():
-            rates = [r[0] for r in runs]
-            print(f"  {n} relay{'s' if n > 1 else ''}"
-                  f"{', every request forwarded' if forwarded else ''}: median "
-                  f"{statistics.median(rates):,.0f} sealed uploads/s (runs: "
-                  f"{', '.join(f'{r:,.0f}' for r in rates)}), "
-                  f"p50 {statistics.median(r[1] for r in runs):.2f} ms, "
-                  f"p99 {statistics.median(r[2] for r in runs):.2f} ms, "
-                  f"{statistics.median(r[3] for r in runs):,.0f} uploads per relay CPU second")
+        print_setups(results, "sealed uploads", "relay")
     print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -88,17 +88,23 @@ async fn finish(analyst: &Client, devices: &[Client], task: &str, invariants: &m
 async fn check_once(analyst: &Client, task: &str, invariants: &mut Invariants) {
     invariants.check(analyst, None).await;
     let info = analyst.task(task).await.unwrap();
+    check_finished_once(analyst, &info, 3, "\"ab$\"").await;
+}
+
+/// Checks that the task `info` shows finished after `rounds` releases, was debited once, and
+/// that its result names `item`.
+async fn check_finished_once(analyst: &Client, info: &TaskInfo, rounds: u32, item: &str) {
     assert_eq!(info.state, TaskState::Finished, "{info:?}");
-    assert_eq!(info.rounds_released, 3, "{info:?}");
+    assert_eq!(info.rounds_released, rounds, "{info:?}");
     let ledger = analyst.ledger().await.unwrap();
     let debits = ledger[0]
         .entries
         .iter()
-        .filter(|e| e.task_id == task)
+        .filter(|e| e.task_id == info.id)
         .count();
     assert_eq!(debits, 1, "{ledger:?}");
-    let result = analyst.result_text(task).await.unwrap();
-    assert!(result.contains("\"ab$\""), "{result}");
+    let result = analyst.result_text(&info.id).await.unwrap();
+    assert!(result.contains(item), "{result}");
 }
 
 /// Two replicas on a new PostgreSQL database, and a three-level TrieHH++ task that replica A
@@ -372,17 +378,7 @@ async fn two_relays_finish_a_round_across_its_holder_killed_mid_round() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    assert_eq!(info.state, TaskState::Finished, "{info:?}");
-    assert_eq!(info.rounds_released, 1, "{info:?}");
-    let ledger = analyst.ledger().await.unwrap();
-    let debits = ledger[0]
-        .entries
-        .iter()
-        .filter(|e| e.task_id == task)
-        .count();
-    assert_eq!(debits, 1, "{ledger:?}");
-    let result = analyst.result_text(&task).await.unwrap();
-    assert!(result.contains("\"ab\""), "{result}");
+    check_finished_once(&analyst, &info, 1, "\"ab\"").await;
 }
 
 /// Sends `signal` (`STOP`, `CONT`) to process `pid`.

@@ -50,21 +50,40 @@ async fn serving(db: &str) -> i64 {
     count
 }
 
-/// Waits until the database says that the replica at `address` holds round `id`; its epoch.
-async fn held_by(db: &str, id: &str, address: &str) -> i64 {
+/// Waits until `check` gives a value, asking every 20 ms for at most 30 s: the value. Fails
+/// the test with `never` if it does not come.
+async fn wait_for<T, F: Future<Output = Option<T>>>(
+    never: &str,
+    mut check: impl FnMut() -> F,
+) -> T {
     let started = Instant::now();
     loop {
-        if let Some((at, epoch)) = holder(db, id).await
-            && at == address
-        {
-            return epoch;
+        if let Some(value) = check().await {
+            return value;
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{address} never held round {id}"
-        );
+        assert!(started.elapsed() < Duration::from_secs(30), "{never}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Waits until the database says that `replicas` replicas serve.
+async fn wait_serving(db: &str, replicas: i64) {
+    let never = format!("{replicas} replica(s) never served");
+    wait_for(&never, || async {
+        (serving(db).await >= replicas).then_some(())
+    })
+    .await;
+}
+
+/// Waits until the database says that the replica at `address` holds round `id`; its epoch.
+async fn held_by(db: &str, id: &str, address: &str) -> i64 {
+    let never = format!("{address} never held round {id}");
+    wait_for(&never, || async {
+        holder(db, id)
+            .await
+            .and_then(|(at, epoch)| (at == address).then_some(epoch))
+    })
+    .await
 }
 
 /// Two relays on a new database with `devices` enrolled devices, relaying to a new aggregator
@@ -137,14 +156,7 @@ async fn two_relays_on_one_database_share_a_round_and_forward_one_batch() {
 async fn two_relays_take_one_round_each() {
     let (db, shared, a, b) = two_relays(1, Replication::default()).await;
     // Both replicas serve, and count each other live, before the rounds open.
-    let started = Instant::now();
-    while serving(&db).await < 2 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the replicas never served"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_serving(&db, 2).await;
     shared.lock().unwrap().rounds.extend([
         query("r5", 1, 10, 600, Sampling::Device),
         query("r6", 1, 10, 600, Sampling::Device),
@@ -189,19 +201,7 @@ async fn a_relay_that_lost_its_round_forwards_nothing() {
         .rounds
         .push(query("r2", 1, 10, 8, Sampling::Device));
     published(&a.client(&a.operator), "r2").await;
-    let (address, epoch) = {
-        let started = Instant::now();
-        loop {
-            if let Some(held) = holder(&db, "r2").await {
-                break held;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "nobody held r2"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
+    let (address, epoch) = wait_for("nobody held r2", || holder(&db, "r2")).await;
     assert_eq!(epoch, 1);
     let (old, new) = if address == a.url { (&a, &b) } else { (&b, &a) };
     upload(old, &old.devices[0], "r2", 0).await;
@@ -282,14 +282,7 @@ async fn a_lease_held_without_its_round_is_let_go() {
     };
     let (db, shared, a, b) = two_relays(1, replication).await;
     b.stop().await;
-    let started = Instant::now();
-    while serving(&db).await < 1 {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the relay never served"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    wait_serving(&db, 1).await;
     let mut connection = sqlx::PgConnection::connect(&db).await.unwrap();
     let (id,): (String,) = sqlx::query_as("SELECT id FROM replicas WHERE address = $1")
         .bind(&a.url)
@@ -309,14 +302,10 @@ async fn a_lease_held_without_its_round_is_let_go() {
     .await
     .unwrap();
     shared.lock().unwrap().rounds.push(round);
-    let started = Instant::now();
-    while holder(&db, "r7").await.map(|(_, epoch)| epoch) != Some(2) {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the lease of r7 was never let go"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_for("the lease of r7 was never let go", || async {
+        (holder(&db, "r7").await.map(|(_, epoch)| epoch) == Some(2)).then_some(())
+    })
+    .await;
     upload(&a, &a.devices[0], "r7", 0).await;
     a.stop().await;
 }

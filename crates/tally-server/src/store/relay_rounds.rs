@@ -7,6 +7,18 @@ use sqlx::Row;
 use super::Store;
 use crate::ServerError;
 
+/// An update of a relay round that its holder still holds, open, at its epoch: `SET $set` on
+/// the row of round `$1` whose holder is `$2` at epoch `$3`.
+macro_rules! held_round {
+    ($set:literal) => {
+        concat!(
+            "UPDATE relay_rounds SET ",
+            $set,
+            " WHERE round_id = $1 AND holder = $2 AND epoch = $3 AND closed = 0"
+        )
+    };
+}
+
 /// Where one of the aggregator's rounds is held among the replicas of a relay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RoundPlace {
@@ -115,16 +127,10 @@ impl Store {
         holder: &str,
         epoch: i64,
     ) -> Result<bool, ServerError> {
-        let closed = sqlx::query(
-            "UPDATE relay_rounds SET closed = 1
-             WHERE round_id = $1 AND holder = $2 AND epoch = $3 AND closed = 0",
-        )
-        .bind(round_id)
-        .bind(holder)
-        .bind(epoch)
-        .execute(&self.pool)
-        .await?;
-        Ok(closed.rows_affected() == 1)
+        let closed = self
+            .update_held_relay_round(held_round!("closed = 1"), round_id, holder, epoch)
+            .await?;
+        Ok(closed == 1)
     }
 
     /// Lets replica `holder`'s lease of round `round_id` at `epoch` lapse now, unless the
@@ -135,16 +141,27 @@ impl Store {
         holder: &str,
         epoch: i64,
     ) -> Result<(), ServerError> {
-        sqlx::query(
-            "UPDATE relay_rounds SET expires_at = 0
-             WHERE round_id = $1 AND holder = $2 AND epoch = $3 AND closed = 0",
-        )
-        .bind(round_id)
-        .bind(holder)
-        .bind(epoch)
-        .execute(&self.pool)
-        .await?;
+        self.update_held_relay_round(held_round!("expires_at = 0"), round_id, holder, epoch)
+            .await?;
         Ok(())
+    }
+
+    /// Runs `update` (a [`held_round!`] statement) on round `round_id` if replica `holder`
+    /// still holds its lease at `epoch` and the round is open: the rows changed, 0 or 1.
+    async fn update_held_relay_round(
+        &self,
+        update: &'static str,
+        round_id: &str,
+        holder: &str,
+        epoch: i64,
+    ) -> Result<u64, ServerError> {
+        let updated = sqlx::query(update)
+            .bind(round_id)
+            .bind(holder)
+            .bind(epoch)
+            .execute(&self.pool)
+            .await?;
+        Ok(updated.rows_affected())
     }
 
     /// Forgets the rounds whose aggregator's deadline passed before `before` (seconds since
