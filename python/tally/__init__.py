@@ -16,6 +16,7 @@ came from (`int`, `float`, `bool` or `str`).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from functools import partial
 from typing import Any
@@ -46,6 +47,7 @@ from ._tally import is_domain_mechanism as _is_domain_mechanism
 from ._tally import items_histogram as _items_histogram
 from ._tally import quantiles as _quantiles
 from ._tally import range_count as _range_count
+from ._tally import run_task as _run_task
 
 __all__ = [
     "Budget",
@@ -57,6 +59,7 @@ __all__ = [
     "plan",
     "quantiles",
     "range_count",
+    "run_task",
 ]
 
 DEFAULT_QUANTILES = (0.1, 0.5, 0.9)
@@ -560,6 +563,67 @@ def range_count(
         optional_text("description", description),
     )
     return Release._from_json(document)
+
+
+def run_task(
+    spec: dict[str, Any] | str,
+    devices: Sequence[str],
+    *,
+    seed: int | None = None,
+) -> Release:
+    """Run a federated task of any kind the server runs over proxy data, as the server runs it.
+
+    `spec` is a task's spec: the `"spec"` of `tally task status ID --json`, or what `tally task
+    create` sends. Each of `devices` is one device's data as the text a device reads (its
+    item, word or number). Every device answers every round through the code a device runs,
+    and each round's aggregator draws the coins a server seeded with `seed` draws; the
+    guarantee is the one the server computes for `spec`.
+
+    Parameters
+    ----------
+    spec : dict or str
+        The task's spec, as a dict or its JSON text.
+    devices : sequence of str
+        One datum per device.
+    seed : int, optional
+        Makes the run reproducible; a fresh one when left out.
+
+    Returns
+    -------
+    Release
+        The document the finished task publishes (`"federated"`, with no seed).
+
+    Raises
+    ------
+    ValueError
+        A spec that is not one, or that the server would refuse; a device's data a round
+        cannot take (naming the device, from 1); fewer devices than the minimum cohort.
+    TypeError
+        A device's data that is not a `str`.
+
+    Examples
+    --------
+    >>> import tally
+    >>> spec = {
+    ...     "version": 1, "population": "proxy", "expected_population": 1500,
+    ...     "privacy": {"epsilon": 1.0, "delta": 1e-6},
+    ...     "kind": {"type": "histogram", "mechanism": "gaussian-threshold"},
+    ...     "rounds": {"min_cohort": 100, "deadline_secs": 600, "max_attempts": 3,
+    ...                "max_report_bytes": 256},
+    ... }
+    >>> devices = ["apple"] * 1000 + ["fig"] * 500
+    >>> release = tally.run_task(spec, devices, seed=1)
+    >>> sorted(row["item"] for row in release.items)
+    ['apple', 'fig']
+    """
+    if isinstance(devices, str):
+        raise TypeError("invalid devices: expected a sequence of str, one per device, not one str")
+    data = list(devices)
+    for position, datum in enumerate(data):
+        if not isinstance(datum, str):
+            raise TypeError(f"invalid devices[{position}]={datum!r}: expected a str")
+    text = spec if isinstance(spec, str) else json.dumps(spec)
+    return Release._from_json(_run_task(text, data, optional_whole("seed", seed)))
 
 
 def _clients(clients: Any) -> tuple[str, Any] | None:

@@ -28,7 +28,7 @@ use tally_accounting::{Guarantee, Neighbours, TrustModel};
 use tally_core::heavy_hitters::{KeyedLevel, PrefixRound};
 use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::{KeyedCoin, SamplingKey, choose_row};
-use tally_messages::{DomainHistogramMechanism, HistogramRelease};
+use tally_messages::{DomainHistogramMechanism, HistogramRelease, TaskSpec};
 use tally_protocol::compose_plan::{self, ComposeMethod};
 use tally_protocol::plan_document;
 use tally_protocol::shuffle_plan::ShufflePlan;
@@ -1151,6 +1151,24 @@ fn random_seed() -> u64 {
     rand::rng().next_u64()
 }
 
+/// `tally.run_task`: the task `spec` (a spec's JSON) asks for, of any kind the server runs,
+/// run as the server runs it over devices holding `inputs`, its coins from `seed` (a fresh
+/// one when `None`); the document the finished task publishes.
+#[pyfunction]
+#[pyo3(signature = (spec, inputs, seed=None))]
+fn run_task(
+    py: Python<'_>,
+    spec: &str,
+    inputs: Vec<String>,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    let spec: TaskSpec = serde_json::from_str(spec)
+        .map_err(|e| value_error(format!("invalid spec: not a task spec ({e})")))?;
+    let seed = seed.unwrap_or_else(random_seed);
+    py.detach(|| tally_sim::run_task(&spec, &inputs, seed))
+        .map_err(value_error)
+}
+
 /// A column's values.
 enum Values {
     Texts(Vec<String>),
@@ -1908,6 +1926,7 @@ fn _tally(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(plan_domain_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(plan_quantiles, module)?)?;
     module.add_function(wrap_pyfunction!(histogram, module)?)?;
+    module.add_function(wrap_pyfunction!(run_task, module)?)?;
     module.add_function(wrap_pyfunction!(items_histogram, module)?)?;
     module.add_function(wrap_pyfunction!(is_domain_mechanism, module)?)?;
     module.add_function(wrap_pyfunction!(charge_under, module)?)?;

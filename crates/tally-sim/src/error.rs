@@ -191,4 +191,20 @@ pub enum Error {
     /// Users' arrays that do not describe multisets.
     #[error("inconsistent users: expected offsets from 0 to the item count and multiplicities ≥ 1")]
     InconsistentUsers,
+    /// A task the engine cannot run as asked, or a round of it that cannot release.
+    #[error("the task cannot run: {0}")]
+    Task(String),
+    /// A device's data cannot answer a round of the task.
+    #[error(
+        "device {device}: its data {data:?} cannot answer round {round}, which asks for another \
+         kind of data (a number, or an element of the task's domain)"
+    )]
+    Device {
+        /// The device, from 1, in the inputs' order.
+        device: u64,
+        /// The round, from 1.
+        round: usize,
+        /// The device's data.
+        data: String,
+    },
 }

@@ -52,6 +52,8 @@ pub(crate) enum Purpose {
     ItemsPerClient = 15,
     /// The noise or coins of a partition selection.
     PartitionSelection = 16,
+    /// The public coins a simulated task draws when its spec names none.
+    PublicCoins = 17,
 }
 
 /// The largest chunk index a purpose can hold.

@@ -22,7 +22,7 @@ const MAX_CLIENTS_PER_CHUNK: usize = 1 << 16;
 
 /// The clients per chunk of a round over `clients` clients: a function of their number only,
 /// so that the release never depends on the number of threads.
-fn clients_per_chunk(clients: usize) -> usize {
+pub(crate) fn clients_per_chunk(clients: usize) -> usize {
     clients
         .div_ceil(CHUNKS)
         .clamp(MIN_CLIENTS_PER_CHUNK, MAX_CLIENTS_PER_CHUNK)
