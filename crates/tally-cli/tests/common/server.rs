@@ -11,9 +11,9 @@ use tally_client::{Client, ClientError, RetryPolicy};
 
 use crate::listening::{free_port, serve_command};
 use tally_messages::{
-    Ask, Budget, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, PROTOCOL_VERSION,
-    PopulationSpec, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskInfo, TaskKind, TaskSpec,
-    TaskState, Upload,
+    Ask, Budget, CredentialSpec, HeavyHittersAlgorithm, HistogramMechanism, LedgerBalance,
+    PROTOCOL_VERSION, PopulationSpec, PrivacyTarget, Role, RoundPolicy, RoundQuery, TaskInfo,
+    TaskKind, TaskSpec, TaskState, Upload,
 };
 
 /// Devices per round (the cohort target).
@@ -198,6 +198,29 @@ impl Drop for ServerProcess {
     }
 }
 
+/// The tasks and the ledger `analyst` reads, as of one moment: the ledger read between two
+/// listings of the tasks that agree on every task's state and released rounds. (Read one after
+/// the other while rounds are released, the ledger could hold the debit of a round released
+/// after the tasks were listed; a round's release and its debit are one transaction, and
+/// neither a state nor a count of released rounds goes back.)
+async fn snapshot(analyst: &Client) -> (Vec<TaskInfo>, Vec<LedgerBalance>) {
+    let progress = |tasks: &[TaskInfo]| -> Vec<(String, TaskState, u32)> {
+        tasks
+            .iter()
+            .map(|t| (t.id.clone(), t.state, t.rounds_released))
+            .collect()
+    };
+    for _ in 0..100 {
+        let before = analyst.tasks().await.unwrap();
+        let ledger = analyst.ledger().await.unwrap();
+        let after = analyst.tasks().await.unwrap();
+        if progress(&before) == progress(&after) {
+            return (after, ledger);
+        }
+    }
+    panic!("the tasks never held still for three reads in 100 tries");
+}
+
 /// A task of `kind` on `population`, planned at `(ε, δ) = (2, 1e-6)`.
 pub(crate) fn spec(population: &str, kind: TaskKind) -> TaskSpec {
     TaskSpec {
@@ -266,8 +289,7 @@ impl Invariants {
     /// Checks what `analyst` (the only analyst of its population) reads, and every file in
     /// `dir` (a SQLite database's directory).
     pub(crate) async fn check(&mut self, analyst: &Client, dir: Option<&Path>) {
-        let tasks = analyst.tasks().await.unwrap();
-        let ledger = analyst.ledger().await.unwrap();
+        let (tasks, ledger) = snapshot(analyst).await;
         assert_eq!(ledger.len(), 1, "{ledger:?}");
         let balance = &ledger[0];
         let by_id: HashMap<&str, &TaskInfo> = tasks.iter().map(|t| (t.id.as_str(), t)).collect();
