@@ -576,8 +576,10 @@ def run_task(
     `spec` is a task's spec: the `"spec"` of `tally task status ID --json`, or what `tally task
     create` sends. Each of `devices` is one device's data as the text a device reads (its
     item, word or number). Every device answers every round through the code a device runs,
-    and each round's aggregator draws the coins a server seeded with `seed` draws; the
-    guarantee is the one the server computes for `spec`.
+    and each round's aggregator draws the coins a server seeded with `seed` draws. The release
+    carries the guarantee the server computes for `spec` only while the seed is secret
+    (whoever knows it knows every coin and noise draw): it is for tuning a task on proxy
+    data, not for releasing a statistic of private data.
 
     Parameters
     ----------

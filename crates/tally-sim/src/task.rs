@@ -26,8 +26,9 @@ use crate::round::clients_per_chunk;
 ///
 /// # Privacy
 ///
-/// The guarantee is the one the engine computes for `spec`, as on the server; the simulation
-/// itself is for data that is not private (proxy data), seeded for repeatability.
+/// The release carries the guarantee the engine computes for `spec`, as on the server, only
+/// while `seed` is secret: whoever knows it knows every coin and noise draw of the run. Run
+/// it on proxy data to tune a task, not to release a statistic of private data.
 ///
 /// # Errors
 ///
