@@ -243,3 +243,35 @@ fn only_the_plans_of_a_given_round_take_both_its_parameters() {
         );
     }
 }
+
+/// Every option of `tally task create` that describes a task's kind goes in `KIND_OPTIONS`,
+/// which `--kind-json` refuses beside it: an option under the Algorithm or OptPrefixTree
+/// headings, and under Privacy any but the spec's own. One forgotten there would be taken
+/// with `--kind-json` and then ignored.
+#[cfg(feature = "federated")]
+#[test]
+fn kind_json_refuses_every_option_of_a_kind() {
+    use super::{KIND_OPTIONS, heading};
+
+    /// The Privacy options that belong to the spec, not to its kind.
+    const SPEC_PRIVACY: [&str; 4] = ["epsilon", "delta", "method", "neighbours"];
+    let create = all_commands()
+        .into_iter()
+        .find(|(path, _)| path == "tally task create")
+        .map(|(_, command)| command)
+        .expect("tally task create");
+    for arg in create.get_arguments() {
+        let id = arg.get_id().as_str();
+        let kind = match arg.get_help_heading() {
+            Some(heading::ALGORITHM | heading::OPT_PREFIX_TREE) => id != "kind_json",
+            Some(heading::PRIVACY) => !SPEC_PRIVACY.contains(&id),
+            _ => false,
+        };
+        assert_eq!(
+            kind,
+            KIND_OPTIONS.contains(&id),
+            "--{}: an option of a kind goes in KIND_OPTIONS, and only one",
+            arg.get_long().unwrap_or(id)
+        );
+    }
+}
