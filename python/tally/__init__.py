@@ -17,7 +17,7 @@ came from (`int`, `float`, `bool` or `str`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -567,7 +567,7 @@ def range_count(
 
 def run_task(
     spec: dict[str, Any] | str,
-    devices: Sequence[str],
+    devices: Sequence[str] | Mapping[str, int],
     *,
     seed: int | None = None,
 ) -> Release:
@@ -575,9 +575,13 @@ def run_task(
 
     `spec` is a task's spec: the `"spec"` of `tally task status ID --json`, or what `tally task
     create` sends. Each of `devices` is one device's data as the text a device reads (its
-    item, word or number). Every device answers every round through the code a device runs,
-    and each round's aggregator draws the coins a server seeded with `seed` draws. The release
-    carries the guarantee the server computes for `spec` only while the seed is secret
+    item, word or number); a mapping (a `collections.Counter`) gives each datum's number of
+    devices instead. Every device answers every round through the code a device runs, and
+    each round's aggregator draws the coins a server seeded with `seed` draws. Devices given
+    as counts are answered a datum at a time: one exact binomial draw of how many send where a
+    round samples its devices, one report counted that many times where it flips no coin,
+    which is equal in law to listing them and costs the distinct data, not the devices. The
+    release carries the guarantee the server computes for `spec` only while the seed is secret
     (whoever knows it knows every coin and noise draw): it is for tuning a task on proxy
     data, not for releasing a statistic of private data.
 
@@ -585,8 +589,8 @@ def run_task(
     ----------
     spec : dict or str
         The task's spec, as a dict or its JSON text.
-    devices : sequence of str
-        One datum per device.
+    devices : sequence of str, or mapping of str to int
+        One datum per device, or each datum's number of devices (in the mapping's order).
     seed : int, optional
         Makes the run reproducible; a fresh one when left out.
 
@@ -599,13 +603,15 @@ def run_task(
     ------
     ValueError
         A spec that is not one, or that the server would refuse; a device's data a round
-        cannot take (naming the device, from 1); fewer devices than the minimum cohort.
+        cannot take (naming the device, from 1, in the order given); fewer devices than the
+        minimum cohort; a negative number of devices.
     TypeError
-        A device's data that is not a `str`.
+        A device's data that is not a `str`, or a number of devices that is not an `int`.
 
     Examples
     --------
     >>> import tally
+    >>> from collections import Counter
     >>> spec = {
     ...     "version": 1, "population": "proxy", "expected_population": 1500,
     ...     "privacy": {"epsilon": 1.0, "delta": 1e-6},
@@ -617,15 +623,32 @@ def run_task(
     >>> release = tally.run_task(spec, devices, seed=1)
     >>> sorted(row["item"] for row in release.items)
     ['apple', 'fig']
+    >>> tally.run_task(spec, Counter(devices), seed=1).to_json() == release.to_json()
+    True
     """
     if isinstance(devices, str):
         raise TypeError("invalid devices: expected a sequence of str, one per device, not one str")
-    data = list(devices)
+    holders: list[int] | None = None
+    if isinstance(devices, Mapping):
+        data = list(devices.keys())
+        holders = []
+        for datum, count in devices.items():
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise TypeError(f"invalid devices[{datum!r}]={count!r}: expected an int")
+            if count < 0:
+                raise ValueError(
+                    f"invalid devices[{datum!r}]={count}: expected a number of devices, 0 or more"
+                )
+            holders.append(count)
+    else:
+        data = list(devices)
     for position, datum in enumerate(data):
         if not isinstance(datum, str):
+            if holders is not None:
+                raise TypeError(f"invalid devices key {datum!r}: expected a str")
             raise TypeError(f"invalid devices[{position}]={datum!r}: expected a str")
     text = spec if isinstance(spec, str) else json.dumps(spec)
-    return Release._from_json(_run_task(text, data, optional_whole("seed", seed)))
+    return Release._from_json(_run_task(text, data, holders, optional_whole("seed", seed)))
 
 
 def _clients(clients: Any) -> tuple[str, Any] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -57,3 +58,22 @@ def test_what_cannot_run_is_refused_by_name() -> None:
         tally.run_task(SELECTION, ["a", 3])
     with pytest.raises(TypeError, match="not one str"):
         tally.run_task(SELECTION, "abc")
+
+
+def test_devices_given_as_counts_release_what_the_devices_listed_release() -> None:
+    listed = tally.run_task(SELECTION, WORDS, seed=5)
+    counted = tally.run_task(SELECTION, Counter(WORDS), seed=5)
+    assert counted.to_json() == listed.to_json()
+    histogram = spec({"type": "histogram", "mechanism": "sample-threshold"}, 10**7)
+    histogram["privacy"]["delta"] = 1e-9
+    many = tally.run_task(histogram, {"apple": 9 * 10**6, "fig": 10**6}, seed=1)
+    assert {row["item"] for row in many.items} == {"apple", "fig"}
+
+
+def test_counts_that_are_no_number_of_devices_are_refused() -> None:
+    with pytest.raises(ValueError, match=r"invalid devices\['a'\]=-1: expected a number of devices"):
+        tally.run_task(SELECTION, {"a": -1})
+    with pytest.raises(TypeError, match=r"invalid devices\['a'\]=2.0: expected an int"):
+        tally.run_task(SELECTION, {"a": 2.0})
+    with pytest.raises(TypeError, match="invalid devices key 3: expected a str"):
+        tally.run_task(SELECTION, {3: 2})

@@ -127,6 +127,18 @@ pub trait RoundAggregator {
     /// Counts one admitted report.
     fn absorb(&mut self, report: Self::Report);
 
+    /// Counts `times` devices' copies of one admitted report: in law, what `times` calls of
+    /// [`RoundAggregator::absorb`] count. By default those calls; an aggregator that counts
+    /// (and samples) reports overrides it with one step.
+    fn absorb_repeated(&mut self, report: Self::Report, times: u64)
+    where
+        Self::Report: Clone,
+    {
+        for _ in 0..times {
+            self.absorb(report.clone());
+        }
+    }
+
     /// Adds another shard's reports of the same round to this one.
     fn merge(&mut self, other: Self);
 

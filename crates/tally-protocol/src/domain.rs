@@ -141,7 +141,7 @@ pub trait FederatedDomainRound:
         Query: PublishedQuery
                    + BoundedDomainQuery
                    + DeviceQuery<
-            Report: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static,
+            Report: WireReport + MultiMessage<Message: Send + 'static> + Clone + Send + 'static,
         > + Clone
                    + Send
                    + Sync
@@ -160,7 +160,7 @@ impl<R> FederatedDomainRound for R where
             Query: PublishedQuery
                        + BoundedDomainQuery
                        + DeviceQuery<
-                Report: WireReport + MultiMessage<Message: Send + 'static> + Send + 'static,
+                Report: WireReport + MultiMessage<Message: Send + 'static> + Clone + Send + 'static,
             > + Clone
                        + Send
                        + Sync

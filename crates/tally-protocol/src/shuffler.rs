@@ -41,13 +41,13 @@ where
 
 /// A report as the shuffler takes it: its wire encoding, and the messages it splits into,
 /// each with its own wire encoding (the messages a split-trust population's devices seal
-/// apart).
+/// apart), cloned for devices that send the same report.
 pub trait ShuffledReport:
-    WireReport + MultiMessage<Message: WireReport + Send + 'static> + Send + 'static
+    WireReport + MultiMessage<Message: WireReport + Send + 'static> + Clone + Send + 'static
 {
 }
 
 impl<T> ShuffledReport for T where
-    T: WireReport + MultiMessage<Message: WireReport + Send + 'static> + Send + 'static
+    T: WireReport + MultiMessage<Message: WireReport + Send + 'static> + Clone + Send + 'static
 {
 }

@@ -1152,21 +1152,31 @@ fn random_seed() -> u64 {
 }
 
 /// `tally.run_task`: the task `spec` (a spec's JSON) asks for, of any kind the server runs,
-/// run as the server runs it over devices holding `inputs`, its coins from `seed` (a fresh
-/// one when `None`); the document the finished task publishes.
+/// run as the server runs it over devices holding `data` (one device each, or `holders[i]`
+/// devices holding `data[i]` when `holders` is given), its coins from `seed` (a fresh one when
+/// `None`); the document the finished task publishes.
 #[pyfunction]
-#[pyo3(signature = (spec, inputs, seed=None))]
+#[pyo3(signature = (spec, data, holders, seed=None))]
 fn run_task(
     py: Python<'_>,
     spec: &str,
-    inputs: Vec<String>,
+    data: Vec<String>,
+    holders: Option<Vec<u64>>,
     seed: Option<u64>,
 ) -> PyResult<String> {
     let spec: TaskSpec = serde_json::from_str(spec)
         .map_err(|e| value_error(format!("invalid spec: not a task spec ({e})")))?;
     let seed = seed.unwrap_or_else(random_seed);
-    py.detach(|| tally_sim::run_task(&spec, &inputs, seed))
-        .map_err(value_error)
+    let held: Option<Vec<(String, u64)>> =
+        holders.map(|holders| data.iter().cloned().zip(holders).collect());
+    py.detach(|| {
+        let devices = match &held {
+            Some(held) => tally_sim::Devices::Counted(held),
+            None => tally_sim::Devices::Each(&data),
+        };
+        tally_sim::run_task(&spec, devices, seed)
+    })
+    .map_err(value_error)
 }
 
 /// A column's values.

@@ -31,7 +31,7 @@ mod tests {
     struct Messages;
 
     /// A device's messages, comma-separated on the wire.
-    #[derive(Debug)]
+    #[derive(Clone, Debug)]
     struct Bundle(Vec<String>);
 
     impl WireReport for Bundle {

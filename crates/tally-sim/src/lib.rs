@@ -154,6 +154,6 @@ pub use stream_values::CountedValues;
 pub use synthetic::{Generator, SyntheticSpec};
 pub use tally_core::histogram::{DomainMap, bucket};
 pub use tally_core::quantiles::ValueRange;
-pub use task::run_task;
+pub use task::{Devices, run_task};
 pub use triehh::{run_triehh, run_triehh_counted};
 pub use values::{SortedValues, Values, ValuesError};

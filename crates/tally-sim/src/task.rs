@@ -3,6 +3,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
+use tally_core::protocol::wire::DeviceResponder;
 use tally_messages::TaskSpec;
 use tally_protocol::{AskResponder, Engine, draw_public_coins};
 
@@ -10,19 +11,71 @@ use crate::Error;
 use crate::rng::{Purpose, round_seed, stream};
 use crate::round::clients_per_chunk;
 
-/// Runs the task `spec` asks for, of any kind the registry defines, over devices holding
-/// `inputs` (one each, its data as the text a device reads: its item, word or number), as
-/// the server runs it, and returns the document the finished task publishes.
+/// The devices a task runs over, each holding its data as the text a device reads (its item,
+/// word or number).
+#[derive(Debug)]
+pub enum Devices<'a, S> {
+    /// One device per entry, answering with its own coins: the path every other is equal in
+    /// law to.
+    Each(&'a [S]),
+    /// `holders` devices holding each `data`, in the order given: a population as its
+    /// distinct data's counts. Each round's devices are answered a distinct datum at a time
+    /// ([`DeviceResponder::respond_held`]): one exact binomial draw of how many send, where a
+    /// round samples its devices, and one report counted `holders` times where a device's
+    /// report is a function of its data. Equal in law to [`Devices::Each`] over the data
+    /// listed `holders` times each, at a cost of the distinct data rather than the devices.
+    Counted(&'a [(S, u64)]),
+}
+
+impl<S> Clone for Devices<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Devices<'_, S> {}
+
+impl<S: AsRef<str>> Devices<'_, S> {
+    /// How many devices there are.
+    fn len(&self) -> u64 {
+        match self {
+            Self::Each(data) => data.len() as u64,
+            Self::Counted(held) => held.iter().map(|(_, holders)| holders).sum(),
+        }
+    }
+
+    /// The first device, from 1, whose data `responder` cannot take, with its data.
+    fn refused(&self, responder: &dyn DeviceResponder) -> Option<(u64, String)> {
+        let refused = |data: &S| !responder.accepts(data.as_ref());
+        match self {
+            Self::Each(data) => data
+                .iter()
+                .position(refused)
+                .map(|index| (index as u64 + 1, data[index].as_ref().to_owned())),
+            Self::Counted(held) => {
+                let index = held
+                    .iter()
+                    .position(|(data, holders)| *holders > 0 && refused(data))?;
+                let before: u64 = held[..index].iter().map(|(_, holders)| holders).sum();
+                Some((before + 1, held[index].0.as_ref().to_owned()))
+            }
+        }
+    }
+}
+
+/// Runs the task `spec` asks for, of any kind the registry defines, over `devices`, as the
+/// server runs it, and returns the document the finished task publishes.
 ///
 /// Each round is the engine's ([`Engine::open`]): every device answers the round's ask through
 /// the responder a device runs ([`AskResponder`]), abstaining where its report would be longer
-/// than `spec.rounds.max_report_bytes`; the devices are split into the chunks of
-/// [`crate::run_round`] and chunk `k` flips its coins from stream `k` of the round's own
-/// seed; the reports are counted, in the devices' order, by the round's aggregator, whose
-/// coins are the next stream of a `ChaCha20Rng` seeded with `seed`: the coins a server
-/// started with `Server::start_seeded(seed)` gives its rounds, in order. Every device uploads
-/// in every round (the cohort target plays no part). A kind whose mechanism publishes public
-/// coins and whose spec names none draws them from `seed`, as the server draws a new task's.
+/// than `spec.rounds.max_report_bytes`; the devices (or, for [`Devices::Counted`], the
+/// distinct data) are split into the chunks of [`crate::run_round`] and chunk `k` flips its
+/// coins from stream `k` of the round's own seed; the reports are counted, in the devices'
+/// order, by the round's aggregator, whose coins are the next stream of a `ChaCha20Rng`
+/// seeded with `seed`: the coins a server started with `Server::start_seeded(seed)` gives its
+/// rounds, in order. Every device uploads in every round (the cohort target plays no part).
+/// A kind whose mechanism publishes public coins and whose spec names none draws them from
+/// `seed`, as the server draws a new task's.
 ///
 /// # Privacy
 ///
@@ -36,9 +89,9 @@ use crate::round::clients_per_chunk;
 /// `spec.rounds.min_cohort` (the server would not release it), or a round's aggregator refuses
 /// a report; [`Error::Device`] if a device's data cannot answer a round (a word in a round
 /// over numbers).
-pub fn run_task<I: AsRef<str> + Sync>(
+pub fn run_task<S: AsRef<str> + Sync>(
     spec: &TaskSpec,
-    inputs: &[I],
+    devices: Devices<'_, S>,
     seed: u64,
 ) -> Result<String, Error> {
     let mut spec = spec.clone();
@@ -46,7 +99,7 @@ pub fn run_task<I: AsRef<str> + Sync>(
     draw_public_coins(&mut spec.kind, || public_coins.next_u64());
     let spec = &spec;
     let (mut engine, _) = Engine::build(spec).map_err(Error::Task)?;
-    let uploads = inputs.len() as u64;
+    let uploads = devices.len();
     if uploads < spec.rounds.min_cohort {
         return Err(Error::Task(format!(
             "{uploads} devices: every round would close below its minimum cohort of {} and \
@@ -59,39 +112,64 @@ pub fn run_task<I: AsRef<str> + Sync>(
     let mut round = 0;
     while engine.advance() {
         round += 1;
+        let in_round = |e: String| Error::Task(format!("round {round}: {e}"));
         let opened = engine.open(spec.sampling, ChaCha20Rng::from_rng(&mut coins));
         let responder = opened
             .ask
             .responder(spec.sampling)
-            .map_err(|e| Error::Task(format!("round {round}: {e}")))?;
-        if let Some(index) = inputs.iter().position(|i| !responder.accepts(i.as_ref())) {
+            .map_err(|e| in_round(e.to_string()))?;
+        if let Some((device, data)) = devices.refused(responder.as_ref()) {
             return Err(Error::Device {
-                device: index as u64 + 1,
+                device,
                 round,
-                data: inputs[index].as_ref().to_owned(),
+                data,
             });
         }
         let devices_seed = round_seed(seed, round);
-        let reports: Vec<Vec<String>> = inputs
-            .par_chunks(clients_per_chunk(inputs.len()))
-            .enumerate()
-            .map(|(chunk, clients)| {
-                let mut devices = stream(devices_seed, Purpose::DeviceCoins, chunk as u64);
-                clients
-                    .iter()
-                    .filter_map(|i| responder.respond(i.as_ref(), max_bytes, &mut devices))
-                    .collect()
-            })
-            .collect();
         let mut aggregator = opened.aggregator;
-        for report in reports.into_iter().flatten() {
+        for (report, times) in respond(devices, responder.as_ref(), max_bytes, devices_seed) {
             aggregator
-                .absorb(report)
-                .map_err(|e| Error::Task(format!("round {round}: {e}")))?;
+                .absorb_repeated(report, times)
+                .map_err(|e| in_round(e.to_string()))?;
         }
-        engine
-            .observe(aggregator.release())
-            .map_err(|e| Error::Task(format!("round {round}: {e}")))?;
+        engine.observe(aggregator.release()).map_err(in_round)?;
     }
     Ok(engine.document(spec))
+}
+
+/// The reports `devices` send through `responder`, each with how many send it in a row, in
+/// the devices' order; chunk `k` of them flips its coins from stream `k` of `seed`.
+fn respond<S: AsRef<str> + Sync>(
+    devices: Devices<'_, S>,
+    responder: &dyn DeviceResponder,
+    max_bytes: usize,
+    seed: u64,
+) -> Vec<(String, u64)> {
+    let coins = |chunk: usize| stream(seed, Purpose::DeviceCoins, chunk as u64);
+    let reports: Vec<Vec<(String, u64)>> = match devices {
+        Devices::Each(data) => data
+            .par_chunks(clients_per_chunk(data.len()))
+            .enumerate()
+            .map(|(chunk, data)| {
+                let mut coins = coins(chunk);
+                data.iter()
+                    .filter_map(|data| responder.respond(data.as_ref(), max_bytes, &mut coins))
+                    .map(|report| (report, 1))
+                    .collect()
+            })
+            .collect(),
+        Devices::Counted(held) => held
+            .par_chunks(clients_per_chunk(held.len()))
+            .enumerate()
+            .map(|(chunk, held)| {
+                let mut coins = coins(chunk);
+                held.iter()
+                    .flat_map(|(data, holders)| {
+                        responder.respond_held(data.as_ref(), *holders, max_bytes, &mut coins)
+                    })
+                    .collect()
+            })
+            .collect(),
+    };
+    reports.into_iter().flatten().collect()
 }

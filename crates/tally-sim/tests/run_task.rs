@@ -11,7 +11,7 @@ use tally_messages::{
     QuantileMethod, RoundPolicy, Sampling, TaskKind, TaskSpec,
 };
 use tally_protocol::{AskResponder, Engine};
-use tally_sim::{Error, run_task};
+use tally_sim::{Devices, Error, run_task};
 use tally_stats_tests::binomial_interval;
 
 fn spec(kind: TaskKind, devices: usize, epsilon: f64) -> TaskSpec {
@@ -92,11 +92,12 @@ fn a_task_releases_what_the_engine_releases_round_by_round() {
     );
     for seed in [1, 2] {
         for (spec, inputs) in [(&selection, &words), (&laplace, &numbers)] {
-            let simulated = run_task(spec, inputs, seed).unwrap();
+            let simulated = run_task(spec, Devices::Each(inputs), seed).unwrap();
             assert_eq!(simulated, one_loop(spec, inputs, seed), "{:?}", spec.kind);
         }
-        let released: Value = serde_json::from_str(&run_task(&selection, &words, seed).unwrap())
-            .expect("a JSON document");
+        let released: Value =
+            serde_json::from_str(&run_task(&selection, Devices::Each(&words), seed).unwrap())
+                .expect("a JSON document");
         let items = released["items"].as_array().unwrap();
         assert!(
             items.iter().any(|i| i["item"] == "ab"),
@@ -106,20 +107,43 @@ fn a_task_releases_what_the_engine_releases_round_by_round() {
     }
 }
 
-/// A sample-and-threshold histogram whose aggregator flips the coins: the item held by `h`
-/// devices is released as often as `Pr[Bin(h, p) ≥ τ]` says, over 1,500 seeds at α = 1e-6;
-/// a run that lost six of its holders' reports is caught.
-#[test]
-fn stat_a_sample_threshold_task_releases_an_item_as_its_law_says() {
+/// The same devices as [`devices`], given as their distinct data's counts.
+fn counted(listed: &[String]) -> Vec<(String, u64)> {
+    let mut held: Vec<(String, u64)> = Vec::new();
+    for data in listed {
+        match held.last_mut() {
+            Some((last, holders)) if last == data => *holders += 1,
+            _ => held.push((data.clone(), 1)),
+        }
+    }
+    held
+}
+
+/// How a law test gives `run_task` its devices.
+#[derive(Clone, Copy, Debug)]
+enum Given {
+    Each,
+    Counted,
+}
+
+/// A sample-and-threshold histogram whose `sampling` party flips the coins, its devices
+/// `given` one way: the item held by `h = 2τ` devices is released as often as
+/// `Pr[Bin(h, p) ≥ τ]` says, over 1,500 seeds at α = 1e-6; a run that lost six of its
+/// holders' reports is caught.
+fn assert_released_as_the_law_says(given: Given, sampling: Sampling) {
     const RUNS: u64 = 1_500;
     let kind = TaskKind::Histogram {
         mechanism: HistogramMechanism::SampleThreshold,
         sampling_rate: Some(0.5),
         threshold: None,
     };
+    let spec = |devices: usize| TaskSpec {
+        sampling,
+        ..spec(kind.clone(), devices, 1.0)
+    };
     let probe = devices(&[("x", 10)]);
     let document: Value =
-        serde_json::from_str(&run_task(&spec(kind.clone(), probe.len(), 1.0), &probe, 0).unwrap())
+        serde_json::from_str(&run_task(&spec(probe.len()), Devices::Each(&probe), 0).unwrap())
             .unwrap();
     let threshold = document["parameters"]["threshold"].as_u64().expect("τ");
     let rate = document["parameters"]["sampling_rate"].as_f64().expect("p");
@@ -127,11 +151,16 @@ fn stat_a_sample_threshold_task_releases_an_item_as_its_law_says() {
     let holders = 2 * threshold as usize;
     let released = |holders: usize| {
         let inputs = devices(&[("x", holders)]);
-        let spec = spec(kind.clone(), inputs.len(), 1.0);
+        let held = counted(&inputs);
+        let spec = spec(inputs.len());
         (0..RUNS)
             .filter(|&seed| {
+                let devices = match given {
+                    Given::Each => Devices::Each(&inputs),
+                    Given::Counted => Devices::Counted(&held),
+                };
                 let document: Value =
-                    serde_json::from_str(&run_task(&spec, &inputs, seed).unwrap()).unwrap();
+                    serde_json::from_str(&run_task(&spec, devices, seed).unwrap()).unwrap();
                 document["items"]
                     .as_array()
                     .unwrap()
@@ -149,12 +178,75 @@ fn stat_a_sample_threshold_task_releases_an_item_as_its_law_says() {
     let count = released(holders);
     assert!(
         (lo..=hi).contains(&count),
-        "released {count} of {RUNS}, expected {lo} to {hi} (τ {threshold}, h {holders})"
+        "{given:?}, {sampling:?}: released {count} of {RUNS}, expected {lo} to {hi} \
+         (τ {threshold}, h {holders})"
     );
     let mutant = released(holders - 6);
     assert!(
         !(lo..=hi).contains(&mutant),
-        "the mutant passes: released {mutant} of {RUNS}"
+        "{given:?}, {sampling:?}: the mutant passes: released {mutant} of {RUNS}"
+    );
+}
+
+/// A sample-and-threshold histogram whose aggregator flips the coins releases an item as its
+/// law says ([`assert_released_as_the_law_says`]).
+#[test]
+fn stat_a_sample_threshold_task_releases_an_item_as_its_law_says() {
+    assert_released_as_the_law_says(Given::Each, Sampling::Aggregator);
+}
+
+/// Devices given as counts are answered by one exact binomial per datum, on the devices'
+/// side (`respond_held`) or the aggregator's (`absorb_repeated`): the release keeps the law
+/// of every device answering in turn, whichever party flips the coins.
+#[test]
+fn stat_counted_devices_keep_the_law_of_each_device() {
+    for sampling in [Sampling::Aggregator, Sampling::Device] {
+        assert_released_as_the_law_says(Given::Counted, sampling);
+    }
+    assert_released_as_the_law_says(Given::Each, Sampling::Device);
+}
+
+/// For kinds whose devices flip no coin, devices given as their data's counts release byte
+/// for byte what the same devices listed one by one release: each distinct datum's report is
+/// counted `holders` times at once.
+#[test]
+fn counted_devices_release_what_the_devices_listed_release() {
+    let words = devices(&[("ab", 900), ("abc", 600), ("ba", 500)]);
+    let selection = spec(
+        TaskKind::TriehhPlusSelection {
+            mechanism: HistogramMechanism::LaplaceThreshold,
+            levels: 3,
+            segment: 1,
+            composition: None,
+        },
+        words.len(),
+        2.0,
+    );
+    let numbers: Vec<String> = (0..3_000).map(|i| (i % 16 / 3).to_string()).collect();
+    let mut numbers_sorted = numbers.clone();
+    numbers_sorted.sort();
+    let gaussian = spec(
+        TaskKind::DomainHistogram {
+            mechanism: DomainHistogramMechanism::Gaussian,
+            domain: PublicDomain::Integers(16),
+            public_coins: None,
+        },
+        numbers.len(),
+        1.0,
+    );
+    for seed in [3, 4] {
+        for (spec, listed) in [(&selection, &words), (&gaussian, &numbers_sorted)] {
+            let held = counted(listed);
+            assert!(held.len() < listed.len() / 2, "{:?}", spec.kind);
+            let each = run_task(spec, Devices::Each(listed), seed).unwrap();
+            let by_counts = run_task(spec, Devices::Counted(&held), seed).unwrap();
+            assert_eq!(by_counts, each, "{:?}", spec.kind);
+        }
+    }
+    // The devices' order plays no part in what a coinless kind releases.
+    assert_eq!(
+        run_task(&gaussian, Devices::Each(&numbers), 3).unwrap(),
+        run_task(&gaussian, Devices::Each(&numbers_sorted), 3).unwrap()
     );
 }
 
@@ -175,7 +267,11 @@ fn a_task_refuses_data_its_rounds_cannot_take_and_too_few_devices() {
     };
     let mut inputs: Vec<String> = (0..500).map(|i| format!("0.{i}")).collect();
     inputs[41] = "apple".to_owned();
-    match run_task(&spec(quantiles.clone(), 500, 1.0), &inputs, 0) {
+    match run_task(
+        &spec(quantiles.clone(), 500, 1.0),
+        Devices::Each(&inputs),
+        0,
+    ) {
         Err(Error::Device {
             device: 42,
             round: 1,
@@ -183,8 +279,30 @@ fn a_task_refuses_data_its_rounds_cannot_take_and_too_few_devices() {
         }) => assert_eq!(data, "apple"),
         other => panic!("expected device 42's data refused, got {other:?}"),
     }
+    let held: Vec<(String, u64)> = vec![
+        ("0.5".into(), 40),
+        ("0.25".into(), 0),
+        ("apple".into(), 0),
+        ("pear".into(), 3),
+        ("0.75".into(), 460),
+    ];
+    match run_task(
+        &spec(quantiles.clone(), 503, 1.0),
+        Devices::Counted(&held),
+        0,
+    ) {
+        Err(Error::Device {
+            device: 41,
+            round: 1,
+            data,
+        }) => assert_eq!(
+            data, "pear",
+            "the first holder of data refused, counted from 1"
+        ),
+        other => panic!("expected device 41's data refused, got {other:?}"),
+    }
     let few: Vec<String> = (0..99).map(|i| format!("0.{i}")).collect();
-    let error = run_task(&spec(quantiles, 99, 1.0), &few, 0).unwrap_err();
+    let error = run_task(&spec(quantiles, 99, 1.0), Devices::Each(&few), 0).unwrap_err();
     assert!(
         error.to_string().contains("minimum cohort of 100"),
         "{error}"

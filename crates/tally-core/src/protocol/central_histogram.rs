@@ -56,6 +56,11 @@ impl BoundedDomainQuery for DomainElement {
     fn longest_report(&self) -> u64 {
         decimal_digits(u64::from(self.map.size() - 1))
     }
+
+    /// The element, always.
+    fn flips_no_coin(&self) -> bool {
+        true
+    }
 }
 
 /// A central histogram round: its query and the noise its aggregator adds to every count.
@@ -138,7 +143,11 @@ impl<D: Distribution<i64>> RoundAggregator for CentralCounts<D> {
     ///
     /// If `element` is outside the domain (the query did not admit it).
     fn absorb(&mut self, element: u32) {
-        self.counts[element as usize] += 1;
+        self.absorb_repeated(element, 1);
+    }
+
+    fn absorb_repeated(&mut self, element: u32, times: u64) {
+        self.counts[element as usize] += times;
     }
 
     fn merge(&mut self, other: Self) {

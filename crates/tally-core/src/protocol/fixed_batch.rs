@@ -96,6 +96,10 @@ impl DeviceResponder for PrefixBallot {
             vote
         })
     }
+
+    fn flips_no_coin(&self) -> bool {
+        true
+    }
 }
 
 /// One TrieHH round as the server holds it: the ballot devices cast, and the batch the

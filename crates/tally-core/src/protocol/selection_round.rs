@@ -84,6 +84,10 @@ impl DeviceResponder for ItemReport {
     fn respond(&self, item: &str, max_bytes: usize, _: &mut dyn Rng) -> Option<String> {
         (item.len() <= max_bytes).then(|| item.to_owned())
     }
+
+    fn flips_no_coin(&self) -> bool {
+        true
+    }
 }
 
 /// A partition-selection round as the server holds it: the query its devices answer (by
@@ -145,15 +149,29 @@ pub struct SelectionCounts<R = String> {
     report: PhantomData<fn(R)>,
 }
 
+impl<R: SelectionReport> SelectionCounts<R> {
+    /// Counts `times` copies of the report toward its key, if it has one.
+    fn count(&mut self, report: R, times: u64) {
+        if let Some(key) = report.key() {
+            *self.counts.entry(key).or_insert(0) += times;
+        }
+    }
+}
+
 impl<R: SelectionReport> RoundAggregator for SelectionCounts<R> {
     type Report = R;
     type Release = SelectedItems;
 
     /// Counts the report toward its key, if it has one.
     fn absorb(&mut self, report: R) {
-        if let Some(key) = report.key() {
-            *self.counts.entry(key).or_insert(0) += 1;
-        }
+        self.count(report, 1);
+    }
+
+    fn absorb_repeated(&mut self, report: R, times: u64)
+    where
+        R: Clone,
+    {
+        self.count(report, times);
     }
 
     fn merge(&mut self, other: Self) {

@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 
 use super::{DeviceQuery, RoundAggregator, RoundProtocol, SingleMessage, TrustModel};
 use crate::histogram::{SampleThreshold, SampleThresholdAggregator, SampleThresholdQuery};
+use crate::sampling::exact_binomial;
 
 /// Who flips a sample-and-threshold round's Poisson coins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -198,6 +199,19 @@ impl<K: Clone + Eq + Hash> RoundAggregator for SampleThresholdCells<K> {
         };
         let id = self.id(report);
         self.counts.absorb(id);
+    }
+
+    /// Under aggregator-side sampling `Bin(times, p_s)` copies are kept, drawn exactly
+    /// ([`exact_binomial`]); under device-side sampling all of them.
+    fn absorb_repeated(&mut self, report: K, times: u64) {
+        let kept = match &mut self.coins {
+            Some(coins) => exact_binomial(times, coins.coin.sampling_rate(), &mut coins.rng),
+            None => times,
+        };
+        if kept > 0 {
+            let id = self.id(report);
+            self.counts.absorb_many(id, kept);
+        }
     }
 
     fn merge(&mut self, other: Self) {

@@ -11,12 +11,14 @@ use std::fmt;
 
 use rand::Rng;
 use rand_chacha::ChaCha20Rng;
+use rustc_hash::FxHashMap;
 
 use crate::histogram::DomainMap;
+use crate::sampling::exact_binomial;
 
 use super::{
-    DeviceInput, DeviceQuery, MultiMessage, ReportFeature, RoundAggregator, RoundProtocol,
-    SampleThresholdAsk, ThresholdCell, TrustModel, WireReport,
+    CoinHolder, DeviceInput, DeviceQuery, MultiMessage, ReportFeature, RoundAggregator,
+    RoundProtocol, SampleThresholdAsk, ThresholdCell, TrustModel, WireReport,
 };
 
 /// A released cell with its report in its wire encoding: what a server stores and hands to
@@ -94,6 +96,54 @@ pub trait DeviceResponder: Send + Sync + fmt::Debug {
         self.respond(data, max_bytes, rng)
             .map(|report| vec![report])
     }
+
+    /// Whether a device's report is a function of its data alone (no coin is flipped):
+    /// `false` by default.
+    fn flips_no_coin(&self) -> bool {
+        false
+    }
+
+    /// The reports of `holders` devices that all hold `data`, each with how many of them send
+    /// it, in the order first sent: in law, what `holders` independent calls of
+    /// [`DeviceResponder::respond`] return, grouped. A simulator answers a population given
+    /// as its distinct data's counts through it.
+    ///
+    /// By default one report counted `holders` times when the responder
+    /// [flips no coin](DeviceResponder::flips_no_coin), and otherwise `holders` calls of
+    /// `respond`; a responder whose report is sent with some probability overrides it with one
+    /// exact draw of how many send.
+    fn respond_held(
+        &self,
+        data: &str,
+        holders: u64,
+        max_bytes: usize,
+        rng: &mut dyn Rng,
+    ) -> Vec<(String, u64)> {
+        if holders == 0 {
+            return Vec::new();
+        }
+        if self.flips_no_coin() {
+            return self
+                .respond(data, max_bytes, rng)
+                .map(|report| (report, holders))
+                .into_iter()
+                .collect();
+        }
+        let mut sent: Vec<(String, u64)> = Vec::new();
+        let mut index: FxHashMap<String, usize> = FxHashMap::default();
+        for _ in 0..holders {
+            if let Some(report) = self.respond(data, max_bytes, rng) {
+                match index.get(&report) {
+                    Some(&at) => sent[at].1 += 1,
+                    None => {
+                        index.insert(report.clone(), sent.len());
+                        sent.push((report, 1));
+                    }
+                }
+            }
+        }
+        sent
+    }
 }
 
 impl<F> DeviceResponder for SampleThresholdAsk<F>
@@ -117,6 +167,30 @@ where
         }
         self.send(report, &mut rng)
     }
+
+    /// One report: sent by a `Bin(holders, p_s)` number of them, drawn exactly
+    /// ([`exact_binomial`]), under device-side coins; by all of them when the aggregator
+    /// flips the coins.
+    fn respond_held(
+        &self,
+        data: &str,
+        holders: u64,
+        max_bytes: usize,
+        mut rng: &mut dyn Rng,
+    ) -> Vec<(String, u64)> {
+        let Some(report) = F::Input::read(data, |input| self.feature.key(input)).flatten() else {
+            return Vec::new();
+        };
+        let report = report.encode();
+        let sent = match self.coins {
+            CoinHolder::Device => exact_binomial(holders, self.coin.sampling_rate(), &mut rng),
+            CoinHolder::Aggregator => holders,
+        };
+        (report.len() <= max_bytes && sent > 0)
+            .then_some((report, sent))
+            .into_iter()
+            .collect()
+    }
 }
 
 /// A query whose devices hold an element of a public domain and whose every report is at most
@@ -135,6 +209,12 @@ pub trait BoundedDomainQuery:
 
     /// The length of the longest report a device could send, in bytes.
     fn longest_report(&self) -> u64;
+
+    /// Whether a device's report is a function of its element alone
+    /// ([`DeviceResponder::flips_no_coin`]): `false` by default.
+    fn flips_no_coin(&self) -> bool {
+        false
+    }
 }
 
 impl<Q: BoundedDomainQuery> DeviceResponder for Q {
@@ -158,6 +238,10 @@ impl<Q: BoundedDomainQuery> DeviceResponder for Q {
         rng: &mut dyn Rng,
     ) -> Option<Vec<String>> {
         bounded_report(self, data, max_bytes, rng).map(encode_messages_apart)
+    }
+
+    fn flips_no_coin(&self) -> bool {
+        BoundedDomainQuery::flips_no_coin(self)
     }
 }
 
@@ -231,6 +315,19 @@ pub trait WireAggregator: Send {
     /// counted.
     fn absorb_message(&mut self, message: String) -> Result<(), NotAdmitted>;
 
+    /// Decodes `report` and checks it once, and counts it as `times` devices' reports: in
+    /// law, what `times` calls of [`WireAggregator::absorb`] count. By default those calls.
+    ///
+    /// # Errors
+    ///
+    /// [`NotAdmitted`] if it does not decode to a report the round admits; nothing is counted.
+    fn absorb_repeated(&mut self, report: String, times: u64) -> Result<(), NotAdmitted> {
+        for _ in 0..times {
+            self.absorb(report.clone())?;
+        }
+        Ok(())
+    }
+
     /// Applies the round's release rule; the cells' reports in their wire encoding.
     fn release(self: Box<Self>) -> Vec<WireCell>;
 }
@@ -284,15 +381,22 @@ struct Admitting<Q, A> {
     aggregator: A,
 }
 
+impl<Q: DeviceQuery<Report: WireReport>, A> Admitting<Q, A> {
+    /// The report `report` spells, if the round admits it.
+    fn admitted(&self, report: String) -> Result<Q::Report, NotAdmitted> {
+        Q::Report::decode(report)
+            .filter(|r| self.query.admits(r))
+            .ok_or(NotAdmitted)
+    }
+}
+
 impl<Q, A> WireAggregator for Admitting<Q, A>
 where
-    Q: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport>> + Send,
+    Q: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport> + Clone> + Send,
     A: RoundAggregator<Report = Q::Report, Release: WireRelease> + Send,
 {
     fn absorb(&mut self, report: String) -> Result<(), NotAdmitted> {
-        let report = Q::Report::decode(report)
-            .filter(|r| self.query.admits(r))
-            .ok_or(NotAdmitted)?;
+        let report = self.admitted(report)?;
         self.aggregator.absorb(report);
         Ok(())
     }
@@ -302,6 +406,12 @@ where
             .filter(|m| self.query.admits_message(m))
             .ok_or(NotAdmitted)?;
         self.aggregator.absorb(Q::Report::from_message(message));
+        Ok(())
+    }
+
+    fn absorb_repeated(&mut self, report: String, times: u64) -> Result<(), NotAdmitted> {
+        let report = self.admitted(report)?;
+        self.aggregator.absorb_repeated(report, times);
         Ok(())
     }
 
@@ -315,7 +425,7 @@ where
 pub fn wire_aggregator<P>(round: &P, rng: ChaCha20Rng) -> Box<dyn WireAggregator>
 where
     P: RoundProtocol<
-        Query: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport>>
+        Query: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport> + Clone>
                    + Clone
                    + Send
                    + 'static,
@@ -337,8 +447,10 @@ where
 pub(crate) fn assert_messages_count_apart_as_whole<P>(round: &P, items: &[u32], refused: &[&str])
 where
     P: RoundProtocol<
-        Query: DeviceQuery<Input = u32, Report: WireReport + MultiMessage<Message: WireReport>>
-                   + Clone
+        Query: DeviceQuery<
+            Input = u32,
+            Report: WireReport + MultiMessage<Message: WireReport> + Clone,
+        > + Clone
                    + Send
                    + 'static,
     >,
@@ -398,6 +510,43 @@ mod tests {
             range: Some(ValueRange::new(0.0, 100.0).unwrap()),
         };
         SampleThresholdRound::new(feature, mechanism, CoinHolder::Device)
+    }
+
+    /// Devices that flip coins answer `respond_held` as that many calls of `respond` in a row
+    /// would, grouped by report in the order first sent; a sample-and-threshold ask draws how
+    /// many send, and sends nothing for data it cannot take or a report over `max_bytes`.
+    #[test]
+    fn held_data_is_answered_as_its_holders_would_answer_in_turn() {
+        let grr = crate::protocol::LocalHistogramRound::new(
+            DomainMap::Integers(5),
+            crate::ldp::Grr::new(5, 0.5).unwrap(),
+        )
+        .unwrap();
+        let responder: &dyn DeviceResponder = grr.query();
+        let mut held_rng = ChaCha20Rng::seed_from_u64(7);
+        let held = responder.respond_held("3", 1_000, 64, &mut held_rng);
+        let mut each_rng = ChaCha20Rng::seed_from_u64(7);
+        let mut each: Vec<(String, u64)> = Vec::new();
+        for _ in 0..1_000 {
+            let report = responder.respond("3", 64, &mut each_rng).unwrap();
+            match each.iter_mut().find(|(sent, _)| *sent == report) {
+                Some((_, times)) => *times += 1,
+                None => each.push((report, 1)),
+            }
+        }
+        assert_eq!(held, each);
+        assert_eq!(held.len(), 5);
+        assert!(responder.respond_held("3", 0, 64, &mut held_rng).is_empty());
+
+        let round = bucket_round();
+        let ask: &dyn DeviceResponder = round.query();
+        let mut rng = ChaCha20Rng::seed_from_u64(1);
+        let sent = ask.respond_held("42", 10_000, 64, &mut rng);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].0, "1");
+        assert!((4_500..5_500).contains(&sent[0].1), "{sent:?}");
+        assert!(ask.respond_held("apple", 10_000, 64, &mut rng).is_empty());
+        assert!(ask.respond_held("42", 10_000, 0, &mut rng).is_empty());
     }
 
     #[test]
