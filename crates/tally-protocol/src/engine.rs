@@ -12,6 +12,7 @@
 
 mod triehh;
 
+use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::composition::Composition;
 use tally_accounting::sample_threshold::PlanTarget;
@@ -297,6 +298,24 @@ pub struct OpenedRound {
     pub aggregator: Box<dyn WireAggregator>,
     /// Why a report the round does not admit is refused.
     pub refusal: ErrorCode,
+    /// The same aggregator drawn from the devices' data counts alone, for a round that can
+    /// (a simulator's path; a server never has the counts).
+    pub counted: Option<Box<dyn CountedAggregate>>,
+}
+
+/// A round's aggregator drawn from how many devices hold each datum, without their reports
+/// ([`tally_core::protocol::CountedRound::aggregate_counts`]): with the law of every device
+/// answering, at a cost of the data's counts.
+pub trait CountedAggregate: Send {
+    /// The round's aggregator after `holders` devices holding each `data` of `held` answered,
+    /// its own coins those [`Engine::open`] was given and the devices' drawn from `devices`;
+    /// `None` when the round cannot draw it from these counts (a datum outside its domain, or
+    /// a protocol calibrated for another number of devices), and then every device answers.
+    fn aggregate(
+        self: Box<Self>,
+        held: &mut dyn Iterator<Item = (&str, u64)>,
+        devices: &mut dyn Rng,
+    ) -> Option<Box<dyn WireAggregator>>;
 }
 
 /// A task in progress, whatever its kind.
@@ -430,6 +449,14 @@ trait Kind: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The aggregator of `round` drawn from its devices' data counts, its coins a copy of
+    /// `rng`, for a kind whose rounds can ([`OpenedRound::counted`]); `None` (the default)
+    /// otherwise.
+    fn counted(&self, round: &Self::Round, rng: &ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
+        let _ = (round, rng);
+        None
+    }
+
     /// The document of the finished task, whose guarantee was `guarantee`.
     fn document(
         &self,
@@ -508,10 +535,12 @@ impl<K: Kind> FederatedTask for Driven<K> {
         let round = self.kind.round(query, sampling);
         let ask = round.query().ask();
         let refusal = <K::Round as RoundProtocol>::Query::REFUSAL;
+        let counted = self.kind.counted(&round, &rng);
         OpenedRound {
             ask,
             aggregator: shuffler::aggregator(round, rng),
             refusal,
+            counted,
         }
     }
 

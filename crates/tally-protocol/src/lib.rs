@@ -38,7 +38,7 @@ pub use domain::{
     public_domain,
 };
 pub use engine::{
-    DEFAULT_MIN_COHORT, Engine, OpenedRound, TaskDefinition, ThresholdRounds, definition,
-    draw_public_coins,
+    CountedAggregate, DEFAULT_MIN_COHORT, Engine, OpenedRound, TaskDefinition, ThresholdRounds,
+    definition, draw_public_coins,
 };
 pub use rounds::{AskError, AskResponder, PublishedQuery, WireQuery, coin_holder};

@@ -19,11 +19,14 @@ pub enum Devices<'a, S> {
     /// law to.
     Each(&'a [S]),
     /// `holders` devices holding each `data`, in the order given: a population as its
-    /// distinct data's counts. Each round's devices are answered a distinct datum at a time
-    /// ([`DeviceResponder::respond_held`]): one exact binomial draw of how many send, where a
-    /// round samples its devices, and one report counted `holders` times where a device's
-    /// report is a function of its data. Equal in law to [`Devices::Each`] over the data
-    /// listed `holders` times each, at a cost of the distinct data rather than the devices.
+    /// distinct data's counts. A round that can draws its aggregator from the counts alone
+    /// ([`tally_protocol::CountedAggregate`]: a histogram over a public domain, with
+    /// [`tally_core::protocol::CountedRound::aggregate_counts`]); in the others the devices
+    /// are answered a distinct datum at a time ([`DeviceResponder::respond_held`]): one exact
+    /// binomial draw of how many send, where a round samples its devices, and one report
+    /// counted `holders` times where a device's report is a function of its data. Equal in
+    /// law to [`Devices::Each`] over the data listed `holders` times each, at a cost of the
+    /// distinct data rather than the devices.
     Counted(&'a [(S, u64)]),
 }
 
@@ -126,12 +129,26 @@ pub fn run_task<S: AsRef<str> + Sync>(
             });
         }
         let devices_seed = round_seed(seed, round);
-        let mut aggregator = opened.aggregator;
-        for (report, times) in respond(devices, responder.as_ref(), max_bytes, devices_seed) {
-            aggregator
-                .absorb_repeated(report, times)
-                .map_err(|e| in_round(e.to_string()))?;
-        }
+        let counted = match (devices, opened.counted) {
+            (Devices::Counted(held), Some(counted)) => counted.aggregate(
+                &mut held.iter().map(|(data, holders)| (data.as_ref(), *holders)),
+                &mut stream(devices_seed, Purpose::DeviceCoins, 0),
+            ),
+            _ => None,
+        };
+        let aggregator = match counted {
+            Some(aggregator) => aggregator,
+            None => {
+                let mut aggregator = opened.aggregator;
+                for (report, times) in respond(devices, responder.as_ref(), max_bytes, devices_seed)
+                {
+                    aggregator
+                        .absorb_repeated(report, times)
+                        .map_err(|e| in_round(e.to_string()))?;
+                }
+                aggregator
+            }
+        };
         engine.observe(aggregator.release()).map_err(in_round)?;
     }
     Ok(engine.document(spec))

@@ -433,10 +433,18 @@ where
     P::Release: WireRelease,
     P::Aggregator: Send + 'static,
 {
-    Box::new(Admitting {
-        query: round.query().clone(),
-        aggregator: round.aggregator(rng),
-    })
+    admitting(round.query().clone(), round.aggregator(rng))
+}
+
+/// `aggregator`, of a round asking `query`, behind [`WireAggregator`]: what
+/// [`wire_aggregator`] returns for an aggregator made otherwise (drawn from the devices'
+/// counts by a simulator, [`super::CountedRound::aggregate_counts`]).
+pub fn admitting<Q, A>(query: Q, aggregator: A) -> Box<dyn WireAggregator>
+where
+    Q: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport> + Clone> + Send + 'static,
+    A: RoundAggregator<Report = Q::Report, Release: WireRelease> + Send + 'static,
+{
+    Box::new(Admitting { query, aggregator })
 }
 
 /// Checks that the messages of `round`'s devices, sealed apart and absorbed one by one

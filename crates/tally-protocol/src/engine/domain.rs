@@ -5,18 +5,20 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use rand::Rng;
+use rand_chacha::ChaCha20Rng;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
-use tally_core::protocol::SingleRound;
-use tally_core::protocol::wire::BoundedDomainQuery;
+use tally_core::protocol::wire::{BoundedDomainQuery, WireAggregator, admitting};
+use tally_core::protocol::{RoundAggregator, SingleRound};
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
     PublicDomain, Sampling, TaskKind, TaskSpec,
 };
 
-use super::{Engine, Kind, TaskDefinition, driven, input_description};
+use super::{CountedAggregate, Engine, Kind, TaskDefinition, driven, input_description};
 use crate::diagnosis::delta_warning;
 use crate::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
@@ -261,6 +263,33 @@ impl<R> Clone for Domain<R> {
     }
 }
 
+/// A domain round's aggregator drawn from how many devices hold each element.
+struct DomainCounts<R> {
+    round: R,
+    map: DomainMap,
+    rng: ChaCha20Rng,
+}
+
+impl<R: FederatedDomainRound> CountedAggregate for DomainCounts<R> {
+    /// The aggregator the round draws from the elements' counts, merged into one with the
+    /// round's coins, as the simulator's `run_counted_round` does; shuffled rounds skip the
+    /// shuffle, whose permutation their analyzer's release does not see.
+    fn aggregate(
+        self: Box<Self>,
+        held: &mut dyn Iterator<Item = (&str, u64)>,
+        devices: &mut dyn Rng,
+    ) -> Option<Box<dyn WireAggregator>> {
+        let mut counts = vec![0_u64; self.map.size() as usize];
+        for (data, holders) in held {
+            counts[self.map.element(data)? as usize] += holders;
+        }
+        let answered = self.round.aggregate_counts(&counts, devices)?;
+        let mut aggregator = self.round.aggregator(self.rng);
+        aggregator.merge(answered);
+        Some(admitting(self.round.query().clone(), aggregator))
+    }
+}
+
 impl<R: FederatedDomainRound> Kind for Domain<R> {
     type Task = SingleRound<R, R::Release>;
     type Round = R;
@@ -286,6 +315,15 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
         colluding_fraction: f64,
     ) -> Result<Option<Collusion>, tally_core::Error> {
         self.mechanism.collusion(colluding_fraction)
+    }
+
+    /// The round's own [`CountedRound::aggregate_counts`] over its domain's elements.
+    fn counted(&self, round: &R, rng: &ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
+        Some(Box::new(DomainCounts {
+            round: round.clone(),
+            map: self.map,
+            rng: rng.clone(),
+        }))
     }
 
     /// The document `tally histogram --mechanism M --json` prints for the same parameters
@@ -407,6 +445,55 @@ mod shuffle_tests {
             let estimates = Estimates::from_cells(aggregator.release()).unwrap().0;
             assert_eq!(estimates.len(), 16);
             assert!(estimates[0] > 1000.0, "{mechanism:?}: {estimates:?}");
+        }
+    }
+
+    /// A round opened for a simulator draws its aggregator from the devices' counts where its
+    /// round can (not GRR's, shuffled or not): the common element stands out as when every device
+    /// answers; a datum outside the domain, or a Balcer-Cheu population other than the 3,000
+    /// devices its protocol was calibrated for, draws nothing (every device answers instead).
+    #[test]
+    fn a_domain_round_draws_its_aggregator_from_the_devices_counts() {
+        let held = |zeros: u64, rest: &'static str| [("0", zeros), ("5", 1_000), (rest, 500)];
+        for mechanism in [
+            DomainHistogramMechanism::BalcerCheu,
+            DomainHistogramMechanism::ShuffledGrr,
+            DomainHistogramMechanism::Laplace,
+            DomainHistogramMechanism::Oue,
+            DomainHistogramMechanism::Grr,
+        ] {
+            // Shuffled GRR's and GRR's rounds have no draw from counts: their devices answer.
+            let draws = !matches!(
+                mechanism,
+                DomainHistogramMechanism::ShuffledGrr | DomainHistogramMechanism::Grr
+            );
+            let (mut engine, _) = for_3000_devices(mechanism, 16);
+            assert!(engine.advance());
+            let open = || engine.open(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1));
+            let aggregate = |held: &[(&str, u64)]| {
+                open()
+                    .counted
+                    .expect("a domain round draws from counts")
+                    .aggregate(
+                        &mut held.iter().copied(),
+                        &mut ChaCha20Rng::seed_from_u64(2),
+                    )
+            };
+            let Some(aggregator) = aggregate(&held(1_500, "15")) else {
+                assert!(!draws, "{mechanism:?}: not drawn from the counts");
+                continue;
+            };
+            assert!(draws, "{mechanism:?}");
+            let estimates = Estimates::from_cells(aggregator.release()).unwrap().0;
+            assert_eq!(estimates.len(), 16);
+            assert!(estimates[0] > 1_000.0, "{mechanism:?}: {estimates:?}");
+            assert!(aggregate(&held(1_500, "16")).is_none(), "{mechanism:?}");
+            let other_population = aggregate(&held(1_499, "15")).is_some();
+            assert_eq!(
+                other_population,
+                mechanism != DomainHistogramMechanism::BalcerCheu,
+                "{mechanism:?}"
+            );
         }
     }
 
