@@ -142,9 +142,13 @@ pub fn run_task<S: AsRef<str> + Sync>(
                 let mut aggregator = opened.aggregator;
                 for (report, times) in respond(devices, responder.as_ref(), max_bytes, devices_seed)
                 {
-                    aggregator
-                        .absorb_repeated(report, times)
-                        .map_err(|e| in_round(e.to_string()))?;
+                    // One device's report is absorbed as the server absorbs it (with its own
+                    // coin, where the aggregator flips them); several at once, in one step.
+                    let absorbed = match times {
+                        1 => aggregator.absorb(report),
+                        _ => aggregator.absorb_repeated(report, times),
+                    };
+                    absorbed.map_err(|e| in_round(e.to_string()))?;
                 }
                 aggregator
             }

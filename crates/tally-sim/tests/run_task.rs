@@ -107,6 +107,27 @@ fn a_task_releases_what_the_engine_releases_round_by_round() {
     }
 }
 
+/// Where the aggregator flips a sample-and-threshold round's coins, each listed device's
+/// report meets its own coin, as on the server: the release is byte for byte what one loop
+/// driving the engine releases.
+#[test]
+fn listed_devices_meet_the_aggregators_coins_one_by_one_as_on_the_server() {
+    let words = devices(&[("ab", 900), ("abc", 600), ("ba", 40)]);
+    let histogram = spec(
+        TaskKind::Histogram {
+            mechanism: HistogramMechanism::SampleThreshold,
+            sampling_rate: Some(0.5),
+            threshold: None,
+        },
+        words.len(),
+        1.0,
+    );
+    for seed in [5, 6] {
+        let simulated = run_task(&histogram, Devices::Each(&words), seed).unwrap();
+        assert_eq!(simulated, one_loop(&histogram, &words, seed));
+    }
+}
+
 /// The same devices as [`devices`], given as their distinct data's counts.
 fn counted(listed: &[String]) -> Vec<(String, u64)> {
     let mut held: Vec<(String, u64)> = Vec::new();
