@@ -166,31 +166,39 @@ fn respond<S: AsRef<str> + Sync>(
     max_bytes: usize,
     seed: u64,
 ) -> Vec<(String, u64)> {
-    let coins = |chunk: usize| stream(seed, Purpose::DeviceCoins, chunk as u64);
-    let reports: Vec<Vec<(String, u64)>> = match devices {
-        Devices::Each(data) => data
-            .par_chunks(clients_per_chunk(data.len()))
-            .enumerate()
-            .map(|(chunk, data)| {
-                let mut coins = coins(chunk);
-                data.iter()
-                    .filter_map(|data| responder.respond(data.as_ref(), max_bytes, &mut coins))
-                    .map(|report| (report, 1))
-                    .collect()
-            })
-            .collect(),
-        Devices::Counted(held) => held
-            .par_chunks(clients_per_chunk(held.len()))
-            .enumerate()
-            .map(|(chunk, held)| {
-                let mut coins = coins(chunk);
-                held.iter()
-                    .flat_map(|(data, holders)| {
-                        responder.respond_held(data.as_ref(), *holders, max_bytes, &mut coins)
-                    })
-                    .collect()
-            })
-            .collect(),
-    };
-    reports.into_iter().flatten().collect()
+    match devices {
+        Devices::Each(data) => in_chunks(data, seed, |data, coins| {
+            let report = responder.respond(data.as_ref(), max_bytes, coins);
+            report.map(|report| (report, 1))
+        }),
+        Devices::Counted(held) => in_chunks(held, seed, |(data, holders), coins| {
+            responder.respond_held(data.as_ref(), *holders, max_bytes, coins)
+        }),
+    }
+}
+
+/// What `answer` gives for each of `entries`, in order: the entries split into the chunks of
+/// [`crate::run_round`], run in parallel, chunk `k` answering with coins from stream `k` of
+/// `seed`.
+fn in_chunks<T, A>(
+    entries: &[T],
+    seed: u64,
+    answer: impl Fn(&T, &mut dyn Rng) -> A + Sync,
+) -> Vec<(String, u64)>
+where
+    T: Sync,
+    A: IntoIterator<Item = (String, u64)>,
+{
+    let answered: Vec<Vec<(String, u64)>> = entries
+        .par_chunks(clients_per_chunk(entries.len()))
+        .enumerate()
+        .map(|(chunk, entries)| {
+            let mut coins = stream(seed, Purpose::DeviceCoins, chunk as u64);
+            entries
+                .iter()
+                .flat_map(|entry| answer(entry, &mut coins))
+                .collect()
+        })
+        .collect();
+    answered.into_iter().flatten().collect()
 }
