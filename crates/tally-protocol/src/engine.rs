@@ -298,9 +298,6 @@ pub struct OpenedRound {
     pub aggregator: Box<dyn WireAggregator>,
     /// Why a report the round does not admit is refused.
     pub refusal: ErrorCode,
-    /// The same aggregator drawn from the devices' data counts alone, for a round that can
-    /// (a simulator's path; a server never has the counts).
-    pub counted: Option<Box<dyn CountedAggregate>>,
 }
 
 /// A round's aggregator drawn from how many devices hold each datum, without their reports
@@ -308,7 +305,7 @@ pub struct OpenedRound {
 /// answering, at a cost of the data's counts.
 pub trait CountedAggregate: Send {
     /// The round's aggregator after `holders` devices holding each `data` of `held` answered,
-    /// its own coins those [`Engine::open`] was given and the devices' drawn from `devices`;
+    /// its own coins those [`Engine::counted`] was given and the devices' drawn from `devices`;
     /// `None` when the round cannot draw it from these counts (a datum outside its domain, or
     /// a protocol calibrated for another number of devices), and then every device answers.
     fn aggregate(
@@ -359,6 +356,19 @@ impl Engine {
         self.0.open(sampling, rng)
     }
 
+    /// The current round's aggregator as [`Engine::open`] with the same `sampling` and `rng`
+    /// opens it, to be drawn from how many devices hold each datum rather than from their
+    /// reports, for a round that can (a histogram over a public domain whose round has
+    /// [`tally_core::protocol::CountedRound::aggregate_counts`]): a simulator's path, which a
+    /// server, never holding the counts, does not take.
+    pub fn counted(
+        &self,
+        sampling: Sampling,
+        rng: ChaCha20Rng,
+    ) -> Option<Box<dyn CountedAggregate>> {
+        self.0.counted(sampling, rng)
+    }
+
     /// Takes the current round's release.
     ///
     /// # Errors
@@ -396,6 +406,7 @@ trait FederatedTask: Send + Sync {
     fn advance(&mut self) -> bool;
     fn round(&self) -> u32;
     fn open(&self, sampling: Sampling, rng: ChaCha20Rng) -> OpenedRound;
+    fn counted(&self, sampling: Sampling, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>>;
     fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String>;
     fn collusion(&self, colluding_fraction: f64) -> Result<Option<Collusion>, String>;
     fn document(self: Box<Self>, spec: &TaskSpec) -> String;
@@ -449,10 +460,9 @@ trait Kind: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
-    /// The aggregator of `round` drawn from its devices' data counts, its coins a copy of
-    /// `rng`, for a kind whose rounds can ([`OpenedRound::counted`]); `None` (the default)
-    /// otherwise.
-    fn counted(&self, round: &Self::Round, rng: &ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
+    /// The aggregator of `round` drawn from its devices' data counts, its coins `rng`, for a
+    /// kind whose rounds can ([`Engine::counted`]); `None` (the default) otherwise.
+    fn counted(&self, round: Self::Round, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
         let _ = (round, rng);
         None
     }
@@ -535,13 +545,16 @@ impl<K: Kind> FederatedTask for Driven<K> {
         let round = self.kind.round(query, sampling);
         let ask = round.query().ask();
         let refusal = <K::Round as RoundProtocol>::Query::REFUSAL;
-        let counted = self.kind.counted(&round, &rng);
         OpenedRound {
             ask,
             aggregator: shuffler::aggregator(round, rng),
             refusal,
-            counted,
         }
+    }
+
+    fn counted(&self, sampling: Sampling, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
+        let round = self.kind.round(self.current(), sampling);
+        self.kind.counted(round, rng)
     }
 
     fn observe(&mut self, cells: Vec<WireCell>) -> Result<(), String> {

@@ -20,7 +20,7 @@ pub enum Devices<'a, S> {
     Each(&'a [S]),
     /// `holders` devices holding each `data`, in the order given: a population as its
     /// distinct data's counts. A round that can draws its aggregator from the counts alone
-    /// ([`tally_protocol::CountedAggregate`]: a histogram over a public domain, with
+    /// ([`Engine::counted`]: a histogram over a public domain, with
     /// [`tally_core::protocol::CountedRound::aggregate_counts`]); in the others the devices
     /// are answered a distinct datum at a time ([`DeviceResponder::respond_held`]): one exact
     /// binomial draw of how many send, where a round samples its devices, and one report
@@ -116,7 +116,8 @@ pub fn run_task<S: AsRef<str> + Sync>(
     while engine.advance() {
         round += 1;
         let in_round = |e: String| Error::Task(format!("round {round}: {e}"));
-        let opened = engine.open(spec.sampling, ChaCha20Rng::from_rng(&mut coins));
+        let aggregator_coins = ChaCha20Rng::from_rng(&mut coins);
+        let opened = engine.open(spec.sampling, aggregator_coins.clone());
         let responder = opened
             .ask
             .responder(spec.sampling)
@@ -129,12 +130,18 @@ pub fn run_task<S: AsRef<str> + Sync>(
             });
         }
         let devices_seed = round_seed(seed, round);
-        let counted = match (devices, opened.counted) {
-            (Devices::Counted(held), Some(counted)) => counted.aggregate(
-                &mut held.iter().map(|(data, holders)| (data.as_ref(), *holders)),
-                &mut stream(devices_seed, Purpose::DeviceCoins, 0),
-            ),
-            _ => None,
+        let counted = match devices {
+            Devices::Counted(held) => {
+                engine
+                    .counted(spec.sampling, aggregator_coins)
+                    .and_then(|counted| {
+                        counted.aggregate(
+                            &mut held.iter().map(|(data, holders)| (data.as_ref(), *holders)),
+                            &mut stream(devices_seed, Purpose::DeviceCoins, 0),
+                        )
+                    })
+            }
+            Devices::Each(_) => None,
         };
         let aggregator = match counted {
             Some(aggregator) => aggregator,

@@ -318,11 +318,11 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
     }
 
     /// The round's own [`CountedRound::aggregate_counts`] over its domain's elements.
-    fn counted(&self, round: &R, rng: &ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
+    fn counted(&self, round: R, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
         Some(Box::new(DomainCounts {
-            round: round.clone(),
+            round,
             map: self.map,
-            rng: rng.clone(),
+            rng,
         }))
     }
 
@@ -469,10 +469,9 @@ mod shuffle_tests {
             );
             let (mut engine, _) = for_3000_devices(mechanism, 16);
             assert!(engine.advance());
-            let open = || engine.open(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1));
             let aggregate = |held: &[(&str, u64)]| {
-                open()
-                    .counted
+                engine
+                    .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
                     .expect("a domain round draws from counts")
                     .aggregate(
                         &mut held.iter().copied(),
