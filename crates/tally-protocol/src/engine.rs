@@ -306,8 +306,9 @@ pub struct OpenedRound {
 pub trait CountedAggregate: Send {
     /// The round's aggregator after `holders` devices holding each `data` of `held` answered,
     /// its own coins those [`Engine::counted`] was given and the devices' drawn from `devices`;
-    /// `None` when the round cannot draw it from these counts (a datum outside its domain, or
-    /// a protocol calibrated for another number of devices), and then every device answers.
+    /// `None` when the round cannot draw it from these counts (a datum some device holds
+    /// outside its domain, or a protocol calibrated for another number of devices), and then
+    /// every device answers.
     fn aggregate(
         self: Box<Self>,
         held: &mut dyn Iterator<Item = (&str, u64)>,

@@ -161,16 +161,13 @@ where
     /// The cell is encoded and its size checked before the coin is flipped, as the
     /// aggregator checks the size before its own coin.
     fn respond(&self, data: &str, max_bytes: usize, mut rng: &mut dyn Rng) -> Option<String> {
-        let report = F::Input::read(data, |input| self.feature.key(input))??.encode();
-        if report.len() > max_bytes {
-            return None;
-        }
+        let report = self.fitting_cell(data, max_bytes)?;
         self.send(report, &mut rng)
     }
 
     /// One report: sent by a `Bin(holders, p_s)` number of them, drawn exactly
     /// ([`exact_binomial`]), under device-side coins; by all of them when the aggregator
-    /// flips the coins.
+    /// flips the coins. As in [`DeviceResponder::respond`], the size is checked first.
     fn respond_held(
         &self,
         data: &str,
@@ -178,18 +175,25 @@ where
         max_bytes: usize,
         mut rng: &mut dyn Rng,
     ) -> Vec<(String, u64)> {
-        let Some(report) = F::Input::read(data, |input| self.feature.key(input)).flatten() else {
+        let Some(report) = self.fitting_cell(data, max_bytes) else {
             return Vec::new();
         };
-        let report = report.encode();
         let sent = match self.coins {
             CoinHolder::Device => exact_binomial(holders, self.coin.sampling_rate(), &mut rng),
             CoinHolder::Aggregator => holders,
         };
-        (report.len() <= max_bytes && sent > 0)
-            .then_some((report, sent))
-            .into_iter()
-            .collect()
+        (sent > 0).then_some((report, sent)).into_iter().collect()
+    }
+}
+
+impl<F> SampleThresholdAsk<F>
+where
+    F: ReportFeature<Input: DeviceInput, Key: WireReport>,
+{
+    /// The cell of a device holding `data`, encoded, if it has one that fits `max_bytes`.
+    fn fitting_cell(&self, data: &str, max_bytes: usize) -> Option<String> {
+        let report = F::Input::read(data, |input| self.feature.key(input))??.encode();
+        (report.len() <= max_bytes).then_some(report)
     }
 }
 

@@ -280,7 +280,7 @@ impl<R: FederatedDomainRound> CountedAggregate for DomainCounts<R> {
         devices: &mut dyn Rng,
     ) -> Option<Box<dyn WireAggregator>> {
         let mut counts = vec![0_u64; self.map.size() as usize];
-        for (data, holders) in held {
+        for (data, holders) in held.filter(|&(_, holders)| holders > 0) {
             counts[self.map.element(data)? as usize] += holders;
         }
         let answered = self.round.aggregate_counts(&counts, devices)?;
