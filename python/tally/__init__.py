@@ -570,6 +570,8 @@ def run_task(
     devices: Sequence[str] | Mapping[str, int],
     *,
     seed: int | None = None,
+    clients: Sequence[str] | None = None,
+    sampling_key: str | None = None,
 ) -> Release:
     """Run a federated task of any kind the server runs over proxy data, as the server runs it.
 
@@ -580,8 +582,11 @@ def run_task(
     each round's aggregator draws the coins a server seeded with `seed` draws. Devices given
     as counts are answered a datum at a time: one exact binomial draw of how many send where a
     round samples its devices, one report counted that many times where it flips no coin,
-    which is equal in law to listing them and costs the distinct data, not the devices. The
-    release carries the guarantee the server computes for `spec` only while the seed is secret
+    which is equal in law to listing them and costs the distinct data, not the devices. With
+    `clients` and `sampling_key`, device `i` has the id `clients[i]` and its one coin, whether
+    it sends, is keyed by its id (as `histogram(..., sampling_key=)` flips a client's): the
+    devices' coins are then the same in any order and on any machine. The release carries
+    the guarantee the server computes for `spec` only while the seed (and the key) is secret
     (whoever knows it knows every coin and noise draw): it is for tuning a task on proxy
     data, not for releasing a statistic of private data.
 
@@ -593,6 +598,12 @@ def run_task(
         One datum per device, or each datum's number of devices (in the mapping's order).
     seed : int, optional
         Makes the run reproducible; a fresh one when left out.
+    clients : sequence of str, optional
+        Each device's id, each once, with `sampling_key` and a sequence of `devices`.
+    sampling_key : str, optional
+        The secret key of the devices' coins (at least 32 hexadecimal digits, for example
+        `secrets.token_hex(32)`), with `clients`. Only tasks whose devices flip one coin,
+        whether to send, at a rate that is a multiple of 2**-64, or none, run keyed.
 
     Returns
     -------
@@ -604,7 +615,9 @@ def run_task(
     ValueError
         A spec that is not one, or that the server would refuse; a device's data a round
         cannot take (naming the device, from 1, in the order given); fewer devices than the
-        minimum cohort; a negative number of devices.
+        minimum cohort; a negative number of devices; `clients` without `sampling_key` or
+        the other way round, of another length than `devices`, with an id twice, or with
+        devices given as counts; a task whose devices flip other coins than whether to send.
     TypeError
         A device's data that is not a `str`, or a number of devices that is not an `int`.
 
@@ -647,8 +660,31 @@ def run_task(
             if holders is not None:
                 raise TypeError(f"invalid devices key {datum!r}: expected a str")
             raise TypeError(f"invalid devices[{position}]={datum!r}: expected a str")
+    sampling_key = optional_text("sampling_key", sampling_key)
+    ids: list[str] | None = None
+    if (clients is None) != (sampling_key is None):
+        raise ValueError(
+            "invalid keyed devices: give both clients= (each device's id) and sampling_key=, "
+            "or neither"
+        )
+    if clients is not None:
+        if holders is not None:
+            raise ValueError(
+                "invalid keyed devices: give one datum per device, a sequence, not their counts"
+            )
+        if isinstance(clients, str):
+            raise TypeError("invalid clients: expected a sequence of str, one per device")
+        ids = list(clients)
+        if len(ids) != len(data):
+            raise ValueError(
+                f"invalid clients: {len(ids)} ids for {len(data)} devices: give one per device"
+            )
+        for position, client in enumerate(ids):
+            if not isinstance(client, str):
+                raise TypeError(f"invalid clients[{position}]={client!r}: expected a str")
     text = spec if isinstance(spec, str) else json.dumps(spec)
-    return Release._from_json(_run_task(text, data, holders, optional_whole("seed", seed)))
+    native = _run_task(text, data, holders, optional_whole("seed", seed), ids, sampling_key)
+    return Release._from_json(native)
 
 
 def _clients(clients: Any) -> tuple[str, Any] | None:

@@ -38,7 +38,12 @@ def items_histogram(
 ) -> tuple[str, str, list[dict[str, Any]]]: ...
 def is_domain_mechanism(mechanism: str) -> bool: ...
 def run_task(
-    spec: str, data: list[str], holders: list[int] | None, seed: int | None = None
+    spec: str,
+    data: list[str],
+    holders: list[int] | None,
+    seed: int | None = None,
+    clients: list[str] | None = None,
+    sampling_key: str | None = None,
 ) -> str: ...
 def charge_under(
     epsilon: float, delta: float, neighbours: str, budget_neighbours: str

@@ -77,3 +77,47 @@ def test_counts_that_are_no_number_of_devices_are_refused() -> None:
         tally.run_task(SELECTION, {"a": 2.0})
     with pytest.raises(TypeError, match="invalid devices key 3: expected a str"):
         tally.run_task(SELECTION, {3: 2})
+
+
+KEY = "0123456789abcdef" * 4
+HISTOGRAM = spec(
+    {"type": "histogram", "mechanism": "sample-threshold", "sampling_rate": 0.5},
+    len(WORDS),
+) | {"sampling": "device"}
+
+
+def test_keyed_devices_release_the_same_in_any_order_and_match_the_keyed_histogram() -> None:
+    ids = [f"d{i}" for i in range(len(WORDS))]
+    release = tally.run_task(HISTOGRAM, WORDS, seed=1, clients=ids, sampling_key=KEY)
+    backwards = tally.run_task(HISTOGRAM, WORDS[::-1], seed=2, clients=ids[::-1], sampling_key=KEY)
+    assert backwards.to_json() == release.to_json()
+    other = tally.run_task(HISTOGRAM, WORDS, seed=1, clients=ids, sampling_key="f" * 32)
+    assert other.items != release.items
+    cells = {row["item"]: row["count"] for row in release.items}
+    assert set(cells) == {"ab", "abc", "ba"}
+    held = Counter(WORDS)
+    assert all(abs(cells[word] - held[word] / 2) < 100 for word in cells)
+
+
+def test_keyed_devices_that_cannot_run_are_refused_by_name() -> None:
+    ids = [f"d{i}" for i in range(len(WORDS))]
+    with pytest.raises(ValueError, match="give both clients= .* and sampling_key="):
+        tally.run_task(HISTOGRAM, WORDS, clients=ids)
+    with pytest.raises(ValueError, match="give both clients="):
+        tally.run_task(HISTOGRAM, WORDS, sampling_key=KEY)
+    with pytest.raises(ValueError, match="not their counts"):
+        tally.run_task(HISTOGRAM, Counter(WORDS), clients=ids, sampling_key=KEY)
+    with pytest.raises(ValueError, match="2299 ids for 2300 devices"):
+        tally.run_task(HISTOGRAM, WORDS, clients=ids[1:], sampling_key=KEY)
+    with pytest.raises(TypeError, match=r"clients\[0\]=7"):
+        tally.run_task(HISTOGRAM, WORDS, clients=[7] + ids[1:], sampling_key=KEY)
+    with pytest.raises(ValueError, match='devices 1 and 2 both have id "d0"'):
+        tally.run_task(HISTOGRAM, WORDS, clients=["d0"] + ids[:-1], sampling_key=KEY)
+    with pytest.raises(ValueError, match="at least 32 hexadecimal digits"):
+        tally.run_task(HISTOGRAM, WORDS, clients=ids, sampling_key="abc")
+    numbers = [str(i % 4) for i in range(len(WORDS))]
+    grr = spec(
+        {"type": "domain-histogram", "mechanism": "grr", "domain": {"integers": 4}}, len(numbers)
+    )
+    with pytest.raises(ValueError, match="local randomizer"):
+        tally.run_task(grr, numbers, clients=ids, sampling_key=KEY)

@@ -1154,29 +1154,40 @@ fn random_seed() -> u64 {
 /// `tally.run_task`: the task `spec` (a spec's JSON) asks for, of any kind the server runs,
 /// run as the server runs it over devices holding `data` (one device each, or `holders[i]`
 /// devices holding `data[i]` when `holders` is given), its coins from `seed` (a fresh one when
-/// `None`); the document the finished task publishes.
+/// `None`); the document the finished task publishes. With `clients` (device `i`'s id) and
+/// `sampling_key`, each device's coin of whether to send is keyed by its id.
 #[pyfunction]
-#[pyo3(signature = (spec, data, holders, seed=None))]
+#[pyo3(signature = (spec, data, holders, seed=None, clients=None, sampling_key=None))]
 fn run_task(
     py: Python<'_>,
     spec: &str,
     data: Vec<String>,
     holders: Option<Vec<u64>>,
     seed: Option<u64>,
+    clients: Option<Vec<String>>,
+    sampling_key: Option<&str>,
 ) -> PyResult<String> {
     let spec: TaskSpec = serde_json::from_str(spec)
         .map_err(|e| value_error(format!("invalid spec: not a task spec ({e})")))?;
     let seed = seed.unwrap_or_else(random_seed);
+    let key = sampling_key.map(derived_key).transpose()?;
     let held: Option<Vec<(String, u64)>> =
         holders.map(|holders| data.iter().cloned().zip(holders).collect());
-    py.detach(|| {
-        let devices = match &held {
-            Some(held) => tally_sim::Devices::Counted(held),
-            None => tally_sim::Devices::Each(&data),
-        };
-        tally_sim::run_task(&spec, devices, seed)
-    })
-    .map_err(value_error)
+    let named: Option<Vec<(String, String)>> =
+        clients.map(|clients| clients.into_iter().zip(data.iter().cloned()).collect());
+    let devices = match (&held, &named, &key) {
+        (None, None, None) => tally_sim::Devices::Each(&data),
+        (Some(held), None, None) => tally_sim::Devices::Counted(held),
+        (None, Some(devices), Some(key)) => tally_sim::Devices::Keyed { devices, key },
+        _ => {
+            return Err(value_error(
+                "invalid devices: keyed devices take both clients= and sampling_key=, and one \
+                 datum per device, not their counts",
+            ));
+        }
+    };
+    py.detach(|| tally_sim::run_task(&spec, devices, seed))
+        .map_err(value_error)
 }
 
 /// A column's values.

@@ -207,4 +207,17 @@ pub enum Error {
         /// The device's data.
         data: String,
     },
+    /// Keyed devices that give an id twice.
+    #[error(
+        "devices {first} and {again} both have id {id:?}: a keyed device flips one coin per id, \
+         so give each device once, with one datum (one row of a client that has several)"
+    )]
+    DeviceTwice {
+        /// The id.
+        id: String,
+        /// The first device with it, from 1.
+        first: u64,
+        /// The next, from 1.
+        again: u64,
+    },
 }

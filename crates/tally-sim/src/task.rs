@@ -3,7 +3,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 use tally_core::protocol::wire::DeviceResponder;
+use tally_core::sampling::{KeyedCoin, SamplingKey};
 use tally_messages::TaskSpec;
 use tally_protocol::{AskResponder, Engine, draw_public_coins};
 
@@ -28,6 +30,20 @@ pub enum Devices<'a, S> {
     /// law to [`Devices::Each`] over the data listed `holders` times each, at a cost of the
     /// distinct data rather than the devices.
     Counted(&'a [(S, u64)]),
+    /// One device per `(id, data)`, each id once, whose coin of whether to send is keyed:
+    /// device `id` sends in round `r` (from 1) when [`KeyedCoin::flip`]`(r, id)` of `key`
+    /// comes up heads, at the round's rate ([`DeviceResponder::sending_rate`]), as
+    /// [`crate::run_keyed_sample_threshold`] flips a client's coin. The devices' coins are
+    /// then a function of the key and their ids alone, whatever their order and wherever
+    /// they are answered. Only kinds whose devices flip that one coin, or none, run so; a
+    /// round's rate must be one a keyed coin uses exactly ([`tally_core::sampling::keyed_rate`]),
+    /// so the engine's guarantee is the guarantee of the coins flipped.
+    Keyed {
+        /// Each device's id and data.
+        devices: &'a [(S, S)],
+        /// The secret key of the coins.
+        key: &'a SamplingKey,
+    },
 }
 
 impl<S> Clone for Devices<'_, S> {
@@ -44,7 +60,22 @@ impl<S: AsRef<str>> Devices<'_, S> {
         match self {
             Self::Each(data) => data.len() as u64,
             Self::Counted(held) => held.iter().map(|(_, holders)| holders).sum(),
+            Self::Keyed { devices, .. } => devices.len() as u64,
         }
+    }
+
+    /// For keyed devices, the first id given twice, with the two devices, from 1, that share
+    /// it.
+    fn repeated_id(&self) -> Option<(String, u64, u64)> {
+        let Self::Keyed { devices, .. } = self else {
+            return None;
+        };
+        let mut first: FxHashMap<&str, usize> = FxHashMap::default();
+        devices.iter().enumerate().find_map(|(index, (id, _))| {
+            let id = id.as_ref();
+            let seen = *first.entry(id).or_insert(index);
+            (seen != index).then(|| (id.to_owned(), seen as u64 + 1, index as u64 + 1))
+        })
     }
 
     /// The first device, from 1, whose data `responder` cannot take, with its data.
@@ -62,6 +93,10 @@ impl<S: AsRef<str>> Devices<'_, S> {
                 let before: u64 = held[..index].iter().map(|(_, holders)| holders).sum();
                 Some((before + 1, held[index].0.as_ref().to_owned()))
             }
+            Self::Keyed { devices, .. } => devices
+                .iter()
+                .position(|(_, data)| refused(data))
+                .map(|index| (index as u64 + 1, devices[index].1.as_ref().to_owned())),
         }
     }
 }
@@ -78,20 +113,25 @@ impl<S: AsRef<str>> Devices<'_, S> {
 /// seeded with `seed`: the coins a server started with `Server::start_seeded(seed)` gives its
 /// rounds, in order. Every device uploads in every round (the cohort target plays no part).
 /// A kind whose mechanism publishes public coins and whose spec names none draws them from
-/// `seed`, as the server draws a new task's.
+/// `seed`, as the server draws a new task's. [`Devices::Keyed`] flip their coins with their
+/// key instead of the chunks' streams: their reports are then a function of the key and the
+/// devices, in any order; the aggregator's coins are still the seed's.
 ///
 /// # Privacy
 ///
 /// The release carries the guarantee the engine computes for `spec`, as on the server, only
-/// while `seed` is secret: whoever knows it knows every coin and noise draw of the run. Run
-/// it on proxy data to tune a task, not to release a statistic of private data.
+/// while `seed` (and the key of keyed devices) is secret: whoever knows it knows every coin
+/// and noise draw of the run. Run it on proxy data to tune a task, not to release a statistic
+/// of private data.
 ///
 /// # Errors
 ///
 /// [`Error::Task`] if the engine refuses `spec`, a round gets fewer uploads than
 /// `spec.rounds.min_cohort` (the server would not release it), or a round's aggregator refuses
-/// a report; [`Error::Device`] if a device's data cannot answer a round (a word in a round
-/// over numbers).
+/// a report, or keyed devices meet a round whose devices flip other coins than whether to send
+/// or whose rate a keyed coin cannot flip exactly; [`Error::Device`] if a device's data cannot
+/// answer a round (a word in a round over numbers); [`Error::DeviceTwice`] if keyed devices
+/// give an id twice.
 pub fn run_task<S: AsRef<str> + Sync>(
     spec: &TaskSpec,
     devices: Devices<'_, S>,
@@ -102,6 +142,9 @@ pub fn run_task<S: AsRef<str> + Sync>(
     draw_public_coins(&mut spec.kind, || public_coins.next_u64());
     let spec = &spec;
     let (mut engine, _) = Engine::build(spec).map_err(Error::Task)?;
+    if let Some((id, first, again)) = devices.repeated_id() {
+        return Err(Error::DeviceTwice { id, first, again });
+    }
     let uploads = devices.len();
     if uploads < spec.rounds.min_cohort {
         return Err(Error::Task(format!(
@@ -141,14 +184,15 @@ pub fn run_task<S: AsRef<str> + Sync>(
                         )
                     })
             }
-            Devices::Each(_) => None,
+            Devices::Each(_) | Devices::Keyed { .. } => None,
         };
         let aggregator = match counted {
             Some(aggregator) => aggregator,
             None => {
                 let mut aggregator = opened.aggregator;
-                for (report, times) in respond(devices, responder.as_ref(), max_bytes, devices_seed)
-                {
+                let reports = respond(devices, responder.as_ref(), max_bytes, round, devices_seed)
+                    .map_err(in_round)?;
+                for (report, times) in reports {
                     // One device's report is absorbed as the server absorbs it (with its own
                     // coin, where the aggregator flips them); several at once, in one step.
                     let absorbed = match times {
@@ -165,15 +209,21 @@ pub fn run_task<S: AsRef<str> + Sync>(
     Ok(engine.document(spec))
 }
 
-/// The reports `devices` send through `responder`, each with how many send it in a row, in
-/// the devices' order; chunk `k` of them flips its coins from stream `k` of `seed`.
+/// The reports `devices` send in round `round` through `responder`, each with how many send
+/// it in a row, in the devices' order; chunk `k` of them flips its coins from stream `k` of
+/// `seed`, but for the sending coins of keyed devices.
+///
+/// # Errors
+///
+/// Why keyed devices cannot answer the round ([`keyed_coin`]).
 fn respond<S: AsRef<str> + Sync>(
     devices: Devices<'_, S>,
     responder: &dyn DeviceResponder,
     max_bytes: usize,
+    round: usize,
     seed: u64,
-) -> Vec<(String, u64)> {
-    match devices {
+) -> Result<Vec<(String, u64)>, String> {
+    Ok(match devices {
         Devices::Each(data) => in_chunks(data, seed, |data, coins| {
             let report = responder.respond(data.as_ref(), max_bytes, coins);
             report.map(|report| (report, 1))
@@ -181,7 +231,55 @@ fn respond<S: AsRef<str> + Sync>(
         Devices::Counted(held) => in_chunks(held, seed, |(data, holders), coins| {
             responder.respond_held(data.as_ref(), *holders, max_bytes, coins)
         }),
+        Devices::Keyed { devices, key } => {
+            let coin = keyed_coin(responder, key)?;
+            in_chunks(devices, seed, |(id, data), coins| {
+                let sends = coin
+                    .as_ref()
+                    .is_none_or(|coin| coin.flip(round as u64, id.as_ref().as_bytes()));
+                let report = sends
+                    .then(|| responder.respond_sent(data.as_ref(), max_bytes, coins))
+                    .flatten();
+                report.map(|report| (report, 1))
+            })
+        }
+    })
+}
+
+/// The keyed coin of `key` that decides whether a device answering `responder` sends, or
+/// `None` where a device flips no coin.
+///
+/// # Errors
+///
+/// A responder whose devices flip other coins (a local randomizer's), which a key does not
+/// flip; a sending rate that is not a multiple of `2^-64`, which a keyed coin would flip at
+/// a lower rate than the one the engine's guarantee is computed for.
+fn keyed_coin(
+    responder: &dyn DeviceResponder,
+    key: &SamplingKey,
+) -> Result<Option<KeyedCoin>, String> {
+    let Some(rate) = responder.sending_rate() else {
+        return if responder.flips_no_coin() {
+            Ok(None)
+        } else {
+            Err(
+                "its devices flip coins of their own besides whether to send (a local \
+                 randomizer's), which keyed devices cannot flip by their key: give the devices \
+                 without ids and key, their coins drawn from the seed"
+                    .to_owned(),
+            )
+        };
+    };
+    let coin = KeyedCoin::new(key.clone(), rate).map_err(|e| e.to_string())?;
+    if coin.rate().to_bits() != rate.to_bits() {
+        return Err(format!(
+            "its devices send with probability {rate}, which a keyed coin cannot flip exactly \
+             (its rates are multiples of 2^-64; the nearest below is {}): give a sampling rate \
+             that is one, or the devices without ids and key",
+            coin.rate()
+        ));
     }
+    Ok(Some(coin))
 }
 
 /// What `answer` gives for each of `entries`, in order: the entries split into the chunks of

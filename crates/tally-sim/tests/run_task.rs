@@ -6,12 +6,14 @@ use serde_json::Value;
 use tally_accounting::Neighbours;
 use tally_accounting::numeric::ln_binomial_pmf;
 use tally_accounting::sample_threshold::Analysis;
+use tally_core::histogram::SampleThreshold;
+use tally_core::sampling::SamplingKey;
 use tally_messages::{
     DomainHistogramMechanism, HistogramMechanism, PROTOCOL_VERSION, PrivacyTarget, PublicDomain,
     QuantileMethod, RoundPolicy, Sampling, TaskKind, TaskSpec,
 };
 use tally_protocol::{AskResponder, Engine};
-use tally_sim::{Devices, Error, run_task};
+use tally_sim::{Devices, Error, KeyedPopulation, run_keyed_sample_threshold, run_task};
 use tally_stats_tests::binomial_interval;
 
 fn spec(kind: TaskKind, devices: usize, epsilon: f64) -> TaskSpec {
@@ -145,6 +147,22 @@ fn counted(listed: &[String]) -> Vec<(String, u64)> {
 enum Given {
     Each,
     Counted,
+    /// With ids, their coins keyed by a key derived from the run's seed.
+    Keyed,
+}
+
+/// Device `i`'s id, `"d{i}"`, beside each of `inputs`.
+fn with_ids(inputs: &[String]) -> Vec<(String, String)> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, data)| (format!("d{i}"), data.clone()))
+        .collect()
+}
+
+/// The sampling key of run `seed` of a law test.
+fn key_of(seed: u64) -> SamplingKey {
+    SamplingKey::derive(&seed.to_le_bytes()).unwrap()
 }
 
 /// A sample-and-threshold histogram whose `sampling` party flips the coins, its devices
@@ -173,12 +191,18 @@ fn assert_released_as_the_law_says(given: Given, sampling: Sampling) {
     let released = |holders: usize| {
         let inputs = devices(&[("x", holders)]);
         let held = counted(&inputs);
+        let named = with_ids(&inputs);
         let spec = spec(inputs.len());
         (0..RUNS)
             .filter(|&seed| {
+                let key = key_of(seed);
                 let devices = match given {
                     Given::Each => Devices::Each(&inputs),
                     Given::Counted => Devices::Counted(&held),
+                    Given::Keyed => Devices::Keyed {
+                        devices: &named,
+                        key: &key,
+                    },
                 };
                 let document: Value =
                     serde_json::from_str(&run_task(&spec, devices, seed).unwrap()).unwrap();
@@ -225,6 +249,200 @@ fn stat_counted_devices_keep_the_law_of_each_device() {
         assert_released_as_the_law_says(Given::Counted, sampling);
     }
     assert_released_as_the_law_says(Given::Each, Sampling::Device);
+}
+
+/// Devices whose coins are keyed by their ids release as the law of independent exact coins
+/// says, a new key per run: the keyed coins flip on the devices' side, and under the
+/// aggregator's coins the keyed devices flip none.
+#[test]
+fn stat_keyed_devices_keep_the_law_of_each_device() {
+    for sampling in [Sampling::Device, Sampling::Aggregator] {
+        assert_released_as_the_law_says(Given::Keyed, sampling);
+    }
+}
+
+/// The released `(item, count)` cells of a histogram document.
+fn released_cells(document: &str) -> Vec<(String, u64)> {
+    let document: Value = serde_json::from_str(document).unwrap();
+    let mut cells: Vec<(String, u64)> = document["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let item = i["item"].as_str().unwrap().to_owned();
+            (item, i["count"].as_u64().expect("a count"))
+        })
+        .collect();
+    cells.sort();
+    cells
+}
+
+/// A keyed sample-and-threshold histogram run as the server runs it flips the coins the keyed
+/// executor flips for round 1 and releases the same cells; the devices' order plays no part,
+/// in it and in a task of several rounds. A run keyed by another key releases other cells,
+/// so the comparison can fail.
+#[test]
+fn keyed_devices_release_what_the_keyed_executor_releases_in_any_order() {
+    let inputs = devices(&[("ab", 200), ("abc", 150), ("ba", 100), ("bb", 60)]);
+    let named = with_ids(&inputs);
+    let histogram = TaskSpec {
+        sampling: Sampling::Device,
+        ..spec(
+            TaskKind::Histogram {
+                mechanism: HistogramMechanism::SampleThreshold,
+                sampling_rate: Some(0.5),
+                threshold: None,
+            },
+            inputs.len(),
+            1.0,
+        )
+    };
+    let mechanism = SampleThreshold::calibrate_keyed(
+        1.0,
+        1e-6,
+        tally_accounting::sample_threshold::PlanTarget::SamplingRate(0.5),
+        Analysis::Tight,
+        Neighbours::AddRemove,
+    )
+    .unwrap();
+    let (ids, items): (Vec<&str>, Vec<&str>) = named
+        .iter()
+        .map(|(id, data)| (id.as_str(), data.as_str()))
+        .unzip();
+    let population = KeyedPopulation::from_rows(ids, items, "proxy").unwrap();
+    let mut reversed = named.clone();
+    reversed.reverse();
+    for secret in [b"one".as_slice(), b"two"] {
+        let key = SamplingKey::derive(secret).unwrap();
+        let document = run_task(
+            &histogram,
+            Devices::Keyed {
+                devices: &named,
+                key: &key,
+            },
+            9,
+        )
+        .unwrap();
+        let release = run_keyed_sample_threshold(&population, &mechanism, key.clone(), 1).unwrap();
+        let mut expected: Vec<(String, u64)> = release
+            .items
+            .iter()
+            .map(|cell| {
+                (
+                    population.item_name(cell.item).unwrap().to_owned(),
+                    cell.count,
+                )
+            })
+            .collect();
+        expected.sort();
+        assert!(!expected.is_empty());
+        assert_eq!(released_cells(&document), expected);
+        let backwards = run_task(
+            &histogram,
+            Devices::Keyed {
+                devices: &reversed,
+                key: &key,
+            },
+            10,
+        )
+        .unwrap();
+        assert_eq!(
+            backwards, document,
+            "the order or the seed changed the coins"
+        );
+    }
+    let other = |secret: &[u8]| {
+        let key = SamplingKey::derive(secret).unwrap();
+        let devices = Devices::Keyed {
+            devices: &named,
+            key: &key,
+        };
+        released_cells(&run_task(&histogram, devices, 9).unwrap())
+    };
+    assert_ne!(other(b"one"), other(b"two"));
+    // A task of three sample-and-threshold rounds: each round's coins are the key's alone.
+    let quantiles = TaskSpec {
+        sampling: Sampling::Device,
+        ..spec(
+            TaskKind::Quantiles {
+                method: QuantileMethod::Hierarchical,
+                quantiles: vec![0.5],
+                branching: None,
+                levels: 3,
+                consistent: false,
+                composition: None,
+                range: None,
+                sampling_rate: Some(0.5),
+                threshold: None,
+            },
+            3_000,
+            1.0,
+        )
+    };
+    let numbers: Vec<String> = (0..3_000).map(|i| format!("0.{}", i % 97)).collect();
+    let named = with_ids(&numbers);
+    let mut reversed = named.clone();
+    reversed.reverse();
+    let key = SamplingKey::derive(b"quantiles").unwrap();
+    let run = |devices: &[(String, String)], seed| {
+        let devices = Devices::Keyed { devices, key: &key };
+        run_task(&quantiles, devices, seed).unwrap()
+    };
+    assert_eq!(run(&named, 1), run(&reversed, 2));
+}
+
+/// Keyed devices are refused by name where their key cannot flip a round's coins as the
+/// engine's guarantee assumes, and where an id is given twice.
+#[test]
+fn keyed_devices_are_refused_where_a_key_cannot_flip_their_coins() {
+    let key = SamplingKey::derive(b"refusals").unwrap();
+    let numbers: Vec<String> = (0..3_000).map(|i| (i % 4).to_string()).collect();
+    let named = with_ids(&numbers);
+    let keyed = Devices::Keyed {
+        devices: &named,
+        key: &key,
+    };
+    let local = spec(
+        TaskKind::DomainHistogram {
+            mechanism: DomainHistogramMechanism::Grr,
+            domain: PublicDomain::Integers(4),
+            public_coins: None,
+        },
+        numbers.len(),
+        1.0,
+    );
+    let error = run_task(&local, keyed, 0).unwrap_err();
+    assert!(error.to_string().contains("local randomizer"), "{error}");
+    // 1e-5 lies in [2^-17, 2^-16): its last bit is worth 2^-69, below a keyed coin's 2^-64.
+    let rare = TaskSpec {
+        sampling: Sampling::Device,
+        ..spec(
+            TaskKind::Histogram {
+                mechanism: HistogramMechanism::SampleThreshold,
+                sampling_rate: Some(1e-5),
+                threshold: None,
+            },
+            numbers.len(),
+            20.0,
+        )
+    };
+    let error = run_task(&rare, keyed, 0).unwrap_err();
+    assert!(error.to_string().contains("cannot flip exactly"), "{error}");
+    let mut twice = named.clone();
+    twice[7].0 = "d3".to_owned();
+    match run_task(
+        &local,
+        Devices::Keyed {
+            devices: &twice,
+            key: &key,
+        },
+        0,
+    ) {
+        Err(Error::DeviceTwice { id, first, again }) => {
+            assert_eq!((id.as_str(), first, again), ("d3", 4, 8));
+        }
+        other => panic!("expected id d3 refused as given twice, got {other:?}"),
+    }
 }
 
 /// For kinds whose devices flip no coin, devices given as their data's counts release byte
@@ -306,6 +524,7 @@ fn stat_a_domain_round_over_counted_devices_keeps_its_law() {
                     let devices = match given {
                         Given::Each => Devices::Each(&listed),
                         Given::Counted => Devices::Counted(held),
+                        Given::Keyed => unreachable!("a local randomizer's devices are not keyed"),
                     };
                     let document: Value =
                         serde_json::from_str(&run_task(&spec, devices, seed).unwrap()).unwrap();

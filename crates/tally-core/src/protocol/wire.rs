@@ -103,6 +103,24 @@ pub trait DeviceResponder: Send + Sync + fmt::Debug {
         false
     }
 
+    /// Where a device's one coin is whether it sends, and what it sends is a function of its
+    /// data: the probability that it sends. `None` by default (a device that flips no coin,
+    /// or flips others). A simulator flips that coin for the device through it, keyed by the
+    /// device's id ([`crate::sampling::KeyedCoin`]).
+    fn sending_rate(&self) -> Option<f64> {
+        None
+    }
+
+    /// The report a device holding `data` sends once it sends: what
+    /// [`DeviceResponder::respond`] returns when the coin of
+    /// [`DeviceResponder::sending_rate`] comes up heads, under the same abstentions. By
+    /// default `respond` itself, which is that report for a responder that
+    /// [flips no coin](DeviceResponder::flips_no_coin); a responder with a sending rate
+    /// overrides it, and no caller asks it of one that flips other coins.
+    fn respond_sent(&self, data: &str, max_bytes: usize, rng: &mut dyn Rng) -> Option<String> {
+        self.respond(data, max_bytes, rng)
+    }
+
     /// The reports of `holders` devices that all hold `data`, each with how many of them send
     /// it, in the order first sent: in law, what `holders` independent calls of
     /// [`DeviceResponder::respond`] return, grouped. A simulator answers a population given
@@ -163,6 +181,21 @@ where
     fn respond(&self, data: &str, max_bytes: usize, mut rng: &mut dyn Rng) -> Option<String> {
         let report = self.fitting_cell(data, max_bytes)?;
         self.send(report, &mut rng)
+    }
+
+    /// A device flips no coin when the aggregator flips them.
+    fn flips_no_coin(&self) -> bool {
+        self.coins == CoinHolder::Aggregator
+    }
+
+    /// `p_s` under device-side coins: the device's one coin is whether it sends its cell.
+    fn sending_rate(&self) -> Option<f64> {
+        (self.coins == CoinHolder::Device).then(|| self.coin.sampling_rate())
+    }
+
+    /// The device's cell, encoded, if it fits `max_bytes`: no coin is flipped.
+    fn respond_sent(&self, data: &str, max_bytes: usize, _rng: &mut dyn Rng) -> Option<String> {
+        self.fitting_cell(data, max_bytes)
     }
 
     /// One report: sent by a `Bin(holders, p_s)` number of them, drawn exactly
