@@ -1,11 +1,11 @@
 //! Any registered task kind run as the server runs it: [`run_task`].
 
 use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha20Rng;
+use rand_chacha::{ChaCha12Rng, ChaCha20Rng};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use tally_core::protocol::wire::DeviceResponder;
-use tally_core::sampling::{KeyedCoin, SamplingKey};
+use tally_core::sampling::{KeyedCoin, PoissonSampler, SamplingKey};
 use tally_messages::TaskSpec;
 use tally_protocol::{AskResponder, Engine, draw_public_coins};
 
@@ -18,7 +18,9 @@ use crate::round::clients_per_chunk;
 #[derive(Debug)]
 pub enum Devices<'a, S> {
     /// One device per entry, answering with its own coins: the path every other is equal in
-    /// law to.
+    /// law to. Where a device's one coin is whether it sends
+    /// ([`DeviceResponder::sending_rate`]), the devices that send are drawn by exact geometric
+    /// gaps between them ([`PoissonSampler`]), in law their own coins, and only they answer.
     Each(&'a [S]),
     /// `holders` devices holding each `data`, in the order given: a population as its
     /// distinct data's counts. A round that can draws its aggregator from the counts alone
@@ -224,10 +226,29 @@ fn respond<S: AsRef<str> + Sync>(
     seed: u64,
 ) -> Result<Vec<(String, u64)>, String> {
     Ok(match devices {
-        Devices::Each(data) => in_chunks(data, seed, |data, coins| {
-            let report = responder.respond(data.as_ref(), max_bytes, coins);
-            report.map(|report| (report, 1))
-        }),
+        Devices::Each(data) => match responder.sending_rate() {
+            // Exact gap skipping: the sending devices' places, by exact geometric gaps
+            // between them, in law the devices' own coins; only they are answered.
+            Some(rate) => {
+                let sampler = PoissonSampler::new(rate).map_err(|e| e.to_string())?;
+                by_chunk(data, seed, |data, coins| {
+                    let sending: Vec<u64> = sampler.indices(data.len() as u64, coins).collect();
+                    sending
+                        .into_iter()
+                        .filter_map(|index| {
+                            // Unwrap safety: a sampled place is below the chunk's length.
+                            let data = data[usize::try_from(index).expect("a place")].as_ref();
+                            let report = responder.respond_sent(data, max_bytes, coins);
+                            report.map(|report| (report, 1))
+                        })
+                        .collect()
+                })
+            }
+            None => in_chunks(data, seed, |data, coins| {
+                let report = responder.respond(data.as_ref(), max_bytes, coins);
+                report.map(|report| (report, 1))
+            }),
+        },
         Devices::Counted(held) => in_chunks(held, seed, |(data, holders), coins| {
             responder.respond_held(data.as_ref(), *holders, max_bytes, coins)
         }),
@@ -282,9 +303,7 @@ fn keyed_coin(
     Ok(Some(coin))
 }
 
-/// What `answer` gives for each of `entries`, in order: the entries split into the chunks of
-/// [`crate::run_round`], run in parallel, chunk `k` answering with coins from stream `k` of
-/// `seed`.
+/// What `answer` gives for each of `entries`, in order, with coins as [`by_chunk`] gives.
 fn in_chunks<T, A>(
     entries: &[T],
     seed: u64,
@@ -294,15 +313,30 @@ where
     T: Sync,
     A: IntoIterator<Item = (String, u64)>,
 {
+    by_chunk(entries, seed, |entries, coins| {
+        entries
+            .iter()
+            .flat_map(|entry| answer(entry, coins))
+            .collect()
+    })
+}
+
+/// What `answer` gives for each chunk of `entries`, in order: the entries split into the
+/// chunks of [`crate::run_round`], run in parallel, chunk `k` answering with coins from stream
+/// `k` of `seed`.
+fn by_chunk<T: Sync>(
+    entries: &[T],
+    seed: u64,
+    answer: impl Fn(&[T], &mut ChaCha12Rng) -> Vec<(String, u64)> + Sync,
+) -> Vec<(String, u64)> {
     let answered: Vec<Vec<(String, u64)>> = entries
         .par_chunks(clients_per_chunk(entries.len()))
         .enumerate()
         .map(|(chunk, entries)| {
-            let mut coins = stream(seed, Purpose::DeviceCoins, chunk as u64);
-            entries
-                .iter()
-                .flat_map(|entry| answer(entry, &mut coins))
-                .collect()
+            answer(
+                entries,
+                &mut stream(seed, Purpose::DeviceCoins, chunk as u64),
+            )
         })
         .collect();
     answered.into_iter().flatten().collect()
