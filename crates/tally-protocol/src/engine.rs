@@ -20,13 +20,17 @@ use tally_accounting::{Collusion, Guarantee, Neighbours, TrustModel};
 use tally_core::heavy_hitters::{
     PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieOutput,
 };
+use tally_core::histogram::DomainMap;
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
-use tally_core::protocol::wire::{WireAggregator, WireCell, WireRelease};
+use tally_core::protocol::wire::{
+    BoundedDomainQuery, WireAggregator, WireCell, WireRelease, admitting,
+};
 use tally_core::protocol::{
-    BucketOfLevel, DeviceQuery, QuantileSearches, RoundProtocol, SampleThresholdRound, SideOfSplit,
-    SingleRound, ThresholdCell, WholeItem,
+    BucketOfLevel, CountedRound, DeviceQuery, MultiMessage, QuantileSearches, RoundAggregator,
+    RoundProtocol, SampleThresholdRound, SideOfSplit, SingleRound, ThresholdCell, WholeItem,
+    WireReport,
 };
 use tally_core::quantiles::{
     HierarchicalConfig, HierarchicalHistogram, LevelQuery, MAX_SEARCH_ROUNDS, QuantileSearch,
@@ -314,6 +318,57 @@ pub trait CountedAggregate: Send {
         held: &mut dyn Iterator<Item = (&str, u64)>,
         devices: &mut dyn Rng,
     ) -> Option<Box<dyn WireAggregator>>;
+}
+
+/// The aggregator of a round whose devices hold an element of a public domain, drawn from how
+/// many devices hold each element ([`CountedRound::aggregate_counts`]): what a kind over
+/// such rounds gives as its [`Kind::counted`].
+struct ElementCounts<R> {
+    round: R,
+    map: DomainMap,
+    rng: ChaCha20Rng,
+}
+
+impl<R: RoundProtocol<Query: BoundedDomainQuery>> ElementCounts<R> {
+    /// The aggregate of `round`, its own coins `rng`.
+    fn boxed(round: R, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>>
+    where
+        Self: CountedAggregate + 'static,
+    {
+        let map = round.query().domain_map();
+        Some(Box::new(Self { round, map, rng }))
+    }
+}
+
+impl<R> CountedAggregate for ElementCounts<R>
+where
+    R: CountedRound<
+            Query: BoundedDomainQuery
+                       + DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport> + Clone>
+                       + Clone
+                       + Send
+                       + 'static,
+            Aggregator: Send + 'static,
+            Release: WireRelease,
+        > + Send,
+{
+    /// The aggregator the round draws from the elements' counts, merged into one with the
+    /// round's coins, as the simulator's `run_counted_round` does; shuffled rounds skip the
+    /// shuffle, whose permutation their analyzer's release does not see.
+    fn aggregate(
+        self: Box<Self>,
+        held: &mut dyn Iterator<Item = (&str, u64)>,
+        devices: &mut dyn Rng,
+    ) -> Option<Box<dyn WireAggregator>> {
+        let mut counts = vec![0_u64; self.map.size() as usize];
+        for (data, holders) in held.filter(|&(_, holders)| holders > 0) {
+            counts[self.map.element(data)? as usize] += holders;
+        }
+        let answered = self.round.aggregate_counts(&counts, devices)?;
+        let mut aggregator = self.round.aggregator(self.rng);
+        aggregator.merge(answered);
+        Some(admitting(self.round.query().clone(), aggregator))
+    }
 }
 
 /// A task in progress, whatever its kind.

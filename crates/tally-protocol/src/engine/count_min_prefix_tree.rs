@@ -13,7 +13,9 @@ use tally_core::shuffle::{CountMinRound, PrefixLevelRound, ShuffleHeavyHitters};
 use tally_messages::{PrivacyTarget, Sampling, TaskKind, TaskSpec};
 
 use super::domain::{check_count_min_cohort, check_shuffle_cohort};
-use super::{Engine, Kind, TaskDefinition, driven, input_description};
+use super::{
+    CountedAggregate, ElementCounts, Engine, Kind, TaskDefinition, driven, input_description,
+};
 use crate::document::{self, COUNT_MIN_PREFIX_TREE};
 
 /// What a prefix-tree task is asked for, besides its privacy target.
@@ -166,6 +168,16 @@ impl Kind for PrefixTree {
         Ok(Some(self.protocol.collusion(colluding_fraction)?))
     }
 
+    /// The level's [`CountedRound::aggregate_counts`](tally_core::protocol::CountedRound)
+    /// over the items' prefixes.
+    fn counted(
+        &self,
+        round: PrefixLevelRound<CountMinRound>,
+        rng: ChaCha20Rng,
+    ) -> Option<Box<dyn CountedAggregate>> {
+        ElementCounts::boxed(round, rng)
+    }
+
     /// The document `tally heavy-hitters --algorithm count-min-prefix-tree --json` prints for
     /// the same parameters (no seed, no truth).
     fn document(
@@ -191,6 +203,7 @@ mod tests {
     use tally_accounting::sample_threshold::Analysis;
     use tally_core::protocol::DeviceQuery;
     use tally_core::protocol::WireReport;
+    use tally_core::protocol::wire::WireRelease;
     use tally_core::task::Task;
     use tally_messages::{Ask, PROTOCOL_VERSION, RoundPolicy, TaskKind};
 
@@ -297,6 +310,38 @@ mod tests {
         let document: serde_json::Value = serde_json::from_str(&engine.document(&spec)).unwrap();
         assert_eq!(document["items"][0]["item"], "2", "{document}");
         assert_eq!(document["found_items"], 1, "{document}");
+    }
+
+    /// Every level opened for a simulator draws its aggregator from how many devices hold
+    /// each item: the common item's prefix stands out as when every device answers, and an
+    /// item outside `0..2^L` draws nothing (every device answers instead).
+    #[test]
+    fn each_level_draws_its_aggregator_from_the_devices_counts() {
+        let (mut engine, _) =
+            build(&task(), &privacy(), DEVICES, DEVICES, MAX_REPORT_BYTES).unwrap();
+        for level in 1..=2_usize {
+            assert!(engine.advance());
+            let aggregate = |held: &[(&str, u64)]| {
+                engine
+                    .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
+                    .expect("a level draws from counts")
+                    .aggregate(
+                        &mut held.iter().copied(),
+                        &mut ChaCha20Rng::seed_from_u64(2),
+                    )
+            };
+            let held = [("0", 20), ("1", 20), ("2", 2_940), ("3", 20)];
+            let aggregator = aggregate(&held).expect("drawn");
+            let cells = aggregator.release();
+            let estimates = Estimates::from_cells(cells.clone()).unwrap().0;
+            // Level 1's prefixes are 0 (items 0, 1) and 1 (items 2, 3); level 2's the items.
+            assert_eq!(estimates.len(), 2 << (level - 1));
+            let heavy = if level == 1 { 1 } else { 2 };
+            assert!(estimates[heavy] > 2_000.0, "level {level}: {estimates:?}");
+            let out_of_domain = [("2", 2_999), ("4", 1)];
+            assert!(aggregate(&out_of_domain).is_none(), "level {level}");
+            engine.observe(cells).unwrap();
+        }
     }
 
     /// The fit is checked at every level: at `ε = 2.5` (1.25 a level, calibrated by the exact

@@ -5,20 +5,21 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use rand::Rng;
 use rand_chacha::ChaCha20Rng;
 use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::shuffle::ShuffleBound;
 use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::histogram::{DomainHistogram, DomainMap, SampleThreshold};
-use tally_core::protocol::wire::{BoundedDomainQuery, WireAggregator, admitting};
-use tally_core::protocol::{RoundAggregator, SingleRound};
+use tally_core::protocol::SingleRound;
+use tally_core::protocol::wire::BoundedDomainQuery;
 use tally_messages::{
     DomainBody, DomainElementBody, DomainHistogramMechanism, DomainHistogramRelease, PrivacyTarget,
     PublicDomain, Sampling, TaskKind, TaskSpec,
 };
 
-use super::{CountedAggregate, Engine, Kind, TaskDefinition, driven, input_description};
+use super::{
+    CountedAggregate, ElementCounts, Engine, Kind, TaskDefinition, driven, input_description,
+};
 use crate::diagnosis::delta_warning;
 use crate::{
     BuildDomainRound, DomainRoundVisitor, FederatedDomainRound, ShuffleCalibration, domain_map,
@@ -263,33 +264,6 @@ impl<R> Clone for Domain<R> {
     }
 }
 
-/// A domain round's aggregator drawn from how many devices hold each element.
-struct DomainCounts<R> {
-    round: R,
-    map: DomainMap,
-    rng: ChaCha20Rng,
-}
-
-impl<R: FederatedDomainRound> CountedAggregate for DomainCounts<R> {
-    /// The aggregator the round draws from the elements' counts, merged into one with the
-    /// round's coins, as the simulator's `run_counted_round` does; shuffled rounds skip the
-    /// shuffle, whose permutation their analyzer's release does not see.
-    fn aggregate(
-        self: Box<Self>,
-        held: &mut dyn Iterator<Item = (&str, u64)>,
-        devices: &mut dyn Rng,
-    ) -> Option<Box<dyn WireAggregator>> {
-        let mut counts = vec![0_u64; self.map.size() as usize];
-        for (data, holders) in held.filter(|&(_, holders)| holders > 0) {
-            counts[self.map.element(data)? as usize] += holders;
-        }
-        let answered = self.round.aggregate_counts(&counts, devices)?;
-        let mut aggregator = self.round.aggregator(self.rng);
-        aggregator.merge(answered);
-        Some(admitting(self.round.query().clone(), aggregator))
-    }
-}
-
 impl<R: FederatedDomainRound> Kind for Domain<R> {
     type Task = SingleRound<R, R::Release>;
     type Round = R;
@@ -319,11 +293,7 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
 
     /// The round's own [`CountedRound::aggregate_counts`] over its domain's elements.
     fn counted(&self, round: R, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
-        Some(Box::new(DomainCounts {
-            round,
-            map: self.map,
-            rng,
-        }))
+        ElementCounts::boxed(round, rng)
     }
 
     /// The document `tally histogram --mechanism M --json` prints for the same parameters
