@@ -20,7 +20,6 @@ use tally_accounting::{Collusion, Guarantee, Neighbours, TrustModel};
 use tally_core::heavy_hitters::{
     PrefixRound, TrieHhPlus, TrieHhPlusConfig, TrieHhPlusQuery, TrieOutput,
 };
-use tally_core::histogram::DomainMap;
 use tally_core::histogram::{
     ReleasedCount, RoundPlan, SampleThreshold, SampleThresholdRelease, plan_rounds,
 };
@@ -320,31 +319,67 @@ pub trait CountedAggregate: Send {
     ) -> Option<Box<dyn WireAggregator>>;
 }
 
-/// The aggregator of a round whose devices hold an element of a public domain, drawn from how
-/// many devices hold each element ([`CountedRound::aggregate_counts`]): what a kind over
-/// such rounds gives as its [`Kind::counted`].
-struct ElementCounts<R> {
+/// How a round draws its aggregate from how many devices hold each element, when it can.
+type DrawFromCounts<R> = fn(&R, &[u64], &mut dyn Rng) -> Option<<R as RoundProtocol>::Aggregator>;
+
+/// The aggregator of a round drawn from how many devices hold each element of its domain
+/// (for example [`CountedRound::aggregate_counts`]): what a kind whose rounds can draw one
+/// gives as its [`Kind::counted`].
+pub(super) struct ElementCounts<R: RoundProtocol> {
     round: R,
-    map: DomainMap,
     rng: ChaCha20Rng,
+    /// The number of elements.
+    size: usize,
+    /// The element a device holding a datum counts at, if any.
+    element: fn(&R::Query, &str) -> Option<u32>,
+    /// The aggregate drawn from how many devices hold each element, if the round can draw it.
+    draw: DrawFromCounts<R>,
 }
 
-impl<R: RoundProtocol<Query: BoundedDomainQuery>> ElementCounts<R> {
-    /// The aggregate of `round`, its own coins `rng`.
-    fn boxed(round: R, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>>
+impl<R: RoundProtocol> ElementCounts<R> {
+    /// The aggregate of `round`, its own coins `rng`, over `size` elements: a device holding a
+    /// datum counts at its `element`, and `draw` draws the aggregate from the counts.
+    pub(super) fn boxed(
+        round: R,
+        rng: ChaCha20Rng,
+        size: usize,
+        element: fn(&R::Query, &str) -> Option<u32>,
+        draw: DrawFromCounts<R>,
+    ) -> Option<Box<dyn CountedAggregate>>
     where
         Self: CountedAggregate + 'static,
     {
-        let map = round.query().domain_map();
-        Some(Box::new(Self { round, map, rng }))
+        Some(Box::new(Self {
+            round,
+            rng,
+            size,
+            element,
+            draw,
+        }))
+    }
+
+    /// The aggregate of `round`, a round whose devices hold an element of a public domain
+    /// ([`BoundedDomainQuery::domain_map`]), drawn by [`CountedRound::aggregate_counts`].
+    pub(super) fn of_domain(round: R, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>>
+    where
+        R: CountedRound<Query: BoundedDomainQuery>,
+        Self: CountedAggregate + 'static,
+    {
+        let size = round.query().domain_map().size() as usize;
+        Self::boxed(
+            round,
+            rng,
+            size,
+            |query, data| query.domain_map().element(data),
+            |round, counts, rng| round.aggregate_counts(counts, rng),
+        )
     }
 }
 
 impl<R> CountedAggregate for ElementCounts<R>
 where
-    R: CountedRound<
-            Query: BoundedDomainQuery
-                       + DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport> + Clone>
+    R: RoundProtocol<
+            Query: DeviceQuery<Report: WireReport + MultiMessage<Message: WireReport> + Clone>
                        + Clone
                        + Send
                        + 'static,
@@ -360,14 +395,15 @@ where
         held: &mut dyn Iterator<Item = (&str, u64)>,
         devices: &mut dyn Rng,
     ) -> Option<Box<dyn WireAggregator>> {
-        let mut counts = vec![0_u64; self.map.size() as usize];
+        let query = self.round.query();
+        let mut counts = vec![0_u64; self.size];
         for (data, holders) in held.filter(|&(_, holders)| holders > 0) {
-            counts[self.map.element(data)? as usize] += holders;
+            counts[(self.element)(query, data)? as usize] += holders;
         }
-        let answered = self.round.aggregate_counts(&counts, devices)?;
+        let answered = (self.draw)(&self.round, &counts, devices)?;
         let mut aggregator = self.round.aggregator(self.rng);
         aggregator.merge(answered);
-        Some(admitting(self.round.query().clone(), aggregator))
+        Some(admitting(query.clone(), aggregator))
     }
 }
 

@@ -10,7 +10,7 @@ use tally_core::histogram::SampleThreshold;
 use tally_core::sampling::SamplingKey;
 use tally_messages::{
     DomainHistogramMechanism, HistogramMechanism, PROTOCOL_VERSION, PrivacyTarget, PublicDomain,
-    QuantileMethod, RoundPolicy, Sampling, TaskKind, TaskSpec,
+    QuantileMethod, RangeTreeMechanism, RoundPolicy, Sampling, TaskKind, TaskSpec, TreeReading,
 };
 use tally_protocol::{AskResponder, Engine};
 use tally_sim::{Devices, Error, KeyedPopulation, run_keyed_sample_threshold, run_task};
@@ -565,35 +565,18 @@ fn stat_a_domain_round_over_counted_devices_keeps_its_law() {
     }
 }
 
-/// Ghazi et al.'s Count-Min prefix tree over the items `0..4`, its devices given as counts:
-/// each level draws its aggregate from the items' counts (`Kind::counted`). The common item's
-/// released estimate keeps the law it has when every device answers in turn: over 30 seeds
-/// each, the counted runs' mean and the listed runs' mean differ by at most 4.89 standard
-/// errors of the difference (α ≈ 1e-6); counted devices 60 holders short are caught.
-#[test]
-fn stat_a_prefix_tree_over_counted_devices_keeps_its_law() {
+/// Runs of `spec` over devices given as counts keep the law of every device answering in
+/// turn: over 30 seeds each, the mean of `estimate` of the runs over `held(holders)` counted
+/// and listed differ by at most 4.89 standard errors of the difference (α ≈ 1e-6), and counted
+/// devices `short` holders short are caught.
+fn assert_counted_keeps_the_law(
+    spec: &TaskSpec,
+    held: impl Fn(u64) -> Vec<(String, u64)>,
+    holders: u64,
+    short: u64,
+    estimate: impl Fn(&Value) -> f64,
+) {
     const RUNS: u64 = 30;
-    let mut spec = spec(
-        TaskKind::CountMinPrefixTree {
-            domain_bits: 2,
-            threshold: 160,
-            failure_probability: None,
-            public_coins: Some(5),
-        },
-        3_000,
-        54.0,
-    );
-    spec.privacy.neighbours = Neighbours::ReplaceOne;
-    spec.rounds.min_cohort = 3_000;
-    spec.rounds.max_report_bytes = tally_messages::MAX_REPORT_BYTES;
-    let held = |heavy: u64| -> Vec<(String, u64)> {
-        vec![
-            ("0".into(), 20),
-            ("1".into(), 20),
-            ("2".into(), heavy),
-            ("3".into(), 3_000 - 40 - heavy),
-        ]
-    };
     let estimates = |held: &[(String, u64)], given: Given| -> Vec<f64> {
         let listed: Vec<String> = held
             .iter()
@@ -608,14 +591,8 @@ fn stat_a_prefix_tree_over_counted_devices_keeps_its_law() {
                         unreachable!("devices flipping a randomizer's coins are not keyed")
                     }
                 };
-                let document: Value =
-                    serde_json::from_str(&run_task(&spec, devices, seed).unwrap()).unwrap();
-                let items = document["items"].as_array().expect("items");
-                let heavy = items
-                    .iter()
-                    .find(|i| i["item"] == "2")
-                    .expect("item 2 found");
-                heavy["estimate"].as_f64().expect("an estimate")
+                let document = run_task(spec, devices, seed).unwrap();
+                estimate(&serde_json::from_str(&document).unwrap())
             })
             .collect()
     };
@@ -625,21 +602,76 @@ fn stat_a_prefix_tree_over_counted_devices_keeps_its_law() {
             values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (values.len() - 1) as f64;
         (mean, variance)
     };
-    let (listed, listed_variance) = mean_and_variance(&estimates(&held(2_000), Given::Each));
+    let (listed, listed_variance) = mean_and_variance(&estimates(&held(holders), Given::Each));
     let z = |counted: &[f64]| {
         let (mean, variance) = mean_and_variance(counted);
         (mean - listed) / ((variance + listed_variance) / RUNS as f64).sqrt()
     };
-    let counted = z(&estimates(&held(2_000), Given::Counted));
+    let counted = z(&estimates(&held(holders), Given::Counted));
     assert!(
         counted.abs() <= 4.89,
-        "counted and listed differ by {counted} standard errors"
+        "{:?}: counted and listed differ by {counted} standard errors",
+        spec.kind
     );
-    let mutant = z(&estimates(&held(1_940), Given::Counted));
+    let mutant = z(&estimates(&held(holders - short), Given::Counted));
     assert!(
         mutant.abs() > 4.89,
-        "the mutant passes: {mutant} standard errors"
+        "{:?}: the mutant passes: {mutant} standard errors",
+        spec.kind
     );
+}
+
+/// Ghazi et al.'s shuffle rounds whose devices hold an element of `0..2^L` or a number, their
+/// devices given as counts: each draws its aggregate from the counts (`Kind::counted`), and
+/// keeps the law of every device answering ([`assert_counted_keeps_the_law`]): the Count-Min
+/// prefix tree over the items `0..4` (the common item's estimate) and Ghazi's Hadamard range
+/// tree over `[0, 1]` (the count of `[0.25, 0.75)`); in each, 60 holders short are caught.
+#[test]
+fn stat_shuffle_trees_over_counted_devices_keep_their_law() {
+    let shuffled = |kind| {
+        let mut spec = spec(kind, 3_000, 54.0);
+        spec.privacy.neighbours = Neighbours::ReplaceOne;
+        spec.rounds.min_cohort = 3_000;
+        spec.rounds.max_report_bytes = tally_messages::MAX_REPORT_BYTES;
+        spec
+    };
+    let prefix_tree = shuffled(TaskKind::CountMinPrefixTree {
+        domain_bits: 2,
+        threshold: 160,
+        failure_probability: None,
+        public_coins: Some(5),
+    });
+    let items = |heavy: u64| -> Vec<(String, u64)> {
+        vec![
+            ("0".into(), 20),
+            ("1".into(), 20),
+            ("2".into(), heavy),
+            ("3".into(), 3_000 - 40 - heavy),
+        ]
+    };
+    assert_counted_keeps_the_law(&prefix_tree, items, 2_000, 60, |document| {
+        let items = document["items"].as_array().expect("items");
+        let heavy = items
+            .iter()
+            .find(|i| i["item"] == "2")
+            .expect("item 2 found");
+        heavy["estimate"].as_f64().expect("an estimate")
+    });
+    let mut range_tree = shuffled(TaskKind::RangeTree {
+        mechanism: RangeTreeMechanism::GhaziHadamard,
+        levels: 3,
+        range: None,
+        reading: TreeReading::Range { lo: 0.25, hi: 0.75 },
+        failure_probability: None,
+        public_coins: None,
+    });
+    range_tree.privacy.epsilon = 8.0;
+    let numbers = |inside: u64| -> Vec<(String, u64)> {
+        vec![("0.3".into(), inside), ("0.9".into(), 3_000 - inside)]
+    };
+    assert_counted_keeps_the_law(&range_tree, numbers, 1_500, 60, |document| {
+        document["estimate"].as_f64().expect("an estimate")
+    });
 }
 
 /// What cannot run is refused by name: data a round cannot take, and too few devices for a

@@ -173,6 +173,25 @@ impl<O: SetOracleRound> NumberTreeRound<O> {
     }
 }
 
+impl<O: SetOracleRound> NumberTreeRound<O> {
+    /// The aggregator after every device answered, `counts[j]` of them holding a number of
+    /// leaf `j` ([`NumberTreeQuery::leaf`]), drawn with the same law from these counts alone
+    /// when the oracle can ([`SetOracleRound::aggregate_sets`]), as the tree over leaves draws
+    /// its own ([`crate::protocol::CountedRound`]); its devices' coins from `rng`.
+    ///
+    /// # Panics
+    ///
+    /// If `counts` does not have one entry per leaf.
+    pub fn aggregate_leaf_counts<R: Rng + ?Sized>(
+        &self,
+        counts: &[u64],
+        rng: &mut R,
+    ) -> Option<O::Aggregator> {
+        let holders = self.query.tree().leaf_holders(counts);
+        self.oracle.aggregate_sets(&holders, rng)
+    }
+}
+
 impl<O: SetOracleRound> RoundProtocol for NumberTreeRound<O> {
     type Query = NumberTreeQuery<O::Query>;
     type Release = Estimates;

@@ -360,7 +360,28 @@ impl<O: SetOracleRound> CountedRound for RangeRound<O> {
         counts: &[u64],
         rng: &mut R,
     ) -> Option<RangeAggregator<O::Aggregator>> {
-        let shape = self.query.shape;
+        self.oracle
+            .aggregate_sets(&self.query.leaf_holders(counts), rng)
+            .map(|oracle| self.counts(oracle))
+    }
+}
+
+/// The query of a [`RangeRound`]: the tree's shape and the oracle's query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeQuery<Q> {
+    shape: TreeShape,
+    oracle: Q,
+}
+
+impl<Q> RangeQuery<Q> {
+    /// How many of the sets the devices report contain each chosen node, and how many have
+    /// each size, when `counts[j]` devices hold leaf `j`.
+    ///
+    /// # Panics
+    ///
+    /// If `counts` does not have one entry per leaf.
+    pub(crate) fn leaf_holders(&self, counts: &[u64]) -> SetHolders {
+        let shape = self.shape;
         assert_eq!(counts.len(), shape.domain() as usize, "one count per leaf");
         let mut holders = SetHolders {
             of_item: vec![0; shape.domain() as usize],
@@ -377,17 +398,8 @@ impl<O: SetOracleRound> CountedRound for RangeRound<O> {
             }
             holders.of_size[set.len()] += count;
         }
-        self.oracle
-            .aggregate_sets(&holders, rng)
-            .map(|oracle| self.counts(oracle))
+        holders
     }
-}
-
-/// The query of a [`RangeRound`]: the tree's shape and the oracle's query.
-#[derive(Clone, Debug, PartialEq)]
-pub struct RangeQuery<Q> {
-    shape: TreeShape,
-    oracle: Q,
 }
 
 impl<Q: SetQuery + BoundedDomainQuery> RangeQuery<Q> {

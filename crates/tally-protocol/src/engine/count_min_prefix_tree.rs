@@ -175,7 +175,7 @@ impl Kind for PrefixTree {
         round: PrefixLevelRound<CountMinRound>,
         rng: ChaCha20Rng,
     ) -> Option<Box<dyn CountedAggregate>> {
-        ElementCounts::boxed(round, rng)
+        ElementCounts::of_domain(round, rng)
     }
 
     /// The document `tally heavy-hitters --algorithm count-min-prefix-tree --json` prints for

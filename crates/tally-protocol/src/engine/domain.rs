@@ -293,7 +293,7 @@ impl<R: FederatedDomainRound> Kind for Domain<R> {
 
     /// The round's own [`CountedRound::aggregate_counts`] over its domain's elements.
     fn counted(&self, round: R, rng: ChaCha20Rng) -> Option<Box<dyn CountedAggregate>> {
-        ElementCounts::boxed(round, rng)
+        ElementCounts::of_domain(round, rng)
     }
 
     /// The document `tally histogram --mechanism M --json` prints for the same parameters

@@ -8,7 +8,7 @@ use tally_accounting::ghazi::DEFAULT_COUNT_MIN_BETA;
 use tally_accounting::{Collusion, Guarantee, Neighbours};
 use tally_core::histogram::SampleThreshold;
 use tally_core::protocol::wire::BoundedDomainQuery;
-use tally_core::protocol::{DeviceQuery, Estimates, RoundProtocol, SingleRound};
+use tally_core::protocol::{DeviceInput, DeviceQuery, Estimates, RoundProtocol, SingleRound};
 use tally_core::quantiles::ValueRange;
 use tally_core::shuffle::{NumberTreeRound, RangeRound, SetOracleRound, ShuffleQuantiles};
 use tally_messages::{
@@ -17,7 +17,10 @@ use tally_messages::{
 };
 
 use super::domain::{check_count_min_cohort, check_shuffle_cohort};
-use super::{Engine, Kind, TaskDefinition, driven, input_description, value_range};
+use super::{
+    CountedAggregate, ElementCounts, Engine, Kind, TaskDefinition, driven, input_description,
+    value_range,
+};
 use crate::PublishedQuery;
 use crate::document::{self, TreeDocument};
 use crate::shuffler::ShuffledReport;
@@ -302,6 +305,23 @@ where
         Ok(Some(self.tree.collusion(colluding_fraction)?))
     }
 
+    /// The oracle's aggregate from how many devices' numbers fall in each leaf
+    /// ([`NumberTreeRound::aggregate_leaf_counts`]); a datum that is no number draws nothing.
+    fn counted(
+        &self,
+        round: NumberTreeRound<O>,
+        rng: ChaCha20Rng,
+    ) -> Option<Box<dyn CountedAggregate>> {
+        let leaves = round.query().tree().domain() as usize;
+        ElementCounts::boxed(
+            round,
+            rng,
+            leaves,
+            |query, data| Some(query.leaf(f64::read(data, |x| *x)?)),
+            |round, counts, rng| round.aggregate_leaf_counts(counts, rng),
+        )
+    }
+
     /// The document `tally range --mechanism M --json` or `tally quantiles --mechanism M
     /// --json` prints for the same parameters (no seed).
     fn document(
@@ -364,12 +384,10 @@ mod tests {
 
     use super::*;
 
-    /// A Count-Min range tree whose rounds would wait for more devices than its blanket cap
-    /// counts is refused, as the Count-Min histogram and prefix tree are; Ghazi's Hadamard tree
-    /// caps nothing and is not refused for it.
-    #[test]
-    fn a_count_min_tree_waits_for_at_most_the_devices_its_cap_counts() {
-        let spec = |mechanism| TaskSpec {
+    /// A range tree of 3 levels over `[0, 1]` for 3,000 devices at `ε = 8`, counting
+    /// `[0.25, 0.75)`, that waits for 3,001.
+    fn spec(mechanism: RangeTreeMechanism) -> TaskSpec {
+        TaskSpec {
             version: PROTOCOL_VERSION,
             population: "numbers".into(),
             expected_population: 3000,
@@ -393,7 +411,58 @@ mod tests {
                 ..RoundPolicy::default()
             },
             sampling: Sampling::Aggregator,
-        };
+        }
+    }
+
+    /// A tree round opened for a simulator draws its aggregator from how many devices'
+    /// numbers fall in each leaf, on either oracle: the range's 2,000 devices (a number below
+    /// the range counts at its low end, outside `[0.25, 0.75)`) stand out as when every device
+    /// answers; a datum that is no number draws nothing (every device answers instead).
+    #[test]
+    fn a_tree_round_draws_its_aggregator_from_the_devices_counts() {
+        // Count-Min's reports fit the largest limit at ε = 54 and 2 levels.
+        for (mechanism, epsilon, depth) in [
+            (RangeTreeMechanism::GhaziHadamard, 8.0, 3),
+            (RangeTreeMechanism::GhaziCountMin, 54.0, 2),
+        ] {
+            let mut spec = spec(mechanism);
+            spec.privacy.epsilon = epsilon;
+            if let TaskKind::RangeTree { levels, .. } = &mut spec.kind {
+                *levels = depth;
+            }
+            spec.rounds.cohort_target = None;
+            spec.rounds.max_report_bytes = tally_messages::MAX_REPORT_BYTES;
+            let (mut engine, _) = Engine::build(&spec).unwrap();
+            assert!(engine.advance());
+            let aggregate = |held: &[(&str, u64)]| {
+                engine
+                    .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
+                    .expect("a tree round draws from counts")
+                    .aggregate(
+                        &mut held.iter().copied(),
+                        &mut ChaCha20Rng::seed_from_u64(2),
+                    )
+            };
+            let not_a_number = [("0.3", 2_999), ("apple", 1)];
+            assert!(aggregate(&not_a_number).is_none(), "{mechanism:?}");
+            let held = [("0.3", 1_200), ("0.7", 800), ("0.9", 500), ("-4", 500)];
+            let aggregator = aggregate(&held).expect("drawn");
+            engine.observe(aggregator.release()).unwrap();
+            let document: serde_json::Value =
+                serde_json::from_str(&engine.document(&spec)).unwrap();
+            let estimate = document["estimate"].as_f64().expect("an estimate");
+            assert!(
+                (estimate - 2_000.0).abs() < 300.0,
+                "{mechanism:?}: {document}"
+            );
+        }
+    }
+
+    /// A Count-Min range tree whose rounds would wait for more devices than its blanket cap
+    /// counts is refused, as the Count-Min histogram and prefix tree are; Ghazi's Hadamard tree
+    /// caps nothing and is not refused for it.
+    #[test]
+    fn a_count_min_tree_waits_for_at_most_the_devices_its_cap_counts() {
         let refused = Engine::build(&spec(RangeTreeMechanism::GhaziCountMin))
             .err()
             .expect("refused");
