@@ -643,7 +643,7 @@ impl CountMinParams {
                 "blanket probability",
                 format!(
                     "{which} needs a blanket probability γ ≤ 1/2 at ε = {epsilon}, δ_L = \
-                     {lemma_delta}, so at least {fewest} users (got {users})"
+                     {lemma_delta:.3e} (0.99·δ), so at least {fewest} users (got {users})"
                 ),
             ));
         };
@@ -989,6 +989,26 @@ mod tests {
         let thm = hadamard_rho_theorem(1, 1.0, 1e-6).unwrap();
         assert!((thm - 533.36).abs() < 0.005, "{thm}");
         assert_eq!(ceil_up(thm), 534);
+    }
+
+    /// A Count-Min calibration for too few users says how many it needs, with `δ_L` rounded
+    /// for people to read, not `0.99·δ` to the last bit.
+    #[test]
+    fn too_few_users_for_count_min_are_refused_with_a_readable_delta() {
+        let refused = CountMinParams::with_analysis(
+            100,
+            16,
+            1,
+            (1.0, 1e-6),
+            DEFAULT_COUNT_MIN_BETA,
+            BlanketAnalysis::Theorem,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            refused.contains("δ_L = 9.900e-7 (0.99·δ), so at least") && refused.contains("got 100"),
+            "{refused}"
+        );
     }
 
     #[test]
