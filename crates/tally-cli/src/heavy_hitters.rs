@@ -164,7 +164,7 @@ pub(crate) fn run(args: &HeavyHittersArgs) -> Result<()> {
                 } else {
                     None
                 };
-                let release = triehh_plus_keyed(&rows, &settings, &key)?;
+                let release = triehh_plus_keyed(&rows, &settings, &key, args.release.seed)?;
                 (population, release)
             } else {
                 let (population, counted) = counted_population(args, seed)?;

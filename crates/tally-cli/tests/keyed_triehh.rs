@@ -21,10 +21,15 @@ fn rows(reversed: bool) -> String {
 }
 
 fn keyed(file: &str, key: &str) -> Value {
+    keyed_with(file, key, "")
+}
+
+/// [`keyed`], with `options` besides.
+fn keyed_with(file: &str, key: &str, options: &str) -> Value {
     let path = temp_file(file, rows(file.contains("reversed")).as_bytes());
     json(&format!(
         "heavy-hitters --algorithm triehh++ --input {} --epsilon 4 --delta 1e-6 --levels 8 \
-         --sampling-key {key} --json",
+         --sampling-key {key} --json{options}",
         path.display()
     ))
 }
@@ -55,6 +60,16 @@ fn the_key_alone_fixes_the_prefix_tree() {
     // Another key draws other coins.
     let other = keyed("hh-keyed-other.tsv", "00000000000000007365637265742d32");
     assert_ne!(first["trie"], other["trie"]);
+    // A seed given plays no part in the coins, and is shown as the keyed histogram shows it
+    // (it generates synthetic rows).
+    assert_eq!(first["seed"], Value::Null);
+    let seeded = keyed_with(
+        "hh-keyed-seeded.tsv",
+        "00000000000000007365637265742d31",
+        " --seed 3",
+    );
+    assert_eq!(seeded["seed"], 3, "{seeded}");
+    assert_eq!(first["trie"], seeded["trie"]);
 }
 
 #[test]

@@ -162,8 +162,9 @@ pub fn triehh_plus_counted(
 
 /// Runs TrieHH++ over `population` with keyed coins of `key` (level `ℓ`'s coin of a client
 /// is the keyed PRF of `(key, ℓ, client id)`, its one row chosen by the key) and builds its
-/// document. Each level's rate is rounded down to a multiple of `2^-64` and the guarantee
-/// computed for it.
+/// document, showing `shown_seed` (the seed the user gave, which generated synthetic rows;
+/// `None` when none was given), as the keyed histogram shows it. Each level's rate is rounded
+/// down to a multiple of `2^-64` and the guarantee computed for it.
 ///
 /// # Errors
 ///
@@ -172,10 +173,11 @@ pub fn triehh_plus_keyed(
     population: &KeyedPopulation,
     settings: &TriePlusSettings,
     key: &SamplingKey,
+    shown_seed: Option<u64>,
 ) -> Result<HeavyHittersRelease, tally_core::Error> {
     release(
         settings,
-        None,
+        shown_seed,
         population.len() as u64,
         population.description(),
         true,
