@@ -295,9 +295,8 @@ fn keyed_coin(
     if coin.rate().to_bits() != rate.to_bits() {
         return Err(format!(
             "its devices send with probability {rate}, which a keyed coin cannot flip exactly \
-             (its rates are multiples of 2^-64; the nearest below is {}): give a sampling rate \
-             that is one, or the devices without ids and key",
-            coin.rate()
+             (it flips multiples of 2^-64, as every rate from 2^-12 ≈ 0.000244 up is): give a \
+             sampling rate of at least 0.00025, or the devices without ids and key"
         ));
     }
     Ok(Some(coin))

@@ -428,7 +428,13 @@ fn keyed_devices_are_refused_where_a_key_cannot_flip_their_coins() {
         )
     };
     let error = run_task(&rare, keyed, 0).unwrap_err();
-    assert!(error.to_string().contains("cannot flip exactly"), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains("probability 0.00001, which a keyed coin cannot flip exactly")
+            && error.to_string().contains("of at least 0.00025,"),
+        "{error}"
+    );
     let mut twice = named.clone();
     twice[7].0 = "d3".to_owned();
     match run_task(
