@@ -1440,6 +1440,26 @@ fn run_over_words(spec: &TaskSpec, words: &[String], seed: u64) -> String {
     engine.document(spec)
 }
 
+/// The aggregator the open round of `engine` draws from devices holding `held` (`held[i].1`
+/// devices holding `held[i].0`), its own coins seeded with 1 and the devices' with 2; `None`
+/// when the round cannot draw one from these counts.
+///
+/// # Panics
+///
+/// If the round's kind draws none from counts at all ([`Engine::counted`]).
+#[cfg(test)]
+fn drawn_from_counts(engine: &Engine, held: &[(&str, u64)]) -> Option<Box<dyn WireAggregator>> {
+    use rand::SeedableRng;
+
+    engine
+        .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
+        .expect("the round draws from counts")
+        .aggregate(
+            &mut held.iter().copied(),
+            &mut ChaCha20Rng::seed_from_u64(2),
+        )
+}
+
 #[cfg(test)]
 mod tests {
     use tally_messages::{

@@ -208,6 +208,7 @@ mod tests {
     use tally_messages::{Ask, PROTOCOL_VERSION, RoundPolicy, TaskKind};
 
     use super::*;
+    use crate::engine::drawn_from_counts;
     use tally_messages::MAX_REPORT_BYTES;
 
     /// The devices of the tests (the longest report does not depend on them: every device's
@@ -321,15 +322,7 @@ mod tests {
             build(&task(), &privacy(), DEVICES, DEVICES, MAX_REPORT_BYTES).unwrap();
         for level in 1..=2_usize {
             assert!(engine.advance());
-            let aggregate = |held: &[(&str, u64)]| {
-                engine
-                    .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
-                    .expect("a level draws from counts")
-                    .aggregate(
-                        &mut held.iter().copied(),
-                        &mut ChaCha20Rng::seed_from_u64(2),
-                    )
-            };
+            let aggregate = |held: &[(&str, u64)]| drawn_from_counts(&engine, held);
             let held = [("0", 20), ("1", 20), ("2", 2_940), ("3", 20)];
             let aggregator = aggregate(&held).expect("drawn");
             let cells = aggregator.release();

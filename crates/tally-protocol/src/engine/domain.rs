@@ -353,6 +353,7 @@ mod shuffle_tests {
     use tally_messages::Ask;
 
     use super::*;
+    use crate::engine::drawn_from_counts;
     use tally_messages::MAX_REPORT_BYTES;
 
     /// The privacy target of the shuffle tests' tasks.
@@ -439,15 +440,7 @@ mod shuffle_tests {
             );
             let (mut engine, _) = for_3000_devices(mechanism, 16);
             assert!(engine.advance());
-            let aggregate = |held: &[(&str, u64)]| {
-                engine
-                    .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
-                    .expect("a domain round draws from counts")
-                    .aggregate(
-                        &mut held.iter().copied(),
-                        &mut ChaCha20Rng::seed_from_u64(2),
-                    )
-            };
+            let aggregate = |held: &[(&str, u64)]| drawn_from_counts(&engine, held);
             let Some(aggregator) = aggregate(&held(1_500, "15")) else {
                 assert!(!draws, "{mechanism:?}: not drawn from the counts");
                 continue;

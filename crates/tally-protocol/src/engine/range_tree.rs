@@ -383,6 +383,7 @@ mod tests {
     use tally_messages::{PROTOCOL_VERSION, RoundPolicy, TaskKind};
 
     use super::*;
+    use crate::engine::drawn_from_counts;
 
     /// A range tree of 3 levels over `[0, 1]` for 3,000 devices at `ε = 8`, counting
     /// `[0.25, 0.75)`, that waits for 3,001.
@@ -434,15 +435,7 @@ mod tests {
             spec.rounds.max_report_bytes = tally_messages::MAX_REPORT_BYTES;
             let (mut engine, _) = Engine::build(&spec).unwrap();
             assert!(engine.advance());
-            let aggregate = |held: &[(&str, u64)]| {
-                engine
-                    .counted(Sampling::Aggregator, ChaCha20Rng::seed_from_u64(1))
-                    .expect("a tree round draws from counts")
-                    .aggregate(
-                        &mut held.iter().copied(),
-                        &mut ChaCha20Rng::seed_from_u64(2),
-                    )
-            };
+            let aggregate = |held: &[(&str, u64)]| drawn_from_counts(&engine, held);
             let not_a_number = [("0.3", 2_999), ("apple", 1)];
             assert!(aggregate(&not_a_number).is_none(), "{mechanism:?}");
             let held = [("0.3", 1_200), ("0.7", 800), ("0.9", 500), ("-4", 500)];
