@@ -317,7 +317,7 @@ fn calibrate_all(
     vec![planned_st, theorem1, laplace, gaussian]
 }
 
-/// The names of the selections, in [`calibrate_all`] order.
+/// The names of the selections, in `calibrate_all` order.
 pub const NAMES: [&str; 4] = [
     "S&T (as planned)",
     "S&T (paper's Theorem 1)",

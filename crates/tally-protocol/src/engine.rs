@@ -5,10 +5,10 @@
 //! rounds' wire form comes from [`crate::rounds`].
 //!
 //! This file is the registration point of task kinds: [`Engine::build`] maps each
-//! [`TaskKind`] to its task, and each [`Kind`] says how its task's queries become rounds, how
+//! [`TaskKind`] to its task, and each `Kind` says how its task's queries become rounds, how
 //! a round's release becomes the task's, and which document the finished task publishes.
 //! Kinds that are not sample-and-threshold rounds live in their own files below
-//! ([`triehh`]).
+//! (`triehh`).
 
 mod triehh;
 

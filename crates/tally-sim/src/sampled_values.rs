@@ -39,7 +39,7 @@ const FIRST_SPAN: u64 = 1 << 12;
 /// release's order: by decreasing count, ties by the value's first appearance in `values`.
 ///
 /// Each client is sampled by an independent exact `Ber(p_s)` coin (bit-sliced or by geometric
-/// gaps, see the [module](self)); a value is released when at least the threshold of its
+/// gaps, see this module's docs); a value is released when at least the threshold of its
 /// clients are sampled.
 pub fn sample_threshold_values<T>(
     values: &[T],

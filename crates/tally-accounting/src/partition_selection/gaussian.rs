@@ -31,7 +31,7 @@ type Candidate = (u64, (u64, u64));
 /// or shared, with the divergence of up to two shifted counts exact
 /// ([`gaussian_cells_delta`]) and of more bounded through Rényi DP. The calibration takes the
 /// smallest `σ²` on the grid whose shared counts alone meet `δ`, then among the variances above
-/// it tried ([`COARSE_STEPS`], within 4×) the one with the lowest threshold (then the smallest
+/// it tried (`COARSE_STEPS`, within 4×) the one with the lowest threshold (then the smallest
 /// variance): the noise and the threshold grow with `k` together.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GaussianSelection {

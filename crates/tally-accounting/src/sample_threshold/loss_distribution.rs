@@ -133,7 +133,7 @@ const NEGLIGIBLE_DELTA: f64 = 1e-30;
 
 impl SampleThresholdParams {
     /// The dominating pair of one round on the grid `step`, under add/remove neighbours, in
-    /// the order "with the client" against "without" (see the [module docs](self)).
+    /// the order "with the client" against "without" (see this module's docs).
     ///
     /// The curve is `sup_k H_α(P_k‖Q_k)`: for `α ≥ 1` the adding divergence, for `α < 1`
     /// `1 − α + α·sup_k H_{1/α}(Q_k‖P_k)` from the removing one (exactly `1 − α` from

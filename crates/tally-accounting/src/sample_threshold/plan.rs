@@ -142,7 +142,7 @@ fn meets(
 ///
 /// For replace-one `tight`, the search runs on the one-cell bound, and a binary search with the
 /// two-cell [`delta`] then lowers its result, down to the add/remove threshold at most (see
-/// [`refined_min_threshold`]); the result always meets the target by [`delta`].
+/// `refined_min_threshold`); the result always meets the target by [`delta`].
 ///
 /// # Errors
 ///
@@ -260,8 +260,8 @@ fn refined_min_threshold(
 ///
 /// `δ` increases with the rate for `closed-form`, `theorem1` and `tight`, so the result is the
 /// largest admissible rate. For replace-one `tight`, the search runs on the one-cell bound and
-/// the two-cell [`delta`] then raises the rate, to a relative [`REFINED_RATE_TOLERANCE`] (see
-/// [`refined_max_rate`]). The `exact` bad-event probability is not monotone (it drops each
+/// the two-cell [`delta`] then raises the rate, to a relative `REFINED_RATE_TOLERANCE` (see
+/// `refined_max_rate`). The `exact` bad-event probability is not monotone (it drops each
 /// time `⌊kq⌋` steps up), so for it the result is an admissible rate at a crossing of the
 /// target that may lie below a larger admissible one; it is never above the largest.
 ///

@@ -218,7 +218,7 @@ impl PartitionSelection {
     /// contributed it (a key named twice counts the sum): every item numbered in increasing
     /// order of its key and released by [`SelectionAggregator::release`] with draws from
     /// `rng`, so the same counts and generator give the same release whatever the order of
-    /// `counts`. The release order is [`SelectionRelease::items`']. What the offline command
+    /// `counts`. The release order is [`SelectionRelease::items`]'. What the offline command
     /// and a federated task's aggregator both release.
     ///
     /// # Privacy

@@ -38,7 +38,7 @@ pub struct RoundPlan {
 ///
 /// With [`Composition::Tight`] there is no per-round split: the parameters are solved so
 /// that the rounds' own loss distribution, composed `rounds` times, meets `(ε, δ)`
-/// ([`plan_tight_rounds`]).
+/// (`plan_tight_rounds`).
 ///
 /// # Privacy
 ///

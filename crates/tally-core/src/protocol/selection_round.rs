@@ -202,7 +202,7 @@ const KEY_ONLY: i64 = -1;
 
 impl WireRelease for SelectedItems {
     /// One cell per released item, in order: its noisy count and the count as the estimate,
-    /// or [`KEY_ONLY`] for both when it carries none.
+    /// or `KEY_ONLY` for both when it carries none.
     fn into_cells(self) -> Vec<WireCell> {
         self.0
             .into_iter()
@@ -218,7 +218,7 @@ impl WireRelease for SelectedItems {
     }
 
     /// Refuses a cell whose estimate is not its count, and a negative count other than
-    /// [`KEY_ONLY`].
+    /// `KEY_ONLY`.
     fn from_cells(cells: Vec<WireCell>) -> Result<Self, String> {
         cells
             .into_iter()

@@ -9,7 +9,7 @@
 //!
 //! **Analyzer** (the paper's, kept exactly). For each cell `j`, `c*_j = (messages equal to
 //! j)/n`; the frequency estimate is `c*_j − p` if `c*_j > 1` and 0 otherwise. As counts
-//! (the round's [`Estimates`](crate::protocol::Estimates)) that is `n·(c*_j − p)` or 0. The estimate is never
+//! (the round's [`Estimates`]) that is `n·(c*_j − p)` or 0. The estimate is never
 //! negative and is exactly 0 for a cell no client holds (its `Bin(n, p)` noise never exceeds
 //! `n`), but it is biased towards 0 for small counts by at most `1 − p` in frequency
 //! ([`tally_accounting::balcer_cheu::BalcerCheu::error_bound`]).
@@ -26,7 +26,7 @@
 //! are independent, cell `j`'s count is `#{devices holding j} + Bin(n, p)`, independently across
 //! cells; it is drawn so with the exact binomial sampler (which counts the `Bin(n, 1 − p)`
 //! absent messages by gap skipping), in the law of the devices' messages summed. The round
-//! draws its aggregate so ([`DomainRound::aggregate_counts`]) when the calibrated `n` devices
+//! draws its aggregate so ([`CountedRound::aggregate_counts`]) when the calibrated `n` devices
 //! answer.
 //!
 //! # Privacy

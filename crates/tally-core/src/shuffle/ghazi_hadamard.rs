@@ -487,12 +487,12 @@ impl DomainHistogram for GhaziHadamard {
 ///   it always holds `j`, and given the span's rank `r` it is a uniform `(m − r)`-dimensional
 ///   subspace containing `j` (invertible maps of `j^⊥` act transitively on its subspaces of
 ///   one dimension, and complements pair them with the subspaces containing `j`). The ranks of
-///   all the tuples of one row are drawn together ([`ranks_of_uniform_matrices`] over `m − 1`
+///   all the tuples of one row are drawn together (`ranks_of_uniform_matrices` over `m − 1`
 ///   columns): each counts for its item, and the rare deficient ones for the other rows of a
 ///   uniform subspace containing `j`, drawn one by one.
 /// * The `ρn` blanket tuples are uniform `τ × m` matrices: their ranks are drawn together as
 ///   well; a tuple of full rank counts for nothing, one whose kernel is a line counts for its
-///   uniform nonzero vector (all such tuples spread at once by [`spread_uniform`]), and one with
+///   uniform nonzero vector (all such tuples spread at once by `spread_uniform`), and one with
 ///   a larger kernel for the rows of a uniform subspace of that dimension, drawn one by one.
 ///
 /// # Panics
