@@ -307,7 +307,7 @@ fn exact_noise_probability(
             return Ok(false);
         }
         let (cell, change) = blanket_of(protocol, users, p);
-        Ok(cell.delta(change, epsilon)? <= delta)
+        cell.meets(change, epsilon, delta)
     };
     if let Some(absent) = least_noise(0.5, |absent| passes_with(users, absent))? {
         return Ok(1.0 - absent);

@@ -76,6 +76,10 @@ const MAX_STEP: f64 = 0.02;
 /// The smallest grid width, so that a tiny `ε` cannot ask for an unbounded grid.
 const MIN_STEP: f64 = 1e-4;
 
+/// The widest window of a blanket's values that [`BlanketCell::meets`] sums for its lower
+/// bound before composing.
+const FLOOR_WINDOW: u64 = 1 << 16;
+
 /// One cell of a shuffled table as a user's message sees it: a blanket of `coins` independent
 /// `Ber(probability)` messages, plus the user's own message under one neighbour and, under the
 /// other, a stray message with probability `stray` (see the module docs).
@@ -333,6 +337,78 @@ impl BlanketCell {
             .delta(epsilon)
     }
 
+    /// Whether the exact analysis proves a user's `change` with blankets like this cell
+    /// `(ε, δ)`-DP: whether [`BlanketCell::delta`] is at most `delta`.
+    ///
+    /// A cell whose own pair is already above `delta` at `ε` is refused without composing the
+    /// change's pairs, which costs seconds for a thin blanket at a small `ε`. The pair of the
+    /// change holds the cell's pair in both orders among its factors (the cell itself for
+    /// [`MessageChange::Added`]; cell `A` forward and cell `B`, its mirror image, for each
+    /// move), and the hockey-stick divergence of a product is at least that of a factor (the
+    /// factor is a post-processing of the product), so [`BlanketCell::delta`], an upper bound
+    /// on the change's, is above `delta` too. The shortcut therefore never changes the answer;
+    /// were its lower bound wrong, it could only refuse, the safe direction.
+    ///
+    /// # Errors
+    ///
+    /// As [`BlanketCell::delta`].
+    pub fn meets(&self, change: MessageChange, epsilon: f64, delta: f64) -> Result<bool, Error> {
+        self.check()?;
+        if !(epsilon.is_finite() && epsilon >= 0.0) {
+            return Err(Error::invalid("epsilon", epsilon, "a finite number ≥ 0"));
+        }
+        if self.cell_delta_floor(epsilon) > delta {
+            return Ok(false);
+        }
+        Ok(self.delta(change, epsilon)? <= delta)
+    }
+
+    /// A lower bound on the exact `δ(ε)` of the cell's own pair, the larger of its two
+    /// orders: `Σ_x (P(x) − e^ε Q(x))_+` and the same with `P` and `Q` swapped, over the
+    /// Bernstein window of `Bin(N, p)`, each mass by the ratio recurrence from the mode and
+    /// normalised by the window's sum, less a margin of `1e-9·(1 + e^ε)`. The terms left out
+    /// are non-negative; the masses beyond the window, taken as 0 at its edges, weigh at most
+    /// `e^{−70}` each, and the recurrence's rounding a relative `1e-11` or so: both far inside
+    /// the margin.
+    /// `0` for a window of more than [`FLOOR_WINDOW`] values, where the blanket is thick and
+    /// the composition cheap.
+    fn cell_delta_floor(&self, epsilon: f64) -> f64 {
+        let (n, p, stray) = (self.coins, self.probability, self.stray);
+        let (lo, hi) = binomial_window(n, p);
+        if hi - lo > FLOOR_WINDOW {
+            return 0.0;
+        }
+        // Unnormalised masses of Bin(N, p) on lo..=hi, 1 at the mode (clipped to the window).
+        let mode = (((n + 1) as f64 * p).floor() as u64).clamp(lo, hi);
+        let odds = p / (1.0 - p);
+        let mut mass = vec![0.0; (hi - lo + 1) as usize];
+        let at = |x: u64| (x - lo) as usize;
+        mass[at(mode)] = 1.0;
+        for x in mode..hi {
+            mass[at(x + 1)] = mass[at(x)] * ((n - x) as f64 / (x + 1) as f64 * odds);
+        }
+        for x in (lo + 1..=mode).rev() {
+            mass[at(x - 1)] = mass[at(x)] * (x as f64 / (n - x + 1) as f64 / odds);
+        }
+        let total: f64 = mass.iter().sum();
+        let b = |x: u64| {
+            if (lo..=hi).contains(&x) {
+                mass[at(x)] / total
+            } else {
+                0.0
+            }
+        };
+        let e = epsilon.exp();
+        let (mut forward, mut backward) = (0.0_f64, 0.0_f64);
+        for x in lo..=hi + 1 {
+            let with = x.checked_sub(1).map_or(0.0, b);
+            let without = (1.0 - stray) * b(x) + stray * with;
+            forward += (with - e * without).max(0.0);
+            backward += (without - e * with).max(0.0);
+        }
+        forward.max(backward) - 1e-9 * (1.0 + e)
+    }
+
     /// The smallest `ε` (rounded up) at which a user's `change` with blankets like this cell is
     /// `(ε, δ)`-DP: solved on a coarse grid, then again on the grid that `ε` calls for.
     ///
@@ -483,5 +559,88 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Thin and thick cells, with and without a stray message, where the floor is far from 0.
+    const FLOOR_CELLS: [BlanketCell; 5] = [
+        BlanketCell {
+            coins: 2,
+            probability: 0.5,
+            stray: 0.0,
+        },
+        BlanketCell {
+            coins: 40,
+            probability: 0.3,
+            stray: 0.0,
+        },
+        BlanketCell {
+            coins: 200,
+            probability: 0.9,
+            stray: 0.0,
+        },
+        BlanketCell {
+            coins: 64,
+            probability: 0.25,
+            stray: 0.25,
+        },
+        BlanketCell {
+            coins: 5_000,
+            probability: 0.5,
+            stray: 0.0,
+        },
+    ];
+
+    #[test]
+    fn the_cells_floor_is_below_its_exact_delta_and_close_to_it() {
+        for cell in FLOOR_CELLS {
+            for epsilon in [0.0, 0.01, 0.1, 0.5, 1.0, 3.0] {
+                let exact = brute_force(cell, epsilon);
+                let floor = cell.cell_delta_floor(epsilon);
+                assert!(floor <= exact, "{cell:?} at {epsilon}: {floor} > {exact}");
+                assert!(
+                    exact - floor <= 2e-9 * (1.0 + epsilon.exp()),
+                    "{cell:?} at {epsilon}: {floor} far below {exact}"
+                );
+            }
+        }
+        let thick = BlanketCell {
+            coins: 1 << 40,
+            probability: 0.5,
+            stray: 0.0,
+        };
+        assert_eq!(thick.cell_delta_floor(0.1).to_bits(), 0.0_f64.to_bits());
+    }
+
+    /// `meets` answers as the analysis does on either side of its `δ` and just below the
+    /// cell's floor, refusing there by the floor alone.
+    #[test]
+    fn meets_answers_as_the_analysis_does() {
+        let mut refused_by_the_floor = 0;
+        for cell in FLOOR_CELLS {
+            for change in [MessageChange::Added, MessageChange::Moved(8)] {
+                for epsilon in [0.5, 2.0] {
+                    let analysed = cell.delta(change, epsilon).unwrap();
+                    let floor = cell.cell_delta_floor(epsilon);
+                    for target in [
+                        analysed * (1.0 - 1e-6),
+                        analysed * (1.0 + 1e-6),
+                        floor * (1.0 - 1e-3),
+                    ] {
+                        if !(target > 0.0 && target < 1.0) {
+                            continue;
+                        }
+                        assert_eq!(
+                            cell.meets(change, epsilon, target).unwrap(),
+                            analysed <= target,
+                            "{cell:?}, {change:?} at {epsilon}, δ = {target}"
+                        );
+                        if floor > target {
+                            refused_by_the_floor += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(refused_by_the_floor >= 10, "{refused_by_the_floor}");
     }
 }

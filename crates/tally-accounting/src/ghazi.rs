@@ -395,7 +395,7 @@ pub fn hadamard_rho_exact(
     check_delta(delta)?;
     let passes = |rho: u64| -> Result<bool, Error> {
         let (cell, change) = hadamard_blanket(tau, set_size, users, rho);
-        Ok(cell.delta(change, epsilon)? <= delta)
+        cell.meets(change, epsilon, delta)
     };
     if passes(1)? {
         return Ok(1);
@@ -831,7 +831,7 @@ pub fn count_min_gamma_exact(
     check_delta(delta)?;
     least_noise(0.5, |gamma| {
         let (cell, change) = count_min_blanket(rows, set_size, users, gamma);
-        Ok(cell.delta(change, epsilon)? <= delta)
+        cell.meets(change, epsilon, delta)
     })
 }
 
@@ -850,7 +850,7 @@ pub fn count_min_min_users_exact(
     check_delta(delta)?;
     let passes = |users: u64| -> Result<bool, Error> {
         let (cell, change) = count_min_blanket(rows, set_size, users, 0.5);
-        Ok(cell.delta(change, epsilon)? <= delta)
+        cell.meets(change, epsilon, delta)
     };
     let mut high = 2_u64;
     while !passes(high)? {
