@@ -13,8 +13,12 @@
 //! The device's data takes part in a release only through tasks this ledger admitted, so its
 //! total loss over everything it answered is at most the budget by basic composition, as
 //! long as each task's guarantee is the one the server states for it (the server is the
-//! trusted aggregator; the device cannot check the calibration itself). Guarantees are added
-//! as stated, whatever their neighbour relation.
+//! trusted aggregator; the device cannot check the calibration itself). A task is charged
+//! what its population's ledger charges ([`GuaranteeBody::charged`]): a shuffle-model task
+//! its guarantee against the population's colluding fraction, which is what holds when that
+//! many devices collude with the analyst (the guarantee itself assumes every other device
+//! honest), and a task with no finite `ε` against them is refused. Guarantees are added as
+//! stated, whatever their neighbour relation.
 
 use std::collections::BTreeMap;
 
@@ -64,8 +68,12 @@ pub enum LedgerRefusal {
         /// The `δ` left.
         left_delta: f64,
     },
-    /// The budget or the task's guarantee is not a finite non-negative number.
-    #[error("task {task}: the budget and the guarantee must be finite and non-negative")]
+    /// The budget or what the task charges is not a finite non-negative number (such as a
+    /// shuffle task that keeps no finite `ε` against its population's colluding devices).
+    #[error(
+        "task {task}: the budget and what the task charges (its guarantee, against its \
+         population's colluding devices for a shuffle task) must be finite and non-negative"
+    )]
     NotFinite {
         /// The task.
         task: String,
@@ -92,8 +100,9 @@ impl DeviceLedger {
     }
 
     /// Admits a round of task `task` of `population` on `server` whose whole guarantee is
-    /// `guarantee`: free if the task was admitted before, recorded if it fits in the budget,
-    /// refused otherwise (and then nothing is recorded).
+    /// `guarantee`: free if the task was admitted before, recorded at what it charges
+    /// ([`GuaranteeBody::charged`]: against colluding devices, where the guarantee states
+    /// them) if that fits in the budget, refused otherwise (and then nothing is recorded).
     ///
     /// # Errors
     ///
@@ -113,12 +122,13 @@ impl DeviceLedger {
         if known {
             return Ok(());
         }
+        let (charged_epsilon, charged_delta) = guarantee.charged();
         let finite = |x: f64| x.is_finite() && x >= 0.0;
         if ![
             self.budget_epsilon,
             self.budget_delta,
-            guarantee.epsilon,
-            guarantee.delta,
+            charged_epsilon,
+            charged_delta,
         ]
         .into_iter()
         .all(finite)
@@ -126,13 +136,13 @@ impl DeviceLedger {
             return Err(LedgerRefusal::NotFinite { task: task.into() });
         }
         let (epsilon, delta) = self.total();
-        if epsilon + guarantee.epsilon > self.budget_epsilon
-            || delta + guarantee.delta > self.budget_delta
+        if epsilon + charged_epsilon > self.budget_epsilon
+            || delta + charged_delta > self.budget_delta
         {
             return Err(LedgerRefusal::OverBudget {
                 task: task.into(),
-                epsilon: guarantee.epsilon,
-                delta: guarantee.delta,
+                epsilon: charged_epsilon,
+                delta: charged_delta,
                 left_epsilon: self.budget_epsilon - epsilon,
                 left_delta: self.budget_delta - delta,
             });
@@ -145,8 +155,8 @@ impl DeviceLedger {
             .insert(
                 task.into(),
                 Spent {
-                    epsilon: guarantee.epsilon,
-                    delta: guarantee.delta,
+                    epsilon: charged_epsilon,
+                    delta: charged_delta,
                 },
             );
         Ok(())
@@ -217,5 +227,41 @@ mod tests {
             .unwrap();
         let text = serde_json::to_string(&ledger).unwrap();
         assert_eq!(serde_json::from_str::<DeviceLedger>(&text).unwrap(), ledger);
+    }
+
+    /// A shuffle task is charged what holds against its population's colluding devices, as
+    /// the population's ledger charges it: two tasks of `ε = 1` that fit a budget of 2 under
+    /// honest devices do not fit at `ε = 1.5` each against colluders, and a task with no
+    /// finite `ε` against them is refused.
+    #[test]
+    fn a_shuffle_task_is_charged_its_guarantee_against_colluding_devices() {
+        let shuffled = |epsilon: Option<f64>| GuaranteeBody {
+            model: "shuffle".into(),
+            collusion: Some(tally_messages::CollusionBody {
+                colluding_fraction: 0.1,
+                epsilon,
+                delta: 2e-7,
+                floor: Some(4.0),
+            }),
+            ..guarantee(1.0, 1e-7)
+        };
+        let mut ledger = DeviceLedger::new(2.0, 1e-6);
+        ledger.admit("s", "p", "t1", &shuffled(Some(1.5))).unwrap();
+        assert_eq!(ledger.total(), (1.5, 2e-7));
+        let refused = ledger.admit("s", "p", "t2", &shuffled(Some(1.5)));
+        let charged = match &refused {
+            Err(LedgerRefusal::OverBudget { epsilon, .. }) => Some(epsilon.to_bits()),
+            _ => None,
+        };
+        assert_eq!(charged, Some(1.5_f64.to_bits()), "{refused:?}");
+        let unbounded = ledger
+            .admit("s", "p", "t3", &shuffled(None))
+            .unwrap_err()
+            .to_string();
+        assert!(unbounded.contains("colluding devices"), "{unbounded}");
+        assert_eq!(ledger.total(), (1.5, 2e-7));
+        // Without collusion stated, the guarantee itself.
+        ledger.admit("s", "p", "t4", &guarantee(0.5, 1e-7)).unwrap();
+        assert_eq!(ledger.total(), (2.0, 3e-7));
     }
 }

@@ -255,9 +255,14 @@ impl FleetDb {
     /// A fresh database with population "fleet" (budget (10, 1e-5), no cohort floor), an
     /// analyst's and an operator's credential and `devices` enrolled devices.
     async fn new(devices: u32) -> Self {
+        Self::with_population(devices, |_| {}).await
+    }
+
+    /// [`FleetDb::new`] with population "fleet" changed by `change`.
+    async fn with_population(devices: u32, change: impl FnOnce(&mut PopulationSpec)) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let db = format!("sqlite://{}", dir.path().join("tally.db").display());
-        let population = PopulationSpec {
+        let mut population = PopulationSpec {
             version: PROTOCOL_VERSION,
             name: "fleet".into(),
             budget: Budget {
@@ -272,6 +277,7 @@ impl FleetDb {
             task_bound: None,
             neighbours: tally_messages::Neighbours::AddRemove,
         };
+        change(&mut population);
         tally_server::create_population(&db, &population)
             .await
             .unwrap();
@@ -315,7 +321,11 @@ impl FleetServer {
 
     /// [`FleetServer::start`] with the given bounds on requests.
     async fn start_with(devices: u32, limits: &tally_server::Limits) -> Self {
-        let db = FleetDb::new(devices).await;
+        Self::start_on(FleetDb::new(devices).await, limits).await
+    }
+
+    /// A server bound by `limits` on the database `db`.
+    async fn start_on(db: FleetDb, limits: &tally_server::Limits) -> Self {
         let server = tally_server::Server::start_with(&db.url, limits)
             .await
             .unwrap();
@@ -504,6 +514,98 @@ async fn devices_refuse_a_task_past_their_own_budget() {
     assert_eq!(
         (waiting.state, waiting.rounds_released),
         (TaskState::Running, 0)
+    );
+    server.shutdown().await;
+}
+
+/// A shuffled-GRR histogram over {0, 1} at `ε = 1` for the 100 devices of population "fleet",
+/// replace-one as every shuffle protocol.
+fn shuffled_grr_task() -> TaskSpec {
+    serde_json::from_value(serde_json::json!({
+        "version": PROTOCOL_VERSION,
+        "population": "fleet",
+        "expected_population": 100,
+        "privacy": {"epsilon": 1.0, "delta": 1e-6, "neighbours": "replace-one"},
+        "kind": {
+            "type": "domain-histogram",
+            "mechanism": "shuffled-grr",
+            "domain": {"integers": 2}
+        },
+        "rounds": {
+            "min_cohort": 100,
+            "cohort_target": 100,
+            "deadline_secs": 60,
+            "max_attempts": 3,
+            "max_report_bytes": 64
+        }
+    }))
+    .unwrap()
+}
+
+/// Devices in a population that tolerates a tenth of them colluding with the analyst keep
+/// their own ledger at what holds against the colluders, as the population's ledger does:
+/// two shuffle tasks of `ε = 1` would fit a device budget of `1 + ε_F` under honest devices,
+/// but at `ε_F > 1` each against the colluders only one does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn devices_charge_a_shuffle_task_its_guarantee_against_colluding_devices() {
+    let db = FleetDb::with_population(100, |population| {
+        population.colluding_fraction = 0.1;
+        population.neighbours = tally_messages::Neighbours::ReplaceOne;
+    })
+    .await;
+    let FleetServer {
+        server,
+        url,
+        analyst,
+        operator: _,
+        enrolled,
+        _dir,
+    } = FleetServer::start_on(db, &tally_server::Limits::default()).await;
+    let client = Client::new(&url).unwrap().with_token(&analyst);
+    let first = client.create_task(&shuffled_grr_task()).await.unwrap();
+    let second = client.create_task(&shuffled_grr_task()).await.unwrap();
+    let collusion = first.guarantee.collusion.expect("a shuffle task");
+    let against = collusion
+        .epsilon
+        .expect("a finite ε against a tenth colluding");
+    assert!(
+        first.guarantee.epsilon <= 1.0 && against > 1.0,
+        "{:?}",
+        first.guarantee
+    );
+    let config = FleetConfig {
+        seed: Some(4),
+        poll_interval: Duration::from_millis(20),
+        ..FleetConfig::default()
+    };
+    let items: Vec<String> = (0..100).map(|i| (i % 2).to_string()).collect();
+    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(enrolled)
+        .unwrap()
+        .with_ledger(tally_client::DeviceLedger::new(1.0 + against, 1e-3));
+    let mut refused = Vec::new();
+    let report = fleet
+        .run(|event| {
+            if let FleetEvent::Refused { query, reason } = event {
+                refused.push((query.task_id.clone(), reason.to_string()));
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.rounds.len(), 1, "{report:?}");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    let answered = &report.rounds[0].task_id;
+    assert!(
+        *answered == first.id || *answered == second.id,
+        "{answered}"
+    );
+    assert_ne!(refused[0].0, *answered);
+    assert!(refused[0].1.contains("left of its budget"), "{refused:?}");
+    let (epsilon, delta) = fleet.ledger().unwrap().total();
+    assert_eq!(
+        (epsilon.to_bits(), delta.to_bits()),
+        (against.to_bits(), collusion.delta.to_bits())
     );
     server.shutdown().await;
 }

@@ -54,6 +54,25 @@ impl GuaranteeBody {
             ..Self::from(guarantee)
         }
     }
+
+    /// The `(ε, δ)` a privacy ledger charges for a task whose published guarantee this is:
+    /// what holds against the population's colluding fraction where it is stated (every
+    /// shuffle-model task's; at fraction 0 it is the guarantee itself), `ε = ∞` where no
+    /// finite `ε` holds against them, else the guarantee (central and local guarantees do not
+    /// depend on other devices' honesty). The population's ledger on the server and a
+    /// device's own ledger charge the same.
+    ///
+    /// # Privacy
+    ///
+    /// A shuffle-model guarantee holds only while the other devices' randomness hides a
+    /// device's messages; against an analyst with colluding devices it is the collusion
+    /// guarantee that holds, so that is what a budget must cover.
+    pub fn charged(&self) -> (f64, f64) {
+        match &self.collusion {
+            Some(collusion) => (collusion.epsilon.unwrap_or(f64::INFINITY), collusion.delta),
+            None => (self.epsilon, self.delta),
+        }
+    }
 }
 
 /// What a shuffle-model guarantee keeps when devices collude with the analyst, as published

@@ -375,8 +375,8 @@ impl Runtime {
     ///
     /// The third part is, for a shuffle-model task, its guarantee against the population's
     /// colluding fraction ([`Engine::collusion`]); the fourth what the ledger charges: that
-    /// guarantee (the task's own without collusion, [`charged`]) under the population's
-    /// neighbour relation ([`Guarantee::under`]).
+    /// guarantee (the task's own without collusion, [`GuaranteeBody::charged`]) under the
+    /// population's neighbour relation ([`Guarantee::under`]).
     pub(crate) async fn plan_task(
         &self,
         spec: &TaskSpec,
@@ -432,10 +432,8 @@ impl Runtime {
                 .map_err(|e| ServerError::Corrupt(format!("calibrating a task failed: {e}")))?
                 .map_err(|m| ApiError::new(ErrorCode::InvalidTask, m))?
         };
-        let (epsilon, delta) = charged(&GuaranteeBody::with_collusion(
-            &guarantee,
-            collusion.as_ref(),
-        ));
+        let (epsilon, delta) =
+            GuaranteeBody::with_collusion(&guarantee, collusion.as_ref()).charged();
         // The charge keeps the guarantee's relation, so this refuses what the guarantee's own
         // relation cannot be converted from.
         let charge = Guarantee {
@@ -1465,23 +1463,6 @@ fn with_collusion(document: String, guarantee: &GuaranteeBody) -> Result<String,
         serde_json::to_value(collusion).map_err(corrupt)?,
     );
     serde_json::to_string_pretty(&value).map_err(corrupt)
-}
-
-/// What the ledger charges for a task whose published guarantee is `guarantee`: its guarantee
-/// against the population's colluding fraction where it has one (every shuffle-model task
-/// created since populations state one; at fraction 0 it is the guarantee itself), else the
-/// guarantee (central and local guarantees do not depend on other devices' honesty).
-///
-/// # Privacy
-///
-/// A shuffle-model guarantee holds only while the other devices' randomness hides a device's
-/// messages; against an analyst with colluding devices it is the collusion guarantee that
-/// holds, so that is what the population's budget must cover.
-fn charged(guarantee: &GuaranteeBody) -> (f64, f64) {
-    match &guarantee.collusion {
-        Some(collusion) => (collusion.epsilon.unwrap_or(f64::INFINITY), collusion.delta),
-        None => (guarantee.epsilon, guarantee.delta),
-    }
 }
 
 /// What a refusal adds for a task charged its guarantee against colluding devices: the
