@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use tally_messages::GuaranteeBody;
+use tally_protocol::shown::{Rounding, delta_number, number, privacy_number};
 
 /// A device's privacy budget and what it has spent of it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,17 +52,22 @@ pub struct Spent {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LedgerRefusal {
-    /// The task's guarantee does not fit in what is left of the budget.
+    /// What the task charges does not fit in what is left of the budget. Its message shows
+    /// the charge rounded up and what is left rounded down; the fields keep full precision.
     #[error(
-        "task {task} needs (ε = {epsilon}, δ = {delta:e}) but this device has only \
-         (ε = {left_epsilon}, δ = {left_delta:e}) left of its budget"
+        "task {task} needs (ε = {}, δ = {}) but this device has only (ε = {}, δ = {}) left of \
+         its budget",
+        privacy_number(*.epsilon),
+        delta_number(*.delta, Rounding::Up),
+        number(*.left_epsilon, Rounding::Down),
+        delta_number(*.left_delta, Rounding::Down)
     )]
     OverBudget {
         /// The task.
         task: String,
-        /// Its `ε`.
+        /// What it charges, `ε`.
         epsilon: f64,
-        /// Its `δ`.
+        /// What it charges, `δ`.
         delta: f64,
         /// The `ε` left.
         left_epsilon: f64,
@@ -254,6 +260,28 @@ mod tests {
             _ => None,
         };
         assert_eq!(charged, Some(1.5_f64.to_bits()), "{refused:?}");
+        // For people: the charge rounded up, what is left rounded down.
+        let mut thirds = DeviceLedger::new(1.0, 1e-6);
+        let third = GuaranteeBody {
+            collusion: Some(tally_messages::CollusionBody {
+                epsilon: Some(1.0 / 3.0),
+                ..shuffled(None).collusion.unwrap()
+            }),
+            ..shuffled(None)
+        };
+        for task in ["a", "b"] {
+            thirds.admit("s", "p", task, &third).unwrap();
+        }
+        let message = thirds
+            .admit("s", "p", "c", &shuffled(Some(0.7)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains(
+                "(ε = 0.7, δ = 2.000e-7) but this device has only (ε = 0.3333, δ = 6.000e-7)"
+            ),
+            "{message}"
+        );
         let unbounded = ledger
             .admit("s", "p", "t3", &shuffled(None))
             .unwrap_err()

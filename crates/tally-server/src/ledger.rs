@@ -22,6 +22,7 @@ use tally_accounting::Neighbours;
 use tally_accounting::filter::{BasicFilter, less_rounded_down};
 use tally_accounting::sample_threshold::{SampleThresholdParams, TIGHT_STEP};
 use tally_core::histogram::SampleThreshold;
+use tally_protocol::shown::{Rounding, delta_number, number, privacy_number};
 
 /// `rounds` S&T rounds at the same parameters under add/remove neighbours: what a task runs,
 /// when the ledger can bound it by a declared pair.
@@ -230,11 +231,11 @@ impl Ledger {
             }
             return Err(format!(
                 "the task runs {rounds} round(s) within the declared pair (p_s ≤ {}, τ ≥ {}), \
-                 whose share (ε = {}, δ = {:e}) covers {} round(s) and {} are taken",
+                 whose share (ε = {}, δ = {}) covers {} round(s) and {} are taken",
                 bound.sampling_rate,
                 bound.threshold,
-                bound.share.0,
-                bound.share.1,
+                number(bound.share.0, Rounding::Down),
+                delta_number(bound.share.1, Rounding::Down),
                 bound.rounds,
                 before.bounded_rounds
             ));
@@ -253,9 +254,14 @@ impl Ledger {
             ),
         };
         Err(format!(
-            "the task needs (ε = {}, δ = {:e}); tasks charged their own guarantee by basic \
-             composition have (ε = {}, δ = {:e}) left of (ε = {epsilon}, δ = {delta:e}){within}",
-            charge.epsilon, charge.delta, left.0, left.1
+            "the task needs (ε = {}, δ = {}); tasks charged their own guarantee by basic \
+             composition have (ε = {}, δ = {}) left of (ε = {}, δ = {}){within}",
+            privacy_number(charge.epsilon),
+            delta_number(charge.delta, Rounding::Up),
+            number(left.0, Rounding::Down),
+            delta_number(left.1, Rounding::Down),
+            number(epsilon, Rounding::Down),
+            delta_number(delta, Rounding::Down)
         ))
     }
 }

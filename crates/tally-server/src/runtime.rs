@@ -21,6 +21,7 @@ use tally_messages::{
     PROTOCOL_VERSION, PopulationInfo, PopulationSpec, RelayReceipt, RelayedBatch, Role, RoundQuery,
     Sampling, TaskBoundUse, TaskInfo, TaskSpec, TaskState, TrustModel,
 };
+use tally_protocol::shown::{Rounding, delta_number, number, privacy_number};
 use tally_protocol::{Engine, definition, draw_public_coins};
 use tokio::sync::Mutex;
 use tracing::{error, info, warn};
@@ -468,7 +469,7 @@ impl Runtime {
                 format!(
                     "the task's ε = {} (under {} neighbours){} exceeds population {:?}'s cap of \
                      {cap} per task",
-                    charge.0,
+                    privacy_number(charge.0),
                     population.neighbours,
                     colluding_note(collusion.as_ref()),
                     spec.population
@@ -1472,8 +1473,10 @@ fn colluding_note(collusion: Option<&Collusion>) -> String {
         Some(c) if c.colluding_fraction > 0.0 => format!(
             " (the population tolerates a fraction {} of its devices colluding with the \
              analyst: the task is charged the guarantee an honest device keeps against them, \
-             ε = {}, δ = {:e}, not the one that assumes every device honest)",
-            c.colluding_fraction, c.epsilon, c.delta
+             ε = {}, δ = {}, not the one that assumes every device honest)",
+            c.colluding_fraction,
+            privacy_number(c.epsilon),
+            delta_number(c.delta, Rounding::Up)
         ),
         _ => String::new(),
     }
@@ -1495,8 +1498,10 @@ fn admit(
         ApiError::new(
             ErrorCode::BudgetExceeded,
             format!(
-                "population {:?}'s budget (ε = {}, δ = {:e}): {why}{note}",
-                population.name, population.epsilon, population.delta
+                "population {:?}'s budget (ε = {}, δ = {}): {why}{note}",
+                population.name,
+                number(population.epsilon, Rounding::Down),
+                delta_number(population.delta, Rounding::Down)
             ),
         )
     })

@@ -104,6 +104,18 @@ async fn a_population_tolerating_colluders_charges_shuffle_tasks_their_guarantee
             "{}: {text}",
             db.name
         );
+        // The guarantee it was charged and the budget, for people: four digits, the charge
+        // rounded up, the budget down.
+        let shown = tally_protocol::shown::privacy_number(wide_epsilon);
+        assert!(
+            shown.len() < wide_epsilon.to_string().len()
+                && text.contains(&format!("keeps against them, ε = {shown}, δ = "))
+                && text.contains(&format!("the task needs (ε = {shown}, δ = 1.000e-6)"))
+                && !text.contains(&wide_epsilon.to_string())
+                && !text.contains(&budget.to_string()),
+            "{}: {text}",
+            db.name
+        );
 
         // The narrower task fits, and is charged its guarantee against the colluders.
         let (status, text) = create(&narrow).await;
