@@ -525,25 +525,28 @@ mod tests {
         f64::max(forward, backward)
     }
 
+    /// Cells with and without a stray message.
+    const CELLS: [BlanketCell; 3] = [
+        BlanketCell {
+            coins: 40,
+            probability: 0.3,
+            stray: 0.0,
+        },
+        BlanketCell {
+            coins: 200,
+            probability: 0.9,
+            stray: 0.0,
+        },
+        BlanketCell {
+            coins: 64,
+            probability: 0.25,
+            stray: 0.25,
+        },
+    ];
+
     #[test]
     fn one_cell_is_never_below_the_exact_curve() {
-        for cell in [
-            BlanketCell {
-                coins: 40,
-                probability: 0.3,
-                stray: 0.0,
-            },
-            BlanketCell {
-                coins: 200,
-                probability: 0.9,
-                stray: 0.0,
-            },
-            BlanketCell {
-                coins: 64,
-                probability: 0.25,
-                stray: 0.25,
-            },
-        ] {
+        for cell in CELLS {
             for epsilon in [0.05, 0.2, 0.5, 1.0] {
                 let exact = brute_force(cell, epsilon);
                 let pair = cell.change_pair(MessageChange::Added, 0.01).unwrap();
@@ -561,38 +564,19 @@ mod tests {
         }
     }
 
-    /// Thin and thick cells, with and without a stray message, where the floor is far from 0.
-    const FLOOR_CELLS: [BlanketCell; 5] = [
-        BlanketCell {
-            coins: 2,
+    /// [`CELLS`], a thin one and a thick one.
+    fn floor_cells() -> impl Iterator<Item = BlanketCell> {
+        let half = |coins| BlanketCell {
+            coins,
             probability: 0.5,
             stray: 0.0,
-        },
-        BlanketCell {
-            coins: 40,
-            probability: 0.3,
-            stray: 0.0,
-        },
-        BlanketCell {
-            coins: 200,
-            probability: 0.9,
-            stray: 0.0,
-        },
-        BlanketCell {
-            coins: 64,
-            probability: 0.25,
-            stray: 0.25,
-        },
-        BlanketCell {
-            coins: 5_000,
-            probability: 0.5,
-            stray: 0.0,
-        },
-    ];
+        };
+        CELLS.into_iter().chain([half(2), half(5_000)])
+    }
 
     #[test]
     fn the_cells_floor_is_below_its_exact_delta_and_close_to_it() {
-        for cell in FLOOR_CELLS {
+        for cell in floor_cells() {
             for epsilon in [0.0, 0.01, 0.1, 0.5, 1.0, 3.0] {
                 let exact = brute_force(cell, epsilon);
                 let floor = cell.cell_delta_floor(epsilon);
@@ -616,7 +600,7 @@ mod tests {
     #[test]
     fn meets_answers_as_the_analysis_does() {
         let mut refused_by_the_floor = 0;
-        for cell in FLOOR_CELLS {
+        for cell in floor_cells() {
             for change in [MessageChange::Added, MessageChange::Moved(8)] {
                 for epsilon in [0.5, 2.0] {
                     let analysed = cell.delta(change, epsilon).unwrap();

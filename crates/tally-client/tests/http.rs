@@ -454,6 +454,38 @@ async fn a_batch_past_the_cohort_target_is_cut_without_being_refused() {
     server.shutdown().await;
 }
 
+/// A fleet of `items`, each device with its `enrolled` credential, keeping `ledger`, run with
+/// `seed` until no task runs: the fleet, its report and the tasks its ledger refused, each
+/// with why.
+async fn run_keeping(
+    url: &str,
+    items: Vec<String>,
+    enrolled: Vec<String>,
+    seed: u64,
+    ledger: tally_client::DeviceLedger,
+) -> (Fleet, tally_client::FleetReport, Vec<(String, String)>) {
+    let config = FleetConfig {
+        seed: Some(seed),
+        poll_interval: Duration::from_millis(20),
+        ..FleetConfig::default()
+    };
+    let fleet = Fleet::new(Client::new(url).unwrap(), items, config)
+        .unwrap()
+        .with_credentials(enrolled)
+        .unwrap()
+        .with_ledger(ledger);
+    let mut refused = Vec::new();
+    let report = fleet
+        .run(|event| {
+            if let FleetEvent::Refused { query, reason } = event {
+                refused.push((query.task_id.clone(), reason.to_string()));
+            }
+        })
+        .await
+        .unwrap();
+    (fleet, report, refused)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn devices_refuse_a_task_past_their_own_budget() {
     let FleetServer {
@@ -469,26 +501,9 @@ async fn devices_refuse_a_task_past_their_own_budget() {
     // budget of 1.5 of their own.
     let first = client.create_task(&histogram_task(60)).await.unwrap();
     let second = client.create_task(&histogram_task(60)).await.unwrap();
-    let config = FleetConfig {
-        seed: Some(3),
-        poll_interval: Duration::from_millis(20),
-        ..FleetConfig::default()
-    };
     let items: Vec<String> = (0..60).map(|i| format!("item{}", i % 2)).collect();
-    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
-        .unwrap()
-        .with_credentials(enrolled)
-        .unwrap()
-        .with_ledger(tally_client::DeviceLedger::new(1.5, 1e-5));
-    let mut refused = Vec::new();
-    let report = fleet
-        .run(|event| {
-            if let FleetEvent::Refused { query, reason } = event {
-                refused.push((query.task_id.clone(), reason.to_string()));
-            }
-        })
-        .await
-        .unwrap();
+    let ledger = tally_client::DeviceLedger::new(1.5, 1e-5);
+    let (fleet, report, refused) = run_keeping(&url, items, enrolled, 3, ledger).await;
     // The fleet answers whichever task it meets first and refuses the other.
     assert_eq!(report.rounds.len(), 1, "{report:?}");
     assert_eq!(refused.len(), 1, "{refused:?}");
@@ -573,26 +588,9 @@ async fn devices_charge_a_shuffle_task_its_guarantee_against_colluding_devices()
         "{:?}",
         first.guarantee
     );
-    let config = FleetConfig {
-        seed: Some(4),
-        poll_interval: Duration::from_millis(20),
-        ..FleetConfig::default()
-    };
     let items: Vec<String> = (0..100).map(|i| (i % 2).to_string()).collect();
-    let fleet = Fleet::new(Client::new(&url).unwrap(), items, config)
-        .unwrap()
-        .with_credentials(enrolled)
-        .unwrap()
-        .with_ledger(tally_client::DeviceLedger::new(1.0 + against, 1e-3));
-    let mut refused = Vec::new();
-    let report = fleet
-        .run(|event| {
-            if let FleetEvent::Refused { query, reason } = event {
-                refused.push((query.task_id.clone(), reason.to_string()));
-            }
-        })
-        .await
-        .unwrap();
+    let ledger = tally_client::DeviceLedger::new(1.0 + against, 1e-3);
+    let (fleet, report, refused) = run_keeping(&url, items, enrolled, 4, ledger).await;
     assert_eq!(report.rounds.len(), 1, "{report:?}");
     assert_eq!(refused.len(), 1, "{refused:?}");
     let answered = &report.rounds[0].task_id;
